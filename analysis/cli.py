@@ -1,0 +1,67 @@
+"""`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+
+from analysis.errors import CopyDecodeError
+from analysis.params import DEFAULT_PARAMS, load_params
+
+
+def _analysis(name: str) -> Callable:
+    def run(args):
+        from analysis import stages
+
+        return getattr(stages, name)(load_params(args.params))
+
+    return run
+
+
+def _kernels(name: str) -> Callable:
+    def run(args):
+        # torch is imported only by the commands that run a model
+        from kernels_profile import stages
+
+        return getattr(stages, name)(load_params(args.params), args)
+
+    return run
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="copydecode", description=__doc__)
+    parser.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: params.yaml)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for command, func, text in (
+        ("corpora", _analysis("run_corpora"), "build data/corpora/cases.parquet"),
+        ("programs", _analysis("run_programs"), "write line- and token-level oracle programs"),
+        ("roundtrip", _analysis("run_roundtrip"), "check resolve(oracle) == target for every case"),
+        ("spans", _analysis("run_spans"), "span table, coverage with bootstrap CIs, histograms"),
+    ):
+        sub.add_parser(command, help=text).set_defaults(func=func)
+    kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)
+    profile = kernels.add_parser("profile", help="time AR steps vs one parallel prefill")
+    profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
+    profile.add_argument("--out", default=None, help="raw timings parquet (default: the preset's or params')")
+    profile.set_defaults(func=_kernels("run_profile"))
+    fit = kernels.add_parser("fit", help="fit the latency model to the raw timings")
+    fit.set_defaults(func=_kernels("run_fit"))
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        result = args.func(args)
+    except CopyDecodeError as exc:
+        print(f"copydecode {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    if result is not None:
+        print(json.dumps(result, indent=2, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

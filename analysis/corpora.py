@@ -1,0 +1,220 @@
+"""Corpora -> one table of editing cases.
+
+`cases.parquet` schema (one row per case and framing):
+
+    case_id   str  "<corpus>/<n>": unique within a corpus; (case_id, framing) is the row key
+    corpus    str  "HEvalFix-Py", "HEvalFix-JS", ... or "ProbeEdit-S" (a stand-in, see probeedit.py)
+    language  str  "python", "js", "cpp", "go", "java", "rust"
+    framing   str  HEvalFix: "body" | "decl" | "prompt"; ProbeEdit-S: "unit"
+    source    str  the input the model edits
+    target    str  the gold output
+
+HEvalFix framings (MISSION.md): `body` edits buggy_solution into canonical_solution; `decl` prefixes
+both with the declaration; `prompt` prefixes both with the prompt (signature and docstring).
+
+HumanEvalPack comes from a local folder of `<lang>.jsonl` files (param `corpora.humanevalpack.local_dir`,
+overridden by the environment variable COPYDECODE_HUMANEVALPACK_DIR) or from the hub
+(`datasets.load_dataset("bigcode/humanevalpack", lang, split="test")`). `source: auto` takes the
+local folder when it exists and the hub otherwise; the origin used is recorded in the metrics.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import CorpusError
+
+HUMANEVALPACK_LANGUAGES: dict[str, str] = {
+    "python": "Py",
+    "js": "JS",
+    "cpp": "CPP",
+    "go": "Go",
+    "java": "Java",
+    "rust": "Rust",
+}
+FRAMINGS: tuple[str, ...] = ("body", "decl", "prompt")
+REQUIRED_FIELDS: tuple[str, ...] = (
+    "task_id", "prompt", "declaration", "buggy_solution", "canonical_solution",
+)
+HUB_ID = "bigcode/humanevalpack"
+ENV_DIR = "COPYDECODE_HUMANEVALPACK_DIR"
+# sha256 of the files in ../shared/data/humanevalpack (its README); other languages are not pinned
+KNOWN_SHA256: dict[str, str] = {
+    "python": "b1376d72be4bd016a62ad043d9de3846edb8d63edf1222da802a31330c14c3a7",
+    "js": "04c86c1fac5f33818d9187cba278ed1dfc66cc259372dd8342126aa580fb7569",
+}
+
+CASES_SCHEMA: dict[str, type[pl.DataType]] = {
+    "case_id": pl.String,
+    "corpus": pl.String,
+    "language": pl.String,
+    "framing": pl.String,
+    "source": pl.String,
+    "target": pl.String,
+}
+
+
+@dataclass(frozen=True)
+class Case:
+    case_id: str
+    corpus: str
+    language: str
+    framing: str
+    source: str
+    target: str
+
+
+@dataclass(frozen=True)
+class CorpusOrigin:
+    corpus: str
+    origin: str  # "local:<path>" or "hub:<id>"
+    sha256: str | None
+    n_records: int
+
+
+def corpus_name(language: str) -> str:
+    check_language(language)
+    return f"HEvalFix-{HUMANEVALPACK_LANGUAGES[language]}"
+
+
+def check_language(language: str) -> None:
+    if language not in HUMANEVALPACK_LANGUAGES:
+        raise CorpusError(
+            f"unknown HumanEvalPack language {language!r}; known: {', '.join(HUMANEVALPACK_LANGUAGES)}"
+        )
+
+
+def check_framings(framings) -> None:
+    bad = [f for f in framings if f not in FRAMINGS]
+    if bad or not framings:
+        raise CorpusError(f"unknown or empty framings {bad or framings!r}; known: {', '.join(FRAMINGS)}")
+
+
+def resolve_local_dir(local_dir: str | os.PathLike | None) -> Path | None:
+    env = os.environ.get(ENV_DIR)
+    chosen = env if env else local_dir
+    return Path(chosen) if chosen else None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Read HumanEvalPack records; any defect is a CorpusError naming file, line and field."""
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file (set {ENV_DIR} or corpora.humanevalpack.local_dir)")
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise CorpusError(f"{path}: the file is empty")
+    records = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
+        if not isinstance(record, dict):
+            raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+        check_record(record, f"{path}:{lineno}")
+        records.append(record)
+    return records
+
+
+def check_record(record: dict, where: str) -> None:
+    for field in REQUIRED_FIELDS:
+        if field not in record:
+            raise CorpusError(f"{where}: missing field {field!r}")
+        if not isinstance(record[field], str):
+            raise CorpusError(
+                f"{where}: field {field!r} must be a string, got {type(record[field]).__name__}"
+            )
+
+
+def load_humanevalpack(
+    language: str, local_dir: str | os.PathLike | None, source: str = "auto", verify_sha256: bool = True
+) -> tuple[list[dict], CorpusOrigin]:
+    check_language(language)
+    if source not in ("auto", "local", "hub"):
+        raise CorpusError(f"corpora.humanevalpack.source must be auto, local or hub, got {source!r}")
+    folder = resolve_local_dir(local_dir)
+    use_local = source == "local" or (source == "auto" and folder is not None and folder.is_dir())
+    if use_local:
+        if folder is None:
+            raise CorpusError(f"source is 'local' but no folder is set ({ENV_DIR} or local_dir)")
+        path = folder / f"{language}.jsonl"
+        records = read_jsonl(path)
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        expected = KNOWN_SHA256.get(language)
+        if verify_sha256 and expected and digest != expected:
+            raise CorpusError(f"{path}: sha256 {digest} differs from the pinned {expected}")
+        origin = CorpusOrigin(corpus_name(language), f"local:{path}", digest, len(records))
+        return records, origin
+    return _load_from_hub(language)
+
+
+def _load_from_hub(language: str) -> tuple[list[dict], CorpusOrigin]:
+    try:
+        from datasets import load_dataset
+
+        dataset = load_dataset(HUB_ID, language, split="test")
+    except Exception as exc:  # offline, missing config, ...: say which and how to fix it
+        raise CorpusError(
+            f"could not load {HUB_ID} config {language!r} from the hub ({type(exc).__name__}: {exc}); "
+            f"set {ENV_DIR} to a folder holding {language}.jsonl"
+        ) from exc
+    records = [dict(r) for r in dataset]
+    for k, record in enumerate(records):
+        check_record(record, f"hub:{HUB_ID}/{language}[{k}]")
+    return records, CorpusOrigin(corpus_name(language), f"hub:{HUB_ID}/{language}", None, len(records))
+
+
+def framed_pair(record: dict, framing: str) -> tuple[str, str]:
+    buggy, fixed = record["buggy_solution"], record["canonical_solution"]
+    if framing == "body":
+        return buggy, fixed
+    if framing == "decl":
+        return record["declaration"] + buggy, record["declaration"] + fixed
+    if framing == "prompt":
+        return record["prompt"] + buggy, record["prompt"] + fixed
+    raise CorpusError(f"unknown framing {framing!r}; known: {', '.join(FRAMINGS)}")
+
+
+def hevalfix_cases(records: list[dict], language: str, framings) -> list[Case]:
+    check_framings(framings)
+    corpus = corpus_name(language)
+    cases = []
+    for framing in framings:
+        for record in records:
+            number = record["task_id"].rsplit("/", 1)[-1]
+            source, target = framed_pair(record, framing)
+            cases.append(Case(f"{corpus}/{number}", corpus, language, framing, source, target))
+    return cases
+
+
+def cases_frame(cases: list[Case]) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {name: [getattr(c, name) for c in cases] for name in CASES_SCHEMA}, schema=CASES_SCHEMA
+    )
+    dupes = frame.group_by("case_id", "framing").len().filter(pl.col("len") > 1)
+    if dupes.height:
+        raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}")
+    return frame
+
+
+def read_cases(path: str | os.PathLike) -> pl.DataFrame:
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"{path}: no cases table; run `copydecode corpora` (or `dvc repro`) first")
+    frame = pl.read_parquet(path)
+    missing = [c for c in CASES_SCHEMA if c not in frame.columns]
+    if missing:
+        raise CorpusError(f"{path}: missing columns {missing}")
+    return frame
+
+
+def cases_from_frame(frame: pl.DataFrame) -> list[Case]:
+    return [Case(**{k: row[k] for k in CASES_SCHEMA}) for row in frame.iter_rows(named=True)]

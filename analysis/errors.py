@@ -1,0 +1,25 @@
+"""One exception type per domain. Messages name the case, the field and the offending value."""
+
+
+class CopyDecodeError(Exception):
+    """Base class of every error the suite raises on bad input."""
+
+
+class CorpusError(CopyDecodeError):
+    """A corpus file or record is missing, malformed or unknown."""
+
+
+class ProgramError(CopyDecodeError):
+    """A copy program is malformed, or does not fit the source it is resolved against."""
+
+
+class TokenizerError(CopyDecodeError):
+    """A tokenizer cannot be found or is of a kind the suite cannot map to bytes."""
+
+
+class ParamsError(CopyDecodeError):
+    """A parameter in params.yaml or on the command line is missing or out of range."""
+
+
+class RoundTripError(CopyDecodeError):
+    """Resolving an oracle program did not give back the gold target."""

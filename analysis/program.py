@@ -1,0 +1,184 @@
+"""The program grammar: the one place that knows how a Copy-as-Decode program is written.
+
+A program is a sequence of two kinds of operation, written back to back with nothing between them:
+
+    <copy lines="i-j"/>     copy input lines i..j (1-based, inclusive)
+    <copy tokens="i-j"/>    copy input tokens i..j (1-based, inclusive; token-level primitive)
+    <gen>TEXT</gen>         emit TEXT
+
+Escaping inside a <gen> body. The body is raw text except for two escapes, so that a body may hold
+any string, the grammar's own tags included:
+
+    '&lt;'  stands for '<'   (written only where the '<' would start '<copy', '<gen' or '</gen')
+    '&amp;' stands for '&'   (written only where the '&' would start '&lt;' or '&amp;')
+
+Everything else, '<' and '&' included, is written as is, so code such as `a < b && c` costs no
+extra tokens. `escape` writes the fewest escapes that keep the body unambiguous, and `parse` rejects
+an unescaped tag inside a body, so every program has exactly one spelling: parse(render(p)) == p
+and render(parse(t)) == t for every t that parses.
+
+`parse` checks syntax only (numbers are positive integers without leading zeros, the body is
+non-empty); whether a span fits the source is the resolver's business, so that perturbed programs
+(inverted or out-of-range spans) can still be written down and counted.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, Union
+
+from analysis.errors import ProgramError
+
+Unit = Literal["lines", "tokens"]
+UNITS: tuple[str, ...] = ("lines", "tokens")
+
+_TAG_STARTS = ("<copy", "<gen", "</gen")
+_AMP_STARTS = ("&lt;", "&amp;")
+_COPY_RE = re.compile(r'<copy (lines|tokens)="([1-9][0-9]*)-([1-9][0-9]*)"/>')
+_GEN_OPEN = "<gen>"
+_GEN_CLOSE = "</gen>"
+
+
+@dataclass(frozen=True)
+class Copy:
+    """Copy units start..end of the input (1-based, inclusive)."""
+
+    start: int
+    end: int
+    unit: Unit = "lines"
+
+    @property
+    def length(self) -> int:
+        return self.end - self.start + 1
+
+
+@dataclass(frozen=True)
+class Gen:
+    """Emit `text`, decoded autoregressively."""
+
+    text: str
+
+
+Op = Union[Copy, Gen]
+
+
+@dataclass(frozen=True)
+class Program:
+    ops: tuple[Op, ...]
+
+    def __iter__(self):
+        return iter(self.ops)
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    @property
+    def copies(self) -> list[Copy]:
+        return [op for op in self.ops if isinstance(op, Copy)]
+
+    @property
+    def gens(self) -> list[Gen]:
+        return [op for op in self.ops if isinstance(op, Gen)]
+
+
+def escape(text: str) -> str:
+    """Escape a <gen> body (see the module docstring)."""
+    out: list[str] = []
+    for i, ch in enumerate(text):
+        if ch == "<" and text.startswith(_TAG_STARTS, i):
+            out.append("&lt;")
+        elif ch == "&" and text.startswith(_AMP_STARTS, i):
+            out.append("&amp;")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def unescape(body: str, *, offset: int = 0) -> str:
+    """Inverse of `escape`; `offset` is the body's position in the program, for error messages."""
+    out: list[str] = []
+    i = 0
+    while i < len(body):
+        if body.startswith("&lt;", i):
+            out.append("<")
+            i += 4
+        elif body.startswith("&amp;", i):
+            out.append("&")
+            i += 5
+        else:
+            if body[i] == "<" and body.startswith(_TAG_STARTS, i):
+                raise ProgramError(
+                    f"unescaped {body[i:i + 6]!r} inside a <gen> body at position {offset + i}; "
+                    "write '<' as '&lt;' there"
+                )
+            out.append(body[i])
+            i += 1
+    return "".join(out)
+
+
+def render_op(op: Op) -> str:
+    if isinstance(op, Copy):
+        return f'<copy {op.unit}="{op.start}-{op.end}"/>'
+    if isinstance(op, Gen):
+        return f"{_GEN_OPEN}{escape(op.text)}{_GEN_CLOSE}"
+    raise ProgramError(f"not a program operation: {op!r}")
+
+
+def render(program: Program) -> str:
+    return "".join(render_op(op) for op in program.ops)
+
+
+def _context(text: str, pos: int) -> str:
+    return repr(text[pos:pos + 24])
+
+
+def parse(text: str) -> Program:
+    """Parse program text strictly; a ProgramError names the position and what was found there."""
+    ops: list[Op] = []
+    pos = 0
+    while pos < len(text):
+        if text.startswith("<copy", pos):
+            m = _COPY_RE.match(text, pos)
+            if m is None:
+                raise ProgramError(
+                    f"malformed copy directive at position {pos}: {_context(text, pos)}; "
+                    'expected <copy lines="i-j"/> or <copy tokens="i-j"/> with positive integers'
+                )
+            ops.append(Copy(int(m.group(2)), int(m.group(3)), m.group(1)))  # type: ignore[arg-type]
+            pos = m.end()
+        elif text.startswith(_GEN_OPEN, pos):
+            body_start = pos + len(_GEN_OPEN)
+            close = text.find(_GEN_CLOSE, body_start)
+            if close < 0:
+                raise ProgramError(f"<gen> opened at position {pos} is never closed")
+            if close == body_start:
+                raise ProgramError(f"empty <gen></gen> at position {pos}")
+            ops.append(Gen(unescape(text[body_start:close], offset=body_start)))
+            pos = close + len(_GEN_CLOSE)
+        else:
+            raise ProgramError(
+                f"expected '<copy' or '<gen>' at position {pos}, found {_context(text, pos)}"
+            )
+    return Program(tuple(ops))
+
+
+def merge_adjacent(ops: list[Op]) -> Program:
+    """Join neighbouring Gen ops, and Copy ops whose ranges are contiguous in the same unit."""
+    merged: list[Op] = []
+    for op in ops:
+        if isinstance(op, Gen) and not op.text:
+            continue
+        prev = merged[-1] if merged else None
+        if isinstance(op, Gen) and isinstance(prev, Gen):
+            merged[-1] = Gen(prev.text + op.text)
+        elif (
+            isinstance(op, Copy)
+            and isinstance(prev, Copy)
+            and prev.unit == op.unit
+            and prev.end + 1 == op.start
+        ):
+            merged[-1] = Copy(prev.start, op.end, op.unit)
+        else:
+            merged.append(op)
+    return Program(tuple(merged))

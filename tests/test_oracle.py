@@ -1,0 +1,115 @@
+import random
+
+import pytest
+from hypothesis import given, strategies as st
+
+from analysis.errors import ProgramError
+from analysis.oracle import SuffixAutomaton, line_oracle, myers_matches, token_oracle
+from analysis.program import Copy, parse, render
+from analysis.resolver import resolve
+from analysis.text import split_lines
+
+# texts that stress the grammar and the line and token rules
+PIECES = ["𓀀", "ᚠ", "a", "b", " ", "\t", "\n", "\r\n", "\r", "é", "😀", "中", "<gen>", "</gen>", "<copy", "&lt;", "&amp;", "x = 1\n", "\n\n"]
+TEXTS = st.lists(st.sampled_from(PIECES), max_size=30).map("".join)
+ANY = st.one_of(TEXTS, st.text(max_size=60))
+
+
+def lcs_length(a, b):
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[-1]))
+        prev = cur
+    return prev[-1]
+
+
+@given(st.lists(st.integers(0, 4), max_size=25), st.lists(st.integers(0, 4), max_size=25))
+def test_myers_is_an_exact_lcs(a, b):
+    pairs = myers_matches(a, b)
+    assert len(pairs) == lcs_length(a, b)
+    assert all(a[i] == b[j] for i, j in pairs)
+    assert all(i1 < i2 and j1 < j2 for (i1, j1), (i2, j2) in zip(pairs, pairs[1:]))
+
+
+@given(ANY, ANY)
+def test_line_oracle_roundtrips(source, target):
+    program = line_oracle(source, target)
+    assert resolve(program, source) == target
+    assert resolve(parse(render(program)), source) == target
+
+
+@given(ANY, ANY, st.integers(1, 4))
+def test_token_oracle_roundtrips(qwen, source, target, min_copy):
+    src, tgt = qwen.encode(source), qwen.encode(target)
+    program = token_oracle(src, tgt, min_copy)
+    assert resolve(parse(render(program)), source, src.char_bounds) == target
+    assert all(c.length >= 1 for c in program.copies)
+
+
+def test_line_oracle_copies_all_matching_lines():
+    source = "def f(x):\n    y = x + 1\n    return y\n"
+    target = "def f(x):\n    y = x - 1\n    return y\n"
+    assert render(line_oracle(source, target)) == (
+        '<copy lines="1-1"/><gen>    y = x - 1\n</gen><copy lines="3-3"/>'
+    )
+
+
+def best_coverage_bruteforce(src, tgt, k):
+    """O(n^3) reference: the most target tokens coverable by source substrings of length >= k."""
+    occurs = {tuple(src[i:j]) for i in range(len(src)) for j in range(i + 1, len(src) + 1)}
+    best = [0] * (len(tgt) + 1)
+    for i in range(1, len(tgt) + 1):
+        best[i] = best[i - 1]
+        for j in range(0, i - k + 1):
+            if tuple(tgt[j:i]) in occurs:
+                best[i] = max(best[i], best[j] + i - j)
+    return best[-1]
+
+
+class FakeTok:
+    """Token ids are single ASCII letters, so every boundary is a character boundary."""
+
+    def __init__(self, ids):
+        from analysis.tokenization import TokenizedText
+
+        text = "".join(chr(97 + i) for i in ids)
+        bounds = tuple(range(len(ids) + 1))
+        self.tok = TokenizedText(text, tuple(ids), tuple(c.encode() for c in text), bounds, bounds)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_token_oracle_maximises_coverage(seed):
+    rng = random.Random(seed)
+    src = [rng.randrange(3) for _ in range(rng.randrange(0, 14))]
+    tgt = [rng.randrange(3) for _ in range(rng.randrange(0, 14))]
+    k = rng.randrange(1, 4)
+    s, t = FakeTok(src).tok, FakeTok(tgt).tok
+    program = token_oracle(s, t, k)
+    copied = sum(op.length for op in program.copies)
+    assert copied == best_coverage_bruteforce(src, tgt, k)
+    assert resolve(program, s.text, s.char_bounds) == t.text
+
+
+def test_token_oracle_respects_min_copy():
+    s, t = FakeTok([0, 1, 2, 0]).tok, FakeTok([1, 2, 1, 2, 0]).tok
+    assert all(isinstance(op, Copy) is False or op.length >= 3 for op in token_oracle(s, t, 3))
+    with pytest.raises(ProgramError, match="min_copy"):
+        token_oracle(s, t, 0)
+
+
+def test_suffix_automaton_matching_statistics():
+    sam = SuffixAutomaton.build([1, 2, 3, 1, 2])
+    lengths, _ = sam.matching_statistics([2, 3, 1, 9, 1, 2, 3])
+    assert lengths == [1, 2, 3, 0, 1, 2, 3]
+
+
+def test_token_oracle_on_unicode_split_tokens(qwen):
+    # an emoji is split over several byte-level tokens; spans must not cut it
+    source = "x = '𓀀𓀀'\nprint(x)\n"
+    target = "x = '𓀀'\nprint(x)\n"
+    src, tgt = qwen.encode(source), qwen.encode(target)
+    assert None in src.char_bounds
+    assert resolve(token_oracle(src, tgt), source, src.char_bounds) == target
+    assert split_lines(target) == ["x = '𓀀'\n", "print(x)\n"]

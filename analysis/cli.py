@@ -20,6 +20,21 @@ def _analysis(name: str) -> Callable:
     return run
 
 
+def _results(name: str) -> Callable:
+    def run(args):
+        from analysis import results
+
+        return getattr(results, name)(load_params(args.params))
+
+    return run
+
+
+def _reports(args):
+    from analysis.reports import run_reports
+
+    return run_reports(load_params(args.params))
+
+
 def _kernels(name: str) -> Callable:
     def run(args):
         # torch is imported only by the commands that run a model
@@ -39,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
         ("programs", _analysis("run_programs"), "write line- and token-level oracle programs"),
         ("roundtrip", _analysis("run_roundtrip"), "check resolve(oracle) == target for every case"),
         ("spans", _analysis("run_spans"), "span table, coverage with bootstrap CIs, histograms"),
+        ("bounds", _results("run_bounds"), "closed-form speedup bounds with bootstrap CIs"),
+        ("perturb", _results("run_perturb"), "EM under off-by-one span noise"),
+        ("formats", _results("run_formats"), "edit-format token cost and token-boundary splices"),
+        ("reports", _reports, "render the papermill reports into reports/ (html, notebooks, index)"),
     ):
         sub.add_parser(command, help=text).set_defaults(func=func)
     kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)

@@ -35,6 +35,12 @@ def _reports(args):
     return run_reports(load_params(args.params))
 
 
+def _e2e(args):
+    from kernels_profile.e2e import run_e2e
+
+    return run_e2e(load_params(args.params), args)
+
+
 def _kernels(name: str) -> Callable:
     def run(args):
         # torch is imported only by the commands that run a model
@@ -67,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     profile.set_defaults(func=_kernels("run_profile"))
     fit = kernels.add_parser("fit", help="fit the latency model to the raw timings")
     fit.set_defaults(func=_kernels("run_fit"))
+    e2e = sub.add_parser("e2e", help="measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding")
+    e2e.set_defaults(func=_e2e)
     return parser
 
 

@@ -15,7 +15,7 @@ NOTEBOOKS = Path("notebooks")
 EXECUTED = Path("reports/notebooks")
 HTML = Path("reports/html")
 INDEX = Path("reports/index.html")
-REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "explore")
+REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
 
 
 def render_notebook(name: str, parameters: dict[str, Any], root: Path, out_name: str | None = None) -> Path:

@@ -8,6 +8,9 @@ Tokens are handled as bytes. A byte-level BPE token can end inside a multi-byte 
 each text gets its token boundaries both as byte offsets and as character offsets (None where a
 boundary falls inside a character).
 
+Unicode normalization is switched off (Qwen's tokenizer would apply NFC): byte-exact tokens need it,
+and NFC text, which every corpus text is, tokenizes identically either way.
+
 Line-to-token rule. BPE does not respect line ends: Qwen's pre-tokenizer glues a run of newlines to
 the punctuation before it ('.\\n\\n' is one token) and whitespace-only lines to their newline. So a
 line boundary can fall inside a token. The rule used everywhere in the suite: **a token belongs to the
@@ -83,6 +86,14 @@ class Tokenizer:
     """A thin wrapper over a `tokenizers.Tokenizer` that yields byte-exact `TokenizedText`."""
 
     def __init__(self, backend, name: str):
+        if backend.normalizer is not None:
+            # Qwen's tokenizer applies NFC, which rewrites characters such as U+F900; tokens must
+            # spell the text byte for byte, so the suite tokenizes a copy without the normalizer
+            # (text that is already NFC, as every corpus text here, tokenizes the same either way)
+            from tokenizers import Tokenizer as Backend
+
+            backend = Backend.from_str(backend.to_str())
+            backend.normalizer = None
         self.backend = backend
         self.name = name
         self._piece_cache: dict[int, bytes] = {}

@@ -39,3 +39,17 @@ def test_local_folder_loads(tmp_path, qwen):
     shutil.copy(embedded_qwen_dir() / "tokenizer.json", tmp_path / "tokenizer.json")
     local = load_tokenizer(str(tmp_path))
     assert local.encode("print(1)\n").ids == qwen.encode("print(1)\n").ids
+
+
+def test_non_nfc_text_is_tokenized_byte_for_byte(qwen):
+    import unicodedata
+
+    text = "x = '\uf900'\n"  # a CJK compatibility ideograph that NFC rewrites
+    assert unicodedata.normalize("NFC", text) != text
+    tok = qwen.encode(text)
+    assert b"".join(tok.pieces) == text.encode()
+    from tokenizers import Tokenizer as Backend
+
+    original = Backend.from_file(str(embedded_qwen_dir() / "tokenizer.json"))  # with its NFC normalizer
+    nfc = "def f():\n    return 'é中'\n"
+    assert qwen.encode(nfc).ids == tuple(original.encode(nfc, add_special_tokens=False).ids)

@@ -192,3 +192,16 @@ def test_prefill_is_lossless_on_smollm2():
     result = prefill_vs_steps(lm, ctx, copy)
     assert result.ok, result
     assert result.logits_rel_diff < result.tolerance
+
+
+@pytest.mark.slow
+def test_compiled_static_loop_matches_eager(tiny):
+    # torch.compile (inductor on CPU, CUDA graphs on a GPU) behind the static cache: ~20 s to compile
+    bench = CacheBench(tiny, context=5, n_max=6, seed=1)
+    outs = {}
+    for baseline in ("eager", "static_compiled"):
+        step = bench._step_fn(baseline)
+        with torch.inference_mode():
+            outs[baseline] = torch.cat([step(k).logits[:, -1] for k in range(6)])
+        bench.dynamic(), bench.static()
+    assert torch.allclose(outs["eager"], outs["static_compiled"], atol=1e-5)

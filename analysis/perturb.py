@@ -126,8 +126,12 @@ def em_table(results: pl.DataFrame) -> pl.DataFrame:
         n_cases=pl.len(),
     )
     keys = ["level", "kind", "rate", "corpus", "framing"]
-    return per_seed.group_by(keys).agg(
+    # sorted, order-keeping and rounded: a parallel group-by sums in varying order, and the same
+    # params must give the same table to the last digit
+    per_seed = per_seed.sort(per_seed_keys)
+    table = per_seed.group_by(keys, maintain_order=True).agg(
         em=pl.col("em").mean(), em_min=pl.col("em").min(), em_max=pl.col("em").max(),
         invalid=pl.col("invalid").mean(), no_copy=pl.col("no_copy").mean(),
         n_cases=pl.col("n_cases").first(), seeds=pl.len(),
-    ).sort(keys)
+    )
+    return table.with_columns(pl.col(pl.Float64).round(12)).sort(keys)

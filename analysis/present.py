@@ -10,9 +10,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.stages import METRICS, TABLES
 
-TABLES = Path("reports/tables")
-METRICS = Path("reports/metrics")
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 STAND_IN = "ProbeEdit-S (stand-in, not the paper's ProbeEdit)"
 

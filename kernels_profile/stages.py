@@ -11,15 +11,13 @@ import polars as pl
 from analysis.errors import ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.params import get
+from analysis.results import LATENCY_MODEL
+from analysis.stages import FIGURES, METRICS, TABLES
 from kernels_profile.latency import fit_latency, speedup_table, summarize
 from kernels_profile.profiler import ProfileSpec, profile
 
 RAW = Path("data/kernels/raw.parquet")
 CHECKPOINTS = Path("data/kernels/checkpoints")
-LATENCY_MODEL = Path("reports/kernels/latency_model.json")
-TABLES = Path("reports/tables")
-FIGURES = Path("reports/figures")
-METRICS = Path("reports/metrics")
 SPEC_FIELDS = set(ProfileSpec.__dataclass_fields__)
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
+from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Program
 from analysis.resolver import resolve
 
@@ -110,14 +111,11 @@ def run_perturbation(cases: list[PerturbCase], kinds, rates, seeds) -> pl.DataFr
 def em_table(results: pl.DataFrame) -> pl.DataFrame:
     """EM per (level, kind, rate, corpus|pooled, framing): mean over cases and seeds, with the spread
     over seeds (min and max of the per-seed EM) and the invalid and no-copy shares."""
-    from analysis.spans import POOLED
-
     per_seed_keys = ["level", "kind", "rate", "seed", "corpus", "framing"]
-    pooled = results.with_columns(corpus=pl.lit(POOLED))
     pooled = pl.concat([
-        pooled.filter(pl.col("framing") == f).vstack(pooled.filter(pl.col("framing") == "unit").with_columns(framing=pl.lit(f)))
-        for f in sorted(set(results["framing"]) - {"unit"})
-    ]) if set(results["framing"]) - {"unit"} else pooled
+        pool_rows(results, f).with_columns(corpus=pl.lit(POOLED), framing=pl.lit(f))
+        for f in pool_framings(results["framing"])
+    ])
     both = pl.concat([results, pooled])
     per_seed = both.group_by(per_seed_keys).agg(
         em=(pl.col("outcome") == "match").mean(),

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Gen, Program, escape, render_op
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText, Tokenizer
@@ -36,7 +37,6 @@ SPANS_SCHEMA = {
     "level": pl.String, "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64,
     "n_tokens_src": pl.Int64, "n_lines": pl.Int64, "directive_tokens": pl.Int64,
 }
-POOLED = "pooled"
 
 
 @dataclass(frozen=True)
@@ -142,10 +142,8 @@ def pooled_groups(cases: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:
     groups = []
     for (corpus, framing), rows in cases.group_by("corpus", "framing", maintain_order=True):
         groups.append((corpus, framing, rows))
-    framings = sorted(set(cases["framing"]) - {"unit"}) or ["unit"]
-    for framing in framings:
-        rows = cases.filter((pl.col("framing") == framing) | (pl.col("framing") == "unit"))
-        groups.append((POOLED, framing, rows))
+    for framing in pool_framings(cases["framing"]):
+        groups.append((POOLED, framing, pool_rows(cases, framing)))
     return groups
 
 

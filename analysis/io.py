@@ -1,13 +1,24 @@
-"""Writing stage outputs: parquet for data, csv + markdown for report tables, json metrics, charts."""
+"""Writing stage outputs: parquet for data, csv + markdown for report tables, json metrics, charts.
+
+Every write is atomic: the bytes go to a temporary file in the destination folder, which then
+replaces the destination in one rename, so an interrupted stage leaves each output either whole and
+new or whole and old, never truncated.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from analysis.errors import CopyDecodeError
 
 
 def ensure_parent(path: str | Path) -> Path:
@@ -16,8 +27,41 @@ def ensure_parent(path: str | Path) -> Path:
     return path
 
 
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside `path` (same suffix, so writers that look at it behave); renamed onto
+    `path` when the block finishes, removed if it raises."""
+    path = ensure_parent(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_text(text: str, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+
+
 def write_parquet(frame: pl.DataFrame, path: str | Path) -> None:
-    frame.write_parquet(ensure_parent(path))
+    with atomic_path(path) as tmp:
+        frame.write_parquet(tmp)
+
+
+def read_parquet(path: str | Path, what: str, error: type[CopyDecodeError] = CopyDecodeError) -> pl.DataFrame:
+    """Read a stage's parquet output; a missing, truncated or foreign file is an `error` naming it
+    and the stage that writes it (`what`)."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} not found; run `{what}` (or `dvc repro`) first")
+    try:
+        return pl.read_parquet(path)
+    except Exception as exc:  # polars raises ComputeError/OSError variants for damaged files
+        raise error(f"{path} is not a readable parquet file ({type(exc).__name__}: {exc}); rerun `{what}`") from exc
 
 
 def _cell(value: Any, digits: int) -> str:
@@ -37,9 +81,15 @@ def markdown_table(frame: pl.DataFrame, digits: int = 4) -> str:
 
 def write_table(frame: pl.DataFrame, stem: str | Path, digits: int = 4) -> None:
     """Write `stem`.csv and `stem`.md (the markdown rounded to `digits` for reading)."""
-    stem = ensure_parent(stem)
-    frame.write_csv(stem.with_suffix(".csv"))
-    stem.with_suffix(".md").write_text(markdown_table(frame, digits))
+    stem = Path(stem)
+    with atomic_path(stem.with_suffix(".csv")) as tmp:
+        frame.write_csv(tmp)
+    write_text(markdown_table(frame, digits), stem.with_suffix(".md"))
+
+
+def write_csv(frame: pl.DataFrame, path: str | Path) -> None:
+    with atomic_path(path) as tmp:
+        frame.write_csv(tmp)
 
 
 def _finite(value: Any) -> Any:
@@ -53,11 +103,18 @@ def _finite(value: Any) -> Any:
 
 
 def write_json(data: Any, path: str | Path) -> None:
-    ensure_parent(path).write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n")
+    write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n", path)
 
 
 def save_chart(chart, stem: str | Path) -> None:
     """PNG and SVG through vl-convert (works offline)."""
-    stem = ensure_parent(stem)
-    chart.save(str(stem.with_suffix(".png")), scale_factor=2)
-    chart.save(str(stem.with_suffix(".svg")))
+    stem = Path(stem)
+    for suffix, extra in ((".png", {"scale_factor": 2}), (".svg", {})):
+        with atomic_path(stem.with_suffix(suffix)) as tmp:
+            chart.save(str(tmp), **extra)
+
+
+def write_with(writer: Callable[[Path], None], path: str | Path) -> None:
+    """Atomic write through any writer that takes a path."""
+    with atomic_path(path) as tmp:
+        writer(tmp)

@@ -28,6 +28,7 @@ KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.profil
 KERNEL_CHECKPOINTS = DATA / "kernels/checkpoints"
 E2E_MEASUREMENTS = DATA / "e2e/measurements.parquet"    # kernels_profile.stages.e2e
 E2E_CHECKPOINTS = DATA / "e2e/checkpoints"
+TIMINGS = DATA / "timings"                              # run times of each stage (untracked)
 MODELS_CACHE = Path("models")                           # tokenizers extracted from GGUF files
 
 # ---------------------------------------------------------------- reports (committed)

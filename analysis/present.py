@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.stages import METRICS, TABLES
+from analysis.layout import METRICS, TABLES
 
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 STAND_IN = "ProbeEdit-S (stand-in, not the paper's ProbeEdit)"
@@ -149,7 +149,7 @@ def case_view(case_id: str, framing: str, level: str) -> dict:
 
     from analysis.program import Copy, parse
     from analysis.resolver import resolve
-    from analysis.stages import CASES, PROGRAMS, SPANS
+    from analysis.layout import CASES, PROGRAMS, SPANS
     from analysis.tokenization import load_tokenizer
 
     cases = pl.read_parquet(CASES)

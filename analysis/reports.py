@@ -8,14 +8,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from analysis.config import REPORTS
 from analysis.errors import ParamsError
-from analysis.params import get
-
-NOTEBOOKS = Path("notebooks")
-EXECUTED = Path("reports/notebooks")
-HTML = Path("reports/html")
-INDEX = Path("reports/index.html")
-REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
+from analysis.io import write_text
+from analysis.layout import EXECUTED, HTML, INDEX, NOTEBOOKS
 
 
 def render_notebook(name: str, parameters: dict[str, Any], root: Path, out_name: str | None = None) -> Path:
@@ -36,8 +32,7 @@ def render_notebook(name: str, parameters: dict[str, Any], root: Path, out_name:
     exporter = HTMLExporter(exclude_input=True)
     body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
     page = HTML / f"{out_name}.html"
-    page.parent.mkdir(parents=True, exist_ok=True)
-    page.write_text(body, encoding="utf-8")
+    write_text(body, page)
     return page
 
 
@@ -48,7 +43,7 @@ def write_index(pages: list[Path]) -> None:
 
     items = "".join(f'<li><a href="html/{p.name}">{p.stem}</a> (<a href="notebooks/{p.stem}.ipynb">notebook</a>)</li>'
                     for p in pages)
-    INDEX.write_text(
+    write_text(
         "<!doctype html><html><head><meta charset='utf-8'><title>copydecode reports</title></head><body>"
         "<h1>copydecode: Copy-as-Decode reports</h1>"
         "<p>Every table and figure was computed by <code>dvc repro</code>. ProbeEdit-S is a stand-in for the paper's "
@@ -58,20 +53,15 @@ def write_index(pages: list[Path]) -> None:
         f"<h2>Figures</h2><ul>{links('figures', ('.png', '.svg'))}</ul>"
         f"<h2>Metrics</h2><ul>{links('metrics', ('.json',))}</ul>"
         "</body></html>\n",
-        encoding="utf-8",
+        INDEX,
     )
 
 
-def run_reports(params: dict[str, Any]) -> dict[str, Any]:
-    started = time.perf_counter()
-    per_report = get(params, "reports.parameters", dict)
-    unknown = set(per_report) - set(REPORTS)
-    if unknown:
-        raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
+def run_reports(per_report: dict[str, dict[str, Any]], root: Path) -> dict[str, Any]:
     pages, timings = [], {}
     for name in REPORTS:
         t0 = time.perf_counter()
-        pages.append(render_notebook(name, per_report.get(name) or {}, Path(".")))
+        pages.append(render_notebook(name, per_report.get(name) or {}, root))
         timings[name] = round(time.perf_counter() - t0, 2)
     write_index(pages)
-    return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}
+    return {"reports": timings}

@@ -30,9 +30,26 @@ class Equivalence:
         return self.kv_rel_diff <= self.tolerance and self.logits_rel_diff <= self.tolerance and self.argmax_equal
 
 
-def _rel_diff(a, b) -> float:
+def rel_diff(a, b) -> float:
+    """Largest absolute difference, relative to the largest magnitude of either tensor."""
     scale = max(float(a.abs().max()), float(b.abs().max()), 1e-12)
     return float((a.float() - b.float()).abs().max()) / scale
+
+
+@dataclass(frozen=True)
+class LogitsCheck:
+    rel_diff: float
+    argmax_equal: bool
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.rel_diff <= self.tolerance and self.argmax_equal
+
+
+def compare_logits(a, b, tolerance: float) -> LogitsCheck:
+    """The one losslessness criterion: the same logits (within `tolerance`, relative) and the same argmax."""
+    return LogitsCheck(rel_diff(a, b), bool((a.argmax(-1) == b.argmax(-1)).all()), tolerance)
 
 
 def _layers(cache):
@@ -59,12 +76,12 @@ def prefill_vs_steps(lm: LoadedModel, context_ids, copy_ids) -> Equivalence:
             caches.append(_layers(cache))
             logits.append(out.logits[:, -1, :])
     kv = max(
-        max(_rel_diff(ka, kb), _rel_diff(va, vb))
+        max(rel_diff(ka, kb), rel_diff(va, vb))
         for (ka, va), (kb, vb) in zip(caches[0], caches[1])
     )
+    check = compare_logits(logits[0], logits[1], TOLERANCE[lm.dtype])
     return Equivalence(
         n=int(copy_ids.shape[1]), context=int(context_ids.shape[1]), dtype=lm.dtype,
-        kv_rel_diff=kv, logits_rel_diff=_rel_diff(logits[0], logits[1]),
-        argmax_equal=bool((logits[0].argmax(-1) == logits[1].argmax(-1)).all()),
-        tolerance=TOLERANCE[lm.dtype],
+        kv_rel_diff=kv, logits_rel_diff=check.rel_diff, argmax_equal=check.argmax_equal,
+        tolerance=check.tolerance,
     )

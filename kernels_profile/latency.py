@@ -27,6 +27,11 @@ import polars as pl
 from analysis.errors import ParamsError
 
 GROUP = ["model", "weights", "dtype", "device"]
+FORMULAS = {
+    "t_ar": "a*N + b*(N*c + N*(N-1)/2)",
+    "t_prefill": "p0 + p1*N + p2*N*c + p3*N^2",
+    "t_step": "a + b*c",
+}
 AR_TERMS = ("a", "b")
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 

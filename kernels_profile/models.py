@@ -43,13 +43,38 @@ class LoadedModel:
     info: dict[str, Any] = field(default_factory=dict)
 
 
+REGISTRY = CONFIG_DIR / "registry.json"
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """What the suite needs to know about a model besides its weights: its tokenizer and EOS ids."""
+
+    name: str
+    tokenizer: str
+    eos_ids: tuple[int, ...] | None
+
+
+def registry() -> dict[str, ModelEntry]:
+    entries = json.loads(REGISTRY.read_text())
+    return {name: ModelEntry(name, e["tokenizer"], tuple(e["eos_ids"]) if e["eos_ids"] is not None else None)
+            for name, e in entries.items() if not name.startswith("_")}
+
+
 def known_models() -> list[str]:
-    return sorted(p.stem for p in CONFIG_DIR.glob("*.json")) + [SMOLLM2]
+    return sorted(registry())
+
+
+def model_entry(name: str) -> ModelEntry:
+    entries = registry()
+    if name not in entries:
+        raise ModelError(f"unknown model {name!r}; known: {', '.join(sorted(entries))}")
+    return entries[name]
 
 
 def published_config(name: str) -> dict[str, Any]:
     path = CONFIG_DIR / f"{name}.json"
-    if not path.is_file():
+    if name not in registry() or not path.is_file():
         raise ModelError(f"unknown model {name!r}; known: {', '.join(known_models())}")
     return json.loads(path.read_text())
 
@@ -160,3 +185,38 @@ def cache_kwarg(model) -> str:
 
     params = inspect.signature(model.forward).parameters
     return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
+
+
+def load_hf_tokenizer(name: str):
+    """The model's own transformers tokenizer, as the registry names it."""
+    from transformers import AutoTokenizer
+
+    from analysis.tokenization import embedded_qwen_dir
+
+    entry = model_entry(name)
+    if entry.tokenizer == "qwen2.5":
+        return AutoTokenizer.from_pretrained(str(embedded_qwen_dir()))
+    if entry.tokenizer == "gguf":
+        from kernels_profile.constrained import smollm2_tokenizer
+
+        if name != SMOLLM2:
+            raise ModelError(f"{name}: only {SMOLLM2} has a GGUF tokenizer here")
+        return smollm2_tokenizer()
+    raise ModelError(f"{name}: unknown tokenizer kind {entry.tokenizer!r} in {REGISTRY}")
+
+
+def eos_ids(name: str, hf_tokenizer) -> tuple[int, ...]:
+    entry = model_entry(name)
+    if entry.eos_ids is not None:
+        return entry.eos_ids
+    if hf_tokenizer.eos_token_id is None:
+        raise ModelError(f"{name}: the registry gives no EOS ids and its tokenizer has no eos_token_id")
+    return (int(hf_tokenizer.eos_token_id),)
+
+
+def check_vocabulary(lm: LoadedModel, hf_tokenizer) -> None:
+    """A model whose embedding has fewer rows than its tokenizer has ids cannot read its prompts."""
+    rows = lm.model.get_input_embeddings().weight.shape[0]
+    if rows < len(hf_tokenizer):
+        raise ModelError(f"{lm.name}: its vocabulary ({rows} embedding rows) is smaller than its tokenizer's "
+                         f"({len(hf_tokenizer)} ids); it cannot run prompts tokenized for a real model")

@@ -4,7 +4,7 @@ torch = pytest.importorskip("torch")
 
 from analysis.errors import ProgramError  # noqa: E402
 from analysis.program import Copy, Gen, Program  # noqa: E402
-from kernels_profile.equivalence import _rel_diff  # noqa: E402
+from kernels_profile.equivalence import rel_diff  # noqa: E402
 from kernels_profile.executor import Executor, lookup_draft, program_segments  # noqa: E402
 from kernels_profile.models import build_model  # noqa: E402
 
@@ -36,7 +36,7 @@ def test_executor_is_lossless_and_uses_fewer_forwards(executor):
     sequence = [t for s in segments for t in s.ids]
     ar_run, ar_logits = executor.autoregressive(sequence)
     assert run.forwards == 2 + 2 and ar_run.forwards == len(sequence) == run.tokens
-    assert _rel_diff(cad_logits, ar_logits) < 1e-4
+    assert rel_diff(cad_logits, ar_logits) < 1e-4
     assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(sequence)
 
 

@@ -119,7 +119,7 @@ def test_profile_grid_shape_and_resume(tmp_path):
 def test_preset_shape_runs_on_cpu(tmp_path):
     from analysis.params import load_params
     from conftest import ROOT
-    from kernels_profile.stages import profile_spec
+    from kernels_profile.stages.profile import profile_spec
 
     params = load_params(ROOT / "params.yaml")
     gpu, gpu_out = profile_spec(params, "paper-gpu")

@@ -1,0 +1,52 @@
+"""`copydecode roundtrip`: resolve(oracle) == target for every program; fails naming the cases that differ."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.config import Config, tokenizer_spec
+from analysis.errors import CopyDecodeError, RoundTripError
+from analysis.io import write_json
+from analysis.layout import METRICS
+from analysis.program import parse
+from analysis.resolver import resolve
+from analysis.stages.common import joined_programs, timed
+from analysis.tokenization import load_tokenizer
+
+
+def roundtrip_failures(table: pl.DataFrame, tokenizer) -> list[str]:
+    """`case@framing/level` of every program that does not resolve to its target (with the error,
+    when it does not resolve at all)."""
+    sources = tokenizer.encode_many(table["source"].to_list())
+    failures: list[str] = []
+    for row, src in zip(table.iter_rows(named=True), sources):
+        where = f"{row['case_id']}@{row['framing']}/{row['level']}"
+        try:
+            ok = resolve(parse(row["program"]), row["source"], src.char_bounds) == row["target"]
+        except CopyDecodeError as exc:
+            failures.append(f"{where} ({type(exc).__name__}: {exc})")
+            continue
+        if not ok:
+            failures.append(where)
+    return failures
+
+
+def run(cfg: Config, args=None) -> dict:
+    spec = tokenizer_spec(cfg)
+    with timed("roundtrip"):
+        tokenizer = load_tokenizer(spec)
+        table = joined_programs()
+        if table.height == 0:
+            raise RoundTripError("programs.parquet holds no program; an empty corpus cannot pass a round trip")
+        failures = roundtrip_failures(table, tokenizer)
+    counts = table.group_by("level").len().sort("level")
+    metrics = {
+        "programs": table.height,
+        "passed": table.height - len(failures),
+        "failed": len(failures),
+        "per_level": {r["level"]: r["len"] for r in counts.iter_rows(named=True)},
+    }
+    write_json({**metrics, "failures": failures}, METRICS / "roundtrip.json")
+    if failures:
+        raise RoundTripError(f"{len(failures)} oracle programs do not resolve to their target: {failures[:20]}")
+    return metrics

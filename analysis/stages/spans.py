@@ -1,0 +1,76 @@
+"""`copydecode spans`: span table, coverage with bootstrap CIs, span-length histograms."""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis import charts, corpora
+from analysis.config import Config, spans_settings
+from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, SPANS, TABLES
+from analysis.program import parse
+from analysis.spans import (
+    SPANS_SCHEMA, DirectiveCounter, coverage_table, per_case_coverage, program_spans, span_histogram,
+)
+from analysis.stages.common import joined_programs, progress, timed
+from analysis.tokenization import count_split_boundaries, line_byte_starts, load_tokenizer
+
+
+def build_spans(table: pl.DataFrame, tokenizer) -> pl.DataFrame:
+    directives = DirectiveCounter(tokenizer)
+    sources = tokenizer.encode_many(table["source"].to_list())
+    targets = tokenizer.encode_many(table["target"].to_list())
+    columns: dict[str, list] = {name: [] for name in SPANS_SCHEMA}
+    rows = zip(table.iter_rows(named=True), sources, targets)
+    for row, src, tgt in progress(rows, "spans", table.height):
+        for span in program_spans(parse(row["program"]), src, tgt, directives):
+            for key in ("case_id", "corpus", "language", "framing", "level"):
+                columns[key].append(row[key])
+            for key in ("op_index", "kind", "n_tokens", "n_tokens_src", "n_lines", "directive_tokens"):
+                columns[key].append(getattr(span, key))
+    return pl.DataFrame(columns, schema=SPANS_SCHEMA)
+
+
+def boundary_counts(cases: pl.DataFrame, tokenizer) -> pl.DataFrame:
+    """Per corpus and framing: line boundaries of the gold outputs that fall inside a BPE token."""
+    targets = tokenizer.encode_many(cases["target"].to_list())
+    inside = [count_split_boundaries(t) for t in targets]
+    boundaries = [max(len(line_byte_starts(t.text)) - 2, 0) for t in targets]
+    return (
+        cases.select("corpus", "framing")
+        .with_columns(inside=pl.Series(inside), boundaries=pl.Series(boundaries))
+        .group_by("corpus", "framing")
+        .agg(pl.col("inside").sum(), pl.col("boundaries").sum())
+        .with_columns(share=pl.col("inside") / pl.col("boundaries"))
+        .sort("corpus", "framing")
+    )
+
+
+def coverage_metrics(coverage: pl.DataFrame) -> dict:
+    return {
+        f"{r['level']}/{r['framing']}/{r['corpus']}": {
+            "coverage": r["coverage"], "ci_low": r["ci_low"], "ci_high": r["ci_high"], "n_cases": r["n_cases"],
+        }
+        for r in coverage.iter_rows(named=True)
+    }
+
+
+def run(cfg: Config, args=None) -> dict:
+    settings = spans_settings(cfg)
+    with timed("spans"):
+        tokenizer = load_tokenizer(settings.tokenizer)
+        spans = build_spans(joined_programs(), tokenizer)
+        per_case = per_case_coverage(spans)
+        boot = settings.bootstrap
+        coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
+        hist = span_histogram(spans)
+        boundaries = boundary_counts(corpora.read_cases(CASES), tokenizer)
+        write_parquet(spans, SPANS)
+        write_parquet(per_case, PER_CASE)
+        write_table(coverage, TABLES / "coverage")
+        write_table(hist, TABLES / "span_histogram")
+        write_table(boundaries, TABLES / "line_boundaries_inside_tokens")
+        for level in LEVELS:
+            save_chart(charts.span_histogram(hist, level, settings.chart_framing), FIGURES / f"span_histogram_{level}")
+    write_json({"coverage": coverage_metrics(coverage)}, METRICS / "coverage.json")
+    return {"n_spans": spans.height}

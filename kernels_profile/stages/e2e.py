@@ -1,0 +1,213 @@
+"""`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample.
+
+Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
+that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
+methods' settings, the prefill curve and the code version), written atomically and verified on load,
+so a rerun after any change re-measures exactly what changed and an interrupted run loses nothing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import polars as pl
+from tqdm import tqdm
+
+from analysis import charts, corpora
+from analysis.config import Config, E2EModel, E2ESettings, e2e_settings
+from analysis.errors import CorpusError, ParamsError
+from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
+from analysis.layout import CASES, E2E_CHECKPOINTS, E2E_MEASUREMENTS, FIGURES, METRICS, TABLES
+from analysis.program import parse
+from analysis.stages.common import joined_programs, timed
+from kernels_profile import e2e
+from kernels_profile.e2e import METHODS, PldSettings
+
+# Bump when the measurement code changes what a checkpoint holds.
+CHECKPOINT_VERSION = 2
+CHECKPOINT_COLUMNS = {"method", "repeat", "seconds", "forwards", "tokens", "case_id", "predicted_line",
+                      "predicted_token", "lossless_ok"}
+
+
+@dataclass
+class LoadedForE2E:
+    lm: object
+    hf_tok: object
+    eos_ids: tuple[int, ...]
+
+
+def load_for_e2e(choice: E2EModel) -> LoadedForE2E:
+    from kernels_profile.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
+
+    hf_tok = load_hf_tokenizer(choice.name)
+    lm = build_model(choice.name, choice.weights, choice.dtype, "cpu")
+    check_vocabulary(lm, hf_tok)
+    return LoadedForE2E(lm, hf_tok, eos_ids(choice.name, hf_tok))
+
+
+def cases_with_instructions() -> pl.DataFrame:
+    """Programs joined with their case texts and the case's edit instruction."""
+    cases = corpora.read_cases(CASES)
+    if "instruction" not in cases.columns:
+        raise CorpusError(f"{CASES} has no instruction column; rerun `copydecode corpora`")
+    table = joined_programs()
+    return table.join(cases.select("case_id", "framing", "instruction"), on=["case_id", "framing"], how="left")
+
+
+def checkpoint_key(parts: dict) -> str:
+    blob = json.dumps({"version": CHECKPOINT_VERSION, **parts}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def read_checkpoint(path, expected_rows: int) -> pl.DataFrame | None:
+    """A finished checkpoint, or None when it is missing, unreadable or incomplete (then re-measured)."""
+    if not path.is_file():
+        return None
+    try:
+        frame = pl.read_parquet(path)
+    except Exception:  # a truncated or foreign file: measure again
+        tqdm.write(f"e2e: checkpoint {path} is unreadable; measuring again")
+        return None
+    if not CHECKPOINT_COLUMNS <= set(frame.columns) or frame.height != expected_rows:
+        tqdm.write(f"e2e: checkpoint {path} is incomplete; measuring again")
+        return None
+    return frame
+
+
+def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
+                curve: dict, context: int, run_lossless: bool, qwen) -> pl.DataFrame:
+    from kernels_profile.executor import Executor, program_segments
+
+    encode = lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    bounds = qwen.encode(line["source"]).char_bounds
+    segments = {"line": program_segments(parse(line["program"]), line["source"], None, encode),
+                "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
+    gold = encode(line["target"])
+    executor = Executor(loaded.lm, prompt)
+    records = e2e.measure_case(executor, gold, segments, PldSettings(s.pld_k, s.pld_ngram_max), s.repeats)
+    t_step = float(np.median([r["seconds"] for r in records if r["method"] == "ar"])) / max(len(gold), 1)
+    check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
+             else {"logits_rel_diff": None, "ok": None})
+    return pl.DataFrame(records).with_columns(
+        model=pl.lit(choice.name), weights=pl.lit(choice.weights), dtype=pl.lit(choice.dtype),
+        case_id=pl.lit(line["case_id"]), corpus=pl.lit(line["corpus"]), gold_tokens=pl.lit(len(gold)),
+        prompt_tokens=pl.lit(len(prompt)),
+        predicted_line=pl.lit(e2e.predicted_speedup(segments["line"], t_step, curve["terms"], context)),
+        predicted_token=pl.lit(e2e.predicted_speedup(segments["token"], t_step, curve["terms"], context)),
+        lossless_rel_diff=pl.lit(check["logits_rel_diff"], dtype=pl.Float64),
+        lossless_ok=pl.lit(check["ok"], dtype=pl.Boolean),
+    )
+
+
+def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar) -> dict:
+    from analysis.tokenization import load_tokenizer
+
+    rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed)
+    qwen = load_tokenizer(s.tokenizer)
+    bar.set_postfix_str(f"loading {choice.name}")
+    loaded = load_for_e2e(choice)
+    case_ids = sorted(set(rows["case_id"].to_list()))
+    by_case = {c: rows.filter(pl.col("case_id") == c) for c in case_ids}
+    prompts = {c: e2e.prompt_ids(loaded.hf_tok, by_case[c]["source"][0], by_case[c]["instruction"][0])
+               for c in case_ids}
+    context = int(np.median([len(p) for p in prompts.values()]))
+    bar.set_postfix_str(f"{choice.name} prefill curve")
+    curve = e2e.prefill_curve(loaded.lm, s.prefill_grid, context, s.repeats)
+    measured = []
+    for index, case_id in enumerate(case_ids):
+        line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
+        run_lossless = index < s.lossless_cases
+        key = checkpoint_key({
+            "model": asdict(choice), "tokenizer": s.tokenizer, "case": case_id, "source": line["source"],
+            "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompts[case_id],
+            "repeats": s.repeats, "pld": [s.pld_k, s.pld_ngram_max], "curve": curve["terms"], "context": context,
+            "lossless": [run_lossless, s.losslessness_tolerance],
+        })
+        path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
+        bar.set_postfix_str(f"{choice.name} {case_id}")
+        frame = read_checkpoint(path, len(METHODS) * s.repeats)
+        if frame is None:
+            frame = measure_one(loaded, choice, s, line, token, prompts[case_id], curve, context, run_lossless, qwen)
+            write_parquet(frame, path)
+        measured.append(frame)
+        bar.update(1)
+    result = {"measurements": pl.concat(measured, how="diagonal"), "prefill_curve": curve, "context": context}
+    if s.hf_pld_cases and choice.name in s.hf_pld_models:
+        bar.set_postfix_str(f"{choice.name} transformers PLD")
+        result["hf_pld"] = [{"case_id": c, **e2e.hf_pld_sanity(loaded.lm, prompts[c], s.hf_pld_max_new_tokens, s.pld_k)}
+                            for c in case_ids[:s.hf_pld_cases]]
+    if s.constrained_cases and choice.name in s.constrained_models:
+        bar.set_postfix_str(f"{choice.name} constrained generation")
+        result["constrained"] = constrained_for(loaded, choice, s, table)
+    return result
+
+
+def constrained_for(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
+    from kernels_profile.constrained import suite_tokenizer
+
+    pool = table.filter((pl.col("corpus") == s.constrained_corpus) & (pl.col("framing") == s.framing)
+                        & (pl.col("level") == "line"))
+    ids = sorted(pool["case_id"].to_list())
+    if not ids:
+        raise ParamsError(f"e2e.constrained.corpus {s.constrained_corpus!r} has no case at framing {s.framing!r}")
+    chosen = random.Random(f"{s.seed}/constrained").sample(ids, min(s.constrained_cases, len(ids)))
+    pool = pool.filter(pl.col("case_id").is_in(chosen))
+    suite_tok = suite_tokenizer(loaded.hf_tok, choice.name)
+    return e2e.constrained_generation(loaded.lm, loaded.hf_tok, suite_tok, pool, s.constrained_max_new_tokens,
+                                      loaded.eos_ids)
+
+
+def lossless_summary(measurements: pl.DataFrame) -> dict:
+    per_case = measurements.group_by("case_id").agg(ok=pl.col("lossless_ok").first(),
+                                                    diff=pl.col("lossless_rel_diff").first())
+    checked = per_case.filter(pl.col("ok").is_not_null())
+    return {"cases": checked.height, "ok": int(checked["ok"].sum()) if checked.height else 0,
+            "max_rel_diff": checked["diff"].max() if checked.height else None}
+
+
+def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
+    from analysis.fsm import ProgramFSM
+    from analysis.tokenization import load_tokenizer
+    from kernels_profile.models import model_entry
+
+    qwen = load_tokenizer(s.tokenizer)
+    programs = table.filter(pl.col("level") == "line").sort("case_id", "framing")["program"].head(s.mask_programs).to_list()
+    eos = model_entry("qwen2.5-0.5b").eos_ids or ()
+    fsm = ProgramFSM(qwen, {"lines": s.mask_lines_limit}, eos_ids=eos)
+    return e2e.mask_cost(fsm, programs, s.mask_repeats)
+
+
+def run(cfg: Config, args=None) -> dict:
+    s = e2e_settings(cfg)
+    with timed("e2e"):
+        table = cases_with_instructions()
+        total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)
+        bar = tqdm(total=total, desc="e2e", unit="case")
+        results = {c.name: run_model(c, s, table, bar) for c in s.models}
+        bar.close()
+        measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
+        summary = e2e.speedup_summary(measurements)
+        constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
+        mask = mask_benchmark(s, table)
+        write_parquet(measurements, E2E_MEASUREMENTS)
+        write_table(summary, TABLES / "e2e_speedup", digits=3)
+        save_chart(charts.e2e_speedup(summary, METHODS), FIGURES / "e2e_speedup")
+        if constrained:
+            write_table(pl.DataFrame(constrained).drop("program"), TABLES / "e2e_constrained", digits=3)
+    metrics = {
+        "mask_cost_qwen": mask,
+        "speedups": {f"{r['model']}/{r['corpus']}/{r['method']}": {"speedup_total": r["speedup_total"],
+                     "speedup_median": r["speedup_median"], "predicted": r["predicted"]} for r in summary.iter_rows(named=True)},
+        "lossless": {m: lossless_summary(r["measurements"]) for m, r in results.items()},
+        "hf_pld": {m: r.get("hf_pld", []) for m, r in results.items()},
+        "constrained": {"cases": len(constrained), "valid": sum(r["valid"] for r in constrained),
+                        "exact_match": sum(r["exact_match"] for r in constrained),
+                        "programs": [{k: r[k] for k in ("model", "case_id", "valid", "exact_match", "program")} for r in constrained]},
+        "prefill_curves": {m: {"context": r["context"], **r["prefill_curve"]} for m, r in results.items()},
+    }
+    write_json(metrics, METRICS / "e2e.json")
+    return {k: metrics[k] for k in ("speedups", "lossless")}

@@ -8,10 +8,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis.config import REPORTS
 from analysis.errors import ParamsError
 from analysis.io import write_text
 from analysis.layout import EXECUTED, HTML, INDEX, NOTEBOOKS
+
+REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
 
 
 def render_notebook(name: str, parameters: dict[str, Any], root: Path, out_name: str | None = None) -> Path:

@@ -197,12 +197,25 @@ def load_hf_tokenizer(name: str):
     if entry.tokenizer == "qwen2.5":
         return AutoTokenizer.from_pretrained(str(embedded_qwen_dir()))
     if entry.tokenizer == "gguf":
-        from kernels_profile.constrained import smollm2_tokenizer
-
         if name != SMOLLM2:
             raise ModelError(f"{name}: only {SMOLLM2} has a GGUF tokenizer here")
         return smollm2_tokenizer()
     raise ModelError(f"{name}: unknown tokenizer kind {entry.tokenizer!r} in {REGISTRY}")
+
+
+def smollm2_tokenizer():
+    """SmolLM2's tokenizer: from the GGUF file once (~17 s), then from a cached tokenizer.json."""
+    from transformers import AutoTokenizer
+
+    from analysis.layout import MODELS_CACHE
+
+    cache = MODELS_CACHE / "smollm2-tokenizer"
+    if (cache / "tokenizer.json").is_file():
+        return AutoTokenizer.from_pretrained(str(cache))
+    path = smollm2_gguf_path()
+    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    tok.save_pretrained(str(cache))
+    return tok
 
 
 def eos_ids(name: str, hf_tokenizer) -> tuple[int, ...]:

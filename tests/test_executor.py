@@ -51,3 +51,34 @@ def test_pld_oracle_covers_every_gold_token(executor):
 def test_lookup_draft():
     assert lookup_draft([1, 2, 3, 4, 1, 2], k=2, ngram_max=2) == [3, 4]
     assert lookup_draft([5, 6, 7], k=3, ngram_max=2) == []
+
+
+def test_measure_case_times_every_method_per_repeat_and_summarises(executor):
+    import polars as pl
+
+    from kernels_profile.e2e import METHODS, PldSettings, losslessness, measure_case, speedup_summary
+
+    gold = encode("alpha\nbeta\nBETA\ngamma\n")
+    segments = {
+        "line": program_segments(Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3))), SOURCE, None, encode),
+        "token": program_segments(Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3))), SOURCE, None, encode),
+    }
+    records = measure_case(executor, gold, segments, PldSettings(k=8, ngram_max=3), repeats=2)
+    assert sorted((r["method"], r["repeat"]) for r in records) == sorted((m, k) for m in METHODS for k in range(2))
+    assert all(r["seconds"] > 0 and r["tokens"] == len(gold) for r in records)
+    check = losslessness(executor, segments["line"], tolerance=1e-4)
+    assert check["ok"] and check["logits_rel_diff"] < 1e-4
+    frame = pl.DataFrame(records).with_columns(model=pl.lit("tiny"), corpus=pl.lit("C"), case_id=pl.lit("C/1"),
+                                               predicted_line=pl.lit(2.0), predicted_token=pl.lit(3.0))
+    summary = speedup_summary(frame)
+    ar = summary.filter(pl.col("method") == "ar").row(0, named=True)
+    assert ar["speedup_total"] == pytest.approx(1.0) and ar["predicted"] is None
+    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
+    assert line["predicted"] == 2.0 and line["forwards"] < ar["forwards"]
+
+
+def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(executor):
+    from kernels_profile.models import ModelError, check_vocabulary, load_hf_tokenizer
+
+    with pytest.raises(ModelError, match="tiny-qwen2: its vocabulary .* smaller than its tokenizer"):
+        check_vocabulary(executor.lm, load_hf_tokenizer("tiny-qwen2"))

@@ -3,16 +3,41 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import polars as pl
 
 from analysis import charts
 from analysis.bounds import KernelModel, bounds_table, case_costs
-from analysis.config import BoundsSettings, Config, bounds_settings
+from analysis.config import Bootstrap, Config, bootstrap_settings
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES
+from analysis.params import choices, get, positive_int
 from analysis.stages.common import timed
+
+
+@dataclass(frozen=True)
+class BoundsSettings:
+    model: str
+    dtype: str
+    device: str
+    baselines: tuple[str, ...]
+    context: int
+    bootstrap: Bootstrap
+
+
+BASELINES = ("eager", "static", "static_compiled")
+
+
+def settings(cfg: Config) -> BoundsSettings:
+    p = cfg.params
+    return BoundsSettings(
+        model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
+        baselines=choices(p, "bounds.baselines", BASELINES),
+        context=positive_int(p, "bounds.context", minimum=0),
+        bootstrap=bootstrap_settings(p, "bounds"),
+    )
 
 KEYS = ["level", "corpus", "framing", "variant", "baseline"]
 
@@ -55,7 +80,7 @@ def bounds_for(spans: pl.DataFrame, fits: list[dict], s: BoundsSettings):
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = bounds_settings(cfg)
+    s = settings(cfg)
     with timed("bounds"):
         fits = load_kernel_fits()
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)

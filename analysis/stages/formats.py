@@ -2,15 +2,29 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
-from analysis.config import Config, formats_settings
+from analysis.config import Config, tokenizer_spec
 from analysis.formats import boundary_summary, format_costs, span_boundary_rows
 from analysis.io import write_json, write_table
 from analysis.layout import LEVELS, METRICS, TABLES
+from analysis.params import positive_int
 from analysis.program import parse
-from analysis.stages.common import joined_programs, progress, timed
+from analysis.stages.common import progress, timed
+from analysis.stages.tables import joined_programs
 from analysis.tokenization import load_tokenizer
+
+
+@dataclass(frozen=True)
+class FormatsSettings:
+    tokenizer: str
+    udiff_context: int
+
+
+def settings(cfg: Config) -> FormatsSettings:
+    return FormatsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "formats.udiff_context", minimum=0))
 
 CASE_KEYS = ("case_id", "corpus", "framing")
 
@@ -40,7 +54,7 @@ def format_summary(costs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = formats_settings(cfg)
+    s = settings(cfg)
     with timed("formats"):
         tokenizer = load_tokenizer(s.tokenizer)
         wide = joined_programs().pivot(on="level", index=["case_id", "corpus", "framing", "source", "target"],

@@ -2,16 +2,51 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
-from analysis import charts
-from analysis.config import Config, perturb_settings
+from analysis import charts, corpora
+from analysis.config import Config, tokenizer_spec
 from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table
-from analysis.layout import FIGURES, METRICS, PERTURB_RESULTS, POOLED, TABLES, framing_filter
-from analysis.perturb import PerturbCase, em_table, run_perturbation
+from analysis.layout import (
+    FIGURES,
+    LEVELS,
+    METRICS,
+    PERTURB_RESULTS,
+    POOLED,
+    TABLES,
+    framing_filter,
+)
+from analysis.params import choices, get, number_list, positive_int
+from analysis.perturb import KINDS, PerturbCase, em_table, run_perturbation
 from analysis.program import parse
-from analysis.stages.common import joined_programs, progress, timed
+from analysis.stages.common import progress, timed
+from analysis.stages.tables import joined_programs
 from analysis.tokenization import load_tokenizer
+
+
+@dataclass(frozen=True)
+class PerturbSettings:
+    tokenizer: str
+    levels: tuple[str, ...]
+    framings: tuple[str, ...]
+    kinds: tuple[str, ...]
+    rates: tuple[float, ...]
+    seeds: tuple[int, ...]
+
+
+def settings(cfg: Config) -> PerturbSettings:
+    p = cfg.params
+    first, count = get(p, "perturb.seed", int), positive_int(p, "perturb.seeds")
+    return PerturbSettings(
+        tokenizer=tokenizer_spec(cfg),
+        levels=choices(p, "perturb.levels", LEVELS),
+        framings=choices(p, "perturb.framings", corpora.FRAMINGS),
+        kinds=choices(p, "perturb.kinds", KINDS),
+        rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
+        seeds=tuple(range(first, first + count)),
+    )
 
 
 def perturb_cases(table: pl.DataFrame, tokenizer, levels: tuple[str, ...]) -> list[PerturbCase]:
@@ -31,7 +66,7 @@ def selected_programs(framings: tuple[str, ...]) -> pl.DataFrame:
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = perturb_settings(cfg)
+    s = settings(cfg)
     with timed("perturb"):
         tokenizer = load_tokenizer(s.tokenizer)
         cases = perturb_cases(selected_programs(s.framings), tokenizer, s.levels)

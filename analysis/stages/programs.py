@@ -6,16 +6,29 @@ Schema: case_id, corpus, language, framing (as cases.parquet), level ("line" | "
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from analysis import corpora
-from analysis.config import Config, programs_settings
+from analysis.config import Config, tokenizer_spec
 from analysis.io import write_parquet
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
+from analysis.params import positive_int
 from analysis.program import render
 from analysis.stages.common import progress, timed
 from analysis.tokenization import load_tokenizer
+
+
+@dataclass(frozen=True)
+class ProgramsSettings:
+    tokenizer: str
+    token_min_copy: int
+
+
+def settings(cfg: Config) -> ProgramsSettings:
+    return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"))
 
 PROGRAMS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -38,10 +51,10 @@ def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int) -
 
 
 def run(cfg: Config, args=None) -> dict:
-    settings = programs_settings(cfg)
+    s = settings(cfg)
     with timed("programs"):
-        tokenizer = load_tokenizer(settings.tokenizer)
+        tokenizer = load_tokenizer(s.tokenizer)
         cases = corpora.cases_from_frame(corpora.read_cases(CASES))
-        table = oracle_programs(cases, tokenizer, settings.token_min_copy)
+        table = oracle_programs(cases, tokenizer, s.token_min_copy)
         write_parquet(table, PROGRAMS)
     return {"n_programs": table.height}

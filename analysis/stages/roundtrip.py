@@ -10,7 +10,8 @@ from analysis.io import write_json
 from analysis.layout import METRICS
 from analysis.program import parse
 from analysis.resolver import resolve
-from analysis.stages.common import joined_programs, timed
+from analysis.stages.common import timed
+from analysis.stages.tables import joined_programs
 from analysis.tokenization import load_tokenizer
 
 
@@ -31,8 +32,13 @@ def roundtrip_failures(table: pl.DataFrame, tokenizer) -> list[str]:
     return failures
 
 
+def settings(cfg: Config) -> str:
+    """The round trip needs only the tokenizer (token-level copies resolve by token offsets)."""
+    return tokenizer_spec(cfg)
+
+
 def run(cfg: Config, args=None) -> dict:
-    spec = tokenizer_spec(cfg)
+    spec = settings(cfg)
     with timed("roundtrip"):
         tokenizer = load_tokenizer(spec)
         table = joined_programs()

@@ -2,18 +2,46 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
 from analysis import charts, corpora
-from analysis.config import Config, spans_settings
+from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, SPANS, TABLES
+from analysis.params import choice
 from analysis.program import parse
 from analysis.spans import (
-    SPANS_SCHEMA, DirectiveCounter, coverage_table, per_case_coverage, program_spans, span_histogram,
+    SPANS_SCHEMA,
+    DirectiveCounter,
+    coverage_table,
+    per_case_coverage,
+    program_spans,
+    span_histogram,
 )
-from analysis.stages.common import joined_programs, progress, timed
-from analysis.tokenization import count_split_boundaries, line_byte_starts, load_tokenizer
+from analysis.stages.common import progress, timed
+from analysis.stages.tables import joined_programs
+from analysis.tokenization import (
+    count_split_boundaries,
+    line_byte_starts,
+    load_tokenizer,
+)
+
+
+@dataclass(frozen=True)
+class SpansSettings:
+    tokenizer: str
+    bootstrap: Bootstrap
+    chart_framing: str
+
+
+def settings(cfg: Config) -> SpansSettings:
+    return SpansSettings(
+        tokenizer=tokenizer_spec(cfg),
+        bootstrap=bootstrap_settings(cfg.params, "spans"),
+        chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
+    )
 
 
 def build_spans(table: pl.DataFrame, tokenizer) -> pl.DataFrame:
@@ -56,12 +84,12 @@ def coverage_metrics(coverage: pl.DataFrame) -> dict:
 
 
 def run(cfg: Config, args=None) -> dict:
-    settings = spans_settings(cfg)
+    s = settings(cfg)
     with timed("spans"):
-        tokenizer = load_tokenizer(settings.tokenizer)
+        tokenizer = load_tokenizer(s.tokenizer)
         spans = build_spans(joined_programs(), tokenizer)
         per_case = per_case_coverage(spans)
-        boot = settings.bootstrap
+        boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
         hist = span_histogram(spans)
         boundaries = boundary_counts(corpora.read_cases(CASES), tokenizer)
@@ -71,6 +99,6 @@ def run(cfg: Config, args=None) -> dict:
         write_table(hist, TABLES / "span_histogram")
         write_table(boundaries, TABLES / "line_boundaries_inside_tokens")
         for level in LEVELS:
-            save_chart(charts.span_histogram(hist, level, settings.chart_framing), FIGURES / f"span_histogram_{level}")
+            save_chart(charts.span_histogram(hist, level, s.chart_framing), FIGURES / f"span_histogram_{level}")
     write_json({"coverage": coverage_metrics(coverage)}, METRICS / "coverage.json")
     return {"n_spans": spans.height}

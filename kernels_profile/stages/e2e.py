@@ -12,20 +12,115 @@ import hashlib
 import json
 import random
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 import polars as pl
 from tqdm import tqdm
 
 from analysis import charts, corpora
-from analysis.config import Config, E2EModel, E2ESettings, e2e_settings
+from analysis.config import Config, tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
-from analysis.layout import CASES, E2E_CHECKPOINTS, E2E_MEASUREMENTS, FIGURES, METRICS, TABLES
+from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.layout import (
+    CASES,
+    E2E_CHECKPOINTS,
+    E2E_MEASUREMENTS,
+    FIGURES,
+    METRICS,
+    TABLES,
+)
+from analysis.params import choice, choices, get, number, number_list, positive_int
 from analysis.program import parse
-from analysis.stages.common import joined_programs, timed
+from analysis.stages.common import timed
+from analysis.stages.tables import joined_programs
 from kernels_profile import e2e
 from kernels_profile.e2e import METHODS, PldSettings
+
+
+@dataclass(frozen=True)
+class E2EModel:
+    name: str
+    weights: str
+    dtype: str
+    sample: tuple[tuple[str, int | None], ...]  # (corpus, count); None = every case
+
+
+@dataclass(frozen=True)
+class E2ESettings:
+    tokenizer: str
+    framing: str
+    seed: int
+    repeats: int
+    models: tuple[E2EModel, ...]
+    pld_k: int
+    pld_ngram_max: int
+    hf_pld_models: tuple[str, ...]
+    hf_pld_cases: int
+    hf_pld_max_new_tokens: int
+    constrained_models: tuple[str, ...]
+    constrained_corpus: str
+    constrained_cases: int
+    constrained_max_new_tokens: int
+    prefill_grid: tuple[int, ...]
+    losslessness_tolerance: float
+    lossless_cases: int
+    mask_programs: int
+    mask_lines_limit: int
+    mask_repeats: int
+
+
+def _e2e_model(entry: Any, index: int) -> E2EModel:
+    where = f"e2e.models[{index}]"
+    if not isinstance(entry, dict) or not {"name", "weights", "dtype", "sample"} <= set(entry):
+        raise ParamsError(f"params: {where} needs name, weights, dtype and sample; got {entry!r}")
+    if not isinstance(entry["sample"], dict) or not entry["sample"]:
+        raise ParamsError(f"params: {where}.sample must map corpus names to case counts, got {entry['sample']!r}")
+    sample = []
+    for corpus, count in entry["sample"].items():
+        if count == "all":
+            sample.append((str(corpus), None))
+        elif isinstance(count, int) and not isinstance(count, bool) and count >= 1:
+            sample.append((str(corpus), count))
+        else:
+            raise ParamsError(f"params: {where}.sample.{corpus} must be an integer >= 1 or 'all', got {count!r}")
+    for key in ("name", "weights", "dtype"):
+        if not isinstance(entry[key], str):
+            raise ParamsError(f"params: {where}.{key} must be a string, got {entry[key]!r}")
+    return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
+
+
+def settings(cfg: Config) -> E2ESettings:
+    p = cfg.params
+    models = tuple(_e2e_model(e, i) for i, e in enumerate(get(p, "e2e.models", list)))
+    if not models:
+        raise ParamsError("params: 'e2e.models' is empty")
+    names = [m.name for m in models]
+    settings = E2ESettings(
+        tokenizer=tokenizer_spec(cfg),
+        framing=choice(p, "e2e.framing", corpora.FRAMINGS),
+        seed=get(p, "e2e.seed", int),
+        repeats=positive_int(p, "e2e.repeats"),
+        models=models,
+        pld_k=positive_int(p, "e2e.pld.k"),
+        pld_ngram_max=positive_int(p, "e2e.pld.ngram_max"),
+        hf_pld_models=choices(p, "e2e.hf_pld.models", names, nonempty=False),
+        hf_pld_cases=positive_int(p, "e2e.hf_pld.cases", minimum=0),
+        hf_pld_max_new_tokens=positive_int(p, "e2e.hf_pld.max_new_tokens"),
+        constrained_models=choices(p, "e2e.constrained.models", names, nonempty=False),
+        constrained_corpus=get(p, "e2e.constrained.corpus", str),
+        constrained_cases=positive_int(p, "e2e.constrained.cases", minimum=0),
+        constrained_max_new_tokens=positive_int(p, "e2e.constrained.max_new_tokens"),
+        prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
+        losslessness_tolerance=number(p, "e2e.losslessness_tolerance"),
+        lossless_cases=positive_int(p, "e2e.lossless_cases", minimum=0),
+        mask_programs=positive_int(p, "e2e.mask_cost.programs"),
+        mask_lines_limit=positive_int(p, "e2e.mask_cost.lines_limit"),
+        mask_repeats=positive_int(p, "e2e.mask_cost.repeats"),
+    )
+    if not settings.losslessness_tolerance > 0:
+        raise ParamsError(f"params: 'e2e.losslessness_tolerance' must be > 0, got {settings.losslessness_tolerance}")
+    return settings
 
 # Bump when the measurement code changes what a checkpoint holds.
 CHECKPOINT_VERSION = 2
@@ -41,7 +136,12 @@ class LoadedForE2E:
 
 
 def load_for_e2e(choice: E2EModel) -> LoadedForE2E:
-    from kernels_profile.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
+    from kernels_profile.models import (
+        build_model,
+        check_vocabulary,
+        eos_ids,
+        load_hf_tokenizer,
+    )
 
     hf_tok = load_hf_tokenizer(choice.name)
     lm = build_model(choice.name, choice.weights, choice.dtype, "cpu")
@@ -182,7 +282,7 @@ def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = e2e_settings(cfg)
+    s = settings(cfg)
     with timed("e2e"):
         table = cases_with_instructions()
         total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)

@@ -2,15 +2,30 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import polars as pl
 
 from analysis import charts
-from analysis.config import Config, fit_settings
+from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
+from analysis.params import get, number_list
 from analysis.stages.common import timed
 from kernels_profile.latency import FORMULAS, fit_latency, speedup_table, summarize
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    raw: Path
+    holdout_ns: tuple[int, ...]
+
+
+def settings(cfg: Config) -> FitSettings:
+    return FitSettings(Path(get(cfg.params, "kernels.fit.raw", str)),
+                       number_list(cfg.params, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False))
 
 ENVIRONMENT_COLUMNS = ("device_name", "torch_version", "transformers_version", "threads", "attn_implementation",
                        "weights_note", "ar_mode")
@@ -43,7 +58,7 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float]:
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = fit_settings(cfg)
+    s = settings(cfg)
     with timed("kernels_fit"):
         raw = read_parquet(s.raw, "copydecode kernels profile", ParamsError)
         fits = fit_latency(raw, list(s.holdout_ns))

@@ -1,0 +1,102 @@
+"""Which project source files a stage's code can reach, for checking dvc.yaml's declared deps.
+
+Every `import` (module level or inside a function) of a project module is followed, so a stage
+depends on each file it could execute; a package's __init__ counts as imported with it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGES = ("analysis", "kernels_profile")
+
+
+def module_file(module: str, root: Path) -> Path | None:
+    base = root.joinpath(*module.split("."))
+    for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _imported(tree: ast.AST, current: str) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative: resolve against the current package
+                base = current.rsplit(".", node.level)[0]
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            names.add(module)
+            names.update(f"{module}.{alias.name}" for alias in node.names)  # `from pkg import module`
+    return {n for n in names if n.split(".")[0] in PACKAGES}
+
+
+def closure(module: str, root: Path = Path(".")) -> list[str]:
+    """Sorted repository-relative paths of every project file reachable from `module`."""
+    seen: dict[str, Path] = {}
+    todo = [module]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        path = module_file(name, root)
+        if path is None:
+            continue
+        seen[name] = path
+        parts = name.split(".")
+        todo += [".".join(parts[:k]) for k in range(1, len(parts))]  # parent packages run their __init__
+        todo += sorted(_imported(ast.parse(path.read_text()), name))
+    return sorted(str(p.relative_to(root)) for p in seen.values())
+
+
+def notebook_modules(root: Path = Path(".")) -> set[str]:
+    """Project modules the papermill templates import (the reports stage runs them)."""
+    import json
+
+    modules: set[str] = set()
+    for notebook in sorted((root / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(notebook.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                modules |= _imported(ast.parse("".join(cell["source"])), "notebooks")
+    return modules
+
+
+def stage_code_deps(command: str, module: str, root: Path = Path(".")) -> list[str]:
+    """Every project file the stage behind `command` can run (for `reports`, its notebooks' imports too)."""
+    files = set(closure(module, root))
+    if command == "reports":
+        for imported in notebook_modules(root):
+            files |= set(closure(imported, root))
+    return sorted(files)
+
+
+def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
+    """Rewrite the code deps (*.py) of every stage in dvc.yaml from the import graph; keep the rest.
+    Returns the stages whose deps changed."""
+    import yaml
+
+    from analysis.cli import STAGES
+
+    path = root / "dvc.yaml"
+    text = path.read_text()
+    header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    spec = yaml.safe_load(text)
+    changed = []
+    for name, stage in spec["stages"].items():
+        command = stage["cmd"].removeprefix("copydecode ").strip()
+        data = [d for d in stage.get("deps", []) if not str(d).endswith(".py")]
+        deps = data + stage_code_deps(command, STAGES[command][0], root)
+        if deps != stage.get("deps"):
+            changed.append(name)
+        stage["deps"] = deps
+    path.write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120))
+    return changed
+
+
+if __name__ == "__main__":
+    print("dvc.yaml code deps updated for:", ", ".join(sync_dvc_yaml()) or "nothing")

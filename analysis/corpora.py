@@ -8,20 +8,28 @@
     framing   str  HEvalFix: "body" | "decl" | "prompt"; ProbeEdit-S: "unit"
     source    str  the input the model edits
     target    str  the gold output
+    instruction str|null  the edit request in words: HEvalFix the dataset's `instruction`, CommitEdits
+                   the commit subject, pairs the user's field; null where the corpus has none
+                   (ProbeEdit-S)
 
 HEvalFix framings (MISSION.md): `body` edits buggy_solution into canonical_solution; `decl` prefixes
 both with the declaration; `prompt` prefixes both with the prompt (signature and docstring).
 
 HumanEvalPack comes from a local folder of `<lang>.jsonl` files (param `corpora.humanevalpack.local_dir`,
 overridden by the environment variable COPYDECODE_HUMANEVALPACK_DIR) or from the hub
-(`datasets.load_dataset("bigcode/humanevalpack", lang, split="test")`). `source: auto` takes the
-local folder when it exists and the hub otherwise; the origin used is recorded in the metrics.
+(`datasets.load_dataset("bigcode/humanevalpack", lang, split="test")`); the origin used is recorded
+in the metrics. `source`:
+- `local`: the folder; it must exist.
+- `hub`: the hub, whatever the folder.
+- `auto`: the folder when one is set; the hub only when no folder is set at all. A folder that is
+  set but missing is an error at once, naming it: a missing folder is nearly always a wrong path or
+  an unmounted share, and falling back to the hub silently took ~25 s offline and then reported a
+  hub error that never named the folder. Ask for the hub with `source: hub`.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +37,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CorpusError
+from analysis.jsonl import read_jsonl as read_jsonl_records
 
 HUMANEVALPACK_LANGUAGES: dict[str, str] = {
     "python": "Py",
@@ -57,7 +66,10 @@ CASES_SCHEMA: dict[str, type[pl.DataType]] = {
     "framing": pl.String,
     "source": pl.String,
     "target": pl.String,
+    "instruction": pl.String,
 }
+# every column but `instruction` must be set in every row
+REQUIRED_COLUMNS: tuple[str, ...] = ("case_id", "corpus", "language", "framing", "source", "target")
 
 
 @dataclass(frozen=True)
@@ -68,6 +80,7 @@ class Case:
     framing: str
     source: str
     target: str
+    instruction: str | None = None  # the edit request, when the corpus has one (HEvalFix, commits, pairs)
 
 
 @dataclass(frozen=True)
@@ -104,24 +117,10 @@ def resolve_local_dir(local_dir: str | os.PathLike | None) -> Path | None:
 
 def read_jsonl(path: Path) -> list[dict]:
     """Read HumanEvalPack records; any defect is a CorpusError naming file, line and field."""
-    if not path.is_file():
-        raise CorpusError(f"{path}: no such file (set {ENV_DIR} or corpora.humanevalpack.local_dir)")
-    text = path.read_text(encoding="utf-8")
-    if not text.strip():
-        raise CorpusError(f"{path}: the file is empty")
-    records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from exc
-        if not isinstance(record, dict):
-            raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-        check_record(record, f"{path}:{lineno}")
-        records.append(record)
-    return records
+    records = read_jsonl_records(path, f"set {ENV_DIR} or corpora.humanevalpack.local_dir")
+    for record in records:
+        check_record(record.data, f"{path}:{record.line}")
+    return [record.data for record in records]
 
 
 def check_record(record: dict, where: str) -> None:
@@ -132,6 +131,9 @@ def check_record(record: dict, where: str) -> None:
             raise CorpusError(
                 f"{where}: field {field!r} must be a string, got {type(record[field]).__name__}"
             )
+    instruction = record.get("instruction")
+    if instruction is not None and not isinstance(instruction, str):
+        raise CorpusError(f"{where}: field 'instruction' must be a string, got {type(instruction).__name__}")
 
 
 def load_humanevalpack(
@@ -141,19 +143,24 @@ def load_humanevalpack(
     if source not in ("auto", "local", "hub"):
         raise CorpusError(f"corpora.humanevalpack.source must be auto, local or hub, got {source!r}")
     folder = resolve_local_dir(local_dir)
-    use_local = source == "local" or (source == "auto" and folder is not None and folder.is_dir())
-    if use_local:
-        if folder is None:
-            raise CorpusError(f"source is 'local' but no folder is set ({ENV_DIR} or local_dir)")
-        path = folder / f"{language}.jsonl"
-        records = read_jsonl(path)
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-        expected = KNOWN_SHA256.get(language)
-        if verify_sha256 and expected and digest != expected:
-            raise CorpusError(f"{path}: sha256 {digest} differs from the pinned {expected}")
-        origin = CorpusOrigin(corpus_name(language), f"local:{path}", digest, len(records))
-        return records, origin
-    return _load_from_hub(language)
+    if source == "hub" or (source == "auto" and folder is None):
+        return _load_from_hub(language)
+    if folder is None:
+        raise CorpusError(f"source is 'local' but no folder is set ({ENV_DIR} or local_dir)")
+    if not folder.is_dir():
+        set_by = f"environment variable {ENV_DIR}" if os.environ.get(ENV_DIR) else "corpora.humanevalpack.local_dir"
+        raise CorpusError(
+            f"HumanEvalPack folder {folder} (from {set_by}) does not exist; fix the path, or set "
+            f"corpora.humanevalpack.source: hub to load {HUB_ID} from the hub instead"
+        )
+    path = folder / f"{language}.jsonl"
+    records = read_jsonl(path)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    expected = KNOWN_SHA256.get(language)
+    if verify_sha256 and expected and digest != expected:
+        raise CorpusError(f"{path}: sha256 {digest} differs from the pinned {expected}")
+    origin = CorpusOrigin(corpus_name(language), f"local:{path}", digest, len(records))
+    return records, origin
 
 
 def _load_from_hub(language: str) -> tuple[list[dict], CorpusOrigin]:
@@ -191,7 +198,8 @@ def hevalfix_cases(records: list[dict], language: str, framings) -> list[Case]:
         for record in records:
             number = record["task_id"].rsplit("/", 1)[-1]
             source, target = framed_pair(record, framing)
-            cases.append(Case(f"{corpus}/{number}", corpus, language, framing, source, target))
+            cases.append(Case(f"{corpus}/{number}", corpus, language, framing, source, target,
+                              record.get("instruction")))
     return cases
 
 
@@ -199,20 +207,47 @@ def cases_frame(cases: list[Case]) -> pl.DataFrame:
     frame = pl.DataFrame(
         {name: [getattr(c, name) for c in cases] for name in CASES_SCHEMA}, schema=CASES_SCHEMA
     )
+    check_no_nulls(frame, "the cases table")
     dupes = frame.group_by("case_id", "framing").len().filter(pl.col("len") > 1)
     if dupes.height:
         raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}")
     return frame
 
 
+def read_parquet_file(path: Path) -> pl.DataFrame:
+    """A parquet file's table; a truncated or garbage file is a CorpusError naming it."""
+    try:
+        return pl.read_parquet(path)
+    except (pl.exceptions.PolarsError, pl.exceptions.PanicException, OSError, ValueError) as exc:
+        raise CorpusError(f"{path}: not a readable parquet file ({type(exc).__name__}: {exc})") from None
+
+
+def check_no_nulls(frame: pl.DataFrame, where: str) -> None:
+    for column in REQUIRED_COLUMNS:
+        nulls = frame[column].is_null()
+        if nulls.any():
+            row = int(nulls.arg_true()[0])
+            case_id = frame["case_id"][row] if column != "case_id" else None
+            raise CorpusError(
+                f"{where}: column {column!r} is null in {int(nulls.sum())} row(s), first at row {row}"
+                + (f" (case {case_id!r})" if case_id is not None else "")
+            )
+
+
 def read_cases(path: str | os.PathLike) -> pl.DataFrame:
+    """cases.parquet, checked: every column of CASES_SCHEMA, strings, no null but `instruction`."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: no cases table; run `copydecode corpora` (or `dvc repro`) first")
-    frame = pl.read_parquet(path)
+    frame = read_parquet_file(path)
     missing = [c for c in CASES_SCHEMA if c not in frame.columns]
     if missing:
-        raise CorpusError(f"{path}: missing columns {missing}")
+        raise CorpusError(f"{path}: missing columns {missing}; rebuild it with `copydecode corpora`")
+    wrong = {c: str(frame[c].dtype) for c in CASES_SCHEMA if frame[c].dtype not in (pl.String, pl.Null)}
+    if wrong:
+        raise CorpusError(f"{path}: columns must hold strings, got {wrong}")
+    frame = frame.with_columns(pl.col(c).cast(pl.String) for c in CASES_SCHEMA)
+    check_no_nulls(frame, str(path))
     return frame
 
 

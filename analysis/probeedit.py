@@ -2,13 +2,18 @@
 
 Not the paper's ProbeEdit. 154 single-site probe edits on real source files of CPython's standard
 library. The files are pinned by sha256 in a manifest (`analysis/data/probeedit_sources.json`,
-taken from CPython 3.11.7); any difference fails with the file, both hashes and the interpreter
-version, so the corpus is byte-identical wherever it builds.
+taken from CPython 3.11.7), and the 34 pinned files ship with the project in
+`analysis/data/probeedit_stdlib/` (with CPython's licence, `LICENSE.txt`, beside them).
+`stdlib_dir: auto` reads that copy, so the corpus is byte-identical on every interpreter;
+`stdlib_dir: <path>` reads another CPython 3.11.7 `Lib` folder. Any difference from a pin fails with
+the file, both hashes and the interpreter version.
 
 Recipe (all choices from one seeded `random.Random`, stable across platforms):
 1. Units: every top-level function or class (decorators included) of the pinned files whose length
    is within [min_lines, max_lines], in file order, then shuffled.
-2. Edit kinds: `n_cases` slots split over the kinds by `mix` weights (largest remainder), shuffled.
+2. Edit kinds: `n_cases` slots split over the kinds by `mix` weights (largest remainder), laid out
+   in EDIT_KINDS order whatever the order of the `mix` mapping (so reordering params.yaml keys
+   changes nothing), then shuffled.
 3. Each slot takes the next unused unit that has a site for its kind; one site is drawn among that
    unit's candidate sites. The edited unit must still parse as Python and differ from the original.
    The case's source is the unit, its target the edited unit (the edit a model is asked to make).
@@ -33,7 +38,6 @@ import json
 import keyword
 import random
 import sys
-import sysconfig
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +52,7 @@ CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"
 FRAMING = "unit"
 MANIFEST = Path(__file__).parent / "data" / "probeedit_sources.json"
+SHIPPED_STDLIB = Path(__file__).parent / "data" / "probeedit_stdlib"
 EDIT_KINDS: tuple[str, ...] = (
     "change_literal", "flip_operator", "rename_one_site", "insert_guard",
     "delete_line", "rewrite_expression", "edit_docstring",
@@ -87,14 +92,14 @@ class ProbeEditParams:
     min_lines: int = 40
     max_lines: int = 400
     mix: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in EDIT_KINDS)
-    stdlib_dir: str = "auto"
+    stdlib_dir: str = "auto"  # auto: the copy shipped in SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
     manifest: str = str(MANIFEST)
 
 
 # ---------------------------------------------------------------- pinned sources
 
 def stdlib_dir(setting: str) -> Path:
-    return Path(sysconfig.get_path("stdlib") if setting == "auto" else setting)
+    return SHIPPED_STDLIB if setting == "auto" else Path(setting)
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -118,7 +123,8 @@ def load_pinned_sources(params: ProbeEditParams) -> dict[str, str]:
         if not path.is_file():
             raise CorpusError(
                 f"ProbeEdit-S source {path} is missing (pinned from CPython {manifest['python']}; "
-                f"set probeedit.stdlib_dir to that version's Lib folder)"
+                f"set probeedit.stdlib_dir to auto (the copy shipped in {SHIPPED_STDLIB}) or to that "
+                f"version's Lib folder)"
             )
         data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
@@ -346,11 +352,26 @@ def draw_edit(unit_text: str, kind: str, rng: random.Random) -> Edit | None:
 
 # ---------------------------------------------------------------- the corpus
 
-def allocate(n: int, mix: tuple[tuple[str, float], ...]) -> dict[str, int]:
-    """Split n slots over kinds in proportion to their weights (largest remainder; ties by kind order)."""
-    unknown = [k for k, _ in mix if k not in EDIT_KINDS]
+def canonical_mix(mix: tuple[tuple[str, float], ...]) -> tuple[tuple[str, float], ...]:
+    """The mix in EDIT_KINDS order: the recipe must not depend on the order of a YAML mapping."""
+    kinds = [k for k, _ in mix]
+    unknown = [k for k in kinds if k not in EDIT_KINDS]
     if unknown:
         raise CorpusError(f"probeedit.mix names unknown edit kinds {unknown}; known: {', '.join(EDIT_KINDS)}")
+    repeated = sorted({k for k in kinds if kinds.count(k) > 1})
+    if repeated:
+        raise CorpusError(f"probeedit.mix names edit kinds more than once: {repeated}")
+    bad = {k: w for k, w in mix if isinstance(w, bool) or not isinstance(w, (int, float))}
+    if bad:
+        raise CorpusError(f"probeedit.mix weights must be numbers, got {bad}")
+    weights = dict(mix)
+    return tuple((k, weights[k]) for k in EDIT_KINDS if k in weights)
+
+
+def allocate(n: int, mix: tuple[tuple[str, float], ...]) -> dict[str, int]:
+    """Split n slots over kinds in proportion to their weights (largest remainder; ties by kind
+    order), in EDIT_KINDS order whatever the order of `mix`."""
+    mix = canonical_mix(mix)
     total = sum(w for _, w in mix)
     if total <= 0 or any(w < 0 for _, w in mix):
         raise CorpusError(f"probeedit.mix weights must be >= 0 with a positive sum, got {dict(mix)}")

@@ -1,5 +1,6 @@
 import json
 
+import polars as pl
 import pytest
 
 from analysis import corpora
@@ -99,10 +100,111 @@ def test_hub_failure_is_a_clear_error(monkeypatch, tmp_path):
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(CorpusError, match="could not load bigcode/humanevalpack config 'python' from the hub"):
-        corpora.load_humanevalpack("python", tmp_path / "absent", "auto")
+        corpora.load_humanevalpack("python", tmp_path / "absent", "hub")
+    with pytest.raises(CorpusError, match="could not load bigcode/humanevalpack"):
+        corpora.load_humanevalpack("python", None, "auto")  # no folder set at all: auto means the hub
+
+
+def test_auto_with_a_missing_folder_fails_at_once_naming_it(monkeypatch, tmp_path):
+    import datasets
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the hub was tried")
+
+    monkeypatch.setattr(datasets, "load_dataset", must_not_run)
+    monkeypatch.delenv(corpora.ENV_DIR, raising=False)
+    absent = tmp_path / "absent"
+    with pytest.raises(CorpusError, match=f"HumanEvalPack folder {absent} \\(from corpora.humanevalpack.local_dir\\) "
+                                          "does not exist.*source: hub"):
+        corpora.load_humanevalpack("python", absent, "auto")
+    monkeypatch.setenv(corpora.ENV_DIR, str(absent))
+    with pytest.raises(CorpusError, match=f"{absent} \\(from environment variable {corpora.ENV_DIR}\\)"):
+        corpora.load_humanevalpack("python", tmp_path, "local")
+
+
+def test_line_separators_inside_strings_and_instruction(tmp_path):
+    body = "    return '\u2028\u2029\x85'\n"
+    write(tmp_path, "python", [json.dumps(record(buggy_solution=body, instruction="Fix f."), ensure_ascii=False),
+                               json.dumps(record(task_id="Python/8"))])
+    records, _ = corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+    cases = corpora.hevalfix_cases(records, "python", ["body"])
+    assert cases[0].source == body and [c.instruction for c in cases] == ["Fix f.", None]
+    frame = corpora.cases_frame(cases)
+    assert frame.columns == ["case_id", "corpus", "language", "framing", "source", "target", "instruction"]
+    assert frame["instruction"].to_list() == ["Fix f.", None]
+
+
+def test_lone_surrogate_and_bad_instruction(tmp_path):
+    path = tmp_path / "python.jsonl"
+    path.write_text(json.dumps(record()) + "\n" + json.dumps(record(prompt="\ud800")) + "\n")
+    with pytest.raises(CorpusError, match=f"{path}:2: record\\['prompt'\\] holds a lone surrogate"):
+        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+    write(tmp_path, "python", [json.dumps(record(instruction=5))])
+    with pytest.raises(CorpusError, match="python.jsonl:1: field 'instruction' must be a string, got int"):
+        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+
+
+def cases_table():
+    return corpora.cases_frame([
+        corpora.Case("C/1", "C", "python", "body", "a\n", "b\n", "do it"),
+        corpora.Case("C/2", "C", "python", "body", "c\n", "d\n"),
+    ])
+
+
+def test_read_cases_round_trip(tmp_path):
+    path = tmp_path / "cases.parquet"
+    cases_table().write_parquet(path)
+    frame = corpora.read_cases(path)
+    assert corpora.cases_from_frame(frame) == corpora.cases_from_frame(cases_table())
+
+
+@pytest.mark.parametrize("column", ["source", "target", "case_id"])
+def test_read_cases_null_is_named(tmp_path, column):
+    path = tmp_path / "cases.parquet"
+    cases_table().with_columns(pl.when(pl.col("case_id") == "C/2").then(None).otherwise(pl.col(column))
+                               .alias(column)).write_parquet(path)
+    with pytest.raises(CorpusError, match=f"{path}: column '{column}' is null in 1 row\\(s\\), first at row 1"):
+        corpora.read_cases(path)
+
+
+def test_read_cases_bad_files(tmp_path):
+    path = tmp_path / "cases.parquet"
+    cases_table().write_parquet(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
+        corpora.read_cases(path)
+    path.write_bytes(b"garbage" * 20)
+    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
+        corpora.read_cases(path)
+    cases_table().drop("instruction").write_parquet(path)
+    with pytest.raises(CorpusError, match=f"{path}: missing columns \\['instruction'\\]"):
+        corpora.read_cases(path)
+    cases_table().with_columns(pl.lit(3).alias("source")).write_parquet(path)
+    with pytest.raises(CorpusError, match="columns must hold strings, got {'source': 'Int32'}"):
+        corpora.read_cases(path)
 
 
 def test_shared_files_load_and_match_their_pins(hep_dir):
     for language in ("python", "js"):
         records, origin = corpora.load_humanevalpack(language, hep_dir, "local", verify_sha256=True)
         assert len(records) == 164 and origin.sha256 == corpora.KNOWN_SHA256[language]
+        cases = corpora.hevalfix_cases(records, language, ["body"])
+        assert all(c.instruction and c.instruction == r["instruction"] for c, r in zip(cases, records))
+
+
+def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
+    from analysis import registry
+    from analysis.probeedit import ProbeEditParams
+
+    write(tmp_path, "python", [json.dumps(record(instruction="Fix f."))])
+    settings = registry.HumanEvalPackSettings(languages=("python",), framings=("body",), local_dir=str(tmp_path),
+                                              source="local", verify_sha256=False)
+    build = registry.build_corpus("humanevalpack", settings)
+    assert [(c.case_id, c.instruction) for c in build.cases] == [("HEvalFix-Py/7", "Fix f.")]
+    assert build.report[0]["origin"] == f"local:{tmp_path / 'python.jsonl'}"
+    with pytest.raises(CorpusError, match="languages is empty"):
+        registry.build_corpus("humanevalpack", registry.HumanEvalPackSettings(languages=()))
+    pe = registry.build_corpus("probeedit", ProbeEditParams(n_cases=7))
+    assert len(pe.cases) == 7 and pe.tables["probeedit_edits"].height == 7
+    assert pe.report["origin"].startswith("shipped:")

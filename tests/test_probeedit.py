@@ -86,3 +86,38 @@ def test_each_kind_edits_a_known_snippet():
         edit = probeedit.draw_edit(snippet, kind, random.Random(0))
         assert edit is not None and edit.text != snippet, kind
         ast.parse(edit.text)
+
+
+def test_mix_order_does_not_matter(corpus):
+    cases, edits = corpus
+    kinds = list(probeedit.ProbeEditParams().mix)
+    for shuffled in (kinds[::-1], kinds[3:] + kinds[:3]):
+        again, again_edits = probeedit.build_probeedit(probeedit.ProbeEditParams(mix=tuple(shuffled)))
+        assert again == cases and again_edits.equals(edits)
+    uneven = (("edit_docstring", 2.0), ("change_literal", 1.0), ("flip_operator", 1.0))
+    assert list(probeedit.allocate(10, uneven)) == ["change_literal", "flip_operator", "edit_docstring"]
+    assert probeedit.allocate(10, uneven) == probeedit.allocate(10, uneven[::-1])
+
+
+def test_mix_checks():
+    with pytest.raises(CorpusError, match=r"more than once: \['delete_line'\]"):
+        probeedit.allocate(10, (("delete_line", 1.0), ("delete_line", 2.0)))
+    with pytest.raises(CorpusError, match="weights must be numbers, got {'delete_line': 'abc'}"):
+        probeedit.allocate(10, (("delete_line", "abc"),))
+
+
+def test_auto_reads_the_shipped_copy_which_matches_the_pins():
+    assert probeedit.stdlib_dir("auto") == probeedit.SHIPPED_STDLIB
+    manifest = probeedit.read_manifest(probeedit.MANIFEST)
+    shipped = sorted(p.name for p in probeedit.SHIPPED_STDLIB.iterdir() if p.suffix == ".py")
+    assert shipped == sorted(manifest["files"]) and len(shipped) == 34
+    licence = (probeedit.SHIPPED_STDLIB / "LICENSE.txt").read_text()
+    assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in licence
+    assert len(probeedit.load_pinned_sources(probeedit.ProbeEditParams())) == 34
+
+
+def test_a_given_lib_folder_gives_the_same_corpus(corpus, tmp_path):
+    for rel in probeedit.read_manifest(probeedit.MANIFEST)["files"]:
+        shutil.copy(probeedit.SHIPPED_STDLIB / rel, tmp_path / rel)
+    again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(tmp_path)))
+    assert again == corpus[0]

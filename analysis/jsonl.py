@@ -1,0 +1,93 @@
+"""One JSON Lines reader for every corpus file (HumanEvalPack, a user's edit pairs).
+
+Lines are split on '\\n' only. `str.splitlines` also breaks on U+2028, U+2029, U+0085, '\\x0b',
+'\\x0c', '\\x1c'-'\\x1e' and a lone '\\r', all of which JSON allows raw inside a string, so a record
+holding one of them would be cut in two. A trailing '\\r' (a CRLF file) is JSON whitespace and
+needs nothing special; a UTF-8 byte order mark at the start is dropped.
+
+Every defect is a CorpusError naming the file and the 1-based line: invalid UTF-8 (with the byte
+and its column), malformed JSON, a value that is not an object, and a string holding a lone
+surrogate (JSON's "\\ud800" escape decodes to one; it cannot be written as UTF-8, so it would
+fail later, far from its cause, when the table is written).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import CorpusError
+
+_BOM = "\ufeff"
+_JSON_BLANK = " \t\r"
+
+
+@dataclass(frozen=True)
+class JsonlRecord:
+    line: int  # 1-based line number in the file
+    data: dict[str, Any]
+
+
+def decode_utf8(path: Path, data: bytes) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CorpusError(
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte column {column}: {exc.reason})"
+        ) from None
+
+
+def _unencodable(value: Any, where: str) -> str | None:
+    """The JSON path of the first string (key or value) holding a lone surrogate, if any."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return where
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            bad = _unencodable(key, f"{where} key {key!r}") or _unencodable(item, f"{where}[{key!r}]")
+            if bad:
+                return bad
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            bad = _unencodable(item, f"{where}[{index}]")
+            if bad:
+                return bad
+    return None
+
+
+def parse_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise CorpusError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
+    if not isinstance(value, dict):
+        raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}")
+    bad = _unencodable(value, "record")
+    if bad:
+        raise CorpusError(f"{path}:{lineno}: {bad} holds a lone surrogate (not encodable as UTF-8)")
+    return value
+
+
+def read_jsonl(path: str | Path, missing_hint: str = "") -> list[JsonlRecord]:
+    """The objects of a JSON Lines file, one per non-blank line, with their line numbers."""
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such file{f' ({missing_hint})' if missing_hint else ''}")
+    text = decode_utf8(path, path.read_bytes()).removeprefix(_BOM)
+    records = [
+        JsonlRecord(lineno, parse_line(path, lineno, line))
+        for lineno, line in enumerate(text.split("\n"), start=1)
+        if line.strip(_JSON_BLANK)
+    ]
+    if not records:
+        raise CorpusError(f"{path}: the file is empty")
+    return records

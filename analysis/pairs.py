@@ -1,0 +1,139 @@
+"""A user's own edit pairs: a JSON Lines or Parquet file -> cases (framing "pair").
+
+Fields (JSONL keys or Parquet columns):
+    source       str, required   the text before the edit
+    target       str, required   the text after it
+    case_id      str, optional   unique in the file; the case id is "<corpus>/<case_id>"
+                                 (default "<corpus>/<n>", n the 0-based record number)
+    instruction  str, optional   the edit request in words
+    language     str, optional   default `PairsSettings.language`
+A null optional field counts as absent. Other fields are ignored and listed in the report (so a
+misspelt field name shows up rather than vanishing). The corpus name is the caller's
+(`PairsSettings.name`), by default "Pairs-<file stem>".
+
+Every defect is a CorpusError naming the file and the JSONL line (1-based) or the Parquet row
+(0-based index): missing field, wrong type, empty file, duplicate case_id, malformed JSON, invalid
+UTF-8 or a lone surrogate (analysis.jsonl).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analysis.corpora import Case, read_parquet_file
+from analysis.errors import CorpusError
+from analysis.jsonl import read_jsonl
+
+FRAMING = "pair"
+CORPUS_PREFIX = "Pairs"
+REQUIRED: tuple[str, ...] = ("source", "target")
+OPTIONAL: tuple[str, ...] = ("case_id", "instruction", "language")
+FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
+
+
+@dataclass(frozen=True)
+class PairsSettings:
+    path: str
+    name: str | None = None     # corpus name; default "Pairs-<file stem>"
+    format: str = "auto"        # auto (by suffix: .jsonl/.ndjson, .parquet) | jsonl | parquet
+    language: str = "unknown"   # for records without a `language`
+
+
+@dataclass(frozen=True)
+class PairsReport:
+    corpus: str
+    origin: str          # "pairs:<path>"
+    sha256: str          # of the file
+    format: str
+    n_records: int
+    ignored_fields: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "format": self.format,
+                "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
+
+
+def corpus_name(settings: PairsSettings) -> str:
+    return settings.name or f"{CORPUS_PREFIX}-{Path(settings.path).stem}"
+
+
+def file_format(settings: PairsSettings) -> str:
+    path = Path(settings.path)
+    if settings.format in ("jsonl", "parquet"):
+        return settings.format
+    if settings.format != "auto":
+        raise CorpusError(f"pairs: format must be auto, jsonl or parquet, got {settings.format!r}")
+    found = FORMATS.get(path.suffix.lower())
+    if found is None:
+        raise CorpusError(
+            f"{path}: cannot tell the format from the suffix {path.suffix!r} "
+            f"(known: {', '.join(FORMATS)}); set the pairs format to jsonl or parquet"
+        )
+    return found
+
+
+def check_fields(record: dict[str, Any], where: str) -> None:
+    for name in REQUIRED:
+        if name not in record or record[name] is None:
+            raise CorpusError(f"{where}: missing field {name!r}" + (" (null)" if name in record else ""))
+    for name in (*REQUIRED, *OPTIONAL):
+        value = record.get(name)
+        if value is not None and not isinstance(value, str):
+            raise CorpusError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
+    if record.get("case_id") == "":
+        raise CorpusError(f"{where}: field 'case_id' is empty")
+
+
+def _jsonl_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    return [(f"{path}:{r.line}", r.data) for r in read_jsonl(path)]
+
+
+def _parquet_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    frame = read_parquet_file(path)
+    missing = [name for name in REQUIRED if name not in frame.columns]
+    if missing:
+        raise CorpusError(f"{path}: missing column(s) {missing} (columns: {frame.columns})")
+    for name in (*REQUIRED, *OPTIONAL):
+        if name in frame.columns and frame[name].dtype not in (pl.String, pl.Null):
+            raise CorpusError(f"{path}: column {name!r} must hold strings, got {frame[name].dtype}")
+    if frame.height == 0:
+        raise CorpusError(f"{path}: the file is empty (no rows)")
+    return [(f"{path} row {index}", row) for index, row in enumerate(frame.iter_rows(named=True))]
+
+
+def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
+    path = Path(settings.path)
+    if not path.is_file():
+        raise CorpusError(f"{path}: no such pairs file")
+    fmt = file_format(settings)
+    records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path)
+    corpus = corpus_name(settings)
+    seen: dict[str, str] = {}
+    cases = []
+    ignored: set[str] = set()
+    for number, (where, record) in enumerate(records):
+        check_fields(record, where)
+        ignored.update(k for k in record if k not in REQUIRED and k not in OPTIONAL)
+        own_id = record.get("case_id")
+        if own_id is not None:
+            if own_id in seen:
+                raise CorpusError(f"{where}: duplicate case_id {own_id!r} (first at {seen[own_id]})")
+            seen[own_id] = where
+        cases.append(Case(
+            f"{corpus}/{own_id if own_id is not None else number}", corpus,
+            record.get("language") or settings.language, FRAMING,
+            record["source"], record["target"], record.get("instruction"),
+        ))
+    ids = [c.case_id for c in cases]
+    if len(set(ids)) != len(ids):  # a given case_id such as "3" can meet a numbered one
+        clash = next(i for i in ids if ids.count(i) > 1)
+        raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number); "
+                          f"give every record a case_id or none")
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    report = PairsReport(corpus, f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
+    return cases, report

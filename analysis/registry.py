@@ -1,0 +1,92 @@
+"""The corpus registry: kind -> builder. Each builder takes its typed settings and returns a CorpusBuild.
+
+    humanevalpack  HumanEvalPackSettings  HEvalFix-<Lang> cases, framings body/decl/prompt
+    probeedit      ProbeEditParams        ProbeEdit-S, framing "unit" (+ its table of edits)
+    commits        CommitSettings         CommitEdits-<name>, framing "file", mined from git history
+    pairs          PairsSettings          <name>, framing "pair", a user's JSONL or Parquet file
+
+A stage calls `build_corpus(kind, settings)` once per configured corpus and concatenates the
+cases (`analysis.corpora.cases_frame` checks the ids are unique). `report` is JSON-ready for the
+metrics file; its timings, where a builder has them, sit under the key "seconds" alone so that a
+stage can keep them out of DVC-tracked metrics.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from analysis import commits, corpora, pairs, probeedit
+from analysis.corpora import Case
+from analysis.errors import CorpusError
+
+
+@dataclass(frozen=True)
+class HumanEvalPackSettings:
+    languages: tuple[str, ...] = ("python", "js")
+    framings: tuple[str, ...] = corpora.FRAMINGS
+    local_dir: str | None = "../shared/data/humanevalpack"
+    source: str = "auto"  # auto | local | hub (see analysis.corpora)
+    verify_sha256: bool = True
+
+
+@dataclass(frozen=True)
+class CorpusBuild:
+    cases: list[Case]
+    report: dict[str, Any] | list[dict[str, Any]]  # one origin per corpus built (a list for humanevalpack)
+    tables: dict[str, pl.DataFrame] = field(default_factory=dict)  # side tables, e.g. {"probeedit_edits": ...}
+
+
+def build_humanevalpack(settings: HumanEvalPackSettings) -> CorpusBuild:
+    corpora.check_framings(list(settings.framings))
+    if not settings.languages:
+        raise CorpusError("humanevalpack: languages is empty; list at least one or disable the corpus")
+    cases: list[Case] = []
+    origins = []
+    for language in settings.languages:
+        records, origin = corpora.load_humanevalpack(
+            language, settings.local_dir, settings.source, settings.verify_sha256
+        )
+        cases += corpora.hevalfix_cases(records, language, list(settings.framings))
+        origins.append(dict(origin.__dict__))
+    return CorpusBuild(cases, origins)
+
+
+def build_probeedit(settings: probeedit.ProbeEditParams) -> CorpusBuild:
+    cases, edits = probeedit.build_probeedit(settings)
+    origin = (f"shipped:{probeedit.SHIPPED_STDLIB}" if settings.stdlib_dir == "auto"
+              else f"stdlib:{settings.stdlib_dir}")
+    report = {"corpus": probeedit.CORPUS, "origin": f"{origin} (pinned manifest)", "sha256": None,
+              "n_records": len(cases)}
+    return CorpusBuild(cases, report, {"probeedit_edits": edits})
+
+
+def build_commits(settings: commits.CommitSettings) -> CorpusBuild:
+    cases, report = commits.mine_commits(settings)
+    return CorpusBuild(cases, report.as_dict())
+
+
+def build_pairs(settings: pairs.PairsSettings) -> CorpusBuild:
+    cases, report = pairs.load_pairs(settings)
+    return CorpusBuild(cases, report.as_dict())
+
+
+REGISTRY: dict[str, tuple[type, Callable[[Any], CorpusBuild]]] = {
+    "humanevalpack": (HumanEvalPackSettings, build_humanevalpack),
+    "probeedit": (probeedit.ProbeEditParams, build_probeedit),
+    "commits": (commits.CommitSettings, build_commits),
+    "pairs": (pairs.PairsSettings, build_pairs),
+}
+KINDS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def build_corpus(kind: str, settings: Any) -> CorpusBuild:
+    if kind not in REGISTRY:
+        raise CorpusError(f"unknown corpus kind {kind!r}; known: {', '.join(KINDS)}")
+    settings_type, builder = REGISTRY[kind]
+    if not isinstance(settings, settings_type):
+        raise CorpusError(f"corpus kind {kind!r} takes {settings_type.__name__}, got {type(settings).__name__}")
+    return builder(settings)

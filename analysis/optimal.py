@@ -65,6 +65,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from numbers import Real
 from typing import Protocol
 
 import numpy as np
@@ -98,7 +99,7 @@ class CostModel:
     def __post_init__(self):
         for name in ("t_step", "t_directive"):
             value = getattr(self, name)
-            if value is not None and not (isinstance(value, (int, float)) and np.isfinite(value) and value >= 0):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0):
                 raise ParamsError(f"CostModel.{name} must be a finite number >= 0, got {value!r}")
 
     @property

@@ -17,21 +17,54 @@ survives: every line holds at least its newline, so moving one edge always chang
 length, and a whole-span shift keeps the text only when the span lies inside a run of identical
 lines, which every perturbed span of the program must then do. The report shows EM next to
 `no_copy`, so the two can be compared directly.
+
+Definitions. The paper reports EM 15.48% under span noise but states neither the rate nor what
+happens to a span pushed out of range, so its definition is underdetermined; three are offered
+(`definition`, orthogonal to `kind`):
+
+    strict    every copy span is perturbed with probability `rate` (above); an out-of-range or inverted
+              span is an `invalid` miss. The default; its RNG stream and table are unchanged.
+    clip      the same draws as strict (same RNG stream), then each perturbed span is projected onto the
+              spans the FSM can emit, in the order it emits them: start clamped into [1, n_units], then
+              end clamped into [start, n_units] (n_units: source lines, or source tokens). A start pushed
+              past the end therefore drags the end with it; an end pulled before the start stays at the
+              start (the span is then unchanged). A token span that lands inside a UTF-8 character is
+              still invalid.
+    one_span  with probability `rate` the program gets exactly one perturbed span, chosen uniformly
+              among its copy spans (one draw decides, one picks the span, then `kind`'s draws), clipped
+              as in `clip`; with probability 1 - rate it is untouched. At rate 1 every program with a
+              copy has exactly one moved span.
+
+`crossing_rates` gives, per (definition, level, kind, framing), the rate at which pooled EM first falls
+to the paper's 15.48% (linear interpolation between grid rates; None if it never does within the grid).
 """
 
 from __future__ import annotations
 
+import math
 import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Real
 
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.layout import POOLED, pool_framings, pool_rows
+from analysis.layout import LEVELS, POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Program
 from analysis.resolver import resolve
+from analysis.text import split_lines
 
 KINDS = ("start", "end", "both", "shift")
+DEFINITIONS = ("strict", "clip", "one_span")
+PAPER_EM = 0.1548
+DEFINITION_NOTES = {
+    "strict": "each span with probability rate; an out-of-range or inverted span is an invalid miss",
+    "clip": "each span with probability rate; start clamped to [1, n], then end to [start, n]",
+    "one_span": "with probability rate, one uniformly chosen span per program, clipped",
+}
+PAPER_NOTE = ("underdetermined: the paper reports EM 15.48% but neither the noise rate nor how spans "
+              "pushed out of range or inverted are treated")
 
 
 @dataclass(frozen=True)
@@ -63,16 +96,50 @@ def perturb_span(op: Copy, kind: str, rng: random.Random) -> Copy:
     raise ParamsError(f"unknown perturbation kind {kind!r}; known: {', '.join(KINDS)}")
 
 
-def perturb_program(program: Program, kind: str, rate: float, rng: random.Random) -> tuple[Program, int]:
-    """The perturbed program and how many spans were touched."""
+def clip_span(op: Copy, n_units: int) -> Copy:
+    """Project a span onto the ones the FSM can emit, in its order: start first, then end >= start."""
+    start = min(max(op.start, 1), n_units)
+    return Copy(start, min(max(op.end, start), n_units), op.unit)
+
+
+def perturb_program(program: Program, kind: str, rate: float, rng: random.Random,
+                    definition: str = "strict", n_units: int | None = None) -> tuple[Program, int]:
+    """The perturbed program and how many spans were touched (module docstring for `definition`;
+    `clip` and `one_span` need `n_units`, the source's lines or tokens)."""
+    if definition not in DEFINITIONS:
+        raise ParamsError(f"unknown perturbation definition {definition!r}; known: {', '.join(DEFINITIONS)}")
+    if definition != "strict" and n_units is None:
+        raise ParamsError(f"perturbation definition {definition!r} needs the source's unit count, got {n_units!r}")
+    if definition == "one_span":
+        return _perturb_one(program, kind, rate, rng, n_units)
     ops, touched = [], 0
     for op in program.ops:
         if isinstance(op, Copy) and rng.random() < rate:
-            ops.append(perturb_span(op, kind, rng))
+            moved = perturb_span(op, kind, rng)
+            ops.append(clip_span(moved, n_units) if definition == "clip" else moved)
             touched += 1
         else:
             ops.append(op)
     return Program(tuple(ops)), touched
+
+
+def _perturb_one(program: Program, kind: str, rate: float, rng: random.Random, n_units: int) -> tuple[Program, int]:
+    copies = [i for i, op in enumerate(program.ops) if isinstance(op, Copy)]
+    if not copies or not rng.random() < rate:
+        return program, 0
+    index = copies[rng.randrange(len(copies))]
+    ops = list(program.ops)
+    ops[index] = clip_span(perturb_span(ops[index], kind, rng), n_units)
+    return Program(tuple(ops)), 1
+
+
+def source_units(case: PerturbCase) -> int:
+    """Lines of the source for line-level cases, tokens for token-level ones."""
+    if case.level == "token":
+        if case.token_bounds is None:
+            raise ParamsError(f"case {case.case_id} ({case.framing}): a token-level case needs token_bounds")
+        return len(case.token_bounds) - 1
+    return len(split_lines(case.source))
 
 
 def outcome(case: PerturbCase, program: Program) -> str:
@@ -83,23 +150,76 @@ def outcome(case: PerturbCase, program: Program) -> str:
     return "match" if out == case.target else "miss"
 
 
-def run_perturbation(cases: list[PerturbCase], kinds, rates, seeds) -> pl.DataFrame:
+# ---------------------------------------------------------------- validation
+
+@dataclass(frozen=True)
+class PerturbSettings:
+    """Validated perturbation grid (`perturb_settings` builds it from raw params values)."""
+
+    levels: tuple[str, ...]
+    kinds: tuple[str, ...]
+    rates: tuple[float, ...]
+    definitions: tuple[str, ...]
+
+
+def _names(field: str, values, known: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+        raise ParamsError(f"{field} must be a list, got {values!r}")
+    if not values:
+        raise ParamsError(f"{field} is empty; give at least one of: {', '.join(known)}")
+    for value in values:
+        if value not in known:
+            raise ParamsError(f"{field}: unknown {value!r}; known: {', '.join(known)}")
+    if len(set(values)) != len(values):
+        raise ParamsError(f"{field}: {list(values)} repeats a value")
+    return tuple(values)
+
+
+def check_rates(rates, field: str = "perturb.rates") -> tuple[float, ...]:
+    """Rates as floats in [0, 1]; a non-number (strings and booleans included) or NaN is named."""
+    if isinstance(rates, (str, bytes)) or not isinstance(rates, Sequence):
+        raise ParamsError(f"{field} must be a list of numbers in [0, 1], got {rates!r}")
+    if not rates:
+        raise ParamsError(f"{field} is empty; give at least one rate in [0, 1]")
+    for rate in rates:
+        if isinstance(rate, bool) or not isinstance(rate, Real):
+            raise ParamsError(f"{field}: {rate!r} is not a number; rates are numbers in [0, 1]")
+        if math.isnan(rate) or not 0 <= rate <= 1:
+            raise ParamsError(f"{field}: {rate!r} is out of range; rates must lie in [0, 1], got {list(rates)}")
+    if len(set(rates)) != len(rates):
+        raise ParamsError(f"{field}: {list(rates)} repeats a rate")
+    return tuple(float(r) for r in rates)
+
+
+def perturb_settings(levels, kinds, rates, definitions=("strict",)) -> PerturbSettings:
+    return PerturbSettings(
+        levels=_names("perturb.levels", levels, LEVELS),
+        kinds=_names("perturb.kinds", kinds, KINDS),
+        rates=check_rates(rates),
+        definitions=_names("perturb.definitions", definitions, DEFINITIONS),
+    )
+
+
+# ---------------------------------------------------------------- running
+
+def run_perturbation(cases: list[PerturbCase], kinds, rates, seeds, definition: str = "strict") -> pl.DataFrame:
     """One row per (case, kind, rate, seed): outcome and spans touched. Seeded per combination,
-    so any subset of the grid reproduces the same draws."""
-    bad = [k for k in kinds if k not in KINDS]
-    if bad:
-        raise ParamsError(f"perturb.kinds: unknown {bad}; known: {', '.join(KINDS)}")
-    if any(not 0 <= r <= 1 for r in rates):
-        raise ParamsError(f"perturb.rates must lie in [0, 1], got {list(rates)}")
+    so any subset of the grid reproduces the same draws; every definition uses the same seed string,
+    so `clip` sees exactly the draws of `strict`. The columns do not depend on the definition: run one
+    table per definition."""
+    _names("perturb.kinds", kinds, KINDS)
+    check_rates(rates)
+    _names("perturb.definitions", [definition], DEFINITIONS)
     columns: dict[str, list] = {k: [] for k in ("case_id", "corpus", "framing", "level", "kind", "rate",
                                                "seed", "outcome", "touched", "n_copies")}
     for ci, case in enumerate(cases):
         n_copies = len(case.program.copies)
+        n_units = None if definition == "strict" else source_units(case)
         for kind in kinds:
             for rate in rates:
                 for seed in seeds:
                     rng = random.Random(f"{seed}/{kind}/{rate}/{case.case_id}/{case.framing}/{case.level}")
-                    program, touched = perturb_program(case.program, kind, rate, rng)
+                    program, touched = perturb_program(case.program, kind, rate, rng, definition, n_units)
                     result = outcome(case, program) if touched else "match"
                     for key, value in (("case_id", case.case_id), ("corpus", case.corpus), ("framing", case.framing),
                                        ("level", case.level), ("kind", kind), ("rate", float(rate)), ("seed", seed),
@@ -133,3 +253,46 @@ def em_table(results: pl.DataFrame) -> pl.DataFrame:
         n_cases=pl.col("n_cases").first(), seeds=pl.len(),
     )
     return table.with_columns(pl.col(pl.Float64).round(12)).sort(keys)
+
+
+# ---------------------------------------------------------------- where EM crosses the paper's figure
+
+def crossing_rate(rates: Sequence[float], ems: Sequence[float], target: float = PAPER_EM) -> float | None:
+    """The first rate at which EM falls to `target`, by linear interpolation between the bracketing
+    grid rates (EM above target at the previous rate, at or below it at this one). None if EM never
+    falls to target within the grid, or is already below it at the smallest rate (the crossing then
+    lies below the grid and cannot be placed)."""
+    points = sorted(zip(rates, ems))
+    if not points:
+        return None
+    if points[0][1] <= target:
+        return points[0][0] if points[0][1] == target else None
+    for (r0, e0), (r1, e1) in zip(points, points[1:]):
+        if e0 > target >= e1:
+            return r0 + (e0 - target) / (e0 - e1) * (r1 - r0)
+    return None
+
+
+CROSSING_SCHEMA = {
+    "definition": pl.String, "level": pl.String, "kind": pl.String, "framing": pl.String,
+    "crossing_rate": pl.Float64, "em_at_max_rate": pl.Float64, "max_rate": pl.Float64, "note": pl.String,
+}
+
+
+def crossing_rates(tables: Mapping[str, pl.DataFrame], target: float = PAPER_EM) -> pl.DataFrame:
+    """Per (definition, level, kind, framing): where pooled EM crosses `target`, from `em_table` outputs
+    keyed by definition; a last row stands for the paper, whose definition is underdetermined."""
+    _names("definitions", list(tables), DEFINITIONS)
+    records = []
+    for definition, table in tables.items():
+        pooled = table.filter(pl.col("corpus") == POOLED).sort("level", "kind", "framing", "rate")
+        for (level, kind, framing), rows in pooled.group_by("level", "kind", "framing", maintain_order=True):
+            last = rows.row(rows.height - 1, named=True)
+            records.append({
+                "definition": definition, "level": level, "kind": kind, "framing": framing,
+                "crossing_rate": crossing_rate(rows["rate"].to_list(), rows["em"].to_list(), target),
+                "em_at_max_rate": last["em"], "max_rate": last["rate"], "note": DEFINITION_NOTES[definition],
+            })
+    records.append({"definition": "paper", "level": None, "kind": None, "framing": None, "crossing_rate": None,
+                    "em_at_max_rate": target, "max_rate": None, "note": PAPER_NOTE})
+    return pl.DataFrame(records, schema=CROSSING_SCHEMA)

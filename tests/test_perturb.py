@@ -63,3 +63,139 @@ def test_bad_params():
         run_perturbation(TOY, ["jitter"], [0.5], [0])
     with pytest.raises(ParamsError, match=r"\[0, 1\]"):
         run_perturbation(TOY, ["start"], [1.5], [0])
+
+
+# ---------------------------------------------------------------- definitions, crossing, validation
+
+from analysis.perturb import (  # noqa: E402
+    DEFINITIONS, PAPER_EM, PerturbSettings, clip_span, crossing_rate, crossing_rates, perturb_settings, source_units,
+)
+
+
+def test_strict_is_the_default_and_unchanged():
+    a = run_perturbation(TOY, ["start", "end", "both", "shift"], [0.25, 1.0], [0, 1, 2])
+    b = run_perturbation(TOY, ["start", "end", "both", "shift"], [0.25, 1.0], [0, 1, 2], definition="strict")
+    assert a.equals(b)
+    assert a.columns == ["case_id", "corpus", "framing", "level", "kind", "rate", "seed", "outcome", "touched",
+                         "n_copies"]
+
+
+def test_clip_projects_in_the_fsm_order():
+    assert clip_span(Copy(0, 3), 4) == Copy(1, 3)
+    assert clip_span(Copy(2, 5), 4) == Copy(2, 4)
+    assert clip_span(Copy(2, 1), 4) == Copy(2, 2)  # an end pulled before the start stays at the start
+    assert clip_span(Copy(5, 4), 4) == Copy(4, 4)  # a start past the source end comes back, end follows
+
+
+def test_clip_uses_strict_draws_and_is_never_invalid():
+    kinds, rates, seeds = ["start", "end", "both", "shift"], [0.5, 1.0], list(range(6))
+    strict = run_perturbation(TOY, kinds, rates, seeds)
+    clip = run_perturbation(TOY, kinds, rates, seeds, definition="clip")
+    assert strict["touched"].to_list() == clip["touched"].to_list()
+    assert (clip["outcome"] != "invalid").all()
+    assert (strict["outcome"] == "invalid").any()
+    # T/2 copies line 1: under 'start', +1 inverts (2 > 1) and clipping then moves the end to 2 ('b'),
+    # -1 clips back to line 1 (a match): strict calls both invalid
+    t2 = clip.filter((pl.col("case_id") == "T/2") & (pl.col("kind") == "start") & (pl.col("rate") == 1.0))
+    assert set(t2["outcome"]) <= {"match", "miss"} and t2.height == len(seeds)
+
+
+def test_one_span_moves_exactly_one_span():
+    program = Program((Copy(5, 9), Gen("x"), Copy(20, 30), Copy(40, 41)))
+    moved_index = set()
+    for seed in range(40):
+        out, touched = perturb_program(program, "shift", 1.0, random.Random(seed), "one_span", 100)
+        assert touched == 1
+        changed = [i for i, (a, b) in enumerate(zip(program.ops, out.ops)) if a != b]
+        assert len(changed) == 1
+        moved_index.update(changed)
+        out, touched = perturb_program(program, "shift", 0.0, random.Random(seed), "one_span", 100)
+        assert touched == 0 and out == program
+    assert moved_index == {0, 2, 3}  # every copy span can be the one chosen; the gen never
+
+
+def test_one_span_rate_is_the_share_of_programs_touched():
+    program = Program((Copy(5, 9), Copy(20, 30)))
+    touched = [perturb_program(program, "end", 0.3, random.Random(s), "one_span", 100)[1] for s in range(2000)]
+    assert set(touched) <= {0, 1}
+    assert sum(touched) / len(touched) == pytest.approx(0.3, abs=0.04)
+
+
+def test_source_units_per_level():
+    assert source_units(TOY[0]) == 4
+    token_case = PerturbCase("K/0", "K", "body", "token", Program((Copy(1, 2, "tokens"),)), "ab", "ab", (0, 1, 2))
+    assert source_units(token_case) == 2
+    res = run_perturbation([token_case], ["end"], [1.0], list(range(8)), definition="clip")
+    # end+1 clips back to 2 (a match), end-1 copies 'a' (a miss)
+    assert set(res["outcome"]) == {"match", "miss"}
+
+
+@pytest.mark.parametrize("rates, ems, want", [
+    ([0.0, 0.5, 1.0], [1.0, 0.3, 0.1], 0.5 + (0.3 - PAPER_EM) / (0.3 - 0.1) * 0.5),
+    ([1.0, 0.0, 0.5], [0.1, 1.0, 0.3], 0.5 + (0.3 - PAPER_EM) / (0.3 - 0.1) * 0.5),  # order-free
+    ([0.0, 0.5], [1.0, PAPER_EM], 0.5),
+    ([0.0, 0.5, 1.0], [1.0, 0.6, 0.2], None),
+    ([0.5, 1.0], [0.1, 0.05], None),  # below the grid already: cannot be placed
+])
+def test_crossing_rate(rates, ems, want):
+    got = crossing_rate(rates, ems)
+    assert got == (None if want is None else pytest.approx(want))
+
+
+def test_crossing_table_per_definition_labels_the_paper_underdetermined():
+    cases = [case(f"T/{i}", Program((Copy(2, 2),)), SOURCE, "b\n") for i in range(8)] + [TOY[1]]
+    rates = [0.0, 0.25, 0.5, 0.75, 1.0]
+    tables = {d: em_table(run_perturbation(cases, ["start", "shift"], rates, list(range(4)), definition=d))
+              for d in DEFINITIONS}
+    out = crossing_rates(tables)
+    ours = out.filter(pl.col("definition") != "paper")
+    assert ours.height == len(DEFINITIONS) * 2
+    for row in ours.iter_rows(named=True):
+        pooled = tables[row["definition"]].filter(
+            (pl.col("corpus") == "pooled") & (pl.col("kind") == row["kind"])).sort("rate")
+        assert row["crossing_rate"] == crossing_rate(pooled["rate"].to_list(), pooled["em"].to_list())
+    # EM falls to 1/9 (the no-copy case) at rate 1 under strict, so it crosses 15.48% inside the grid
+    strict_start = ours.filter((pl.col("definition") == "strict") & (pl.col("kind") == "start")).row(0, named=True)
+    assert strict_start["crossing_rate"] is not None and 0.75 <= strict_start["crossing_rate"] <= 1.0
+    paper = out.filter(pl.col("definition") == "paper").row(0, named=True)
+    assert "underdetermined" in paper["note"] and paper["em_at_max_rate"] == PAPER_EM
+
+
+@pytest.mark.parametrize("kwargs, named", [
+    ({"levels": ["line", "chars"]}, "'chars'"),
+    ({"levels": ["char"]}, "'char'"),
+    ({"levels": []}, "perturb.levels is empty"),
+    ({"kinds": []}, "perturb.kinds is empty"),
+    ({"kinds": ["jitter"]}, "'jitter'"),
+    ({"rates": ["abc"]}, "'abc'"),
+    ({"rates": [True]}, "True"),
+    ({"rates": [0.5, 1.5]}, "1.5"),
+    ({"rates": [-0.1]}, "-0.1"),
+    ({"rates": [float("nan")]}, "nan"),
+    ({"rates": []}, "perturb.rates is empty"),
+    ({"rates": "0.5"}, "'0.5'"),
+    ({"definitions": ["loose"]}, "'loose'"),
+    ({"definitions": []}, "perturb.definitions is empty"),
+    ({"kinds": ["start", "start"]}, "repeats"),
+])
+def test_settings_name_the_bad_value(kwargs, named):
+    good = {"levels": ["line", "token"], "kinds": ["start"], "rates": [0, 0.5, 1], "definitions": ["strict"]}
+    with pytest.raises(ParamsError, match=__import__("re").escape(named)):
+        perturb_settings(**{**good, **kwargs})
+
+
+def test_settings_accept_the_defaults():
+    settings = perturb_settings(["line", "token"], ["start", "end", "both", "shift"], [0.0, 0.1, 0.25, 0.5, 0.75, 1],
+                                ["strict", "clip", "one_span"])
+    assert isinstance(settings, PerturbSettings) and settings.rates[-1] == 1.0 and isinstance(settings.rates[-1], float)
+
+
+def test_run_perturbation_rejects_bad_grids():
+    with pytest.raises(ParamsError, match="perturb.kinds is empty"):
+        run_perturbation(TOY, [], [0.5], [0])
+    with pytest.raises(ParamsError, match="'abc'"):
+        run_perturbation(TOY, ["start"], ["abc"], [0])
+    with pytest.raises(ParamsError, match="'loose'"):
+        run_perturbation(TOY, ["start"], [0.5], [0], definition="loose")
+    with pytest.raises(ParamsError, match="'loose'"):
+        perturb_program(Program((Copy(1, 1),)), "start", 1.0, random.Random(0), "loose", 4)

@@ -44,7 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for command in STAGES:
         if " " not in command:
-            _add_stage(sub, command)
+            stage = _add_stage(sub, command)
+            if command == "corpora":
+                stage.add_argument("--pairs", action="append", metavar="FILE",
+                                   help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
+                stage.add_argument("--repo", action="append", metavar="PATH",
+                                   help="also mine this git repository or bundle for one-file commits")
     kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")

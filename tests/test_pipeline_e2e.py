@@ -28,6 +28,8 @@ def scratch(tmp_path_factory, hep_dir):
     data.mkdir(parents=True)
     lines = (hep_dir / "python.jsonl").read_text().splitlines()[:5]
     (data / "python.jsonl").write_text("\n".join(lines) + "\n")
+    (top / "shared" / "data" / "git").mkdir()  # declared by the corpora stage; no bundle mined here
+    (top / "shared" / "data" / "git" / "README").write_text("empty\n")
     repo = top / "repo"
     repo.mkdir()
     for name in ("dvc.yaml", "analysis", "kernels_profile"):
@@ -36,6 +38,7 @@ def scratch(tmp_path_factory, hep_dir):
     params = yaml.safe_load((ROOT / "params.yaml").read_text())
     params["corpora"]["humanevalpack"].update(languages=["python"], framings=["body", "decl"], verify_sha256=False)
     params["corpora"]["probeedit"]["n_cases"] = 7
+    params["corpora"]["commits"] = []
     params["spans"]["bootstrap_resamples"] = 50
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)
@@ -62,4 +65,4 @@ def test_a_bad_param_stops_the_stage_with_a_clear_error(scratch):
     (scratch / "params.yaml").write_text(yaml.safe_dump(params))
     run = dvc("repro", "corpora", cwd=scratch)
     assert run.returncode != 0
-    assert "unknown HumanEvalPack language 'cobol'" in run.stdout + run.stderr
+    assert "'corpora.humanevalpack.languages' has unknown values ['cobol']" in run.stdout + run.stderr

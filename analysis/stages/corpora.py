@@ -1,101 +1,127 @@
-"""`copydecode corpora`: every selected corpus -> data/corpora/cases.parquet."""
+"""`copydecode corpora`: every configured corpus -> data/corpora/cases.parquet.
+
+Corpora come from the registry (`analysis.registry`): HumanEvalPack languages, ProbeEdit-S, commits
+mined from git repositories or bundles (`corpora.commits`), and a user's edit-pairs files
+(`corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
+for a one-off analysis outside `dvc repro`.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import polars as pl
 
-from analysis import corpora, probeedit
+from analysis import commits, corpora, pairs, probeedit, registry
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet
 from analysis.layout import CASES, METRICS, PROBEEDIT_EDITS
-from analysis.params import choice, choices, get, positive_int
+from analysis.params import choice, choices, get, get_or, positive_int
 from analysis.stages.common import timed
-
-
-@dataclass(frozen=True)
-class HumanEvalPackSettings:
-    languages: tuple[str, ...]
-    framings: tuple[str, ...]
-    local_dir: str
-    source: str
-    verify_sha256: bool
-
-
-@dataclass(frozen=True)
-class CorporaSettings:
-    humanevalpack: HumanEvalPackSettings | None  # None: no HumanEvalPack language asked for
-    probeedit: probeedit.ProbeEditParams | None  # None: disabled
-
 
 HEP_SOURCES = ("auto", "local", "hub")
 
 
-def settings(cfg: Config) -> CorporaSettings:
-    p, hep = cfg.params, "corpora.humanevalpack"
+@dataclass(frozen=True)
+class CorporaSettings:
+    builds: tuple[tuple[str, object], ...]  # (registry kind, its settings), in build order
+
+
+def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
+    hep = "corpora.humanevalpack"
     languages = choices(p, f"{hep}.languages", tuple(corpora.HUMANEVALPACK_LANGUAGES), nonempty=False)
-    framings = choices(p, f"{hep}.framings", corpora.FRAMINGS)
-    humanevalpack = HumanEvalPackSettings(
-        languages=languages, framings=framings,
-        local_dir=get(p, f"{hep}.local_dir", str),
-        source=choice(p, f"{hep}.source", HEP_SOURCES),
+    if not languages:
+        return None
+    return registry.HumanEvalPackSettings(
+        languages=languages, framings=choices(p, f"{hep}.framings", corpora.FRAMINGS),
+        local_dir=get(p, f"{hep}.local_dir", str), source=choice(p, f"{hep}.source", HEP_SOURCES),
         verify_sha256=get(p, f"{hep}.verify_sha256", bool),
-    ) if languages else None
-    pe = None
-    if get(p, "corpora.probeedit.enabled", bool):
-        pe = probeedit_settings(p)
-    if humanevalpack is None and pe is None:
-        raise ParamsError("params: no corpus selected (corpora.humanevalpack.languages is empty and "
-                          "corpora.probeedit.enabled is false); an empty corpus has nothing to analyse")
-    return CorporaSettings(humanevalpack, pe)
+    )
 
 
-def probeedit_settings(p: dict) -> probeedit.ProbeEditParams:
+def _probeedit(p: dict) -> probeedit.ProbeEditParams | None:
     group = "corpora.probeedit"
+    if not get(p, f"{group}.enabled", bool):
+        return None
     mix = get(p, f"{group}.mix", dict)
-    weights = []
     for kind, weight in mix.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
-        weights.append((str(kind), float(weight)))
-    min_lines = positive_int(p, f"{group}.min_lines")
-    max_lines = positive_int(p, f"{group}.max_lines")
+    min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if max_lines < min_lines:
         raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
     return probeedit.ProbeEditParams(
-        n_cases=positive_int(p, f"{group}.n_cases"),
-        seed=get(p, f"{group}.seed", int),
+        n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
         min_lines=min_lines, max_lines=max_lines,
-        mix=tuple(weights),
+        mix=tuple((str(k), float(v)) for k, v in mix.items()),
         stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
     )
 
 
-def build_cases(settings: CorporaSettings) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
-    """All cases, the ProbeEdit-S edit table (empty when disabled) and where each corpus came from."""
+def _typed(kind: type, entry: object, where: str, defaults: dict | None = None):
+    """A settings dataclass from a params mapping: unknown keys and wrong types are named."""
+    if not isinstance(entry, dict):
+        raise ParamsError(f"params: {where} must be a mapping, got {entry!r}")
+    known = {f.name: f for f in fields(kind)}
+    values = {**(defaults or {}), **entry}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ParamsError(f"params: {where} has unknown keys {unknown}; known: {', '.join(known)}")
+    for key, value in values.items():
+        if isinstance(value, list):
+            values[key] = tuple(value)
+    try:
+        return kind(**values)
+    except TypeError as exc:
+        raise ParamsError(f"params: {where}: {exc}") from exc
+
+
+def _listed(p: dict, key: str) -> list:
+    entries = get_or(p, key, [], list)
+    return entries or []
+
+
+def settings(cfg: Config, extra_pairs: tuple[str, ...] = (), extra_repos: tuple[str, ...] = ()) -> CorporaSettings:
+    p = cfg.params
+    builds: list[tuple[str, object]] = []
+    if (hep := _humanevalpack(p)) is not None:
+        builds.append(("humanevalpack", hep))
+    if (pe := _probeedit(p)) is not None:
+        builds.append(("probeedit", pe))
+    commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
+    for i, entry in enumerate(_listed(p, "corpora.commits")):
+        builds.append(("commits", _typed(commits.CommitSettings, entry, f"corpora.commits[{i}]", commit_defaults)))
+    for repo in extra_repos:
+        builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo}, f"--repo {repo}", commit_defaults)))
+    for i, entry in enumerate(_listed(p, "corpora.pairs")):
+        builds.append(("pairs", _typed(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
+    for path in extra_pairs:
+        builds.append(("pairs", pairs.PairsSettings(path=path)))
+    if not builds:
+        raise ParamsError("params: no corpus selected (no HumanEvalPack language, ProbeEdit-S disabled, no commits "
+                          "or pairs); an empty corpus has nothing to analyse")
+    return CorporaSettings(tuple(builds))
+
+
+def build_cases(s: CorporaSettings) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
+    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
     cases: list[corpora.Case] = []
     origins: list[dict] = []
-    hep = settings.humanevalpack
-    if hep is not None:
-        for language in hep.languages:
-            records, origin = corpora.load_humanevalpack(language, hep.local_dir, hep.source, hep.verify_sha256)
-            cases += corpora.hevalfix_cases(records, language, hep.framings)
-            origins.append(origin.__dict__)
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
-    if settings.probeedit is not None:
-        pe_cases, edits = probeedit.build_probeedit(settings.probeedit)
-        cases += pe_cases
-        origins.append({"corpus": probeedit.CORPUS, "origin": "stdlib (pinned manifest)",
-                        "sha256": None, "n_records": len(pe_cases)})
+    for kind, corpus_settings in s.builds:
+        build = registry.build_corpus(kind, corpus_settings)
+        cases += build.cases
+        reports = build.report if isinstance(build.report, list) else [build.report]
+        origins += [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
+        edits = build.tables.get("probeedit_edits", edits)
     if not cases:
         raise CorpusError("the selected corpora hold no case; nothing to analyse")
     return cases, edits, origins
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+    s = settings(cfg, tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()))
     with timed("corpora"):
         cases, edits, origins = build_cases(s)
         frame = corpora.cases_frame(cases)

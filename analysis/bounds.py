@@ -37,8 +37,8 @@ Given per-repeat costs (one per kernel repeat), each resample also redraws the k
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -65,7 +65,7 @@ class CostSettings:
     prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
     extrapolate: bool = False
 
-    def validate(self) -> "CostSettings":
+    def validate(self) -> CostSettings:
         if self.context_mode not in CONTEXT_MODES:
             raise ParamsError(f"bounds.context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}")
         if self.context_mode == "fixed" and self.context < 0:
@@ -93,7 +93,7 @@ def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
     flags = (is_copy & prefill.extrapolated) | bool(step.extrapolated)
     if flags.any() and not settings.extrapolate:
         n = spans[settings.prefill_tokens].to_numpy()[int(np.flatnonzero(flags)[0])]
-        _refuse(spans, flags, f"T_prefill(N={n}, c={context}) / t_step(c={context})", model)
+        _refuse(spans, flags, f"t_step(c={context})" if bool(step.extrapolated) else f"T_prefill(N={n}, c={context})", model)
     with_cost = spans.with_columns(
         prefill=pl.Series(prefill.seconds), extrapolated=pl.Series(flags),
     ).with_columns(

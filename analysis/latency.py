@@ -54,8 +54,8 @@ relative error is in the diagnostics (`holdout_max_rel_error`).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Sequence
 
 import numpy as np
 import polars as pl
@@ -71,6 +71,7 @@ AR_TERMS = ("a", "b")
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
 PAPER_POINTS = ((8, 6.8), (512, 303.0))
+PAPER_NOTE = "speedup through the paper abstract's points (6.8x at N=8, 303x at N=512), log-log line; unit decode step"
 FORMULAS = {
     "interp": "T(N, c): bilinear in (log N, log(1 + c)) through the running-max medians; t_step(c) = T_ar(1, c)",
     "quadratic": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + p1*N + p2*N*c + p3*N^2",
@@ -368,7 +369,7 @@ class LatencyModel:
         return Evaluation(ar.seconds / pre.seconds, ar.extrapolated | pre.extrapolated)
 
     # -- kernel repeats
-    def repeat_models(self) -> list["LatencyModel"]:
+    def repeat_models(self) -> list[LatencyModel]:
         """One model per kernel repeat (same range); empty when the repeats are not known."""
         return [replace(self, ar=ar, prefill=pre, repeats=(), diagnostics={}) for ar, pre in self.repeats]
 
@@ -386,7 +387,7 @@ class LatencyModel:
         }
 
     @classmethod
-    def from_record(cls, record: dict) -> "LatencyModel":
+    def from_record(cls, record: dict) -> LatencyModel:
         missing = [k for k in (*KEY_FIELDS, "form", "n_range", "contexts", "ar", "prefill") if k not in record]
         if missing:
             raise ParamsError(f"latency model record lacks {missing}")
@@ -404,8 +405,7 @@ def paper_model() -> LatencyModel:
     """The `paper` kernel source (see the module docstring): dimensionless, N in [8, 512], any c."""
     return LatencyModel(key=PAPER_KEY, form="paper", ar=PaperAR(), prefill=PaperPrefill(),
                         ns=(float(PAPER_POINTS[0][0]), float(PAPER_POINTS[1][0])), contexts=None,
-                        diagnostics={"notes": ["speedup through the paper abstract's points (6.8x at N=8, 303x at N=512), "
-                                               "log-log line; unit decode step"]})
+                        diagnostics={"notes": [PAPER_NOTE]})
 
 
 # ---------------------------------------------------------------- fitting
@@ -416,7 +416,7 @@ class FitOptions:
     holdout_ns: tuple[int, ...] = ()
     one_context: str = "drop"  # parametric forms with one profiled context: drop the N*c term, or keep it
 
-    def validate(self) -> "FitOptions":
+    def validate(self) -> FitOptions:
         if self.form not in FORMS:
             raise ParamsError(f"latency form must be one of {FORMS}, got {self.form!r}")
         if self.one_context not in ONE_CONTEXT_RULES:
@@ -433,11 +433,11 @@ class Points:
     y: np.ndarray
 
     @classmethod
-    def of(cls, frame: pl.DataFrame) -> "Points":
+    def of(cls, frame: pl.DataFrame) -> Points:
         return cls(frame["n"].to_numpy().astype(float), frame["context"].to_numpy().astype(float),
                    frame["median"].to_numpy().astype(float))
 
-    def subset(self, keep: np.ndarray) -> "Points":
+    def subset(self, keep: np.ndarray) -> Points:
         return Points(self.n[keep], self.c[keep], self.y[keep])
 
 
@@ -656,9 +656,15 @@ def from_document(document: dict) -> list[LatencyModel]:
     raise ParamsError(f"latency model document: unknown schema {document.get('schema')!r}")
 
 
-def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device: str, baseline: str) -> LatencyModel:
-    for m in models:
-        if (m.key.model, m.key.dtype, m.key.device, m.key.baseline) == (model, dtype, device, baseline):
-            return m
-    have = sorted(f"{m.key.model}/{m.key.dtype}/{m.key.device}/{m.key.baseline}" for m in models)
-    raise ParamsError(f"no latency model for {model}/{dtype}/{device}/{baseline}; have: {have}")
+def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device: str, baseline: str,
+                 form: str | None = None) -> LatencyModel:
+    """The model for this key (and form, when the document holds several forms per key)."""
+    matches = [m for m in models if (m.key.model, m.key.dtype, m.key.device, m.key.baseline) == (model, dtype, device, baseline)
+               and (form is None or m.form == form)]
+    if len(matches) == 1:
+        return matches[0]
+    have = sorted(f"{m.key.model}/{m.key.dtype}/{m.key.device}/{m.key.baseline} ({m.form})" for m in models)
+    if not matches:
+        raise ParamsError(f"no latency model for {model}/{dtype}/{device}/{baseline}"
+                          f"{'' if form is None else f' of form {form}'}; have: {have}")
+    raise ParamsError(f"several latency models for {model}/{dtype}/{device}/{baseline}; name the form; have: {have}")

@@ -3,10 +3,24 @@ import polars as pl
 import pytest
 
 from analysis.bounds import (
-    COST_COLUMNS, CaseCost, CostSettings, SpanOp, bounds_table, case_cost, case_costs, repeat_costs,
+    COST_COLUMNS,
+    CaseCost,
+    CostSettings,
+    SpanOp,
+    bounds_table,
+    case_cost,
+    case_costs,
+    repeat_costs,
 )
 from analysis.errors import ParamsError
-from analysis.latency import LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, paper_model, paper_speedup
+from analysis.latency import (
+    LatencyModel,
+    ModelKey,
+    QuadraticAR,
+    QuadraticPrefill,
+    paper_model,
+    paper_speedup,
+)
 from analysis.spans import pooled_groups
 
 KEY = ModelKey("m", "random", "float32", "cpu", "eager")
@@ -112,7 +126,7 @@ def test_spans_beyond_the_profiled_range_are_refused_or_counted():
     ])
     with pytest.raises(ParamsError, match=r"case A/0 .* op 0: T_prefill\(N=2761, c=256\).*N in \[1, 512\]"):
         case_costs(table, model, CostSettings(context=256))
-    with pytest.raises(ParamsError, match=r"c=300"):
+    with pytest.raises(ParamsError, match=r"t_step\(c=300\)"):
         case_costs(table, model, CostSettings(context=300))
     costs = case_costs(table, model, CostSettings(context=256, extrapolate=True))
     assert costs["extrapolated_spans"].to_list() == [1, 0]

@@ -7,8 +7,22 @@ import pytest
 
 from analysis.errors import ParamsError
 from analysis.latency import (
-    FitOptions, LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, RooflinePrefill, fit_latency, fit_points,
-    from_document, holdout_table, paper_model, paper_speedup, select_model, speedup_table, summarize, to_document,
+    FitOptions,
+    LatencyModel,
+    ModelKey,
+    QuadraticAR,
+    QuadraticPrefill,
+    RooflinePrefill,
+    fit_latency,
+    fit_points,
+    from_document,
+    holdout_table,
+    paper_model,
+    paper_speedup,
+    select_model,
+    speedup_table,
+    summarize,
+    to_document,
 )
 
 NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -222,3 +236,13 @@ def test_fit_options_are_validated():
     summary = summarize(raw)
     with pytest.raises(ParamsError):
         fit_points(points(summary, "ar").head(2), points(summary, "prefill"), KEY, FitOptions("quadratic"))
+
+
+def test_select_model_by_key_and_form():
+    raw = raw_from(TRUE_AR, TRUE_PREFILL, [256, 1024], repeats=1)
+    models = [*fit_latency(raw, FitOptions("interp")), *fit_latency(raw, FitOptions("quadratic"))]
+    assert select_model(models, "m", "float32", "cpu", "eager", form="quadratic").form == "quadratic"
+    with pytest.raises(ParamsError, match="name the form"):
+        select_model(models, "m", "float32", "cpu", "eager")
+    with pytest.raises(ParamsError, match="no latency model"):
+        select_model(models, "m", "float32", "cpu", "static")

@@ -2,7 +2,12 @@ import numpy as np
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.stats import mean_of_ratios, mean_of_ratios_ci, ratio_of_sums, ratio_of_sums_ci
+from analysis.stats import (
+    mean_of_ratios,
+    mean_of_ratios_ci,
+    ratio_of_sums,
+    ratio_of_sums_ci,
+)
 
 
 # The two bootstrap copies this module replaces, verbatim, as references.

@@ -1,108 +1,301 @@
-"""The closed-form wall-clock bound: spans composed with the fitted latency model.
+"""The closed-form wall-clock bound: spans composed with a latency model (analysis.latency).
 
-For a set of cases with G gold tokens in all, one decode step t = t_step(c) at context c:
+This is the one implementation of the bound; the bounds stage and the end-to-end prediction
+(`case_cost`) both use it.
 
-    ideal     = G * t / ( sum_copy T_prefill(n_i, c) + sum_gen g_j * t )
-    overhead  = G * t / ( sum_copy T_prefill(n_i, c) + sum_gen g_j * t + sum_ops d_k * t )
+Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
+when op k starts:
 
-n_i are the tokens a copy span forwards (its source tokens, `n_tokens_src`), g_j the gold tokens of
-a gen span, d_k the directive tokens of each op (`<copy .../>`, `<gen>`, `</gen>`, escapes) that the
-model must decode too. A copy span that forwards no token (a blank line glued by BPE to the previous
-line's last token) costs nothing. The numerator is what regenerating all G tokens costs.
+    regen            = sum_{j < G} t_step(c_0 + j)                          (regenerate every token)
+    copy op k        = T_prefill(n_k, c_k)            n_k: source tokens it forwards (`n_tokens_src`)
+    gen op k         = sum_{j < g_k} t_step(c_k + j)  g_k: gold tokens it produces
+    directives of k  = d_k * t_step(c_k)              d_k: `<copy .../>`, `<gen>`, `</gen>`, escapes
+    ideal            = regen / sum_k op_k
+    overhead         = regen / (sum_k op_k + sum_k directives_k)
 
-The token-level **floor** is the `overhead` variant of token-level programs: every directive token
-pays a full decode step and every copy pays a separate prefill, so no serving trick can do worse;
-this is how the paper's "4.5x-6.5x floors" are read here.
+Context (`CostSettings.context_mode`):
+  * `running`: c_0 = the case's prompt tokens (column `prompt_column`), c_k = c_0 + gold tokens of
+    ops 0..k-1 (what is in the cache when op k starts; directive tokens are not counted in c).
+  * `fixed` (the v1 bound): every op at one c, so regen = G * t_step(c), gen op = g_k * t_step(c).
+    With a v1 (quadratic) model this reproduces the v1 table to the bit.
+
+A copy span that forwards no token (a blank line glued by BPE to the previous line's last token)
+costs nothing. The token-level **floor** is the `overhead` variant of token-level programs: every
+directive token pays a full decode step and every copy pays a separate prefill.
+
+Extrapolation. A cost evaluated outside the model's profiled N or c range raises ParamsError
+naming the case, op and value, unless `extrapolate` is set; then `extrapolated_spans` counts the
+ops with an extrapolated cost and `extrapolated_regen` flags cases whose regeneration cost is.
 
 Per corpus the bound is a ratio of sums over its cases (total regeneration time over total program
-time), with a percentile bootstrap over cases.
+time), with a percentile bootstrap over cases (analysis.stats). Pooled rows (analysis.layout's
+pooling rule) come twice: `ratio_of_sums` (all pooled cases as one corpus; the v1 figure) and
+`mean_of_corpora` (the mean of the per-corpus bounds); the pooled bootstrap resamples cases
+(`pooled_bootstrap="cases"`, v1) or cases within each corpus (`"corpus"`, stratified).
+Given per-repeat costs (one per kernel repeat), each resample also redraws the kernel repeats.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from analysis.errors import ParamsError
+from analysis.latency import LatencyModel
+from analysis.layout import POOLED
 from analysis.spans import pooled_groups
+from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")
+CONTEXT_MODES = ("fixed", "running")
+POOLED_BOOTSTRAPS = ("cases", "corpus")
+CASE_KEYS = ["case_id", "corpus", "framing", "level"]
+COST_COLUMNS = ["case_id", "corpus", "framing", "level", "gold_tokens", "copied_tokens", "program_ideal",
+                "directive_seconds", "regen", "program_overhead", "extrapolated_spans", "extrapolated_regen"]
 
 
 @dataclass(frozen=True)
-class KernelModel:
-    """The fitted latency model's terms (kernels_profile.latency), without importing torch."""
+class CostSettings:
+    context_mode: str = "fixed"
+    context: int = 256                    # fixed mode: the one KV-cache length
+    prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
+    prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
+    extrapolate: bool = False
 
-    a: float
-    b: float
-    p0: float
-    p1: float
-    p2: float
-    p3: float
-
-    @classmethod
-    def from_fit(cls, fit: dict) -> "KernelModel":
-        return cls(**fit["ar"]["terms"], **fit["prefill"]["terms"])
-
-    def t_step(self, c: float) -> float:
-        return self.a + self.b * c
-
-    def t_prefill(self, n, c: float):
-        n = np.asarray(n, dtype=float)
-        cost = self.p0 + self.p1 * n + self.p2 * n * c + self.p3 * n * n
-        return np.where(n > 0, cost, 0.0)
+    def validate(self) -> CostSettings:
+        if self.context_mode not in CONTEXT_MODES:
+            raise ParamsError(f"bounds.context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}")
+        if self.context_mode == "fixed" and self.context < 0:
+            raise ParamsError(f"bounds.context must be >= 0, got {self.context}")
+        return self
 
 
-def case_costs(spans: pl.DataFrame, kernel: KernelModel, context: float, prefill_tokens: str = "n_tokens_src") -> pl.DataFrame:
-    """Per (case, framing, level): G, regeneration time, program time (ideal and with overhead)."""
-    t = kernel.t_step(context)
-    is_copy = pl.col("kind") == "copy"
+# ---------------------------------------------------------------- per-case costs
+
+def _refuse(spans: pl.DataFrame, flags: np.ndarray, what: str, model: LatencyModel) -> None:
+    """ParamsError naming the first op whose cost is out of the model's range."""
+    row = spans.row(int(np.flatnonzero(flags)[0]), named=True)
+    raise ParamsError(
+        f"case {row['case_id']} ({row['framing']}, {row['level']}) op {row.get('op_index', '?')}: {what} is outside "
+        f"the profiled range of {model.key.label()} ({model._range_text()}); {int(flags.sum())} op(s) out of range; "
+        "set bounds.extrapolate to allow it (counted in extrapolated_spans)")
+
+
+def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+    context = settings.context
+    step = model.t_step(context, extrapolate=True)
+    t = float(step.seconds)
+    is_copy = spans["kind"].to_numpy() == "copy"
+    prefill = model.t_prefill(spans[settings.prefill_tokens].to_numpy(), context, extrapolate=True)
+    flags = (is_copy & prefill.extrapolated) | bool(step.extrapolated)
+    if flags.any() and not settings.extrapolate:
+        n = spans[settings.prefill_tokens].to_numpy()[int(np.flatnonzero(flags)[0])]
+        _refuse(spans, flags, f"t_step(c={context})" if bool(step.extrapolated) else f"T_prefill(N={n}, c={context})", model)
     with_cost = spans.with_columns(
-        prefill=pl.Series(kernel.t_prefill(spans[prefill_tokens].to_numpy(), context)),
+        prefill=pl.Series(prefill.seconds), extrapolated=pl.Series(flags),
     ).with_columns(
-        op_cost=pl.when(is_copy).then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
+        op_cost=pl.when(pl.col("kind") == "copy").then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
         directive_cost=pl.col("directive_tokens") * t,
     )
     return (
-        with_cost.group_by("case_id", "corpus", "framing", "level")
+        with_cost.group_by(*CASE_KEYS)
         .agg(
             gold_tokens=pl.col("n_tokens").sum(),
-            copied_tokens=pl.col("n_tokens").filter(is_copy).sum(),
+            copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
             program_ideal=pl.col("op_cost").sum(),
             directive_seconds=pl.col("directive_cost").sum(),
+            extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
         )
         .with_columns(
             regen=pl.col("gold_tokens") * t,
             program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
+            extrapolated_regen=pl.lit(bool(step.extrapolated)),
         )
+        .select(COST_COLUMNS)
         .sort("level", "corpus", "framing", "case_id")
     )
 
 
-def _bootstrap_ratio(num: np.ndarray, den: np.ndarray, resamples: int, seed: int, ci: float) -> tuple[float, float]:
-    if resamples == 0 or len(num) == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(num), size=(resamples, len(num)))
-    ratios = num[idx].sum(axis=1) / den[idx].sum(axis=1)
-    alpha = (1 - ci) / 2
-    lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+def _step_sums(model: LatencyModel, top: int):
+    """Prefix sums of t_step over contexts 0..top-1 and of its extrapolation flags, so that
+    sum_{j < g} t_step(c + j) = S[c + g] - S[c]."""
+    step = model.t_step(np.arange(top, dtype=float), extrapolate=True)
+    seconds = np.concatenate([[0.0], np.cumsum(step.seconds)])
+    flags = np.concatenate([[0], np.cumsum(step.extrapolated.astype(np.int64))])
+    return seconds, flags
 
 
-def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float) -> pl.DataFrame:
+def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+    missing = [c for c in (settings.prompt_column, "op_index") if c not in spans.columns]
+    if missing:
+        raise ParamsError(f"bounds.context_mode running needs span columns {missing} (prompt length per case, op order)")
+    if spans[settings.prompt_column].null_count() or (spans[settings.prompt_column] < 0).any():
+        raise ParamsError(f"bounds: column {settings.prompt_column} must be a non-negative token count on every span")
+    ordered = spans.sort(*CASE_KEYS, "op_index").with_columns(
+        context=(pl.col(settings.prompt_column)
+                 + pl.col("n_tokens").cum_sum().over(CASE_KEYS) - pl.col("n_tokens")).cast(pl.Int64),
+    )
+    c = ordered["context"].to_numpy()
+    g = ordered["n_tokens"].to_numpy()
+    is_copy = ordered["kind"].to_numpy() == "copy"
+    top = int((c + g).max()) + 1 if ordered.height else 1
+    step_sum, step_flag = _step_sums(model, top)
+    gen_seconds = step_sum[c + g] - step_sum[c]
+    gen_flag = (step_flag[c + g] - step_flag[c]) > 0
+    at_c = model.t_step(c, extrapolate=True)
+    prefill = model.t_prefill(ordered[settings.prefill_tokens].to_numpy(), c, extrapolate=True)
+    op_flag = np.where(is_copy, prefill.extrapolated, gen_flag) | at_c.extrapolated
+    if op_flag.any() and not settings.extrapolate:
+        k = int(np.flatnonzero(op_flag)[0])
+        what = (f"T_prefill(N={ordered[settings.prefill_tokens][k]}, c={c[k]})" if is_copy[k]
+                else f"t_step(c={c[k]}..{c[k] + max(g[k] - 1, 0)})")
+        _refuse(ordered, op_flag, what, model)
+    per_op = ordered.with_columns(
+        op_cost=pl.Series(np.where(is_copy, prefill.seconds, gen_seconds)),
+        directive_cost=pl.col("directive_tokens") * pl.Series(at_c.seconds),
+        extrapolated=pl.Series(op_flag),
+    )
+    costs = per_op.group_by(*CASE_KEYS).agg(
+        gold_tokens=pl.col("n_tokens").sum(),
+        copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
+        program_ideal=pl.col("op_cost").sum(),
+        directive_seconds=pl.col("directive_cost").sum(),
+        extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
+        prompt=pl.col(settings.prompt_column).first(),
+    )
+    start, gold = costs["prompt"].to_numpy(), costs["gold_tokens"].to_numpy()
+    regen_flag = (step_flag[start + gold] - step_flag[start]) > 0
+    if regen_flag.any() and not settings.extrapolate:
+        k = int(np.flatnonzero(regen_flag)[0])
+        raise ParamsError(
+            f"case {costs['case_id'][k]}: regenerating {gold[k]} tokens runs t_step over c={start[k]}..{start[k] + gold[k] - 1}, "
+            f"outside the profiled range of {model.key.label()} ({model._range_text()}); set bounds.extrapolate to allow it")
+    return costs.with_columns(
+        regen=pl.Series(step_sum[start + gold] - step_sum[start]),
+        program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
+        extrapolated_regen=pl.Series(regen_flag),
+    ).select(COST_COLUMNS).sort("level", "corpus", "framing", "case_id")
+
+
+def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> pl.DataFrame:
+    """Per (case, framing, level): G, regeneration time, program time (ideal and with overhead),
+    and how many of its ops were costed by extrapolation (columns `COST_COLUMNS`)."""
+    settings = settings.validate()
+    if settings.context_mode == "fixed":
+        return _fixed_costs(spans, model, settings)
+    return _running_costs(spans, model, settings)
+
+
+def repeat_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> list[pl.DataFrame]:
+    """`case_costs` under each kernel repeat's curves (empty when the model has none)."""
+    return [case_costs(spans, m, settings) for m in model.repeat_models()]
+
+
+@dataclass(frozen=True)
+class SpanOp:
+    """One op of a program, as the bound needs it (a row of spans.parquet)."""
+
+    kind: str              # "copy" | "gen"
+    n_tokens: int          # gold tokens it produces
+    n_tokens_src: int      # copy: tokens the prefill forwards; gen: 0
+    directive_tokens: int
+
+
+@dataclass(frozen=True)
+class CaseCost:
+    regen: float
+    program_ideal: float
+    program_overhead: float
+    extrapolated_spans: int
+    extrapolated_regen: bool
+
+    def bound(self, variant: str = "ideal") -> float:
+        if variant not in VARIANTS:
+            raise ParamsError(f"bound variant must be one of {VARIANTS}, got {variant!r}")
+        return self.regen / (self.program_ideal if variant == "ideal" else self.program_overhead)
+
+
+def case_cost(ops: Sequence[SpanOp], model: LatencyModel, settings: CostSettings = CostSettings(),
+              prompt_tokens: int = 0) -> CaseCost:
+    """The bound's costs for one program (e.g. an end-to-end prediction), through `case_costs`."""
+    frame = pl.DataFrame(
+        {"case_id": ["case"] * len(ops), "corpus": [""] * len(ops), "framing": [""] * len(ops),
+         "level": [""] * len(ops), "op_index": list(range(len(ops))), "kind": [o.kind for o in ops],
+         "n_tokens": [o.n_tokens for o in ops], "n_tokens_src": [o.n_tokens_src for o in ops],
+         "directive_tokens": [o.directive_tokens for o in ops], settings.prompt_column: [prompt_tokens] * len(ops)},
+        schema_overrides={"op_index": pl.Int64, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64,
+                          "directive_tokens": pl.Int64, settings.prompt_column: pl.Int64},
+    )
+    if not ops:
+        raise ParamsError("case_cost: a program needs at least one op")
+    row = case_costs(frame, model, settings).row(0, named=True)
+    return CaseCost(row["regen"], row["program_ideal"], row["program_overhead"],
+                    int(row["extrapolated_spans"]), bool(row["extrapolated_regen"]))
+
+
+# ---------------------------------------------------------------- table
+
+def _aligned_repeats(costs: pl.DataFrame, repeats: Sequence[pl.DataFrame]) -> None:
+    keys = costs.select(CASE_KEYS)
+    for r, frame in enumerate(repeats):
+        if not frame.select(CASE_KEYS).equals(keys):
+            raise ParamsError(f"bounds: kernel repeat {r} costs do not cover the same cases in the same order")
+
+
+def _matrix(rows: pl.DataFrame, column: str, repeats: Sequence[pl.DataFrame]) -> np.ndarray:
+    """(k, n) values of one column per kernel repeat for these rows, or the 1-D point values."""
+    if not repeats:
+        return rows[column].to_numpy()
+    index = rows["_row"].to_numpy()
+    return np.stack([frame[column].to_numpy()[index] for frame in repeats])
+
+
+def _record(level, corpus, framing, variant, rows, bound, interval: Interval, coverage, pooling, n_repeats) -> dict:
+    return {
+        "level": level, "corpus": corpus, "framing": framing, "variant": variant,
+        "n_cases": rows.height, "bound": bound, "ci_low": interval.low, "ci_high": interval.high,
+        "coverage": coverage, "pooling": pooling,
+        "extrapolated_spans": int(rows["extrapolated_spans"].sum()),
+        "extrapolated_regen": int(rows["extrapolated_regen"].sum()),
+        "kernel_repeats": n_repeats,
+    }
+
+
+def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
+                 repeat_costs: Sequence[pl.DataFrame] = (), pooled_bootstrap: str = "cases") -> pl.DataFrame:
+    """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
+
+    Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
+    pooling ("corpus" | "ratio_of_sums" | "mean_of_corpora"), extrapolated_spans, extrapolated_regen
+    (cases) and kernel_repeats (0: the interval has no kernel uncertainty).
+    """
+    if pooled_bootstrap not in POOLED_BOOTSTRAPS:
+        raise ParamsError(f"bounds.pooled_bootstrap must be one of {POOLED_BOOTSTRAPS}, got {pooled_bootstrap!r}")
+    _aligned_repeats(costs, repeat_costs)
+    indexed = costs.with_row_index("_row")
     records = []
     for level in sorted(set(costs["level"])):
-        for corpus, framing, rows in pooled_groups(costs.filter(pl.col("level") == level)):
-            regen = rows["regen"].to_numpy()
+        for corpus, framing, rows in pooled_groups(indexed.filter(pl.col("level") == level)):
+            regen = _matrix(rows, "regen", repeat_costs)
+            point_regen = rows["regen"].to_numpy()
+            coverage = float(rows["copied_tokens"].sum() / rows["gold_tokens"].sum())
+            pooled = corpus == POOLED
+            strata = rows["corpus"].to_numpy() if pooled and pooled_bootstrap == "corpus" else None
             for variant in VARIANTS:
-                program = rows[f"program_{variant}"].to_numpy()
-                lo, hi = _bootstrap_ratio(regen, program, resamples, seed, ci)
-                records.append({
-                    "level": level, "corpus": corpus, "framing": framing, "variant": variant,
-                    "n_cases": rows.height, "bound": float(regen.sum() / program.sum()),
-                    "ci_low": lo, "ci_high": hi,
-                    "coverage": float(rows["copied_tokens"].sum() / rows["gold_tokens"].sum()),
-                })
-    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus")
+                program = _matrix(rows, f"program_{variant}", repeat_costs)
+                point_program = rows[f"program_{variant}"].to_numpy()
+                interval = ratio_of_sums_ci(regen, program, resamples, seed, ci, strata=strata)
+                records.append(_record(level, corpus, framing, variant, rows,
+                                       float(point_regen.sum() / point_program.sum()), interval, coverage,
+                                       "ratio_of_sums" if pooled else "corpus", len(repeat_costs)))
+                if pooled:
+                    by_corpus = rows["corpus"].to_numpy()
+                    mean_interval = mean_of_ratios_ci(regen, program, by_corpus, resamples, seed, ci)
+                    mean_coverage = mean_of_ratios(rows["copied_tokens"].to_numpy(), rows["gold_tokens"].to_numpy(), by_corpus)
+                    records.append(_record(level, corpus, framing, variant, rows,
+                                           mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
+                                           mean_coverage, "mean_of_corpora", len(repeat_costs)))
+    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus", "pooling")

@@ -16,7 +16,7 @@
                             extra tokens of any escapes in the body
 
 Coverage of a set of cases = sum of copy n_tokens / sum of all n_tokens (a token-weighted ratio);
-its interval is a percentile bootstrap over cases.
+its interval is a percentile bootstrap over cases (analysis.stats.ratio_of_sums_ci).
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 
 from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Gen, Program, escape, render_op
+from analysis.stats import ratio_of_sums_ci
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText, Tokenizer
 
@@ -108,18 +108,6 @@ def program_spans(
 
 # ---------------------------------------------------------------- coverage
 
-def _ratio_ci(copied: np.ndarray, total: np.ndarray, resamples: int, seed: int, level: float) -> tuple[float, float]:
-    if len(total) == 0 or resamples == 0:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(total), size=(resamples, len(total)))
-    sums = total[idx].sum(axis=1)
-    ratios = np.divide(copied[idx].sum(axis=1), sums, out=np.full(resamples, np.nan), where=sums > 0)
-    alpha = (1 - level) / 2
-    lo, hi = np.nanquantile(ratios, [alpha, 1 - alpha])
-    return float(lo), float(hi)
-
-
 def per_case_coverage(spans: pl.DataFrame) -> pl.DataFrame:
     return (
         spans.group_by("case_id", "corpus", "framing", "level")
@@ -154,12 +142,12 @@ def coverage_table(per_case: pl.DataFrame, resamples: int, seed: int, ci: float)
         for corpus, framing, rows in pooled_groups(at_level):
             copied = rows["copied"].to_numpy().astype(float)
             total = rows["total"].to_numpy().astype(float)
-            lo, hi = _ratio_ci(copied, total, resamples, seed, ci)
+            interval = ratio_of_sums_ci(copied, total, resamples, seed, ci)
             records.append({
                 "corpus": corpus, "framing": framing, "level": level, "n_cases": rows.height,
                 "gold_tokens": int(total.sum()), "copied_tokens": int(copied.sum()),
                 "coverage": float(copied.sum() / total.sum()) if total.sum() else float("nan"),
-                "ci_low": lo, "ci_high": hi,
+                "ci_low": interval.low, "ci_high": interval.high,
                 "copy_spans_per_case": float(rows["n_copy_spans"].mean()),
             })
     return pl.DataFrame(records).sort("level", "framing", "corpus")

@@ -2,17 +2,48 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.bounds import KernelModel, bounds_table, case_costs
+from analysis.bounds import (
+    COST_COLUMNS,
+    CaseCost,
+    CostSettings,
+    SpanOp,
+    bounds_table,
+    case_cost,
+    case_costs,
+    repeat_costs,
+)
+from analysis.errors import ParamsError
+from analysis.latency import (
+    LatencyModel,
+    ModelKey,
+    QuadraticAR,
+    QuadraticPrefill,
+    paper_model,
+    paper_speedup,
+)
+from analysis.spans import pooled_groups
+
+KEY = ModelKey("m", "random", "float32", "cpu", "eager")
+
+
+def quadratic(a=1e-3, b=0.0, p=(2e-3, 1e-5, 0.0, 0.0), ns=(1.0, 512.0), contexts=(0.0, 4096.0), repeats=()):
+    return LatencyModel(KEY, "quadratic", QuadraticAR(a, b), QuadraticPrefill(*p), ns, contexts, repeats)
+
 
 # t_step = 1 ms at any context; T_prefill(n) = 2 ms + 0.01 ms * n
-KERNEL = KernelModel(a=1e-3, b=0.0, p0=2e-3, p1=1e-5, p2=0.0, p3=0.0)
+KERNEL = quadratic()
+FIXED0 = CostSettings(context_mode="fixed", context=0)
 
 
-def spans(rows):
-    return pl.DataFrame(rows, orient="row", schema={
+def spans(rows, prompt=None):
+    frame = pl.DataFrame(rows, orient="row", schema={
         "case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,
         "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64, "directive_tokens": pl.Int64,
     })
+    frame = frame.with_columns(op_index=pl.int_range(pl.len()).over("case_id", "framing", "level").cast(pl.Int64))
+    if prompt is not None:
+        frame = frame.with_columns(prompt_tokens=pl.col("case_id").replace_strict(prompt, return_dtype=pl.Int64))
+    return frame
 
 
 def test_bound_matches_a_hand_computed_histogram():
@@ -22,17 +53,43 @@ def test_bound_matches_a_hand_computed_histogram():
         ("A/0", "A", "body", "line", "gen", 10, 0, 2),
         ("A/0", "A", "body", "line", "copy", 50, 50, 7),
     ])
-    costs = case_costs(table, KERNEL, context=0).row(0, named=True)
+    costs = case_costs(table, KERNEL, FIXED0).row(0, named=True)
     g, t = 160, 1e-3
     prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
     assert costs["regen"] == pytest.approx(g * t)
     assert costs["program_ideal"] == pytest.approx(prefill + 10 * t)
     assert costs["program_overhead"] == pytest.approx(prefill + 10 * t + 16 * t)
-    bounds = bounds_table(case_costs(table, KERNEL, 0), resamples=0, seed=0, ci=0.95)
+    bounds = bounds_table(case_costs(table, KERNEL, FIXED0), resamples=0, seed=0, ci=0.95)
     ideal = bounds.filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal"))["bound"][0]
     assert ideal == pytest.approx(0.160 / (prefill + 0.010))
     overhead = bounds.filter((pl.col("corpus") == "A") & (pl.col("variant") == "overhead"))["bound"][0]
     assert overhead == pytest.approx(0.160 / (prefill + 0.026))
+
+
+def test_running_context_costs_each_op_where_it_happens():
+    # t_step(c) = 1 ms + 1 us * c; T_prefill(n, c) = 2 ms + 10 us * n + 0.1 us * n * c
+    model = quadratic(a=1e-3, b=1e-6, p=(2e-3, 1e-5, 1e-7, 0.0))
+    table = spans([
+        ("A/0", "A", "body", "line", "copy", 10, 12, 7),
+        ("A/0", "A", "body", "line", "gen", 5, 0, 2),
+        ("A/0", "A", "body", "line", "copy", 20, 20, 7),
+    ], prompt={"A/0": 100})
+    row = case_costs(table, model, CostSettings(context_mode="running")).row(0, named=True)
+    step = lambda c: 1e-3 + 1e-6 * c
+    pre = lambda n, c: 2e-3 + 1e-5 * n + 1e-7 * n * c
+    # contexts: op 0 at 100, op 1 at 110, op 2 at 115
+    assert row["regen"] == pytest.approx(sum(step(100 + j) for j in range(35)))
+    assert row["program_ideal"] == pytest.approx(pre(12, 100) + sum(step(110 + j) for j in range(5)) + pre(20, 115))
+    assert row["directive_seconds"] == pytest.approx(7 * step(100) + 2 * step(110) + 7 * step(115))
+    # the fixed mode at the prompt length differs: the later ops see a longer cache
+    fixed = case_costs(table, model, CostSettings(context=100)).row(0, named=True)
+    assert fixed["program_ideal"] < row["program_ideal"] and fixed["regen"] < row["regen"]
+
+
+def test_running_mode_needs_the_prompt_column():
+    table = spans([("A/0", "A", "body", "line", "gen", 5, 0, 2)])
+    with pytest.raises(ParamsError, match="prompt_tokens"):
+        case_costs(table, KERNEL, CostSettings(context_mode="running"))
 
 
 def test_all_gen_program_has_bound_one_and_empty_copies_are_free():
@@ -40,8 +97,9 @@ def test_all_gen_program_has_bound_one_and_empty_copies_are_free():
         ("A/0", "A", "body", "line", "gen", 40, 0, 2),
         ("A/0", "A", "body", "line", "copy", 0, 0, 7),  # a blank line glued to the previous token
     ])
-    costs = case_costs(table, KERNEL, 0).row(0, named=True)
+    costs = case_costs(table, KERNEL, FIXED0).row(0, named=True)
     assert costs["program_ideal"] == pytest.approx(costs["regen"])
+    assert costs["extrapolated_spans"] == 0
 
 
 def test_corpus_bound_is_a_ratio_of_sums_with_an_interval():
@@ -49,17 +107,193 @@ def test_corpus_bound_is_a_ratio_of_sums_with_an_interval():
     for k in range(20):
         rows += [(f"A/{k}", "A", "body", "line", "copy", 10 * (k + 1), 10 * (k + 1), 7),
                  (f"A/{k}", "A", "body", "line", "gen", 5, 0, 2)]
-    costs = case_costs(spans(rows), KERNEL, 0)
+    costs = case_costs(spans(rows), KERNEL, FIXED0)
     table = bounds_table(costs, resamples=500, seed=1, ci=0.95).filter(pl.col("corpus") == "A")
     ideal = table.filter(pl.col("variant") == "ideal").row(0, named=True)
     assert ideal["bound"] == pytest.approx(costs["regen"].sum() / costs["program_ideal"].sum())
     assert ideal["ci_low"] < ideal["bound"] < ideal["ci_high"]
+    assert ideal["pooling"] == "corpus" and ideal["kernel_repeats"] == 0
     over = table.filter(pl.col("variant") == "overhead").row(0, named=True)
     assert over["bound"] < ideal["bound"]
 
 
-def test_kernel_model_from_fit_record():
-    fit = {"ar": {"terms": {"a": 1.0, "b": 0.5}}, "prefill": {"terms": {"p0": 1, "p1": 2, "p2": 3, "p3": 4}}}
-    km = KernelModel.from_fit(fit)
-    assert km.t_step(2) == 2.0
-    assert float(km.t_prefill(np.array([2]), 1)[0]) == 1 + 4 + 6 + 16
+def test_spans_beyond_the_profiled_range_are_refused_or_counted():
+    model = quadratic(ns=(1.0, 512.0), contexts=(256.0,))
+    table = spans([
+        ("A/0", "A", "body", "line", "copy", 2761, 2761, 7),
+        ("A/0", "A", "body", "line", "gen", 3, 0, 2),
+        ("A/1", "A", "body", "line", "copy", 40, 40, 7),
+    ])
+    with pytest.raises(ParamsError, match=r"case A/0 .* op 0: T_prefill\(N=2761, c=256\).*N in \[1, 512\]"):
+        case_costs(table, model, CostSettings(context=256))
+    with pytest.raises(ParamsError, match=r"t_step\(c=300\)"):
+        case_costs(table, model, CostSettings(context=300))
+    costs = case_costs(table, model, CostSettings(context=256, extrapolate=True))
+    assert costs["extrapolated_spans"].to_list() == [1, 0]
+    row = bounds_table(costs, 0, 0, 0.95).filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal")).row(0, named=True)
+    assert row["extrapolated_spans"] == 1 and row["extrapolated_regen"] == 0
+
+
+def two_corpora():
+    rows = []
+    for k in range(30):  # A: large, copy-heavy
+        rows += [(f"A/{k}", "A", "body", "line", "copy", 200 + k, 200 + k, 7), (f"A/{k}", "A", "body", "line", "gen", 5, 0, 2)]
+    for k in range(10):  # B: small, gen-heavy
+        rows += [(f"B/{k}", "B", "body", "line", "copy", 5, 5, 7), (f"B/{k}", "B", "body", "line", "gen", 20 + k, 0, 2)]
+    for k in range(10):  # P: the single-framing corpus joins the pool
+        rows += [(f"P/{k}", "P", "unit", "line", "copy", 50, 50, 7), (f"P/{k}", "P", "unit", "line", "gen", 10, 0, 2)]
+    return spans(rows)
+
+
+def test_pooled_row_reports_ratio_of_sums_and_mean_of_corpora():
+    costs = case_costs(two_corpora(), KERNEL, FIXED0)
+    table = bounds_table(costs, 400, 0, 0.9).filter((pl.col("variant") == "ideal") & (pl.col("framing").is_in(["body", "unit"])))
+    per = {r["corpus"]: r["bound"] for r in table.filter(pl.col("pooling") == "corpus").iter_rows(named=True)}
+    pooled = {r["pooling"]: r for r in table.filter(pl.col("corpus") == "pooled").iter_rows(named=True)}
+    assert set(pooled) == {"ratio_of_sums", "mean_of_corpora"}
+    assert pooled["mean_of_corpora"]["bound"] == pytest.approx(np.mean([per["A"], per["B"], per["P"]]))
+    assert pooled["ratio_of_sums"]["bound"] == pytest.approx(costs["regen"].sum() / costs["program_ideal"].sum())
+    assert pooled["ratio_of_sums"]["bound"] > pooled["mean_of_corpora"]["bound"]  # A dominates the token count
+    mean = pooled["mean_of_corpora"]
+    assert mean["ci_low"] < mean["bound"] < mean["ci_high"]
+    strat = bounds_table(costs, 400, 0, 0.9, pooled_bootstrap="corpus").filter(
+        (pl.col("variant") == "ideal") & (pl.col("corpus") == "pooled") & (pl.col("pooling") == "ratio_of_sums")
+        & (pl.col("framing") == "body")).row(0, named=True)
+    flat = pooled["ratio_of_sums"]
+    assert strat["bound"] == flat["bound"]
+    assert strat["ci_high"] - strat["ci_low"] < flat["ci_high"] - flat["ci_low"]  # corpus mix no longer varies
+
+
+def test_kernel_repeats_enter_the_interval():
+    rep = [(QuadraticAR(1e-3, 0.0), QuadraticPrefill(2e-3 * s, 1e-5 * s, 0.0, 0.0)) for s in (0.6, 1.0, 1.5)]
+    model = quadratic(repeats=tuple(rep))
+    costs = case_costs(two_corpora(), model, FIXED0)
+    per_repeat = repeat_costs(two_corpora(), model, FIXED0)
+    assert len(per_repeat) == 3
+    plain = bounds_table(costs, 400, 0, 0.9).filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal")).row(0, named=True)
+    wide = bounds_table(costs, 400, 0, 0.9, repeat_costs=per_repeat).filter(
+        (pl.col("corpus") == "A") & (pl.col("variant") == "ideal")).row(0, named=True)
+    assert wide["bound"] == plain["bound"] and wide["kernel_repeats"] == 3
+    assert wide["ci_high"] - wide["ci_low"] > 2 * (plain["ci_high"] - plain["ci_low"])
+    with pytest.raises(ParamsError, match="same cases"):
+        bounds_table(costs, 10, 0, 0.9, repeat_costs=[per_repeat[0].head(3)])
+
+
+def test_single_program_prediction_uses_the_same_formula():
+    ops = [SpanOp("copy", 100, 100, 7), SpanOp("gen", 10, 0, 2), SpanOp("copy", 50, 50, 7)]
+    cost = case_cost(ops, KERNEL, FIXED0)
+    assert isinstance(cost, CaseCost)
+    prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
+    assert cost.bound("ideal") == pytest.approx(0.160 / (prefill + 0.010))
+    assert cost.bound("overhead") == pytest.approx(0.160 / (prefill + 0.026))
+    running = case_cost(ops, quadratic(b=1e-6), CostSettings(context_mode="running"), prompt_tokens=500)
+    assert running.regen == pytest.approx(sum(1e-3 + 1e-6 * (500 + j) for j in range(160)))
+
+
+def test_paper_kernel_bound_is_dimensionless():
+    ops = [SpanOp("copy", 64, 64, 7)]
+    cost = case_cost(ops, paper_model(), CostSettings(context=0))
+    assert cost.regen == 64 and cost.bound("ideal") == pytest.approx(float(paper_speedup(64)))
+    with pytest.raises(ParamsError, match="N=4"):
+        case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), CostSettings(context=0))
+
+
+# ---------------------------------------------------------------- v1 reproduction
+
+def old_case_costs(spans, kernel, context, prefill_tokens="n_tokens_src"):
+    """The v1 `bounds.case_costs` with its KernelModel, verbatim, as the reference."""
+    def t_prefill(n, c):
+        n = np.asarray(n, dtype=float)
+        cost = kernel.p0 + kernel.p1 * n + kernel.p2 * n * c + kernel.p3 * n * n
+        return np.where(n > 0, cost, 0.0)
+
+    t = kernel.a + kernel.b * context
+    is_copy = pl.col("kind") == "copy"
+    with_cost = spans.with_columns(
+        prefill=pl.Series(t_prefill(spans[prefill_tokens].to_numpy(), context)),
+    ).with_columns(
+        op_cost=pl.when(is_copy).then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
+        directive_cost=pl.col("directive_tokens") * t,
+    )
+    return (
+        with_cost.group_by("case_id", "corpus", "framing", "level")
+        .agg(
+            gold_tokens=pl.col("n_tokens").sum(),
+            copied_tokens=pl.col("n_tokens").filter(is_copy).sum(),
+            program_ideal=pl.col("op_cost").sum(),
+            directive_seconds=pl.col("directive_cost").sum(),
+        )
+        .with_columns(
+            regen=pl.col("gold_tokens") * t,
+            program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
+        )
+        .sort("level", "corpus", "framing", "case_id")
+    )
+
+
+def old_bounds_table(costs, resamples, seed, ci):
+    def boot(num, den):
+        if resamples == 0 or len(num) == 0:
+            return float("nan"), float("nan")
+        rng = np.random.default_rng(seed)
+        idx = rng.integers(0, len(num), size=(resamples, len(num)))
+        ratios = num[idx].sum(axis=1) / den[idx].sum(axis=1)
+        alpha = (1 - ci) / 2
+        lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
+        return float(lo), float(hi)
+
+    records = []
+    for level in sorted(set(costs["level"])):
+        for corpus, framing, rows in pooled_groups(costs.filter(pl.col("level") == level)):
+            regen = rows["regen"].to_numpy()
+            for variant in ("ideal", "overhead"):
+                program = rows[f"program_{variant}"].to_numpy()
+                lo, hi = boot(regen, program)
+                records.append({
+                    "level": level, "corpus": corpus, "framing": framing, "variant": variant,
+                    "n_cases": rows.height, "bound": float(regen.sum() / program.sum()),
+                    "ci_low": lo, "ci_high": hi,
+                    "coverage": float(rows["copied_tokens"].sum() / rows["gold_tokens"].sum()),
+                })
+    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus")
+
+
+def random_spans(seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for corpus, framings in (("HEvalFix-Py", ("body", "decl")), ("HEvalFix-JS", ("body", "decl")), ("ProbeEdit-S", ("unit",))):
+        for k in range(int(rng.integers(3, 12))):
+            for framing in framings:
+                for level in ("line", "token"):
+                    for _ in range(int(rng.integers(1, 8))):
+                        kind = "copy" if rng.random() < 0.6 else "gen"
+                        n = int(rng.integers(0, 700))
+                        rows.append((f"{corpus}/{k}", corpus, framing, level, kind, n,
+                                     n + int(rng.integers(-2, 3)) if kind == "copy" and n > 2 else (n if kind == "copy" else 0),
+                                     int(rng.integers(2, 12))))
+    return spans(rows)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_fixed_mode_reproduces_the_v1_tables_to_the_bit(seed):
+    # the committed v1 fit's terms
+    a, b = 0.2121617831383648, 1.2314954048217156e-05
+    p = (0.28399324899311784, 2.4336253849739926e-05, 6.290296656702239e-05, 3.699276270152451e-17)
+    model = quadratic(a, b, p, ns=(1.0, 512.0), contexts=(256.0,))
+
+    class Old:
+        pass
+
+    old = Old()
+    old.a, old.b, (old.p0, old.p1, old.p2, old.p3) = a, b, p
+    table = random_spans(seed)
+    for prefill_tokens in ("n_tokens_src", "n_tokens"):
+        settings = CostSettings(context=256, prefill_tokens=prefill_tokens, extrapolate=True)
+        new_costs = case_costs(table, model, settings)
+        reference = old_case_costs(table, old, 256, prefill_tokens)
+        assert new_costs.columns == COST_COLUMNS
+        assert new_costs.select(reference.columns).equals(reference)
+        new_table = bounds_table(new_costs, 200, seed, 0.95)
+        old_table = old_bounds_table(reference, 200, seed, 0.95)
+        assert new_table.columns[:len(old_table.columns)] == old_table.columns
+        assert new_table.filter(pl.col("pooling") != "mean_of_corpora").select(old_table.columns).equals(old_table)

@@ -1,0 +1,670 @@
+"""The latency model: T_ar(N, c), T_prefill(N, c) and t_step(c), its fit, and its JSON record.
+
+This module is the one owner of the latency model (pure, torch-free). The profiler
+(kernels_profile.profiler) writes raw timings; the fit stage turns them into models here and writes
+them as one JSON document; the bounds stage and the end-to-end prediction rebuild the models from it.
+
+Quantities (seconds), for one (model, weights, dtype, device, AR baseline):
+
+    T_ar(N, c)       N decode steps starting from a KV cache of c tokens
+    T_prefill(N, c)  one forward of N tokens on a KV cache of c tokens (what a copy costs)
+    t_step(c)        one decode step at context c
+
+Summaries. `summarize` gives median, quartiles and IQR over repeats per grid point;
+`speedup_table` gives Speedup(N, c) = T_ar / T_prefill per repeat (repeat r of the AR loop over
+repeat r of the prefill), its median and IQR over repeats, and which AR baseline is strongest.
+
+Forms (`FORMS`):
+
+* `interp` (default): monotone interpolation of the measured medians, piecewise-linear in
+  (log N, log(1 + c)) (bilinear on each grid cell; log(1 + c) because c = 0 is a valid context).
+  Before interpolating, the medians are made non-decreasing in N and then in c by a running
+  maximum (a noisy dip is raised to its predecessor; the raised points are listed in the fit's
+  diagnostics). With one profiled context the model is 1-D in N. t_step(c) = T_ar(1, c).
+* `quadratic` (v1, today's model), linear in its parameters (all >= 0), least squares on relative
+  error:  T_ar = a*N + b*(N*c + N*(N-1)/2),  t_step = a + b*c,
+          T_prefill = p0 + p1*N + p2*N*c + p3*N^2.
+  With a single profiled context the columns N and N*c are collinear, so p1 and p2 cannot be
+  separated; the default rule (`one_context="drop"`) drops the N*c term (p2 = 0) and says so in
+  the fit's notes; `one_context="keep"` fits both as before (reproduces the committed fit).
+* `roofline` (for GPUs): T_ar and t_step as `quadratic` (decode is memory-bound: weights plus the
+  KV cache read each step), T_prefill = p0 + max(w, k1*N + k2*N*c): a fixed launch cost p0, then
+  the larger of the weight-streaming time w and the compute time (k1 per token through the
+  matmuls, k2 per token and cached token through attention); nonlinear least squares on relative
+  error, parameters >= 0; with one context k2 = 0 (same rule).
+* `paper`: not a fit. The kernel speedup curve through the paper abstract's two points (6.8x at
+  N = 8, 303x at N = 512), a line in log-log:
+      speedup(N) = 6.8 * (N / 8) ** (log(303 / 6.8) / log(64)),
+  with a unit decode step: t_step = 1, T_ar(N) = N, T_prefill(N) = N / speedup(N). Bounds composed
+  with it are dimensionless and comparable with the paper's. It does not depend on c.
+
+Range. Each model knows the profiled N range (and c range, unless it is context-free). Evaluating
+outside it raises ParamsError naming the value and the range, unless `extrapolate=True`; then the
+result's `extrapolated` array marks those values. `interp` extends the last (or first) log-log
+segment; with one context, a c other than the profiled one is held at that context (flagged).
+N = 0 (a copy that forwards nothing) costs 0 and is always in range.
+
+Kernel uncertainty. A model fitted from raw timings with a `repeat` column also carries one curve
+pair per repeat (`repeat_models()`), so a bootstrap can resample kernel repeats as well as cases.
+
+Hold-out check. For every form, refit without the held-out N values and predict them; the worst
+relative error is in the diagnostics (`holdout_max_rel_error`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import polars as pl
+
+from analysis.errors import ParamsError
+
+GROUP = ["model", "weights", "dtype", "device"]
+KEY_FIELDS = (*GROUP, "baseline")
+FORMS = ("interp", "quadratic", "roofline")
+ONE_CONTEXT_RULES = ("drop", "keep")
+SCHEMA = "copydecode.latency_model/2"
+AR_TERMS = ("a", "b")
+PREFILL_TERMS = ("p0", "p1", "p2", "p3")
+ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
+PAPER_POINTS = ((8, 6.8), (512, 303.0))
+PAPER_NOTE = "speedup through the paper abstract's points (6.8x at N=8, 303x at N=512), log-log line; unit decode step"
+FORMULAS = {
+    "interp": "T(N, c): bilinear in (log N, log(1 + c)) through the running-max medians; t_step(c) = T_ar(1, c)",
+    "quadratic": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + p1*N + p2*N*c + p3*N^2",
+    "roofline": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + max(w, k1*N + k2*N*c)",
+    "paper": "speedup(N) = 6.8*(N/8)^(log(303/6.8)/log(64)); t_step = 1; T_ar = N; T_prefill = N / speedup(N)",
+}
+
+
+# ---------------------------------------------------------------- summaries (moved from kernels_profile)
+
+def summarize(raw: pl.DataFrame) -> pl.DataFrame:
+    """Median, quartiles and IQR over repeats for every (model, ..., method, baseline, c, N)."""
+    keys = GROUP + ["method", "baseline", "context", "n"]
+    return (
+        raw.group_by(keys)
+        .agg(
+            median=pl.col("seconds").median(),
+            q25=pl.col("seconds").quantile(0.25, interpolation="linear"),
+            q75=pl.col("seconds").quantile(0.75, interpolation="linear"),
+            repeats=pl.len(),
+        )
+        .with_columns(iqr=pl.col("q75") - pl.col("q25"))
+        .sort(keys)
+    )
+
+
+def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
+    """One row per (model, dtype, device, c, N, AR baseline), plus which baseline is strongest."""
+    keys = GROUP + ["context", "n"]
+    prefill = raw.filter(pl.col("method") == "prefill").select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
+    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
+    paired = ar.join(prefill, on=keys + ["repeat"], how="inner").with_columns(ratio=pl.col("t_ar") / pl.col("t_prefill"))
+    table = (
+        paired.group_by(keys + ["baseline"])
+        .agg(
+            t_ar=pl.col("t_ar").median(), t_prefill=pl.col("t_prefill").median(),
+            speedup=pl.col("ratio").median(),
+            speedup_q25=pl.col("ratio").quantile(0.25, interpolation="linear"),
+            speedup_q75=pl.col("ratio").quantile(0.75, interpolation="linear"),
+            repeats=pl.len(),
+        )
+        .sort(keys + ["baseline"])
+    )
+    eager = table.filter(pl.col("baseline") == "eager").select(keys + [pl.col("t_ar").alias("t_ar_eager")])
+    best = table.sort("t_ar").group_by(keys, maintain_order=True).first().select(keys + [pl.col("baseline").alias("strongest")])
+    return (
+        table.join(best, on=keys, how="left")
+        .join(eager, on=keys, how="left")
+        .with_columns(
+            is_strongest=pl.col("baseline") == pl.col("strongest"),
+            overhead_share=1 - pl.col("t_ar") / pl.col("t_ar_eager"),
+        )
+        .drop("t_ar_eager")
+        .sort(keys + ["baseline"])
+    )
+
+
+# ---------------------------------------------------------------- evaluation results
+
+@dataclass(frozen=True)
+class Evaluation:
+    """Values of a latency function and, per value, whether it lies outside the profiled range."""
+
+    seconds: np.ndarray
+    extrapolated: np.ndarray  # bool, same shape
+
+    @property
+    def n_extrapolated(self) -> int:
+        return int(self.extrapolated.sum())
+
+
+@dataclass(frozen=True)
+class ModelKey:
+    model: str
+    weights: str
+    dtype: str
+    device: str
+    baseline: str
+
+    def label(self) -> str:
+        return f"{self.model}/{self.weights}/{self.dtype}/{self.device}/{self.baseline}"
+
+
+PAPER_KEY = ModelKey("paper", "paper", "paper", "paper", "paper")
+
+
+def _broadcast(n, c) -> tuple[np.ndarray, np.ndarray]:
+    n, c = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(c, dtype=float))
+    return n, c
+
+
+# ---------------------------------------------------------------- curves (no range checks)
+
+def _segments(x: np.ndarray, knots: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segment index i (into knots[i], knots[i+1]) and position t for each x; t < 0 or t > 1 extends
+    the first or last segment linearly."""
+    i = np.clip(np.searchsorted(knots, x, side="right") - 1, 0, len(knots) - 2)
+    t = (x - knots[i]) / (knots[i + 1] - knots[i])
+    return i, t
+
+
+def _lerp_rows(values: np.ndarray, x: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    """values: (rows, len(knots)); returns (rows, len(x)), piecewise-linear in x with extension."""
+    if len(knots) == 1:
+        return np.repeat(values[:, :1], len(x), axis=1)
+    i, t = _segments(x, knots)
+    return values[:, i] + t * (values[:, i + 1] - values[:, i])
+
+
+@dataclass(frozen=True)
+class GridCurve:
+    """Monotone log-log interpolation through measured seconds[context][n] (all > 0)."""
+
+    ns: tuple[float, ...]
+    contexts: tuple[float, ...]
+    seconds: tuple[tuple[float, ...], ...]  # one row per context, one value per N
+
+    def evaluate(self, n, c) -> np.ndarray:
+        n, c = _broadcast(n, c)
+        flat_n, flat_c = n.ravel(), c.ravel()
+        log_t = np.log(np.asarray(self.seconds, dtype=float))
+        rows = _lerp_rows(log_t, np.log(np.maximum(flat_n, 1e-300)), np.log(np.asarray(self.ns)))
+        if len(self.contexts) == 1:
+            out = rows[0]
+        else:
+            i, t = _segments(np.log1p(flat_c), np.log1p(np.asarray(self.contexts)))
+            cols = np.arange(len(flat_n))
+            out = rows[i, cols] + t * (rows[i + 1, cols] - rows[i, cols])
+        return np.exp(out).reshape(n.shape)
+
+    def t_step(self, c) -> np.ndarray:
+        return self.evaluate(np.ones_like(np.asarray(c, dtype=float)), c)
+
+    def to_record(self) -> dict:
+        return {"kind": "grid", "ns": list(self.ns), "contexts": list(self.contexts),
+                "seconds": [list(row) for row in self.seconds]}
+
+
+@dataclass(frozen=True)
+class QuadraticAR:
+    a: float
+    b: float
+
+    def evaluate(self, n, c) -> np.ndarray:
+        n = np.asarray(n, dtype=float)
+        return self.a * n + self.b * (n * c + n * (n - 1) / 2)
+
+    def t_step(self, c):
+        return self.a + self.b * c
+
+    def to_record(self) -> dict:
+        return {"kind": "quadratic_ar", "terms": {"a": self.a, "b": self.b}}
+
+
+@dataclass(frozen=True)
+class QuadraticPrefill:
+    p0: float
+    p1: float
+    p2: float
+    p3: float
+
+    def evaluate(self, n, c) -> np.ndarray:
+        n = np.asarray(n, dtype=float)
+        # same expression (and order of operations) as the v1 bound, so v1 bounds are reproduced to the bit
+        return self.p0 + self.p1 * n + self.p2 * n * c + self.p3 * n * n
+
+    def to_record(self) -> dict:
+        return {"kind": "quadratic_prefill", "terms": {k: getattr(self, k) for k in PREFILL_TERMS}}
+
+
+@dataclass(frozen=True)
+class RooflinePrefill:
+    p0: float
+    w: float
+    k1: float
+    k2: float
+
+    def evaluate(self, n, c) -> np.ndarray:
+        n = np.asarray(n, dtype=float)
+        return self.p0 + np.maximum(self.w, self.k1 * n + self.k2 * n * c)
+
+    def to_record(self) -> dict:
+        return {"kind": "roofline_prefill", "terms": {k: getattr(self, k) for k in ROOFLINE_TERMS}}
+
+
+def paper_speedup(n) -> np.ndarray:
+    """The abstract's two points joined by a line in log-log (no range check)."""
+    (n0, s0), (n1, s1) = PAPER_POINTS
+    exponent = math.log(s1 / s0) / math.log(n1 / n0)
+    return s0 * (np.asarray(n, dtype=float) / n0) ** exponent
+
+
+@dataclass(frozen=True)
+class PaperAR:
+    def evaluate(self, n, c) -> np.ndarray:
+        n, _ = _broadcast(n, c)
+        return n.copy()
+
+    def t_step(self, c) -> np.ndarray:
+        return np.ones_like(np.asarray(c, dtype=float))
+
+    def to_record(self) -> dict:
+        return {"kind": "paper_ar"}
+
+
+@dataclass(frozen=True)
+class PaperPrefill:
+    def evaluate(self, n, c) -> np.ndarray:
+        n, _ = _broadcast(n, c)
+        return n / paper_speedup(np.maximum(n, 1e-300))
+
+    def to_record(self) -> dict:
+        return {"kind": "paper_prefill", "points": [list(p) for p in PAPER_POINTS]}
+
+
+def curve_from_record(record: dict):
+    kind = record.get("kind")
+    if kind == "grid":
+        return GridCurve(tuple(record["ns"]), tuple(record["contexts"]), tuple(tuple(r) for r in record["seconds"]))
+    if kind == "quadratic_ar":
+        return QuadraticAR(**record["terms"])
+    if kind == "quadratic_prefill":
+        return QuadraticPrefill(**record["terms"])
+    if kind == "roofline_prefill":
+        return RooflinePrefill(**record["terms"])
+    if kind == "paper_ar":
+        return PaperAR()
+    if kind == "paper_prefill":
+        if [tuple(p) for p in record["points"]] != [tuple(p) for p in PAPER_POINTS]:
+            raise ParamsError(f"paper kernel record has points {record['points']}, expected {PAPER_POINTS}")
+        return PaperPrefill()
+    raise ParamsError(f"latency model record: unknown curve kind {kind!r}")
+
+
+# ---------------------------------------------------------------- the model
+
+@dataclass(frozen=True)
+class LatencyModel:
+    """T_ar, T_prefill and t_step for one key, with its profiled range and per-repeat curves."""
+
+    key: ModelKey
+    form: str
+    ar: object
+    prefill: object
+    ns: tuple[float, float]                     # profiled N range (min, max)
+    contexts: tuple[float, ...] | None          # profiled contexts; None: context-free
+    repeats: tuple[tuple[object, object], ...] = ()
+    diagnostics: dict = field(default_factory=dict, compare=False)
+
+    # -- range
+    def _n_out(self, n: np.ndarray) -> np.ndarray:
+        return (n > 0) & ((n < self.ns[0]) | (n > self.ns[1]))
+
+    def _c_out(self, c: np.ndarray) -> np.ndarray:
+        if self.contexts is None:
+            return np.zeros(c.shape, dtype=bool)
+        return (c < min(self.contexts)) | (c > max(self.contexts))
+
+    def _range_text(self) -> str:
+        c = "any c" if self.contexts is None else (
+            f"c = {self.contexts[0]:g}" if len(self.contexts) == 1 else f"c in [{min(self.contexts):g}, {max(self.contexts):g}]")
+        return f"N in [{self.ns[0]:g}, {self.ns[1]:g}], {c}"
+
+    def _checked(self, what: str, seconds, n: np.ndarray | None, c: np.ndarray, extrapolate: bool) -> Evaluation:
+        out = self._c_out(c) if n is None else (self._n_out(n) | self._c_out(c))
+        if out.any() and not extrapolate:
+            k = int(np.flatnonzero(out.ravel())[0])
+            at = (f"N={n.ravel()[k]:g}, " if n is not None else "") + f"c={c.ravel()[k]:g}"
+            raise ParamsError(
+                f"{what}({at}) is outside the profiled range of {self.key.label()} ({self._range_text()}); "
+                f"{int(out.sum())} value(s) out of range; set extrapolate to allow it (rows are then marked)")
+        return Evaluation(np.asarray(seconds, dtype=float).reshape(out.shape), out)
+
+    # -- evaluation
+    def t_prefill(self, n, c, extrapolate: bool = False) -> Evaluation:
+        n, c = _broadcast(n, c)
+        seconds = np.where(n > 0, self.prefill.evaluate(np.maximum(n, 0), c), 0.0)
+        return self._checked("T_prefill", seconds, n, c, extrapolate)
+
+    def t_ar(self, n, c, extrapolate: bool = False) -> Evaluation:
+        n, c = _broadcast(n, c)
+        seconds = np.where(n > 0, self.ar.evaluate(np.maximum(n, 0), c), 0.0)
+        return self._checked("T_ar", seconds, n, c, extrapolate)
+
+    def t_step(self, c, extrapolate: bool = False) -> Evaluation:
+        c = np.asarray(c, dtype=float)
+        seconds = np.broadcast_to(np.asarray(self.ar.t_step(c), dtype=float), c.shape)
+        one = np.ones(c.shape)
+        # t_step is T_ar at N = 1 for interp, so N = 1 must be profiled too
+        return self._checked("t_step", seconds, one if self.form == "interp" else None, c, extrapolate)
+
+    def speedup(self, n, c, extrapolate: bool = False) -> Evaluation:
+        """T_ar(N, c) / T_prefill(N, c), for N > 0."""
+        ar, pre = self.t_ar(n, c, extrapolate), self.t_prefill(n, c, extrapolate)
+        return Evaluation(ar.seconds / pre.seconds, ar.extrapolated | pre.extrapolated)
+
+    # -- kernel repeats
+    def repeat_models(self) -> list[LatencyModel]:
+        """One model per kernel repeat (same range); empty when the repeats are not known."""
+        return [replace(self, ar=ar, prefill=pre, repeats=(), diagnostics={}) for ar, pre in self.repeats]
+
+    # -- serialization
+    def to_record(self) -> dict:
+        return {
+            **{k: getattr(self.key, k) for k in KEY_FIELDS},
+            "form": self.form,
+            "n_range": list(self.ns),
+            "contexts": None if self.contexts is None else list(self.contexts),
+            "ar": self.ar.to_record(),
+            "prefill": self.prefill.to_record(),
+            "repeats": [{"ar": ar.to_record(), "prefill": pre.to_record()} for ar, pre in self.repeats],
+            "diagnostics": self.diagnostics,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict) -> LatencyModel:
+        missing = [k for k in (*KEY_FIELDS, "form", "n_range", "contexts", "ar", "prefill") if k not in record]
+        if missing:
+            raise ParamsError(f"latency model record lacks {missing}")
+        contexts = record["contexts"]
+        return cls(
+            key=ModelKey(*(record[k] for k in KEY_FIELDS)), form=record["form"],
+            ar=curve_from_record(record["ar"]), prefill=curve_from_record(record["prefill"]),
+            ns=tuple(record["n_range"]), contexts=None if contexts is None else tuple(contexts),
+            repeats=tuple((curve_from_record(r["ar"]), curve_from_record(r["prefill"])) for r in record.get("repeats", [])),
+            diagnostics=record.get("diagnostics", {}),
+        )
+
+
+def paper_model() -> LatencyModel:
+    """The `paper` kernel source (see the module docstring): dimensionless, N in [8, 512], any c."""
+    return LatencyModel(key=PAPER_KEY, form="paper", ar=PaperAR(), prefill=PaperPrefill(),
+                        ns=(float(PAPER_POINTS[0][0]), float(PAPER_POINTS[1][0])), contexts=None,
+                        diagnostics={"notes": [PAPER_NOTE]})
+
+
+# ---------------------------------------------------------------- fitting
+
+@dataclass(frozen=True)
+class FitOptions:
+    form: str = "interp"
+    holdout_ns: tuple[int, ...] = ()
+    one_context: str = "drop"  # parametric forms with one profiled context: drop the N*c term, or keep it
+
+    def validate(self) -> FitOptions:
+        if self.form not in FORMS:
+            raise ParamsError(f"latency form must be one of {FORMS}, got {self.form!r}")
+        if self.one_context not in ONE_CONTEXT_RULES:
+            raise ParamsError(f"latency one_context rule must be one of {ONE_CONTEXT_RULES}, got {self.one_context!r}")
+        return self
+
+
+@dataclass(frozen=True)
+class Points:
+    """Measured medians of one curve: n, c, seconds (1-D float arrays of one length)."""
+
+    n: np.ndarray
+    c: np.ndarray
+    y: np.ndarray
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame) -> Points:
+        return cls(frame["n"].to_numpy().astype(float), frame["context"].to_numpy().astype(float),
+                   frame["median"].to_numpy().astype(float))
+
+    def subset(self, keep: np.ndarray) -> Points:
+        return Points(self.n[keep], self.c[keep], self.y[keep])
+
+
+def _lsq(design: np.ndarray, y: np.ndarray) -> np.ndarray:
+    from scipy.optimize import lsq_linear
+
+    weights = 1.0 / y
+    return lsq_linear(design * weights[:, None], y * weights, bounds=(0, np.inf)).x
+
+
+def _fit_quadratic_ar(p: Points, notes: list[str]) -> QuadraticAR:
+    design = np.column_stack([p.n, p.n * p.c + p.n * (p.n - 1) / 2])
+    return QuadraticAR(*map(float, _lsq(design, p.y)))
+
+
+def _fit_quadratic_prefill(p: Points, notes: list[str], one_context: str) -> QuadraticPrefill:
+    columns = {"p0": np.ones_like(p.n), "p1": p.n, "p2": p.n * p.c, "p3": p.n * p.n}
+    if len(set(p.c.tolist())) == 1:
+        if one_context == "drop":
+            del columns["p2"]
+            notes.append("one profiled context: N and N*c are collinear, so the N*c term (p2) is dropped (p2 = 0); "
+                         "the model does not depend on c")
+        else:
+            notes.append("one profiled context: N and N*c are collinear, so p1 and p2 are not separately identified "
+                         "(kept as fitted; do not evaluate at another c)")
+    coef = dict(zip(columns, map(float, _lsq(np.column_stack(list(columns.values())), p.y))))
+    return QuadraticPrefill(**{k: coef.get(k, 0.0) for k in PREFILL_TERMS})
+
+
+def _fit_roofline_prefill(p: Points, notes: list[str]) -> RooflinePrefill:
+    from scipy.optimize import least_squares
+
+    one_context = len(set(p.c.tolist())) == 1
+    if one_context:
+        notes.append("one profiled context: the N*c term (k2) is dropped (k2 = 0)")
+
+    def unpack(x):
+        return (*x, 0.0) if one_context else tuple(x)
+
+    def residual(x):
+        return RooflinePrefill(*unpack(x)).evaluate(p.n, p.c) / p.y - 1
+
+    y_min, slope = float(p.y.min()), float((p.y.max() - p.y.min()) / max(p.n.max() - p.n.min(), 1))
+    starts = [[0.5 * y_min, 0.5 * y_min, slope], [0.9 * y_min, 0.1 * y_min, slope], [0.1 * y_min, 0.9 * y_min, slope]]
+    best = None
+    for start in starts:
+        x0 = np.asarray(start + ([] if one_context else [slope / max(p.c.max(), 1) * 0.1]))
+        fit = least_squares(residual, x0, bounds=(0, np.inf))
+        if best is None or fit.cost < best.cost:
+            best = fit
+    return RooflinePrefill(*map(float, unpack(best.x)))
+
+
+def _running_max_grid(p: Points, what: str, notes: list[str]) -> GridCurve:
+    ns, contexts = sorted(set(p.n.tolist())), sorted(set(p.c.tolist()))
+    table = np.full((len(contexts), len(ns)), np.nan)
+    for n, c, y in zip(p.n, p.c, p.y):
+        table[contexts.index(c), ns.index(n)] = y
+    if np.isnan(table).any():
+        gaps = [(ns[j], contexts[i]) for i, j in zip(*np.nonzero(np.isnan(table)))]
+        raise ParamsError(f"{what}: interpolation needs every (N, c) of the grid; missing (N, c) = {gaps[:5]}")
+    if (table <= 0).any():
+        raise ParamsError(f"{what}: measured times must be > 0 for log-log interpolation")
+    monotone = np.maximum.accumulate(np.maximum.accumulate(table, axis=1), axis=0)
+    for i, j in zip(*np.nonzero(monotone > table)):
+        notes.append(f"{what}: median at N={ns[j]:g}, c={contexts[i]:g} raised from {table[i, j]:.6g} "
+                     f"to {monotone[i, j]:.6g} to keep the curve non-decreasing")
+    return GridCurve(tuple(ns), tuple(contexts), tuple(tuple(map(float, row)) for row in monotone))
+
+
+def fit_curve(p: Points, which: str, options: FitOptions, notes: list[str]):
+    """One curve ('ar' or 'prefill') of the chosen form through the points."""
+    if len(p.y) == 0:
+        raise ParamsError(f"latency fit: no {which} points")
+    if options.form == "interp":
+        return _running_max_grid(p, f"T_{which}", notes)
+    minimum = {"ar": 2, "prefill": 4 if options.form == "quadratic" else 3}[which]
+    if len(p.y) < minimum + 1:
+        raise ParamsError(f"latency fit ({options.form}, {which}) needs more than {minimum} grid points, got {len(p.y)}")
+    if which == "ar":
+        return _fit_quadratic_ar(p, notes)
+    if options.form == "quadratic":
+        return _fit_quadratic_prefill(p, notes, options.one_context)
+    return _fit_roofline_prefill(p, notes)
+
+
+def _r2(y: np.ndarray, pred: np.ndarray) -> float:
+    ss_res = float(((y - pred) ** 2).sum())
+    ss_tot = float(((y - y.mean()) ** 2).sum())
+    return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
+
+
+def holdout_error(p: Points, which: str, options: FitOptions) -> float | None:
+    """Worst relative error at the held-out N values of a curve refitted without them (None when
+    nothing is held out or too few points remain). Held-out N beyond the kept range are predicted
+    by extension of the end segment (interp)."""
+    keep = ~np.isin(p.n, np.asarray(options.holdout_ns, dtype=float))
+    if not options.holdout_ns or keep.all() or len(set(p.n[keep].tolist())) < 2:
+        return None
+    try:
+        curve = fit_curve(p.subset(keep), which, options, [])
+    except ParamsError:
+        return None
+    held = p.subset(~keep)
+    pred = curve.evaluate(held.n, held.c)
+    return float(np.max(np.abs(pred - held.y) / held.y))
+
+
+def curve_diagnostics(p: Points, curve, which: str, options: FitOptions, notes: list[str]) -> dict:
+    pred = np.asarray(curve.evaluate(p.n, p.c), dtype=float)
+    rel = (pred - p.y) / p.y
+    return {
+        "r2": _r2(p.y, pred), "r2_log": _r2(np.log(p.y), np.log(np.maximum(pred, 1e-12))),
+        "max_rel_residual": float(np.max(np.abs(rel))),
+        "residuals": [{"n": int(a), "context": int(b), "measured": float(m), "predicted": float(q), "rel_error": float(r)}
+                      for a, b, m, q, r in zip(p.n, p.c, p.y, pred, rel)],
+        "holdout_ns": [int(h) for h in options.holdout_ns],
+        "holdout_max_rel_error": holdout_error(p, which, options),
+        "notes": notes,
+    }
+
+
+def fit_points(ar_points: pl.DataFrame, prefill_points: pl.DataFrame, key: ModelKey, options: FitOptions,
+               repeats: Sequence[tuple[pl.DataFrame, pl.DataFrame]] = ()) -> LatencyModel:
+    """A model from summarized points (columns n, context, median) of T_ar and of T_prefill, plus the
+    same per kernel repeat (each repeat's own values as `median`)."""
+    options = options.validate()
+    ar_p, pre_p = Points.of(ar_points), Points.of(prefill_points)
+    ar_notes, pre_notes = [], []
+    ar, prefill = fit_curve(ar_p, "ar", options, ar_notes), fit_curve(pre_p, "prefill", options, pre_notes)
+    per_repeat = tuple((fit_curve(Points.of(a), "ar", options, []), fit_curve(Points.of(b), "prefill", options, []))
+                       for a, b in repeats)
+    ns = np.concatenate([ar_p.n, pre_p.n])
+    contexts = sorted(set(ar_p.c.tolist()) | set(pre_p.c.tolist()))
+    return LatencyModel(
+        key=key, form=options.form, ar=ar, prefill=prefill, ns=(float(ns.min()), float(ns.max())),
+        contexts=tuple(contexts), repeats=per_repeat,
+        diagnostics={"ar": curve_diagnostics(ar_p, ar, "ar", options, ar_notes),
+                     "prefill": curve_diagnostics(pre_p, prefill, "prefill", options, pre_notes),
+                     "one_context_rule": options.one_context},
+    )
+
+
+def _repeat_points(raw: pl.DataFrame, group_filter: pl.Expr, baseline: str) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    if "repeat" not in raw.columns:
+        return []
+    out = []
+    for repeat in sorted(set(raw["repeat"].to_list())):
+        summary = summarize(raw.filter(group_filter & (pl.col("repeat") == repeat)))
+        out.append((summary.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline)),
+                    summary.filter(pl.col("method") == "prefill")))
+    return out
+
+
+def fit_latency(raw: pl.DataFrame, options: FitOptions) -> list[LatencyModel]:
+    """One model per (model, weights, dtype, device, AR baseline); the prefill curve is shared."""
+    options = options.validate()
+    summary = summarize(raw)
+    models = []
+    for key, group in summary.group_by(GROUP, maintain_order=True):
+        prefill_points = group.filter(pl.col("method") == "prefill")
+        in_group = pl.all_horizontal([pl.col(k) == v for k, v in zip(GROUP, key)])
+        for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"])):
+            ar_points = group.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline))
+            models.append(fit_points(ar_points, prefill_points, ModelKey(*key, baseline), options,
+                                     _repeat_points(raw, in_group, baseline)))
+    return models
+
+
+def holdout_table(summary: pl.DataFrame, holdout_ns: Sequence[int], forms: Sequence[str] = FORMS,
+                  one_context: str = "drop") -> pl.DataFrame:
+    """Worst hold-out relative error per (key, form, curve), from a `summarize` table."""
+    rows = []
+    for key, group in summary.group_by(GROUP, maintain_order=True):
+        prefill = Points.of(group.filter(pl.col("method") == "prefill"))
+        for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"])):
+            ar = Points.of(group.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline)))
+            for form in forms:
+                options = FitOptions(form, tuple(holdout_ns), one_context)
+                for which, p in (("ar", ar), ("prefill", prefill)):
+                    rows.append({**dict(zip(GROUP, key)), "baseline": baseline, "form": form, "curve": which,
+                                 "holdout_ns": ",".join(map(str, holdout_ns)),
+                                 "holdout_max_rel_error": holdout_error(p, which, options)})
+    return pl.DataFrame(rows)
+
+
+# ---------------------------------------------------------------- documents
+
+def to_document(models: Sequence[LatencyModel], source: str, environment: list[dict]) -> dict:
+    """The JSON document the fit stage writes (reports/kernels/latency_model.json)."""
+    return {"schema": SCHEMA, "source": source, "environment": environment,
+            "forms": sorted({m.form for m in models}), "formulas": FORMULAS,
+            "models": [m.to_record() for m in models]}
+
+
+def from_legacy_fit(fit: dict) -> LatencyModel:
+    """A v1 fit record as written before schema 2 (`fits[i]` with ar/prefill terms): a quadratic model."""
+    ns, contexts = fit.get("ns") or [], fit.get("contexts") or []
+    if not ns or not contexts:
+        raise ParamsError(f"legacy latency fit for {fit.get('model')}/{fit.get('baseline')} lacks ns or contexts")
+    diagnostics = {k: {kk: vv for kk, vv in fit[k].items() if kk != "terms"} for k in ("ar", "prefill")}
+    return LatencyModel(
+        key=ModelKey(*(fit[k] for k in KEY_FIELDS)), form="quadratic",
+        ar=QuadraticAR(**fit["ar"]["terms"]), prefill=QuadraticPrefill(**fit["prefill"]["terms"]),
+        ns=(float(min(ns)), float(max(ns))), contexts=tuple(float(c) for c in contexts),
+        diagnostics={**diagnostics, "notes": ["legacy v1 record (schema 1): no per-repeat curves"]},
+    )
+
+
+def from_document(document: dict) -> list[LatencyModel]:
+    """Models from a document written by `to_document`, or from a schema-1 document (`fits`)."""
+    if document.get("schema") == SCHEMA:
+        return [LatencyModel.from_record(r) for r in document["models"]]
+    if "fits" in document:
+        return [from_legacy_fit(f) for f in document["fits"]]
+    raise ParamsError(f"latency model document: unknown schema {document.get('schema')!r}")
+
+
+def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device: str, baseline: str,
+                 form: str | None = None) -> LatencyModel:
+    """The model for this key (and form, when the document holds several forms per key)."""
+    matches = [m for m in models if (m.key.model, m.key.dtype, m.key.device, m.key.baseline) == (model, dtype, device, baseline)
+               and (form is None or m.form == form)]
+    if len(matches) == 1:
+        return matches[0]
+    have = sorted(f"{m.key.model}/{m.key.dtype}/{m.key.device}/{m.key.baseline} ({m.form})" for m in models)
+    if not matches:
+        raise ParamsError(f"no latency model for {model}/{dtype}/{device}/{baseline}"
+                          f"{'' if form is None else f' of form {form}'}; have: {have}")
+    raise ParamsError(f"several latency models for {model}/{dtype}/{device}/{baseline}; name the form; have: {have}")

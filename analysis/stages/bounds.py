@@ -1,4 +1,7 @@
-"""`copydecode bounds`: closed-form bounds (ideal and with directive overhead) with bootstrap CIs."""
+"""`copydecode bounds`: closed-form bounds (ideal and with directive overhead) with bootstrap CIs,
+for each kernel source: this suite's fitted latency model (`fit`) and the paper's own kernel curve
+(`paper`, through the abstract's 6.8x at N=8 and 303x at N=512), so that this suite's spans can be set
+beside the paper's bounds on equal terms."""
 
 from __future__ import annotations
 
@@ -8,93 +11,121 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis import charts
-from analysis.bounds import KernelModel, bounds_table, case_costs
+from analysis.bounds import CONTEXT_MODES, POOLED_BOOTSTRAPS, CostSettings, bounds_table, case_costs, repeat_costs
 from analysis.config import Bootstrap, Config, bootstrap_settings
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
+from analysis.latency import FORMS, LatencyModel, from_document, paper_model, select_model
 from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES
-from analysis.params import choices, get, positive_int
+from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
+
+KERNEL_SOURCES = ("fit", "paper")
+BASELINES = ("eager", "static", "static_compiled")
+KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 
 
 @dataclass(frozen=True)
 class BoundsSettings:
+    kernel_sources: tuple[str, ...]
     model: str
     dtype: str
     device: str
     baselines: tuple[str, ...]
-    context: int
+    latency_form: str
+    cost: CostSettings
+    kernel_repeats: bool
+    pooled_bootstrap: str
     bootstrap: Bootstrap
-
-
-BASELINES = ("eager", "static", "static_compiled")
 
 
 def settings(cfg: Config) -> BoundsSettings:
     p = cfg.params
+    cost = CostSettings(
+        context_mode=choice(p, "bounds.context_mode", CONTEXT_MODES),
+        context=positive_int(p, "bounds.context", minimum=0),
+        extrapolate=get(p, "bounds.extrapolate", bool),
+    ).validate()
     return BoundsSettings(
+        kernel_sources=choices(p, "bounds.kernel_sources", KERNEL_SOURCES),
         model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
         baselines=choices(p, "bounds.baselines", BASELINES),
-        context=positive_int(p, "bounds.context", minimum=0),
+        latency_form=choice(p, "bounds.latency_form", FORMS),
+        cost=cost,
+        kernel_repeats=get(p, "bounds.kernel_repeats", bool),
+        pooled_bootstrap=choice(p, "bounds.pooled_bootstrap", POOLED_BOOTSTRAPS),
         bootstrap=bootstrap_settings(p, "bounds"),
     )
 
-KEYS = ["level", "corpus", "framing", "variant", "baseline"]
 
-
-def load_kernel_fits() -> list[dict]:
+def load_fitted_models() -> list[LatencyModel]:
     if not LATENCY_MODEL.is_file():
         raise ParamsError(f"{LATENCY_MODEL} not found; run `copydecode kernels fit` (or `dvc repro`) first")
     try:
-        return json.loads(LATENCY_MODEL.read_text())["fits"]
+        return from_document(json.loads(LATENCY_MODEL.read_text()))
     except (json.JSONDecodeError, KeyError, TypeError) as exc:
         raise ParamsError(f"{LATENCY_MODEL} is not a latency model file ({exc}); rerun `copydecode kernels fit`") from exc
 
 
-def select_fit(fits: list[dict], model: str, dtype: str, device: str, baseline: str) -> dict:
-    for fit in fits:
-        if (fit["model"], fit["dtype"], fit["device"], fit["baseline"]) == (model, dtype, device, baseline):
-            return fit
-    have = sorted({f"{f['model']}/{f['dtype']}/{f['device']}/{f['baseline']}" for f in fits})
-    raise ParamsError(f"no latency fit for {model}/{dtype}/{device}/{baseline}; fitted: {have}")
+def kernel_models(s: BoundsSettings) -> list[tuple[str, str, LatencyModel]]:
+    """(kernel source, baseline label, model) for every bound to compute."""
+    chosen = []
+    if "fit" in s.kernel_sources:
+        fitted = load_fitted_models()
+        for baseline in s.baselines:
+            chosen.append(("fit", baseline, select_model(fitted, s.model, s.dtype, s.device, baseline, s.latency_form)))
+    if "paper" in s.kernel_sources:
+        chosen.append(("paper", "paper (A100, bf16)", paper_model()))
+    return chosen
 
 
-def bounds_for(spans: pl.DataFrame, fits: list[dict], s: BoundsSettings):
-    """The bounds table, the per-case costs and the tokenization sensitivity, over every baseline."""
+def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
+    """The bounds table, the per-case costs and the tokenization sensitivity, over every kernel."""
     tables, costs_all, tokenization = [], [], []
     boot = s.bootstrap
-    for baseline in s.baselines:
-        kernel = KernelModel.from_fit(select_fit(fits, s.model, s.dtype, s.device, baseline))
-        costs = case_costs(spans, kernel, s.context)
-        costs_all.append(costs.with_columns(baseline=pl.lit(baseline)))
-        tables.append(bounds_table(costs, boot.resamples, boot.seed, boot.ci).with_columns(
-            baseline=pl.lit(baseline), t_step_ms=pl.lit(kernel.t_step(s.context) * 1000)))
-        gold = bounds_table(case_costs(spans, kernel, s.context, prefill_tokens="n_tokens"), 0, boot.seed, boot.ci)
-        tokenization.append(gold.select("level", "corpus", "framing", "variant", pl.col("bound").alias("bound_gold_prefill"))
-                            .with_columns(baseline=pl.lit(baseline)))
+    gold_cost = CostSettings(s.cost.context_mode, s.cost.context, s.cost.prompt_column, "n_tokens", s.cost.extrapolate)
+    for source, baseline, model in kernel_models(s):
+        label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline))
+        costs = case_costs(spans, model, s.cost)
+        repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
+        costs_all.append(costs.with_columns(**label))
+        t_step = float(model.t_step(s.cost.context, extrapolate=s.cost.extrapolate).seconds)
+        tables.append(bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
+                                   pooled_bootstrap=s.pooled_bootstrap).with_columns(
+            **label, t_step_ms=pl.lit(t_step * 1000 if source == "fit" else None, dtype=pl.Float64)))
+        gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
+        tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
+                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(**label))
     table = pl.concat(tables).with_columns(model=pl.lit(s.model), dtype=pl.lit(s.dtype), device=pl.lit(s.device),
-                                           context=pl.lit(s.context))
+                                           context=pl.lit(s.cost.context), context_mode=pl.lit(s.cost.context_mode))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
     return table, pl.concat(costs_all), tok
 
 
+def bound_metrics(table: pl.DataFrame) -> dict:
+    return {
+        f"{r['kernel_source']}/{r['baseline']}/{r['level']}/{r['variant']}/{r['framing']}/{r['corpus']}"
+        + ("" if r["pooling"] != "mean_of_corpora" else "/mean_of_corpora"): {
+            "bound": r["bound"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
+            "extrapolated_spans": r["extrapolated_spans"]}
+        for r in table.iter_rows(named=True)
+    }
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("bounds"):
-        fits = load_kernel_fits()
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)
-        table, costs, tok = bounds_for(spans, fits, s)
+        table, costs, tok = bounds_for(spans, s)
         write_parquet(costs, CASE_COSTS)
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
-        title = f"Closed-form bound: {s.model} {s.dtype} {s.device}, c={s.context} ({charts.STAND_IN})"
-        save_chart(charts.bounds(table, title), FIGURES / "bounds")
-    metrics = {
-        f"{r['baseline']}/{r['level']}/{r['variant']}/{r['framing']}/{r['corpus']}": {
-            "bound": r["bound"], "ci_low": r["ci_low"], "ci_high": r["ci_high"]}
-        for r in table.iter_rows(named=True)
-    }
-    write_json({"bounds": metrics, "model": s.model, "dtype": s.dtype, "device": s.device, "context": s.context},
+        fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
+        title = (f"Closed-form bound: {s.model} {s.dtype} {s.device}, {s.latency_form} latency model, "
+                 f"c={s.cost.context} ({charts.STAND_IN})")
+        save_chart(charts.bounds(fitted, title), FIGURES / "bounds")
+    write_json({"bounds": bound_metrics(table), "model": s.model, "dtype": s.dtype, "device": s.device,
+                "context": s.cost.context, "context_mode": s.cost.context_mode, "latency_form": s.latency_form},
                METRICS / "bounds.json")
     return {"rows": table.height}

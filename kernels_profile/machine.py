@@ -201,6 +201,22 @@ class Roofline:
         return self.matmul_f32_gflops / self.stream_gbps
 
 
+def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
+    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
+
+    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
+    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
+    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). The ratio
+    is N while prefill stays memory-bound and saturates at the machine's ridge point times
+    bytes_per_param / 2 beyond it -- about 12 on a 2-core CPU in float32, about 200+ on an H200 in bf16,
+    which is why CPU ratios flatten at small N where GPU ratios keep growing."""
+    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
+        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
+                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
+    ridge = gflops / stream_gbps  # FLOP per byte
+    return min(float(n), ridge * bytes_per_param / 2)
+
+
 def roofline(stream_megabytes: int = 256, matmul_size: int = 1024, budget_s: float = 1.0) -> Roofline:
     f32 = matmul_throughput("float32", matmul_size, budget_s)
     bf16 = matmul_throughput("bfloat16", matmul_size, budget_s)

@@ -173,9 +173,12 @@ def matmul_throughput(dtype: str = "float32", size: int = 1024, budget_s: float 
     dt = getattr(torch, dtype)
     probe = torch.randn(128, 128, dtype=dt)
     torch.mm(probe, probe)  # the first call pays for kernel selection and thread start-up
-    t0 = time.perf_counter()
-    torch.mm(probe, probe)
-    per_flop = (time.perf_counter() - t0) / (2 * 128 ** 3)
+    probes = []
+    for _ in range(3):  # best of 3: one descheduled probe must not shrink the product for nothing
+        t0 = time.perf_counter()
+        torch.mm(probe, probe)
+        probes.append(time.perf_counter() - t0)
+    per_flop = min(probes) / (2 * 128 ** 3)
     while size > 64 and per_flop * 2 * size ** 3 > budget_s / 10:
         size //= 2
     a = torch.randn(size, size, dtype=dt)

@@ -390,20 +390,28 @@ def pair_units(spec: ProfileSpec) -> list[Pair]:
     return [Pair(m, c, b, r) for m in spec.models for c in spec.contexts for r in range(spec.repeats) for b in spec.baselines]
 
 
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def expected_columns() -> dict[str, Any]:
     return {**RAW_SCHEMA, **PAIR_SCHEMA}
 
 
-def load_checkpoint(path: Path, key: str, rows: int, log: Callable[[str], None]) -> pl.DataFrame | None:
-    """The checkpointed pair at `path` if it is whole (readable, expected columns and types, `rows`
-    rows, its own key, positive times); otherwise None, after removing it and saying why."""
+def load_checkpoint(path: Path, key: str, rows: int, log: Callable[[str], None] = _stderr,
+                    columns: dict[str, Any] | None = None) -> pl.DataFrame | None:
+    """The checkpoint at `path` if it is whole (readable, the expected `columns` and types -- by
+    default a profiler pair's --, `rows` rows, a `checkpoint_key` column equal to `key`, positive
+    finite `seconds`); otherwise None, after removing it and saying why. Usable for any checkpoint
+    that carries checkpoint_key and seconds columns (e.g. e2e's per-case files)."""
+    columns = expected_columns() if columns is None else {**columns, "checkpoint_key": pl.String, "seconds": pl.Float64}
     if not path.is_file():
         return None
     try:
         frame = pl.read_parquet(path)
     except Exception as exc:  # polars raises several types for a truncated or garbage file
         return _discard(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})", log)
-    wrong = {c: str(frame.schema.get(c)) for c, dt in expected_columns().items() if frame.schema.get(c) != dt}
+    wrong = {c: str(frame.schema.get(c)) for c, dt in columns.items() if frame.schema.get(c) != dt}
     if wrong:
         return _discard(path, f"missing or mistyped columns {wrong}", log)
     if frame.height != rows:
@@ -419,10 +427,6 @@ def _discard(path: Path, why: str, log: Callable[[str], None]) -> None:
     log(f"kernels profile: checkpoint {path} is {why}; discarded, measuring it again")
     path.unlink(missing_ok=True)
     return None
-
-
-def _stderr(message: str) -> None:
-    print(message, file=sys.stderr)
 
 
 # ---------------------------------------------------------------- atomic writes

@@ -224,3 +224,14 @@ def test_a_missing_run_record_is_reported_not_skipped(tmp_path):
     env = run(spec, tmp_path, messages=messages).environment
     assert env["runs"][0]["missing"] and env["runs"][0]["noisy"] is None
     assert any("not found" in m for m in messages)
+
+
+def test_load_checkpoint_serves_other_checkpoints(tmp_path):
+    path = tmp_path / "case.parquet"
+    frame = pl.DataFrame({"method": ["ar", "cad_line"], "seconds": [2.0, 1.0], "checkpoint_key": ["k1", "k1"]})
+    frame.write_parquet(path)
+    columns = {"method": pl.String}
+    assert profiler.load_checkpoint(path, "k1", 2, columns=columns).equals(frame)
+    messages = []
+    assert profiler.load_checkpoint(path, "k2", 2, messages.append, columns=columns) is None
+    assert not path.exists() and "expected k2" in messages[0]

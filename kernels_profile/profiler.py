@@ -16,18 +16,35 @@ AR baselines (`baselines`):
 - static_compiled: the static loop through `torch.compile(mode="reduce-overhead")`, which uses CUDA
   graphs on a GPU; the closest this stack gets to a serving engine's decode step.
 
-`ar_mode: prefix` runs N_max steps once per repeat and reads T_ar(N) for every N off the same run as
-the time of its first N steps (the first N steps of a longer run are exactly an N-step run), which
-makes the CPU profile fit its time budget; `separate` runs each N on its own.
+Ratios are measured as ratios. The unit of measurement is a *pair*: for one (model, context, AR
+baseline, repeat), the AR run and the prefill grid run back to back, in an order that alternates
+from repeat to repeat (`kernels_profile.interleave.interleaved_order`, seeded by `order_seed`), so
+speedup(N) = T_ar(N) / T_prefill(N) is computed inside one pair (seconds apart, not minutes). Each
+baseline gets its own prefill grid (prefill rows carry `pair_baseline`; their `baseline` stays
+"eager", the dynamic cache prefill runs on). `ar_mode: prefix` runs N_max steps once per pair and
+reads T_ar(N) for every N off the same run as the time of its first N steps (the first N steps of a
+longer run are exactly an N-step run); `separate` runs, for each N, AR(N) and prefill(N) back to back.
 
-Raw rows are checkpointed per (model, context, part, repeat) so an interrupted run resumes.
+Around every pair the load average and a fixed reference workload (kernels_profile.machine) are
+sampled; a pair or a run whose reference time moved by more than `noisy_drift` is marked noisy.
+
+Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
+ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
+and transformers versions, the measurement code's version, torch's thread count), written atomically
+and verified on load (readable, the expected columns, row count and key); a file that fails is
+discarded with a message and measured again. Each profiling session's environment is written beside
+the pairs as run-<run_id>.json.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
+import os
+import sys
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -36,15 +53,44 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
-from kernels_profile.models import DTYPES, LoadedModel, build_model, cache_kwarg, torch_dtype
+from kernels_profile.interleave import interleaved_order
+from kernels_profile.machine import (
+    DEFAULT_NOISY_DRIFT, Drift, EnvironmentRecorder, check_threshold, machine_info,
+    reference_workload,
+)
+from kernels_profile.models import (
+    DTYPES, SMOLLM2, LoadedModel, build_model, cache_kwarg, published_config, smollm2_gguf_path, torch_dtype,
+)
 
+# Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
+# every checkpoint written by another version is then measured again.
+MEASUREMENT_VERSION = "pairs-1"
 BASELINES = ("eager", "static", "static_compiled")
 AR_MODES = ("prefix", "separate")
+PAIR_METHODS = ("ar", "prefill")
 RAW_SCHEMA = {
     "model": pl.String, "weights": pl.String, "dtype": pl.String, "device": pl.String,
     "method": pl.String, "baseline": pl.String, "context": pl.Int64, "n": pl.Int64,
     "repeat": pl.Int64, "seconds": pl.Float64,
 }
+# Columns added to every raw row (beside the environment columns of `environment`).
+PAIR_SCHEMA = {
+    "pair_id": pl.String,        # model/c<context>/<baseline>/r<repeat>: the AR run and prefill grid timed together
+    "pair_baseline": pl.String,  # the AR baseline of the pair (for prefill rows: the one they are paired with)
+    "order_index": pl.Int64,     # 0 if this method ran first in its pair (per N in ar_mode separate), else 1
+    "run_id": pl.String,         # the profiling session that measured the pair (run-<run_id>.json)
+    "load1_before": pl.Float64,  # 1-minute load average just before / after the pair
+    "load1_after": pl.Float64,
+    "ref_before_s": pl.Float64,  # reference workload seconds just before / after the pair
+    "ref_after_s": pl.Float64,
+    "ref_drift": pl.Float64,     # max/min - 1 of those two
+    "noisy": pl.Boolean,         # ref_drift > noisy_drift
+    "checkpoint_key": pl.String,
+}
+# ProfileSpec fields that do not change what one pair measures: they add pairs (models, contexts,
+# baselines, repeats) or only judge and describe a run (noisy_drift, reference_budget_s, roofline).
+UNKEYED_FIELDS = ("models", "contexts", "baselines", "repeats", "noisy_drift", "reference_budget_s", "roofline")
+ENVIRONMENT_FORMAT = "copydecode.kernels.environment/1"
 
 
 @dataclass(frozen=True)
@@ -61,6 +107,10 @@ class ProfileSpec:
     ar_mode: str = "prefix"
     seed: int = 0
     threads: int | None = None
+    order_seed: int = 0                       # seeds the alternating AR/prefill order of each pair
+    noisy_drift: float = DEFAULT_NOISY_DRIFT  # reference workload drift above which a pair/run is noisy
+    reference_budget_s: float = 0.5           # time budget of one reference workload sample
+    roofline: bool = True                     # measure stream bandwidth and matmul throughput once per run
 
     def validate(self) -> "ProfileSpec":
         if not self.models:
@@ -78,17 +128,24 @@ class ProfileSpec:
             raise ParamsError(f"kernels.profile.ar_mode must be one of {AR_MODES}, got {self.ar_mode!r}")
         if self.repeats < 1 or self.warmup < 0:
             raise ParamsError(f"kernels.profile.repeats must be >= 1 and warmup >= 0, got {self.repeats}, {self.warmup}")
+        if not isinstance(self.order_seed, int):
+            raise ParamsError(f"kernels.profile.order_seed must be an integer, got {self.order_seed!r}")
+        check_threshold(self.noisy_drift)
+        if not isinstance(self.reference_budget_s, (int, float)) or not self.reference_budget_s > 0:
+            raise ParamsError(f"kernels.profile.reference_budget_s must be > 0, got {self.reference_budget_s!r}")
         return self
 
     @property
     def n_max(self) -> int:
         return max(self.ns)
 
+    def keyed_settings(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in UNKEYED_FIELDS}
+
     def key(self, *parts: Any) -> str:
-        """Checkpoint key of one measured part: the settings that change what that part measures
-        (not the lists of models, contexts, baselines or the repeat count, which only add parts)."""
-        settings = {k: v for k, v in asdict(self).items() if k not in ("models", "contexts", "baselines", "repeats")}
-        blob = json.dumps([settings, *parts], sort_keys=True, default=str)
+        """Hash of the settings that change what one pair measures, and of `parts` (the pair's own
+        coordinates and the fingerprint of the model and software it ran on)."""
+        blob = json.dumps([MEASUREMENT_VERSION, self.keyed_settings(), *parts], sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -233,12 +290,31 @@ def rewind_static(cache, length: int) -> None:
                 layer.cumulative_length_int = length
 
 
-def ar_rows(bench: CacheBench, spec: ProfileSpec, baseline: str) -> list[tuple[int, float]]:
-    """(N, T_ar(N)) for every N of the grid, by the spec's ar_mode."""
+
+
+# ---------------------------------------------------------------- what a pair measures
+
+def measure_pair(bench: CacheBench, spec: ProfileSpec, baseline: str, order: list[str]) -> list[tuple[str, int, float, int]]:
+    """(method, N, seconds, order_index) of one pair: the AR run and the prefill grid in `order`."""
+    rows: list[tuple[str, int, float, int]] = []
     if spec.ar_mode == "prefix":
-        cumulative = bench.ar(spec.n_max, baseline)
-        return [(n, cumulative[n - 1]) for n in spec.ns]
-    return [(n, bench.ar(n, baseline)[-1]) for n in spec.ns]
+        for index, method in enumerate(order):
+            if method == "ar":
+                cumulative = bench.ar(spec.n_max, baseline)
+                rows += [("ar", n, cumulative[n - 1], index) for n in spec.ns]
+            else:
+                rows += [("prefill", n, bench.prefill(n), index) for n in spec.ns]
+        return rows
+    for n in spec.ns:
+        for index, method in enumerate(order):
+            seconds = bench.ar(n, baseline)[-1] if method == "ar" else bench.prefill(n)
+            rows.append((method, n, seconds, index))
+    return rows
+
+
+def pair_order(spec: ProfileSpec, model: str, context: int, baseline: str, repeat: int) -> list[str]:
+    """The seeded, alternating order of AR and prefill in one pair (row `repeat` of its schedule)."""
+    return interleaved_order(PAIR_METHODS, repeat + 1, f"{spec.order_seed}/{model}/{context}/{baseline}")[repeat]
 
 
 def warm_up(bench: CacheBench, spec: ProfileSpec) -> None:
@@ -250,16 +326,14 @@ def warm_up(bench: CacheBench, spec: ProfileSpec) -> None:
 
 
 def environment(lm: LoadedModel, spec: ProfileSpec) -> dict[str, Any]:
-    import platform
-
     import torch
     import transformers
 
-    device_name = torch.cuda.get_device_name(lm.device) if lm.device.startswith("cuda") else (
-        platform.processor() or platform.machine()
-    )
+    machine = machine_info()
+    device_name = torch.cuda.get_device_name(lm.device) if lm.device.startswith("cuda") else machine["cpu_model"]
     return {
         "device_name": device_name,
+        "cpu_flags": machine["cpu_flags"],
         "torch_version": torch.__version__,
         "transformers_version": transformers.__version__,
         "threads": torch.get_num_threads(),
@@ -272,69 +346,328 @@ def environment(lm: LoadedModel, spec: ProfileSpec) -> dict[str, Any]:
     }
 
 
-def profile(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True) -> pl.DataFrame:
-    """Run (or resume) the whole grid; returns the raw timings with their environment columns."""
+# ---------------------------------------------------------------- checkpoint keys
+
+def model_fingerprint(name: str, weights: str) -> str:
+    """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
+    if name == SMOLLM2:
+        path = smollm2_gguf_path()
+        return f"{path.name}:{path.stat().st_size}"
+    if weights == "random":
+        return json.dumps(published_config(name), sort_keys=True)
+    published_config(name)
+    config = Path(weights) / "config.json"
+    return f"{weights}:{config.read_text()}" if config.is_file() else weights
+
+
+def software_fingerprint() -> dict[str, Any]:
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "threads": torch.get_num_threads()}
+
+
+@dataclass(frozen=True)
+class Pair:
+    """The coordinates of one measured pair (AR run + prefill grid)."""
+
+    model: str
+    context: int
+    baseline: str
+    repeat: int
+
+    @property
+    def pair_id(self) -> str:
+        return f"{self.model}/c{self.context}/{self.baseline}/r{self.repeat}"
+
+    def path(self, root: Path, key: str) -> Path:
+        return root / f"{self.model}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
+
+
+def pair_units(spec: ProfileSpec) -> list[Pair]:
+    """Every pair of the grid, in measurement order: repeats outside baselines, so the repeats of one
+    baseline are spread over the run rather than taken back to back."""
+    return [Pair(m, c, b, r) for m in spec.models for c in spec.contexts for r in range(spec.repeats) for b in spec.baselines]
+
+
+def _stderr(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def expected_columns() -> dict[str, Any]:
+    return {**RAW_SCHEMA, **PAIR_SCHEMA}
+
+
+def load_checkpoint(path: Path, key: str, rows: int, log: Callable[[str], None] = _stderr,
+                    columns: dict[str, Any] | None = None) -> pl.DataFrame | None:
+    """The checkpoint at `path` if it is whole (readable, the expected `columns` and types -- by
+    default a profiler pair's --, `rows` rows, a `checkpoint_key` column equal to `key`, positive
+    finite `seconds`); otherwise None, after removing it and saying why. Usable for any checkpoint
+    that carries checkpoint_key and seconds columns (e.g. e2e's per-case files)."""
+    columns = expected_columns() if columns is None else {**columns, "checkpoint_key": pl.String, "seconds": pl.Float64}
+    if not path.is_file():
+        return None
+    try:
+        frame = pl.read_parquet(path)
+    except Exception as exc:  # polars raises several types for a truncated or garbage file
+        return _discard(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})", log)
+    wrong = {c: str(frame.schema.get(c)) for c, dt in columns.items() if frame.schema.get(c) != dt}
+    if wrong:
+        return _discard(path, f"missing or mistyped columns {wrong}", log)
+    if frame.height != rows:
+        return _discard(path, f"{frame.height} rows, expected {rows}", log)
+    if set(frame["checkpoint_key"].to_list()) != {key}:
+        return _discard(path, f"its rows carry key {sorted(set(frame['checkpoint_key'].to_list()))}, expected {key}", log)
+    if not (frame["seconds"] > 0).all() or not frame["seconds"].is_finite().all():
+        return _discard(path, "non-positive or non-finite seconds", log)
+    return frame
+
+
+def _discard(path: Path, why: str, log: Callable[[str], None]) -> None:
+    log(f"kernels profile: checkpoint {path} is {why}; discarded, measuring it again")
+    path.unlink(missing_ok=True)
+    return None
+
+
+# ---------------------------------------------------------------- atomic writes
+
+def atomic_write_parquet(frame: pl.DataFrame, path: Path) -> None:
+    """Write to a temporary file in the same folder, then rename over `path` (never half-written)."""
+    _atomic(path, lambda tmp: frame.write_parquet(tmp))
+
+
+def atomic_write_json(data: Any, path: Path) -> None:
+    _atomic(path, lambda tmp: tmp.write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n"))
+
+
+def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+# ---------------------------------------------------------------- the run
+
+@dataclass(frozen=True)
+class ProfileResult:
+    raw: pl.DataFrame             # RAW_SCHEMA + PAIR_SCHEMA + environment columns, one row per timing
+    environment: dict[str, Any]   # the sidecar written next to the raw parquet (see environment_record)
+
+
+@dataclass
+class _Session:
+    """The state of one profiling session: its recorder and where its run JSON goes."""
+
+    recorder: EnvironmentRecorder
+    root: Path
+
+    @property
+    def path(self) -> Path:
+        return run_path(self.root, self.recorder.run_id)
+
+    def save(self) -> None:
+        atomic_write_json(self.recorder.snapshot().to_json(), self.path)
+
+
+def run_path(root: Path, run_id: str) -> Path:
+    return root / f"run-{run_id}.json"
+
+
+def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
+                reference: Callable[[], float] | None = None, load: Callable[[], tuple] | None = None,
+                log: Callable[[str], None] = _stderr) -> ProfileResult:
+    """Run (or resume) every pair of the grid; returns the raw timings and the run environment.
+
+    `reference` and `load` replace the reference workload and the load average (tests inject known
+    timings); by default they are kernels_profile.machine's."""
     import torch
     from tqdm import tqdm
 
     spec.validate()
     if spec.threads:
         torch.set_num_threads(spec.threads)
-    for model in spec.models:  # fail on a bad name or dtype before spending minutes on the first model
-        torch_dtype(spec.dtype, spec.device)
+    torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
+    checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    parts = list(spec.baselines) + ["prefill"]
-    units = [(m, c, p, r) for m in spec.models for c in spec.contexts for r in range(spec.repeats) for p in parts]
-    bar = tqdm(total=len(units), desc="kernels profile", unit="run", disable=not progress)
-    frames = []
-    for model_name in spec.models:
-        todo = [u for u in units if u[0] == model_name and not _part_path(checkpoint_dir, spec, *u).exists()]
-        bar.update(sum(1 for u in units if u[0] == model_name) - len(todo))
-        lm = None
-        for context in spec.contexts:
-            pending = [u for u in todo if u[1] == context]
-            if not pending:
-                continue
-            if lm is None:
-                bar.set_postfix_str(f"building {model_name}")
-                lm = build_model(model_name, spec.weights, spec.dtype, spec.device, spec.seed)
-                env = environment(lm, spec)
-            bench = CacheBench(lm, context, spec.n_max, spec.seed)
-            bar.set_postfix_str(f"{model_name} c={context} warm-up")
-            warm_up(bench, spec)
-            for _, _, part, repeat in pending:
-                bar.set_postfix_str(f"{model_name} c={context} {part} #{repeat}")
-                rows = _measure(bench, spec, part)
-                frame = _rows_frame(lm, spec, part, context, repeat, rows, env)
-                frame.write_parquet(_part_path(checkpoint_dir, spec, model_name, context, part, repeat))
-                bar.update(1)
-        del lm
-    bar.close()
+    software = software_fingerprint()
+    fingerprints = {m: model_fingerprint(m, spec.weights) for m in spec.models}
+    units = pair_units(spec)
+    keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model], software) for u in units}
+    rows = 2 * len(spec.ns)
+    frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:
-        frames.append(pl.read_parquet(_part_path(checkpoint_dir, spec, *unit)))
-    return pl.concat(frames, how="vertical").sort("model", "context", "method", "baseline", "n", "repeat")
+        frame = load_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows, log)
+        if frame is not None:
+            frames[unit] = frame
+    todo = [u for u in units if u not in frames]
+    if todo:
+        budget = spec.reference_budget_s
+        recorder = EnvironmentRecorder(
+            threshold=spec.noisy_drift, measure_roofline=spec.roofline,
+            reference=reference or (lambda: reference_workload(budget)),
+            **({"load": load} if load is not None else {}),
+        )
+        session = _Session(recorder, checkpoint_dir)
+        recorder.start()
+        bar = tqdm(total=len(units), initial=len(units) - len(todo), desc="kernels profile", unit="pair",
+                   disable=not progress)
+        for model_name in spec.models:
+            _measure_model(spec, model_name, [u for u in todo if u.model == model_name], keys, frames,
+                           session, checkpoint_dir, bar)
+        bar.close()
+        recorder.end()
+        session.save()
+    raw = pl.concat([frames[u] for u in units], how="vertical")
+    raw = raw.with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)  # the threshold in force now
+    raw = raw.sort("model", "context", "method", "baseline", "pair_baseline", "n", "repeat")
+    return ProfileResult(raw, environment_record(raw, checkpoint_dir, spec, log))
 
 
-def _measure(bench: CacheBench, spec: ProfileSpec, part: str) -> list[tuple[int, float]]:
-    if part == "prefill":
-        return [(n, bench.prefill(n)) for n in spec.ns]
-    return ar_rows(bench, spec, part)
+def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> None:
+    if not todo:
+        return
+    bar.set_postfix_str(f"building {model_name}")
+    lm = build_model(model_name, spec.weights, spec.dtype, spec.device, spec.seed)
+    env = environment(lm, spec)
+    recorder = session.recorder
+    for context in spec.contexts:
+        pending = [u for u in todo if u.context == context]
+        if not pending:
+            continue
+        bench = CacheBench(lm, context, spec.n_max, spec.seed)
+        bar.set_postfix_str(f"{model_name} c={context} warm-up")
+        warm_up(bench, spec)
+        recorder.sample()  # a fresh 'before' for the first pair (model build and warm-up came between)
+        for unit in pending:
+            bar.set_postfix_str(f"{model_name} c={context} {unit.baseline} #{unit.repeat}")
+            order = pair_order(spec, unit.model, unit.context, unit.baseline, unit.repeat)
+            load_before, ref_before = recorder.load()[0], recorder.last
+            timings = measure_pair(bench, spec, unit.baseline, order)
+            ref_after, load_after = recorder.sample(), recorder.load()[0]
+            frame = pair_frame(lm, spec, unit, timings, env).with_columns(
+                run_id=pl.lit(recorder.run_id), load1_before=pl.lit(load_before, pl.Float64),
+                load1_after=pl.lit(load_after, pl.Float64), ref_before_s=pl.lit(ref_before, pl.Float64),
+                ref_after_s=pl.lit(ref_after, pl.Float64),
+                ref_drift=pl.lit(Drift.of([ref_before, ref_after], spec.noisy_drift).drift, pl.Float64),
+                checkpoint_key=pl.lit(keys[unit]),
+            ).with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)
+            atomic_write_parquet(frame, unit.path(root, keys[unit]))
+            session.save()  # an interrupted run still leaves its environment beside its pairs
+            frames[unit] = frame
+            bar.update(1)
+    del lm
 
 
-def _part_path(root: Path, spec: ProfileSpec, model: str, context: int, part: str, repeat: int) -> Path:
-    return root / f"{model}-c{context}-{part}-r{repeat}-{spec.key(model, context, part, repeat)}.parquet"
-
-
-def _rows_frame(lm, spec, part, context, repeat, rows, env) -> pl.DataFrame:
-    method, baseline = ("prefill", "eager") if part == "prefill" else ("ar", part)
+def pair_frame(lm: LoadedModel, spec: ProfileSpec, unit: Pair, timings, env: dict[str, Any]) -> pl.DataFrame:
+    """The raw rows of one pair (RAW_SCHEMA + pair_id, pair_baseline, order_index + environment)."""
+    count = len(timings)
     frame = pl.DataFrame(
         {
-            "model": [lm.name] * len(rows), "weights": [lm.weights] * len(rows),
-            "dtype": [spec.dtype] * len(rows), "device": [spec.device] * len(rows),
-            "method": [method] * len(rows), "baseline": [baseline] * len(rows),
-            "context": [context] * len(rows), "n": [n for n, _ in rows],
-            "repeat": [repeat] * len(rows), "seconds": [s for _, s in rows],
+            "model": [lm.name] * count, "weights": [lm.weights] * count,
+            "dtype": [spec.dtype] * count, "device": [spec.device] * count,
+            "method": [m for m, _, _, _ in timings],
+            "baseline": [unit.baseline if m == "ar" else "eager" for m, _, _, _ in timings],
+            "context": [unit.context] * count, "n": [n for _, n, _, _ in timings],
+            "repeat": [unit.repeat] * count, "seconds": [s for _, _, s, _ in timings],
         },
         schema=RAW_SCHEMA,
     )
-    return frame.with_columns(**{k: pl.lit(v) for k, v in env.items()})
+    return frame.with_columns(
+        pair_id=pl.lit(unit.pair_id), pair_baseline=pl.lit(unit.baseline),
+        order_index=pl.Series([i for _, _, _, i in timings], dtype=pl.Int64),
+        **{k: pl.lit(v) for k, v in env.items()},
+    )
+
+
+def profile(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True) -> pl.DataFrame:
+    """The raw timings only (see profile_run for the environment that goes with them)."""
+    return profile_run(spec, checkpoint_dir, progress).raw
+
+
+# ---------------------------------------------------------------- the environment sidecar
+
+def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpec,
+                       log: Callable[[str], None] = _stderr) -> dict[str, Any]:
+    """The sidecar of a raw file: this machine, every session that measured a pair in it (its load,
+    reference drift, roofline), and which pairs and runs are noisy under spec.noisy_drift."""
+    runs = []
+    for run_id in sorted(set(raw["run_id"].to_list())):
+        path = run_path(Path(checkpoint_dir), run_id)
+        if not path.is_file():
+            log(f"kernels profile: {path} not found; pairs of run {run_id} have no run environment")
+            runs.append({"run_id": run_id, "missing": str(path), "noisy": None})
+            continue
+        run = json.loads(path.read_text())
+        drift = Drift.of(run["reference_samples_s"], spec.noisy_drift)  # re-judged at today's threshold
+        runs.append({**run, "drift": asdict(drift), "noisy": drift.noisy})
+    pairs = raw.group_by("pair_id").agg(pl.col("ref_drift").first(), pl.col("noisy").first()).sort("pair_id")
+    noisy_pairs = pairs.filter(pl.col("noisy"))["pair_id"].to_list()
+    return {
+        "format": ENVIRONMENT_FORMAT,
+        "machine": machine_info(),
+        "noisy_drift": spec.noisy_drift,
+        "noisy": bool(noisy_pairs) or any(r["noisy"] for r in runs),
+        "pairs": pairs.height,
+        "noisy_pairs": noisy_pairs,
+        "max_pair_drift": float(pairs["ref_drift"].max()),
+        "median_pair_drift": float(pairs["ref_drift"].median()),
+        "load1": {"min": float(raw["load1_before"].min()), "max": float(raw["load1_after"].max())},
+        "runs": runs,
+        "spec": asdict(spec),
+    }
+
+
+def environment_path(raw_path: Path) -> Path:
+    """Where the environment sidecar of a raw parquet lives: <stem>.environment.json beside it."""
+    raw_path = Path(raw_path)
+    return raw_path.with_name(f"{raw_path.stem}.environment.json")
+
+
+def write_profile(result: ProfileResult, out: Path) -> Path:
+    """Write the raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
+    atomic_write_parquet(result.raw, Path(out))
+    sidecar = environment_path(out)
+    atomic_write_json({**result.environment, "raw": str(out)}, sidecar)
+    return sidecar
+
+
+def read_environment(raw_path: Path) -> dict[str, Any] | None:
+    """The sidecar of a raw parquet, or None for files written before sidecars existed."""
+    path = environment_path(raw_path)
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+# ---------------------------------------------------------------- per-pair kernel ratios
+
+def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
+    """One row per AR timing with the prefill timing of its own pair: t_ar, t_prefill, ratio.
+
+    Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
+    every baseline; they pair on the repeat alone, as before."""
+    keys = ["model", "weights", "dtype", "device", "context", "n"]
+    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
+    prefill = raw.filter(pl.col("method") == "prefill")
+    if "pair_baseline" in raw.columns:
+        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), "repeat",
+                                         pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["baseline", "repeat"], "1:1"
+    else:
+        prefill = prefill.select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["repeat"], "m:1"
+    return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
+        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "repeat"])

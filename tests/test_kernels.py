@@ -100,9 +100,10 @@ def test_static_loop_computes_what_the_eager_loop_computes(tiny):
 
 def test_profile_grid_shape_and_resume(tmp_path):
     spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 16), ns=(1, 2, 4),
-                       baselines=("eager", "static"), repeats=2, warmup=0)
+                       baselines=("eager", "static"), repeats=2, warmup=0, roofline=False, reference_budget_s=0.02)
     raw = profile(spec, tmp_path, progress=False)
-    assert raw.height == 2 * 3 * 3 * 2  # contexts x ns x (2 baselines + prefill) x repeats
+    assert raw.height == 2 * 3 * (2 * 2) * 2  # contexts x ns x (2 baselines x [AR, prefill] pairs) x repeats
+    assert (raw["ref_before_s"] > 0).all() and raw["noisy"].dtype == pl.Boolean
     assert (raw["seconds"] > 0).all()
     assert {"torch_version", "transformers_version", "threads", "config", "weights_note", "device_name"} <= set(raw.columns)
     assert raw["weights_note"][0].startswith("random weights")
@@ -127,7 +128,8 @@ def test_preset_shape_runs_on_cpu(tmp_path):
     assert gpu.models == ("qwen2.5-1.5b", "qwen2.5-7b") and gpu.device == "cuda" and gpu.dtype == "bfloat16"
     assert gpu.contexts == tiny_spec.contexts and gpu.ns == tiny_spec.ns == tuple(2 ** k for k in range(10))
     assert "frozen" in str(gpu_out)
-    small = ProfileSpec(**{**tiny_spec.__dict__, "ns": (1, 8, 64), "repeats": 1, "warmup": 0})
+    small = ProfileSpec(**{**tiny_spec.__dict__, "ns": (1, 8, 64), "repeats": 1, "warmup": 0,
+                           "roofline": False, "reference_budget_s": 0.02})
     raw = profile(small, tmp_path, progress=False)
     assert set(raw["context"].unique()) == set(gpu.contexts)
     with pytest.raises(ParamsError, match="unknown preset"):

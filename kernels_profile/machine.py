@@ -1,0 +1,364 @@
+"""What machine a timing was taken on, and how quiet it was while it ran.
+
+A kernel ratio measured on a shared CPU moves with the CPU (AVX-512 bf16 or AVX2 only) and with
+whatever else runs beside it. This module records both, next to every timing file:
+
+- `machine_info()`: CPU model and the instruction-set flags that change matmul speed (avx2, avx512f,
+  avx512_bf16, amx_tile, amx_bf16), logical cores, the cores this process may use, torch's threads.
+- `reference_workload()`: the wall time of a fixed small float32 matmul block. Its absolute value
+  says little; its change between the start and the end of a run says whether the machine's
+  speed moved underneath the measurement (`Drift`; `noisy` above a threshold passed in).
+- `stream_bandwidth()` and `matmul_throughput()`: the two roofline numbers of this machine (bytes/s a
+  stream-like copy moves, float32 and bf16 matmul FLOP/s), which explain why a memory-bound decode
+  step and a compute-bound prefill scale differently here and on a GPU.
+- `EnvironmentRecorder` (and `run_environment_start` / `run_environment_end`): load average and the
+  reference workload at the start, between measured parts and at the end of a run, as a frozen
+  `RunEnvironment` that serialises to flat columns and to JSON.
+
+Every measurement here takes well under 2 s; torch is imported inside functions.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import ParamsError
+
+CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
+CPUINFO = Path("/proc/cpuinfo")
+DEFAULT_NOISY_DRIFT = 0.15
+# The reference block: REFERENCE_INNER products of REFERENCE_SIZE^3 in float32 (about 2 GFLOP, ~10 ms at 200 GFLOP/s):
+# long enough that perf_counter resolution and one-off cache misses do not dominate, short enough to
+# run between every measured pair.
+REFERENCE_SIZE = 256
+REFERENCE_INNER = 64
+
+
+# ---------------------------------------------------------------- machine description
+
+def parse_cpuinfo(text: str) -> tuple[str, frozenset[str]]:
+    """(model name, flags) of the first processor listed in a /proc/cpuinfo text."""
+    model, flags = "", frozenset()
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        key = key.strip()
+        if key == "model name" and not model:
+            model = value.strip()
+        elif key == "flags" and not flags:
+            flags = frozenset(value.split())
+        if model and flags:
+            break
+    return model, flags
+
+
+def _usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not on Linux: every core counts as usable
+        return os.cpu_count() or 1
+
+
+def _torch_threads() -> int | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    return int(torch.get_num_threads())
+
+
+def machine_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
+    """CPU model, the flags that matter, core counts and torch's thread count, as plain values."""
+    if cpuinfo_text is None:
+        cpuinfo_text = CPUINFO.read_text(errors="replace") if CPUINFO.is_file() else ""
+    model, flags = parse_cpuinfo(cpuinfo_text)
+    return {
+        "cpu_model": model or platform.processor() or platform.machine(),
+        **{f"cpu_{flag}": flag in flags for flag in CPU_FLAGS},
+        "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags),
+        "logical_cores": os.cpu_count() or 1,
+        "usable_cores": _usable_cores(),
+        "torch_threads": _torch_threads(),
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+    }
+
+
+def load_average() -> tuple[float, float, float]:
+    """1-, 5- and 15-minute load averages (NaN where the OS has none)."""
+    try:
+        return tuple(float(x) for x in os.getloadavg())  # type: ignore[return-value]
+    except (AttributeError, OSError):
+        nan = float("nan")
+        return (nan, nan, nan)
+
+
+# ---------------------------------------------------------------- measurements
+
+def _median_time(fn: Callable[[], Any], repeats: int, budget_s: float) -> float:
+    """Median wall time of fn over `repeats` calls, stopping early (after at least 3) past budget_s."""
+    fn()  # warm-up: first-call allocation and thread-pool start are not the machine's speed
+    times: list[float] = []
+    started = time.perf_counter()
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        if len(times) >= 3 and time.perf_counter() - started > budget_s:
+            break
+    return statistics.median(times)
+
+
+def reference_workload(budget_s: float = 0.5, repeats: int = 7, size: int = REFERENCE_SIZE,
+                       inner: int = REFERENCE_INNER) -> float:
+    """Median seconds of one fixed block (`inner` float32 size^3 matmuls) on torch's current threads."""
+    import torch
+
+    gen = torch.Generator().manual_seed(0)
+    a = torch.randn(size, size, generator=gen)
+    b = torch.randn(size, size, generator=gen)
+    out = torch.empty(size, size)
+
+    def block() -> None:
+        for _ in range(inner):
+            torch.mm(a, b, out=out)
+
+    with torch.inference_mode():
+        return _median_time(block, repeats, budget_s)
+
+
+def stream_bandwidth(megabytes: int = 256, repeats: int = 4) -> float:
+    """GB/s of a stream-like copy (read one array, write another), best of `repeats`.
+
+    Counted as STREAM counts copy: 2 x array bytes per pass (one read, one write)."""
+    import numpy as np
+
+    if megabytes < 1:
+        raise ParamsError(f"stream_bandwidth: megabytes must be >= 1, got {megabytes}")
+    count = megabytes * 2 ** 20 // 8
+    src = np.ones(count, dtype=np.float64)
+    dst = np.empty_like(src)
+    np.copyto(dst, src)  # fault the pages in before timing
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return 2 * src.nbytes / best / 1e9
+
+
+@dataclass(frozen=True)
+class MatmulThroughput:
+    dtype: str
+    size: int          # the (size x size) @ (size x size) product actually timed
+    gflops: float
+
+
+def matmul_throughput(dtype: str = "float32", size: int = 1024, budget_s: float = 1.0,
+                      repeats: int = 3) -> MatmulThroughput:
+    """GFLOP/s of a square matmul in `dtype`; the size shrinks (by halves, down to 64) until one
+    product fits a tenth of the budget, because bf16 on a CPU without AVX-512 bf16 is emulated and
+    can be 100x slower than float32."""
+    import torch
+
+    if dtype not in ("float32", "bfloat16"):
+        raise ParamsError(f"matmul_throughput: dtype must be float32 or bfloat16, got {dtype!r}")
+    dt = getattr(torch, dtype)
+    probe = torch.randn(128, 128, dtype=dt)
+    torch.mm(probe, probe)  # the first call pays for kernel selection and thread start-up
+    probes = []
+    for _ in range(3):  # best of 3: one descheduled probe must not shrink the product for nothing
+        t0 = time.perf_counter()
+        torch.mm(probe, probe)
+        probes.append(time.perf_counter() - t0)
+    per_flop = min(probes) / (2 * 128 ** 3)
+    while size > 64 and per_flop * 2 * size ** 3 > budget_s / 10:
+        size //= 2
+    a = torch.randn(size, size, dtype=dt)
+    b = torch.randn(size, size, dtype=dt)
+    with torch.inference_mode():
+        seconds = _median_time(lambda: torch.mm(a, b), repeats, budget_s)
+    return MatmulThroughput(dtype, size, 2 * size ** 3 / seconds / 1e9)
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """The two ceilings of this machine: streamed bytes/s and matmul FLOP/s."""
+
+    stream_gbps: float
+    matmul_f32_gflops: float
+    matmul_f32_size: int
+    matmul_bf16_gflops: float
+    matmul_bf16_size: int
+
+    @property
+    def ridge_flops_per_byte(self) -> float:
+        """Arithmetic intensity above which float32 work is compute-bound here."""
+        return self.matmul_f32_gflops / self.stream_gbps
+
+
+def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
+    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
+
+    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
+    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
+    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). The ratio
+    is N while prefill stays memory-bound and saturates at the machine's ridge point times
+    bytes_per_param / 2 beyond it -- about 12 on a 2-core CPU in float32, about 200+ on an H200 in bf16,
+    which is why CPU ratios flatten at small N where GPU ratios keep growing."""
+    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
+        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
+                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
+    ridge = gflops / stream_gbps  # FLOP per byte
+    return min(float(n), ridge * bytes_per_param / 2)
+
+
+def roofline(stream_megabytes: int = 256, matmul_size: int = 1024, budget_s: float = 1.0) -> Roofline:
+    f32 = matmul_throughput("float32", matmul_size, budget_s)
+    bf16 = matmul_throughput("bfloat16", matmul_size, budget_s)
+    return Roofline(stream_bandwidth(stream_megabytes), f32.gflops, f32.size, bf16.gflops, bf16.size)
+
+
+# ---------------------------------------------------------------- drift and run environment
+
+@dataclass(frozen=True)
+class Drift:
+    """How much the reference workload moved over a run.
+
+    drift = max/min - 1 over every reference sample of the run (start, between parts, end): a
+    slowdown in the middle of a run counts even when the end is as fast as the start."""
+
+    reference_start_s: float
+    reference_end_s: float
+    reference_min_s: float
+    reference_max_s: float
+    samples: int
+    drift: float
+    threshold: float
+    noisy: bool
+
+    @classmethod
+    def of(cls, samples: list[float] | tuple[float, ...], threshold: float = DEFAULT_NOISY_DRIFT) -> "Drift":
+        check_threshold(threshold)
+        if len(samples) < 2:
+            raise ParamsError(f"drift needs a reference sample at the start and the end, got {len(samples)}")
+        if any(not s > 0 for s in samples):
+            raise ParamsError(f"reference workload times must be > 0 s, got {list(samples)}")
+        low, high = min(samples), max(samples)
+        drift = high / low - 1.0
+        return cls(samples[0], samples[-1], low, high, len(samples), drift, threshold, drift > threshold)
+
+
+def check_threshold(threshold: float) -> float:
+    if not isinstance(threshold, (int, float)) or not 0 < threshold:
+        raise ParamsError(f"timing.noisy_drift must be a share > 0 (0.15 = 15%), got {threshold!r}")
+    return float(threshold)
+
+
+@dataclass(frozen=True)
+class RunEnvironment:
+    """The machine and its state over one measured run (JSON via to_json, flat via columns)."""
+
+    run_id: str
+    started_at: float      # unix seconds
+    ended_at: float
+    machine: dict[str, Any]
+    load_before: tuple[float, float, float]
+    load_after: tuple[float, float, float]
+    reference_samples_s: tuple[float, ...]
+    drift: Drift
+    roofline: Roofline | None = None
+
+    @property
+    def noisy(self) -> bool:
+        return self.drift.noisy
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["noisy"] = self.noisy
+        out["load_before"], out["load_after"] = list(self.load_before), list(self.load_after)
+        out["reference_samples_s"] = list(self.reference_samples_s)
+        if self.roofline is not None:
+            out["roofline"]["ridge_flops_per_byte"] = self.roofline.ridge_flops_per_byte
+        return out
+
+    def columns(self) -> dict[str, Any]:
+        """Flat scalar columns (for a parquet file beside the timings)."""
+        flat = {"run_id": self.run_id, **self.machine,
+                "load1_before": self.load_before[0], "load1_after": self.load_after[0],
+                "reference_start_s": self.drift.reference_start_s, "reference_end_s": self.drift.reference_end_s,
+                "reference_drift": self.drift.drift, "noisy_drift": self.drift.threshold, "noisy": self.noisy}
+        if self.roofline is not None:
+            flat.update({f"roofline_{k}": v for k, v in asdict(self.roofline).items()})
+        return flat
+
+
+@dataclass
+class EnvironmentRecorder:
+    """Samples load and the reference workload at start(), at each sample() and at end().
+
+    `reference` and `load` are injectable so the noisy logic can be tested with known timings."""
+
+    threshold: float = DEFAULT_NOISY_DRIFT
+    reference: Callable[[], float] = reference_workload
+    load: Callable[[], tuple[float, float, float]] = load_average
+    measure_roofline: bool = False
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    samples: list[float] = field(default_factory=list)
+    _started_at: float | None = None
+    _load_before: tuple[float, float, float] | None = None
+    _roofline: Roofline | None = None
+
+    def start(self) -> float:
+        check_threshold(self.threshold)
+        self._started_at = time.time()
+        self._load_before = self.load()
+        if self.measure_roofline:  # before the first reference sample, so its heat is in every sample
+            self._roofline = roofline()
+        return self.sample()
+
+    def sample(self) -> float:
+        """One reference measurement; returns its seconds (the last one is the next part's 'before')."""
+        seconds = float(self.reference())
+        self.samples.append(seconds)
+        return seconds
+
+    @property
+    def last(self) -> float:
+        if not self.samples:
+            raise ParamsError("EnvironmentRecorder: start() was not called")
+        return self.samples[-1]
+
+    def end(self) -> RunEnvironment:
+        """Take the closing reference sample and return the whole run's environment."""
+        self.sample()
+        return self.snapshot()
+
+    def snapshot(self) -> RunEnvironment:
+        """The run so far (the last sample counts as its end), e.g. to save after every part."""
+        if self._started_at is None or self._load_before is None:
+            raise ParamsError("EnvironmentRecorder: start() was not called")
+        return RunEnvironment(
+            run_id=self.run_id, started_at=self._started_at, ended_at=time.time(), machine=machine_info(),
+            load_before=self._load_before, load_after=self.load(),
+            reference_samples_s=tuple(self.samples), drift=Drift.of(self.samples, self.threshold),
+            roofline=self._roofline,
+        )
+
+
+def run_environment_start(threshold: float = DEFAULT_NOISY_DRIFT, measure_roofline: bool = False) -> EnvironmentRecorder:
+    """Start recording (load average, reference workload); pass the result to run_environment_end."""
+    recorder = EnvironmentRecorder(threshold=threshold, measure_roofline=measure_roofline)
+    recorder.start()
+    return recorder
+
+
+def run_environment_end(recorder: EnvironmentRecorder) -> RunEnvironment:
+    return recorder.end()

@@ -1,0 +1,194 @@
+"""Machine description, reference workload and drift, and the interleaving/pairing helpers."""
+
+import json
+import math
+from collections import Counter
+
+import polars as pl
+import pytest
+
+from analysis.errors import ParamsError
+from kernels_profile.interleave import (
+    TimingError, interleaved_order, paired_ratios, ratio_pairs, williams_rows,
+)
+from kernels_profile.machine import (
+    CPU_FLAGS, Drift, EnvironmentRecorder, copy_speedup_ceiling, machine_info, matmul_throughput, parse_cpuinfo,
+    reference_workload, stream_bandwidth,
+)
+
+CPUINFO = """processor\t: 0
+vendor_id\t: GenuineIntel
+model name\t: Intel(R) Xeon(R) Platinum 8480+
+flags\t\t: fpu sse2 avx2 avx512f avx512_bf16 amx_tile
+processor\t: 1
+model name\t: something else
+flags\t\t: fpu
+"""
+
+
+# ---------------------------------------------------------------- machine
+
+def test_cpuinfo_flags_that_matter_are_read_from_the_first_processor():
+    model, flags = parse_cpuinfo(CPUINFO)
+    assert model == "Intel(R) Xeon(R) Platinum 8480+"
+    info = machine_info(CPUINFO)
+    assert info["cpu_model"] == model
+    assert info["cpu_avx2"] and info["cpu_avx512f"] and info["cpu_avx512_bf16"] and info["cpu_amx_tile"]
+    assert info["cpu_amx_bf16"] is False
+    assert info["cpu_flags"] == "avx2 avx512f avx512_bf16 amx_tile"
+
+
+def test_machine_info_of_this_machine_is_plain_json():
+    info = machine_info()
+    assert {f"cpu_{f}" for f in CPU_FLAGS} <= set(info)
+    assert info["logical_cores"] >= info["usable_cores"] >= 1
+    assert info["torch_threads"] >= 1
+    assert json.loads(json.dumps(info)) == info
+
+
+def test_measurements_are_positive_and_bounded():
+    seconds = reference_workload(budget_s=0.01, repeats=3, size=64, inner=4)
+    assert 0 < seconds < 5
+    assert stream_bandwidth(megabytes=4, repeats=2) > 0
+    with pytest.raises(ParamsError, match="megabytes"):
+        stream_bandwidth(megabytes=0)
+
+
+def test_matmul_size_shrinks_to_fit_the_budget():
+    tight = matmul_throughput("float32", size=1024, budget_s=1e-9, repeats=3)
+    assert tight.size == 64 and tight.gflops > 0
+    with pytest.raises(ParamsError, match="float32 or bfloat16"):
+        matmul_throughput("float16")
+
+
+def test_copy_ceiling_is_n_until_the_ridge_then_flat():
+    # ridge 6 FLOP/byte, float32 weights (4 bytes): decode intensity 0.5, prefill N x 0.5
+    ceiling = [copy_speedup_ceiling(n, stream_gbps=25.0, gflops=150.0, bytes_per_param=4) for n in (1, 8, 12, 64, 512)]
+    assert ceiling == [1.0, 8.0, 12.0, 12.0, 12.0]
+    assert copy_speedup_ceiling(512, 4800.0, 989_000.0, 2) > 200  # an H200 in bf16
+    with pytest.raises(ParamsError, match="positive"):
+        copy_speedup_ceiling(8, 0.0, 1.0, 4)
+
+
+# ---------------------------------------------------------------- drift
+
+@pytest.mark.parametrize(
+    "samples, threshold, drift, noisy",
+    [
+        ([1.0, 1.1], 0.15, 0.1, False),
+        ([1.0, 1.2], 0.15, 0.2, True),
+        ([1.2, 1.0], 0.15, 0.2, True),          # a speed-up is as much a change as a slow-down
+        ([1.0, 1.5, 1.0], 0.15, 0.5, True),     # the middle counts though the end equals the start
+        ([1.0, 1.5, 1.0], 0.6, 0.5, False),
+    ],
+)
+def test_drift_marks_noisy_above_the_threshold(samples, threshold, drift, noisy):
+    record = Drift.of(samples, threshold)
+    assert math.isclose(record.drift, drift)
+    assert record.noisy is noisy
+    assert (record.reference_start_s, record.reference_end_s) == (samples[0], samples[-1])
+
+
+@pytest.mark.parametrize("samples, threshold, fragment", [
+    ([1.0], 0.15, "start and the end"), ([1.0, 0.0], 0.15, "> 0 s"), ([1.0, 1.0], -0.1, "noisy_drift"),
+])
+def test_drift_rejects_bad_input(samples, threshold, fragment):
+    with pytest.raises(ParamsError, match=fragment):
+        Drift.of(samples, threshold)
+
+
+def test_recorder_with_injected_timings():
+    times = iter([1.0, 1.05, 1.3])
+    loads = iter([(0.5, 0.4, 0.3), (2.5, 1.0, 0.5)])
+    recorder = EnvironmentRecorder(threshold=0.2, reference=lambda: next(times), load=lambda: next(loads))
+    assert recorder.start() == 1.0
+    assert recorder.sample() == 1.05
+    env = recorder.end()
+    assert env.reference_samples_s == (1.0, 1.05, 1.3)
+    assert env.noisy and math.isclose(env.drift.drift, 0.3)
+    assert env.load_before[0] == 0.5 and env.load_after[0] == 2.5
+    blob = json.loads(json.dumps(env.to_json()))
+    assert blob["noisy"] is True and blob["run_id"] == env.run_id
+    columns = env.columns()
+    assert columns["load1_after"] == 2.5 and columns["noisy"] is True
+    assert all(not isinstance(v, (dict, list, tuple)) for v in columns.values())
+
+
+def test_recorder_end_before_start_is_an_error():
+    with pytest.raises(ParamsError, match="start"):
+        EnvironmentRecorder(reference=lambda: 1.0).end()
+
+
+# ---------------------------------------------------------------- interleaving
+
+def test_two_methods_alternate_and_the_seed_decides_who_starts():
+    starts = set()
+    for seed in range(8):
+        order = interleaved_order(["ar", "prefill"], 6, seed)
+        assert all(sorted(row) == ["ar", "prefill"] for row in order)
+        assert all(order[r][0] != order[r + 1][0] for r in range(5))
+        assert order == interleaved_order(["ar", "prefill"], 6, seed)
+        starts.add(order[0][0])
+    assert starts == {"ar", "prefill"}
+
+
+@pytest.mark.parametrize("methods", [["ar", "pld", "line", "token"], ["a", "b", "c"]])
+def test_williams_order_balances_position_and_carry_over(methods):
+    rows = len(williams_rows(len(methods)))
+    order = interleaved_order(methods, rows, seed="e2e/case-1")
+    for position in range(len(methods)):
+        assert Counter(row[position] for row in order) == Counter({m: rows // len(methods) for m in methods})
+    follows = Counter((row[i], row[i + 1]) for row in order for i in range(len(methods) - 1))
+    assert len(follows) == len(methods) * (len(methods) - 1)
+    assert len(set(follows.values())) == 1
+
+
+def test_more_repeats_extend_the_schedule_without_changing_it():
+    short = interleaved_order(["ar", "pld", "line", "token"], 3, 7)
+    assert interleaved_order(["ar", "pld", "line", "token"], 9, 7)[:3] == short
+    assert any(interleaved_order(["ar", "pld", "line", "token"], 3, s) != short for s in range(8, 12))
+
+
+@pytest.mark.parametrize("methods, repeats", [([], 2), (["ar", "ar"], 2), (["ar"], -1)])
+def test_bad_orders_are_params_errors(methods, repeats):
+    with pytest.raises(ParamsError):
+        interleaved_order(methods, repeats, 0)
+
+
+# ---------------------------------------------------------------- per-pair ratios
+
+def _records(ar, other, method="line", case="c1"):
+    rows = [{"case_id": case, "method": "ar", "repeat": r, "seconds": s} for r, s in enumerate(ar)]
+    return rows + [{"case_id": case, "method": method, "repeat": r, "seconds": s} for r, s in enumerate(other)]
+
+
+def test_ratios_are_taken_within_each_repeat():
+    ar, line = [2.0, 30.0, 200.0], [1.0, 10.0, 100.0]
+    pairs = ratio_pairs(_records(ar, line), "ar", keys=["case_id"])
+    assert pairs["ratio"].to_list() == [a / b for a, b in zip(ar, line)]
+    summary = paired_ratios(_records(ar, line), "ar", keys=["case_id"]).row(0, named=True)
+    per_pair = sorted(a / b for a, b in zip(ar, line))
+    assert summary["ratio_median"] == per_pair[1]
+    assert summary["ratio_median"] != sorted(ar)[1] / sorted(line)[1]  # not a ratio of medians
+    assert summary["pairs"] == 3
+    assert math.isclose(summary["ratio_iqr"], summary["ratio_q75"] - summary["ratio_q25"])
+
+
+def test_ratios_group_by_keys_and_methods():
+    records = _records([2.0, 4.0], [1.0, 1.0], case="a") + _records([9.0, 9.0], [3.0, 3.0], case="b")
+    records += [{"case_id": c, "method": "pld", "repeat": r, "seconds": 1.0} for c in "ab" for r in range(2)]
+    summary = paired_ratios(pl.DataFrame(records), "ar", keys=["case_id"])
+    got = {(r["case_id"], r["method"]): r["ratio_median"] for r in summary.iter_rows(named=True)}
+    assert got == {("a", "line"): 3.0, ("a", "pld"): 3.0, ("b", "line"): 3.0, ("b", "pld"): 9.0}
+
+
+@pytest.mark.parametrize("records, fragment", [
+    (_records([1.0, 2.0], [1.0]), "without every method"),
+    (_records([1.0], [1.0]) + _records([1.0], [1.0]), "more than one time"),
+    (_records([1.0], [0.0]), "> 0 s"),
+    ([{"method": "line", "repeat": 0, "seconds": 1.0}], "baseline method 'ar'"),
+    ([{"method": "ar", "seconds": 1.0}], "missing \\['repeat'\\]"),
+])
+def test_unpairable_records_are_timing_errors(records, fragment):
+    with pytest.raises(TimingError, match=fragment):
+        ratio_pairs(records, "ar", keys=["case_id"] if "case_id" in records[0] else [])

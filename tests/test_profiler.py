@@ -1,0 +1,237 @@
+"""The profiler's pairs: alternating seeded order, per-pair ratios, hashed verified checkpoints, and
+the environment recorded beside the timings (tiny random model, injected reference timings)."""
+
+import json
+import shutil
+from dataclasses import replace
+from itertools import count
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+pytest.importorskip("torch")
+
+from kernels_profile import profiler  # noqa: E402
+from kernels_profile.profiler import (  # noqa: E402
+    PAIR_SCHEMA, RAW_SCHEMA, ProfileSpec, environment_path, paired_kernel_ratios, pair_order,
+    profile_run, read_environment, write_profile,
+)
+
+SPEC = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),
+                   baselines=("eager", "static"), repeats=3, warmup=0, roofline=False, order_seed=0)
+PAIRS = len(SPEC.contexts) * len(SPEC.baselines) * SPEC.repeats
+
+
+def steady(seconds=0.01):
+    return lambda: seconds
+
+
+def quiet_load():
+    return (0.5, 0.5, 0.5)
+
+
+def run(spec, root, reference=None, messages=None):
+    log = messages.append if messages is not None else (lambda m: None)
+    return profile_run(spec, root, progress=False, reference=reference or steady(), load=quiet_load, log=log)
+
+
+def pair_files(root: Path) -> dict[str, int]:
+    return {p.name: p.stat().st_mtime_ns for p in root.glob("*.parquet")}
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    root = tmp_path_factory.mktemp("pairs")
+    return root, run(SPEC, root)
+
+
+def copy_of(measured, tmp_path) -> Path:
+    root = tmp_path / "ck"
+    shutil.copytree(measured[0], root)
+    return root
+
+
+# ---------------------------------------------------------------- order and pairing
+
+def test_every_pair_holds_both_methods_in_its_seeded_alternating_order(measured):
+    _, result = measured
+    raw = result.raw
+    assert raw.height == PAIRS * 2 * len(SPEC.ns)
+    assert set(RAW_SCHEMA) | set(PAIR_SCHEMA) <= set(raw.columns)
+    firsts = {}
+    for (pair_id,), rows in raw.group_by(["pair_id"]):
+        model, context, baseline, repeat = pair_id.split("/")
+        order = pair_order(SPEC, model, int(context[1:]), baseline, int(repeat[1:]))
+        got = {m: rows.filter(pl.col("method") == m)["order_index"].unique().to_list() for m in ("ar", "prefill")}
+        assert got == {"ar": [order.index("ar")], "prefill": [order.index("prefill")]}
+        assert rows.filter(pl.col("method") == "prefill")["pair_baseline"].unique().to_list() == [baseline]
+        firsts[(context, baseline, int(repeat[1:]))] = order[0]
+    for context in ("c0", "c8"):
+        for baseline in SPEC.baselines:
+            sequence = [firsts[(context, baseline, r)] for r in range(SPEC.repeats)]
+            assert all(a != b for a, b in zip(sequence, sequence[1:])), sequence
+
+
+def test_order_is_seed_deterministic():
+    orders = lambda spec: [pair_order(spec, "m", 0, b, r) for b in ("eager", "static") for r in range(4)]
+    assert orders(SPEC) == orders(replace(SPEC))
+    assert any(orders(replace(SPEC, order_seed=s)) != orders(SPEC) for s in range(1, 6))
+
+
+def test_ratios_pair_the_ar_run_with_the_prefill_of_its_own_pair(measured):
+    raw = measured[1].raw
+    ratios = paired_kernel_ratios(raw)
+    assert ratios.height == raw.filter(pl.col("method") == "ar").height
+    for row in ratios.sample(5, seed=0).iter_rows(named=True):
+        pair_id = f"{row['model']}/c{row['context']}/{row['baseline']}/r{row['repeat']}"
+        same = raw.filter((pl.col("pair_id") == pair_id) & (pl.col("n") == row["n"]))
+        t_ar = same.filter(pl.col("method") == "ar")["seconds"].item()
+        t_prefill = same.filter(pl.col("method") == "prefill")["seconds"].item()
+        assert row["ratio"] == t_ar / t_prefill
+
+
+def test_old_raw_files_without_pairs_still_pair_on_the_repeat(measured):
+    raw = measured[1].raw
+    old = raw.filter((pl.col("method") == "ar") | (pl.col("pair_baseline") == "eager")).select(list(RAW_SCHEMA))
+    ratios = paired_kernel_ratios(old)
+    assert ratios.height == old.filter(pl.col("method") == "ar").height
+
+
+def test_separate_mode_interleaves_per_n(tmp_path):
+    spec = replace(SPEC, contexts=(4,), baselines=("eager",), repeats=2, ar_mode="separate")
+    raw = run(spec, tmp_path).raw
+    for (pair_id,), rows in raw.group_by(["pair_id"]):
+        order = pair_order(spec, "tiny-qwen2", 4, "eager", int(pair_id.rsplit("/r", 1)[1]))
+        assert rows.filter(pl.col("method") == "ar")["order_index"].unique().to_list() == [order.index("ar")]
+    assert raw.height == 2 * 2 * len(spec.ns)
+
+
+# ---------------------------------------------------------------- checkpoints
+
+def test_a_second_run_measures_nothing(measured, tmp_path):
+    root = copy_of(measured, tmp_path)
+    before = pair_files(root)
+    again = run(SPEC, root, reference=lambda: pytest.fail("nothing should be measured"))
+    assert pair_files(root) == before
+    assert again.raw.equals(measured[1].raw)
+
+
+@pytest.mark.parametrize("change", [{"seed": 1}, {"order_seed": 3}, {"warmup": 1}, {"ns": (1, 2, 3)}])
+def test_a_field_that_matters_remeasures_every_pair(measured, tmp_path, change):
+    root = copy_of(measured, tmp_path)
+    before = set(pair_files(root))
+    again = run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1, **change), root)
+    assert not set(again.raw["checkpoint_key"].to_list()) & set(measured[1].raw["checkpoint_key"].to_list())
+    assert len(set(pair_files(root)) - before) == 1
+
+
+def test_another_torch_version_remeasures(measured, tmp_path, monkeypatch):
+    root = copy_of(measured, tmp_path)
+    real = profiler.software_fingerprint
+    monkeypatch.setattr(profiler, "software_fingerprint", lambda: {**real(), "torch": "0.0-other"})
+    before = set(pair_files(root))
+    run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
+    assert len(set(pair_files(root)) - before) == 1
+
+
+def test_a_changed_model_config_remeasures(measured, tmp_path, monkeypatch):
+    root = copy_of(measured, tmp_path)
+    real = profiler.published_config
+    monkeypatch.setattr(profiler, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
+    before = set(pair_files(root))
+    run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
+    assert len(set(pair_files(root)) - before) == 1
+
+
+def test_unrelated_fields_reuse_every_pair(measured, tmp_path):
+    root = copy_of(measured, tmp_path)
+    before = pair_files(root)
+    fewer = replace(SPEC, contexts=(8,), repeats=2, noisy_drift=0.5, reference_budget_s=0.1, roofline=True)
+    again = run(fewer, root, reference=lambda: pytest.fail("nothing should be measured"))
+    assert pair_files(root) == before
+    assert again.raw.height == len(SPEC.baselines) * 2 * 2 * len(SPEC.ns)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "fewer_rows", "other_key"])
+def test_a_damaged_checkpoint_is_discarded_and_measured_again(measured, tmp_path, damage):
+    root = copy_of(measured, tmp_path)
+    victim = sorted(root.glob("tiny-qwen2-c8-static-r1-*.parquet"))[0]
+    if damage == "truncate":
+        victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
+    elif damage == "garbage":
+        victim.write_bytes(b"not a parquet file")
+    elif damage == "fewer_rows":
+        pl.read_parquet(victim).head(2).write_parquet(victim)
+    else:
+        pl.read_parquet(victim).with_columns(checkpoint_key=pl.lit("0" * 16)).write_parquet(victim)
+    before = pair_files(root)
+    messages = []
+    again = run(SPEC, root, messages=messages)
+    assert len(messages) == 1 and str(victim) in messages[0] and "measuring it again" in messages[0]
+    after = pair_files(root)
+    assert after[victim.name] != before[victim.name]
+    assert {k: v for k, v in after.items() if k != victim.name} == {k: v for k, v in before.items() if k != victim.name}
+    assert pl.read_parquet(victim).height == 2 * len(SPEC.ns)
+    assert again.raw.height == measured[1].raw.height
+    assert not list(root.glob(".*.tmp"))
+
+
+# ---------------------------------------------------------------- environment and noisy flags
+
+def test_environment_sidecar_is_written_beside_the_raw_file(measured, tmp_path):
+    result = measured[1]
+    out = tmp_path / "kernels" / "raw.parquet"
+    sidecar = write_profile(result, out)
+    assert sidecar == environment_path(out) == tmp_path / "kernels" / "raw.environment.json"
+    assert pl.read_parquet(out).equals(result.raw)
+    env = read_environment(out)
+    assert env == json.loads(sidecar.read_text())
+    assert env["machine"]["logical_cores"] >= 1 and "cpu_avx512_bf16" in env["machine"]
+    assert [r["run_id"] for r in env["runs"]] == sorted(set(result.raw["run_id"].to_list()))
+    run_record = env["runs"][0]
+    assert run_record["load_before"] == [0.5, 0.5, 0.5]
+    assert len(run_record["reference_samples_s"]) == PAIRS + len(SPEC.contexts) + 2
+    assert env["pairs"] == PAIRS and env["noisy"] is False and env["noisy_pairs"] == []
+    assert (result.raw["ref_before_s"] > 0).all() and (result.raw["load1_before"] == 0.5).all()
+    assert read_environment(tmp_path / "nowhere.parquet") is None
+
+
+def test_a_drifting_reference_marks_its_pair_and_the_run_noisy(tmp_path):
+    spec = replace(SPEC, contexts=(0,), baselines=("eager",), repeats=3)
+    calls = count()
+    # start, after warm-up, then one sample after each pair: the second pair runs while the
+    # reference workload slows from 1.0 to 1.3 s (30%).
+    samples = [1.0, 1.0, 1.0, 1.3, 1.3, 1.3]
+    result = run(spec, tmp_path, reference=lambda: samples[next(calls)])
+    flags = result.raw.group_by("repeat").agg(pl.col("noisy").first(), pl.col("ref_drift").first()).sort("repeat")
+    assert flags["noisy"].to_list() == [False, True, False]
+    assert result.environment["noisy"] is True
+    assert result.environment["noisy_pairs"] == ["tiny-qwen2/c0/eager/r1"]
+    assert result.environment["runs"][0]["noisy"] is True
+    # a looser threshold re-judges the same timings without measuring again
+    loose = run(replace(spec, noisy_drift=0.5), tmp_path, reference=lambda: pytest.fail("re-measured"))
+    assert not loose.raw["noisy"].any() and loose.environment["noisy"] is False
+    assert loose.raw["seconds"].equals(result.raw["seconds"])
+
+
+def test_a_missing_run_record_is_reported_not_skipped(tmp_path):
+    spec = replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1)
+    run(spec, tmp_path)
+    for path in tmp_path.glob("run-*.json"):
+        path.unlink()
+    messages = []
+    env = run(spec, tmp_path, messages=messages).environment
+    assert env["runs"][0]["missing"] and env["runs"][0]["noisy"] is None
+    assert any("not found" in m for m in messages)
+
+
+def test_load_checkpoint_serves_other_checkpoints(tmp_path):
+    path = tmp_path / "case.parquet"
+    frame = pl.DataFrame({"method": ["ar", "cad_line"], "seconds": [2.0, 1.0], "checkpoint_key": ["k1", "k1"]})
+    frame.write_parquet(path)
+    columns = {"method": pl.String}
+    assert profiler.load_checkpoint(path, "k1", 2, columns=columns).equals(frame)
+    messages = []
+    assert profiler.load_checkpoint(path, "k2", 2, messages.append, columns=columns) is None
+    assert not path.exists() and "expected k2" in messages[0]

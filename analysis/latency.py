@@ -98,12 +98,29 @@ def summarize(raw: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
+    """One row per AR timing with the prefill timing of its own pair: t_ar, t_prefill, ratio.
+
+    Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
+    every baseline; they pair on the repeat alone, as before."""
+    keys = ["model", "weights", "dtype", "device", "context", "n"]
+    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
+    prefill = raw.filter(pl.col("method") == "prefill")
+    if "pair_baseline" in raw.columns:
+        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), "repeat",
+                                         pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["baseline", "repeat"], "1:1"
+    else:
+        prefill = prefill.select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["repeat"], "m:1"
+    return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
+        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "repeat"])
+
+
 def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
     """One row per (model, dtype, device, c, N, AR baseline), plus which baseline is strongest."""
     keys = GROUP + ["context", "n"]
-    prefill = raw.filter(pl.col("method") == "prefill").select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
-    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
-    paired = ar.join(prefill, on=keys + ["repeat"], how="inner").with_columns(ratio=pl.col("t_ar") / pl.col("t_prefill"))
+    paired = paired_kernel_ratios(raw)
     table = (
         paired.group_by(keys + ["baseline"])
         .agg(

@@ -27,7 +27,6 @@ from analysis.program import Copy, Gen, Op, Program, merge_adjacent
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText
 
-
 # ---------------------------------------------------------------- line level: Myers' diff
 
 def myers_matches(a: list, b: list) -> list[tuple[int, int]]:

@@ -147,9 +147,9 @@ def case_view(case_id: str, framing: str, level: str) -> dict:
     """Input, gold, oracle program and its spans (with per-span cost from the bound's latency model)."""
     import html
 
+    from analysis.layout import CASES, PROGRAMS, SPANS
     from analysis.program import Copy, parse
     from analysis.resolver import resolve
-    from analysis.layout import CASES, PROGRAMS, SPANS
     from analysis.tokenization import load_tokenizer
 
     cases = pl.read_parquet(CASES)

@@ -49,26 +49,39 @@ def prompt_ids(hf_tok, source: str, instruction: str) -> list[int]:
     return hf_tok(text, add_special_tokens=False)["input_ids"]
 
 
-def prefill_curve(lm, grid: tuple[int, ...], context: int, repeats: int) -> dict:
-    """T_prefill(N) on this model at this context, fitted like the kernel profile's prefill."""
-    from kernels_profile.latency import PREFILL_TERMS, fit_curve, prefill_design
+def latency_curve(lm, grid: tuple[int, ...], ar_steps: int, context: int, repeats: int) -> dict:
+    """T_prefill(N) over `grid` and T_ar(N) for N = 1..ar_steps, on this model at this context, measured
+    in the same run as the cases (medians over repeats). The e2e prediction is composed from these
+    alone, never from a case's own measured AR time."""
     from kernels_profile.profiler import CacheBench
 
-    bench = CacheBench(lm, context, max(grid), seed=0)
+    bench = CacheBench(lm, context, max(max(grid), ar_steps), seed=0)
     for n in grid:
         bench.prefill(n)  # warm-up
-    rows = [{"n": n, "context": context, "median": float(np.median([bench.prefill(n) for _ in range(repeats)]))} for n in grid]
-    fit = fit_curve(pl.DataFrame(rows), prefill_design, PREFILL_TERMS, [])
-    return {"terms": fit.terms, "r2": fit.r2, "points": rows}
+    bench.ar(min(ar_steps, 4), "eager")
+    prefill = [{"n": n, "context": context, "median": float(np.median([bench.prefill(n) for _ in range(repeats)]))}
+               for n in grid]
+    runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
+    ar = [{"n": n, "context": context, "median": float(np.median([r[n - 1] for r in runs]))}
+          for n in sorted({1, 2, 4, 8, 16, 32, ar_steps}) if n <= ar_steps]
+    return {"prefill": prefill, "ar": ar, "context": context}
 
 
-def predicted_speedup(segments, t_step: float, prefill_terms: dict, context: int) -> float:
-    from analysis.bounds import KernelModel
+def curve_model(curve: dict, name: str):
+    """The interpolated latency model (analysis.latency) of an e2e curve."""
+    from analysis.latency import FitOptions, ModelKey, fit_points
 
-    km = KernelModel(a=t_step, b=0.0, **prefill_terms)
-    gold = sum(len(s.ids) for s in segments)
-    cost = sum(float(km.t_prefill([len(s.ids)], context)[0]) if s.kind == "copy" else len(s.ids) * t_step for s in segments)
-    return gold * t_step / cost
+    key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
+    return fit_points(pl.DataFrame(curve["ar"]), pl.DataFrame(curve["prefill"]), key, FitOptions("interp"))
+
+
+def predicted_speedup(segments, model, context: int, prompt_tokens: int) -> float:
+    """The closed-form bound (analysis.bounds, ideal variant) of the executor's own segments."""
+    from analysis.bounds import CostSettings, SpanOp, case_cost
+
+    ops = [SpanOp(s.kind, len(s.ids), len(s.ids) if s.kind == "copy" else 0, 0) for s in segments]
+    settings = CostSettings(context_mode="fixed", context=context, extrapolate=True)
+    return case_cost(ops, model, settings, prompt_tokens=prompt_tokens).bound("ideal")
 
 
 @dataclass(frozen=True)

@@ -139,7 +139,6 @@ def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: 
 
 
 def build_smollm2(dtype: str = "float32", device: str = "cpu") -> LoadedModel:
-    import torch
     from transformers import AutoModelForCausalLM
 
     path = smollm2_gguf_path()

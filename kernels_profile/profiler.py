@@ -55,11 +55,22 @@ import polars as pl
 from analysis.errors import ParamsError
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.machine import (
-    DEFAULT_NOISY_DRIFT, Drift, EnvironmentRecorder, check_threshold, machine_info,
+    DEFAULT_NOISY_DRIFT,
+    Drift,
+    EnvironmentRecorder,
+    check_threshold,
+    machine_info,
     reference_workload,
 )
 from kernels_profile.models import (
-    DTYPES, SMOLLM2, LoadedModel, build_model, cache_kwarg, published_config, smollm2_gguf_path, torch_dtype,
+    DTYPES,
+    SMOLLM2,
+    LoadedModel,
+    build_model,
+    cache_kwarg,
+    published_config,
+    smollm2_gguf_path,
+    torch_dtype,
 )
 
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
@@ -654,20 +665,3 @@ def read_environment(raw_path: Path) -> dict[str, Any] | None:
 
 # ---------------------------------------------------------------- per-pair kernel ratios
 
-def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
-    """One row per AR timing with the prefill timing of its own pair: t_ar, t_prefill, ratio.
-
-    Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
-    every baseline; they pair on the repeat alone, as before."""
-    keys = ["model", "weights", "dtype", "device", "context", "n"]
-    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
-    prefill = raw.filter(pl.col("method") == "prefill")
-    if "pair_baseline" in raw.columns:
-        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), "repeat",
-                                         pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["baseline", "repeat"], "1:1"
-    else:
-        prefill = prefill.select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["repeat"], "m:1"
-    return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
-        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "repeat"])

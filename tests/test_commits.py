@@ -2,7 +2,6 @@ import hashlib
 import os
 import subprocess
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import pytest

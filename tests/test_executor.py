@@ -56,7 +56,13 @@ def test_lookup_draft():
 def test_measure_case_times_every_method_per_repeat_and_summarises(executor):
     import polars as pl
 
-    from kernels_profile.e2e import METHODS, PldSettings, losslessness, measure_case, speedup_summary
+    from kernels_profile.e2e import (
+        METHODS,
+        PldSettings,
+        losslessness,
+        measure_case,
+        speedup_summary,
+    )
 
     gold = encode("alpha\nbeta\nBETA\ngamma\n")
     segments = {

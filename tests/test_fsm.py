@@ -1,10 +1,10 @@
 """The grammar FSM accepts exactly what parse (plus the range check) accepts, at byte and token level."""
 
-import random
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
 from analysis.fsm import OPS, ProgramFSM

@@ -1,6 +1,5 @@
 """The profiler, its cache discipline, the latency fit and the correctness of copy-by-prefill."""
 
-from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -9,9 +8,14 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
+from analysis.latency import QuadraticAR, QuadraticPrefill, speedup_table, summarize  # noqa: E402
 from kernels_profile.equivalence import prefill_vs_steps  # noqa: E402
-from kernels_profile.latency import LatencyModel, fit_latency, speedup_table, summarize  # noqa: E402
-from kernels_profile.models import ModelError, build_model, known_models, published_config  # noqa: E402
+from kernels_profile.models import (  # noqa: E402
+    ModelError,
+    build_model,
+    known_models,
+    published_config,
+)
 from kernels_profile.profiler import CacheBench, ProfileSpec, profile  # noqa: E402
 
 
@@ -118,8 +122,9 @@ def test_profile_grid_shape_and_resume(tmp_path):
 
 
 def test_preset_shape_runs_on_cpu(tmp_path):
-    from analysis.params import load_params
     from conftest import ROOT
+
+    from analysis.params import load_params
     from kernels_profile.stages.profile import profile_spec
 
     params = load_params(ROOT / "params.yaml")
@@ -139,30 +144,15 @@ def test_preset_shape_runs_on_cpu(tmp_path):
 def synthetic_raw(a=2e-3, b=1e-6, p=(1e-3, 1e-4, 1e-8, 1e-7), noise=0.0, seed=0):
     rng = np.random.default_rng(seed)
     rows = []
-    model = LatencyModel({"a": a, "b": b}, dict(zip(("p0", "p1", "p2", "p3"), p)))
+    ar, prefill = QuadraticAR(a, b), QuadraticPrefill(*p)
     for c in (0, 256, 1024):
         for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
             for r in range(3):
                 jitter = 1 + noise * rng.standard_normal()
-                rows.append(("m", "random", "float32", "cpu", "ar", "eager", c, n, r, float(model.t_ar(n, c)) * jitter))
-                rows.append(("m", "random", "float32", "cpu", "prefill", "eager", c, n, r, float(model.t_prefill(n, c)) * jitter))
+                rows.append(("m", "random", "float32", "cpu", "ar", "eager", c, n, r, float(ar.evaluate(n, c)) * jitter))
+                rows.append(("m", "random", "float32", "cpu", "prefill", "eager", c, n, r, float(prefill.evaluate(n, c)) * jitter))
     return pl.DataFrame(rows, orient="row", schema=["model", "weights", "dtype", "device", "method", "baseline",
                                                     "context", "n", "repeat", "seconds"])
-
-
-def test_latency_fit_recovers_known_parameters():
-    fits = fit_latency(synthetic_raw(), holdout_ns=[4, 32, 256])
-    (fit,) = fits
-    assert fit["ar"]["terms"]["a"] == pytest.approx(2e-3, rel=1e-6)
-    assert fit["ar"]["terms"]["b"] == pytest.approx(1e-6, rel=1e-6)
-    assert fit["prefill"]["terms"]["p1"] == pytest.approx(1e-4, rel=1e-6)
-    assert fit["ar"]["r2"] > 0.999999 and fit["ar"]["holdout_max_rel_error"] < 1e-6
-
-
-def test_latency_fit_reports_noise_in_residuals():
-    (fit,) = fit_latency(synthetic_raw(noise=0.05, seed=3), holdout_ns=[4, 32, 256])
-    assert 0.0 < fit["prefill"]["max_rel_residual"] < 0.5
-    assert fit["ar"]["holdout_max_rel_error"] > 0
 
 
 def test_speedup_table_pairs_repeats_and_marks_the_strongest():
@@ -170,8 +160,8 @@ def test_speedup_table_pairs_repeats_and_marks_the_strongest():
     static = raw.filter(pl.col("method") == "ar").with_columns(baseline=pl.lit("static"), seconds=pl.col("seconds") * 0.5)
     table = speedup_table(pl.concat([raw, static]))
     row = table.filter((pl.col("n") == 64) & (pl.col("context") == 0) & (pl.col("baseline") == "static")).row(0, named=True)
-    model = LatencyModel({"a": 2e-3, "b": 1e-6}, {"p0": 1e-3, "p1": 1e-4, "p2": 1e-8, "p3": 1e-7})
-    assert row["speedup"] == pytest.approx(0.5 * model.t_ar(64, 0) / model.t_prefill(64, 0))
+    ar, prefill = QuadraticAR(2e-3, 1e-6), QuadraticPrefill(1e-3, 1e-4, 1e-8, 1e-7)
+    assert row["speedup"] == pytest.approx(0.5 * float(ar.evaluate(64, 0)) / float(prefill.evaluate(64, 0)))
     assert row["is_strongest"] and row["overhead_share"] == pytest.approx(0.5)
     assert summarize(raw)["repeats"].unique().to_list() == [3]
 

@@ -9,11 +9,22 @@ import pytest
 
 from analysis.errors import ParamsError
 from kernels_profile.interleave import (
-    TimingError, interleaved_order, paired_ratios, ratio_pairs, williams_rows,
+    TimingError,
+    interleaved_order,
+    paired_ratios,
+    ratio_pairs,
+    williams_rows,
 )
 from kernels_profile.machine import (
-    CPU_FLAGS, Drift, EnvironmentRecorder, copy_speedup_ceiling, machine_info, matmul_throughput, parse_cpuinfo,
-    reference_workload, stream_bandwidth,
+    CPU_FLAGS,
+    Drift,
+    EnvironmentRecorder,
+    copy_speedup_ceiling,
+    machine_info,
+    matmul_throughput,
+    parse_cpuinfo,
+    reference_workload,
+    stream_bandwidth,
 )
 
 CPUINFO = """processor\t: 0

@@ -3,12 +3,21 @@ import random
 import numpy as np
 import polars as pl
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis.errors import ParamsError, ProgramError
 from analysis.optimal import (
-    CostModel, OpDirectives, SweepCase, TokenizerDirectives, min_copy_sweep, optimal_line_program,
-    optimal_program, optimal_token_program, program_seconds, sweep_table,
+    CostModel,
+    OpDirectives,
+    SweepCase,
+    TokenizerDirectives,
+    min_copy_sweep,
+    optimal_line_program,
+    optimal_program,
+    optimal_token_program,
+    program_seconds,
+    sweep_table,
 )
 from analysis.oracle import line_oracle, token_oracle
 from analysis.program import Copy, Gen, Program, escape, parse, render, render_op

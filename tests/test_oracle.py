@@ -1,7 +1,8 @@
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
 from analysis.oracle import SuffixAutomaton, line_oracle, myers_matches, token_oracle

@@ -68,7 +68,14 @@ def test_bad_params():
 # ---------------------------------------------------------------- definitions, crossing, validation
 
 from analysis.perturb import (  # noqa: E402
-    DEFINITIONS, PAPER_EM, PerturbSettings, clip_span, crossing_rate, crossing_rates, perturb_settings, source_units,
+    DEFINITIONS,
+    PAPER_EM,
+    PerturbSettings,
+    clip_span,
+    crossing_rate,
+    crossing_rates,
+    perturb_settings,
+    source_units,
 )
 
 

@@ -1,7 +1,6 @@
 import ast
 import shutil
 from collections import Counter
-from dataclasses import replace
 
 import pytest
 

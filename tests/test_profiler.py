@@ -12,10 +12,17 @@ import pytest
 
 pytest.importorskip("torch")
 
+from analysis.latency import paired_kernel_ratios  # noqa: E402
 from kernels_profile import profiler  # noqa: E402
 from kernels_profile.profiler import (  # noqa: E402
-    PAIR_SCHEMA, RAW_SCHEMA, ProfileSpec, environment_path, paired_kernel_ratios, pair_order,
-    profile_run, read_environment, write_profile,
+    PAIR_SCHEMA,
+    RAW_SCHEMA,
+    ProfileSpec,
+    environment_path,
+    pair_order,
+    profile_run,
+    read_environment,
+    write_profile,
 )
 
 SPEC = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),

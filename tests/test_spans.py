@@ -1,9 +1,14 @@
-import numpy as np
 import polars as pl
 import pytest
 
 from analysis.oracle import line_oracle, token_oracle
-from analysis.spans import DirectiveCounter, coverage_table, per_case_coverage, program_spans, span_histogram
+from analysis.spans import (
+    DirectiveCounter,
+    coverage_table,
+    per_case_coverage,
+    program_spans,
+    span_histogram,
+)
 
 SOURCE = "def f(x):\n    y = x + 1\n\n\n    return y\n"
 TARGET = "def f(x):\n    y = x - 1\n\n\n    return y\n    # done\n"

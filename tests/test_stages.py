@@ -10,11 +10,11 @@ import sys
 import polars as pl
 import pytest
 import yaml
+from conftest import ROOT
 
 from analysis.cli import main
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
-from conftest import ROOT
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 

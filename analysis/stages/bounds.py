@@ -11,11 +11,24 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis import charts
-from analysis.bounds import CONTEXT_MODES, POOLED_BOOTSTRAPS, CostSettings, bounds_table, case_costs, repeat_costs
+from analysis.bounds import (
+    CONTEXT_MODES,
+    POOLED_BOOTSTRAPS,
+    CostSettings,
+    bounds_table,
+    case_costs,
+    repeat_costs,
+)
 from analysis.config import Bootstrap, Config, bootstrap_settings
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
-from analysis.latency import FORMS, LatencyModel, from_document, paper_model, select_model
+from analysis.latency import (
+    FORMS,
+    LatencyModel,
+    from_document,
+    paper_model,
+    select_model,
+)
 from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed

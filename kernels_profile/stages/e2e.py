@@ -63,6 +63,7 @@ class E2ESettings:
     constrained_cases: int
     constrained_max_new_tokens: int
     prefill_grid: tuple[int, ...]
+    ar_steps: int
     losslessness_tolerance: float
     lossless_cases: int
     mask_programs: int
@@ -112,6 +113,7 @@ def settings(cfg: Config) -> E2ESettings:
         constrained_cases=positive_int(p, "e2e.constrained.cases", minimum=0),
         constrained_max_new_tokens=positive_int(p, "e2e.constrained.max_new_tokens"),
         prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
+        ar_steps=positive_int(p, "e2e.ar_steps"),
         losslessness_tolerance=number(p, "e2e.losslessness_tolerance"),
         lossless_cases=positive_int(p, "e2e.lossless_cases", minimum=0),
         mask_programs=positive_int(p, "e2e.mask_cost.programs"),
@@ -179,7 +181,7 @@ def read_checkpoint(path, expected_rows: int) -> pl.DataFrame | None:
 
 
 def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
-                curve: dict, context: int, run_lossless: bool, qwen) -> pl.DataFrame:
+                model, context: int, run_lossless: bool, qwen) -> pl.DataFrame:
     from kernels_profile.executor import Executor, program_segments
 
     encode = lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
@@ -189,15 +191,14 @@ def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: di
     gold = encode(line["target"])
     executor = Executor(loaded.lm, prompt)
     records = e2e.measure_case(executor, gold, segments, PldSettings(s.pld_k, s.pld_ngram_max), s.repeats)
-    t_step = float(np.median([r["seconds"] for r in records if r["method"] == "ar"])) / max(len(gold), 1)
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
              else {"logits_rel_diff": None, "ok": None})
     return pl.DataFrame(records).with_columns(
         model=pl.lit(choice.name), weights=pl.lit(choice.weights), dtype=pl.lit(choice.dtype),
         case_id=pl.lit(line["case_id"]), corpus=pl.lit(line["corpus"]), gold_tokens=pl.lit(len(gold)),
         prompt_tokens=pl.lit(len(prompt)),
-        predicted_line=pl.lit(e2e.predicted_speedup(segments["line"], t_step, curve["terms"], context)),
-        predicted_token=pl.lit(e2e.predicted_speedup(segments["token"], t_step, curve["terms"], context)),
+        predicted_line=pl.lit(e2e.predicted_speedup(segments["line"], model, context, len(prompt))),
+        predicted_token=pl.lit(e2e.predicted_speedup(segments["token"], model, context, len(prompt))),
         lossless_rel_diff=pl.lit(check["logits_rel_diff"], dtype=pl.Float64),
         lossless_ok=pl.lit(check["ok"], dtype=pl.Boolean),
     )
@@ -216,7 +217,8 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar) -> dic
                for c in case_ids}
     context = int(np.median([len(p) for p in prompts.values()]))
     bar.set_postfix_str(f"{choice.name} prefill curve")
-    curve = e2e.prefill_curve(loaded.lm, s.prefill_grid, context, s.repeats)
+    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, context, s.repeats)
+    model = e2e.curve_model(curve, choice.name)
     measured = []
     for index, case_id in enumerate(case_ids):
         line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
@@ -224,18 +226,18 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar) -> dic
         key = checkpoint_key({
             "model": asdict(choice), "tokenizer": s.tokenizer, "case": case_id, "source": line["source"],
             "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompts[case_id],
-            "repeats": s.repeats, "pld": [s.pld_k, s.pld_ngram_max], "curve": curve["terms"], "context": context,
+            "repeats": s.repeats, "pld": [s.pld_k, s.pld_ngram_max], "curve": curve, "context": context,
             "lossless": [run_lossless, s.losslessness_tolerance],
         })
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
         frame = read_checkpoint(path, len(METHODS) * s.repeats)
         if frame is None:
-            frame = measure_one(loaded, choice, s, line, token, prompts[case_id], curve, context, run_lossless, qwen)
+            frame = measure_one(loaded, choice, s, line, token, prompts[case_id], model, context, run_lossless, qwen)
             write_parquet(frame, path)
         measured.append(frame)
         bar.update(1)
-    result = {"measurements": pl.concat(measured, how="diagonal"), "prefill_curve": curve, "context": context}
+    result = {"measurements": pl.concat(measured, how="diagonal"), "latency_curve": curve, "context": context}
     if s.hf_pld_cases and choice.name in s.hf_pld_models:
         bar.set_postfix_str(f"{choice.name} transformers PLD")
         result["hf_pld"] = [{"case_id": c, **e2e.hf_pld_sanity(loaded.lm, prompts[c], s.hf_pld_max_new_tokens, s.pld_k)}
@@ -307,7 +309,7 @@ def run(cfg: Config, args=None) -> dict:
         "constrained": {"cases": len(constrained), "valid": sum(r["valid"] for r in constrained),
                         "exact_match": sum(r["exact_match"] for r in constrained),
                         "programs": [{k: r[k] for k in ("model", "case_id", "valid", "exact_match", "program")} for r in constrained]},
-        "prefill_curves": {m: {"context": r["context"], **r["prefill_curve"]} for m, r in results.items()},
+        "latency_curves": {m: r["latency_curve"] for m, r in results.items()},
     }
     write_json(metrics, METRICS / "e2e.json")
     return {k: metrics[k] for k in ("speedups", "lossless")}

@@ -11,24 +11,36 @@ from analysis import charts
 from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
+from analysis.latency import (
+    FORMS,
+    FitOptions,
+    fit_latency,
+    holdout_table,
+    speedup_table,
+    summarize,
+    to_document,
+)
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
-from analysis.params import get, number_list
+from analysis.params import choice, choices, get, number_list
 from analysis.stages.common import timed
-from kernels_profile.latency import FORMULAS, fit_latency, speedup_table, summarize
 
 
 @dataclass(frozen=True)
 class FitSettings:
     raw: Path
     holdout_ns: tuple[int, ...]
+    forms: tuple[str, ...]
+    one_context: str
 
 
 def settings(cfg: Config) -> FitSettings:
-    return FitSettings(Path(get(cfg.params, "kernels.fit.raw", str)),
-                       number_list(cfg.params, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False))
+    p = cfg.params
+    return FitSettings(Path(get(p, "kernels.fit.raw", str)),
+                       number_list(p, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False),
+                       choices(p, "kernels.fit.forms", FORMS), choice(p, "kernels.fit.one_context", ("drop", "keep")))
 
-ENVIRONMENT_COLUMNS = ("device_name", "torch_version", "transformers_version", "threads", "attn_implementation",
-                       "weights_note", "ar_mode")
+ENVIRONMENT_COLUMNS = ("device_name", "cpu_flags", "torch_version", "transformers_version", "threads",
+                       "attn_implementation", "weights_note", "ar_mode")
 
 
 def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
@@ -57,15 +69,26 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float]:
     return [float(chosen.min()), float(chosen.max())]
 
 
+def read_sidecar(raw_path) -> dict | None:
+    from kernels_profile.profiler import read_environment
+
+    return read_environment(raw_path)
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("kernels_fit"):
         raw = read_parquet(s.raw, "copydecode kernels profile", ParamsError)
-        fits = fit_latency(raw, list(s.holdout_ns))
+        models = [m for form in s.forms for m in fit_latency(raw, FitOptions(form, s.holdout_ns, s.one_context))]
         environment = raw.select([c for c in ENVIRONMENT_COLUMNS if c in raw.columns]).unique().to_dicts()
-        write_json({"source": str(s.raw), "environment": environment, "fits": fits, "formulas": FORMULAS},
-                   LATENCY_MODEL)
-        write_table(summarize(raw), TABLES / "kernel_timings", digits=6)
+        sidecar = read_sidecar(s.raw)
+        document = to_document(models, str(s.raw), environment)
+        document["run_environment"] = sidecar  # None: not recorded (a raw file from before sidecars)
+        write_json(document, LATENCY_MODEL)
+        summary = summarize(raw)
+        holdout = holdout_table(summary, s.holdout_ns, s.forms, s.one_context)
+        write_table(summary, TABLES / "kernel_timings", digits=6)
+        write_table(holdout, TABLES / "latency_holdout", digits=4)
         speedups = speedup_table(raw)
         write_table(speedups, TABLES / "kernel_speedup")
         write_table(kernel_table(speedups), TABLES / "kernel_table", digits=2)
@@ -77,14 +100,10 @@ def run(cfg: Config, args=None) -> dict:
         "source": str(s.raw),
         "speedup_range_eager": speedup_range(speedups, pl.col("baseline") == "eager"),
         "speedup_range_strongest": speedup_range(speedups, pl.col("is_strongest")),
-        "fits": {
-            f"{f['model']}/{f['dtype']}/{f['device']}/{f['baseline']}": {
-                "ar_r2": f["ar"]["r2"], "prefill_r2": f["prefill"]["r2"],
-                "ar_holdout_max_rel_error": f["ar"]["holdout_max_rel_error"],
-                "prefill_holdout_max_rel_error": f["prefill"]["holdout_max_rel_error"],
-            }
-            for f in fits
-        },
+        "holdout_max_rel_error": {f"{r['model']}/{r['baseline']}/{r['form']}/{r['curve']}": r["holdout_max_rel_error"]
+                                  for r in holdout.iter_rows(named=True)} if holdout.height else {},
+        "run_environment": {k: (sidecar or {}).get(k) for k in ("noisy", "noisy_pairs", "max_pair_drift", "machine")}
+        if sidecar else "not recorded",
     }
     write_json(metrics, METRICS / "kernels.json")
     return metrics

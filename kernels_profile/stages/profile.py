@@ -8,7 +8,6 @@ from typing import Any
 
 from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.io import write_parquet
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
 from analysis.params import get
 from analysis.stages.common import timed
@@ -52,12 +51,14 @@ def profile_spec(params: dict[str, Any], preset: str | None):
 
 
 def run(cfg: Config, args=None) -> dict:
-    from kernels_profile.profiler import profile
+    from kernels_profile.profiler import profile_run, write_profile
 
     spec, out = profile_spec(cfg.params, getattr(args, "preset", None))
     if getattr(args, "out", None):
         out = Path(args.out)
     with timed("kernels_profile"):
-        raw = profile(spec, KERNEL_CHECKPOINTS)
-        write_parquet(raw, out)
-    return {"rows": raw.height, "out": str(out), "spec": spec.__dict__}
+        result = profile_run(spec, KERNEL_CHECKPOINTS)
+        sidecar = write_profile(result, out)
+    env = result.environment
+    return {"rows": result.raw.height, "out": str(out), "environment": str(sidecar), "noisy": env.get("noisy"),
+            "noisy_pairs": env.get("noisy_pairs"), "spec": spec.__dict__}

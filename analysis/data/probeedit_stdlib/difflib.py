@@ -30,8 +30,8 @@ __all__ = ['get_close_matches', 'ndiff', 'restore', 'SequenceMatcher',
            'Differ','IS_CHARACTER_JUNK', 'IS_LINE_JUNK', 'context_diff',
            'unified_diff', 'diff_bytes', 'HtmlDiff', 'Match']
 
-from heapq import nlargest as _nlargest
 from collections import namedtuple as _namedtuple
+from heapq import nlargest as _nlargest
 from types import GenericAlias
 
 Match = _namedtuple('Match', 'a b size')
@@ -1042,6 +1042,7 @@ class Differ:
 
 import re
 
+
 def IS_LINE_JUNK(line, pat=re.compile(r"\s*(?:#\s*)?$").match):
     r"""
     Return True for ignorable line: iff `line` is blank or contains a single '#'.
@@ -2049,7 +2050,8 @@ def restore(delta, which):
             yield line[2:]
 
 def _test():
-    import doctest, difflib
+    import difflib
+    import doctest
     return doctest.testmod(difflib)
 
 if __name__ == "__main__":

@@ -1,9 +1,8 @@
-import sys
 import builtins as bltns
-from types import MappingProxyType, DynamicClassAttribute
-from operator import or_ as _or_
+import sys
 from functools import reduce
-
+from operator import or_ as _or_
+from types import DynamicClassAttribute, MappingProxyType
 
 __all__ = [
         'EnumType', 'EnumMeta',

@@ -10,13 +10,13 @@ also includes default encodings for all supported locale names.
 
 """
 
-import sys
+import _collections_abc
 import encodings
 import encodings.aliases
-import re
-import _collections_abc
-from builtins import str as _builtin_str
 import functools
+import re
+import sys
+from builtins import str as _builtin_str
 
 # Try importing the _locale module.
 #

@@ -67,23 +67,22 @@ Debugger commands
 # NOTE: the actual command documentation is collected from docstrings of the
 # commands and is appended to __doc__ after the class has been defined.
 
-import os
-import io
-import re
-import sys
-import cmd
 import bdb
-import dis
+import cmd
 import code
-import glob
-import pprint
-import signal
-import inspect
-import tokenize
+import dis
 import functools
-import traceback
+import glob
+import inspect
+import io
 import linecache
-
+import os
+import pprint
+import re
+import signal
+import sys
+import tokenize
+import traceback
 from typing import Union
 
 

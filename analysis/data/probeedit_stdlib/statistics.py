@@ -131,15 +131,14 @@ import math
 import numbers
 import random
 import sys
-
-from fractions import Fraction
-from decimal import Decimal
-from itertools import groupby, repeat
 from bisect import bisect_left, bisect_right
-from math import hypot, sqrt, fabs, exp, erf, tau, log, fsum
+from collections import Counter, defaultdict, namedtuple
+from decimal import Decimal
+from fractions import Fraction
 from functools import reduce
+from itertools import groupby, repeat
+from math import erf, exp, fabs, fsum, hypot, log, sqrt, tau
 from operator import mul
-from collections import Counter, namedtuple, defaultdict
 
 _SQRT2 = sqrt(2.0)
 
@@ -673,7 +672,7 @@ def median_grouped(data, interval=1.0):
         interval = float(interval)
         x = float(x)
     except ValueError:
-        raise TypeError(f'Value cannot be converted to a float')
+        raise TypeError('Value cannot be converted to a float')
 
     # Interpolate the median using the formula found at:
     # https://www.cuemath.com/data/median-of-grouped-data/

@@ -36,17 +36,16 @@ __credits__ = "Gustavo Niemeyer, Niels Gust\u00e4bel, Richard Townsend."
 #---------
 # Imports
 #---------
-from builtins import open as bltn_open
-import sys
-import os
+import copy
 import io
+import os
+import re
 import shutil
 import stat
-import time
 import struct
-import copy
-import re
-import warnings
+import sys
+import time
+from builtins import open as bltn_open
 
 try:
     import pwd
@@ -1923,7 +1922,7 @@ class TarFile(object):
             raise ValueError("mode must be 'r', 'w' or 'x'")
 
         try:
-            from lzma import LZMAFile, LZMAError
+            from lzma import LZMAError, LZMAFile
         except ImportError:
             raise CompressionError("lzma module is not available") from None
 

@@ -19,9 +19,7 @@ Any name not present in __all__ is an implementation detail
 that may be changed without notice. Use at your own risk!
 """
 
-from abc import abstractmethod, ABCMeta
 import collections
-from collections import defaultdict
 import collections.abc
 import contextlib
 import functools
@@ -30,8 +28,14 @@ import re as stdlib_re  # Avoid confusion with the re we export.
 import sys
 import types
 import warnings
-from types import WrapperDescriptorType, MethodWrapperType, MethodDescriptorType, GenericAlias
-
+from abc import ABCMeta, abstractmethod
+from collections import defaultdict
+from types import (
+    GenericAlias,
+    MethodDescriptorType,
+    MethodWrapperType,
+    WrapperDescriptorType,
+)
 
 try:
     from _typing import _idfunc

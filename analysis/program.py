@@ -13,9 +13,15 @@ any string, the grammar's own tags included:
     '&amp;' stands for '&'   (written only where the '&' would start '&lt;' or '&amp;')
 
 Everything else, '<' and '&' included, is written as is, so code such as `a < b && c` costs no
-extra tokens. `escape` writes the fewest escapes that keep the body unambiguous, and `parse` rejects
-an unescaped tag inside a body, so every program has exactly one spelling: parse(render(p)) == p
-and render(parse(t)) == t for every t that parses.
+extra tokens. `escape` writes the fewest escapes that keep the body unambiguous.
+
+Exactly one spelling. `parse` rejects, with a ProgramError giving the position, every body that
+`escape` could not have written: an unescaped tag start ('<copy', '<gen', '</gen') inside a body,
+and a non-canonical escape, that is an '&lt;' not followed by 'copy', 'gen' or '/gen', or an
+'&amp;' not followed by 'lt;' or 'amp;' (so '<gen>&lt;</gen>' is an error; '<' is written
+'<gen><</gen>'). Hence parse(render(p)) == p for every program and render(parse(t)) == t for every t
+that parses. The byte-level FSM (analysis.fsm) accepts exactly the same texts, and it reads the tag
+spellings below from this module; no other module spells them.
 
 `parse` checks syntax only (numbers are positive integers without leading zeros, the body is
 non-empty); whether a span fits the source is the resolver's business, so that perturbed programs
@@ -33,11 +39,27 @@ from analysis.errors import ProgramError
 Unit = Literal["lines", "tokens"]
 UNITS: tuple[str, ...] = ("lines", "tokens")
 
-_TAG_STARTS = ("<copy", "<gen", "</gen")
-_AMP_STARTS = ("&lt;", "&amp;")
-_COPY_RE = re.compile(r'<copy (lines|tokens)="([1-9][0-9]*)-([1-9][0-9]*)"/>')
-_GEN_OPEN = "<gen>"
-_GEN_CLOSE = "</gen>"
+# The grammar's spellings, defined once; analysis.fsm and kernels_profile build on these constants.
+COPY_OPEN = "<copy "
+COPY_TAGS: dict[str, str] = {unit: f'{COPY_OPEN}{unit}="' for unit in UNITS}  # '<copy lines="' ...
+RANGE_SEP = "-"
+COPY_END = '"/>'  # closes the second number's quote and the empty element
+GEN_OPEN = "<gen>"
+GEN_CLOSE = "</gen>"
+ESCAPE_LT = "&lt;"
+ESCAPE_AMP = "&amp;"
+# a '<' is escaped exactly where it starts one of these; an '&' exactly where it starts an escape
+TAG_STARTS: tuple[str, ...] = (COPY_OPEN[:-1], GEN_OPEN[:-1], GEN_CLOSE[:-1])  # '<copy' '<gen' '</gen'
+AMP_STARTS: tuple[str, ...] = (ESCAPE_LT, ESCAPE_AMP)
+# what must follow an escape in written text for it to be the one canonical spelling
+AFTER_LT: tuple[str, ...] = tuple(t[1:] for t in TAG_STARTS)  # 'copy', 'gen', '/gen'
+AFTER_AMP: tuple[str, ...] = tuple(t[1:] for t in AMP_STARTS)  # 'lt;', 'amp;'
+
+_UNIT_OF_TAG = {tag: unit for unit, tag in COPY_TAGS.items()}
+_COPY_RE = re.compile(
+    "(" + "|".join(map(re.escape, COPY_TAGS.values())) + ")([1-9][0-9]*)" + re.escape(RANGE_SEP)
+    + "([1-9][0-9]*)" + re.escape(COPY_END)
+)
 
 
 @dataclass(frozen=True)
@@ -86,31 +108,38 @@ def escape(text: str) -> str:
     """Escape a <gen> body (see the module docstring)."""
     out: list[str] = []
     for i, ch in enumerate(text):
-        if ch == "<" and text.startswith(_TAG_STARTS, i):
-            out.append("&lt;")
-        elif ch == "&" and text.startswith(_AMP_STARTS, i):
-            out.append("&amp;")
+        if ch == "<" and text.startswith(TAG_STARTS, i):
+            out.append(ESCAPE_LT)
+        elif ch == "&" and text.startswith(AMP_STARTS, i):
+            out.append(ESCAPE_AMP)
         else:
             out.append(ch)
     return "".join(out)
 
 
 def unescape(body: str, *, offset: int = 0) -> str:
-    """Inverse of `escape`; `offset` is the body's position in the program, for error messages."""
+    """Inverse of `escape`; `offset` is the body's position in the program, for error messages.
+
+    Rejects every body `escape` could not have written (see the module docstring)."""
     out: list[str] = []
     i = 0
     while i < len(body):
-        if body.startswith("&lt;", i):
-            out.append("<")
-            i += 4
-        elif body.startswith("&amp;", i):
-            out.append("&")
-            i += 5
+        for escaped, char, after in ((ESCAPE_LT, "<", AFTER_LT), (ESCAPE_AMP, "&", AFTER_AMP)):
+            if body.startswith(escaped, i):
+                if not body.startswith(after, i + len(escaped)):
+                    raise ProgramError(
+                        f"non-canonical escape {escaped!r} inside a <gen> body at position {offset + i}: "
+                        f"{escaped!r} is written only before {' / '.join(map(repr, after))}; "
+                        f"write {char!r} as is there"
+                    )
+                out.append(char)
+                i += len(escaped)
+                break
         else:
-            if body[i] == "<" and body.startswith(_TAG_STARTS, i):
+            if body[i] == "<" and body.startswith(TAG_STARTS, i):
                 raise ProgramError(
                     f"unescaped {body[i:i + 6]!r} inside a <gen> body at position {offset + i}; "
-                    "write '<' as '&lt;' there"
+                    f"write '<' as {ESCAPE_LT!r} there"
                 )
             out.append(body[i])
             i += 1
@@ -119,9 +148,9 @@ def unescape(body: str, *, offset: int = 0) -> str:
 
 def render_op(op: Op) -> str:
     if isinstance(op, Copy):
-        return f'<copy {op.unit}="{op.start}-{op.end}"/>'
+        return f"{COPY_TAGS[op.unit]}{op.start}{RANGE_SEP}{op.end}{COPY_END}"
     if isinstance(op, Gen):
-        return f"{_GEN_OPEN}{escape(op.text)}{_GEN_CLOSE}"
+        return f"{GEN_OPEN}{escape(op.text)}{GEN_CLOSE}"
     raise ProgramError(f"not a program operation: {op!r}")
 
 
@@ -138,24 +167,24 @@ def parse(text: str) -> Program:
     ops: list[Op] = []
     pos = 0
     while pos < len(text):
-        if text.startswith("<copy", pos):
+        if text.startswith(TAG_STARTS[0], pos):
             m = _COPY_RE.match(text, pos)
             if m is None:
                 raise ProgramError(
                     f"malformed copy directive at position {pos}: {_context(text, pos)}; "
                     'expected <copy lines="i-j"/> or <copy tokens="i-j"/> with positive integers'
                 )
-            ops.append(Copy(int(m.group(2)), int(m.group(3)), m.group(1)))  # type: ignore[arg-type]
+            ops.append(Copy(int(m.group(2)), int(m.group(3)), _UNIT_OF_TAG[m.group(1)]))  # type: ignore[arg-type]
             pos = m.end()
-        elif text.startswith(_GEN_OPEN, pos):
-            body_start = pos + len(_GEN_OPEN)
-            close = text.find(_GEN_CLOSE, body_start)
+        elif text.startswith(GEN_OPEN, pos):
+            body_start = pos + len(GEN_OPEN)
+            close = text.find(GEN_CLOSE, body_start)
             if close < 0:
                 raise ProgramError(f"<gen> opened at position {pos} is never closed")
             if close == body_start:
                 raise ProgramError(f"empty <gen></gen> at position {pos}")
             ops.append(Gen(unescape(text[body_start:close], offset=body_start)))
-            pos = close + len(_GEN_CLOSE)
+            pos = close + len(GEN_CLOSE)
         else:
             raise ProgramError(
                 f"expected '<copy' or '<gen>' at position {pos}, found {_context(text, pos)}"

@@ -17,6 +17,13 @@ line boundary can fall inside a token. The rule used everywhere in the suite: **
 line in which its first byte lies**. Line token counts then add up to the text's token count exactly;
 a blank line merged into the previous line's last token counts 0 tokens. `count_split_boundaries`
 reports how many line boundaries fall inside a token, which is how often the rule matters.
+
+Program text and added tokens. `encode` matches added tokens ('<|endoftext|>', '<|im_end|>',
+'<tool_call>', ...) in the text, as a chat template needs. Program text must not: the grammar FSM
+only walks tokens that spell bytes (an added token is never body text), so a <gen> body that
+contains such a string would tokenize to an id the FSM rejects. `encode_program` therefore spells
+added-token text with ordinary byte-level tokens; on text that contains no added-token string it
+returns exactly what `encode` returns.
 """
 
 from __future__ import annotations
@@ -100,6 +107,12 @@ class Tokenizer:
         self._added = {
             tok_id: added.content for tok_id, added in backend.get_added_tokens_decoder().items()
         }
+        self._plain_backend = None  # built on first use of encode_program
+
+    @property
+    def added_token_ids(self) -> frozenset[int]:
+        """Ids of added and special tokens: they stand for themselves, never for text bytes."""
+        return frozenset(self._added)
 
     @property
     def vocab_size(self) -> int:
@@ -127,6 +140,24 @@ class Tokenizer:
 
     def encode(self, text: str) -> TokenizedText:
         return self._wrap(text, self.backend.encode(text, add_special_tokens=False).ids)
+
+    def encode_program(self, text: str) -> TokenizedText:
+        """Tokenize program text: added-token strings become ordinary byte-level tokens (module doc)."""
+        if not any(content in text for content in self._added.values()):
+            return self.encode(text)
+        return self._wrap(text, self._plain().encode(text, add_special_tokens=False).ids)
+
+    def _plain(self):
+        """The backend without its added tokens, so that their text is split like any other text."""
+        if self._plain_backend is None:
+            import json
+
+            from tokenizers import Tokenizer as Backend
+
+            spec = json.loads(self.backend.to_str())
+            spec["added_tokens"] = []
+            self._plain_backend = Backend.from_str(json.dumps(spec))
+        return self._plain_backend
 
     def encode_many(self, texts: list[str]) -> list[TokenizedText]:
         encodings = self.backend.encode_batch(texts, add_special_tokens=False)

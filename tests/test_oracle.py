@@ -114,3 +114,125 @@ def test_token_oracle_on_unicode_split_tokens(qwen):
     assert None in src.char_bounds
     assert resolve(token_oracle(src, tgt), source, src.char_bounds) == target
     assert split_lines(target) == ["x = '𓀀'\n", "print(x)\n"]
+
+
+# ---------------------------------------------------------------- Myers: linear space past the threshold
+
+def reference_myers(a, b):
+    """The greedy forward Myers of commit d0ba23a, verbatim but for names: the tie-breaking the
+    pipeline's programs were made with (it keeps a full copy of v per step, so its memory is
+    quadratic)."""
+    n, m = len(a), len(b)
+    pre = 0
+    while pre < n and pre < m and a[pre] == b[pre]:
+        pre += 1
+    suf = 0
+    while suf < n - pre and suf < m - pre and a[n - 1 - suf] == b[m - 1 - suf]:
+        suf += 1
+    ca, cb = a[pre:n - suf], b[pre:m - suf]
+    core = []
+    if ca and cb:
+        cn, cm = len(ca), len(cb)
+        offset = cn + cm
+        v = [0] * (2 * offset + 2)
+        trace = []
+        for d in range(offset + 1):
+            trace.append(v[:])
+            done = False
+            for k in range(-d, d + 1, 2):
+                if k == -d or (k != d and v[offset + k - 1] < v[offset + k + 1]):
+                    x = v[offset + k + 1]
+                else:
+                    x = v[offset + k - 1] + 1
+                y = x - k
+                while x < cn and y < cm and ca[x] == cb[y]:
+                    x, y = x + 1, y + 1
+                v[offset + k] = x
+                if x >= cn and y >= cm:
+                    done = True
+                    break
+            if done:
+                break
+        x, y = cn, cm
+        for d in range(d, -1, -1):
+            vd = trace[d]
+            k = x - y
+            if d == 0:
+                prev_k = 0
+            elif k == -d or (k != d and vd[offset + k - 1] < vd[offset + k + 1]):
+                prev_k = k + 1
+            else:
+                prev_k = k - 1
+            prev_x = vd[offset + prev_k] if d > 0 else 0
+            prev_y = prev_x - prev_k
+            while x > prev_x and y > prev_y:
+                x, y = x - 1, y - 1
+                core.append((x, y))
+            x, y = prev_x, prev_y
+        core.reverse()
+    return ([(i, i) for i in range(pre)] + [(i + pre, j + pre) for i, j in core]
+            + [(n - suf + k, m - suf + k) for k in range(suf)])
+
+
+def _random_pair(rng, max_len=40):
+    alphabet = rng.randrange(1, 8)
+    a = [rng.randrange(alphabet) for _ in range(rng.randrange(max_len))]
+    b = [rng.randrange(alphabet) for _ in range(rng.randrange(max_len))]
+    if a and rng.random() < 0.5:  # near-identical pairs, as real edits are
+        b = [x if rng.random() < 0.8 else rng.randrange(alphabet + 2) for x in a]
+    return a, b
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_myers_below_the_threshold_is_the_old_greedy_search(seed):
+    rng = random.Random(seed)
+    for _ in range(400):
+        a, b = _random_pair(rng)
+        assert myers_matches(a, b) == reference_myers(a, b)
+
+
+def test_myers_on_text_lines_is_the_old_greedy_search():
+    rng = random.Random(7)
+    lines = ["def f(x):\n", "    return x\n", "\n", "    pass\n", "# c\n", "x = 1\n"]
+    for _ in range(200):
+        a = [rng.choice(lines) for _ in range(rng.randrange(60))]
+        b = [line if rng.random() < 0.7 else rng.choice(lines + ["new\n"]) for line in a]
+        assert myers_matches(a, b) == reference_myers(a, b)
+
+
+@pytest.mark.parametrize("trace_bytes", [0, 8, 48, 400])
+def test_myers_past_the_threshold_is_still_an_exact_lcs(trace_bytes):
+    rng = random.Random(trace_bytes)
+    for _ in range(500):
+        a, b = _random_pair(rng)
+        pairs = myers_matches(a, b, trace_bytes=trace_bytes)
+        assert len(pairs) == lcs_length(a, b), (a, b)
+        assert all(a[i] == b[j] for i, j in pairs)
+        assert all(i1 < i2 and j1 < j2 for (i1, j1), (i2, j2) in zip(pairs, pairs[1:]))
+
+
+def test_line_oracle_roundtrips_past_the_threshold():
+    rng = random.Random(3)
+    for _ in range(200):
+        source = "".join(rng.choice(["a\n", "b\n", "c\n", "\n", "é\n"]) for _ in range(rng.randrange(30)))
+        target = "".join(rng.choice(["a\n", "b\n", "x\n", "\n"]) for _ in range(rng.randrange(30)))
+        program = line_oracle(source, target, trace_bytes=0)
+        assert resolve(program, source) == target
+        copied = sum(op.length for op in program.copies)
+        assert copied == lcs_length(split_lines(source), split_lines(target))
+
+
+def test_myers_memory_stays_linear_on_a_large_file():
+    import tracemalloc
+
+    # 3,000 lines, every other one changed: the old search kept a copy of v per step (~290 MB here)
+    source = [f"line {i} = compute({i})\n" for i in range(3000)]
+    target = [s if i % 2 == 0 else f"line {i} = changed({i})\n" for i, s in enumerate(source)]
+    tracemalloc.start()
+    try:
+        pairs = myers_matches(source, target)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(pairs) == 1500
+    assert peak < 20 * 2**20, f"peak {peak / 2**20:.1f} MiB"

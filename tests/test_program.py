@@ -1,6 +1,5 @@
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from analysis.errors import ProgramError
 from analysis.program import Copy, Gen, Program, escape, parse, render, unescape
@@ -50,6 +49,12 @@ def test_escape_cases(body, written):
         ('<copy lines="1-2"/> ', "position 19"),
         ("hello", "position 0"),
         ("<gen>a<copy x</gen>", "unescaped"),
+        ("<gen>&lt;</gen>", "non-canonical escape '&lt;' inside a <gen> body at position 5"),
+        ("<gen>a&lt;b</gen>", "position 6"),
+        ("<gen>&lt;&lt;copy</gen>", "position 5"),
+        ("<gen>&amp;</gen>", "non-canonical escape '&amp;'.*position 5"),
+        ("<gen>x&amp;y</gen>", "position 6"),
+        ("<gen>&amp;&lt;gen</gen>", "position 5"),
     ],
 )
 def test_parse_errors_name_the_position(text, fragment):
@@ -82,4 +87,52 @@ def test_unescape_inverts_escape(text):
 @given(st.lists(ops, max_size=6))
 def test_render_parse_is_canonical(op_list):
     text = render(Program(tuple(op_list)))
+    assert render(parse(text)) == text
+
+
+# Fragments that make the grammar's corner cases likely: tags, escapes, partial tags and digits.
+FRAGMENTS = ["<gen>", "</gen>", "<copy lines=\"", "<copy tokens=\"", "\"/>", "-", "1", "2", "0", "12",
+             "&lt;", "&amp;", "&", "<", "/", "lt;", "amp;", "copy", "gen", "/gen", "</gen", "<gen", "<copy",
+             "a", " ", "\n", ">", ";", "é", "中"]
+BODY = st.lists(st.sampled_from(FRAGMENTS[5:]), min_size=1, max_size=6).map("".join)
+OP_TEXT = st.one_of(
+    st.builds(lambda body: f"<gen>{body}</gen>", BODY),
+    st.builds(lambda u, i, j: f'<copy {u}="{i}-{j}"/>', st.sampled_from(["lines", "tokens"]),
+              st.sampled_from(["1", "2", "12", "0", "01"]), st.sampled_from(["1", "3", "0"])),
+)
+PROGRAM_LIKE = st.one_of(
+    st.lists(st.sampled_from(FRAGMENTS), max_size=14).map("".join),
+    st.lists(OP_TEXT, max_size=4).map("".join),  # whole ops, so that bodies are parsed often
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(PROGRAM_LIKE)
+def test_every_text_that_parses_has_one_spelling(text):
+    try:
+        program = parse(text)
+    except ProgramError:
+        return
+    assert render(program) == text
+
+
+def test_fragments_parse_often_enough_to_mean_something():
+    import random
+
+    rng = random.Random(0)
+    texts = ["".join(f"<gen>{''.join(rng.choice(FRAGMENTS[5:]) for _ in range(rng.randrange(1, 6)))}</gen>"
+                     for _ in range(rng.randrange(1, 4))) for _ in range(3000)]
+    parsed = 0
+    for text in texts:
+        try:
+            parse(text)
+            parsed += 1
+        except ProgramError:
+            pass
+    assert parsed > 150  # the spelling property above is exercised, not vacuous
+
+
+@pytest.mark.parametrize("text", ["<gen><</gen>", "<gen>&</gen>", "<gen>&lt;copy</gen>", "<gen>&amp;lt;</gen>",
+                                  "<gen>&&lt;gen</gen>", "<gen>a &lt;/gen></gen>", "<gen>&amp;amp;</gen>"])
+def test_canonical_bodies_round_trip(text):
     assert render(parse(text)) == text

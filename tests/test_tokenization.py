@@ -57,3 +57,37 @@ def test_non_nfc_text_is_tokenized_byte_for_byte(qwen):
     original = Backend.from_file(str(embedded_qwen_dir() / "tokenizer.json"))  # with its NFC normalizer
     nfc = "def f():\n    return 'é中'\n"
     assert qwen.encode(nfc).ids == tuple(original.encode(nfc, add_special_tokens=False).ids)
+
+
+SPECIAL_BODIES = ["<|endoftext|>", "a <|im_end|>\n", "<tool_call>{}</tool_call>", "<|im_start|>user<think>"]
+
+
+@pytest.mark.parametrize("body", SPECIAL_BODIES)
+def test_program_text_spells_added_tokens_as_bytes(qwen, body):
+    from analysis.fsm import ProgramFSM
+    from analysis.program import Gen, Program, render
+
+    text = render(Program((Gen(body),)))
+    assert any(i in qwen.added_token_ids for i in qwen.encode(text).ids)  # what a chat template wants
+    tok = qwen.encode_program(text)
+    assert not set(tok.ids) & qwen.added_token_ids
+    assert b"".join(tok.pieces) == text.encode()
+    fsm = ProgramFSM(qwen, {"lines": 1}, eos_ids=(151643,))
+    walker = fsm.walker()
+    for token in tok.ids:
+        walker.advance(token)
+    assert walker.is_accepting()
+
+
+def test_program_text_without_added_tokens_tokenizes_as_before(qwen, hep_dir):
+    import json
+
+    from analysis.oracle import line_oracle
+    from analysis.program import render
+
+    records = [json.loads(line) for line in (hep_dir / "python.jsonl").read_text().splitlines()[:40]]
+    texts = [r["buggy_solution"] for r in records] + [render(line_oracle(r["buggy_solution"], r["canonical_solution"])) for r in records]
+    texts += ["def f():\n\treturn 'é中𓀀'\r\n\n", "x = '\uf900'\n", "<|endoftext"]
+    for text in texts:
+        assert qwen.encode_program(text).ids == qwen.encode(text).ids
+    assert qwen.encode_program("a<|im_end|>b").ids != qwen.encode("a<|im_end|>b").ids

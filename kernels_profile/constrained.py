@@ -8,15 +8,11 @@ the completion's tokens) makes it a whole program. Only the walker's public API 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from analysis.errors import ProgramError
 from analysis.fsm import FsmWalker, ProgramFSM
 from analysis.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
 from analysis.text import split_lines
 from analysis.tokenization import Tokenizer
-
-SMOLLM2_TOKENIZER_CACHE = Path("models/smollm2-tokenizer")
 
 
 class ProgramLogitsProcessor:
@@ -47,20 +43,6 @@ class ProgramLogitsProcessor:
 
 
 # ---------------------------------------------------------------- SmolLM2 and the prompt
-
-def smollm2_tokenizer():
-    """SmolLM2's tokenizer: from the GGUF file once (~17 s), then from a cached tokenizer.json."""
-    from transformers import AutoTokenizer
-
-    from kernels_profile.models import smollm2_gguf_path
-
-    if (SMOLLM2_TOKENIZER_CACHE / "tokenizer.json").is_file():
-        return AutoTokenizer.from_pretrained(str(SMOLLM2_TOKENIZER_CACHE))
-    path = smollm2_gguf_path()
-    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    tok.save_pretrained(str(SMOLLM2_TOKENIZER_CACHE))
-    return tok
-
 
 def suite_tokenizer(hf_tokenizer, name: str) -> Tokenizer:
     return Tokenizer(hf_tokenizer.backend_tokenizer, name)

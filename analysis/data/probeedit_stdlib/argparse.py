@@ -88,9 +88,10 @@ __all__ = [
 import os as _os
 import re as _re
 import sys as _sys
+
 import warnings
-from gettext import gettext as _
-from gettext import ngettext
+
+from gettext import gettext as _, ngettext
 
 SUPPRESS = '==SUPPRESS=='
 

@@ -27,7 +27,7 @@
 import sys
 from _ast import *
 from contextlib import contextmanager, nullcontext
-from enum import IntEnum, _simple_enum, auto
+from enum import IntEnum, auto, _simple_enum
 
 
 def parse(source, filename='<unknown>', mode='exec', *,
@@ -954,7 +954,7 @@ class _Unparser(NodeVisitor):
         self.fill("raise")
         if not node.exc:
             if node.cause:
-                raise ValueError("Node can't use cause without an exception.")
+                raise ValueError(f"Node can't use cause without an exception.")
             return
         self.write(" ")
         self.traverse(node.exc)

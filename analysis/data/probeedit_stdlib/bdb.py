@@ -1,9 +1,9 @@
 """Debugger basics"""
 
 import fnmatch
-import os
 import sys
-from inspect import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR
+import os
+from inspect import CO_GENERATOR, CO_COROUTINE, CO_ASYNC_GENERATOR
 
 __all__ = ["BdbQuit", "Bdb", "Breakpoint"]
 
@@ -381,7 +381,7 @@ class Bdb:
         The filename should be in canonical form.
         """
         filename = self.canonic(filename)
-        import linecache  # Import as late as possible
+        import linecache # Import as late as possible
         line = linecache.getline(filename, lineno)
         if not line:
             return 'Line %s:%d does not exist' % (filename, lineno)
@@ -557,8 +557,7 @@ class Bdb:
         line of code (if it exists).
 
         """
-        import linecache
-        import reprlib
+        import linecache, reprlib
         frame, lineno = frame_lineno
         filename = self.canonic(frame.f_code.co_filename)
         s = '%s(%r)' % (filename, lineno)

@@ -139,6 +139,8 @@ ConfigParser -- responsible for parsing a list of
         between keys and values are surrounded by spaces.
 """
 
+from collections.abc import MutableMapping
+from collections import ChainMap as _ChainMap
 import functools
 import io
 import itertools
@@ -146,8 +148,6 @@ import os
 import re
 import sys
 import warnings
-from collections import ChainMap as _ChainMap
-from collections.abc import MutableMapping
 
 __all__ = ["NoSectionError", "DuplicateOptionError", "DuplicateSectionError",
            "NoOptionError", "InterpolationError", "InterpolationDepthError",

@@ -4,23 +4,13 @@ csv.py - read/write/investigate CSV files
 """
 
 import re
-from _csv import (
-    QUOTE_ALL,
-    QUOTE_MINIMAL,
-    QUOTE_NONE,
-    QUOTE_NONNUMERIC,
-    Error,
-    __doc__,
-    __version__,
-    field_size_limit,
-    get_dialect,
-    list_dialects,
-    reader,
-    register_dialect,
-    unregister_dialect,
-    writer,
-)
+from _csv import Error, __version__, writer, reader, register_dialect, \
+                 unregister_dialect, get_dialect, list_dialects, \
+                 field_size_limit, \
+                 QUOTE_MINIMAL, QUOTE_ALL, QUOTE_NONNUMERIC, QUOTE_NONE, \
+                 __doc__
 from _csv import Dialect as _Dialect
+
 from io import StringIO
 
 __all__ = ["QUOTE_MINIMAL", "QUOTE_ALL", "QUOTE_NONNUMERIC", "QUOTE_NONE",

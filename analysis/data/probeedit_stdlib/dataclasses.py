@@ -1,14 +1,16 @@
-import _thread
-import abc
-import copy
-import functools
-import inspect
-import itertools
-import keyword
 import re
 import sys
+import copy
 import types
+import inspect
+import keyword
+import builtins
+import functools
+import itertools
+import abc
+import _thread
 from types import FunctionType, GenericAlias
+
 
 __all__ = ['dataclass',
            'field',
@@ -606,14 +608,14 @@ def _frozen_get_del_attr(cls, fields, globals):
                       ('self', 'name', 'value'),
                       (f'if type(self) is cls or name in {fields_str}:',
                         ' raise FrozenInstanceError(f"cannot assign to field {name!r}")',
-                       'super(cls, self).__setattr__(name, value)'),
+                       f'super(cls, self).__setattr__(name, value)'),
                        locals=locals,
                        globals=globals),
             _create_fn('__delattr__',
                       ('self', 'name'),
                       (f'if type(self) is cls or name in {fields_str}:',
                         ' raise FrozenInstanceError(f"cannot delete field {name!r}")',
-                       'super(cls, self).__delattr__(name)'),
+                       f'super(cls, self).__delattr__(name)'),
                        locals=locals,
                        globals=globals),
             )

@@ -8,11 +8,10 @@ __all__ = ("date", "datetime", "time", "timedelta", "timezone", "tzinfo",
            "MINYEAR", "MAXYEAR", "UTC")
 
 
+import time as _time
 import math as _math
 import sys
-import time as _time
 from operator import index as _index
-
 
 def _cmp(x, y):
     return 0 if x == y else 1 if x > y else -1
@@ -2633,3 +2632,4 @@ else:
     # docstring does not get overwritten. In the future, it may be
     # appropriate to maintain a single module level docstring and
     # remove the following line.
+    from _datetime import __doc__

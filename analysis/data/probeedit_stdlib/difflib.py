@@ -30,8 +30,8 @@ __all__ = ['get_close_matches', 'ndiff', 'restore', 'SequenceMatcher',
            'Differ','IS_CHARACTER_JUNK', 'IS_LINE_JUNK', 'context_diff',
            'unified_diff', 'diff_bytes', 'HtmlDiff', 'Match']
 
-from collections import namedtuple as _namedtuple
 from heapq import nlargest as _nlargest
+from collections import namedtuple as _namedtuple
 from types import GenericAlias
 
 Match = _namedtuple('Match', 'a b size')
@@ -1042,7 +1042,6 @@ class Differ:
 
 import re
 
-
 def IS_LINE_JUNK(line, pat=re.compile(r"\s*(?:#\s*)?$").match):
     r"""
     Return True for ignorable line: iff `line` is blank or contains a single '#'.
@@ -2050,8 +2049,7 @@ def restore(delta, which):
             yield line[2:]
 
 def _test():
-    import difflib
-    import doctest
+    import doctest, difflib
     return doctest.testmod(difflib)
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-import builtins as bltns
 import sys
-from functools import reduce
+import builtins as bltns
+from types import MappingProxyType, DynamicClassAttribute
 from operator import or_ as _or_
-from types import DynamicClassAttribute, MappingProxyType
+from functools import reduce
+
 
 __all__ = [
         'EnumType', 'EnumMeta',

@@ -14,13 +14,13 @@ __all__ = ['update_wrapper', 'wraps', 'WRAPPER_ASSIGNMENTS', 'WRAPPER_UPDATES',
            'partial', 'partialmethod', 'singledispatch', 'singledispatchmethod',
            'cached_property']
 
-from _thread import RLock
 from abc import get_cache_token
 from collections import namedtuple
-
 # import types, weakref  # Deferred to single_dispatch()
 from reprlib import recursive_repr
+from _thread import RLock
 from types import GenericAlias
+
 
 ################################################################################
 ### update_wrapper() and wraps() decorator
@@ -809,8 +809,7 @@ def singledispatch(func):
     # There are many programs that use functools without singledispatch, so we
     # trade-off making singledispatch marginally slower for the benefit of
     # making start-up of such applications slightly faster.
-    import types
-    import weakref
+    import types, weakref
 
     registry = {}
     dispatch_cache = weakref.WeakKeyDictionary()
@@ -840,7 +839,7 @@ def singledispatch(func):
         return impl
 
     def _is_union_type(cls):
-        from typing import Union, get_origin
+        from typing import get_origin, Union
         return get_origin(cls) in {Union, types.UnionType}
 
     def _is_valid_dispatch_type(cls):

@@ -46,9 +46,11 @@ internationalized, to the local language and cultural habits.
 #   find this format documented anywhere.
 
 
+import operator
 import os
 import re
 import sys
+
 
 __all__ = ['NullTranslations', 'GNUTranslations', 'Catalog',
            'bindtextdomain', 'find', 'translation', 'install',

@@ -599,5 +599,5 @@ except ImportError:
 
 if __name__ == "__main__":
 
-    import doctest  # pragma: no cover
+    import doctest # pragma: no cover
     print(doctest.testmod()) # pragma: no cover

@@ -22,16 +22,8 @@ Public functions:       Internaldate2tuple
 
 __version__ = "2.58"
 
-import binascii
-import calendar
-import errno
-import random
-import re
-import socket
-import subprocess
-import sys
-import time
-from datetime import datetime, timedelta, timezone
+import binascii, errno, random, re, socket, subprocess, sys, time, calendar
+from datetime import datetime, timezone, timedelta
 from io import DEFAULT_BUFFER_SIZE
 
 try:
@@ -1179,7 +1171,7 @@ class IMAP4:
 
             try:
                 self._get_response()
-            except self.abort:
+            except self.abort as val:
                 if __debug__:
                     if self.debug >= 1:
                         self.print_log()
@@ -1556,12 +1548,11 @@ if __name__ == '__main__':
     # or 'python imaplib.py -s "rsh IMAP4_server_hostname exec /etc/rimapd"'
     # to test the IMAP4_stream class
 
-    import getopt
-    import getpass
+    import getopt, getpass
 
     try:
         optlist, args = getopt.getopt(sys.argv[1:], 'd:s:')
-    except getopt.error:
+    except getopt.error as val:
         optlist, args = (), ()
 
     stream_command = None

@@ -135,23 +135,23 @@ __all__ = [
 
 import abc
 import ast
-import builtins
-import collections.abc
 import dis
+import collections.abc
 import enum
-import functools
 import importlib.machinery
 import itertools
 import linecache
 import os
 import re
 import sys
-import token
 import tokenize
+import token
 import types
-from collections import OrderedDict, namedtuple
+import functools
+import builtins
 from keyword import iskeyword
 from operator import attrgetter
+from collections import namedtuple, OrderedDict
 
 # Create constants for the compiler flags in Include/code.h
 # We try to get them from dis to avoid duplication
@@ -671,7 +671,7 @@ def classify_class_attrs(cls):
                 if name == '__dict__':
                     raise Exception("__dict__ is special, don't want the proxy")
                 get_obj = getattr(cls, name)
-            except Exception:
+            except Exception as exc:
                 pass
             else:
                 homecls = getattr(get_obj, "__objclass__", homecls)

@@ -10,13 +10,13 @@ also includes default encodings for all supported locale names.
 
 """
 
-import _collections_abc
+import sys
 import encodings
 import encodings.aliases
-import functools
 import re
-import sys
+import _collections_abc
 from builtins import str as _builtin_str
+import functools
 
 # Try importing the _locale module.
 #

@@ -8,10 +8,11 @@ import re
 import sys
 import warnings
 from _collections_abc import Sequence
-from errno import EBADF, ELOOP, ENOENT, ENOTDIR
+from errno import ENOENT, ENOTDIR, EBADF, ELOOP
 from operator import attrgetter
-from stat import S_ISBLK, S_ISCHR, S_ISDIR, S_ISFIFO, S_ISLNK, S_ISREG, S_ISSOCK
+from stat import S_ISDIR, S_ISLNK, S_ISREG, S_ISSOCK, S_ISBLK, S_ISCHR, S_ISFIFO
 from urllib.parse import quote_from_bytes as urlquote_from_bytes
+
 
 __all__ = [
     "PurePath", "PurePosixPath", "PureWindowsPath",

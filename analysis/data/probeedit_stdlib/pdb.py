@@ -67,22 +67,23 @@ Debugger commands
 # NOTE: the actual command documentation is collected from docstrings of the
 # commands and is appended to __doc__ after the class has been defined.
 
-import bdb
-import cmd
-import code
-import dis
-import functools
-import glob
-import inspect
-import io
-import linecache
 import os
-import pprint
+import io
 import re
-import signal
 import sys
+import cmd
+import bdb
+import dis
+import code
+import glob
+import pprint
+import signal
+import inspect
 import tokenize
+import functools
 import traceback
+import linecache
+
 from typing import Union
 
 

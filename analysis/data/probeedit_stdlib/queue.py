@@ -3,9 +3,8 @@
 import threading
 import types
 from collections import deque
-from heapq import heappop, heappush
+from heapq import heappush, heappop
 from time import monotonic as time
-
 try:
     from _queue import SimpleQueue
 except ImportError:

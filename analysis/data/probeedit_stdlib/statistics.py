@@ -131,14 +131,15 @@ import math
 import numbers
 import random
 import sys
-from bisect import bisect_left, bisect_right
-from collections import Counter, defaultdict, namedtuple
-from decimal import Decimal
+
 from fractions import Fraction
-from functools import reduce
+from decimal import Decimal
 from itertools import groupby, repeat
-from math import erf, exp, fabs, fsum, hypot, log, sqrt, tau
+from bisect import bisect_left, bisect_right
+from math import hypot, sqrt, fabs, exp, erf, tau, log, fsum
+from functools import reduce
 from operator import mul
+from collections import Counter, namedtuple, defaultdict
 
 _SQRT2 = sqrt(2.0)
 
@@ -672,7 +673,7 @@ def median_grouped(data, interval=1.0):
         interval = float(interval)
         x = float(x)
     except ValueError:
-        raise TypeError('Value cannot be converted to a float')
+        raise TypeError(f'Value cannot be converted to a float')
 
     # Interpolate the median using the formula found at:
     # https://www.cuemath.com/data/median-of-grouped-data/

@@ -36,16 +36,17 @@ __credits__ = "Gustavo Niemeyer, Niels Gust\u00e4bel, Richard Townsend."
 #---------
 # Imports
 #---------
-import copy
-import io
+from builtins import open as bltn_open
+import sys
 import os
-import re
+import io
 import shutil
 import stat
-import struct
-import sys
 import time
-from builtins import open as bltn_open
+import struct
+import copy
+import re
+import warnings
 
 try:
     import pwd
@@ -1922,7 +1923,7 @@ class TarFile(object):
             raise ValueError("mode must be 'r', 'w' or 'x'")
 
         try:
-            from lzma import LZMAError, LZMAFile
+            from lzma import LZMAFile, LZMAError
         except ImportError:
             raise CompressionError("lzma module is not available") from None
 

@@ -1,13 +1,13 @@
 """Thread module emulating a subset of Java's threading model."""
 
-import _thread
-import functools
 import os as _os
 import sys as _sys
-from _weakrefset import WeakSet
-from itertools import count as _count
-from time import monotonic as _time
+import _thread
+import functools
 
+from time import monotonic as _time
+from _weakrefset import WeakSet
+from itertools import islice as _islice, count as _count
 try:
     from _collections import deque as _deque
 except ImportError:
@@ -1272,12 +1272,12 @@ class Thread:
 
 
 try:
-    from _thread import _excepthook as excepthook
-    from _thread import _ExceptHookArgs as ExceptHookArgs
+    from _thread import (_excepthook as excepthook,
+                         _ExceptHookArgs as ExceptHookArgs)
 except ImportError:
     # Simple Python implementation if _thread._excepthook() is not available
-    from collections import namedtuple
     from traceback import print_exception as _print_exception
+    from collections import namedtuple
 
     _ExceptHookArgs = namedtuple(
         'ExceptHookArgs',

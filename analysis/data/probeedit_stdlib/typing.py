@@ -19,7 +19,9 @@ Any name not present in __all__ is an implementation detail
 that may be changed without notice. Use at your own risk!
 """
 
+from abc import abstractmethod, ABCMeta
 import collections
+from collections import defaultdict
 import collections.abc
 import contextlib
 import functools
@@ -28,14 +30,8 @@ import re as stdlib_re  # Avoid confusion with the re we export.
 import sys
 import types
 import warnings
-from abc import ABCMeta, abstractmethod
-from collections import defaultdict
-from types import (
-    GenericAlias,
-    MethodDescriptorType,
-    MethodWrapperType,
-    WrapperDescriptorType,
-)
+from types import WrapperDescriptorType, MethodWrapperType, MethodDescriptorType, GenericAlias
+
 
 try:
     from _typing import _idfunc

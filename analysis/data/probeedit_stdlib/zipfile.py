@@ -4,12 +4,10 @@ Read and write ZIP files.
 XXX references to utf-8 need further investigation.
 """
 import binascii
-import contextlib
 import importlib.util
 import io
 import itertools
 import os
-import pathlib
 import posixpath
 import shutil
 import stat
@@ -17,21 +15,23 @@ import struct
 import sys
 import threading
 import time
+import contextlib
+import pathlib
 
 try:
-    import zlib  # We may need its compression method
+    import zlib # We may need its compression method
     crc32 = zlib.crc32
 except ImportError:
     zlib = None
     crc32 = binascii.crc32
 
 try:
-    import bz2  # We may need its compression method
+    import bz2 # We may need its compression method
 except ImportError:
     bz2 = None
 
 try:
-    import lzma  # We may need its compression method
+    import lzma # We may need its compression method
 except ImportError:
     lzma = None
 

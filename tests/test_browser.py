@@ -273,12 +273,15 @@ def test_screenshots_of_the_index_and_the_summary(browser):
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, target
 
 
-def test_the_probe_sees_an_outside_request_and_a_console_error(browser, tmp_path):
-    """The checks above can fail: a page that loads a CDN script and logs an error is caught."""
+def test_the_probe_sees_outside_requests_console_errors_and_wide_tables(browser, tmp_path):
+    """The checks above can fail: a page that loads a CDN script, logs an error and holds a table
+    wider than the window (inside a scrolling wrapper, as great_tables makes them) is caught."""
     bad = tmp_path / "bad.html"
     bad.write_text("<!doctype html><html><head><script src='https://cdn.example.invalid/x.js'></script></head>"
-                   "<body><script>console.error('boom')</script><table><tr><td>x</td></tr></table></body></html>")
+                   "<body><main><script>console.error('boom')</script><div style='overflow-x:auto'>"
+                   "<table style='width:3000px'><tr><td>x</td></tr></table></div></main></body></html>")
     url = bad.resolve().as_uri()
     problems = _problems(browser.open(url), url)
     assert any("cdn.example.invalid" in r for r in problems["outside requests"])
     assert any("boom" in e for e in problems["console errors"])
+    assert browser.evaluate(DOM_PROBE)["overflowing"]

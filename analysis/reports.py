@@ -1,68 +1,258 @@
-"""Render the papermill report templates into reports/: executed notebooks, self-contained HTML
-(charts are static SVG inside the page, so nothing loads from a CDN), and reports/index.html."""
+"""Render the papermill report templates into reports/: executed notebooks, standalone HTML pages
+and the reports/index.html dashboard.
+
+Pages are read, not run: no code cells, no `In [ ]:`/`Out[4]:` prompts, and nothing loaded from
+outside the file. nbconvert's default templates link MathJax, require.js and mermaid from a CDN,
+so the notebook body is exported with the `basic` template (the cells only, no <head>) and wrapped
+in this module's own page, whose stylesheet is inline. Charts are inline SVG (altair's svg renderer
+in the notebooks) or data: URIs (figures on the index). `external_references` checks every page
+before it is written.
+
+Stage order: run_reports (notebooks -> html -> index), then analysis.readme.write_readme_results.
+"""
 
 from __future__ import annotations
 
-import html
+import base64
+import os
+import re
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 from analysis.errors import ParamsError
-from analysis.io import write_text
-from analysis.layout import EXECUTED, HTML, INDEX, NOTEBOOKS
+from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
 
 REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
 
+# (figure stem under FIGURES, caption): the charts the dashboard shows inline.
+KEY_FIGURES = (
+    ("kernel_speedup", "Claim 1: copy by one prefill against N decode steps (this machine's kernel)"),
+    ("bounds", "Claims 3 and 4: the closed-form bound per corpus, with 95% CIs"),
+    ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
+    ("perturbation", "Claim 6: exact match under off-by-one span noise"),
+    ("e2e_speedup", "Beyond the paper: measured end to end against the closed-form prediction"),
+)
 
-def render_notebook(name: str, parameters: dict[str, Any], root: Path, out_name: str | None = None) -> Path:
-    import nbformat
-    import papermill
+PAGE_CSS = """
+:root { --ink: #1f2328; --muted: #59636e; --rule: #d0d7de; --accent: #0b5cad; }
+* { box-sizing: border-box; }
+body { margin: 0; color: var(--ink); background: #fff;
+       font: 15px/1.5 -apple-system, BlinkMacSystemFont, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif; }
+main { max-width: 1200px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 26px; margin: 8px 0 12px; } h2 { font-size: 20px; margin: 32px 0 8px; border-bottom: 1px solid var(--rule); }
+h3 { font-size: 16px; margin: 20px 0 6px; }
+a { color: var(--accent); }
+code, pre { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 13px; }
+pre, .cd-pre { background: #f6f8fa; padding: 10px 12px; border-radius: 6px; white-space: pre-wrap; word-break: break-word; }
+svg, img { max-width: 100%; height: auto; }
+.output_subarea, .output_area, .output { max-width: 100%; overflow-x: visible; }
+.cell { margin: 6px 0; }
+.gt_table { margin-left: 0 !important; }
+.cd-lead { background: #f3f7fc; border-left: 4px solid var(--accent); padding: 10px 16px; margin: 8px 0 18px; }
+.cd-lead p { margin: 0 0 8px; }
+.cd-cards { display: flex; flex-wrap: wrap; gap: 12px; }
+.cd-card { background: #fff; border: 1px solid var(--rule); border-radius: 6px; padding: 6px 12px; min-width: 150px; }
+.cd-value { font-size: 22px; font-weight: 600; } .cd-label { color: var(--muted); font-size: 13px; }
+.cd-provenance { margin-top: 36px; color: var(--muted); font-size: 13px; }
+.cd-prov th { text-align: left; padding: 2px 16px 2px 0; font-weight: 600; } .cd-prov td { padding: 2px 0; word-break: break-all; }
+.cd-copy { background: #c8f7c5; } .cd-gen { background: #ffd59e; }
+.cd-figures { display: grid; grid-template-columns: 1fr; gap: 20px; }
+.cd-figures figure { margin: 0; } .cd-figures figcaption { color: var(--muted); font-size: 13px; }
+.cd-links { columns: 3; } .cd-links li { break-inside: avoid; }
+.cd-verdict-reproduced { color: #116329; font-weight: 600; } .cd-verdict-differs { color: #9a6700; font-weight: 600; }
+.cd-verdict-not-run { color: var(--muted); font-weight: 600; }
+nav.cd-nav { font-size: 13px; color: var(--muted); }
+"""
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    title: str
+    path: Path
+
+
+# ---------------------------------------------------------------- writing
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write beside the target, then rename: a reader never sees half a page."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_EXTERNAL = re.compile(
+    r"""(?:\b(?:src|href|srcset|action|poster|data)\s*=\s*["']?\s*(?:https?:)?//[^"'\s>]+)"""
+    r"""|(?:url\(\s*["']?\s*(?:https?:)?//[^)]+\))|(?:@import\s+["']?(?:url\()?\s*["']?(?:https?:)?//[^"';)]+)""",
+    re.IGNORECASE,
+)
+
+
+def external_references(text: str) -> list[str]:
+    """Every attribute or stylesheet reference in `text` that would load something from outside the
+    page. XML namespace declarations (xmlns=...) name, they do not load."""
+    return [m.group(0) for m in _EXTERNAL.finditer(text)]
+
+
+def page(title: str, body: str, nav: str = "") -> str:
+    from analysis.present import esc
+
+    document = (
+        "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width, initial-scale=1'>"
+        f"<title>{esc(title)}</title><style>{PAGE_CSS}</style></head>"
+        f"<body><main>{nav}{body}</main></body></html>\n"
+    )
+    outside = external_references(document)
+    if outside:
+        raise ParamsError(f"page {title!r} would load from outside itself: {outside[:3]}")
+    return document
+
+
+# ---------------------------------------------------------------- one report
+
+
+def _title_of(notebook) -> str:
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.startswith("#"):
+                    return line.lstrip("#").strip()
+    return "report"
+
+
+def notebook_body(notebook) -> str:
+    """The cells of an executed notebook as HTML: markdown and outputs only, no prompts."""
     from nbconvert import HTMLExporter
 
-    source = NOTEBOOKS / f"{name}.ipynb"
+    exporter = HTMLExporter(template_name="basic", exclude_input=True, exclude_input_prompt=True,
+                            exclude_output_prompt=True, exclude_raw=True, exclude_anchor_links=True)
+    body, _ = exporter.from_notebook_node(notebook)
+    return body
+
+
+def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str) -> Path:
+    import papermill
+
+    source = root / NOTEBOOKS / f"{name}.ipynb"
     if not source.is_file():
         raise ParamsError(f"no report template {source}; known: {', '.join(REPORTS)}")
-    out_name = out_name or name
-    executed = EXECUTED / f"{out_name}.ipynb"
+    executed = root / EXECUTED / f"{out_name}.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
     papermill.execute_notebook(
         str(source), str(executed), parameters={"root": str(root.resolve()), **parameters},
         kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
     )
-    exporter = HTMLExporter(exclude_input=True)
-    body, _ = exporter.from_notebook_node(nbformat.read(executed, as_version=4))
-    page = HTML / f"{out_name}.html"
-    write_text(body, page)
-    return page
+    return executed
 
 
-def write_index(pages: list[Path]) -> None:
-    def links(folder: str, suffixes: tuple[str, ...]) -> str:
-        files = sorted(p for p in Path("reports", folder).glob("*") if p.suffix in suffixes)
-        return "".join(f'<li><a href="{folder}/{html.escape(p.name)}">{html.escape(p.name)}</a></li>' for p in files)
+def render_html(executed: Path, root: Path, out_name: str) -> Page:
+    import nbformat
 
-    items = "".join(f'<li><a href="html/{p.name}">{p.stem}</a> (<a href="notebooks/{p.stem}.ipynb">notebook</a>)</li>'
-                    for p in pages)
-    write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><title>copydecode reports</title></head><body>"
-        "<h1>copydecode: Copy-as-Decode reports</h1>"
-        "<p>Every table and figure was computed by <code>dvc repro</code>. ProbeEdit-S is a stand-in for the paper's "
-        "unpublished ProbeEdit corpus.</p>"
-        f"<h2>Reports</h2><ul>{items}</ul>"
-        f"<h2>Tables</h2><ul>{links('tables', ('.md', '.csv'))}</ul>"
-        f"<h2>Figures</h2><ul>{links('figures', ('.png', '.svg'))}</ul>"
-        f"<h2>Metrics</h2><ul>{links('metrics', ('.json',))}</ul>"
-        "</body></html>\n",
-        INDEX,
+    notebook = nbformat.read(executed, as_version=4)
+    title = _title_of(notebook)
+    nav = "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"
+    target = root / HTML / f"{out_name}.html"
+    atomic_write_text(target, page(title, notebook_body(notebook), nav))
+    return Page(out_name, title, target)
+
+
+def render_notebook(name: str, parameters: Mapping[str, Any], root: Path = Path("."), out_name: str | None = None) -> Page:
+    """Execute notebooks/<name>.ipynb with `parameters` and write its standalone HTML page."""
+    out_name = out_name or name
+    executed = execute_notebook(name, parameters, Path(root), out_name)
+    return render_html(executed, Path(root), out_name)
+
+
+# ---------------------------------------------------------------- the dashboard
+
+
+def data_uri(path: Path) -> str:
+    kind = {".svg": "image/svg+xml", ".png": "image/png"}[path.suffix]
+    return f"data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}"
+
+
+def _figure(stem: str, caption: str, root: Path) -> str:
+    from analysis.present import esc
+
+    for suffix in (".svg", ".png"):
+        path = root / FIGURES / f"{stem}{suffix}"
+        if path.is_file():
+            return (f"<figure><img alt='{esc(caption)}' src='{data_uri(path)}'>"
+                    f"<figcaption>{esc(caption)} (<a href='{esc((FIGURES / path.name).relative_to(INDEX.parent))}'>"
+                    f"{esc(path.name)}</a>)</figcaption></figure>")
+    return f"<figure><figcaption>{esc(caption)}: not produced by this run</figcaption></figure>"
+
+
+def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
+    from analysis.present import esc
+
+    files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
+    if not files:
+        return "<p>none produced by this run</p>"
+    rel = folder.relative_to(INDEX.parent)
+    return "<ul class='cd-links'>" + "".join(
+        f"<li><a href='{esc(rel / p.name)}'>{esc(p.name)}</a></li>" for p in files) + "</ul>"
+
+
+def index_html(pages: list[Page], root: Path = Path(".")) -> str:
+    from analysis import present
+    from analysis.present import esc
+
+    items = present.claims(root / TABLES, root / METRICS)
+    counts = {v: sum(c.verdict == v for c in items) for v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)}
+    rel_html = HTML.relative_to(INDEX.parent)
+    reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
+    body = (
+        "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
+        + present.lead(
+            "Each claim of arXiv 2604.18170 beside what this suite measured, with a verdict computed from the "
+            "stage outputs under the thresholds stated in analysis/data/paper_claims.json. ProbeEdit-S* is a "
+            "stand-in for the paper's unpublished ProbeEdit corpus; kernel timings come from the machine in "
+            "the provenance below, not the paper's A100.",
+            [("claims reproduced", str(counts[present.REPRODUCED])), ("claims that differ", str(counts[present.DIFFERS])),
+             ("claims not run", str(counts[present.NOT_RUN]))]).text
+        + "<h2>Paper versus ours</h2>" + present.summary_table(items).as_raw_html()
+        + "<h2>Key charts</h2><div class='cd-figures'>"
+        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES) + "</div>"
+        + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
+        + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
+        + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))
+        + present.provenance_html(present.provenance(root)).text
     )
+    return page("copydecode: Copy-as-Decode reports", body)
 
 
-def run_reports(per_report: dict[str, dict[str, Any]], root: Path) -> dict[str, Any]:
+def write_index(pages: list[Page], root: Path = Path(".")) -> Path:
+    target = Path(root) / INDEX
+    atomic_write_text(target, index_html(pages, Path(root)))
+    return target
+
+
+# ---------------------------------------------------------------- the stage
+
+
+def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path(".")) -> dict[str, Any]:
+    """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index."""
+    started = time.perf_counter()
+    unknown = set(per_report) - set(REPORTS)
+    if unknown:
+        raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
     pages, timings = [], {}
     for name in REPORTS:
         t0 = time.perf_counter()
-        pages.append(render_notebook(name, per_report.get(name) or {}, root))
+        pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
         timings[name] = round(time.perf_counter() - t0, 2)
-    write_index(pages)
-    return {"reports": timings}
+    write_index(pages, Path(root))
+    return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}

@@ -46,3 +46,67 @@ def test_papermill_examples_name_real_templates_and_parameters():
         params = next(c.source for c in book.cells if "parameters" in c.metadata.get("tags", []))
         for name in re.findall(r"-p (\S+) ", names):
             assert re.search(rf"^{name} = ", params, flags=re.M), (template, name)
+
+
+# ---------------------------------------------------------------- the generated Results section
+
+def _generated_figures(block: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)?(?:x|%)", block)
+
+
+def test_readme_results_match_the_stage_outputs():
+    from analysis.readme import stale_lines
+
+    stale = stale_lines(README, ROOT)
+    assert not stale, "README results are stale; run `python -m analysis.readme`:\n" + "\n".join(stale[:10])
+
+
+def test_a_hand_edited_figure_in_the_readme_is_caught():
+    from analysis.readme import readme_block, stale_lines
+
+    block = readme_block(README)
+    # a figure of ours (third column of the claims table), not one of the paper's
+    ours = [row.split(" | ")[2] for row in block.splitlines() if row.startswith("| 1.")][0]
+    figure = _generated_figures(ours)[0]
+    number, unit = figure[:-1], figure[-1]
+    edited_figure = f"{float(number) + 0.1:.{len(number.split('.')[1]) if '.' in number else 0}f}{unit}"
+    edited = README.replace(block, block.replace(figure, edited_figure, 1))
+    assert edited != README
+    stale = stale_lines(edited, ROOT)
+    assert any(edited_figure in line for line in stale if line.startswith("-"))
+    assert any(figure in line for line in stale if line.startswith("+"))
+
+
+def test_the_block_shows_the_metrics_own_figures():
+    """Spot checks against the JSON the block is generated from (not against typed numbers)."""
+    import json
+
+    from analysis.layout import METRICS
+    from analysis.present import fmt_int, fmt_x
+    from analysis.readme import readme_block
+
+    block = readme_block(README)
+    rt = json.loads((ROOT / METRICS / "roundtrip.json").read_text())
+    assert f"{fmt_int(rt['passed'])}/{fmt_int(rt['programs'])}" in block
+    e2e = json.loads((ROOT / METRICS / "e2e.json").read_text())
+    for runs in e2e["hf_pld"].values():
+        for run in runs:
+            assert fmt_x(run["speedup"], 2) in block
+
+
+def test_write_readme_results_rewrites_only_the_block(tmp_path):
+    import shutil
+
+    from analysis.layout import LATENCY_MODEL, METRICS, TABLES
+    from analysis.readme import END, START, readme_block, results_block, write_readme_results
+
+    for folder in (METRICS, TABLES):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / LATENCY_MODEL, tmp_path / LATENCY_MODEL)
+    (tmp_path / "README.md").write_text(f"# title\n\nbefore\n\n{START}\nstale 1.0x\n{END}\n\n## after\n")
+    write_readme_results(tmp_path)
+    text = (tmp_path / "README.md").read_text()
+    assert text.startswith("# title\n\nbefore\n\n") and text.endswith("\n\n## after\n")
+    assert readme_block(text) == results_block(tmp_path)
+    assert "stale 1.0x" not in text

@@ -1,0 +1,194 @@
+"""The README's Results section, generated from the stage outputs (reports/metrics/*.json and
+reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- results:end -->`.
+
+Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
+helpers the reports use (analysis.present), so the README cannot drift from the metrics.
+tests/test_readme.py regenerates the block and compares it with the README's.
+
+    python -m analysis.readme [ROOT]     # rewrite the block in ROOT/README.md (default: .)
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import polars as pl
+
+from analysis import present
+from analysis.errors import ParamsError
+from analysis.layout import LATENCY_MODEL, METRICS, POOLED, TABLES, framing_filter
+from analysis.reports import atomic_write_text
+
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+README = Path("README.md")
+METHODS = ("pld_oracle", "cad_line", "cad_token")
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _claims_table(root: Path) -> list[str]:
+    rows = ["| claim | paper | ours | verdict |", "|---|---|---|---|"]
+    for c in present.claims(root / TABLES, root / METRICS):
+        verdict = f"**{c.verdict}**" + (f": {c.why}" if c.verdict != present.BEYOND else "")
+        rows.append(f"| {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(verdict)} |")
+    return rows
+
+
+def _kernel_setup(root: Path) -> str:
+    try:
+        lm = present.latency_model(root / LATENCY_MODEL)
+    except ParamsError:
+        return ""
+    env = lm.get("environment") or [{}]
+    threads = sorted({str(e.get("threads")) for e in env if e.get("threads") is not None})
+    torch = sorted({str(e.get("torch_version")) for e in env if e.get("torch_version")})
+    setups = sorted({f"{f['model']} {f['dtype']} {f['device']}" for f in lm.get("fits", [])})
+    return (f"Kernel timings: {', '.join(setups)}"
+            + (f", {'/'.join(threads)} threads" if threads else "")
+            + (f", torch {', '.join(torch)}" if torch else "") + ".")
+
+
+def _e2e_table(root: Path) -> list[str]:
+    s = present.table("e2e_speedup", root / TABLES)
+    cases = s.filter(pl.col("method") == "ar").select("model", "corpus", "cases")
+    rows = ["| model, corpus | PLD oracle | Copy-as-Decode, line [predicted] | Copy-as-Decode, token [predicted] |",
+            "|---|---|---|---|"]
+    for r in cases.iter_rows(named=True):
+        one = s.filter((pl.col("model") == r["model"]) & (pl.col("corpus") == r["corpus"]))
+        cells = []
+        for method in METHODS:
+            m = one.filter(pl.col("method") == method)
+            if m.height == 0:
+                cells.append(present.MISSING)
+                continue
+            row = m.row(0, named=True)
+            cells.append(present.fmt_x(row["speedup_total"])
+                         + (f" [{present.fmt_x(row['predicted'])}]" if row["predicted"] is not None else ""))
+        label = f"{r['model']}, {present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}"
+        rows.append(f"| {_cell(label)} ({r['cases']} {'case' if r['cases'] == 1 else 'cases'}) | " + " | ".join(cells) + " |")
+    return rows
+
+
+def _fmt_us(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 100 else f"{us:.2f} us"
+
+
+def _e2e_sentences(root: Path) -> list[str]:
+    m = present.metrics("e2e", root / METRICS)
+    out = []
+    lossless = m.get("lossless") or {}
+    if lossless:
+        worst = max(v["max_rel_diff"] for v in lossless.values())
+        ok = sum(v["ok"] for v in lossless.values())
+        total = sum(v["cases"] for v in lossless.values())
+        out.append(f"The executor's final logits match one-token steps over the same sequence in {ok}/{total} checks "
+                   f"(max relative difference {worst:.1e}).")
+    for model, runs in sorted((m.get("hf_pld") or {}).items()):
+        for r in runs:
+            out.append(f"transformers' own `generate(prompt_lookup_num_tokens=k)` ran at {present.fmt_x(r['speedup'], 2)} "
+                       f"of plain greedy `generate` for {model} on {r['case_id']} "
+                       f"({'identical' if r['identical_output'] else 'different'} output).")
+    c = m.get("constrained")
+    if c:
+        out.append(f"Grammar-constrained generation (untrained for the format): {c['valid']}/{c['cases']} valid "
+                   f"programs, {c['exact_match']}/{c['cases']} exact match.")
+    mask = m.get("mask_cost_qwen")
+    if mask:
+        out.append(f"FSM mask on a {mask['vocab_size']:,}-token vocabulary: {_fmt_us(mask['cold']['median_us'])} median "
+                   f"to compute a state's mask the first time, {_fmt_us(mask['warm']['median_us'])} to fetch it cached, "
+                   f"{_fmt_us(mask['apply']['median_us'])} to apply it to a logits row.")
+    return out
+
+
+def _formats_sentences(root: Path) -> list[str]:
+    out = []
+    try:
+        ef = present.table("edit_formats", root / TABLES).filter(framing_filter("body")).sort("corpus")
+        out.append("Copy programs (line level) cost " + ", ".join(
+            f"{present.fmt_x(r['copy_line_vs_rewrite'], 2)} ({present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
+            for r in ef.iter_rows(named=True)) + " of a whole rewrite's tokens; a unified diff costs "
+            + ", ".join(f"{present.fmt_x(r['unified_diff_vs_rewrite'], 2)}" for r in ef.iter_rows(named=True))
+            + " in the same order (`reports/tables/edit_formats.md`).")
+    except ParamsError:
+        pass
+    try:
+        tb = present.table("token_boundaries", root / TABLES).filter(
+            (pl.col("level") == "line") & framing_filter("body") & (pl.col("corpus") != POOLED)).sort("corpus")
+        out.append("Line copies whose own tokens differ from the gold output's tokenization: " + ", ".join(
+            f"{present.fmt_pct(r['mismatch_share'])} ({present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
+            for r in tb.iter_rows(named=True)) + " of copy spans.")
+    except ParamsError:
+        pass
+    return out
+
+
+def results_block(root: Path = Path(".")) -> str:
+    """The Results section, markers included, from the stage outputs under `root`."""
+    root = Path(root)
+    lines = [
+        START,
+        "<!-- generated by `python -m analysis.readme` from reports/metrics and reports/tables: do not edit by hand -->",
+        "## Results (this repository's last `dvc repro`; full tables and charts in `reports/index.html`)",
+        "",
+        "Paper figures come from arXiv 2604.18170's abstract; ours from the stage named in brackets. Each verdict "
+        "is computed from the stage outputs under the rule and thresholds stated in `analysis/data/paper_claims.json`.",
+        "",
+        *_claims_table(root),
+        "",
+        "\\" + present.STAND_IN_NOTE,
+    ]
+    setup = _kernel_setup(root)
+    if setup:
+        lines += ["", setup]
+    try:
+        e2e = _e2e_table(root)
+        lines += ["", "Beyond the paper, measured end to end [e2e] on a real KV cache (teacher-forced oracle programs, "
+                      "a seeded case sample; total AR time over total method time, the closed-form prediction for the "
+                      "same cases in brackets):", "", *e2e]
+        lines += ["", " ".join(_e2e_sentences(root))]
+    except ParamsError:
+        lines += ["", "The end-to-end stage [e2e] has not been run."]
+    formats = _formats_sentences(root)
+    if formats:
+        lines += ["", " ".join(formats)]
+    lines.append(END)
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(text: str) -> str:
+    """The README's current results block, markers included."""
+    start, end = text.find(START), text.find(END)
+    if start < 0 or end < start:
+        raise ParamsError(f"README has no {START} ... {END} block")
+    return text[start:end + len(END)] + "\n"
+
+
+def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
+    """Lines of the README's block that differ from what the stage outputs give (empty: up to date)."""
+    import difflib
+
+    current, fresh = readme_block(text).splitlines(), results_block(root).splitlines()
+    return [line for line in difflib.unified_diff(current, fresh, "README.md", "stage outputs", lineterm="", n=0)
+            if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))]
+
+
+def write_readme_results(root: Path = Path(".")) -> Path:
+    """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
+    path = Path(root) / README
+    text = path.read_text(encoding="utf-8")
+    start = text.find(START)
+    end = text.find(END)
+    if start < 0 or end < start:
+        raise ParamsError(f"{path} has no {START} ... {END} block to fill")
+    tail = text[end + len(END):]
+    updated = text[:start] + results_block(Path(root)) + tail.removeprefix("\n")
+    if updated != text:
+        atomic_write_text(path, updated)
+    return path
+
+
+if __name__ == "__main__":
+    print(write_readme_results(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")))

@@ -9,6 +9,7 @@ from typing import Any
 from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.params import get
+from analysis.readme import write_readme_results
 from analysis.reports import REPORTS, run_reports
 from analysis.stages.common import timed
 
@@ -32,4 +33,6 @@ def settings(cfg: Config) -> ReportsSettings:
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("reports"):
-        return run_reports(s.parameters, Path("."))
+        result = run_reports(s.parameters, Path("."))
+        write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
+    return result

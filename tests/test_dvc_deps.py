@@ -72,3 +72,11 @@ def test_declared_code_files_exist():
         for dep in stage["deps"]:
             if dep.endswith(".py"):
                 assert (ROOT / dep).is_file(), f"{name}: {dep} does not exist"
+
+
+def test_readme_stage_table_matches_dvc_yaml():
+    import re
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(r"^\| (\w+) \| `(copydecode [^`]+)` \|", readme, flags=re.M)
+    assert {name: cmd for name, cmd in rows} == {name: stage["cmd"] for name, stage in DVC.items()}

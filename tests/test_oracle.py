@@ -1,7 +1,8 @@
 import random
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
 from analysis.oracle import SuffixAutomaton, line_oracle, myers_matches, token_oracle
@@ -152,8 +153,9 @@ def reference_myers(a, b):
                     break
             if done:
                 break
+        d_end = d
         x, y = cn, cm
-        for d in range(d, -1, -1):
+        for d in range(d_end, -1, -1):
             vd = trace[d]
             k = x - y
             if d == 0:

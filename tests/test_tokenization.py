@@ -2,7 +2,11 @@ import pytest
 
 from analysis.errors import TokenizerError
 from analysis.tokenization import (
-    count_split_boundaries, embedded_qwen_dir, load_tokenizer, token_lines, tokens_per_line,
+    count_split_boundaries,
+    embedded_qwen_dir,
+    load_tokenizer,
+    token_lines,
+    tokens_per_line,
 )
 
 

@@ -47,7 +47,15 @@ import numpy as np
 
 from analysis.errors import ProgramError
 from analysis.program import (
-    AFTER_AMP, AFTER_LT, COPY_END, COPY_TAGS, ESCAPE_AMP, ESCAPE_LT, GEN_CLOSE, GEN_OPEN, RANGE_SEP,
+    AFTER_AMP,
+    AFTER_LT,
+    COPY_END,
+    COPY_TAGS,
+    ESCAPE_AMP,
+    ESCAPE_LT,
+    GEN_CLOSE,
+    GEN_OPEN,
+    RANGE_SEP,
     TAG_STARTS,
 )
 
@@ -127,6 +135,7 @@ class ByteAutomaton:
         self._tags = [_GEN_OPEN] + [_TAGS[u] for u in self.limits]
         self._tag_prefixes = {tag[:k] for tag in self._tags for k in range(1, len(tag) + 1)}
         self._memo: dict[tuple[tuple, int], tuple | None] = {}
+        self._max_completion: int | None = None
 
     # ------------------------------------------------------------ transitions
 
@@ -241,7 +250,7 @@ class ByteAutomaton:
             first = str(value).encode() if value else _FIRST_DIGIT
             return (b"" if value else _FIRST_DIGIT) + _SEP + first + _COPY_END
         if kind == "n2":
-            _, unit, start, value = state
+            start, value = state[2], state[3]
             if value >= start:
                 return _COPY_END
             if value == 0:
@@ -281,6 +290,11 @@ class ByteAutomaton:
 
     def max_completion(self) -> int:
         """The length of the longest shortest completion over all live states."""
+        if self._max_completion is None:
+            self._max_completion = self._longest_completion()
+        return self._max_completion
+
+    def _longest_completion(self) -> int:
         states: list[tuple] = [("tag", p) for p in self._tag_prefixes if p not in self._tags]
         for unit, limit in self.limits.items():
             # the longest number completions: a first number at the limit, a second one from 0
@@ -455,7 +469,7 @@ class ProgramFSM:
     def accepts_bytes(self, data: bytes) -> bool:
         return self.automaton.accepts(data)
 
-    def walker(self, budget: int | None = None, margin: int | None = None) -> "FsmWalker":
+    def walker(self, budget: int | None = None, margin: int | None = None) -> FsmWalker:
         return FsmWalker(self, budget=budget, margin=margin)
 
 

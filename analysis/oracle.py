@@ -126,16 +126,15 @@ def _backtrack(trace, n: int, m: int, d_end: int) -> list[tuple[int, int]]:
     x, y = n, m
     pairs: list[tuple[int, int]] = []
     for d in range(d_end, -1, -1):
-        row = trace[d]
-        at = lambda k: row[(k + d - 1) // 2]  # noqa: E731 -- v[k] as of step d
+        row, base = trace[d], d - 1  # v[k] as of step d is row[(k + base) // 2]
         k = x - y
         if d == 0:
             prev_k = 0
-        elif k == -d or (k != d and at(k - 1) < at(k + 1)):
+        elif k == -d or (k != d and row[(k - 1 + base) // 2] < row[(k + 1 + base) // 2]):
             prev_k = k + 1
         else:
             prev_k = k - 1
-        prev_x = at(prev_k) if d > 0 else 0
+        prev_x = row[(prev_k + base) // 2] if d > 0 else 0
         prev_y = prev_x - prev_k
         while x > prev_x and y > prev_y:
             x -= 1
@@ -260,7 +259,7 @@ class SuffixAutomaton:
     first_end: list[int]
 
     @classmethod
-    def build(cls, seq) -> "SuffixAutomaton":
+    def build(cls, seq) -> SuffixAutomaton:
         nxt: list[dict[int, int]] = [{}]
         link, length, first_end = [-1], [0], [-1]
         last = 0

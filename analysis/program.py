@@ -172,7 +172,8 @@ def parse(text: str) -> Program:
             if m is None:
                 raise ProgramError(
                     f"malformed copy directive at position {pos}: {_context(text, pos)}; "
-                    'expected <copy lines="i-j"/> or <copy tokens="i-j"/> with positive integers'
+                    f"expected {' or '.join(f'{tag}i{RANGE_SEP}j{COPY_END}' for tag in COPY_TAGS.values())} "
+                    "with positive integers"
                 )
             ops.append(Copy(int(m.group(2)), int(m.group(3)), _UNIT_OF_TAG[m.group(1)]))  # type: ignore[arg-type]
             pos = m.end()
@@ -187,7 +188,7 @@ def parse(text: str) -> Program:
             pos = close + len(GEN_CLOSE)
         else:
             raise ProgramError(
-                f"expected '<copy' or '<gen>' at position {pos}, found {_context(text, pos)}"
+                f"expected {TAG_STARTS[0]!r} or {GEN_OPEN!r} at position {pos}, found {_context(text, pos)}"
             )
     return Program(tuple(ops))
 

@@ -5,7 +5,8 @@ from collections import deque
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
 from analysis.fsm import END, OPS, ByteAutomaton, FsmWalker, ProgramFSM

@@ -153,8 +153,9 @@ def reference_myers(a, b):
                     break
             if done:
                 break
+        d_end = d
         x, y = cn, cm
-        for d in range(d, -1, -1):
+        for d in range(d_end, -1, -1):
             vd = trace[d]
             k = x - y
             if d == 0:

@@ -1,5 +1,6 @@
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
 from analysis.program import Copy, Gen, Program, escape, parse, render, unescape

@@ -38,6 +38,9 @@ def profile_spec(params: dict[str, Any], preset: str | None):
     unknown = set(settings) - fields
     if unknown:
         raise ParamsError(f"kernels.profile: unknown settings {sorted(unknown)}; known: {sorted(fields)}")
+    missing = fields - set(settings)
+    if missing:  # every setting comes from params.yaml: ProfileSpec's own defaults never decide a run
+        raise ParamsError(f"kernels.profile: missing settings {sorted(missing)}")
     for name in ("models", "contexts", "ns", "baselines"):
         if name in settings:
             if not isinstance(settings[name], list):

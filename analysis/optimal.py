@@ -329,16 +329,23 @@ def optimal_line_program(source: TokenizedText, target: TokenizedText,
         nonlocal ext_next
         ext = {s: 1 + ext_next.get(s + 1, 0) for s in positions.get(tgt_lines[j], ())}
         ext_next = ext
-        best, choice = np.inf, None
-        for s, run in ext.items():
-            lengths = np.arange(1, run + 1)
-            n_src = src_tok[s + lengths] - src_tok[s]
-            values = (prefill[n_src] + cost.t_dir * directives.copy_tokens("lines", np.full(run, s + 1), s + lengths)
-                      + f_c[j + lengths])
-            k = run - 1 - int(np.argmin(values[::-1]))  # the longest among equal values
-            if values[k] < best:
-                best, choice = float(values[k]), (int(lengths[k]), s)
-        return best, choice
+        if not ext:
+            return np.inf, None
+        # every (s, L) candidate of this target line in one vector: numpy calls per line, not per pair
+        starts = np.fromiter(ext.keys(), dtype=int, count=len(ext))
+        runs = np.fromiter(ext.values(), dtype=int, count=len(ext))
+        offsets = np.cumsum(runs) - runs
+        s_rep = np.repeat(starts, runs)
+        lengths = np.arange(int(runs.sum())) - np.repeat(offsets, runs) + 1
+        n_src = src_tok[s_rep + lengths] - src_tok[s_rep]
+        values = (prefill[n_src] + cost.t_dir * directives.copy_tokens("lines", s_rep + 1, s_rep + lengths)
+                  + f_c[j + lengths])
+        best = values.min()
+        # the first source position attaining the minimum, then its longest length attaining it
+        group = int(np.searchsorted(offsets, int(np.argmax(values == best)), side="right")) - 1
+        lo, hi = int(offsets[group]), int(offsets[group] + runs[group])
+        k = hi - 1 - int(np.argmax(values[lo:hi][::-1] == best))
+        return float(best), (int(lengths[k]), int(starts[group]))
 
     tables = _solve(len(tgt_lines), gen_unit, tags, best_copy)
     program = _program(_walk(tables, gen_unit, tags), "lines", lambda lo, hi: "".join(tgt_lines[lo:hi]))

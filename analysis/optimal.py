@@ -75,7 +75,7 @@ from analysis.errors import ParamsError, ProgramError, TokenizerError
 from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.oracle import SuffixAutomaton, token_oracle
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
-from analysis.spans import program_spans
+from analysis.spans import SpanRow, program_spans
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText, Tokenizer, tokens_per_line
 
@@ -227,6 +227,13 @@ class _OfAdapter:
         if isinstance(op, Copy):
             return int(self.d.copy_tokens(op.unit, np.array([op.start]), np.array([op.end]))[0])
         return self.d.gen_tags + self.d.gen_extra(op.text)
+
+
+def program_span_rows(program: Program, source: TokenizedText, target: TokenizedText,
+                      directives: Directives) -> list[SpanRow]:
+    """The program's rows of the span table (`analysis.spans`), with directive tokens from `directives`,
+    so that any program can be costed by the bound (`analysis.bounds.case_costs`)."""
+    return program_spans(program, source, target, _OfAdapter(directives))
 
 
 def program_seconds(program: Program, source: TokenizedText, target: TokenizedText,
@@ -470,7 +477,7 @@ SWEEP_SCHEMA = {
 }
 
 
-def _check_min_copies(min_copies) -> list[int]:
+def check_min_copies(min_copies) -> list[int]:
     values = list(min_copies)
     if not values:
         raise ParamsError("min_copies is empty; give at least one minimum copy length, e.g. [1, 2, 4, 8, 16]")
@@ -499,7 +506,7 @@ def min_copy_sweep(cases: Sequence[SweepCase], cost: CostModel, directives: Dire
                    min_copies: Sequence[int] = MIN_COPIES, include_optimal: bool = True) -> pl.DataFrame:
     """Per case: coverage and predicted time of token_oracle(min_copy) for each min_copy (oracle
     "coverage"), and of the time-optimal token program (oracle "optimal", min_copy null)."""
-    values = _check_min_copies(min_copies)
+    values = check_min_copies(min_copies)
     records = []
     for case in cases:
         for k in values:

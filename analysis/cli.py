@@ -22,6 +22,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "roundtrip": ("analysis.stages.roundtrip", "check resolve(oracle) == target for every case"),
     "spans": ("analysis.stages.spans", "span table, coverage with bootstrap CIs, histograms"),
     "bounds": ("analysis.stages.bounds", "closed-form speedup bounds with bootstrap CIs"),
+    "optimal": ("analysis.stages.optimal", "cost-optimal oracle beside the coverage oracle; token min_copy sweep"),
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),

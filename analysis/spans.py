@@ -14,6 +14,12 @@
     directive_tokens  int   tokens of the directive the model must emit besides the payload:
                             copy: the whole `<copy .../>` tag; gen: `<gen>`, `</gen>` and the
                             extra tokens of any escapes in the body
+    prompt_tokens     int   the case's prompt length, the KV-cache length when the first op starts
+                            (`prompt_tokens`): source tokens (gold tokenization) plus a fixed template
+                            overhead (params `spans.prompt_overhead_tokens`); the same on every row of a
+                            case. An approximation of the e2e prompt, which also holds the instruction,
+                            the system message and a line number per source line; the bounds use it in
+                            `context_mode: running` only
 
 Coverage of a set of cases = sum of copy n_tokens / sum of all n_tokens (a token-weighted ratio);
 its interval is a percentile bootstrap over cases (analysis.stats.ratio_of_sums_ci).
@@ -26,6 +32,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from analysis.errors import ParamsError
 from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Gen, Program, escape, render_op
 from analysis.stats import ratio_of_sums_ci
@@ -35,8 +42,15 @@ from analysis.tokenization import TokenizedText, Tokenizer
 SPANS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
     "level": pl.String, "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64,
-    "n_tokens_src": pl.Int64, "n_lines": pl.Int64, "directive_tokens": pl.Int64,
+    "n_tokens_src": pl.Int64, "n_lines": pl.Int64, "directive_tokens": pl.Int64, "prompt_tokens": pl.Int64,
 }
+
+
+def prompt_tokens(source: TokenizedText, overhead: int) -> int:
+    """The prompt length a case's program starts at: its source tokens plus the template overhead."""
+    if overhead < 0:
+        raise ParamsError(f"spans.prompt_overhead_tokens must be >= 0 tokens, got {overhead}")
+    return len(source.ids) + overhead
 
 
 @dataclass(frozen=True)

@@ -80,16 +80,25 @@ def load_fitted_models() -> list[LatencyModel]:
         raise ParamsError(f"{LATENCY_MODEL} is not a latency model file ({exc}); rerun `copydecode kernels fit`") from exc
 
 
+PAPER_BASELINE = "paper (A100, bf16)"
+
+
+def select_kernels(kernel_sources, model: str, dtype: str, device: str, baselines, latency_form: str
+                   ) -> list[tuple[str, str, LatencyModel]]:
+    """(kernel source, baseline label, model) for each kernel source and, for `fit`, each baseline."""
+    chosen = []
+    if "fit" in kernel_sources:
+        fitted = load_fitted_models()
+        for baseline in baselines:
+            chosen.append(("fit", baseline, select_model(fitted, model, dtype, device, baseline, latency_form)))
+    if "paper" in kernel_sources:
+        chosen.append(("paper", PAPER_BASELINE, paper_model()))
+    return chosen
+
+
 def kernel_models(s: BoundsSettings) -> list[tuple[str, str, LatencyModel]]:
     """(kernel source, baseline label, model) for every bound to compute."""
-    chosen = []
-    if "fit" in s.kernel_sources:
-        fitted = load_fitted_models()
-        for baseline in s.baselines:
-            chosen.append(("fit", baseline, select_model(fitted, s.model, s.dtype, s.device, baseline, s.latency_form)))
-    if "paper" in s.kernel_sources:
-        chosen.append(("paper", "paper (A100, bf16)", paper_model()))
-    return chosen
+    return select_kernels(s.kernel_sources, s.model, s.dtype, s.device, s.baselines, s.latency_form)
 
 
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
@@ -109,8 +118,11 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
         gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
         tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
                                         pl.col("bound").alias("bound_gold_prefill")).with_columns(**label))
+    # in running mode there is no one context: each op has its own (prompt + output so far)
+    context = s.cost.context if s.cost.context_mode == "fixed" else None
     table = pl.concat(tables).with_columns(model=pl.lit(s.model), dtype=pl.lit(s.dtype), device=pl.lit(s.device),
-                                           context=pl.lit(s.cost.context), context_mode=pl.lit(s.cost.context_mode))
+                                           context=pl.lit(context, dtype=pl.Int64),
+                                           context_mode=pl.lit(s.cost.context_mode))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
     return table, pl.concat(costs_all), tok
@@ -135,10 +147,12 @@ def run(cfg: Config, args=None) -> dict:
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
+        where = (f"c={s.cost.context}" if s.cost.context_mode == "fixed"
+                 else "c = prompt + output so far")
         title = (f"Closed-form bound: {s.model} {s.dtype} {s.device}, {s.latency_form} latency model, "
-                 f"c={s.cost.context} ({charts.STAND_IN})")
+                 f"{where} ({charts.STAND_IN})")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")
     write_json({"bounds": bound_metrics(table), "model": s.model, "dtype": s.dtype, "device": s.device,
-                "context": s.cost.context, "context_mode": s.cost.context_mode, "latency_form": s.latency_form},
+                "context": s.cost.context if s.cost.context_mode == "fixed" else None, "context_mode": s.cost.context_mode, "latency_form": s.latency_form},
                METRICS / "bounds.json")
     return {"rows": table.height}

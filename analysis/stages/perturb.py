@@ -1,4 +1,8 @@
-"""`copydecode perturb`: exact match under off-by-one span noise."""
+"""`copydecode perturb`: exact match under off-by-one span noise, for each perturbation definition
+(analysis.perturb: strict, clip, one_span), and the rate at which pooled EM crosses the paper's 15.48%.
+
+Outputs: strict keeps today's paths (results parquet, `perturbation` table, plot csv, chart); every other
+definition writes `perturbation_<definition>` tables; `perturbation_crossing` holds the crossing rates."""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import polars as pl
 
 from analysis import charts, corpora
 from analysis.config import Config, tokenizer_spec
+from analysis.errors import ParamsError
 from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table
 from analysis.layout import (
     FIGURES,
@@ -19,7 +24,15 @@ from analysis.layout import (
     framing_filter,
 )
 from analysis.params import choices, get, number_list, positive_int
-from analysis.perturb import KINDS, PerturbCase, em_table, run_perturbation
+from analysis.perturb import (
+    DEFINITIONS,
+    KINDS,
+    PAPER_EM,
+    PerturbCase,
+    crossing_rates,
+    em_table,
+    run_perturbation,
+)
 from analysis.program import parse
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import joined_programs
@@ -34,6 +47,7 @@ class PerturbSettings:
     kinds: tuple[str, ...]
     rates: tuple[float, ...]
     seeds: tuple[int, ...]
+    definitions: tuple[str, ...]
 
 
 def settings(cfg: Config) -> PerturbSettings:
@@ -46,7 +60,16 @@ def settings(cfg: Config) -> PerturbSettings:
         kinds=choices(p, "perturb.kinds", KINDS),
         rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
         seeds=tuple(range(first, first + count)),
+        definitions=_definitions(p),
     )
+
+
+def _definitions(p) -> tuple[str, ...]:
+    definitions = choices(p, "perturb.definitions", DEFINITIONS)
+    if "strict" not in definitions:
+        # strict's table is the one the reports and the README read; the others sit beside it
+        raise ParamsError(f"params: 'perturb.definitions' must include 'strict' (the reference table), got {list(definitions)}")
+    return definitions
 
 
 def perturb_cases(table: pl.DataFrame, tokenizer, levels: tuple[str, ...]) -> list[PerturbCase]:
@@ -65,24 +88,48 @@ def selected_programs(framings: tuple[str, ...]) -> pl.DataFrame:
     return table.filter(pl.any_horizontal(framing_filter(f) for f in framings))
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
-    with timed("perturb"):
-        tokenizer = load_tokenizer(s.tokenizer)
-        cases = perturb_cases(selected_programs(s.framings), tokenizer, s.levels)
-        results = run_perturbation(list(progress(cases, "perturbation", len(cases))), list(s.kinds), list(s.rates),
-                                   list(s.seeds))
-        table = em_table(results)
-        write_parquet(results, PERTURB_RESULTS)
-        write_table(table, TABLES / "perturbation", digits=4)
-        write_csv(table.filter(pl.col("corpus") == POOLED).select("level", "kind", "rate", "framing", "em"),
-                  TABLES / "perturbation_plot.csv")
-        save_chart(charts.perturbation(table, s.framings[0]), FIGURES / "perturbation")
+def table_path(definition: str):
+    return TABLES / ("perturbation" if definition == "strict" else f"perturbation_{definition}")
+
+
+def em_metrics(table: pl.DataFrame) -> dict:
     at_one = table.filter(pl.col("rate") == 1.0)
-    metrics = {
+    return {
         f"{r['level']}/{r['kind']}/{r['framing']}/{r['corpus']}": {"em_at_rate_1": r["em"], "invalid": r["invalid"],
                                                                     "no_copy": r["no_copy"]}
         for r in at_one.iter_rows(named=True)
     }
-    write_json({"perturbation": metrics}, METRICS / "perturbation.json")
-    return {"rows": results.height}
+
+
+def crossing_metrics(crossing: pl.DataFrame) -> dict:
+    return {
+        ("paper" if r["definition"] == "paper" else f"{r['definition']}/{r['level']}/{r['kind']}/{r['framing']}"): {
+            "crossing_rate": r["crossing_rate"], "em_at_max_rate": r["em_at_max_rate"], "note": r["note"]}
+        for r in crossing.iter_rows(named=True)
+    }
+
+
+def run(cfg: Config, args=None) -> dict:
+    s = settings(cfg)
+    tables: dict[str, pl.DataFrame] = {}
+    with timed("perturb"):
+        tokenizer = load_tokenizer(s.tokenizer)
+        cases = perturb_cases(selected_programs(s.framings), tokenizer, s.levels)
+        for definition in s.definitions:
+            results = run_perturbation(list(progress(cases, f"perturbation ({definition})", len(cases))),
+                                       list(s.kinds), list(s.rates), list(s.seeds), definition)
+            tables[definition] = em_table(results)
+            write_table(tables[definition], table_path(definition), digits=4)
+            if definition == "strict":
+                write_parquet(results, PERTURB_RESULTS)
+        table = tables["strict"]
+        crossing = crossing_rates(tables)
+        write_table(crossing, TABLES / "perturbation_crossing", digits=4)
+        write_csv(table.filter(pl.col("corpus") == POOLED).select("level", "kind", "rate", "framing", "em"),
+                  TABLES / "perturbation_plot.csv")
+        save_chart(charts.perturbation(table, s.framings[0]), FIGURES / "perturbation")
+    write_json({"perturbation": em_metrics(table),
+                "definitions": {d: em_metrics(tables[d]) for d in s.definitions if d != "strict"},
+                "crossing": crossing_metrics(crossing), "paper_em": PAPER_EM},
+               METRICS / "perturbation.json")
+    return {"rows": sum(t.height for t in tables.values()), "definitions": list(s.definitions)}

@@ -10,7 +10,7 @@ from analysis import charts, corpora
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, SPANS, TABLES
-from analysis.params import choice
+from analysis.params import choice, positive_int
 from analysis.program import parse
 from analysis.spans import (
     SPANS_SCHEMA,
@@ -18,6 +18,7 @@ from analysis.spans import (
     coverage_table,
     per_case_coverage,
     program_spans,
+    prompt_tokens,
     span_histogram,
 )
 from analysis.stages.common import progress, timed
@@ -34,6 +35,7 @@ class SpansSettings:
     tokenizer: str
     bootstrap: Bootstrap
     chart_framing: str
+    prompt_overhead_tokens: int
 
 
 def settings(cfg: Config) -> SpansSettings:
@@ -41,21 +43,24 @@ def settings(cfg: Config) -> SpansSettings:
         tokenizer=tokenizer_spec(cfg),
         bootstrap=bootstrap_settings(cfg.params, "spans"),
         chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
+        prompt_overhead_tokens=positive_int(cfg.params, "spans.prompt_overhead_tokens", minimum=0),
     )
 
 
-def build_spans(table: pl.DataFrame, tokenizer) -> pl.DataFrame:
+def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0) -> pl.DataFrame:
     directives = DirectiveCounter(tokenizer)
     sources = tokenizer.encode_many(table["source"].to_list())
     targets = tokenizer.encode_many(table["target"].to_list())
     columns: dict[str, list] = {name: [] for name in SPANS_SCHEMA}
     rows = zip(table.iter_rows(named=True), sources, targets)
     for row, src, tgt in progress(rows, "spans", table.height):
+        prompt = prompt_tokens(src, prompt_overhead_tokens)
         for span in program_spans(parse(row["program"]), src, tgt, directives):
             for key in ("case_id", "corpus", "language", "framing", "level"):
                 columns[key].append(row[key])
             for key in ("op_index", "kind", "n_tokens", "n_tokens_src", "n_lines", "directive_tokens"):
                 columns[key].append(getattr(span, key))
+            columns["prompt_tokens"].append(prompt)
     return pl.DataFrame(columns, schema=SPANS_SCHEMA)
 
 
@@ -87,7 +92,7 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("spans"):
         tokenizer = load_tokenizer(s.tokenizer)
-        spans = build_spans(joined_programs(), tokenizer)
+        spans = build_spans(joined_programs(), tokenizer, s.prompt_overhead_tokens)
         per_case = per_case_coverage(spans)
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)

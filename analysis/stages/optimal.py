@@ -1,0 +1,295 @@
+"""`copydecode optimal`: the cost-optimal oracle (analysis.optimal) beside the coverage-maximising one,
+and the token-level min_copy sweep.
+
+For each kernel (this suite's fitted latency model for `optimal.baseline`, with the bounds' model,
+dtype, device and form; and the paper's kernel curve), every selected case gets the program that
+minimises predicted time at line and at token level, with directive tokens decoded
+(t_directive = t_step: the `overhead` variant, the honest floor). Both oracles' programs are costed by
+the one bound (`analysis.bounds.case_costs`, fixed context `bounds.context`; `bounds.extrapolate`
+decides whether costs outside the profiled range are allowed, and every table counts the extrapolated
+spans) and summarised by `analysis.bounds.bounds_table` (per corpus, and pooled both ways under
+analysis.layout's pooling rule, with case-bootstrap CIs; kernel repeats are not resampled here).
+
+Tables:
+  optimal          one row per (kernel, level, corpus, framing, pooling): coverage and floor (overhead
+                   bound) of the coverage-maximising oracle (`covmax_*`, the programs stage's programs)
+                   beside those of the cost-optimal oracle (`optimal_*`), and the covmax ideal bound
+  min_copy_sweep   token level, one row per (kernel, oracle, min_copy, corpus, framing, pooling):
+                   coverage and floor of token_oracle(min_copy) for each `optimal.min_copies`, and of
+                   the cost-optimal program (oracle "optimal", min_copy null)
+
+Cases: every corpus in cases.parquet at the `optimal.framings` (single-framing corpora always join).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis import corpora
+from analysis.bounds import CostSettings, bounds_table, case_costs
+from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
+from analysis.errors import ParamsError
+from analysis.io import write_json, write_table
+from analysis.latency import FORMS, LatencyModel
+from analysis.layout import LEVELS, METRICS, TABLES, framing_filter
+from analysis.optimal import (
+    CostModel,
+    TokenizerDirectives,
+    check_min_copies,
+    optimal_program,
+    program_span_rows,
+)
+from analysis.oracle import token_oracle
+from analysis.params import choice, choices, get, number_list, positive_int
+from analysis.program import Program, parse
+from analysis.spans import pooled_groups
+from analysis.stages.bounds import BASELINES, KERNEL_SOURCES, select_kernels
+from analysis.stages.common import progress, timed
+from analysis.stages.tables import joined_programs
+from analysis.tokenization import TokenizedText, load_tokenizer
+
+SPAN_COLUMNS = {"case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,
+                "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64,
+                "directive_tokens": pl.Int64}
+TABLE_KEYS = ["kernel_source", "baseline", "level", "corpus", "framing", "pooling"]
+
+
+@dataclass(frozen=True)
+class OptimalSettings:
+    tokenizer: str
+    kernel_sources: tuple[str, ...]
+    baseline: str
+    model: str
+    dtype: str
+    device: str
+    latency_form: str
+    context: int
+    extrapolate: bool
+    levels: tuple[str, ...]
+    framings: tuple[str, ...]
+    min_copies: tuple[int, ...]
+    bootstrap: Bootstrap
+
+
+def settings(cfg: Config) -> OptimalSettings:
+    p = cfg.params
+    try:
+        min_copies = tuple(check_min_copies(number_list(p, "optimal.min_copies", lo=1, integer=True)))
+    except ParamsError as exc:
+        raise ParamsError(f"params: 'optimal.min_copies': {exc}") from exc
+    return OptimalSettings(
+        tokenizer=tokenizer_spec(cfg),
+        kernel_sources=choices(p, "optimal.kernel_sources", KERNEL_SOURCES),
+        baseline=choice(p, "optimal.baseline", BASELINES),
+        model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
+        latency_form=choice(p, "bounds.latency_form", FORMS),
+        context=positive_int(p, "bounds.context", minimum=0),
+        extrapolate=get(p, "bounds.extrapolate", bool),
+        levels=choices(p, "optimal.levels", LEVELS),
+        framings=choices(p, "optimal.framings", corpora.FRAMINGS),
+        min_copies=min_copies,
+        bootstrap=bootstrap_settings(p, "optimal"),
+    )
+
+
+# ---------------------------------------------------------------- cases and span frames
+
+@dataclass(frozen=True)
+class OracleCase:
+    """One case with its gold tokenizations and the coverage oracle's program per level."""
+
+    case_id: str
+    corpus: str
+    framing: str
+    source: TokenizedText
+    target: TokenizedText
+    covmax: dict[str, Program]
+
+
+def load_cases(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) -> list[OracleCase]:
+    table = joined_programs().filter(pl.any_horizontal(framing_filter(f) for f in framings)
+                                     & pl.col("level").is_in(levels))
+    per_case = (table.sort("corpus", "framing", "case_id", "level")
+                .group_by("case_id", "framing", maintain_order=True)
+                .agg(pl.col("corpus").first(), pl.col("source").first(), pl.col("target").first(),
+                     pl.col("level"), pl.col("program")))
+    incomplete = per_case.filter(pl.col("level").list.len() != len(levels))
+    if incomplete.height:
+        raise ParamsError(f"programs table lacks a level of {list(levels)} for case {incomplete['case_id'][0]!r} "
+                          f"({incomplete['framing'][0]}); rerun `copydecode programs`")
+    sources = tokenizer.encode_many(per_case["source"].to_list())
+    targets = tokenizer.encode_many(per_case["target"].to_list())
+    return [OracleCase(r["case_id"], r["corpus"], r["framing"], src, tgt,
+                       {lv: parse(text) for lv, text in zip(r["level"], r["program"])})
+            for r, src, tgt in zip(per_case.iter_rows(named=True), sources, targets)]
+
+
+def span_frame(entries, directives) -> pl.DataFrame:
+    """Span rows (the bound's input) of (case, level, program) entries."""
+    columns: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
+    for case, level, program in entries:
+        for row in program_span_rows(program, case.source, case.target, directives):
+            for key, value in (("case_id", case.case_id), ("corpus", case.corpus), ("framing", case.framing),
+                               ("level", level), ("op_index", row.op_index), ("kind", row.kind),
+                               ("n_tokens", row.n_tokens), ("n_tokens_src", row.n_tokens_src),
+                               ("directive_tokens", row.directive_tokens)):
+                columns[key].append(value)
+    return pl.DataFrame(columns, schema=SPAN_COLUMNS)
+
+
+def cost_model(model: LatencyModel, s: OptimalSettings) -> CostModel:
+    """The DP's cost model at the fixed context: t_step(c) per decoded token (directives included)
+    and T_prefill(n, c) per copy. Extrapolated values are allowed here; whether the chosen programs
+    may use them is the bound's check (`case_costs`), which also counts them."""
+    step = model.t_step(s.context, extrapolate=True)
+    if bool(step.extrapolated) and not s.extrapolate:
+        raise ParamsError(f"t_step(c={s.context}) is outside the profiled range of {model.key.label()} "
+                          f"({model._range_text()}); set bounds.extrapolate or choose a profiled bounds.context")
+    return CostModel(float(step.seconds), lambda n: model.t_prefill(n, s.context, extrapolate=True).seconds)
+
+
+# ---------------------------------------------------------------- summaries
+
+def copy_spans_per_case(spans: pl.DataFrame) -> pl.DataFrame:
+    """Mean copy spans per case for each (level, corpus, framing), pooled groups included."""
+    per_case = spans.group_by("case_id", "corpus", "framing", "level").agg(
+        n_copy_spans=(pl.col("kind") == "copy").sum())
+    records = []
+    for level in sorted(set(per_case["level"])):
+        for corpus, framing, rows in pooled_groups(per_case.filter(pl.col("level") == level)):
+            records.append({"level": level, "corpus": corpus, "framing": framing,
+                            "copy_spans_per_case": float(rows["n_copy_spans"].mean())})
+    return pl.DataFrame(records, schema={"level": pl.String, "corpus": pl.String, "framing": pl.String,
+                                         "copy_spans_per_case": pl.Float64})
+
+
+def summary(spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> pl.DataFrame:
+    """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
+    costs = case_costs(spans, model, CostSettings("fixed", s.context, extrapolate=s.extrapolate))
+    boot = s.bootstrap
+    table = bounds_table(costs, boot.resamples, boot.seed, boot.ci)
+    return table.join(copy_spans_per_case(spans), on=["level", "corpus", "framing"], how="left")
+
+
+def _side(table: pl.DataFrame, prefix: str) -> pl.DataFrame:
+    keys = ["level", "corpus", "framing", "pooling"]
+    floor = table.filter(pl.col("variant") == "overhead").select(
+        *keys, "n_cases",
+        *(pl.col(c).alias(f"{prefix}_{c}") for c in ("coverage", "bound", "ci_low", "ci_high",
+                                                      "copy_spans_per_case", "extrapolated_spans")))
+    ideal = table.filter(pl.col("variant") == "ideal").select(*keys, pl.col("bound").alias(f"{prefix}_bound_ideal"))
+    return floor.join(ideal, on=keys, how="left", validate="1:1")
+
+
+def beside(covmax: pl.DataFrame, optimal: pl.DataFrame) -> pl.DataFrame:
+    """One row per (level, corpus, framing, pooling): the two oracles' coverage and floor side by side."""
+    keys = ["level", "corpus", "framing", "pooling"]
+    left = _side(covmax, "covmax")
+    right = _side(optimal, "optimal").drop("n_cases", "optimal_bound_ideal")
+    return left.join(right, on=keys, how="full", coalesce=True, validate="1:1").with_columns(
+        floor_gain=pl.col("optimal_bound") / pl.col("covmax_bound") - 1)
+
+
+def sweep_rows(table: pl.DataFrame, oracle: str, min_copy: int | None) -> pl.DataFrame:
+    floor = table.filter(pl.col("variant") == "overhead")
+    ideal = table.filter(pl.col("variant") == "ideal").select("corpus", "framing", "pooling",
+                                                              pl.col("bound").alias("bound_ideal"))
+    return floor.join(ideal, on=["corpus", "framing", "pooling"], how="left", validate="1:1").select(
+        pl.lit(oracle).alias("oracle"), pl.lit(min_copy, dtype=pl.Int64).alias("min_copy"),
+        "corpus", "framing", "pooling", "n_cases", "coverage", "bound", "ci_low", "ci_high", "bound_ideal",
+        "copy_spans_per_case", "extrapolated_spans")
+
+
+# ---------------------------------------------------------------- the stage
+
+@dataclass(frozen=True)
+class Programs:
+    """Model-independent span frames: the coverage oracle per level, token_oracle per min_copy."""
+
+    covmax: pl.DataFrame
+    sweep: dict[int, pl.DataFrame]
+
+
+def model_free_programs(cases: list[OracleCase], s: OptimalSettings, directives) -> Programs:
+    covmax = span_frame(((c, lv, c.covmax[lv]) for c in cases for lv in s.levels), directives)
+    sweep = {}
+    if "token" in s.levels:
+        for k in s.min_copies:
+            programs = ((c, "token", token_oracle(c.source, c.target, k))
+                        for c in progress(cases, f"token oracle, min_copy {k}", len(cases)))
+            sweep[k] = span_frame(programs, directives)
+    return Programs(covmax, sweep)
+
+
+def optimal_spans(cases: list[OracleCase], s: OptimalSettings, cost: CostModel, directives, label: str) -> pl.DataFrame:
+    entries = []
+    for case in progress(cases, f"optimal programs ({label})", len(cases)):
+        for level in s.levels:
+            entries.append((case, level, optimal_program(level, case.source, case.target, cost, directives).program))
+    return span_frame(entries, directives)
+
+
+def kernel_tables(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
+                  model: LatencyModel) -> tuple[pl.DataFrame, pl.DataFrame]:
+    cost = cost_model(model, s)
+    best = optimal_spans(cases, s, cost, directives, f"{source}/{baseline}")
+    optimal_summary = summary(best, model, s)
+    table = beside(summary(programs.covmax, model, s), optimal_summary)
+    sweeps = [sweep_rows(summary(frame, model, s), "coverage", k) for k, frame in programs.sweep.items()]
+    if programs.sweep:
+        sweeps.append(sweep_rows(optimal_summary.filter(pl.col("level") == "token"), "optimal", None))
+    label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline),
+                 t_step=pl.lit(cost.t_step), context=pl.lit(s.context))
+    sweep = pl.concat(sweeps).with_columns(**label) if sweeps else None
+    return table.with_columns(**label), sweep
+
+
+def _key(r: dict, *parts: str) -> str:
+    return "/".join(str(r[p]) for p in parts) + ("/mean_of_corpora" if r["pooling"] == "mean_of_corpora" else "")
+
+
+def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
+    out = {"optimal": {
+        _key(r, "kernel_source", "baseline", "level", "framing", "corpus"): {
+            k: r[k] for k in ("covmax_coverage", "covmax_bound", "optimal_coverage", "optimal_bound",
+                              "floor_gain", "covmax_extrapolated_spans", "optimal_extrapolated_spans")}
+        for r in table.iter_rows(named=True)}}
+    if sweep is not None:
+        out["min_copy_sweep"] = {
+            _key({**r, "oracle": r["oracle"] if r["min_copy"] is None else f"min_copy_{r['min_copy']}"},
+                 "kernel_source", "baseline", "oracle", "framing", "corpus"): {
+                k: r[k] for k in ("coverage", "bound", "extrapolated_spans")}
+            for r in sweep.iter_rows(named=True)}
+    return out
+
+
+def run(cfg: Config, args=None) -> dict:
+    s = settings(cfg)
+    with timed("optimal"):
+        kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
+        tokenizer = load_tokenizer(s.tokenizer)
+        directives = TokenizerDirectives(tokenizer)
+        cases = load_cases(s.framings, s.levels, tokenizer)
+        programs = model_free_programs(cases, s, directives)
+        tables, sweeps = [], []
+        for source, baseline, model in kernels:
+            table, sweep = kernel_tables(cases, programs, s, directives, source, baseline, model)
+            tables.append(table)
+            if sweep is not None:
+                sweeps.append(sweep)
+        table = pl.concat(tables).select(*TABLE_KEYS, pl.exclude(TABLE_KEYS)).sort(TABLE_KEYS)
+        write_table(table, TABLES / "optimal", digits=4)
+        sweep = None
+        if sweeps:
+            keys = ["kernel_source", "baseline", "oracle", "min_copy", "corpus", "framing", "pooling"]
+            sweep = pl.concat(sweeps).select(*keys, pl.exclude(keys)).sort(keys, nulls_last=True)
+            write_table(sweep, TABLES / "min_copy_sweep", digits=4)
+    write_json({**optimal_metrics(table, sweep), "model": s.model, "dtype": s.dtype, "device": s.device,
+                "latency_form": s.latency_form, "context": s.context, "baseline": s.baseline,
+                "n_cases": len(cases), "framings": list(s.framings)},
+               METRICS / "optimal.json")
+    return {"cases": len(cases), "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,
+            "extrapolated_spans": int(np.sum(table["optimal_extrapolated_spans"].fill_null(0).to_numpy()))}

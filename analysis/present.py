@@ -541,7 +541,7 @@ def _bounds_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
         raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
     ours, pooled = _per_corpus(composed), _pooled(composed)
     tol = c["rel_tolerance"]
-    inside = lambda row, value: row["ci_low"] / (1 + tol) <= value <= row["ci_high"] * (1 + tol)  # noqa: E731
+    inside = lambda row, value: row["ci_low"] / (1 + tol) <= value <= row["ci_high"] * (1 + tol)
     compared = [(name, key) for key, name in PAPER_CORPORA.items() if name in ours and key in c]
     agree = [name for name, key in compared if inside(ours[name], c[key])]
     off = [_ceiling_reason(name, ours[name], c[key], tables) for name, key in compared if name not in agree]
@@ -767,7 +767,7 @@ def case_sizes(cases: pl.DataFrame, spans: pl.DataFrame, framing: str = "body", 
         from analysis.tokenization import load_tokenizer
 
         tokenizer = load_tokenizer()
-        token_counts = lambda texts: [len(e.ids) for e in tokenizer.backend.encode_batch(texts, add_special_tokens=False)]  # noqa: E731
+        token_counts = lambda texts: [len(e.ids) for e in tokenizer.backend.encode_batch(texts, add_special_tokens=False)]
     sources = chosen["source"].to_list()
     sized = chosen.select("case_id", "corpus", "framing").with_columns(
         source_lines=pl.Series([_line_count(t) for t in sources], dtype=pl.Int64),
@@ -946,7 +946,7 @@ def run_environment_view(model_doc: dict) -> RunEnvironmentView:
     if not env:
         return RunEnvironmentView(
             False, None, "The run environment was not recorded: these timings come from a raw file written before the "
-            "profiler recorded load, reference workload and roofline. Rerun `copydecode kernels profile` to record it.",
+            "profiler recorded load, reference workload and roofline; rerun copydecode kernels profile to record it.",
             pl.DataFrame(), pl.DataFrame())
     m = env.get("machine") or {}
     machine = pl.DataFrame([{
@@ -1022,7 +1022,7 @@ def roofline_frame(roof: dict, gpu: dict) -> pl.DataFrame:
 
 def roofline_ceilings(roof: dict, gpu: dict, ns: Iterable[int]) -> pl.DataFrame:
     """Ceiling curves for the chart: n, ceiling, label (this machine measured; the paper's GPU)."""
-    ns = sorted(set(int(n) for n in ns))
+    ns = sorted({int(n) for n in ns})
     compute = roof["ridge_flops_per_byte"] * roof["stream_gbps"]
     gpu_gflops = gpu["bf16_tflops"] * 1000
     return pl.DataFrame({

@@ -96,7 +96,7 @@ def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str
     stream = _median([r["stream_gbps"] for r in roofs])
     gflops = {"float32": _median([r["matmul_f32_gflops"] for r in roofs]),
               "bfloat16": _median([r["matmul_bf16_gflops"] for r in roofs])}
-    dtype = sorted(set(speedups["dtype"].to_list()))[0]
+    dtype = min(speedups["dtype"].to_list())  # one dtype per profile; the first by name if several
     if dtype not in BYTES_PER_PARAM:
         raise ParamsError(f"kernels fit: no bytes-per-parameter for dtype {dtype!r}; known: {sorted(BYTES_PER_PARAM)}")
     compute = gflops["float32" if dtype == "float32" else "bfloat16"]

@@ -1,5 +1,13 @@
-"""Every altair chart of the suite. Functions take tables and plain labels and return a chart; stage
-modules save them (analysis.io.save_chart), notebooks display them."""
+"""Every altair chart of the suite, in one place.
+
+Each function takes a table that is already filtered (by the stage's settings or the notebook's
+parameters) plus those parameters as plain labels, and returns a chart: stage modules save it
+(analysis.io.save_chart), notebooks display it. No chart code lives anywhere else, so a report and
+the figure a stage saves cannot draw the same data two ways.
+
+Sizes are for a laptop page (the reports' column is 1200 px wide): a faceted chart wraps its panels
+(`WRAP` per row) instead of growing sideways, and single panels are at most `WIDE` px wide.
+"""
 
 from __future__ import annotations
 
@@ -8,59 +16,171 @@ import polars as pl
 from analysis.layout import POOLED, framing_filter
 
 STAND_IN = "ProbeEdit-S is a stand-in"
+WIDE = 760          # one full-width panel
+PANEL = 300         # one panel of a wrapped facet
+HEIGHT = 220
+WRAP = 3            # panels per row before a facet wraps
+POOLING_LABELS = {"ratio_of_sums": "pooled (ratio of sums)", "mean_of_corpora": "pooled (mean of corpora)"}
+
+
+def _alt():
+    import altair as alt
+
+    return alt
+
+
+def _framed(data: pl.DataFrame, framing: str | None) -> pl.DataFrame:
+    return data if framing in (None, "all") or "framing" not in data.columns else data.filter(framing_filter(framing))
+
+
+def pooling_label(frame: pl.DataFrame) -> pl.DataFrame:
+    """Name pooled rows by their pooling rule, so both rules can sit side by side on one axis."""
+    if "pooling" not in frame.columns:
+        return frame
+    return frame.with_columns(
+        corpus=pl.when(pl.col("corpus") == POOLED)
+        .then(pl.col("pooling").replace_strict(POOLING_LABELS, default=pl.lit(POOLED)))
+        .otherwise(pl.col("corpus")))
+
+
+def _titled(chart, title: str):
+    return chart.properties(title=title)
+
+
+def readable(chart):
+    """Fonts a laptop reader can read at 100% zoom (altair's defaults are 10-11 px). Applied once, to
+    the top-level chart each public function returns (a composed chart cannot hold a config)."""
+    return (chart.configure_axis(labelFontSize=12, titleFontSize=13).configure_legend(labelFontSize=12, titleFontSize=13)
+            .configure_header(labelFontSize=13, titleFontSize=13).configure_title(fontSize=15, anchor="start"))
+
+
+# ---------------------------------------------------------------- spans and coverage
 
 
 def span_histogram(hist: pl.DataFrame, level: str, framing: str):
-    import altair as alt
+    """Copy and gen span lengths at one level, one panel per corpus (wrapped)."""
+    return readable(_span_histogram(hist, level, framing))
 
-    data = hist.filter((pl.col("level") == level) & framing_filter(framing))
+
+def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
+    alt = _alt()
+    data = _framed(hist.filter(pl.col("level") == level), framing)
     order = data.sort("bin")["range"].unique(maintain_order=True).to_list()
-    return (
-        alt.Chart(data.to_pandas())
-        .mark_bar()
-        .encode(
-            x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
-            y=alt.Y("count:Q", title="spans"),
-            color=alt.Color("kind:N", title="op"),
-            xOffset="kind:N",
-            column=alt.Column("corpus:N", title=None),
-        )
-        .properties(width=220, height=180, title=f"{level}-level oracle spans ({framing} framing; {STAND_IN})")
+    chart = (
+        alt.Chart(data.to_pandas()).mark_bar()
+        .encode(x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
+                y=alt.Y("count:Q", title="spans"), color=alt.Color("kind:N", title="op"), xOffset="kind:N")
+        .properties(width=PANEL, height=HEIGHT - 40)
+        .facet(facet=alt.Facet("corpus:N", title=None), columns=WRAP)
     )
+    return _titled(chart, f"{level}-level oracle spans ({framing} framing; {STAND_IN})")
+
+
+def span_histograms(hist: pl.DataFrame, levels: list[str], framing: str):
+    """The coverage report's histograms: one span_histogram per level, stacked."""
+    return readable(_alt().vconcat(*(_span_histogram(hist, level, framing) for level in levels)))
+
+
+def coverage_by_corpus(cov: pl.DataFrame, framing: str):
+    """Coverage per corpus with its 95% CI, one colour per level (pooled rows included if present)."""
+    alt = _alt()
+    data = _framed(cov, framing).to_pandas()
+    base = alt.Chart(data).encode(y=alt.Y("corpus:N", title=None), color=alt.Color("level:N"), yOffset="level:N")
+    x = alt.X("coverage:Q", title="gold tokens produced by copies", axis=alt.Axis(format="%"), scale=alt.Scale(zero=False))
+    points = base.mark_point(filled=True, size=60).encode(x=x)
+    errs = base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title="", scale=alt.Scale(zero=False)), x2="ci_high:Q")
+    return readable((errs + points).properties(width=WIDE - 200, height=max(HEIGHT - 60, 34 * len(set(data["corpus"]))),
+                                               title=f"Copy coverage with 95% CIs ({framing} framing)"))
+
+
+# ---------------------------------------------------------------- bounds
 
 
 def bounds(table: pl.DataFrame, title: str, framing: str = "body"):
-    import altair as alt
-
-    data = table.filter(framing_filter(framing)).to_pandas()
-    base = alt.Chart(data).encode(x=alt.X("corpus:N", title=None), xOffset="variant:N")
-    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)"), color="variant:N")
+    """Bound per corpus and variant with CI bars; one panel per level, one row per AR baseline (the
+    paper's kernel is its own row); each row has its own y scale (the paper kernel's bounds are an
+    order of magnitude above a CPU's)."""
+    alt = _alt()
+    data = pooling_label(_framed(table, framing)).to_pandas()
+    base = alt.Chart(data).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)), xOffset="variant:N")
+    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)"), color=alt.Color("variant:N"))
     errs = base.mark_errorbar().encode(y=alt.Y("ci_low:Q", title="closed-form speedup (x)"), y2="ci_high:Q")
-    return (bars + errs).properties(width=260, height=220).facet(
-        column=alt.Column("level:N", title=None), row=alt.Row("baseline:N", title="AR baseline")
-    ).properties(title=title)
+    return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 40)
+                    .facet(column=alt.Column("level:N", title=None), row=alt.Row("baseline:N", title="AR baseline"))
+                    .resolve_scale(y="independent").properties(title=title))
 
 
-def perturbation(table: pl.DataFrame, framing: str = "body"):
-    import altair as alt
+def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
+    """One level and variant: each corpus's bound under each kernel source, log scale, with CIs."""
+    alt = _alt()
+    data = pooling_label(table.filter((pl.col("level") == level) & (pl.col("variant") == variant)))
+    data = data.with_columns(kernel=pl.concat_str([pl.col("kernel_source"), pl.lit(": "), pl.col("baseline")]))
+    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("corpus:N", title=None), color=alt.Color("kernel:N", title="kernel"),
+                                              yOffset="kernel:N")
+    x = alt.X("bound:Q", title="closed-form speedup (x, log scale)", scale=alt.Scale(type="log"))
+    points = base.mark_point(filled=True, size=60).encode(x=x)
+    errs = base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title="", scale=alt.Scale(type="log")), x2="ci_high:Q")
+    rows = data["corpus"].n_unique() * max(1, data["kernel"].n_unique())
+    return readable((errs + points).properties(width=WIDE - 220, height=max(HEIGHT - 60, 14 * rows),
+                                               title=f"Bound per corpus and kernel ({level} level, {variant}), 95% CI"))
 
+
+# ---------------------------------------------------------------- corpora
+
+
+def distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = False):
+    """Box plot of one per-case measure per corpus (whiskers 1.5 IQR; points beyond them)."""
+    return readable(_distribution(sizes, column, title, log))
+
+
+def _distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = False):
+    alt = _alt()
+    scale = alt.Scale(type="symlog") if log else alt.Scale(zero=True)
+    return (alt.Chart(sizes.select("corpus", column).to_pandas()).mark_boxplot(extent=1.5, size=16)
+            .encode(y=alt.Y("corpus:N", title=None), x=alt.X(f"{column}:Q", title=title, scale=scale),
+                    color=alt.Color("corpus:N", legend=None))
+            .properties(width=(WIDE - 160) // 2, height=max(120, 30 * sizes["corpus"].n_unique())))
+
+
+def corpus_sizes(sizes: pl.DataFrame):
+    """File length (lines, tokens) and edit size (changed lines, generated tokens) per corpus."""
+    alt = _alt()
+    files = alt.hconcat(_distribution(sizes, "source_lines", "source file lines"),
+                        _distribution(sizes, "source_tokens", "source file tokens"))
+    edits = alt.hconcat(_distribution(sizes, "changed_lines", "changed lines (gen, line level, log)", log=True),
+                        _distribution(sizes, "gen_tokens", "gold tokens from gen spans (log)", log=True))
+    return readable(alt.vconcat(files.properties(title="File length"), edits.properties(title="Edit size")).properties(
+        title=f"Per-case distributions ({STAND_IN})"))
+
+
+# ---------------------------------------------------------------- perturbation
+
+
+def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None = None):
+    """EM against perturbation rate, one panel per kind; pooled rows only at `framing`."""
+    alt = _alt()
+    if level not in (None, "all"):
+        table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
     pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing))
     data = pl.concat([per_corpus, pooled]).to_pandas()
-    return (
+    chart = (
         alt.Chart(data).mark_line(point=True)
         .encode(x=alt.X("rate:Q", title="share of copy spans perturbed"),
-                y=alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1])),
+                y=alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
                 color=alt.Color("corpus:N"), strokeDash="level:N")
-        .properties(width=200, height=180)
-        .facet(column=alt.Column("kind:N", title="perturbation"))
-        .properties(title=f"EM under off-by-one span noise ({framing} framing; {STAND_IN})")
+        .properties(width=PANEL - 60, height=HEIGHT - 40)
+        .facet(facet=alt.Facet("kind:N", title="perturbation"), columns=WRAP + 1)
     )
+    where = f"{level} level, " if level not in (None, "all") else ""
+    return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing; {STAND_IN})"))
+
+
+# ---------------------------------------------------------------- kernels
 
 
 def kernel_speedup(speedups: pl.DataFrame, note: str):
-    import altair as alt
-
+    alt = _alt()
     data = speedups.select("model", "dtype", "device", "context", "n", "baseline", "speedup", "speedup_q25", "speedup_q75")
     ns = sorted(set(data["n"].to_list()))
     ideal = pl.DataFrame({"n": ns, "speedup": [float(n) for n in ns], "baseline": ["ideal (speedup = N)"] * len(ns)})
@@ -73,15 +193,35 @@ def kernel_speedup(speedups: pl.DataFrame, note: str):
                                         color="baseline:N")
     ideal_line = alt.Chart(ideal.to_pandas()).mark_line(strokeDash=[4, 4], color="gray").encode(x=x, y=y)
     title = f"Copy by one prefill vs N decode steps ({note})"
-    return (ideal_line + bands + lines).properties(width=460, height=300, title=title)
+    return readable((ideal_line + bands + lines).properties(width=WIDE, height=340, title=title))
+
+
+def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
+    """Measured speedups (strongest AR loop) against roofline ceilings min(N, ridge x bytes/param / 2),
+    one dashed line per ceiling (`ceilings`: n, ceiling, label)."""
+    alt = _alt()
+    x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="N (tokens copied)")
+    y = alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="T_ar(N) / T_prefill(N)")
+    measured = speedups.filter(pl.col("is_strongest")).select("n", "speedup").with_columns(
+        label=pl.lit("measured here (strongest AR loop)"))
+    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=600)
+    lines = (alt.Chart(ceilings.rename({"ceiling": "speedup"}).to_pandas()).mark_line(strokeDash=[5, 3])
+             .encode(x=x, y=y, color=alt.Color("label:N", title=None, legend=legend)))
+    points = alt.Chart(measured.to_pandas()).mark_line(point=True).encode(x=x, y=y, color="label:N")
+    return readable((lines + points).properties(width=WIDE - 120, height=300,
+                                                title="Copy speedup against the roofline ceiling of each machine"))
+
+
+# ---------------------------------------------------------------- end to end
 
 
 def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
-    import altair as alt
-
-    data = summary.to_pandas()
+    alt = _alt()
+    data = summary.filter(pl.col("method").is_in(list(methods))).to_pandas()
     base = alt.Chart(data).encode(x=alt.X("method:N", sort=list(methods), title=None), xOffset="model:N")
     bars = base.mark_bar().encode(y=alt.Y("speedup_total:Q", title="measured speedup over AR (x)"), color="model:N")
     pred = base.mark_tick(color="black", thickness=2, size=18).encode(y="predicted:Q")
-    return (bars + pred).properties(width=220, height=200).facet(column=alt.Column("corpus:N", title=None)).properties(
-        title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)")
+    return readable((bars + pred).properties(width=PANEL - 20, height=HEIGHT)
+                    .facet(facet=alt.Facet("corpus:N", title=None), columns=WRAP)
+                    .resolve_scale(y="independent")
+                    .properties(title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)"))

@@ -93,8 +93,9 @@ def _e2e_sentences(root: Path) -> list[str]:
                        f"({'identical' if r['identical_output'] else 'different'} output).")
     c = m.get("constrained")
     if c:
-        out.append(f"Grammar-constrained generation (untrained for the format): {c['valid']}/{c['cases']} valid "
-                   f"programs, {c['exact_match']}/{c['cases']} exact match.")
+        out.append(f"Grammar-constrained generation with a model untrained for the format: {c['valid']}/{c['cases']} "
+                   "programs are valid, which the FSM guarantees by construction (a property of the mask, not a model "
+                   f"result); the model's result is {c['exact_match']}/{c['cases']} exact match.")
     mask = m.get("mask_cost_qwen")
     if mask:
         out.append(f"FSM mask on a {mask['vocab_size']:,}-token vocabulary: {_fmt_us(mask['cold']['median_us'])} median "
@@ -151,6 +152,11 @@ def results_block(root: Path = Path(".")) -> str:
         lines += ["", " ".join(_e2e_sentences(root))]
     except ParamsError:
         lines += ["", "The end-to-end stage [e2e] has not been run."]
+    try:
+        lines += ["", "Corpora [corpora report]: " + present.real_vs_benchmarks(
+            present.table("coverage", root / TABLES), present.bounds_frame(root / TABLES))]
+    except ParamsError:
+        pass
     formats = _formats_sentences(root)
     if formats:
         lines += ["", " ".join(formats)]

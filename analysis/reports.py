@@ -25,12 +25,13 @@ from typing import Any, Mapping
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
 
-REPORTS = ("summary", "kernel", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
+HEADLINE = METRICS / "headline.json"  # a few figures from the other metrics, for `dvc metrics show`
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
     ("kernel_speedup", "Claim 1: copy by one prefill against N decode steps (this machine's kernel)"),
-    ("bounds", "Claims 3 and 4: the closed-form bound per corpus, with 95% CIs"),
+    ("bounds", "Claims 3 and 4: the closed-form bound per corpus with this machine's fitted kernel, with 95% CIs"),
     ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
     ("perturbation", "Claim 6: exact match under off-by-one span noise"),
     ("e2e_speedup", "Beyond the paper: measured end to end against the closed-form prediction"),
@@ -254,5 +255,16 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         t0 = time.perf_counter()
         pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
         timings[name] = round(time.perf_counter() - t0, 2)
+    write_headline(Path(root))  # before the index, which links every metrics file
     write_index(pages, Path(root))
     return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}
+
+
+def write_headline(root: Path = Path(".")) -> Path:
+    """reports/metrics/headline.json from the other stages' metrics and tables (analysis.present.headline)."""
+    from analysis import present
+    from analysis.io import write_json
+
+    target = Path(root) / HEADLINE
+    write_json(present.headline(Path(root) / TABLES, Path(root) / METRICS), target)
+    return target

@@ -34,7 +34,7 @@ WIDTH = 1280
 SCREENSHOTS = REPORTS / "screenshots"
 # Charts each report must show (inline <svg>, or an <img> that decoded: nbconvert writes altair's SVG
 # output as a data: URI); every page shows at least one table.
-CHARTS = {"kernel": 1, "coverage": 1, "bounds": 1, "perturbation": 1, "e2e": 1}
+CHARTS = {"kernel": 1, "corpora": 3, "coverage": 2, "bounds": 1, "perturbation": 1, "e2e": 1}
 INDEX_FIGURES = 4
 
 

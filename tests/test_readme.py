@@ -110,3 +110,17 @@ def test_write_readme_results_rewrites_only_the_block(tmp_path):
     assert text.startswith("# title\n\nbefore\n\n") and text.endswith("\n\n## after\n")
     assert readme_block(text) == results_block(tmp_path)
     assert "stale 1.0x" not in text
+
+
+def test_the_block_labels_fsm_validity_as_a_property_of_the_mask():
+    import json
+
+    from analysis.layout import METRICS
+    from analysis.readme import readme_block
+
+    block = readme_block(README)
+    constrained = json.loads((ROOT / METRICS / "e2e.json").read_text()).get("constrained")
+    if constrained:
+        valid = f"{constrained['valid']}/{constrained['cases']}"
+        sentence = next(s for s in block.split(". ") if valid in s)
+        assert "FSM guarantees" in sentence and "not a model result" in sentence

@@ -248,3 +248,33 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
     text = rendered.path.read_text()
     assert ATTACK not in text and text.count("&lt;img src=x onerror=alert(1)&gt;") >= 2
     assert (tmp_path / EXECUTED / "probe.ipynb").is_file() and rendered.title == "Probe"
+
+
+# ---------------------------------------------------------------- headline metrics
+
+
+def test_write_headline_writes_the_short_metrics_file_dvc_declares(tmp_path):
+    import yaml
+
+    from analysis.reports import HEADLINE, write_headline
+
+    for folder in (TABLES, METRICS):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / HEADLINE).unlink(missing_ok=True)
+    path = write_headline(tmp_path)
+    assert json.loads(path.read_text()) == json.loads(json.dumps(present.headline(tmp_path / TABLES, tmp_path / METRICS)))
+    stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["reports"]
+    declared = {k: v for entry in stage["metrics"] for k, v in entry.items()}
+    assert declared == {str(HEADLINE): {"cache": False}}
+
+
+def test_reports_params_name_every_report_with_its_notebook_parameters():
+    import yaml
+
+    per_report = yaml.safe_load((ROOT / "params.yaml").read_text())["reports"]["parameters"]
+    assert set(per_report) == set(REPORTS)
+    for name, values in per_report.items():
+        book = nbformat.read(ROOT / NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        params = next(c.source for c in book.cells if "parameters" in c.metadata.get("tags", []))
+        for key in values or {}:
+            assert re.search(rf"^{key} = ", params, flags=re.M), (name, key)

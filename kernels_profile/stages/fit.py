@@ -75,6 +75,58 @@ def read_sidecar(raw_path) -> dict | None:
     return read_environment(raw_path)
 
 
+BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
+
+
+def _median(values: list[float]) -> float | None:
+    import statistics
+
+    return float(statistics.median(values)) if values else None
+
+
+def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
+    """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
+    implies for the profiled dtype (kernels_profile.machine.copy_speedup_ceiling), beside the ratio
+    measured at the largest N. "not recorded" when no session measured a roofline."""
+    from kernels_profile.machine import copy_speedup_ceiling
+
+    roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
+    if not roofs:
+        return "not recorded"
+    stream = _median([r["stream_gbps"] for r in roofs])
+    gflops = {"float32": _median([r["matmul_f32_gflops"] for r in roofs]),
+              "bfloat16": _median([r["matmul_bf16_gflops"] for r in roofs])}
+    dtype = min(speedups["dtype"].to_list())  # one dtype per profile; the first by name if several
+    if dtype not in BYTES_PER_PARAM:
+        raise ParamsError(f"kernels fit: no bytes-per-parameter for dtype {dtype!r}; known: {sorted(BYTES_PER_PARAM)}")
+    compute = gflops["float32" if dtype == "float32" else "bfloat16"]
+    n_max = int(speedups["n"].max())
+    measured = speedups.filter(pl.col("is_strongest") & (pl.col("n") == n_max) & (pl.col("dtype") == dtype))["speedup"]
+    return {
+        "stream_gbps": stream, "matmul_gflops_float32": gflops["float32"], "matmul_gflops_bfloat16": gflops["bfloat16"],
+        "dtype": dtype, "bytes_per_param": BYTES_PER_PARAM[dtype], "ridge_flops_per_byte": compute / stream,
+        "n_max": n_max, "ceiling": copy_speedup_ceiling(n_max, stream, compute, BYTES_PER_PARAM[dtype]),
+        "measured_at_n_max": float(measured.max()) if measured.len() else None, "runs": len(roofs),
+    }
+
+
+def environment_metrics(sidecar: dict | None) -> dict | str:
+    """What a reader needs to judge the timings: machine, load, reference drift, the NOISY mark."""
+    if not sidecar:
+        return "not recorded"
+    runs = [r for r in sidecar.get("runs", []) if "drift" in r]
+    machine = sidecar.get("machine") or {}
+    return {
+        "noisy": sidecar.get("noisy"), "noisy_drift": sidecar.get("noisy_drift"),
+        "noisy_pairs": len(sidecar.get("noisy_pairs") or []), "pairs": sidecar.get("pairs"),
+        "max_pair_drift": sidecar.get("max_pair_drift"), "median_pair_drift": sidecar.get("median_pair_drift"),
+        "load1": sidecar.get("load1"),
+        "reference_start_s": runs[0]["drift"]["reference_start_s"] if runs else None,
+        "reference_end_s": runs[-1]["drift"]["reference_end_s"] if runs else None,
+        "machine": {k: machine.get(k) for k in ("cpu_model", "cpu_flags", "logical_cores", "usable_cores", "torch_threads")},
+    }
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("kernels_fit"):
@@ -102,8 +154,8 @@ def run(cfg: Config, args=None) -> dict:
         "speedup_range_strongest": speedup_range(speedups, pl.col("is_strongest")),
         "holdout_max_rel_error": {f"{r['model']}/{r['baseline']}/{r['form']}/{r['curve']}": r["holdout_max_rel_error"]
                                   for r in holdout.iter_rows(named=True)} if holdout.height else {},
-        "run_environment": {k: (sidecar or {}).get(k) for k in ("noisy", "noisy_pairs", "max_pair_drift", "machine")}
-        if sidecar else "not recorded",
+        "run_environment": environment_metrics(sidecar),
+        "roofline": roofline_metrics(sidecar, speedups),
     }
     write_json(metrics, METRICS / "kernels.json")
     return metrics

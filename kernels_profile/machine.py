@@ -171,14 +171,17 @@ def matmul_throughput(dtype: str = "float32", size: int = 1024, budget_s: float 
     if dtype not in ("float32", "bfloat16"):
         raise ParamsError(f"matmul_throughput: dtype must be float32 or bfloat16, got {dtype!r}")
     dt = getattr(torch, dtype)
-    probe = torch.randn(128, 128, dtype=dt)
+    # a 512 probe: large enough that call overhead (tens of ms on a busy machine) does not pass for
+    # slow arithmetic and shrink the product for nothing, small enough for emulated bf16 (~0.3 s)
+    side = 512
+    probe = torch.randn(side, side, dtype=dt)
     torch.mm(probe, probe)  # the first call pays for kernel selection and thread start-up
     probes = []
     for _ in range(3):  # best of 3: one descheduled probe must not shrink the product for nothing
         t0 = time.perf_counter()
         torch.mm(probe, probe)
         probes.append(time.perf_counter() - t0)
-    per_flop = min(probes) / (2 * 128 ** 3)
+    per_flop = min(probes) / (2 * side ** 3)
     while size > 64 and per_flop * 2 * size ** 3 > budget_s / 10:
         size //= 2
     a = torch.randn(size, size, dtype=dt)

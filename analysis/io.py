@@ -34,12 +34,19 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     path = ensure_parent(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the permissions a plain open() gives
     try:
         yield Path(tmp)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_text(text: str, path: str | Path) -> None:

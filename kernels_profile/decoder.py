@@ -103,15 +103,18 @@ def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
 
 
 class MaskTable:
-    """Per FSM state, the boolean tensor of blocked ids (logits width wide), built once and cached.
+    """Per FSM state, the boolean tensor of allowed ids (logits width wide), built once and cached,
+    with its additive form (0 where allowed, -inf where blocked) that the decoder applies.
 
-    Blocked rather than allowed, so that applying it is one masked_fill with no negation per step."""
+    Applying by addition: on this CPU one `add_` of a 151,936-wide float row takes ~15 us on one
+    thread where `masked_fill_` with a boolean mask takes ~380 us (kernels_profile.maskbench measures
+    both). The additive form costs 4 bytes per id per visited state (~0.6 MB per state for Qwen2.5)."""
 
     def __init__(self, fsm: ProgramFSM, width: int, device: str = "cpu"):
         import torch
 
         self.fsm, self.width, self.device, self.torch = fsm, width, device, torch
-        self._blocked: dict[tuple, Any] = {}
+        self._cache: dict[tuple, tuple] = {}
         pieces = [fsm.piece(i) or b"" for i in range(fsm.vocab_size)]
         gt = _END[-1]
         # tokens that could close a directive before their last byte: from inside a number or the
@@ -130,25 +133,38 @@ class MaskTable:
                 mask[i] = False
         return mask
 
-    def blocked(self, walker: FsmWalker):
+    def _entry(self, walker: FsmWalker) -> tuple:
         key = (walker.forcing, walker.state)
-        blocked = self._blocked.get(key)
-        if blocked is None:
+        entry = self._cache.get(key)
+        if entry is None:
             allowed = self.allowed(walker)
             full = np.zeros(self.width, dtype=bool)  # ids past the tokenizer's vocabulary stay blocked
             n = min(self.width, allowed.shape[0])
             full[:n] = allowed[:n]
             if not full.any():
                 raise ProgramError(f"no token is allowed in FSM state {walker.state!r} (forcing={walker.forcing})")
-            blocked = self.torch.from_numpy(~full).to(self.device)
-            self._blocked[key] = blocked
+            mask = self.torch.from_numpy(full).to(self.device)
+            bias = self.torch.zeros(self.width, device=self.device).masked_fill_(~mask, float("-inf"))
+            entry = (mask, bias)
+            self._cache[key] = entry
             self.computed += 1
-        return blocked
+        return entry
+
+    def mask(self, walker: FsmWalker):
+        """The cached boolean tensor of allowed ids for the walker's next token."""
+        return self._entry(walker)[0]
+
+    def bias(self, walker: FsmWalker):
+        """The cached additive mask (0 / -inf) for the walker's next token."""
+        return self._entry(walker)[1]
+
+    def cached(self) -> list[tuple]:
+        return list(self._cache.values())
 
 
-def apply_mask(logits, blocked):
-    """Set the blocked ids' logits to -inf (in place; `logits` is the one row of the last step)."""
-    return logits.masked_fill_(blocked, float("-inf"))
+def apply_mask(logits, bias):
+    """Mask one logits row in place: add the state's 0 / -inf row (cheaper than masked_fill_)."""
+    return logits.add_(bias.to(logits.dtype) if bias.dtype != logits.dtype else bias)
 
 
 # ---------------------------------------------------------------- checks
@@ -246,8 +262,7 @@ def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt
         t["prompt"] = time.perf_counter() - started
         while walker.remaining is None or walker.remaining > 0:
             m0 = time.perf_counter()
-            blocked = masks.blocked(walker)
-            token = int(apply_mask(logits, blocked).argmax())
+            token = int(apply_mask(logits, masks.bias(walker)).argmax())
             t["mask"] += time.perf_counter() - m0
             closing = closes_copy(fsm, walker.state, token)
             walker.advance(token)

@@ -133,8 +133,9 @@ def test_a_token_may_not_close_a_directive_and_start_the_next_op(tiny):
     assert fsm.mask(walker.state)[257] and fsm.mask(walker.state)[258]
     allowed = table.allowed(walker)
     assert not allowed[257] and allowed[258]
-    blocked = table.blocked(walker)
-    assert blocked.shape == (512,) and bool(blocked[300])  # ids past the tokenizer stay blocked
+    mask, bias = table.mask(walker), table.bias(walker)
+    assert mask.shape == bias.shape == (512,) and not bool(mask[300])  # ids past the tokenizer stay blocked
+    assert torch.equal(torch.isfinite(bias), mask) and not bool(mask[257]) and bool(mask[258])
 
 
 def test_bad_input_is_a_clear_error(tiny):

@@ -24,7 +24,14 @@ from dataclasses import dataclass
 
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
-from analysis.probeedit import EDIT_KINDS, Edit, ProbeEditParams, build_probeedit, draw_edit, load_pinned_sources
+from analysis.probeedit import (
+    EDIT_KINDS,
+    Edit,
+    ProbeEditParams,
+    build_probeedit,
+    draw_edit,
+    load_pinned_sources,
+)
 from analysis.program import render
 
 SPLITS = ("train", "heldout")

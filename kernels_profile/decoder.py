@@ -360,7 +360,12 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 def load_for_decoding(name: str, weights: str, dtype: str = "float32", device: str = "cpu"):
     """The model and its ModelTokenizer (a missing tokenizer or weights file is a ModelError naming it)."""
-    from kernels_profile.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
+    from kernels_profile.models import (
+        build_model,
+        check_vocabulary,
+        eos_ids,
+        load_hf_tokenizer,
+    )
 
     hf_tok = load_hf_tokenizer(name)
     lm = build_model(name, weights, dtype, device)

@@ -105,7 +105,7 @@ def quantiles_us(seconds: Sequence[float]) -> dict:
     xs = np.asarray(seconds, dtype=float) * 1e6
     if not len(xs):
         return {"p50_us": None, "p99_us": None, "n": 0}
-    return {"p50_us": float(np.percentile(xs, 50)), "p99_us": float(np.percentile(xs, 99)), "n": int(len(xs))}
+    return {"p50_us": float(np.percentile(xs, 50)), "p99_us": float(np.percentile(xs, 99)), "n": len(xs)}
 
 
 @dataclass(frozen=True)
@@ -175,7 +175,7 @@ def _apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
         from llguidance.torch import apply_token_bitmask_inplace
     for k in range(repeats):
         mask, bias = masks[k % len(masks)]
-        for name in times:
+        for name, spent in times.items():
             if name == "llguidance" and bitmask is None:
                 continue
             logits = row[0].clone() if name != "llguidance" else row.clone()
@@ -186,7 +186,7 @@ def _apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
                 logits.masked_fill_(~mask, float("-inf"))
             else:
                 apply_token_bitmask_inplace(logits, bitmask)
-            times[name].append(time.perf_counter() - t0)
+            spent.append(time.perf_counter() - t0)
     return {name: quantiles_us(xs) for name, xs in times.items() if xs}
 
 
@@ -261,7 +261,12 @@ def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes:
 
 def vocabulary(model: str) -> Vocabulary:
     """The vocabulary of a registry model (its tokenizer and EOS ids)."""
-    from kernels_profile.models import eos_ids, load_hf_tokenizer, published_config
+    from kernels_profile.models import (
+        ModelError,
+        eos_ids,
+        load_hf_tokenizer,
+        published_config,
+    )
     from kernels_profile.sequence import ModelTokenizer
 
     hf = load_hf_tokenizer(model)
@@ -269,7 +274,7 @@ def vocabulary(model: str) -> Vocabulary:
     suite = tok.fsm_tokenizer
     try:
         width = int(published_config(model).get("vocab_size", suite.vocab_size))
-    except Exception:  # a model without a published config (SmolLM2 reads its GGUF): the tokenizer's size
+    except ModelError:  # a model without a published config (SmolLM2 reads its GGUF): the tokenizer's size
         width = suite.vocab_size
     return Vocabulary(model, suite, suite.backend.to_str(), tok.eos_ids, max(width, suite.vocab_size))
 

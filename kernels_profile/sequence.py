@@ -67,7 +67,7 @@ class ModelTokenizer:
     eos_ids: tuple[int, ...]
 
     @classmethod
-    def from_hf(cls, hf_tok, eos_ids: Sequence[int], name: str = "") -> "ModelTokenizer":
+    def from_hf(cls, hf_tok, eos_ids: Sequence[int], name: str = "") -> ModelTokenizer:
         from kernels_profile.constrained import suite_tokenizer
 
         suite = suite_tokenizer(hf_tok, name or type(hf_tok).__name__)

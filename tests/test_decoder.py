@@ -4,12 +4,18 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from analysis.errors import CopyDecodeError  # noqa: E402
-from analysis.program import Copy, Gen, Program, render  # noqa: E402
-from analysis.resolver import resolve  # noqa: E402
-from kernels_profile.decoder import DecodeError, MaskTable, check_lossless, decode, decode_rewrite  # noqa: E402
-from kernels_profile.models import LoadedModel, build_model, cache_kwarg  # noqa: E402
-from kernels_profile.sequence import (  # noqa: E402
+from analysis.errors import CopyDecodeError
+from analysis.program import Copy, Gen, Program, render
+from analysis.resolver import resolve
+from kernels_profile.decoder import (
+    DecodeError,
+    MaskTable,
+    check_lossless,
+    decode,
+    decode_rewrite,
+)
+from kernels_profile.models import LoadedModel, build_model, cache_kwarg
+from kernels_profile.sequence import (
     PROGRAM_TEMPLATE,
     REWRITE_TEMPLATE,
     ModelTokenizer,
@@ -154,7 +160,7 @@ def test_bad_input_is_a_clear_error(tiny):
 
 def test_rewrite_decoding_stops_at_the_budget_or_eos(tiny):
     tok = toy()
-    text, seconds, tokens, stopped = decode_rewrite(tiny, tok, SOURCE, INSTRUCTION, REWRITE_TEMPLATE, budget=7)
+    _, seconds, tokens, stopped = decode_rewrite(tiny, tok, SOURCE, INSTRUCTION, REWRITE_TEMPLATE, budget=7)
     assert seconds > 0 and (stopped == "budget" and tokens == 7 or stopped == "eos" and tokens <= 7)
 
 

@@ -21,7 +21,7 @@ QWEN_EOS = 151643
 @pytest.mark.parametrize("lo,hi", [(1, 1), (1, 9), (3, 12), (7, 100), (1, 400), (95, 1203), (10, 10), (99, 100)])
 def test_range_regex_matches_exactly_the_numbers_in_range(lo, hi):
     pattern = re.compile(f"^({range_regex(lo, hi)})$")
-    for n in range(0, 1400):
+    for n in range(1400):
         assert bool(pattern.match(str(n))) == (lo <= n <= hi), (lo, hi, n)
     assert not pattern.match("07") and not pattern.match("")
 

@@ -4,7 +4,7 @@ import dataclasses
 
 import pytest
 
-from analysis.errors import CorpusError
+from analysis.errors import CorpusError, ParamsError
 from analysis.oracle import line_oracle
 from analysis.pilotdata import (
     PilotDataParams,
@@ -82,3 +82,57 @@ def test_bad_params_are_clear_errors():
         build_pilot_cases(dataclasses.replace(SMALL, heldout_files=34))
     with pytest.raises(CorpusError, match="heldout cases could be drawn"):
         build_pilot_cases(dataclasses.replace(SMALL, heldout_files=1, n_heldout=500))
+
+
+# ---------------------------------------------------------------- training and evaluation (tiny model)
+
+def _tiny_cases():
+    from types import SimpleNamespace
+
+    from analysis.program import Copy, Gen, Program
+
+    source = "a = 1\nb = 2\nc = 3\n"
+    target = "a = 1\nb = 5\nc = 3\n"
+    program = render(Program((Copy(1, 1), Gen("b = 5\n"), Copy(3, 3))))
+    return [SimpleNamespace(case_id="t/0", source=source, target=target, instruction="on line 2, change 2 to 5",
+                            program=program)]
+
+
+def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    from kernels_profile.models import build_model
+    from kernels_profile.pilot import (
+        LoraSettings,
+        TrainSettings,
+        add_lora,
+        evaluate_program,
+        train,
+        training_sequences,
+    )
+    from tests.test_decoder import toy
+
+    tok = toy()
+    cases = _tiny_cases()
+    seqs, dropped = training_sequences(tok, cases, "program", max_tokens=2000)
+    assert dropped == 0 and sum(seqs[0].loss_mask) == len(cases[0].program.encode()) + 1
+    rewrite, _ = training_sequences(tok, cases, "rewrite", max_tokens=2000)
+    assert sum(rewrite[0].loss_mask) == len(cases[0].target.encode()) + 1
+    with pytest.raises(ParamsError, match="longer than max_tokens=10"):
+        training_sequences(tok, cases, "program", max_tokens=10)
+    lora = LoraSettings(rank=4, alpha=8, targets=("q_proj", "v_proj"))
+    settings = TrainSettings(steps=8, lr=5e-3, seed=0, max_tokens=2000, checkpoint_every=4)
+
+    def run(steps, checkpoint):
+        lm = build_model("tiny-qwen2", "random", "float32", "cpu")
+        model = add_lora(lm, lora, seed=0)
+        return lm, model, train(model, seqs, dataclasses.replace(settings, steps=steps), checkpoint)
+
+    lm, model, full = run(8, tmp_path / "a.pt")
+    assert full[-1] < full[0]
+    _, _, first = run(4, tmp_path / "b.pt")
+    _, _, resumed = run(8, tmp_path / "b.pt")  # picks up at step 4 from the checkpoint
+    assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
+    records = evaluate_program(lm, tok, cases, budget=80)
+    assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
+    assert isinstance(records[0]["exact_match"], bool) and torch.is_tensor(next(model.parameters()))

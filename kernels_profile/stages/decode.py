@@ -67,7 +67,12 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
 
 
 def run(cfg: Config, args=None) -> dict:
-    from kernels_profile.decoder import DecodeError, decode, load_for_decoding, result_record
+    from kernels_profile.decoder import (
+        DecodeError,
+        decode,
+        load_for_decoding,
+        result_record,
+    )
 
     s = settings(cfg, args)
     case = find_case(corpora.read_cases(CASES), s.case_id, s.framing)

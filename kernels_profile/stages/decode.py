@@ -4,8 +4,9 @@
     python -m kernels_profile.stages.decode --case-id ProbeEdit-S/3   (the same, with its own flags)
 
 Prints the program the model wrote, the resolved output, whether it matches the target, and the
-timings (prompt prefill, decode steps, copy prefills, mask time) with token counts. Writes nothing:
-the pilot stage is the one that measures many cases.
+timings (prompt prefill, decode steps, copy prefills, mask time) with token counts. The dvc stage runs
+the params' case (decode.case_id, decode.model) and writes reports/metrics/decode.json; a run with a
+--case-id or --model from the command line only prints, so it never overwrites the tracked metrics.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ import polars as pl
 from analysis import corpora
 from analysis.config import Config
 from analysis.errors import CopyDecodeError, CorpusError, ParamsError
-from analysis.layout import CASES
+from analysis.io import write_json
+from analysis.layout import CASES, METRICS
 from analysis.params import choice, get, get_or, positive_int
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.sequence import TEMPLATES
@@ -81,7 +83,10 @@ def run(cfg: Config, args=None) -> dict:
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id)
-    return {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
+    record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
+    if not (getattr(args, "case_id", None) or getattr(args, "model", None) or getattr(args, "framing", None)):
+        write_json(record, METRICS / "decode.json")
+    return record
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
+    "decode": ("kernels_profile.stages.decode", "the Copy-as-Decode decoder on one case (--case-id, --model)"),
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
 }
 
@@ -51,6 +52,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
                 stage.add_argument("--repo", action="append", metavar="PATH",
                                    help="also mine this git repository or bundle for one-file commits")
+            if command == "decode":
+                stage.add_argument("--case-id", dest="case_id", help="the case to decode (default: params decode.case_id)")
+                stage.add_argument("--model", help="the model (default: params decode.model)")
+                stage.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
     kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")

@@ -1,0 +1,219 @@
+"""Training and held-out cases for the fine-tuning pilot, from the pinned standard library (torch-free).
+
+The ProbeEdit-S recipe (analysis.probeedit: the edit kinds, their site finders and `draw_edit`)
+applied to short functions (methods included) of the 34 pinned CPython 3.11.7 files shipped in
+analysis/data/probeedit_stdlib/, so every interpreter builds the same cases.
+
+Disjointness, checked rather than assumed:
+- no pilot function overlaps (by line range in its file) any unit that ProbeEdit-S evaluates, as
+  the corpus is built with the given ProbeEdit-S params (a method of an evaluated class is out);
+- the held-out cases come from files that no training case comes from (`heldout_files` files,
+  drawn with the seed); `check_disjoint` raises if either rule is broken.
+
+Each case has an instruction in words that names the line ("on line 12, change 3 to 4"), since the
+prompt numbers the source lines; the target program is the line-level oracle (analysis.oracle), or
+the token-level one when asked.
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+import textwrap
+from dataclasses import dataclass
+
+from analysis.errors import CorpusError
+from analysis.oracle import line_oracle
+from analysis.probeedit import (
+    EDIT_KINDS,
+    Edit,
+    ProbeEditParams,
+    build_probeedit,
+    draw_edit,
+    load_pinned_sources,
+)
+from analysis.program import render
+
+SPLITS = ("train", "heldout")
+
+
+@dataclass(frozen=True)
+class PilotDataParams:
+    seed: int = 0
+    min_lines: int = 10
+    max_lines: int = 40
+    n_train: int = 200
+    n_heldout: int = 33
+    heldout_files: int = 8
+    kinds: tuple[str, ...] = EDIT_KINDS
+
+
+@dataclass(frozen=True)
+class Function:
+    file: str
+    name: str
+    first: int  # 1-based line range in the file, inclusive
+    last: int
+    text: str
+
+
+@dataclass(frozen=True)
+class PilotCase:
+    case_id: str
+    split: str
+    file: str
+    function: str
+    first_line: int  # the function's line range in its file
+    last_line: int
+    kind: str
+    site_line: int
+    instruction: str
+    source: str
+    target: str
+    program: str  # the line-level oracle program, rendered
+
+
+# ---------------------------------------------------------------- functions and disjointness
+
+def functions(rel: str, text: str, min_lines: int, max_lines: int) -> list[Function]:
+    """Top-level functions and methods of top-level classes (dedented), within the line range."""
+    lines = text.splitlines(keepends=True)
+    found = []
+    nodes = []
+    for node in ast.parse(text).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            nodes.append(node)
+        elif isinstance(node, ast.ClassDef):
+            nodes += [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    for node in nodes:
+        first = node.decorator_list[0].lineno if node.decorator_list else node.lineno
+        chunk = "".join(lines[first - 1:node.end_lineno])
+        if not chunk.endswith("\n"):
+            chunk += "\n"
+        chunk = textwrap.dedent(chunk)  # a method stands alone, as a function does
+        if min_lines <= chunk.count("\n") <= max_lines and _parses(chunk):
+            found.append(Function(rel, node.name, first, node.end_lineno, chunk))
+    return found
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except SyntaxError:  # a method whose strings reach column 0 cannot be dedented
+        return False
+    return True
+
+
+def evaluation_ranges(probeedit: ProbeEditParams, sources: dict[str, str]) -> dict[str, list[tuple[int, int]]]:
+    """Line ranges (per file) of every unit ProbeEdit-S evaluates with these params."""
+    cases, edits = build_probeedit(probeedit)
+    ranges: dict[str, list[tuple[int, int]]] = {}
+    for case, row in zip(cases, edits.iter_rows(named=True)):
+        text = sources[row["file"]]
+        at = text.find(case.source)
+        if at < 0:
+            raise CorpusError(f"pilot data: ProbeEdit-S unit {case.case_id} not found in {row['file']}")
+        first = text.count("\n", 0, at) + 1
+        ranges.setdefault(row["file"], []).append((first, first + case.source.count("\n") - 1))
+    return ranges
+
+
+def overlaps(fn: Function, ranges: dict[str, list[tuple[int, int]]]) -> bool:
+    return any(fn.first <= hi and lo <= fn.last for lo, hi in ranges.get(fn.file, []))
+
+
+# ---------------------------------------------------------------- instructions in words
+
+def _changed_span(before: str, after: str) -> tuple[str, str]:
+    """The differing middle of two lines, widened to whitespace on both sides (so that '==' -> '!='
+    reads as that and not as '=' -> '!', and a literal inside a call reads with its call)."""
+    p = 0
+    while p < min(len(before), len(after)) and before[p] == after[p]:
+        p += 1
+    s = 0
+    while s < min(len(before), len(after)) - p and before[-1 - s] == after[-1 - s]:
+        s += 1
+    while p > 0 and not before[p - 1].isspace():
+        p -= 1
+    while s > 0 and not before[len(before) - s].isspace():
+        s -= 1
+    return before[p:len(before) - s].strip(), after[p:len(after) - s].strip()
+
+
+def instruction(kind: str, edit: Edit) -> str:
+    line = edit.site_line
+    if kind == "insert_guard":
+        return f"before line {line}, insert the line: {edit.after.strip()}"
+    if kind == "delete_line":
+        return f"delete line {line}: {edit.before.strip()}"
+    old, new = _changed_span(edit.before, edit.after)
+    return f"on line {line}, change {old} to {new}"
+
+
+# ---------------------------------------------------------------- cases
+
+def _case(number: int, split: str, fn: Function, kind: str, edit: Edit) -> PilotCase:
+    return PilotCase(
+        case_id=f"pilot-{split}/{number}", split=split, file=fn.file, function=fn.name,
+        first_line=fn.first, last_line=fn.last, kind=kind,
+        site_line=edit.site_line, instruction=instruction(kind, edit), source=fn.text, target=edit.text,
+        program=render(line_oracle(fn.text, edit.text)),
+    )
+
+
+def _draw(pool: list[Function], count: int, kinds: tuple[str, ...], split: str, rng: random.Random) -> list[PilotCase]:
+    cases: list[PilotCase] = []
+    for fn in pool:
+        if len(cases) == count:
+            break
+        kind = kinds[len(cases) % len(kinds)]
+        edit = draw_edit(fn.text, kind, rng)
+        if edit is not None:
+            cases.append(_case(len(cases), split, fn, kind, edit))
+    if len(cases) < count:
+        raise CorpusError(f"pilot data: only {len(cases)} of {count} {split} cases could be drawn from "
+                          f"{len(pool)} functions; lower pilot.data.n_{split} or widen the line range")
+    return cases
+
+
+def build_pilot_cases(params: PilotDataParams, probeedit: ProbeEditParams | None = None) -> list[PilotCase]:
+    """Training and held-out cases (module docstring); deterministic in the params."""
+    unknown = [k for k in params.kinds if k not in EDIT_KINDS]
+    if unknown or not params.kinds:
+        raise CorpusError(f"pilot data: kinds must be a non-empty subset of {', '.join(EDIT_KINDS)}, got {params.kinds}")
+    probeedit = probeedit or ProbeEditParams()
+    sources = load_pinned_sources(probeedit)
+    ranges = evaluation_ranges(probeedit, sources)
+    files = sorted(sources)
+    if not 1 <= params.heldout_files < len(files):
+        raise CorpusError(f"pilot data: heldout_files must lie in 1..{len(files) - 1}, got {params.heldout_files}")
+    rng = random.Random(params.seed)
+    heldout = set(rng.sample(files, params.heldout_files))
+    pools: dict[str, list[Function]] = {split: [] for split in SPLITS}
+    for rel in files:
+        for fn in functions(rel, sources[rel], params.min_lines, params.max_lines):
+            if not overlaps(fn, ranges):
+                pools["heldout" if rel in heldout else "train"].append(fn)
+    for pool in pools.values():
+        rng.shuffle(pool)
+    cases = (_draw(pools["train"], params.n_train, params.kinds, "train", rng)
+             + _draw(pools["heldout"], params.n_heldout, params.kinds, "heldout", rng))
+    check_disjoint(cases, ranges)
+    return cases
+
+
+def check_disjoint(cases: list[PilotCase], ranges: dict[str, list[tuple[int, int]]]) -> None:
+    """Raise unless no case overlaps a ProbeEdit-S evaluation unit and no held-out file is trained on."""
+    clash = [c.case_id for c in cases
+             if any(c.first_line <= hi and lo <= c.last_line for lo, hi in ranges.get(c.file, []))]
+    if clash:
+        raise CorpusError(f"pilot data: cases overlapping ProbeEdit-S evaluation units: {clash[:5]}")
+    train_files = {c.file for c in cases if c.split == "train"}
+    leaked = sorted({c.file for c in cases if c.split == "heldout"} & train_files)
+    if leaked:
+        raise CorpusError(f"pilot data: held-out files also used for training: {leaked}")
+
+
+def with_split(cases: list[PilotCase], split: str) -> list[PilotCase]:
+    return [c for c in cases if c.split == split]
+

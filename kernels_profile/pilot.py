@@ -1,0 +1,204 @@
+"""The fine-tuning pilot with plain arguments: training sequences, LoRA training, evaluation.
+
+LoRA (peft) rather than full fine-tuning: at 135M parameters full fine-tuning would fit in memory,
+but LoRA trains ~1% of the weights, so a step's backward and optimizer cost less on two CPU cores,
+the three seeds' adapters are a few MB each, and the base model stays the one the rest of the suite
+measures. Two adapters are trained on the same cases: "program" (the Copy-as-Decode layout of
+kernels_profile.sequence: loss on directive, gen and EOS tokens) and "rewrite" (the whole edited text).
+
+Training is resumable: `train` saves the adapter, the optimizer and the losses every
+`checkpoint_every` steps to one file (written to a temporary file, then renamed), keyed by the
+caller's hash of everything that determines the run; a rerun with the same key resumes.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.errors import ParamsError
+from analysis.program import Copy, parse
+from analysis.resolver import resolve
+from kernels_profile.decoder import DecodeError, MaskTable, decode, decode_rewrite
+from kernels_profile.sequence import (
+    PROGRAM_TEMPLATE,
+    REWRITE_TEMPLATE,
+    ModelTokenizer,
+    PromptTemplate,
+    TrainingSequence,
+    program_sequence,
+    prompt_ids,
+    rewrite_sequence,
+)
+
+MODES = ("program", "rewrite")
+TEMPLATE_OF = {"program": PROGRAM_TEMPLATE, "rewrite": REWRITE_TEMPLATE}
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    rank: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    steps: int
+    lr: float
+    seed: int
+    max_tokens: int  # sequences longer than this are left out of training (counted, never clipped)
+    checkpoint_every: int = 10
+
+
+def training_sequences(tok: ModelTokenizer, cases, mode: str, max_tokens: int) -> tuple[list[TrainingSequence], int]:
+    """One sequence per case in `mode`'s layout; also how many were left out for being too long."""
+    if mode not in MODES:
+        raise ParamsError(f"pilot mode must be one of {', '.join(MODES)}, got {mode!r}")
+    template = TEMPLATE_OF[mode]
+    kept, dropped = [], 0
+    for case in cases:
+        prompt = prompt_ids(tok, template, case.source, case.instruction)
+        seq = (program_sequence(tok, prompt, parse(case.program), case.source) if mode == "program"
+               else rewrite_sequence(tok, prompt, case.target))
+        if len(seq) > max_tokens:
+            dropped += 1
+        else:
+            kept.append(seq)
+    if not kept:
+        raise ParamsError(f"pilot: every {mode} training sequence is longer than max_tokens={max_tokens}")
+    return kept, dropped
+
+
+def add_lora(lm, settings: LoraSettings, seed: int):
+    """A fresh LoRA adapter on `lm.model` (seeded), returned as a peft model in train mode."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    torch.manual_seed(seed)
+    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
+                        target_modules=list(settings.targets), task_type="CAUSAL_LM")
+    return get_peft_model(lm.model, config)
+
+
+def _save_atomic(state: dict, path: Path) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".pt", dir=path.parent)
+    os.close(fd)
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _trainable_state(model) -> dict:
+    return {k: v.detach().clone() for k, v in model.named_parameters() if v.requires_grad}
+
+
+def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkpoint: Path | None = None,
+          on_step: Callable[[int, float], None] | None = None) -> list[float]:
+    """AdamW on the trainable (LoRA) weights, one sequence per step in a seeded order; returns the
+    loss of every step (resumed steps included)."""
+    import torch
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=s.lr)
+    losses: list[float] = []
+    if checkpoint is not None and checkpoint.is_file():
+        state = torch.load(checkpoint, weights_only=False)
+        named = dict(model.named_parameters())
+        with torch.no_grad():
+            for k, v in state["weights"].items():
+                named[k].copy_(v)
+        optimizer.load_state_dict(state["optimizer"])
+        losses = list(state["losses"])
+    order = list(range(len(sequences)))
+    rng = random.Random(s.seed)
+    schedule = [rng.choice(order) for _ in range(s.steps)]
+    model.train()
+    for step in range(len(losses), s.steps):
+        seq = sequences[schedule[step]]
+        ids = torch.tensor([seq.ids])
+        labels = torch.tensor([seq.labels])
+        loss = model(input_ids=ids, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss.detach()))
+        if on_step is not None:
+            on_step(step, losses[-1])
+        done = step + 1 == s.steps
+        if checkpoint is not None and (done or (step + 1) % s.checkpoint_every == 0):
+            _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
+                          "losses": losses}, checkpoint)
+    model.eval()
+    return losses
+
+
+def copy_coverage(program_text: str, source: str) -> float:
+    """Share of the output's characters that copies wrote (0 for an empty output)."""
+    program = parse(program_text)
+    output = resolve(program, source)
+    if not output:
+        return 0.0
+    from analysis.program import Program
+
+    copied = sum(len(resolve(Program((op,)), source)) for op in program.ops if isinstance(op, Copy))
+    return copied / len(output)
+
+
+def evaluate_program(lm, tok: ModelTokenizer, cases, budget: int, template: PromptTemplate = PROGRAM_TEMPLATE) -> list[dict]:
+    """Greedy Copy-as-Decode on each case. `valid`: the model ended a whole program itself (EOS)
+    rather than the budget forcing its completion; a case that cannot run is recorded with its error."""
+    records = []
+    masks: dict[int, MaskTable] = {}
+    for case in cases:
+        base = {"case_id": case.case_id, "mode": "program"}
+        try:
+            n_lines = case.source.count("\n") + (not case.source.endswith("\n") and bool(case.source))
+            result = decode(lm, tok, case.source, case.instruction, template, budget, masks=masks.get(n_lines),
+                            case=case.case_id)
+        except DecodeError as exc:
+            records.append({**base, "error": str(exc), "exact_match": False, "valid": False})
+            continue
+        records.append({**base, "error": None, "exact_match": result.output == case.target,
+                        "valid": result.stopped == "eos", "copy_coverage": copy_coverage(result.text, case.source),
+                        "seconds": result.timings.total_s, "decode_s": result.timings.decode_s,
+                        "copy_s": result.timings.copy_s, "mask_s": result.timings.mask_s,
+                        "prompt_s": result.timings.prompt_s, "program_tokens": result.counts.program_tokens,
+                        "copied_tokens": result.counts.copied_tokens, "forwards":
+                        1 + result.counts.decode_forwards + result.counts.copy_forwards, "program": result.text})
+    return records
+
+
+def evaluate_rewrite(lm, tok: ModelTokenizer, cases, budget: int) -> list[dict]:
+    """Plain greedy decoding of the whole edited text."""
+    records = []
+    for case in cases:
+        base = {"case_id": case.case_id, "mode": "rewrite"}
+        try:
+            text, seconds, tokens, stopped = decode_rewrite(lm, tok, case.source, case.instruction,
+                                                            REWRITE_TEMPLATE, budget, case.case_id)
+        except DecodeError as exc:
+            records.append({**base, "error": str(exc), "exact_match": False, "valid": False})
+            continue
+        records.append({**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
+                        "seconds": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
+                        "program": text})
+    return records
+
+
+def timed_call(fn, *args, **kwargs):
+    started = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - started

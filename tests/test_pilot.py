@@ -1,0 +1,138 @@
+"""Pilot data: disjoint from ProbeEdit-S's evaluation units and split by file; instructions in words."""
+
+import dataclasses
+
+import pytest
+
+from analysis.errors import CorpusError, ParamsError
+from analysis.oracle import line_oracle
+from analysis.pilotdata import (
+    PilotDataParams,
+    _changed_span,
+    build_pilot_cases,
+    check_disjoint,
+    evaluation_ranges,
+    instruction,
+    with_split,
+)
+from analysis.probeedit import Edit, ProbeEditParams, load_pinned_sources
+from analysis.program import parse, render
+from analysis.resolver import resolve
+
+SMALL = PilotDataParams(seed=1, n_train=30, n_heldout=12, heldout_files=6)
+
+
+@pytest.fixture(scope="module")
+def cases():
+    return build_pilot_cases(SMALL)
+
+
+@pytest.fixture(scope="module")
+def ranges():
+    params = ProbeEditParams()
+    return evaluation_ranges(params, load_pinned_sources(params))
+
+
+def test_cases_avoid_every_probeedit_unit_and_heldout_files_are_never_trained_on(cases, ranges):
+    assert len(with_split(cases, "train")) == 30 and len(with_split(cases, "heldout")) == 12
+    assert sum(len(r) for r in ranges.values()) == 154
+    for case in cases:
+        for lo, hi in ranges.get(case.file, []):
+            assert case.last_line < lo or hi < case.first_line, (case.case_id, lo, hi)
+    assert not {c.file for c in with_split(cases, "train")} & {c.file for c in with_split(cases, "heldout")}
+    assert all(SMALL.min_lines <= c.source.count("\n") <= SMALL.max_lines for c in cases)
+
+
+def test_programs_resolve_to_targets_and_name_the_site(cases):
+    for case in cases:
+        assert resolve(parse(case.program), case.source) == case.target
+        assert case.program == render(line_oracle(case.source, case.target))
+        assert f"line {case.site_line}" in case.instruction and case.source != case.target
+
+
+def test_cases_are_deterministic_in_the_seed(cases):
+    again = build_pilot_cases(SMALL)
+    assert again == cases
+    other = build_pilot_cases(dataclasses.replace(SMALL, seed=2))
+    assert [c.source for c in other] != [c.source for c in cases]
+
+
+def test_overlap_and_leak_are_refused(cases, ranges):
+    case = cases[0]
+    clash = {case.file: [(case.first_line, case.first_line)]}
+    with pytest.raises(CorpusError, match="overlapping ProbeEdit-S evaluation units"):
+        check_disjoint(cases, clash)
+    leak = dataclasses.replace(with_split(cases, "heldout")[0], file=case.file)
+    with pytest.raises(CorpusError, match="held-out files also used for training"):
+        check_disjoint([case, leak], {})
+
+
+def test_instruction_words():
+    assert _changed_span("    if a == b:\n", "    if a != b:\n") == ("==", "!=")
+    assert instruction("change_literal", Edit(12, "", "    x = 3\n", "    x = 4\n")) == "on line 12, change 3 to 4"
+    assert instruction("delete_line", Edit(3, "", "    y = 1\n", "")) == "delete line 3: y = 1"
+    guard = Edit(5, "", "", "    if x is None: return None\n")
+    assert instruction("insert_guard", guard) == "before line 5, insert the line: if x is None: return None"
+
+
+def test_bad_params_are_clear_errors():
+    with pytest.raises(CorpusError, match="kinds must be"):
+        build_pilot_cases(dataclasses.replace(SMALL, kinds=("nope",)))
+    with pytest.raises(CorpusError, match="heldout_files must lie in 1..33"):
+        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=34))
+    with pytest.raises(CorpusError, match="heldout cases could be drawn"):
+        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=1, n_heldout=500))
+
+
+# ---------------------------------------------------------------- training and evaluation (tiny model)
+
+def _tiny_cases():
+    from types import SimpleNamespace
+
+    from analysis.program import Copy, Gen, Program
+
+    source = "a = 1\nb = 2\nc = 3\n"
+    target = "a = 1\nb = 5\nc = 3\n"
+    program = render(Program((Copy(1, 1), Gen("b = 5\n"), Copy(3, 3))))
+    return [SimpleNamespace(case_id="t/0", source=source, target=target, instruction="on line 2, change 2 to 5",
+                            program=program)]
+
+
+def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path):
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("peft")
+    from kernels_profile.models import build_model
+    from kernels_profile.pilot import (
+        LoraSettings,
+        TrainSettings,
+        add_lora,
+        evaluate_program,
+        train,
+        training_sequences,
+    )
+    from tests.test_decoder import toy
+
+    tok = toy()
+    cases = _tiny_cases()
+    seqs, dropped = training_sequences(tok, cases, "program", max_tokens=2000)
+    assert dropped == 0 and sum(seqs[0].loss_mask) == len(cases[0].program.encode()) + 1
+    rewrite, _ = training_sequences(tok, cases, "rewrite", max_tokens=2000)
+    assert sum(rewrite[0].loss_mask) == len(cases[0].target.encode()) + 1
+    with pytest.raises(ParamsError, match="longer than max_tokens=10"):
+        training_sequences(tok, cases, "program", max_tokens=10)
+    lora = LoraSettings(rank=4, alpha=8, targets=("q_proj", "v_proj"))
+    settings = TrainSettings(steps=8, lr=5e-3, seed=0, max_tokens=2000, checkpoint_every=4)
+
+    def run(steps, checkpoint):
+        lm = build_model("tiny-qwen2", "random", "float32", "cpu")
+        model = add_lora(lm, lora, seed=0)
+        return lm, model, train(model, seqs, dataclasses.replace(settings, steps=steps), checkpoint)
+
+    lm, model, full = run(8, tmp_path / "a.pt")
+    assert full[-1] < full[0]
+    _, _, first = run(4, tmp_path / "b.pt")
+    _, _, resumed = run(8, tmp_path / "b.pt")  # picks up at step 4 from the checkpoint
+    assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
+    records = evaluate_program(lm, tok, cases, budget=80)
+    assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
+    assert isinstance(records[0]["exact_match"], bool) and torch.is_tensor(next(model.parameters()))

@@ -20,9 +20,10 @@ import polars as pl
 from analysis import corpora
 from analysis.config import Config
 from analysis.errors import CopyDecodeError, CorpusError, ParamsError
-from analysis.io import write_json
-from analysis.layout import CASES, METRICS
-from analysis.params import choice, get, get_or, positive_int
+from analysis.io import write_json, write_table
+from analysis.layout import CASES, METRICS, TABLES
+from analysis.params import choice, choices, get, get_or, positive_int
+from analysis.stages.common import timed
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.sequence import TEMPLATES
 
@@ -37,6 +38,10 @@ class DecodeSettings:
     budget: int
     unit: str
     template: str
+    mask_models: tuple[str, ...]     # vocabularies of the mask benchmark beside llguidance
+    mask_programs: int
+    mask_lines: int
+    mask_apply_repeats: int
 
 
 def settings(cfg: Config, args=None) -> DecodeSettings:
@@ -54,6 +59,10 @@ def settings(cfg: Config, args=None) -> DecodeSettings:
         budget=positive_int(p, "decode.budget"),
         unit=choice(p, "decode.unit", ("lines", "tokens")),
         template=choice(p, "decode.template", ("program",)),
+        mask_models=choices(p, "decode.mask_benchmark.models", tuple(known_models())),
+        mask_programs=positive_int(p, "decode.mask_benchmark.programs"),
+        mask_lines=positive_int(p, "decode.mask_benchmark.lines"),
+        mask_apply_repeats=positive_int(p, "decode.mask_benchmark.apply_repeats"),
     )
 
 
@@ -71,21 +80,30 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
 def run(cfg: Config, args=None) -> dict:
     from kernels_profile.decoder import (
         DecodeError,
-        decode,
-        load_for_decoding,
-        result_record,
     )
 
     s = settings(cfg, args)
     case = find_case(corpora.read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
         raise DecodeError(f"{s.case_id}: the edit instruction is empty (the case has none)")
+    with timed("decode"):
+        return _decode_and_benchmark(s, case, args)
+
+
+def _decode_and_benchmark(s: DecodeSettings, case: dict, args) -> dict:
+    from kernels_profile.decoder import decode, load_for_decoding, result_record
+
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id)
     record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
     if not (getattr(args, "case_id", None) or getattr(args, "model", None) or getattr(args, "framing", None)):
-        write_json(record, METRICS / "decode.json")
+        from kernels_profile import maskbench
+
+        results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
+                                       s.mask_lines, apply_repeats=s.mask_apply_repeats)
+        write_table(pl.DataFrame(maskbench.summary_rows(results)), TABLES / "mask_benchmark", digits=1)
+        write_json({**record, "mask_benchmark": results}, METRICS / "decode.json")
     return record
 
 

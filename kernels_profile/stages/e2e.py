@@ -207,6 +207,19 @@ def cases_with_instructions() -> pl.DataFrame:
     return table.join(cases.select("case_id", "framing", "instruction"), on=["case_id", "framing"], how="left")
 
 
+def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int], curve: dict,
+                   context: int, run_lossless: bool) -> dict:
+    """Everything that determines one case's checkpoint: a change to any of it re-measures the case.
+    The plan holds every measured method's settings (PLD policies, k, n-gram, overhead levels); the
+    seed fixes the run order."""
+    return {
+        "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
+        "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
+        "repeats": s.repeats, "plan": asdict(s.plan(choice.name)), "order_seed": s.seed, "curve": curve,
+        "context": context, "lossless": [run_lossless, s.losslessness_tolerance],
+    }
+
+
 def checkpoint_key(parts: dict) -> str:
     blob = json.dumps({"version": CHECKPOINT_VERSION, **parts}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -291,12 +304,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     for index, case_id in enumerate(case_ids):
         line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
         run_lossless = index < s.lossless_cases
-        key = checkpoint_key({
-            "model": asdict(choice), "tokenizer": s.tokenizer, "case": case_id, "source": line["source"],
-            "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompts[case_id],
-            "repeats": s.repeats, "plan": asdict(s.plan(choice.name)), "order_seed": s.seed, "curve": curve,
-            "context": context, "lossless": [run_lossless, s.losslessness_tolerance],
-        })
+        key = checkpoint_key(case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
         frame = read_checkpoint(path, len(s.plan(choice.name).methods()) * s.repeats)

@@ -328,11 +328,11 @@ GROUP_KEYS = ("model", "corpus", "method")
 
 
 def per_pair_ratios(measurements: pl.DataFrame) -> pl.DataFrame:
-    """Each method's AR seconds / method seconds within the same repeat of the same case; one model
-    at a time, since models may measure different methods."""
+    """Each method's AR seconds / method seconds within the same repeat of the same case; one case
+    at a time, since cases may measure different methods (the PLD k sweep runs on some only)."""
     columns = [*CASE_KEYS, "method", "repeat", "seconds"] + (["order_index"] if "order_index" in measurements.columns else [])
     frames = [ratio_pairs(part.select(columns), BASELINE, CASE_KEYS)
-              for _, part in measurements.group_by("model", maintain_order=True)]
+              for _, part in measurements.group_by("model", "case_id", maintain_order=True)]
     return pl.concat(frames) if frames else pl.DataFrame()
 
 

@@ -34,14 +34,16 @@ def cfg(**changes) -> Config:
 
 def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_asked():
     s = stage.settings(cfg(**{"e2e.pld.k": [10], "e2e.pld.sweep_k": [64, 256], "e2e.pld.sweep_models": ["smollm2-135m"],
-                              "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
-    swept = s.plan("smollm2-135m").methods()
-    plain = s.plan("qwen2.5-0.5b").methods()
+                              "e2e.pld.sweep_corpora": ["HEvalFix-Py"], "e2e.pld.policies": ["latest", "earliest"],
+                              "e2e.overhead": ["line", "token"]}))
+    swept = s.plan("smollm2-135m", "HEvalFix-Py").methods()
+    plain = s.plan("qwen2.5-0.5b", "HEvalFix-Py").methods()
+    assert s.plan("smollm2-135m", "ProbeEdit-S").methods() == plain
     assert {m for m in swept if m.startswith("pld_")} == {f"pld_{p}_k{k}" for p in ("latest", "earliest") for k in (10, 64, 256)}
     assert {m for m in plain if m.startswith("pld_")} == {"pld_latest_k10", "pld_earliest_k10"}
     for methods in (swept, plain):
         assert methods[0] == "ar" and {"cad_line", "cad_token", "cad_line_overhead", "cad_token_overhead"} <= set(methods)
-    assert stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b").methods()[-1] == "cad_token"
+    assert stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").methods()[-1] == "cad_token"
     assert e2e.method_label("pld_earliest_k64") == "PLD (earliest) with gold acceptance, k=64"
     assert e2e.method_label("cad_token_overhead") == "Copy-as-Decode, token level, directive tokens decoded"
 
@@ -52,6 +54,7 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.pld.k", [0], "'e2e.pld.k' values must lie in [1, None]"),
     ("e2e.pld.sweep_models", ["gpt-9"], "'e2e.pld.sweep_models' has unknown values ['gpt-9']"),
     ("e2e.overhead", ["char"], "'e2e.overhead' has unknown values ['char']"),
+    ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),
     ("e2e.noisy_drift", 0, "timing.noisy_drift must be a share > 0"),
     ("e2e.reference_budget_s", -1, "'e2e.reference_budget_s' must be > 0"),
 ])
@@ -62,7 +65,7 @@ def test_bad_e2e_params_are_named(key, value, message):
 
 
 def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measurement():
-    line = {"case_id": "C/1", "source": "a\n", "target": "a\n", "program": '<copy lines="1-1"/>'}
+    line = {"case_id": "C/1", "corpus": "HEvalFix-Py", "source": "a\n", "target": "a\n", "program": '<copy lines="1-1"/>'}
     token = dict(line, program='<copy tokens="1-1"/>')
 
     def key(**changes):
@@ -74,6 +77,7 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "policies": key(**{"e2e.pld.policies": ["latest"]}),
         "k": key(**{"e2e.pld.k": [12]}),
         "sweep_k": key(**{"e2e.pld.sweep_k": [64]}),
+        "sweep_corpora": key(**{"e2e.pld.sweep_corpora": []}),
         "ngram": key(**{"e2e.pld.ngram_max": 2}),
         "overhead": key(**{"e2e.overhead": ["line"]}),
         "seed": key(**{"e2e.seed": 1}),
@@ -152,6 +156,18 @@ def test_per_pair_ratios_come_from_the_same_repeat():
     line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
     assert line["pair_ratio_median"] == pytest.approx(4.0) and line["pair_ratio_iqr"] == pytest.approx(0.0)
     assert line["pairs"] == 3 and line["speedup_median"] == pytest.approx(4.0)
+
+
+def test_cases_that_measure_different_methods_summarise_together():
+    _, swept = measured("a", 2)
+    plan = e2e.MethodPlan((), ())
+    fake = FakeExecutor(COSTS, [1.0, 1.0], len(plan.methods()))
+    plain = e2e.measure_case(fake, [1], SEGMENTS, plan, 2, "b")
+    frame = pl.concat([pl.DataFrame(swept).with_columns(case_id=pl.lit("C/1")),
+                       pl.DataFrame(plain).with_columns(case_id=pl.lit("C/2"))]).with_columns(
+        model=pl.lit("m"), corpus=pl.lit("C"))
+    cases = dict(e2e.speedup_summary(frame).select("method", "cases").iter_rows())
+    assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
 
 
 # ---------------------------------------------------------------- like-for-like summary
@@ -240,7 +256,7 @@ def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     token = dict(line)
     prompt = list(b"edit:\n" + source.encode())
     frame = stage.measure_one(loaded, s.models[0], s, line, token, prompt, synthetic_model(), 16, True, qwen, "run1")
-    methods = s.plan(s.models[0].name).methods()
+    methods = s.plan(s.models[0].name, "C").methods()
     assert stage.CHECKPOINT_COLUMNS <= set(frame.columns)
     assert frame.height == len(methods) * 2 and set(frame["method"]) == set(methods)
     assert frame["lossless_ok"].all() and (frame["run_id"] == "run1").all()

@@ -70,8 +70,9 @@ class E2ESettings:
     pld_ngram_max: int
     pld_policies: tuple[str, ...]
     pld_k: tuple[int, ...]            # every model
-    pld_sweep_k: tuple[int, ...]      # and these too on pld_sweep_models
+    pld_sweep_k: tuple[int, ...]      # and these too on the cases of pld_sweep_models in pld_sweep_corpora
     pld_sweep_models: tuple[str, ...]
+    pld_sweep_corpora: tuple[str, ...]
     overhead_levels: tuple[str, ...]
     noisy_drift: float
     reference_budget_s: float
@@ -90,10 +91,10 @@ class E2ESettings:
     mask_lines_limit: int
     mask_repeats: int
 
-    def plan(self, model: str) -> MethodPlan:
-        """The methods measured on `model`'s cases."""
-        ks = self.pld_k + (tuple(k for k in self.pld_sweep_k if k not in self.pld_k)
-                           if model in self.pld_sweep_models else ())
+    def plan(self, model: str, corpus: str) -> MethodPlan:
+        """The methods measured on `model`'s cases of `corpus`."""
+        swept = model in self.pld_sweep_models and corpus in self.pld_sweep_corpora
+        ks = self.pld_k + (tuple(k for k in self.pld_sweep_k if k not in self.pld_k) if swept else ())
         plds = tuple(PldSettings(k, self.pld_ngram_max, policy) for policy in self.pld_policies for k in ks)
         return MethodPlan(plds, self.overhead_levels)
 
@@ -140,6 +141,7 @@ def settings(cfg: Config) -> E2ESettings:
         pld_k=_distinct(number_list(p, "e2e.pld.k", lo=1, integer=True), "e2e.pld.k"),
         pld_sweep_k=_distinct(number_list(p, "e2e.pld.sweep_k", lo=1, integer=True, nonempty=False), "e2e.pld.sweep_k"),
         pld_sweep_models=choices(p, "e2e.pld.sweep_models", names, nonempty=False),
+        pld_sweep_corpora=_sampled_corpora(p, models),
         overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
         noisy_drift=check_threshold(number(p, "e2e.noisy_drift")),
         reference_budget_s=number(p, "e2e.reference_budget_s"),
@@ -163,6 +165,10 @@ def settings(cfg: Config) -> E2ESettings:
     if not settings.reference_budget_s > 0:
         raise ParamsError(f"params: 'e2e.reference_budget_s' must be > 0, got {settings.reference_budget_s}")
     return settings
+
+
+def _sampled_corpora(p: dict, models: tuple[E2EModel, ...]) -> tuple[str, ...]:
+    return choices(p, "e2e.pld.sweep_corpora", sorted({c for m in models for c, _ in m.sample}), nonempty=False)
 
 
 def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
@@ -215,7 +221,7 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
     return {
         "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
         "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
-        "repeats": s.repeats, "plan": asdict(s.plan(choice.name)), "order_seed": s.seed, "curve": curve,
+        "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
         "context": context, "lossless": [run_lossless, s.losslessness_tolerance],
     }
 
@@ -264,7 +270,7 @@ def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: di
 
     segments = case_segments(loaded, line, token, qwen)
     gold = model_encoder(loaded)(line["target"])
-    plan = s.plan(choice.name)
+    plan = s.plan(choice.name, line["corpus"])
     executor = Executor(loaded.lm, prompt)
     records = e2e.measure_case(executor, gold, segments, plan, s.repeats,
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
@@ -307,7 +313,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
         key = checkpoint_key(case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
-        frame = read_checkpoint(path, len(s.plan(choice.name).methods()) * s.repeats)
+        frame = read_checkpoint(path, len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats)
         if frame is None:
             frame = measure_one(loaded, choice, s, line, token, prompts[case_id], model, context, run_lossless, qwen,
                                 recorder.run_id)
@@ -395,7 +401,8 @@ def run(cfg: Config, args=None) -> dict:
         write_parquet(measurements, E2E_MEASUREMENTS)
         write_json(environment.to_json(), environment_path(E2E_MEASUREMENTS))
         write_table(summary, TABLES / "e2e_speedup", digits=3)
-        methods = tuple(dict.fromkeys(m for c in s.models for m in s.plan(c.name).methods()))
+        methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
+                                      for m in s.plan(c.name, corpus).methods()))
         save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
         if constrained:
             write_table(pl.DataFrame(constrained).drop("program"), TABLES / "e2e_constrained", digits=3)

@@ -184,7 +184,7 @@ def method_predictions(segments: dict, model, context: int, prompt_tokens: int, 
         cost = costs[parts[0]]
         seconds = cost.program_overhead if parts[1] else cost.program_ideal
         records.append({"method": method, "predicted_ar_seconds": cost.regen, "predicted_seconds": seconds,
-                        "predicted": cost.regen / seconds})
+                        "predicted": cost.regen / seconds, "extrapolated_spans": cost.extrapolated_spans})
     return records
 
 
@@ -324,6 +324,7 @@ def constrained_generation(lm, hf_tok, suite_tok, rows: pl.DataFrame, max_new: i
 # ---------------------------------------------------------------- summary
 
 CASE_KEYS = ("model", "corpus", "case_id")
+PREDICTION_COLUMNS = ("predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans")
 GROUP_KEYS = ("model", "corpus", "method")
 
 
@@ -338,14 +339,14 @@ def per_pair_ratios(measurements: pl.DataFrame) -> pl.DataFrame:
 
 def _per_case(measurements: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
     """Per case and method: median seconds over repeats, the median per-pair speedup, the prediction."""
-    predicted = [c for c in ("predicted_ar_seconds", "predicted_seconds", "predicted") if c in measurements.columns]
+    predicted = [c for c in PREDICTION_COLUMNS if c in measurements.columns]
     timed = measurements.group_by(*CASE_KEYS, "method").agg(
         pl.col("seconds").median(), pl.col("forwards").first(), *[pl.col(c).first() for c in predicted])
     ar = timed.filter(pl.col("method") == BASELINE).select(*CASE_KEYS, pl.col("seconds").alias("ar_seconds"))
     speedup = pairs.group_by(*CASE_KEYS, "method").agg(speedup=pl.col("ratio").median())
     joined = timed.join(ar, on=list(CASE_KEYS)).join(speedup, on=[*CASE_KEYS, "method"], how="left")
     joined = joined.with_columns(speedup=pl.when(pl.col("method") == BASELINE).then(1.0).otherwise(pl.col("speedup")))
-    for column in ("predicted_ar_seconds", "predicted_seconds", "predicted"):
+    for column in PREDICTION_COLUMNS:
         if column not in joined.columns:
             joined = joined.with_columns(pl.lit(None, dtype=pl.Float64).alias(column))
     return joined
@@ -361,6 +362,7 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
     pair_ratio_*      median, quartiles, IQR, count of every per-pair ratio (cases x repeats)
     predicted_total   sum of predicted AR seconds / sum of predicted method seconds (analysis.bounds)
     predicted_median  median over cases of the per-case predicted speedup
+    extrapolated_spans  ops of these cases whose predicted cost lies outside the measured curve
     predicted         = predicted_total: the prediction on speedup_total's basis
     gap_total, gap_median   measured / predicted - 1 on each basis
     """
@@ -376,10 +378,12 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
         predicted_total=pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum(),
         predicted_median=pl.col("predicted").median(),
         predicted_cases=pl.col("predicted").is_not_null().sum(),
+        extrapolated_spans=pl.col("extrapolated_spans").sum(),
     )
     # a method without a prediction sums nothing: null, not 0/0
     summary = summary.with_columns(
         predicted_total=pl.when(pl.col("predicted_cases") > 0).then(pl.col("predicted_total")).otherwise(None),
+        extrapolated_spans=pl.when(pl.col("predicted_cases") > 0).then(pl.col("extrapolated_spans")).otherwise(None),
     ).drop("predicted_cases")
     spread = summarize_ratios(pairs, ("model", "corpus")).select(
         "model", "corpus", "method", *[pl.col(f"ratio_{s}").alias(f"pair_ratio_{s}")
@@ -395,6 +399,6 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
         .select(*GROUP_KEYS, "label", "cases", "speedup_total", "predicted_total", "gap_total",
                 "speedup_median", "predicted_median", "gap_median", "speedup_q25", "speedup_q75",
                 "pair_ratio_median", "pair_ratio_q25", "pair_ratio_q75", "pair_ratio_iqr", "pairs",
-                "predicted", "forwards", "total_seconds")
+                "predicted", "extrapolated_spans", "forwards", "total_seconds")
         .sort(*GROUP_KEYS)
     )

@@ -226,9 +226,6 @@ def test_environment_metrics_mark_a_drifting_run_noisy():
 
 # ---------------------------------------------------------------- on the tiny model
 
-torch = pytest.importorskip("torch")
-
-
 class ByteTokenizer:
     """A toy tokenizer: one id per byte, within the tiny model's vocabulary."""
 
@@ -244,6 +241,7 @@ def synthetic_model():
 
 
 def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
+    pytest.importorskip("torch")
     from kernels_profile.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")

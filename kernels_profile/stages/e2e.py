@@ -180,7 +180,8 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 # Bump when the measurement code changes what a checkpoint holds.
 CHECKPOINT_VERSION = 3
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
-                      "predicted_ar_seconds", "predicted_seconds", "predicted", "directive_tokens", "lossless_ok"}
+                      "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
+                      "lossless_ok"}
 
 
 @dataclass
@@ -261,7 +262,7 @@ def model_encoder(loaded: LoadedForE2E):
 
 
 PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "predicted_seconds": pl.Float64,
-                     "predicted": pl.Float64}
+                     "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
 
 
 def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
@@ -378,7 +379,7 @@ def environment_metrics(env: RunEnvironment) -> dict:
 
 def speedup_metrics(summary: pl.DataFrame) -> dict:
     keys = ("label", "speedup_total", "predicted_total", "gap_total", "speedup_median", "predicted_median",
-            "gap_median", "pair_ratio_median", "pair_ratio_iqr", "pairs", "predicted")
+            "gap_median", "pair_ratio_median", "pair_ratio_iqr", "pairs", "predicted", "extrapolated_spans")
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 

@@ -1,18 +1,25 @@
 """End-to-end measurement on a real KV cache, with plain arguments (the `e2e` stage orchestrates).
 
-For one case, from the same cached prompt, with `repeats` repeats:
-  ar            regenerate the gold output token by token
-  pld_oracle    prompt lookup decoding, gold acceptance (upper bound on PLD)
-  cad_line      Copy-as-Decode executor, line-level oracle program
-  cad_token     Copy-as-Decode executor, token-level oracle program
+For one case, from the same cached prompt, with `repeats` repeats (a `MethodPlan` says which ran):
+  ar                    regenerate the gold output token by token
+  pld_<policy>_k<k>     prompt lookup decoding, gold acceptance ("PLD (policy) with gold acceptance"):
+                        an upper bound on PLD for that match policy and draft length only
+  cad_line, cad_token   Copy-as-Decode executor, line- / token-level oracle program (bound: `ideal`)
+  cad_<level>_overhead  the same program, also decoding every directive token (bound: `overhead`)
 plus the losslessness check (executor's final logits vs one-token steps over the same sequence),
 transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy generate, and
 grammar-constrained generation of programs (validity, exact match, mask cost).
+
+Ratios are measured as ratios (kernels_profile.interleave): inside each repeat every method runs
+once, back to back, in a seeded alternating order; a method's speedup is AR seconds / its seconds
+within the same repeat. The summary puts measured and predicted on the same two aggregations:
+ratio of totals over cases and the median of per-case speedups.
 """
 
 from __future__ import annotations
 
 import random
+import re
 import time
 from dataclasses import dataclass
 
@@ -21,8 +28,77 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.layout import framing_filter
+from kernels_profile.executor import MATCH_POLICIES
+from kernels_profile.interleave import interleaved_order, ratio_pairs, summarize_ratios
 
-METHODS = ("ar", "pld_oracle", "cad_line", "cad_token")
+BASELINE = "ar"
+LEVELS = ("line", "token")
+OVERHEAD_SUFFIX = "_overhead"
+_PLD_NAME = re.compile(r"pld_(latest|earliest)_k(\d+)")
+
+
+@dataclass(frozen=True)
+class PldSettings:
+    k: int
+    ngram_max: int
+    policy: str = "latest"
+
+    def __post_init__(self):
+        if self.policy not in MATCH_POLICIES:
+            raise ParamsError(f"e2e.pld: match policy must be one of {MATCH_POLICIES}, got {self.policy!r}")
+        if self.k < 1 or self.ngram_max < 1:
+            raise ParamsError(f"e2e.pld: k and ngram_max must be >= 1, got k={self.k}, ngram_max={self.ngram_max}")
+
+    @property
+    def method(self) -> str:
+        return f"pld_{self.policy}_k{self.k}"
+
+
+@dataclass(frozen=True)
+class MethodPlan:
+    """What one case measures besides AR: PLD oracles, and the levels whose program also runs with
+    its directive tokens decoded."""
+
+    plds: tuple[PldSettings, ...]
+    overhead_levels: tuple[str, ...] = LEVELS
+
+    def __post_init__(self):
+        names = [p.method for p in self.plds]
+        if len(set(names)) != len(names):
+            raise ParamsError(f"e2e: PLD settings repeat a (policy, k): {names}")
+        bad = [lv for lv in self.overhead_levels if lv not in LEVELS]
+        if bad:
+            raise ParamsError(f"e2e.overhead has unknown levels {bad}; known: {', '.join(LEVELS)}")
+
+    def methods(self) -> tuple[str, ...]:
+        return (BASELINE, *(p.method for p in self.plds), *(cad_method(lv, False) for lv in LEVELS),
+                *(cad_method(lv, True) for lv in self.overhead_levels))
+
+
+def cad_method(level: str, overhead: bool) -> str:
+    return f"cad_{level}" + (OVERHEAD_SUFFIX if overhead else "")
+
+
+def cad_parts(method: str) -> tuple[str, bool] | None:
+    """(level, overhead) of a Copy-as-Decode method name, or None for any other method."""
+    for level in LEVELS:
+        for overhead in (False, True):
+            if method == cad_method(level, overhead):
+                return level, overhead
+    return None
+
+
+def method_label(method: str) -> str:
+    """The name a table shows for a method."""
+    if method == BASELINE:
+        return "AR (teacher-forced)"
+    pld = _PLD_NAME.fullmatch(method)
+    if pld:
+        return f"PLD ({pld.group(1)}) with gold acceptance, k={pld.group(2)}"
+    cad = cad_parts(method)
+    if cad:
+        return f"Copy-as-Decode, {cad[0]} level" + (", directive tokens decoded" if cad[1] else "")
+    raise ParamsError(f"e2e: unknown method {method!r}")
 
 
 def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int) -> pl.DataFrame:
@@ -75,35 +151,73 @@ def curve_model(curve: dict, name: str):
     return fit_points(pl.DataFrame(curve["ar"]), pl.DataFrame(curve["prefill"]), key, FitOptions("interp"))
 
 
-def predicted_speedup(segments, model, context: int, prompt_tokens: int) -> float:
-    """The closed-form bound (analysis.bounds, ideal variant) of the executor's own segments."""
-    from analysis.bounds import CostSettings, SpanOp, case_cost
+def span_ops(segments) -> list:
+    """The executor's segments as the bound's ops (copy: the tokens its prefill forwards)."""
+    from analysis.bounds import SpanOp
 
-    ops = [SpanOp(s.kind, len(s.ids), len(s.ids) if s.kind == "copy" else 0, 0) for s in segments]
+    return [SpanOp(seg.kind, len(seg.ids), len(seg.ids) if seg.kind == "copy" else 0, seg.directive_tokens)
+            for seg in segments]
+
+
+def predicted_cost(segments, model, context: int, prompt_tokens: int):
+    """The closed-form costs (analysis.bounds.case_cost) of the executor's own segments: regen, and
+    program time without (ideal) and with (overhead) the directive tokens."""
+    from analysis.bounds import CostSettings, case_cost
+
     settings = CostSettings(context_mode="fixed", context=context, extrapolate=True)
-    return case_cost(ops, model, settings, prompt_tokens=prompt_tokens).bound("ideal")
+    return case_cost(span_ops(segments), model, settings, prompt_tokens=prompt_tokens)
 
 
-@dataclass(frozen=True)
-class PldSettings:
-    k: int
-    ngram_max: int
+def predicted_speedup(segments, model, context: int, prompt_tokens: int, variant: str = "ideal") -> float:
+    return predicted_cost(segments, model, context, prompt_tokens).bound(variant)
 
 
-def measure_case(executor, gold_ids: list[int], segments: dict, pld: PldSettings, repeats: int) -> list[dict]:
-    """Every method once per repeat, from the same cached prompt."""
+def method_predictions(segments: dict, model, context: int, prompt_tokens: int, plan: MethodPlan) -> list[dict]:
+    """Per Copy-as-Decode method of the plan: predicted AR seconds (the bound's regen), predicted
+    method seconds and their ratio, so that predictions aggregate over cases as the measurements do."""
+    costs = {level: predicted_cost(segments[level], model, context, prompt_tokens) for level in LEVELS}
     records = []
-    for repeat in range(repeats):
-        runs = {
-            "ar": executor.autoregressive(gold_ids)[0],
-            "pld_oracle": executor.pld_oracle(gold_ids, pld.k, pld.ngram_max),
-            "cad_line": executor.copy_as_decode(segments["line"])[0],
-            "cad_token": executor.copy_as_decode(segments["token"])[0],
-        }
-        for method, run in runs.items():
-            records.append({"method": method, "repeat": repeat, "seconds": run.seconds,
+    for method in plan.methods():
+        parts = cad_parts(method)
+        if parts is None:
+            continue
+        cost = costs[parts[0]]
+        seconds = cost.program_overhead if parts[1] else cost.program_ideal
+        records.append({"method": method, "predicted_ar_seconds": cost.regen, "predicted_seconds": seconds,
+                        "predicted": cost.regen / seconds, "extrapolated_spans": cost.extrapolated_spans})
+    return records
+
+
+def method_runners(executor, gold_ids: list[int], segments: dict, plan: MethodPlan) -> dict:
+    """method -> a call that runs it once from the cached prompt and returns its Run."""
+    runners = {BASELINE: lambda: executor.autoregressive(gold_ids)[0]}
+    for pld in plan.plds:
+        runners[pld.method] = lambda pld=pld: executor.pld_oracle(gold_ids, pld.k, pld.ngram_max, pld.policy)
+    for method in plan.methods():
+        parts = cad_parts(method)
+        if parts is not None:
+            level, overhead = parts
+            runners[method] = lambda level=level, overhead=overhead: executor.copy_as_decode(
+                segments[level], directives=overhead)[0]
+    return runners
+
+
+def measure_case(executor, gold_ids: list[int], segments: dict, plan: MethodPlan, repeats: int,
+                 order_seed: str) -> list[dict]:
+    """Every method once per repeat, from the same cached prompt, back to back in the order
+    `interleaved_order(methods, repeats, order_seed)` gives (`order_index`: position in its repeat)."""
+    runners = method_runners(executor, gold_ids, segments, plan)
+    records = []
+    for repeat, order in enumerate(interleaved_order(plan.methods(), repeats, order_seed)):
+        for index, method in enumerate(order):
+            run = runners[method]()
+            records.append({"method": method, "repeat": repeat, "order_index": index, "seconds": run.seconds,
                             "forwards": run.forwards, "tokens": run.tokens})
     return records
+
+
+def order_seed(seed: int, model: str, case_id: str) -> str:
+    return f"{seed}/{model}/{case_id}"
 
 
 def losslessness(executor, segments, tolerance: float) -> dict:
@@ -209,22 +323,82 @@ def constrained_generation(lm, hf_tok, suite_tok, rows: pl.DataFrame, max_new: i
 
 # ---------------------------------------------------------------- summary
 
+CASE_KEYS = ("model", "corpus", "case_id")
+PREDICTION_COLUMNS = ("predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans")
+GROUP_KEYS = ("model", "corpus", "method")
+
+
+def per_pair_ratios(measurements: pl.DataFrame) -> pl.DataFrame:
+    """Each method's AR seconds / method seconds within the same repeat of the same case; one case
+    at a time, since cases may measure different methods (the PLD k sweep runs on some only)."""
+    columns = [*CASE_KEYS, "method", "repeat", "seconds"] + (["order_index"] if "order_index" in measurements.columns else [])
+    frames = [ratio_pairs(part.select(columns), BASELINE, CASE_KEYS)
+              for _, part in measurements.group_by("model", "case_id", maintain_order=True)]
+    return pl.concat(frames) if frames else pl.DataFrame()
+
+
+def _per_case(measurements: pl.DataFrame, pairs: pl.DataFrame) -> pl.DataFrame:
+    """Per case and method: median seconds over repeats, the median per-pair speedup, the prediction."""
+    predicted = [c for c in PREDICTION_COLUMNS if c in measurements.columns]
+    timed = measurements.group_by(*CASE_KEYS, "method").agg(
+        pl.col("seconds").median(), pl.col("forwards").first(), *[pl.col(c).first() for c in predicted])
+    ar = timed.filter(pl.col("method") == BASELINE).select(*CASE_KEYS, pl.col("seconds").alias("ar_seconds"))
+    speedup = pairs.group_by(*CASE_KEYS, "method").agg(speedup=pl.col("ratio").median())
+    joined = timed.join(ar, on=list(CASE_KEYS)).join(speedup, on=[*CASE_KEYS, "method"], how="left")
+    joined = joined.with_columns(speedup=pl.when(pl.col("method") == BASELINE).then(1.0).otherwise(pl.col("speedup")))
+    for column in PREDICTION_COLUMNS:
+        if column not in joined.columns:
+            joined = joined.with_columns(pl.lit(None, dtype=pl.Float64).alias(column))
+    return joined
+
+
 def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
-    """Per model and corpus: each method's speedup over AR (ratio of total times, and the median and
-    IQR of per-case speedups), with the closed-form prediction for the same cases beside it."""
-    per_case = measurements.group_by("model", "corpus", "case_id", "method").agg(
-        seconds=pl.col("seconds").median(), forwards=pl.col("forwards").first(),
-        predicted_line=pl.col("predicted_line").first(), predicted_token=pl.col("predicted_token").first(),
-    )
-    ar = per_case.filter(pl.col("method") == "ar").select("model", "case_id", pl.col("seconds").alias("ar_seconds"))
-    joined = per_case.join(ar, on=["model", "case_id"]).with_columns(speedup=pl.col("ar_seconds") / pl.col("seconds"))
-    return joined.group_by("model", "corpus", "method").agg(
+    """Per model, corpus and method: the speedup over AR measured and predicted on the same two
+    aggregations over cases, the per-pair ratios' spread, and the gap between them.
+
+    speedup_total     sum of AR seconds / sum of method seconds (each case: median over repeats)
+    speedup_median    median over cases of the per-case speedup (the median of its per-pair ratios);
+                      speedup_q25 / speedup_q75 its quartiles over cases
+    pair_ratio_*      median, quartiles, IQR, count of every per-pair ratio (cases x repeats)
+    predicted_total   sum of predicted AR seconds / sum of predicted method seconds (analysis.bounds)
+    predicted_median  median over cases of the per-case predicted speedup
+    extrapolated_spans  ops of these cases whose predicted cost lies outside the measured curve
+    predicted         = predicted_total: the prediction on speedup_total's basis
+    gap_total, gap_median   measured / predicted - 1 on each basis
+    """
+    pairs = per_pair_ratios(measurements)
+    per_case = _per_case(measurements, pairs)
+    summary = per_case.group_by(*GROUP_KEYS).agg(
         cases=pl.len(), total_seconds=pl.col("seconds").sum(),
         speedup_total=pl.col("ar_seconds").sum() / pl.col("seconds").sum(),
         speedup_median=pl.col("speedup").median(),
         speedup_q25=pl.col("speedup").quantile(0.25, interpolation="linear"),
         speedup_q75=pl.col("speedup").quantile(0.75, interpolation="linear"),
         forwards=pl.col("forwards").sum(),
-        predicted=pl.when(pl.col("method") == "cad_line").then(pl.col("predicted_line"))
-        .when(pl.col("method") == "cad_token").then(pl.col("predicted_token")).otherwise(None).median(),
-    ).sort("model", "corpus", "method")
+        predicted_total=pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum(),
+        predicted_median=pl.col("predicted").median(),
+        predicted_cases=pl.col("predicted").is_not_null().sum(),
+        extrapolated_spans=pl.col("extrapolated_spans").sum(),
+    )
+    # a method without a prediction sums nothing: null, not 0/0
+    summary = summary.with_columns(
+        predicted_total=pl.when(pl.col("predicted_cases") > 0).then(pl.col("predicted_total")).otherwise(None),
+        extrapolated_spans=pl.when(pl.col("predicted_cases") > 0).then(pl.col("extrapolated_spans")).otherwise(None),
+    ).drop("predicted_cases")
+    spread = summarize_ratios(pairs, ("model", "corpus")).select(
+        "model", "corpus", "method", *[pl.col(f"ratio_{s}").alias(f"pair_ratio_{s}")
+                                       for s in ("median", "q25", "q75", "iqr")], pl.col("pairs"))
+    return (
+        summary.join(spread, on=list(GROUP_KEYS), how="left")
+        .with_columns(
+            label=pl.col("method").map_elements(method_label, return_dtype=pl.String),
+            predicted=pl.col("predicted_total"),
+            gap_total=pl.col("speedup_total") / pl.col("predicted_total") - 1,
+            gap_median=pl.col("speedup_median") / pl.col("predicted_median") - 1,
+        )
+        .select(*GROUP_KEYS, "label", "cases", "speedup_total", "predicted_total", "gap_total",
+                "speedup_median", "predicted_median", "gap_median", "speedup_q25", "speedup_q75",
+                "pair_ratio_median", "pair_ratio_q25", "pair_ratio_q75", "pair_ratio_iqr", "pairs",
+                "predicted", "extrapolated_spans", "forwards", "total_seconds")
+        .sort(*GROUP_KEYS)
+    )

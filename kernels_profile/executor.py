@@ -1,13 +1,18 @@
 """Running edits on a real model with a KV cache, three ways, from the same cached prompt.
 
 - AR: regenerate the gold output, one forward per token (teacher-forced).
-- PLD oracle: prompt lookup decoding with gold acceptance: draft up to k tokens by finding the last
-  n-gram (n = ngram_max..1) earlier in prompt + output, verify the draft in one forward, keep the
-  prefix that equals the gold, and take the next gold token as the correction. An upper bound on
-  real PLD, which accepts by the model's own argmax instead.
+- PLD oracle: prompt lookup decoding with gold acceptance: draft up to k tokens by finding the
+  trailing n-gram (n = ngram_max..1) earlier in prompt + output, verify the draft in one forward, keep
+  the prefix that equals the gold, and take the next gold token as the correction. An upper bound on
+  real PLD only for its own draft policy, which accepts by the model's own argmax instead. The match
+  policy says which earlier occurrence drafts: `latest` (the nearest one) or `earliest` (the first
+  one, as transformers' PromptLookupCandidateGenerator takes it).
 - Copy-as-Decode executor: for each op of a program, a copy fills the cache with one forward of the
   copied text's tokens; a gen span is decoded token by token (teacher-forced: the oracle program's
-  text). This is the upper bound the paper describes.
+  text). This is the upper bound the paper describes (the bound's `ideal` variant). With
+  `directives=True` it also decodes, one step each, the tokens the model would emit to write the
+  program: a copy's `<copy lines="i-j"/>` before its prefill; a gen's `<gen>` before, its body as
+  written (escaped), and `</gen>` after (the bound's `overhead` variant).
 
 Each run starts from the cache holding exactly the prompt (cropped back after every run), and the
 clock covers the forwards only. Token ids are the model tokenizer's: a copy's text is tokenized on its
@@ -19,16 +24,37 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from analysis.errors import ProgramError
-from analysis.program import Copy, Program
+from analysis.errors import ParamsError, ProgramError
+from analysis.program import GEN_CLOSE, GEN_OPEN, Copy, Program, escape, render_op
 from analysis.resolver import resolve
 from kernels_profile.models import LoadedModel, cache_kwarg
+
+MATCH_POLICIES = ("latest", "earliest")
 
 
 @dataclass(frozen=True)
 class Segment:
+    """One op as token ids of the model's tokenizer: `ids` is the text it puts in the output;
+    `open_ids` / `close_ids` the directive tokens the model emits before / after it, and `body_ids`
+    (gen only) the body as the model writes it inside `<gen>` (escaped; equal to `ids` unless the
+    text needed an escape)."""
+
     kind: str  # "copy" | "gen"
     ids: tuple[int, ...]
+    open_ids: tuple[int, ...] = ()
+    close_ids: tuple[int, ...] = ()
+    body_ids: tuple[int, ...] | None = None
+
+    @property
+    def emitted(self) -> tuple[int, ...]:
+        """What the model decodes for a gen op's body."""
+        return self.ids if self.body_ids is None else self.body_ids
+
+    @property
+    def directive_tokens(self) -> int:
+        """Tokens decoded besides the payload (the bound's d_k): tags, plus the extra tokens of escapes."""
+        extra = len(self.emitted) - len(self.ids) if self.kind == "gen" else 0
+        return len(self.open_ids) + len(self.close_ids) + extra
 
 
 @dataclass(frozen=True)
@@ -39,15 +65,26 @@ class Run:
 
 
 def program_segments(program: Program, source: str, token_bounds, encode) -> list[Segment]:
-    """Resolve each op to its text and tokenize it with the model's tokenizer (`encode`: str -> ids)."""
+    """Resolve each op to its text and tokenize it, and its directive, with the model's tokenizer
+    (`encode`: str -> ids). Every op keeps its segment, even one whose text has no token: its
+    directive is still emitted in the overhead run."""
+    memo: dict[str, tuple[int, ...]] = {}
+
+    def tokens(text: str) -> tuple[int, ...]:
+        if text not in memo:
+            memo[text] = tuple(encode(text))
+        return memo[text]
+
     segments = []
-    for index, op in enumerate(program.ops):
-        text = resolve(Program((op,)), source, token_bounds)
-        ids = tuple(encode(text))
-        if not ids:
-            continue
-        segments.append(Segment("copy" if isinstance(op, Copy) else "gen", ids))
-    if not segments and program.ops:
+    for op in program.ops:
+        ids = tuple(encode(resolve(Program((op,)), source, token_bounds)))
+        if isinstance(op, Copy):
+            segments.append(Segment("copy", ids, open_ids=tokens(render_op(op))))
+        else:
+            escaped = escape(op.text)
+            body = None if escaped == op.text else tuple(encode(escaped))
+            segments.append(Segment("gen", ids, tokens(GEN_OPEN), tokens(GEN_CLOSE), body))
+    if program.ops and not any(s.ids for s in segments):
         raise ProgramError("the program resolves to no tokens")
     return segments
 
@@ -92,26 +129,41 @@ class Executor:
             seconds = time.perf_counter() - started
         return Run(seconds, len(ids), len(ids)), (out.logits[:, -1] if out is not None else self.prompt_logits)
 
-    def copy_as_decode(self, segments: list[Segment]) -> tuple[Run, object]:
+    def _decode(self, ids, out):
+        """One forward per token; returns the last output (or `out` when there is none)."""
+        for token in ids:
+            out = self._forward([token])
+        return out
+
+    def copy_as_decode(self, segments: list[Segment], directives: bool = False) -> tuple[Run, object]:
+        """Serve the program's ops; with `directives`, also decode each op's directive tokens one
+        step each (see the module docstring). `tokens` counts the output's tokens either way."""
         self.reset()
         self._sync()
         forwards, tokens, out = 0, 0, None
         with self.torch.inference_mode():
             started = time.perf_counter()
             for seg in segments:
+                if directives:
+                    out = self._decode(seg.open_ids, out)
+                    forwards += len(seg.open_ids)
                 if seg.kind == "copy":
-                    out = self._forward(list(seg.ids), logits_to_keep=1)
-                    forwards += 1
-                else:
-                    for token in seg.ids:
-                        out = self._forward([token])
+                    if seg.ids:  # a copy whose text has no token forwards nothing
+                        out = self._forward(list(seg.ids), logits_to_keep=1)
                         forwards += 1
+                else:
+                    body = seg.emitted if directives else seg.ids
+                    out = self._decode(body, out)
+                    forwards += len(body)
+                if directives:
+                    out = self._decode(seg.close_ids, out)
+                    forwards += len(seg.close_ids)
                 tokens += len(seg.ids)
             self._sync()
             seconds = time.perf_counter() - started
         return Run(seconds, forwards, tokens), (out.logits[:, -1] if out is not None else self.prompt_logits)
 
-    def pld_oracle(self, gold: list[int], k: int, ngram_max: int) -> Run:
+    def pld_oracle(self, gold: list[int], k: int, ngram_max: int, policy: str = "latest") -> Run:
         self.reset()
         self._sync()
         forwards = 0
@@ -120,7 +172,7 @@ class Executor:
             if gold:
                 pending, i = gold[0], 1  # the first token comes from the prompt's logits
                 while pending is not None:
-                    draft = lookup_draft(self.prompt_ids + gold[:i], k, ngram_max)
+                    draft = lookup_draft(self.prompt_ids + gold[:i], k, ngram_max, policy)
                     draft = draft[: max(len(gold) - i, 0)]
                     self._forward([pending] + draft, logits_to_keep=1)
                     forwards += 1
@@ -137,14 +189,17 @@ class Executor:
         return Run(seconds, forwards, len(gold))
 
 
-def lookup_draft(context: list[int], k: int, ngram_max: int) -> list[int]:
-    """Prompt lookup: the k tokens after the latest earlier occurrence of the trailing n-gram."""
+def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:
+    """Prompt lookup: the k tokens after an earlier occurrence of the trailing n-gram, longest n
+    first; `latest` takes the occurrence nearest the end, `earliest` the first one."""
+    if policy not in MATCH_POLICIES:
+        raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
     n_ctx = len(context)
     for n in range(min(ngram_max, n_ctx - 1), 0, -1):
         tail = context[n_ctx - n:]
-        for start in range(n_ctx - n - 1, -1, -1):
+        # a start at n_ctx - n is the tail itself, which has nothing after it
+        starts = range(n_ctx - n - 1, -1, -1) if policy == "latest" else range(n_ctx - n)
+        for start in starts:
             if context[start:start + n] == tail:
-                follow = context[start + n:start + n + k]
-                if follow:
-                    return follow
+                return context[start + n:start + n + k]
     return []

@@ -2,8 +2,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from analysis.errors import ProgramError  # noqa: E402
-from analysis.program import Copy, Gen, Program  # noqa: E402
+from analysis.errors import ParamsError, ProgramError  # noqa: E402
+from analysis.program import Copy, Gen, Program, escape, render_op  # noqa: E402
 from kernels_profile.equivalence import rel_diff  # noqa: E402
 from kernels_profile.executor import Executor, lookup_draft, program_segments  # noqa: E402
 from kernels_profile.models import build_model  # noqa: E402
@@ -53,34 +53,89 @@ def test_lookup_draft():
     assert lookup_draft([5, 6, 7], k=3, ngram_max=2) == []
 
 
-def test_measure_case_times_every_method_per_repeat_and_summarises(executor):
+def test_lookup_draft_policies_take_the_latest_or_the_earliest_match():
+    # the trailing n-gram [1, 2] occurs twice before the end, followed by different tokens
+    context = [1, 2, 7, 7, 1, 2, 8, 8, 1, 2]
+    assert lookup_draft(context, k=2, ngram_max=2, policy="latest") == [8, 8]
+    assert lookup_draft(context, k=2, ngram_max=2, policy="earliest") == [7, 7]
+    # a draft may run into the trailing n-gram itself, as transformers' lookup does
+    assert lookup_draft([4, 4, 4], k=5, ngram_max=1, policy="earliest") == [4, 4]
+    with pytest.raises(ParamsError, match="match policy must be one of"):
+        lookup_draft(context, k=2, ngram_max=2, policy="nearest")
+
+
+def test_pld_policies_differ_on_a_crafted_gold(executor):
+    """Gold repeats a block whose line `ab` has two continuations; from the second repeat on, the
+    trailing n-gram `\nab` matches both: latest drafts the nearer (right) one, earliest the first
+    (wrong) one, so earliest needs more forwards for the same gold."""
+    gold = encode("ab1\ncd2\nab3\ncd4\nab3\ncd4\n")
+    context = executor.prompt_ids + encode("ab1\ncd2\nab3\ncd4\nab")
+    assert bytes(lookup_draft(context, 8, 3, "latest")) == b"3\ncd4\nab"
+    assert bytes(lookup_draft(context, 8, 3, "earliest")) == b"1\ncd2\nab"
+    forwards = {policy: executor.pld_oracle(gold, k=8, ngram_max=3, policy=policy).forwards
+                for policy in ("latest", "earliest")}
+    assert forwards["latest"] < forwards["earliest"] < len(gold)
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
+
+
+def test_segments_carry_their_directive_tokens():
+    program = Program((Copy(1, 2), Gen("a <gen> b\n"), Copy(3, 3)))
+    segments = program_segments(program, SOURCE, None, encode)
+    assert bytes(segments[0].open_ids).decode() == render_op(Copy(1, 2)) == '<copy lines="1-2"/>'
+    gen = segments[1]
+    assert bytes(gen.open_ids).decode() == "<gen>" and bytes(gen.close_ids).decode() == "</gen>"
+    assert bytes(gen.ids).decode() == "a <gen> b\n" and bytes(gen.emitted).decode() == escape("a <gen> b\n")
+    # the escape's extra tokens count as directive tokens, as in analysis.spans
+    assert gen.directive_tokens == len("<gen></gen>") + len(escape("a <gen> b\n")) - len("a <gen> b\n")
+    assert segments[2].close_ids == () and segments[2].directive_tokens == len('<copy lines="3-3"/>')
+
+
+def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
+    program = Program((Copy(1, 2), Gen("X\n"), Copy(3, 3)))
+    segments = program_segments(program, SOURCE, None, encode)
+    ideal, _ = executor.copy_as_decode(segments)
+    overhead, _ = executor.copy_as_decode(segments, directives=True)
+    directive = sum(s.directive_tokens for s in segments)
+    assert directive == len(render_op(Copy(1, 2))) + len("<gen></gen>") + len(render_op(Copy(3, 3)))
+    assert overhead.forwards - ideal.forwards == directive
+    assert overhead.tokens == ideal.tokens == sum(len(s.ids) for s in segments)
+    # the cache holds the prompt, every directive token and every output token, once each
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + ideal.tokens + directive
+
+
+def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor):
     import polars as pl
 
     from kernels_profile.e2e import (
-        METHODS,
+        MethodPlan,
         PldSettings,
         losslessness,
         measure_case,
         speedup_summary,
     )
+    from kernels_profile.interleave import interleaved_order
 
     gold = encode("alpha\nbeta\nBETA\ngamma\n")
-    segments = {
-        "line": program_segments(Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3))), SOURCE, None, encode),
-        "token": program_segments(Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3))), SOURCE, None, encode),
-    }
-    records = measure_case(executor, gold, segments, PldSettings(k=8, ngram_max=3), repeats=2)
-    assert sorted((r["method"], r["repeat"]) for r in records) == sorted((m, k) for m in METHODS for k in range(2))
+    program = Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3)))
+    segments = {"line": program_segments(program, SOURCE, None, encode),
+                "token": program_segments(program, SOURCE, None, encode)}
+    plan = MethodPlan((PldSettings(8, 3, "latest"), PldSettings(8, 3, "earliest")), ("line",))
+    records = measure_case(executor, gold, segments, plan, repeats=3, order_seed="0/tiny/C/1")
+    methods = plan.methods()
+    assert methods == ("ar", "pld_latest_k8", "pld_earliest_k8", "cad_line", "cad_token", "cad_line_overhead")
+    order = interleaved_order(methods, 3, "0/tiny/C/1")
+    assert [[r["method"] for r in records if r["repeat"] == k] for k in range(3)] == order
+    assert all(order[r["repeat"]][r["order_index"]] == r["method"] for r in records)
     assert all(r["seconds"] > 0 and r["tokens"] == len(gold) for r in records)
     check = losslessness(executor, segments["line"], tolerance=1e-4)
     assert check["ok"] and check["logits_rel_diff"] < 1e-4
-    frame = pl.DataFrame(records).with_columns(model=pl.lit("tiny"), corpus=pl.lit("C"), case_id=pl.lit("C/1"),
-                                               predicted_line=pl.lit(2.0), predicted_token=pl.lit(3.0))
+    frame = pl.DataFrame(records).with_columns(model=pl.lit("tiny"), corpus=pl.lit("C"), case_id=pl.lit("C/1"))
     summary = speedup_summary(frame)
     ar = summary.filter(pl.col("method") == "ar").row(0, named=True)
     assert ar["speedup_total"] == pytest.approx(1.0) and ar["predicted"] is None
     line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
-    assert line["predicted"] == 2.0 and line["forwards"] < ar["forwards"]
+    assert line["forwards"] < ar["forwards"] and line["pairs"] == 3
+    assert line["label"] == "Copy-as-Decode, line level"
 
 
 def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(executor):

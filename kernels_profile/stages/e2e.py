@@ -2,8 +2,14 @@
 
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
-methods' settings, the prefill curve and the code version), written atomically and verified on load,
-so a rerun after any change re-measures exactly what changed and an interrupted run loses nothing.
+methods measured and their settings, the order seed, the prefill curve and the code version), written
+atomically and verified on load, so a rerun after any change re-measures exactly what changed and an
+interrupted run loses nothing.
+
+The run environment (machine, load, a reference matmul before the first case and after every case)
+is written beside the measurements (`<stem>.environment.json`); its drift and noisy flag go into the
+metrics. Each row carries the `run_id` of the session that measured it: cases read back from
+checkpoints were measured under an earlier session's environment.
 """
 
 from __future__ import annotations
@@ -35,7 +41,15 @@ from analysis.program import parse
 from analysis.stages.common import timed
 from analysis.stages.tables import joined_programs
 from kernels_profile import e2e
-from kernels_profile.e2e import METHODS, PldSettings
+from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
+from kernels_profile.executor import MATCH_POLICIES
+from kernels_profile.machine import (
+    EnvironmentRecorder,
+    RunEnvironment,
+    check_threshold,
+    reference_workload,
+)
+from kernels_profile.profiler import environment_path
 
 
 @dataclass(frozen=True)
@@ -53,8 +67,15 @@ class E2ESettings:
     seed: int
     repeats: int
     models: tuple[E2EModel, ...]
-    pld_k: int
     pld_ngram_max: int
+    pld_policies: tuple[str, ...]
+    pld_k: tuple[int, ...]            # every model
+    pld_sweep_k: tuple[int, ...]      # and these too on the cases of pld_sweep_models in pld_sweep_corpora
+    pld_sweep_models: tuple[str, ...]
+    pld_sweep_corpora: tuple[str, ...]
+    overhead_levels: tuple[str, ...]
+    noisy_drift: float
+    reference_budget_s: float
     hf_pld_models: tuple[str, ...]
     hf_pld_cases: int
     hf_pld_max_new_tokens: int
@@ -69,6 +90,18 @@ class E2ESettings:
     mask_programs: int
     mask_lines_limit: int
     mask_repeats: int
+
+    def plan(self, model: str, corpus: str) -> MethodPlan:
+        """The methods measured on `model`'s cases of `corpus`."""
+        swept = model in self.pld_sweep_models and corpus in self.pld_sweep_corpora
+        ks = self.pld_k + (tuple(k for k in self.pld_sweep_k if k not in self.pld_k) if swept else ())
+        plds = tuple(PldSettings(k, self.pld_ngram_max, policy) for policy in self.pld_policies for k in ks)
+        return MethodPlan(plds, self.overhead_levels)
+
+    @property
+    def hf_pld_k(self) -> int:
+        """transformers' prompt lookup draft length: the first k every model measures."""
+        return self.pld_k[0]
 
 
 def _e2e_model(entry: Any, index: int) -> E2EModel:
@@ -103,8 +136,15 @@ def settings(cfg: Config) -> E2ESettings:
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
         models=models,
-        pld_k=positive_int(p, "e2e.pld.k"),
         pld_ngram_max=positive_int(p, "e2e.pld.ngram_max"),
+        pld_policies=choices(p, "e2e.pld.policies", MATCH_POLICIES),
+        pld_k=_distinct(number_list(p, "e2e.pld.k", lo=1, integer=True), "e2e.pld.k"),
+        pld_sweep_k=_distinct(number_list(p, "e2e.pld.sweep_k", lo=1, integer=True, nonempty=False), "e2e.pld.sweep_k"),
+        pld_sweep_models=choices(p, "e2e.pld.sweep_models", names, nonempty=False),
+        pld_sweep_corpora=_sampled_corpora(p, models),
+        overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
+        noisy_drift=check_threshold(number(p, "e2e.noisy_drift")),
+        reference_budget_s=number(p, "e2e.reference_budget_s"),
         hf_pld_models=choices(p, "e2e.hf_pld.models", names, nonempty=False),
         hf_pld_cases=positive_int(p, "e2e.hf_pld.cases", minimum=0),
         hf_pld_max_new_tokens=positive_int(p, "e2e.hf_pld.max_new_tokens"),
@@ -122,12 +162,26 @@ def settings(cfg: Config) -> E2ESettings:
     )
     if not settings.losslessness_tolerance > 0:
         raise ParamsError(f"params: 'e2e.losslessness_tolerance' must be > 0, got {settings.losslessness_tolerance}")
+    if not settings.reference_budget_s > 0:
+        raise ParamsError(f"params: 'e2e.reference_budget_s' must be > 0, got {settings.reference_budget_s}")
     return settings
 
+
+def _sampled_corpora(p: dict, models: tuple[E2EModel, ...]) -> tuple[str, ...]:
+    return choices(p, "e2e.pld.sweep_corpora", sorted({c for m in models for c, _ in m.sample}), nonempty=False)
+
+
+def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
+    if len(set(values)) != len(values):
+        raise ParamsError(f"params: {dotted!r} lists a value twice: {list(values)}")
+    return values
+
+
 # Bump when the measurement code changes what a checkpoint holds.
-CHECKPOINT_VERSION = 2
-CHECKPOINT_COLUMNS = {"method", "repeat", "seconds", "forwards", "tokens", "case_id", "predicted_line",
-                      "predicted_token", "lossless_ok"}
+CHECKPOINT_VERSION = 3
+CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
+                      "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
+                      "lossless_ok"}
 
 
 @dataclass
@@ -160,6 +214,19 @@ def cases_with_instructions() -> pl.DataFrame:
     return table.join(cases.select("case_id", "framing", "instruction"), on=["case_id", "framing"], how="left")
 
 
+def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int], curve: dict,
+                   context: int, run_lossless: bool) -> dict:
+    """Everything that determines one case's checkpoint: a change to any of it re-measures the case.
+    The plan holds every measured method's settings (PLD policies, k, n-gram, overhead levels); the
+    seed fixes the run order."""
+    return {
+        "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
+        "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
+        "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
+        "context": context, "lossless": [run_lossless, s.losslessness_tolerance],
+    }
+
+
 def checkpoint_key(parts: dict) -> str:
     blob = json.dumps({"version": CHECKPOINT_VERSION, **parts}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -180,31 +247,52 @@ def read_checkpoint(path, expected_rows: int) -> pl.DataFrame | None:
     return frame
 
 
-def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
-                model, context: int, run_lossless: bool, qwen) -> pl.DataFrame:
-    from kernels_profile.executor import Executor, program_segments
+def case_segments(loaded: LoadedForE2E, line: dict, token: dict, qwen) -> dict:
+    """The line and token oracle programs as the executor's segments, in the model's tokens."""
+    from kernels_profile.executor import program_segments
 
-    encode = lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
     bounds = qwen.encode(line["source"]).char_bounds
-    segments = {"line": program_segments(parse(line["program"]), line["source"], None, encode),
-                "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
-    gold = encode(line["target"])
+    encode = model_encoder(loaded)
+    return {"line": program_segments(parse(line["program"]), line["source"], None, encode),
+            "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
+
+
+def model_encoder(loaded: LoadedForE2E):
+    return lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]
+
+
+PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "predicted_seconds": pl.Float64,
+                     "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
+
+
+def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
+                model, context: int, run_lossless: bool, qwen, run_id: str) -> pl.DataFrame:
+    from kernels_profile.executor import Executor
+
+    segments = case_segments(loaded, line, token, qwen)
+    gold = model_encoder(loaded)(line["target"])
+    plan = s.plan(choice.name, line["corpus"])
     executor = Executor(loaded.lm, prompt)
-    records = e2e.measure_case(executor, gold, segments, PldSettings(s.pld_k, s.pld_ngram_max), s.repeats)
+    records = e2e.measure_case(executor, gold, segments, plan, s.repeats,
+                               e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
              else {"logits_rel_diff": None, "ok": None})
-    return pl.DataFrame(records).with_columns(
+    predictions = pl.DataFrame(e2e.method_predictions(segments, model, context, len(prompt), plan),
+                               schema=PREDICTION_SCHEMA)
+    directives = pl.DataFrame(
+        [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
+         for level in LEVELS for overhead in (False, True)], schema={"method": pl.String, "directive_tokens": pl.Int64})
+    return pl.DataFrame(records).join(predictions, on="method", how="left").join(
+        directives, on="method", how="left").with_columns(
         model=pl.lit(choice.name), weights=pl.lit(choice.weights), dtype=pl.lit(choice.dtype),
         case_id=pl.lit(line["case_id"]), corpus=pl.lit(line["corpus"]), gold_tokens=pl.lit(len(gold)),
-        prompt_tokens=pl.lit(len(prompt)),
-        predicted_line=pl.lit(e2e.predicted_speedup(segments["line"], model, context, len(prompt))),
-        predicted_token=pl.lit(e2e.predicted_speedup(segments["token"], model, context, len(prompt))),
+        prompt_tokens=pl.lit(len(prompt)), run_id=pl.lit(run_id),
         lossless_rel_diff=pl.lit(check["logits_rel_diff"], dtype=pl.Float64),
         lossless_ok=pl.lit(check["ok"], dtype=pl.Boolean),
-    )
+    ).sort("repeat", "order_index")
 
 
-def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar) -> dict:
+def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder) -> dict:
     from analysis.tokenization import load_tokenizer
 
     rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed)
@@ -223,24 +311,21 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar) -> dic
     for index, case_id in enumerate(case_ids):
         line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
         run_lossless = index < s.lossless_cases
-        key = checkpoint_key({
-            "model": asdict(choice), "tokenizer": s.tokenizer, "case": case_id, "source": line["source"],
-            "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompts[case_id],
-            "repeats": s.repeats, "pld": [s.pld_k, s.pld_ngram_max], "curve": curve, "context": context,
-            "lossless": [run_lossless, s.losslessness_tolerance],
-        })
+        key = checkpoint_key(case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
-        frame = read_checkpoint(path, len(METHODS) * s.repeats)
+        frame = read_checkpoint(path, len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats)
         if frame is None:
-            frame = measure_one(loaded, choice, s, line, token, prompts[case_id], model, context, run_lossless, qwen)
+            frame = measure_one(loaded, choice, s, line, token, prompts[case_id], model, context, run_lossless, qwen,
+                                recorder.run_id)
             write_parquet(frame, path)
+        recorder.sample()
         measured.append(frame)
         bar.update(1)
     result = {"measurements": pl.concat(measured, how="diagonal"), "latency_curve": curve, "context": context}
     if s.hf_pld_cases and choice.name in s.hf_pld_models:
         bar.set_postfix_str(f"{choice.name} transformers PLD")
-        result["hf_pld"] = [{"case_id": c, **e2e.hf_pld_sanity(loaded.lm, prompts[c], s.hf_pld_max_new_tokens, s.pld_k)}
+        result["hf_pld"] = [{"case_id": c, **e2e.hf_pld_sanity(loaded.lm, prompts[c], s.hf_pld_max_new_tokens, s.hf_pld_k)}
                             for c in case_ids[:s.hf_pld_cases]]
     if s.constrained_cases and choice.name in s.constrained_models:
         bar.set_postfix_str(f"{choice.name} constrained generation")
@@ -283,27 +368,49 @@ def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
     return e2e.mask_cost(fsm, programs, s.mask_repeats)
 
 
+def environment_metrics(env: RunEnvironment) -> dict:
+    """What the report shows of the run environment (the whole record is in the sidecar)."""
+    return {"run_id": env.run_id, "noisy": env.noisy, "reference_drift": env.drift.drift,
+            "noisy_drift": env.drift.threshold, "reference_samples": env.drift.samples,
+            "reference_start_s": env.drift.reference_start_s, "reference_end_s": env.drift.reference_end_s,
+            "load1_before": env.load_before[0], "load1_after": env.load_after[0],
+            **{k: env.machine.get(k) for k in ("cpu_model", "cpu_flags", "usable_cores", "torch_threads")}}
+
+
+def speedup_metrics(summary: pl.DataFrame) -> dict:
+    keys = ("label", "speedup_total", "predicted_total", "gap_total", "speedup_median", "predicted_median",
+            "gap_median", "pair_ratio_median", "pair_ratio_iqr", "pairs", "predicted", "extrapolated_spans")
+    return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("e2e"):
         table = cases_with_instructions()
         total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)
+        recorder = EnvironmentRecorder(threshold=s.noisy_drift,
+                                       reference=lambda: reference_workload(budget_s=s.reference_budget_s))
+        recorder.start()
         bar = tqdm(total=total, desc="e2e", unit="case")
-        results = {c.name: run_model(c, s, table, bar) for c in s.models}
+        results = {c.name: run_model(c, s, table, bar, recorder) for c in s.models}
         bar.close()
+        environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
         summary = e2e.speedup_summary(measurements)
         constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
         mask = mask_benchmark(s, table)
         write_parquet(measurements, E2E_MEASUREMENTS)
+        write_json(environment.to_json(), environment_path(E2E_MEASUREMENTS))
         write_table(summary, TABLES / "e2e_speedup", digits=3)
-        save_chart(charts.e2e_speedup(summary, METHODS), FIGURES / "e2e_speedup")
+        methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
+                                      for m in s.plan(c.name, corpus).methods()))
+        save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
         if constrained:
             write_table(pl.DataFrame(constrained).drop("program"), TABLES / "e2e_constrained", digits=3)
     metrics = {
         "mask_cost_qwen": mask,
-        "speedups": {f"{r['model']}/{r['corpus']}/{r['method']}": {"speedup_total": r["speedup_total"],
-                     "speedup_median": r["speedup_median"], "predicted": r["predicted"]} for r in summary.iter_rows(named=True)},
+        "speedups": speedup_metrics(summary),
+        "environment": environment_metrics(environment),
         "lossless": {m: lossless_summary(r["measurements"]) for m, r in results.items()},
         "hf_pld": {m: r.get("hf_pld", []) for m, r in results.items()},
         "constrained": {"cases": len(constrained), "valid": sum(r["valid"] for r in constrained),
@@ -312,4 +419,4 @@ def run(cfg: Config, args=None) -> dict:
         "latency_curves": {m: r["latency_curve"] for m, r in results.items()},
     }
     write_json(metrics, METRICS / "e2e.json")
-    return {k: metrics[k] for k in ("speedups", "lossless")}
+    return {k: metrics[k] for k in ("speedups", "lossless", "environment")}

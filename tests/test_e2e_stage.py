@@ -1,0 +1,273 @@
+"""The e2e stage's measurement plan, run order, per-pair ratios, like-for-like summary, checkpoint key
+and run environment; the model-running parts on the tiny random model with a byte tokenizer."""
+
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+from conftest import ROOT
+
+from analysis.config import Config
+from analysis.errors import ParamsError
+from kernels_profile import e2e
+from kernels_profile.interleave import interleaved_order
+from kernels_profile.stages import e2e as stage
+
+BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
+
+
+def cfg(**changes) -> Config:
+    params = json.loads(json.dumps(BASE))
+    for dotted, value in changes.items():
+        node = params
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return Config(params, ROOT / "params.yaml")
+
+
+# ---------------------------------------------------------------- plan and params
+
+def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_asked():
+    s = stage.settings(cfg(**{"e2e.pld.k": [10], "e2e.pld.sweep_k": [64, 256], "e2e.pld.sweep_models": ["smollm2-135m"],
+                              "e2e.pld.sweep_corpora": ["HEvalFix-Py"], "e2e.pld.policies": ["latest", "earliest"],
+                              "e2e.overhead": ["line", "token"]}))
+    swept = s.plan("smollm2-135m", "HEvalFix-Py").methods()
+    plain = s.plan("qwen2.5-0.5b", "HEvalFix-Py").methods()
+    assert s.plan("smollm2-135m", "ProbeEdit-S").methods() == plain
+    assert {m for m in swept if m.startswith("pld_")} == {f"pld_{p}_k{k}" for p in ("latest", "earliest") for k in (10, 64, 256)}
+    assert {m for m in plain if m.startswith("pld_")} == {"pld_latest_k10", "pld_earliest_k10"}
+    for methods in (swept, plain):
+        assert methods[0] == "ar" and {"cad_line", "cad_token", "cad_line_overhead", "cad_token_overhead"} <= set(methods)
+    assert stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").methods()[-1] == "cad_token"
+    assert e2e.method_label("pld_earliest_k64") == "PLD (earliest) with gold acceptance, k=64"
+    assert e2e.method_label("cad_token_overhead") == "Copy-as-Decode, token level, directive tokens decoded"
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("e2e.pld.policies", ["nearest"], "'e2e.pld.policies' has unknown values ['nearest']"),
+    ("e2e.pld.k", [10, 10], "'e2e.pld.k' lists a value twice"),
+    ("e2e.pld.k", [0], "'e2e.pld.k' values must lie in [1, None]"),
+    ("e2e.pld.sweep_models", ["gpt-9"], "'e2e.pld.sweep_models' has unknown values ['gpt-9']"),
+    ("e2e.overhead", ["char"], "'e2e.overhead' has unknown values ['char']"),
+    ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),
+    ("e2e.noisy_drift", 0, "timing.noisy_drift must be a share > 0"),
+    ("e2e.reference_budget_s", -1, "'e2e.reference_budget_s' must be > 0"),
+])
+def test_bad_e2e_params_are_named(key, value, message):
+    with pytest.raises(ParamsError) as info:
+        stage.settings(cfg(**{key: value}))
+    assert message in str(info.value)
+
+
+def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measurement():
+    line = {"case_id": "C/1", "corpus": "HEvalFix-Py", "source": "a\n", "target": "a\n", "program": '<copy lines="1-1"/>'}
+    token = dict(line, program='<copy tokens="1-1"/>')
+
+    def key(**changes):
+        s = stage.settings(cfg(**changes))
+        return stage.checkpoint_key(stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
+
+    base = key()
+    changed = {
+        "policies": key(**{"e2e.pld.policies": ["latest"]}),
+        "k": key(**{"e2e.pld.k": [12]}),
+        "sweep_k": key(**{"e2e.pld.sweep_k": [64]}),
+        "sweep_corpora": key(**{"e2e.pld.sweep_corpora": []}),
+        "ngram": key(**{"e2e.pld.ngram_max": 2}),
+        "overhead": key(**{"e2e.overhead": ["line"]}),
+        "seed": key(**{"e2e.seed": 1}),
+        "repeats": key(**{"e2e.repeats": 3}),
+    }
+    assert all(k != base for k in changed.values()), changed
+    assert len(set(changed.values())) == len(changed)
+    # the noisy threshold judges a run; it does not change what is measured
+    assert key(**{"e2e.noisy_drift": 0.3}) == base
+
+
+# ---------------------------------------------------------------- order and per-pair ratios
+
+@dataclass(frozen=True)
+class FakeRun:
+    seconds: float
+    forwards: int
+    tokens: int
+
+
+class FakeExecutor:
+    """Records which method ran when; a method's time is its cost times the machine's speed in
+    that repeat (a repeat = one call of each method), so within-repeat ratios are exact."""
+
+    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int):
+        self.costs, self.speed, self.per_repeat = costs, speed_per_repeat, methods_per_repeat
+        self.calls: list[str] = []
+
+    def _run(self, method: str) -> FakeRun:
+        repeat = len(self.calls) // self.per_repeat
+        self.calls.append(method)
+        return FakeRun(self.costs[method] * self.speed[repeat], 1, 4)
+
+    def autoregressive(self, gold):
+        return self._run("ar"), None
+
+    def pld_oracle(self, gold, k, ngram_max, policy):
+        return self._run(f"pld_{policy}_k{k}")
+
+    def copy_as_decode(self, segments, directives=False):
+        return self._run(segments + ("_overhead" if directives else "")), None
+
+
+PLAN = e2e.MethodPlan((e2e.PldSettings(10, 3, "latest"),), ("line",))
+COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
+SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
+
+
+def measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
+    fake = FakeExecutor(COSTS, speed or [1.0] * repeats, len(PLAN.methods()))
+    return fake, e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, repeats, seed)
+
+
+def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
+    seed = e2e.order_seed(0, "tiny", "C/1")
+    fake, records = measured(seed, 4)
+    order = interleaved_order(PLAN.methods(), 4, seed)
+    assert [fake.calls[i:i + 5] for i in range(0, 20, 5)] == order
+    assert all(order[r["repeat"]][r["order_index"]] == r["method"] for r in records)
+    assert all(order[r] != order[r - 1] for r in range(1, 4))  # no repeat runs in its predecessor's order
+    assert len({row[0] for row in order}) > 1 and len({row.index("ar") for row in order}) > 1
+    assert measured(seed, 4)[0].calls == fake.calls  # the same seed, the same order
+    others = {tuple(measured(e2e.order_seed(s, "tiny", "C/1"), 4)[0].calls) for s in range(1, 6)}
+    assert others - {tuple(fake.calls)}  # the seed chooses the order
+
+
+def test_per_pair_ratios_come_from_the_same_repeat():
+    # the machine is 10x slower in repeat 1: a ratio across repeats would be off by 10x
+    _, records = measured("s", 3, speed=[1.0, 10.0, 1.0])
+    frame = pl.DataFrame(records).with_columns(model=pl.lit("m"), corpus=pl.lit("C"), case_id=pl.lit("C/1"))
+    pairs = e2e.per_pair_ratios(frame)
+    for method, cost in COSTS.items():
+        if method != "ar":
+            assert pairs.filter(pl.col("method") == method)["ratio"].to_list() == pytest.approx([COSTS["ar"] / cost] * 3)
+    summary = e2e.speedup_summary(frame)
+    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
+    assert line["pair_ratio_median"] == pytest.approx(4.0) and line["pair_ratio_iqr"] == pytest.approx(0.0)
+    assert line["pairs"] == 3 and line["speedup_median"] == pytest.approx(4.0)
+
+
+def test_cases_that_measure_different_methods_summarise_together():
+    _, swept = measured("a", 2)
+    plan = e2e.MethodPlan((), ())
+    fake = FakeExecutor(COSTS, [1.0, 1.0], len(plan.methods()))
+    plain = e2e.measure_case(fake, [1], SEGMENTS, plan, 2, "b")
+    frame = pl.concat([pl.DataFrame(swept).with_columns(case_id=pl.lit("C/1")),
+                       pl.DataFrame(plain).with_columns(case_id=pl.lit("C/2"))]).with_columns(
+        model=pl.lit("m"), corpus=pl.lit("C"))
+    cases = dict(e2e.speedup_summary(frame).select("method", "cases").iter_rows())
+    assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
+
+
+# ---------------------------------------------------------------- like-for-like summary
+
+def summary_frame(ar_s, line_s, pred_ar, pred_line) -> pl.DataFrame:
+    rows = []
+    for i, (a, m, pa, pm) in enumerate(zip(ar_s, line_s, pred_ar, pred_line)):
+        for repeat in range(2):
+            rows.append({"case_id": f"C/{i}", "method": "ar", "repeat": repeat, "order_index": repeat,
+                         "seconds": a, "forwards": 10, "predicted_ar_seconds": None, "predicted_seconds": None,
+                         "predicted": None})
+            rows.append({"case_id": f"C/{i}", "method": "cad_line", "repeat": repeat, "order_index": 1 - repeat,
+                         "seconds": m, "forwards": 2, "predicted_ar_seconds": pa, "predicted_seconds": pm,
+                         "predicted": pa / pm})
+    return pl.DataFrame(rows).with_columns(model=pl.lit("m"), corpus=pl.lit("C"))
+
+
+def test_predicted_and_measured_are_aggregated_the_same_way():
+    ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
+    pred_ar, pred_line = np.array([8.0, 4.0, 20.0]), np.array([2.0, 1.0, 4.0])
+    row = e2e.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    assert row["speedup_total"] == pytest.approx(ar.sum() / line.sum())
+    assert row["predicted_total"] == pytest.approx(pred_ar.sum() / pred_line.sum()) == row["predicted"]
+    assert row["speedup_median"] == pytest.approx(np.median(ar / line))
+    assert row["predicted_median"] == pytest.approx(np.median(pred_ar / pred_line))
+    assert row["gap_total"] == pytest.approx(row["speedup_total"] / row["predicted_total"] - 1)
+    assert row["gap_median"] == pytest.approx(row["speedup_median"] / row["predicted_median"] - 1)
+    assert row["label"] == "Copy-as-Decode, line level"
+
+
+def test_a_prediction_that_matches_every_case_has_no_gap_on_either_basis():
+    ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
+    row = e2e.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    # the two bases differ (3.5x vs 3x), yet each is compared with its own kind of prediction
+    assert row["speedup_total"] != pytest.approx(row["speedup_median"])
+    assert row["gap_total"] == pytest.approx(0.0) and row["gap_median"] == pytest.approx(0.0)
+    ar_row = e2e.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "ar").row(0, named=True)
+    assert ar_row["predicted"] is None and ar_row["gap_total"] is None and ar_row["speedup_total"] == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------- run environment
+
+def test_environment_metrics_mark_a_drifting_run_noisy():
+    from kernels_profile.machine import EnvironmentRecorder
+    from kernels_profile.profiler import environment_path
+
+    samples = iter([1.0, 1.05, 1.3])
+    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0))
+    recorder.start()
+    recorder.sample()
+    metrics = stage.environment_metrics(recorder.end())
+    assert metrics["noisy"] is True and metrics["reference_drift"] == pytest.approx(0.3)
+    assert metrics["reference_samples"] == 3 and metrics["noisy_drift"] == 0.15
+    assert environment_path(stage.E2E_MEASUREMENTS) == stage.E2E_MEASUREMENTS.with_name("measurements.environment.json")
+
+
+# ---------------------------------------------------------------- on the tiny model
+
+class ByteTokenizer:
+    """A toy tokenizer: one id per byte, within the tiny model's vocabulary."""
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": list(text.encode())}
+
+
+def synthetic_model():
+    curve = {"context": 16,
+             "prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
+             "ar": [{"n": n, "context": 16, "median": 0.01 * n} for n in (1, 2, 4, 8, 16, 32)]}
+    return e2e.curve_model(curve, "tiny")
+
+
+def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
+    pytest.importorskip("torch")
+    from kernels_profile.models import build_model
+
+    lm = build_model("tiny-qwen2", "random", "float32", "cpu")
+    loaded = stage.LoadedForE2E(lm, ByteTokenizer(), ())
+    s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [],
+                              "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
+    source, target = "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n"
+    line = {"case_id": "C/1", "corpus": "C", "source": source, "target": target,
+            "program": '<copy lines="1-1"/><gen>BETA\n</gen><copy lines="3-3"/>'}
+    token = dict(line)
+    prompt = list(b"edit:\n" + source.encode())
+    frame = stage.measure_one(loaded, s.models[0], s, line, token, prompt, synthetic_model(), 16, True, qwen, "run1")
+    methods = s.plan(s.models[0].name, "C").methods()
+    assert stage.CHECKPOINT_COLUMNS <= set(frame.columns)
+    assert frame.height == len(methods) * 2 and set(frame["method"]) == set(methods)
+    assert frame["lossless_ok"].all() and (frame["run_id"] == "run1").all()
+    by = {m: frame.filter(pl.col("method") == m) for m in methods}
+    directive = by["cad_line_overhead"]["directive_tokens"][0]
+    assert directive == len('<copy lines="1-1"/>') + len("<gen></gen>") + len('<copy lines="3-3"/>')
+    assert (by["cad_line_overhead"]["forwards"] - by["cad_line"].sort("repeat")["forwards"]
+            == directive).all()
+    ideal, overhead = by["cad_line"]["predicted"][0], by["cad_line_overhead"]["predicted"][0]
+    assert overhead < ideal
+    # the same regeneration cost under both variants; the overhead adds d * t_step to the program
+    assert by["cad_line"]["predicted_ar_seconds"][0] == by["cad_line_overhead"]["predicted_ar_seconds"][0]
+    t_step = float(synthetic_model().t_step(16, extrapolate=True).seconds)
+    assert (by["cad_line_overhead"]["predicted_seconds"][0] - by["cad_line"]["predicted_seconds"][0]
+            == pytest.approx(directive * t_step))
+    assert by["ar"]["predicted"].is_null().all() and by["pld_latest_k4"]["predicted"].is_null().all()

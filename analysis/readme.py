@@ -22,7 +22,7 @@ from analysis.reports import atomic_write_text
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
-METHODS = ("pld_oracle", "cad_line", "cad_token")
+METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
 
 
 def _cell(text: str) -> str:
@@ -54,8 +54,10 @@ def _kernel_setup(root: Path) -> str:
 def _e2e_table(root: Path) -> list[str]:
     s = present.table("e2e_speedup", root / TABLES)
     cases = s.filter(pl.col("method") == "ar").select("model", "corpus", "cases")
-    rows = ["| model, corpus | PLD oracle | Copy-as-Decode, line [predicted] | Copy-as-Decode, token [predicted] |",
-            "|---|---|---|---|"]
+    rows = ["| model, corpus | PLD (latest), gold acceptance, k=10 | PLD (earliest), gold acceptance, k=10 "
+            "| Copy-as-Decode, line [predicted] | Copy-as-Decode, token [predicted] "
+            "| Copy-as-Decode, line, directives decoded [predicted] |",
+            "|---|---|---|---|---|---|"]
     for r in cases.iter_rows(named=True):
         one = s.filter((pl.col("model") == r["model"]) & (pl.col("corpus") == r["corpus"]))
         cells = []

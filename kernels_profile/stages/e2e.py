@@ -362,7 +362,10 @@ def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
     from kernels_profile.models import model_entry
 
     qwen = load_tokenizer(s.tokenizer)
-    programs = table.filter(pl.col("level") == "line").sort("case_id", "framing")["program"].head(s.mask_programs).to_list()
+    from kernels_profile.maskbench import fits
+
+    lines = table.filter(pl.col("level") == "line").sort("case_id", "framing")["program"].to_list()
+    programs = [p for p in lines if fits(p, s.mask_lines_limit)][:s.mask_programs]  # copies past the limit would die
     eos = model_entry("qwen2.5-0.5b").eos_ids or ()
     fsm = ProgramFSM(qwen, {"lines": s.mask_lines_limit}, eos_ids=eos)
     return e2e.mask_cost(fsm, programs, s.mask_repeats)

@@ -271,3 +271,30 @@ def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     assert (by["cad_line_overhead"]["predicted_seconds"][0] - by["cad_line"]["predicted_seconds"][0]
             == pytest.approx(directive * t_step))
     assert by["ar"]["predicted"].is_null().all() and by["pld_latest_k4"]["predicted"].is_null().all()
+
+
+def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monkeypatch):
+    """Its timings key every case's checkpoint, so a resumed run must get the very same curve back."""
+    monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
+    calls = []
+
+    def fake_curve(lm, grid, ar_steps, context, repeats):
+        calls.append(1)
+        return {"prefill": [{"n": 1, "context": context, "median": 0.1 * len(calls)}], "ar": [], "context": context}
+
+    monkeypatch.setattr(e2e, "latency_curve", fake_curve)
+    settings = stage.settings(Config.load(ROOT / "params.yaml"))
+    choice = settings.models[0]
+    loaded = stage.LoadedForE2E(lm=None, hf_tok=None, eos_ids=())
+    first = stage.cached_curve(loaded, choice, settings, 300)
+    again = stage.cached_curve(loaded, choice, settings, 300)
+    assert first == again and len(calls) == 1
+    other = stage.cached_curve(loaded, choice, settings, 301)  # another context is another curve
+    assert len(calls) == 2 and other != first
+    before = {p.name for p in tmp_path.glob("*-curve-*.json")}
+    for path in tmp_path.glob("*-curve-*.json"):
+        if json.loads(path.read_text())["context"] == 300:
+            path.write_text("{truncated")
+    remeasured = stage.cached_curve(loaded, choice, settings, 300)
+    assert len(calls) == 3 and remeasured["prefill"][0]["median"] == pytest.approx(0.3)
+    assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before

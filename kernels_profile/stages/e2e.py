@@ -227,6 +227,25 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
     }
 
 
+def cached_curve(loaded, choice: E2EModel, s: E2ESettings, context: int) -> dict:
+    """The model's latency curve, measured once and checkpointed like a case: its timings are part of
+    every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
+    key = checkpoint_key({"curve_of": asdict(choice), "grid": s.prefill_grid, "ar_steps": s.ar_steps,
+                          "context": context, "repeats": s.repeats})
+    path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
+    if path.is_file():
+        try:
+            curve = json.loads(path.read_text())
+            if {"prefill", "ar", "context"} <= set(curve):
+                return curve
+        except json.JSONDecodeError:
+            pass
+        tqdm.write(f"e2e: curve checkpoint {path} is unreadable; measuring again")
+    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, context, s.repeats)
+    write_json(curve, path)
+    return curve
+
+
 def checkpoint_key(parts: dict) -> str:
     blob = json.dumps({"version": CHECKPOINT_VERSION, **parts}, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
@@ -305,7 +324,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
                for c in case_ids}
     context = int(np.median([len(p) for p in prompts.values()]))
     bar.set_postfix_str(f"{choice.name} prefill curve")
-    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, context, s.repeats)
+    curve = cached_curve(loaded, choice, s, context)
     model = e2e.curve_model(curve, choice.name)
     measured = []
     for index, case_id in enumerate(case_ids):

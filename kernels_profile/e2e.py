@@ -125,22 +125,25 @@ def prompt_ids(hf_tok, source: str, instruction: str) -> list[int]:
     return hf_tok(text, add_special_tokens=False)["input_ids"]
 
 
-def latency_curve(lm, grid: tuple[int, ...], ar_steps: int, context: int, repeats: int) -> dict:
-    """T_prefill(N) over `grid` and T_ar(N) for N = 1..ar_steps, on this model at this context, measured
-    in the same run as the cases (medians over repeats). The e2e prediction is composed from these
-    alone, never from a case's own measured AR time."""
+def latency_curve(lm, grid: tuple[int, ...], ar_steps: int, contexts: tuple[int, ...], repeats: int) -> dict:
+    """T_prefill(N) over `grid` and T_ar(N) for N = 1..ar_steps, on this model at each context (the
+    shortest prompt and the longest prompt + output of the sample, so every op's context lies between),
+    measured in the same run as the cases (medians over repeats). The e2e prediction is composed from
+    these alone, never from a case's own measured AR time."""
     from kernels_profile.profiler import CacheBench
 
-    bench = CacheBench(lm, context, max(max(grid), ar_steps), seed=0)
-    for n in grid:
-        bench.prefill(n)  # warm-up
-    bench.ar(min(ar_steps, 4), "eager")
-    prefill = [{"n": n, "context": context, "median": float(np.median([bench.prefill(n) for _ in range(repeats)]))}
-               for n in grid]
-    runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
-    ar = [{"n": n, "context": context, "median": float(np.median([r[n - 1] for r in runs]))}
-          for n in sorted({1, 2, 4, 8, 16, 32, ar_steps}) if n <= ar_steps]
-    return {"prefill": prefill, "ar": ar, "context": context}
+    prefill, ar = [], []
+    for context in contexts:
+        bench = CacheBench(lm, context, max(max(grid), ar_steps), seed=0)
+        for n in grid:
+            bench.prefill(n)  # warm-up
+        bench.ar(min(ar_steps, 4), "eager")
+        prefill += [{"n": n, "context": context, "median": float(np.median([bench.prefill(n) for _ in range(repeats)]))}
+                    for n in grid]
+        runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
+        ar += [{"n": n, "context": context, "median": float(np.median([r[n - 1] for r in runs]))}
+               for n in sorted({1, 2, 4, 8, 16, 32, ar_steps}) if n <= ar_steps]
+    return {"prefill": prefill, "ar": ar, "contexts": list(contexts)}
 
 
 def curve_model(curve: dict, name: str):
@@ -159,23 +162,24 @@ def span_ops(segments) -> list:
             for seg in segments]
 
 
-def predicted_cost(segments, model, context: int, prompt_tokens: int):
+def predicted_cost(segments, model, prompt_tokens: int):
     """The closed-form costs (analysis.bounds.case_cost) of the executor's own segments: regen, and
-    program time without (ideal) and with (overhead) the directive tokens."""
+    program time without (ideal) and with (overhead) the directive tokens, each op costed at the
+    context where it happens (prompt + output so far)."""
     from analysis.bounds import CostSettings, case_cost
 
-    settings = CostSettings(context_mode="fixed", context=context, extrapolate=True)
+    settings = CostSettings(context_mode="running", extrapolate=True)
     return case_cost(span_ops(segments), model, settings, prompt_tokens=prompt_tokens)
 
 
-def predicted_speedup(segments, model, context: int, prompt_tokens: int, variant: str = "ideal") -> float:
-    return predicted_cost(segments, model, context, prompt_tokens).bound(variant)
+def predicted_speedup(segments, model, prompt_tokens: int, variant: str = "ideal") -> float:
+    return predicted_cost(segments, model, prompt_tokens).bound(variant)
 
 
-def method_predictions(segments: dict, model, context: int, prompt_tokens: int, plan: MethodPlan) -> list[dict]:
+def method_predictions(segments: dict, model, prompt_tokens: int, plan: MethodPlan) -> list[dict]:
     """Per Copy-as-Decode method of the plan: predicted AR seconds (the bound's regen), predicted
     method seconds and their ratio, so that predictions aggregate over cases as the measurements do."""
-    costs = {level: predicted_cost(segments[level], model, context, prompt_tokens) for level in LEVELS}
+    costs = {level: predicted_cost(segments[level], model, prompt_tokens) for level in LEVELS}
     records = []
     for method in plan.methods():
         parts = cad_parts(method)

@@ -278,23 +278,24 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
     calls = []
 
-    def fake_curve(lm, grid, ar_steps, context, repeats):
+    def fake_curve(lm, grid, ar_steps, contexts, repeats):
         calls.append(1)
-        return {"prefill": [{"n": 1, "context": context, "median": 0.1 * len(calls)}], "ar": [], "context": context}
+        return {"prefill": [{"n": 1, "context": contexts[0], "median": 0.1 * len(calls)}], "ar": [],
+                "contexts": list(contexts)}
 
     monkeypatch.setattr(e2e, "latency_curve", fake_curve)
     settings = stage.settings(Config.load(ROOT / "params.yaml"))
     choice = settings.models[0]
     loaded = stage.LoadedForE2E(lm=None, hf_tok=None, eos_ids=())
-    first = stage.cached_curve(loaded, choice, settings, 300)
-    again = stage.cached_curve(loaded, choice, settings, 300)
+    first = stage.cached_curve(loaded, choice, settings, (300, 900))
+    again = stage.cached_curve(loaded, choice, settings, (300, 900))
     assert first == again and len(calls) == 1
-    other = stage.cached_curve(loaded, choice, settings, 301)  # another context is another curve
+    other = stage.cached_curve(loaded, choice, settings, (301, 900))  # another context is another curve
     assert len(calls) == 2 and other != first
     before = {p.name for p in tmp_path.glob("*-curve-*.json")}
     for path in tmp_path.glob("*-curve-*.json"):
-        if json.loads(path.read_text())["context"] == 300:
+        if json.loads(path.read_text())["contexts"][0] == 300:
             path.write_text("{truncated")
-    remeasured = stage.cached_curve(loaded, choice, settings, 300)
+    remeasured = stage.cached_curve(loaded, choice, settings, (300, 900))
     assert len(calls) == 3 and remeasured["prefill"][0]["median"] == pytest.approx(0.3)
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before

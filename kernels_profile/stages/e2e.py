@@ -227,21 +227,21 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
     }
 
 
-def cached_curve(loaded, choice: E2EModel, s: E2ESettings, context: int) -> dict:
+def cached_curve(loaded, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...]) -> dict:
     """The model's latency curve, measured once and checkpointed like a case: its timings are part of
     every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
     key = checkpoint_key({"curve_of": asdict(choice), "grid": s.prefill_grid, "ar_steps": s.ar_steps,
-                          "context": context, "repeats": s.repeats})
+                          "contexts": list(contexts), "repeats": s.repeats})
     path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
     if path.is_file():
         try:
             curve = json.loads(path.read_text())
-            if {"prefill", "ar", "context"} <= set(curve):
+            if {"prefill", "ar", "contexts"} <= set(curve):
                 return curve
         except json.JSONDecodeError:
             pass
         tqdm.write(f"e2e: curve checkpoint {path} is unreadable; measuring again")
-    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, context, s.repeats)
+    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, contexts, s.repeats)
     write_json(curve, path)
     return curve
 
@@ -296,7 +296,7 @@ def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: di
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
              else {"logits_rel_diff": None, "ok": None})
-    predictions = pl.DataFrame(e2e.method_predictions(segments, model, context, len(prompt), plan),
+    predictions = pl.DataFrame(e2e.method_predictions(segments, model, len(prompt), plan),
                                schema=PREDICTION_SCHEMA)
     directives = pl.DataFrame(
         [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
@@ -322,9 +322,11 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     by_case = {c: rows.filter(pl.col("case_id") == c) for c in case_ids}
     prompts = {c: e2e.prompt_ids(loaded.hf_tok, by_case[c]["source"][0], by_case[c]["instruction"][0])
                for c in case_ids}
-    context = int(np.median([len(p) for p in prompts.values()]))
+    gold = {c: len(loaded.hf_tok(by_case[c]["target"][0], add_special_tokens=False)["input_ids"]) for c in case_ids}
+    contexts = (min(len(p) for p in prompts.values()), max(len(prompts[c]) + gold[c] for c in case_ids))
+    context = contexts[0]  # kept in each case's key and record: the curve's shortest context
     bar.set_postfix_str(f"{choice.name} prefill curve")
-    curve = cached_curve(loaded, choice, s, context)
+    curve = cached_curve(loaded, choice, s, contexts)
     model = e2e.curve_model(curve, choice.name)
     measured = []
     for index, case_id in enumerate(case_ids):

@@ -37,6 +37,7 @@ METRICS = REPORTS / "metrics"
 TABLES = REPORTS / "tables"
 FIGURES = REPORTS / "figures"
 LATENCY_MODEL = REPORTS / "kernels/latency_model.json"  # kernels_profile.stages.fit
+TIMINGS_REPORT = REPORTS / "timings.json"               # every stage's last run time, gathered by the reports stage
 FROZEN_KERNELS = REPORTS / "kernels/frozen"
 NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"
@@ -46,6 +47,9 @@ INDEX = REPORTS / "index.html"
 # ---------------------------------------------------------------- pooling
 POOLED = "pooled"
 LEVELS = ("line", "token")
+# The corpora the paper pools (its 482 cases); a second pooled row over them alone keeps the paper's
+# pooled figures comparable when this suite pools more corpora (CommitEdits, a user's pairs).
+PAPER_CORPORA = ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")
 # Framings of corpora that have one framing only; each joins every multi-framing pool.
 SINGLE_FRAMINGS = ("unit", "file", "pair")
 

@@ -17,7 +17,14 @@ import polars as pl
 
 from analysis import present
 from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, METRICS, POOLED, TABLES, framing_filter
+from analysis.layout import (
+    LATENCY_MODEL,
+    METRICS,
+    POOLED,
+    TABLES,
+    TIMINGS_REPORT,
+    framing_filter,
+)
 from analysis.reports import atomic_write_text
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -45,8 +52,9 @@ def _kernel_setup(root: Path) -> str:
     env = lm.get("environment") or [{}]
     threads = sorted({str(e.get("threads")) for e in env if e.get("threads") is not None})
     torch = sorted({str(e.get("torch_version")) for e in env if e.get("torch_version")})
-    setups = sorted({f"{f['model']} {f['dtype']} {f['device']}" for f in lm.get("fits", [])})
-    return (f"Kernel timings: {', '.join(setups)}"
+    setups = sorted({f"{f['model']} {f['dtype']} {f['device']}" for f in lm.get("models", lm.get("fits", []))})
+    machines = sorted({str(e.get("device_name")) for e in env if e.get("device_name")})
+    return (f"Kernel timings: {', '.join(setups)}" + (f" on {', '.join(machines)}" if machines else "")
             + (f", {'/'.join(threads)} threads" if threads else "")
             + (f", torch {', '.join(torch)}" if torch else "") + ".")
 
@@ -162,8 +170,23 @@ def results_block(root: Path = Path(".")) -> str:
     formats = _formats_sentences(root)
     if formats:
         lines += ["", " ".join(formats)]
+    lines += _stage_times(root)
     lines.append(END)
     return "\n".join(lines) + "\n"
+
+
+def _stage_times(root: Path) -> list[str]:
+    """Each stage's run time in the last `dvc repro` (reports/timings.json, gathered by the reports stage)."""
+    path = root / TIMINGS_REPORT
+    if not path.is_file():
+        return []
+    import json
+
+    times = json.loads(path.read_text())
+    cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" for name, record in sorted(times.items())]
+    total = sum(record["seconds"] for record in times.values())
+    return ["", f"Stage run times of that run ({present.fmt_num(total / 60, 1)} minutes in all, on the machine named "
+                "above; they vary between machines and with load): " + "; ".join(cells) + "."]
 
 
 def readme_block(text: str) -> str:

@@ -29,7 +29,16 @@ from analysis.latency import (
     paper_model,
     select_model,
 )
-from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES
+from analysis.layout import (
+    CASE_COSTS,
+    FIGURES,
+    LATENCY_MODEL,
+    METRICS,
+    PAPER_CORPORA,
+    POOLED,
+    SPANS,
+    TABLES,
+)
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
 
@@ -101,9 +110,23 @@ def kernel_models(s: BoundsSettings) -> list[tuple[str, str, LatencyModel]]:
     return select_kernels(s.kernel_sources, s.model, s.dtype, s.device, s.baselines, s.latency_form)
 
 
+def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
+    """The pooled rows over the paper's own corpora only (PAPER_CORPORA), so the paper's pooled bound
+    stays comparable when this suite pools more corpora; empty when the pool holds nothing else."""
+    mask = pl.col("corpus").is_in(PAPER_CORPORA)
+    if costs.filter(~mask).height == 0 or costs.filter(mask).height == 0:
+        return pl.DataFrame()
+    keep = [r.filter(mask) for r in repeats]
+    boot = s.bootstrap
+    table = bounds_table(costs.filter(mask), boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
+                         pooled_bootstrap=s.pooled_bootstrap)
+    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit("paper corpora"))
+
+
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
-    """The bounds table, the per-case costs and the tokenization sensitivity, over every kernel."""
-    tables, costs_all, tokenization = [], [], []
+    """The bounds table, the per-case costs, the tokenization sensitivity and the paper-corpora
+    pool, over every kernel."""
+    tables, costs_all, tokenization, paper_pools = [], [], [], []
     boot = s.bootstrap
     gold_cost = CostSettings(s.cost.context_mode, s.cost.context, s.cost.prompt_column, "n_tokens", s.cost.extrapolate)
     for source, baseline, model in kernel_models(s):
@@ -111,6 +134,9 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
         costs_all.append(costs.with_columns(**label))
+        pool = paper_pool(costs, repeats, s)
+        if pool.height:
+            paper_pools.append(pool.with_columns(**label))
         t_step = float(model.t_step(s.cost.context, extrapolate=s.cost.extrapolate).seconds)
         tables.append(bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
                                    pooled_bootstrap=s.pooled_bootstrap).with_columns(
@@ -125,7 +151,8 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
                                            context_mode=pl.lit(s.cost.context_mode))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
-    return table, pl.concat(costs_all), tok
+    pools = pl.concat(paper_pools) if paper_pools else pl.DataFrame()
+    return table, pl.concat(costs_all), tok, pools
 
 
 def bound_metrics(table: pl.DataFrame) -> dict:
@@ -142,10 +169,11 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("bounds"):
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)
-        table, costs, tok = bounds_for(spans, s)
+        table, costs, tok, pools = bounds_for(spans, s)
         write_parquet(costs, CASE_COSTS)
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
+        write_table(pools, TABLES / "bounds_paper_pool", digits=3)
         fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
         where = (f"c={s.cost.context}" if s.cost.context_mode == "fixed"
                  else "c = prompt + output so far")

@@ -104,13 +104,20 @@ def settings(cfg: Config, extra_pairs: tuple[str, ...] = (), extra_repos: tuple[
     return CorporaSettings(tuple(builds))
 
 
-def build_cases(s: CorporaSettings) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
-    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
+def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
+    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus;
+    each build's run time goes into `seconds` (kept out of the tracked metrics)."""
+    import time
+
     cases: list[corpora.Case] = []
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     for kind, corpus_settings in s.builds:
+        started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
+        if seconds is not None:
+            name = getattr(corpus_settings, "name", None) or kind
+            seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         cases += build.cases
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins += [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
@@ -122,8 +129,9 @@ def build_cases(s: CorporaSettings) -> tuple[list[corpora.Case], pl.DataFrame, l
 
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg, tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()))
-    with timed("corpora"):
-        cases, edits, origins = build_cases(s)
+    with timed("corpora") as box:
+        box["builds"] = {}
+        cases, edits, origins = build_cases(s, box["builds"])
         frame = corpora.cases_frame(cases)
         write_parquet(frame, CASES)
         write_parquet(edits, PROBEEDIT_EDITS)

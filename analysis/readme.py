@@ -185,8 +185,9 @@ def _stage_times(root: Path) -> list[str]:
     times = json.loads(path.read_text())
     cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" for name, record in sorted(times.items())]
     total = sum(record["seconds"] for record in times.values())
-    return ["", f"Stage run times of that run ({present.fmt_num(total / 60, 1)} minutes in all, on the machine named "
-                "above; they vary between machines and with load): " + "; ".join(cells) + "."]
+    return ["", f"Each stage's last run time ({present.fmt_num(total / 60, 1)} minutes in all; a stage resumed from its "
+                "checkpoints counts only what was left to measure; times vary between machines and with load): "
+                + "; ".join(cells) + "."]
 
 
 def readme_block(text: str) -> str:

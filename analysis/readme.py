@@ -17,6 +17,7 @@ import polars as pl
 
 from analysis import present
 from analysis.errors import ParamsError
+from analysis.io import write_text
 from analysis.layout import (
     LATENCY_MODEL,
     METRICS,
@@ -25,7 +26,6 @@ from analysis.layout import (
     TIMINGS_REPORT,
     framing_filter,
 )
-from analysis.reports import atomic_write_text
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -218,7 +218,7 @@ def write_readme_results(root: Path = Path(".")) -> Path:
     tail = text[end + len(END):]
     updated = text[:start] + results_block(Path(root)) + tail.removeprefix("\n")
     if updated != text:
-        atomic_write_text(path, updated)
+        write_text(updated, path)
     return path
 
 

@@ -14,15 +14,14 @@ Stage order: run_reports (notebooks -> html -> index), then analysis.readme.writ
 from __future__ import annotations
 
 import base64
-import os
 import re
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
 from analysis.errors import ParamsError
+from analysis.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
@@ -77,20 +76,6 @@ class Page:
 
 
 # ---------------------------------------------------------------- writing
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write beside the target, then rename: a reader never sees half a page."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 _EXTERNAL = re.compile(
@@ -165,7 +150,7 @@ def render_html(executed: Path, root: Path, out_name: str) -> Page:
     title = _title_of(notebook)
     nav = "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"
     target = root / HTML / f"{out_name}.html"
-    atomic_write_text(target, page(title, notebook_body(notebook), nav))
+    write_text(page(title, notebook_body(notebook), nav), target)
     return Page(out_name, title, target)
 
 
@@ -237,7 +222,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
 
 def write_index(pages: list[Page], root: Path = Path(".")) -> Path:
     target = Path(root) / INDEX
-    atomic_write_text(target, index_html(pages, Path(root)))
+    write_text(index_html(pages, Path(root)), target)
     return target
 
 

@@ -40,11 +40,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
-import os
 import sys
 import time
-import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -53,6 +50,7 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.io import write_json, write_parquet
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.machine import (
     DEFAULT_NOISY_DRIFT,
@@ -440,38 +438,6 @@ def _discard(path: Path, why: str, log: Callable[[str], None]) -> None:
     return None
 
 
-# ---------------------------------------------------------------- atomic writes
-
-def atomic_write_parquet(frame: pl.DataFrame, path: Path) -> None:
-    """Write to a temporary file in the same folder, then rename over `path` (never half-written)."""
-    _atomic(path, lambda tmp: frame.write_parquet(tmp))
-
-
-def atomic_write_json(data: Any, path: Path) -> None:
-    _atomic(path, lambda tmp: tmp.write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n"))
-
-
-def _atomic(path: Path, write: Callable[[Path], Any]) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-
-
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
-
-
 # ---------------------------------------------------------------- the run
 
 @dataclass(frozen=True)
@@ -492,7 +458,7 @@ class _Session:
         return run_path(self.root, self.recorder.run_id)
 
     def save(self) -> None:
-        atomic_write_json(self.recorder.snapshot().to_json(), self.path)
+        write_json(self.recorder.snapshot().to_json(), self.path)
 
 
 def run_path(root: Path, run_id: str) -> Path:
@@ -577,7 +543,7 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> 
                 ref_drift=pl.lit(Drift.of([ref_before, ref_after], spec.noisy_drift).drift, pl.Float64),
                 checkpoint_key=pl.lit(keys[unit]),
             ).with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)
-            atomic_write_parquet(frame, unit.path(root, keys[unit]))
+            write_parquet(frame, unit.path(root, keys[unit]))
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
             bar.update(1)
@@ -651,9 +617,9 @@ def environment_path(raw_path: Path) -> Path:
 
 def write_profile(result: ProfileResult, out: Path) -> Path:
     """Write the raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
-    atomic_write_parquet(result.raw, Path(out))
+    write_parquet(result.raw, Path(out))
     sidecar = environment_path(out)
-    atomic_write_json({**result.environment, "raw": str(out)}, sidecar)
+    write_json({**result.environment, "raw": str(out)}, sidecar)
     return sidecar
 
 

@@ -24,3 +24,19 @@ def hep_dir() -> Path:
     if not (SHARED_HEP / "python.jsonl").is_file():
         pytest.skip(f"HumanEvalPack files not found at {SHARED_HEP}")
     return SHARED_HEP
+
+
+def params_with(**changes) -> dict:
+    """The repository's params.yaml with dotted keys replaced (`spans.ci=0.9` as `**{"spans.ci": 0.9}`)."""
+    import json
+
+    import yaml
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for dotted, value in changes.items():
+        node = params
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return json.loads(json.dumps(params))

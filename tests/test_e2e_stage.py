@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, params_with
 
 from analysis.config import Config
 from analysis.errors import ParamsError
@@ -20,14 +20,7 @@ BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
 def cfg(**changes) -> Config:
-    params = json.loads(json.dumps(BASE))
-    for dotted, value in changes.items():
-        node = params
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    return Config(params, ROOT / "params.yaml")
+    return Config(params_with(**changes), ROOT / "params.yaml")
 
 
 # ---------------------------------------------------------------- plan and params

@@ -9,12 +9,19 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, params_with
 
 from analysis.cli import main
 from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.latency import GridCurve, LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, to_document
+from analysis.latency import (
+    GridCurve,
+    LatencyModel,
+    ModelKey,
+    QuadraticAR,
+    QuadraticPrefill,
+    to_document,
+)
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SMALL = {
@@ -29,14 +36,7 @@ SMALL = {
 
 
 def write_params(folder, **changes) -> None:
-    params = json.loads(json.dumps(BASE))
-    for dotted, value in {**SMALL, **changes}.items():
-        node = params
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    (folder / "params.yaml").write_text(yaml.safe_dump(params))
+    (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**{**SMALL, **changes})))
 
 
 def run(*args) -> int:

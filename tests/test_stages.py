@@ -10,7 +10,7 @@ import sys
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, params_with
 
 from analysis.cli import main
 from analysis.config import Config
@@ -20,14 +20,7 @@ BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
 def write_params(folder, **changes) -> None:
-    params = json.loads(json.dumps(BASE))
-    for dotted, value in changes.items():
-        node = params
-        *parents, last = dotted.split(".")
-        for part in parents:
-            node = node[part]
-        node[last] = value
-    (folder / "params.yaml").write_text(yaml.safe_dump(params))
+    (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**changes)))
 
 
 @pytest.fixture()

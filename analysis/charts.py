@@ -225,3 +225,32 @@ def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
                     .facet(facet=alt.Facet("corpus:N", title=None), columns=WRAP)
                     .resolve_scale(y="independent")
                     .properties(title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)"))
+
+
+def pilot_loss(losses: pl.DataFrame, window: int = 5):
+    """Training loss per step of every pilot adapter, raw (faint) and a trailing mean over `window` steps."""
+    alt = _alt()
+    data = (losses.sort("mode", "seed", "step")
+            .with_columns(smoothed=pl.col("loss").rolling_mean(window, min_samples=1).over("mode", "seed"),
+                          adapter=pl.format("{} seed {}", pl.col("mode"), pl.col("seed")))
+            .to_pandas())
+    base = alt.Chart(data).encode(x=alt.X("step:Q", title="training step (one sequence each)"),
+                                  color=alt.Color("adapter:N", title=None))
+    raw = base.mark_line(opacity=0.25).encode(y=alt.Y("loss:Q", title="loss (mean over loss tokens)"))
+    smooth = base.mark_line(strokeWidth=2).encode(y="smoothed:Q", tooltip=["adapter", "step", "loss", "smoothed"])
+    return readable((raw + smooth).properties(width=WIDE, height=HEIGHT,
+                                              title=f"Pilot training loss (lines: trailing mean of {window} steps)"))
+
+
+def pilot_em(em: pl.DataFrame):
+    """Exact match before and after fine-tuning, per adapter seed and split."""
+    alt = _alt()
+    data = (em.with_columns(run=pl.when(pl.col("phase") == "before").then(pl.lit("before"))
+                            .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))))
+            .to_pandas())
+    bars = alt.Chart(data).mark_bar().encode(
+        x=alt.X("run:N", title=None), y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%")),
+        color=alt.Color("mode:N"), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
+    return readable(bars.properties(width=PANEL, height=HEIGHT)
+                    .facet(facet=alt.Facet("split:N", title=None), columns=WRAP)
+                    .properties(title="Pilot exact match, before and after fine-tuning"))

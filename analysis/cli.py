@@ -30,6 +30,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
     "decode": ("kernels_profile.stages.decode", "the Copy-as-Decode decoder on one case (--case-id, --model)"),
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
+    "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
 
@@ -56,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                 stage.add_argument("--case-id", dest="case_id", help="the case to decode (default: params decode.case_id)")
                 stage.add_argument("--model", help="the model (default: params decode.model)")
                 stage.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
+            if command == "pilot":
+                stage.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
     kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")

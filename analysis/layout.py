@@ -28,6 +28,10 @@ KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.profil
 KERNEL_CHECKPOINTS = DATA / "kernels/checkpoints"
 E2E_MEASUREMENTS = DATA / "e2e/measurements.parquet"    # kernels_profile.stages.e2e
 E2E_CHECKPOINTS = DATA / "e2e/checkpoints"
+PILOT_DIR = DATA / "pilot"
+PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.stages.pilot.RECORD_SCHEMA
+PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
+PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
 TIMINGS = DATA / "timings"                              # run times of each stage (untracked)
 MODELS_CACHE = Path("models")                           # tokenizers extracted from GGUF files
 

@@ -691,14 +691,18 @@ def _perturb_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 
 def _finetune_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
+    from analysis.pilotreport import headline
+
     c = paper["finetune"]
-    if not (Path(metrics_dir) / "finetune.json").is_file():
+    if not (Path(metrics_dir) / "pilot.json").is_file():
         return Claim(claim="7. fine-tuning pilot", paper=c["text"], ours=MISSING, verdict=NOT_RUN,
-                     why="no fine-tuning stage output", method="no fine-tuning in this suite yet")
-    ft = metrics("finetune", metrics_dir)
-    return Claim(claim="7. fine-tuning pilot", paper=c["text"],
-                 ours=f"EM {ft.get('em_before', MISSING)} -> {ft.get('em_after', MISSING)}", verdict=BEYOND,
-                 why="no threshold stated for the pilot", method="[finetune]")
+                     why="no pilot stage output (reports/metrics/pilot.json)", method="copydecode pilot")
+    m = metrics("pilot", metrics_dir)
+    figures = dict(headline(m))
+    ours = "; ".join(f"{k}: {v}" for k, v in figures.items() if "EM" in k)
+    return Claim(claim="7. fine-tuning pilot", paper=c["text"], ours=ours, verdict=BEYOND,
+                 why=f"a different model ({m['model']}) and data (worded ProbeEdit-S-style edits); the paper states "
+                     "no threshold", method=f"{m['method']} [pilot]")
 
 
 def _e2e_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:

@@ -24,7 +24,7 @@ from analysis.errors import ParamsError
 from analysis.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
 HEADLINE = METRICS / "headline.json"  # a few figures from the other metrics, for `dvc metrics show`
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
@@ -34,6 +34,7 @@ KEY_FIGURES = (
     ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
     ("perturbation", "Claim 6: exact match under off-by-one span noise"),
     ("e2e_speedup", "Beyond the paper: measured end to end against the closed-form prediction"),
+    ("pilot_loss", "Claim 7: the fine-tuning pilot's training loss (program and rewrite adapters)"),
 )
 
 PAGE_CSS = """

@@ -157,45 +157,89 @@ def copy_coverage(program_text: str, source: str) -> float:
     return copied / len(output)
 
 
+def adapter_state(model) -> dict:
+    """The trained (LoRA) weights of `model`, detached copies: what an adapter checkpoint holds."""
+    return _trainable_state(model)
+
+
+def load_adapter_state(model, state: dict) -> None:
+    """Swap a trained adapter into a peft model of the same LoRA settings (a few MB copied)."""
+    import torch
+
+    named = dict(model.named_parameters())
+    missing = sorted(set(state) - set(named))
+    if missing:
+        raise ParamsError(f"pilot: adapter weights {missing[:3]} do not fit this model's LoRA layers")
+    with torch.no_grad():
+        for k, v in state.items():
+            named[k].copy_(v)
+
+
+def reset_adapter(model, seed: int) -> None:
+    """Re-initialise every LoRA layer as peft does for a new adapter (A random, B zero), seeded."""
+    import torch
+
+    torch.manual_seed(seed)
+    for module in model.modules():
+        if hasattr(module, "reset_lora_parameters") and "default" in getattr(module, "lora_A", {}):
+            module.reset_lora_parameters("default", True)
+
+
+def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: dict[int, MaskTable],
+                   template: PromptTemplate = PROGRAM_TEMPLATE) -> dict:
+    """Greedy Copy-as-Decode on one case. `valid`: the model ended a whole program itself (EOS) rather
+    than the budget forcing its completion. A case that cannot run is recorded with its error and no
+    output. `masks` (FSM mask tables by line count) is shared between cases, as a server would keep it."""
+    base = {"case_id": case.case_id, "mode": "program", "budget": budget}
+    try:
+        result = decode(lm, tok, case.source, case.instruction, template, budget,
+                        masks=_mask_table(masks, lm, tok, case.source), case=case.case_id)
+    except DecodeError as exc:
+        return {**base, "error": str(exc), "exact_match": False, "valid": False}
+    t, c = result.timings, result.counts
+    return {**base, "error": None, "exact_match": result.output == case.target, "valid": result.stopped == "eos",
+            "copy_coverage": copy_coverage(result.text, case.source), "seconds": t.total_s,
+            "decode_s": t.decode_s, "copy_s": t.copy_s, "mask_s": t.mask_s, "prompt_s": t.prompt_s,
+            "program_tokens": c.program_tokens, "copied_tokens": c.copied_tokens,
+            "forwards": 1 + c.decode_forwards + c.copy_forwards, "program": result.text, "output": result.output}
+
+
+def _mask_table(masks: dict[int, MaskTable], lm, tok: ModelTokenizer, source: str) -> MaskTable | None:
+    """The shared mask table for a source of this many lines (None for an empty source: the decoder
+    then refuses the case with its own error)."""
+    from analysis.fsm import ProgramFSM
+    from analysis.text import split_lines
+
+    n_lines = len(split_lines(source))
+    if n_lines < 1:
+        return None
+    if n_lines not in masks:
+        fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": n_lines}, eos_ids=tok.eos_ids)
+        masks[n_lines] = MaskTable(fsm, int(lm.model.get_input_embeddings().weight.shape[0]), lm.device)
+    return masks[n_lines]
+
+
+def rewrite_record(lm, tok: ModelTokenizer, case, budget: int) -> dict:
+    """Plain greedy decoding of the whole edited text (the rewrite baseline) on one case."""
+    base = {"case_id": case.case_id, "mode": "rewrite", "budget": budget}
+    try:
+        text, seconds, tokens, stopped = decode_rewrite(lm, tok, case.source, case.instruction,
+                                                        REWRITE_TEMPLATE, budget, case.case_id)
+    except DecodeError as exc:
+        return {**base, "error": str(exc), "exact_match": False, "valid": False}
+    return {**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
+            "seconds": seconds, "decode_s": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
+            "program": text, "output": text}
+
+
 def evaluate_program(lm, tok: ModelTokenizer, cases, budget: int, template: PromptTemplate = PROGRAM_TEMPLATE) -> list[dict]:
-    """Greedy Copy-as-Decode on each case. `valid`: the model ended a whole program itself (EOS)
-    rather than the budget forcing its completion; a case that cannot run is recorded with its error."""
-    records = []
+    """`program_record` over cases with one budget."""
     masks: dict[int, MaskTable] = {}
-    for case in cases:
-        base = {"case_id": case.case_id, "mode": "program"}
-        try:
-            n_lines = case.source.count("\n") + (not case.source.endswith("\n") and bool(case.source))
-            result = decode(lm, tok, case.source, case.instruction, template, budget, masks=masks.get(n_lines),
-                            case=case.case_id)
-        except DecodeError as exc:
-            records.append({**base, "error": str(exc), "exact_match": False, "valid": False})
-            continue
-        records.append({**base, "error": None, "exact_match": result.output == case.target,
-                        "valid": result.stopped == "eos", "copy_coverage": copy_coverage(result.text, case.source),
-                        "seconds": result.timings.total_s, "decode_s": result.timings.decode_s,
-                        "copy_s": result.timings.copy_s, "mask_s": result.timings.mask_s,
-                        "prompt_s": result.timings.prompt_s, "program_tokens": result.counts.program_tokens,
-                        "copied_tokens": result.counts.copied_tokens, "forwards":
-                        1 + result.counts.decode_forwards + result.counts.copy_forwards, "program": result.text})
-    return records
+    return [program_record(lm, tok, case, budget, masks, template) for case in cases]
 
 
 def evaluate_rewrite(lm, tok: ModelTokenizer, cases, budget: int) -> list[dict]:
-    """Plain greedy decoding of the whole edited text."""
-    records = []
-    for case in cases:
-        base = {"case_id": case.case_id, "mode": "rewrite"}
-        try:
-            text, seconds, tokens, stopped = decode_rewrite(lm, tok, case.source, case.instruction,
-                                                            REWRITE_TEMPLATE, budget, case.case_id)
-        except DecodeError as exc:
-            records.append({**base, "error": str(exc), "exact_match": False, "valid": False})
-            continue
-        records.append({**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
-                        "seconds": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
-                        "program": text})
-    return records
+    return [rewrite_record(lm, tok, case, budget) for case in cases]
 
 
 def timed_call(fn, *args, **kwargs):

@@ -40,7 +40,7 @@ def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
     )
 
 
-def _probeedit(p: dict) -> probeedit.ProbeEditParams | None:
+def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
     group = "corpora.probeedit"
     if not get(p, f"{group}.enabled", bool):
         return None
@@ -87,7 +87,7 @@ def settings(cfg: Config, extra_pairs: tuple[str, ...] = (), extra_repos: tuple[
     builds: list[tuple[str, object]] = []
     if (hep := _humanevalpack(p)) is not None:
         builds.append(("humanevalpack", hep))
-    if (pe := _probeedit(p)) is not None:
+    if (pe := probeedit_params(p)) is not None:
         builds.append(("probeedit", pe))
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
     for i, entry in enumerate(_listed(p, "corpora.commits")):

@@ -1,0 +1,455 @@
+"""`copydecode pilot`: the fine-tuning pilot (the paper's claim 7) -- teach a real model to write programs.
+
+    copydecode pilot                       # the params' default (SmolLM2-135M-Instruct, CPU)
+    copydecode pilot --preset pilot-gpu    # params pilot.presets: a larger run, its own output folder
+
+What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
+1. Cases: analysis.pilotdata's training and held-out cases (ProbeEdit-S recipe on pinned-stdlib
+   functions disjoint from ProbeEdit-S's evaluation units; held-out files never trained on), and a
+   seeded sample of HEvalFix-Py body cases (bug fixing from the dataset's instruction).
+2. "before": the base model decodes programs for the held-out cases under the grammar FSM.
+3. Training: one LoRA adapter per seed in `seeds` on the program layout (loss on directive, gen and EOS
+   tokens) and one per seed in `rewrite_seeds` on the whole edited text. Checkpoints under
+   data/pilot/checkpoints/, keyed by a hash of the training sequences, LoRA and optimiser settings,
+   model and library versions; an interrupted run resumes at its last checkpoint.
+4. "after": every program adapter on the held-out cases; for each seed with both adapters, program and
+   rewrite decoding run back to back per case in a seeded order, so their wall-clock ratio is measured
+   per case (rewrite seconds / program seconds) rather than as a ratio of totals taken minutes apart.
+   The `humaneval_seeds` program adapters also run on the HEvalFix-Py sample. Every evaluation is
+   cached as one JSON per job, keyed by its adapter and everything that decides its records.
+
+Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
+`budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
+FSM walker's margin then forces a whole program. A case that cannot run (prompt past the context,
+empty instruction, budget too small) is recorded with its error and no output; the others go on.
+
+Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
+reports/tables/pilot_em.{csv,md}, reports/tables/pilot_speed.{csv,md}, reports/figures/pilot_loss.{png,svg},
+reports/metrics/pilot.json. A preset writes records, losses and metrics under data/pilot/<preset>/.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analysis import corpora
+from analysis.config import Config
+from analysis.errors import CorpusError, ParamsError
+from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
+from analysis.layout import (
+    CASES,
+    FIGURES,
+    METRICS,
+    PILOT_CHECKPOINTS,
+    PILOT_DIR,
+    PILOT_LOSSES,
+    PILOT_RECORDS,
+    TABLES,
+)
+from analysis.params import choice, get, get_or, positive_int
+from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
+from analysis.probeedit import EDIT_KINDS, ProbeEditParams
+from analysis.stages.common import progress, timed
+from analysis.stages.corpora import probeedit_params
+from kernels_profile.models import DTYPES, known_models
+
+GROUP = "pilot"
+DEVICES = ("cpu", "cuda")
+HELDOUT = "heldout"
+
+
+@dataclass(frozen=True)
+class EvalCase:
+    """One case the pilot decodes: a held-out pilot case or an HEvalFix-Py case."""
+
+    case_id: str
+    split: str     # "heldout" or the corpus name
+    kind: str      # the edit kind (held-out) or "bugfix"
+    source: str
+    target: str
+    instruction: str
+    program: str   # the line-level oracle program (its length sets the budget)
+
+
+@dataclass(frozen=True)
+class PilotSettings:
+    model: str
+    weights: str
+    dtype: str
+    device: str
+    threads: int | None
+    data: PilotDataParams
+    probeedit: ProbeEditParams
+    lora_rank: int
+    lora_alpha: int
+    lora_targets: tuple[str, ...]
+    steps: int
+    lr: float
+    max_tokens: int
+    checkpoint_every: int
+    seeds: tuple[int, ...]          # program adapters
+    rewrite_seeds: tuple[int, ...]  # rewrite adapters (seeds also in `seeds` get the paired timing)
+    humaneval_seeds: tuple[int, ...]
+    humaneval_cases: int
+    humaneval_seed: int
+    budget_margin: int
+    order_seed: int
+    preset: str | None
+
+    def check(self) -> PilotSettings:
+        stray = sorted(set(self.humaneval_seeds) - set(self.seeds))
+        if stray:
+            raise ParamsError(f"params: '{GROUP}.humaneval_seeds' {stray} are not program seeds ({list(self.seeds)})")
+        if self.humaneval_cases < 0:
+            raise ParamsError(f"params: '{GROUP}.humaneval_cases' must be >= 0, got {self.humaneval_cases}")
+        return self
+
+    def lora(self):
+        from kernels_profile.pilot import LoraSettings
+
+        return LoraSettings(rank=self.lora_rank, alpha=self.lora_alpha, targets=self.lora_targets)
+
+
+# ---------------------------------------------------------------- settings
+
+def _group(params: dict, preset: str | None) -> dict:
+    group = dict(get(params, GROUP, dict))
+    presets = group.pop("presets", {}) or {}
+    if preset is None:
+        return group
+    if preset not in presets:
+        raise ParamsError(f"unknown pilot preset {preset!r}; known: {', '.join(presets) or 'none'}")
+    merged = {**group, **presets[preset]}
+    for key in ("data", "lora"):  # nested groups merge key by key
+        if key in presets[preset]:
+            merged[key] = {**group.get(key, {}), **presets[preset][key]}
+    return merged
+
+
+def _int_list(group: dict, key: str, allow_empty: bool = False) -> tuple[int, ...]:
+    value = group.get(key)
+    if not isinstance(value, list) or (not value and not allow_empty) or \
+            any(isinstance(v, bool) or not isinstance(v, int) for v in value):
+        raise ParamsError(f"params: '{GROUP}.{key}' must be a {'' if allow_empty else 'non-empty '}list of "
+                          f"integers, got {value!r}")
+    if len(set(value)) != len(value):
+        raise ParamsError(f"params: '{GROUP}.{key}' repeats a seed: {value!r}")
+    return tuple(value)
+
+
+def _data(group: dict) -> PilotDataParams:
+    data = {"pilot": group.get("data")}
+    if not isinstance(data["pilot"], dict):
+        raise ParamsError(f"params: '{GROUP}.data' must be a mapping, got {data['pilot']!r}")
+    kinds = data["pilot"].get("kinds", "all")
+    kinds = EDIT_KINDS if kinds == "all" else kinds
+    if not isinstance(kinds, list | tuple) or not kinds or any(k not in EDIT_KINDS for k in kinds):
+        raise ParamsError(f"params: '{GROUP}.data.kinds' must be 'all' or a list of {', '.join(EDIT_KINDS)}, "
+                          f"got {data['pilot'].get('kinds')!r}")
+    lo, hi = positive_int(data, "pilot.min_lines"), positive_int(data, "pilot.max_lines")
+    if hi < lo:
+        raise ParamsError(f"params: '{GROUP}.data.max_lines' ({hi}) is below min_lines ({lo})")
+    return PilotDataParams(seed=get(data, "pilot.seed", int), min_lines=lo, max_lines=hi,
+                           n_train=positive_int(data, "pilot.n_train"), n_heldout=positive_int(data, "pilot.n_heldout"),
+                           heldout_files=positive_int(data, "pilot.heldout_files"), kinds=tuple(kinds))
+
+
+def _positive_float(group: dict, key: str) -> float:
+    value = group.get(key)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ParamsError(f"params: '{GROUP}.{key}' must be a number > 0, got {value!r}")
+    return float(value)
+
+
+def settings(cfg: Config, args=None) -> PilotSettings:
+    preset = getattr(args, "preset", None)
+    g = _group(cfg.params, preset)
+    p = {GROUP: g}
+    model = get(p, f"{GROUP}.model", str)
+    if model not in known_models():
+        raise ParamsError(f"params: '{GROUP}.model': unknown model {model!r}; known: {', '.join(known_models())}")
+    weights = get(p, f"{GROUP}.weights", str)
+    if weights == "random":
+        raise ParamsError(f"params: '{GROUP}.weights' is 'random': fine-tuning random weights measures nothing; "
+                          "name real weights (gguf for smollm2-135m, or a local folder / hub id)")
+    threads = g.get("threads")
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ParamsError(f"params: '{GROUP}.threads' must be a positive integer or null, got {threads!r}")
+    lora = {"lora": g.get("lora")}
+    if not isinstance(lora["lora"], dict):
+        raise ParamsError(f"params: '{GROUP}.lora' must be a mapping, got {lora['lora']!r}")
+    targets = lora["lora"].get("targets")
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+        raise ParamsError(f"params: '{GROUP}.lora.targets' must be a non-empty list of module names, got {targets!r}")
+    choice(p, f"{GROUP}.level", ("line",))  # token-level targets are not built (see the README's pilot section)
+    return PilotSettings(
+        model=model, weights=weights, dtype=choice(p, f"{GROUP}.dtype", DTYPES),
+        device=choice(p, f"{GROUP}.device", DEVICES), threads=threads, data=_data(g),
+        probeedit=probeedit_params(cfg.params) or ProbeEditParams(),
+        lora_rank=positive_int(lora, "lora.rank"), lora_alpha=positive_int(lora, "lora.alpha"),
+        lora_targets=tuple(targets), steps=positive_int(p, f"{GROUP}.steps"), lr=_positive_float(g, "lr"),
+        max_tokens=positive_int(p, f"{GROUP}.max_tokens"),
+        checkpoint_every=positive_int(p, f"{GROUP}.checkpoint_every"),
+        seeds=_int_list(g, "seeds"), rewrite_seeds=_int_list(g, "rewrite_seeds", allow_empty=True),
+        humaneval_seeds=_int_list(g, "humaneval_seeds", allow_empty=True),
+        humaneval_cases=get_or(p, f"{GROUP}.humaneval_cases", 33, int),
+        humaneval_seed=get_or(p, f"{GROUP}.humaneval_seed", 0, int),
+        budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
+        order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
+    ).check()
+
+
+# ---------------------------------------------------------------- cases
+
+def eval_case(case: PilotCase) -> EvalCase:
+    return EvalCase(case.case_id, HELDOUT, case.kind, case.source, case.target, case.instruction, case.program)
+
+
+def humaneval_sample(cases: pl.DataFrame, n: int, seed: int,
+                     corpus: str = "HEvalFix-Py") -> list[EvalCase]:
+    """A seeded sample of `n` body cases of `corpus`, each with its dataset instruction."""
+    rows = cases.filter((pl.col("corpus") == corpus) & (pl.col("framing") == "body"))
+    if rows.height < n:
+        raise CorpusError(f"pilot: {corpus} has {rows.height} body cases in {CASES}, fewer than "
+                          f"pilot.humaneval_cases={n}")
+    ids = sorted(rows["case_id"].to_list(), key=lambda c: int(c.rsplit("/", 1)[-1]))
+    chosen = sorted(random.Random(seed).sample(ids, n), key=ids.index)
+    by_id = {r["case_id"]: r for r in rows.iter_rows(named=True)}
+    out = []
+    for case_id in chosen:
+        row = by_id[case_id]
+        if not (row.get("instruction") or "").strip():
+            raise CorpusError(f"pilot: {case_id} has no instruction in {CASES}")
+        out.append(EvalCase(case_id, corpus, "bugfix", row["source"], row["target"], row["instruction"], ""))
+    return out
+
+
+def read_humaneval(s: PilotSettings) -> list[EvalCase]:
+    if not s.humaneval_seeds or s.humaneval_cases == 0:
+        return []
+    return humaneval_sample(corpora.read_cases(CASES), s.humaneval_cases, s.humaneval_seed)
+
+
+# ---------------------------------------------------------------- keys and checkpoints
+
+def digest(parts: Any) -> str:
+    blob = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def versions() -> dict[str, str]:
+    import peft
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
+
+
+def model_key(s: PilotSettings, lm) -> dict:
+    return {"model": s.model, "weights": s.weights, "dtype": s.dtype, "device": s.device,
+            "weights_note": lm.info.get("weights_note"), **versions()}
+
+
+def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences) -> str:
+    data = hashlib.sha256(json.dumps([[q.ids, q.labels] for q in sequences]).encode()).hexdigest()
+    return digest({"model": model_key(s, lm), "mode": mode, "seed": seed, "sequences": data,
+                   "lora": asdict(s.lora()), "steps": s.steps, "lr": s.lr, "max_tokens": s.max_tokens})
+
+
+def read_cached(path: Path) -> list[dict] | None:
+    """A finished evaluation job's records, or None when absent or unreadable (then it reruns)."""
+    if not path.is_file():
+        return None
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return payload.get("records") if isinstance(payload, dict) and payload.get("complete") else None
+
+
+# ---------------------------------------------------------------- budgets
+
+def case_budget(tok, case: EvalCase, margin: int) -> int:
+    """Gold target tokens (or its oracle program's, when longer) plus the margin."""
+    target = len(tok.encode(case.target))
+    program = len(tok.encode(case.program)) if case.program else 0
+    return max(target, program) + margin + 1  # +1: the EOS
+
+
+# ---------------------------------------------------------------- the run
+
+@dataclass
+class Loaded:
+    lm: Any
+    tok: Any
+    peft: Any = None
+
+
+def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase]) -> tuple[dict, pl.DataFrame, dict]:
+    """Every adapter's trained weights by (mode, seed), the loss curve, and how many sequences each
+    mode kept (and left out as longer than max_tokens)."""
+    from kernels_profile.pilot import (
+        TrainSettings,
+        adapter_state,
+        reset_adapter,
+        train,
+        training_sequences,
+    )
+
+    plan = [("program", seed) for seed in s.seeds] + [("rewrite", seed) for seed in s.rewrite_seeds]
+    sequences, kept = {}, {}
+    for mode in {m for m, _ in plan}:
+        sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
+        kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
+    states, losses = {}, []
+    bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
+    for mode, seed in plan:
+        key = adapter_key(s, loaded.lm, mode, seed, sequences[mode])
+        reset_adapter(loaded.peft, seed)
+        start = bar.n
+        bar.set_description(f"pilot: training {mode} seed {seed}")
+
+        def on_step(step: int, loss: float) -> None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss:.3f}")
+
+        curve = train(loaded.peft, sequences[mode],
+                      TrainSettings(steps=s.steps, lr=s.lr, seed=seed, max_tokens=s.max_tokens,
+                                    checkpoint_every=s.checkpoint_every),
+                      PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt", on_step=on_step)
+        bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
+        states[(mode, seed)] = (key, adapter_state(loaded.peft))
+        losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(curve)]
+    bar.close()
+    return states, pl.DataFrame(losses, schema={"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64,
+                                                 "loss": pl.Float64}), kept
+
+
+def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: dict) -> dict:
+    from kernels_profile.pilot import program_record, rewrite_record
+
+    if mode == "program":
+        return program_record(loaded.lm, loaded.tok, case, budget, masks)
+    return rewrite_record(loaded.lm, loaded.tok, case, budget)
+
+
+def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], states: dict, bar) -> list[dict]:
+    """One evaluation job: `job` names phase, seed and modes (one adapter each, or the base model);
+    with two modes, each case runs both back to back in a seeded order. Cached by its key."""
+    from kernels_profile.pilot import load_adapter_state
+
+    budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
+    adapters = {m: (states[(m, job["seed"])][0] if job["phase"] == "after" else "base") for m in job["modes"]}
+    key = digest({"model": model_key(s, loaded.lm), "job": job, "adapters": adapters, "threads": s.threads,
+                  "order_seed": s.order_seed,
+                  "cases": [[c.case_id, c.source, c.target, c.instruction, budgets[c.case_id]] for c in cases]})
+    path = PILOT_CHECKPOINTS / f"eval-{job['phase']}-{job['split']}-seed{job['seed']}-{key}.json"
+    cached = read_cached(path)
+    if cached is not None:
+        bar.update(len(cases) * len(job["modes"]))
+        return cached
+    rng = random.Random(f"{s.order_seed}/{job['seed']}/{job['split']}")
+    masks: dict = {}
+    records = []
+    for case in cases:
+        order = list(job["modes"])
+        rng.shuffle(order)
+        for position, mode in enumerate(order):
+            if job["phase"] == "after":
+                load_adapter_state(loaded.peft, states[(mode, job["seed"])][1])
+                record = decode_case(loaded, mode, case, budgets[case.case_id], masks)
+            else:
+                with loaded.peft.disable_adapter():
+                    record = decode_case(loaded, mode, case, budgets[case.case_id], masks)
+            records.append({**record, "phase": job["phase"], "seed": job["seed"], "split": job["split"],
+                            "kind": case.kind, "position": position, "paired": len(order) > 1})
+            bar.update(1)
+    write_json({"complete": True, "job": job, "records": records}, path)
+    return records
+
+
+def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
+    jobs = [{"phase": "before", "seed": None, "split": HELDOUT, "modes": ["program"]}]
+    for seed in sorted(set(s.seeds) | set(s.rewrite_seeds)):
+        modes = [m for m, seeds in (("program", s.seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds]
+        jobs.append({"phase": "after", "seed": seed, "split": HELDOUT, "modes": modes})
+    if n_humaneval:
+        jobs += [{"phase": "after", "seed": seed, "split": "HEvalFix-Py", "modes": ["program"]}
+                 for seed in s.humaneval_seeds]
+    return jobs
+
+
+RECORD_SCHEMA = {
+    "phase": pl.Utf8, "seed": pl.Int64, "split": pl.Utf8, "mode": pl.Utf8, "case_id": pl.Utf8, "kind": pl.Utf8,
+    "position": pl.Int64, "paired": pl.Boolean, "budget": pl.Int64, "error": pl.Utf8, "exact_match": pl.Boolean,
+    "valid": pl.Boolean, "copy_coverage": pl.Float64, "seconds": pl.Float64, "prompt_s": pl.Float64,
+    "decode_s": pl.Float64, "copy_s": pl.Float64, "mask_s": pl.Float64, "program_tokens": pl.Int64,
+    "copied_tokens": pl.Int64, "forwards": pl.Int64, "program": pl.Utf8, "output": pl.Utf8,
+}
+
+
+def records_frame(records: list[dict]) -> pl.DataFrame:
+    rows = [{k: r.get(k) for k in RECORD_SCHEMA} for r in records]
+    return pl.DataFrame(rows, schema=RECORD_SCHEMA)
+
+
+def load_models(s: PilotSettings) -> Loaded:
+    import torch
+
+    from kernels_profile.decoder import load_for_decoding
+    from kernels_profile.pilot import add_lora
+
+    if s.threads:
+        torch.set_num_threads(s.threads)
+    lm, tok = load_for_decoding(s.model, s.weights, s.dtype, s.device)
+    loaded = Loaded(lm, tok)
+    loaded.peft = add_lora(lm, s.lora(), seed=s.seeds[0])
+    lm.model = loaded.peft  # the decoder runs whatever adapter is loaded (disable_adapter for "before")
+    return loaded
+
+
+def run(cfg: Config, args=None) -> dict:
+    from analysis import pilotreport
+
+    s = settings(cfg, args)
+    cases = build_pilot_cases(s.data, s.probeedit)
+    train_cases, heldout = with_split(cases, "train"), [eval_case(c) for c in with_split(cases, HELDOUT)]
+    humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
+    with timed("pilot" if s.preset is None else f"pilot-{s.preset}"):
+        loaded = load_models(s)
+        states, losses, kept = train_adapters(s, loaded, train_cases)
+        jobs = evaluation_jobs(s, len(humaneval))
+        total = sum(len(humaneval if j["split"] != HELDOUT else heldout) * len(j["modes"]) for j in jobs)
+        bar = progress(None, "pilot: decoding", total=total, unit="decode")
+        records = []
+        for job in jobs:
+            bar.set_description(f"pilot: {job['phase']} {'+'.join(job['modes'])} seed {job['seed']} {job['split']}")
+            records += run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar)
+        bar.close()
+    frame = records_frame(records)
+    out_dir = PILOT_DIR if s.preset is None else PILOT_DIR / s.preset
+    write_parquet(frame, out_dir / PILOT_RECORDS.name)
+    write_parquet(losses, out_dir / PILOT_LOSSES.name)
+    metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""))
+    if s.preset is not None:
+        write_json(metrics, out_dir / "metrics.json")
+        return metrics
+    write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
+    write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
+    from analysis import charts
+
+    save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
+    write_json(metrics, METRICS / "pilot.json")
+    return metrics
+
+
+def read_records(path: Path = PILOT_RECORDS) -> pl.DataFrame:
+    return read_parquet(path, "copydecode pilot", CorpusError)
+

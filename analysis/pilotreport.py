@@ -144,7 +144,7 @@ def headline(m: dict) -> list[tuple[str, str]]:
         rows.append((f"HEvalFix-Py EM after (seed {seed})", em(summary)))
     for row in m.get("speed", []):
         if row["subset"] == "all cases" and row["cases"]:
+            spread = f"IQR {fmt_x(row['ratio_q25'], 2)} to {fmt_x(row['ratio_q75'], 2)}"
             rows.append((f"program vs rewrite wall-clock, per case (seed {row['seed']})",
-                         f"{fmt_x(row['ratio_median'], 2)} (IQR {fmt_x(row['ratio_q25'], 2)} to "
-                         f"{fmt_x(row['ratio_q75'], 2)})"))
+                         f"{fmt_x(row['ratio_median'], 2)} ({spread})"))
     return rows

@@ -83,7 +83,10 @@ def _spread_sentence(root: Path) -> str:
                 f"`{BUSY_BENCHMARK}`).")
     bench = json.loads(path.read_text())
     kernel, e2e = bench["kernel"], bench["e2e"]
-    verdict = lambda part: "within" if part["passed"] else "outside"  # noqa: E731
+
+    def verdict(part: dict) -> str:
+        return "within" if part["passed"] else "outside"
+
     return (f"Run-to-run spread [`{BUSY_BENCHMARK}`]: the same kernel profile and e2e run on a quiet machine and "
             f"beside a busy loop pinned to one core ({_threads(bench['runs'])}) gave per-pair kernel ratios "
             f"(N = {', '.join(str(n) for n in kernel['ns'])}) at most {present.fmt_pct(kernel['max_abs_change'])} apart "

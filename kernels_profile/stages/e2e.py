@@ -9,8 +9,9 @@ interrupted run loses nothing.
 torch's thread count (`e2e.threads`) is set before anything is measured and is part of every key.
 The run environment (machine, threads, load, other processes' CPU use and a reference matmul before
 the first case and after every case) is written beside the measurements (`<stem>.environment.json`);
-its drift, contention verdict, noisy flag and noisy reasons go into the metrics. Each row carries the `run_id` of the session that measured it: cases read back from
-checkpoints were measured under an earlier session's environment.
+its drift, contention verdict, noisy flag and noisy reasons go into the metrics. Each row carries the
+`run_id` of the session that measured it: cases read back from checkpoints were measured under an
+earlier session's environment.
 """
 
 from __future__ import annotations

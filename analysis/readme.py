@@ -10,6 +10,7 @@ tests/test_readme.py regenerates the block and compares it with the README's.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from analysis.layout import (
     LATENCY_MODEL,
     METRICS,
     POOLED,
+    REPORTS,
     TABLES,
     TIMINGS_REPORT,
     framing_filter,
@@ -30,6 +32,8 @@ from analysis.layout import (
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
 METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
+# kernels_profile.busybench's default output (OUT_STEM.json); belongs in analysis.layout beside LATENCY_MODEL
+BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy.json"
 
 
 def _cell(text: str) -> str:
@@ -57,6 +61,38 @@ def _kernel_setup(root: Path) -> str:
     return (f"Kernel timings: {', '.join(setups)}" + (f" on {', '.join(machines)}" if machines else "")
             + (f", {'/'.join(threads)} threads" if threads else "")
             + (f", torch {', '.join(torch)}" if torch else "") + ".")
+
+
+def _threads(runs: dict) -> str:
+    """The torch thread counts the benchmark's runs used, as one phrase ("1 thread", "1/2 threads")."""
+    counts = set()
+    for run in runs.values():
+        for part in run.values():
+            threads = part.get("threads") if isinstance(part, dict) else None
+            counts.update(threads if isinstance(threads, list) else [] if threads is None else [threads])
+    if not counts:
+        return "threads not recorded"
+    return "/".join(str(c) for c in sorted(counts)) + (" thread" if counts == {1} else " threads")
+
+
+def _spread_sentence(root: Path) -> str:
+    """The run-to-run spread a user should expect, from the quiet-vs-busy benchmark when one is recorded."""
+    path = root / BUSY_BENCHMARK
+    if not path.is_file():
+        return ("Run-to-run spread: no quiet-vs-busy benchmark recorded (`python -m kernels_profile.busybench`, "
+                f"`{BUSY_BENCHMARK}`).")
+    bench = json.loads(path.read_text())
+    kernel, e2e = bench["kernel"], bench["e2e"]
+
+    def verdict(part: dict) -> str:
+        return "within" if part["passed"] else "outside"
+
+    return (f"Run-to-run spread [`{BUSY_BENCHMARK}`]: the same kernel profile and e2e run on a quiet machine and "
+            f"beside a busy loop pinned to one core ({_threads(bench['runs'])}) gave per-pair kernel ratios "
+            f"(N = {', '.join(str(n) for n in kernel['ns'])}) at most {present.fmt_pct(kernel['max_abs_change'])} apart "
+            f"({verdict(kernel)} the {present.fmt_pct(kernel['tolerance'], 0)} tolerance) and e2e line-program ratios "
+            f"at most {present.fmt_pct(e2e['max_abs_change'])} apart ({verdict(e2e)} "
+            f"{present.fmt_pct(e2e['tolerance'], 0)}); expect differences of this size between runs on a shared CPU.")
 
 
 def _e2e_table(root: Path) -> list[str]:
@@ -154,6 +190,7 @@ def results_block(root: Path = Path(".")) -> str:
     setup = _kernel_setup(root)
     if setup:
         lines += ["", setup]
+    lines += ["", _spread_sentence(root)]
     try:
         e2e = _e2e_table(root)
         lines += ["", "Beyond the paper, measured end to end [e2e] on a real KV cache (teacher-forced oracle programs, "

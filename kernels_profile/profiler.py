@@ -25,8 +25,11 @@ baseline gets its own prefill grid (prefill rows carry `pair_baseline`; their `b
 reads T_ar(N) for every N off the same run as the time of its first N steps (the first N steps of a
 longer run are exactly an N-step run); `separate` runs, for each N, AR(N) and prefill(N) back to back.
 
-Around every pair the load average and a fixed reference workload (kernels_profile.machine) are
-sampled; a pair or a run whose reference time moved by more than `noisy_drift` is marked noisy.
+Around every pair the load average, other processes' CPU use and a fixed reference workload
+(kernels_profile.machine) are sampled; a pair whose reference time moved by more than `noisy_drift`
+is marked noisy, and so is a run whose reference drifted or that was contended (other processes kept
+more cores busy than the run left free, plus `contention_slack`); the sidecar's `noisy_reasons` says
+which.
 
 Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
 ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
@@ -53,9 +56,14 @@ from analysis.errors import ParamsError
 from analysis.io import write_json, write_parquet
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.machine import (
+    DEFAULT_CONTENTION_SLACK,
     DEFAULT_NOISY_DRIFT,
+    Contention,
     Drift,
     EnvironmentRecorder,
+    LoadSample,
+    check_slack,
+    check_threads,
     check_threshold,
     machine_info,
     reference_workload,
@@ -98,7 +106,8 @@ PAIR_SCHEMA = {
 }
 # ProfileSpec fields that do not change what one pair measures: they add pairs (models, contexts,
 # baselines, repeats) or only judge and describe a run (noisy_drift, reference_budget_s, roofline).
-UNKEYED_FIELDS = ("models", "contexts", "baselines", "repeats", "noisy_drift", "reference_budget_s", "roofline")
+UNKEYED_FIELDS = ("models", "contexts", "baselines", "repeats", "noisy_drift", "reference_budget_s", "roofline",
+                  "contention_slack")
 ENVIRONMENT_FORMAT = "copydecode.kernels.environment/1"
 
 
@@ -120,6 +129,7 @@ class ProfileSpec:
     noisy_drift: float = DEFAULT_NOISY_DRIFT  # reference workload drift above which a pair/run is noisy
     reference_budget_s: float = 0.5           # time budget of one reference workload sample
     roofline: bool = True                     # measure stream bandwidth and matmul throughput once per run
+    contention_slack: float = DEFAULT_CONTENTION_SLACK  # other load beyond the free cores before a run is contended
 
     def validate(self) -> "ProfileSpec":
         if not self.models:
@@ -140,6 +150,8 @@ class ProfileSpec:
         if not isinstance(self.order_seed, int):
             raise ParamsError(f"kernels.profile.order_seed must be an integer, got {self.order_seed!r}")
         check_threshold(self.noisy_drift)
+        check_slack(self.contention_slack, "kernels.profile.contention_slack")
+        check_threads(self.threads, "kernels.profile.threads")
         if not isinstance(self.reference_budget_s, (int, float)) or not self.reference_budget_s > 0:
             raise ParamsError(f"kernels.profile.reference_budget_s must be > 0, got {self.reference_budget_s!r}")
         return self
@@ -467,16 +479,18 @@ def run_path(root: Path, run_id: str) -> Path:
 
 def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                 reference: Callable[[], float] | None = None, load: Callable[[], tuple] | None = None,
-                log: Callable[[str], None] = _stderr) -> ProfileResult:
+                log: Callable[[str], None] = _stderr,
+                other: Callable[[], LoadSample | float | None] | None = None) -> ProfileResult:
     """Run (or resume) every pair of the grid; returns the raw timings and the run environment.
 
-    `reference` and `load` replace the reference workload and the load average (tests inject known
-    timings); by default they are kernels_profile.machine's."""
+    `reference`, `load` and `other` replace the reference workload, the load average and the
+    sample of other processes' CPU use (tests inject known timings and loads); by default they are
+    kernels_profile.machine's. torch's thread count is set (spec.threads) before anything is measured."""
     import torch
     from tqdm import tqdm
 
     spec.validate()
-    if spec.threads:
+    if spec.threads is not None:
         torch.set_num_threads(spec.threads)
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
     checkpoint_dir = Path(checkpoint_dir)
@@ -495,9 +509,9 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     if todo:
         budget = spec.reference_budget_s
         recorder = EnvironmentRecorder(
-            threshold=spec.noisy_drift, measure_roofline=spec.roofline,
+            threshold=spec.noisy_drift, measure_roofline=spec.roofline, contention_slack=spec.contention_slack,
             reference=reference or (lambda: reference_workload(budget)),
-            **({"load": load} if load is not None else {}),
+            **({"load": load} if load is not None else {}), **({"other": other} if other is not None else {}),
         )
         session = _Session(recorder, checkpoint_dir)
         recorder.start()
@@ -581,24 +595,32 @@ def profile(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True) -> p
 def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpec,
                        log: Callable[[str], None] = _stderr) -> dict[str, Any]:
     """The sidecar of a raw file: this machine, every session that measured a pair in it (its load,
-    reference drift, roofline), and which pairs and runs are noisy under spec.noisy_drift."""
+    reference drift, contention, roofline), and which pairs and runs are noisy under spec.noisy_drift
+    and spec.contention_slack, with the reasons."""
     runs = []
     for run_id in sorted(set(raw["run_id"].to_list())):
         path = run_path(Path(checkpoint_dir), run_id)
         if not path.is_file():
             log(f"kernels profile: {path} not found; pairs of run {run_id} have no run environment")
-            runs.append({"run_id": run_id, "missing": str(path), "noisy": None})
+            runs.append({"run_id": run_id, "missing": str(path), "noisy": None, "contended": None,
+                         "noisy_reasons": []})
             continue
-        run = json.loads(path.read_text())
-        drift = Drift.of(run["reference_samples_s"], spec.noisy_drift)  # re-judged at today's threshold
-        runs.append({**run, "drift": asdict(drift), "noisy": drift.noisy})
+        runs.append(judged_run(json.loads(path.read_text()), spec))
     pairs = raw.group_by("pair_id").agg(pl.col("ref_drift").first(), pl.col("noisy").first()).sort("pair_id")
     noisy_pairs = pairs.filter(pl.col("noisy"))["pair_id"].to_list()
+    reasons = [f"run {r['run_id']}: {why}" for r in runs for why in r["noisy_reasons"]]
+    if noisy_pairs:
+        reasons.append(f"{len(noisy_pairs)} of {pairs.height} pairs: reference drift > {spec.noisy_drift:.0%} within the pair")
     return {
         "format": ENVIRONMENT_FORMAT,
         "machine": machine_info(),
+        "threads": sorted({int(t) for t in raw["threads"].to_list()}) if "threads" in raw.columns else None,
         "noisy_drift": spec.noisy_drift,
+        "contention_slack": spec.contention_slack,
         "noisy": bool(noisy_pairs) or any(r["noisy"] for r in runs),
+        "noisy_reasons": reasons,
+        "contended": any_verdict([r["contended"] for r in runs]),
+        "other_busy_cores": [r["contention"]["other_busy_cores"] for r in runs if r.get("contention")],
         "pairs": pairs.height,
         "noisy_pairs": noisy_pairs,
         "max_pair_drift": float(pairs["ref_drift"].max()),
@@ -607,6 +629,22 @@ def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpe
         "runs": runs,
         "spec": asdict(spec),
     }
+
+
+def judged_run(run: dict[str, Any], spec: ProfileSpec) -> dict[str, Any]:
+    """A session's run record with its drift and contention re-judged at today's thresholds."""
+    drift = Drift.of(run["reference_samples_s"], spec.noisy_drift)
+    contention = Contention.from_json(run.get("contention"), spec.contention_slack)
+    reasons = [r for r in (drift.reason, contention.reason) if r]
+    return {**run, "drift": asdict(drift), "contention": contention.to_json(), "contended": contention.contended,
+            "noisy": drift.noisy or contention.contended is True, "noisy_reasons": reasons}
+
+
+def any_verdict(verdicts: list[bool | None]) -> bool | None:
+    """True if any is True; None if none is but one is unknown; else False (an empty list: None)."""
+    if any(v is True for v in verdicts):
+        return True
+    return None if not verdicts or any(v is None for v in verdicts) else False
 
 
 def environment_path(raw_path: Path) -> Path:

@@ -50,6 +50,9 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),
     ("e2e.noisy_drift", 0, "timing.noisy_drift must be a share > 0"),
     ("e2e.reference_budget_s", -1, "'e2e.reference_budget_s' must be > 0"),
+    ("e2e.threads", 0, "'e2e.threads' must be a positive integer or null"),
+    ("e2e.threads", 1.5, "'e2e.threads' must be a positive integer or null"),
+    ("e2e.contention_slack", -0.5, "'e2e.contention_slack' must be a number of cores >= 0"),
 ])
 def test_bad_e2e_params_are_named(key, value, message):
     with pytest.raises(ParamsError) as info:
@@ -75,11 +78,20 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "overhead": key(**{"e2e.overhead": ["line"]}),
         "seed": key(**{"e2e.seed": 1}),
         "repeats": key(**{"e2e.repeats": 3}),
+        "threads": key(**{"e2e.threads": 2}),
+        "default threads": key(**{"e2e.threads": None}),
     }
     assert all(k != base for k in changed.values()), changed
     assert len(set(changed.values())) == len(changed)
     # the noisy threshold judges a run; it does not change what is measured
     assert key(**{"e2e.noisy_drift": 0.3}) == base
+    assert key(**{"e2e.contention_slack": 1.0}) == base
+
+
+def test_threads_default_to_one_and_null_means_torch_default():
+    assert stage.settings(cfg()).threads == 1
+    assert stage.settings(cfg(**{"e2e.threads": None})).threads is None
+    assert stage.settings(cfg()).contention_slack == 0.5
 
 
 # ---------------------------------------------------------------- order and per-pair ratios
@@ -208,11 +220,14 @@ def test_environment_metrics_mark_a_drifting_run_noisy():
     from kernels_profile.profiler import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
-    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0))
+    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
+                                   other=lambda: 0.0, threads=lambda: 1, usable_cores=lambda: 2)
     recorder.start()
     recorder.sample()
     metrics = stage.environment_metrics(recorder.end())
     assert metrics["noisy"] is True and metrics["reference_drift"] == pytest.approx(0.3)
+    assert metrics["noisy_reasons"] == ["reference drift 30% > 15%"] and metrics["contended"] is False
+    assert metrics["threads"] == 1 and metrics["other_busy_cores_samples"] == [0.0, 0.0, 0.0]
     assert metrics["reference_samples"] == 3 and metrics["noisy_drift"] == 0.15
     assert environment_path(stage.E2E_MEASUREMENTS) == stage.E2E_MEASUREMENTS.with_name("measurements.environment.json")
 
@@ -231,6 +246,28 @@ def synthetic_model():
              "prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
              "ar": [{"n": n, "context": 16, "median": 0.01 * n} for n in (1, 2, 4, 8, 16, 32)]}
     return e2e.curve_model(curve, "tiny")
+
+
+def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
+    from kernels_profile.machine import EnvironmentRecorder
+
+    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0),
+                                   other=lambda: 1.9, threads=lambda: 1, usable_cores=lambda: 2, contention_slack=0.5)
+    recorder.start()
+    metrics = stage.environment_metrics(recorder.end())
+    assert metrics["noisy"] is True and metrics["contended"] is True and metrics["reference_drift"] == 0
+    assert metrics["noisy_reasons"] == ["other load 1.9 busy cores > 1 free core + 0.5"]
+    assert "(2 - 1 + 0.5)" in metrics["contention_rule"] and metrics["other_busy_cores"] == pytest.approx(1.9)
+
+
+def test_apply_threads_sets_torch_and_null_keeps_its_default():
+    torch = pytest.importorskip("torch")
+    before = torch.get_num_threads()
+    try:
+        assert stage.apply_threads(1) == 1 == torch.get_num_threads()
+        assert stage.apply_threads(None) == 1  # null leaves whatever is in force
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):

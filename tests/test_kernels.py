@@ -16,7 +16,12 @@ from kernels_profile.models import (  # noqa: E402
     known_models,
     published_config,
 )
-from kernels_profile.profiler import CacheBench, ProfileSpec, profile  # noqa: E402
+from kernels_profile.profiler import CacheBench, ProfileSpec, profile_run  # noqa: E402
+
+
+def profile(spec, root, progress=False):
+    """The raw timings, with no other load injected: each real contention sample sleeps 1 s."""
+    return profile_run(spec, root, progress, other=lambda: 0.0).raw
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +71,8 @@ def test_bad_model_params_are_clear_errors(kwargs, fragment):
         ({"baselines": ("vllm",)}, "baselines"),
         ({"ar_mode": "guess"}, "ar_mode"),
         ({"dtype": "fp8"}, "dtype 'fp8' unknown"),
+        ({"threads": 0}, "threads must be a positive integer or null"),
+        ({"contention_slack": -0.1}, "contention_slack must be a number of cores >= 0"),
     ],
 )
 def test_bad_profile_params(kwargs, fragment):
@@ -133,6 +140,9 @@ def test_preset_shape_runs_on_cpu(tmp_path):
     assert gpu.models == ("qwen2.5-1.5b", "qwen2.5-7b") and gpu.device == "cuda" and gpu.dtype == "bfloat16"
     assert gpu.contexts == tiny_spec.contexts and gpu.ns == tiny_spec.ns == tuple(2 ** k for k in range(10))
     assert "frozen" in str(gpu_out)
+    default, _ = profile_spec(params, None)
+    assert default.threads == 1 and default.contention_slack == 0.5  # one measuring thread (issue 15)
+    assert gpu.threads is None and tiny_spec.threads is None
     small = ProfileSpec(**{**tiny_spec.__dict__, "ns": (1, 8, 64), "repeats": 1, "warmup": 0,
                            "roofline": False, "reference_budget_s": 0.02})
     raw = profile(small, tmp_path, progress=False)

@@ -2,6 +2,7 @@
 
 import json
 import math
+import re
 from collections import Counter
 
 import polars as pl
@@ -17,12 +18,19 @@ from kernels_profile.interleave import (
 )
 from kernels_profile.machine import (
     CPU_FLAGS,
+    Contention,
+    CpuTimes,
     Drift,
     EnvironmentRecorder,
+    LoadSample,
+    ProcStatError,
+    check_threads,
     copy_speedup_ceiling,
     machine_info,
     matmul_throughput,
+    other_load,
     parse_cpuinfo,
+    parse_proc_stat,
     reference_workload,
     stream_bandwidth,
 )
@@ -111,7 +119,8 @@ def test_drift_rejects_bad_input(samples, threshold, fragment):
 def test_recorder_with_injected_timings():
     times = iter([1.0, 1.05, 1.3])
     loads = iter([(0.5, 0.4, 0.3), (2.5, 1.0, 0.5)])
-    recorder = EnvironmentRecorder(threshold=0.2, reference=lambda: next(times), load=lambda: next(loads))
+    recorder = EnvironmentRecorder(threshold=0.2, reference=lambda: next(times), load=lambda: next(loads),
+                                   other=lambda: 0.1, threads=lambda: 1, usable_cores=lambda: 2)
     assert recorder.start() == 1.0
     assert recorder.sample() == 1.05
     env = recorder.end()
@@ -120,6 +129,8 @@ def test_recorder_with_injected_timings():
     assert env.load_before[0] == 0.5 and env.load_after[0] == 2.5
     blob = json.loads(json.dumps(env.to_json()))
     assert blob["noisy"] is True and blob["run_id"] == env.run_id
+    assert blob["noisy_reasons"] == ["reference drift 30% > 20%"] and blob["contended"] is False
+    assert blob["contention"]["samples"] == [0.1, 0.1, 0.1] and blob["contention"]["threads"] == 1
     columns = env.columns()
     assert columns["load1_after"] == 2.5 and columns["noisy"] is True
     assert all(not isinstance(v, (dict, list, tuple)) for v in columns.values())
@@ -128,6 +139,121 @@ def test_recorder_with_injected_timings():
 def test_recorder_end_before_start_is_an_error():
     with pytest.raises(ParamsError, match="start"):
         EnvironmentRecorder(reference=lambda: 1.0).end()
+
+
+# ---------------------------------------------------------------- other processes' CPU use
+
+STAT_BEFORE = """cpu  300 0 100 1600 0 0 0 0 0 0
+cpu0 100 0 50 800 0 0 0 0 0 0
+cpu1 200 0 50 800 0 0 0 0 0 0
+intr 1 2 3
+ctxt 99
+"""
+# 100 jiffies later on each core: cpu0 busy 100 of them (user 90, system 5, irq 3, softirq 2), cpu1
+# busy 20 (user 10 + guest time already inside user, steal 10); iowait counts as idle.
+STAT_AFTER = """cpu  420 0 105 1670 10 3 2 10 5 0
+cpu0 190 0 55 800 0 3 2 0 0 0
+cpu1 210 0 50 870 10 0 0 10 5 0
+intr 1 2 3
+ctxt 120
+"""
+
+
+def test_proc_stat_busy_and_total_jiffies_per_core_set():
+    assert parse_proc_stat(STAT_BEFORE) == CpuTimes(busy=400, total=2000, cores=2)
+    assert parse_proc_stat(STAT_AFTER, cores={0}) == CpuTimes(busy=250, total=1050, cores=1)
+    assert parse_proc_stat(STAT_AFTER, cores={1}) == CpuTimes(busy=270, total=1150, cores=1)
+
+
+@pytest.mark.parametrize("text, cores, fragment", [
+    ("intr 1 2\n", None, "no per-core"),
+    (STAT_BEFORE, {0, 5}, "no line for cores [5]"),
+    ("cpu0 1 2 3\n", None, "3 counters"),
+    ("cpu0 1 x 3 4 5 6 7 8\n", None, "jiffy counts"),
+])
+def test_proc_stat_that_cannot_be_read_is_named(text, cores, fragment):
+    with pytest.raises(ProcStatError, match=re.escape(fragment)):
+        parse_proc_stat(text, cores)
+
+
+def test_other_busy_cores_are_every_busy_core_less_this_process():
+    sample = LoadSample.between(parse_proc_stat(STAT_BEFORE), parse_proc_stat(STAT_AFTER), own_cpu_s=0.1, window_s=1.0)
+    assert sample.busy_cores == pytest.approx(1.2)      # 120 busy jiffies over 100 elapsed per core
+    assert sample.own_cores == pytest.approx(0.1)
+    assert sample.other_busy_cores == pytest.approx(1.1)
+    with pytest.raises(ProcStatError, match="did not advance"):
+        LoadSample.between(parse_proc_stat(STAT_BEFORE), parse_proc_stat(STAT_BEFORE), 0.0, 1.0)
+
+
+def test_without_proc_stat_the_load_is_not_guessed(tmp_path):
+    assert other_load(0.01, tmp_path / "no-stat") is None
+    contention = Contention.of([None, None], usable_cores=2, threads=1)
+    assert contention.contended is None and contention.other_busy_cores is None
+    assert "not found" in contention.unmeasured and contention.reason is None
+
+
+def test_other_load_of_this_machine_reads_its_usable_cores():
+    sample = other_load(0.05)
+    if sample is None:
+        pytest.skip("no /proc/stat here")
+    assert sample.cores >= 1 and sample.window_s >= 0.05
+    assert 0 <= sample.busy_cores <= sample.cores + 0.5  # a tick of slack on a 50 ms window
+
+
+@pytest.mark.parametrize("other, usable, threads, slack, contended", [
+    (1.5, 2, 1, 0.5, False),    # at the limit: 1 free core + 0.5
+    (1.51, 2, 1, 0.5, True),
+    (0.5, 2, 2, 0.5, False),    # no free core: half a core of other load is tolerated
+    (0.51, 2, 2, 0.5, True),
+    (1.0, 2, 2, 0.5, True),     # the busy loop of issue 15 against 2 threads
+    (1.0, 2, 1, 0.5, False),    # the same loop against 1 thread: it has a core of its own
+    (0.0, 2, 3, 0.5, True),     # more threads than usable cores: oversubscribed even with no other load
+])
+def test_contention_rule_at_its_boundary(other, usable, threads, slack, contended):
+    verdict = Contention.of([other, other, other], usable, threads, slack)
+    assert verdict.contended is contended
+    assert (verdict.reason is not None) is contended
+
+
+def test_contention_judges_the_median_sample_and_explains_itself():
+    verdict = Contention.of([0.1, 1.9, 1.8], usable_cores=2, threads=1, slack=0.5)
+    assert verdict.other_busy_cores == pytest.approx(1.8) and verdict.contended is True
+    assert verdict.reason == "other load 1.8 busy cores > 1 free core + 0.5"
+    spike = Contention.of([0.1, 1.9, 0.2], usable_cores=2, threads=1, slack=0.5)
+    assert spike.contended is False and spike.to_json()["other_busy_cores_max"] == pytest.approx(1.9)
+    assert "usable cores - threads + slack (2 - 1 + 0.5)" in verdict.rule
+    again = Contention.from_json(json.loads(json.dumps(verdict.to_json())), slack=1.0)
+    assert again.samples == verdict.samples and again.contended is False  # re-judged at the new slack
+    assert Contention.from_json(None, 0.5).contended is None
+
+
+def test_a_contended_run_is_noisy_with_both_reasons():
+    times = iter([1.0, 1.3])
+    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(times), load=lambda: (1.0, 1.0, 1.0),
+                                   other=lambda: 1.0, threads=lambda: 2, usable_cores=lambda: 2)
+    recorder.start()
+    env = recorder.end()
+    assert env.contended is True and env.noisy is True
+    assert env.noisy_reasons == ["reference drift 30% > 15%", "other load 1.0 busy cores > 0 free cores + 0.5"]
+    columns = env.columns()
+    assert columns["contended"] is True and columns["other_busy_cores"] == 1.0 and columns["contention_slack"] == 0.5
+
+
+def test_a_constant_load_alone_makes_a_quiet_drift_noisy():
+    recorder = EnvironmentRecorder(reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0), other=lambda: 1.0,
+                                   threads=lambda: 2, usable_cores=lambda: 2)
+    recorder.start()
+    env = recorder.end()
+    assert env.drift.noisy is False and env.noisy is True and len(env.noisy_reasons) == 1
+
+
+@pytest.mark.parametrize("value, ok", [(1, True), (None, True), (0, False), (True, False), (1.5, False), ("2", False)])
+def test_threads_are_a_positive_integer_or_null(value, ok):
+    if ok:
+        assert check_threads(value) == value
+    else:
+        with pytest.raises(ParamsError, match="positive integer or null"):
+            check_threads(value)
 
 
 # ---------------------------------------------------------------- interleaving

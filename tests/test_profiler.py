@@ -38,9 +38,14 @@ def quiet_load():
     return (0.5, 0.5, 0.5)
 
 
-def run(spec, root, reference=None, messages=None):
+def no_other_load():
+    return 0.0  # other processes' busy cores: none (the real /proc/stat of a shared test machine is not)
+
+
+def run(spec, root, reference=None, messages=None, other=no_other_load):
     log = messages.append if messages is not None else (lambda m: None)
-    return profile_run(spec, root, progress=False, reference=reference or steady(), load=quiet_load, log=log)
+    return profile_run(spec, root, progress=False, reference=reference or steady(), load=quiet_load, log=log,
+                       other=other)
 
 
 def pair_files(root: Path) -> dict[str, int]:
@@ -200,6 +205,10 @@ def test_environment_sidecar_is_written_beside_the_raw_file(measured, tmp_path):
     assert run_record["load_before"] == [0.5, 0.5, 0.5]
     assert len(run_record["reference_samples_s"]) == PAIRS + len(SPEC.contexts) + 2
     assert env["pairs"] == PAIRS and env["noisy"] is False and env["noisy_pairs"] == []
+    assert env["contended"] is False and env["noisy_reasons"] == [] and env["other_busy_cores"] == [0.0]
+    contention = run_record["contention"]
+    assert len(contention["samples"]) == len(run_record["reference_samples_s"])  # one beside each reference sample
+    assert contention["threads"] == result.raw["threads"][0] and env["threads"] == [result.raw["threads"][0]]
     assert (result.raw["ref_before_s"] > 0).all() and (result.raw["load1_before"] == 0.5).all()
     assert read_environment(tmp_path / "nowhere.parquet") is None
 
@@ -220,6 +229,51 @@ def test_a_drifting_reference_marks_its_pair_and_the_run_noisy(tmp_path):
     loose = run(replace(spec, noisy_drift=0.5), tmp_path, reference=lambda: pytest.fail("re-measured"))
     assert not loose.raw["noisy"].any() and loose.environment["noisy"] is False
     assert loose.raw["seconds"].equals(result.raw["seconds"])
+
+
+def test_other_processes_on_every_usable_core_mark_the_run_contended_and_noisy(tmp_path):
+    import os
+
+    spec = replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1)
+    usable = len(os.sched_getaffinity(0))
+    # every usable core busy: more than the cores left free by any thread count >= 1, plus 0.5
+    result = run(spec, tmp_path, other=lambda: float(usable))
+    env = result.environment
+    assert env["contended"] is True and env["noisy"] is True and env["noisy_pairs"] == []
+    assert len(env["noisy_reasons"]) == 1 and env["noisy_reasons"][0].startswith(f"run {env['runs'][0]['run_id']}: other load")
+    # the drift alone is quiet: the constant load slowed every reference sample alike
+    assert env["runs"][0]["drift"]["noisy"] is False
+    # a larger slack re-judges the recorded samples without measuring again
+    loose = run(replace(spec, contention_slack=float(usable)), tmp_path, reference=lambda: pytest.fail("re-measured"),
+                other=lambda: pytest.fail("re-measured"))
+    assert loose.environment["contended"] is False and loose.environment["noisy"] is False
+    # the fit stage's environment summary carries the verdict, its reasons and its rule
+    from kernels_profile.stages.fit import environment_metrics
+
+    summary = environment_metrics(env)
+    assert summary["contended"] is True and summary["noisy_reasons"] == env["noisy_reasons"]
+    assert summary["other_busy_cores"] == [float(usable)] and "usable cores - threads + slack" in summary["contention_rule"]
+    assert summary["contention_unmeasured"] is None and summary["threads"] == env["threads"]
+
+
+def test_a_run_without_proc_stat_is_not_judged_and_says_so(tmp_path):
+    spec = replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1)
+    env = run(spec, tmp_path, other=lambda: None).environment
+    assert env["contended"] is None and env["noisy"] is False
+    assert "/proc/stat not found" in env["runs"][0]["contention"]["unmeasured"]
+    from kernels_profile.stages.fit import environment_metrics
+
+    assert "/proc/stat not found" in environment_metrics(env)["contention_unmeasured"]
+
+
+def test_bad_threads_and_slack_are_named():
+    from analysis.errors import ParamsError
+
+    with pytest.raises(ParamsError, match="kernels.profile.threads must be a positive integer or null"):
+        replace(SPEC, threads=0).validate()
+    with pytest.raises(ParamsError, match="kernels.profile.contention_slack must be a number of cores >= 0"):
+        replace(SPEC, contention_slack=-1).validate()
+    assert replace(SPEC, threads=None).validate().threads is None
 
 
 def test_a_missing_run_record_is_reported_not_skipped(tmp_path):

@@ -124,3 +124,37 @@ def test_the_block_labels_fsm_validity_as_a_property_of_the_mask():
         valid = f"{constrained['valid']}/{constrained['cases']}"
         sentence = next(s for s in block.split(". ") if valid in s)
         assert "FSM guarantees" in sentence and "not a model result" in sentence
+
+
+def _block_in(tmp_path):
+    import shutil
+
+    from analysis.layout import LATENCY_MODEL, METRICS, TABLES
+    from analysis.readme import results_block
+
+    for folder in (METRICS, TABLES):
+        shutil.copytree(ROOT / folder, tmp_path / folder, dirs_exist_ok=True)
+    (tmp_path / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / LATENCY_MODEL, tmp_path / LATENCY_MODEL)
+    return results_block(tmp_path)
+
+
+def test_the_block_states_the_spread_from_the_busy_benchmark(tmp_path):
+    import json
+
+    from analysis.present import fmt_pct
+    from analysis.readme import BUSY_BENCHMARK
+
+    assert "no quiet-vs-busy benchmark recorded" in _block_in(tmp_path)
+    bench = {"kernel": {"ns": [8, 128, 512], "tolerance": 0.15, "max_abs_change": 0.0734, "passed": True},
+             "e2e": {"tolerance": 0.2, "max_abs_change": 0.2468, "passed": False},
+             "runs": {"quiet": {"root": ".", "kernels": {"threads": [1]}, "e2e": {"threads": 1}},
+                      "busy": {"root": "/tmp/b", "kernels": {"threads": [1]}, "e2e": {"threads": 1}}}}
+    (tmp_path / BUSY_BENCHMARK).parent.mkdir(parents=True, exist_ok=True)
+    (tmp_path / BUSY_BENCHMARK).write_text(json.dumps(bench))
+    block = _block_in(tmp_path)
+    sentence = next(line for line in block.splitlines() if line.startswith("Run-to-run spread"))
+    assert str(BUSY_BENCHMARK) in sentence and "(1 thread)" in sentence
+    assert f"at most {fmt_pct(0.0734)} apart (within the 15% tolerance)" in sentence
+    assert f"at most {fmt_pct(0.2468)} apart (outside 20%)" in sentence
+    assert "no quiet-vs-busy benchmark recorded" not in block

@@ -6,10 +6,12 @@ methods measured and their settings, the order seed, the prefill curve and the c
 atomically and verified on load, so a rerun after any change re-measures exactly what changed and an
 interrupted run loses nothing.
 
-The run environment (machine, load, a reference matmul before the first case and after every case)
-is written beside the measurements (`<stem>.environment.json`); its drift and noisy flag go into the
-metrics. Each row carries the `run_id` of the session that measured it: cases read back from
-checkpoints were measured under an earlier session's environment.
+torch's thread count (`e2e.threads`) is set before anything is measured and is part of every key.
+The run environment (machine, threads, load, other processes' CPU use and a reference matmul before
+the first case and after every case) is written beside the measurements (`<stem>.environment.json`);
+its drift, contention verdict, noisy flag and noisy reasons go into the metrics. Each row carries the
+`run_id` of the session that measured it: cases read back from checkpoints were measured under an
+earlier session's environment.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from kernels_profile.executor import MATCH_POLICIES
 from kernels_profile.machine import (
     EnvironmentRecorder,
     RunEnvironment,
+    check_slack,
+    check_threads,
     check_threshold,
     reference_workload,
 )
@@ -76,6 +80,8 @@ class E2ESettings:
     overhead_levels: tuple[str, ...]
     noisy_drift: float
     reference_budget_s: float
+    threads: int | None               # torch threads while measuring; None: torch's default
+    contention_slack: float           # busy cores beyond the free ones before the run is contended
     hf_pld_models: tuple[str, ...]
     hf_pld_cases: int
     hf_pld_max_new_tokens: int
@@ -145,6 +151,8 @@ def settings(cfg: Config) -> E2ESettings:
         overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
         noisy_drift=check_threshold(number(p, "e2e.noisy_drift")),
         reference_budget_s=number(p, "e2e.reference_budget_s"),
+        threads=check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"),
+        contention_slack=check_slack(get(p, "e2e.contention_slack"), "params: 'e2e.contention_slack'"),
         hf_pld_models=choices(p, "e2e.hf_pld.models", names, nonempty=False),
         hf_pld_cases=positive_int(p, "e2e.hf_pld.cases", minimum=0),
         hf_pld_max_new_tokens=positive_int(p, "e2e.hf_pld.max_new_tokens"),
@@ -223,7 +231,7 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
         "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
         "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
         "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
-        "context": context, "lossless": [run_lossless, s.losslessness_tolerance],
+        "context": context, "lossless": [run_lossless, s.losslessness_tolerance], "threads": s.threads,
     }
 
 
@@ -231,7 +239,7 @@ def cached_curve(loaded, choice: E2EModel, s: E2ESettings, contexts: tuple[int, 
     """The model's latency curve, measured once and checkpointed like a case: its timings are part of
     every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
     key = checkpoint_key({"curve_of": asdict(choice), "grid": s.prefill_grid, "ar_steps": s.ar_steps,
-                          "contexts": list(contexts), "repeats": s.repeats})
+                          "contexts": list(contexts), "repeats": s.repeats, "threads": s.threads})
     path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
     if path.is_file():
         try:
@@ -394,7 +402,13 @@ def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
 
 def environment_metrics(env: RunEnvironment) -> dict:
     """What the report shows of the run environment (the whole record is in the sidecar)."""
-    return {"run_id": env.run_id, "noisy": env.noisy, "reference_drift": env.drift.drift,
+    contention = env.contention.to_json() if env.contention is not None else {}
+    return {"run_id": env.run_id, "noisy": env.noisy, "noisy_reasons": env.noisy_reasons,
+            "contended": env.contended, "other_busy_cores": contention.get("other_busy_cores"),
+            "other_busy_cores_samples": contention.get("samples"), "contention_rule": contention.get("rule"),
+            "contention_unmeasured": contention.get("unmeasured"), "contention_slack": contention.get("slack"),
+            "threads": contention.get("threads", env.machine.get("torch_threads")),
+            "reference_drift": env.drift.drift,
             "noisy_drift": env.drift.threshold, "reference_samples": env.drift.samples,
             "reference_start_s": env.drift.reference_start_s, "reference_end_s": env.drift.reference_end_s,
             "load1_before": env.load_before[0], "load1_after": env.load_after[0],
@@ -407,12 +421,22 @@ def speedup_metrics(summary: pl.DataFrame) -> dict:
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 
+def apply_threads(threads: int | None) -> int:
+    """Set torch's thread count (None: leave torch's default); returns the count in force."""
+    import torch
+
+    if threads is not None:
+        torch.set_num_threads(threads)
+    return int(torch.get_num_threads())
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("e2e"):
+        threads = apply_threads(s.threads)  # before the recorder reads the thread count and before any timing
         table = cases_with_instructions()
         total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)
-        recorder = EnvironmentRecorder(threshold=s.noisy_drift,
+        recorder = EnvironmentRecorder(threshold=s.noisy_drift, contention_slack=s.contention_slack,
                                        reference=lambda: reference_workload(budget_s=s.reference_budget_s))
         recorder.start()
         bar = tqdm(total=total, desc="e2e", unit="case")
@@ -424,7 +448,7 @@ def run(cfg: Config, args=None) -> dict:
         constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
         mask = mask_benchmark(s, table)
         write_parquet(measurements, E2E_MEASUREMENTS)
-        write_json(environment.to_json(), environment_path(E2E_MEASUREMENTS))
+        write_json({**environment.to_json(), "threads": threads}, environment_path(E2E_MEASUREMENTS))
         write_table(summary, TABLES / "e2e_speedup", digits=3)
         methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
                                       for m in s.plan(c.name, corpus).methods()))

@@ -111,13 +111,22 @@ def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str
 
 
 def environment_metrics(sidecar: dict | None) -> dict | str:
-    """What a reader needs to judge the timings: machine, load, reference drift, the NOISY mark."""
+    """What a reader needs to judge the timings: machine, threads, load, reference drift, other
+    processes' CPU use and the contention verdict, the NOISY mark and its reasons. A sidecar from
+    before contention was measured gives None for those (and says so in contention_unmeasured)."""
     if not sidecar:
         return "not recorded"
     runs = [r for r in sidecar.get("runs", []) if "drift" in r]
     machine = sidecar.get("machine") or {}
+    unmeasured = sorted({(r.get("contention") or {}).get("unmeasured") or "not recorded" for r in runs
+                         if not (r.get("contention") or {}).get("measured")})
     return {
         "noisy": sidecar.get("noisy"), "noisy_drift": sidecar.get("noisy_drift"),
+        "noisy_reasons": sidecar.get("noisy_reasons", []), "contended": sidecar.get("contended"),
+        "contention_slack": sidecar.get("contention_slack"), "other_busy_cores": sidecar.get("other_busy_cores"),
+        "contention_rule": next((r["contention"]["rule"] for r in runs if (r.get("contention") or {}).get("measured")), None),
+        "contention_unmeasured": "; ".join(unmeasured) or None,
+        "threads": sidecar.get("threads"),
         "noisy_pairs": len(sidecar.get("noisy_pairs") or []), "pairs": sidecar.get("pairs"),
         "max_pair_drift": sidecar.get("max_pair_drift"), "median_pair_drift": sidecar.get("median_pair_drift"),
         "load1": sidecar.get("load1"),

@@ -64,4 +64,6 @@ def run(cfg: Config, args=None) -> dict:
         sidecar = write_profile(result, out)
     env = result.environment
     return {"rows": result.raw.height, "out": str(out), "environment": str(sidecar), "noisy": env.get("noisy"),
-            "noisy_pairs": env.get("noisy_pairs"), "spec": spec.__dict__}
+            "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
+            "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),
+            "threads": env.get("threads"), "spec": spec.__dict__}

@@ -1023,11 +1023,15 @@ def run_environment_view(model_doc: dict) -> RunEnvironmentView:
             "drift": float(d["drift"]), "status": "NOISY" if run.get("noisy") else "quiet"})
     noisy = bool(env.get("noisy"))
     threshold = env.get("noisy_drift")
-    summary = ((f"NOISY: the reference workload drifted by more than {fmt_pct(threshold, 0)} during "
-                f"{len(env.get('noisy_pairs') or [])} of {env.get('pairs', MISSING)} measured pairs "
-                f"(largest drift {fmt_pct(env.get('max_pair_drift'))}); treat the ratios as indicative.") if noisy else
+    reasons = env.get("noisy_reasons") or []
+    summary = ((f"NOISY ({'; '.join(reasons) or 'reference drift'}): the reference workload drifted by more than "
+                f"{fmt_pct(threshold, 0)} during {len(env.get('noisy_pairs') or [])} of {env.get('pairs', MISSING)} "
+                f"measured pairs (largest drift {fmt_pct(env.get('max_pair_drift'))}), or other processes kept more "
+                "cores busy than the run left free; treat the ratios as indicative.") if noisy else
                (f"Quiet run: the reference workload moved by at most {fmt_pct(env.get('max_pair_drift'))} within a pair "
-                f"(median {fmt_pct(env.get('median_pair_drift'))}), under the {fmt_pct(threshold, 0)} threshold."))
+                f"(median {fmt_pct(env.get('median_pair_drift'))}), under the {fmt_pct(threshold, 0)} threshold"
+                + (f", and other processes kept {fmt_num(max(env['other_busy_cores']))} cores busy at most"
+                   if env.get("other_busy_cores") else "") + "."))
     load = env.get("load1") or {}
     if load:
         summary += f" One-minute load average between {fmt_num(load.get('min'))} and {fmt_num(load.get('max'))}."

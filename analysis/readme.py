@@ -20,10 +20,12 @@ from analysis import present
 from analysis.errors import ParamsError
 from analysis.io import write_text
 from analysis.layout import (
+    BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
+)
+from analysis.layout import (
     LATENCY_MODEL,
     METRICS,
     POOLED,
-    REPORTS,
     TABLES,
     TIMINGS_REPORT,
     framing_filter,
@@ -32,8 +34,7 @@ from analysis.layout import (
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
 METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
-# kernels_profile.busybench's default output (OUT_STEM.json); belongs in analysis.layout beside LATENCY_MODEL
-BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy.json"
+BUSY_BENCHMARK = BUSY_BENCHMARK_STEM.with_suffix(".json")  # kernels_profile.busybench's machine-readable output
 
 
 def _cell(text: str) -> str:
@@ -150,6 +151,19 @@ def _e2e_sentences(root: Path) -> list[str]:
     return out
 
 
+def _pilot_sentence(root: Path) -> str:
+    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilotreport.headline)."""
+    from analysis.pilotreport import headline
+
+    try:
+        m = present.metrics("pilot", root / METRICS)
+    except ParamsError:
+        return "The fine-tuning pilot [pilot] has not been run."
+    figures = "; ".join(f"{what} {value}" for what, value in headline(m))
+    return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}. A pilot of the pipeline on "
+            "a 135M model and a few dozen CPU steps, not a replication of the paper's 1.5B run (see the pilot report).")
+
+
 def _formats_sentences(root: Path) -> list[str]:
     out = []
     try:
@@ -199,6 +213,7 @@ def results_block(root: Path = Path(".")) -> str:
         lines += ["", " ".join(_e2e_sentences(root))]
     except ParamsError:
         lines += ["", "The end-to-end stage [e2e] has not been run."]
+    lines += ["", _pilot_sentence(root)]
     try:
         lines += ["", "Corpora [corpora report]: " + present.real_vs_benchmarks(
             present.table("coverage", root / TABLES), present.bounds_frame(root / TABLES))]

@@ -37,12 +37,12 @@ import polars as pl
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, read_parquet, write_json, write_text
 from analysis.latency import GROUP, speedup_table
-from analysis.layout import E2E_MEASUREMENTS, KERNELS_RAW, REPORTS
+from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile.e2e import BASELINE, cad_method, per_pair_ratios
 from kernels_profile.profiler import environment_path
 
 FORMAT = "copydecode.busybench/1"
-DEFAULT_STEM = REPORTS / "kernels/benchmark_busy"
+DEFAULT_STEM = BUSY_BENCHMARK
 KERNEL_NS = (8, 128, 512)
 KERNEL_TOLERANCE = 0.15   # issue 15: per-pair kernel ratios within 15% of each other
 E2E_TOLERANCE = 0.20      # issue 15: e2e line-program ratios within 20%

@@ -158,3 +158,26 @@ def test_the_block_states_the_spread_from_the_busy_benchmark(tmp_path):
     assert f"at most {fmt_pct(0.0734)} apart (within the 15% tolerance)" in sentence
     assert f"at most {fmt_pct(0.2468)} apart (outside 20%)" in sentence
     assert "no quiet-vs-busy benchmark recorded" not in block
+
+
+def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
+    import json
+
+    from analysis.present import fmt_pct
+    from analysis.readme import results_block
+
+    _block_in(tmp_path)  # copies this repository's metrics and tables; then without the pilot's
+    (tmp_path / "reports/metrics/pilot.json").unlink(missing_ok=True)
+    assert "The fine-tuning pilot [pilot] has not been run." in results_block(tmp_path)
+    summary = {"cases": 33, "exact_match": 4, "em": 4 / 33, "valid": 1.0, "copy_coverage": 0.8, "errors": 0}
+    metrics = {"model": "smollm2-135m", "method": "LoRA rank 8", "before": {**summary, "exact_match": 0},
+               "after_program": {"0": summary, "1": {**summary, "em": 0.25}}, "after_program_em_range": [4 / 33, 0.25],
+               "after_rewrite": {"0": {**summary, "exact_match": 9}}, "humaneval": {},
+               "speed": [{"seed": 0, "subset": "all cases", "cases": 33, "ratio_median": 2.5, "ratio_q25": 1.5,
+                          "ratio_q75": 3.25}]}
+    (tmp_path / "reports/metrics").mkdir(parents=True, exist_ok=True)
+    (tmp_path / "reports/metrics/pilot.json").write_text(json.dumps(metrics))
+    sentence = next(line for line in results_block(tmp_path).splitlines() if line.startswith("Fine-tuning pilot"))
+    assert "held-out EM before fine-tuning 0 / 33" in sentence
+    assert f"{fmt_pct(4 / 33)} to {fmt_pct(0.25)}" in sentence and "rewrite adapter EM (seed 0) 9 / 33" in sentence
+    assert "2.50x (IQR 1.50x to 3.25x)" in sentence

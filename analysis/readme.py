@@ -235,11 +235,13 @@ def _stage_times(root: Path) -> list[str]:
     import json
 
     times = json.loads(path.read_text())
-    cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" for name, record in sorted(times.items())]
+    cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" + (
+        f" ({present.fmt_num(record['from_scratch_s'], 1)} s from scratch)" if "from_scratch_s" in record else "")
+        for name, record in sorted(times.items())]
     total = sum(record["seconds"] for record in times.values())
     return ["", f"Each stage's last run time ({present.fmt_num(total / 60, 1)} minutes in all; a stage resumed from its "
-                "checkpoints counts only what was left to measure; times vary between machines and with load): "
-                + "; ".join(cells) + "."]
+                "checkpoints counts only what was left to measure, and says what a run from scratch took where its "
+                "checkpoints recorded it; times vary between machines and with load): " + "; ".join(cells) + "."]
 
 
 def readme_block(text: str) -> str:

@@ -108,12 +108,14 @@ def _trainable_state(model) -> dict:
 def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkpoint: Path | None = None,
           on_step: Callable[[int, float], None] | None = None) -> list[float]:
     """AdamW on the trainable (LoRA) weights, one sequence per step in a seeded order; returns the
-    loss of every step (resumed steps included)."""
+    loss of every step (resumed steps included). The checkpoint also keeps the training seconds spent
+    so far (`trained_seconds`), so a resumed run can still say what a run from scratch costs."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=s.lr)
     losses: list[float] = []
+    spent = 0.0
     if checkpoint is not None and checkpoint.is_file():
         state = torch.load(checkpoint, weights_only=False)
         named = dict(model.named_parameters())
@@ -122,10 +124,12 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
                 named[k].copy_(v)
         optimizer.load_state_dict(state["optimizer"])
         losses = list(state["losses"])
+        spent = state.get("seconds", float("nan"))  # checkpoints written before the field existed: unknown
     order = list(range(len(sequences)))
     rng = random.Random(s.seed)
     schedule = [rng.choice(order) for _ in range(s.steps)]
     model.train()
+    started = time.perf_counter()
     for step in range(len(losses), s.steps):
         seq = sequences[schedule[step]]
         ids = torch.tensor([seq.ids])
@@ -140,9 +144,19 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
         done = step + 1 == s.steps
         if checkpoint is not None and (done or (step + 1) % s.checkpoint_every == 0):
             _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
-                          "losses": losses}, checkpoint)
+                          "losses": losses, "seconds": spent + time.perf_counter() - started}, checkpoint)
     model.eval()
     return losses
+
+
+def trained_seconds(checkpoint: Path) -> float | None:
+    """Training seconds a finished checkpoint cost from scratch (None when it did not record them)."""
+    import math
+
+    import torch
+
+    seconds = torch.load(checkpoint, weights_only=False).get("seconds")
+    return None if seconds is None or math.isnan(seconds) else float(seconds)
 
 
 def copy_coverage(program_text: str, source: str) -> float:

@@ -183,9 +183,16 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 
     monkeypatch.setattr(stage, "decode_case", refuse)
     monkeypatch.setattr("torch.optim.AdamW.step", refuse)
+    from analysis.layout import TIMINGS
+
+    first = json.loads((TIMINGS / "pilot.json").read_text())
     again = stage.run(config)
     assert pl.read_parquet(PILOT_RECORDS).equals(records)
     assert again["before"] == metrics["before"] and loads == [1, 1]
+    resumed = json.loads((TIMINGS / "pilot.json").read_text())
+    # the resumed run still states what the work cost from scratch: its checkpoints' recorded seconds
+    assert first["from_scratch_s"] > 0 and resumed["from_scratch_s"] >= first["from_scratch_s"] - first["seconds"]
+    assert resumed["from_scratch_s"] > resumed["seconds"] - 30
 
 
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():

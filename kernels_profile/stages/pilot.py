@@ -33,6 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -263,15 +264,17 @@ def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences) -> str:
                    "lora": asdict(s.lora()), "steps": s.steps, "lr": s.lr, "max_tokens": s.max_tokens})
 
 
-def read_cached(path: Path) -> list[dict] | None:
-    """A finished evaluation job's records, or None when absent or unreadable (then it reruns)."""
+def read_job(path: Path) -> dict | None:
+    """A finished evaluation job (records and the seconds it took), or None when absent or unreadable
+    (then it reruns)."""
     if not path.is_file():
         return None
     try:
         payload = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return None
-    return payload.get("records") if isinstance(payload, dict) and payload.get("complete") else None
+    return payload if isinstance(payload, dict) and payload.get("complete") else None
+
 
 
 # ---------------------------------------------------------------- budgets
@@ -300,6 +303,7 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         adapter_state,
         reset_adapter,
         train,
+        trained_seconds,
         training_sequences,
     )
 
@@ -308,7 +312,7 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
     for mode in {m for m, _ in plan}:
         sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
         kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
-    states, losses = {}, []
+    states, losses, seconds = {}, [], []
     bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
     for mode, seed in plan:
         key = adapter_key(s, loaded.lm, mode, seed, sequences[mode])
@@ -320,14 +324,16 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}")
 
+        checkpoint = PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt"
         curve = train(loaded.peft, sequences[mode],
                       TrainSettings(steps=s.steps, lr=s.lr, seed=seed, max_tokens=s.max_tokens,
-                                    checkpoint_every=s.checkpoint_every),
-                      PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt", on_step=on_step)
+                                    checkpoint_every=s.checkpoint_every), checkpoint, on_step=on_step)
+        seconds.append(trained_seconds(checkpoint))
         bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
         states[(mode, seed)] = (key, adapter_state(loaded.peft))
         losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(curve)]
     bar.close()
+    kept["train_seconds"] = None if None in seconds else sum(seconds)
     return states, pl.DataFrame(losses, schema={"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64,
                                                  "loss": pl.Float64}), kept
 
@@ -340,9 +346,11 @@ def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: d
     return rewrite_record(loaded.lm, loaded.tok, case, budget)
 
 
-def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], states: dict, bar) -> list[dict]:
+def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], states: dict,
+            bar) -> tuple[list[dict], float | None]:
     """One evaluation job: `job` names phase, seed and modes (one adapter each, or the base model);
-    with two modes, each case runs both back to back in a seeded order. Cached by its key."""
+    with two modes, each case runs both back to back in a seeded order. Cached by its key. Returns the
+    records and the seconds the job took when it ran (None if its cache did not record them)."""
     from kernels_profile.pilot import load_adapter_state
 
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
@@ -351,10 +359,11 @@ def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], 
                   "order_seed": s.order_seed,
                   "cases": [[c.case_id, c.source, c.target, c.instruction, budgets[c.case_id]] for c in cases]})
     path = PILOT_CHECKPOINTS / f"eval-{job['phase']}-{job['split']}-seed{job['seed']}-{key}.json"
-    cached = read_cached(path)
+    cached = read_job(path)
     if cached is not None:
         bar.update(len(cases) * len(job["modes"]))
-        return cached
+        return cached["records"], cached.get("seconds")
+    started = time.perf_counter()
     rng = random.Random(f"{s.order_seed}/{job['seed']}/{job['split']}")
     masks: dict = {}
     records = []
@@ -371,8 +380,9 @@ def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], 
             records.append({**record, "phase": job["phase"], "seed": job["seed"], "split": job["split"],
                             "kind": case.kind, "position": position, "paired": len(order) > 1})
             bar.update(1)
-    write_json({"complete": True, "job": job, "records": records}, path)
-    return records
+    seconds = time.perf_counter() - started
+    write_json({"complete": True, "job": job, "records": records, "seconds": seconds}, path)
+    return records, seconds
 
 
 def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
@@ -422,17 +432,23 @@ def run(cfg: Config, args=None) -> dict:
     cases = build_pilot_cases(s.data, s.probeedit)
     train_cases, heldout = with_split(cases, "train"), [eval_case(c) for c in with_split(cases, HELDOUT)]
     humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
-    with timed("pilot" if s.preset is None else f"pilot-{s.preset}"):
+    with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
+        started = time.perf_counter()
         loaded = load_models(s)
+        setup = time.perf_counter() - started
         states, losses, kept = train_adapters(s, loaded, train_cases)
         jobs = evaluation_jobs(s, len(humaneval))
         total = sum(len(humaneval if j["split"] != HELDOUT else heldout) * len(j["modes"]) for j in jobs)
         bar = progress(None, "pilot: decoding", total=total, unit="decode")
-        records = []
+        records, spent = [], [setup, kept.pop("train_seconds")]
         for job in jobs:
             bar.set_description(f"pilot: {job['phase']} {'+'.join(job['modes'])} seed {job['seed']} {job['split']}")
-            records += run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar)
+            done, seconds = run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar)
+            records += done
+            spent.append(seconds)
         bar.close()
+        if None not in spent:  # what this run would take with no checkpoint to resume from
+            timing["from_scratch_s"] = round(sum(spent), 3)
     frame = records_frame(records)
     out_dir = PILOT_DIR if s.preset is None else PILOT_DIR / s.preset
     write_parquet(frame, out_dir / PILOT_RECORDS.name)

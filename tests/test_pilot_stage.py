@@ -26,7 +26,16 @@ def test_defaults_validate_and_a_preset_overlays_them():
     assert s.model == "smollm2-135m" and s.seeds == (0, 1, 2) and s.data.n_heldout == 33
     gpu = stage.settings(cfg(), type("A", (), {"preset": "pilot-gpu"})())
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
-    assert gpu.data.n_train == 1000 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
+    assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
+
+
+@pytest.mark.parametrize("preset", [None, "pilot-gpu"])
+def test_the_default_and_preset_data_can_be_drawn(preset):
+    from analysis.pilotdata import build_pilot_cases, with_split
+
+    s = stage.settings(cfg(), type("A", (), {"preset": preset})())
+    cases = build_pilot_cases(s.data, s.probeedit)
+    assert len(with_split(cases, "train")) == s.data.n_train and len(with_split(cases, "heldout")) == 33
 
 
 @pytest.mark.parametrize("dotted, value, message", [

@@ -60,7 +60,7 @@ def _kernel_setup(root: Path) -> str:
     setups = sorted({f"{f['model']} {f['dtype']} {f['device']}" for f in lm.get("models", lm.get("fits", []))})
     machines = sorted({str(e.get("device_name")) for e in env if e.get("device_name")})
     return (f"Kernel timings: {', '.join(setups)}" + (f" on {', '.join(machines)}" if machines else "")
-            + (f", {'/'.join(threads)} threads" if threads else "")
+            + (f", {'/'.join(threads)} thread{'' if threads == ['1'] else 's'}" if threads else "")
             + (f", torch {', '.join(torch)}" if torch else "") + ".")
 
 
@@ -143,12 +143,31 @@ def _e2e_sentences(root: Path) -> list[str]:
         out.append(f"Grammar-constrained generation with a model untrained for the format: {c['valid']}/{c['cases']} "
                    "programs are valid, which the FSM guarantees by construction (a property of the mask, not a model "
                    f"result); the model's result is {c['exact_match']}/{c['cases']} exact match.")
-    mask = m.get("mask_cost_qwen")
+    mask = _mask_sentence(root)
     if mask:
-        out.append(f"FSM mask on a {mask['vocab_size']:,}-token vocabulary: {_fmt_us(mask['cold']['median_us'])} median "
-                   f"to compute a state's mask the first time, {_fmt_us(mask['warm']['median_us'])} to fetch it cached, "
-                   f"{_fmt_us(mask['apply']['median_us'])} to apply it to a logits row.")
+        out.append(mask)
     return out
+
+
+def _mask_sentence(root: Path) -> str:
+    """The decoder's per-step mask cost beside llguidance, from the decode stage's benchmark table."""
+    try:
+        table = present.table("mask_benchmark", root / TABLES)
+    except ParamsError:
+        return ""
+    parts = []
+    for vocab in table["vocabulary"].unique(maintain_order=True).to_list():
+        rows = {r["side"]: r for r in table.filter(pl.col("vocabulary") == vocab).iter_rows(named=True)}
+        ours, theirs = rows.get("ours"), rows.get("llguidance (full)")
+        if ours is None or theirs is None:
+            continue
+        parts.append(f"{vocab} vocabulary: ours {_fmt_us(ours['cold_p50_us'])} (p99 {_fmt_us(ours['cold_p99_us'])}) "
+                     f"vs llguidance {_fmt_us(theirs['cold_p50_us'])} (p99 {_fmt_us(theirs['cold_p99_us'])}) per step, "
+                     f"applying a cached mask to a logits row {_fmt_us(ours['apply_p50_us'])}")
+    if not parts:
+        return ""
+    return ("FSM mask per decoding step [decode], first visit of each state, p50, beside llguidance on the same grammar: "
+            + "; ".join(parts) + " (`reports/tables/mask_benchmark.md`).")
 
 
 def _pilot_sentence(root: Path) -> str:

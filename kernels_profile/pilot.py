@@ -13,15 +13,14 @@ caller's hash of everything that determines the run; a rerun with the same key r
 
 from __future__ import annotations
 
-import os
 import random
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import ParamsError
+from analysis.io import write_with
 from analysis.program import Copy, parse
 from analysis.resolver import resolve
 from kernels_profile.decoder import DecodeError, MaskTable, decode, decode_rewrite
@@ -90,15 +89,7 @@ def add_lora(lm, settings: LoraSettings, seed: int):
 def _save_atomic(state: dict, path: Path) -> None:
     import torch
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".pt", dir=path.parent)
-    os.close(fd)
-    try:
-        torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_with(lambda tmp: torch.save(state, tmp), path)
 
 
 def _trainable_state(model) -> dict:
@@ -250,13 +241,3 @@ def evaluate_program(lm, tok: ModelTokenizer, cases, budget: int, template: Prom
     """`program_record` over cases with one budget."""
     masks: dict[int, MaskTable] = {}
     return [program_record(lm, tok, case, budget, masks, template) for case in cases]
-
-
-def evaluate_rewrite(lm, tok: ModelTokenizer, cases, budget: int) -> list[dict]:
-    return [rewrite_record(lm, tok, case, budget) for case in cases]
-
-
-def timed_call(fn, *args, **kwargs):
-    started = time.perf_counter()
-    out = fn(*args, **kwargs)
-    return out, time.perf_counter() - started

@@ -59,6 +59,7 @@ from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, wi
 from analysis.probeedit import EDIT_KINDS, ProbeEditParams
 from analysis.stages.common import progress, timed
 from analysis.stages.corpora import probeedit_params
+from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
 
 GROUP = "pilot"
@@ -180,9 +181,7 @@ def settings(cfg: Config, args=None) -> PilotSettings:
     if weights == "random":
         raise ParamsError(f"params: '{GROUP}.weights' is 'random': fine-tuning random weights measures nothing; "
                           "name real weights (gguf for smollm2-135m, or a local folder / hub id)")
-    threads = g.get("threads")
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ParamsError(f"params: '{GROUP}.threads' must be a positive integer or null, got {threads!r}")
+    threads = check_threads(g.get("threads"), f"params: '{GROUP}.threads'")
     lora = {"lora": g.get("lora")}
     if not isinstance(lora["lora"], dict):
         raise ParamsError(f"params: '{GROUP}.lora' must be a mapping, got {lora['lora']!r}")
@@ -274,7 +273,6 @@ def read_job(path: Path) -> dict | None:
     except (OSError, json.JSONDecodeError):
         return None
     return payload if isinstance(payload, dict) and payload.get("complete") else None
-
 
 
 # ---------------------------------------------------------------- budgets

@@ -567,13 +567,14 @@ def _bounds_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
     pool_rule = c.get("pooling", "ratio_of_sums")
     paper_cases = sum(ours[name]["n_cases"] for name, _ in compared)
     extra = sorted(set(ours) - {name for name, _ in compared})
+    paper_pools = _paper_pool(tables, "paper")
     notes = []
     if POOLED in c and pool_rule in pooled:
         if pooled[pool_rule]["n_cases"] == paper_cases and not extra:
             if not inside(pooled[pool_rule], c[POOLED]):
                 off.append(f"pooled {fmt_x(pooled[pool_rule]['bound'])} ({pool_rule.replace('_', ' ')}) vs {fmt_x(c[POOLED])}")
         else:
-            paper_pool = _paper_pool(tables, "paper").get(pool_rule)
+            paper_pool = paper_pools.get(pool_rule)
             if paper_pool is not None and paper_pool["n_cases"] == paper_cases:
                 if not inside(paper_pool, c[POOLED]):
                     off.append(f"pooled over the paper's corpora {fmt_x(paper_pool['bound'])} "
@@ -584,7 +585,6 @@ def _bounds_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
                 notes.append(f"pooled not compared: this suite's pool also holds {', '.join(extra)} "
                              f"({fmt_int(pooled[pool_rule]['n_cases'])} cases against the paper corpora's "
                              f"{fmt_int(paper_cases)})")
-    paper_pools = _paper_pool(tables, "paper")
     fitted = _line_ideal(bounds, "fit", c.get("fit_baseline", "eager"))
     fit_text = ""
     if fitted.height:

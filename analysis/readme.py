@@ -257,8 +257,9 @@ def _stage_times(root: Path) -> list[str]:
     cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" + (
         f" ({present.fmt_num(record['from_scratch_s'], 1)} s from scratch)" if "from_scratch_s" in record else "")
         for name, record in sorted(times.items())]
-    total = sum(record["seconds"] for record in times.values())
-    return ["", f"Each stage's last run time ({present.fmt_num(total / 60, 1)} minutes in all; a stage resumed from its "
+    # a resumed stage counts what a run from scratch took, so the total is the from-scratch cost
+    total = sum(record.get("from_scratch_s", record["seconds"]) for record in times.values())
+    return ["", f"Each stage's last run time ({present.fmt_num(total / 60, 1)} minutes in all from scratch; a stage resumed from its "
                 "checkpoints counts only what was left to measure, and says what a run from scratch took where its "
                 "checkpoints recorded it; times vary between machines and with load): " + "; ".join(cells) + "."]
 

@@ -242,9 +242,12 @@ class CacheBench:
         from transformers import StaticCache
 
         if self._static is None:
-            self._static = StaticCache(config=self.lm.config, max_cache_len=self.context + self.n_max)
-            if self.context:
-                with torch.inference_mode():
+            # Built inside inference_mode, as on CUDA, where StaticLayer moves its position counter to
+            # the device inside the first (inference-mode) forward and so makes it an inference tensor;
+            # on CPU that move is a no-op, so without this the CPU tests would miss the GPU's failure.
+            with torch.inference_mode():
+                self._static = StaticCache(config=self.lm.config, max_cache_len=self.context + self.n_max)
+                if self.context:
                     self.lm.model(input_ids=self.context_ids, use_cache=True, logits_to_keep=1,
                                   **{self.kw: self._static})
         rewind_static(self._static, self.context)
@@ -303,12 +306,20 @@ class CacheBench:
 
 def rewind_static(cache, length: int) -> None:
     """Move a StaticCache's write position back to `length`, in place (its tensors keep their
-    addresses, which CUDA graphs need); slots past it are overwritten next and masked until then."""
-    for layer in cache.layers:
-        if getattr(layer, "is_initialized", False):
-            layer.cumulative_length.fill_(length)
-            if hasattr(layer, "cumulative_length_int"):
-                layer.cumulative_length_int = length
+    addresses, which CUDA graphs need); slots past it are overwritten next and masked until then.
+
+    The position counters were created by forwards under `torch.inference_mode()`, so they are
+    inference tensors, which torch lets no one update in place outside inference mode (on CUDA the
+    profiler failed here with "Inplace update to inference tensor outside InferenceMode"); the
+    update therefore runs inside it, wherever the caller is."""
+    import torch
+
+    with torch.inference_mode():
+        for layer in cache.layers:
+            if getattr(layer, "is_initialized", False):
+                layer.cumulative_length.fill_(length)
+                if hasattr(layer, "cumulative_length_int"):
+                    layer.cumulative_length_int = length
 
 
 

@@ -82,9 +82,13 @@ FORMULAS = {
 
 # ---------------------------------------------------------------- summaries (moved from kernels_profile)
 
+PREFILL_KINDS = ("eager", "compiled")  # a prefill row's `baseline`: dynamic cache, or static shapes through torch.compile
+
+
 def summarize(raw: pl.DataFrame) -> pl.DataFrame:
-    """Median, quartiles and IQR over repeats for every (model, ..., method, baseline, c, N)."""
-    keys = GROUP + ["method", "baseline", "context", "n"]
+    """Median, quartiles and IQR over repeats for every (model, ..., method, baseline, c, N) and, in
+    paired raw files, the AR loop a prefill grid was paired with (`pair_baseline`)."""
+    keys = GROUP + ["method", "baseline"] + (["pair_baseline"] if "pair_baseline" in raw.columns else []) + ["context", "n"]
     return (
         raw.group_by(keys)
         .agg(
@@ -99,7 +103,8 @@ def summarize(raw: pl.DataFrame) -> pl.DataFrame:
 
 
 def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
-    """One row per AR timing with the prefill timing of its own pair: t_ar, t_prefill, ratio.
+    """One row per AR timing and prefill kind, with the prefill timing of its own pair: t_ar,
+    t_prefill, ratio, and `prefill` (the prefill kind: the prefill rows' `baseline`).
 
     Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
     every baseline; they pair on the repeat alone, as before."""
@@ -107,22 +112,23 @@ def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
     ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
     prefill = raw.filter(pl.col("method") == "prefill")
     if "pair_baseline" in raw.columns:
-        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), "repeat",
-                                         pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["baseline", "repeat"], "1:1"
+        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), pl.col("baseline").alias("prefill"),
+                                         "repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["baseline", "repeat"], "1:m"
     else:
-        prefill = prefill.select(keys + ["repeat", pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["repeat"], "m:1"
+        prefill = prefill.select(keys + [pl.col("baseline").alias("prefill"), "repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["repeat"], "m:m"
     return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
-        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "repeat"])
+        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "prefill", "repeat"])
 
 
 def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
-    """One row per (model, dtype, device, c, N, AR baseline), plus which baseline is strongest."""
+    """One row per (model, dtype, device, c, N, AR baseline, prefill kind), plus which AR baseline is
+    strongest (fastest T_ar) and whether the row pairs it with the fastest prefill kind."""
     keys = GROUP + ["context", "n"]
     paired = paired_kernel_ratios(raw)
     table = (
-        paired.group_by(keys + ["baseline"])
+        paired.group_by(keys + ["baseline", "prefill"])
         .agg(
             t_ar=pl.col("t_ar").median(), t_prefill=pl.col("t_prefill").median(),
             speedup=pl.col("ratio").median(),
@@ -130,19 +136,22 @@ def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
             speedup_q75=pl.col("ratio").quantile(0.75, interpolation="linear"),
             repeats=pl.len(),
         )
-        .sort(keys + ["baseline"])
+        .sort(keys + ["baseline", "prefill"])
     )
-    eager = table.filter(pl.col("baseline") == "eager").select(keys + [pl.col("t_ar").alias("t_ar_eager")])
+    eager = (table.filter(pl.col("baseline") == "eager").group_by(keys).agg(pl.col("t_ar").first().alias("t_ar_eager")))
     best = table.sort("t_ar").group_by(keys, maintain_order=True).first().select(keys + [pl.col("baseline").alias("strongest")])
+    fastest = (table.sort("t_prefill").group_by(keys + ["baseline"], maintain_order=True).first()
+               .select(keys + ["baseline", pl.col("prefill").alias("fastest_prefill")]))
     return (
         table.join(best, on=keys, how="left")
         .join(eager, on=keys, how="left")
+        .join(fastest, on=keys + ["baseline"], how="left")
         .with_columns(
-            is_strongest=pl.col("baseline") == pl.col("strongest"),
+            is_strongest=(pl.col("baseline") == pl.col("strongest")) & (pl.col("prefill") == pl.col("fastest_prefill")),
             overhead_share=1 - pl.col("t_ar") / pl.col("t_ar_eager"),
         )
-        .drop("t_ar_eager")
-        .sort(keys + ["baseline"])
+        .drop("t_ar_eager", "fastest_prefill")
+        .sort(keys + ["baseline", "prefill"])
     )
 
 
@@ -160,6 +169,10 @@ class Evaluation:
         return int(self.extrapolated.sum())
 
 
+FIT_SOURCE = "fit"          # this run's own profile (kernels.fit.raw entries without another source)
+PAPER_SOURCE = "paper"      # the abstract's curve; not a fit
+
+
 @dataclass(frozen=True)
 class ModelKey:
     model: str
@@ -167,9 +180,25 @@ class ModelKey:
     dtype: str
     device: str
     baseline: str
+    source: str = FIT_SOURCE  # which raw measurement it was fitted from (kernels.fit.raw `source`)
+    prefill: str = "eager"    # the prefill kind its T_prefill was measured with (PREFILL_KINDS)
 
     def label(self) -> str:
-        return f"{self.model}/{self.weights}/{self.dtype}/{self.device}/{self.baseline}"
+        prefix = "" if self.source == FIT_SOURCE else f"{self.source}:"
+        suffix = "" if self.prefill == "eager" else f"/{self.prefill}_prefill"
+        return f"{prefix}{self.model}/{self.weights}/{self.dtype}/{self.device}/{self.baseline}{suffix}"
+
+    @property
+    def kernel_source(self) -> str:
+        """The name the bounds, optimal and claims use: `fit` for this run's profile, else
+        `<source>/<model>/<AR loop>[/<prefill kind>_prefill]` (e.g. `h200/qwen2.5-1.5b/static_compiled`)."""
+        return kernel_source_name(self.source, self.model, self.baseline, self.prefill)
+
+
+def kernel_source_name(source: str, model: str, baseline: str, prefill: str = "eager") -> str:
+    if source == FIT_SOURCE:
+        return FIT_SOURCE
+    return f"{source}/{model}/{baseline}" + ("" if prefill == "eager" else f"/{prefill}_prefill")
 
 
 PAPER_KEY = ModelKey("paper", "paper", "paper", "paper", "paper")
@@ -394,6 +423,8 @@ class LatencyModel:
     def to_record(self) -> dict:
         return {
             **{k: getattr(self.key, k) for k in KEY_FIELDS},
+            **({} if self.key.source == FIT_SOURCE else {"source": self.key.source}),
+            **({} if self.key.prefill == "eager" else {"prefill_kind": self.key.prefill}),
             "form": self.form,
             "n_range": list(self.ns),
             "contexts": None if self.contexts is None else list(self.contexts),
@@ -410,7 +441,8 @@ class LatencyModel:
             raise ParamsError(f"latency model record lacks {missing}")
         contexts = record["contexts"]
         return cls(
-            key=ModelKey(*(record[k] for k in KEY_FIELDS)), form=record["form"],
+            key=ModelKey(*(record[k] for k in KEY_FIELDS), source=record.get("source", FIT_SOURCE),
+                         prefill=record.get("prefill_kind", "eager")), form=record["form"],
             ar=curve_from_record(record["ar"]), prefill=curve_from_record(record["prefill"]),
             ns=tuple(record["n_range"]), contexts=None if contexts is None else tuple(contexts),
             repeats=tuple((curve_from_record(r["ar"]), curve_from_record(r["prefill"])) for r in record.get("repeats", [])),
@@ -598,29 +630,50 @@ def fit_points(ar_points: pl.DataFrame, prefill_points: pl.DataFrame, key: Model
     )
 
 
-def _repeat_points(raw: pl.DataFrame, group_filter: pl.Expr, baseline: str) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+def _prefill_rows(summary: pl.DataFrame, baseline: str, prefill: str) -> pl.DataFrame:
+    """The prefill points of one prefill kind, from the grids paired with AR loop `baseline` (files
+    from before pairs share one grid among every loop)."""
+    rows = summary.filter((pl.col("method") == "prefill") & (pl.col("baseline") == prefill))
+    return rows.filter(pl.col("pair_baseline") == baseline) if "pair_baseline" in summary.columns else rows
+
+
+def _ar_rows(summary: pl.DataFrame, baseline: str) -> pl.DataFrame:
+    return summary.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline))
+
+
+def _combinations(group: pl.DataFrame) -> list[tuple[str, str]]:
+    """(AR loop, prefill kind) of every latency model a group's timings support."""
+    kinds = sorted(set(group.filter(pl.col("method") == "prefill")["baseline"]))
+    return [(baseline, kind) for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"]))
+            for kind in kinds if _prefill_rows(group, baseline, kind).height]
+
+
+def _repeat_points(raw: pl.DataFrame, group_filter: pl.Expr, baseline: str, prefill: str
+                   ) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
+    """Each kernel repeat's own AR and prefill points (repeats that measured both)."""
     if "repeat" not in raw.columns:
         return []
     out = []
     for repeat in sorted(set(raw["repeat"].to_list())):
         summary = summarize(raw.filter(group_filter & (pl.col("repeat") == repeat)))
-        out.append((summary.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline)),
-                    summary.filter(pl.col("method") == "prefill")))
+        ar, pre = _ar_rows(summary, baseline), _prefill_rows(summary, baseline, prefill)
+        if ar.height and pre.height:
+            out.append((ar, pre))
     return out
 
 
 def fit_latency(raw: pl.DataFrame, options: FitOptions) -> list[LatencyModel]:
-    """One model per (model, weights, dtype, device, AR baseline); the prefill curve is shared."""
+    """One model per (model, weights, dtype, device, AR baseline, prefill kind), each from the prefill
+    grids paired with its AR loop."""
     options = options.validate()
     summary = summarize(raw)
     models = []
     for key, group in summary.group_by(GROUP, maintain_order=True):
-        prefill_points = group.filter(pl.col("method") == "prefill")
         in_group = pl.all_horizontal([pl.col(k) == v for k, v in zip(GROUP, key)])
-        for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"])):
-            ar_points = group.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline))
-            models.append(fit_points(ar_points, prefill_points, ModelKey(*key, baseline), options,
-                                     _repeat_points(raw, in_group, baseline)))
+        for baseline, prefill in _combinations(group):
+            models.append(fit_points(_ar_rows(group, baseline), _prefill_rows(group, baseline, prefill),
+                                     ModelKey(*key, baseline, prefill=prefill), options,
+                                     _repeat_points(raw, in_group, baseline, prefill)))
     return models
 
 
@@ -629,16 +682,17 @@ def holdout_table(summary: pl.DataFrame, holdout_ns: Sequence[int], forms: Seque
     """Worst hold-out relative error per (key, form, curve), from a `summarize` table."""
     rows = []
     for key, group in summary.group_by(GROUP, maintain_order=True):
-        prefill = Points.of(group.filter(pl.col("method") == "prefill"))
-        for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"])):
-            ar = Points.of(group.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline)))
+        for baseline, prefill_kind in _combinations(group):
+            ar, prefill = Points.of(_ar_rows(group, baseline)), Points.of(_prefill_rows(group, baseline, prefill_kind))
             for form in forms:
                 options = FitOptions(form, tuple(holdout_ns), one_context)
                 for which, p in (("ar", ar), ("prefill", prefill)):
-                    rows.append({**dict(zip(GROUP, key)), "baseline": baseline, "form": form, "curve": which,
+                    rows.append({**dict(zip(GROUP, key)), "baseline": baseline,
+                                 **({} if prefill_kind == "eager" else {"prefill": prefill_kind}),
+                                 "form": form, "curve": which,
                                  "holdout_ns": ",".join(map(str, holdout_ns)),
                                  "holdout_max_rel_error": holdout_error(p, which, options)})
-    return pl.DataFrame(rows)
+    return pl.DataFrame(rows, infer_schema_length=None)
 
 
 # ---------------------------------------------------------------- documents
@@ -674,10 +728,10 @@ def from_document(document: dict) -> list[LatencyModel]:
 
 
 def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device: str, baseline: str,
-                 form: str | None = None) -> LatencyModel:
+                 form: str | None = None, source: str = FIT_SOURCE, prefill: str = "eager") -> LatencyModel:
     """The model for this key (and form, when the document holds several forms per key)."""
     matches = [m for m in models if (m.key.model, m.key.dtype, m.key.device, m.key.baseline) == (model, dtype, device, baseline)
-               and (form is None or m.form == form)]
+               and m.key.source == source and m.key.prefill == prefill and (form is None or m.form == form)]
     if len(matches) == 1:
         return matches[0]
     have = sorted(f"{m.key.model}/{m.key.dtype}/{m.key.device}/{m.key.baseline} ({m.form})" for m in models)
@@ -685,3 +739,165 @@ def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device:
         raise ParamsError(f"no latency model for {model}/{dtype}/{device}/{baseline}"
                           f"{'' if form is None else f' of form {form}'}; have: {have}")
     raise ParamsError(f"several latency models for {model}/{dtype}/{device}/{baseline}; name the form; have: {have}")
+
+
+def frozen_kernel_sources(models: Sequence[LatencyModel]) -> list[str]:
+    """The names of every measured kernel source other than this run's fit, in document order."""
+    names = [m.key.kernel_source for m in models if m.key.source != FIT_SOURCE]
+    return list(dict.fromkeys(names))
+
+
+def select_kernel_source(models: Sequence[LatencyModel], name: str, form: str) -> LatencyModel:
+    """The model a frozen kernel source name (`<source>/<model>/<AR loop>`) stands for, in `form`."""
+    matches = [m for m in models if m.key.source != FIT_SOURCE and m.key.kernel_source == name and m.form == form]
+    if len(matches) == 1:
+        return matches[0]
+    known = frozen_kernel_sources(models)
+    if not matches:
+        raise ParamsError(f"kernel source {name!r} is not in the fitted latency model (form {form}); measured sources: "
+                          f"{', '.join(known) or 'none besides fit'} (add its raw file to kernels.fit.raw)")
+    raise ParamsError(f"kernel source {name!r} matches {len(matches)} fitted models (several dtypes or devices under "
+                      f"one source name); give each raw file its own source in kernels.fit.raw")
+
+
+# ---------------------------------------------------------------- the roofline: physical floors and the ceiling ratio
+
+BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
+DEVICES_FILE = "devices.json"
+
+
+def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
+    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
+
+    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
+    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
+    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). When both run
+    at their floors the ratio is N while prefill stays memory-bound and saturates at the machine's
+    ridge point times bytes_per_param / 2 beyond it. A loop slower than its floor (host overhead, an
+    eager decode step) can measure a larger ratio than this: the ceiling holds for floor-bound kernels."""
+    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
+        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
+                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
+    ridge = gflops / stream_gbps  # FLOP per byte
+    return min(float(n), ridge * bytes_per_param / 2)
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One device's two ceilings, and where the figures come from (a datasheet or a measurement)."""
+
+    device: str
+    bandwidth_gbps: float
+    gflops: float
+    source: str
+
+
+@dataclass(frozen=True)
+class WeightCount:
+    """Parameters of a dense decoder, and those a decode step must read (the embedding table is read
+    one row per token unless it is tied to the output head)."""
+
+    total: int
+    read_per_step: int
+
+
+def decoder_weights(config: dict) -> WeightCount:
+    """Weight count of a Qwen2/Llama-style decoder from its published config (q/k/v biases when
+    `model_type` is qwen2; norms included; rotary and buffers are not weights)."""
+    try:
+        h, inter, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+        heads, vocab = config["num_attention_heads"], config["vocab_size"]
+        kv_heads = config.get("num_key_value_heads", heads)
+    except KeyError as exc:
+        raise ParamsError(f"model config lacks {exc.args[0]!r}; cannot count its weights") from exc
+    head_dim = config.get("head_dim") or h // heads
+    q, kv = heads * head_dim, kv_heads * head_dim
+    bias = (q + 2 * kv) if config.get("model_type") == "qwen2" else 0
+    per_layer = h * q + 2 * h * kv + q * h + bias + 3 * h * inter + 2 * h
+    embed = vocab * h
+    tied = bool(config.get("tie_word_embeddings", False))
+    total = layers * per_layer + h + embed + (0 if tied else embed)
+    return WeightCount(total, total - (0 if tied else embed))
+
+
+def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> float:
+    """The fastest a decode step can be: every weight read once at the device's bandwidth."""
+    return weights.read_per_step * bytes_per_param / (roof.bandwidth_gbps * 1e9)
+
+
+def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float):
+    """The fastest a prefill of N tokens can be: the weights read once, or 2 FLOPs per weight per
+    token at peak throughput, whichever is slower (attention over the cache is left out: at 2,048
+    cached tokens it is under 1% of the weights' bytes for these models)."""
+    n = np.asarray(n, dtype=float)
+    return np.maximum(step_floor_s(weights, roof, bytes_per_param), 2.0 * weights.total * n / (roof.gflops * 1e9))
+
+
+def device_roofs(document: dict) -> list[tuple[str, Roof]]:
+    """(substring of the device name, Roof) for every datasheet entry of analysis/data/devices.json."""
+    roofs = []
+    for name, entry in document.items():
+        if name.startswith("_"):
+            continue
+        try:
+            roofs.append((entry["match"], Roof(name, float(entry["hbm_gbps"]), float(entry["bf16_tflops"]) * 1000,
+                                               f"datasheet: {entry['source']}")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParamsError(f"{DEVICES_FILE}: entry {name!r} lacks match/hbm_gbps/bf16_tflops/source ({exc})") from exc
+    return roofs
+
+
+def device_roof(device_name: str, document: dict) -> Roof | None:
+    """The datasheet roof of a GPU by its torch device name; None when the file does not know it."""
+    return next((roof for match, roof in device_roofs(document) if match in device_name), None)
+
+
+def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roofs: dict[str, Roof]) -> pl.DataFrame:
+    """Each measured (kernel source, context, N) beside its physical floors: the ceiling ratio when
+    both kernels run at their floors, and the share of each floor the measurement reached
+    (floor / measured: 1 means at the floor). `roofs` maps kernel_source -> Roof; sources without a
+    roof or a weight count are left out (the caller says so)."""
+    rows = []
+    for r in speedups.iter_rows(named=True):
+        roof, count = roofs.get(r["kernel_source"]), weights.get(r["model"])
+        if roof is None or count is None or r["dtype"] not in BYTES_PER_PARAM:
+            continue
+        bpp = BYTES_PER_PARAM[r["dtype"]]
+        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp))
+        rows.append({
+            "kernel_source": r["kernel_source"], "model": r["model"], "dtype": r["dtype"], "device": r["device"],
+            "roof": roof.device, "roof_source": roof.source, "baseline": r["baseline"], "context": r["context"],
+            "n": r["n"], "speedup": r["speedup"], "ceiling": r["n"] * step / pre,
+            "ar_step_ms": r["t_ar"] / r["n"] * 1000, "step_floor_ms": step * 1000,
+            "ar_share_of_floor": r["n"] * step / r["t_ar"],
+            "prefill_ms": r["t_prefill"] * 1000, "prefill_floor_ms": pre * 1000,
+            "prefill_share_of_floor": pre / r["t_prefill"],
+        })
+    return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+# ---------------------------------------------------------------- AR runs step by step
+
+def ar_step_segments(raw: pl.DataFrame) -> pl.DataFrame:
+    """Mean milliseconds per decode step between consecutive profiled N of each AR run (ar_mode
+    prefix: T_ar(N) is the cumulative time of one run), so a run that slows part-way shows where."""
+    keys = [c for c in ("source", "model", "dtype", "device", "baseline", "context", "repeat") if c in raw.columns]
+    ar = raw.filter(pl.col("method") == "ar").sort(keys + ["n"])
+    prev_n = pl.col("n").shift(1, fill_value=0).over(keys)
+    prev_s = pl.col("seconds").shift(1, fill_value=0.0).over(keys)
+    return ar.select(keys + [prev_n.alias("from_step"), pl.col("n").alias("to_step"),
+                             ((pl.col("seconds") - prev_s) / (pl.col("n") - prev_n) * 1000).alias("ms_per_step")])
+
+
+def ar_step_shifts(segments: pl.DataFrame, early_until: int, late_from: int) -> pl.DataFrame:
+    """Per AR run: ms per step over steps 1..early_until and over the steps after late_from, and
+    their ratio (a run that slows part-way has ratio well above 1)."""
+    keys = [c for c in segments.columns if c not in ("from_step", "to_step", "ms_per_step")]
+    steps = pl.col("to_step") - pl.col("from_step")
+    weighted = pl.col("ms_per_step") * steps
+    early = pl.col("to_step") <= early_until
+    late = pl.col("from_step") >= late_from
+    return (segments.group_by(keys, maintain_order=True)
+            .agg(early_ms=weighted.filter(early).sum() / steps.filter(early).sum(),
+                 late_ms=weighted.filter(late).sum() / steps.filter(late).sum())
+            .with_columns(late_over_early=pl.col("late_ms") / pl.col("early_ms")))

@@ -147,6 +147,76 @@ def reference_workload(budget_s: float = 0.5, repeats: int = 7, size: int = REFE
         return _median_time(block, repeats, budget_s)
 
 
+GPU_REFERENCE_SIZE = 4096   # one fixed bf16 product on the GPU: 4096^3 x 2 FLOPs, ~0.1-1 ms on a current GPU
+GPU_REFERENCE_INNER = 20
+
+
+def gpu_reference_workload(device: str, budget_s: float = 0.5, repeats: int = 7, size: int = GPU_REFERENCE_SIZE,
+                           inner: int = GPU_REFERENCE_INNER) -> float:
+    """Median seconds of one fixed block (`inner` bf16 size^3 matmuls) on a CUDA device, timed with
+    CUDA events: the GPU-side counterpart of reference_workload, so drift says something about the GPU
+    (clocks, thermal state, other tenants) rather than about the host."""
+    import torch
+
+    gen = torch.Generator(device=device).manual_seed(0)
+    a = torch.randn(size, size, generator=gen, device=device, dtype=torch.bfloat16)
+    b = torch.randn(size, size, generator=gen, device=device, dtype=torch.bfloat16)
+    out = torch.empty(size, size, device=device, dtype=torch.bfloat16)
+
+    def block() -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(inner):
+            torch.mm(a, b, out=out)
+        end.record()
+        torch.cuda.synchronize(device)
+        return start.elapsed_time(end) / 1000.0
+
+    with torch.inference_mode():
+        block()  # warm-up: cuBLAS picks its kernel
+        times, spent = [], 0.0
+        while len(times) < repeats and (spent < budget_s or len(times) < 3):
+            times.append(block())
+            spent += times[-1]
+    return float(statistics.median(times))
+
+
+NVIDIA_SMI_FIELDS = ("name", "driver_version", "clocks.sm", "clocks.mem", "clocks.max.sm", "temperature.gpu",
+                     "power.draw", "utilization.gpu")
+
+
+def gpu_info(device: str, query: Callable[[], str | None] | None = None) -> dict[str, Any] | None:
+    """What a GPU timing needs beside it: device name, memory, compute capability, torch and CUDA
+    versions, and from nvidia-smi the driver, clocks, temperature, power and utilization at this
+    moment (None where nvidia-smi is absent). None on a CPU device."""
+    if not device.startswith("cuda"):
+        return None
+    import torch
+
+    props = torch.cuda.get_device_properties(device)
+    info: dict[str, Any] = {
+        "device_name": props.name, "total_memory_mib": props.total_memory // 2 ** 20,
+        "compute_capability": f"{props.major}.{props.minor}", "torch": torch.__version__, "cuda": torch.version.cuda,
+    }
+    text = (query or _nvidia_smi)()
+    fields = [f.strip() for f in text.strip().splitlines()[0].split(",")] if text else []
+    info["nvidia_smi"] = dict(zip(NVIDIA_SMI_FIELDS, fields)) if len(fields) == len(NVIDIA_SMI_FIELDS) else None
+    return info
+
+
+def _nvidia_smi() -> str | None:
+    import shutil
+    import subprocess
+
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        return subprocess.run(["nvidia-smi", f"--query-gpu={','.join(NVIDIA_SMI_FIELDS)}", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 def stream_bandwidth(megabytes: int = 256, repeats: int = 4) -> float:
     """GB/s of a stream-like copy (read one array, write another), best of `repeats`.
 
@@ -218,22 +288,6 @@ class Roofline:
     def ridge_flops_per_byte(self) -> float:
         """Arithmetic intensity above which float32 work is compute-bound here."""
         return self.matmul_f32_gflops / self.stream_gbps
-
-
-def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
-    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
-
-    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
-    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
-    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). The ratio
-    is N while prefill stays memory-bound and saturates at the machine's ridge point times
-    bytes_per_param / 2 beyond it -- about 12 on a 2-core CPU in float32, about 200+ on an H200 in bf16,
-    which is why CPU ratios flatten at small N where GPU ratios keep growing."""
-    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
-        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
-                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
-    ridge = gflops / stream_gbps  # FLOP per byte
-    return min(float(n), ridge * bytes_per_param / 2)
 
 
 def roofline(stream_megabytes: int = 256, matmul_size: int = 1024, budget_s: float = 1.0) -> Roofline:

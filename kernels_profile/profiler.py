@@ -62,6 +62,8 @@ from kernels_profile.machine import (
     Drift,
     EnvironmentRecorder,
     LoadSample,
+    gpu_info,
+    gpu_reference_workload,
     check_slack,
     check_threads,
     check_threshold,
@@ -81,10 +83,14 @@ from kernels_profile.models import (
 
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
 # every checkpoint written by another version is then measured again.
-MEASUREMENT_VERSION = "pairs-1"
+MEASUREMENT_VERSION = "pairs-2"  # pairs-2: prefill kinds, the static cache built inside inference_mode
 BASELINES = ("eager", "static", "static_compiled")
 AR_MODES = ("prefix", "separate")
-PAIR_METHODS = ("ar", "prefill")
+PAIR_METHODS = ("ar", "prefill")  # with the default eager prefill; see pair_methods
+# prefill kind -> the method name it runs under in a pair's order (the eager one keeps its old name, so a
+# profile with only it orders each pair exactly as before)
+PREFILL_METHODS = {"eager": "prefill", "compiled": "prefill_compiled"}
+COMPILED_SHAPES_LIMIT = 64  # graphs the compiled prefill may build (one per N); ProfileSpec refuses larger grids
 RAW_SCHEMA = {
     "model": pl.String, "weights": pl.String, "dtype": pl.String, "device": pl.String,
     "method": pl.String, "baseline": pl.String, "context": pl.Int64, "n": pl.Int64,
@@ -130,6 +136,8 @@ class ProfileSpec:
     reference_budget_s: float = 0.5           # time budget of one reference workload sample
     roofline: bool = True                     # measure stream bandwidth and matmul throughput once per run
     contention_slack: float = DEFAULT_CONTENTION_SLACK  # other load beyond the free cores before a run is contended
+    prefills: tuple[str, ...] = ("eager",)    # prefill kinds timed in every pair: eager | compiled (static shapes, graphs)
+    warmup_ar_steps: int = 8                  # AR steps per warm-up; n_max warms every cache size (see the kernel report)
 
     def validate(self) -> "ProfileSpec":
         if not self.models:
@@ -149,6 +157,15 @@ class ProfileSpec:
             raise ParamsError(f"kernels.profile.repeats must be >= 1 and warmup >= 0, got {self.repeats}, {self.warmup}")
         if not isinstance(self.order_seed, int):
             raise ParamsError(f"kernels.profile.order_seed must be an integer, got {self.order_seed!r}")
+        bad = [k for k in self.prefills if k not in PREFILL_METHODS]
+        if bad or not self.prefills or len(set(self.prefills)) != len(self.prefills):
+            raise ParamsError(f"kernels.profile.prefills must list distinct kinds of {', '.join(PREFILL_METHODS)}, "
+                              f"got {list(self.prefills)}")
+        if "compiled" in self.prefills and len(self.ns) > COMPILED_SHAPES_LIMIT - 4:
+            raise ParamsError(f"kernels.profile.ns has {len(self.ns)} values; the compiled prefill builds one graph per N "
+                              f"and allows at most {COMPILED_SHAPES_LIMIT - 4}")
+        if isinstance(self.warmup_ar_steps, bool) or not isinstance(self.warmup_ar_steps, int) or self.warmup_ar_steps < 1:
+            raise ParamsError(f"kernels.profile.warmup_ar_steps must be an integer >= 1, got {self.warmup_ar_steps!r}")
         check_threshold(self.noisy_drift)
         check_slack(self.contention_slack, "kernels.profile.contention_slack")
         check_threads(self.threads, "kernels.profile.threads")
@@ -218,7 +235,9 @@ class CacheBench:
         self.copy_ids = torch.randint(0, vocab, (1, n_max), generator=gen).to(lm.device)
         self._dynamic = None
         self._static = None
+        self._static_prefill = None
         self._compiled: Callable | None = None
+        self._compiled_prefill: Callable | None = None
 
     # ---------------------------------------------------------------- cache states
     def dynamic(self):
@@ -253,20 +272,56 @@ class CacheBench:
         rewind_static(self._static, self.context)
         return self._static
 
+    def static_prefill(self):
+        """A second static cache for the compiled prefill, holding exactly the context. Filled eagerly
+        (one extra token when the context is empty, so its tensors exist before any compiled call:
+        transformers allocates a static layer on first use, which must not happen inside a graph)."""
+        import torch
+        from transformers import StaticCache
+
+        if self._static_prefill is None:
+            with torch.inference_mode():
+                self._static_prefill = StaticCache(config=self.lm.config, max_cache_len=self.context + self.n_max)
+                ids = self.context_ids if self.context else self.copy_ids[:, :1]
+                self.lm.model(input_ids=ids, use_cache=True, logits_to_keep=1, **{self.kw: self._static_prefill})
+        rewind_static(self._static_prefill, self.context)
+        return self._static_prefill
+
     # ---------------------------------------------------------------- operations
-    def prefill(self, n: int) -> float:
+    def prefill_output(self, n: int, kind: str = "eager"):
+        """One prefill of the first n copy tokens onto the context (logits of the last position only),
+        then the cache is put back; `kind` eager (dynamic cache) or compiled (static cache, static shapes
+        through torch.compile: one graph per N of the grid, CUDA graphs on a GPU)."""
         import torch
 
-        cache = self.dynamic()
+        with torch.inference_mode():
+            if kind == "eager":
+                out = self.lm.model(input_ids=self.copy_ids[:, :n], use_cache=True, logits_to_keep=1,
+                                    **{self.kw: self.dynamic()})
+            else:
+                out = self._compiled_prefill_forward()(input_ids=self.copy_ids[:, :n], use_cache=True, logits_to_keep=1,
+                                                       **{self.kw: self.static_prefill()})
+        return out
+
+    def timed_prefill(self, n: int, kind: str = "eager") -> float:
+        """Seconds of one prefill of n tokens of `kind` (see prefill_output)."""
+        import torch
+
+        cache = self.dynamic() if kind == "eager" else self.static_prefill()
+        forward = self.lm.model if kind == "eager" else self._compiled_prefill_forward()
         _sync(self.lm.device)
         clock = Clock(self.lm.device)
         with torch.inference_mode():
             clock.mark()
-            self.lm.model(input_ids=self.copy_ids[:, :n], use_cache=True, logits_to_keep=1, **{self.kw: cache})
+            forward(input_ids=self.copy_ids[:, :n], use_cache=True, logits_to_keep=1, **{self.kw: cache})
             clock.mark()
         seconds = clock.elapsed()[0]
-        self.dynamic()  # crop back
+        self.dynamic() if kind == "eager" else self.static_prefill()  # put the cache back
         return seconds
+
+    def prefill(self, n: int) -> float:
+        """Seconds of one eager prefill of n tokens (the dynamic cache is cropped back after)."""
+        return self.timed_prefill(n, "eager")
 
     def ar(self, n_steps: int, baseline: str) -> list[float]:
         """Cumulative seconds after each of n_steps one-token forwards."""
@@ -303,6 +358,20 @@ class CacheBench:
             self._compiled = torch.compile(self.lm.model.forward, mode="reduce-overhead", fullgraph=False)
         return self._compiled
 
+    def _compiled_prefill_forward(self) -> Callable:
+        """The forward through torch.compile with static shapes (dynamic=False): each N of the grid is
+        its own graph (CUDA graphs under reduce-overhead on a GPU). The recompile limit is raised to the
+        grid's size, since past it dynamo would silently run the rest eagerly."""
+        import torch
+
+        if self._compiled_prefill is None:
+            needed = COMPILED_SHAPES_LIMIT
+            for name in ("recompile_limit", "cache_size_limit"):
+                if hasattr(torch._dynamo.config, name):
+                    setattr(torch._dynamo.config, name, max(getattr(torch._dynamo.config, name), needed))
+            self._compiled_prefill = torch.compile(self.lm.model.forward, mode="reduce-overhead", dynamic=False)
+        return self._compiled_prefill
+
 
 def rewind_static(cache, length: int) -> None:
     """Move a StaticCache's write position back to `length`, in place (its tensors keep their
@@ -326,35 +395,52 @@ def rewind_static(cache, length: int) -> None:
 
 # ---------------------------------------------------------------- what a pair measures
 
-def measure_pair(bench: CacheBench, spec: ProfileSpec, baseline: str, order: list[str]) -> list[tuple[str, int, float, int]]:
-    """(method, N, seconds, order_index) of one pair: the AR run and the prefill grid in `order`."""
-    rows: list[tuple[str, int, float, int]] = []
+def pair_methods(spec: ProfileSpec) -> list[str]:
+    """The methods of one pair: the AR run and one prefill grid per prefill kind."""
+    return ["ar"] + [PREFILL_METHODS[k] for k in spec.prefills]
+
+
+PREFILL_KIND = {method: kind for kind, method in PREFILL_METHODS.items()}
+
+
+def measure_pair(bench: CacheBench, spec: ProfileSpec, baseline: str, order: list[str]) -> list[tuple[str, str, int, float, int]]:
+    """(method, kind, N, seconds, order_index) of one pair: the AR run and each prefill grid in `order`;
+    kind is the AR loop for AR rows and the prefill kind for prefill rows."""
+    rows: list[tuple[str, str, int, float, int]] = []
     if spec.ar_mode == "prefix":
         for index, method in enumerate(order):
             if method == "ar":
                 cumulative = bench.ar(spec.n_max, baseline)
-                rows += [("ar", n, cumulative[n - 1], index) for n in spec.ns]
+                rows += [("ar", baseline, n, cumulative[n - 1], index) for n in spec.ns]
             else:
-                rows += [("prefill", n, bench.prefill(n), index) for n in spec.ns]
+                kind = PREFILL_KIND[method]
+                rows += [("prefill", kind, n, bench.timed_prefill(n, kind), index) for n in spec.ns]
         return rows
     for n in spec.ns:
         for index, method in enumerate(order):
-            seconds = bench.ar(n, baseline)[-1] if method == "ar" else bench.prefill(n)
-            rows.append((method, n, seconds, index))
+            if method == "ar":
+                rows.append(("ar", baseline, n, bench.ar(n, baseline)[-1], index))
+            else:
+                kind = PREFILL_KIND[method]
+                rows.append(("prefill", kind, n, bench.timed_prefill(n, kind), index))
     return rows
 
 
 def pair_order(spec: ProfileSpec, model: str, context: int, baseline: str, repeat: int) -> list[str]:
     """The seeded, alternating order of AR and prefill in one pair (row `repeat` of its schedule)."""
-    return interleaved_order(PAIR_METHODS, repeat + 1, f"{spec.order_seed}/{model}/{context}/{baseline}")[repeat]
+    return interleaved_order(pair_methods(spec), repeat + 1, f"{spec.order_seed}/{model}/{context}/{baseline}")[repeat]
 
 
 def warm_up(bench: CacheBench, spec: ProfileSpec) -> None:
+    """Every prefill kind at every N (compiles each graph once) and each AR loop for warmup_ar_steps
+    steps. The warm-up's AR length matters on a GPU: a dynamic cache grows by one token a step, and
+    sizes the caching allocator has not seen before cost an allocation each (kernel report)."""
     for _ in range(spec.warmup):
-        for n in spec.ns:
-            bench.prefill(n)
+        for kind in spec.prefills:
+            for n in spec.ns:
+                bench.timed_prefill(n, kind)
         for baseline in spec.baselines:
-            bench.ar(min(spec.n_max, 8), baseline)
+            bench.ar(min(spec.n_max, spec.warmup_ar_steps), baseline)
 
 
 def environment(lm: LoadedModel, spec: ProfileSpec) -> dict[str, Any]:
@@ -471,17 +557,28 @@ class ProfileResult:
 
 @dataclass
 class _Session:
-    """The state of one profiling session: its recorder and where its run JSON goes."""
+    """The state of one profiling session: its recorder, the GPU it ran on (device name, clocks and
+    versions at its start and, once done, its end) and where its run JSON goes."""
 
     recorder: EnvironmentRecorder
     root: Path
+    gpu: dict[str, Any] = field(default_factory=dict)
 
     @property
     def path(self) -> Path:
         return run_path(self.root, self.recorder.run_id)
 
     def save(self) -> None:
-        write_json(self.recorder.snapshot().to_json(), self.path)
+        write_json({**self.recorder.snapshot().to_json(), **({"gpu": self.gpu} if self.gpu else {})}, self.path)
+
+
+def default_reference(spec: ProfileSpec) -> Callable[[], float]:
+    """The run's reference workload: a fixed bf16 matmul on the GPU timed with CUDA events when the
+    profile runs on CUDA (a CPU product would only say how busy the host is), else a CPU matmul."""
+    budget = spec.reference_budget_s
+    if spec.device.startswith("cuda"):
+        return lambda: gpu_reference_workload(spec.device, budget)
+    return lambda: reference_workload(budget)
 
 
 def run_path(root: Path, run_id: str) -> Path:
@@ -510,7 +607,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     fingerprints = {m: model_fingerprint(m, spec.weights) for m in spec.models}
     units = pair_units(spec)
     keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model], software) for u in units}
-    rows = 2 * len(spec.ns)
+    rows = (1 + len(spec.prefills)) * len(spec.ns)
     frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:
         frame = load_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows, log)
@@ -518,13 +615,14 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
             frames[unit] = frame
     todo = [u for u in units if u not in frames]
     if todo:
-        budget = spec.reference_budget_s
+        on_gpu = spec.device.startswith("cuda")
         recorder = EnvironmentRecorder(
-            threshold=spec.noisy_drift, measure_roofline=spec.roofline, contention_slack=spec.contention_slack,
-            reference=reference or (lambda: reference_workload(budget)),
+            # the CPU stream/matmul roofline says nothing about a GPU: its roof is the datasheet's (kernels fit)
+            threshold=spec.noisy_drift, measure_roofline=spec.roofline and not on_gpu,
+            contention_slack=spec.contention_slack, reference=reference or default_reference(spec),
             **({"load": load} if load is not None else {}), **({"other": other} if other is not None else {}),
         )
-        session = _Session(recorder, checkpoint_dir)
+        session = _Session(recorder, checkpoint_dir, {"start": gpu_info(spec.device)} if on_gpu else {})
         recorder.start()
         bar = tqdm(total=len(units), initial=len(units) - len(todo), desc="kernels profile", unit="pair",
                    disable=not progress)
@@ -533,6 +631,8 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                            session, checkpoint_dir, bar)
         bar.close()
         recorder.end()
+        if on_gpu:
+            session.gpu["end"] = gpu_info(spec.device)
         session.save()
     raw = pl.concat([frames[u] for u in units], how="vertical")
     raw = raw.with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)  # the threshold in force now
@@ -582,16 +682,16 @@ def pair_frame(lm: LoadedModel, spec: ProfileSpec, unit: Pair, timings, env: dic
         {
             "model": [lm.name] * count, "weights": [lm.weights] * count,
             "dtype": [spec.dtype] * count, "device": [spec.device] * count,
-            "method": [m for m, _, _, _ in timings],
-            "baseline": [unit.baseline if m == "ar" else "eager" for m, _, _, _ in timings],
-            "context": [unit.context] * count, "n": [n for _, n, _, _ in timings],
-            "repeat": [unit.repeat] * count, "seconds": [s for _, _, s, _ in timings],
+            "method": [m for m, _, _, _, _ in timings],
+            "baseline": [kind for _, kind, _, _, _ in timings],  # AR rows: the loop; prefill rows: the prefill kind
+            "context": [unit.context] * count, "n": [n for _, _, n, _, _ in timings],
+            "repeat": [unit.repeat] * count, "seconds": [s for _, _, _, s, _ in timings],
         },
         schema=RAW_SCHEMA,
     )
     return frame.with_columns(
         pair_id=pl.lit(unit.pair_id), pair_baseline=pl.lit(unit.baseline),
-        order_index=pl.Series([i for _, _, _, i in timings], dtype=pl.Int64),
+        order_index=pl.Series([i for _, _, _, _, i in timings], dtype=pl.Int64),
         **{k: pl.lit(v) for k, v in env.items()},
     )
 
@@ -638,6 +738,7 @@ def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpe
         "median_pair_drift": float(pairs["ref_drift"].median()),
         "load1": {"min": float(raw["load1_before"].min()), "max": float(raw["load1_after"].max())},
         "runs": runs,
+        "gpu": [r["gpu"] for r in runs if r.get("gpu")] or None,
         "spec": asdict(spec),
     }
 

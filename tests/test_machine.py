@@ -16,6 +16,7 @@ from kernels_profile.interleave import (
     ratio_pairs,
     williams_rows,
 )
+from analysis.latency import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
     CPU_FLAGS,
     Contention,
@@ -25,7 +26,6 @@ from kernels_profile.machine import (
     LoadSample,
     ProcStatError,
     check_threads,
-    copy_speedup_ceiling,
     machine_info,
     matmul_throughput,
     other_load,

@@ -45,3 +45,17 @@ def test_static_ar_loop_repeats_from_the_same_state(tiny):
     for _ in range(2):
         assert len(bench.ar(4, "static")) == 4
         assert bench.static().get_seq_length() == 8
+
+
+@pytest.mark.slow
+def test_compiled_prefill_gives_the_eager_prefills_logits(tiny):
+    """The serving-grade prefill (static cache, static shapes through torch.compile; inductor on CPU,
+    CUDA graphs on a GPU) computes what the eager prefill computes, at every N and again after a rewind."""
+    bench = CacheBench(tiny, context=5, n_max=8, seed=3)
+    for n in (1, 3, 8, 3):
+        eager = bench.prefill_output(n, "eager").logits[:, -1]
+        compiled = bench.prefill_output(n, "compiled").logits[:, -1].clone()
+        bench.dynamic(), bench.static_prefill()
+        assert torch.allclose(eager, compiled, atol=1e-5, rtol=1e-4), n
+        assert bench.static_prefill().get_seq_length() == 5
+    assert bench.timed_prefill(8, "compiled") > 0

@@ -6,6 +6,7 @@ beside the paper's bounds on equal terms."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -23,10 +24,13 @@ from analysis.config import Bootstrap, Config, bootstrap_settings
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
 from analysis.latency import (
+    FIT_SOURCE,
     FORMS,
+    PAPER_SOURCE,
     LatencyModel,
     from_document,
     paper_model,
+    select_kernel_source,
     select_model,
 )
 from analysis.layout import (
@@ -42,7 +46,7 @@ from analysis.layout import (
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
 
-KERNEL_SOURCES = ("fit", "paper")
+KERNEL_SOURCES = (FIT_SOURCE, PAPER_SOURCE)  # and any measured source the latency model holds, by name
 BASELINES = ("eager", "static", "static_compiled")
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 
@@ -69,7 +73,7 @@ def settings(cfg: Config) -> BoundsSettings:
         extrapolate=get(p, "bounds.extrapolate", bool),
     ).validate()
     return BoundsSettings(
-        kernel_sources=choices(p, "bounds.kernel_sources", KERNEL_SOURCES),
+        kernel_sources=kernel_source_names(p, "bounds.kernel_sources"),
         model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
         baselines=choices(p, "bounds.baselines", BASELINES),
         latency_form=choice(p, "bounds.latency_form", FORMS),
@@ -90,23 +94,59 @@ def load_fitted_models() -> list[LatencyModel]:
 
 
 PAPER_BASELINE = "paper (A100, bf16)"
+FROZEN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*/[A-Za-z0-9._-]+/[a-z_]+(/[a-z]+_prefill)?$")
 
 
-def select_kernels(kernel_sources, model: str, dtype: str, device: str, baselines, latency_form: str
-                   ) -> list[tuple[str, str, LatencyModel]]:
-    """(kernel source, baseline label, model) for each kernel source and, for `fit`, each baseline."""
+def kernel_source_names(params: dict, dotted: str) -> tuple[str, ...]:
+    """A list of kernel source names: `fit`, `paper`, or a measured source `<source>/<model>/<AR
+    loop>[/<kind>_prefill]` (e.g. `h200/qwen2.5-7b/static_compiled`); whether a measured source exists is
+    checked against the latency model when the stage runs."""
+    values = get(params, dotted, list)
+    if not values:
+        raise ParamsError(f"params: {dotted!r} must not be empty; e.g. [{FIT_SOURCE}, {PAPER_SOURCE}]")
+    bad = [v for v in values if not isinstance(v, str) or (v not in KERNEL_SOURCES and not FROZEN_NAME.match(v))]
+    if bad:
+        raise ParamsError(f"params: {dotted!r} has unknown kernel sources {bad}; use {FIT_SOURCE}, {PAPER_SOURCE} "
+                          f"or a measured source <source>/<model>/<AR loop> (e.g. h200/qwen2.5-1.5b/eager)")
+    if len(set(values)) != len(values):
+        raise ParamsError(f"params: {dotted!r} lists a kernel source twice: {values}")
+    return tuple(values)
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel source a bound is composed with, and what to label its rows with."""
+
+    source: str        # fit | paper | <source>/<model>/<AR loop>
+    baseline: str      # the AR loop (or the paper's label)
+    model: LatencyModel
+    model_name: str
+    dtype: str
+    device: str
+
+    @property
+    def measured(self) -> bool:
+        return self.source != PAPER_SOURCE
+
+
+def select_kernels(kernel_sources, model: str, dtype: str, device: str, baselines, latency_form: str) -> list[Kernel]:
+    """Each kernel source in order; `fit` once per AR baseline of this run's profile."""
     chosen = []
-    if "fit" in kernel_sources:
-        fitted = load_fitted_models()
-        for baseline in baselines:
-            chosen.append(("fit", baseline, select_model(fitted, model, dtype, device, baseline, latency_form)))
-    if "paper" in kernel_sources:
-        chosen.append(("paper", PAPER_BASELINE, paper_model()))
+    fitted = load_fitted_models() if any(k != PAPER_SOURCE for k in kernel_sources) else []
+    for name in kernel_sources:
+        if name == FIT_SOURCE:
+            chosen += [Kernel(FIT_SOURCE, b, select_model(fitted, model, dtype, device, b, latency_form), model, dtype, device)
+                       for b in baselines]
+        elif name == PAPER_SOURCE:
+            chosen.append(Kernel(PAPER_SOURCE, PAPER_BASELINE, paper_model(), PAPER_SOURCE, "bfloat16", "A100 80GB (paper)"))
+        else:
+            m = select_kernel_source(fitted, name, latency_form)
+            chosen.append(Kernel(name, m.key.baseline, m, m.key.model, m.key.dtype, m.key.device))
     return chosen
 
 
-def kernel_models(s: BoundsSettings) -> list[tuple[str, str, LatencyModel]]:
-    """(kernel source, baseline label, model) for every bound to compute."""
+def kernel_models(s: BoundsSettings) -> list[Kernel]:
+    """Every kernel a bound is computed with."""
     return select_kernels(s.kernel_sources, s.model, s.dtype, s.device, s.baselines, s.latency_form)
 
 
@@ -129,8 +169,9 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     tables, costs_all, tokenization, paper_pools = [], [], [], []
     boot = s.bootstrap
     gold_cost = CostSettings(s.cost.context_mode, s.cost.context, s.cost.prompt_column, "n_tokens", s.cost.extrapolate)
-    for source, baseline, model in kernel_models(s):
-        label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline))
+    for kernel in kernel_models(s):
+        model = kernel.model
+        label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline))
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
         costs_all.append(costs.with_columns(**label))
@@ -140,14 +181,14 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
         t_step = float(model.t_step(s.cost.context, extrapolate=s.cost.extrapolate).seconds)
         tables.append(bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
                                    pooled_bootstrap=s.pooled_bootstrap).with_columns(
-            **label, t_step_ms=pl.lit(t_step * 1000 if source == "fit" else None, dtype=pl.Float64)))
+            **label, t_step_ms=pl.lit(t_step * 1000 if kernel.measured else None, dtype=pl.Float64),
+            model=pl.lit(kernel.model_name), dtype=pl.lit(kernel.dtype), device=pl.lit(kernel.device)))
         gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
         tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
                                         pl.col("bound").alias("bound_gold_prefill")).with_columns(**label))
     # in running mode there is no one context: each op has its own (prompt + output so far)
     context = s.cost.context if s.cost.context_mode == "fixed" else None
-    table = pl.concat(tables).with_columns(model=pl.lit(s.model), dtype=pl.lit(s.dtype), device=pl.lit(s.device),
-                                           context=pl.lit(context, dtype=pl.Int64),
+    table = pl.concat(tables).with_columns(context=pl.lit(context, dtype=pl.Int64),
                                            context_mode=pl.lit(s.cost.context_mode))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)

@@ -46,7 +46,7 @@ from analysis.oracle import token_oracle
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.spans import pooled_groups
-from analysis.stages.bounds import BASELINES, KERNEL_SOURCES, select_kernels
+from analysis.stages.bounds import BASELINES, kernel_source_names, select_kernels
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import joined_programs
 from analysis.tokenization import TokenizedText, load_tokenizer
@@ -82,7 +82,7 @@ def settings(cfg: Config) -> OptimalSettings:
         raise ParamsError(f"params: 'optimal.min_copies': {exc}") from exc
     return OptimalSettings(
         tokenizer=tokenizer_spec(cfg),
-        kernel_sources=choices(p, "optimal.kernel_sources", KERNEL_SOURCES),
+        kernel_sources=kernel_source_names(p, "optimal.kernel_sources"),
         baseline=choice(p, "optimal.baseline", BASELINES),
         model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
         latency_form=choice(p, "bounds.latency_form", FORMS),
@@ -275,8 +275,8 @@ def run(cfg: Config, args=None) -> dict:
         cases = load_cases(s.framings, s.levels, tokenizer)
         programs = model_free_programs(cases, s, directives)
         tables, sweeps = [], []
-        for source, baseline, model in kernels:
-            table, sweep = kernel_tables(cases, programs, s, directives, source, baseline, model)
+        for kernel in kernels:
+            table, sweep = kernel_tables(cases, programs, s, directives, kernel.source, kernel.baseline, kernel.model)
             tables.append(table)
             if sweep is not None:
                 sweeps.append(sweep)

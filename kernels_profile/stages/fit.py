@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -12,32 +14,120 @@ from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency import (
+    BYTES_PER_PARAM,
+    DEVICES_FILE,
+    FIT_SOURCE,
     FORMS,
+    PAPER_SOURCE,
     FitOptions,
+    Roof,
+    ar_step_segments,
+    ar_step_shifts,
+    copy_speedup_ceiling,
+    decoder_weights,
+    device_roof,
     fit_latency,
     holdout_table,
+    kernel_source_name,
+    roofline_table,
     speedup_table,
     summarize,
     to_document,
 )
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
-from analysis.params import choice, choices, get, number_list
+from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.stages.common import timed
+
+
+SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
+
+
+@dataclass(frozen=True)
+class RawSource:
+    """One raw timing file and the kernel source it is fitted as (`fit`: this run's profile)."""
+
+    source: str
+    path: Path
 
 
 @dataclass(frozen=True)
 class FitSettings:
-    raw: Path
+    raw: tuple[RawSource, ...]
     holdout_ns: tuple[int, ...]
     forms: tuple[str, ...]
     one_context: str
+    early_steps: int   # the AR step-shift table: ms per step over steps 1..early_steps ...
+    late_from: int     # ... against steps after late_from
+
+
+def raw_sources(params: dict) -> tuple[RawSource, ...]:
+    """kernels.fit.raw: one path (this run's profile, source `fit`) or a list of paths and
+    {source, path} entries (frozen measurements, e.g. the H200 files under reports/kernels/frozen/)."""
+    value = get(params, "kernels.fit.raw", (str, list))
+    entries = [value] if isinstance(value, str) else value
+    if not entries:
+        raise ParamsError("params: 'kernels.fit.raw' must name at least one raw timing file")
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"kernels.fit.raw[{i}]"
+        if isinstance(entry, str):
+            entry = {"source": FIT_SOURCE, "path": entry}
+        if not isinstance(entry, dict) or set(entry) != {"source", "path"}:
+            raise ParamsError(f"params: '{where}' must be a path or a mapping with exactly 'source' and 'path', got {entry!r}")
+        source, path = entry["source"], entry["path"]
+        if not isinstance(source, str) or not SOURCE_NAME.match(source) or source == PAPER_SOURCE:
+            raise ParamsError(f"params: '{where}.source' must be a lower-case name (letters, digits, '.', '_', '-'), "
+                              f"not {PAPER_SOURCE!r}; got {source!r}")
+        if not isinstance(path, str) or not path.strip():
+            raise ParamsError(f"params: '{where}.path' must be a non-empty path, got {path!r}")
+        out.append(RawSource(source, Path(path)))
+    paths = [r.path for r in out]
+    twice = sorted({str(p) for p in paths if paths.count(p) > 1})
+    if twice:
+        raise ParamsError(f"params: 'kernels.fit.raw' lists {twice} more than once")
+    return tuple(out)
 
 
 def settings(cfg: Config) -> FitSettings:
     p = cfg.params
-    return FitSettings(Path(get(p, "kernels.fit.raw", str)),
+    return FitSettings(raw_sources(p),
                        number_list(p, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False),
-                       choices(p, "kernels.fit.forms", FORMS), choice(p, "kernels.fit.one_context", ("drop", "keep")))
+                       choices(p, "kernels.fit.forms", FORMS), choice(p, "kernels.fit.one_context", ("drop", "keep")),
+                       positive_int(p, "kernels.fit.step_shift.early_until"),
+                       positive_int(p, "kernels.fit.step_shift.late_from"))
+
+
+def read_source(entries: list[RawSource]) -> pl.DataFrame:
+    """The raw timings of one kernel source: its files stacked, each checked for the profiler's
+    columns, and no timing measured twice (the same model, loop, context, N and repeat in two files)."""
+    frames = []
+    for entry in entries:
+        frame = read_parquet(entry.path, "copydecode kernels profile", ParamsError)
+        missing = [c for c in RAW_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ParamsError(f"{entry.path}: not a kernel profile (no {missing} columns)")
+        if frame.filter(pl.col("method") == "ar").height == 0 or frame.filter(pl.col("method") == "prefill").height == 0:
+            raise ParamsError(f"{entry.path}: holds no AR timings or no prefill timings; a latency model needs both")
+        frames.append(frame.with_columns(source=pl.lit(entry.source), raw_file=pl.lit(str(entry.path))))
+    raw = pl.concat(frames, how="diagonal_relaxed")
+    keys = [c for c in ("model", "weights", "dtype", "device", "method", "baseline", "pair_baseline", "context", "n",
+                        "repeat") if c in raw.columns]
+    clash = raw.group_by(keys).agg(files=pl.col("raw_file").unique()).filter(pl.col("files").list.len() > 1)
+    if clash.height:
+        row = clash.row(0, named=True)
+        raise ParamsError(f"kernel source {entries[0].source!r}: {sorted(row['files'])} both hold {row['method']} "
+                          f"timings of {row['model']}/{row['baseline']} at c={row['context']}, N={row['n']}, "
+                          f"repeat {row['repeat']}; give each file its own source in kernels.fit.raw")
+    return raw
+
+
+def by_source(raw: tuple[RawSource, ...]) -> dict[str, pl.DataFrame]:
+    grouped: dict[str, list[RawSource]] = {}
+    for entry in raw:
+        grouped.setdefault(entry.source, []).append(entry)
+    return {source: read_source(entries) for source, entries in grouped.items()}
+
 
 ENVIRONMENT_COLUMNS = ("device_name", "cpu_flags", "torch_version", "transformers_version", "threads",
                        "attn_implementation", "weights_note", "ar_mode")
@@ -45,7 +135,7 @@ ENVIRONMENT_COLUMNS = ("device_name", "cpu_flags", "torch_version", "transformer
 
 def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
     """The paper-style table: per N, the AR time of each baseline, T_prefill and both speedups."""
-    keys = ["model", "dtype", "device", "context", "n"]
+    keys = ["source", "model", "dtype", "device", "context", "n"]
     wide = speedups.pivot(on="baseline", index=keys, values="t_ar").rename(
         lambda c: c if c in keys else f"t_ar_{c}_ms"
     )
@@ -64,18 +154,16 @@ def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
     ).drop("t_prefill").sort(keys)
 
 
-def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float]:
+def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
+    """[min, max] speedup over the chosen rows; None when none are chosen (e.g. no eager loop profiled)."""
     chosen = speedups.filter(rows)["speedup"]
-    return [float(chosen.min()), float(chosen.max())]
+    return [float(chosen.min()), float(chosen.max())] if chosen.len() else None
 
 
 def read_sidecar(raw_path) -> dict | None:
     from kernels_profile.profiler import read_environment
 
     return read_environment(raw_path)
-
-
-BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
 
 
 def _median(values: list[float]) -> float | None:
@@ -86,10 +174,8 @@ def _median(values: list[float]) -> float | None:
 
 def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
     """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
-    implies for the profiled dtype (kernels_profile.machine.copy_speedup_ceiling), beside the ratio
+    implies for the profiled dtype (analysis.latency.copy_speedup_ceiling), beside the ratio
     measured at the largest N. "not recorded" when no session measured a roofline."""
-    from kernels_profile.machine import copy_speedup_ceiling
-
     roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
     if not roofs:
         return "not recorded"
@@ -136,35 +222,124 @@ def environment_metrics(sidecar: dict | None) -> dict | str:
     }
 
 
+def fit_source(raw: pl.DataFrame, source: str, s: FitSettings):
+    """The latency models and tables of one kernel source, every row labelled with it."""
+    models = [replace(m, key=replace(m.key, source=source))
+              for form in s.forms for m in fit_latency(raw, FitOptions(form, s.holdout_ns, s.one_context))]
+    label = pl.lit(source).alias("source")
+    summary = summarize(raw)
+    holdout = holdout_table(summary, s.holdout_ns, s.forms, s.one_context)
+    speedups = speedup_table(raw).with_columns(
+        kernel_source=pl.struct("model", "baseline").map_elements(
+            lambda r: kernel_source_name(source, r["model"], r["baseline"]), return_dtype=pl.String),
+        source=pl.lit(source))
+    speedups = speedups.select("kernel_source", *[c for c in speedups.columns if c != "kernel_source"])
+    return models, summary.select(label, pl.all()), holdout.select(label, pl.all()) if holdout.height else holdout, speedups
+
+
+def source_roofs(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], fit_roof: dict | str) -> tuple[dict[str, Roof], list[str]]:
+    """The roof each kernel source is set against: a GPU's datasheet (analysis/data/devices.json) by
+    its recorded device name; this run's CPU profile the roofline its sidecar measured. Sources
+    without one are named in the second value."""
+    devices = json.loads((Path(__file__).resolve().parents[2] / "analysis" / "data" / DEVICES_FILE).read_text())
+    roofs, missing = {}, []
+    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
+        rows = speedups.filter(pl.col("kernel_source") == name)
+        source, dtype = rows["source"][0], rows["dtype"][0]
+        frame = raw[source]
+        names = sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
+        gpu = next((device_roof(n, devices) for n in names if rows["device"][0].startswith("cuda")), None)
+        if gpu is not None:
+            roofs[name] = gpu
+        elif source == FIT_SOURCE and isinstance(fit_roof, dict):
+            gflops = fit_roof["matmul_gflops_float32" if dtype == "float32" else "matmul_gflops_bfloat16"]
+            roofs[name] = Roof(", ".join(names) or "this machine", fit_roof["stream_gbps"], gflops,
+                               "measured by this run's profile (stream copy and matmul)")
+        else:
+            missing.append(name)
+    return roofs, missing
+
+
+def model_weights(models: list[str]) -> dict[str, object]:
+    from kernels_profile.models import published_config
+
+    out = {}
+    for name in models:
+        try:
+            out[name] = decoder_weights(published_config(name))
+        except (ParamsError, KeyError):
+            continue  # a model without a published dense config (e.g. a GGUF file) gets no roofline row
+    return out
+
+
+def source_metrics(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], n_lo: int, n_hi: int) -> dict:
+    """Per kernel source: what it measured and its ratio at the ends of the paper's N range."""
+    out = {}
+    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
+        rows = speedups.filter(pl.col("kernel_source") == name)
+        first = rows.row(0, named=True)
+        frame = raw[first["source"]]
+        device_names = sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
+        inside = rows.filter(pl.col("n").is_between(n_lo, n_hi))
+        out[name] = {
+            "source": first["source"], "model": first["model"], "dtype": first["dtype"], "device": first["device"],
+            "device_name": ", ".join(device_names), "baseline": first["baseline"], "repeats": int(rows["repeats"].min()),
+            "range": [float(inside["speedup"].min()), float(inside["speedup"].max())] if inside.height else None,
+            "at_n": {f"{r['n']}/c{r['context']}": r["speedup"] for r in rows.filter(pl.col("n").is_in([n_lo, n_hi])).iter_rows(named=True)},
+        }
+    return out
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("kernels_fit"):
-        raw = read_parquet(s.raw, "copydecode kernels profile", ParamsError)
-        models = [m for form in s.forms for m in fit_latency(raw, FitOptions(form, s.holdout_ns, s.one_context))]
-        environment = raw.select([c for c in ENVIRONMENT_COLUMNS if c in raw.columns]).unique().to_dicts()
-        sidecar = read_sidecar(s.raw)
-        document = to_document(models, str(s.raw), environment)
-        document["run_environment"] = sidecar  # None: not recorded (a raw file from before sidecars)
+        raw = by_source(s.raw)
+        parts = [fit_source(frame, source, s) for source, frame in raw.items()]
+        models = [m for part in parts for m in part[0]]
+        summary = pl.concat([p[1] for p in parts], how="diagonal_relaxed")
+        holdout = pl.concat([p[2] for p in parts if p[2].height], how="diagonal_relaxed") if any(p[2].height for p in parts) else pl.DataFrame()
+        speedups = pl.concat([p[3] for p in parts], how="diagonal_relaxed")
+        fit_raw = raw.get(FIT_SOURCE)
+        environment = fit_raw.select([c for c in ENVIRONMENT_COLUMNS if c in fit_raw.columns]).unique().to_dicts() if fit_raw is not None else []
+        fit_paths = [r.path for r in s.raw if r.source == FIT_SOURCE]
+        sidecar = read_sidecar(fit_paths[0]) if len(fit_paths) == 1 else None
+        document = to_document(models, ", ".join(f"{r.source}: {r.path}" for r in s.raw), environment)
+        document["raw"] = [{"source": r.source, "path": str(r.path)} for r in s.raw]
+        document["run_environment"] = sidecar  # None: not recorded (a raw file from before sidecars, or no fit source)
+        document["frozen_environment"] = {r.source: read_sidecar(r.path) for r in s.raw if r.source != FIT_SOURCE}
         write_json(document, LATENCY_MODEL)
-        summary = summarize(raw)
-        holdout = holdout_table(summary, s.holdout_ns, s.forms, s.one_context)
         write_table(summary, TABLES / "kernel_timings", digits=6)
         write_table(holdout, TABLES / "latency_holdout", digits=4)
-        speedups = speedup_table(raw)
         write_table(speedups, TABLES / "kernel_speedup")
         write_table(kernel_table(speedups), TABLES / "kernel_table", digits=2)
-        notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in environment})
-        save_chart(charts.kernel_speedup(speedups, "; ".join(notes)), FIGURES / "kernel_speedup")
-        write_csv(speedups.select("model", "dtype", "device", "context", "n", "baseline", "speedup"),
+        fit_speedups = speedups.filter(pl.col("source") == FIT_SOURCE)
+        roof = roofline_metrics(sidecar, fit_speedups) if fit_speedups.height else "no fit source"
+        roofs, unroofed = source_roofs(speedups, raw, roof)
+        roofline = roofline_table(speedups, model_weights(speedups["model"].unique().to_list()), roofs)
+        write_table(roofline, TABLES / "kernel_roofline", digits=4)
+        segments = pl.concat([ar_step_segments(f) for f in raw.values()], how="diagonal_relaxed")
+        write_table(ar_step_shifts(segments, s.early_steps, s.late_from), TABLES / "kernel_ar_steps", digits=3)
+        for source in raw:
+            chosen = speedups.filter(pl.col("source") == source)
+            envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
+            notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in envs})
+            name = "kernel_speedup" if source == FIT_SOURCE else f"kernel_speedup_{source}"
+            save_chart(charts.kernel_speedup(chosen, "; ".join(notes)), FIGURES / name)
+        write_csv(speedups.select("kernel_source", "model", "dtype", "device", "context", "n", "baseline", "speedup"),
                   TABLES / "kernel_speedup_plot.csv")
+    is_fit = pl.col("source") == FIT_SOURCE
     metrics = {
-        "source": str(s.raw),
-        "speedup_range_eager": speedup_range(speedups, pl.col("baseline") == "eager"),
-        "speedup_range_strongest": speedup_range(speedups, pl.col("is_strongest")),
-        "holdout_max_rel_error": {f"{r['model']}/{r['baseline']}/{r['form']}/{r['curve']}": r["holdout_max_rel_error"]
+        "source": ", ".join(f"{r.source}: {r.path}" for r in s.raw),
+        "speedup_range_eager": speedup_range(speedups, is_fit & (pl.col("baseline") == "eager")),
+        "speedup_range_strongest": speedup_range(speedups, is_fit & pl.col("is_strongest")),
+        "kernel_sources": source_metrics(speedups, raw, 8, 512),
+        "roofline_sources": {name: roof.source for name, roof in roofs.items()},
+        "no_roofline": unroofed,
+        "holdout_max_rel_error": {("" if r["source"] == FIT_SOURCE else f"{r['source']}:")
+                                  + f"{r['model']}/{r['baseline']}/{r['form']}/{r['curve']}": r["holdout_max_rel_error"]
                                   for r in holdout.iter_rows(named=True)} if holdout.height else {},
         "run_environment": environment_metrics(sidecar),
-        "roofline": roofline_metrics(sidecar, speedups),
+        "roofline": roof,
     }
     write_json(metrics, METRICS / "kernels.json")
     return metrics

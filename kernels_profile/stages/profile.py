@@ -41,7 +41,7 @@ def profile_spec(params: dict[str, Any], preset: str | None):
     missing = fields - set(settings)
     if missing:  # every setting comes from params.yaml: ProfileSpec's own defaults never decide a run
         raise ParamsError(f"kernels.profile: missing settings {sorted(missing)}")
-    for name in ("models", "contexts", "ns", "baselines"):
+    for name in ("models", "contexts", "ns", "baselines", "prefills"):
         if name in settings:
             if not isinstance(settings[name], list):
                 raise ParamsError(f"kernels.profile.{name} must be a list, got {settings[name]!r}")

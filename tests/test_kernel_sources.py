@@ -1,0 +1,169 @@
+"""Kernel sources by name: the frozen H200 measurement is fitted beside this run's profile, any set of
+AR loops fits, a bad source or loop is a named error, and each measured point is set against its
+physical floors (the roofline) and read step by step (the eager-loop slowdown)."""
+
+import hashlib
+import json
+
+import polars as pl
+import pytest
+import yaml
+from conftest import ROOT, params_with
+
+from analysis.cli import main
+from analysis.errors import ParamsError
+from analysis.latency import (
+    Roof,
+    WeightCount,
+    ar_step_segments,
+    ar_step_shifts,
+    decoder_weights,
+    device_roof,
+    from_document,
+    kernel_source_name,
+    prefill_floor_s,
+    roofline_table,
+    select_kernel_source,
+    speedup_table,
+    step_floor_s,
+)
+
+FROZEN = ROOT / "reports/kernels/frozen/h200"
+SHA256 = {"gpu-eager.parquet": "8071a0df0c240791b06d64e1be59ebd03d093e019e7fe9277306c2b5d7f94b7b",
+          "gpu-compiled.parquet": "bb3804bf2f0959c4da9d075ff2fcbfe36e59fc289cacfc213c628079faa889d0"}
+
+
+def test_frozen_h200_files_are_the_shared_measurement():
+    for name, digest in SHA256.items():
+        assert hashlib.sha256((FROZEN / name).read_bytes()).hexdigest() == digest, name
+        assert (FROZEN / name.replace(".parquet", ".environment.json")).is_file()
+
+
+def fit_in(folder, monkeypatch, raw) -> int:
+    monkeypatch.chdir(folder)
+    (folder / "reports/kernels").mkdir(parents=True)
+    (folder / "reports/kernels/frozen").symlink_to(ROOT / "reports/kernels/frozen")
+    (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**{"kernels.fit.raw": raw})))
+    return main(["--params", "params.yaml", "kernels", "fit"])
+
+
+@pytest.fixture(scope="module")
+def h200_fit(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("fit")
+    with pytest.MonkeyPatch.context() as mp:
+        code = fit_in(folder, mp, [{"source": "h200", "path": str(FROZEN / "gpu-eager.parquet")},
+                                   {"source": "h200", "path": str(FROZEN / "gpu-compiled.parquet")}])
+    assert code == 0
+    return folder
+
+
+def test_compiled_only_file_fits_without_an_eager_loop(tmp_path, monkeypatch):
+    assert fit_in(tmp_path, monkeypatch, [{"source": "h200", "path": str(FROZEN / "gpu-compiled.parquet")}]) == 0
+    metrics = json.loads((tmp_path / "reports/metrics/kernels.json").read_text())
+    assert set(metrics["kernel_sources"]) == {"h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled"}
+    assert metrics["speedup_range_eager"] is None  # no fit source, no eager loop: stated, not a crash
+
+
+def test_each_model_and_loop_of_a_source_is_its_own_kernel(h200_fit):
+    models = from_document(json.loads((h200_fit / "reports/kernels/latency_model.json").read_text()))
+    interp = [m for m in models if m.form == "interp"]
+    assert sorted(m.key.kernel_source for m in interp) == [
+        "h200/qwen2.5-1.5b/eager", "h200/qwen2.5-1.5b/static_compiled",
+        "h200/qwen2.5-7b/eager", "h200/qwen2.5-7b/static_compiled"]
+    compiled = select_kernel_source(models, "h200/qwen2.5-7b/static_compiled", "interp")
+    # the CUDA-graph decode step of the 7B model is ~5.6 ms at context 256 in the frozen run
+    assert 0.004 < float(compiled.t_step(256).seconds) < 0.008
+    with pytest.raises(ParamsError, match="h200/qwen2.5-7b/static.*measured sources"):
+        select_kernel_source(models, "h200/qwen2.5-7b/static", "interp")
+    table = pl.read_csv(h200_fit / "reports/tables/kernel_speedup.csv")
+    assert table["kernel_source"].n_unique() == 4 and (table["source"] == "h200").all()
+
+
+@pytest.mark.parametrize("raw, match", [
+    ([], "at least one"),
+    ([{"source": "paper", "path": "x.parquet"}], "not 'paper'"),
+    ([{"source": "h200", "file": "x.parquet"}], "exactly 'source' and 'path'"),
+    (["a.parquet", "a.parquet"], "more than once"),
+    ([{"source": "h200", "path": "missing.parquet"}], "missing.parquet not found"),
+])
+def test_bad_raw_entries_are_named(tmp_path, monkeypatch, capsys, raw, match):
+    assert fit_in(tmp_path, monkeypatch, raw) != 0
+    assert match in capsys.readouterr().err
+
+
+def test_the_same_timing_in_two_files_of_one_source_is_refused(tmp_path, monkeypatch, capsys):
+    path = str(FROZEN / "gpu-eager.parquet")
+    copy = tmp_path / "copy.parquet"
+    copy.write_bytes((FROZEN / "gpu-eager.parquet").read_bytes())
+    assert fit_in(tmp_path, monkeypatch, [{"source": "h200", "path": path}, {"source": "h200", "path": str(copy)}]) != 0
+    assert "both hold" in capsys.readouterr().err
+
+
+def test_bounds_name_a_missing_loop_or_source(h200_fit, monkeypatch, capsys):
+    from analysis.stages.bounds import kernel_source_names, select_kernels
+
+    monkeypatch.chdir(h200_fit)
+    with pytest.raises(ParamsError, match="unknown kernel sources"):
+        kernel_source_names({"bounds": {"kernel_sources": ["gpu"]}}, "bounds.kernel_sources")
+    with pytest.raises(ParamsError, match="no latency model for qwen2.5-0.5b/float32/cpu/eager"):
+        select_kernels(("fit",), "qwen2.5-0.5b", "float32", "cpu", ["eager"], "interp")
+    kernels = select_kernels(("paper", "h200/qwen2.5-1.5b/eager"), "m", "float32", "cpu", ["eager"], "interp")
+    assert [(k.source, k.model_name, k.device) for k in kernels] == [
+        ("paper", "paper", "A100 80GB (paper)"), ("h200/qwen2.5-1.5b/eager", "qwen2.5-1.5b", "cuda")]
+
+
+def test_roofline_table_and_step_shifts_from_the_frozen_run(h200_fit):
+    roof = pl.read_csv(h200_fit / "reports/tables/kernel_roofline.csv")
+    assert set(roof["roof"]) == {"NVIDIA H200"}
+    assert (roof["ar_share_of_floor"] <= 1).all() and (roof["prefill_share_of_floor"] <= 1).all()
+    top = roof.filter((pl.col("n") == 512) & (pl.col("context") == 256) & (pl.col("model") == "qwen2.5-1.5b"))
+    assert 150 < top["ceiling"][0] < 260  # weights streamed once vs 2 FLOPs/weight/token at bf16 peak
+    steps = pl.read_csv(h200_fit / "reports/tables/kernel_ar_steps.csv")
+    eager, compiled = (steps.filter(pl.col("baseline") == b)["late_over_early"] for b in ("eager", "static_compiled"))
+    assert (eager > 2).sum() >= 4 and (compiled < 1.1).all()
+
+
+def test_decoder_weights_match_the_published_sizes():
+    from kernels_profile.models import published_config
+
+    assert decoder_weights(published_config("qwen2.5-1.5b")).total == 1_543_714_304
+    seven = decoder_weights(published_config("qwen2.5-7b"))
+    assert seven.total == 7_615_616_512 and seven.total - seven.read_per_step == 152_064 * 3584  # untied head
+
+
+def test_floors_and_ceiling():
+    roof, count = Roof("gpu", 1000.0, 100_000.0, "test"), WeightCount(1_000_000_000, 1_000_000_000)
+    step = step_floor_s(count, roof, 2)
+    assert step == pytest.approx(0.002)                       # 2 GB at 1 TB/s
+    assert prefill_floor_s(count, 1, roof, 2) == pytest.approx(step)  # memory-bound
+    assert prefill_floor_s(count, 1000, roof, 2) == pytest.approx(0.02)  # 2e12 FLOPs at 100 TFLOP/s
+    speedups = pl.DataFrame({"kernel_source": ["s"], "model": ["m"], "dtype": ["bfloat16"], "device": ["cuda"],
+                             "baseline": ["eager"], "context": [0], "n": [1000], "speedup": [50.0],
+                             "t_ar": [4.0], "t_prefill": [0.08]})
+    row = roofline_table(speedups, {"m": count}, {"s": roof}).row(0, named=True)
+    assert row["ceiling"] == pytest.approx(100.0) and row["ar_share_of_floor"] == pytest.approx(0.5)
+    assert row["prefill_share_of_floor"] == pytest.approx(0.25)
+    assert roofline_table(speedups, {}, {"s": roof}).height == 0  # no weight count, no row
+
+
+def test_device_roof_by_name():
+    doc = json.loads((ROOT / "analysis/data/devices.json").read_text())
+    assert device_roof("NVIDIA H200", doc).bandwidth_gbps == 4800
+    assert device_roof("NVIDIA GeForce RTX 4090", doc) is None
+
+
+def test_step_shift_finds_a_level_shift():
+    raw = pl.DataFrame({"model": ["m"] * 4, "baseline": ["eager"] * 4, "context": [0] * 4, "repeat": [0] * 4,
+                        "method": ["ar"] * 4, "n": [4, 8, 16, 32], "seconds": [0.04, 0.08, 0.16 + 0.24, 0.4 + 0.48]})
+    shifts = ar_step_shifts(ar_step_segments(raw), early_until=8, late_from=16)
+    assert shifts["early_ms"][0] == pytest.approx(10) and shifts["late_ms"][0] == pytest.approx(30)
+
+
+def test_prefill_kinds_pair_within_their_own_pair():
+    base = {"model": "m", "weights": "random", "dtype": "float32", "device": "cpu", "context": 0, "repeat": 0}
+    rows = [{**base, "method": "ar", "baseline": "static_compiled", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.08},
+            {**base, "method": "prefill", "baseline": "eager", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.04},
+            {**base, "method": "prefill", "baseline": "compiled", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.01}]
+    table = speedup_table(pl.DataFrame(rows)).sort("prefill")
+    assert table["speedup"].to_list() == [8.0, 2.0] and table["is_strongest"].to_list() == [True, False]
+    assert kernel_source_name("h200", "m", "static_compiled", "compiled") == "h200/m/static_compiled/compiled_prefill"

@@ -16,10 +16,11 @@ from analysis.layout import (
     USER_PAIRS,
     corpus_group,
     group_expr,
+    pooling_label,
     star,
 )
 from analysis.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
-from analysis.outputs import pick, pick_framing
+from analysis.outputs import pick, pick_framing, pick_view
 from analysis.pages import pivot_wide
 
 __all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
@@ -91,7 +92,7 @@ def size_table(dist: pl.DataFrame) -> pl.DataFrame:
 
 def corpus_coverage(cov: pl.DataFrame, framing: str = "body") -> pl.DataFrame:
     """Line and token coverage with CIs per corpus (and the framing's pool), one row per corpus."""
-    rows = pick_framing(cov, framing).filter((pl.col("corpus") != POOLED) | (pl.col("framing") == framing))
+    rows = pick_view(cov, framing)
     if rows.height == 0:
         raise ParamsError(f"coverage.csv has no rows for framing {framing!r}")
     keys = ["corpus", "framing"]
@@ -120,10 +121,7 @@ def kernel_label(frame: pl.DataFrame) -> pl.DataFrame:
 
 def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "line", variant: str = "ideal") -> pl.DataFrame:
     """Per corpus (and each pooling rule): the bound under every kernel source, one column each."""
-    from analysis.charts import pooling_label
-
-    rows = pick(pick_framing(bounds, framing), level=level, variant=variant)
-    rows = rows.filter((pl.col("corpus") != POOLED) | (pl.col("framing") == framing))
+    rows = pick(pick_view(bounds, framing), level=level, variant=variant)
     labelled = bound_cell(kernel_label(pooling_label(rows)))
     wide = pivot_wide(labelled, index=["corpus", "n_cases"], on="kernel", values="cell")
     extrapolated = labelled.group_by("corpus").agg(pl.col("extrapolated_spans").max().alias("extrapolated_spans_max"))
@@ -133,8 +131,6 @@ def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "lin
 def bounds_wide(rows: pl.DataFrame) -> pl.DataFrame:
     """One kernel's bounds as a narrow table: a row per corpus (pools last), a column per level and
     variant holding `bound [CI]`, and the most extrapolated spans of any cell in the row."""
-    from analysis.charts import pooling_label
-
     cells = bound_cell(pooling_label(rows)).with_columns(
         column=pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("variant")])).sort("level", "variant")
     wide = pivot_wide(cells, index=["corpus", "n_cases"], on="column", values="cell")
@@ -145,8 +141,6 @@ def bounds_wide(rows: pl.DataFrame) -> pl.DataFrame:
 def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
     """bounds_tokenization narrowed: a row per kernel and corpus, a column per level and variant
     holding the bound with gold-tokenization prefill sizes and its change, `3.4x (+0.2%)`."""
-    from analysis.charts import pooling_label
-
     cells = kernel_label(pooling_label(rows)).with_columns(
         column=pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("variant")]),
         cell=pl.struct("bound_gold_prefill", "rel_change").map_elements(
@@ -203,3 +197,17 @@ def real_vs_benchmarks(cov: pl.DataFrame, bounds: pl.DataFrame, framing: str = "
                  f"(benchmarks span {_range_only(bench_b, fmt_x)}).")
     return text
 
+
+
+def optimal_table(optimal: pl.DataFrame, framing: str = "body") -> pl.DataFrame:
+    """optimal.csv made narrow for reading: per kernel, level and corpus (pools last), the bound with
+    directive tokens decoded under the coverage-maximising oracle and under the cost-optimal one, with
+    their CIs, coverage and the gain."""
+    rows = kernel_label(pooling_label(pick_view(optimal, framing)))
+    cell = lambda prefix: pl.struct(f"{prefix}_bound", f"{prefix}_ci_low", f"{prefix}_ci_high").map_elements(  # noqa: E731
+        lambda r: f"{fmt_x(r[f'{prefix}_bound'])} {fmt_ci(r[f'{prefix}_ci_low'], r[f'{prefix}_ci_high'])}",
+        return_dtype=pl.String)
+    return (rows.with_columns(cell("covmax").alias("coverage-max oracle"), cell("optimal").alias("cost-optimal oracle"))
+            .select("kernel", "level", "corpus", "n_cases", "covmax_coverage", "coverage-max oracle",
+                    "optimal_coverage", "cost-optimal oracle", "floor_gain")
+            .sort("kernel", "level", pl.col("corpus").str.starts_with(POOLED), "corpus"))

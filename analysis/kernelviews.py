@@ -101,3 +101,10 @@ def latency_formulas(model_doc: dict) -> pl.DataFrame:
     formulas = model_doc.get("formulas") if isinstance(model_doc.get("formulas"), dict) else FORMULAS
     return pl.DataFrame({"form": forms, "formula": [formulas.get(f, FORMULAS.get(f, MISSING)) for f in forms]})
 
+
+
+def break_even_n(kernel_table: pl.DataFrame, column: str = "speedup_strongest") -> int | None:
+    """The smallest N at which one prefill of N tokens beats N decode steps (`column` > 1), over the
+    rows given (one model and context, or all of them); None when prefill never wins."""
+    wins = kernel_table.filter(pl.col(column) > 1).sort("n")
+    return int(wins["n"][0]) if wins.height else None

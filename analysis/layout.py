@@ -6,7 +6,9 @@ the module that writes it (named beside each path).
 
 Pooling. A corpus with one framing only (ProbeEdit-S's "unit", CommitEdits' "file", a user's pairs)
 joins every framing's pool: "pooled / body" is HEvalFix body cases plus every single-framing corpus,
-the set the paper pools. `pool_rows` is the only implementation of that rule.
+the set the paper pools. `pool_rows` is the only implementation of that rule; `framing_filter` and
+`framing_view` are the rows a report shows for a framing, `paper_view` the paper's corpora, and the
+labels (pooling rules, corpus groups, stand-in stars) are named here too.
 """
 
 from __future__ import annotations
@@ -82,6 +84,30 @@ def pool_rows(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
 def framing_filter(framing: str) -> pl.Expr:
     """Rows shown for `framing` in a per-corpus view: that framing and the single-framing corpora."""
     return pl.col("framing").is_in([framing, *SINGLE_FRAMINGS])
+
+
+def framing_view(framing: str) -> pl.Expr:
+    """Rows a report shows for `framing`: its per-corpus rows, the single-framing corpora, and only
+    that framing's pooled rows (a single-framing corpus's own framing has no pool of its own here)."""
+    return framing_filter(framing) & ((pl.col("corpus") != POOLED) | (pl.col("framing") == framing))
+
+
+def context_label(context_mode: str, context: int | None) -> str:
+    """The KV-cache context a bound was costed at: `c=256` (fixed) or `c = prompt + output so far` (running)."""
+    return f"c={context}" if context_mode == "fixed" else "c = prompt + output so far"
+
+
+POOLING_LABELS = {"ratio_of_sums": "pooled (ratio of sums)", "mean_of_corpora": "pooled (mean of corpora)"}
+
+
+def pooling_label(frame: pl.DataFrame) -> pl.DataFrame:
+    """Name pooled rows by their pooling rule, so both rules can sit side by side on one axis."""
+    if "pooling" not in frame.columns:
+        return frame
+    return frame.with_columns(
+        corpus=pl.when(pl.col("corpus") == POOLED)
+        .then(pl.col("pooling").replace_strict(POOLING_LABELS, default=pl.lit(POOLED)))
+        .otherwise(pl.col("corpus")))
 
 
 def paper_corpora() -> pl.Expr:

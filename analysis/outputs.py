@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter
+from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
@@ -72,3 +72,10 @@ def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
     if framing not in known:
         raise ParamsError(f"unknown framing {framing!r}; known: {', '.join(sorted(known))}")
     return frame.filter(framing_filter(framing))
+
+
+def pick_view(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
+    """`pick_framing`, keeping only the framing's own pooled rows (analysis.layout.framing_view)."""
+    if framing in (None, "all"):
+        return frame
+    return pick_framing(frame, framing).filter(framing_view(framing))

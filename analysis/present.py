@@ -47,6 +47,7 @@ from analysis.corpusviews import (  # noqa: F401
     corpus_coverage,
     corpus_group,
     kernel_label,
+    optimal_table,
     real_vs_benchmarks,
     size_distribution,
     size_table,
@@ -54,8 +55,24 @@ from analysis.corpusviews import (  # noqa: F401
 )
 from analysis.errors import ParamsError
 from analysis.headline import headline  # noqa: F401
-from analysis.kernelviews import RunEnvironmentView, latency_fits, latency_formulas, run_environment_view  # noqa: F401
-from analysis.layout import CASE_COSTS, CASES, METRICS, PAPER_NAMES as PAPER_CORPORA, PROGRAMS, SPANS  # noqa: F401
+from analysis.kernelviews import (  # noqa: F401
+    RunEnvironmentView,
+    break_even_n,
+    latency_fits,
+    latency_formulas,
+    run_environment_view,
+)
+from analysis.layout import (  # noqa: F401
+    CASE_COSTS,
+    CASES,
+    METRICS,
+    PROGRAMS,
+    SPANS,
+    context_label,
+    framing_view,
+    pooling_label,
+)
+from analysis.layout import PAPER_NAMES as PAPER_CORPORA  # noqa: F401
 from analysis.numbers import MISSING, fmt_ci, fmt_count, fmt_int, fmt_num, fmt_pct, fmt_x  # noqa: F401
 from analysis.outputs import (  # noqa: F401
     bounds_frame,
@@ -63,6 +80,7 @@ from analysis.outputs import (  # noqa: F401
     metrics,
     pick,
     pick_framing,
+    pick_view,
     read_parquet_output,
     table,
 )

@@ -38,6 +38,7 @@ from analysis.layout import (
     POOLED,
     SPANS,
     TABLES,
+    context_label,
 )
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
@@ -175,8 +176,7 @@ def run(cfg: Config, args=None) -> dict:
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         write_table(pools, TABLES / "bounds_paper_pool", digits=3)
         fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
-        where = (f"c={s.cost.context}" if s.cost.context_mode == "fixed"
-                 else "c = prompt + output so far")
+        where = context_label(s.cost.context_mode, s.cost.context)
         title = (f"Closed-form bound: {s.model} {s.dtype} {s.device}, {s.latency_form} latency model, "
                  f"{where} ({charts.STAND_IN})")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")

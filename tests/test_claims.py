@@ -219,3 +219,64 @@ def test_e2e_headline_names_its_cases_and_the_directive_decoded_figure(tmp_path)
     claim = claims._e2e_claim(PAPER["end_to_end"], tables, tmp_path / METRICS)
     assert "16.1x on 1 case" in claim.ours and "11.2x on the same 1 case with directive tokens decoded" in claim.ours
     assert claim.verdict == claims.BEYOND
+
+
+# ---------------------------------------------------------------- the optimal oracle and the pooling owner
+
+
+def test_optimal_line_sets_both_oracles_beside_the_papers_floors(tmp_path):
+    rows = []
+    for corpus, framing, covmax, optimal in (("HEvalFix-Py", "body", 1.4, 5.0), ("ProbeEdit-S", "unit", 17.0, 26.0),
+                                             ("CommitEdits-click", "file", 100.0, 200.0)):
+        rows.append({"kernel_source": "paper", "baseline": "paper (A100, bf16)", "level": "token", "corpus": corpus,
+                     "framing": framing, "pooling": "corpus", "n_cases": 10, "covmax_bound": covmax,
+                     "optimal_bound": optimal, "context": 256})
+    tables = _tables(tmp_path)
+    pl.DataFrame(rows).write_csv(tables / "optimal.csv")
+    spec = {**PAPER["optimal"], "beside_claim": PAPER["token_level"]}
+    claim = claims._optimal_claim(spec, tables, tmp_path / METRICS)
+    assert claim.verdict == claims.BEYOND
+    assert "1.4x-17.0x coverage-max -> 5.0x-26.0x cost-optimal" in claim.ours  # CommitEdits is not a paper corpus
+    assert "1 of 2 corpora" in claim.reason
+
+
+def test_framing_view_keeps_single_framing_corpora_and_only_the_framings_pool():
+    from analysis.layout import framing_view
+    from analysis.outputs import pick_view
+
+    frame = pl.DataFrame({"corpus": ["HEvalFix-Py", "HEvalFix-Py", "ProbeEdit-S", "pooled", "pooled"],
+                          "framing": ["body", "decl", "unit", "body", "decl"]})
+    shown = frame.filter(framing_view("body"))
+    assert shown.rows() == [("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("pooled", "body")]
+    assert pick_view(frame, "decl").rows() == [("HEvalFix-Py", "decl"), ("ProbeEdit-S", "unit"), ("pooled", "decl")]
+    with pytest.raises(ParamsError, match="unknown framing"):
+        pick_view(frame, "sideways")
+
+
+def test_break_even_n_is_the_smallest_n_where_prefill_wins():
+    from analysis.kernelviews import break_even_n
+
+    table = pl.DataFrame({"n": [16, 1, 4, 2], "speedup_strongest": [3.0, 0.9, 1.2, 0.99]})
+    assert break_even_n(table) == 4
+    assert break_even_n(table.filter(pl.col("n") < 4)) is None
+
+
+def test_context_label_names_the_mode():
+    from analysis.layout import context_label
+
+    assert context_label("fixed", 256) == "c=256"
+    assert "None" not in context_label("running", None) and "so far" in context_label("running", None)
+
+
+def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
+    from analysis import perturbviews
+
+    em_of = {k: (lambda r: 1 - r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
+    tables = _tables(tmp_path)
+    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    _perturbation(em_of).write_csv(tables / "perturbation_clip.csv")
+    pooled = perturbviews.paper_pool_table("line", tables)
+    assert set(pooled["definition"]) == {"strict", "clip"} and set(pooled["n_cases"]) == {482}
+    assert set(perturbviews.definition_tables("line", "body", tables=tables)) == {"strict", "clip"}
+    crossings = perturbviews.crossings_table(PAPER["perturbation"]["em_pct"] / 100, tables)
+    assert crossings.height == 4 and crossings["crossing, paper's corpora"].null_count() == 0

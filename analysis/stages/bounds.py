@@ -34,11 +34,11 @@ from analysis.layout import (
     FIGURES,
     LATENCY_MODEL,
     METRICS,
-    PAPER_CORPORA,
     POOLED,
     SPANS,
     TABLES,
     context_label,
+    paper_corpora,
 )
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
@@ -114,7 +114,7 @@ def kernel_models(s: BoundsSettings) -> list[tuple[str, str, LatencyModel]]:
 def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
     """The pooled rows over the paper's own corpora only (PAPER_CORPORA), so the paper's pooled bound
     stays comparable when this suite pools more corpora; empty when the pool holds nothing else."""
-    mask = pl.col("corpus").is_in(PAPER_CORPORA)
+    mask = paper_corpora()
     if costs.filter(~mask).height == 0 or costs.filter(mask).height == 0:
         return pl.DataFrame()
     keep = [r.filter(mask) for r in repeats]

@@ -194,8 +194,13 @@ def test_claim_7_without_a_lift_is_not_reproduced_at_this_scale_and_names_the_sc
 
 
 @pytest.mark.parametrize("after, verdict", [(0.05, claims.NOT_AT_SCALE), (0.15, claims.REPRODUCED)])
-def test_claim_7_is_reproduced_only_when_the_lift_meets_the_papers(tmp_path, after, verdict):
-    _pilot(tmp_path, humaneval={"before": {"em": 0.0}, "after": {"0": {"em": after}, "1": {"em": after}}})
+@pytest.mark.parametrize("layout", ["nested", "flat"])
+def test_claim_7_is_reproduced_only_when_the_lift_meets_the_papers(tmp_path, after, verdict, layout):
+    seeds = {"0": {"em": after}, "1": {"em": after}}
+    if layout == "nested":
+        _pilot(tmp_path, humaneval={"before": {"em": 0.0}, "after": seeds})
+    else:  # the pilot stage's keys: humaneval_before beside humaneval (seed -> summary)
+        _pilot(tmp_path, humaneval=seeds, humaneval_before={"cases": 33, "em": 0.0})
     claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
     assert claim.verdict == verdict and claim.verdict != claims.BEYOND
     assert claims.fmt_pct(after) in claim.ours

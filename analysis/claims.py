@@ -22,7 +22,17 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, PAPER_NAMES, POOLED, TABLES, framing_filter, paper_view, pooled_share, star
+from analysis.layout import (
+    METRICS,
+    PAPER_CORPORA,
+    PAPER_NAMES,
+    POOLED,
+    TABLES,
+    framing_filter,
+    paper_view,
+    pooled_share,
+    star,
+)
 from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
 from analysis.outputs import bounds_frame, metrics, table
 
@@ -30,7 +40,9 @@ PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 
 REPRODUCED, DIFFERS, NOT_RUN = "reproduced", "differs", "not run"
 NOT_AT_SCALE, BEYOND = "not reproduced at this scale", "beyond the paper"
-VERDICTS = (REPRODUCED, DIFFERS, NOT_AT_SCALE, NOT_RUN, BEYOND)
+NOT_APPLICABLE = "not applicable to this run"
+VERDICTS = (REPRODUCED, DIFFERS, NOT_AT_SCALE, NOT_RUN, NOT_APPLICABLE, BEYOND)
+PAPER_POOL = "paper_corpora"  # a claim's `pool` when it is judged over the paper's three corpora
 POOLINGS = ("ratio_of_sums", "mean_of_corpora")
 FIT = "fit"  # kernel_source of this run's fitted CPU profile (the only one when the column is absent)
 
@@ -597,18 +609,32 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
     if unknown:
         raise ParamsError(f"{paper_path}: no rule for claim(s) {', '.join(unknown)}; known: {', '.join(RULES)}")
     keys.sort(key=lambda k: bool(paper[k].get("extension")))
+    corpora = run_corpora(Path(tables))
     out = []
     for key in keys:
         spec = paper[key]
         if spec.get("beside") in paper:  # an extension set beside a claim reads that claim's figures
             spec = {**spec, "beside_claim": paper[spec["beside"]]}
+        label = f"{spec['id']}. {spec['title']}" if spec.get("id") else spec.get("title", key)
+        if spec.get("pool") == PAPER_POOL and corpora is not None and not corpora & set(PAPER_CORPORA):
+            out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_APPLICABLE,
+                             reason=f"this run holds none of the paper's corpora ({', '.join(PAPER_CORPORA)}); "
+                                    f"its corpora: {', '.join(sorted(corpora))}", method=MISSING))
+            continue
         try:
             out.append(RULES[key](spec, Path(tables), Path(metrics_dir)))
         except ParamsError as missing:
-            label = f"{spec['id']}. {spec['title']}" if spec.get("id") else spec.get("title", key)
             out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_RUN,
                              reason=str(missing), method=MISSING))
     return out
+
+
+def run_corpora(tables: Path) -> set[str] | None:
+    """The corpora of this run (from the coverage table), or None when the table is absent."""
+    try:
+        return set(table("coverage", tables)["corpus"].to_list()) - {POOLED}
+    except ParamsError:
+        return None
 
 
 def claims_frame(items: list[Claim] | None = None) -> pl.DataFrame:

@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view
+from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
@@ -69,7 +69,8 @@ def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
     if framing in (None, "all"):
         return frame
     known = set(frame["framing"].to_list())
-    if framing not in known:
+    # a run of single-framing corpora only (a user's pairs, commits) joins every framing's view
+    if framing not in known and not (known and all(is_single_framing(f) for f in known)):
         raise ParamsError(f"unknown framing {framing!r}; known: {', '.join(sorted(known))}")
     return frame.filter(framing_filter(framing))
 

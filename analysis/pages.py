@@ -11,7 +11,17 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from analysis.claims import BEYOND, DIFFERS, NOT_AT_SCALE, NOT_RUN, REPRODUCED, Claim, claims, claims_frame
+from analysis.claims import (
+    BEYOND,
+    DIFFERS,
+    NOT_APPLICABLE,
+    NOT_AT_SCALE,
+    NOT_RUN,
+    REPRODUCED,
+    Claim,
+    claims,
+    claims_frame,
+)
 from analysis.layout import STAND_IN
 from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
@@ -165,7 +175,7 @@ def lead(what: str, figures: Iterable[tuple[str, str]], headline: str | None = N
 
 
 VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_AT_SCALE: "#ffebe9", NOT_RUN: "#eaeef2",
-                   BEYOND: "#ddf4ff"}
+                   NOT_APPLICABLE: "#eaeef2", BEYOND: "#ddf4ff"}
 
 
 def summary_table(items: list[Claim] | None = None):

@@ -17,6 +17,7 @@ import polars as pl
 from analysis.claims import (  # noqa: F401
     BEYOND,
     DIFFERS,
+    NOT_APPLICABLE,
     NOT_AT_SCALE,
     NOT_RUN,
     PAPER,

@@ -285,3 +285,20 @@ def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
     assert set(perturbviews.definition_tables("line", "body", tables=tables)) == {"strict", "clip"}
     crossings = perturbviews.crossings_table(PAPER["perturbation"]["em_pct"] / 100, tables)
     assert crossings.height == 4 and crossings["crossing, paper's corpora"].null_count() == 0
+
+
+def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them(tmp_path):
+    from analysis.outputs import pick_framing
+
+    tables = _tables(tmp_path)
+    pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],
+                  "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
+                 ).write_csv(tables / "coverage.csv")
+    items = claims.claims(tables, tmp_path / METRICS)
+    judged_on_paper = {f"{s['id']}. {s['title']}" if s.get("id") else s["title"]
+                       for k, s in PAPER.items() if not k.startswith("_") and s.get("pool") == claims.PAPER_POOL}
+    assert judged_on_paper and {c.claim for c in items if c.verdict == claims.NOT_APPLICABLE} == judged_on_paper
+    assert all("Pairs-a" in c.reason for c in items if c.verdict == claims.NOT_APPLICABLE)
+    assert {c.verdict for c in items if c.claim not in judged_on_paper} == {claims.NOT_RUN}
+    # a framing that this run lacks shows its single-framing corpora instead of failing
+    assert pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2

@@ -245,7 +245,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
     before = os.environ.get(PARAMS_ENV)
     if params is not None:
-        os.environ[PARAMS_ENV] = str(Path(params).resolve())
+        os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
     try:
         pages, timings = [], {}
         for name in REPORTS:

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.layout import POOLED, framing_filter
+from analysis.layout import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel
 PANEL = 300         # one panel of a wrapped facet
 HEIGHT = 220
 WRAP = 3            # panels per row before a facet wraps
-POOLING_LABELS = {"ratio_of_sums": "pooled (ratio of sums)", "mean_of_corpora": "pooled (mean of corpora)"}
 
 
 def _alt():
@@ -31,16 +30,6 @@ def _alt():
 
 def _framed(data: pl.DataFrame, framing: str | None) -> pl.DataFrame:
     return data if framing in (None, "all") or "framing" not in data.columns else data.filter(framing_filter(framing))
-
-
-def pooling_label(frame: pl.DataFrame) -> pl.DataFrame:
-    """Name pooled rows by their pooling rule, so both rules can sit side by side on one axis."""
-    if "pooling" not in frame.columns:
-        return frame
-    return frame.with_columns(
-        corpus=pl.when(pl.col("corpus") == POOLED)
-        .then(pl.col("pooling").replace_strict(POOLING_LABELS, default=pl.lit(POOLED)))
-        .otherwise(pl.col("corpus")))
 
 
 def _titled(chart, title: str):

@@ -56,6 +56,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -70,7 +71,16 @@ SCHEMA = "copydecode.latency_model/2"
 AR_TERMS = ("a", "b")
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
-PAPER_POINTS = ((8, 6.8), (512, 303.0))
+
+
+def paper_kernel_points(path: Path = Path(__file__).parent / "data" / "paper_claims.json") -> tuple[tuple[int, float], ...]:
+    """The paper's kernel points (N, speedup), read from paper_claims.json, their one home."""
+    import json
+
+    return tuple((int(n), float(s)) for n, s in json.loads(Path(path).read_text())["kernel_speedup"]["points"])
+
+
+PAPER_POINTS = paper_kernel_points()
 PAPER_NOTE = "speedup through the paper abstract's points (6.8x at N=8, 303x at N=512), log-log line; unit decode step"
 FORMULAS = {
     "interp": "T(N, c): bilinear in (log N, log(1 + c)) through the running-max medians; t_step(c) = T_ar(1, c)",

@@ -44,7 +44,7 @@ def _cell(text: str) -> str:
 def _claims_table(root: Path) -> list[str]:
     rows = ["| claim | paper | ours | verdict |", "|---|---|---|---|"]
     for c in present.claims(root / TABLES, root / METRICS):
-        verdict = f"**{c.verdict}**" + (f": {c.why}" if c.verdict != present.BEYOND else "")
+        verdict = f"**{c.verdict}**: {c.reason}"
         rows.append(f"| {_cell(c.claim)} | {_cell(c.paper)} | {_cell(c.ours)} | {_cell(verdict)} |")
     return rows
 

@@ -198,7 +198,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     from analysis.present import esc
 
     items = present.claims(root / TABLES, root / METRICS)
-    counts = {v: sum(c.verdict == v for c in items) for v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)}
+    counts = present.claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     body = (
@@ -208,8 +208,8 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
             "stage outputs under the thresholds stated in analysis/data/paper_claims.json. ProbeEdit-S* is a "
             "stand-in for the paper's unpublished ProbeEdit corpus; kernel timings come from the machine in "
             "the provenance below, not the paper's A100.",
-            [("claims reproduced", str(counts[present.REPRODUCED])), ("claims that differ", str(counts[present.DIFFERS])),
-             ("claims not run", str(counts[present.NOT_RUN]))]).text
+            [(f"claims {'that differ' if v == present.DIFFERS else v}", str(n)) for v, n in counts.items()
+             if n or v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)]).text
         + "<h2>Paper versus ours</h2>" + present.summary_table(items).as_raw_html()
         + "<h2>Key charts</h2><div class='cd-figures'>"
         + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES) + "</div>"
@@ -230,19 +230,34 @@ def write_index(pages: list[Page], root: Path = Path(".")) -> Path:
 # ---------------------------------------------------------------- the stage
 
 
-def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path(".")) -> dict[str, Any]:
-    """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index."""
+def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("."),
+                params: Path | None = None) -> dict[str, Any]:
+    """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index;
+    `params` (the file in use) is what every page's provenance hashes."""
+    import os
+
+    from analysis.provenance import PARAMS_ENV
+
     started = time.perf_counter()
     unknown = set(per_report) - set(REPORTS)
     if unknown:
         raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
-    pages, timings = [], {}
-    for name in REPORTS:
-        t0 = time.perf_counter()
-        pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
-        timings[name] = round(time.perf_counter() - t0, 2)
-    write_headline(Path(root))  # before the index, which links every metrics file
-    write_index(pages, Path(root))
+    before = os.environ.get(PARAMS_ENV)
+    if params is not None:
+        os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
+    try:
+        pages, timings = [], {}
+        for name in REPORTS:
+            t0 = time.perf_counter()
+            pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
+            timings[name] = round(time.perf_counter() - t0, 2)
+        write_headline(Path(root))  # before the index, which links every metrics file
+        write_index(pages, Path(root))
+    finally:
+        if before is None:
+            os.environ.pop(PARAMS_ENV, None)
+        else:
+            os.environ[PARAMS_ENV] = before
     return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}
 
 

@@ -12,7 +12,7 @@ import polars as pl
 import pytest
 from conftest import ROOT
 
-from analysis import present
+from analysis import claims, present
 from analysis.layout import LATENCY_MODEL, METRICS, TABLES
 
 PAPER = present.paper_claims()
@@ -164,15 +164,15 @@ def _paper_bounds(probe: float, extra: bool) -> pl.DataFrame:
 def test_claim_3_compares_the_paper_kernel_and_only_a_like_pool(tmp_path):
     c = PAPER["bounds"]
     tables = _write_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=False))
-    claim = present._bounds_claim(PAPER, tables, tmp_path / METRICS)
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
     assert claim.verdict == present.REPRODUCED, claim.why
-    assert "pooled" in claim.ours and "fitted kernel" in claim.ours
+    assert "pooled" in claim.ours and "fit (eager AR" in claim.ours
     compare = present.paper_comparison(tables)
     assert (compare["paper inside CI"] == "yes").sum() == 4  # three corpora and the ratio-of-sums pool
     assert "not comparable" in compare.filter(pl.col("corpus") == "pooled (mean of corpora)")["paper inside CI"].to_list()
 
     tables = _write_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=True))
-    claim = present._bounds_claim(PAPER, tables, tmp_path / METRICS)
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
     assert claim.verdict == present.REPRODUCED and "pooled not compared" in claim.why and "CommitEdits-click" in claim.why
 
 
@@ -181,7 +181,7 @@ def test_claim_3_explains_a_bound_above_the_papers_from_the_generated_share(tmp_
     coverage = _coverage().with_columns(coverage=pl.when(pl.col("corpus") == "ProbeEdit-S").then(0.99)
                                         .otherwise(pl.col("coverage")))
     tables = _write_tables(tmp_path, _paper_bounds(3 * c["ProbeEdit"], extra=False), coverage)
-    claim = present._bounds_claim(PAPER, tables, tmp_path / METRICS)
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
     assert claim.verdict == present.DIFFERS
     assert present.fmt_pct(1 / c["ProbeEdit"]) in claim.why and present.fmt_pct(1 - 0.99) in claim.why
 
@@ -191,8 +191,8 @@ def test_old_bounds_table_is_a_clear_error(tmp_path):
     tables = _write_tables(tmp_path, old)
     with pytest.raises(present.ParamsError, match="predates kernel sources"):
         present.bounds_frame(tables)
-    claims = present.claims(tables, tmp_path / METRICS)
-    assert [c.verdict for c in claims if c.claim.startswith(("bounds", "3."))] == [present.NOT_RUN]
+    verdicts = present.claims(tables, tmp_path / METRICS)
+    assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [present.NOT_RUN]
 
 
 # ---------------------------------------------------------------- kernels: environment and roofline
@@ -296,6 +296,7 @@ def test_headline_is_short_and_taken_from_the_other_outputs(tmp_path):
     items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
     assert head["reproduced"] == sum(c.verdict == present.REPRODUCED for c in items)
     assert head["differ"] == sum(c.verdict == present.DIFFERS for c in items)
+    assert head["not_reproduced_at_scale"] == sum(c.verdict == present.NOT_AT_SCALE for c in items)
     cov = pl.read_csv(tmp_path / TABLES / "coverage.csv")
     pooled = cov.filter((pl.col("corpus") == "pooled") & (pl.col("framing") == "body") & (pl.col("level") == "line"))
     assert head["cov_line_pooled"] == pytest.approx(pooled["coverage"][0], abs=1e-4)

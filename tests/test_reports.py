@@ -3,6 +3,7 @@ metrics under the stated thresholds, provenance, pages that load nothing from ou
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -63,7 +64,7 @@ def test_show_escapes_cell_text_titles_and_notes():
 
 def test_page_blocks_escape_every_value():
     blocks = [present.note("<b>{case}</b>", case=ATTACK), present.pre(ATTACK), present.lead(ATTACK, [(ATTACK, ATTACK)]),
-              present.provenance_html(present.Provenance(*([ATTACK] * 7)))]
+              present.provenance_html(present.Provenance(*([ATTACK] * len(dataclasses.fields(present.Provenance)))))]
     for block in blocks:
         assert ATTACK not in block._repr_html_() and "&lt;img" in block._repr_html_()
 
@@ -100,8 +101,10 @@ def _verdicts(root, paper=present.PAPER):
 def test_every_claim_of_the_paper_gets_a_verdict():
     paper = present.paper_claims()
     verdicts = present.claims(ROOT / TABLES, ROOT / METRICS)
-    assert {c.verdict for c in verdicts} <= {present.REPRODUCED, present.DIFFERS, present.NOT_RUN, present.BEYOND}
-    assert len([k for k in paper if not k.startswith("_")]) == len([c for c in verdicts if c.claim[0].isdigit()])
+    assert {c.verdict for c in verdicts} <= set(present.VERDICTS)
+    assert len([k for k, c in paper.items() if not k.startswith("_") and not c.get("extension")]) == len(
+        [c for c in verdicts if c.claim[0].isdigit()])
+    assert all(c.verdict == present.BEYOND for c in verdicts if not c.claim[0].isdigit())  # extensions only
     assert all(c.why for c in verdicts if c.verdict in (present.DIFFERS, present.NOT_RUN))
 
 
@@ -153,6 +156,28 @@ def test_provenance_reads_recorded_versions_and_hashes_params(tmp_path):
     assert prov.commit.startswith("unknown") and prov.machine
     model.unlink()
     assert "installed packages" in present.provenance(tmp_path, model_path=model.relative_to(tmp_path)).versions_from
+
+
+def test_provenance_hashes_the_params_file_in_use(tmp_path, monkeypatch):
+    (tmp_path / "params.yaml").write_text("seed: 1\n")
+    other = tmp_path / "other.yaml"
+    other.write_text("seed: 2\n")
+    monkeypatch.setenv(present.PARAMS_ENV, str(other))
+    prov = present.provenance(tmp_path)
+    assert prov.params_sha256 == hashlib.sha256(b"seed: 2\n").hexdigest() and prov.params_file == str(other)
+    assert "seed: 2" not in present.provenance_html(prov).text and str(other) in present.provenance_html(prov).text
+    monkeypatch.delenv(present.PARAMS_ENV)
+    assert present.provenance(tmp_path).params_sha256 == hashlib.sha256(b"seed: 1\n").hexdigest()
+
+
+def test_provenance_names_the_commit_and_what_differs_from_it():
+    from analysis.provenance import commit_text
+
+    assert commit_text("abc", []) == "abc"
+    outputs_only = commit_text("abc", ["reports/tables/bounds.csv", "dvc.lock", "README.md"])
+    assert "uncommitted changes" not in outputs_only and "outputs" in outputs_only
+    changed = commit_text("abc", ["reports/index.html", "analysis/bounds.py"])
+    assert "1 source file(s): analysis/bounds.py" in changed
 
 
 def test_provenance_never_imports_torch():

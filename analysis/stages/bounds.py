@@ -38,10 +38,11 @@ from analysis.layout import (
     FIGURES,
     LATENCY_MODEL,
     METRICS,
-    PAPER_CORPORA,
     POOLED,
     SPANS,
     TABLES,
+    context_label,
+    paper_corpora,
 )
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
@@ -153,7 +154,7 @@ def kernel_models(s: BoundsSettings) -> list[Kernel]:
 def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
     """The pooled rows over the paper's own corpora only (PAPER_CORPORA), so the paper's pooled bound
     stays comparable when this suite pools more corpora; empty when the pool holds nothing else."""
-    mask = pl.col("corpus").is_in(PAPER_CORPORA)
+    mask = paper_corpora()
     if costs.filter(~mask).height == 0 or costs.filter(mask).height == 0:
         return pl.DataFrame()
     keep = [r.filter(mask) for r in repeats]
@@ -216,8 +217,7 @@ def run(cfg: Config, args=None) -> dict:
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         write_table(pools, TABLES / "bounds_paper_pool", digits=3)
         fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
-        where = (f"c={s.cost.context}" if s.cost.context_mode == "fixed"
-                 else "c = prompt + output so far")
+        where = context_label(s.cost.context_mode, s.cost.context)
         title = (f"Closed-form bound: {s.model} {s.dtype} {s.device}, {s.latency_form} latency model, "
                  f"{where} ({charts.STAND_IN})")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")

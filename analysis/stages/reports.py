@@ -46,6 +46,6 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("reports"):
         gather_timings()
-        result = run_reports(s.parameters, Path("."))
+        result = run_reports(s.parameters, Path("."), cfg.path)
         write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
     return result

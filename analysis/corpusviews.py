@@ -1,0 +1,213 @@
+"""What each corpus is like, for the reports: corpus groups, case sizes, coverage and bounds per
+corpus (narrow tables, one cell per value with its interval), and the corpus report's headline."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import polars as pl
+
+from analysis.errors import ParamsError
+from analysis.layout import (
+    BENCHMARK,
+    COMMITS_PREFIX,
+    GIT_HISTORY,
+    POOLED,
+    USER_PAIRS,
+    corpus_group,
+    group_expr,
+    pooling_label,
+    star,
+)
+from analysis.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
+from analysis.outputs import pick, pick_framing, pick_view
+from analysis.pages import pivot_wide
+
+__all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
+
+SIZE_MEASURES = {"source_lines": "source lines", "source_tokens": "source tokens",
+                 "changed_lines": "changed lines", "gen_tokens": "gold tokens from gen spans"}
+
+
+def corpus_cases(cases: pl.DataFrame) -> pl.DataFrame:
+    """One row per corpus: its group, language, framings and cases per framing."""
+    return (cases.group_by("corpus", "framing", "language").len("cases")
+            .group_by("corpus").agg(pl.col("language").unique().sort().str.join(", "),
+                                    pl.col("framing").unique().sort().str.join(", ").alias("framings"),
+                                    pl.col("cases").max().alias("cases_per_framing"),
+                                    pl.col("framing").first())
+            .with_columns(group=group_expr()).select("group", "corpus", "language", "framings", "cases_per_framing")
+            .sort("group", "corpus"))
+
+
+def _line_count(text: str) -> int:
+    return len(text.splitlines())
+
+
+def case_sizes(cases: pl.DataFrame, spans: pl.DataFrame, framing: str = "body", token_counts=None) -> pl.DataFrame:
+    """Per case of `framing` (plus the single-framing corpora): source file length in lines and tokens,
+    and the edit's size: gold-output lines written by gen spans of the line-level oracle
+    (changed_lines) and the gold tokens those gen spans produce (gen_tokens).
+
+    `token_counts(texts) -> list[int]` counts source tokens; default: the suite's tokenizer."""
+    chosen = pick_framing(cases, framing)
+    if chosen.height == 0:
+        raise ParamsError(f"no cases with framing {framing!r}")
+    if token_counts is None:
+        from analysis.tokenization import load_tokenizer
+
+        tokenizer = load_tokenizer()
+        token_counts = lambda texts: [len(e.ids) for e in tokenizer.backend.encode_batch(texts, add_special_tokens=False)]
+    sources = chosen["source"].to_list()
+    sized = chosen.select("case_id", "corpus", "framing").with_columns(
+        source_lines=pl.Series([_line_count(t) for t in sources], dtype=pl.Int64),
+        source_tokens=pl.Series(list(token_counts(sources)), dtype=pl.Int64))
+    gen = (spans.filter((pl.col("level") == "line") & (pl.col("kind") == "gen"))
+           .group_by("case_id", "framing").agg(pl.col("n_lines").sum().alias("changed_lines"),
+                                               pl.col("n_tokens").sum().alias("gen_tokens")))
+    return (sized.join(gen, on=["case_id", "framing"], how="left")
+            .with_columns(pl.col("changed_lines", "gen_tokens").fill_null(0))
+            .with_columns(group=group_expr()).sort("group", "corpus", "case_id"))
+
+
+def size_distribution(sizes: pl.DataFrame) -> pl.DataFrame:
+    """Per corpus and measure: cases, mean, p10, median, p90, max (long, numeric)."""
+    rows = []
+    for measure in SIZE_MEASURES:
+        rows.append(sizes.group_by("group", "corpus").agg(
+            pl.lit(measure).alias("measure"), pl.len().alias("cases"), pl.col(measure).mean().alias("mean"),
+            pl.col(measure).quantile(0.1, "nearest").alias("p10"), pl.col(measure).median().alias("median"),
+            pl.col(measure).quantile(0.9, "nearest").alias("p90"), pl.col(measure).max().cast(pl.Float64).alias("max")))
+    return pl.concat(rows).sort("group", "corpus", "measure")
+
+
+def size_table(dist: pl.DataFrame) -> pl.DataFrame:
+    """The distribution made narrow: one row per corpus, one column per measure, `median [p10, p90]`."""
+    cells = dist.with_columns(cell=pl.struct("median", "p10", "p90").map_elements(
+        lambda r: f"{fmt_count(r['median'])} [{fmt_count(r['p10'])}, {fmt_count(r['p90'])}]", return_dtype=pl.String),
+        measure=pl.col("measure").replace_strict(SIZE_MEASURES))
+    wide = pivot_wide(cells.sort("measure"), index=["group", "corpus", "cases"], on="measure", values="cell")
+    return wide.select("group", "corpus", "cases", *[m for m in SIZE_MEASURES.values() if m in wide.columns])
+
+
+def corpus_coverage(cov: pl.DataFrame, framing: str = "body") -> pl.DataFrame:
+    """Line and token coverage with CIs per corpus (and the framing's pool), one row per corpus."""
+    rows = pick_view(cov, framing)
+    if rows.height == 0:
+        raise ParamsError(f"coverage.csv has no rows for framing {framing!r}")
+    keys = ["corpus", "framing"]
+    out = rows.select(*keys, "n_cases").unique(keys)
+    for level in ("line", "token"):
+        part = rows.filter(pl.col("level") == level).select(
+            *keys, *[pl.col(c).alias(f"{level}_{c}") for c in ("coverage", "ci_low", "ci_high")])
+        out = out.join(part, on=keys, how="left")
+    group = pl.when(pl.col("corpus") == POOLED).then(pl.lit(POOLED)).otherwise(group_expr())
+    return (out.with_columns(group=group)
+            .select("group", "corpus", "n_cases", *[c for c in out.columns if c.startswith(("line_", "token_"))])
+            .sort(pl.col("group") == POOLED, "group", "corpus"))
+
+
+def bound_cell(frame: pl.DataFrame) -> pl.DataFrame:
+    """Add `cell`: the bound and its interval as one string, `3.4x [3.0, 3.9]`."""
+    return frame.with_columns(cell=pl.struct("bound", "ci_low", "ci_high").map_elements(
+        lambda r: f"{fmt_x(r['bound'])} {fmt_ci(r['ci_low'], r['ci_high'])}", return_dtype=pl.String))
+
+
+def kernel_label(frame: pl.DataFrame) -> pl.DataFrame:
+    """`kernel`: 'paper kernel' or 'fitted, <baseline> AR' (the column a bounds table pivots on)."""
+    return frame.with_columns(kernel=pl.when(pl.col("kernel_source") == "paper").then(pl.lit("paper kernel"))
+                              .otherwise(pl.concat_str([pl.lit("fitted, "), pl.col("baseline"), pl.lit(" AR")])))
+
+
+def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "line", variant: str = "ideal") -> pl.DataFrame:
+    """Per corpus (and each pooling rule): the bound under every kernel source, one column each."""
+    rows = pick(pick_view(bounds, framing), level=level, variant=variant)
+    labelled = bound_cell(kernel_label(pooling_label(rows)))
+    wide = pivot_wide(labelled, index=["corpus", "n_cases"], on="kernel", values="cell")
+    extrapolated = labelled.group_by("corpus").agg(pl.col("extrapolated_spans").max().alias("extrapolated_spans_max"))
+    return wide.join(extrapolated, on="corpus").sort(pl.col("corpus").str.starts_with(POOLED), "corpus")
+
+
+def bounds_wide(rows: pl.DataFrame) -> pl.DataFrame:
+    """One kernel's bounds as a narrow table: a row per corpus (pools last), a column per level and
+    variant holding `bound [CI]`, and the most extrapolated spans of any cell in the row."""
+    cells = bound_cell(pooling_label(rows)).with_columns(
+        column=pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("variant")])).sort("level", "variant")
+    wide = pivot_wide(cells, index=["corpus", "n_cases"], on="column", values="cell")
+    extra = cells.group_by("corpus").agg(pl.col("extrapolated_spans").max().alias("extrapolated_spans_max"))
+    return wide.join(extra, on="corpus").sort(pl.col("corpus").str.starts_with(POOLED), "corpus")
+
+
+def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
+    """bounds_tokenization narrowed: a row per kernel and corpus, a column per level and variant
+    holding the bound with gold-tokenization prefill sizes and its change, `3.4x (+0.2%)`."""
+    cells = kernel_label(pooling_label(rows)).with_columns(
+        column=pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("variant")]),
+        cell=pl.struct("bound_gold_prefill", "rel_change").map_elements(
+            lambda r: f"{fmt_x(r['bound_gold_prefill'])} ({'+' if (r['rel_change'] or 0) >= 0 else ''}{fmt_pct(r['rel_change'], 2)})",
+            return_dtype=pl.String)).sort("level", "variant")
+    wide = pivot_wide(cells, index=["kernel", "corpus"], on="column", values="cell")
+    return wide.sort("kernel", pl.col("corpus").str.starts_with(POOLED), "corpus")
+
+
+def _span_text(values: dict[str, float], fmt: Callable[[float], str]) -> str:
+    low, high = min(values, key=values.get), max(values, key=values.get)
+    if low == high:
+        return f"{fmt(values[low])} ({star(low)})"
+    return f"{fmt(values[low])} ({star(low)}) to {fmt(values[high])} ({star(high)})"
+
+
+def _range_only(values: dict[str, float], fmt: Callable[[float], str]) -> str:
+    low, high = min(values.values()), max(values.values())
+    return fmt(low) if low == high else f"{fmt(low)}-{fmt(high)}"
+
+
+def _placement(values: dict[str, float], reference: dict[str, float]) -> str:
+    """Where `values` sit among the `reference` corpora: above which, below which."""
+    below = sorted(star(k) for k, v in reference.items() if v < min(values.values()))
+    above = sorted(star(k) for k, v in reference.items() if v > max(values.values()))
+    if not above:
+        return "above every benchmark"
+    if not below:
+        return "below every benchmark"
+    straddled = sorted(star(k) for k in reference if star(k) not in below + above)
+    return (f"above {' and '.join(below)}, below {' and '.join(above)}"
+            + (f", level with {' and '.join(straddled)}" if straddled else ""))
+
+
+def real_vs_benchmarks(cov: pl.DataFrame, bounds: pl.DataFrame, framing: str = "body", level: str = "line") -> str:
+    """The corpus report's headline: how the real edits (CommitEdits, a user's pairs) compare with the
+    benchmarks in coverage and in the bound under the paper's kernel, computed from the tables."""
+    covs = corpus_coverage(cov, framing).filter(pl.col("group") != POOLED)
+    by_group = {g: dict(zip(rows["corpus"], rows[f"{level}_coverage"])) for (g,), rows in covs.group_by("group")}
+    real = {**by_group.get(GIT_HISTORY, {}), **by_group.get(USER_PAIRS, {})}
+    bench = by_group.get(BENCHMARK, {})
+    if not real:
+        return "No real-edit corpus (CommitEdits or your own pairs) is in this run; add one under corpora in params.yaml."
+    if not bench:
+        return f"Real edits only in this run: {level}-level coverage {_span_text(real, fmt_pct)}."
+    text = (f"Real edits ({', '.join(sorted(real))}) reach {_range_only(real, fmt_pct)} {level}-level coverage: "
+            f"{_placement(real, bench)} (benchmarks span {_range_only(bench, fmt_pct)}).")
+    paper = pick_framing(bounds, framing).filter((pl.col("kernel_source") == "paper") & (pl.col("level") == level)
+                                                 & (pl.col("variant") == "ideal") & (pl.col("pooling") == "corpus"))
+    bound = dict(zip(paper["corpus"], paper["bound"]))
+    real_b, bench_b = {k: bound[k] for k in real if k in bound}, {k: bound[k] for k in bench if k in bound}
+    if real_b and bench_b:
+        text += (f" With the paper's kernel their bound is {_range_only(real_b, fmt_x)}: {_placement(real_b, bench_b)} "
+                 f"(benchmarks span {_range_only(bench_b, fmt_x)}).")
+    return text
+
+
+
+def optimal_table(optimal: pl.DataFrame, framing: str = "body") -> pl.DataFrame:
+    """optimal.csv made narrow for reading: per kernel, level and corpus (pools last), the bound with
+    directive tokens decoded under the coverage-maximising oracle and under the cost-optimal one, with
+    their CIs, coverage and the gain."""
+    rows = kernel_label(pooling_label(pick_view(optimal, framing)))
+    cell = lambda prefix: pl.struct(f"{prefix}_bound", f"{prefix}_ci_low", f"{prefix}_ci_high").map_elements(  # noqa: E731
+        lambda r: f"{fmt_x(r[f'{prefix}_bound'])} {fmt_ci(r[f'{prefix}_ci_low'], r[f'{prefix}_ci_high'])}",
+        return_dtype=pl.String)
+    return (rows.with_columns(cell("covmax").alias("coverage-max oracle"), cell("optimal").alias("cost-optimal oracle"))
+            .select("kernel", "level", "corpus", "n_cases", "covmax_coverage", "coverage-max oracle",
+                    "optimal_coverage", "cost-optimal oracle", "floor_gain")
+            .sort("kernel", "level", pl.col("corpus").str.starts_with(POOLED), "corpus"))

@@ -1,0 +1,82 @@
+"""Reading the stages' outputs back for the reports: committed tables and metrics under reports/,
+parquet outputs under data/, the fitted latency model; each absent file is a ParamsError that names
+the command that writes it. `pick` and `pick_framing` filter a table the way a notebook parameter does."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import ParamsError
+from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
+
+BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
+
+
+def table(name: str, root: Path = TABLES) -> pl.DataFrame:
+    path = Path(root) / f"{name}.csv"
+    if not path.is_file():
+        raise ParamsError(f"{path} not found; run `dvc repro` first")
+    return pl.read_csv(path)
+
+
+def metrics(name: str, root: Path = METRICS) -> dict:
+    path = Path(root) / f"{name}.json"
+    if not path.is_file():
+        raise ParamsError(f"{path} not found; run `dvc repro` first")
+    return json.loads(path.read_text())
+
+
+def read_parquet_output(path: Path, stage: str) -> pl.DataFrame:
+    """A stage's parquet output (data/...), or a ParamsError naming the stage that writes it."""
+    from analysis.io import read_parquet
+
+    return read_parquet(path, stage, ParamsError)
+
+
+def latency_model(path: Path = LATENCY_MODEL) -> dict:
+    if not Path(path).is_file():
+        raise ParamsError(f"{path} not found; run `copydecode kernels fit` first")
+    return json.loads(Path(path).read_text())
+
+
+def bounds_frame(tables: Path = TABLES) -> pl.DataFrame:
+    """reports/tables/bounds.csv, checked for the kernel-source format (kernel_source, pooling)."""
+    frame = table("bounds", tables)
+    missing = [c for c in BOUNDS_COLUMNS if c not in frame.columns]
+    if missing:
+        raise ParamsError(f"{Path(tables) / 'bounds.csv'} has no {', '.join(missing)} column(s): it predates kernel "
+                          "sources; rerun `copydecode bounds`")
+    return frame
+
+
+def pick(frame: pl.DataFrame, **filters) -> pl.DataFrame:
+    """Filter on each given column; 'all' (or None) keeps everything; an unknown value is an error."""
+    for column, value in filters.items():
+        if value in (None, "all"):
+            continue
+        known = sorted(set(frame[column].cast(pl.String).to_list()))
+        if str(value) not in known:
+            raise ParamsError(f"unknown {column} {value!r}; known: {', '.join(known)}")
+        frame = frame.filter(pl.col(column).cast(pl.String) == str(value))
+    return frame
+
+
+def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
+    """A framing's rows plus the single-framing corpora (the pooling rule of analysis.layout)."""
+    if framing in (None, "all"):
+        return frame
+    known = set(frame["framing"].to_list())
+    # a run of single-framing corpora only (a user's pairs, commits) joins every framing's view
+    if framing not in known and not (known and all(is_single_framing(f) for f in known)):
+        raise ParamsError(f"unknown framing {framing!r}; known: {', '.join(sorted(known))}")
+    return frame.filter(framing_filter(framing))
+
+
+def pick_view(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
+    """`pick_framing`, keeping only the framing's own pooled rows (analysis.layout.framing_view)."""
+    if framing in (None, "all"):
+        return frame
+    return pick_framing(frame, framing).filter(framing_view(framing))

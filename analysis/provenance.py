@@ -1,0 +1,132 @@
+"""Provenance: where a report's figures come from (the commit, the params file actually used, the
+machine and the library versions), shown at the foot of every page."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import subprocess
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+
+from analysis.layout import LATENCY_MODEL
+from analysis.pages import Html, esc
+from analysis.params import DEFAULT_PARAMS
+
+
+@dataclass(frozen=True)
+class Provenance:
+    commit: str
+    date: str
+    machine: str
+    torch: str
+    transformers: str
+    versions_from: str
+    params_file: str
+    params_sha256: str
+
+
+# The params file a run actually uses: the reports stage sets this for the notebooks it renders
+# (papermill kernels inherit the environment), so a `--params` file is hashed, not ./params.yaml.
+PARAMS_ENV = "COPYDECODE_PARAMS"
+# Tracked paths a pipeline run rewrites: changes there are the run's own outputs, not the code's.
+RUN_OUTPUTS = ("reports/", "dvc.lock", "README.md")
+
+
+def params_in_use(params: Path | None = None) -> Path:
+    """`params` when given, else the file named by $COPYDECODE_PARAMS, else ./params.yaml."""
+    if params is not None:
+        return Path(params)
+    return Path(os.environ[PARAMS_ENV]) if os.environ.get(PARAMS_ENV) else DEFAULT_PARAMS
+
+
+def commit_text(head: str, changed: list[str]) -> str:
+    """The commit, and honestly what differs from it: uncommitted source changes by name, or only
+    this run's own outputs (reports/, dvc.lock, the README's generated block)."""
+    source = [p for p in changed if not p.startswith(RUN_OUTPUTS)]
+    if source:
+        shown = ", ".join(source[:3]) + (f" and {len(source) - 3} more" if len(source) > 3 else "")
+        return f"{head} with uncommitted changes to {len(source)} source file(s): {shown}"
+    if changed:
+        return f"{head} (code as committed; this run's outputs under reports/ not yet committed)"
+    return head
+
+
+def _git_commit(root: Path) -> str:
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired) as err:
+        return f"unknown (git: {err})"
+    if head.returncode != 0:
+        return "unknown (not a git checkout)"
+    changed = [line[3:].split(" -> ")[-1] for line in dirty.stdout.splitlines() if line.strip()]
+    return commit_text(head.stdout.strip()[:12], changed)
+
+
+def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """The CPU's model name and logical core count ('AMD EPYC 7B13, 2 cores'), not the architecture."""
+    if cpuinfo.is_file():
+        lines = cpuinfo.read_text(errors="replace").splitlines()
+        names = [ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith(("model name", "hardware"))]
+        cores = sum(1 for ln in lines if ln.lower().startswith("processor"))
+        if names:
+            return f"{names[0]}, {cores} logical cores"
+    return platform.processor() or f"unknown CPU ({platform.machine()})"
+
+
+def _recorded_versions(model_path: Path) -> tuple[str, str, str] | None:
+    """torch/transformers as recorded beside the kernel timings (the environment that made them)."""
+    if not Path(model_path).is_file():
+        return None
+    env = json.loads(Path(model_path).read_text()).get("environment") or []
+    torch = sorted({str(e["torch_version"]) for e in env if e.get("torch_version")})
+    transformers = sorted({str(e["transformers_version"]) for e in env if e.get("transformers_version")})
+    if not torch or not transformers:
+        return None
+    return ", ".join(torch), ", ".join(transformers), f"recorded with the kernel timings ({model_path})"
+
+
+def _installed(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def provenance(root: Path = Path("."), params: Path | None = None, model_path: Path = LATENCY_MODEL) -> Provenance:
+    """Where the figures come from. The params file is the one in use (`params_in_use`). Versions are
+    read from the timing files' recorded environment when present, else from the installed packages'
+    metadata (never by importing torch)."""
+    root = Path(root)
+    used = params_in_use(params)
+    params_file = used if used.is_absolute() else root / used
+    digest = hashlib.sha256(params_file.read_bytes()).hexdigest() if params_file.is_file() else f"no {used}"
+    recorded = _recorded_versions(root / model_path)
+    torch, transformers, source = recorded or (_installed("torch"), _installed("transformers"),
+                                               "installed packages (no recorded environment)")
+    return Provenance(
+        commit=_git_commit(root),
+        date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        machine=cpu_model(),
+        torch=torch,
+        transformers=transformers,
+        versions_from=source,
+        params_file=str(used),
+        params_sha256=digest,
+    )
+
+
+def provenance_html(prov: Provenance | None = None) -> Html:
+    prov = prov or provenance()
+    labels = {"commit": "git commit", "date": "rendered", "machine": "machine", "torch": "torch",
+              "transformers": "transformers", "versions_from": "versions from", "params_file": "params file",
+              "params_sha256": "params file sha256"}
+    rows = "".join(f"<tr><th>{esc(labels[f.name])}</th><td>{esc(getattr(prov, f.name))}</td></tr>" for f in fields(prov))
+    return Html(f"<div class='cd-provenance'><h2>Provenance</h2><table class='cd-prov'>{rows}</table></div>")
+

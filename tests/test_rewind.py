@@ -59,3 +59,38 @@ def test_compiled_prefill_gives_the_eager_prefills_logits(tiny):
         assert torch.allclose(eager, compiled, atol=1e-5, rtol=1e-4), n
         assert bench.static_prefill().get_seq_length() == 5
     assert bench.timed_prefill(8, "compiled") > 0
+
+
+@pytest.mark.slow
+def test_profile_times_both_prefill_kinds_in_each_pair(tmp_path):
+    """The paper-gpu preset's shape on CPU: each pair holds the AR run and one prefill grid per kind,
+    and each kind gets its own latency model and kernel source name."""
+    import polars as pl
+
+    from analysis.latency import FitOptions, fit_latency, speedup_table
+    from kernels_profile.profiler import ProfileSpec, pair_order, profile_run
+
+    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(4,), ns=(1, 2), baselines=("eager",),
+                       repeats=2, warmup=1, roofline=False, prefills=("eager", "compiled"), warmup_ar_steps=2)
+    assert sorted(pair_order(spec, "tiny-qwen2", 4, "eager", 0)) == ["ar", "prefill", "prefill_compiled"]
+    raw = profile_run(spec, tmp_path, progress=False, reference=lambda: 0.01, load=lambda: (0.5, 0.5, 0.5),
+                      other=lambda: 0.0, log=lambda m: None).raw
+    prefill = raw.filter(pl.col("method") == "prefill")
+    assert sorted(set(prefill["baseline"])) == ["compiled", "eager"] and set(prefill["pair_baseline"]) == {"eager"}
+    assert raw.height == 2 * 3 * 2  # repeats x (AR + two prefill grids) x N
+    table = speedup_table(raw)
+    assert sorted(set(table["prefill"])) == ["compiled", "eager"] and table.height == 4
+    keys = sorted(m.key.label() for m in fit_latency(raw, FitOptions("interp")))
+    assert keys == ["tiny-qwen2/random/float32/cpu/eager", "tiny-qwen2/random/float32/cpu/eager/compiled_prefill"]
+
+
+def test_gpu_profile_uses_a_gpu_reference_and_records_the_gpu():
+    from dataclasses import replace
+
+    from kernels_profile import machine
+    from kernels_profile.profiler import ProfileSpec, default_reference
+
+    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", device="cuda", prefills=("eager",))
+    assert default_reference(spec).__code__.co_names.count("gpu_reference_workload") == 1
+    assert default_reference(replace(spec, device="cpu")).__code__.co_names.count("reference_workload") == 1
+    assert machine.gpu_info("cpu") is None

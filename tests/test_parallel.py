@@ -148,3 +148,13 @@ def test_parallel_params_default_to_serial():
     assert parallel_settings({"parallel": {"n_jobs": 2, "backend": "threading"}}).workers() == 2
     with pytest.raises(ParamsError, match="n_jobs"):
         parallel_settings({"parallel": {"n_jobs": 0}})
+
+
+def test_tokenizer_travels_to_workers_as_its_spec(qwen):
+    import pickle
+
+    data = pickle.dumps(qwen)
+    assert len(data) < 1000  # the spec, not the vocabulary
+    again = pickle.loads(data)
+    text = "def f(x):\n    return x + 1  # caf\u00e9\n"
+    assert again.encode(text).ids == qwen.encode(text).ids

@@ -125,7 +125,8 @@ def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
 
 
 def bench_settings(args) -> BenchSettings:
-    cases = getattr(args, "cases", None) or 20_000
+    cases = getattr(args, "cases", None)
+    cases = 20_000 if cases is None else cases
     jobs = tuple(int(j) for j in str(getattr(args, "jobs", None) or "1,2").split(","))
     if cases < 1:
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")

@@ -54,7 +54,9 @@ case `CommitEdits-<name>/<12 hex digits>:<path>` (`commit_of` gives the commit p
 stages can add a commit-level row: the sum over the commit's files). Skip counts are then per file
 (a commit with no source file counts once, as no_source_file), so `considered_files == sum(skipped) +
 cases`; `multiple_files` is never used. `max_cases` then caps commits, not files (the commits with
-the smallest sample keys keep all their files), so a commit row always sums every kept file.
+the smallest sample keys keep all their files), so a commit row always sums every kept file. A
+commit row covers the files that passed the filters: a commit's other files (e.g. one too long, or an
+added file) are counted by reason but are not in its sums.
 """
 
 from __future__ import annotations

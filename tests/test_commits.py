@@ -445,3 +445,51 @@ def test_commit_costs_sum_the_files_of_a_commit():
     table = bounds_table(summed.drop("n_files"), 50, 0, 0.9)
     ideal = table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-x")).row(0, named=True)
     assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)
+
+
+def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, monkeypatch):
+    """The params change of issue 23: a folder of repositories, multi-file commits and 2 workers,
+    through corpora, programs, roundtrip, spans and bounds (commit-level rows)."""
+    import json
+
+    import polars as pl
+    import yaml
+    from conftest import params_with
+    from test_stage_optimal import ONE_CONTEXT, write_model
+
+    from analysis.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    params = params_with(**{
+        "corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+        "corpora.commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
+        "corpora.commit_defaults.min_lines": 5, "corpora.commit_defaults.max_lines": 100,
+        "corpora.commit_defaults.multi_file": True, "parallel.n_jobs": 2,
+        "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "bounds.kernel_sources": ["fit"],
+        "bounds.baselines": ["eager"], "bounds.latency_form": "quadratic", "bounds.context_mode": "fixed",
+        "bounds.context": 256,
+    })
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    write_model(tmp_path, ONE_CONTEXT)
+    for stage in ("corpora", "programs", "roundtrip", "spans", "bounds"):
+        assert main(["--params", "params.yaml", stage]) == 0, stage
+    repos = pl.read_csv("reports/tables/commit_repositories.csv")
+    assert repos["corpus"].to_list() == ["CommitEdits-team-alpha", "CommitEdits-team-beta"]
+    assert repos["unit"].to_list() == ["file", "file"]
+    assert sorted(p.name for p in (tmp_path / "data/corpora/commits").iterdir()) == [
+        "CommitEdits-team-alpha.parquet", "CommitEdits-team-beta.parquet"]
+    cases = pl.read_parquet("data/corpora/cases.parquet")
+    commits_table = pl.read_csv("reports/tables/bounds_commits.csv")
+    ideal = commits_table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-team-alpha")
+                                 & (pl.col("level") == "line"))
+    alpha_cases = cases.filter(pl.col("corpus") == "CommitEdits-team-alpha")
+    n_commits = alpha_cases["case_id"].str.split(":").list.first().n_unique()
+    assert ideal["n_cases"].to_list() == [n_commits] and ideal["n_files"].to_list() == [alpha_cases.height]
+    assert n_commits < alpha_cases.height  # "edit b and c" is one commit of two files
+    assert set(commits_table["unit"]) == {"commit"}
+    # the per-file bound of the corpus has the same point value (a ratio of sums), over files
+    files = pl.read_csv("reports/tables/bounds.csv").filter(
+        (pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-team-alpha") & (pl.col("level") == "line"))
+    assert files["n_cases"].to_list() == [alpha_cases.height]
+    assert files["bound"][0] == pytest.approx(ideal["bound"][0])
+    assert json.loads((tmp_path / "reports/metrics/roundtrip.json").read_text())["failed"] == 0

@@ -161,8 +161,10 @@ def commit_bounds(costs: pl.DataFrame, s: BoundsSettings) -> pl.DataFrame:
     bootstrap over commits (kernel repeats not resampled); empty when no corpus is multi-file."""
     labels = ("kernel_source", "baseline")
     summed = commits.commit_costs(costs, labels)
-    if summed.height == 0:
-        return pl.DataFrame()
+    if summed.height == 0:  # the columns alone, so the table says what it would hold
+        return pl.DataFrame(schema={**{k: pl.String for k in KEYS}, "n_cases": pl.Int64, "bound": pl.Float64,
+                                    "ci_low": pl.Float64, "ci_high": pl.Float64, "coverage": pl.Float64,
+                                    "n_files": pl.Int64, "unit": pl.String})
     boot = s.bootstrap
     tables = []
     for (source, baseline), rows in summed.group_by(labels, maintain_order=True):

@@ -35,12 +35,11 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import commits, corpora, registry
+from analysis import corpora, registry
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
 from analysis.parallel import ParallelSettings, check_parallel
-from analysis.params import get_or
 from analysis.program import parse
 
 BENCH_DIR = Path("reports/bench")

@@ -33,6 +33,12 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
+# commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
+TOOLS: dict[str, tuple[str, str]] = {
+    "bench throughput": ("analysis.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
+                                           "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
+}
+
 
 def _add_stage(sub, command: str) -> argparse.ArgumentParser:
     module, text = STAGES[command]
@@ -64,6 +70,13 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
     profile.add_argument("--out", default=None, help="raw timings parquet (default: the preset's or params')")
     _add_stage(kernels, "kernels fit")
+    bench = sub.add_parser("bench", help="benchmarks outside the pipeline").add_subparsers(dest="bcommand", required=True)
+    throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1])
+    throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
+    throughput.add_argument("--cases", type=int, default=20_000, help="synthetic cases (default 20,000)")
+    throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
+    throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
+    throughput.add_argument("--out", default=None, help="output folder (default reports/bench)")
     return parser
 
 

@@ -21,6 +21,7 @@ import polars as pl
 DATA = Path("data")
 CASES = DATA / "corpora/cases.parquet"                  # analysis.corpora.cases_frame
 PROBEEDIT_EDITS = DATA / "corpora/probeedit_edits.parquet"  # analysis.probeedit.EDITS_SCHEMA
+COMMIT_CASES = DATA / "corpora/commits"                 # <corpus>.parquet per mined repository (cases schema)
 PROGRAMS = DATA / "programs/programs.parquet"           # analysis.stages.programs
 SPANS = DATA / "spans/spans.parquet"                    # analysis.spans.SPANS_SCHEMA
 PER_CASE = DATA / "spans/coverage_per_case.parquet"     # analysis.spans.per_case_coverage

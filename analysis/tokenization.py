@@ -108,6 +108,14 @@ class Tokenizer:
             tok_id: added.content for tok_id, added in backend.get_added_tokens_decoder().items()
         }
         self._plain_backend = None  # built on first use of encode_program
+        self.spec: str | None = None  # set by load_tokenizer: a worker process reloads it by spec
+
+    def __reduce_ex__(self, protocol):
+        # sent to a worker process (analysis.parallel) as its spec, loaded there once per process
+        # (load_tokenizer is cached), instead of the whole vocabulary with every chunk of cases
+        if self.spec is not None:
+            return (load_tokenizer, (self.spec,))
+        return super().__reduce_ex__(protocol)
 
     @property
     def added_token_ids(self) -> frozenset[int]:
@@ -204,6 +212,12 @@ def _char_offsets_by_byte(text: str) -> dict[int, int]:
 
 @lru_cache(maxsize=8)
 def load_tokenizer(spec: str = DEFAULT_TOKENIZER) -> Tokenizer:
+    tokenizer = _load_tokenizer(spec)
+    tokenizer.spec = spec
+    return tokenizer
+
+
+def _load_tokenizer(spec: str) -> Tokenizer:
     from tokenizers import Tokenizer as Backend
 
     if spec == DEFAULT_TOKENIZER:

@@ -293,3 +293,203 @@ def test_registry_builds_commits(scripted):
     direct, report = mine_commits(settings(scripted.path))
     assert build.cases == direct and build.report["skipped"] == report.skipped
     assert build.report["corpus"] == "CommitEdits-demo"
+
+
+# ---------------------------------------------------------------- multi-file mode
+
+def test_multi_file_mode_gives_one_case_per_file(scripted):
+    one, one_report = mine_commits(settings(scripted.path))
+    cases, report = mine_commits(settings(scripted.path, multi_file=True))
+    data = report.as_dict()
+    assert "multi_file" not in one_report.as_dict()  # the one-file report keeps its old keys
+    assert data["multi_file"]["unit"] == "file"
+    # every unit is a case or a counted skip; multiple_files is never a reason in this mode
+    assert data["multi_file"]["considered_files"] == sum(report.skipped.values()) + report.cases
+    assert report.skipped["multiple_files"] == 0
+    by_subject: dict[str, list[str]] = {}
+    for case in cases:
+        by_subject.setdefault(case.instruction, []).append(case.case_id)
+    # "edit b and c" changes two files: two cases of one commit; "add b and c" adds two: two `added`
+    assert sorted(cid.split(":", 1)[1] for cid in by_subject["edit b and c"]) == ["b.py", "c.py"]
+    assert len({commits.commit_of(cid) for cid in by_subject["edit b and c"]}) == 1
+    assert data["multi_file"]["multi_file_commits"] == 1
+    assert report.skipped["added"] == one_report.skipped["added"] + 2
+    # the one-file cases are all there, as files of their commits
+    assert {commits.commit_of(c.case_id) for c in cases} >= {c.case_id for c in one}
+    assert all(commits.commit_of(c.case_id) == c.case_id for c in one)
+
+
+def test_multi_file_sample_keeps_whole_commits(scripted):
+    cases, report = mine_commits(settings(scripted.path, multi_file=True, max_cases=2))
+    commit_ids = {commits.commit_of(c.case_id) for c in cases}
+    assert len(commit_ids) == 2
+    full, _ = mine_commits(settings(scripted.path, multi_file=True))
+    for cid in commit_ids:  # a sampled commit keeps every file it had
+        assert sum(commits.commit_of(c.case_id) == cid for c in cases) == sum(
+            commits.commit_of(c.case_id) == cid for c in full)
+    assert report.skipped["sampled_out"] == len(full) - len(cases)
+
+
+def test_multi_file_name_may_not_hold_the_separator(scripted):
+    with pytest.raises(CorpusError, match="may not contain"):
+        mine_commits(settings(scripted.path, multi_file=True, name="a:b"))
+
+
+# ---------------------------------------------------------------- many repositories
+
+@pytest.fixture(scope="module")
+def repo_folder(scripted, tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("many")
+    subprocess.run(["git", "-C", str(scripted.path), "bundle", "create", "-q", str(folder / "alpha.bundle"), "main"],
+                   check=True, capture_output=True, env=git_env(0))
+    subprocess.run(["git", "clone", "-q", "--bare", str(scripted.path), str(folder / "beta.git")],
+                   check=True, capture_output=True, env=git_env(0))
+    (folder / "notes.txt").write_text("not a repository\n")
+    return folder
+
+
+def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
+    from analysis.stages import corpora as stage
+    from analysis.config import Config
+
+    params = {"corpora": {"humanevalpack": {"languages": []}, "probeedit": {"enabled": False},
+                          "commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
+                          "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": []}}
+    s = stage.settings(Config(params, Path("params.yaml")))
+    names = [b[1].name for b in s.builds]
+    assert names == ["team-alpha", "team-beta"]  # notes.txt is no repository: ignored
+    assert all(b[1].min_lines == 5 for b in s.builds)  # each mined with the same filters
+    cases, _, origins = stage.build_cases(s)
+    table = commits.repository_table(origins)
+    assert table["corpus"].to_list() == ["CommitEdits-team-alpha", "CommitEdits-team-beta"]
+    # the same history mines to the same counts from a bundle and a bare clone
+    assert table["cases"].to_list()[0] == table["cases"].to_list()[1] == sum(
+        c.corpus == "CommitEdits-team-alpha" for c in cases)
+    assert (table.select(pl_sum_skips()).to_series() + table["cases"]).to_list() == table["considered_commits"].to_list()
+
+
+def pl_sum_skips():
+    import polars as pl
+
+    return pl.sum_horizontal(pl.col(f"skipped_{r}") for r in commits.SKIP_REASONS)
+
+
+def test_list_file_of_repositories(repo_folder, tmp_path):
+    listing = tmp_path / "repos.txt"
+    listing.write_text(f"# mine these\n{repo_folder / 'beta.git'}\n\n{repo_folder / 'alpha.bundle'}\n")
+    entries = commits.expand_repositories({"repos": str(listing)}, "here")
+    assert [e["name"] for e in entries] == ["beta", "alpha"]
+    listing.write_text(f"{repo_folder / 'notes.txt'}\n")
+    with pytest.raises(CorpusError, match=r"repos.txt:1: .* neither a git bundle nor a repository"):
+        commits.expand_repositories({"repos": str(listing)}, "here")
+
+
+def test_repos_entry_errors(repo_folder, scripted, tmp_path):
+    with pytest.raises(CorpusError, match="does not exist"):
+        commits.list_repositories(tmp_path / "nowhere")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CorpusError, match="names no git bundle"):
+        commits.list_repositories(tmp_path / "empty")
+    with pytest.raises(CorpusError, match="is itself a repository"):
+        commits.list_repositories(scripted.path)
+    with pytest.raises(CorpusError, match="takes no `repo`"):
+        commits.expand_repositories({"repos": str(repo_folder), "repo": "x"}, "here")
+    (tmp_path / "dup").mkdir()
+    subprocess.run(["git", "clone", "-q", "--bare", str(scripted.path), str(tmp_path / "dup" / "a.git")],
+                   check=True, capture_output=True, env=git_env(0))
+    subprocess.run(["git", "-C", str(scripted.path), "bundle", "create", "-q", str(tmp_path / "dup" / "a.bundle"), "main"],
+                   check=True, capture_output=True, env=git_env(0))
+    with pytest.raises(CorpusError, match="both give the corpus name"):
+        commits.expand_repositories({"repos": str(tmp_path / "dup")}, "here")
+
+
+def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkeypatch):
+    import polars as pl
+
+    from analysis import corpora
+    from analysis.stages import corpora as stage
+
+    settings_list = [settings(repo_folder / "alpha.bundle", name="alpha"), settings(repo_folder / "beta.git", name="beta")]
+    cases = [c for s in settings_list for c in mine_commits(s)[0]]
+    frame = corpora.cases_frame(cases)
+    monkeypatch.setattr(stage, "COMMIT_CASES", tmp_path / "commits")
+    (tmp_path / "commits").mkdir()
+    (tmp_path / "commits" / "CommitEdits-gone.parquet").write_bytes(b"stale")
+    stage.write_commit_shards(frame)
+    files = sorted(p.name for p in (tmp_path / "commits").iterdir())
+    assert files == ["CommitEdits-alpha.parquet", "CommitEdits-beta.parquet"]
+    lazy = pl.scan_parquet(tmp_path / "commits" / "*.parquet")
+    assert lazy.select(pl.len()).collect().item() == frame.height
+    assert lazy.filter(pl.col("corpus") == "CommitEdits-beta").collect().equals(
+        frame.filter(pl.col("corpus") == "CommitEdits-beta"))
+
+
+def test_commit_costs_sum_the_files_of_a_commit():
+    import polars as pl
+
+    from analysis.bounds import bounds_table
+
+    rows = []
+    for case_id, regen, program in (("CommitEdits-x/aaa:a.py", 3.0, 1.0), ("CommitEdits-x/aaa:b.py", 5.0, 2.0),
+                                    ("CommitEdits-x/bbb:a.py", 4.0, 4.0), ("CommitEdits-y/ccc", 9.0, 1.0)):
+        rows.append({"case_id": case_id, "corpus": case_id.split("/")[0], "framing": "file", "level": "line",
+                     "gold_tokens": 10, "copied_tokens": 6, "program_ideal": program, "directive_seconds": 0.1,
+                     "regen": regen, "program_overhead": program + 0.5, "extrapolated_spans": 0,
+                     "extrapolated_regen": case_id.endswith("b.py")})
+    costs = pl.DataFrame(rows)
+    summed = commits.commit_costs(costs)
+    assert summed["case_id"].to_list() == ["CommitEdits-x/aaa", "CommitEdits-x/bbb"]  # one-file corpus left out
+    first = summed.row(0, named=True)
+    assert (first["regen"], first["program_ideal"], first["program_overhead"]) == (8.0, 3.0, 4.0)
+    assert first["n_files"] == 2 and first["extrapolated_regen"] and first["gold_tokens"] == 20
+    table = bounds_table(summed.drop("n_files"), 50, 0, 0.9)
+    ideal = table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-x")).row(0, named=True)
+    assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)
+
+
+def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, monkeypatch):
+    """The params change of issue 23: a folder of repositories, multi-file commits and 2 workers,
+    through corpora, programs, roundtrip, spans and bounds (commit-level rows)."""
+    import json
+
+    import polars as pl
+    import yaml
+    from conftest import params_with
+    from test_stage_optimal import ONE_CONTEXT, write_model
+
+    from analysis.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    params = params_with(**{
+        "corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+        "corpora.commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
+        "corpora.commit_defaults.min_lines": 5, "corpora.commit_defaults.max_lines": 100,
+        "corpora.commit_defaults.multi_file": True, "parallel.n_jobs": 2,
+        "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "bounds.kernel_sources": ["fit"],
+        "bounds.baselines": ["eager"], "bounds.latency_form": "quadratic", "bounds.context_mode": "fixed",
+        "bounds.context": 256,
+    })
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    write_model(tmp_path, ONE_CONTEXT)
+    for stage in ("corpora", "programs", "roundtrip", "spans", "bounds"):
+        assert main(["--params", "params.yaml", stage]) == 0, stage
+    repos = pl.read_csv("reports/tables/commit_repositories.csv")
+    assert repos["corpus"].to_list() == ["CommitEdits-team-alpha", "CommitEdits-team-beta"]
+    assert repos["unit"].to_list() == ["file", "file"]
+    assert sorted(p.name for p in (tmp_path / "data/corpora/commits").iterdir()) == [
+        "CommitEdits-team-alpha.parquet", "CommitEdits-team-beta.parquet"]
+    cases = pl.read_parquet("data/corpora/cases.parquet")
+    commits_table = pl.read_csv("reports/tables/bounds_commits.csv")
+    ideal = commits_table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-team-alpha")
+                                 & (pl.col("level") == "line"))
+    alpha_cases = cases.filter(pl.col("corpus") == "CommitEdits-team-alpha")
+    n_commits = alpha_cases["case_id"].str.split(":").list.first().n_unique()
+    assert ideal["n_cases"].to_list() == [n_commits] and ideal["n_files"].to_list() == [alpha_cases.height]
+    assert n_commits < alpha_cases.height  # "edit b and c" is one commit of two files
+    assert set(commits_table["unit"]) == {"commit"}
+    # the per-file bound of the corpus has the same point value (a ratio of sums), over files
+    files = pl.read_csv("reports/tables/bounds.csv").filter(
+        (pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-team-alpha") & (pl.col("level") == "line"))
+    assert files["n_cases"].to_list() == [alpha_cases.height]
+    assert files["bound"][0] == pytest.approx(ideal["bound"][0])
+    assert json.loads((tmp_path / "reports/metrics/roundtrip.json").read_text())["failed"] == 0

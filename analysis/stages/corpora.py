@@ -15,8 +15,8 @@ import polars as pl
 from analysis import commits, corpora, pairs, probeedit, registry
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import write_json, write_parquet
-from analysis.layout import CASES, METRICS, PROBEEDIT_EDITS
+from analysis.io import write_json, write_parquet, write_table
+from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
 from analysis.params import choice, choices, get, get_or, positive_int
 from analysis.stages.common import timed
 
@@ -91,7 +91,10 @@ def settings(cfg: Config, extra_pairs: tuple[str, ...] = (), extra_repos: tuple[
         builds.append(("probeedit", pe))
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
     for i, entry in enumerate(_listed(p, "corpora.commits")):
-        builds.append(("commits", _typed(commits.CommitSettings, entry, f"corpora.commits[{i}]", commit_defaults)))
+        where = f"corpora.commits[{i}]"
+        entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
+        for one in entries:
+            builds.append(("commits", _typed(commits.CommitSettings, one, where, commit_defaults)))
     for repo in extra_repos:
         builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo}, f"--repo {repo}", commit_defaults)))
     for i, entry in enumerate(_listed(p, "corpora.pairs")):
@@ -127,6 +130,20 @@ def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[c
     return cases, edits, origins
 
 
+def write_commit_shards(frame: pl.DataFrame) -> None:
+    """data/corpora/commits/<corpus>.parquet for each mined repository (the cases.parquet schema), so
+    that later work can scan one repository lazily (`polars.scan_parquet`) without the whole corpus;
+    files of repositories no longer configured are removed."""
+    COMMIT_CASES.mkdir(parents=True, exist_ok=True)
+    names = sorted(c for c in frame["corpus"].unique() if c.startswith(f"{commits.CORPUS_PREFIX}-"))
+    wanted = {f"{name}.parquet" for name in names}
+    for stale in COMMIT_CASES.glob("*.parquet"):
+        if stale.name not in wanted:
+            stale.unlink()
+    for name in names:
+        write_parquet(frame.filter(pl.col("corpus") == name), COMMIT_CASES / f"{name}.parquet")
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg, tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()))
     with timed("corpora") as box:
@@ -135,6 +152,8 @@ def run(cfg: Config, args=None) -> dict:
         frame = corpora.cases_frame(cases)
         write_parquet(frame, CASES)
         write_parquet(edits, PROBEEDIT_EDITS)
+        write_commit_shards(frame)
+        write_table(commits.repository_table(origins), TABLES / "commit_repositories")
     counts = frame.group_by("corpus", "framing").len().sort("corpus", "framing")
     metrics = {
         "n_cases": frame.height,

@@ -43,6 +43,7 @@ from analysis.optimal import (
     program_span_rows,
 )
 from analysis.oracle import token_oracle
+from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.spans import pooled_groups
@@ -72,6 +73,7 @@ class OptimalSettings:
     framings: tuple[str, ...]
     min_copies: tuple[int, ...]
     bootstrap: Bootstrap
+    parallel: ParallelSettings = SERIAL
 
 
 def settings(cfg: Config) -> OptimalSettings:
@@ -92,6 +94,7 @@ def settings(cfg: Config) -> OptimalSettings:
         framings=choices(p, "optimal.framings", corpora.FRAMINGS),
         min_copies=min_copies,
         bootstrap=bootstrap_settings(p, "optimal"),
+        parallel=parallel_settings(p),
     )
 
 
@@ -129,6 +132,10 @@ def load_cases(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) ->
 
 def span_frame(entries, directives) -> pl.DataFrame:
     """Span rows (the bound's input) of (case, level, program) entries."""
+    return pl.DataFrame(span_columns(entries, directives), schema=SPAN_COLUMNS)
+
+
+def span_columns(entries, directives) -> dict[str, list]:
     columns: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
     for case, level, program in entries:
         for row in program_span_rows(program, case.source, case.target, directives):
@@ -137,7 +144,42 @@ def span_frame(entries, directives) -> pl.DataFrame:
                                ("n_tokens", row.n_tokens), ("n_tokens_src", row.n_tokens_src),
                                ("directive_tokens", row.directive_tokens)):
                 columns[key].append(value)
+    return columns
+
+
+def chunk_span_columns(chunk, levels: tuple[str, ...], oracle: str, param, directives) -> list[dict[str, list]]:
+    """Span columns of a chunk of cases for one oracle: "covmax" (the programs stage's programs),
+    "token_oracle" (param = min_copy) or "optimal" (param = the CostModel)."""
+    entries = []
+    for case in progress(chunk, f"{oracle} programs", len(chunk)):
+        for level in levels:
+            if oracle == "covmax":
+                program = case.covmax[level]
+            elif oracle == "token_oracle":
+                program = token_oracle(case.source, case.target, param)
+            else:
+                program = optimal_program(level, case.source, case.target, param, directives).program
+            entries.append((case, level, program))
+    return [span_columns(entries, directives)]
+
+
+def parallel_span_frame(cases: list[OracleCase], levels: tuple[str, ...], oracle: str, param, directives,
+                        parallel: ParallelSettings) -> pl.DataFrame:
+    """span_frame of one oracle's programs for every case, computed over chunks of cases (in order)."""
+    parts = map_cases(chunk_span_columns, cases, parallel, levels, oracle, param, directives)
+    columns = {name: [v for part in parts for v in part[name]] for name in SPAN_COLUMNS}
     return pl.DataFrame(columns, schema=SPAN_COLUMNS)
+
+
+@dataclass(frozen=True)
+class PrefillAt:
+    """T_prefill(n, c) at a fixed context, extrapolation allowed: a picklable CostModel.prefill."""
+
+    model: LatencyModel
+    context: int
+
+    def __call__(self, n):
+        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
 
 
 def cost_model(model: LatencyModel, s: OptimalSettings) -> CostModel:
@@ -148,7 +190,7 @@ def cost_model(model: LatencyModel, s: OptimalSettings) -> CostModel:
     if bool(step.extrapolated) and not s.extrapolate:
         raise ParamsError(f"t_step(c={s.context}) is outside the profiled range of {model.key.label()} "
                           f"({model._range_text()}); set bounds.extrapolate or choose a profiled bounds.context")
-    return CostModel(float(step.seconds), lambda n: model.t_prefill(n, s.context, extrapolate=True).seconds)
+    return CostModel(float(step.seconds), PrefillAt(model, s.context))
 
 
 # ---------------------------------------------------------------- summaries
@@ -214,22 +256,16 @@ class Programs:
 
 
 def model_free_programs(cases: list[OracleCase], s: OptimalSettings, directives) -> Programs:
-    covmax = span_frame(((c, lv, c.covmax[lv]) for c in cases for lv in s.levels), directives)
+    covmax = parallel_span_frame(cases, s.levels, "covmax", None, directives, s.parallel)
     sweep = {}
     if "token" in s.levels:
         for k in s.min_copies:
-            programs = ((c, "token", token_oracle(c.source, c.target, k))
-                        for c in progress(cases, f"token oracle, min_copy {k}", len(cases)))
-            sweep[k] = span_frame(programs, directives)
+            sweep[k] = parallel_span_frame(cases, ("token",), "token_oracle", k, directives, s.parallel)
     return Programs(covmax, sweep)
 
 
 def optimal_spans(cases: list[OracleCase], s: OptimalSettings, cost: CostModel, directives, label: str) -> pl.DataFrame:
-    entries = []
-    for case in progress(cases, f"optimal programs ({label})", len(cases)):
-        for level in s.levels:
-            entries.append((case, level, optimal_program(level, case.source, case.target, cost, directives).program))
-    return span_frame(entries, directives)
+    return parallel_span_frame(cases, s.levels, "optimal", cost, directives, s.parallel)
 
 
 def kernel_tables(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,

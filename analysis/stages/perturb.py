@@ -23,6 +23,7 @@ from analysis.layout import (
     TABLES,
     framing_filter,
 )
+from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import choices, get, number_list, positive_int
 from analysis.perturb import (
     DEFINITIONS,
@@ -48,6 +49,7 @@ class PerturbSettings:
     rates: tuple[float, ...]
     seeds: tuple[int, ...]
     definitions: tuple[str, ...]
+    parallel: ParallelSettings = SERIAL
 
 
 def settings(cfg: Config) -> PerturbSettings:
@@ -61,6 +63,7 @@ def settings(cfg: Config) -> PerturbSettings:
         rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
         seeds=tuple(range(first, first + count)),
         definitions=_definitions(p),
+        parallel=parallel_settings(p),
     )
 
 
@@ -86,6 +89,17 @@ def perturb_cases(table: pl.DataFrame, tokenizer, levels: tuple[str, ...]) -> li
 def selected_programs(framings: tuple[str, ...]) -> pl.DataFrame:
     table = joined_programs()
     return table.filter(pl.any_horizontal(framing_filter(f) for f in framings))
+
+
+def chunk_results(chunk, kinds: list, rates: list, seeds: list, definition: str) -> list[pl.DataFrame]:
+    """run_perturbation on a chunk of cases (its draws are seeded per case, so chunks change nothing)."""
+    return [run_perturbation(list(progress(chunk, f"perturbation ({definition})", len(chunk))), kinds, rates, seeds, definition)]
+
+
+def perturbation_results(cases: list[PerturbCase], s: PerturbSettings, definition: str) -> pl.DataFrame:
+    parts = map_cases(chunk_results, cases, s.parallel,
+                      list(s.kinds), list(s.rates), list(s.seeds), definition)
+    return pl.concat(parts, rechunk=True) if len(parts) > 1 else parts[0]
 
 
 def table_path(definition: str):
@@ -116,8 +130,7 @@ def run(cfg: Config, args=None) -> dict:
         tokenizer = load_tokenizer(s.tokenizer)
         cases = perturb_cases(selected_programs(s.framings), tokenizer, s.levels)
         for definition in s.definitions:
-            results = run_perturbation(list(progress(cases, f"perturbation ({definition})", len(cases))),
-                                       list(s.kinds), list(s.rates), list(s.seeds), definition)
+            results = perturbation_results(cases, s, definition)
             tables[definition] = em_table(results)
             write_table(tables[definition], table_path(definition), digits=4)
             if definition == "strict":

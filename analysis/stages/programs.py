@@ -15,6 +15,7 @@ from analysis.config import Config, tokenizer_spec
 from analysis.io import write_parquet
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
+from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import positive_int
 from analysis.program import render
 from analysis.stages.common import progress, timed
@@ -25,10 +26,12 @@ from analysis.tokenization import load_tokenizer
 class ProgramsSettings:
     tokenizer: str
     token_min_copy: int
+    parallel: ParallelSettings = SERIAL
 
 
 def settings(cfg: Config) -> ProgramsSettings:
-    return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"))
+    return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"),
+                            parallel_settings(cfg.params))
 
 PROGRAMS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -36,17 +39,24 @@ PROGRAMS_SCHEMA = {
 }
 
 
-def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int) -> pl.DataFrame:
-    sources = tokenizer.encode_many([c.source for c in cases])
-    targets = tokenizer.encode_many([c.target for c in cases])
+def program_rows(chunk, token_min_copy: int) -> list[dict]:
+    """The line and token programs of a chunk of (case, source tokens, target tokens), as rows."""
     rows = []
-    for case, src, tgt in progress(zip(cases, sources, targets), "oracle programs", len(cases)):
+    for case, src, tgt in progress(chunk, "oracle programs", len(chunk)):
         for level, program in (("line", line_oracle(case.source, case.target)),
                                ("token", token_oracle(src, tgt, token_min_copy))):
             rows.append({
                 "case_id": case.case_id, "corpus": case.corpus, "language": case.language,
                 "framing": case.framing, "level": level, "program": render(program), "n_ops": len(program),
             })
+    return rows
+
+
+def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int,
+                    parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
+    sources = tokenizer.encode_many([c.source for c in cases])
+    targets = tokenizer.encode_many([c.target for c in cases])
+    rows = map_cases(program_rows, list(zip(cases, sources, targets)), parallel, token_min_copy)
     return pl.DataFrame(rows, schema=PROGRAMS_SCHEMA)
 
 
@@ -55,6 +65,6 @@ def run(cfg: Config, args=None) -> dict:
     with timed("programs"):
         tokenizer = load_tokenizer(s.tokenizer)
         cases = corpora.cases_from_frame(corpora.read_cases(CASES))
-        table = oracle_programs(cases, tokenizer, s.token_min_copy)
+        table = oracle_programs(cases, tokenizer, s.token_min_copy, s.parallel)
         write_parquet(table, PROGRAMS)
     return {"n_programs": table.height}

@@ -8,6 +8,7 @@ from analysis.config import Config, tokenizer_spec
 from analysis.errors import CopyDecodeError, RoundTripError
 from analysis.io import write_json
 from analysis.layout import METRICS
+from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.program import parse
 from analysis.resolver import resolve
 from analysis.stages.common import timed
@@ -15,12 +16,17 @@ from analysis.stages.tables import joined_programs
 from analysis.tokenization import load_tokenizer
 
 
-def roundtrip_failures(table: pl.DataFrame, tokenizer) -> list[str]:
+def roundtrip_failures(table: pl.DataFrame, tokenizer, parallel: ParallelSettings = SERIAL) -> list[str]:
     """`case@framing/level` of every program that does not resolve to its target (with the error,
     when it does not resolve at all)."""
     sources = tokenizer.encode_many(table["source"].to_list())
+    return map_cases(chunk_failures, list(zip(table.iter_rows(named=True), sources)), parallel)
+
+
+def chunk_failures(chunk) -> list[str]:
+    """The failures of a chunk of (program row, source tokens)."""
     failures: list[str] = []
-    for row, src in zip(table.iter_rows(named=True), sources):
+    for row, src in chunk:
         where = f"{row['case_id']}@{row['framing']}/{row['level']}"
         try:
             ok = resolve(parse(row["program"]), row["source"], src.char_bounds) == row["target"]
@@ -32,19 +38,20 @@ def roundtrip_failures(table: pl.DataFrame, tokenizer) -> list[str]:
     return failures
 
 
-def settings(cfg: Config) -> str:
-    """The round trip needs only the tokenizer (token-level copies resolve by token offsets)."""
-    return tokenizer_spec(cfg)
+def settings(cfg: Config) -> tuple[str, ParallelSettings]:
+    """The round trip needs only the tokenizer (token-level copies resolve by token offsets) and the
+    parallel settings."""
+    return tokenizer_spec(cfg), parallel_settings(cfg.params)
 
 
 def run(cfg: Config, args=None) -> dict:
-    spec = settings(cfg)
+    spec, parallel = settings(cfg)
     with timed("roundtrip"):
         tokenizer = load_tokenizer(spec)
         table = joined_programs()
         if table.height == 0:
             raise RoundTripError("programs.parquet holds no program; an empty corpus cannot pass a round trip")
-        failures = roundtrip_failures(table, tokenizer)
+        failures = roundtrip_failures(table, tokenizer, parallel)
     counts = table.group_by("level").len().sort("level")
     metrics = {
         "programs": table.height,

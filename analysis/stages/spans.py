@@ -10,6 +10,7 @@ from analysis import charts, corpora
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, SPANS, TABLES
+from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, positive_int
 from analysis.program import parse
 from analysis.spans import (
@@ -36,6 +37,7 @@ class SpansSettings:
     bootstrap: Bootstrap
     chart_framing: str
     prompt_overhead_tokens: int
+    parallel: ParallelSettings = SERIAL
 
 
 def settings(cfg: Config) -> SpansSettings:
@@ -44,16 +46,25 @@ def settings(cfg: Config) -> SpansSettings:
         bootstrap=bootstrap_settings(cfg.params, "spans"),
         chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
         prompt_overhead_tokens=positive_int(cfg.params, "spans.prompt_overhead_tokens", minimum=0),
+        parallel=parallel_settings(cfg.params),
     )
 
 
-def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0) -> pl.DataFrame:
-    directives = DirectiveCounter(tokenizer)
+def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0,
+                parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
     sources = tokenizer.encode_many(table["source"].to_list())
     targets = tokenizer.encode_many(table["target"].to_list())
+    rows = list(zip(table.iter_rows(named=True), sources, targets))
+    parts = map_cases(span_columns, rows, parallel, tokenizer, prompt_overhead_tokens)
+    columns = {name: [value for part in parts for value in part[name]] for name in SPANS_SCHEMA}
+    return pl.DataFrame(columns, schema=SPANS_SCHEMA)
+
+
+def span_columns(chunk, tokenizer, prompt_overhead_tokens: int) -> list[dict[str, list]]:
+    """The span columns of a chunk of (program row, source tokens, target tokens), as one part."""
+    directives = DirectiveCounter(tokenizer)  # a memo only: a fresh one per chunk counts the same
     columns: dict[str, list] = {name: [] for name in SPANS_SCHEMA}
-    rows = zip(table.iter_rows(named=True), sources, targets)
-    for row, src, tgt in progress(rows, "spans", table.height):
+    for row, src, tgt in progress(chunk, "spans", len(chunk)):
         prompt = prompt_tokens(src, prompt_overhead_tokens)
         for span in program_spans(parse(row["program"]), src, tgt, directives):
             for key in ("case_id", "corpus", "language", "framing", "level"):
@@ -61,7 +72,7 @@ def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0)
             for key in ("op_index", "kind", "n_tokens", "n_tokens_src", "n_lines", "directive_tokens"):
                 columns[key].append(getattr(span, key))
             columns["prompt_tokens"].append(prompt)
-    return pl.DataFrame(columns, schema=SPANS_SCHEMA)
+    return [columns]
 
 
 def boundary_counts(cases: pl.DataFrame, tokenizer) -> pl.DataFrame:
@@ -92,7 +103,7 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("spans"):
         tokenizer = load_tokenizer(s.tokenizer)
-        spans = build_spans(joined_programs(), tokenizer, s.prompt_overhead_tokens)
+        spans = build_spans(joined_programs(), tokenizer, s.prompt_overhead_tokens, s.parallel)
         per_case = per_case_coverage(spans)
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)

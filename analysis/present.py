@@ -33,6 +33,7 @@ from analysis.layout import (
     SPANS,
     TABLES,
     framing_filter,
+    is_single_framing,
 )
 from analysis.params import DEFAULT_PARAMS
 
@@ -87,7 +88,8 @@ def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
     if framing in (None, "all"):
         return frame
     known = set(frame["framing"].to_list())
-    if framing not in known:
+    # a run of single-framing corpora only (a user's pairs, commits) joins every framing's view
+    if framing not in known and not (known and all(is_single_framing(f) for f in known)):
         raise ParamsError(f"unknown framing {framing!r}; known: {', '.join(sorted(known))}")
     return frame.filter(framing_filter(framing))
 
@@ -373,6 +375,7 @@ def provenance_html(prov: Provenance | None = None) -> Html:
 # ---------------------------------------------------------------- the paper's claims, with verdicts
 
 REPRODUCED, DIFFERS, NOT_RUN, BEYOND = "reproduced", "differs", "not run", "beyond the paper"
+NOT_APPLICABLE = "not applicable to this run"
 
 
 @dataclass(frozen=True)
@@ -717,6 +720,25 @@ def _e2e_claim(paper: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 CLAIMS = (_kernel_claim, _ceiling_claim, _bounds_claim, _token_claim, _lossless_claim, _perturb_claim,
           _e2e_claim, _finetune_claim)
+# Claims judged over the paper's corpora: on a run that holds none of them they are not applicable.
+NEEDS_PAPER_CORPORA = (_ceiling_claim, _bounds_claim, _token_claim, _perturb_claim)
+
+
+def run_corpora(tables: Path) -> set[str] | None:
+    """The corpora of this run (from the coverage table), or None when the table is absent."""
+    try:
+        return set(table("coverage", tables)["corpus"].to_list()) - {POOLED}
+    except ParamsError:
+        return None
+
+
+def _not_applicable(rule, paper: dict, corpora: set[str]) -> Claim:
+    name = rule.__name__.strip("_").removesuffix("_claim")
+    key = {"ceiling": "copy_ceiling", "perturb": "perturbation", "token": "token_level"}.get(name, name)
+    text = paper.get(key, {}).get("text", MISSING) if isinstance(paper.get(key), dict) else MISSING
+    return Claim(claim=name, paper=text, ours=MISSING, verdict=NOT_APPLICABLE,
+                 why=f"this run holds none of the paper's corpora ({', '.join(PAPER_CORPORA.values())}); "
+                     f"its corpora: {', '.join(sorted(corpora))}", method=MISSING)
 
 
 def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path = PAPER) -> list[Claim]:
@@ -724,7 +746,11 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
     paper_claims.json. A claim whose stage output is absent is 'not run', never silently dropped."""
     paper = paper_claims(paper_path)
     out = []
+    corpora = run_corpora(Path(tables))
     for rule in CLAIMS:
+        if corpora is not None and rule in NEEDS_PAPER_CORPORA and not corpora & set(PAPER_CORPORA.values()):
+            out.append(_not_applicable(rule, paper, corpora))
+            continue
         try:
             out.append(rule(paper, Path(tables), Path(metrics_dir)))
         except ParamsError as missing:
@@ -739,7 +765,8 @@ def claims_frame(items: list[Claim] | None = None) -> pl.DataFrame:
     return pl.DataFrame([{f.name: getattr(c, f.name) for f in fields(Claim)} for c in items])
 
 
-VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_RUN: "#eaeef2", BEYOND: "#ddf4ff"}
+VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_RUN: "#eaeef2", BEYOND: "#ddf4ff",
+                   NOT_APPLICABLE: "#eaeef2"}
 
 
 def summary_table(items: list[Claim] | None = None):

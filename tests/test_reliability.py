@@ -1,0 +1,253 @@
+"""Issue 22 (reliability, round 2): rare JSONL inputs, stale inputs between hand-run stages, settings
+typed everywhere, name collisions, the CLI's help and errors, the one-off flow."""
+
+import polars as pl
+import pytest
+
+from analysis.errors import CorpusError
+from analysis.jsonl import read_jsonl
+from analysis.pairs import PairsSettings, load_pairs
+
+
+# ---------------------------------------------------------------- D13: rare JSONL inputs
+
+@pytest.mark.parametrize("text, message", [
+    ('{"source": "a", "target": "b", "n": ' + "9" * 5000 + "}\n", "4300 digits"),
+    ('{"source": "a", "target": "b", "source": "c"}\n', "the key 'source' is given twice"),
+    ('[{"source": "a", "target": "b"}]\n', "not a JSON array"),
+    ('[\n  {"source": "a", "target": "b"}\n]\n', "looks like a JSON array"),
+])
+def test_rare_jsonl_inputs_are_named(tmp_path, text, message):
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    with pytest.raises(CorpusError) as info:
+        read_jsonl(path)
+    assert message in str(info.value) and f"{path}:1" in str(info.value)
+
+
+@pytest.mark.parametrize("case_id, message", [(" ", "only blanks"), ("  ", "only blanks"),
+                                              ("a\nb", "line break"), ("a\tb", "control character")])
+def test_blank_and_newline_case_ids_are_refused(tmp_path, case_id, message):
+    path = tmp_path / "p.jsonl"
+    pl.DataFrame({"source": ["a\n"], "target": ["b\n"], "case_id": [case_id]}).write_ndjson(path)
+    with pytest.raises(CorpusError, match=message):
+        load_pairs(PairsSettings(path=str(path)))
+
+
+# ---------------------------------------------------------------- the stage runs below
+
+import json  # noqa: E402
+
+import yaml  # noqa: E402
+from conftest import ROOT, params_with  # noqa: E402
+
+from analysis.cli import build_parser, main  # noqa: E402
+from analysis.config import Config  # noqa: E402
+from analysis.errors import ParamsError  # noqa: E402
+
+PAIRS_A = [{"case_id": "a", "source": "x = 1\ny = 2\nz = 3\n", "target": "x = 1\ny = 20\nz = 3\n"},
+           {"case_id": "b", "source": "def f():\n    return 1\n", "target": "def f():\n    return 2\n"}]
+PAIRS_B = [{"case_id": "a", "source": "zzz\nzzz\nzzz\nzzz\n", "target": "x = 1\ny = 20\nz = 3\n"},
+           {"case_id": "b", "source": "zzz\n", "target": "def f():\n    return 2\n"}]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def write_params(folder, **changes):
+    path = folder / "params.yaml"
+    path.write_text(yaml.safe_dump(params_with(**changes)))
+    return path
+
+
+@pytest.fixture()
+def pairs_only(tmp_path, monkeypatch):
+    """A run that holds none of the paper's corpora: one pairs file (the params name no corpus)."""
+    monkeypatch.chdir(tmp_path)
+    write_params(tmp_path, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+                              "corpora.commits": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
+    write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
+    write_jsonl(tmp_path / "b.jsonl", PAIRS_B)
+    return tmp_path
+
+
+def cli(*args) -> int:
+    return main(["--params", "params.yaml", *args])
+
+
+# ---------------------------------------------------------------- D3: stale inputs refused
+
+def test_spans_after_a_changed_corpora_names_the_stale_input(pairs_only, capsys):
+    assert cli("corpora", "--pairs", "a.jsonl", "--name", "Mine") == 0
+    assert cli("programs") == 0
+    assert cli("corpora", "--pairs", "b.jsonl", "--name", "Mine") == 0  # same case ids, new texts
+    capsys.readouterr()
+    for stage in ("roundtrip", "spans"):
+        assert cli(stage) == 2, stage
+        err = capsys.readouterr().err
+        assert "stale input" in err and "data/programs/programs.parquet" in err, err
+        assert "data/corpora/cases.parquet" in err and "Traceback" not in err
+    assert not (pairs_only / "data/spans").exists()
+
+
+def test_bounds_refuses_spans_built_from_other_programs(pairs_only, capsys):
+    assert cli("corpora", "--pairs", "a.jsonl") == 0 and cli("programs") == 0 and cli("spans") == 0
+    assert cli("corpora", "--pairs", "b.jsonl") == 0 and cli("programs") == 0
+    capsys.readouterr()
+    assert cli("bounds") == 2
+    err = capsys.readouterr().err
+    assert "stale input" in err and "data/spans/spans.parquet" in err
+
+
+def test_outputs_record_their_input_digests(pairs_only):
+    from analysis.digest import file_digest, recorded_inputs
+
+    assert cli("corpora", "--pairs", "a.jsonl") == 0 and cli("programs") == 0 and cli("spans") == 0
+    cases = file_digest("data/corpora/cases.parquet")
+    assert recorded_inputs("data/programs/programs.parquet") == {"data/corpora/cases.parquet": cases}
+    spans = recorded_inputs("data/spans/spans.parquet")
+    assert spans == {"data/corpora/cases.parquet": cases,
+                     "data/programs/programs.parquet": file_digest("data/programs/programs.parquet")}
+
+
+# ---------------------------------------------------------------- D4, D5: the one-off flow
+
+def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
+    monkeypatch.chdir(tmp_path)
+    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": []})
+    write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
+    metrics = json.loads((tmp_path / "reports/metrics/corpora.json").read_text())
+    assert metrics["n_cases"] == 2 and list(metrics["cases"]) == ["Pairs-a/pair"]
+
+
+def test_repo_takes_language_and_name(tmp_path):
+    from analysis.stages.corpora import CommandLine, settings
+
+    cfg = Config(params_with(), tmp_path / "params.yaml")
+    s = settings(cfg, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
+    assert [(k, b.language, b.name, b.min_lines) for k, b in s.builds] == [("commits", "js", "mine", 20)]
+    with pytest.raises(ParamsError, match="--only builds just"):
+        settings(cfg, CommandLine(only=True))
+    with pytest.raises(ParamsError, match="--name names one input"):
+        settings(cfg, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
+
+
+def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
+    import os
+
+    (pairs_only / "reports").mkdir()
+    before = sorted(p.relative_to(pairs_only) for p in pairs_only.rglob("*"))
+    for argv in (["corpora", "--params", "params.yaml", "--out", "run1", "--only", "--pairs", "a.jsonl"],
+                 ["programs", "--params", "params.yaml", "--out", "run1"],
+                 ["--out", "run1", "--params", "params.yaml", "spans"]):  # --out before or after the stage
+        assert main(argv) == 0, argv
+        os.chdir(pairs_only)  # each command is its own process in real use
+    after = sorted(p.relative_to(pairs_only) for p in pairs_only.rglob("*") if not p.is_relative_to(pairs_only / "run1"))
+    assert after == before  # nothing written beside the out root (the scratch's reports/ stays empty)
+    assert (pairs_only / "run1/reports/tables/coverage.md").is_file()
+    assert "Pairs-a" in (pairs_only / "run1/reports/tables/coverage.md").read_text()
+
+
+# ---------------------------------------------------------------- D6, D7, D10, D11: settings typed everywhere
+
+@pytest.mark.parametrize("key, value, message", [
+    ("corpora.commit_defaults.min_lines", "20", "'corpora.commit_defaults.min_lines' must be an integer"),
+    ("corpora.commit_defaults.max_changed_share", "0.5", "'corpora.commit_defaults.max_changed_share' must be a finite"),
+    ("corpora.commit_defaults.max_cases", 2.5, "'corpora.commit_defaults.max_cases' must be an integer"),
+    ("corpora.commit_defaults.max_cases", True, "'corpora.commit_defaults.max_cases' must be an integer"),
+    ("corpora.commit_defaults.seed", "zero", "'corpora.commit_defaults.seed' must be an integer"),
+    ("corpora.commit_defaults.seed", -1, "'corpora.commit_defaults.seed' must be >= 0"),
+    ("corpora.commits", [{"repo": "x.bundle", "vendored_dirs": "vendor"}], "'corpora.commits[0].vendored_dirs' must be a list"),
+    ("corpora.commits", [{"repo": "x.bundle", "name": "../../evil"}], "'corpora.commits[0].name' must be letters"),
+    ("corpora.commits", [{"repo": 5}], "'corpora.commits[0].repo' must be a string"),
+    ("corpora.pairs", [{"path": "p.jsonl", "language": 5}], "'corpora.pairs[0].language' must be a string"),
+    ("corpora.pairs", [{"path": 5}], "'corpora.pairs[0].path' must be a string"),
+    ("corpora.probeedit.seed", -1, "'corpora.probeedit.seed' must be >= 0"),
+])
+def test_corpus_entries_are_typed(tmp_path, key, value, message):
+    from analysis.stages.corpora import settings
+
+    with pytest.raises(ParamsError) as info:
+        settings(Config(params_with(**{key: value}), tmp_path / "params.yaml"))
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("group, module", [("spans", "analysis.stages.spans"), ("bounds", "analysis.stages.bounds"),
+                                           ("optimal", "analysis.stages.optimal")])
+def test_negative_seed_and_degenerate_bootstrap_are_refused(tmp_path, group, module):
+    import importlib
+
+    stage = importlib.import_module(module)
+    with pytest.raises(ParamsError, match=f"'{group}.seed' must be >= 0"):
+        stage.settings(Config(params_with(**{f"{group}.seed": -1}), tmp_path / "p.yaml"))
+    with pytest.raises(ParamsError, match=f"'{group}.bootstrap_resamples' must be 0 \\(no CIs\\) or >= 20"):
+        stage.settings(Config(params_with(**{f"{group}.bootstrap_resamples": 1}), tmp_path / "p.yaml"))
+
+
+def test_duplicate_groups_and_unknown_keys_are_errors(tmp_path):
+    text = (ROOT / "params.yaml").read_text()
+    dup = tmp_path / "dup.yaml"
+    dup.write_text(text + "\nprograms:\n  token_min_copy: 2\n")
+    with pytest.raises(ParamsError, match="the key 'programs' is given twice"):
+        Config.load(dup)
+    for key, value, unknown in [("spans.bootstrap_resample", 10, "spans.bootstrap_resample"),
+                                ("pilot.colour", 1, "pilot.colour"), ("spanz", {"a": 1}, "spanz")]:
+        params = params_with()
+        node = params
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+        path = tmp_path / "p.yaml"
+        path.write_text(yaml.safe_dump(params))
+        with pytest.raises(ParamsError, match=f"unknown setting \\['{unknown}'\\]"):
+            Config.load(path)
+    with pytest.raises(ParamsError, match="did you mean 'spans.bootstrap_resamples'"):
+        params = params_with()
+        params["spans"]["bootstrap_resample"] = 10
+        path.write_text(yaml.safe_dump(params))
+        Config.load(path)
+
+
+# ---------------------------------------------------------------- D8: name collisions
+
+@pytest.mark.parametrize("changes, message", [
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "pooled"}]}, "reserved for the pooled rows"),
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "HEvalFix-Py"}]}, "one of the paper's corpora"),
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "CommitEdits-click"}]}, "'CommitEdits-click' is given twice"),
+    ({"corpora.pairs": [{"path": "a.jsonl"}, {"path": "a.jsonl"}]}, "the same input listed twice"),
+])
+def test_corpus_name_collisions_are_refused(tmp_path, changes, message):
+    from analysis.stages.corpora import settings
+
+    with pytest.raises(ParamsError, match=message):
+        settings(Config(params_with(**changes), tmp_path / "params.yaml"))
+
+
+# ---------------------------------------------------------------- D14: the CLI
+
+def test_every_subcommand_help_has_a_description():
+    parser = build_parser()
+    subparsers = [a for a in parser._actions if a.dest == "command"][0].choices
+    for name, sub in subparsers.items():
+        assert sub.description, name
+        if name == "kernels":
+            for kname, ksub in [a for a in sub._actions if a.dest == "kcommand"][0].choices.items():
+                assert ksub.description, kname
+
+
+def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
+    write_params(pairs_only, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+                                "corpora.commits": [], "corpora.pairs": [{"path": "a.jsonl"}]})
+    (pairs_only / "params.yaml").rename(pairs_only / "mine.yaml")
+    assert main(["corpora", "--params", "mine.yaml"]) == 0
+    for argv, shown in ([[], "STAGE"], [["kernels"], "{profile,fit}"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        err = capsys.readouterr().err
+        assert shown in err and "kcommand" not in err and "required: command" not in err
+    assert main(["--params", "nope.yaml", "spans"]) == 2
+    assert "check the --params path" in capsys.readouterr().err

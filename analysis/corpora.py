@@ -210,7 +210,9 @@ def cases_frame(cases: list[Case]) -> pl.DataFrame:
     check_no_nulls(frame, "the cases table")
     dupes = frame.group_by("case_id", "framing").len().filter(pl.col("len") > 1)
     if dupes.height:
-        raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}")
+        raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}: the same input is built twice "
+                          "(e.g. a --repo or --pairs that params.yaml already lists; `copydecode corpora --only` "
+                          "builds just the command line's inputs), or two inputs share a corpus name (set `name`)")
     return frame
 
 

@@ -251,3 +251,77 @@ def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
         assert shown in err and "kcommand" not in err and "required: command" not in err
     assert main(["--params", "nope.yaml", "spans"]) == 2
     assert "check the --params path" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- D12: outputs replaced as a set
+
+def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
+    import os
+
+    from analysis import io
+
+    monkeypatch.chdir(tmp_path)
+    a, b = tmp_path / "out/a.json", tmp_path / "out/b.json"
+    io.write_json({"v": "old"}, a)
+    io.write_json({"v": "old"}, b)
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), io.output_set("s"):  # fails after one output: nothing replaced, no temp left
+        io.write_json({"v": "new"}, a)
+        raise Boom
+    assert json.loads(a.read_text())["v"] == "old" and sorted(p.name for p in a.parent.iterdir()) == ["a.json", "b.json"]
+
+    real = os.replace
+    calls = []
+
+    def killed_after_first(src, dst):  # a SIGKILL between the renames of the set
+        calls.append(dst)
+        if str(dst).endswith("b.json") and calls.count(dst) == 1:
+            raise Boom
+        real(src, dst)
+
+    monkeypatch.setattr(io.os, "replace", killed_after_first)
+    with pytest.raises(Boom), io.output_set("s"):
+        io.write_json({"v": "new"}, a)
+        io.write_json({"v": "new"}, b)
+    monkeypatch.setattr(io.os, "replace", real)
+    assert (tmp_path / "data/.pending/s.json").is_file()  # the journal says the set is committed
+    assert io.finish_pending() == ["s"]  # the next run completes it
+    assert [json.loads(p.read_text())["v"] for p in (a, b)] == ["new", "new"]
+    assert not (tmp_path / "data/.pending/s.json").exists()
+
+
+def test_a_killed_runs_temp_clone_is_removed_by_the_next_run(tmp_path):
+    import subprocess
+    import sys
+
+    from analysis.scratch import owned_temp_dir, stale_dirs
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = tmp_path / f"copydecode-commits-{dead.stdout.strip()}-abcd"
+    left.mkdir()
+    (left / "objects").write_text("x")
+    assert stale_dirs("copydecode-commits-", tmp_path) == [left]
+    with owned_temp_dir("copydecode-commits-", tmp_path) as mine:
+        assert mine.is_dir() and not left.exists()
+    assert not mine.exists()
+
+
+# ---------------------------------------------------------------- D1: reports for a run without the paper's corpora
+
+def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
+    from analysis import present
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],
+                  "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
+                 ).write_csv(tables / "coverage.csv")
+    items = {c.claim: c for c in present.claims(tables, tmp_path / "metrics")}
+    for name in ("ceiling", "bounds", "token", "perturb"):
+        assert items[name].verdict == present.NOT_APPLICABLE, name
+        assert "Pairs-a" in items[name].why
+    # a framing that this run lacks shows its single-framing corpora instead of failing
+    assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2

@@ -85,6 +85,9 @@ def check_fields(record: dict[str, Any], where: str) -> None:
         value = record.get(name)
         if value is not None and not isinstance(value, str):
             raise CorpusError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
+    if record["target"] == "":
+        raise CorpusError(f"{where}: field 'target' is empty (nothing to generate: coverage and speedup are "
+                          "undefined); drop this record")
     case_id = record.get("case_id")
     if case_id == "":
         raise CorpusError(f"{where}: field 'case_id' is empty")

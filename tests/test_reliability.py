@@ -325,3 +325,37 @@ def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
         assert "Pairs-a" in items[name].why
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
+
+
+# ---------------------------------------------------------------- D2: empty targets, one rule for every stage
+
+@pytest.mark.parametrize("records", [
+    [{"source": "a\n", "target": ""}],                                   # all targets empty
+    [{"source": "", "target": ""}],                                      # both empty
+    [*PAIRS_A, {"case_id": "c", "source": "q = 1\n", "target": ""}],     # a mix: not dropped from some tables only
+])
+def test_an_empty_target_is_refused_by_name_before_any_stage(pairs_only, capsys, records):
+    write_jsonl(pairs_only / "e.jsonl", records)
+    assert cli("corpora", "--pairs", "e.jsonl") == 2
+    err = capsys.readouterr().err
+    assert "field 'target' is empty" in err and "e.jsonl:" in err and "Traceback" not in err
+    assert not (pairs_only / "data").exists()
+
+
+def test_empty_target_in_any_corpus_is_refused():
+    from analysis.corpora import Case, cases_frame
+
+    with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
+        cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])
+
+
+# ---------------------------------------------------------------- D15: what the diff-based line oracle leaves out
+
+def test_move_aware_measure_counts_moved_blocks():
+    from analysis.moves import line_moves
+
+    first = "".join(f"a{i}\n" for i in range(5))
+    second = "".join(f"b{i}\n" for i in range(5))
+    moves = line_moves(first + second, second + first)  # two 5-line blocks swapped
+    assert (moves.lines, moves.diff_lines, moves.move_lines) == (10, 5, 10)
+    assert moves.move_bytes == moves.bytes == 2 * moves.diff_bytes

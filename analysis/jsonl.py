@@ -92,7 +92,7 @@ def parse_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
     except ValueError as exc:  # an integer past Python's int-string conversion limit (4300 digits)
         raise CorpusError(f"{path}:{lineno}: not readable JSON ({exc})") from None
     if isinstance(value, list):
-        raise CorpusError(f"{path}:{lineno}: expected a JSON object, got a list (JSON Lines needs one object "
+        raise CorpusError(f"{path}:{lineno}: expected a JSON object, got list (JSON Lines needs one object "
                           "per line, not a JSON array)")
     if not isinstance(value, dict):
         raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}")

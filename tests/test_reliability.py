@@ -166,6 +166,8 @@ def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
     ("corpora.pairs", [{"path": "p.jsonl", "language": 5}], "'corpora.pairs[0].language' must be a string"),
     ("corpora.pairs", [{"path": 5}], "'corpora.pairs[0].path' must be a string"),
     ("corpora.probeedit.seed", -1, "'corpora.probeedit.seed' must be >= 0"),
+    ("corpora.probeedit.mix", {}, "'corpora.probeedit.mix' needs at least one edit kind"),
+    ("corpora.probeedit.mix", {"delete_line": -1}, "'corpora.probeedit.mix.delete_line' must be a finite weight >= 0"),
 ])
 def test_corpus_entries_are_typed(tmp_path, key, value, message):
     from analysis.stages.corpora import settings

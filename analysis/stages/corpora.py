@@ -53,6 +53,10 @@ def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
     for kind, weight in mix.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
+        if not math.isfinite(weight) or weight < 0:
+            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
+    if not any(w > 0 for w in mix.values()):
+        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
     min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if max_lines < min_lines:
         raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")

@@ -47,5 +47,6 @@ def run(cfg: Config, args=None) -> dict:
     with timed("reports"):
         gather_timings()
         result = run_reports(s.parameters, Path("."))
-        write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
+        if Path("README.md").is_file():  # absent under a one-off output root (--out), whose results stay there
+            write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
     return result

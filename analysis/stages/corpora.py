@@ -230,7 +230,7 @@ def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[c
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = getattr(corpus_settings, "name", None) or kind
+            name = build_name(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         cases += build.cases
         reports = build.report if isinstance(build.report, list) else [build.report]

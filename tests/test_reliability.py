@@ -402,3 +402,29 @@ def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
     assert took < 20, took  # before: a greedy search to D = 2047, then linear-space Myers (minutes)
     copied = sum(op.end - op.start + 1 for op in program.ops if hasattr(op, "start"))
     assert copied == 1  # a reversal has an LCS of one line
+
+
+# ---------------------------------------------------------------- D1: `copydecode reports` on a pairs-only run
+
+@pytest.mark.slow
+def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
+    import os
+    import shutil
+
+    (pairs_only / "reports/kernels").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
+    os.symlink(ROOT / "notebooks", pairs_only / "notebooks")
+    for stage in (["corpora", "--pairs", "a.jsonl"], ["programs"], ["roundtrip"], ["spans"], ["bounds"], ["reports"]):
+        assert cli(*stage) == 0, (stage, capsys.readouterr().err[-3000:])
+    index = (pairs_only / "reports/index.html").read_text()
+    assert "not applicable to this run" in index and "Traceback" not in index
+    coverage = (pairs_only / "reports/html/coverage.html").read_text()
+    assert "Pairs-a" in coverage
+    assert "not run in this run" in (pairs_only / "reports/html/perturbation.html").read_text()
+    executed = pairs_only / "reports/notebooks"
+    assert not (executed / "perturbation.ipynb").exists()  # no half-executed notebook left behind
+
+
+def test_kernels_profile_refuses_a_one_off_root(capsys):
+    assert main(["--out", "somewhere", "kernels", "profile"]) == 2
+    assert "not supported here" in capsys.readouterr().err

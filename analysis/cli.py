@@ -2,6 +2,7 @@
 
 STAGES maps each subcommand to the module that runs it; a stage module's `run(cfg, args)` returns
 its metrics. Modules are imported on use, so torch is loaded only by the commands that run a model.
+`--params` and `--out` may come before or after the subcommand.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import argparse
 import importlib
 import json
 import sys
+from contextlib import nullcontext
 
 from analysis.config import Config
 from analysis.errors import CopyDecodeError
+from analysis.io import finish_pending, output_set
 from analysis.params import DEFAULT_PARAMS
 
 # subcommand -> (stage module, help)
@@ -39,36 +42,89 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
 }
 
+# What each stage reads and writes, for its --help (paths as in analysis.layout).
+READS_WRITES: dict[str, str] = {
+    "corpora": "reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+               "reports/metrics/corpora.json",
+    "programs": "reads data/corpora/cases.parquet; writes data/programs/programs.parquet",
+    "roundtrip": "reads cases and programs; writes reports/metrics/roundtrip.json",
+    "spans": "reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
+             "span histograms, reports/metrics/coverage.json",
+    "bounds": "reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
+              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/metrics/bounds.json",
+    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
+    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
+    "formats": "reads cases and programs; writes reports/tables/formats*.*",
+    "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
+}
+
+# Stages whose outputs are replaced as one set (analysis.io.output_set). Not roundtrip (its failure
+# report is written before it exits non-zero), reports (papermill writes its own files) or the model
+# stages (their checkpoints must land as they finish, for resuming).
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
+
+OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR instead of the current folder "
+            "(paths in the params file and on the command line are still read from where you are)")
+
+
+def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
+    """--params and --out, accepted before the subcommand (top) and after it (the subcommand's value wins)."""
+    default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
+    parser.add_argument("--params", default=default(str(DEFAULT_PARAMS)), help="params file (default: params.yaml)")
+    if out:
+        parser.add_argument("--out", default=default(None), metavar="DIR", help=OUT_HELP)
+
 
 def _add_stage(sub, command: str) -> argparse.ArgumentParser:
     module, text = STAGES[command]
-    parser = sub.add_parser(command.split()[-1], help=text)
+    description = text[0].upper() + text[1:] + "."
+    if command in READS_WRITES:
+        description += f" It {READS_WRITES[command]}."
+    parser = sub.add_parser(command.split()[-1], help=text, description=description)
     parser.set_defaults(stage=command, module=module)
+    _common(parser, top=False, out=command != "kernels profile")  # its --out names the raw timings file
     return parser
+
+
+def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
+    stage.add_argument("--pairs", action="append", metavar="FILE",
+                       help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
+    stage.add_argument("--repo", action="append", metavar="PATH",
+                       help="also mine this git repository or bundle for one-file commits (language: --language)")
+    stage.add_argument("--only", action="store_true",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--language", default=None,
+                       help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
+                            "records without a language field")
+    stage.add_argument("--name", default=None,
+                       help="corpus name of the one --pairs or --repo input (default: from the file or folder name)")
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="copydecode", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default=str(DEFAULT_PARAMS), help="params file (default: params.yaml)")
-    sub = parser.add_subparsers(dest="command", required=True)
+    _common(parser, top=True)
+    sub = parser.add_subparsers(dest="command", metavar="STAGE", required=True,
+                                title="stages", description="run `copydecode STAGE --help` for what a stage reads and writes")
     for command in STAGES:
         if " " not in command:
             stage = _add_stage(sub, command)
             if command == "corpora":
-                stage.add_argument("--pairs", action="append", metavar="FILE",
-                                   help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
-                stage.add_argument("--repo", action="append", metavar="PATH",
-                                   help="also mine this git repository or bundle for one-file commits")
+                _add_corpora_options(stage)
             if command == "decode":
                 stage.add_argument("--case-id", dest="case_id", help="the case to decode (default: params decode.case_id)")
                 stage.add_argument("--model", help="the model (default: params decode.model)")
                 stage.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
             if command == "pilot":
                 stage.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
-    kernels = sub.add_parser("kernels", help="model timing: profile and fit").add_subparsers(dest="kcommand", required=True)
+    kernels_parser = sub.add_parser("kernels", help="model timing: profile and fit",
+                                    description="Model timing: `kernels profile` times AR steps against one parallel "
+                                                "prefill; `kernels fit` fits the latency model to those timings.")
+    kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
-    profile.add_argument("--out", default=None, help="raw timings parquet (default: the preset's or params')")
+    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
+                         help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
+                              "supported here")
     _add_stage(kernels, "kernels fit")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline").add_subparsers(dest="bcommand", required=True)
     throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1])
@@ -82,9 +138,26 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.stage == "kernels profile":  # its own --out names the raw timings file, kept as `out` for the stage
+        if args.out is not None:
+            print("copydecode kernels profile: error: --out before the subcommand (a one-off output root) is not "
+                  "supported here; `kernels profile --out FILE` names the raw timings file", file=sys.stderr)
+            return 2
+        args.out = getattr(args, "raw_out", None)
+        root = None
+    else:
+        root = args.out
     try:
         cfg = Config.load(args.params)
-        result = importlib.import_module(args.module).run(cfg, args)
+        if root is not None:
+            from analysis.oneoff import enter_out_root
+
+            cfg = enter_out_root(root, cfg, args)
+        for stage in finish_pending():
+            print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
+        module = importlib.import_module(args.module)
+        with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
+            result = module.run(cfg, args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

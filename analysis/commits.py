@@ -64,7 +64,6 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
-import tempfile
 import time
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -73,6 +72,7 @@ from pathlib import Path, PurePosixPath
 from analysis.corpora import Case
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
+from analysis.scratch import owned_temp_dir
 from analysis.text import split_lines
 
 FRAMING = "file"
@@ -499,8 +499,8 @@ def mine_commits(settings: CommitSettings) -> tuple[list[Case], MiningReport]:
     digest = file_sha256(path)
     if settings.sha256 is not None and digest != settings.sha256.lower():
         raise CorpusError(f"commits: bundle {path} has sha256 {digest}, not the pinned {settings.sha256}")
-    with tempfile.TemporaryDirectory(prefix="copydecode-commits-") as tmp:
-        git_dir = clone_bundle(path, Path(tmp))
+    with owned_temp_dir("copydecode-commits-") as tmp:  # a SIGKILLed run's clone is removed by the next run
+        git_dir = clone_bundle(path, tmp)
         cloned = time.perf_counter() - started
         return _mine(git_dir, f"bundle:{path}", digest, settings, extensions, started, cloned)
 

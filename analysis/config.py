@@ -38,9 +38,17 @@ class Bootstrap:
     ci: float
 
 
+# Fewer resamples give intervals that can exclude their own point estimate (1 resample: a CI of one value).
+MIN_BOOTSTRAP_RESAMPLES = 20
+
+
 def bootstrap_settings(params: dict, group: str) -> Bootstrap:
+    resamples = positive_int(params, f"{group}.bootstrap_resamples", minimum=0)
+    if 0 < resamples < MIN_BOOTSTRAP_RESAMPLES:
+        raise ParamsError(f"params: '{group}.bootstrap_resamples' must be 0 (no CIs) or >= {MIN_BOOTSTRAP_RESAMPLES}, "
+                          f"got {resamples}")
     return Bootstrap(
-        resamples=positive_int(params, f"{group}.bootstrap_resamples", minimum=0),
+        resamples=resamples,
         seed=get(params, f"{group}.seed", int),
         ci=interval_level(params, f"{group}.ci"),
     )

@@ -208,9 +208,16 @@ def cases_frame(cases: list[Case]) -> pl.DataFrame:
         {name: [getattr(c, name) for c in cases] for name in CASES_SCHEMA}, schema=CASES_SCHEMA
     )
     check_no_nulls(frame, "the cases table")
+    empty = frame.filter(pl.col("target") == "")
+    if empty.height:  # one rule for every stage: refused here, so no stage counts a case another drops
+        raise CorpusError(f"{empty.height} case(s) have an empty target, e.g. {empty['case_id'].to_list()[:5]}: "
+                          "there is nothing to generate, so coverage and speedup are undefined (0 of 0 tokens); "
+                          "drop these cases")
     dupes = frame.group_by("case_id", "framing").len().filter(pl.col("len") > 1)
     if dupes.height:
-        raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}")
+        raise CorpusError(f"duplicate case ids: {dupes['case_id'].to_list()[:5]}: the same input is built twice "
+                          "(e.g. a --repo or --pairs that params.yaml already lists; `copydecode corpora --only` "
+                          "builds just the command line's inputs), or two inputs share a corpus name (set `name`)")
     return frame
 
 

@@ -23,3 +23,7 @@ class ParamsError(CopyDecodeError):
 
 class RoundTripError(CopyDecodeError):
     """Resolving an oracle program did not give back the gold target."""
+
+
+class StaleInputError(CopyDecodeError):
+    """A stage output was built from inputs that have changed since (rerun the stage that wrote it)."""

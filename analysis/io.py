@@ -3,10 +3,17 @@
 Every write is atomic: the bytes go to a temporary file in the destination folder, which then
 replaces the destination in one rename, so an interrupted stage leaves each output either whole and
 new or whole and old, never truncated.
+
+Inside `output_set`, a stage's outputs are replaced as a set: each file is written to its temporary
+name, and only when the stage finishes is a journal (data/.pending/<stage>.json, the list of renames)
+written and the renames done. A run killed before the journal leaves the old set (its temporary files
+are swept by the next run); one killed after it is completed by `finish_pending`, which the CLI runs
+before every stage. Either way the set is all old or all new, never a mix.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import os
@@ -37,10 +44,59 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the permissions a plain open() gives
     try:
         yield Path(tmp)
-        os.replace(tmp, path)
+        batch = _BATCH.get()
+        if batch is None:
+            os.replace(tmp, path)
+        else:
+            batch.append((Path(tmp), path))
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_BATCH: contextvars.ContextVar[list[tuple[Path, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
+PENDING = Path("data/.pending")  # journals of output sets being renamed (untracked, under data/)
+
+
+@contextmanager
+def output_set(stage: str) -> Iterator[None]:
+    """Replace every output written inside the block as one set (see the module docstring)."""
+    if _BATCH.get() is not None:  # nested: the outer set decides
+        yield
+        return
+    batch: list[tuple[Path, Path]] = []
+    token = _BATCH.set(batch)
+    try:
+        yield
+    except BaseException:
+        for tmp, _ in batch:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        _BATCH.reset(token)
+    if not batch:
+        return
+    journal = PENDING / f"{stage}.json"
+    write_text(json.dumps([[str(t), str(p)] for t, p in batch]), journal)
+    _apply(journal)
+
+
+def _apply(journal: Path) -> None:
+    for tmp, path in json.loads(journal.read_text(encoding="utf-8")):
+        if Path(tmp).exists():
+            os.replace(tmp, path)
+    journal.unlink()
+
+
+def finish_pending() -> list[str]:
+    """Complete the renames of any output set whose stage was killed after its journal was written;
+    returns the stages completed."""
+    done = []
+    if PENDING.is_dir():
+        for journal in sorted(PENDING.glob("*.json")):
+            _apply(journal)
+            done.append(journal.stem)
+    return done
 
 
 def _umask() -> int:
@@ -54,9 +110,13 @@ def write_text(text: str, path: str | Path) -> None:
         tmp.write_text(text, encoding="utf-8")
 
 
-def write_parquet(frame: pl.DataFrame, path: str | Path) -> None:
+def write_parquet(frame: pl.DataFrame, path: str | Path, metadata: dict[str, str] | None = None) -> None:
+    """`metadata`: parquet key-value metadata (`analysis.digest.parquet_metadata` records the inputs)."""
     with atomic_path(path) as tmp:
-        frame.write_parquet(tmp)
+        if metadata:
+            frame.write_parquet(tmp, metadata=metadata)
+        else:
+            frame.write_parquet(tmp)
 
 
 def read_parquet(path: str | Path, what: str, error: type[CopyDecodeError] = CopyDecodeError) -> pl.DataFrame:

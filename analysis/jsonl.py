@@ -62,13 +62,38 @@ def _unencodable(value: Any, where: str) -> str | None:
     return None
 
 
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """object_pairs_hook: a key given twice in one object is an error (json keeps the last silently)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _DuplicateKey(key)
+        seen[key] = value
+    return seen
+
+
 def parse_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
     try:
-        value = json.loads(line)
+        value = json.loads(line, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
-        raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+        hint = "; this looks like a JSON array, but JSON Lines needs one object per line" if (
+            lineno == 1 and line.lstrip(_BOM + _JSON_BLANK).startswith("[")) else ""
+        raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}){hint}") from None
     except RecursionError:
         raise CorpusError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
+    except _DuplicateKey as exc:
+        raise CorpusError(f"{path}:{lineno}: the key {exc.key!r} is given twice in one object") from None
+    except ValueError as exc:  # an integer past Python's int-string conversion limit (4300 digits)
+        raise CorpusError(f"{path}:{lineno}: not readable JSON ({exc})") from None
+    if isinstance(value, list):
+        raise CorpusError(f"{path}:{lineno}: expected a JSON object, got list (JSON Lines needs one object "
+                          "per line, not a JSON array)")
     if not isinstance(value, dict):
         raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(value).__name__}")
     bad = _unencodable(value, "record")

@@ -85,8 +85,16 @@ def check_fields(record: dict[str, Any], where: str) -> None:
         value = record.get(name)
         if value is not None and not isinstance(value, str):
             raise CorpusError(f"{where}: field {name!r} must be a string, got {type(value).__name__}")
-    if record.get("case_id") == "":
+    if record["target"] == "":
+        raise CorpusError(f"{where}: field 'target' is empty (nothing to generate: coverage and speedup are "
+                          "undefined); drop this record")
+    case_id = record.get("case_id")
+    if case_id == "":
         raise CorpusError(f"{where}: field 'case_id' is empty")
+    if case_id is not None and not case_id.strip():
+        raise CorpusError(f"{where}: field 'case_id' is only blanks ({case_id!r}); ids must be readable in tables")
+    if case_id is not None and any(not ch.isprintable() for ch in case_id):
+        raise CorpusError(f"{where}: field 'case_id' holds a line break or control character ({case_id!r})")
 
 
 def _jsonl_records(path: Path) -> list[tuple[str, dict[str, Any]]]:

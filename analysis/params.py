@@ -3,8 +3,10 @@ settings from these; nothing else reads the params dict."""
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,21 +15,74 @@ import yaml
 from analysis.errors import ParamsError
 
 DEFAULT_PARAMS = Path("params.yaml")
+# The shipped params file is the schema of known keys: a key it does not hold is a typo or a
+# setting no stage reads. Below these keys the names are free (presets) or checked by their stage.
+SCHEMA_PARAMS = Path(__file__).resolve().parents[1] / "params.yaml"
+FREE_KEYS = ("kernels.presets", "kernels.profile", "pilot.presets", "reports.parameters", "corpora.commit_defaults")
+SEED_KEY = re.compile(r"(^|_)seed$")
 
 
-def load_params(path: str | Path = DEFAULT_PARAMS) -> dict[str, Any]:
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """safe_load, but a key given twice in one mapping (a second `programs:` group) is an error, not last-wins."""
+
+
+def _construct_unique(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: dict[Any, int] = {}
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in seen:
+            raise ParamsError(f"the key {key!r} is given twice in one mapping (lines {seen[key] + 1} and "
+                              f"{key_node.start_mark.line + 1}); YAML would keep only the last")
+        seen[key] = key_node.start_mark.line
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique)
+
+
+def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
-        raise ParamsError(f"{path}: no params file (run from the repository root or pass --params)")
+        hint = ("run from the repository root or pass --params" if path == DEFAULT_PARAMS
+                else "check the --params path" + (": it is a folder" if path.is_dir() else ""))
+        raise ParamsError(f"{path}: no params file ({hint})")
     try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8"))
+        params = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         raise ParamsError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from exc
     except UnicodeDecodeError as exc:
         raise ParamsError(f"{path}: not UTF-8 text ({exc})") from exc
+    except ParamsError as exc:
+        raise ParamsError(f"{path}: {exc}") from None
     if not isinstance(params, dict):
         raise ParamsError(f"{path}: expected a mapping of stage names to settings")
+    if check_keys and SCHEMA_PARAMS.is_file() and Path(path).resolve() != SCHEMA_PARAMS:
+        check_known_keys(params, load_params(SCHEMA_PARAMS, check_keys=False), path)
     return params
+
+
+def _key_paths(node: Any, prefix: str = "") -> set[str]:
+    """Every dotted key of nested mappings (lists and the FREE_KEYS subtrees are not entered)."""
+    paths: set[str] = set()
+    if not isinstance(node, dict) or prefix in FREE_KEYS:
+        return paths
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}" if prefix else str(key)
+        paths.add(dotted)
+        paths |= _key_paths(value, dotted)
+    return paths
+
+
+def check_known_keys(params: dict, schema: dict, path: str | Path) -> None:
+    """Every key of `params` must be one the shipped params.yaml holds (groups and keys alike)."""
+    known = _key_paths(schema)
+    unknown = sorted(k for k in _key_paths(params) if k not in known and k.rpartition(".")[0] in known | {""})
+    if unknown:
+        first = unknown[0]
+        close = difflib.get_close_matches(first, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ParamsError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {unknown} (not in the shipped "
+                          f"params.yaml, so no stage reads {'them' if len(unknown) > 1 else 'it'}){hint}")
 
 
 def params_hash(path: str | Path = DEFAULT_PARAMS) -> str:
@@ -43,6 +98,8 @@ def get(params: dict[str, Any], dotted: str, kind: type | tuple[type, ...] | Non
         node = node[part]
     if kind is not None and not isinstance(node, kind) or isinstance(node, bool) and kind in (int, float, (int, float)):
         raise ParamsError(f"params: {dotted!r} must be {_kind_name(kind)}, got {node!r}")
+    if kind is int and SEED_KEY.search(dotted.rpartition(".")[2]) and node < 0:  # every seed feeds numpy's SeedSequence
+        raise ParamsError(f"params: {dotted!r} must be >= 0, got {node}")
     return node
 
 

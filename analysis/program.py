@@ -196,13 +196,17 @@ def parse(text: str) -> Program:
 def merge_adjacent(ops: list[Op]) -> Program:
     """Join neighbouring Gen ops, and Copy ops whose ranges are contiguous in the same unit."""
     merged: list[Op] = []
+    texts: list[str] = []  # the run of Gen texts being joined (joined once: linear, not quadratic, in its length)
     for op in ops:
-        if isinstance(op, Gen) and not op.text:
+        if isinstance(op, Gen):
+            if op.text:
+                texts.append(op.text)
             continue
+        if texts:
+            merged.append(Gen("".join(texts)))
+            texts = []
         prev = merged[-1] if merged else None
-        if isinstance(op, Gen) and isinstance(prev, Gen):
-            merged[-1] = Gen(prev.text + op.text)
-        elif (
+        if (
             isinstance(op, Copy)
             and isinstance(prev, Copy)
             and prev.unit == op.unit
@@ -211,4 +215,6 @@ def merge_adjacent(ops: list[Op]) -> Program:
             merged[-1] = Copy(prev.start, op.end, op.unit)
         else:
             merged.append(op)
+    if texts:
+        merged.append(Gen("".join(texts)))
     return Program(tuple(merged))

@@ -230,6 +230,30 @@ def write_index(pages: list[Page], root: Path = Path(".")) -> Path:
 # ---------------------------------------------------------------- the stage
 
 
+MISSING_INPUT = re.compile(r"not found; run `")
+
+
+def missing_input(exc: BaseException) -> str | None:
+    """The message of a report that stopped because a stage output it reads is absent (a run that did
+    not build it: a one-off root, a corpus selection without the paper's corpora), else None."""
+    if getattr(exc, "ename", None) == "ParamsError" and MISSING_INPUT.search(str(getattr(exc, "evalue", ""))):
+        return str(exc.evalue)
+    return None
+
+
+def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
+    """A report page that says which input this run lacks, in place of a half-executed notebook."""
+    from analysis.present import esc
+
+    (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
+    title = f"{name}: not run in this run"
+    body = (f"<h1>{esc(title)}</h1><p>This report reads a stage output that this run did not build: "
+            f"<code>{esc(missing)}</code>.</p>")
+    target = Path(root) / HTML / f"{name}.html"
+    write_text(page(title, body, "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"), target)
+    return Page(name, title, target)
+
+
 def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("."),
                 params: Path | None = None) -> dict[str, Any]:
     """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index;
@@ -249,7 +273,13 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         pages, timings = [], {}
         for name in REPORTS:
             t0 = time.perf_counter()
-            pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
+            try:
+                pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
+            except Exception as exc:  # papermill's PapermillExecutionError: a stage output the report reads is absent
+                missing = missing_input(exc)
+                if missing is None:
+                    raise
+                pages.append(not_run_page(name, missing, Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
         write_headline(Path(root))  # before the index, which links every metrics file
         write_index(pages, Path(root))

@@ -21,6 +21,7 @@ from analysis.bounds import (
     repeat_costs,
 )
 from analysis.config import Bootstrap, Config, bootstrap_settings
+from analysis.digest import check_fresh, parquet_metadata
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
 from analysis.latency import (
@@ -232,8 +233,10 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("bounds"):
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)
+        check_fresh(SPANS, "copydecode spans")
         table, costs, tok, pools = bounds_for(spans, s)
-        write_parquet(costs, CASE_COSTS)
+        inputs = [SPANS, *([LATENCY_MODEL] if "fit" in s.kernel_sources else [])]
+        write_parquet(costs, CASE_COSTS, metadata=parquet_metadata(inputs))
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         write_table(pools, TABLES / "bounds_paper_pool", digits=3)

@@ -3,11 +3,16 @@
 Corpora come from the registry (`analysis.registry`): HumanEvalPack languages, ProbeEdit-S, commits
 mined from git repositories or bundles (`corpora.commits`), and a user's edit-pairs files
 (`corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
-for a one-off analysis outside `dvc repro`.
+for a one-off analysis outside `dvc repro`; with `--only` they are the whole run (`--language`,
+`--name` set what params would). Every corpus-entry field is type- and range-checked by name, and a
+corpus name that is reserved (`pooled`, the paper's corpora) or given twice is refused.
 """
 
 from __future__ import annotations
 
+import math
+import re
+import typing
 from dataclasses import dataclass, fields
 
 import polars as pl
@@ -16,7 +21,7 @@ from analysis import commits, corpora, pairs, probeedit, registry
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
-from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
+from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
 from analysis.params import choice, choices, get, get_or, positive_int
 from analysis.stages.common import timed
 
@@ -48,6 +53,10 @@ def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
     for kind, weight in mix.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
             raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
+        if not math.isfinite(weight) or weight < 0:
+            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
+    if not any(w > 0 for w in mix.values()):
+        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
     min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if max_lines < min_lines:
         raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
@@ -59,18 +68,54 @@ def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
     )
 
 
-def _typed(kind: type, entry: object, where: str, defaults: dict | None = None):
-    """A settings dataclass from a params mapping: unknown keys and wrong types are named."""
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+NON_NEGATIVE = ("seed", "min_lines", "max_lines", "max_cases", "max_line_chars", "generated_scan_lines")
+
+
+def _check_value(annotation, value, key: str):
+    """`value` checked against a settings field's annotation (str, int, float, bool, tuple[str, ...],
+    or one of those | None); returns it in the field's type or raises naming `key`."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, getattr(
+        __import__("types"), "UnionType", None)) else (annotation,)
+    if value is None and type(None) in options:
+        return None
+    kinds = [o for o in options if o is not type(None)]
+    kind = kinds[0] if len(kinds) == 1 else None
+    if kind is str and isinstance(value, str):
+        return value
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    wanted = {str: "a string", int: "an integer", float: "a finite number", bool: "true or false"}.get(
+        kind, "a list of strings")
+    raise ParamsError(f"params: {key!r} must be {wanted}{' or null' if type(None) in options else ''}, got {value!r}")
+
+
+def _typed(kind: type, entry: object, where: str, defaults: dict | None = None, defaults_where: str = ""):
+    """A settings dataclass from a params mapping: unknown keys, wrong types and negative counts or
+    seeds are named by their full key (`corpora.commits[0].seed`, or the defaults' key they came from)."""
     if not isinstance(entry, dict):
         raise ParamsError(f"params: {where} must be a mapping, got {entry!r}")
     known = {f.name: f for f in fields(kind)}
-    values = {**(defaults or {}), **entry}
-    unknown = sorted(set(values) - set(known))
-    if unknown:
-        raise ParamsError(f"params: {where} has unknown keys {unknown}; known: {', '.join(known)}")
-    for key, value in values.items():
-        if isinstance(value, list):
-            values[key] = tuple(value)
+    hints = typing.get_type_hints(kind)
+    for mapping, place in ((defaults or {}, defaults_where), (entry, where)):
+        unknown = sorted(set(mapping) - set(known))
+        if unknown:
+            raise ParamsError(f"params: {place} has unknown keys {unknown}; known: {', '.join(known)}")
+    values = {}
+    for key, value in {**(defaults or {}), **entry}.items():
+        full = f"{where}.{key}" if key in entry else f"{defaults_where}.{key}"
+        values[key] = _check_value(hints[key], value, full)
+        if key in NON_NEGATIVE and values[key] < 0:
+            raise ParamsError(f"params: {full!r} must be >= 0, got {value!r}")
+        if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
+            raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
+                              f"letter or digit), got {value!r}")
     try:
         return kind(**values)
     except TypeError as exc:
@@ -82,28 +127,97 @@ def _listed(p: dict, key: str) -> list:
     return entries or []
 
 
-def settings(cfg: Config, extra_pairs: tuple[str, ...] = (), extra_repos: tuple[str, ...] = ()) -> CorporaSettings:
-    p = cfg.params
+@dataclass(frozen=True)
+class CommandLine:
+    """The corpora stage's command-line inputs (`copydecode corpora --pairs/--repo/--only/--language/--name`)."""
+
+    pairs: tuple[str, ...] = ()
+    repos: tuple[str, ...] = ()
+    only: bool = False
+    language: str | None = None
+    name: str | None = None
+
+    @classmethod
+    def from_args(cls, args) -> "CommandLine":
+        return cls(tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()),
+                   bool(getattr(args, "only", False)), getattr(args, "language", None), getattr(args, "name", None))
+
+    def check(self) -> None:
+        given = len(self.pairs) + len(self.repos)
+        if self.only and not given:
+            raise ParamsError("--only builds just the --pairs/--repo inputs, and none was given")
+        if self.name is not None and given != 1:
+            raise ParamsError(f"--name names one input, but {given} --pairs/--repo inputs were given")
+        if (self.language is not None or self.name is not None) and not given:
+            raise ParamsError("--language and --name apply to --pairs/--repo inputs, and none was given")
+
+
+def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple[str, object]]:
     builds: list[tuple[str, object]] = []
-    if (hep := _humanevalpack(p)) is not None:
-        builds.append(("humanevalpack", hep))
-    if (pe := probeedit_params(p)) is not None:
-        builds.append(("probeedit", pe))
+    extra = {k: v for k, v in (("language", line.language), ("name", line.name)) if v is not None}
+    for repo in line.repos:
+        builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
+                                         commit_defaults, "corpora.commit_defaults")))
+    for path in line.pairs:
+        builds.append(("pairs", _typed(pairs.PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
+    return builds
+
+
+def build_name(kind: str, corpus_settings) -> list[str]:
+    """The corpus names a build gives (HumanEvalPack: one per language)."""
+    if kind == "commits":
+        return [commits.corpus_name(corpus_settings)]
+    if kind == "pairs":
+        return [pairs.corpus_name(corpus_settings)]
+    if kind == "probeedit":
+        return [probeedit.CORPUS]
+    return [corpora.corpus_name(lang) for lang in corpus_settings.languages]
+
+
+def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
+    """Refuse a corpus name that is the pooled row's, one of the paper's corpora for a user's input,
+    or given twice (two inputs would merge into one corpus)."""
+    seen: dict[str, int] = {}
+    for index, (kind, corpus_settings) in enumerate(builds):
+        for name in build_name(kind, corpus_settings):
+            where = getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None) or kind
+            if name.lower() == POOLED:
+                raise ParamsError(f"corpus name {name!r} ({where}) is reserved for the pooled rows; choose another name")
+            if index in user and name in PAPER_CORPORA:
+                raise ParamsError(f"corpus name {name!r} ({where}) is one of the paper's corpora "
+                                  f"({', '.join(PAPER_CORPORA)}); a user's corpus needs another name")
+            if name in seen:
+                raise ParamsError(f"corpus name {name!r} is given twice ({where}, and input {seen[name] + 1} of this "
+                                  "run): the same input listed twice, or two inputs with one name; remove one or "
+                                  "set a different name")
+            seen[name] = index
+
+
+def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
+    p = cfg.params
+    line.check()
+    builds: list[tuple[str, object]] = []
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
-    for i, entry in enumerate(_listed(p, "corpora.commits")):
-        where = f"corpora.commits[{i}]"
-        entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
-        for one in entries:
-            builds.append(("commits", _typed(commits.CommitSettings, one, where, commit_defaults)))
-    for repo in extra_repos:
-        builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo}, f"--repo {repo}", commit_defaults)))
-    for i, entry in enumerate(_listed(p, "corpora.pairs")):
-        builds.append(("pairs", _typed(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
-    for path in extra_pairs:
-        builds.append(("pairs", pairs.PairsSettings(path=path)))
+    if not line.only:
+        if (hep := _humanevalpack(p)) is not None:
+            builds.append(("humanevalpack", hep))
+        if (pe := probeedit_params(p)) is not None:
+            builds.append(("probeedit", pe))
+        for i, entry in enumerate(_listed(p, "corpora.commits")):
+            where = f"corpora.commits[{i}]"
+            entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
+            for one in entries:
+                builds.append(("commits", _typed(commits.CommitSettings, one, where, commit_defaults,
+                                                 "corpora.commit_defaults")))
+        for i, entry in enumerate(_listed(p, "corpora.pairs")):
+            builds.append(("pairs", _typed(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
+    paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
+    user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
+    builds += _command_line_builds(line, commit_defaults)
     if not builds:
         raise ParamsError("params: no corpus selected (no HumanEvalPack language, ProbeEdit-S disabled, no commits "
                           "or pairs); an empty corpus has nothing to analyse")
+    check_names(builds, user)
     return CorporaSettings(tuple(builds))
 
 
@@ -119,7 +233,7 @@ def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[c
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = getattr(corpus_settings, "name", None) or kind
+            name = build_name(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         cases += build.cases
         reports = build.report if isinstance(build.report, list) else [build.report]
@@ -145,7 +259,7 @@ def write_commit_shards(frame: pl.DataFrame) -> None:
 
 
 def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg, tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()))
+    s = settings(cfg, CommandLine.from_args(args))
     with timed("corpora") as box:
         box["builds"] = {}
         cases, edits, origins = build_cases(s, box["builds"])

@@ -1,7 +1,8 @@
 """`copydecode programs`: line- and token-level oracle programs -> data/programs/programs.parquet.
 
 Schema: case_id, corpus, language, framing (as cases.parquet), level ("line" | "token"), program
-(grammar text, `analysis.program.render`), n_ops.
+(grammar text, `analysis.program.render`), n_ops. The file's metadata records the digest of the
+cases.parquet it was built from (`analysis.digest`); the stages that read it refuse a mismatch.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import polars as pl
 
 from analysis import corpora
 from analysis.config import Config, tokenizer_spec
+from analysis.digest import parquet_metadata
 from analysis.io import write_parquet
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
@@ -66,5 +68,5 @@ def run(cfg: Config, args=None) -> dict:
         tokenizer = load_tokenizer(s.tokenizer)
         cases = corpora.cases_from_frame(corpora.read_cases(CASES))
         table = oracle_programs(cases, tokenizer, s.token_min_copy, s.parallel)
-        write_parquet(table, PROGRAMS)
+        write_parquet(table, PROGRAMS, metadata=parquet_metadata([CASES]))
     return {"n_programs": table.height}

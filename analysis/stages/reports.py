@@ -42,10 +42,33 @@ def gather_timings() -> None:
         write_json(times, TIMINGS_REPORT)
 
 
+def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The explore page's case: the configured one when this run holds it, else the run's first case
+    (a run of a user's corpus lacks the default HEvalFix case); the substitution is printed."""
+    import sys
+
+    import polars as pl
+
+    from analysis.layout import CASES
+
+    want = dict(parameters.get("explore") or {})
+    if not CASES.is_file() or "case_id" not in want:
+        return parameters
+    cases = pl.read_parquet(CASES, columns=["case_id", "framing"])
+    if cases.height == 0 or cases.filter((pl.col("case_id") == want["case_id"])
+                                         & (pl.col("framing") == want.get("framing"))).height:
+        return parameters
+    first = cases.sort("case_id", "framing").row(0, named=True)
+    print(f"copydecode reports: the explore case {want['case_id']!r} ({want.get('framing')}) is not in this run; "
+          f"showing {first['case_id']!r} ({first['framing']}) (set reports.parameters.explore)", file=sys.stderr)
+    return {**parameters, "explore": {**want, "case_id": first["case_id"], "framing": first["framing"]}}
+
+
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("reports"):
         gather_timings()
-        result = run_reports(s.parameters, Path("."), cfg.path)
-        write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
+        result = run_reports(explore_case(s.parameters), Path("."), cfg.path)
+        if Path("README.md").is_file():  # absent under a one-off output root (--out), whose results stay there
+            write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
     return result

@@ -8,8 +8,9 @@ import polars as pl
 
 from analysis import charts, corpora
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
+from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
-from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, SPANS, TABLES
+from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
 from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, positive_int
 from analysis.program import parse
@@ -109,8 +110,9 @@ def run(cfg: Config, args=None) -> dict:
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
         hist = span_histogram(spans)
         boundaries = boundary_counts(corpora.read_cases(CASES), tokenizer)
-        write_parquet(spans, SPANS)
-        write_parquet(per_case, PER_CASE)
+        inputs = parquet_metadata([CASES, PROGRAMS])  # checked by joined_programs: the two agree
+        write_parquet(spans, SPANS, metadata=inputs)
+        write_parquet(per_case, PER_CASE, metadata=inputs)
         write_table(coverage, TABLES / "coverage")
         write_table(hist, TABLES / "span_histogram")
         write_table(boundaries, TABLES / "line_boundaries_inside_tokens")

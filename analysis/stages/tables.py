@@ -5,13 +5,16 @@ from __future__ import annotations
 import polars as pl
 
 from analysis import corpora
+from analysis.digest import check_fresh
 from analysis.errors import CorpusError
 from analysis.io import read_parquet
 from analysis.layout import CASES, PROGRAMS
 
 
 def read_programs() -> pl.DataFrame:
+    """programs.parquet, refused when the cases it was built from have changed since (a stale input)."""
     frame = read_parquet(PROGRAMS, "copydecode programs", CorpusError)
+    check_fresh(PROGRAMS, "copydecode programs")
     missing = {"case_id", "corpus", "framing", "level", "program"} - set(frame.columns)
     if missing:
         raise CorpusError(f"{PROGRAMS}: missing columns {sorted(missing)}; rerun `copydecode programs`")

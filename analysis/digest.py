@@ -1,0 +1,72 @@
+"""Input digests: every stage output records the sha256 of each input file it was built from, and a
+consumer refuses an output whose recorded inputs are no longer the files on disk, naming the input.
+
+A parquet output keeps the record in its key-value metadata (`KEY`: a JSON object, input path ->
+digest), so the table's columns and the report tables built from it do not change. `dvc repro` keeps
+the stages in step; these records catch stages run by hand out of order (a `corpora` rerun after
+`programs`, then `spans`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import StaleInputError
+
+KEY = "copydecode.inputs"
+
+
+def file_digest(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def input_digests(paths: Iterable[str | Path]) -> dict[str, str]:
+    """{path: sha256} of each input (as the path is spelt in `analysis.layout`)."""
+    return {str(Path(p)): file_digest(p) for p in paths}
+
+
+def parquet_metadata(paths: Iterable[str | Path]) -> dict[str, str]:
+    """The key-value metadata that records `paths` in a parquet output."""
+    return {KEY: json.dumps(input_digests(paths), sort_keys=True)}
+
+
+def recorded_inputs(path: str | Path) -> dict[str, str] | None:
+    """The inputs a parquet output records, or None when it records none (an older writer)."""
+    try:
+        text = pl.read_parquet_metadata(path).get(KEY)
+    except Exception:  # a damaged file: its reader names it
+        return None
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def check_fresh(path: str | Path, rerun: str) -> None:
+    """Refuse `path` when an input it was built from has changed (or it records none): the error names
+    the output, the input and the stage to rerun."""
+    record = recorded_inputs(path)
+    if record is None:
+        raise StaleInputError(f"{path} records no digest of the inputs it was built from (written by an older "
+                              f"version, or by hand); rerun `{rerun}`")
+    for name, digest in sorted(record.items()):
+        now = Path(name)
+        if not now.is_file():
+            raise StaleInputError(f"{path} was built from {name}, which is gone; rerun the stage that writes "
+                                  f"{name}, then `{rerun}`")
+        if file_digest(now) != digest:
+            raise StaleInputError(f"stale input: {path} was built from a different {name} "
+                                  f"(recorded sha256 {digest[:12]}, now {file_digest(now)[:12]}); rerun `{rerun}` "
+                                  f"(and the stages after it), or `dvc repro`")

@@ -1,0 +1,79 @@
+"""`--out DIR`: a one-off run under its own output root.
+
+The stage runs with DIR as its working folder, so every path of `analysis.layout` (data/, reports/)
+lands under DIR and the committed reports/ stay untouched. What the run reads keeps its meaning: the
+params file, the --pairs/--repo paths and the input paths inside the params file are made absolute
+against the folder the command was started in. The bounds and optimal stages read the committed
+latency model; it is copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from analysis.config import Config
+from analysis.errors import ParamsError
+from analysis.layout import LATENCY_MODEL, NOTEBOOKS
+
+# Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
+PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
+             "corpora.pairs[].path", "tokenizer.spec")
+KEEP = ("auto",)  # values that are not paths
+
+
+def _absolute(value: Any, start: Path) -> Any:
+    if not isinstance(value, str) or value in KEEP or not value or Path(value).is_absolute():
+        return value
+    candidate = start / value
+    # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
+    return str(candidate) if candidate.exists() or value.startswith(".") else value
+
+
+def absolute_params(params: dict, start: Path) -> dict:
+    """A copy of `params` whose input paths are absolute against `start`."""
+    params = copy.deepcopy(params)
+    for dotted in PATH_KEYS:
+        head, _, tail = dotted.partition("[].")
+        *parents, last = head.split(".")
+        node: Any = params
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or last not in node:
+            continue
+        if tail:
+            for entry in node[last] or []:
+                if isinstance(entry, dict) and tail in entry:
+                    entry[tail] = _absolute(entry[tail], start)
+        else:
+            node[last] = _absolute(node[last], start)
+    return params
+
+
+def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
+    """Resolve what the run reads, create DIR and move into it; returns the config to use there."""
+    start = Path.cwd()
+    root = Path(out).expanduser()
+    root = root if root.is_absolute() else start / root
+    if root.resolve() == start.resolve():
+        raise ParamsError("--out names the current folder; give a separate folder for a one-off run")
+    if root.exists() and not root.is_dir():
+        raise ParamsError(f"--out {out}: exists and is not a folder")
+    for name in ("pairs", "repo"):
+        given = getattr(args, name, None)
+        if given:
+            setattr(args, name, [str(start / p) if not Path(p).is_absolute() else p for p in given])
+    root.mkdir(parents=True, exist_ok=True)
+    model = root / LATENCY_MODEL
+    if (start / LATENCY_MODEL).is_file() and not model.exists():
+        model.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(start / LATENCY_MODEL, model)
+    notebooks = root / NOTEBOOKS
+    if (start / NOTEBOOKS).is_dir() and not notebooks.exists():
+        notebooks.symlink_to(start / NOTEBOOKS, target_is_directory=True)
+    os.chdir(root)
+    return replace(cfg, params=absolute_params(cfg.params, start), path=(start / cfg.path).resolve())

@@ -1,0 +1,430 @@
+"""Issue 22 (reliability, round 2): rare JSONL inputs, stale inputs between hand-run stages, settings
+typed everywhere, name collisions, the CLI's help and errors, the one-off flow."""
+
+import polars as pl
+import pytest
+
+from analysis.errors import CorpusError
+from analysis.jsonl import read_jsonl
+from analysis.pairs import PairsSettings, load_pairs
+
+
+# ---------------------------------------------------------------- D13: rare JSONL inputs
+
+@pytest.mark.parametrize("text, message", [
+    ('{"source": "a", "target": "b", "n": ' + "9" * 5000 + "}\n", "4300 digits"),
+    ('{"source": "a", "target": "b", "source": "c"}\n', "the key 'source' is given twice"),
+    ('[{"source": "a", "target": "b"}]\n', "not a JSON array"),
+    ('[\n  {"source": "a", "target": "b"}\n]\n', "looks like a JSON array"),
+])
+def test_rare_jsonl_inputs_are_named(tmp_path, text, message):
+    path = tmp_path / "p.jsonl"
+    path.write_text(text)
+    with pytest.raises(CorpusError) as info:
+        read_jsonl(path)
+    assert message in str(info.value) and f"{path}:1" in str(info.value)
+
+
+@pytest.mark.parametrize("case_id, message", [(" ", "only blanks"), ("  ", "only blanks"),
+                                              ("a\nb", "line break"), ("a\tb", "control character")])
+def test_blank_and_newline_case_ids_are_refused(tmp_path, case_id, message):
+    path = tmp_path / "p.jsonl"
+    pl.DataFrame({"source": ["a\n"], "target": ["b\n"], "case_id": [case_id]}).write_ndjson(path)
+    with pytest.raises(CorpusError, match=message):
+        load_pairs(PairsSettings(path=str(path)))
+
+
+# ---------------------------------------------------------------- the stage runs below
+
+import json  # noqa: E402
+
+import yaml  # noqa: E402
+from conftest import ROOT, params_with  # noqa: E402
+
+from analysis.cli import build_parser, main  # noqa: E402
+from analysis.config import Config  # noqa: E402
+from analysis.errors import ParamsError  # noqa: E402
+
+PAIRS_A = [{"case_id": "a", "source": "x = 1\ny = 2\nz = 3\n", "target": "x = 1\ny = 20\nz = 3\n"},
+           {"case_id": "b", "source": "def f():\n    return 1\n", "target": "def f():\n    return 2\n"}]
+PAIRS_B = [{"case_id": "a", "source": "zzz\nzzz\nzzz\nzzz\n", "target": "x = 1\ny = 20\nz = 3\n"},
+           {"case_id": "b", "source": "zzz\n", "target": "def f():\n    return 2\n"}]
+
+
+def write_jsonl(path, records):
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def write_params(folder, **changes):
+    path = folder / "params.yaml"
+    path.write_text(yaml.safe_dump(params_with(**changes)))
+    return path
+
+
+@pytest.fixture()
+def pairs_only(tmp_path, monkeypatch):
+    """A run that holds none of the paper's corpora: one pairs file (the params name no corpus)."""
+    monkeypatch.chdir(tmp_path)
+    write_params(tmp_path, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+                              "corpora.commits": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
+    write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
+    write_jsonl(tmp_path / "b.jsonl", PAIRS_B)
+    return tmp_path
+
+
+def cli(*args) -> int:
+    return main(["--params", "params.yaml", *args])
+
+
+# ---------------------------------------------------------------- D3: stale inputs refused
+
+def test_spans_after_a_changed_corpora_names_the_stale_input(pairs_only, capsys):
+    assert cli("corpora", "--pairs", "a.jsonl", "--name", "Mine") == 0
+    assert cli("programs") == 0
+    assert cli("corpora", "--pairs", "b.jsonl", "--name", "Mine") == 0  # same case ids, new texts
+    capsys.readouterr()
+    for stage in ("roundtrip", "spans"):
+        assert cli(stage) == 2, stage
+        err = capsys.readouterr().err
+        assert "stale input" in err and "data/programs/programs.parquet" in err, err
+        assert "data/corpora/cases.parquet" in err and "Traceback" not in err
+    assert not (pairs_only / "data/spans").exists()
+
+
+def test_bounds_refuses_spans_built_from_other_programs(pairs_only, capsys):
+    assert cli("corpora", "--pairs", "a.jsonl") == 0 and cli("programs") == 0 and cli("spans") == 0
+    assert cli("corpora", "--pairs", "b.jsonl") == 0 and cli("programs") == 0
+    capsys.readouterr()
+    assert cli("bounds") == 2
+    err = capsys.readouterr().err
+    assert "stale input" in err and "data/spans/spans.parquet" in err
+
+
+def test_outputs_record_their_input_digests(pairs_only):
+    from analysis.digest import file_digest, recorded_inputs
+
+    assert cli("corpora", "--pairs", "a.jsonl") == 0 and cli("programs") == 0 and cli("spans") == 0
+    cases = file_digest("data/corpora/cases.parquet")
+    assert recorded_inputs("data/programs/programs.parquet") == {"data/corpora/cases.parquet": cases}
+    spans = recorded_inputs("data/spans/spans.parquet")
+    assert spans == {"data/corpora/cases.parquet": cases,
+                     "data/programs/programs.parquet": file_digest("data/programs/programs.parquet")}
+
+
+# ---------------------------------------------------------------- D4, D5: the one-off flow
+
+def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
+    monkeypatch.chdir(tmp_path)
+    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": []})
+    write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
+    metrics = json.loads((tmp_path / "reports/metrics/corpora.json").read_text())
+    assert metrics["n_cases"] == 2 and list(metrics["cases"]) == ["Pairs-a/pair"]
+
+
+def test_repo_takes_language_and_name(tmp_path):
+    from analysis.stages.corpora import CommandLine, settings
+
+    cfg = Config(params_with(), tmp_path / "params.yaml")
+    s = settings(cfg, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
+    assert [(k, b.language, b.name, b.min_lines) for k, b in s.builds] == [("commits", "js", "mine", 20)]
+    with pytest.raises(ParamsError, match="--only builds just"):
+        settings(cfg, CommandLine(only=True))
+    with pytest.raises(ParamsError, match="--name names one input"):
+        settings(cfg, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
+
+
+def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
+    import os
+
+    (pairs_only / "reports").mkdir()
+    before = sorted(p.relative_to(pairs_only) for p in pairs_only.rglob("*"))
+    for argv in (["corpora", "--params", "params.yaml", "--out", "run1", "--only", "--pairs", "a.jsonl"],
+                 ["programs", "--params", "params.yaml", "--out", "run1"],
+                 ["--out", "run1", "--params", "params.yaml", "spans"]):  # --out before or after the stage
+        assert main(argv) == 0, argv
+        os.chdir(pairs_only)  # each command is its own process in real use
+    after = sorted(p.relative_to(pairs_only) for p in pairs_only.rglob("*") if not p.is_relative_to(pairs_only / "run1"))
+    assert after == before  # nothing written beside the out root (the scratch's reports/ stays empty)
+    assert (pairs_only / "run1/reports/tables/coverage.md").is_file()
+    assert "Pairs-a" in (pairs_only / "run1/reports/tables/coverage.md").read_text()
+
+
+# ---------------------------------------------------------------- D6, D7, D10, D11: settings typed everywhere
+
+@pytest.mark.parametrize("key, value, message", [
+    ("corpora.commit_defaults.min_lines", "20", "'corpora.commit_defaults.min_lines' must be an integer"),
+    ("corpora.commit_defaults.max_changed_share", "0.5", "'corpora.commit_defaults.max_changed_share' must be a finite"),
+    ("corpora.commit_defaults.max_cases", 2.5, "'corpora.commit_defaults.max_cases' must be an integer"),
+    ("corpora.commit_defaults.max_cases", True, "'corpora.commit_defaults.max_cases' must be an integer"),
+    ("corpora.commit_defaults.seed", "zero", "'corpora.commit_defaults.seed' must be an integer"),
+    ("corpora.commit_defaults.seed", -1, "'corpora.commit_defaults.seed' must be >= 0"),
+    ("corpora.commits", [{"repo": "x.bundle", "vendored_dirs": "vendor"}], "'corpora.commits[0].vendored_dirs' must be a list"),
+    ("corpora.commits", [{"repo": "x.bundle", "name": "../../evil"}], "'corpora.commits[0].name' must be letters"),
+    ("corpora.commits", [{"repo": 5}], "'corpora.commits[0].repo' must be a string"),
+    ("corpora.pairs", [{"path": "p.jsonl", "language": 5}], "'corpora.pairs[0].language' must be a string"),
+    ("corpora.pairs", [{"path": 5}], "'corpora.pairs[0].path' must be a string"),
+    ("corpora.probeedit.seed", -1, "'corpora.probeedit.seed' must be >= 0"),
+    ("corpora.probeedit.mix", {}, "'corpora.probeedit.mix' needs at least one edit kind"),
+    ("corpora.probeedit.mix", {"delete_line": -1}, "'corpora.probeedit.mix.delete_line' must be a finite weight >= 0"),
+])
+def test_corpus_entries_are_typed(tmp_path, key, value, message):
+    from analysis.stages.corpora import settings
+
+    with pytest.raises(ParamsError) as info:
+        settings(Config(params_with(**{key: value}), tmp_path / "params.yaml"))
+    assert message in str(info.value)
+
+
+@pytest.mark.parametrize("group, module", [("spans", "analysis.stages.spans"), ("bounds", "analysis.stages.bounds"),
+                                           ("optimal", "analysis.stages.optimal")])
+def test_negative_seed_and_degenerate_bootstrap_are_refused(tmp_path, group, module):
+    import importlib
+
+    stage = importlib.import_module(module)
+    with pytest.raises(ParamsError, match=f"'{group}.seed' must be >= 0"):
+        stage.settings(Config(params_with(**{f"{group}.seed": -1}), tmp_path / "p.yaml"))
+    with pytest.raises(ParamsError, match=f"'{group}.bootstrap_resamples' must be 0 \\(no CIs\\) or >= 20"):
+        stage.settings(Config(params_with(**{f"{group}.bootstrap_resamples": 1}), tmp_path / "p.yaml"))
+
+
+def test_duplicate_groups_and_unknown_keys_are_errors(tmp_path):
+    text = (ROOT / "params.yaml").read_text()
+    dup = tmp_path / "dup.yaml"
+    dup.write_text(text + "\nprograms:\n  token_min_copy: 2\n")
+    with pytest.raises(ParamsError, match="the key 'programs' is given twice"):
+        Config.load(dup)
+    for key, value, unknown in [("spans.bootstrap_resample", 10, "spans.bootstrap_resample"),
+                                ("pilot.colour", 1, "pilot.colour"), ("spanz", {"a": 1}, "spanz")]:
+        params = params_with()
+        node = params
+        *parents, last = key.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+        path = tmp_path / "p.yaml"
+        path.write_text(yaml.safe_dump(params))
+        with pytest.raises(ParamsError, match=f"unknown setting \\['{unknown}'\\]"):
+            Config.load(path)
+    with pytest.raises(ParamsError, match="did you mean 'spans.bootstrap_resamples'"):
+        params = params_with()
+        params["spans"]["bootstrap_resample"] = 10
+        path.write_text(yaml.safe_dump(params))
+        Config.load(path)
+
+
+# ---------------------------------------------------------------- D8: name collisions
+
+@pytest.mark.parametrize("changes, message", [
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "pooled"}]}, "reserved for the pooled rows"),
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "HEvalFix-Py"}]}, "one of the paper's corpora"),
+    ({"corpora.pairs": [{"path": "a.jsonl", "name": "CommitEdits-click"}]}, "'CommitEdits-click' is given twice"),
+    ({"corpora.pairs": [{"path": "a.jsonl"}, {"path": "a.jsonl"}]}, "the same input listed twice"),
+])
+def test_corpus_name_collisions_are_refused(tmp_path, changes, message):
+    from analysis.stages.corpora import settings
+
+    with pytest.raises(ParamsError, match=message):
+        settings(Config(params_with(**changes), tmp_path / "params.yaml"))
+
+
+# ---------------------------------------------------------------- D14: the CLI
+
+def test_every_subcommand_help_has_a_description():
+    parser = build_parser()
+    subparsers = [a for a in parser._actions if a.dest == "command"][0].choices
+    for name, sub in subparsers.items():
+        assert sub.description, name
+        if name == "kernels":
+            for kname, ksub in [a for a in sub._actions if a.dest == "kcommand"][0].choices.items():
+                assert ksub.description, kname
+
+
+def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
+    write_params(pairs_only, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+                                "corpora.commits": [], "corpora.pairs": [{"path": "a.jsonl"}]})
+    (pairs_only / "params.yaml").rename(pairs_only / "mine.yaml")
+    assert main(["corpora", "--params", "mine.yaml"]) == 0
+    for argv, shown in ([[], "STAGE"], [["kernels"], "{profile,fit}"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        err = capsys.readouterr().err
+        assert shown in err and "kcommand" not in err and "required: command" not in err
+    assert main(["--params", "nope.yaml", "spans"]) == 2
+    assert "check the --params path" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- D12: outputs replaced as a set
+
+def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
+    import os
+
+    from analysis import io
+
+    monkeypatch.chdir(tmp_path)
+    a, b = tmp_path / "out/a.json", tmp_path / "out/b.json"
+    io.write_json({"v": "old"}, a)
+    io.write_json({"v": "old"}, b)
+
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), io.output_set("s"):  # fails after one output: nothing replaced, no temp left
+        io.write_json({"v": "new"}, a)
+        raise Boom
+    assert json.loads(a.read_text())["v"] == "old" and sorted(p.name for p in a.parent.iterdir()) == ["a.json", "b.json"]
+
+    real = os.replace
+    calls = []
+
+    def killed_after_first(src, dst):  # a SIGKILL between the renames of the set
+        calls.append(dst)
+        if str(dst).endswith("b.json") and calls.count(dst) == 1:
+            raise Boom
+        real(src, dst)
+
+    monkeypatch.setattr(io.os, "replace", killed_after_first)
+    with pytest.raises(Boom), io.output_set("s"):
+        io.write_json({"v": "new"}, a)
+        io.write_json({"v": "new"}, b)
+    monkeypatch.setattr(io.os, "replace", real)
+    assert (tmp_path / "data/.pending/s.json").is_file()  # the journal says the set is committed
+    assert io.finish_pending() == ["s"]  # the next run completes it
+    assert [json.loads(p.read_text())["v"] for p in (a, b)] == ["new", "new"]
+    assert not (tmp_path / "data/.pending/s.json").exists()
+
+
+def test_a_killed_runs_temp_clone_is_removed_by_the_next_run(tmp_path):
+    import subprocess
+    import sys
+
+    from analysis.scratch import owned_temp_dir, stale_dirs
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    left = tmp_path / f"copydecode-commits-{dead.stdout.strip()}-abcd"
+    left.mkdir()
+    (left / "objects").write_text("x")
+    assert stale_dirs("copydecode-commits-", tmp_path) == [left]
+    with owned_temp_dir("copydecode-commits-", tmp_path) as mine:
+        assert mine.is_dir() and not left.exists()
+    assert not mine.exists()
+
+
+# ---------------------------------------------------------------- D1: reports for a run without the paper's corpora
+
+def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
+    from analysis import present
+
+    tables = tmp_path / "tables"
+    tables.mkdir()
+    pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],
+                  "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
+                 ).write_csv(tables / "coverage.csv")
+    items = {c.claim: c for c in present.claims(tables, tmp_path / "metrics")}
+    for name in ("ceiling", "bounds", "token", "perturb"):
+        assert items[name].verdict == present.NOT_APPLICABLE, name
+        assert "Pairs-a" in items[name].why
+    # a framing that this run lacks shows its single-framing corpora instead of failing
+    assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
+
+
+# ---------------------------------------------------------------- D2: empty targets, one rule for every stage
+
+@pytest.mark.parametrize("records", [
+    [{"source": "a\n", "target": ""}],                                   # all targets empty
+    [{"source": "", "target": ""}],                                      # both empty
+    [*PAIRS_A, {"case_id": "c", "source": "q = 1\n", "target": ""}],     # a mix: not dropped from some tables only
+])
+def test_an_empty_target_is_refused_by_name_before_any_stage(pairs_only, capsys, records):
+    write_jsonl(pairs_only / "e.jsonl", records)
+    assert cli("corpora", "--pairs", "e.jsonl") == 2
+    err = capsys.readouterr().err
+    assert "field 'target' is empty" in err and "e.jsonl:" in err and "Traceback" not in err
+    assert not (pairs_only / "data").exists()
+
+
+def test_empty_target_in_any_corpus_is_refused():
+    from analysis.corpora import Case, cases_frame
+
+    with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
+        cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])
+
+
+# ---------------------------------------------------------------- D15: what the diff-based line oracle leaves out
+
+def test_move_aware_measure_counts_moved_blocks():
+    from analysis.moves import line_moves
+
+    first = "".join(f"a{i}\n" for i in range(5))
+    second = "".join(f"b{i}\n" for i in range(5))
+    moves = line_moves(first + second, second + first)  # two 5-line blocks swapped
+    assert (moves.lines, moves.diff_lines, moves.move_lines) == (10, 5, 10)
+    assert moves.move_bytes == moves.bytes == 2 * moves.diff_bytes
+
+
+# ---------------------------------------------------------------- D16: the line oracle's time on reordered files
+
+def _lcs_length(a, b) -> int:
+    prev = [0] * (len(b) + 1)
+    for x in a:
+        cur = [0]
+        for j, y in enumerate(b):
+            cur.append(prev[j] + 1 if x == y else max(prev[j + 1], cur[j]))
+        prev = cur
+    return prev[-1]
+
+
+def test_hunt_szymanski_gives_an_exact_lcs():
+    import random
+
+    from analysis.oracle import _hunt_szymanski
+
+    rng = random.Random(0)
+    for _ in range(300):
+        a = [rng.randint(0, 5) for _ in range(rng.randint(0, 25))]
+        b = [rng.randint(0, 5) for _ in range(rng.randint(0, 25))]
+        pairs = _hunt_szymanski(a, b)
+        assert all(a[i] == b[j] for i, j in pairs)
+        assert all(p[0] < q[0] and p[1] < q[1] for p, q in zip(pairs, pairs[1:]))
+        assert len(pairs) == _lcs_length(a, b)
+
+
+def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
+    import time
+
+    from analysis.oracle import line_oracle
+
+    lines = [f"value_{i} = compute({i})\n" for i in range(20000)]
+    started = time.perf_counter()
+    program = line_oracle("".join(lines), "".join(reversed(lines)))
+    took = time.perf_counter() - started
+    assert took < 20, took  # before: a greedy search to D = 2047, then linear-space Myers (minutes)
+    copied = sum(op.end - op.start + 1 for op in program.ops if hasattr(op, "start"))
+    assert copied == 1  # a reversal has an LCS of one line
+
+
+# ---------------------------------------------------------------- D1: `copydecode reports` on a pairs-only run
+
+@pytest.mark.slow
+def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
+    import os
+    import shutil
+
+    (pairs_only / "reports/kernels").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
+    os.symlink(ROOT / "notebooks", pairs_only / "notebooks")
+    for stage in (["corpora", "--pairs", "a.jsonl"], ["programs"], ["roundtrip"], ["spans"], ["bounds"], ["reports"]):
+        assert cli(*stage) == 0, (stage, capsys.readouterr().err[-3000:])
+    index = (pairs_only / "reports/index.html").read_text()
+    assert "not applicable to this run" in index and "Traceback" not in index
+    coverage = (pairs_only / "reports/html/coverage.html").read_text()
+    assert "Pairs-a" in coverage
+    assert "not run in this run" in (pairs_only / "reports/html/perturbation.html").read_text()
+    executed = pairs_only / "reports/notebooks"
+    assert not (executed / "perturbation.ipynb").exists()  # no half-executed notebook left behind
+
+
+def test_kernels_profile_refuses_a_one_off_root(capsys):
+    assert main(["--out", "somewhere", "kernels", "profile"]) == 2
+    assert "not supported here" in capsys.readouterr().err

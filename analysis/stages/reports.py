@@ -1,4 +1,8 @@
-"""`copydecode reports`: render the papermill report templates into reports/ (see analysis.reports)."""
+"""`copydecode reports`: render the papermill report templates into reports/ (see analysis.reports).
+
+Writes only its declared outputs (dvc.yaml). README.md's Results block and reports/timings.json are
+tracked files that no stage writes: `python -m analysis.readme`, run after `dvc repro`, refreshes them.
+"""
 
 from __future__ import annotations
 
@@ -8,10 +12,7 @@ from typing import Any
 
 from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.io import write_json
-from analysis.layout import TIMINGS, TIMINGS_REPORT
 from analysis.params import get
-from analysis.readme import write_readme_results
 from analysis.reports import REPORTS, run_reports
 from analysis.stages.common import timed
 
@@ -32,20 +33,8 @@ def settings(cfg: Config) -> ReportsSettings:
     return ReportsSettings({name: dict(per_report.get(name) or {}) for name in REPORTS})
 
 
-def gather_timings() -> None:
-    """Copy each stage's untracked run time (data/timings) into one committed report file, which the
-    README's generated block reads; it is no DVC output, so a rerun never makes `dvc status` dirty."""
-    import json
-
-    times = {p.stem: json.loads(p.read_text()) for p in sorted(TIMINGS.glob("*.json"))}
-    if times:
-        write_json(times, TIMINGS_REPORT)
-
-
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("reports"):
-        gather_timings()
         result = run_reports(s.parameters, Path("."))
-        write_readme_results(Path("."))  # the README's Results block, from the metrics and tables just rendered
     return result

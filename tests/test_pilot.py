@@ -98,6 +98,7 @@ def _tiny_cases():
                             program=program)]
 
 
+@pytest.mark.slow
 def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
@@ -110,7 +111,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         train,
         training_sequences,
     )
-    from tests.test_decoder import toy
+    from conftest import toy_model_tokenizer as toy
 
     tok = toy()
     cases = _tiny_cases()

@@ -27,6 +27,16 @@ def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
     assert "python -m pytest" in CI.splitlines()[-1]
 
 
+def test_the_quick_command_deselects_registered_markers_only():
+    import tomllib
+
+    quick = [b.strip() for b in blocks() if "-m \"not slow" in b]
+    assert quick == ['python -m pytest -m "not slow and not model and not browser"']
+    registered = {m.split(":")[0] for m in tomllib.loads((ROOT / "pyproject.toml").read_text())
+                  ["tool"]["pytest"]["ini_options"]["markers"]}
+    assert set(re.findall(r"not (\w+)", quick[0])) == {"slow", "model", "browser"} <= registered
+
+
 def test_console_script_lists_every_dvc_stage_command():
     import yaml
 

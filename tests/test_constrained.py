@@ -50,6 +50,7 @@ def qwen_fsms(qwen):
     return [ProgramFSM(qwen, limits, eos_ids=(QWEN_EOS,)) for limits in LIMIT_CONFIGS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(16))
 def test_processor_on_qwen_never_blocks_and_ends_in_a_whole_program(qwen_fsms, seed):
     rng = random.Random(seed)

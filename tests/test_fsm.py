@@ -52,6 +52,7 @@ def test_random_bytes_accepted_iff_parser_accepts(data, config):
     assert AUTOMATA[config].accepts(data) == reference(data, LIMITS[config])
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(GRAMMAR_BYTES, st.sampled_from(sorted(AUTOMATA)))
 def test_grammar_fragments_accepted_iff_parser_accepts(data, config):
@@ -77,6 +78,7 @@ ops = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(ops, max_size=5), st.sampled_from(sorted(AUTOMATA)))
 def test_rendered_programs_accepted_iff_in_range(op_list, config):

@@ -19,6 +19,8 @@ from analysis.probeedit import Edit, ProbeEditParams, load_pinned_sources
 from analysis.program import parse, render
 from analysis.resolver import resolve
 
+pytestmark = pytest.mark.slow  # builds ProbeEdit-S and the pilot's cases (and one LoRA run)
+
 SMALL = PilotDataParams(seed=1, n_train=30, n_heldout=12, heldout_files=6)
 
 
@@ -98,7 +100,6 @@ def _tiny_cases():
                             program=program)]
 
 
-@pytest.mark.slow
 def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")

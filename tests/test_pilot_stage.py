@@ -29,6 +29,7 @@ def test_defaults_validate_and_a_preset_overlays_them():
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", [None, "pilot-gpu"])
 def test_the_default_and_preset_data_can_be_drawn(preset):
     from analysis.pilotdata import build_pilot_cases, with_split

@@ -46,6 +46,7 @@ AUTOMATA = {
 LIMITS = {"lines": {"lines": L}, "tokens": {"tokens": 7}, "both": {"lines": 3, "tokens": 25}}
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.binary(max_size=40), st.sampled_from(sorted(AUTOMATA)))
 def test_random_bytes_accepted_iff_parser_accepts(data, config):
@@ -195,6 +196,7 @@ def test_a_forbidden_token_is_a_program_error_naming_it(tiny_fsm):
 
 # ---------------------------------------------------------------- token level on the tiny vocabulary
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.integers(0, len(VOCAB) - 1), max_size=12))
 def test_token_walk_agrees_with_masks_and_parse(tiny_fsm, ids):

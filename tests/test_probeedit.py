@@ -30,6 +30,7 @@ def test_every_edit_is_single_site_valid_python(corpus):
         assert changed <= 1, (case.case_id, kind)
 
 
+@pytest.mark.slow
 def test_deterministic(corpus):
     again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams())
     assert [(c.source, c.target) for c in again] == [(c.source, c.target) for c in corpus[0]]
@@ -111,6 +112,7 @@ def test_each_kind_edits_a_known_snippet():
         ast.parse(edit.text)
 
 
+@pytest.mark.slow
 def test_mix_order_does_not_matter(corpus):
     cases, edits = corpus
     kinds = list(probeedit.ProbeEditParams().mix)
@@ -154,6 +156,7 @@ def test_the_archive_is_reproducible(tmp_path):
     assert again == gzip.decompress(probeedit.SHIPPED_STDLIB.read_bytes())
 
 
+@pytest.mark.slow
 def test_a_given_lib_folder_gives_the_same_corpus(corpus, tmp_path):
     again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(_lib_folder(tmp_path))))
     assert again == corpus[0]

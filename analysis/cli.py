@@ -126,8 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
     _add_stage(kernels, "kernels fit")
-    bench = sub.add_parser("bench", help="benchmarks outside the pipeline").add_subparsers(dest="bcommand", required=True)
-    throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1])
+    bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
+                           description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
+                                       "its own report.").add_subparsers(dest="bcommand", metavar="{throughput}",
+                                                                         required=True)
+    throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1],
+                                  description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1])
     throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
     throughput.add_argument("--cases", type=int, default=20_000, help="synthetic cases (default 20,000)")
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")

@@ -291,7 +291,7 @@ class QuadraticPrefill:
 
     def evaluate(self, n, c) -> np.ndarray:
         n = np.asarray(n, dtype=float)
-        # same expression (and order of operations) as the v1 bound, so v1 bounds are reproduced to the bit
+        # the bounds' committed tables (and tests/golden/bounds_fixed_mode.json) depend on this order of operations
         return self.p0 + self.p1 * n + self.p2 * n * c + self.p3 * n * n
 
     def to_record(self) -> dict:

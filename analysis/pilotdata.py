@@ -1,8 +1,9 @@
 """Training and held-out cases for the fine-tuning pilot, from the pinned standard library (torch-free).
 
 The ProbeEdit-S recipe (analysis.probeedit: the edit kinds, their site finders and `draw_edit`)
-applied to short functions (methods included) of the 34 pinned CPython 3.11.7 files shipped in
-analysis/data/probeedit_stdlib/, so every interpreter builds the same cases.
+applied to short functions (methods included) of the 34 pinned CPython 3.11.7 files that ProbeEdit-S
+reads (analysis.probeedit.load_pinned_sources: the archive analysis/data/probeedit_stdlib.tar.gz, or a
+Lib folder), so every interpreter builds the same cases.
 
 Disjointness, checked rather than assumed:
 - no pilot function overlaps (by line range in its file) any unit that ProbeEdit-S evaluates, as

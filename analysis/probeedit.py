@@ -2,11 +2,12 @@
 
 Not the paper's ProbeEdit. 154 single-site probe edits on real source files of CPython's standard
 library. The files are pinned by sha256 in a manifest (`analysis/data/probeedit_sources.json`,
-taken from CPython 3.11.7), and the 34 pinned files ship with the project in
-`analysis/data/probeedit_stdlib/` (with CPython's licence, `LICENSE.txt`, beside them).
-`stdlib_dir: auto` reads that copy, so the corpus is byte-identical on every interpreter;
-`stdlib_dir: <path>` reads another CPython 3.11.7 `Lib` folder. Any difference from a pin fails with
-the file, both hashes and the interpreter version.
+taken from CPython 3.11.7), and the 34 pinned files ship with the project as data, not code: one
+reproducible archive, `analysis/data/probeedit_stdlib.tar.gz`, that also holds CPython's licence
+(`LICENSE.txt`). `stdlib_dir: auto` reads that archive, so the corpus is byte-identical on every
+interpreter; `stdlib_dir: <path>` reads another CPython 3.11.7 `Lib` folder. Either way each file is
+checked against its pin, and any difference fails with the file, both hashes and the interpreter
+version. `write_manifest` and `write_archive` re-pin and re-pack (e.g. from a CPython `Lib` folder).
 
 Recipe (all choices from one seeded `random.Random`, stable across platforms):
 1. Units: every top-level function or class (decorators included) of the pinned files whose length
@@ -32,12 +33,14 @@ from __future__ import annotations
 
 import ast
 import builtins
+import gzip
 import hashlib
 import io
 import json
 import keyword
 import random
 import sys
+import tarfile
 import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,12 +50,15 @@ import polars as pl
 
 from analysis.corpora import Case
 from analysis.errors import CorpusError
+from analysis.io import atomic_path
 
 CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"
 FRAMING = "unit"
 MANIFEST = Path(__file__).parent / "data" / "probeedit_sources.json"
-SHIPPED_STDLIB = Path(__file__).parent / "data" / "probeedit_stdlib"
+SHIPPED_STDLIB = Path(__file__).parent / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
+SHIPPED_ORIGIN = f"analysis/data/{SHIPPED_STDLIB.name}"  # as the corpora report names it (no machine path)
+LICENCE = "LICENSE.txt"
 EDIT_KINDS: tuple[str, ...] = (
     "change_literal", "flip_operator", "rename_one_site", "insert_guard",
     "delete_line", "rewrite_expression", "edit_docstring",
@@ -92,14 +98,50 @@ class ProbeEditParams:
     min_lines: int = 40
     max_lines: int = 400
     mix: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in EDIT_KINDS)
-    stdlib_dir: str = "auto"  # auto: the copy shipped in SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
+    stdlib_dir: str = "auto"  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
     manifest: str = str(MANIFEST)
 
 
 # ---------------------------------------------------------------- pinned sources
 
 def stdlib_dir(setting: str) -> Path:
+    """Where the pinned files are read from: the shipped archive (`auto`) or a Lib folder."""
     return SHIPPED_STDLIB if setting == "auto" else Path(setting)
+
+
+def shipped_files(archive: Path | None = None) -> dict[str, bytes]:
+    """Every regular file in the shipped archive (the pinned sources and LICENSE.txt), by name."""
+    archive = SHIPPED_STDLIB if archive is None else archive
+    if not archive.is_file():
+        raise CorpusError(f"ProbeEdit-S archive {archive} is missing (it ships with the package)")
+    try:
+        with tarfile.open(archive, "r:gz") as tar:
+            return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+    except (tarfile.TarError, OSError, EOFError) as exc:
+        raise CorpusError(f"ProbeEdit-S archive {archive} cannot be read: {exc}") from exc
+
+
+def write_archive(root: Path, files: list[str], out: Path) -> None:
+    """Pack `files` and LICENSE.txt (paths relative to the folder `root`) into a reproducible .tar.gz:
+    sorted names, zero times and owners, mode 0644, gzip header time 0."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for rel in sorted({*files, LICENCE}):
+            data = (root / rel).read_bytes()
+            info = tarfile.TarInfo(rel)
+            info.size, info.mode, info.mtime = len(data), 0o644, 0
+            tar.addfile(info, io.BytesIO(data))
+    with atomic_path(out) as tmp:
+        tmp.write_bytes(gzip.compress(buffer.getvalue(), compresslevel=9, mtime=0))
+
+
+def _read_files(setting: str, files: list[str]) -> dict[str, tuple[str, bytes | None]]:
+    """Each pinned file's display path and bytes (None when absent), from the archive or a folder."""
+    if setting == "auto":
+        shipped = shipped_files()
+        return {rel: (f"{SHIPPED_STDLIB}:{rel}", shipped.get(rel)) for rel in files}
+    root = Path(setting)
+    return {rel: (str(root / rel), (root / rel).read_bytes() if (root / rel).is_file() else None) for rel in files}
 
 
 def read_manifest(path: str | Path) -> dict:
@@ -116,17 +158,16 @@ def read_manifest(path: str | Path) -> dict:
 def load_pinned_sources(params: ProbeEditParams) -> dict[str, str]:
     """Read each pinned file and check its sha256; a mismatch names file, both hashes, versions."""
     manifest = read_manifest(params.manifest)
-    root = stdlib_dir(params.stdlib_dir)
+    found = _read_files(params.stdlib_dir, list(manifest["files"]))
     texts: dict[str, str] = {}
     for rel, expected in manifest["files"].items():
-        path = root / rel
-        if not path.is_file():
+        path, data = found[rel]
+        if data is None:
             raise CorpusError(
                 f"ProbeEdit-S source {path} is missing (pinned from CPython {manifest['python']}; "
-                f"set probeedit.stdlib_dir to auto (the copy shipped in {SHIPPED_STDLIB}) or to that "
+                f"set probeedit.stdlib_dir to auto (the archive shipped as {SHIPPED_STDLIB}) or to that "
                 f"version's Lib folder)"
             )
-        data = path.read_bytes()
         digest = hashlib.sha256(data).hexdigest()
         if digest != expected:
             raise CorpusError(
@@ -143,7 +184,8 @@ def write_manifest(files: list[str], root: Path, out: Path) -> None:
     """Pin `files` (paths relative to the stdlib folder `root`) at their current contents."""
     pins = {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in files}
     manifest = {"python": sys.version.split()[0], "files": pins}
-    out.write_text(json.dumps(manifest, indent=2) + "\n")
+    with atomic_path(out) as tmp:
+        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
 
 
 # ---------------------------------------------------------------- units

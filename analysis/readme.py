@@ -5,7 +5,13 @@ Nothing in the block is typed by hand: each figure is formatted from a stage out
 helpers the reports use (analysis.present), so the README cannot drift from the metrics.
 tests/test_readme.py regenerates the block and compares it with the README's.
 
-    python -m analysis.readme [ROOT]     # rewrite the block in ROOT/README.md (default: .)
+README.md and reports/timings.json are tracked source files, so no `dvc repro` stage writes them
+(a stage that rewrote them would change tracked files behind dvc's back, and declaring README.md as a
+stage output would let dvc delete or re-hash a hand-edited file). They are written by this one
+command, run after `dvc repro` and outside it:
+
+    python -m analysis.readme [ROOT]     # gather ROOT/data/timings into ROOT/reports/timings.json,
+                                         # then rewrite the block in ROOT/README.md (default ROOT: .)
 """
 
 from __future__ import annotations
@@ -17,8 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis import present
-from analysis.errors import ParamsError
-from analysis.io import write_text
+from analysis.errors import CopyDecodeError, ParamsError
+from analysis.io import write_json, write_text
 from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
@@ -27,6 +33,7 @@ from analysis.layout import (
     METRICS,
     POOLED,
     TABLES,
+    TIMINGS,
     TIMINGS_REPORT,
     framing_filter,
 )
@@ -296,5 +303,31 @@ def write_readme_results(root: Path = Path(".")) -> Path:
     return path
 
 
+def gather_timings(root: Path = Path(".")) -> Path | None:
+    """Copy each stage's untracked run time (data/timings/<stage>.json) into the committed
+    reports/timings.json that the block reads; None (and nothing written) when no stage has run here."""
+    root = Path(root)
+    times = {p.stem: json.loads(p.read_text()) for p in sorted((root / TIMINGS).glob("*.json"))}
+    if not times:
+        return None
+    write_json(times, root / TIMINGS_REPORT)
+    return root / TIMINGS_REPORT
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The step after `dvc repro`: reports/timings.json, then the README's Results block."""
+    argv = sys.argv[1:] if argv is None else argv
+    root = Path(argv[0]) if argv else Path(".")
+    try:
+        timings = gather_timings(root)
+        readme = write_readme_results(root)
+    except CopyDecodeError as exc:
+        print(f"python -m analysis.readme: error: {exc}", file=sys.stderr)
+        return 2
+    print(timings if timings else f"{root / TIMINGS_REPORT} kept (no run times under {root / TIMINGS})")
+    print(readme)
+    return 0
+
+
 if __name__ == "__main__":
-    print(write_readme_results(Path(sys.argv[1]) if len(sys.argv) > 1 else Path(".")))
+    sys.exit(main())

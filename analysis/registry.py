@@ -57,7 +57,7 @@ def build_humanevalpack(settings: HumanEvalPackSettings) -> CorpusBuild:
 
 def build_probeedit(settings: probeedit.ProbeEditParams) -> CorpusBuild:
     cases, edits = probeedit.build_probeedit(settings)
-    origin = (f"shipped:{probeedit.SHIPPED_STDLIB}" if settings.stdlib_dir == "auto"
+    origin = (f"shipped:{probeedit.SHIPPED_ORIGIN}" if settings.stdlib_dir == "auto"
               else f"stdlib:{settings.stdlib_dir}")
     report = {"corpus": probeedit.CORPUS, "origin": f"{origin} (pinned manifest)", "sha256": None,
               "n_records": len(cases)}

@@ -8,7 +8,8 @@ in this module's own page, whose stylesheet is inline. Charts are inline SVG (al
 in the notebooks) or data: URIs (figures on the index). `external_references` checks every page
 before it is written.
 
-Stage order: run_reports (notebooks -> html -> index), then analysis.readme.write_readme_results.
+Stage order: run_reports (notebooks -> html -> index). The README's Results block is written after
+`dvc repro`, outside it, by `python -m analysis.readme`.
 """
 
 from __future__ import annotations

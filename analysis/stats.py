@@ -9,13 +9,12 @@ Undefined resamples (the rule). A resample whose denominator sums to 0 (every dr
 den = 0) has no ratio; it is left out and the percentiles are taken over the others. The count of
 such resamples is returned (`Interval.undefined`) so that nothing is dropped unseen; if every
 resample is undefined, or there are no cases or no resamples, the interval is (nan, nan).
-Today's two copies agree with this: coverage (`spans._ratio_ci`) already dropped them, and the
-bound's copy (`bounds._bootstrap_ratio`) never met one because program times are positive.
+(Program times are positive, so the bound never meets one; coverage can, on zero-token cases.)
 
 Strata (optional, e.g. the corpus of each case). Cases are drawn with replacement within each
 stratum, keeping each stratum's size, so a pooled resample always holds every corpus in its
-proportion. Without strata the draws are exactly today's: `rng.integers(0, n, size=(resamples, n))`
-from `np.random.default_rng(seed)`, so the same seed gives the same interval as before.
+proportion. Without strata the draws are `rng.integers(0, n, size=(resamples, n))` from
+`np.random.default_rng(seed)`; tests/golden/stats_bootstrap.json pins the intervals they give.
 
 Kernel repeats (optional second dimension). `num` and `den` may be 2-D, shape (k, n): row r holds
 each case's value under the latency curve measured in repeat r. Each resample then also draws k
@@ -80,12 +79,8 @@ def _stratum_sums(num: np.ndarray, den: np.ndarray, resamples: int, rng: np.rand
     else:
         drawn = rng.integers(0, k, size=(resamples, k))
         weights = np.stack([(drawn == r).sum(axis=1) for r in range(k)], axis=1) / k
-    if k == 1:  # keep today's arithmetic exactly: no multiply by a weight of 1
-        num_sums = np.stack([s[0][0] for s in case_sums], axis=1)
-        den_sums = np.stack([s[1][0] for s in case_sums], axis=1)
-    else:
-        num_sums = np.stack([(s[0].T * weights).sum(axis=1) for s in case_sums], axis=1)
-        den_sums = np.stack([(s[1].T * weights).sum(axis=1) for s in case_sums], axis=1)
+    num_sums = np.stack([(s[0].T * weights).sum(axis=1) for s in case_sums], axis=1)
+    den_sums = np.stack([(s[1].T * weights).sum(axis=1) for s in case_sums], axis=1)
     return num_sums, den_sums
 
 

@@ -1,6 +1,9 @@
+import json
+
 import numpy as np
 import polars as pl
 import pytest
+from conftest import ROOT
 
 from analysis.bounds import (
     COST_COLUMNS,
@@ -21,7 +24,6 @@ from analysis.latency import (
     paper_model,
     paper_speedup,
 )
-from analysis.spans import pooled_groups
 
 KEY = ModelKey("m", "random", "float32", "cpu", "eager")
 
@@ -198,64 +200,11 @@ def test_paper_kernel_bound_is_dimensionless():
         case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), CostSettings(context=0))
 
 
-# ---------------------------------------------------------------- v1 reproduction
+# ---------------------------------------------------------------- fixed mode: golden table + invariants
 
-def old_case_costs(spans, kernel, context, prefill_tokens="n_tokens_src"):
-    """The v1 `bounds.case_costs` with its KernelModel, verbatim, as the reference."""
-    def t_prefill(n, c):
-        n = np.asarray(n, dtype=float)
-        cost = kernel.p0 + kernel.p1 * n + kernel.p2 * n * c + kernel.p3 * n * n
-        return np.where(n > 0, cost, 0.0)
-
-    t = kernel.a + kernel.b * context
-    is_copy = pl.col("kind") == "copy"
-    with_cost = spans.with_columns(
-        prefill=pl.Series(t_prefill(spans[prefill_tokens].to_numpy(), context)),
-    ).with_columns(
-        op_cost=pl.when(is_copy).then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
-        directive_cost=pl.col("directive_tokens") * t,
-    )
-    return (
-        with_cost.group_by("case_id", "corpus", "framing", "level")
-        .agg(
-            gold_tokens=pl.col("n_tokens").sum(),
-            copied_tokens=pl.col("n_tokens").filter(is_copy).sum(),
-            program_ideal=pl.col("op_cost").sum(),
-            directive_seconds=pl.col("directive_cost").sum(),
-        )
-        .with_columns(
-            regen=pl.col("gold_tokens") * t,
-            program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
-        )
-        .sort("level", "corpus", "framing", "case_id")
-    )
-
-
-def old_bounds_table(costs, resamples, seed, ci):
-    def boot(num, den):
-        if resamples == 0 or len(num) == 0:
-            return float("nan"), float("nan")
-        rng = np.random.default_rng(seed)
-        idx = rng.integers(0, len(num), size=(resamples, len(num)))
-        ratios = num[idx].sum(axis=1) / den[idx].sum(axis=1)
-        alpha = (1 - ci) / 2
-        lo, hi = np.quantile(ratios, [alpha, 1 - alpha])
-        return float(lo), float(hi)
-
-    records = []
-    for level in sorted(set(costs["level"])):
-        for corpus, framing, rows in pooled_groups(costs.filter(pl.col("level") == level)):
-            regen = rows["regen"].to_numpy()
-            for variant in ("ideal", "overhead"):
-                program = rows[f"program_{variant}"].to_numpy()
-                lo, hi = boot(regen, program)
-                records.append({
-                    "level": level, "corpus": corpus, "framing": framing, "variant": variant,
-                    "n_cases": rows.height, "bound": float(regen.sum() / program.sum()),
-                    "ci_low": lo, "ci_high": hi,
-                    "coverage": float(rows["copied_tokens"].sum() / rows["gold_tokens"].sum()),
-                })
-    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus")
+GOLDEN = json.loads((ROOT / "tests" / "golden" / "bounds_fixed_mode.json").read_text())
+V1_FIT = (0.2121617831383648, 1.2314954048217156e-05,  # the committed v1 fit's terms
+          (0.28399324899311784, 2.4336253849739926e-05, 6.290296656702239e-05, 3.699276270152451e-17))
 
 
 def random_spans(seed):
@@ -274,26 +223,37 @@ def random_spans(seed):
     return spans(rows)
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_fixed_mode_reproduces_the_v1_tables_to_the_bit(seed):
-    # the committed v1 fit's terms
-    a, b = 0.2121617831383648, 1.2314954048217156e-05
-    p = (0.28399324899311784, 2.4336253849739926e-05, 6.290296656702239e-05, 3.699276270152451e-17)
+def _golden_frame(key: str, **tag) -> pl.DataFrame:
+    rows = [{k: v for k, v in r.items() if k not in tag} for r in GOLDEN[key]
+            if all(r[k] == v for k, v in tag.items())]
+    return pl.DataFrame(rows, infer_schema_length=None)
+
+
+@pytest.mark.parametrize("prefill_tokens", ["n_tokens_src", "n_tokens"])
+def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
+    """tests/golden/bounds_fixed_mode.json pins costs and bounds (made when the v1 `case_costs` and
+    `bounds_table` were checked equal to these, bit for bit); the invariants below hold on their own."""
+    a, b, p = V1_FIT
     model = quadratic(a, b, p, ns=(1.0, 512.0), contexts=(256.0,))
-
-    class Old:
-        pass
-
-    old = Old()
-    old.a, old.b, (old.p0, old.p1, old.p2, old.p3) = a, b, p
-    table = random_spans(seed)
-    for prefill_tokens in ("n_tokens_src", "n_tokens"):
-        settings = CostSettings(context=256, prefill_tokens=prefill_tokens, extrapolate=True)
-        new_costs = case_costs(table, model, settings)
-        reference = old_case_costs(table, old, 256, prefill_tokens)
-        assert new_costs.columns == COST_COLUMNS
-        assert new_costs.select(reference.columns).equals(reference)
-        new_table = bounds_table(new_costs, 200, seed, 0.95)
-        old_table = old_bounds_table(reference, 200, seed, 0.95)
-        assert new_table.columns[:len(old_table.columns)] == old_table.columns
-        assert new_table.filter(pl.col("pooling") != "mean_of_corpora").select(old_table.columns).equals(old_table)
+    table = random_spans(0)
+    costs = case_costs(table, model, CostSettings(context=256, prefill_tokens=prefill_tokens, extrapolate=True))
+    assert costs.columns == COST_COLUMNS
+    if prefill_tokens == "n_tokens_src":
+        golden = _golden_frame("costs", seed=0, prefill_tokens=prefill_tokens)
+        assert costs.select(golden.columns).equals(golden.cast(costs.select(golden.columns).schema))
+    result = bounds_table(costs, 200, 0, 0.95)
+    golden = _golden_frame("bounds", seed=0, prefill_tokens=prefill_tokens)
+    assert result.columns == golden.columns
+    assert result.equals(golden.cast(result.schema))
+    # invariants: regeneration at the fixed context, bounds as ratios of sums inside their intervals
+    t = a + b * 256
+    assert costs["regen"].to_list() == pytest.approx((costs["gold_tokens"] * t).to_list(), rel=1e-12)
+    assert (costs["program_overhead"] >= costs["program_ideal"]).all()
+    for row in result.filter(pl.col("pooling") == "corpus").iter_rows(named=True):
+        rows = costs.filter((pl.col("level") == row["level"]) & (pl.col("corpus") == row["corpus"])
+                            & (pl.col("framing") == row["framing"]))
+        assert row["n_cases"] == rows.height
+        assert row["bound"] == pytest.approx(rows["regen"].sum() / rows[f"program_{row['variant']}"].sum(), rel=1e-12)
+        assert row["ci_low"] <= row["bound"] * (1 + 1e-12) and row["bound"] <= row["ci_high"] * (1 + 1e-12)
+    wide = result.pivot("variant", index=["level", "corpus", "framing", "pooling"], values="bound")
+    assert (wide["overhead"] <= wide["ideal"]).all()  # directives only add time

@@ -30,6 +30,8 @@ from conftest import ROOT
 
 from analysis.layout import HTML, INDEX, REPORTS
 
+pytestmark = pytest.mark.browser  # headless Chromium over the rendered reports
+
 WIDTH = 1280
 SCREENSHOTS = REPORTS / "screenshots"
 # Charts each report must show (inline <svg>, or an <img> that decoded: nbconvert writes altair's SVG

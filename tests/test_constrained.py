@@ -50,6 +50,7 @@ def qwen_fsms(qwen):
     return [ProgramFSM(qwen, limits, eos_ids=(QWEN_EOS,)) for limits in LIMIT_CONFIGS]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(16))
 def test_processor_on_qwen_never_blocks_and_ends_in_a_whole_program(qwen_fsms, seed):
     rng = random.Random(seed)
@@ -82,9 +83,12 @@ def test_tokens_only_limits_complete_a_started_copy(qwen_fsms):
 
 
 def test_tiny_vocabulary_adapter_never_lets_an_invalid_program_out():
-    from tests.test_fsm import EOS, VOCAB, TinyTokenizer, reference
+    from conftest import FSM_EOS as EOS
+    from conftest import FSM_VOCAB as VOCAB
+    from conftest import ToyTokenizer
+    from conftest import fsm_reference as reference
 
-    fsm = ProgramFSM(TinyTokenizer(VOCAB), {"lines": 12}, eos_ids=(EOS,))
+    fsm = ProgramFSM(ToyTokenizer.words_then_eos(VOCAB), {"lines": 12}, eos_ids=(EOS,))
     for seed in range(40):
         gen = torch.Generator().manual_seed(seed)
         budget = 6 + seed % 40  # from budgets too small for any op to ones with room for several

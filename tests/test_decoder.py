@@ -4,6 +4,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from conftest import toy_model_tokenizer
+
 from analysis.errors import CopyDecodeError
 from analysis.program import Copy, Gen, Program, render
 from analysis.resolver import resolve
@@ -18,33 +20,14 @@ from kernels_profile.models import LoadedModel, build_model, cache_kwarg
 from kernels_profile.sequence import (
     PROGRAM_TEMPLATE,
     REWRITE_TEMPLATE,
-    ModelTokenizer,
     program_sequence,
     prompt_ids,
 )
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
 INSTRUCTION = "on line 2, change 2 to 5"
-EOS = 256
-EXTRA = [b'"/><', b'"/>']  # multi-byte tokens: one closes a directive and starts the next op at once
-
-
-class ToyTokenizer:
-    """Byte-level: ids 0..255 are the bytes, 256 is EOS, then EXTRA (all within the tiny vocabulary)."""
-
-    added_token_ids = frozenset()
-    vocab_size = 257 + len(EXTRA)
-
-    def piece(self, token_id):
-        if token_id < 256:
-            return bytes([token_id])
-        if token_id == EOS:
-            return b""
-        return EXTRA[token_id - 257]
-
-
-def toy() -> ModelTokenizer:
-    return ModelTokenizer("toy", ToyTokenizer(), lambda text: list(text.encode()), None, (EOS,))
+EOS = 256  # the byte-level toy's EOS (conftest.ToyTokenizer.bytes_then)
+toy = toy_model_tokenizer
 
 
 class Scripted(torch.nn.Module):

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from conftest import ROOT, ToyTokenizer, params_with
 
 from analysis.config import Config
 from analysis.errors import ParamsError
@@ -234,13 +234,6 @@ def test_environment_metrics_mark_a_drifting_run_noisy():
 
 # ---------------------------------------------------------------- on the tiny model
 
-class ByteTokenizer:
-    """A toy tokenizer: one id per byte, within the tiny model's vocabulary."""
-
-    def __call__(self, text, add_special_tokens=False):
-        return {"input_ids": list(text.encode())}
-
-
 def synthetic_model():
     curve = {"context": 16,
              "prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
@@ -270,12 +263,13 @@ def test_apply_threads_sets_torch_and_null_keeps_its_default():
         torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     pytest.importorskip("torch")
     from kernels_profile.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-    loaded = stage.LoadedForE2E(lm, ByteTokenizer(), ())
+    loaded = stage.LoadedForE2E(lm, ToyTokenizer.bytes_then(), ())
     s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [],
                               "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
     source, target = "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n"

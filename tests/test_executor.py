@@ -103,6 +103,7 @@ def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
     assert executor.cache.get_seq_length() == len(executor.prompt_ids) + ideal.tokens + directive
 
 
+@pytest.mark.slow
 def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor):
     import polars as pl
 

@@ -5,6 +5,11 @@ from collections import deque
 
 import numpy as np
 import pytest
+from conftest import FSM_EOS as EOS
+from conftest import FSM_LINES as L
+from conftest import FSM_VOCAB as VOCAB
+from conftest import ToyTokenizer
+from conftest import fsm_reference as reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,48 +17,9 @@ from analysis.errors import ProgramError
 from analysis.fsm import END, OPS, ByteAutomaton, FsmWalker, ProgramFSM
 from analysis.program import Copy, Gen, Program, parse, render
 
-L = 12
-
-
-def reference(data, limits=None) -> bool:
-    """The parser's verdict, with the copy-range check; bytes that are not UTF-8 are rejected."""
-    limits = {"lines": L} if limits is None else limits
-    if isinstance(data, bytes):
-        try:
-            data = data.decode("utf-8")
-        except UnicodeDecodeError:
-            return False
-    try:
-        program = parse(data)
-    except ProgramError:
-        return False
-    return all(op.unit in limits and 1 <= op.start <= op.end <= limits[op.unit] for op in program.copies)
-
-
-class TinyTokenizer:
-    """The slice of analysis.tokenization.Tokenizer that the FSM uses, over a hand-made vocabulary."""
-
-    added_token_ids = frozenset()
-
-    def __init__(self, pieces):
-        self.pieces = list(pieces)
-        self.vocab_size = len(self.pieces) + 1  # the last id is EOS
-
-    def piece(self, token_id):
-        return self.pieces[token_id]
-
-
-WORDS = ["<", "copy", " lines=\"", "<copy lines=\"", "1", "2", "0", "12", "-", "\"/>", "\"", "/>", "<gen>",
-         "</gen>", "</", "gen", ">", "a", " b", "\n", "&lt;", "&", "x</gen>", "<g", "<c", "e", "n", "&amp;",
-         "lt;", "&lt;copy", "é", "中"]
-# every single byte is a token too, as in byte-level BPE, so no live state is stuck
-VOCAB = [w.encode() for w in WORDS] + [bytes([b]) for b in range(256) if bytes([b]) not in {w.encode() for w in WORDS}]
-EOS = len(VOCAB)
-
-
 @pytest.fixture(scope="module")
 def tiny_fsm():
-    return ProgramFSM(TinyTokenizer(VOCAB), {"lines": L}, eos_ids=(EOS,))
+    return ProgramFSM(ToyTokenizer.words_then_eos(VOCAB), {"lines": L}, eos_ids=(EOS,))
 
 
 # ---------------------------------------------------------------- byte level: FSM == parser
@@ -80,12 +46,14 @@ AUTOMATA = {
 LIMITS = {"lines": {"lines": L}, "tokens": {"tokens": 7}, "both": {"lines": 3, "tokens": 25}}
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.binary(max_size=40), st.sampled_from(sorted(AUTOMATA)))
 def test_random_bytes_accepted_iff_parser_accepts(data, config):
     assert AUTOMATA[config].accepts(data) == reference(data, LIMITS[config])
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(GRAMMAR_BYTES, st.sampled_from(sorted(AUTOMATA)))
 def test_grammar_fragments_accepted_iff_parser_accepts(data, config):
@@ -111,6 +79,7 @@ ops = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(ops, max_size=5), st.sampled_from(sorted(AUTOMATA)))
 def test_rendered_programs_accepted_iff_in_range(op_list, config):
@@ -227,6 +196,7 @@ def test_a_forbidden_token_is_a_program_error_naming_it(tiny_fsm):
 
 # ---------------------------------------------------------------- token level on the tiny vocabulary
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(st.lists(st.integers(0, len(VOCAB) - 1), max_size=12))
 def test_token_walk_agrees_with_masks_and_parse(tiny_fsm, ids):

@@ -109,6 +109,7 @@ def test_static_loop_computes_what_the_eager_loop_computes(tiny):
     assert torch.allclose(outs["eager"], outs["static"], atol=1e-5)
 
 
+@pytest.mark.slow
 def test_profile_grid_shape_and_resume(tmp_path):
     spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 16), ns=(1, 2, 4),
                        baselines=("eager", "static"), repeats=2, warmup=0, roofline=False, reference_budget_s=0.02)
@@ -128,6 +129,7 @@ def test_profile_grid_shape_and_resume(tmp_path):
     assert {p: p.stat().st_mtime_ns for p in tmp_path.iterdir()} == stamps
 
 
+@pytest.mark.slow
 def test_preset_shape_runs_on_cpu(tmp_path):
     from conftest import ROOT
 

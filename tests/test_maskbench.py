@@ -40,6 +40,7 @@ PROGRAMS = [
 ]
 
 
+@pytest.mark.slow
 def test_llguidance_grammar_agrees_with_the_fsm(qwen):
     llguidance = pytest.importorskip("llguidance")
     fsm = ProgramFSM(qwen, {"lines": 12}, eos_ids=(QWEN_EOS,))
@@ -53,6 +54,7 @@ def test_llguidance_grammar_agrees_with_the_fsm(qwen):
                 assert ok == fsm.accepts(program), (mode, program)
 
 
+@pytest.mark.slow
 def test_a_small_benchmark_reports_both_sides(qwen):
     vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
     programs = [p for p in PROGRAMS if fits(p, 12)]

@@ -19,6 +19,8 @@ from analysis.probeedit import Edit, ProbeEditParams, load_pinned_sources
 from analysis.program import parse, render
 from analysis.resolver import resolve
 
+pytestmark = pytest.mark.slow  # builds ProbeEdit-S and the pilot's cases (and one LoRA run)
+
 SMALL = PilotDataParams(seed=1, n_train=30, n_heldout=12, heldout_files=6)
 
 
@@ -110,7 +112,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         train,
         training_sequences,
     )
-    from tests.test_decoder import toy
+    from conftest import toy_model_tokenizer as toy
 
     tok = toy()
     cases = _tiny_cases()

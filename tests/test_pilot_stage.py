@@ -12,7 +12,7 @@ from analysis import pilotreport
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from kernels_profile.stages import pilot as stage
-from tests.conftest import ROOT, params_with
+from conftest import ROOT, params_with
 
 
 def cfg(**changes) -> Config:
@@ -29,6 +29,7 @@ def test_defaults_validate_and_a_preset_overlays_them():
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("preset", [None, "pilot-gpu"])
 def test_the_default_and_preset_data_can_be_drawn(preset):
     from analysis.pilotdata import build_pilot_cases, with_split
@@ -83,7 +84,7 @@ def test_humaneval_sample_is_seeded_ordered_and_refuses_what_it_cannot_give():
 
 
 def test_budget_covers_the_longer_of_target_and_program():
-    from tests.test_decoder import toy
+    from conftest import toy_model_tokenizer as toy
 
     tok = toy()
     case = stage.EvalCase("c/0", "heldout", "k", "a\n", "b" * 10, "do it", "<gen>" + "b" * 30 + "</gen>")
@@ -144,7 +145,7 @@ def tiny_run(tmp_path, monkeypatch):
     pytest.importorskip("peft")
     from kernels_profile.models import build_model
     from kernels_profile.pilot import add_lora
-    from tests.test_decoder import toy
+    from conftest import toy_model_tokenizer as toy
 
     monkeypatch.chdir(tmp_path)
     loads = []
@@ -165,6 +166,7 @@ def tiny_run(tmp_path, monkeypatch):
     return config, loads
 
 
+@pytest.mark.slow
 def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(tiny_run, monkeypatch):
     from analysis.layout import (
         METRICS,
@@ -207,7 +209,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     from kernels_profile.models import build_model
     from kernels_profile.pilot import program_record, rewrite_record
-    from tests.test_decoder import toy
+    from conftest import toy_model_tokenizer as toy
 
     lm, tok = build_model("tiny-qwen2", "random", "float32", "cpu"), toy()
     case = stage.EvalCase("pilot-heldout/7", "heldout", "k", "a = 1\n", "a = 2\n", "on line 1, change 1 to 2", "")

@@ -1,5 +1,5 @@
 import ast
-import shutil
+import gzip
 from collections import Counter
 
 import pytest
@@ -30,6 +30,7 @@ def test_every_edit_is_single_site_valid_python(corpus):
         assert changed <= 1, (case.case_id, kind)
 
 
+@pytest.mark.slow
 def test_deterministic(corpus):
     again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams())
     assert [(c.source, c.target) for c in again] == [(c.source, c.target) for c in corpus[0]]
@@ -40,18 +41,42 @@ def test_seed_changes_the_corpus(corpus):
     assert [c.target for c in other] != [c.target for c in corpus[0][:10]]
 
 
+def _lib_folder(tmp_path):
+    """The shipped archive unpacked into a Lib-like folder."""
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    for rel, data in probeedit.shipped_files().items():
+        (tmp_path / rel).write_bytes(data)
+    return tmp_path
+
+
 def test_hash_mismatch_is_a_clear_error(tmp_path):
-    root = probeedit.stdlib_dir("auto")
     manifest = probeedit.read_manifest(probeedit.MANIFEST)
-    for rel in manifest["files"]:
-        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(root / rel, tmp_path / rel)
+    _lib_folder(tmp_path)
     first = next(iter(manifest["files"]))
     with open(tmp_path / first, "a") as fh:
         fh.write("# changed\n")
     params = probeedit.ProbeEditParams(stdlib_dir=str(tmp_path))
     with pytest.raises(CorpusError, match=f"{first}: sha256 .* differs from the pinned"):
         probeedit.build_probeedit(params)
+
+
+def test_a_changed_archive_member_is_a_clear_error(tmp_path, monkeypatch):
+    manifest = probeedit.read_manifest(probeedit.MANIFEST)
+    files = list(manifest["files"])
+    _lib_folder(tmp_path / "lib")
+    with open(tmp_path / "lib" / files[0], "a") as fh:
+        fh.write("# changed\n")
+    probeedit.write_archive(tmp_path / "lib", files[1:] + files[:1], tmp_path / "changed.tar.gz")
+    monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "changed.tar.gz")
+    with pytest.raises(CorpusError, match=f"changed.tar.gz:{files[0]}: sha256 .* differs from the pinned"):
+        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
+    monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "absent.tar.gz")
+    with pytest.raises(CorpusError, match="archive .*absent.tar.gz is missing"):
+        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
+    (tmp_path / "broken.tar.gz").write_bytes(b"not a gzip file")
+    monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "broken.tar.gz")
+    with pytest.raises(CorpusError, match="broken.tar.gz cannot be read"):
+        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
 
 
 def test_missing_source_and_bad_mix(tmp_path):
@@ -87,6 +112,7 @@ def test_each_kind_edits_a_known_snippet():
         ast.parse(edit.text)
 
 
+@pytest.mark.slow
 def test_mix_order_does_not_matter(corpus):
     cases, edits = corpus
     kinds = list(probeedit.ProbeEditParams().mix)
@@ -105,18 +131,32 @@ def test_mix_checks():
         probeedit.allocate(10, (("delete_line", "abc"),))
 
 
-def test_auto_reads_the_shipped_copy_which_matches_the_pins():
+def test_auto_reads_the_shipped_archive_which_matches_the_pins():
     assert probeedit.stdlib_dir("auto") == probeedit.SHIPPED_STDLIB
+    assert probeedit.SHIPPED_STDLIB.name.endswith(".tar.gz")
     manifest = probeedit.read_manifest(probeedit.MANIFEST)
-    shipped = sorted(p.name for p in probeedit.SHIPPED_STDLIB.iterdir() if p.suffix == ".py")
-    assert shipped == sorted(manifest["files"]) and len(shipped) == 34
-    licence = (probeedit.SHIPPED_STDLIB / "LICENSE.txt").read_text()
-    assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in licence
+    shipped = probeedit.shipped_files()
+    assert sorted(shipped) == sorted([*manifest["files"], probeedit.LICENCE]) and len(shipped) == 35
+    assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in shipped[probeedit.LICENCE].decode()
     assert len(probeedit.load_pinned_sources(probeedit.ProbeEditParams())) == 34
 
 
+def test_no_python_file_ships_under_analysis_data():
+    data = probeedit.MANIFEST.parent
+    assert [p for p in data.rglob("*.py")] == []
+
+
+def test_the_archive_is_reproducible(tmp_path):
+    """Re-packing the shipped files gives the committed archive's tar stream, byte for byte (the
+    gzip layer is compared decompressed: its bytes may differ between zlib builds)."""
+    _lib_folder(tmp_path / "lib")
+    files = list(probeedit.read_manifest(probeedit.MANIFEST)["files"])
+    probeedit.write_archive(tmp_path / "lib", files[::-1], tmp_path / "again.tar.gz")
+    again = gzip.decompress((tmp_path / "again.tar.gz").read_bytes())
+    assert again == gzip.decompress(probeedit.SHIPPED_STDLIB.read_bytes())
+
+
+@pytest.mark.slow
 def test_a_given_lib_folder_gives_the_same_corpus(corpus, tmp_path):
-    for rel in probeedit.read_manifest(probeedit.MANIFEST)["files"]:
-        shutil.copy(probeedit.SHIPPED_STDLIB / rel, tmp_path / rel)
-    again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(tmp_path)))
+    again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(_lib_folder(tmp_path))))
     assert again == corpus[0]

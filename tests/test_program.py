@@ -107,6 +107,7 @@ PROGRAM_LIKE = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=2000, deadline=None)
 @given(PROGRAM_LIKE)
 def test_every_text_that_parses_has_one_spelling(text):

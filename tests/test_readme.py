@@ -17,7 +17,7 @@ def blocks():
 def test_setup_is_two_commands_then_repro_and_tests():
     setup, main = blocks()[0].strip().splitlines(), blocks()[1].strip().splitlines()
     assert len(setup) == 2
-    assert main == ["dvc repro", "python -m pytest"]
+    assert main == ["dvc repro", "python -m analysis.readme", "python -m pytest"]
 
 
 def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
@@ -25,6 +25,16 @@ def test_ci_installs_what_the_readme_says_and_runs_its_test_command():
     for part in install.split(" && "):
         assert part.replace("pip install", "pip install -q") in CI
     assert "python -m pytest" in CI.splitlines()[-1]
+
+
+def test_the_quick_command_deselects_registered_markers_only():
+    import tomllib
+
+    quick = [b.strip() for b in blocks() if "-m \"not slow" in b]
+    assert quick == ['python -m pytest -m "not slow and not model and not browser"']
+    registered = {m.split(":")[0] for m in tomllib.loads((ROOT / "pyproject.toml").read_text())
+                  ["tool"]["pytest"]["ini_options"]["markers"]}
+    assert set(re.findall(r"not (\w+)", quick[0])) == {"slow", "model", "browser"} <= registered
 
 
 def test_console_script_lists_every_dvc_stage_command():
@@ -110,6 +120,48 @@ def test_write_readme_results_rewrites_only_the_block(tmp_path):
     assert text.startswith("# title\n\nbefore\n\n") and text.endswith("\n\n## after\n")
     assert readme_block(text) == results_block(tmp_path)
     assert "stale 1.0x" not in text
+
+
+def test_the_readme_command_gathers_run_times_then_writes_the_block(tmp_path, capsys):
+    """`python -m analysis.readme` is the declared step outside `dvc repro` that writes both tracked
+    files; with no run times here it keeps reports/timings.json and says so."""
+    import json
+    import shutil
+
+    from analysis.layout import LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+    from analysis.readme import END, START, main, readme_block, results_block
+
+    for folder in (METRICS, TABLES):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / LATENCY_MODEL, tmp_path / LATENCY_MODEL)
+    (tmp_path / "README.md").write_text(f"# t\n{START}\nstale\n{END}\n")
+    assert main([str(tmp_path)]) == 0
+    assert "kept (no run times" in capsys.readouterr().out and not (tmp_path / TIMINGS_REPORT).exists()
+    (tmp_path / TIMINGS).mkdir(parents=True)
+    (tmp_path / TIMINGS / "spans.json").write_text(json.dumps({"seconds": 12.5}))
+    (tmp_path / TIMINGS / "bounds.json").write_text(json.dumps({"seconds": 30.0, "from_scratch_s": 90.0}))
+    assert main([str(tmp_path)]) == 0
+    gathered = json.loads((tmp_path / TIMINGS_REPORT).read_text())
+    assert gathered == {"bounds": {"seconds": 30.0, "from_scratch_s": 90.0}, "spans": {"seconds": 12.5}}
+    block = readme_block((tmp_path / "README.md").read_text())
+    assert block == results_block(tmp_path) and "spans 12 s;" not in block and "spans 12 s." in block and "bounds 30 s (90 s from scratch)" in block
+    (tmp_path / "README.md").write_text("# no markers\n")
+    assert main([str(tmp_path)]) == 2 and "has no" in capsys.readouterr().err
+
+
+def test_the_reports_stage_writes_no_tracked_file_it_does_not_declare():
+    """README.md and reports/timings.json are outside the DAG: no stage declares them, and the
+    reports stage's code no longer reaches the README writer."""
+    import yaml
+
+    from analysis.depgraph import closure
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    declared = {next(iter(o)) if isinstance(o, dict) else o
+                for stage in stages.values() for key in ("outs", "metrics", "plots") for o in stage.get(key, [])}
+    assert not declared & {"README.md", "reports/timings.json"}
+    assert "analysis/readme.py" not in closure("analysis.stages.reports", ROOT)
 
 
 def test_the_block_labels_fsm_validity_as_a_property_of_the_mask():

@@ -16,6 +16,8 @@ from kernels_profile.sequence import (
     rewrite_sequence,
 )
 
+pytestmark = pytest.mark.model  # real tokenizers (Qwen's; SmolLM2's from its GGUF)
+
 SOURCE = "def f(x):\n    y = x + 3\n    return y  # <gen> & &lt; done\n\nprint(f(1))\n"
 PROGRAM = Program((Copy(1, 1), Gen("    y = x + 4\n"), Copy(3, 5), Gen("<|im_end|> &lt;gen\n")))
 

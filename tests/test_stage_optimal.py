@@ -23,6 +23,8 @@ from analysis.latency import (
     to_document,
 )
 
+pytestmark = pytest.mark.slow  # a corpora -> programs -> spans build in a scratch folder
+
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SMALL = {
     "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],

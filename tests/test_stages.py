@@ -16,6 +16,8 @@ from analysis.cli import main
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 
+pytestmark = pytest.mark.slow  # stage runs in scratch folders, one per test
+
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 

@@ -24,13 +24,9 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.layout import (
-    CASE_COSTS,
-    CASES,
     LATENCY_MODEL,
     METRICS,
     POOLED,
-    PROGRAMS,
-    SPANS,
     TABLES,
     framing_filter,
 )
@@ -1201,41 +1197,3 @@ def headline(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
     except ParamsError:
         pass
     return out
-
-
-# ---------------------------------------------------------------- explore one case
-
-
-def case_view(case_id: str, framing: str, level: str) -> dict:
-    """Input, gold, oracle program and its spans (with per-span cost from the bound's latency model).
-    `highlighted` is escaped HTML: the case's text never becomes markup."""
-    from analysis.program import Copy, parse
-    from analysis.resolver import resolve
-    from analysis.tokenization import load_tokenizer
-
-    cases = pl.read_parquet(CASES)
-    row = cases.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing))
-    if row.height == 0:
-        known = cases.filter(pl.col("framing") == framing)["case_id"].head(5).to_list()
-        raise ParamsError(f"no case {case_id!r} with framing {framing!r}; e.g. {known}")
-    case = row.row(0, named=True)
-    programs = pl.read_parquet(PROGRAMS)
-    text = pick(programs.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing)), level=level)["program"][0]
-    program = parse(text)
-    spans = pl.read_parquet(SPANS).filter(
-        (pl.col("case_id") == case_id) & (pl.col("framing") == framing) & (pl.col("level") == level)
-    ).sort("op_index")
-    costs = None
-    if CASE_COSTS.is_file():
-        costs = pl.read_parquet(CASE_COSTS).filter(
-            (pl.col("case_id") == case_id) & (pl.col("framing") == framing) & (pl.col("level") == level))
-    tokens = load_tokenizer().encode(case["source"]) if level == "token" else None
-    pieces = []
-    for op in program.ops:
-        out = resolve(type(program)((op,)), case["source"], tokens.char_bounds if tokens else None)
-        kind = "copy" if isinstance(op, Copy) else "gen"
-        title = f"copy {op.unit} {op.start}-{op.end}" if isinstance(op, Copy) else "gen"
-        pieces.append(f'<span class="cd-{kind}" title="{esc(title)}">{esc(out)}</span>')
-    highlighted = ('<pre class="cd-pre">' + "".join(pieces) + "</pre>"
-                   '<p><span class="cd-copy">copied</span> <span class="cd-gen">generated</span></p>')
-    return {"case": case, "program": text, "spans": spans, "highlighted": Html(highlighted), "costs": costs}

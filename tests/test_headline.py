@@ -151,3 +151,14 @@ def test_dvc_metrics_show_is_one_narrow_grid():
     assert max(len(line) for line in lines) < 200, max(len(line) for line in lines)
     assert len(lines) == 1 + len(list((ROOT / HEADLINE_DIR).glob("*.json")))
     assert any(line.startswith(f"{HEADLINE_DIR}/bound_fit_ideal.json") for line in lines)
+
+
+def test_readme_documents_the_tested_experiment_commands():
+    from test_experiments import README_DROP
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Metrics, plots and experiments"):readme.index("<!-- results:start -->")]
+    assert f"dvc exp show --only-changed --drop '{README_DROP}'" in section
+    assert "dvc exp run -S bounds.latency_form=quadratic" in section and "dvc queue start -j 1" in section
+    for row in ("cov_line", "bound_<source>_ideal", "kernel_<source>_c<context>", "em_line", "pilot_before", "roundtrip_fail"):
+        assert f"`{row}`" in section

@@ -26,6 +26,18 @@ from analysis.latency import LatencyModel
 from analysis.layout import CASES, PROGRAMS, SPANS
 
 UNIT_ABBREVIATION = {"seconds": "s", "decode steps": "steps"}
+# The view carries its own styles (scoped to .cd-explore): JupyterLab has none of the report pages' CSS.
+EXPLORE_CSS = """
+.cd-explore .cd-lead { background: #f3f7fc; border-left: 4px solid #0b5cad; padding: 10px 16px; margin: 8px 0 18px; }
+.cd-explore .cd-cards { display: flex; flex-wrap: wrap; gap: 12px; }
+.cd-explore .cd-card { background: #fff; border: 1px solid #d0d7de; border-radius: 6px; padding: 6px 12px; min-width: 150px; }
+.cd-explore .cd-value { font-size: 20px; font-weight: 600; } .cd-explore .cd-label { color: #59636e; font-size: 13px; }
+.cd-explore .cd-pre { background: #f6f8fa; padding: 10px 12px; border-radius: 6px; white-space: pre-wrap; word-break: break-word; }
+.cd-explore .cd-copy { background: #c8f7c5; } .cd-explore .cd-gen { background: #ffd59e; }
+.cd-explore .cd-table { border-collapse: collapse; font-size: 13px; }
+.cd-explore .cd-table th, .cd-explore .cd-table td { border-bottom: 1px solid #d0d7de; padding: 3px 10px; text-align: right; }
+.cd-explore .cd-error { color: #9a1c1c; }
+"""
 
 
 @dataclass(frozen=True)
@@ -213,7 +225,7 @@ def render_view(view: CaseView) -> "Html":
                   "<p>Regenerating the gold output, the program ideal and with its directive tokens, each in the row's unit; "
                   "the bounds are ratios, so they compare across sources.</p>",
                   _table_html(view.totals)]
-    return Html("".join(parts))
+    return Html(f"<div class='cd-explore'><style>{EXPLORE_CSS}</style>" + "".join(parts) + "</div>")
 
 
 # ---------------------------------------------------------------- widgets
@@ -238,7 +250,7 @@ def explorer(data: ExploreData, start: Selection):
         try:
             out.value = render_view(build_view(data, Selection(corpus.value, case.value, framing.value, level.value))).text
         except ParamsError as exc:
-            out.value = f"<p class='cd-error'>{esc(exc)}</p>"
+            out.value = f"<div class='cd-explore'><style>{EXPLORE_CSS}</style><p class='cd-error'>{esc(exc)}</p></div>"
 
     def on_corpus(_=None) -> None:
         framings = data.framings(corpus.value)

@@ -72,7 +72,7 @@ def repo(tmp_path_factory, hep_dir):
     params["spans"]["bootstrap_resamples"] = 10
     params["bounds"]["bootstrap_resamples"] = 10
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
-    (repo / ".gitignore").write_text("data/\n__pycache__/\n")
+    (repo / ".gitignore").write_text("/data/\n__pycache__/\n")
     git("init", "-q", cwd=repo)
     assert dvc("init", "-q", cwd=repo).returncode == 0
     base = dvc("repro", cwd=repo)

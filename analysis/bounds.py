@@ -84,7 +84,8 @@ def _refuse(spans: pl.DataFrame, flags: np.ndarray, what: str, model: LatencyMod
         "set bounds.extrapolate to allow it (counted in extrapolated_spans)")
 
 
-def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+def _fixed_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings):
+    """Each op's cost at the one context: (spans with op_cost, directive_cost, extrapolated; t_step; its flag)."""
     context = settings.context
     step = model.t_step(context, extrapolate=True)
     t = float(step.seconds)
@@ -99,7 +100,13 @@ def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
     ).with_columns(
         op_cost=pl.when(pl.col("kind") == "copy").then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
         directive_cost=pl.col("directive_tokens") * t,
+        context=pl.lit(context, dtype=pl.Int64),
     )
+    return with_cost, t, bool(step.extrapolated)
+
+
+def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+    with_cost, t, step_extrapolated = _fixed_ops(spans, model, settings)
     return (
         with_cost.group_by(*CASE_KEYS)
         .agg(
@@ -112,7 +119,7 @@ def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
         .with_columns(
             regen=pl.col("gold_tokens") * t,
             program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
-            extrapolated_regen=pl.lit(bool(step.extrapolated)),
+            extrapolated_regen=pl.lit(step_extrapolated),
         )
         .select(COST_COLUMNS)
         .sort("level", "corpus", "framing", "case_id")
@@ -128,7 +135,9 @@ def _step_sums(model: LatencyModel, top: int):
     return seconds, flags
 
 
-def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+def _running_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings):
+    """Each op's cost at prompt + output so far: (spans with context, op_cost, directive_cost,
+    extrapolated; the prefix sums of t_step and of its extrapolation flags)."""
     missing = [c for c in (settings.prompt_column, "op_index") if c not in spans.columns]
     if missing:
         raise ParamsError(f"bounds.context_mode running needs span columns {missing} (prompt length per case, op order)")
@@ -158,6 +167,11 @@ def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetti
         directive_cost=pl.col("directive_tokens") * pl.Series(at_c.seconds),
         extrapolated=pl.Series(op_flag),
     )
+    return per_op, step_sum, step_flag
+
+
+def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+    per_op, step_sum, step_flag = _running_ops(spans, model, settings)
     costs = per_op.group_by(*CASE_KEYS).agg(
         gold_tokens=pl.col("n_tokens").sum(),
         copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
@@ -187,6 +201,25 @@ def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings 
     if settings.context_mode == "fixed":
         return _fixed_costs(spans, model, settings)
     return _running_costs(spans, model, settings)
+
+
+def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> pl.DataFrame:
+    """Per op (the rows of `spans`, in op order): the KV-cache length it runs at (`context`), its cost
+    (`op_cost`: one prefill for a copy, its decode steps for a gen), the cost of its directive tokens
+    (`directive_cost`) and whether it was extrapolated; in the model's unit (`cost_unit`). The sums
+    per case are `case_costs`' program_ideal and directive_seconds."""
+    settings = settings.validate()
+    ops = (_fixed_ops(spans, model, settings)[0] if settings.context_mode == "fixed"
+           else _running_ops(spans, model, settings)[0])
+    order = [c for c in (*CASE_KEYS, "op_index") if c in ops.columns]
+    return ops.sort(order).select(*order, *(c for c in ("kind", "n_tokens") if c not in order),
+                                  "context", "op_cost", "directive_cost", "extrapolated")
+
+
+def cost_unit(model: LatencyModel) -> str:
+    """The unit of a model's times: the paper's kernel is in decode steps (t_step = 1 by definition),
+    a fitted model in seconds."""
+    return "decode steps" if model.form == "paper" else "seconds"
 
 
 def repeat_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> list[pl.DataFrame]:

@@ -28,6 +28,7 @@ STAGES: dict[str, tuple[str, str]] = {
     "optimal": ("analysis.stages.optimal", "cost-optimal oracle beside the coverage oracle; token min_copy sweep"),
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
+    "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),

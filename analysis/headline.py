@@ -1,57 +1,246 @@
-"""reports/metrics/headline.json: about ten flat figures taken from the other stages' outputs and
-the claims table, so that `dvc metrics show` prints them as one short row."""
+"""Headline metrics for `dvc metrics show`: a few dozen scalars in a handful of small files.
+
+`dvc metrics show` prints one row per metrics file and one column per key (the union over files),
+so the files here share their keys: each file is one measure (a row) and its keys are the corpora
+(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n8`/`n512` instead. The
+table stays a grid of numbers (no column of dashes per file) and its width grows with the number of
+corpora, not with the number of kernel sources, models or experiments (those are rows).
+
+Rows (file stem under HEADLINE_DIR -> what it holds):
+  cov_line / cov_token                   copy coverage of gold tokens (headline framing), per corpus
+  bound_<source>_ideal / bound_<source>_dir  closed-form bound, line level, ideal / with directive
+                                         tokens (variant `overhead`), per corpus; pooled = ratio of sums
+  kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
+  em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`)
+  e2e_<model>_line / _token / _n         measured end-to-end speedup vs AR (total time), and case count
+  pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
+  roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
+
+Every figure is read from another stage's committed output (reports/tables, reports/metrics). An
+output that is absent leaves its rows out, and `build_headline` says which (`missing`).
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import polars as pl
 
-from analysis.claims import DIFFERS, NOT_AT_SCALE, NOT_RUN, REPRODUCED, claims, line_ideal, pooled_rows
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, POOLED, TABLES
-from analysis.outputs import bounds_frame, metrics, table
+from analysis.layout import METRICS, POOLED, SINGLE_FRAMINGS, TABLES
+
+HEADLINE_DIR = METRICS / "headline"
+# The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
+CORPUS_KEYS = {
+    "HEvalFix-Py": "hepy",
+    "HEvalFix-JS": "hejs",
+    "CommitEdits-click": "click",
+    "CommitEdits-express": "express",
+    "ProbeEdit-S": "probe",
+    POOLED: POOLED,
+}
+DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
 
 
-def _round(value: Any, digits: int = 4) -> Any:
-    return round(float(value), digits) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+@dataclass(frozen=True)
+class HeadlineSettings:
+    """params.yaml `headline`: which slice of each table is the headline figure."""
+
+    framing: str = "body"          # multi-framing corpora (HEvalFix) at this framing; single-framing corpora join
+    kernel_ns: tuple[int, ...] = (8, 512)
+    perturb_rate: float = 1.0
+    decimals: int = 3
+
+    @classmethod
+    def from_params(cls, group: Mapping[str, Any] | None) -> "HeadlineSettings":
+        group = dict(group or {})
+        unknown = set(group) - {"framing", "kernel_ns", "perturb_rate", "decimals"}
+        if unknown:
+            raise ParamsError(f"headline: unknown settings {sorted(unknown)}; known: framing, kernel_ns, perturb_rate, decimals")
+        ns = group.get("kernel_ns", cls.kernel_ns)
+        if not isinstance(ns, (list, tuple)) or not ns or not all(isinstance(n, int) and n > 0 for n in ns):
+            raise ParamsError(f"headline.kernel_ns must be a non-empty list of positive integers, got {ns!r}")
+        decimals = group.get("decimals", cls.decimals)
+        if not isinstance(decimals, int) or not 0 <= decimals <= 8:
+            raise ParamsError(f"headline.decimals must be an integer 0-8, got {decimals!r}")
+        rate = group.get("perturb_rate", cls.perturb_rate)
+        if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
+            raise ParamsError(f"headline.perturb_rate must be in [0, 1], got {rate!r}")
+        framing = group.get("framing", cls.framing)
+        if not isinstance(framing, str) or not framing:
+            raise ParamsError(f"headline.framing must be a framing name, got {framing!r}")
+        return cls(framing=framing, kernel_ns=tuple(ns), perturb_rate=float(rate), decimals=decimals)
 
 
-def headline(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
-    """reports/metrics/headline.json: about ten flat figures, so that `dvc metrics show` prints them as
-    one short table row; each is taken from another stage's output, and a figure whose output is
-    absent is left out. Pools are body framing, line level, ideal variant, ratio of sums."""
-    items = claims(tables, metrics_dir)
-    out: dict[str, Any] = {"reproduced": sum(c.verdict == REPRODUCED for c in items),
-                           "differ": sum(c.verdict == DIFFERS for c in items),
-                           "not_reproduced_at_scale": sum(c.verdict == NOT_AT_SCALE for c in items),
-                           "not_run": sum(c.verdict == NOT_RUN for c in items)}
-    try:
-        kern = metrics("kernels", metrics_dir)
-        env = kern.get("run_environment")
-        out["kernel_max"] = _round(kern["speedup_range_strongest"][1], 2)
-        out["noisy"] = env.get("noisy") if isinstance(env, dict) else "not recorded"
-    except ParamsError:
-        pass
-    try:
-        cov = table("coverage", tables).filter((pl.col("corpus") == POOLED) & (pl.col("framing") == "body")
-                                               & (pl.col("level") == "line"))
-        if cov.height:
-            out["cov_line_pooled"] = _round(cov["coverage"][0])
-    except ParamsError:
-        pass
-    try:
-        b = bounds_frame(tables)
-        for source, key, baseline in (("paper", "bound_paper_pooled", None), ("fit", "bound_fit_pooled", "eager")):
-            pooled = pooled_rows(line_ideal(b, source, baseline))
-            if "ratio_of_sums" in pooled:
-                out[key] = _round(pooled["ratio_of_sums"]["bound"], 2)
-    except ParamsError:
-        pass
-    try:
-        out["roundtrip_failed"] = metrics("roundtrip", metrics_dir)["failed"]
-    except ParamsError:
-        pass
+@dataclass
+class Headline:
+    rows: dict[str, dict[str, float | int]] = field(default_factory=dict)  # file stem -> {key: value}
+    missing: list[str] = field(default_factory=list)                          # inputs that were absent
+
+
+def slug(text: str) -> str:
+    """A file-name and key-safe form: `h200/qwen2.5-7b/eager` -> `h200-qwen2.5-7b-eager`."""
+    return re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-").lower() or "x"
+
+
+def corpus_key(name: str) -> str:
+    return CORPUS_KEYS.get(name, slug(name))
+
+
+def _num(value: Any, decimals: int) -> float | int | None:
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    value = float(value)
+    return None if value != value else round(value, decimals)
+
+
+def _headline_slice(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
+    """Rows at the headline framing, plus single-framing corpora (which join every framing's pool)."""
+    return frame.filter((pl.col("framing") == framing) | pl.col("framing").is_in(list(SINGLE_FRAMINGS)))
+
+
+def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, float | int]:
+    out: dict[str, float | int] = {}
+    for row in frame.sort("corpus").iter_rows(named=True):
+        number = _num(row[value], decimals)
+        if number is not None:
+            out[corpus_key(row["corpus"])] = number
     return out
 
+
+def _read_csv(tables: Path, name: str, missing: list[str]) -> pl.DataFrame | None:
+    path = Path(tables) / f"{name}.csv"
+    if not path.is_file():
+        missing.append(str(path))
+        return None
+    return pl.read_csv(path, infer_schema_length=None)
+
+
+def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    part = _headline_slice(cov, s.framing)
+    return {f"cov_{level}": _per_corpus(part.filter(pl.col("level") == level), "coverage", s.decimals)
+            for level in sorted(part["level"].unique().to_list())}
+
+
+def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """Line level, per kernel source (every source the table holds), ideal and with directives.
+    A source with several baselines keeps its strongest per corpus (the highest bound is against
+    the slowest loop, so the lowest is the honest one): min over baselines."""
+    part = _headline_slice(bounds.filter(pl.col("level") == "line"), s.framing)
+    if "pooling" in part.columns:
+        part = part.filter(pl.col("pooling").is_in(["corpus", "ratio_of_sums"]))
+    out: dict[str, dict] = {}
+    for source in sorted(part["kernel_source"].unique().to_list()):
+        for variant, suffix in (("ideal", "ideal"), (DIRECTIVES_VARIANT, "dir")):
+            rows = (part.filter((pl.col("kernel_source") == source) & (pl.col("variant") == variant))
+                    .group_by("corpus").agg(pl.col("bound").min()))
+            if rows.height:
+                out[f"bound_{slug(source)}_{suffix}"] = _per_corpus(rows, "bound", s.decimals)
+    return out
+
+
+def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSettings) -> dict[str, dict]:
+    """Measured ratios (reports/tables/kernel_speedup.csv, the strongest baseline, per kernel source
+    and context) and the paper's curve when `paper` is one of the bound's kernel sources."""
+    from analysis.latency import paper_speedup
+
+    out: dict[str, dict] = {}
+    if speedup is not None and speedup.height:
+        frame = speedup
+        if "kernel_source" not in frame.columns:
+            frame = frame.with_columns(kernel_source=pl.lit("fit"))
+        if "is_strongest" in frame.columns:
+            frame = frame.filter(pl.col("is_strongest"))
+        multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)
+        several = set(multi_model["kernel_source"].to_list())
+        for (source, model, context), group in frame.group_by(["kernel_source", "model", "context"], maintain_order=True):
+            name = f"kernel_{slug(source)}" + (f"_{slug(model)}" if source in several else "") + f"_c{context}"
+            by_n = {int(r["n"]): r["speedup"] for r in group.iter_rows(named=True)}
+            row = {f"n{n}": _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
+            if row:
+                out[name] = row
+    if "paper" in sources:
+        out["kernel_paper"] = {f"n{n}": _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
+    return dict(sorted(out.items()))
+
+
+def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    part = _headline_slice(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
+                           s.framing)
+    return {f"em_{level}": _per_corpus(part.filter(pl.col("level") == level), "em", s.decimals)
+            for level in sorted(part["level"].unique().to_list())}
+
+
+def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """Measured end to end against the AR loop of the same model (speedup of total time)."""
+    out: dict[str, dict] = {}
+    for model in sorted(e2e["model"].unique().to_list()):
+        part = e2e.filter(pl.col("model") == model)
+        for method, suffix in (("cad_line", "line"), ("cad_token", "token")):
+            rows = part.filter(pl.col("method") == method)
+            if rows.height:
+                out[f"e2e_{slug(model)}_{suffix}"] = _per_corpus(rows, "speedup_total", s.decimals)
+        ar = part.filter(pl.col("method") == "ar")
+        if ar.height:
+            out[f"e2e_{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals)
+    return out
+
+
+def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """Exact match of the program-writing pilot per evaluation split, before and after fine-tuning."""
+    part = pilot.filter(pl.col("mode") == "program") if "mode" in pilot.columns else pilot
+    out: dict[str, dict] = {}
+    for phase in ("before", "after"):
+        rows = part.filter(pl.col("phase") == phase).group_by("split").agg(pl.col("em").mean())
+        if rows.height:
+            out[f"pilot_{phase}"] = {corpus_key(r["split"]): _num(r["em"], s.decimals)
+                                     for r in rows.sort("split").iter_rows(named=True)}
+    return out
+
+
+def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path = TABLES,
+                   metrics_dir: Path = METRICS) -> Headline:
+    head = Headline()
+    readers = (
+        ("coverage", lambda f: coverage_rows(f, s)),
+        ("bounds", lambda f: bound_rows(f, s)),
+        ("perturbation", lambda f: em_rows(f, s)),
+        ("e2e_speedup", lambda f: e2e_rows(f, s)),
+        ("pilot_em", lambda f: pilot_rows(f, s)),
+    )
+    for name, build in readers:
+        frame = _read_csv(tables, name, head.missing)
+        if frame is not None and frame.height:
+            head.rows.update(build(frame))
+    head.rows.update(kernel_rows(_read_csv(tables, "kernel_speedup", head.missing), kernel_sources, s))
+    roundtrip = Path(metrics_dir) / "roundtrip.json"
+    if roundtrip.is_file():
+        head.rows["roundtrip_fail"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}
+    else:
+        head.missing.append(str(roundtrip))
+    head.rows = {k: v for k, v in sorted(head.rows.items()) if v}
+    return head
+
+
+def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
+    """One JSON file per row; files of rows no longer produced are removed, so a stale figure from
+    an earlier run (another kernel source, a dropped corpus) never shows in `dvc metrics show`."""
+    from analysis.io import write_json
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for stem, values in head.rows.items():
+        path = out_dir / f"{stem}.json"
+        write_json(values, path)
+        written.append(path)
+    for stale in out_dir.glob("*.json"):
+        if stale not in written:
+            stale.unlink()
+    return written

@@ -4,7 +4,7 @@ the modules that own them, plus the kernel report's roofline block and the case 
 Owners: reading stage outputs analysis.outputs; number formatting analysis.numbers; tables and page
 blocks (HTML) analysis.pages; provenance analysis.provenance; the paper's claims and their verdicts
 analysis.claims (torch-free, no HTML); corpus views analysis.corpusviews; kernel run environment and
-latency fits analysis.kernelviews; headline.json analysis.headline.
+latency fits analysis.kernelviews; headline.json analysis.claims_summary.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ from analysis.corpusviews import (  # noqa: F401
     tokenization_wide,
 )
 from analysis.errors import ParamsError
-from analysis.headline import headline  # noqa: F401
+from analysis.claims_summary import headline  # noqa: F401
 from analysis.kernelviews import (  # noqa: F401
     RunEnvironmentView,
     break_even_n,
@@ -194,42 +194,3 @@ def roofline_explanation(roof: dict | None, gpu: dict) -> Html:
         share=f" ({fmt_pct(share, 0)} of the cap)" if share is not None else "",
         gpu=gpu["device"], gpu_bw=fmt_int(gpu["hbm_gbps"]), gpu_tf=fmt_num(gpu["bf16_tflops"]),
         gpu_ridge=fmt_num(gpu_ridge), gpu_cap=fmt_x(gpu_cap), paper_top=fmt_x(paper_top))
-
-
-
-# ---------------------------------------------------------------- explore one case
-
-
-def case_view(case_id: str, framing: str, level: str) -> dict:
-    """Input, gold, oracle program and its spans (with per-span cost from the bound's latency model).
-    `highlighted` is escaped HTML: the case's text never becomes markup."""
-    from analysis.program import Copy, parse
-    from analysis.resolver import resolve
-    from analysis.tokenization import load_tokenizer
-
-    cases = pl.read_parquet(CASES)
-    row = cases.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing))
-    if row.height == 0:
-        known = cases.filter(pl.col("framing") == framing)["case_id"].head(5).to_list()
-        raise ParamsError(f"no case {case_id!r} with framing {framing!r}; e.g. {known}")
-    case = row.row(0, named=True)
-    programs = pl.read_parquet(PROGRAMS)
-    text = pick(programs.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing)), level=level)["program"][0]
-    program = parse(text)
-    spans = pl.read_parquet(SPANS).filter(
-        (pl.col("case_id") == case_id) & (pl.col("framing") == framing) & (pl.col("level") == level)
-    ).sort("op_index")
-    costs = None
-    if CASE_COSTS.is_file():
-        costs = pl.read_parquet(CASE_COSTS).filter(
-            (pl.col("case_id") == case_id) & (pl.col("framing") == framing) & (pl.col("level") == level))
-    tokens = load_tokenizer().encode(case["source"]) if level == "token" else None
-    pieces = []
-    for op in program.ops:
-        out = resolve(type(program)((op,)), case["source"], tokens.char_bounds if tokens else None)
-        kind = "copy" if isinstance(op, Copy) else "gen"
-        title = f"copy {op.unit} {op.start}-{op.end}" if isinstance(op, Copy) else "gen"
-        pieces.append(f'<span class="cd-{kind}" title="{esc(title)}">{esc(out)}</span>')
-    highlighted = ('<pre class="cd-pre">' + "".join(pieces) + "</pre>"
-                   '<p><span class="cd-copy">copied</span> <span class="cd-gen">generated</span></p>')
-    return {"case": case, "program": text, "spans": spans, "highlighted": Html(highlighted), "costs": costs}

@@ -26,7 +26,7 @@ from analysis.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
-HEADLINE = METRICS / "headline.json"  # a few figures from the other metrics, for `dvc metrics show`
+HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.headline's files)
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (

@@ -6,26 +6,33 @@
 What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
 1. Cases: analysis.pilotdata's training and held-out cases (ProbeEdit-S recipe on pinned-stdlib
    functions disjoint from ProbeEdit-S's evaluation units; held-out files never trained on), and a
-   seeded sample of HEvalFix-Py body cases (bug fixing from the dataset's instruction).
-2. "before": the base model decodes programs for the held-out cases under the grammar FSM.
+   seeded sample of HEvalFix-Py cases asked as HumanEvalFix asks: the buggy function
+   (`humaneval_framing`) and "Fix bugs in <name>.".
+2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.teacher_forced: one forward
+   per case), the curve's step 0.
 3. Training: one LoRA adapter per seed in `seeds` on the program layout (loss on directive, gen and EOS
-   tokens) and one per seed in `rewrite_seeds` on the whole edited text. Checkpoints under
-   data/pilot/checkpoints/, keyed by a hash of the training sequences, LoRA and optimiser settings,
-   model and library versions; an interrupted run resumes at its last checkpoint.
-4. "after": every program adapter on the held-out cases; for each seed with both adapters, program and
-   rewrite decoding run back to back per case in a seeded order, so their wall-clock ratio is measured
-   per case (rewrite seconds / program seconds) rather than as a ratio of totals taken minutes apart.
-   The `humaneval_seeds` program adapters also run on the HEvalFix-Py sample. Every evaluation is
-   cached as one JSON per job, keyed by its adapter and everything that decides its records.
+   tokens) and one per seed in `rewrite_seeds` on the whole edited text; AdamW with `warmup` steps and
+   a `schedule` decay, `batch` sequences a step. Every `checkpoint_every` steps the adapter's
+   teacher-forced held-out metrics join the curve. Checkpoints (weights, optimiser, losses, curve) under
+   data/pilot/checkpoints/, keyed by a hash of the training and held-out sequences, LoRA and training
+   settings, model and library versions; an interrupted run resumes at its last checkpoint.
+4. Greedy decoding ("before": the base model on the held-out cases and the HEvalFix-Py sample; "after":
+   each of `decode_seeds`' program adapters on the held-out cases, paired per case with the seed's
+   rewrite adapter where it has one (program and rewrite back to back in a seeded order, so their
+   wall-clock ratio is measured per case), and the `humaneval_seeds` program adapters on HEvalFix-Py).
+   Every evaluation is cached as one JSON per job, keyed by its adapter and everything that decides
+   its records.
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
-FSM walker's margin then forces a whole program. A case that cannot run (prompt past the context,
-empty instruction, budget too small) is recorded with its error and no output; the others go on.
+FSM walker's margin then forces a whole program (recorded as stopped "forced", not as the model
+stopping). A case that cannot run (prompt past the context, empty instruction, budget too small) is
+recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-reports/tables/pilot_em.{csv,md}, reports/tables/pilot_speed.{csv,md}, reports/figures/pilot_loss.{png,svg},
-reports/metrics/pilot.json. A preset writes records, losses and metrics under data/pilot/<preset>/.
+data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after}.{csv,md},
+reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
+losses, curve and metrics under data/pilot/<preset>/.
 """
 
 from __future__ import annotations

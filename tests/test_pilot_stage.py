@@ -27,6 +27,8 @@ def test_defaults_validate_and_a_preset_overlays_them():
     gpu = stage.settings(cfg(), type("A", (), {"preset": "pilot-gpu"})())
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
+    long = stage.settings(cfg(), type("A", (), {"preset": "pilot-long"})())
+    assert long.steps > s.steps and long.decode_seeds == long.seeds == (0,) and long.lr == s.lr
 
 
 @pytest.mark.parametrize("preset", [None, "pilot-gpu"])

@@ -192,7 +192,7 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
           on_checkpoint: Callable[[int], dict] | None = None) -> tuple[list[float], list[dict]]:
     """AdamW on the trainable (LoRA) weights, `batch` sequences per step in a seeded order, learning
     rate per `lr_at`; returns the loss of every step (resumed steps included) and the curve: what
-    `on_checkpoint(step)` returned after every `checkpoint_every` steps (and the last), kept in the
+    `on_checkpoint(step)` returned (unless None) after every `checkpoint_every` steps and the last, kept in the
     checkpoint so a resumed run keeps it. The checkpoint also keeps the training seconds spent so far
     (`trained_seconds`), so a resumed run can still say what a run from scratch costs (curve
     evaluations are not training: their seconds are kept apart)."""
@@ -237,7 +237,9 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
         if done or (step + 1) % s.checkpoint_every == 0:
             if on_checkpoint is not None:
                 e0 = time.perf_counter()
-                curve.append({"step": step + 1, **on_checkpoint(step + 1)})
+                point = on_checkpoint(step + 1)
+                if point is not None:  # None: no curve point at this step
+                    curve.append({"step": step + 1, **point})
                 evaluating += time.perf_counter() - e0
                 model.train()
             if checkpoint is not None:

@@ -8,6 +8,12 @@ teacher-forced metrics on every held-out case before training and every `--every
 (every supervised token the argmax) is a lower bound on greedy held-out EM. Writes
 reports/pilot/sweep.{csv,md} (one row per config and step) and prints each row as it comes; a rerun
 appends nothing, it rewrites the table from the configs given.
+
+    python -m kernels_profile.pilot_sweep --from-checkpoints
+
+reads the curve (and the losses so far) kept in every adapter checkpoint under data/pilot/checkpoints/,
+finished or not, and writes reports/pilot/checkpoint_curve.{csv,md}: what an interrupted `copydecode
+pilot` had measured (the stage itself writes data/pilot/curve.parquet only when it finishes).
 """
 
 from __future__ import annotations
@@ -38,6 +44,20 @@ def parse_config(text: str) -> tuple[str, dict]:
     return name, values
 
 
+def checkpoint_curve(directory: Path) -> pl.DataFrame:
+    """One row per curve point kept in the adapter checkpoints in `directory` (step 0, the base model,
+    is kept in the stage's forced-before JSON files, not here), with the steps trained so far."""
+    import torch
+
+    rows = []
+    for path in sorted(directory.glob("*-seed*-*.pt")):
+        mode, seed = path.name.split("-seed")[0], int(path.name.split("-seed")[1].split("-")[0])
+        state = torch.load(path, weights_only=False)
+        for point in state.get("curve", []):
+            rows.append({"mode": mode, "seed": seed, "trained_steps": len(state["losses"]), **point})
+    return pl.DataFrame(rows)
+
+
 def main(argv=None) -> None:
     import torch
 
@@ -45,11 +65,17 @@ def main(argv=None) -> None:
     from kernels_profile.stages.pilot import load_models, settings
 
     ap = argparse.ArgumentParser()
-    ap.add_argument("configs", nargs="+")
+    ap.add_argument("configs", nargs="*")
+    ap.add_argument("--from-checkpoints", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--every", type=int, default=24)
     args = ap.parse_args(argv)
+    if args.from_checkpoints:
+        from analysis.layout import PILOT_CHECKPOINTS
+
+        write_table(checkpoint_curve(PILOT_CHECKPOINTS), OUT.with_name("checkpoint_curve"), digits=3)
+        return
     s = settings(Config.load("params.yaml"))
     torch.set_num_threads(args.threads)
     cases = build_pilot_cases(s.data, s.probeedit)

@@ -232,14 +232,40 @@ def pilot_loss(losses: pl.DataFrame, window: int = 5):
 
 
 def pilot_em(em: pl.DataFrame):
-    """Exact match before and after fine-tuning, per adapter seed and split."""
+    """Exact match before and after fine-tuning, per adapter seed and split: bars on a fixed 0-100% axis,
+    each labelled with its count ("0/33"), so a run where nothing matched still shows every bar's count."""
     alt = _alt()
     data = (em.with_columns(run=pl.when(pl.col("phase") == "before").then(pl.lit("before"))
-                            .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))))
+                            .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))),
+                            label=pl.format("{}/{}", pl.col("exact_match"), pl.col("cases")))
             .to_pandas())
-    bars = alt.Chart(data).mark_bar().encode(
-        x=alt.X("run:N", title=None), y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%")),
+    base = alt.Chart(data).encode(x=alt.X("run:N", title=None))
+    bars = base.mark_bar().encode(
+        y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("mode:N"), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
-    return readable(bars.properties(width=PANEL, height=HEIGHT)
+    text = base.mark_text(dy=-8).encode(y=alt.Y("em:Q"), text="label:N")
+    return readable(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT)
                     .facet(facet=alt.Facet("split:N", title=None), columns=WRAP)
-                    .properties(title="Pilot exact match, before and after fine-tuning"))
+                    .properties(title="Pilot exact match, before and after fine-tuning (labels: exact / cases)"))
+
+
+CURVE_METRICS = {"loss": "loss per supervised token (nats)", "directive_accuracy": "directive-token accuracy",
+                 "copy_exact": "copy directives exactly right", "gen_exact": "gen spans exactly right",
+                 "all_exact": "whole program exactly right"}
+
+
+def pilot_curve(curve: pl.DataFrame):
+    """The teacher-forced held-out learning curve: each metric against training steps, per adapter
+    (step 0: the base model)."""
+    alt = _alt()
+    data = (curve.with_columns(adapter=pl.format("{} seed {}", pl.col("mode"), pl.col("seed")))
+            .unpivot(index=["adapter", "step"], on=list(CURVE_METRICS), variable_name="metric")
+            .with_columns(metric=pl.col("metric").replace_strict(CURVE_METRICS))
+            .drop_nulls("value").to_pandas())
+    lines = alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X("step:Q", title="training step"), y=alt.Y("value:Q", title=None),
+        color=alt.Color("adapter:N", title=None), tooltip=["adapter", "metric", "step", "value"])
+    return readable(lines.properties(width=PANEL, height=HEIGHT)
+                    .facet(facet=alt.Facet("metric:N", title=None), columns=WRAP)
+                    .resolve_scale(y="independent")
+                    .properties(title="Pilot learning curve on the held-out cases (teacher-forced)"))

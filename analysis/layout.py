@@ -34,6 +34,7 @@ E2E_CHECKPOINTS = DATA / "e2e/checkpoints"
 PILOT_DIR = DATA / "pilot"
 PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.stages.pilot.RECORD_SCHEMA
 PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
+PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.stages.pilot.CURVE_SCHEMA (teacher-forced, held-out)
 PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
 TIMINGS = DATA / "timings"                              # run times of each stage (untracked)
 MODELS_CACHE = Path("models")                           # tokenizers extracted from GGUF files

@@ -4,9 +4,14 @@ pilot notebook both call these, so the report and reports/metrics/pilot.json can
 Definitions, stated once:
 - exact match (EM): the resolved output equals the gold target, byte for byte; a case that could not
   run (its `error` is set) counts as a miss and is counted in `errors`.
-- valid: the model ended a whole program (or rewrite) itself with EOS, before the budget forced the end.
-- copy coverage: share of the output's characters written by copy directives (program mode only),
-  averaged over the cases that ran.
+- stopped on its own (`valid`, `stopped` == "eos"): the model ended a whole program (or rewrite) itself
+  with EOS. Cut off: the budget ended it (`stopped` "forced": the walker's margin forced the program's
+  completion and its EOS; "budget": a rewrite ran out). Reported as two counts, never merged.
+- copy coverage: share of the output's tokens written by copy directives (the model's tokenizer, a token
+  counting for the op in which its first byte lies, as analysis.spans), averaged over the cases that ran.
+- teacher-forced metrics (kernels_profile.pilot.ForcedMetrics): one forward per held-out case with the
+  gold sequence; loss per supervised token, directive-token accuracy, share of copy directives and gen
+  spans whose every token is the argmax, share of whole programs so (a lower bound on greedy EM).
 - wall-clock ratio: per case, rewrite seconds / program seconds of the same adapter seed, measured back to
   back in a seeded order; reported as the median and IQR over cases (all cases, and the cases both got
   right), never as a ratio of totals.
@@ -23,7 +28,9 @@ def em_table(records: pl.DataFrame) -> pl.DataFrame:
     """EM, validity, coverage and errors per phase, mode, seed and split."""
     return (records.group_by(KEYS, maintain_order=True)
             .agg(cases=pl.len(), exact_match=pl.col("exact_match").sum(), em=pl.col("exact_match").mean(),
-                 valid=pl.col("valid").mean(), copy_coverage=pl.col("copy_coverage").mean(),
+                 valid=pl.col("valid").mean(), stopped=(pl.col("stopped") == "eos").sum(),
+                 cut_off=pl.col("stopped").is_in(["forced", "budget"]).sum(),
+                 copy_coverage=pl.col("copy_coverage").mean(),
                  errors=pl.col("error").is_not_null().sum(),
                  median_s=pl.col("seconds").median(), median_tokens=pl.col("program_tokens").median())
             .sort(["split", "phase", "mode", "seed"], descending=[True, True, False, False], nulls_last=False))
@@ -76,8 +83,9 @@ def _summary(rows: pl.DataFrame) -> dict:
     if rows.is_empty():
         return {"cases": 0}
     return {"cases": rows.height, "exact_match": int(rows["exact_match"].sum()), "em": rows["exact_match"].mean(),
-            "valid": rows["valid"].mean(), "copy_coverage": rows["copy_coverage"].mean(),
-            "errors": int(rows["error"].is_not_null().sum())}
+            "valid": rows["valid"].mean(), "stopped": int((rows["stopped"] == "eos").sum()),
+            "cut_off": int(rows["stopped"].is_in(["forced", "budget"]).sum()),
+            "copy_coverage": rows["copy_coverage"].mean(), "errors": int(rows["error"].is_not_null().sum())}
 
 
 def _per_seed(records: pl.DataFrame, mode: str, split: str) -> dict:
@@ -90,30 +98,117 @@ def em_range(per_seed: dict) -> list[float] | None:
     return [min(ems), max(ems)] if ems else None
 
 
-def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_note: str) -> dict:
-    """reports/metrics/pilot.json: settings, before/after EM per seed, rewrite, HEvalFix-Py, speed."""
+def curve_table(curve: pl.DataFrame) -> pl.DataFrame:
+    """The teacher-forced held-out curve, one row per adapter and step (step 0: the base model)."""
+    return curve.sort("mode", "seed", "step")
+
+
+def _forced(curve: pl.DataFrame, mode: str, seed: int | None, last: bool) -> dict | None:
+    rows = curve.filter(pl.col("mode") == mode)
+    if seed is not None:
+        rows = rows.filter(pl.col("seed") == seed)
+    if rows.is_empty():
+        return None
+    row = rows.sort("step").row(-1 if last else 0, named=True)
+    return {k: v for k, v in row.items() if k not in ("mode", "seed")}
+
+
+def _em_count(summary: dict | None) -> int | None:
+    return summary.get("exact_match") if summary and summary.get("cases") else None
+
+
+def stopped_counts(records: pl.DataFrame) -> list[dict]:
+    """Per phase, mode, seed and split: cases, stopped on their own, cut off by the budget, errors."""
+    return (records.group_by(KEYS, maintain_order=True)
+            .agg(cases=pl.len(), stopped=(pl.col("stopped") == "eos").sum(),
+                 cut_off=pl.col("stopped").is_in(["forced", "budget"]).sum(),
+                 errors=pl.col("error").is_not_null().sum())
+            .sort(["split", "phase", "mode", "seed"], descending=[True, True, False, False]).to_dicts())
+
+
+def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_note: str,
+            curve: pl.DataFrame | None = None) -> dict:
+    """reports/metrics/pilot.json: settings, before/after EM per seed, rewrite, HEvalFix-Py, speed, and the
+    teacher-forced curve. Plain keys for readers (the claims table): heldout_em_before, heldout_em_after
+    (exact matches per decoded seed), heldout_cases, humaneval_em_before, humaneval_em_after, humaneval_cases,
+    teacher_forced_before / teacher_forced_after, curve, stopped_counts."""
+    curve = curve if curve is not None else pl.DataFrame()
     before = records.filter((pl.col("phase") == "before") & (pl.col("split") == "heldout"))
+    he_before = records.filter((pl.col("phase") == "before") & (pl.col("split") == "HEvalFix-Py"))
     program = _per_seed(records, "program", "heldout")
+    humaneval = _per_seed(records, "program", "HEvalFix-Py")
     speed = speed_table(records)
     final_loss = (losses.group_by("mode", "seed").agg(pl.col("loss").tail(10).mean().alias("last10"))
                   .sort("mode", "seed"))
+    schedule = f"{s.schedule} decay" if s.schedule != "constant" else "constant"
+    steps_text = (f"{s.steps} steps of {s.batch} sequence{'s' if s.batch > 1 else ''}, lr {s.lr} "
+                  f"({s.warmup} warmup steps, then {schedule})")
+    modes = sorted(set(curve["mode"].to_list())) if curve.height else []
+    forced_after = {m: {str(seed): _forced(curve, m, seed, last=True)
+                        for seed in sorted(set(curve.filter(pl.col("mode") == m)["seed"].to_list()))} for m in modes}
     return {
         "model": s.model, "weights": s.weights, "weights_note": weights_note, "dtype": s.dtype, "device": s.device,
-        "threads": s.threads, "method": "LoRA (peft) rank {r}, alpha {a} on {t}; AdamW lr {lr}, {n} steps of one "
-        "sequence; greedy decoding under the grammar FSM".format(r=s.lora_rank, a=s.lora_alpha,
-                                                                 t=", ".join(s.lora_targets), lr=s.lr, n=s.steps),
-        "steps": s.steps, "lr": s.lr, "seeds": list(s.seeds), "rewrite_seeds": list(s.rewrite_seeds),
+        "threads": s.threads, "method": "LoRA (peft) rank {r}, alpha {a} on {t}; AdamW, {st}; greedy decoding "
+        "under the grammar FSM".format(r=s.lora_rank, a=s.lora_alpha, t=", ".join(s.lora_targets), st=steps_text),
+        "scale": f"{s.model} (135M parameters) on CPU, {s.steps} LoRA steps on {s.data.n_train} worded line edits",
+        "steps": s.steps, "lr": s.lr, "warmup": s.warmup, "schedule": s.schedule, "batch": s.batch,
+        "seeds": list(s.seeds), "decode_seeds": list(s.decode_seeds), "rewrite_seeds": list(s.rewrite_seeds),
         "train_sequences": kept, "data": {"n_train": s.data.n_train, "n_heldout": s.data.n_heldout,
                                           "min_lines": s.data.min_lines, "max_lines": s.data.max_lines,
                                           "heldout_files": s.data.heldout_files, "seed": s.data.seed},
+        "trained_on": "worded line edits (the ProbeEdit-S recipe on pinned-stdlib functions), not bug fixes",
         "budget": f"gold target tokens (or oracle program tokens, if more) + {s.budget_margin} + EOS",
         "before": _summary(before),
         "after_program": program, "after_program_em_range": em_range(program),
         "after_rewrite": _per_seed(records, "rewrite", "heldout"),
-        "humaneval": _per_seed(records, "program", "HEvalFix-Py"),
+        "humaneval": humaneval,
+        "humaneval_before": _summary(he_before),
+        "humaneval_instruction": "HumanEvalFix's own: the buggy function ({} framing) and "
+                                 "\"Fix bugs in <function>.\"".format(s.humaneval_framing),
         "speed": speed.to_dicts(),
         "final_loss": final_loss.to_dicts(),
+        # plain names (the claims table and the README read these)
+        "heldout_cases": before.height,
+        "heldout_em_before": _em_count(_summary(before)),
+        "heldout_em_after": {seed: _em_count(v) for seed, v in program.items()},
+        "heldout_em_after_max": max((v["exact_match"] for v in program.values() if v.get("cases")), default=None),
+        "humaneval_cases": he_before.height,
+        "humaneval_em_before": _em_count(_summary(he_before)),
+        "humaneval_em_after": {seed: _em_count(v) for seed, v in humaneval.items()},
+        "teacher_forced_before": {m: _forced(curve, m, None, last=False) for m in modes},
+        "teacher_forced_after": forced_after,
+        "curve": curve_table(curve).to_dicts() if curve.height else [],
+        "stopped_counts": stopped_counts(records),
     }
+
+
+def before_after_table(m: dict) -> pl.DataFrame:
+    """The pilot's before/after table: held-out EM and teacher-forced metrics of each program adapter seed,
+    HEvalFix-Py EM, each against the base model."""
+    rows = []
+    n, he_n = m.get("heldout_cases") or 0, m.get("humaneval_cases") or 0
+    before = (m.get("teacher_forced_before") or {}).get("program") or {}
+    for seed, after in sorted(((m.get("teacher_forced_after") or {}).get("program") or {}).items()):
+        em_after = (m.get("heldout_em_after") or {}).get(seed)
+        he_after = (m.get("humaneval_em_after") or {}).get(seed)
+        rows.append({"seed": int(seed), "steps": m.get("steps"),
+                     "heldout_em_before": m.get("heldout_em_before"), "heldout_em_after": em_after,
+                     "heldout_cases": n,
+                     "loss_before": before.get("loss"), "loss_after": after.get("loss"),
+                     "directive_accuracy_before": before.get("directive_accuracy"),
+                     "directive_accuracy_after": after.get("directive_accuracy"),
+                     "copy_exact_before": before.get("copy_exact"), "copy_exact_after": after.get("copy_exact"),
+                     "gen_exact_before": before.get("gen_exact"), "gen_exact_after": after.get("gen_exact"),
+                     "forced_exact_before": before.get("all_exact"), "forced_exact_after": after.get("all_exact"),
+                     "humaneval_em_before": m.get("humaneval_em_before") if he_after is not None else None,
+                     "humaneval_em_after": he_after, "humaneval_cases": he_n if he_after is not None else None})
+    schema = {"seed": pl.Int64, "steps": pl.Int64, "heldout_em_before": pl.Int64, "heldout_em_after": pl.Int64,
+              "heldout_cases": pl.Int64, "loss_before": pl.Float64, "loss_after": pl.Float64,
+              "directive_accuracy_before": pl.Float64, "directive_accuracy_after": pl.Float64,
+              "copy_exact_before": pl.Float64, "copy_exact_after": pl.Float64, "gen_exact_before": pl.Float64,
+              "gen_exact_after": pl.Float64, "forced_exact_before": pl.Float64, "forced_exact_after": pl.Float64,
+              "humaneval_em_before": pl.Int64, "humaneval_em_after": pl.Int64, "humaneval_cases": pl.Int64}
+    return pl.DataFrame(rows, schema=schema)
 
 
 def examples(records: pl.DataFrame, seed: int, n: int = 3, split: str = "heldout") -> pl.DataFrame:
@@ -134,17 +229,23 @@ def headline(m: dict) -> list[tuple[str, str]]:
     def em(summary: dict) -> str:
         return f"{summary.get('exact_match', 0)} / {summary.get('cases', 0)}" if summary.get("cases") else "not run"
 
-    rng = m.get("after_program_em_range")
-    rows = [("held-out EM before fine-tuning", em(m["before"])),
-            (f"held-out EM after ({len(m['after_program'])} seeds)",
-             f"{fmt_pct(rng[0])} to {fmt_pct(rng[1])}" if rng else "not run")]
+    rows = [("held-out EM before fine-tuning", em(m["before"]))]
+    for seed, summary in m.get("after_program", {}).items():
+        rows.append((f"held-out EM after {m.get('steps')} steps (seed {seed})", em(summary)))
+    forced_before = (m.get("teacher_forced_before") or {}).get("program")
+    for seed, after in ((m.get("teacher_forced_after") or {}).get("program") or {}).items():
+        if forced_before and after:
+            rows.append((f"held-out loss per supervised token, teacher-forced (seed {seed})",
+                         f"{forced_before['loss']:.2f} -> {after['loss']:.2f}"))
     for seed, summary in m.get("after_rewrite", {}).items():
         rows.append((f"rewrite adapter EM (seed {seed})", em(summary)))
+    he_before = m.get("humaneval_before") or {}
     for seed, summary in m.get("humaneval", {}).items():
-        rows.append((f"HEvalFix-Py EM after (seed {seed})", em(summary)))
+        rows.append((f"HEvalFix-Py EM, bug-fix instruction (seed {seed})",
+                     f"{em(he_before)} -> {em(summary)}" if he_before.get("cases") else em(summary)))
     for row in m.get("speed", []):
-        if row["subset"] == "all cases" and row["cases"]:
+        if row["subset"] == "both exact" and row["cases"]:
             spread = f"IQR {fmt_x(row['ratio_q25'], 2)} to {fmt_x(row['ratio_q75'], 2)}"
-            rows.append((f"program vs rewrite wall-clock, per case (seed {row['seed']})",
+            rows.append((f"program vs rewrite wall-clock, per case, {row['cases']} cases both exact (seed {row['seed']})",
                          f"{fmt_x(row['ratio_median'], 2)} ({spread})"))
     return rows

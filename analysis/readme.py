@@ -186,8 +186,12 @@ def _pilot_sentence(root: Path) -> str:
     except ParamsError:
         return "The fine-tuning pilot [pilot] has not been run."
     figures = "; ".join(f"{what} {value}" for what, value in headline(m))
-    return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}. A pilot of the pipeline on "
-            "a 135M model and a few dozen CPU steps, not a replication of the paper's 1.5B run (see the pilot report).")
+    scale = m.get("scale") or f"{m['model']}, {m.get('steps')} LoRA steps"
+    trained = m.get("trained_on", "worded line edits")
+    return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}. Scale: {scale}; the paper "
+            f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. The adapters "
+            f"were trained on {trained}, so the HEvalFix-Py row measures transfer to a task never trained on "
+            "(see the pilot report).")
 
 
 def _formats_sentences(root: Path) -> list[str]:

@@ -35,7 +35,7 @@ KEY_FIGURES = (
     ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
     ("perturbation", "Claim 6: exact match under off-by-one span noise"),
     ("e2e_speedup", "Beyond the paper: measured end to end against the closed-form prediction"),
-    ("pilot_loss", "Claim 7: the fine-tuning pilot's training loss (program and rewrite adapters)"),
+    ("pilot_curve", "Claim 7: the fine-tuning pilot's held-out learning curve (teacher-forced, every seed)"),
 )
 
 PAGE_CSS = """

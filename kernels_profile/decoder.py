@@ -66,7 +66,7 @@ class DecodeResult:
     text: str
     program: Program
     output: str
-    stopped: str  # "eos" | "budget"
+    stopped: str  # "eos" (the model ended the program) | "forced" (EOS forced by the budget margin) | "budget"
     timings: DecodeTimings
     counts: DecodeCounts
     sequence: tuple[int, ...]  # every id fed to the model, prompt first
@@ -265,10 +265,11 @@ def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt
             token = int(apply_mask(logits, masks.bias(walker)).argmax())
             t["mask"] += time.perf_counter() - m0
             closing = closes_copy(fsm, walker.state, token)
+            forcing = walker.forcing  # the budget's margin was forcing the program's end
             walker.advance(token)
             written.append(token)
             if token in tok.eos_ids:
-                stopped = "eos"
+                stopped = "forced" if forcing else "eos"
                 break
             program += fsm.piece(token)
             ids = [token]

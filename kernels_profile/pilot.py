@@ -25,6 +25,7 @@ from analysis.program import Copy, parse
 from analysis.resolver import resolve
 from kernels_profile.decoder import DecodeError, MaskTable, decode, decode_rewrite
 from kernels_profile.sequence import (
+    LOSS_KINDS,
     PROGRAM_TEMPLATE,
     REWRITE_TEMPLATE,
     ModelTokenizer,
@@ -47,6 +48,9 @@ class LoraSettings:
     targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
+SCHEDULES = ("constant", "linear", "cosine")
+
+
 @dataclass(frozen=True)
 class TrainSettings:
     steps: int
@@ -54,6 +58,93 @@ class TrainSettings:
     seed: int
     max_tokens: int  # sequences longer than this are left out of training (counted, never clipped)
     checkpoint_every: int = 10
+    warmup: int = 0             # steps of linear warmup from lr / (warmup + 1) to lr
+    schedule: str = "constant"  # after warmup: constant, or linear / cosine decay to 0 at `steps`
+    batch: int = 1              # sequences per step (gradients accumulated, loss averaged per sequence)
+
+    def lr_at(self, step: int) -> float:
+        """The learning rate of 0-based `step`."""
+        import math
+
+        if step < self.warmup:
+            return self.lr * (step + 1) / (self.warmup + 1)
+        if self.schedule == "constant":
+            return self.lr
+        span = max(1, self.steps - self.warmup)
+        done = (step - self.warmup) / span
+        if self.schedule == "linear":
+            return self.lr * (1.0 - done)
+        if self.schedule == "cosine":
+            return self.lr * 0.5 * (1.0 + math.cos(math.pi * done))
+        raise ParamsError(f"pilot schedule must be one of {', '.join(SCHEDULES)}, got {self.schedule!r}")
+
+
+@dataclass(frozen=True)
+class ForcedMetrics:
+    """Teacher-forced metrics of one adapter on a set of sequences (one forward per sequence): the
+    model's argmax at every supervised position, given the gold prefix. A sequence whose every
+    supervised token is the argmax is exactly what greedy decoding writes (the FSM only removes
+    tokens), so `all_exact` is a lower bound on greedy EM."""
+
+    sequences: int
+    supervised_tokens: int
+    loss: float              # mean cross-entropy per supervised token (nats)
+    directive_accuracy: float  # share of directive tokens that are the argmax
+    copy_exact: float        # share of copy directives whose every token (so its line range) is the argmax
+    gen_exact: float         # share of gen spans whose every token is the argmax
+    eos_accuracy: float      # share of sequences whose EOS is the argmax at the end
+    all_exact: float         # share of sequences whose every supervised token is the argmax
+
+
+def _ratio(num: int, den: int) -> float | None:
+    return num / den if den else None
+
+
+def teacher_forced(model, sequences: Sequence[TrainingSequence]) -> ForcedMetrics:
+    """ForcedMetrics of `model` (as it is: adapter enabled or not) on `sequences`."""
+    import torch
+
+    loss_sum = 0.0
+    tokens = directive_right = directive_total = copies = copies_right = gens = gens_right = 0
+    eos_right = all_right = 0
+    was_training = model.training
+    model.eval()
+    with torch.inference_mode():
+        for seq in sequences:
+            ids = seq.ids
+            logits = model(input_ids=torch.tensor([ids])).logits[0].float()
+            # position t predicts token t+1
+            pred = logits[:-1].argmax(-1).tolist()
+            logp = torch.log_softmax(logits[:-1], -1)
+            at = 0
+            every = True
+            for piece in seq.pieces:
+                positions = range(at, at + len(piece.ids))
+                at += len(piece.ids)
+                if piece.kind not in LOSS_KINDS:
+                    continue
+                right = [pred[t - 1] == ids[t] for t in positions]
+                loss_sum -= float(sum(logp[t - 1, ids[t]] for t in positions))
+                tokens += len(right)
+                every = every and all(right)
+                if piece.kind == "directive":
+                    directive_total += len(right)
+                    directive_right += sum(right)
+                    copies += 1
+                    copies_right += all(right)
+                elif piece.kind == "gen":
+                    gens += 1
+                    gens_right += all(right)
+                elif piece.kind == "eos":
+                    eos_right += all(right)
+            all_right += every
+    if was_training:
+        model.train()
+    n = len(sequences)
+    return ForcedMetrics(sequences=n, supervised_tokens=tokens, loss=loss_sum / tokens if tokens else float("nan"),
+                         directive_accuracy=_ratio(directive_right, directive_total),
+                         copy_exact=_ratio(copies_right, copies), gen_exact=_ratio(gens_right, gens),
+                         eos_accuracy=_ratio(eos_right, n), all_exact=_ratio(all_right, n))
 
 
 def training_sequences(tok: ModelTokenizer, cases, mode: str, max_tokens: int) -> tuple[list[TrainingSequence], int]:
@@ -97,15 +188,20 @@ def _trainable_state(model) -> dict:
 
 
 def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkpoint: Path | None = None,
-          on_step: Callable[[int, float], None] | None = None) -> list[float]:
-    """AdamW on the trainable (LoRA) weights, one sequence per step in a seeded order; returns the
-    loss of every step (resumed steps included). The checkpoint also keeps the training seconds spent
-    so far (`trained_seconds`), so a resumed run can still say what a run from scratch costs."""
+          on_step: Callable[[int, float], None] | None = None,
+          on_checkpoint: Callable[[int], dict] | None = None) -> tuple[list[float], list[dict]]:
+    """AdamW on the trainable (LoRA) weights, `batch` sequences per step in a seeded order, learning
+    rate per `lr_at`; returns the loss of every step (resumed steps included) and the curve: what
+    `on_checkpoint(step)` returned (unless None) after every `checkpoint_every` steps and the last, kept in the
+    checkpoint so a resumed run keeps it. The checkpoint also keeps the training seconds spent so far
+    (`trained_seconds`), so a resumed run can still say what a run from scratch costs (curve
+    evaluations are not training: their seconds are kept apart)."""
     import torch
 
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(params, lr=s.lr)
     losses: list[float] = []
+    curve: list[dict] = []
     spent = 0.0
     if checkpoint is not None and checkpoint.is_file():
         state = torch.load(checkpoint, weights_only=False)
@@ -115,29 +211,43 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
                 named[k].copy_(v)
         optimizer.load_state_dict(state["optimizer"])
         losses = list(state["losses"])
+        curve = list(state.get("curve", []))
         spent = state.get("seconds", float("nan"))  # checkpoints written before the field existed: unknown
     order = list(range(len(sequences)))
     rng = random.Random(s.seed)
-    schedule = [rng.choice(order) for _ in range(s.steps)]
+    schedule = [[rng.choice(order) for _ in range(s.batch)] for _ in range(s.steps)]
     model.train()
     started = time.perf_counter()
+    evaluating = 0.0
     for step in range(len(losses), s.steps):
-        seq = sequences[schedule[step]]
-        ids = torch.tensor([seq.ids])
-        labels = torch.tensor([seq.labels])
-        loss = model(input_ids=ids, labels=labels).loss
-        loss.backward()
+        for group in optimizer.param_groups:
+            group["lr"] = s.lr_at(step)
+        total = 0.0
+        for index in schedule[step]:
+            seq = sequences[index]
+            loss = model(input_ids=torch.tensor([seq.ids]), labels=torch.tensor([seq.labels])).loss / s.batch
+            loss.backward()
+            total += float(loss.detach())
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-        losses.append(float(loss.detach()))
+        losses.append(total)
         if on_step is not None:
             on_step(step, losses[-1])
         done = step + 1 == s.steps
-        if checkpoint is not None and (done or (step + 1) % s.checkpoint_every == 0):
-            _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
-                          "losses": losses, "seconds": spent + time.perf_counter() - started}, checkpoint)
+        if done or (step + 1) % s.checkpoint_every == 0:
+            if on_checkpoint is not None:
+                e0 = time.perf_counter()
+                point = on_checkpoint(step + 1)
+                if point is not None:  # None: no curve point at this step
+                    curve.append({"step": step + 1, **point})
+                evaluating += time.perf_counter() - e0
+                model.train()
+            if checkpoint is not None:
+                _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
+                              "losses": losses, "curve": curve,
+                              "seconds": spent + time.perf_counter() - started - evaluating}, checkpoint)
     model.eval()
-    return losses
+    return losses, curve
 
 
 def trained_seconds(checkpoint: Path) -> float | None:
@@ -150,16 +260,28 @@ def trained_seconds(checkpoint: Path) -> float | None:
     return None if seconds is None or math.isnan(seconds) else float(seconds)
 
 
-def copy_coverage(program_text: str, source: str) -> float:
-    """Share of the output's characters that copies wrote (0 for an empty output)."""
+def copy_coverage(program_text: str, source: str, tok: ModelTokenizer) -> float:
+    """Share of the output's tokens that copies wrote, as analysis.spans counts coverage: the output
+    tokenized by the model's tokenizer, a token counting for the op in which its first byte lies
+    (0 for an empty output)."""
+    from bisect import bisect_left
+    from itertools import accumulate
+
+    from analysis.program import Program
+
     program = parse(program_text)
     output = resolve(program, source)
     if not output:
         return 0.0
-    from analysis.program import Program
-
-    copied = sum(len(resolve(Program((op,)), source)) for op in program.ops if isinstance(op, Copy))
-    return copied / len(output)
+    ids = tok.encode(output)
+    starts = [0, *accumulate(len(tok.fsm_tokenizer.piece(i)) for i in ids)][:-1]
+    pos = copied = 0
+    for op in program.ops:
+        size = len(resolve(Program((op,)), source).encode("utf-8"))
+        if isinstance(op, Copy):
+            copied += bisect_left(starts, pos + size) - bisect_left(starts, pos)
+        pos += size
+    return copied / len(starts)
 
 
 def adapter_state(model) -> dict:
@@ -192,9 +314,9 @@ def reset_adapter(model, seed: int) -> None:
 
 def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: dict[int, MaskTable],
                    template: PromptTemplate = PROGRAM_TEMPLATE) -> dict:
-    """Greedy Copy-as-Decode on one case. `valid`: the model ended a whole program itself (EOS) rather
-    than the budget forcing its completion. A case that cannot run is recorded with its error and no
-    output. `masks` (FSM mask tables by line count) is shared between cases, as a server would keep it."""
+    """Greedy Copy-as-Decode on one case. `stopped`: "eos" when the model ended a whole program itself,
+    "forced" when the budget's margin forced the end (a cut-off program); `valid` is stopped == "eos".
+    A case that cannot run is recorded with its error and no output. `masks` (FSM mask tables by line count) is shared between cases, as a server would keep it."""
     base = {"case_id": case.case_id, "mode": "program", "budget": budget}
     try:
         result = decode(lm, tok, case.source, case.instruction, template, budget,
@@ -203,7 +325,8 @@ def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: dict[int, 
         return {**base, "error": str(exc), "exact_match": False, "valid": False}
     t, c = result.timings, result.counts
     return {**base, "error": None, "exact_match": result.output == case.target, "valid": result.stopped == "eos",
-            "copy_coverage": copy_coverage(result.text, case.source), "seconds": t.total_s,
+            "stopped": result.stopped, "copy_coverage": copy_coverage(result.text, case.source, tok),
+            "seconds": t.total_s,
             "decode_s": t.decode_s, "copy_s": t.copy_s, "mask_s": t.mask_s, "prompt_s": t.prompt_s,
             "program_tokens": c.program_tokens, "copied_tokens": c.copied_tokens,
             "forwards": 1 + c.decode_forwards + c.copy_forwards, "program": result.text, "output": result.output}
@@ -233,7 +356,7 @@ def rewrite_record(lm, tok: ModelTokenizer, case, budget: int) -> dict:
     except DecodeError as exc:
         return {**base, "error": str(exc), "exact_match": False, "valid": False}
     return {**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
-            "seconds": seconds, "decode_s": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
+            "stopped": stopped, "seconds": seconds, "decode_s": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
             "program": text, "output": text}
 
 

@@ -89,6 +89,16 @@ def test_each_copy_is_one_prefill_forward_and_output_is_the_resolved_program(tin
     assert t.total_s >= t.prompt_s + t.decode_s + t.copy_s + t.mask_s > 0 and t.copy_s > 0 and t.mask_s > 0
 
 
+def test_an_end_forced_by_the_budget_is_recorded_as_forced_not_as_the_model_stopping(tiny):
+    # the script writes a gen span far longer than the budget: the walker's margin forces the end
+    long = Program((Gen("beta = " + "5" * 200 + "\n"),))
+    lm, tok, _, _ = scripted(tiny, long)
+    result = decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=40)
+    assert result.stopped == "forced" and result.counts.program_tokens <= 40
+    lm, tok, _, _ = scripted(tiny, PROGRAM)
+    assert decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=200).stopped == "eos"
+
+
 def test_decoder_is_lossless(tiny):
     lm, tok, _, _ = scripted(tiny, PROGRAM)
     result = decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=200)

@@ -128,7 +128,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     def run(steps, checkpoint):
         lm = build_model("tiny-qwen2", "random", "float32", "cpu")
         model = add_lora(lm, lora, seed=0)
-        return lm, model, train(model, seqs, dataclasses.replace(settings, steps=steps), checkpoint)
+        return lm, model, train(model, seqs, dataclasses.replace(settings, steps=steps), checkpoint)[0]
 
     lm, model, full = run(8, tmp_path / "a.pt")
     assert full[-1] < full[0]
@@ -138,3 +138,64 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     records = evaluate_program(lm, tok, cases, budget=80)
     assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
     assert isinstance(records[0]["exact_match"], bool) and torch.is_tensor(next(model.parameters()))
+
+
+def test_learning_rate_warms_up_then_decays_to_zero():
+    from kernels_profile.pilot import TrainSettings
+
+    s = TrainSettings(steps=10, lr=1.0, seed=0, max_tokens=1, warmup=4, schedule="cosine")
+    rates = [s.lr_at(i) for i in range(10)]
+    assert rates[:4] == pytest.approx([0.2, 0.4, 0.6, 0.8]) and rates[4] == 1.0
+    assert all(a > b for a, b in zip(rates[4:], rates[5:])) and rates[-1] < 0.1
+    linear = dataclasses.replace(s, schedule="linear")
+    assert linear.lr_at(7) == pytest.approx(1.0 - 3 / 6)
+    assert dataclasses.replace(s, schedule="constant", warmup=0).lr_at(9) == 1.0
+    with pytest.raises(ParamsError, match="schedule must be one of"):
+        dataclasses.replace(s, schedule="step").lr_at(6)
+
+
+def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_model():
+    torch = pytest.importorskip("torch")
+    from types import SimpleNamespace
+
+    from kernels_profile.models import build_model
+    from kernels_profile.pilot import teacher_forced, training_sequences
+    from tests.test_decoder import toy
+
+    tok = toy()
+    seqs, _ = training_sequences(tok, _tiny_cases(), "program", max_tokens=2000)
+    lm = build_model("tiny-qwen2", "random", "float32", "cpu")
+    m = teacher_forced(lm.model, seqs)
+    with torch.no_grad():
+        expected = float(lm.model(input_ids=torch.tensor([seqs[0].ids]), labels=torch.tensor([seqs[0].labels])).loss)
+    assert m.loss == pytest.approx(expected, rel=1e-4) and m.supervised_tokens == sum(seqs[0].loss_mask)
+    assert m.sequences == 1 and 0.0 <= m.directive_accuracy <= 1.0
+
+    class Oracle(torch.nn.Module):
+        """The tiny model with a large bonus on the gold next token at every position."""
+
+        def __init__(self, inner, ids):
+            super().__init__()
+            self.inner, self.ids = inner, ids
+
+        def forward(self, input_ids):
+            logits = self.inner(input_ids=input_ids).logits.clone()
+            for t in range(input_ids.shape[1] - 1):
+                logits[0, t, self.ids[t + 1]] += 100.0
+            return SimpleNamespace(logits=logits)
+
+    perfect = teacher_forced(Oracle(lm.model, seqs[0].ids), seqs)
+    assert (perfect.directive_accuracy, perfect.copy_exact, perfect.gen_exact, perfect.eos_accuracy,
+            perfect.all_exact) == (1.0, 1.0, 1.0, 1.0, 1.0) and perfect.loss < 1e-3
+
+
+def test_copy_coverage_is_a_share_of_output_tokens():
+    from analysis.program import Copy, Gen, Program
+    from kernels_profile.pilot import copy_coverage
+    from tests.test_decoder import toy
+
+    tok = toy()  # one token per byte
+    source = "aaaa\nbb\n"
+    assert copy_coverage(render(Program((Copy(1, 1), Gen("cc\n")))), source, tok) == pytest.approx(5 / 8)
+    assert copy_coverage(render(Program((Gen("x"),))), source, tok) == 0.0
+    assert copy_coverage("", source, tok) == 0.0

@@ -27,6 +27,8 @@ def test_defaults_validate_and_a_preset_overlays_them():
     gpu = stage.settings(cfg(), type("A", (), {"preset": "pilot-gpu"})())
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
+    long = stage.settings(cfg(), type("A", (), {"preset": "pilot-long"})())
+    assert long.steps > s.steps and long.decode_seeds == long.seeds == (0,) and long.lr == s.lr
 
 
 @pytest.mark.slow
@@ -45,6 +47,12 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
     ("pilot.seeds", [], "non-empty list"),
     ("pilot.seeds", [0, 0], "repeats a seed"),
     ("pilot.humaneval_seeds", [5], r"\[5\] are not program seeds"),
+    ("pilot.decode_seeds", [7], r"'pilot.decode_seeds' \[7\] are not program seeds"),
+    ("pilot.schedule", "step", "pilot.schedule"),
+    ("pilot.warmup", 10_000, "'pilot.warmup' .* must be below steps"),
+    ("pilot.warmup", -1, "'pilot.warmup' must be an integer >= 0"),
+    ("pilot.batch", 0, "pilot.batch"),
+    ("pilot.humaneval_framing", "whole", "pilot.humaneval_framing"),
     ("pilot.lr", 0, "'pilot.lr' must be a number > 0"),
     ("pilot.steps", 0, "pilot.steps"),
     ("pilot.level", "token", "pilot.level"),
@@ -64,23 +72,36 @@ def test_unknown_preset_is_named():
 
 # ---------------------------------------------------------------- cases and budgets
 
-def _cases_frame(n: int, corpus: str = "HEvalFix-Py", instruction: str = "Fix bugs.") -> pl.DataFrame:
-    return pl.DataFrame({"case_id": [f"{corpus}/{i}" for i in range(n)], "corpus": [corpus] * n,
-                         "framing": ["body"] * n, "source": [f"x = {i}\n" for i in range(n)],
-                         "target": [f"x = {i + 1}\n" for i in range(n)], "instruction": [instruction] * n})
+def _cases_frame(n: int, corpus: str = "HEvalFix-Py", decl: str = "import os\n\n\ndef helper():\n    pass\n\n\n"
+                 "def fix_me_{i}(x):\n") -> pl.DataFrame:
+    rows = []
+    for i in range(n):
+        body, fixed = f"    return x + {i}\n", f"    return x - {i}\n"
+        head = decl.format(i=i)
+        for framing, source, target in (("body", body, fixed), ("decl", head + body, head + fixed)):
+            rows.append({"case_id": f"{corpus}/{i}", "corpus": corpus, "framing": framing, "source": source,
+                         "target": target, "instruction": "Write a Python function to solve the problem."})
+    return pl.DataFrame(rows)
 
 
-def test_humaneval_sample_is_seeded_ordered_and_refuses_what_it_cannot_give():
+def test_humaneval_sample_is_seeded_ordered_and_asks_for_a_bug_fix_of_the_named_function():
     frame = _cases_frame(50)
-    a, b = stage.humaneval_sample(frame, 10, 0), stage.humaneval_sample(frame, 10, 0)
+    a, b = stage.humaneval_sample(frame, 10, 0, "decl"), stage.humaneval_sample(frame, 10, 0, "decl")
     assert a == b and len({c.case_id for c in a}) == 10
     numbers = [int(c.case_id.split("/")[1]) for c in a]
     assert numbers == sorted(numbers)
-    assert [c.case_id for c in stage.humaneval_sample(frame, 10, 1)] != [c.case_id for c in a]
+    # HumanEvalFix's own instruction names the function the body belongs to (not the helper before it)
+    assert [c.instruction for c in a] == [f"Fix bugs in fix_me_{i}." for i in numbers]
+    assert a[0].source.startswith("import os") and a[0].source.endswith(f"return x + {numbers[0]}\n")
+    body = stage.humaneval_sample(frame, 10, 0, "body")
+    assert [c.case_id for c in body] == [c.case_id for c in a] and body[0].source == f"    return x + {numbers[0]}\n"
+    assert [c.case_id for c in stage.humaneval_sample(frame, 10, 1, "decl")] != [c.case_id for c in a]
     with pytest.raises(CorpusError, match="fewer than pilot.humaneval_cases=60"):
         stage.humaneval_sample(frame, 60, 0)
-    with pytest.raises(CorpusError, match="has no instruction"):
-        stage.humaneval_sample(_cases_frame(5, instruction=" "), 2, 0)
+    with pytest.raises(CorpusError, match="no top-level def"):
+        stage.humaneval_sample(_cases_frame(5, decl="x = {i}\n"), 2, 0)
+    with pytest.raises(CorpusError, match="no decl framing"):
+        stage.humaneval_sample(frame.filter(pl.col("framing") == "body"), 2, 0)
 
 
 def test_budget_covers_the_longer_of_target_and_program():
@@ -94,10 +115,13 @@ def test_budget_covers_the_longer_of_target_and_program():
 
 
 def test_jobs_pair_the_seeds_that_have_both_adapters():
-    s = stage.settings(cfg(**{"pilot.seeds": [0, 1], "pilot.rewrite_seeds": [1, 3], "pilot.humaneval_seeds": [0]}))
+    s = stage.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
+                              "pilot.humaneval_seeds": [0]}))
     jobs = stage.evaluation_jobs(s, n_humaneval=4)
     assert jobs[0] == {"phase": "before", "seed": None, "split": "heldout", "modes": ["program"]}
-    modes = {(j["seed"], j["split"]): j["modes"] for j in jobs[1:]}
+    assert jobs[1] == {"phase": "before", "seed": None, "split": "HEvalFix-Py", "modes": ["program"]}
+    modes = {(j["seed"], j["split"]): j["modes"] for j in jobs[2:]}
+    # seed 2 is trained (teacher-forced metrics) but not decoded
     assert modes == {(0, "heldout"): ["program"], (1, "heldout"): ["program", "rewrite"],
                      (3, "heldout"): ["rewrite"], (0, "HEvalFix-Py"): ["program"]}
     assert all(j["split"] == "heldout" for j in stage.evaluation_jobs(s, n_humaneval=0))
@@ -108,7 +132,7 @@ def test_jobs_pair_the_seeds_that_have_both_adapters():
 def _record(**kw) -> dict:
     base = {"phase": "after", "seed": 0, "split": "heldout", "mode": "program", "case_id": "c/0", "kind": "k",
             "position": 0, "paired": True, "budget": 10, "error": None, "exact_match": True, "valid": True,
-            "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
+            "stopped": "eos", "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
     return {**base, **kw}
 
 
@@ -128,6 +152,41 @@ def test_speed_is_a_per_case_ratio_and_failed_cases_are_left_out_of_it():
     assert everything["cases"] == 2 and everything["ratio_median"] == pytest.approx(2.5)
     em = pilotreport.em_table(records).filter(pl.col("mode") == "rewrite").row(0, named=True)
     assert em["cases"] == 3 and em["errors"] == 1 and em["em"] == pytest.approx(2 / 3)
+
+
+def test_a_cut_off_program_is_not_counted_as_stopped():
+    records = stage.records_frame([
+        _record(case_id="c/0"), _record(case_id="c/1", stopped="forced", valid=False, exact_match=False),
+        _record(case_id="c/2", mode="rewrite", stopped="budget", valid=False),
+        _record(case_id="c/3", error="too long", stopped=None, valid=False, exact_match=False)])
+    em = pilotreport.em_table(records)
+    program = em.filter(pl.col("mode") == "program").row(0, named=True)
+    assert (program["stopped"], program["cut_off"], program["errors"]) == (1, 1, 1)
+    assert em.filter(pl.col("mode") == "rewrite").row(0, named=True)["cut_off"] == 1
+    counts = {(r["mode"], r["seed"]): r for r in pilotreport.stopped_counts(records)}
+    assert counts[("program", 0)]["stopped"] == 1 and counts[("program", 0)]["cut_off"] == 1
+
+
+def test_before_after_table_and_headline_read_the_plain_metrics():
+    m = {"steps": 64, "heldout_cases": 33, "heldout_em_before": 0, "heldout_em_after": {"0": 4},
+         "humaneval_cases": 33, "humaneval_em_before": 0, "humaneval_em_after": {"0": 1},
+         "teacher_forced_before": {"program": {"loss": 2.0, "directive_accuracy": 0.5, "copy_exact": 0.1,
+                                               "gen_exact": 0.0, "all_exact": 0.0}},
+         "teacher_forced_after": {"program": {
+             "0": {"loss": 0.2, "directive_accuracy": 0.9, "copy_exact": 0.8, "gen_exact": 0.4, "all_exact": 0.1},
+             "1": {"loss": 0.3, "directive_accuracy": 0.8, "copy_exact": 0.7, "gen_exact": 0.3, "all_exact": 0.0}}},
+         "before": {"cases": 33, "exact_match": 0}, "after_program": {"0": {"cases": 33, "exact_match": 4}},
+         "humaneval_before": {"cases": 33, "exact_match": 0}, "humaneval": {"0": {"cases": 33, "exact_match": 1}},
+         "speed": [{"seed": 0, "subset": "both exact", "cases": 0}]}
+    table = pilotreport.before_after_table(m)
+    assert table["seed"].to_list() == [0, 1] and table["heldout_em_after"].to_list() == [4, None]
+    assert table["loss_before"].to_list() == [2.0, 2.0] and table["loss_after"].to_list() == [0.2, 0.3]
+    assert table["humaneval_em_after"].to_list() == [1, None]
+    rows = dict(pilotreport.headline(m))
+    assert rows["held-out EM after 64 steps (seed 0)"] == "4 / 33"
+    assert rows["HEvalFix-Py EM, bug-fix instruction (seed 0)"] == "0 / 33 -> 1 / 33"
+    assert rows["held-out loss per supervised token, teacher-forced (seed 1)"] == "2.00 -> 0.30"
+    assert not any("wall-clock" in k for k in rows)  # no both-exact case: no speed figure in the lead
 
 
 def test_examples_show_right_and_wrong_programs():
@@ -161,6 +220,7 @@ def tiny_run(tmp_path, monkeypatch):
     monkeypatch.setattr(stage, "load_models", load_models)
     config = cfg(**{"pilot.data.n_train": 6, "pilot.data.n_heldout": 2, "pilot.data.heldout_files": 2,
                     "pilot.data.max_lines": 10, "pilot.steps": 3, "pilot.checkpoint_every": 2, "pilot.seeds": [0, 1],
+                    "pilot.decode_seeds": [0, 1], "pilot.warmup": 1,
                     "pilot.rewrite_seeds": [0], "pilot.humaneval_seeds": [], "pilot.max_tokens": 4000,
                     "pilot.budget_margin": 4, "pilot.lora.targets": ["q_proj", "v_proj"]})
     return config, loads
@@ -171,6 +231,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     from analysis.layout import (
         METRICS,
         PILOT_CHECKPOINTS,
+        PILOT_CURVE,
         PILOT_LOSSES,
         PILOT_RECORDS,
         TABLES,
@@ -186,6 +247,17 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     assert pl.read_parquet(PILOT_LOSSES).height == 3 * 3
     assert json.loads((METRICS / "pilot.json").read_text())["before"]["cases"] == 2
     assert (TABLES / "pilot_em.csv").is_file() and (TABLES / "pilot_speed.md").is_file()
+    # the teacher-forced curve: the base model at step 0, then steps 2 and 3 (the last) of each adapter
+    curve = pl.read_parquet(PILOT_CURVE)
+    assert curve.filter(pl.col("mode") == "program", pl.col("seed") == 1)["step"].to_list() == [0, 2, 3]
+    assert curve.filter(pl.col("mode") == "rewrite")["step"].to_list() == [0, 3]  # the rewrite adapter: its end
+    assert (curve["sequences"] == 2).all() and curve["loss"].is_not_null().all()
+    assert metrics["heldout_cases"] == 2 and set(metrics["heldout_em_after"]) == {"0", "1"}
+    assert metrics["teacher_forced_before"]["program"]["step"] == 0
+    assert metrics["teacher_forced_after"]["program"]["1"]["step"] == 3 and len(metrics["curve"]) == curve.height
+    assert metrics["humaneval_em_before"] is None and metrics["stopped_counts"]
+    assert pl.read_csv(TABLES / "pilot_before_after.csv")["seed"].to_list() == [0, 1]
+    assert (TABLES / "pilot_curve.md").is_file()
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
 

@@ -216,21 +216,29 @@ def test_the_block_states_the_spread_from_the_busy_benchmark(tmp_path):
 def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
     import json
 
-    from analysis.present import fmt_pct
     from analysis.readme import results_block
 
     _block_in(tmp_path)  # copies this repository's metrics and tables; then without the pilot's
     (tmp_path / "reports/metrics/pilot.json").unlink(missing_ok=True)
     assert "The fine-tuning pilot [pilot] has not been run." in results_block(tmp_path)
     summary = {"cases": 33, "exact_match": 4, "em": 4 / 33, "valid": 1.0, "copy_coverage": 0.8, "errors": 0}
-    metrics = {"model": "smollm2-135m", "method": "LoRA rank 8", "before": {**summary, "exact_match": 0},
-               "after_program": {"0": summary, "1": {**summary, "em": 0.25}}, "after_program_em_range": [4 / 33, 0.25],
-               "after_rewrite": {"0": {**summary, "exact_match": 9}}, "humaneval": {},
-               "speed": [{"seed": 0, "subset": "all cases", "cases": 33, "ratio_median": 2.5, "ratio_q25": 1.5,
+    metrics = {"model": "smollm2-135m", "method": "LoRA rank 8", "steps": 64, "before": {**summary, "exact_match": 0},
+               "scale": "smollm2-135m (135M parameters) on CPU, 64 LoRA steps on 160 worded line edits",
+               "trained_on": "worded line edits, not bug fixes",
+               "after_program": {"0": summary, "1": {**summary, "exact_match": 6}}, "after_program_em_range": [4 / 33, 6 / 33],
+               "after_rewrite": {"0": {**summary, "exact_match": 9}},
+               "humaneval": {"0": {**summary, "exact_match": 2}}, "humaneval_before": {**summary, "exact_match": 0},
+               "speed": [{"seed": 0, "subset": "all cases", "cases": 33, "ratio_median": 9.0, "ratio_q25": 1.0,
+                          "ratio_q75": 9.5},
+                         {"seed": 0, "subset": "both exact", "cases": 3, "ratio_median": 2.5, "ratio_q25": 1.5,
                           "ratio_q75": 3.25}]}
     (tmp_path / "reports/metrics").mkdir(parents=True, exist_ok=True)
     (tmp_path / "reports/metrics/pilot.json").write_text(json.dumps(metrics))
     sentence = next(line for line in results_block(tmp_path).splitlines() if line.startswith("Fine-tuning pilot"))
     assert "held-out EM before fine-tuning 0 / 33" in sentence
-    assert f"{fmt_pct(4 / 33)} to {fmt_pct(0.25)}" in sentence and "rewrite adapter EM (seed 0) 9 / 33" in sentence
-    assert "2.50x (IQR 1.50x to 3.25x)" in sentence
+    assert "held-out EM after 64 steps (seed 0) 4 / 33" in sentence and "(seed 1) 6 / 33" in sentence
+    assert "rewrite adapter EM (seed 0) 9 / 33" in sentence
+    assert "HEvalFix-Py EM, bug-fix instruction (seed 0) 0 / 33 -> 2 / 33" in sentence
+    assert "Scale: smollm2-135m (135M parameters) on CPU, 64 LoRA steps" in sentence and "not bug fixes" in sentence
+    # the speed figure is the both-exact subset, with its case count; the all-cases ratio stays in the report
+    assert "3 cases both exact (seed 0) 2.50x (IQR 1.50x to 3.25x)" in sentence and "9.00x" not in sentence

@@ -6,26 +6,33 @@
 What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
 1. Cases: analysis.pilotdata's training and held-out cases (ProbeEdit-S recipe on pinned-stdlib
    functions disjoint from ProbeEdit-S's evaluation units; held-out files never trained on), and a
-   seeded sample of HEvalFix-Py body cases (bug fixing from the dataset's instruction).
-2. "before": the base model decodes programs for the held-out cases under the grammar FSM.
+   seeded sample of HEvalFix-Py cases asked as HumanEvalFix asks: the buggy function
+   (`humaneval_framing`) and "Fix bugs in <name>.".
+2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.teacher_forced: one forward
+   per case), the curve's step 0.
 3. Training: one LoRA adapter per seed in `seeds` on the program layout (loss on directive, gen and EOS
-   tokens) and one per seed in `rewrite_seeds` on the whole edited text. Checkpoints under
-   data/pilot/checkpoints/, keyed by a hash of the training sequences, LoRA and optimiser settings,
-   model and library versions; an interrupted run resumes at its last checkpoint.
-4. "after": every program adapter on the held-out cases; for each seed with both adapters, program and
-   rewrite decoding run back to back per case in a seeded order, so their wall-clock ratio is measured
-   per case (rewrite seconds / program seconds) rather than as a ratio of totals taken minutes apart.
-   The `humaneval_seeds` program adapters also run on the HEvalFix-Py sample. Every evaluation is
-   cached as one JSON per job, keyed by its adapter and everything that decides its records.
+   tokens) and one per seed in `rewrite_seeds` on the whole edited text; AdamW with `warmup` steps and
+   a `schedule` decay, `batch` sequences a step. Every `checkpoint_every` steps the adapter's
+   teacher-forced held-out metrics join the curve. Checkpoints (weights, optimiser, losses, curve) under
+   data/pilot/checkpoints/, keyed by a hash of the training and held-out sequences, LoRA and training
+   settings, model and library versions; an interrupted run resumes at its last checkpoint.
+4. Greedy decoding ("before": the base model on the held-out cases and the HEvalFix-Py sample; "after":
+   each of `decode_seeds`' program adapters on the held-out cases, paired per case with the seed's
+   rewrite adapter where it has one (program and rewrite back to back in a seeded order, so their
+   wall-clock ratio is measured per case), and the `humaneval_seeds` program adapters on HEvalFix-Py).
+   Every evaluation is cached as one JSON per job, keyed by its adapter and everything that decides
+   its records.
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
-FSM walker's margin then forces a whole program. A case that cannot run (prompt past the context,
-empty instruction, budget too small) is recorded with its error and no output; the others go on.
+FSM walker's margin then forces a whole program (recorded as stopped "forced", not as the model
+stopping). A case that cannot run (prompt past the context, empty instruction, budget too small) is
+recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-reports/tables/pilot_em.{csv,md}, reports/tables/pilot_speed.{csv,md}, reports/figures/pilot_loss.{png,svg},
-reports/metrics/pilot.json. A preset writes records, losses and metrics under data/pilot/<preset>/.
+data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after}.{csv,md},
+reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
+losses, curve and metrics under data/pilot/<preset>/.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -49,6 +57,7 @@ from analysis.layout import (
     FIGURES,
     METRICS,
     PILOT_CHECKPOINTS,
+    PILOT_CURVE,
     PILOT_DIR,
     PILOT_LOSSES,
     PILOT_RECORDS,
@@ -94,21 +103,29 @@ class PilotSettings:
     lora_targets: tuple[str, ...]
     steps: int
     lr: float
+    warmup: int                     # linear warmup steps
+    schedule: str                   # constant | linear | cosine decay after warmup
+    batch: int                      # sequences per step
     max_tokens: int
-    checkpoint_every: int
-    seeds: tuple[int, ...]          # program adapters
+    checkpoint_every: int           # also the teacher-forced curve's interval
+    seeds: tuple[int, ...]          # program adapters (all get teacher-forced metrics)
+    decode_seeds: tuple[int, ...]   # program adapters that also decode the held-out cases (greedy EM)
     rewrite_seeds: tuple[int, ...]  # rewrite adapters (seeds also in `seeds` get the paired timing)
     humaneval_seeds: tuple[int, ...]
     humaneval_cases: int
     humaneval_seed: int
+    humaneval_framing: str          # HEvalFix framing of the bug-fix prompt (the instruction names the function)
     budget_margin: int
     order_seed: int
     preset: str | None
 
     def check(self) -> PilotSettings:
-        stray = sorted(set(self.humaneval_seeds) - set(self.seeds))
-        if stray:
-            raise ParamsError(f"params: '{GROUP}.humaneval_seeds' {stray} are not program seeds ({list(self.seeds)})")
+        for key in ("humaneval_seeds", "decode_seeds"):
+            stray = sorted(set(getattr(self, key)) - set(self.seeds))
+            if stray:
+                raise ParamsError(f"params: '{GROUP}.{key}' {stray} are not program seeds ({list(self.seeds)})")
+        if self.warmup >= self.steps:
+            raise ParamsError(f"params: '{GROUP}.warmup' ({self.warmup}) must be below steps ({self.steps})")
         if self.humaneval_cases < 0:
             raise ParamsError(f"params: '{GROUP}.humaneval_cases' must be >= 0, got {self.humaneval_cases}")
         return self
@@ -117,6 +134,13 @@ class PilotSettings:
         from kernels_profile.pilot import LoraSettings
 
         return LoraSettings(rank=self.lora_rank, alpha=self.lora_alpha, targets=self.lora_targets)
+
+    def training(self, seed: int):
+        from kernels_profile.pilot import TrainSettings
+
+        return TrainSettings(steps=self.steps, lr=self.lr, seed=seed, max_tokens=self.max_tokens,
+                             checkpoint_every=self.checkpoint_every, warmup=self.warmup, schedule=self.schedule,
+                             batch=self.batch)
 
 
 # ---------------------------------------------------------------- settings
@@ -189,18 +213,25 @@ def settings(cfg: Config, args=None) -> PilotSettings:
     if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
         raise ParamsError(f"params: '{GROUP}.lora.targets' must be a non-empty list of module names, got {targets!r}")
     choice(p, f"{GROUP}.level", ("line",))  # token-level targets are not built (see the README's pilot section)
+    warmup = get(p, f"{GROUP}.warmup", int)
+    if isinstance(warmup, bool) or warmup < 0:
+        raise ParamsError(f"params: '{GROUP}.warmup' must be an integer >= 0, got {warmup!r}")
+    from kernels_profile.pilot import SCHEDULES
     return PilotSettings(
         model=model, weights=weights, dtype=choice(p, f"{GROUP}.dtype", DTYPES),
         device=choice(p, f"{GROUP}.device", DEVICES), threads=threads, data=_data(g),
         probeedit=probeedit_params(cfg.params) or ProbeEditParams(),
         lora_rank=positive_int(lora, "lora.rank"), lora_alpha=positive_int(lora, "lora.alpha"),
         lora_targets=tuple(targets), steps=positive_int(p, f"{GROUP}.steps"), lr=_positive_float(g, "lr"),
+        warmup=warmup, schedule=choice(p, f"{GROUP}.schedule", SCHEDULES), batch=positive_int(p, f"{GROUP}.batch"),
         max_tokens=positive_int(p, f"{GROUP}.max_tokens"),
         checkpoint_every=positive_int(p, f"{GROUP}.checkpoint_every"),
-        seeds=_int_list(g, "seeds"), rewrite_seeds=_int_list(g, "rewrite_seeds", allow_empty=True),
+        seeds=_int_list(g, "seeds"), decode_seeds=_int_list(g, "decode_seeds"),
+        rewrite_seeds=_int_list(g, "rewrite_seeds", allow_empty=True),
         humaneval_seeds=_int_list(g, "humaneval_seeds", allow_empty=True),
-        humaneval_cases=get_or(p, f"{GROUP}.humaneval_cases", 33, int),
-        humaneval_seed=get_or(p, f"{GROUP}.humaneval_seed", 0, int),
+        humaneval_cases=get(p, f"{GROUP}.humaneval_cases", int),
+        humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
+        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", corpora.FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
         order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
     ).check()
@@ -212,29 +243,52 @@ def eval_case(case: PilotCase) -> EvalCase:
     return EvalCase(case.case_id, HELDOUT, case.kind, case.source, case.target, case.instruction, case.program)
 
 
-def humaneval_sample(cases: pl.DataFrame, n: int, seed: int,
+def entry_point(declaration: str, case_id: str) -> str:
+    """The function a HEvalFix case fixes: the last top-level `def` of its declaration."""
+    names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", declaration, flags=re.MULTILINE)
+    if not names:
+        raise CorpusError(f"pilot: {case_id} has no top-level def in its declaration, so no function to name")
+    return names[-1]
+
+
+def bugfix_instruction(name: str) -> str:
+    """HumanEvalFix's own instruction (bigcode-evaluation-harness, humanevalfix): the buggy function is
+    the input, the request names it."""
+    return f"Fix bugs in {name}."
+
+
+def humaneval_sample(cases: pl.DataFrame, n: int, seed: int, framing: str = "decl",
                      corpus: str = "HEvalFix-Py") -> list[EvalCase]:
-    """A seeded sample of `n` body cases of `corpus`, each with its dataset instruction."""
-    rows = cases.filter((pl.col("corpus") == corpus) & (pl.col("framing") == "body"))
-    if rows.height < n:
-        raise CorpusError(f"pilot: {corpus} has {rows.height} body cases in {CASES}, fewer than "
+    """A seeded sample of `n` cases of `corpus` (drawn from the body-framed ids, so every framing draws
+    the same functions) in `framing`, each with HumanEvalFix's bug-fix instruction naming the function
+    (found in the declaration: decl source minus the body)."""
+    rows = cases.filter(pl.col("corpus") == corpus)
+    body = {r["case_id"]: r for r in rows.filter(pl.col("framing") == "body").iter_rows(named=True)}
+    decl = {r["case_id"]: r for r in rows.filter(pl.col("framing") == "decl").iter_rows(named=True)}
+    framed = {r["case_id"]: r for r in rows.filter(pl.col("framing") == framing).iter_rows(named=True)}
+    if len(body) < n:
+        raise CorpusError(f"pilot: {corpus} has {len(body)} body cases in {CASES}, fewer than "
                           f"pilot.humaneval_cases={n}")
-    ids = sorted(rows["case_id"].to_list(), key=lambda c: int(c.rsplit("/", 1)[-1]))
+    ids = sorted(body, key=lambda c: int(c.rsplit("/", 1)[-1]))
     chosen = sorted(random.Random(seed).sample(ids, n), key=ids.index)
-    by_id = {r["case_id"]: r for r in rows.iter_rows(named=True)}
     out = []
     for case_id in chosen:
-        row = by_id[case_id]
-        if not (row.get("instruction") or "").strip():
-            raise CorpusError(f"pilot: {case_id} has no instruction in {CASES}")
-        out.append(EvalCase(case_id, corpus, "bugfix", row["source"], row["target"], row["instruction"], ""))
+        if case_id not in decl or case_id not in framed:
+            raise CorpusError(f"pilot: {case_id} has no {'decl' if case_id not in decl else framing} framing in "
+                              f"{CASES} (the corpora stage's hevalfix framings must include body, decl and {framing})")
+        source = decl[case_id]["source"]
+        if not source.endswith(body[case_id]["source"]):
+            raise CorpusError(f"pilot: {case_id}'s decl source does not end with its body")
+        name = entry_point(source[: len(source) - len(body[case_id]["source"])], case_id)
+        row = framed[case_id]
+        out.append(EvalCase(case_id, corpus, "bugfix", row["source"], row["target"], bugfix_instruction(name), ""))
     return out
 
 
 def read_humaneval(s: PilotSettings) -> list[EvalCase]:
     if not s.humaneval_seeds or s.humaneval_cases == 0:
         return []
-    return humaneval_sample(corpora.read_cases(CASES), s.humaneval_cases, s.humaneval_seed)
+    return humaneval_sample(corpora.read_cases(CASES), s.humaneval_cases, s.humaneval_seed, s.humaneval_framing)
 
 
 # ---------------------------------------------------------------- keys and checkpoints
@@ -257,10 +311,15 @@ def model_key(s: PilotSettings, lm) -> dict:
             "weights_note": lm.info.get("weights_note"), **versions()}
 
 
-def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences) -> str:
-    data = hashlib.sha256(json.dumps([[q.ids, q.labels] for q in sequences]).encode()).hexdigest()
-    return digest({"model": model_key(s, lm), "mode": mode, "seed": seed, "sequences": data,
-                   "lora": asdict(s.lora()), "steps": s.steps, "lr": s.lr, "max_tokens": s.max_tokens})
+def sequences_hash(sequences) -> str:
+    return hashlib.sha256(json.dumps([[q.ids, q.labels] for q in sequences]).encode()).hexdigest()
+
+
+def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences, heldout=()) -> str:
+    """Everything that decides an adapter checkpoint: its weights and the held-out curve it keeps."""
+    return digest({"model": model_key(s, lm), "mode": mode, "sequences": sequences_hash(sequences),
+                   "heldout": sequences_hash(heldout), "lora": asdict(s.lora()),
+                   "training": asdict(s.training(seed))})
 
 
 def read_job(path: Path) -> dict | None:
@@ -293,27 +352,51 @@ class Loaded:
     peft: Any = None
 
 
-def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase]) -> tuple[dict, pl.DataFrame, dict]:
-    """Every adapter's trained weights by (mode, seed), the loss curve, and how many sequences each
-    mode kept (and left out as longer than max_tokens)."""
+def forced_row(metrics) -> dict:
+    return asdict(metrics)
+
+
+def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> dict:
+    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached."""
+    from kernels_profile.pilot import teacher_forced
+
+    path = PILOT_CHECKPOINTS / (f"forced-before-{mode}-"
+                                f"{digest({'model': model_key(s, loaded.lm), 'heldout': sequences_hash(heldout_seqs)})}.json")
+    cached = read_job(path)
+    if cached is not None:
+        return cached["metrics"]
+    with loaded.peft.disable_adapter():
+        metrics = forced_row(teacher_forced(loaded.peft, heldout_seqs))
+    write_json({"complete": True, "metrics": metrics}, path)
+    return metrics
+
+
+def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase],
+                   heldout_cases: list[PilotCase]) -> tuple[dict, pl.DataFrame, dict, pl.DataFrame]:
+    """Every adapter's trained weights by (mode, seed), the loss per step, how many sequences each mode
+    kept (and left out as longer than max_tokens), and the teacher-forced held-out curve: the base
+    model at step 0, then every `checkpoint_every` steps of every program adapter (33 forwards a point,
+    about 30 s on 2 cores) and the last step of every rewrite adapter."""
     from kernels_profile.pilot import (
-        TrainSettings,
         adapter_state,
         reset_adapter,
+        teacher_forced,
         train,
         trained_seconds,
         training_sequences,
     )
 
     plan = [("program", seed) for seed in s.seeds] + [("rewrite", seed) for seed in s.rewrite_seeds]
-    sequences, kept = {}, {}
-    for mode in {m for m, _ in plan}:
+    sequences, heldout, kept, before = {}, {}, {}, {}
+    for mode in sorted({m for m, _ in plan}):
         sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
+        heldout[mode], _ = training_sequences(loaded.tok, heldout_cases, mode, 10 ** 9)  # every case, any length
         kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
-    states, losses, seconds = {}, [], []
+        before[mode] = before_metrics(s, loaded, mode, heldout[mode])
+    states, losses, seconds, curve = {}, [], [], []
     bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
     for mode, seed in plan:
-        key = adapter_key(s, loaded.lm, mode, seed, sequences[mode])
+        key = adapter_key(s, loaded.lm, mode, seed, sequences[mode], heldout[mode])
         reset_adapter(loaded.peft, seed)
         start = bar.n
         bar.set_description(f"pilot: training {mode} seed {seed}")
@@ -322,18 +405,34 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
             bar.update(1)
             bar.set_postfix(loss=f"{loss:.3f}")
 
+        def on_checkpoint(step: int, mode=mode) -> dict | None:
+            if mode == "rewrite" and step < s.steps:  # the curve is the program adapters'; a rewrite gets its end
+                return None
+            return forced_row(teacher_forced(loaded.peft, heldout[mode]))
+
         checkpoint = PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt"
-        curve = train(loaded.peft, sequences[mode],
-                      TrainSettings(steps=s.steps, lr=s.lr, seed=seed, max_tokens=s.max_tokens,
-                                    checkpoint_every=s.checkpoint_every), checkpoint, on_step=on_step)
+        steps, points = train(loaded.peft, sequences[mode], s.training(seed), checkpoint, on_step=on_step,
+                              on_checkpoint=on_checkpoint)
         seconds.append(trained_seconds(checkpoint))
         bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
         states[(mode, seed)] = (key, adapter_state(loaded.peft))
-        losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(curve)]
+        losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(steps)]
+        curve += [{"mode": mode, "seed": seed, "step": 0, **before[mode]}]
+        curve += [{"mode": mode, "seed": seed, **point} for point in points]
     bar.close()
     kept["train_seconds"] = None if None in seconds else sum(seconds)
     return states, pl.DataFrame(losses, schema={"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64,
-                                                 "loss": pl.Float64}), kept
+                                                 "loss": pl.Float64}), kept, curve_frame(curve)
+
+
+CURVE_SCHEMA = {"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "sequences": pl.Int64,
+                "supervised_tokens": pl.Int64, "loss": pl.Float64, "directive_accuracy": pl.Float64,
+                "copy_exact": pl.Float64, "gen_exact": pl.Float64, "eos_accuracy": pl.Float64,
+                "all_exact": pl.Float64}
+
+
+def curve_frame(rows: list[dict]) -> pl.DataFrame:
+    return pl.DataFrame([{k: r.get(k) for k in CURVE_SCHEMA} for r in rows], schema=CURVE_SCHEMA)
 
 
 def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: dict) -> dict:
@@ -384,9 +483,14 @@ def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], 
 
 
 def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
+    """Greedy decoding jobs: the base model on the held-out cases (and HEvalFix-Py), each decode seed's
+    program adapter (paired with its rewrite adapter where the seed has one), every rewrite seed, and
+    the humaneval seeds' program adapters on HEvalFix-Py."""
     jobs = [{"phase": "before", "seed": None, "split": HELDOUT, "modes": ["program"]}]
-    for seed in sorted(set(s.seeds) | set(s.rewrite_seeds)):
-        modes = [m for m, seeds in (("program", s.seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds]
+    if n_humaneval:
+        jobs.append({"phase": "before", "seed": None, "split": "HEvalFix-Py", "modes": ["program"]})
+    for seed in sorted(set(s.decode_seeds) | set(s.rewrite_seeds)):
+        modes = [m for m, seeds in (("program", s.decode_seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds]
         jobs.append({"phase": "after", "seed": seed, "split": HELDOUT, "modes": modes})
     if n_humaneval:
         jobs += [{"phase": "after", "seed": seed, "split": "HEvalFix-Py", "modes": ["program"]}
@@ -397,7 +501,7 @@ def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
 RECORD_SCHEMA = {
     "phase": pl.Utf8, "seed": pl.Int64, "split": pl.Utf8, "mode": pl.Utf8, "case_id": pl.Utf8, "kind": pl.Utf8,
     "position": pl.Int64, "paired": pl.Boolean, "budget": pl.Int64, "error": pl.Utf8, "exact_match": pl.Boolean,
-    "valid": pl.Boolean, "copy_coverage": pl.Float64, "seconds": pl.Float64, "prompt_s": pl.Float64,
+    "valid": pl.Boolean, "stopped": pl.Utf8, "copy_coverage": pl.Float64, "seconds": pl.Float64, "prompt_s": pl.Float64,
     "decode_s": pl.Float64, "copy_s": pl.Float64, "mask_s": pl.Float64, "program_tokens": pl.Int64,
     "copied_tokens": pl.Int64, "forwards": pl.Int64, "program": pl.Utf8, "output": pl.Utf8,
 }
@@ -428,13 +532,14 @@ def run(cfg: Config, args=None) -> dict:
 
     s = settings(cfg, args)
     cases = build_pilot_cases(s.data, s.probeedit)
-    train_cases, heldout = with_split(cases, "train"), [eval_case(c) for c in with_split(cases, HELDOUT)]
+    train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
+    heldout = [eval_case(c) for c in heldout_cases]
     humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
         started = time.perf_counter()
         loaded = load_models(s)
         setup = time.perf_counter() - started
-        states, losses, kept = train_adapters(s, loaded, train_cases)
+        states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases)
         jobs = evaluation_jobs(s, len(humaneval))
         total = sum(len(humaneval if j["split"] != HELDOUT else heldout) * len(j["modes"]) for j in jobs)
         bar = progress(None, "pilot: decoding", total=total, unit="decode")
@@ -451,15 +556,19 @@ def run(cfg: Config, args=None) -> dict:
     out_dir = PILOT_DIR if s.preset is None else PILOT_DIR / s.preset
     write_parquet(frame, out_dir / PILOT_RECORDS.name)
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
-    metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""))
+    write_parquet(curve, out_dir / PILOT_CURVE.name)
+    metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         return metrics
     write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
+    write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
+    write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
     from analysis import charts
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
+    save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")
     write_json(metrics, METRICS / "pilot.json")
     return metrics
 

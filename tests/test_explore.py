@@ -29,7 +29,7 @@ def scratch(tmp_path_factory, hep_dir):
     params = params_with(**{
         "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body", "decl"],
         "corpora.humanevalpack.local_dir": str(data), "corpora.humanevalpack.verify_sha256": False,
-        "corpora.probeedit.enabled": False, "corpora.commits": [], "spans.bootstrap_resamples": 10,
+        "corpora.probeedit.enabled": False, "corpora.commits": [], "spans.bootstrap_resamples": 20,
     })
     (top / "params.yaml").write_text(yaml.safe_dump(params))
     (top / LATENCY_MODEL).parent.mkdir(parents=True)

@@ -23,7 +23,8 @@ def cfg(**changes) -> Config:
 
 def test_defaults_validate_and_a_preset_overlays_them():
     s = stage.settings(cfg())
-    assert s.model == "smollm2-135m" and s.seeds == (0, 1, 2) and s.data.n_heldout == 33
+    group = cfg().params["pilot"]
+    assert s.model == group["model"] and s.seeds == tuple(group["seeds"]) and s.data.n_heldout == group["data"]["n_heldout"]
     gpu = stage.settings(cfg(), type("A", (), {"preset": "pilot-gpu"})())
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key

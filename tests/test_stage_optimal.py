@@ -167,7 +167,7 @@ def test_extrapolation_is_refused_unless_allowed(scratch, capsys):
     ("optimal.min_copies", [0, 2], "'optimal.min_copies' values must lie in"),
     ("optimal.min_copies", [2, 2], "repeats a value"),
     ("optimal.baseline", "bogus", "'optimal.baseline' must be one of"),
-    ("optimal.kernel_sources", ["fit", "measured"], "'optimal.kernel_sources' has unknown values ['measured']"),
+    ("optimal.kernel_sources", ["fit", "measured"], "'optimal.kernel_sources' has unknown kernel sources ['measured']"),
     ("optimal.framings", [], "'optimal.framings' must not be empty"),
 ])
 def test_bad_optimal_params_are_named_before_anything_is_written(tmp_path, monkeypatch, dotted, value, message):

@@ -114,9 +114,12 @@ def bound_cell(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def kernel_label(frame: pl.DataFrame) -> pl.DataFrame:
-    """`kernel`: 'paper kernel' or 'fitted, <baseline> AR' (the column a bounds table pivots on)."""
+    """`kernel`: 'paper kernel', 'fitted, <baseline> AR' (this run's profile) or the measured source's
+    own name (e.g. h200/qwen2.5-7b/eager): the column a bounds table pivots on, one per kernel."""
     return frame.with_columns(kernel=pl.when(pl.col("kernel_source") == "paper").then(pl.lit("paper kernel"))
-                              .otherwise(pl.concat_str([pl.lit("fitted, "), pl.col("baseline"), pl.lit(" AR")])))
+                              .when(pl.col("kernel_source") == "fit")
+                              .then(pl.concat_str([pl.lit("fitted, "), pl.col("baseline"), pl.lit(" AR")]))
+                              .otherwise(pl.col("kernel_source")))
 
 
 def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "line", variant: str = "ideal") -> pl.DataFrame:

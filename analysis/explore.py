@@ -80,8 +80,8 @@ class ExploreData:
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
         s = settings(Config.load(params))
-        kernels = [KernelSource(source if source == "paper" else f"{source} {baseline}", model)
-                   for source, baseline, model in kernel_models(s)]
+        kernels = [KernelSource(k.source if k.source != "fit" else f"fit {k.baseline}", k.model)
+                   for k in kernel_models(s)]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),
                    pl.read_parquet(Path(root) / SPANS), kernels, s.cost)
 

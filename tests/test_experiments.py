@@ -69,8 +69,8 @@ def repo(tmp_path_factory, hep_dir):
     params["corpora"]["humanevalpack"].update(languages=["python"], framings=["body"], verify_sha256=False)
     params["corpora"]["probeedit"]["enabled"] = False
     params["corpora"]["commits"] = []
-    params["spans"]["bootstrap_resamples"] = 10
-    params["bounds"]["bootstrap_resamples"] = 10
+    params["spans"]["bootstrap_resamples"] = 20
+    params["bounds"]["bootstrap_resamples"] = 20
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     (repo / ".gitignore").write_text("/data/\n__pycache__/\n")
     git("init", "-q", cwd=repo)

@@ -554,6 +554,17 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 # ---------------------------------------------------------------- extension: measured end to end
 
 
+def e2e_noise(metrics_dir: Path) -> str:
+    """'; run marked NOISY (reasons)' when the e2e stage's own environment record says so, else ''."""
+    import json
+
+    path = Path(metrics_dir) / "e2e.json"
+    env = (json.loads(path.read_text()).get("environment") or {}) if path.is_file() else {}
+    if not isinstance(env, dict) or not env.get("noisy"):
+        return ""
+    return "; run marked NOISY (" + "; ".join(env.get("noisy_reasons") or []) + ")"
+
+
 def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     e2e = table("e2e_speedup", tables).filter(pl.col("method") != "ar")
     if e2e.height == 0:
@@ -569,7 +580,7 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
         d = decoded.row(0, named=True)
         ours += f"; {fmt_x(d['speedup_total'])} on the same {cases} with directive tokens decoded"
     return Claim(
-        claim=spec["title"], paper=spec["text"], ours=ours + "; see the e2e report", verdict=BEYOND,
+        claim=spec["title"], paper=spec["text"], ours=ours + e2e_noise(metrics_dir) + "; see the e2e report", verdict=BEYOND,
         reason="the paper gives no measured end-to-end figure",
         method="teacher-forced oracle programs on a real KV cache, seeded case sample [e2e]")
 

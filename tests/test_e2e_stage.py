@@ -65,7 +65,8 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
     token = dict(line, program='<copy tokens="1-1"/>')
 
     def key(**changes):
-        s = stage.settings(cfg(**changes))
+        # with a k sweep, so that the sweep's own settings have something to change
+        s = stage.settings(cfg(**{"e2e.pld.sweep_k": [64, 256], **changes}))
         return stage.checkpoint_key(stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
 
     base = key()

@@ -28,8 +28,9 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.layout import framing_filter
+from analysis.stats import quartiles, ratio_pairs, summarize_ratios
 from kernels_profile.executor import MATCH_POLICIES
-from kernels_profile.interleave import interleaved_order, ratio_pairs, summarize_ratios
+from kernels_profile.interleave import interleaved_order
 
 BASELINE = "ar"
 LEVELS = ("line", "token")
@@ -375,9 +376,7 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
     summary = per_case.group_by(*GROUP_KEYS).agg(
         cases=pl.len(), total_seconds=pl.col("seconds").sum(),
         speedup_total=pl.col("ar_seconds").sum() / pl.col("seconds").sum(),
-        speedup_median=pl.col("speedup").median(),
-        speedup_q25=pl.col("speedup").quantile(0.25, interpolation="linear"),
-        speedup_q75=pl.col("speedup").quantile(0.75, interpolation="linear"),
+        *quartiles("speedup", "speedup_median", "speedup_q25", "speedup_q75"),
         forwards=pl.col("forwards").sum(),
         predicted_total=pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum(),
         predicted_median=pl.col("predicted").median(),

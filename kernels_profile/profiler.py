@@ -34,14 +34,13 @@ which.
 Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
 ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
 and transformers versions, the measurement code's version, torch's thread count), written atomically
-and verified on load (readable, the expected columns, row count and key); a file that fails is
-discarded with a message and measured again. Each profiling session's environment is written beside
-the pairs as run-<run_id>.json.
+with its key and seconds and verified on load (kernels_profile.runtime: readable, the expected
+columns, row count and key); a file that fails is discarded with a message and measured again.
+Each profiling session's environment is written beside the pairs as run-<run_id>.json.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -79,6 +78,14 @@ from kernels_profile.models import (
     published_config,
     smollm2_gguf_path,
     torch_dtype,
+)
+from kernels_profile.runtime import (
+    FromScratch,
+    Lap,
+    checkpoint_key,
+    read_frame_checkpoint,
+    set_threads,
+    write_frame_checkpoint,
 )
 
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
@@ -183,8 +190,7 @@ class ProfileSpec:
     def key(self, *parts: Any) -> str:
         """Hash of the settings that change what one pair measures, and of `parts` (the pair's own
         coordinates and the fingerprint of the model and software it ran on)."""
-        blob = json.dumps([MEASUREMENT_VERSION, self.keyed_settings(), *parts], sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return checkpoint_key(MEASUREMENT_VERSION, self.keyed_settings(), *parts)
 
 
 @dataclass
@@ -516,43 +522,13 @@ def expected_columns() -> dict[str, Any]:
     return {**RAW_SCHEMA, **PAIR_SCHEMA}
 
 
-def load_checkpoint(path: Path, key: str, rows: int, log: Callable[[str], None] = _stderr,
-                    columns: dict[str, Any] | None = None) -> pl.DataFrame | None:
-    """The checkpoint at `path` if it is whole (readable, the expected `columns` and types -- by
-    default a profiler pair's --, `rows` rows, a `checkpoint_key` column equal to `key`, positive
-    finite `seconds`); otherwise None, after removing it and saying why. Usable for any checkpoint
-    that carries checkpoint_key and seconds columns (e.g. e2e's per-case files)."""
-    columns = expected_columns() if columns is None else {**columns, "checkpoint_key": pl.String, "seconds": pl.Float64}
-    if not path.is_file():
-        return None
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:  # polars raises several types for a truncated or garbage file
-        return _discard(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})", log)
-    wrong = {c: str(frame.schema.get(c)) for c, dt in columns.items() if frame.schema.get(c) != dt}
-    if wrong:
-        return _discard(path, f"missing or mistyped columns {wrong}", log)
-    if frame.height != rows:
-        return _discard(path, f"{frame.height} rows, expected {rows}", log)
-    if set(frame["checkpoint_key"].to_list()) != {key}:
-        return _discard(path, f"its rows carry key {sorted(set(frame['checkpoint_key'].to_list()))}, expected {key}", log)
-    if not (frame["seconds"] > 0).all() or not frame["seconds"].is_finite().all():
-        return _discard(path, "non-positive or non-finite seconds", log)
-    return frame
-
-
-def _discard(path: Path, why: str, log: Callable[[str], None]) -> None:
-    log(f"kernels profile: checkpoint {path} is {why}; discarded, measuring it again")
-    path.unlink(missing_ok=True)
-    return None
-
-
 # ---------------------------------------------------------------- the run
 
 @dataclass(frozen=True)
 class ProfileResult:
     raw: pl.DataFrame             # RAW_SCHEMA + PAIR_SCHEMA + environment columns, one row per timing
     environment: dict[str, Any]   # the sidecar written next to the raw parquet (see environment_record)
+    from_scratch_s: float         # what the run would take with no pair to resume (kernels_profile.runtime)
 
 
 @dataclass
@@ -594,12 +570,11 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     `reference`, `load` and `other` replace the reference workload, the load average and the
     sample of other processes' CPU use (tests inject known timings and loads); by default they are
     kernels_profile.machine's. torch's thread count is set (spec.threads) before anything is measured."""
-    import torch
     from tqdm import tqdm
 
     spec.validate()
-    if spec.threads is not None:
-        torch.set_num_threads(spec.threads)
+    set_threads(spec.threads)
+    scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -610,9 +585,11 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     rows = (1 + len(spec.prefills)) * len(spec.ns)
     frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:
-        frame = load_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows, log)
-        if frame is not None:
-            frames[unit] = frame
+        found = read_frame_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows=rows,
+                                      columns=expected_columns(), what="kernels profile", log=log)
+        if found is not None:
+            frames[unit] = found.content
+            scratch.add(found.seconds, measured_now=False)
     todo = [u for u in units if u not in frames]
     if todo:
         on_gpu = spec.device.startswith("cuda")
@@ -628,7 +605,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                    disable=not progress)
         for model_name in spec.models:
             _measure_model(spec, model_name, [u for u in todo if u.model == model_name], keys, frames,
-                           session, checkpoint_dir, bar)
+                           session, checkpoint_dir, bar, scratch)
         bar.close()
         recorder.end()
         if on_gpu:
@@ -637,12 +614,13 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     raw = pl.concat([frames[u] for u in units], how="vertical")
     raw = raw.with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)  # the threshold in force now
     raw = raw.sort("model", "context", "method", "baseline", "pair_baseline", "n", "repeat")
-    return ProfileResult(raw, environment_record(raw, checkpoint_dir, spec, log))
+    return ProfileResult(raw, environment_record(raw, checkpoint_dir, spec, log), scratch.seconds())
 
 
-def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> None:
+def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scratch: FromScratch) -> None:
     if not todo:
         return
+    lap = Lap()  # a pair's seconds include the model build and warm-up before it
     bar.set_postfix_str(f"building {model_name}")
     lm = build_model(model_name, spec.weights, spec.dtype, spec.device, spec.seed)
     env = environment(lm, spec)
@@ -668,7 +646,9 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> 
                 ref_drift=pl.lit(Drift.of([ref_before, ref_after], spec.noisy_drift).drift, pl.Float64),
                 checkpoint_key=pl.lit(keys[unit]),
             ).with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)
-            write_parquet(frame, unit.path(root, keys[unit]))
+            seconds = lap()
+            write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], seconds)
+            scratch.add(seconds, measured_now=True)
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
             bar.update(1)

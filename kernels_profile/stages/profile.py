@@ -59,9 +59,10 @@ def run(cfg: Config, args=None) -> dict:
     spec, out = profile_spec(cfg.params, getattr(args, "preset", None))
     if getattr(args, "out", None):
         out = Path(args.out)
-    with timed("kernels_profile"):
+    with timed("kernels_profile") as timing:
         result = profile_run(spec, KERNEL_CHECKPOINTS)
         sidecar = write_profile(result, out)
+        timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
     return {"rows": result.raw.height, "out": str(out), "environment": str(sidecar), "noisy": env.get("noisy"),
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),

@@ -81,7 +81,6 @@ from kernels_profile.models import (
 )
 from kernels_profile.runtime import (
     FromScratch,
-    Lap,
     checkpoint_key,
     read_frame_checkpoint,
     set_threads,
@@ -589,7 +588,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                                       columns=expected_columns(), what="kernels profile", log=log)
         if found is not None:
             frames[unit] = found.content
-            scratch.add(found.seconds, measured_now=False)
+            scratch.read_back(found.seconds)
     todo = [u for u in units if u not in frames]
     if todo:
         on_gpu = spec.device.startswith("cuda")
@@ -620,7 +619,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
 def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scratch: FromScratch) -> None:
     if not todo:
         return
-    lap = Lap()  # a pair's seconds include the model build and warm-up before it
+    scratch.mark()  # a pair's seconds include the model build and warm-up before it
     bar.set_postfix_str(f"building {model_name}")
     lm = build_model(model_name, spec.weights, spec.dtype, spec.device, spec.seed)
     env = environment(lm, spec)
@@ -646,9 +645,7 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scr
                 ref_drift=pl.lit(Drift.of([ref_before, ref_after], spec.noisy_drift).drift, pl.Float64),
                 checkpoint_key=pl.lit(keys[unit]),
             ).with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)
-            seconds = lap()
-            write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], seconds)
-            scratch.add(seconds, measured_now=True)
+            write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], scratch.measured())
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
             bar.update(1)

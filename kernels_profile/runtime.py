@@ -28,7 +28,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -149,38 +149,35 @@ def read_json_checkpoint(path: Path, key: str, *, fields: set[str] | frozenset[s
     return Checkpoint(payload, seconds)
 
 
-@dataclass
 class FromScratch:
     """What a run would take with no checkpoint to resume from: its own elapsed time, minus the units
-    it measured, plus every unit's recorded seconds (measured now or read back)."""
+    it measured, plus every unit's recorded seconds (measured now or read back).
 
-    started: float = field(default_factory=time.perf_counter)
-    measured_now: float = 0.0
-    recorded: float = 0.0
+    A unit measured now takes the seconds since the previous `mark` or unit (so the model build and
+    warm-up it waited for count towards it); `mark` restarts that clock."""
 
-    def add(self, seconds: float, measured_now: bool) -> None:
+    def __init__(self) -> None:
+        self.started = self.last = time.perf_counter()
+        self.measured_now = 0.0
+        self.recorded = 0.0
+
+    def mark(self) -> None:
+        self.last = time.perf_counter()
+
+    def measured(self) -> float:
+        """A unit finished now: its seconds (since the last mark or unit), counted."""
+        now = time.perf_counter()
+        seconds, self.last = now - self.last, now
+        self.measured_now += seconds
         self.recorded += seconds
-        if measured_now:
-            self.measured_now += seconds
+        return seconds
+
+    def read_back(self, seconds: float) -> None:
+        """A unit read back from its checkpoint, which recorded `seconds`."""
+        self.recorded += seconds
 
     def seconds(self) -> float:
         return round(time.perf_counter() - self.started - self.measured_now + self.recorded, 3)
-
-
-class Lap:
-    """Seconds between marks: each unit's seconds run from the end of the previous one (so the model
-    build and warm-up a unit waited for count towards it)."""
-
-    def __init__(self) -> None:
-        self.last = time.perf_counter()
-
-    def restart(self) -> None:
-        self.last = time.perf_counter()
-
-    def __call__(self) -> float:
-        now = time.perf_counter()
-        seconds, self.last = now - self.last, now
-        return seconds
 
 
 # ---------------------------------------------------------------- threads

@@ -1,6 +1,7 @@
 """The measurement runtime: one checkpoint key, verified checkpoint reads, from-scratch seconds, threads."""
 
 import json
+import time
 
 import polars as pl
 import pytest
@@ -74,14 +75,13 @@ def test_seconds_must_be_finite_and_not_negative(tmp_path):
 
 
 def test_from_scratch_counts_read_back_units_and_not_measured_ones_twice():
-    scratch = FromScratch(started=0.0)
-    scratch.add(5.0, measured_now=False)
-    scratch.add(2.0, measured_now=True)
-    import time
-
-    elapsed = time.perf_counter()
-    # elapsed - 2 (this run's unit) + 7 (every unit)
-    assert scratch.seconds() == pytest.approx(elapsed + 5.0, abs=0.05)
+    scratch = FromScratch()
+    scratch.read_back(5.0)
+    time.sleep(0.05)
+    unit = scratch.measured()
+    assert unit >= 0.05 and scratch.recorded == pytest.approx(5.0 + unit)
+    # this run's elapsed time (its one unit included once) plus the unit read back
+    assert scratch.seconds() == pytest.approx(time.perf_counter() - scratch.started + 5.0, abs=0.01)
 
 
 def test_threads_block_restores_the_count():

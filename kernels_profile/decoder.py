@@ -359,21 +359,6 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 
 
-def load_for_decoding(name: str, weights: str, dtype: str = "float32", device: str = "cpu"):
-    """The model and its ModelTokenizer (a missing tokenizer or weights file is a ModelError naming it)."""
-    from kernels_profile.models import (
-        build_model,
-        check_vocabulary,
-        eos_ids,
-        load_hf_tokenizer,
-    )
-
-    hf_tok = load_hf_tokenizer(name)
-    lm = build_model(name, weights, dtype, device)
-    check_vocabulary(lm, hf_tok)
-    return lm, ModelTokenizer.from_hf(hf_tok, eos_ids(name, hf_tok), name)
-
-
 def result_record(result: DecodeResult, target: str | None = None) -> dict:
     """A flat, JSON-able summary of one decode."""
     from dataclasses import asdict

@@ -152,16 +152,12 @@ def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
     """Applying a cached mask to one float32 logits row, the three ways interleaved per repeat (so a
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
     llguidance's bit-packed mask (when given)."""
-    import torch
+    from kernels_profile.runtime import threads
 
     # one intra-op thread: on a shared 2-core machine a second thread waits for a busy core and
     # every variant then measures the scheduler (~12 ms) instead of the operation
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with threads(1):
         return _apply_costs(width, masks, bitmask, repeats)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:

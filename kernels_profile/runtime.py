@@ -204,15 +204,21 @@ def threads(count: int) -> Iterator[int]:
 # ---------------------------------------------------------------- models
 
 @dataclass(frozen=True)
-class LoadedModel:
-    """A registry model, its transformers tokenizer and its EOS ids."""
+class ModelAndTokenizer:
+    """A registry model (kernels_profile.models.LoadedModel), its transformers tokenizer and EOS ids."""
 
     lm: Any
     hf_tok: Any
     eos_ids: tuple[int, ...]
 
+    def decoding_tokenizer(self):
+        """The tokenizer the decoder and the pilot use (kernels_profile.sequence.ModelTokenizer)."""
+        from kernels_profile.sequence import ModelTokenizer
 
-def load_model(name: str, weights: str, dtype: str, device: str) -> LoadedModel:
+        return ModelTokenizer.from_hf(self.hf_tok, self.eos_ids, self.lm.name)
+
+
+def load_model(name: str, weights: str, dtype: str, device: str) -> ModelAndTokenizer:
     """Build the model and its tokenizer (a missing tokenizer or weights file is a ModelError naming it)
     and check that the tokenizer's ids fit the model's embedding."""
     from kernels_profile.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
@@ -220,4 +226,4 @@ def load_model(name: str, weights: str, dtype: str, device: str) -> LoadedModel:
     hf_tok = load_hf_tokenizer(name)
     lm = build_model(name, weights, dtype, device)
     check_vocabulary(lm, hf_tok)
-    return LoadedModel(lm, hf_tok, eos_ids(name, hf_tok))
+    return ModelAndTokenizer(lm, hf_tok, eos_ids(name, hf_tok))

@@ -14,7 +14,7 @@ from analysis.config import Config
 from analysis.errors import ParamsError
 from kernels_profile import e2e
 from kernels_profile.interleave import interleaved_order
-from kernels_profile.runtime import FromScratch, LoadedModel, checkpoint_key, set_threads
+from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key, set_threads
 from kernels_profile.stages import e2e as stage
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -271,7 +271,7 @@ def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     from kernels_profile.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-    loaded = LoadedModel(lm, ToyTokenizer.bytes_then(), ())
+    loaded = ModelAndTokenizer(lm, ToyTokenizer.bytes_then(), ())
     s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [],
                               "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
     source, target = "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n"
@@ -312,7 +312,7 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     monkeypatch.setattr(e2e, "latency_curve", fake_curve)
     settings = stage.settings(Config.load(ROOT / "params.yaml"))
     choice = settings.models[0]
-    loaded = LoadedModel(lm=None, hf_tok=None, eos_ids=())
+    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
     first = stage.cached_curve(loaded, choice, settings, (300, 900))
     again = stage.cached_curve(loaded, choice, settings, (300, 900))
     assert first == again and len(calls) == 1

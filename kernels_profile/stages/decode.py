@@ -91,9 +91,11 @@ def run(cfg: Config, args=None) -> dict:
 
 
 def _decode_and_benchmark(s: DecodeSettings, case: dict, args) -> dict:
-    from kernels_profile.decoder import decode, load_for_decoding, result_record
+    from kernels_profile.decoder import decode, result_record
+    from kernels_profile.runtime import load_model
 
-    lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
+    loaded = load_model(s.model, s.weights, s.dtype, "cpu")
+    lm, tok = loaded.lm, loaded.decoding_tokenizer()
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id)
     record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}

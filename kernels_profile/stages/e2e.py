@@ -54,7 +54,7 @@ from kernels_profile.machine import (
 from kernels_profile.profiler import environment_path
 from kernels_profile.runtime import (
     FromScratch,
-    LoadedModel,
+    ModelAndTokenizer,
     checkpoint_key,
     load_model,
     read_frame_checkpoint,
@@ -226,7 +226,7 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
 CURVE_FIELDS = frozenset({"prefill", "ar", "contexts"})
 
 
-def cached_curve(loaded: LoadedModel, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...],
+def cached_curve(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...],
                  scratch: FromScratch | None = None) -> dict:
     """The model's latency curve, measured once and checkpointed like a case: its timings are part of
     every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
@@ -245,7 +245,7 @@ def cached_curve(loaded: LoadedModel, choice: E2EModel, s: E2ESettings, contexts
     return curve
 
 
-def case_segments(loaded: LoadedModel, line: dict, token: dict, qwen) -> dict:
+def case_segments(loaded: ModelAndTokenizer, line: dict, token: dict, qwen) -> dict:
     """The line and token oracle programs as the executor's segments, in the model's tokens."""
     from kernels_profile.executor import program_segments
 
@@ -255,7 +255,7 @@ def case_segments(loaded: LoadedModel, line: dict, token: dict, qwen) -> dict:
             "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
 
 
-def model_encoder(loaded: LoadedModel):
+def model_encoder(loaded: ModelAndTokenizer):
     return lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]
 
 
@@ -263,7 +263,7 @@ PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "p
                      "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
 
 
-def measure_one(loaded: LoadedModel, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
+def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
                 model, context: int, run_lossless: bool, qwen, run_id: str) -> pl.DataFrame:
     from kernels_profile.executor import Executor
 
@@ -340,7 +340,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     return result
 
 
-def constrained_for(loaded: LoadedModel, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
+def constrained_for(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
     from kernels_profile.constrained import suite_tokenizer
 
     pool = table.filter((pl.col("corpus") == s.constrained_corpus) & (pl.col("framing") == s.framing)

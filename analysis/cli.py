@@ -41,6 +41,10 @@ STAGES: dict[str, tuple[str, str]] = {
 TOOLS: dict[str, tuple[str, str]] = {
     "bench throughput": ("analysis.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
+    "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
+                                                "runs -> reports/kernels/benchmark_busy.{md,json}"),
+    "bench mask": ("kernels_profile.maskbench", "grammar-mask cost per step, this suite's FSM beside llguidance "
+                                                "(params decode.mask_benchmark)"),
 }
 
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
@@ -129,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stage(kernels, "kernels fit")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
-                                       "its own report.").add_subparsers(dest="bcommand", metavar="{throughput}",
+                                       "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
                                                                          required=True)
     throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1],
                                   description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1])
@@ -138,6 +142,24 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
     throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
     throughput.add_argument("--out", default=None, help="output folder (default reports/bench)")
+    busy = _add_tool(bench, "bench busy")
+    busy.add_argument("quiet", metavar="QUIET_DIR", help="repository root of the quiet run (data/kernels, data/e2e)")
+    busy.add_argument("busy", metavar="BUSY_DIR", help="repository root of the run beside the busy loop")
+    busy.add_argument("--stem", default=None, metavar="OUT_STEM",
+                      help="report path without suffix (default reports/kernels/benchmark_busy)")
+    mask = _add_tool(bench, "bench mask")
+    mask.add_argument("--programs", type=int, default=None, help="line programs (default: params)")
+    mask.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
+    mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
+    mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
+    return parser
+
+
+def _add_tool(sub, command: str) -> argparse.ArgumentParser:
+    module, text = TOOLS[command]
+    parser = sub.add_parser(command.split()[-1], help=text, description=text[0].upper() + text[1:] + ".")
+    parser.set_defaults(stage=command, module=module)
+    parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
     return parser
 
 

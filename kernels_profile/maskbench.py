@@ -20,6 +20,7 @@ it the benchmark reports this suite's side and says why llguidance is missing.
 from __future__ import annotations
 
 import importlib.util
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -305,29 +306,23 @@ def run_models(models: Sequence[str], programs: list[str], n_lines: int, range_m
     return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats) for m in models]
 
 
-def main(argv: list[str] | None = None) -> int:
-    """python -m kernels_profile.maskbench [--programs 20] [--lines 400]: print the summary table."""
-    import argparse
-    import json
-
+def run(cfg, args) -> dict:
+    """`copydecode bench mask [--programs N] [--lines N] [--models M ...] [--json FILE]`: the decode
+    stage's mask benchmark (params decode.mask_benchmark, each overridable here) printed as a table;
+    returns each vocabulary's mask-apply costs."""
     import polars as pl
 
-    parser = argparse.ArgumentParser(prog="python -m kernels_profile.maskbench", description=main.__doc__)
-    parser.add_argument("--programs", type=int, default=20)
-    parser.add_argument("--lines", type=int, default=400)
-    parser.add_argument("--models", nargs="+", default=["qwen2.5-0.5b", "smollm2-135m"])
-    parser.add_argument("--json", default=None, help="also write the full results here")
-    args = parser.parse_args(argv)
-    results = run_models(args.models, line_programs(args.programs, args.lines), args.lines)
+    from kernels_profile.stages.decode import settings
+
+    s = settings(cfg.params)
+    models = tuple(args.models) if args.models else s.mask_models
+    programs = args.programs if args.programs is not None else s.mask_programs
+    lines = args.lines if args.lines is not None else s.mask_lines
+    results = run_models(models, line_programs(programs, lines), lines, apply_repeats=s.mask_apply_repeats)
     with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
-        print(pl.DataFrame(summary_rows(results)))
+        print(pl.DataFrame(summary_rows(results)), file=sys.stderr)
     if args.json:
         from analysis.io import write_json
 
         write_json({"results": results}, args.json)
-    print(json.dumps({r["vocabulary"]: r["apply"] for r in results}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+    return {r["vocabulary"]: r["apply"] for r in results}

@@ -1,7 +1,8 @@
 """`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
 
-STAGES maps each subcommand to the module that runs it; a stage module's `run(cfg, args)` returns
-its metrics. Modules are imported on use, so torch is loaded only by the commands that run a model.
+STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
+(`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
+for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params` and `--out` may come before or after the subcommand.
 """
 
@@ -37,13 +38,23 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
+# Stages whose module builds its typed settings from the params dict and these command-line options
+# (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
+# `run(cfg, args)`.
+SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
+    "kernels profile": ("preset", "out"),
+    "kernels fit": (),
+    "decode": ("case_id", "model", "framing"),
+    "e2e": (),
+}
+
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
 TOOLS: dict[str, tuple[str, str]] = {
     "bench throughput": ("analysis.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "bench mask": ("kernels_profile.maskbench", "grammar-mask cost per step, this suite's FSM beside llguidance "
+    "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
 
@@ -163,6 +174,14 @@ def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     return parser
 
 
+def run_stage(module, args: argparse.Namespace, cfg: Config):
+    """The stage's settings built here, from the params and its command-line options, then its run."""
+    if args.stage in SETTINGS_OPTIONS:
+        options = {name: getattr(args, name, None) for name in SETTINGS_OPTIONS[args.stage]}
+        return module.run(module.settings(cfg.params, **options))
+    return module.run(cfg, args)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.stage == "kernels profile":  # its own --out names the raw timings file, kept as `out` for the stage
@@ -184,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
         module = importlib.import_module(args.module)
         with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
-            result = module.run(cfg, args)
+            result = run_stage(module, args, cfg)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

@@ -359,6 +359,14 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 
 
+def load_for_decoding(name: str, weights: str, dtype: str, device: str):
+    """The model (kernels_profile.runtime.load_model, the one loader) and its ModelTokenizer."""
+    from kernels_profile.runtime import load_model
+
+    loaded = load_model(name, weights, dtype, device)
+    return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
+
+
 def result_record(result: DecodeResult, target: str | None = None) -> dict:
     """A flat, JSON-able summary of one decode."""
     from dataclasses import asdict

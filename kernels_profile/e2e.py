@@ -42,7 +42,7 @@ _PLD_NAME = re.compile(r"pld_(latest|earliest)_k(\d+)")
 class PldSettings:
     k: int
     ngram_max: int
-    policy: str = "latest"
+    policy: str
 
     def __post_init__(self):
         if self.policy not in MATCH_POLICIES:
@@ -61,7 +61,7 @@ class MethodPlan:
     its directive tokens decoded."""
 
     plds: tuple[PldSettings, ...]
-    overhead_levels: tuple[str, ...] = LEVELS
+    overhead_levels: tuple[str, ...]
 
     def __post_init__(self):
         names = [p.method for p in self.plds]

@@ -20,7 +20,6 @@ it the benchmark reports this suite's side and says why llguidance is missing.
 from __future__ import annotations
 
 import importlib.util
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -304,25 +303,3 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
 def run_models(models: Sequence[str], programs: list[str], n_lines: int, range_modes: Sequence[str] = ("full", "none"),
                apply_repeats: int = 500) -> list[dict]:
     return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats) for m in models]
-
-
-def run(cfg, args) -> dict:
-    """`copydecode bench mask [--programs N] [--lines N] [--models M ...] [--json FILE]`: the decode
-    stage's mask benchmark (params decode.mask_benchmark, each overridable here) printed as a table;
-    returns each vocabulary's mask-apply costs."""
-    import polars as pl
-
-    from kernels_profile.stages.decode import settings
-
-    s = settings(cfg.params)
-    models = tuple(args.models) if args.models else s.mask_models
-    programs = args.programs if args.programs is not None else s.mask_programs
-    lines = args.lines if args.lines is not None else s.mask_lines
-    results = run_models(models, line_programs(programs, lines), lines, apply_repeats=s.mask_apply_repeats)
-    with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
-        print(pl.DataFrame(summary_rows(results)), file=sys.stderr)
-    if args.json:
-        from analysis.io import write_json
-
-        write_json({"results": results}, args.json)
-    return {r["vocabulary"]: r["apply"] for r in results}

@@ -55,8 +55,6 @@ from analysis.errors import ParamsError
 from analysis.io import write_json, write_parquet
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.machine import (
-    DEFAULT_CONTENTION_SLACK,
-    DEFAULT_NOISY_DRIFT,
     Contention,
     Drift,
     EnvironmentRecorder,
@@ -125,25 +123,28 @@ ENVIRONMENT_FORMAT = "copydecode.kernels.environment/1"
 
 @dataclass(frozen=True)
 class ProfileSpec:
-    models: tuple[str, ...] = ("qwen2.5-0.5b",)
-    weights: str = "random"
-    dtype: str = "bfloat16"
-    device: str = "cpu"
-    contexts: tuple[int, ...] = (256,)
-    ns: tuple[int, ...] = tuple(2 ** k for k in range(10))
-    baselines: tuple[str, ...] = ("eager", "static")
-    repeats: int = 3
-    warmup: int = 1
-    ar_mode: str = "prefix"
-    seed: int = 0
-    threads: int | None = None
-    order_seed: int = 0                       # seeds the alternating AR/prefill order of each pair
-    noisy_drift: float = DEFAULT_NOISY_DRIFT  # reference workload drift above which a pair/run is noisy
-    reference_budget_s: float = 0.5           # time budget of one reference workload sample
-    roofline: bool = True                     # measure stream bandwidth and matmul throughput once per run
-    contention_slack: float = DEFAULT_CONTENTION_SLACK  # other load beyond the free cores before a run is contended
-    prefills: tuple[str, ...] = ("eager",)    # prefill kinds timed in every pair: eager | compiled (static shapes, graphs)
-    warmup_ar_steps: int = 8                  # AR steps per warm-up; n_max warms every cache size (see the kernel report)
+    """What one profile measures: kernels.profile (overlaid with a preset), every field from params.yaml
+    (kernels_profile.stages.profile.settings); no field has a default in code."""
+
+    models: tuple[str, ...]
+    weights: str
+    dtype: str
+    device: str
+    contexts: tuple[int, ...]
+    ns: tuple[int, ...]
+    baselines: tuple[str, ...]
+    repeats: int
+    warmup: int
+    ar_mode: str
+    seed: int
+    threads: int | None
+    order_seed: int             # seeds the alternating AR/prefill order of each pair
+    noisy_drift: float          # reference workload drift above which a pair/run is noisy
+    reference_budget_s: float   # time budget of one reference workload sample
+    roofline: bool              # measure stream bandwidth and matmul throughput once per run
+    contention_slack: float     # other load beyond the free cores before a run is contended
+    prefills: tuple[str, ...]   # prefill kinds timed in every pair: eager | compiled (static shapes, graphs)
+    warmup_ar_steps: int        # AR steps per warm-up; n_max warms every cache size (see the kernel report)
 
     def validate(self) -> "ProfileSpec":
         if not self.models:

@@ -211,12 +211,6 @@ class ModelAndTokenizer:
     hf_tok: Any
     eos_ids: tuple[int, ...]
 
-    def decoding_tokenizer(self):
-        """The tokenizer the decoder and the pilot use (kernels_profile.sequence.ModelTokenizer)."""
-        from kernels_profile.sequence import ModelTokenizer
-
-        return ModelTokenizer.from_hf(self.hf_tok, self.eos_ids, self.lm.name)
-
 
 def load_model(name: str, weights: str, dtype: str, device: str) -> ModelAndTokenizer:
     """Build the model and its tokenizer (a missing tokenizer or weights file is a ModelError naming it)

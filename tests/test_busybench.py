@@ -157,7 +157,8 @@ def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
     assert (args.stage, args.module, args.quiet, args.busy, args.stem) == ("bench busy", "kernels_profile.busybench",
                                                                         "q", "b", None)
     args = build_parser().parse_args(["bench", "mask", "--programs", "3"])
-    assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.maskbench", 3, None)
+    assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.stages.bench_mask", 3,
+                                                                                    None)
     assert {"bench busy", "bench mask"} <= set(TOOLS) and not {"bench busy", "bench mask"} & set(STAGES)
     assert not hasattr(busybench, "main")
 

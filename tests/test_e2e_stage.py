@@ -20,8 +20,9 @@ from kernels_profile.stages import e2e as stage
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def cfg(**changes) -> Config:
-    return Config(params_with(**changes), ROOT / "params.yaml")
+def cfg(**changes) -> dict:
+    """params.yaml with dotted changes: what the e2e stage's settings read."""
+    return params_with(**changes)
 
 
 # ---------------------------------------------------------------- plan and params
@@ -310,7 +311,7 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
                 "contexts": list(contexts)}
 
     monkeypatch.setattr(e2e, "latency_curve", fake_curve)
-    settings = stage.settings(Config.load(ROOT / "params.yaml"))
+    settings = stage.settings(Config.load(ROOT / "params.yaml").params)
     choice = settings.models[0]
     loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
     first = stage.cached_curve(loaded, choice, settings, (300, 900))

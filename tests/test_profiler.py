@@ -17,13 +17,13 @@ from kernels_profile import profiler  # noqa: E402
 from kernels_profile.profiler import (  # noqa: E402
     PAIR_SCHEMA,
     RAW_SCHEMA,
-    ProfileSpec,
     environment_path,
     pair_order,
     profile_run,
     read_environment,
     write_profile,
 )
+from conftest import profile_spec  # noqa: E402
 from kernels_profile.runtime import (  # noqa: E402
     KEY_FIELD,
     SECONDS_FIELD,
@@ -31,7 +31,7 @@ from kernels_profile.runtime import (  # noqa: E402
     write_frame_checkpoint,
 )
 
-SPEC = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),
+SPEC = profile_spec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),
                    baselines=("eager", "static"), repeats=3, warmup=0, roofline=False, order_seed=0)
 PAIRS = len(SPEC.contexts) * len(SPEC.baselines) * SPEC.repeats
 

@@ -25,7 +25,7 @@ import polars as pl
 from tqdm import tqdm
 
 from analysis import charts, corpora
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
@@ -139,14 +139,15 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 
-def settings(cfg: Config) -> E2ESettings:
-    p = cfg.params
+def settings(params: dict) -> E2ESettings:
+    """e2e (and the tokenizer it encodes cases with), validated (the only reader of that group)."""
+    p = params
     models = tuple(_e2e_model(e, i) for i, e in enumerate(get(p, "e2e.models", list)))
     if not models:
         raise ParamsError("params: 'e2e.models' is empty")
     names = [m.name for m in models]
     settings = E2ESettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         framing=choice(p, "e2e.framing", corpora.FRAMINGS),
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
@@ -399,8 +400,7 @@ def speedup_metrics(summary: pl.DataFrame) -> dict:
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: E2ESettings) -> dict:
     with timed("e2e") as timing:
         scratch = FromScratch()
         threads = set_threads(s.threads)  # before the recorder reads the thread count and before any timing

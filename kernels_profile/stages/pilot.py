@@ -515,12 +515,12 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 
 def load_models(s: PilotSettings) -> Loaded:
+    from kernels_profile.decoder import load_for_decoding
     from kernels_profile.pilot import add_lora
-    from kernels_profile.runtime import load_model, set_threads
+    from kernels_profile.runtime import set_threads
 
     set_threads(s.threads or None)
-    model = load_model(s.model, s.weights, s.dtype, s.device)
-    lm, tok = model.lm, model.decoding_tokenizer()
+    lm, tok = load_for_decoding(s.model, s.weights, s.dtype, s.device)
     loaded = Loaded(lm, tok)
     loaded.peft = add_lora(lm, s.lora(), seed=s.seeds[0])
     lm.model = loaded.peft  # the decoder runs whatever adapter is loaded (disable_adapter for "before")

@@ -286,9 +286,15 @@ def mask_cost(fsm, programs: list[str], repeats: int = 200) -> dict:
             started = time.perf_counter()
             logits.masked_fill(~m, float("-inf"))
             apply.append(time.perf_counter() - started)
-    q = lambda xs: {"median_us": float(np.median(xs) * 1e6), "p25_us": float(np.quantile(xs, 0.25) * 1e6),
-                    "p75_us": float(np.quantile(xs, 0.75) * 1e6), "n": len(xs)}
-    return {"vocab_size": fsm.vocab_size, "states": len(states), "cold": q(cold), "warm": q(warm), "apply": q(apply)}
+    return {"vocab_size": fsm.vocab_size, "states": len(states), "cold": _microseconds(cold), "warm": _microseconds(warm),
+            "apply": _microseconds(apply)}
+
+
+def _microseconds(seconds: list[float]) -> dict:
+    """Median and quartiles (analysis.stats.quartiles) of timings, in microseconds, and their count."""
+    row = pl.DataFrame({"s": seconds}, schema={"s": pl.Float64}).select(
+        quartiles("s", "median_us", "p25_us", "p75_us")).row(0, named=True)
+    return {**{k: float(v * 1e6) for k, v in row.items()}, "n": len(seconds)}
 
 
 def constrained_generation(lm, hf_tok, suite_tok, rows: pl.DataFrame, max_new: int, eos: tuple[int, ...]) -> list[dict]:

@@ -96,3 +96,16 @@ def test_threads_block_restores_the_count():
         assert set_threads(None) == before
     finally:
         torch.set_num_threads(before)
+
+
+def test_one_key_hash_one_thread_setter_one_ratio_summary():
+    """kernels_profile hashes checkpoint keys and sets torch threads only in the runtime; the median and
+    quartiles of timings are aggregated only by analysis.stats.quartiles."""
+    from conftest import ROOT
+
+    code = {p: p.read_text() for folder in ("kernels_profile", "analysis") for p in (ROOT / folder).rglob("*.py")
+            if "data" not in p.relative_to(ROOT).parts}
+    runtime, stats = ROOT / "kernels_profile" / "runtime.py", ROOT / "analysis" / "stats.py"
+    assert [p for p, text in code.items() if "set_num_threads(" in text] == [runtime]
+    assert [p for p, text in code.items() if "sha256(" in text and p.is_relative_to(ROOT / "kernels_profile")] == [runtime]
+    assert [p for p, text in code.items() if "quantile(0.25" in text or "np.quantile(" in text] == [stats]

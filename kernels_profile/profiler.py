@@ -592,6 +592,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
             scratch.read_back(found.seconds)
     todo = [u for u in units if u not in frames]
     if todo:
+        scratch.mark()  # a pair's seconds include the session start, model build and warm-up before it
         on_gpu = spec.device.startswith("cuda")
         recorder = EnvironmentRecorder(
             # the CPU stream/matmul roofline says nothing about a GPU: its roof is the datasheet's (kernels fit)
@@ -620,7 +621,6 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
 def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scratch: FromScratch) -> None:
     if not todo:
         return
-    scratch.mark()  # a pair's seconds include the model build and warm-up before it
     bar.set_postfix_str(f"building {model_name}")
     lm = build_model(model_name, spec.weights, spec.dtype, spec.device, spec.seed)
     env = environment(lm, spec)

@@ -14,7 +14,7 @@ from analysis.config import Config
 from analysis.errors import ParamsError
 from kernels_profile import e2e
 from kernels_profile.interleave import interleaved_order
-from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key, set_threads
+from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key
 from kernels_profile.stages import e2e as stage
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -254,16 +254,6 @@ def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
     assert metrics["noisy"] is True and metrics["contended"] is True and metrics["reference_drift"] == 0
     assert metrics["noisy_reasons"] == ["other load 1.9 busy cores > 1 free core + 0.5"]
     assert "(2 - 1 + 0.5)" in metrics["contention_rule"] and metrics["other_busy_cores"] == pytest.approx(1.9)
-
-
-def test_set_threads_sets_torch_and_null_keeps_its_default():
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    try:
-        assert set_threads(1) == 1 == torch.get_num_threads()
-        assert set_threads(None) == 1  # null leaves whatever is in force
-    finally:
-        torch.set_num_threads(before)
 
 
 @pytest.mark.slow

@@ -93,7 +93,8 @@ def test_threads_block_restores_the_count():
         with threads(1) as count:
             assert count == 1 == torch.get_num_threads()
         assert torch.get_num_threads() == before
-        assert set_threads(None) == before
+        assert set_threads(None) == before  # null leaves whatever is in force
+        assert set_threads(1) == 1 == torch.get_num_threads() and set_threads(None) == 1
     finally:
         torch.set_num_threads(before)
 

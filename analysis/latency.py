@@ -139,9 +139,9 @@ def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
     table = (
         paired.group_by(keys + ["baseline", "prefill"])
         .agg(
-            t_ar=pl.col("t_ar").median(), t_prefill=pl.col("t_prefill").median(),
+            pl.col("t_ar").median(), pl.col("t_prefill").median(),
             *quartiles("ratio", "speedup", "speedup_q25", "speedup_q75"),
-            repeats=pl.len(),
+            pl.len().alias("repeats"),
         )
         .sort(keys + ["baseline", "prefill"])
     )

@@ -380,13 +380,15 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
     pairs = per_pair_ratios(measurements)
     per_case = _per_case(measurements, pairs)
     summary = per_case.group_by(*GROUP_KEYS).agg(
-        cases=pl.len(), total_seconds=pl.col("seconds").sum(),
-        speedup_total=pl.col("ar_seconds").sum() / pl.col("seconds").sum(),
+        # positional only: polars puts positional aggregations before keyword ones, so the column
+        # order is the order written here
+        pl.len().alias("cases"), pl.col("seconds").sum().alias("total_seconds"),
+        (pl.col("ar_seconds").sum() / pl.col("seconds").sum()).alias("speedup_total"),
         *quartiles("speedup", "speedup_median", "speedup_q25", "speedup_q75"),
-        forwards=pl.col("forwards").sum(),
-        predicted_total=pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum(),
-        predicted_median=pl.col("predicted").median(),
-        predicted_cases=pl.col("predicted").is_not_null().sum(),
+        pl.col("forwards").sum(),
+        (pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum()).alias("predicted_total"),
+        pl.col("predicted").median().alias("predicted_median"),
+        pl.col("predicted").is_not_null().sum().alias("predicted_cases"),
         extrapolated_spans=pl.col("extrapolated_spans").sum(),
     )
     # a method without a prediction sums nothing: null, not 0/0

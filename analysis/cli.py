@@ -1,7 +1,8 @@
 """`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
 
-STAGES maps each subcommand to the module that runs it; a stage module's `run(cfg, args)` returns
-its metrics. Modules are imported on use, so torch is loaded only by the commands that run a model.
+STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
+(`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
+for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params` and `--out` may come before or after the subcommand.
 """
 
@@ -37,10 +38,24 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
+# Stages whose module builds its typed settings from the params dict and these command-line options
+# (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
+# `run(cfg, args)`.
+SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
+    "kernels profile": ("preset", "out"),
+    "kernels fit": (),
+    "decode": ("case_id", "model", "framing"),
+    "e2e": (),
+}
+
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
 TOOLS: dict[str, tuple[str, str]] = {
     "bench throughput": ("analysis.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
+    "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
+                                                "runs -> reports/kernels/benchmark_busy.{md,json}"),
+    "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
+                                                "(params decode.mask_benchmark)"),
 }
 
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
@@ -129,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_stage(kernels, "kernels fit")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
-                                       "its own report.").add_subparsers(dest="bcommand", metavar="{throughput}",
+                                       "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
                                                                          required=True)
     throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1],
                                   description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1])
@@ -138,7 +153,33 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
     throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
     throughput.add_argument("--out", default=None, help="output folder (default reports/bench)")
+    busy = _add_tool(bench, "bench busy")
+    busy.add_argument("quiet", metavar="QUIET_DIR", help="repository root of the quiet run (data/kernels, data/e2e)")
+    busy.add_argument("busy", metavar="BUSY_DIR", help="repository root of the run beside the busy loop")
+    busy.add_argument("--stem", default=None, metavar="OUT_STEM",
+                      help="report path without suffix (default reports/kernels/benchmark_busy)")
+    mask = _add_tool(bench, "bench mask")
+    mask.add_argument("--programs", type=int, default=None, help="line programs (default: params)")
+    mask.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
+    mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
+    mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
     return parser
+
+
+def _add_tool(sub, command: str) -> argparse.ArgumentParser:
+    module, text = TOOLS[command]
+    parser = sub.add_parser(command.split()[-1], help=text, description=text[0].upper() + text[1:] + ".")
+    parser.set_defaults(stage=command, module=module)
+    parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    return parser
+
+
+def run_stage(module, args: argparse.Namespace, cfg: Config):
+    """The stage's settings built here, from the params and its command-line options, then its run."""
+    if args.stage in SETTINGS_OPTIONS:
+        options = {name: getattr(args, name, None) for name in SETTINGS_OPTIONS[args.stage]}
+        return module.run(module.settings(cfg.params, **options))
+    return module.run(cfg, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
         module = importlib.import_module(args.module)
         with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
-            result = module.run(cfg, args)
+            result = run_stage(module, args, cfg)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

@@ -62,6 +62,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.stats import quartiles
 
 GROUP = ["model", "weights", "dtype", "device"]
 KEY_FIELDS = (*GROUP, "baseline")
@@ -102,9 +103,7 @@ def summarize(raw: pl.DataFrame) -> pl.DataFrame:
     return (
         raw.group_by(keys)
         .agg(
-            median=pl.col("seconds").median(),
-            q25=pl.col("seconds").quantile(0.25, interpolation="linear"),
-            q75=pl.col("seconds").quantile(0.75, interpolation="linear"),
+            *quartiles("seconds", "median", "q25", "q75"),
             repeats=pl.len(),
         )
         .with_columns(iqr=pl.col("q75") - pl.col("q25"))
@@ -140,11 +139,9 @@ def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
     table = (
         paired.group_by(keys + ["baseline", "prefill"])
         .agg(
-            t_ar=pl.col("t_ar").median(), t_prefill=pl.col("t_prefill").median(),
-            speedup=pl.col("ratio").median(),
-            speedup_q25=pl.col("ratio").quantile(0.25, interpolation="linear"),
-            speedup_q75=pl.col("ratio").quantile(0.75, interpolation="linear"),
-            repeats=pl.len(),
+            pl.col("t_ar").median(), pl.col("t_prefill").median(),
+            *quartiles("ratio", "speedup", "speedup_q25", "speedup_q75"),
+            pl.len().alias("repeats"),
         )
         .sort(keys + ["baseline", "prefill"])
     )

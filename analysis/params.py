@@ -171,3 +171,29 @@ def _kind_name(kind) -> str:
     if isinstance(kind, tuple):
         return " or ".join(k.__name__ for k in kind)
     return kind.__name__ if kind else "set"
+
+
+# ---------------------------------------------------------------- presets
+
+def merge_preset(params: dict[str, Any], group: str, presets: str, name: str | None) -> dict[str, Any]:
+    """The params group `group` overlaid with the preset `name` of the group `presets` (the one preset
+    merge): a mapping in the preset overlays the group's mapping key by key, at any depth; any other
+    value replaces the group's. With no name, a copy of the group."""
+    base = get(params, group, dict)
+    if name is None:
+        return _overlay(base, {})
+    table = get(params, presets, dict)
+    if name not in table:
+        raise ParamsError(f"params: unknown preset {name!r} in {presets!r}; known: {', '.join(map(str, table))}")
+    preset = table[name]
+    if not isinstance(preset, dict):
+        raise ParamsError(f"params: preset '{presets}.{name}' must be a mapping of {group} settings, got {preset!r}")
+    return _overlay(base, preset)
+
+
+def _overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    merged = {k: _overlay(v, {}) if isinstance(v, dict) else v for k, v in base.items()}
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(merged.get(key), dict)
+        merged[key] = _overlay(merged[key], value) if both else (_overlay(value, {}) if isinstance(value, dict) else value)
+    return merged

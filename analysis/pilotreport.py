@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.stats import quartiles
+
 KEYS = ["phase", "mode", "seed", "split"]
 
 
@@ -50,11 +52,9 @@ def paired(records: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ratio_row(frame: pl.DataFrame, subset: str) -> dict:
-    r = frame["ratio"]
-    return {"subset": subset, "cases": frame.height,
-            "ratio_median": r.median() if frame.height else None,
-            "ratio_q25": r.quantile(0.25, "linear") if frame.height else None,
-            "ratio_q75": r.quantile(0.75, "linear") if frame.height else None,
+    spread = (frame.select(quartiles("ratio", "ratio_median", "ratio_q25", "ratio_q75")).row(0, named=True)
+              if frame.height else dict.fromkeys(("ratio_median", "ratio_q25", "ratio_q75")))
+    return {"subset": subset, "cases": frame.height, **spread,
             "program_s_median": frame["program_s"].median() if frame.height else None,
             "rewrite_s_median": frame["rewrite_s"].median() if frame.height else None,
             "program_tokens_median": frame["program_tokens"].median() if frame.height else None,

@@ -41,7 +41,7 @@ from analysis.layout import (
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
 METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
-BUSY_BENCHMARK = BUSY_BENCHMARK_STEM.with_suffix(".json")  # kernels_profile.busybench's machine-readable output
+BUSY_BENCHMARK = BUSY_BENCHMARK_STEM.with_suffix(".json")  # `copydecode bench busy`'s machine-readable output
 
 
 def _cell(text: str) -> str:
@@ -87,7 +87,7 @@ def _spread_sentence(root: Path) -> str:
     """The run-to-run spread a user should expect, from the quiet-vs-busy benchmark when one is recorded."""
     path = root / BUSY_BENCHMARK
     if not path.is_file():
-        return ("Run-to-run spread: no quiet-vs-busy benchmark recorded (`python -m kernels_profile.busybench`, "
+        return ("Run-to-run spread: no quiet-vs-busy benchmark recorded (`copydecode bench busy`, "
                 f"`{BUSY_BENCHMARK}`).")
     bench = json.loads(path.read_text())
     kernel, e2e = bench["kernel"], bench["e2e"]

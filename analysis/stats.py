@@ -23,15 +23,23 @@ first, so the case part of the resample is the same as in the 1-D case.
 
 `mean_of_ratios_ci` is the same resampling for the other pooled statistic: the mean over strata of
 each stratum's ratio of sums (the mean of per-corpus bounds).
+
+Paired ratios (the one pairing and median/IQR summary of timings). `ratio_pairs` pairs each method's
+time with the baseline's time from the same repeat (ratio = baseline seconds / method seconds);
+`summarize_ratios` gives their median, quartiles and IQR per (keys, method); `quartiles` is the
+median/quartile aggregation (linear interpolation) every timing summary uses.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import polars as pl
 
-from analysis.errors import ParamsError
+from analysis.errors import CopyDecodeError, ParamsError
 
 
 @dataclass(frozen=True)
@@ -141,3 +149,76 @@ def mean_of_ratios(num, den, strata) -> float:
     """Mean over strata of each stratum's ratio of sums."""
     num, den, labels = np.asarray(num, dtype=float), np.asarray(den, dtype=float), np.asarray(strata)
     return float(np.mean([ratio_of_sums(num[labels == s], den[labels == s]) for s in sorted(set(labels.tolist()))]))
+
+
+# ---------------------------------------------------------------- paired ratios: median and IQR
+
+class TimingError(CopyDecodeError):
+    """Timing records that cannot be paired (a method missing from a repeat, a duplicate, a zero time)."""
+
+
+def quartiles(column: str, median: str, q25: str, q75: str) -> list[pl.Expr]:
+    """The median and linear-interpolated quartiles of `column`, named `median`, `q25`, `q75`."""
+    values = pl.col(column)
+    return [values.median().alias(median), values.quantile(0.25, interpolation="linear").alias(q25),
+            values.quantile(0.75, interpolation="linear").alias(q75)]
+
+
+def _timing_frame(records: Iterable[Mapping[str, Any]] | pl.DataFrame) -> pl.DataFrame:
+    frame = records if isinstance(records, pl.DataFrame) else pl.DataFrame(list(records))
+    missing = {"method", "repeat", "seconds"} - set(frame.columns)
+    if missing:
+        raise TimingError(f"timing records need columns method, repeat and seconds; missing {sorted(missing)}")
+    return frame
+
+
+def ratio_pairs(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_method: str,
+                keys: Sequence[str] = ()) -> pl.DataFrame:
+    """One row per (keys, repeat, method != baseline): ratio = baseline seconds / method seconds,
+    both from the same repeat. Every repeat must hold the baseline and each method exactly once."""
+    frame = _timing_frame(records)
+    keys = list(keys)
+    unit = keys + ["repeat", "method"]
+    dupes = frame.group_by(unit).len().filter(pl.col("len") > 1)
+    if dupes.height:
+        raise TimingError(f"more than one time per {unit}: {dupes.head(3).to_dicts()}")
+    if (frame["seconds"] <= 0).any() or frame["seconds"].is_null().any():
+        raise TimingError(f"timings must be > 0 s: {frame.filter(~(pl.col('seconds') > 0)).head(3).to_dicts()}")
+    methods = sorted(set(frame["method"].to_list()))
+    if baseline_method not in methods:
+        raise TimingError(f"baseline method {baseline_method!r} not in the records' methods {methods}")
+    counts = frame.group_by(keys + ["repeat"]).agg(n=pl.col("method").n_unique())
+    incomplete = counts.filter(pl.col("n") != len(methods))
+    if incomplete.height:
+        raise TimingError(f"repeats without every method {methods}: {incomplete.head(3).to_dicts()}")
+    base = frame.filter(pl.col("method") == baseline_method).select(
+        keys + ["repeat", pl.col("seconds").alias("baseline_seconds")])
+    others = frame.filter(pl.col("method") != baseline_method)
+    extra = [c for c in ("order_index",) if c in frame.columns]
+    return (
+        others.select(unit + ["seconds"] + extra)
+        .join(base, on=keys + ["repeat"], how="inner")
+        .with_columns(ratio=pl.col("baseline_seconds") / pl.col("seconds"))
+        .sort(keys + ["method", "repeat"])
+    )
+
+
+def summarize_ratios(pairs: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
+    """Median, quartiles, IQR and count of the per-pair ratios for every (keys, method)."""
+    group = list(keys) + ["method"]
+    return (
+        pairs.group_by(group)
+        .agg(
+            *quartiles("ratio", "ratio_median", "ratio_q25", "ratio_q75"),
+            ratio_min=pl.col("ratio").min(), ratio_max=pl.col("ratio").max(),
+            pairs=pl.len(),
+        )
+        .with_columns(ratio_iqr=pl.col("ratio_q75") - pl.col("ratio_q25"))
+        .sort(group)
+    )
+
+
+def paired_ratios(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_method: str,
+                  keys: Sequence[str] = ()) -> pl.DataFrame:
+    """Speedup of every method over `baseline_method`, per repeat pair, summarised per (keys, method)."""
+    return summarize_ratios(ratio_pairs(records, baseline_method, keys), keys)

@@ -16,9 +16,9 @@ the busy run is a copy measured beside the loop:
     taskset -c 0 python3 -c 'while True: pass' & LOOP=$!
     (cd "$BUSY" && copydecode kernels profile && copydecode e2e)
     kill $LOOP
-    python -m kernels_profile.busybench "$QUIET" "$BUSY"     # [OUT_STEM], default reports/kernels/benchmark_busy
+    copydecode bench busy "$QUIET" "$BUSY"     # [--stem OUT_STEM], default reports/kernels/benchmark_busy
 
-Arguments: QUIET_DIR BUSY_DIR [OUT_STEM]; each DIR is a repository root holding
+Arguments: QUIET_DIR BUSY_DIR [--stem OUT_STEM]; each DIR is a repository root holding
 data/kernels/raw.parquet and data/e2e/measurements.parquet with their .environment.json sidecars.
 Writes OUT_STEM.md (both runs' environments with their contention verdicts, the two tables, PASS or
 FAIL per row) and OUT_STEM.json (the same figures, machine-readable), each atomically.
@@ -242,21 +242,13 @@ def write_benchmark(quiet_root: Path, busy_root: Path, stem: Path = DEFAULT_STEM
     return result
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) not in (2, 3):
-        print(__doc__, file=sys.stderr)
-        return 2
-    stem = Path(args[2]) if len(args) == 3 else DEFAULT_STEM
-    try:
-        result = write_benchmark(Path(args[0]), Path(args[1]), stem)
-    except ParamsError as exc:
-        print(f"busybench: {exc}", file=sys.stderr)
-        return 1
+def run(cfg, args) -> dict[str, Any]:
+    """`copydecode bench busy QUIET_DIR BUSY_DIR [--stem OUT_STEM]` (cfg is unused: the two runs
+    carry their own settings); a missing run or a mismatch is a ParamsError naming it."""
+    stem = Path(args.stem) if args.stem else DEFAULT_STEM
+    result = write_benchmark(Path(args.quiet), Path(args.busy), stem)
     print(f"{stem}.md / .json: kernel max |change| {result['kernel']['max_abs_change']:.1%}, "
-          f"e2e max |change| {result['e2e']['max_abs_change']:.1%}, {_verdict(result['passed'])}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+          f"e2e max |change| {result['e2e']['max_abs_change']:.1%}, {_verdict(result['passed'])}", file=sys.stderr)
+    return {"report": f"{stem}.md", "passed": result["passed"],
+            "kernel_max_abs_change": result["kernel"]["max_abs_change"],
+            "e2e_max_abs_change": result["e2e"]["max_abs_change"]}

@@ -359,19 +359,12 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 
 
-def load_for_decoding(name: str, weights: str, dtype: str = "float32", device: str = "cpu"):
-    """The model and its ModelTokenizer (a missing tokenizer or weights file is a ModelError naming it)."""
-    from kernels_profile.models import (
-        build_model,
-        check_vocabulary,
-        eos_ids,
-        load_hf_tokenizer,
-    )
+def load_for_decoding(name: str, weights: str, dtype: str, device: str):
+    """The model (kernels_profile.runtime.load_model, the one loader) and its ModelTokenizer."""
+    from kernels_profile.runtime import load_model
 
-    hf_tok = load_hf_tokenizer(name)
-    lm = build_model(name, weights, dtype, device)
-    check_vocabulary(lm, hf_tok)
-    return lm, ModelTokenizer.from_hf(hf_tok, eos_ids(name, hf_tok), name)
+    loaded = load_model(name, weights, dtype, device)
+    return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
 
 
 def result_record(result: DecodeResult, target: str | None = None) -> dict:

@@ -28,8 +28,9 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.layout import framing_filter
+from analysis.stats import quartiles, ratio_pairs, summarize_ratios
 from kernels_profile.executor import MATCH_POLICIES
-from kernels_profile.interleave import interleaved_order, ratio_pairs, summarize_ratios
+from kernels_profile.interleave import interleaved_order
 
 BASELINE = "ar"
 LEVELS = ("line", "token")
@@ -41,7 +42,7 @@ _PLD_NAME = re.compile(r"pld_(latest|earliest)_k(\d+)")
 class PldSettings:
     k: int
     ngram_max: int
-    policy: str = "latest"
+    policy: str
 
     def __post_init__(self):
         if self.policy not in MATCH_POLICIES:
@@ -60,7 +61,7 @@ class MethodPlan:
     its directive tokens decoded."""
 
     plds: tuple[PldSettings, ...]
-    overhead_levels: tuple[str, ...] = LEVELS
+    overhead_levels: tuple[str, ...]
 
     def __post_init__(self):
         names = [p.method for p in self.plds]
@@ -285,9 +286,15 @@ def mask_cost(fsm, programs: list[str], repeats: int = 200) -> dict:
             started = time.perf_counter()
             logits.masked_fill(~m, float("-inf"))
             apply.append(time.perf_counter() - started)
-    q = lambda xs: {"median_us": float(np.median(xs) * 1e6), "p25_us": float(np.quantile(xs, 0.25) * 1e6),
-                    "p75_us": float(np.quantile(xs, 0.75) * 1e6), "n": len(xs)}
-    return {"vocab_size": fsm.vocab_size, "states": len(states), "cold": q(cold), "warm": q(warm), "apply": q(apply)}
+    return {"vocab_size": fsm.vocab_size, "states": len(states), "cold": _microseconds(cold), "warm": _microseconds(warm),
+            "apply": _microseconds(apply)}
+
+
+def _microseconds(seconds: list[float]) -> dict:
+    """Median and quartiles (analysis.stats.quartiles) of timings, in microseconds, and their count."""
+    row = pl.DataFrame({"s": seconds}, schema={"s": pl.Float64}).select(
+        quartiles("s", "median_us", "p25_us", "p75_us")).row(0, named=True)
+    return {**{k: float(v * 1e6) for k, v in row.items()}, "n": len(seconds)}
 
 
 def constrained_generation(lm, hf_tok, suite_tok, rows: pl.DataFrame, max_new: int, eos: tuple[int, ...]) -> list[dict]:
@@ -373,15 +380,15 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
     pairs = per_pair_ratios(measurements)
     per_case = _per_case(measurements, pairs)
     summary = per_case.group_by(*GROUP_KEYS).agg(
-        cases=pl.len(), total_seconds=pl.col("seconds").sum(),
-        speedup_total=pl.col("ar_seconds").sum() / pl.col("seconds").sum(),
-        speedup_median=pl.col("speedup").median(),
-        speedup_q25=pl.col("speedup").quantile(0.25, interpolation="linear"),
-        speedup_q75=pl.col("speedup").quantile(0.75, interpolation="linear"),
-        forwards=pl.col("forwards").sum(),
-        predicted_total=pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum(),
-        predicted_median=pl.col("predicted").median(),
-        predicted_cases=pl.col("predicted").is_not_null().sum(),
+        # positional only: polars puts positional aggregations before keyword ones, so the column
+        # order is the order written here
+        pl.len().alias("cases"), pl.col("seconds").sum().alias("total_seconds"),
+        (pl.col("ar_seconds").sum() / pl.col("seconds").sum()).alias("speedup_total"),
+        *quartiles("speedup", "speedup_median", "speedup_q25", "speedup_q75"),
+        pl.col("forwards").sum(),
+        (pl.col("predicted_ar_seconds").sum() / pl.col("predicted_seconds").sum()).alias("predicted_total"),
+        pl.col("predicted").median().alias("predicted_median"),
+        pl.col("predicted").is_not_null().sum().alias("predicted_cases"),
         extrapolated_spans=pl.col("extrapolated_spans").sum(),
     )
     # a method without a prediction sums nothing: null, not 0/0

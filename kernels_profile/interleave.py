@@ -4,7 +4,8 @@ A ratio of two medians taken minutes apart on a shared machine mixes the two met
 whatever the machine did in between. Here the methods being compared run back to back inside each
 repeat, in an order that alternates from repeat to repeat (so neither method always runs first,
 on a warmer cache or a quieter minute), and the speedup is computed within each repeat:
-ratio_r = T_baseline,r / T_method,r. The report gives the median and IQR of those ratios.
+ratio_r = T_baseline,r / T_method,r. The report gives the median and IQR of those ratios
+(`analysis.stats.ratio_pairs` / `summarize_ratios`, the one pairing and summary).
 
 Order. `interleaved_order` uses a Williams design over the methods (a Latin square in which every
 method follows every other equally often, balancing first-order carry-over), with the methods'
@@ -16,16 +17,9 @@ changing the earlier repeats (a resumed run keeps the order it started with).
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
-import polars as pl
-
-from analysis.errors import CopyDecodeError, ParamsError
-
-
-class TimingError(CopyDecodeError):
-    """Timing records that cannot be paired (a method missing from a repeat, a duplicate, a zero time)."""
+from analysis.errors import ParamsError
 
 
 def williams_rows(n: int) -> list[list[int]]:
@@ -59,67 +53,3 @@ def interleaved_order(methods: Sequence[str], repeats: int, seed: int | str) -> 
     rows = williams_rows(len(methods))
     offset = rng.randrange(len(rows))
     return [[roles[i] for i in rows[(offset + r) % len(rows)]] for r in range(repeats)]
-
-
-# ---------------------------------------------------------------- per-pair ratios
-
-def _frame(records: Iterable[Mapping[str, Any]] | pl.DataFrame) -> pl.DataFrame:
-    frame = records if isinstance(records, pl.DataFrame) else pl.DataFrame(list(records))
-    missing = {"method", "repeat", "seconds"} - set(frame.columns)
-    if missing:
-        raise TimingError(f"timing records need columns method, repeat and seconds; missing {sorted(missing)}")
-    return frame
-
-
-def ratio_pairs(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_method: str,
-                keys: Sequence[str] = ()) -> pl.DataFrame:
-    """One row per (keys, repeat, method != baseline): ratio = baseline seconds / method seconds,
-    both from the same repeat. Every repeat must hold the baseline and each method exactly once."""
-    frame = _frame(records)
-    keys = list(keys)
-    unit = keys + ["repeat", "method"]
-    dupes = frame.group_by(unit).len().filter(pl.col("len") > 1)
-    if dupes.height:
-        raise TimingError(f"more than one time per {unit}: {dupes.head(3).to_dicts()}")
-    if (frame["seconds"] <= 0).any() or frame["seconds"].is_null().any():
-        raise TimingError(f"timings must be > 0 s: {frame.filter(~(pl.col('seconds') > 0)).head(3).to_dicts()}")
-    methods = sorted(set(frame["method"].to_list()))
-    if baseline_method not in methods:
-        raise TimingError(f"baseline method {baseline_method!r} not in the records' methods {methods}")
-    counts = frame.group_by(keys + ["repeat"]).agg(n=pl.col("method").n_unique())
-    incomplete = counts.filter(pl.col("n") != len(methods))
-    if incomplete.height:
-        raise TimingError(f"repeats without every method {methods}: {incomplete.head(3).to_dicts()}")
-    base = frame.filter(pl.col("method") == baseline_method).select(
-        keys + ["repeat", pl.col("seconds").alias("baseline_seconds")])
-    others = frame.filter(pl.col("method") != baseline_method)
-    extra = [c for c in ("order_index",) if c in frame.columns]
-    return (
-        others.select(unit + ["seconds"] + extra)
-        .join(base, on=keys + ["repeat"], how="inner")
-        .with_columns(ratio=pl.col("baseline_seconds") / pl.col("seconds"))
-        .sort(keys + ["method", "repeat"])
-    )
-
-
-def summarize_ratios(pairs: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFrame:
-    """Median, quartiles, IQR and count of the per-pair ratios for every (keys, method)."""
-    group = list(keys) + ["method"]
-    return (
-        pairs.group_by(group)
-        .agg(
-            ratio_median=pl.col("ratio").median(),
-            ratio_q25=pl.col("ratio").quantile(0.25, interpolation="linear"),
-            ratio_q75=pl.col("ratio").quantile(0.75, interpolation="linear"),
-            ratio_min=pl.col("ratio").min(), ratio_max=pl.col("ratio").max(),
-            pairs=pl.len(),
-        )
-        .with_columns(ratio_iqr=pl.col("ratio_q75") - pl.col("ratio_q25"))
-        .sort(group)
-    )
-
-
-def paired_ratios(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_method: str,
-                  keys: Sequence[str] = ()) -> pl.DataFrame:
-    """Speedup of every method over `baseline_method`, per repeat pair, summarised per (keys, method)."""
-    return summarize_ratios(ratio_pairs(records, baseline_method, keys), keys)

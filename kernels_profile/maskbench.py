@@ -152,16 +152,12 @@ def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
     """Applying a cached mask to one float32 logits row, the three ways interleaved per repeat (so a
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
     llguidance's bit-packed mask (when given)."""
-    import torch
+    from kernels_profile.runtime import threads
 
     # one intra-op thread: on a shared 2-core machine a second thread waits for a busy core and
     # every variant then measures the scheduler (~12 ms) instead of the operation
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
+    with threads(1):
         return _apply_costs(width, masks, bitmask, repeats)
-    finally:
-        torch.set_num_threads(threads)
 
 
 def _apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
@@ -307,31 +303,3 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
 def run_models(models: Sequence[str], programs: list[str], n_lines: int, range_modes: Sequence[str] = ("full", "none"),
                apply_repeats: int = 500) -> list[dict]:
     return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats) for m in models]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """python -m kernels_profile.maskbench [--programs 20] [--lines 400]: print the summary table."""
-    import argparse
-    import json
-
-    import polars as pl
-
-    parser = argparse.ArgumentParser(prog="python -m kernels_profile.maskbench", description=main.__doc__)
-    parser.add_argument("--programs", type=int, default=20)
-    parser.add_argument("--lines", type=int, default=400)
-    parser.add_argument("--models", nargs="+", default=["qwen2.5-0.5b", "smollm2-135m"])
-    parser.add_argument("--json", default=None, help="also write the full results here")
-    args = parser.parse_args(argv)
-    results = run_models(args.models, line_programs(args.programs, args.lines), args.lines)
-    with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
-        print(pl.DataFrame(summary_rows(results)))
-    if args.json:
-        from analysis.io import write_json
-
-        write_json({"results": results}, args.json)
-    print(json.dumps({r["vocabulary"]: r["apply"] for r in results}, indent=1))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -59,9 +59,8 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
 
 
 def main(argv=None) -> None:
-    import torch
-
     from kernels_profile.pilot import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
+    from kernels_profile.runtime import set_threads
     from kernels_profile.stages.pilot import load_models, settings
 
     ap = argparse.ArgumentParser()
@@ -77,7 +76,7 @@ def main(argv=None) -> None:
         write_table(checkpoint_curve(PILOT_CHECKPOINTS), OUT.with_name("checkpoint_curve"), digits=3)
         return
     s = settings(Config.load("params.yaml"))
-    torch.set_num_threads(args.threads)
+    set_threads(args.threads)
     cases = build_pilot_cases(s.data, s.probeedit)
     rows = []
     for text in args.configs:

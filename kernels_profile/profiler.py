@@ -34,14 +34,13 @@ which.
 Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
 ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
 and transformers versions, the measurement code's version, torch's thread count), written atomically
-and verified on load (readable, the expected columns, row count and key); a file that fails is
-discarded with a message and measured again. Each profiling session's environment is written beside
-the pairs as run-<run_id>.json.
+with its key and seconds and verified on load (kernels_profile.runtime: readable, the expected
+columns, row count and key); a file that fails is discarded with a message and measured again.
+Each profiling session's environment is written beside the pairs as run-<run_id>.json.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sys
 import time
@@ -56,8 +55,6 @@ from analysis.errors import ParamsError
 from analysis.io import write_json, write_parquet
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.machine import (
-    DEFAULT_CONTENTION_SLACK,
-    DEFAULT_NOISY_DRIFT,
     Contention,
     Drift,
     EnvironmentRecorder,
@@ -79,6 +76,13 @@ from kernels_profile.models import (
     published_config,
     smollm2_gguf_path,
     torch_dtype,
+)
+from kernels_profile.runtime import (
+    FromScratch,
+    checkpoint_key,
+    read_frame_checkpoint,
+    set_threads,
+    write_frame_checkpoint,
 )
 
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
@@ -119,25 +123,28 @@ ENVIRONMENT_FORMAT = "copydecode.kernels.environment/1"
 
 @dataclass(frozen=True)
 class ProfileSpec:
-    models: tuple[str, ...] = ("qwen2.5-0.5b",)
-    weights: str = "random"
-    dtype: str = "bfloat16"
-    device: str = "cpu"
-    contexts: tuple[int, ...] = (256,)
-    ns: tuple[int, ...] = tuple(2 ** k for k in range(10))
-    baselines: tuple[str, ...] = ("eager", "static")
-    repeats: int = 3
-    warmup: int = 1
-    ar_mode: str = "prefix"
-    seed: int = 0
-    threads: int | None = None
-    order_seed: int = 0                       # seeds the alternating AR/prefill order of each pair
-    noisy_drift: float = DEFAULT_NOISY_DRIFT  # reference workload drift above which a pair/run is noisy
-    reference_budget_s: float = 0.5           # time budget of one reference workload sample
-    roofline: bool = True                     # measure stream bandwidth and matmul throughput once per run
-    contention_slack: float = DEFAULT_CONTENTION_SLACK  # other load beyond the free cores before a run is contended
-    prefills: tuple[str, ...] = ("eager",)    # prefill kinds timed in every pair: eager | compiled (static shapes, graphs)
-    warmup_ar_steps: int = 8                  # AR steps per warm-up; n_max warms every cache size (see the kernel report)
+    """What one profile measures: kernels.profile (overlaid with a preset), every field from params.yaml
+    (kernels_profile.stages.profile.settings); no field has a default in code."""
+
+    models: tuple[str, ...]
+    weights: str
+    dtype: str
+    device: str
+    contexts: tuple[int, ...]
+    ns: tuple[int, ...]
+    baselines: tuple[str, ...]
+    repeats: int
+    warmup: int
+    ar_mode: str
+    seed: int
+    threads: int | None
+    order_seed: int             # seeds the alternating AR/prefill order of each pair
+    noisy_drift: float          # reference workload drift above which a pair/run is noisy
+    reference_budget_s: float   # time budget of one reference workload sample
+    roofline: bool              # measure stream bandwidth and matmul throughput once per run
+    contention_slack: float     # other load beyond the free cores before a run is contended
+    prefills: tuple[str, ...]   # prefill kinds timed in every pair: eager | compiled (static shapes, graphs)
+    warmup_ar_steps: int        # AR steps per warm-up; n_max warms every cache size (see the kernel report)
 
     def validate(self) -> "ProfileSpec":
         if not self.models:
@@ -183,8 +190,7 @@ class ProfileSpec:
     def key(self, *parts: Any) -> str:
         """Hash of the settings that change what one pair measures, and of `parts` (the pair's own
         coordinates and the fingerprint of the model and software it ran on)."""
-        blob = json.dumps([MEASUREMENT_VERSION, self.keyed_settings(), *parts], sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return checkpoint_key(MEASUREMENT_VERSION, self.keyed_settings(), *parts)
 
 
 @dataclass
@@ -516,43 +522,13 @@ def expected_columns() -> dict[str, Any]:
     return {**RAW_SCHEMA, **PAIR_SCHEMA}
 
 
-def load_checkpoint(path: Path, key: str, rows: int, log: Callable[[str], None] = _stderr,
-                    columns: dict[str, Any] | None = None) -> pl.DataFrame | None:
-    """The checkpoint at `path` if it is whole (readable, the expected `columns` and types -- by
-    default a profiler pair's --, `rows` rows, a `checkpoint_key` column equal to `key`, positive
-    finite `seconds`); otherwise None, after removing it and saying why. Usable for any checkpoint
-    that carries checkpoint_key and seconds columns (e.g. e2e's per-case files)."""
-    columns = expected_columns() if columns is None else {**columns, "checkpoint_key": pl.String, "seconds": pl.Float64}
-    if not path.is_file():
-        return None
-    try:
-        frame = pl.read_parquet(path)
-    except Exception as exc:  # polars raises several types for a truncated or garbage file
-        return _discard(path, f"unreadable ({type(exc).__name__}: {str(exc)[:120]})", log)
-    wrong = {c: str(frame.schema.get(c)) for c, dt in columns.items() if frame.schema.get(c) != dt}
-    if wrong:
-        return _discard(path, f"missing or mistyped columns {wrong}", log)
-    if frame.height != rows:
-        return _discard(path, f"{frame.height} rows, expected {rows}", log)
-    if set(frame["checkpoint_key"].to_list()) != {key}:
-        return _discard(path, f"its rows carry key {sorted(set(frame['checkpoint_key'].to_list()))}, expected {key}", log)
-    if not (frame["seconds"] > 0).all() or not frame["seconds"].is_finite().all():
-        return _discard(path, "non-positive or non-finite seconds", log)
-    return frame
-
-
-def _discard(path: Path, why: str, log: Callable[[str], None]) -> None:
-    log(f"kernels profile: checkpoint {path} is {why}; discarded, measuring it again")
-    path.unlink(missing_ok=True)
-    return None
-
-
 # ---------------------------------------------------------------- the run
 
 @dataclass(frozen=True)
 class ProfileResult:
     raw: pl.DataFrame             # RAW_SCHEMA + PAIR_SCHEMA + environment columns, one row per timing
     environment: dict[str, Any]   # the sidecar written next to the raw parquet (see environment_record)
+    from_scratch_s: float         # what the run would take with no pair to resume (kernels_profile.runtime)
 
 
 @dataclass
@@ -594,12 +570,11 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     `reference`, `load` and `other` replace the reference workload, the load average and the
     sample of other processes' CPU use (tests inject known timings and loads); by default they are
     kernels_profile.machine's. torch's thread count is set (spec.threads) before anything is measured."""
-    import torch
     from tqdm import tqdm
 
     spec.validate()
-    if spec.threads is not None:
-        torch.set_num_threads(spec.threads)
+    set_threads(spec.threads)
+    scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -610,11 +585,14 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     rows = (1 + len(spec.prefills)) * len(spec.ns)
     frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:
-        frame = load_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows, log)
-        if frame is not None:
-            frames[unit] = frame
+        found = read_frame_checkpoint(unit.path(checkpoint_dir, keys[unit]), keys[unit], rows=rows,
+                                      columns=expected_columns(), what="kernels profile", log=log)
+        if found is not None:
+            frames[unit] = found.content
+            scratch.read_back(found.seconds)
     todo = [u for u in units if u not in frames]
     if todo:
+        scratch.mark()  # a pair's seconds include the session start, model build and warm-up before it
         on_gpu = spec.device.startswith("cuda")
         recorder = EnvironmentRecorder(
             # the CPU stream/matmul roofline says nothing about a GPU: its roof is the datasheet's (kernels fit)
@@ -628,7 +606,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                    disable=not progress)
         for model_name in spec.models:
             _measure_model(spec, model_name, [u for u in todo if u.model == model_name], keys, frames,
-                           session, checkpoint_dir, bar)
+                           session, checkpoint_dir, bar, scratch)
         bar.close()
         recorder.end()
         if on_gpu:
@@ -637,10 +615,10 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     raw = pl.concat([frames[u] for u in units], how="vertical")
     raw = raw.with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)  # the threshold in force now
     raw = raw.sort("model", "context", "method", "baseline", "pair_baseline", "n", "repeat")
-    return ProfileResult(raw, environment_record(raw, checkpoint_dir, spec, log))
+    return ProfileResult(raw, environment_record(raw, checkpoint_dir, spec, log), scratch.seconds())
 
 
-def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> None:
+def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scratch: FromScratch) -> None:
     if not todo:
         return
     bar.set_postfix_str(f"building {model_name}")
@@ -668,7 +646,7 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar) -> 
                 ref_drift=pl.lit(Drift.of([ref_before, ref_after], spec.noisy_drift).drift, pl.Float64),
                 checkpoint_key=pl.lit(keys[unit]),
             ).with_columns(noisy=pl.col("ref_drift") > spec.noisy_drift)
-            write_parquet(frame, unit.path(root, keys[unit]))
+            write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], scratch.measured())
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
             bar.update(1)

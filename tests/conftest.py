@@ -119,3 +119,16 @@ FSM_WORDS = ["<", "copy", " lines=\"", "<copy lines=\"", "1", "2", "0", "12", "-
 FSM_VOCAB = [w.encode() for w in FSM_WORDS] + [bytes([b]) for b in range(256)
                                                if bytes([b]) not in {w.encode() for w in FSM_WORDS}]
 FSM_EOS = len(FSM_VOCAB)  # ToyTokenizer.words_then_eos(FSM_VOCAB) puts EOS last
+
+
+def profile_spec(**changes):
+    """The kernel profile's ProfileSpec as params.yaml gives it, with `changes`; torch's own thread count
+    unless `threads` is given (what the tests measured with before the spec lost its code defaults)."""
+    from dataclasses import replace
+
+    import yaml
+
+    from kernels_profile.stages.profile import settings
+
+    spec = settings(yaml.safe_load((ROOT / "params.yaml").read_text())).spec
+    return replace(spec, **{"threads": None, **changes})

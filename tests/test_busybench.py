@@ -5,11 +5,13 @@ import json
 
 import polars as pl
 import pytest
+from conftest import ROOT
 
+from analysis.cli import build_parser, main as copydecode
 from analysis.errors import ParamsError
 from analysis.layout import E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile import busybench
-from kernels_profile.busybench import compare, compare_e2e, e2e_medians, main
+from kernels_profile.busybench import compare, compare_e2e, e2e_medians
 from kernels_profile.profiler import RAW_SCHEMA, environment_path
 
 
@@ -107,6 +109,11 @@ def _repository(root, ar_scale: float, line_scale: float, kernels_env: dict | No
     return root
 
 
+def bench(*args) -> int:
+    """`copydecode bench busy ARGS` (the repository's params file; the benchmark reads none of it)."""
+    return copydecode(["bench", "busy", *map(str, args), "--params", str(ROOT / "params.yaml")])
+
+
 def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
     quiet = _repository(tmp_path / "quiet", 1.0, 1.0,
                         {"threads": [1], "noisy": False, "contended": False, "other_busy_cores": [0.1],
@@ -119,7 +126,7 @@ def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
                        None)
     stem = tmp_path / "out" / "bench"
     (stem.parent).mkdir()
-    assert main([str(quiet), str(busy), str(stem)]) == 0
+    assert bench(quiet, busy, "--stem", stem) == 0
     result = json.loads(stem.with_name("bench.json").read_text())
     assert result["kernel"]["max_abs_change"] == pytest.approx(0.1) and result["kernel"]["passed"] is True
     assert result["e2e"]["max_abs_change"] == pytest.approx(1 - 1 / 1.3)
@@ -135,9 +142,25 @@ def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
 
 
 def test_main_names_a_missing_run_and_its_stage(tmp_path, capsys):
-    assert main([str(tmp_path / "nowhere"), str(tmp_path), str(tmp_path / "x")]) == 1
-    assert "copydecode kernels profile" in capsys.readouterr().err
-    assert main(["only-one"]) == 2
+    assert bench(tmp_path / "nowhere", tmp_path, "--stem", tmp_path / "x") == 2
+    err = capsys.readouterr().err
+    assert "copydecode bench busy: error:" in err and "copydecode kernels profile" in err
+    with pytest.raises(SystemExit) as exit_:
+        bench("only-one")
+    assert exit_.value.code == 2
+
+
+def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
+    from analysis.cli import STAGES, TOOLS
+
+    args = build_parser().parse_args(["bench", "busy", "q", "b"])
+    assert (args.stage, args.module, args.quiet, args.busy, args.stem) == ("bench busy", "kernels_profile.busybench",
+                                                                        "q", "b", None)
+    args = build_parser().parse_args(["bench", "mask", "--programs", "3"])
+    assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.stages.bench_mask", 3,
+                                                                                    None)
+    assert {"bench busy", "bench mask"} <= set(TOOLS) and not {"bench busy", "bench mask"} & set(STAGES)
+    assert not hasattr(busybench, "main")
 
 
 def test_the_default_report_sits_beside_the_kernel_reports():

@@ -14,13 +14,15 @@ from analysis.config import Config
 from analysis.errors import ParamsError
 from kernels_profile import e2e
 from kernels_profile.interleave import interleaved_order
+from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key
 from kernels_profile.stages import e2e as stage
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
 
-def cfg(**changes) -> Config:
-    return Config(params_with(**changes), ROOT / "params.yaml")
+def cfg(**changes) -> dict:
+    """params.yaml with dotted changes: what the e2e stage's settings read."""
+    return params_with(**changes)
 
 
 # ---------------------------------------------------------------- plan and params
@@ -67,7 +69,8 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
     def key(**changes):
         # with a k sweep, so that the sweep's own settings have something to change
         s = stage.settings(cfg(**{"e2e.pld.sweep_k": [64, 256], **changes}))
-        return stage.checkpoint_key(stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
+        return checkpoint_key(stage.CHECKPOINT_VERSION,
+                              stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
 
     base = key()
     changed = {
@@ -254,23 +257,13 @@ def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
     assert "(2 - 1 + 0.5)" in metrics["contention_rule"] and metrics["other_busy_cores"] == pytest.approx(1.9)
 
 
-def test_apply_threads_sets_torch_and_null_keeps_its_default():
-    torch = pytest.importorskip("torch")
-    before = torch.get_num_threads()
-    try:
-        assert stage.apply_threads(1) == 1 == torch.get_num_threads()
-        assert stage.apply_threads(None) == 1  # null leaves whatever is in force
-    finally:
-        torch.set_num_threads(before)
-
-
 @pytest.mark.slow
 def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     pytest.importorskip("torch")
     from kernels_profile.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-    loaded = stage.LoadedForE2E(lm, ToyTokenizer.bytes_then(), ())
+    loaded = ModelAndTokenizer(lm, ToyTokenizer.bytes_then(), ())
     s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [],
                               "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
     source, target = "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n"
@@ -309,9 +302,9 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
                 "contexts": list(contexts)}
 
     monkeypatch.setattr(e2e, "latency_curve", fake_curve)
-    settings = stage.settings(Config.load(ROOT / "params.yaml"))
+    settings = stage.settings(Config.load(ROOT / "params.yaml").params)
     choice = settings.models[0]
-    loaded = stage.LoadedForE2E(lm=None, hf_tok=None, eos_ids=())
+    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
     first = stage.cached_curve(loaded, choice, settings, (300, 900))
     again = stage.cached_curve(loaded, choice, settings, (300, 900))
     assert first == again and len(calls) == 1
@@ -321,6 +314,9 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     for path in tmp_path.glob("*-curve-*.json"):
         if json.loads(path.read_text())["contexts"][0] == 300:
             path.write_text("{truncated")
-    remeasured = stage.cached_curve(loaded, choice, settings, (300, 900))
+    scratch = FromScratch()
+    remeasured = stage.cached_curve(loaded, choice, settings, (300, 900), scratch)
     assert len(calls) == 3 and remeasured["prefill"][0]["median"] == pytest.approx(0.3)
+    stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
+    assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before

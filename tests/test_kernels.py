@@ -17,6 +17,7 @@ from kernels_profile.models import (  # noqa: E402
     published_config,
 )
 from kernels_profile.profiler import CacheBench, ProfileSpec, profile_run  # noqa: E402
+from conftest import profile_spec  # noqa: E402
 
 
 def profile(spec, root, progress=False):
@@ -77,7 +78,7 @@ def test_bad_model_params_are_clear_errors(kwargs, fragment):
 )
 def test_bad_profile_params(kwargs, fragment):
     with pytest.raises(ParamsError, match=fragment):
-        ProfileSpec(**kwargs).validate()
+        profile_spec(**kwargs).validate()
 
 
 def _state(cache):
@@ -111,7 +112,7 @@ def test_static_loop_computes_what_the_eager_loop_computes(tiny):
 
 @pytest.mark.slow
 def test_profile_grid_shape_and_resume(tmp_path):
-    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 16), ns=(1, 2, 4),
+    spec = profile_spec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 16), ns=(1, 2, 4),
                        baselines=("eager", "static"), repeats=2, warmup=0, roofline=False, reference_budget_s=0.02)
     raw = profile(spec, tmp_path, progress=False)
     assert raw.height == 2 * 3 * (2 * 2) * 2  # contexts x ns x (2 baselines x [AR, prefill] pairs) x repeats
@@ -134,15 +135,15 @@ def test_preset_shape_runs_on_cpu(tmp_path):
     from conftest import ROOT
 
     from analysis.params import load_params
-    from kernels_profile.stages.profile import profile_spec
+    from kernels_profile.stages.profile import settings
 
     params = load_params(ROOT / "params.yaml")
-    gpu, gpu_out = profile_spec(params, "paper-gpu")
-    tiny_spec, _ = profile_spec(params, "tiny-cpu")
+    gpu, gpu_out = settings(params, "paper-gpu").spec, settings(params, "paper-gpu").out
+    tiny_spec = settings(params, "tiny-cpu").spec
     assert gpu.models == ("qwen2.5-1.5b", "qwen2.5-7b") and gpu.device == "cuda" and gpu.dtype == "bfloat16"
     assert gpu.contexts == tiny_spec.contexts and gpu.ns == tiny_spec.ns == tuple(2 ** k for k in range(10))
     assert "frozen" in str(gpu_out)
-    default, _ = profile_spec(params, None)
+    default = settings(params).spec
     assert default.threads == 1 and default.contention_slack == 0.5  # one measuring thread (issue 15)
     assert gpu.threads is None and tiny_spec.threads is None
     small = ProfileSpec(**{**tiny_spec.__dict__, "ns": (1, 8, 64), "repeats": 1, "warmup": 0,
@@ -150,7 +151,7 @@ def test_preset_shape_runs_on_cpu(tmp_path):
     raw = profile(small, tmp_path, progress=False)
     assert set(raw["context"].unique()) == set(gpu.contexts)
     with pytest.raises(ParamsError, match="unknown preset"):
-        profile_spec(params, "paper-tpu")
+        settings(params, "paper-tpu")
 
 
 def synthetic_raw(a=2e-3, b=1e-6, p=(1e-3, 1e-4, 1e-8, 1e-7), noise=0.0, seed=0):

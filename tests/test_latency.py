@@ -246,3 +246,13 @@ def test_select_model_by_key_and_form():
         select_model(models, "m", "float32", "cpu", "eager")
     with pytest.raises(ParamsError, match="no latency model"):
         select_model(models, "m", "float32", "cpu", "static")
+
+
+def test_the_speedup_table_keeps_its_column_order():
+    """The kernel_speedup table's columns, in order (the median/quartile aggregation is analysis.stats')."""
+    from conftest import ROOT
+
+    table = speedup_table(pl.read_parquet(ROOT / "reports/kernels/frozen/h200/gpu-eager.parquet"))
+    assert table.columns == ["model", "weights", "dtype", "device", "context", "n", "baseline", "prefill", "t_ar",
+                             "t_prefill", "speedup", "speedup_q25", "speedup_q75", "repeats", "strongest",
+                             "is_strongest", "overhead_share"]

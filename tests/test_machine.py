@@ -9,13 +9,8 @@ import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
-from kernels_profile.interleave import (
-    TimingError,
-    interleaved_order,
-    paired_ratios,
-    ratio_pairs,
-    williams_rows,
-)
+from analysis.stats import TimingError, paired_ratios, ratio_pairs
+from kernels_profile.interleave import interleaved_order, williams_rows
 from analysis.latency import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
     CPU_FLAGS,

@@ -17,15 +17,21 @@ from kernels_profile import profiler  # noqa: E402
 from kernels_profile.profiler import (  # noqa: E402
     PAIR_SCHEMA,
     RAW_SCHEMA,
-    ProfileSpec,
     environment_path,
     pair_order,
     profile_run,
     read_environment,
     write_profile,
 )
+from conftest import profile_spec  # noqa: E402
+from kernels_profile.runtime import (  # noqa: E402
+    KEY_FIELD,
+    SECONDS_FIELD,
+    read_frame_checkpoint,
+    write_frame_checkpoint,
+)
 
-SPEC = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),
+SPEC = profile_spec(models=("tiny-qwen2",), dtype="float32", contexts=(0, 8), ns=(1, 2, 4),
                    baselines=("eager", "static"), repeats=3, warmup=0, roofline=False, order_seed=0)
 PAIRS = len(SPEC.contexts) * len(SPEC.baselines) * SPEC.repeats
 
@@ -127,6 +133,10 @@ def test_a_second_run_measures_nothing(measured, tmp_path):
     again = run(SPEC, root, reference=lambda: pytest.fail("nothing should be measured"))
     assert pair_files(root) == before
     assert again.raw.equals(measured[1].raw)
+    # resumed, the run still reports what it would take from scratch: every pair's recorded seconds
+    recorded = sum(read_frame_checkpoint(p, p.stem.rsplit("-", 1)[1]).seconds for p in root.glob("*.parquet"))
+    assert 0 < recorded <= again.from_scratch_s
+    assert measured[1].from_scratch_s >= recorded
 
 
 @pytest.mark.parametrize("change", [{"seed": 1}, {"order_seed": 3}, {"warmup": 1}, {"ns": (1, 2, 3)}])
@@ -173,10 +183,11 @@ def test_a_damaged_checkpoint_is_discarded_and_measured_again(measured, tmp_path
         victim.write_bytes(victim.read_bytes()[: victim.stat().st_size // 2])
     elif damage == "garbage":
         victim.write_bytes(b"not a parquet file")
-    elif damage == "fewer_rows":
-        pl.read_parquet(victim).head(2).write_parquet(victim)
+    elif damage == "fewer_rows":  # same key and seconds, two rows
+        key, seconds = (pl.read_parquet_metadata(victim)[f] for f in (KEY_FIELD, SECONDS_FIELD))
+        write_frame_checkpoint(pl.read_parquet(victim).head(2), victim, key, float(seconds))
     else:
-        pl.read_parquet(victim).with_columns(checkpoint_key=pl.lit("0" * 16)).write_parquet(victim)
+        write_frame_checkpoint(pl.read_parquet(victim), victim, "0" * 20, 1.0)
     before = pair_files(root)
     messages = []
     again = run(SPEC, root, messages=messages)
@@ -285,14 +296,3 @@ def test_a_missing_run_record_is_reported_not_skipped(tmp_path):
     env = run(spec, tmp_path, messages=messages).environment
     assert env["runs"][0]["missing"] and env["runs"][0]["noisy"] is None
     assert any("not found" in m for m in messages)
-
-
-def test_load_checkpoint_serves_other_checkpoints(tmp_path):
-    path = tmp_path / "case.parquet"
-    frame = pl.DataFrame({"method": ["ar", "cad_line"], "seconds": [2.0, 1.0], "checkpoint_key": ["k1", "k1"]})
-    frame.write_parquet(path)
-    columns = {"method": pl.String}
-    assert profiler.load_checkpoint(path, "k1", 2, columns=columns).equals(frame)
-    messages = []
-    assert profiler.load_checkpoint(path, "k2", 2, messages.append, columns=columns) is None
-    assert not path.exists() and "expected k2" in messages[0]

@@ -14,6 +14,7 @@ from transformers import StaticCache  # noqa: E402
 
 from kernels_profile.models import build_model, cache_kwarg  # noqa: E402
 from kernels_profile.profiler import CacheBench, rewind_static  # noqa: E402
+from conftest import profile_spec  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +69,9 @@ def test_profile_times_both_prefill_kinds_in_each_pair(tmp_path):
     import polars as pl
 
     from analysis.latency import FitOptions, fit_latency, speedup_table
-    from kernels_profile.profiler import ProfileSpec, pair_order, profile_run
+    from kernels_profile.profiler import pair_order, profile_run
 
-    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", contexts=(4,), ns=(1, 2), baselines=("eager",),
+    spec = profile_spec(models=("tiny-qwen2",), dtype="float32", contexts=(4,), ns=(1, 2), baselines=("eager",),
                        repeats=2, warmup=1, roofline=False, prefills=("eager", "compiled"), warmup_ar_steps=2)
     assert sorted(pair_order(spec, "tiny-qwen2", 4, "eager", 0)) == ["ar", "prefill", "prefill_compiled"]
     raw = profile_run(spec, tmp_path, progress=False, reference=lambda: 0.01, load=lambda: (0.5, 0.5, 0.5),
@@ -88,9 +89,9 @@ def test_gpu_profile_uses_a_gpu_reference_and_records_the_gpu():
     from dataclasses import replace
 
     from kernels_profile import machine
-    from kernels_profile.profiler import ProfileSpec, default_reference
+    from kernels_profile.profiler import default_reference
 
-    spec = ProfileSpec(models=("tiny-qwen2",), dtype="float32", device="cuda", prefills=("eager",))
+    spec = profile_spec(models=("tiny-qwen2",), dtype="float32", device="cuda", prefills=("eager",))
     assert default_reference(spec).__code__.co_names.count("gpu_reference_workload") == 1
     assert default_reference(replace(spec, device="cpu")).__code__.co_names.count("reference_workload") == 1
     assert machine.gpu_info("cpu") is None

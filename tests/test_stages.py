@@ -77,18 +77,18 @@ def test_bad_params_are_named_before_anything_is_written(scratch, key, value, me
     import importlib
 
     with pytest.raises(ParamsError) as info:
-        importlib.import_module(module).settings(cfg)
+        importlib.import_module(module).settings(cfg.params if stage == "e2e" else cfg)
     assert message in str(info.value)
     assert not (scratch / "reports").exists() and not (scratch / "data").exists()
 
 
 def test_unknown_profile_device_is_a_params_error():
-    from kernels_profile.stages.profile import profile_settings
+    from kernels_profile.stages.profile import settings
 
     params = json.loads(json.dumps(BASE))
     params["kernels"]["profile"]["device"] = "tpu"
     with pytest.raises(ParamsError, match="kernels.profile.device must be one of cpu, cuda, got 'tpu'"):
-        profile_settings(params, None)
+        settings(params)
 
 
 def test_malformed_params_yaml_is_a_named_error(scratch, capsys):

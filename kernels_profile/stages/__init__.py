@@ -1,2 +1,4 @@
-"""The model-running stages of `dvc.yaml`: kernels profile, kernels fit, e2e. Same contract as
-`analysis.stages`: `run(cfg, args) -> metrics`, the only place that reads settings and writes files."""
+"""The model-running stages of `dvc.yaml`: kernels profile, kernels fit, decode, e2e, pilot (and the
+`copydecode bench mask` command). Profile, fit, decode and e2e take `settings(params, options) ->
+frozen dataclass` and `run(settings) -> metrics`; the pilot still takes `run(cfg, args)`. A stage
+module is the only place that reads settings and writes files."""

@@ -1,28 +1,25 @@
 """`copydecode decode`: run the Copy-as-Decode decoder on one case of data/corpora/cases.parquet.
 
     copydecode decode --case-id ProbeEdit-S/3 [--model smollm2-135m] [--framing body]
-    python -m kernels_profile.stages.decode --case-id ProbeEdit-S/3   (the same, with its own flags)
 
 Prints the program the model wrote, the resolved output, whether it matches the target, and the
 timings (prompt prefill, decode steps, copy prefills, mask time) with token counts. The dvc stage runs
 the params' case (decode.case_id, decode.model) and writes reports/metrics/decode.json; a run with a
---case-id or --model from the command line only prints, so it never overwrites the tracked metrics.
+--case-id, --model or --framing from the command line only prints, so it never overwrites the
+tracked metrics. `settings(params, ...)` is the only reader of the `decode` group.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 from dataclasses import dataclass
 
 import polars as pl
 
 from analysis import corpora
-from analysis.config import Config
-from analysis.errors import CopyDecodeError, CorpusError, ParamsError
+from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_table
 from analysis.layout import CASES, METRICS, TABLES
-from analysis.params import choice, choices, get, get_or, positive_int
+from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.sequence import TEMPLATES
@@ -42,19 +39,21 @@ class DecodeSettings:
     mask_programs: int
     mask_lines: int
     mask_apply_repeats: int
+    from_command_line: bool          # a case, model or framing given on the command line: print only
 
 
-def settings(cfg: Config, args=None) -> DecodeSettings:
-    p = cfg.params
-    case_id = getattr(args, "case_id", None) or get(p, "decode.case_id", str)
-    model = getattr(args, "model", None) or get(p, "decode.model", str)
-    if model not in known_models():
-        raise ParamsError(f"params: decode.model: unknown model {model!r}; known: {', '.join(known_models())}")
+def settings(params: dict, case_id: str | None = None, model: str | None = None,
+             framing: str | None = None) -> DecodeSettings:
+    """decode, validated; `case_id`, `model` and `framing` (the command line's) replace the params'."""
+    p = params
+    chosen = model or get(p, "decode.model", str)
+    if chosen not in known_models():
+        raise ParamsError(f"params: decode.model: unknown model {chosen!r}; known: {', '.join(known_models())}")
     return DecodeSettings(
-        case_id=case_id,
-        framing=getattr(args, "framing", None) or get(p, "decode.framing", str),
-        model=model,
-        weights=get_or(p, "decode.weights", "gguf" if model == "smollm2-135m" else "random", str),
+        case_id=case_id or get(p, "decode.case_id", str),
+        framing=framing or get(p, "decode.framing", str),
+        model=chosen,
+        weights=get(p, "decode.weights", str),
         dtype=choice(p, "decode.dtype", DTYPES),
         budget=positive_int(p, "decode.budget"),
         unit=choice(p, "decode.unit", ("lines", "tokens")),
@@ -63,6 +62,7 @@ def settings(cfg: Config, args=None) -> DecodeSettings:
         mask_programs=positive_int(p, "decode.mask_benchmark.programs"),
         mask_lines=positive_int(p, "decode.mask_benchmark.lines"),
         mask_apply_repeats=positive_int(p, "decode.mask_benchmark.apply_repeats"),
+        from_command_line=bool(case_id or model or framing),
     )
 
 
@@ -77,27 +77,24 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
     return framed.row(0, named=True)
 
 
-def run(cfg: Config, args=None) -> dict:
-    from kernels_profile.decoder import (
-        DecodeError,
-    )
+def run(s: DecodeSettings) -> dict:
+    from kernels_profile.decoder import DecodeError
 
-    s = settings(cfg, args)
     case = find_case(corpora.read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
         raise DecodeError(f"{s.case_id}: the edit instruction is empty (the case has none)")
     with timed("decode"):
-        return _decode_and_benchmark(s, case, args)
+        return _decode_and_benchmark(s, case)
 
 
-def _decode_and_benchmark(s: DecodeSettings, case: dict, args) -> dict:
+def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
     from kernels_profile.decoder import decode, load_for_decoding, result_record
 
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id)
     record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
-    if not (getattr(args, "case_id", None) or getattr(args, "model", None) or getattr(args, "framing", None)):
+    if not s.from_command_line:
         from kernels_profile import maskbench
 
         results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
@@ -105,24 +102,3 @@ def _decode_and_benchmark(s: DecodeSettings, case: dict, args) -> dict:
         write_table(pl.DataFrame(maskbench.summary_rows(results)), TABLES / "mask_benchmark", digits=1)
         write_json({**record, "mask_benchmark": results}, METRICS / "decode.json")
     return record
-
-
-def main(argv: list[str] | None = None) -> int:
-    import json
-
-    parser = argparse.ArgumentParser(prog="python -m kernels_profile.stages.decode", description=__doc__.splitlines()[0])
-    parser.add_argument("--params", default="params.yaml")
-    parser.add_argument("--case-id", dest="case_id", default=None)
-    parser.add_argument("--model", default=None)
-    parser.add_argument("--framing", default=None)
-    args = parser.parse_args(argv)
-    try:
-        print(json.dumps(run(Config.load(args.params), args), indent=2, default=str))
-    except CopyDecodeError as exc:
-        print(f"copydecode decode: error: {exc}", file=sys.stderr)
-        return 2
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -3,8 +3,9 @@
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
 methods measured and their settings, the order seed, the prefill curve and the code version), written
-atomically and verified on load, so a rerun after any change re-measures exactly what changed and an
-interrupted run loses nothing.
+atomically with the seconds it took and verified on load (kernels_profile.runtime), so a rerun after any
+change re-measures exactly what changed, an interrupted run loses nothing, and the stage's run time
+says what a run from scratch would take (`from_scratch_s`).
 
 torch's thread count (`e2e.threads`) is set before anything is measured and is part of every key.
 The run environment (machine, threads, load, other processes' CPU use and a reference matmul before
@@ -16,18 +17,15 @@ earlier session's environment.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import random
 from dataclasses import asdict, dataclass
 from typing import Any
 
-import numpy as np
 import polars as pl
 from tqdm import tqdm
 
 from analysis import charts, corpora
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
@@ -54,6 +52,17 @@ from kernels_profile.machine import (
     reference_workload,
 )
 from kernels_profile.profiler import environment_path
+from kernels_profile.runtime import (
+    FromScratch,
+    ModelAndTokenizer,
+    checkpoint_key,
+    load_model,
+    read_frame_checkpoint,
+    read_json_checkpoint,
+    set_threads,
+    write_frame_checkpoint,
+    write_json_checkpoint,
+)
 
 
 @dataclass(frozen=True)
@@ -130,14 +139,15 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 
-def settings(cfg: Config) -> E2ESettings:
-    p = cfg.params
+def settings(params: dict) -> E2ESettings:
+    """e2e (and the tokenizer it encodes cases with), validated (the only reader of that group)."""
+    p = params
     models = tuple(_e2e_model(e, i) for i, e in enumerate(get(p, "e2e.models", list)))
     if not models:
         raise ParamsError("params: 'e2e.models' is empty")
     names = [m.name for m in models]
     settings = E2ESettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         framing=choice(p, "e2e.framing", corpora.FRAMINGS),
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
@@ -186,31 +196,10 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 
 # Bump when the measurement code changes what a checkpoint holds.
-CHECKPOINT_VERSION = 3
+CHECKPOINT_VERSION = "e2e-3"
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
                       "lossless_ok"}
-
-
-@dataclass
-class LoadedForE2E:
-    lm: object
-    hf_tok: object
-    eos_ids: tuple[int, ...]
-
-
-def load_for_e2e(choice: E2EModel) -> LoadedForE2E:
-    from kernels_profile.models import (
-        build_model,
-        check_vocabulary,
-        eos_ids,
-        load_hf_tokenizer,
-    )
-
-    hf_tok = load_hf_tokenizer(choice.name)
-    lm = build_model(choice.name, choice.weights, choice.dtype, "cpu")
-    check_vocabulary(lm, hf_tok)
-    return LoadedForE2E(lm, hf_tok, eos_ids(choice.name, hf_tok))
 
 
 def cases_with_instructions() -> pl.DataFrame:
@@ -235,46 +224,29 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
     }
 
 
-def cached_curve(loaded, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...]) -> dict:
+CURVE_FIELDS = frozenset({"prefill", "ar", "contexts"})
+
+
+def cached_curve(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...],
+                 scratch: FromScratch | None = None) -> dict:
     """The model's latency curve, measured once and checkpointed like a case: its timings are part of
     every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
-    key = checkpoint_key({"curve_of": asdict(choice), "grid": s.prefill_grid, "ar_steps": s.ar_steps,
-                          "contexts": list(contexts), "repeats": s.repeats, "threads": s.threads})
+    scratch = FromScratch() if scratch is None else scratch
+    key = checkpoint_key(CHECKPOINT_VERSION, {"curve_of": asdict(choice), "grid": s.prefill_grid,
+                                              "ar_steps": s.ar_steps, "contexts": list(contexts),
+                                              "repeats": s.repeats, "threads": s.threads})
     path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
-    if path.is_file():
-        try:
-            curve = json.loads(path.read_text())
-            if {"prefill", "ar", "contexts"} <= set(curve):
-                return curve
-        except json.JSONDecodeError:
-            pass
-        tqdm.write(f"e2e: curve checkpoint {path} is unreadable; measuring again")
+    found = read_json_checkpoint(path, key, fields=CURVE_FIELDS, what="e2e", log=tqdm.write)
+    if found is not None:
+        scratch.read_back(found.seconds)
+        return found.content
+    scratch.mark()
     curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, contexts, s.repeats)
-    write_json(curve, path)
+    write_json_checkpoint(curve, path, key, scratch.measured())
     return curve
 
 
-def checkpoint_key(parts: dict) -> str:
-    blob = json.dumps({"version": CHECKPOINT_VERSION, **parts}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
-
-def read_checkpoint(path, expected_rows: int) -> pl.DataFrame | None:
-    """A finished checkpoint, or None when it is missing, unreadable or incomplete (then re-measured)."""
-    if not path.is_file():
-        return None
-    try:
-        frame = pl.read_parquet(path)
-    except Exception:  # a truncated or foreign file: measure again
-        tqdm.write(f"e2e: checkpoint {path} is unreadable; measuring again")
-        return None
-    if not CHECKPOINT_COLUMNS <= set(frame.columns) or frame.height != expected_rows:
-        tqdm.write(f"e2e: checkpoint {path} is incomplete; measuring again")
-        return None
-    return frame
-
-
-def case_segments(loaded: LoadedForE2E, line: dict, token: dict, qwen) -> dict:
+def case_segments(loaded: ModelAndTokenizer, line: dict, token: dict, qwen) -> dict:
     """The line and token oracle programs as the executor's segments, in the model's tokens."""
     from kernels_profile.executor import program_segments
 
@@ -284,7 +256,7 @@ def case_segments(loaded: LoadedForE2E, line: dict, token: dict, qwen) -> dict:
             "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
 
 
-def model_encoder(loaded: LoadedForE2E):
+def model_encoder(loaded: ModelAndTokenizer):
     return lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]
 
 
@@ -292,7 +264,7 @@ PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "p
                      "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
 
 
-def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
+def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
                 model, context: int, run_lossless: bool, qwen, run_id: str) -> pl.DataFrame:
     from kernels_profile.executor import Executor
 
@@ -319,13 +291,14 @@ def measure_one(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, line: di
     ).sort("repeat", "order_index")
 
 
-def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder) -> dict:
+def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder,
+              scratch: FromScratch) -> dict:
     from analysis.tokenization import load_tokenizer
 
     rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed)
     qwen = load_tokenizer(s.tokenizer)
     bar.set_postfix_str(f"loading {choice.name}")
-    loaded = load_for_e2e(choice)
+    loaded = load_model(choice.name, choice.weights, choice.dtype, "cpu")
     case_ids = sorted(set(rows["case_id"].to_list()))
     by_case = {c: rows.filter(pl.col("case_id") == c) for c in case_ids}
     prompts = {c: e2e.prompt_ids(loaded.hf_tok, by_case[c]["source"][0], by_case[c]["instruction"][0])
@@ -334,20 +307,26 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     contexts = (min(len(p) for p in prompts.values()), max(len(prompts[c]) + gold[c] for c in case_ids))
     context = contexts[0]  # kept in each case's key and record: the curve's shortest context
     bar.set_postfix_str(f"{choice.name} prefill curve")
-    curve = cached_curve(loaded, choice, s, contexts)
+    curve = cached_curve(loaded, choice, s, contexts, scratch)
     model = e2e.curve_model(curve, choice.name)
     measured = []
     for index, case_id in enumerate(case_ids):
         line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
         run_lossless = index < s.lossless_cases
-        key = checkpoint_key(case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
+        key = checkpoint_key(CHECKPOINT_VERSION,
+                             case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
-        frame = read_checkpoint(path, len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats)
-        if frame is None:
+        found = read_frame_checkpoint(path, key, rows=len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats,
+                                      columns=CHECKPOINT_COLUMNS, what="e2e", log=tqdm.write)
+        if found is not None:
+            frame = found.content
+            scratch.read_back(found.seconds)
+        else:
+            scratch.mark()  # a unit's seconds are its measurement's (a resumed run loads the model too)
             frame = measure_one(loaded, choice, s, line, token, prompts[case_id], model, context, run_lossless, qwen,
                                 recorder.run_id)
-            write_parquet(frame, path)
+            write_frame_checkpoint(frame, path, key, scratch.measured())
         recorder.sample()
         measured.append(frame)
         bar.update(1)
@@ -362,7 +341,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     return result
 
 
-def constrained_for(loaded: LoadedForE2E, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
+def constrained_for(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
     from kernels_profile.constrained import suite_tokenizer
 
     pool = table.filter((pl.col("corpus") == s.constrained_corpus) & (pl.col("framing") == s.framing)
@@ -421,26 +400,17 @@ def speedup_metrics(summary: pl.DataFrame) -> dict:
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 
-def apply_threads(threads: int | None) -> int:
-    """Set torch's thread count (None: leave torch's default); returns the count in force."""
-    import torch
-
-    if threads is not None:
-        torch.set_num_threads(threads)
-    return int(torch.get_num_threads())
-
-
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
-    with timed("e2e"):
-        threads = apply_threads(s.threads)  # before the recorder reads the thread count and before any timing
+def run(s: E2ESettings) -> dict:
+    with timed("e2e") as timing:
+        scratch = FromScratch()
+        threads = set_threads(s.threads)  # before the recorder reads the thread count and before any timing
         table = cases_with_instructions()
         total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)
         recorder = EnvironmentRecorder(threshold=s.noisy_drift, contention_slack=s.contention_slack,
                                        reference=lambda: reference_workload(budget_s=s.reference_budget_s))
         recorder.start()
         bar = tqdm(total=total, desc="e2e", unit="case")
-        results = {c.name: run_model(c, s, table, bar, recorder) for c in s.models}
+        results = {c.name: run_model(c, s, table, bar, recorder, scratch) for c in s.models}
         bar.close()
         environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
@@ -455,6 +425,7 @@ def run(cfg: Config, args=None) -> dict:
         save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
         if constrained:
             write_table(pl.DataFrame(constrained).drop("program"), TABLES / "e2e_constrained", digits=3)
+        timing["from_scratch_s"] = scratch.seconds()
     metrics = {
         "mask_cost_qwen": mask,
         "speedups": speedup_metrics(summary),

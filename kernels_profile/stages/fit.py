@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 
 from analysis import charts
-from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency import (
@@ -89,8 +88,9 @@ def raw_sources(params: dict) -> tuple[RawSource, ...]:
     return tuple(out)
 
 
-def settings(cfg: Config) -> FitSettings:
-    p = cfg.params
+def settings(params: dict) -> FitSettings:
+    """kernels.fit, validated (the only reader of that group)."""
+    p = params
     return FitSettings(raw_sources(p),
                        number_list(p, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False),
                        choices(p, "kernels.fit.forms", FORMS), choice(p, "kernels.fit.one_context", ("drop", "keep")),
@@ -290,8 +290,7 @@ def source_metrics(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], n_lo: i
     return out
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: FitSettings) -> dict:
     with timed("kernels_fit"):
         raw = by_source(s.raw)
         parts = [fit_source(frame, source, s) for source, frame in raw.items()]

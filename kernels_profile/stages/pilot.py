@@ -37,7 +37,6 @@ losses, curve and metrics under data/pilot/<preset>/.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import random
 import re
@@ -70,6 +69,7 @@ from analysis.stages.common import progress, timed
 from analysis.stages.corpora import probeedit_params
 from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
+from kernels_profile.runtime import checkpoint_key
 
 GROUP = "pilot"
 DEVICES = ("cpu", "cuda")
@@ -293,9 +293,11 @@ def read_humaneval(s: PilotSettings) -> list[EvalCase]:
 
 # ---------------------------------------------------------------- keys and checkpoints
 
+CHECKPOINT_VERSION = "pilot-1"  # bump when what a pilot checkpoint holds changes
+
+
 def digest(parts: Any) -> str:
-    blob = json.dumps(parts, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+    return checkpoint_key(CHECKPOINT_VERSION, parts)
 
 
 def versions() -> dict[str, str]:
@@ -312,7 +314,7 @@ def model_key(s: PilotSettings, lm) -> dict:
 
 
 def sequences_hash(sequences) -> str:
-    return hashlib.sha256(json.dumps([[q.ids, q.labels] for q in sequences]).encode()).hexdigest()
+    return checkpoint_key("sequences", [[q.ids, q.labels] for q in sequences])
 
 
 def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences, heldout=()) -> str:
@@ -513,13 +515,11 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 
 def load_models(s: PilotSettings) -> Loaded:
-    import torch
-
     from kernels_profile.decoder import load_for_decoding
     from kernels_profile.pilot import add_lora
+    from kernels_profile.runtime import set_threads
 
-    if s.threads:
-        torch.set_num_threads(s.threads)
+    set_threads(s.threads or None)
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, s.device)
     loaded = Loaded(lm, tok)
     loaded.peft = add_lora(lm, s.lora(), seed=s.seeds[0])

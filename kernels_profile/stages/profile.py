@@ -1,69 +1,71 @@
 """`copydecode kernels profile`: raw AR and prefill timings (resumable) -> data/kernels/raw.parquet,
-or a preset's own output (e.g. `--preset paper-gpu` -> reports/kernels/frozen/paper-gpu.parquet)."""
+or a preset's own output (e.g. `--preset paper-gpu` -> reports/kernels/frozen/paper-gpu.parquet).
+
+`settings(params, preset, out)` is the only reader of `kernels.profile` (and of `kernels.presets`
+when a preset is named); `run(settings)` measures. Every ProfileSpec field comes from params.yaml:
+the spec has no defaults, so no value in code decides a run.
+"""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
-from analysis.params import get
+from analysis.params import merge_preset
 from analysis.stages.common import timed
+from kernels_profile.profiler import ProfileSpec
 
 DEVICES = ("cpu", "cuda")
+LIST_FIELDS = ("models", "contexts", "ns", "baselines", "prefills")
 
 
-def profile_settings(params: dict[str, Any], preset: str | None) -> tuple[dict[str, Any], Path]:
-    """kernels.profile, overlaid with a preset when one is named, and where its timings go."""
-    settings = dict(get(params, "kernels.profile", dict))
-    out = KERNELS_RAW
-    if preset is not None:
-        presets = get(params, "kernels.presets", dict)
-        if preset not in presets:
-            raise ParamsError(f"unknown preset {preset!r}; known: {', '.join(presets)}")
-        settings.update(presets[preset])
-        out = Path(settings.pop("out", f"data/kernels/{preset}.parquet"))
-    if settings.get("device") not in DEVICES:
-        raise ParamsError(f"kernels.profile.device must be one of {', '.join(DEVICES)}, got {settings.get('device')!r}")
-    return settings, out
+@dataclass(frozen=True)
+class ProfileSettings:
+    spec: ProfileSpec
+    out: Path              # the raw timings parquet (its environment sidecar goes beside it)
+    preset: str | None     # the kernels.presets entry overlaid on kernels.profile, if any
 
 
-def profile_spec(params: dict[str, Any], preset: str | None):
-    from kernels_profile.profiler import ProfileSpec
+def settings(params: dict[str, Any], preset: str | None = None, out: str | Path | None = None) -> ProfileSettings:
+    """kernels.profile, overlaid with `preset` when one is named, validated into a ProfileSpec; the raw
+    file is `out` when given, else the preset's `out` (default data/kernels/<preset>.parquet), else
+    data/kernels/raw.parquet."""
+    group = merge_preset(params, "kernels.profile", "kernels.presets", preset)
+    named_out = KERNELS_RAW if preset is None else Path(group.pop("out", f"data/kernels/{preset}.parquet"))
+    return ProfileSettings(spec_of(group), Path(out) if out else named_out, preset)
 
-    settings, out = profile_settings(params, preset)
+
+def spec_of(group: dict[str, Any]) -> ProfileSpec:
+    """A validated ProfileSpec from exactly its fields (lists become tuples)."""
+    if group.get("device") not in DEVICES:
+        raise ParamsError(f"kernels.profile.device must be one of {', '.join(DEVICES)}, got {group.get('device')!r}")
     fields = set(ProfileSpec.__dataclass_fields__)
-    unknown = set(settings) - fields
+    unknown = set(group) - fields
     if unknown:
         raise ParamsError(f"kernels.profile: unknown settings {sorted(unknown)}; known: {sorted(fields)}")
-    missing = fields - set(settings)
-    if missing:  # every setting comes from params.yaml: ProfileSpec's own defaults never decide a run
+    missing = fields - set(group)
+    if missing:  # every setting comes from params.yaml
         raise ParamsError(f"kernels.profile: missing settings {sorted(missing)}")
-    for name in ("models", "contexts", "ns", "baselines", "prefills"):
-        if name in settings:
-            if not isinstance(settings[name], list):
-                raise ParamsError(f"kernels.profile.{name} must be a list, got {settings[name]!r}")
-            settings[name] = tuple(settings[name])
-    try:
-        spec = ProfileSpec(**settings)
-    except TypeError as exc:
-        raise ParamsError(f"kernels.profile: {exc}") from exc
-    return spec.validate(), out
+    values = dict(group)
+    for name in LIST_FIELDS:
+        if not isinstance(values[name], list):
+            raise ParamsError(f"kernels.profile.{name} must be a list, got {values[name]!r}")
+        values[name] = tuple(values[name])
+    return ProfileSpec(**values).validate()
 
 
-def run(cfg: Config, args=None) -> dict:
+def run(s: ProfileSettings) -> dict:
     from kernels_profile.profiler import profile_run, write_profile
 
-    spec, out = profile_spec(cfg.params, getattr(args, "preset", None))
-    if getattr(args, "out", None):
-        out = Path(args.out)
-    with timed("kernels_profile"):
-        result = profile_run(spec, KERNEL_CHECKPOINTS)
-        sidecar = write_profile(result, out)
+    with timed("kernels_profile") as timing:
+        result = profile_run(s.spec, KERNEL_CHECKPOINTS)
+        sidecar = write_profile(result, s.out)
+        timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
-    return {"rows": result.raw.height, "out": str(out), "environment": str(sidecar), "noisy": env.get("noisy"),
+    return {"rows": result.raw.height, "out": str(s.out), "environment": str(sidecar), "noisy": env.get("noisy"),
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),
-            "threads": env.get("threads"), "spec": spec.__dict__}
+            "threads": env.get("threads"), "spec": asdict(s.spec)}

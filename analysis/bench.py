@@ -131,6 +131,23 @@ class TreePeak:
         return round(self.peak_bytes / 2**20, 1)
 
 
+def _load_in_worker(chunk, tokenizer) -> list[int]:
+    return [len(tokenizer.encode("x = 1\n").ids) for _ in chunk]
+
+
+def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
+    """Start the workers (imports, the tokenizer loaded by spec) before the timed steps, so a step's
+    time is its work and the chunks' transfer, not the pool's start; returns the seconds it took
+    (None at 1 worker: no pool)."""
+    from analysis.parallel import map_cases
+
+    if parallel.serial:
+        return None
+    t0 = time.perf_counter()
+    map_cases(_load_in_worker, range(parallel.workers() * parallel.chunks_per_job), parallel, tokenizer)
+    return round(time.perf_counter() - t0, 3)
+
+
 def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer,
               shard: int) -> dict[str, float]:
     """Seconds of each step over `cases` with `parallel`, `shard` cases at a time."""
@@ -160,8 +177,8 @@ def shard_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettin
     seconds["spans"] = time.perf_counter() - t0
     o = optimal_stage.settings(cfg)
     t0 = time.perf_counter()
-    (_, _, model), = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
-    cost = optimal_stage.cost_model(model, o)
+    kernel, = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
+    cost = optimal_stage.cost_model(kernel.model, o)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
@@ -216,6 +233,7 @@ def run(cfg: Config, args=None) -> dict:
     runs = []
     for jobs in s.jobs:
         load = [round(x, 2) for x in os.getloadavg()]
+        pool_start = start_pool(ParallelSettings(jobs, s.backend), tokenizer)
         with TreePeak() as tree:
             seconds = run_steps(cases, cfg, ParallelSettings(jobs, s.backend), tokenizer, s.shard_cases)
         own, workers = _peak_mb()
@@ -223,7 +241,7 @@ def run(cfg: Config, args=None) -> dict:
         runs.append({"n_jobs": jobs, "seconds": seconds, "total_seconds": round(total, 3),
                      "cases_per_second": {k: round(s.cases / v, 2) for k, v in seconds.items()}
                      | {"all_three": round(s.cases / total, 2)},
-                     "peak_rss_mb_tree_sampled": tree.peak_mb,
+                     "pool_start_seconds": pool_start, "peak_rss_mb_tree_sampled": tree.peak_mb,
                      "peak_rss_mb_main": own, "peak_rss_mb_workers_floor": workers, "load_average_at_start": load})
     serial = next(r for r in runs if r["n_jobs"] == 1)
     two = next((r for r in runs if r["n_jobs"] == 2), None)
@@ -252,7 +270,7 @@ def run(cfg: Config, args=None) -> dict:
 def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
     steps = pl.DataFrame([{"n_jobs": r["n_jobs"], **{f"{k}_s": v for k, v in r["seconds"].items()},
                            "cases_per_s": r["cases_per_second"]["all_three"],
-                           "peak_rss_mb_tree": r["peak_rss_mb_tree_sampled"], "peak_rss_mb_main": r["peak_rss_mb_main"],
+                           "pool_start_s": r["pool_start_seconds"], "peak_rss_mb_tree": r["peak_rss_mb_tree_sampled"], "peak_rss_mb_main": r["peak_rss_mb_main"],
                            "peak_rss_mb_workers_floor": r["peak_rss_mb_workers_floor"],
                            "load_1min_at_start": r["load_average_at_start"][0]} for r in runs])
     return "\n".join([
@@ -262,6 +280,9 @@ def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
         f"{result['shard_cases']:,} cases per shard, joblib backend {result['backend']}, {result['cpu_count']} CPUs, load average (1/5/15 min) "
         f"{result['load_average_before']} before and {result['load_average_after']} after.",
         f"Speedup of 2 workers against 1 worker, same {result['cases']:,} cases: {result['speedup_2_vs_1']}.",
+        "Step times exclude the worker pool's start (`pool_start_s`, timed before the steps). `peak_rss_mb_tree`: "
+        "the largest summed resident memory of this process and its workers, sampled every "
+        f"{SAMPLE_SECONDS} s; `peak_rss_mb_main` / `_workers_floor`: getrusage maxima (the latter of ended workers only).",
         "",
         markdown_table(steps, 3),
         "",

@@ -11,6 +11,7 @@ from conftest import params_with
 from analysis.cli import main
 from analysis.digest import recorded_inputs
 from analysis.errors import CorpusError, ParamsError
+from analysis.layout import PERTURB_RESULTS
 from analysis.shards import ShardWriter, iter_frames, iter_joined_programs, shard_cases
 
 SCHEMA = {"case_id": pl.String, "framing": pl.String, "n": pl.Int64}
@@ -99,25 +100,30 @@ def test_an_unreadable_file_is_a_named_error(tmp_path):
 
 
 OUTPUTS = ("data/corpora/cases.parquet", "data/programs/programs.parquet", "data/spans/spans.parquet",
-           "data/spans/coverage_per_case.parquet")
-TABLES = ("coverage", "span_histogram", "line_boundaries_inside_tokens")
-METRICS = ("corpora", "roundtrip", "coverage")
+           "data/spans/coverage_per_case.parquet", str(PERTURB_RESULTS))
+TABLES = ("coverage", "span_histogram", "line_boundaries_inside_tokens", "optimal", "min_copy_sweep", "perturbation",
+          "perturbation_crossing")
+METRICS = ("corpora", "roundtrip", "coverage", "optimal", "perturbation")
+STAGES = ("corpora", "programs", "roundtrip", "spans", "optimal", "perturb")
 
 
 @pytest.mark.slow
 def test_stages_give_the_same_outputs_for_any_shard_size(tmp_path, monkeypatch, hep_dir):
-    """corpora -> programs -> roundtrip -> spans with 7-case shards (every file in many row groups) and
-    with one shard: the same tables, parquet contents and metrics."""
+    """corpora -> programs -> roundtrip -> spans -> optimal -> perturb with 7-case shards (every file in
+    many row groups) and with one shard: the same tables, parquet contents and metrics."""
+    from test_stage_optimal import ONE_CONTEXT, SMALL, write_model
+
     results = {}
     for shard in (7, 5000):
         folder = tmp_path / f"shard{shard}"
         folder.mkdir()
         monkeypatch.chdir(folder)
         (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**{
-            "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body", "decl"],
-            "corpora.humanevalpack.local_dir": str(hep_dir), "corpora.probeedit.enabled": False,
-            "corpora.commits": [], "spans.bootstrap_resamples": 20, "parallel.shard_cases": shard})))
-        for stage in ("corpora", "programs", "roundtrip", "spans"):
+            **SMALL, "corpora.humanevalpack.framings": ["body", "decl"], "corpora.humanevalpack.local_dir": str(hep_dir),
+            "spans.bootstrap_resamples": 20, "optimal.kernel_sources": ["fit"], "optimal.min_copies": [1, 4],
+            "parallel.shard_cases": shard})))
+        write_model(folder, ONE_CONTEXT)
+        for stage in STAGES:
             assert main(["--params", "params.yaml", stage]) == 0, (shard, stage)
         results[shard] = folder
     small, one = results[7], results[5000]

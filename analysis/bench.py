@@ -3,7 +3,9 @@ with 1 and 2 workers (analysis.parallel), peak memory, and an extrapolation to 1
 
 The synthetic corpus: the CommitEdits cases mined from the bundles that params `corpora.commits`
 lists (with `corpora.commit_defaults`), repeated in mining order until `--cases` cases, each copy with
-its own case id (so the work per case is real edit work, in the real mix of sizes). For each worker
+its own case id (so the work per case is real edit work, in the real mix of sizes). A size below the
+number of mined cases takes them evenly spaced over the mining order (every repository, not the
+first one's oldest commits), so a small run's per-case time stands for the whole mix. For each worker
 count the three steps run on the whole corpus in this process's pool, timed separately:
 
   programs  analysis.stages.programs.oracle_programs (tokenization + line and token oracles)
@@ -80,6 +82,8 @@ def synthetic_cases(cfg: Config, n: int) -> list[corpora.Case]:
             base += registry.build_corpus(kind, corpus_settings).cases
     if not base:
         raise ParamsError("bench throughput: params corpora.commits lists no repository to build the synthetic corpus from")
+    if n < len(base):
+        base = [base[i * len(base) // n] for i in range(n)]
     return [replace(base[i % len(base)], case_id=f"{base[i % len(base)].case_id}#{i // len(base)}")
             for i in range(n)]
 

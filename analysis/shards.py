@@ -121,10 +121,10 @@ def iter_joined_programs(cases_path: str | Path, programs_path: str | Path, shar
         taken = programs.take_while_in(keys)
         if taken.height:
             yield taken.join(cases, on=["case_id", "framing"], how="left", validate="m:1")
-    left = programs.rest()
-    if left.height:
-        raise CorpusError(f"{programs_path}: {left.height} programs name cases not in {cases_path}, or not in its "
-                          f"order (e.g. {left['case_id'][0]!r}); rerun `copydecode programs`")
+    left, first = programs.rest()
+    if left:
+        raise CorpusError(f"{programs_path}: {left} programs name cases not in {cases_path}, or not in its "
+                          f"order (e.g. {first!r}); rerun `copydecode programs`")
 
 
 class _RowBuffer:
@@ -162,7 +162,12 @@ class _RowBuffer:
             return self.buffer.clear() if self.buffer is not None else pl.DataFrame()
         return pl.concat(parts)
 
-    def rest(self) -> pl.DataFrame:
-        while self._fill():
-            pass
-        return self.buffer if self.buffer is not None else pl.DataFrame({"case_id": []})
+    def rest(self) -> tuple[int, str | None]:
+        """How many rows are left unconsumed (read one frame at a time), and the first one's case_id."""
+        rows = 0 if self.buffer is None else self.buffer.height
+        first = self.buffer["case_id"][0] if rows else None
+        for frame in self.frames:
+            if frame.height and first is None:
+                first = frame["case_id"][0]
+            rows += frame.height
+        return rows, first

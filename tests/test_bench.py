@@ -79,3 +79,21 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
     assert "ESTIMATE" in (out / "throughput.md").read_text()
     sentence = _throughput_sentence(tmp_path)
     assert "6 synthetic CommitEdits cases" in sentence and "ESTIMATE for 1,000,000 cases" in sentence
+
+
+def test_a_small_synthetic_corpus_spreads_over_every_repository(monkeypatch):
+    from analysis import corpora, registry
+    from analysis.config import Config
+
+    base = [corpora.Case(f"CommitEdits-{repo}/{i}", f"CommitEdits-{repo}", "python", "file", "a\n", "b\n")
+            for repo in ("x", "y") for i in range(10)]
+    monkeypatch.setattr(registry, "build_corpus", lambda kind, s: SimpleNamespace(cases=base))
+    from pathlib import Path
+
+    from conftest import params_with
+
+    cfg = Config(params_with(**{"corpora.commits": [{"repo": "one.bundle"}]}), Path("params.yaml"))  # one build
+    small = bench.synthetic_cases(cfg, 4)
+    assert [c.case_id for c in small] == ["CommitEdits-x/0#0", "CommitEdits-x/5#0", "CommitEdits-y/0#0", "CommitEdits-y/5#0"]
+    large = bench.synthetic_cases(cfg, 45)
+    assert len({c.case_id for c in large}) == 45 and large[20].case_id == "CommitEdits-x/0#1"

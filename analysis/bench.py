@@ -136,11 +136,18 @@ class TreePeak:
 
 
 def _load_in_worker(chunk, tokenizer) -> list[int]:
+    import importlib
+
+    for module in STEP_MODULES:  # a step's first chunk in a fresh worker would otherwise pay its imports
+        importlib.import_module(module)
     return [len(tokenizer.encode("x = 1\n").ids) for _ in chunk]
 
 
+STEP_MODULES = ("analysis.stages.programs", "analysis.stages.spans", "analysis.stages.optimal")
+
+
 def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
-    """Start the workers (imports, the tokenizer loaded by spec) before the timed steps, so a step's
+    """Start the workers (the steps' imports, the tokenizer loaded by spec) before the timed steps, so a step's
     time is its work and the chunks' transfer, not the pool's start; returns the seconds it took
     (None at 1 worker: no pool)."""
     from analysis.parallel import map_cases

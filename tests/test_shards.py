@@ -110,31 +110,33 @@ STAGES = ("corpora", "programs", "roundtrip", "spans", "optimal", "perturb")
 @pytest.mark.slow
 def test_stages_give_the_same_outputs_for_any_shard_size(tmp_path, monkeypatch, hep_dir):
     """corpora -> programs -> roundtrip -> spans -> optimal -> perturb with 7-case shards (every file in
-    many row groups) and with one shard: the same tables, parquet contents and metrics."""
+    many row groups), with one shard, and with 60-case shards on 2 joblib workers: the same tables, parquet
+    contents and metrics."""
     from test_stage_optimal import ONE_CONTEXT, SMALL, write_model
 
     results = {}
-    for shard in (7, 5000):
+    for shard, jobs in ((7, 1), (5000, 1), (60, 2)):
         folder = tmp_path / f"shard{shard}"
         folder.mkdir()
         monkeypatch.chdir(folder)
         (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**{
             **SMALL, "corpora.humanevalpack.framings": ["body", "decl"], "corpora.humanevalpack.local_dir": str(hep_dir),
             "spans.bootstrap_resamples": 20, "optimal.kernel_sources": ["fit"], "optimal.min_copies": [1, 4],
-            "parallel.shard_cases": shard})))
+            "parallel.shard_cases": shard, "parallel.n_jobs": jobs})))
         write_model(folder, ONE_CONTEXT)
         for stage in STAGES:
             assert main(["--params", "params.yaml", stage]) == 0, (shard, stage)
         results[shard] = folder
-    small, one = results[7], results[5000]
-    for name in OUTPUTS:
-        assert pl.read_parquet(small / name).equals(pl.read_parquet(one / name)), name
-    assert pl.read_parquet_metadata(small / OUTPUTS[1]).get("copydecode.inputs") is not None
-    assert len(pl.read_parquet(small / OUTPUTS[0]).filter(pl.col("framing") == "decl")) == 164
-    for name in TABLES:
-        for suffix in (".csv", ".md"):
-            path = f"reports/tables/{name}{suffix}"
-            assert (small / path).read_bytes() == (one / path).read_bytes(), path
-    for name in METRICS:
-        path = f"reports/metrics/{name}.json"
-        assert (small / path).read_text() == (one / path).read_text(), path
+    one = results[5000]
+    assert pl.read_parquet_metadata(results[7] / OUTPUTS[1]).get("copydecode.inputs") is not None
+    assert len(pl.read_parquet(one / OUTPUTS[0]).filter(pl.col("framing") == "decl")) == 164
+    for other in (results[7], results[60]):
+        for name in OUTPUTS:
+            assert pl.read_parquet(other / name).equals(pl.read_parquet(one / name)), (other.name, name)
+        for name in TABLES:
+            for suffix in (".csv", ".md"):
+                path = f"reports/tables/{name}{suffix}"
+                assert (other / path).read_bytes() == (one / path).read_bytes(), (other.name, path)
+        for name in METRICS:
+            path = f"reports/metrics/{name}.json"
+            assert (other / path).read_text() == (one / path).read_text(), (other.name, path)

@@ -221,13 +221,9 @@ def copy_span_counts(spans: pl.DataFrame) -> pl.DataFrame:
     return spans.group_by("case_id", "corpus", "framing", "level").agg(n_copy_spans=(pl.col("kind") == "copy").sum())
 
 
-def copy_spans_per_case(spans: pl.DataFrame) -> pl.DataFrame:
-    """Mean copy spans per case for each (level, corpus, framing), pooled groups included."""
-    return mean_copy_spans(copy_span_counts(spans))
-
-
 def mean_copy_spans(per_case: pl.DataFrame) -> pl.DataFrame:
-    """`copy_spans_per_case` of per-case counts (`copy_span_counts`, of one or more shards)."""
+    """Mean copy spans per case for each (level, corpus, framing), pooled groups included, from per-case
+    counts (`copy_span_counts`, of one or more shards)."""
     records = []
     for level in sorted(set(per_case["level"])):
         for corpus, framing, rows in pooled_groups(per_case.filter(pl.col("level") == level)):
@@ -265,10 +261,6 @@ class PerCase:
 
 COST_ORDER = ["level", "corpus", "framing", "case_id"]  # case_costs' row order (unique per row)
 
-
-def summary(spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> pl.DataFrame:
-    """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
-    return PerCase.of(spans, model, s).summary(s)
 
 
 def _side(table: pl.DataFrame, prefix: str) -> pl.DataFrame:
@@ -346,11 +338,6 @@ def kernel_rows(cases, programs: Programs, s: OptimalSettings, directives, sourc
     best = optimal_spans(cases, s, cost_model(model, s), directives, f"{source}/{baseline}")
     return KernelRows(PerCase.of(programs.covmax, model, s), PerCase.of(best, model, s),
                       {k: PerCase.of(frame, model, s) for k, frame in programs.sweep.items()})
-
-
-def kernel_tables(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
-                  model: LatencyModel) -> tuple[pl.DataFrame, pl.DataFrame]:
-    return rows_tables(kernel_rows(cases, programs, s, directives, source, baseline, model), s, source, baseline, model)
 
 
 def rows_tables(rows: KernelRows, s: OptimalSettings, source: str, baseline: str,

@@ -228,7 +228,7 @@ def bench_settings(args, params: dict | None = None) -> BenchSettings:
     backend = getattr(args, "backend", None) or "loky"
     for j in jobs:
         check_parallel(ParallelSettings(j, backend))
-    return BenchSettings(cases, jobs, backend, Path(getattr(args, "out", None) or BENCH_DIR),
+    return BenchSettings(cases, jobs, backend, Path(getattr(args, "bench_out", None) or BENCH_DIR),
                          shard_cases(params or {}))
 
 

@@ -138,7 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
                             help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
     throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
-    throughput.add_argument("--out", default=None, help="output folder (default reports/bench)")
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+                            help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
+                                 "writes DIR/reports/bench)")
     return parser
 
 

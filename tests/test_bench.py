@@ -26,17 +26,21 @@ def test_extrapolation_is_linear_and_efficiency_scaled():
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ParamsError, match=match):
-        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "out": None, **args}))
+        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "bench_out": None, **args}))
 
 
 def test_bench_is_a_command_not_a_pipeline_stage():
     args = build_parser().parse_args(["bench", "throughput", "--cases", "12"])
     assert (args.stage, args.module, args.cases) == ("bench throughput", "analysis.bench", 12)
     assert "bench throughput" in TOOLS and "bench throughput" not in STAGES
+    # the subcommand's --out is its report folder, not the one-off output root (`copydecode --out DIR ...`)
+    args = build_parser().parse_args(["bench", "throughput", "--out", "x/bench"])
+    assert (args.out, args.bench_out) == (None, "x/bench")
+    assert build_parser().parse_args(["--out", "runs/b", "bench", "throughput"]).out == "runs/b"
 
 
 def test_bench_size_comes_from_params_unless_given():
-    args = SimpleNamespace(cases=None, jobs="1,2", backend="loky", out=None)
+    args = SimpleNamespace(cases=None, jobs="1,2", backend="loky", bench_out=None)
     assert bench.bench_settings(args, {}).cases == bench.DEFAULT_CASES
     assert bench.bench_settings(args, {"bench": {"cases": 7}, "parallel": {"shard_cases": 3}}).cases == 7
     assert bench.bench_settings(args, {"parallel": {"shard_cases": 3}}).shard_cases == 3
@@ -66,7 +70,7 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
     cfg = Config.load("params.yaml")
     cfg.params.setdefault("parallel", {})["shard_cases"] = 4
     out = tmp_path / "reports/bench"
-    summary = bench.run(cfg, SimpleNamespace(cases=6, jobs="1,2", backend="loky", out=str(out)))
+    summary = bench.run(cfg, SimpleNamespace(cases=6, jobs="1,2", backend="loky", bench_out=str(out)))
     result = json.loads((out / "throughput.json").read_text())
     assert result["cases"] == 6 and result["shard_cases"] == 4 and summary["cases"] == 6
     assert [r["n_jobs"] for r in result["runs"]] == [1, 2]

@@ -3,18 +3,23 @@
 A stage that holds every case at once (texts, token ids, programs, span rows) needs memory that grows
 with the corpus; a million commits do not fit. Instead:
 
-  write   `ShardWriter` appends one shard's table at a time to a parquet file (one or more row groups
-          of at most `shard_cases` rows each), atomically (analysis.io: the file appears whole when the
+  write   `ShardWriter` appends one shard's table at a time to a parquet file (a row group per shard, or
+          row groups of `row_group_rows`: cases.parquet uses CASE_ROW_GROUP), atomically (analysis.io: the file appears whole when the
           writer closes), with the same key-value metadata (input digests) as a one-shot write.
   read    `iter_frames(path, rows)` scans a parquet file lazily with polars (`scan_parquet` + `slice`,
           which reads only the row groups a slice touches) and yields frames of at most `rows` rows.
-  join    `iter_joined_programs(shard_cases)` yields programs.parquet's rows with their case's source
+  join    `iter_joined_programs(cases, programs, shard)` yields programs.parquet's rows with their case's source
           and target, shard by shard: a merge of the two files in their common order (the programs
           stage writes each case's programs in cases.parquet's order), so neither file is read whole.
 
 Every per-case result depends on its case alone, so the stages' tables are the same for any shard
 size (tests/test_shards.py checks them against the one-shard run); a stage's summary tables are built
 from small per-case rows (a few numbers per case) gathered across shards.
+
+What still grows with the corpus (numbers and ids, no texts, tokens or spans): spans' per-case
+coverage rows, optimal's per-case costs (per kernel and oracle: the bootstrap resamples cases),
+perturb's per-draw results, the corpora stage's set of case ids (to refuse a duplicate). The corpora
+stage holds one build's cases at a time: one repository, one pairs file, one HumanEvalPack language.
 
 Param: `parallel.shard_cases` (cases per shard; default DEFAULT_SHARD_CASES).
 """

@@ -262,7 +262,6 @@ class PerCase:
 COST_ORDER = ["level", "corpus", "framing", "case_id"]  # case_costs' row order (unique per row)
 
 
-
 def _side(table: pl.DataFrame, prefix: str) -> pl.DataFrame:
     keys = ["level", "corpus", "framing", "pooling"]
     floor = table.filter(pl.col("variant") == "overhead").select(

@@ -120,10 +120,11 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("spans"):
         tokenizer = load_tokenizer(s.tokenizer)
-        inputs = parquet_metadata([CASES, PROGRAMS])  # checked by program_shards: the two agree
+        shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any
+        inputs = parquet_metadata([CASES, PROGRAMS])
         per_case_parts, bin_counts = [], []
         with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out:
-            for table in program_shards(s.shard_cases):  # one shard's programs and spans in memory at a time
+            for table in shards:  # one shard's programs and spans in memory at a time
                 spans = build_spans(table, tokenizer, s.prompt_overhead_tokens, s.parallel)
                 out.write(spans)
                 per_case_parts.append(per_case_coverage(spans))  # a few numbers per case

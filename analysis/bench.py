@@ -3,7 +3,9 @@ with 1 and 2 workers (analysis.parallel), peak memory, and an extrapolation to 1
 
 The synthetic corpus: the CommitEdits cases mined from the bundles that params `corpora.commits`
 lists (with `corpora.commit_defaults`), repeated in mining order until `--cases` cases, each copy with
-its own case id (so the work per case is real edit work, in the real mix of sizes). For each worker
+its own case id (so the work per case is real edit work, in the real mix of sizes). A size below the
+number of mined cases takes them evenly spaced over the mining order (every repository, not the
+first one's oldest commits), so a small run's per-case time stands for the whole mix. For each worker
 count the three steps run on the whole corpus in this process's pool, timed separately:
 
   programs  analysis.stages.programs.oracle_programs (tokenization + line and token oracles)
@@ -11,9 +13,16 @@ count the three steps run on the whole corpus in this process's pool, timed sepa
   optimal   the cost-optimal line and token programs (analysis.stages.optimal, `optimal.baseline`'s
             fitted kernel at `bounds.context`) and their span rows
 
-Peak memory: the largest resident set of this process and, separately, of any worker process
-(`getrusage`, RUSAGE_SELF and RUSAGE_CHILDREN; the latter covers workers that have ended, i.e. after
-the pool shuts down, so loky workers kept alive between runs may be missed: it is a floor).
+The steps run shard by shard (`parallel.shard_cases` cases at a time, analysis.shards), as the stages
+do, so the peak memory is that of one shard's work, not of the whole corpus.
+
+Peak memory: the largest summed resident set of this process and all its children (the joblib
+workers), sampled every SAMPLE_SECONDS by a thread (psutil) during each run, so a peak shorter than
+that interval can be missed; beside it, the largest resident set of this process and of any ended
+worker (`getrusage`, RUSAGE_SELF and RUSAGE_CHILDREN).
+
+Size: params `bench.cases` (20,000 in the shipped params.yaml), or `--cases N` for one run (tests use
+a few cases).
 
 The extrapolation (an ESTIMATE, labelled so): hours for 1M cases on 1, 16 and 64 cores, from the
 measured per-case time at 1 worker, under (a) linear scaling and (b) the parallel efficiency measured
@@ -29,6 +38,7 @@ from __future__ import annotations
 import os
 import platform
 import resource
+import threading
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -40,12 +50,16 @@ from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
 from analysis.parallel import ParallelSettings, check_parallel
+from analysis.params import get_or
 from analysis.program import parse
+from analysis.shards import shard_cases
 
 BENCH_DIR = Path("reports/bench")
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
 EXTRAPOLATE_CORES = (1, 16, 64)
+DEFAULT_CASES = 20_000
+SAMPLE_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -54,6 +68,7 @@ class BenchSettings:
     jobs: tuple[int, ...]
     backend: str
     out: Path
+    shard_cases: int = 2000
 
 
 def synthetic_cases(cfg: Config, n: int) -> list[corpora.Case]:
@@ -67,6 +82,8 @@ def synthetic_cases(cfg: Config, n: int) -> list[corpora.Case]:
             base += registry.build_corpus(kind, corpus_settings).cases
     if not base:
         raise ParamsError("bench throughput: params corpora.commits lists no repository to build the synthetic corpus from")
+    if n < len(base):
+        base = [base[i * len(base) // n] for i in range(n)]
     return [replace(base[i % len(base)], case_id=f"{base[i % len(base)].case_id}#{i // len(base)}")
             for i in range(n)]
 
@@ -78,8 +95,82 @@ def _peak_mb() -> tuple[float, float]:
     return round(own, 1), round(children, 1)
 
 
-def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
-    """Seconds of each step over `cases` with `parallel`."""
+class TreePeak:
+    """The largest summed RSS of this process and its children, sampled by a thread while the block runs."""
+
+    def __init__(self, interval: float = SAMPLE_SECONDS):
+        self.interval, self.peak_bytes = interval, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _tree_rss(self) -> int:
+        import psutil
+
+        me = psutil.Process()
+        total = me.memory_info().rss
+        for child in me.children(recursive=True):
+            try:
+                total += child.memory_info().rss
+            except (psutil.NoSuchProcess, psutil.AccessDenied):
+                pass  # a worker that ended between the listing and the read
+        return total
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak_bytes = max(self.peak_bytes, self._tree_rss())
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "TreePeak":
+        self.peak_bytes = self._tree_rss()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_bytes = max(self.peak_bytes, self._tree_rss())
+
+    @property
+    def peak_mb(self) -> float:
+        return round(self.peak_bytes / 2**20, 1)
+
+
+def _load_in_worker(chunk, tokenizer) -> list[int]:
+    import importlib
+
+    for module in STEP_MODULES:  # a step's first chunk in a fresh worker would otherwise pay its imports
+        importlib.import_module(module)
+    return [len(tokenizer.encode("x = 1\n").ids) for _ in chunk]
+
+
+STEP_MODULES = ("analysis.stages.programs", "analysis.stages.spans", "analysis.stages.optimal")
+
+
+def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
+    """Start the workers (the steps' imports, the tokenizer loaded by spec) before the timed steps, so a step's
+    time is its work and the chunks' transfer, not the pool's start; returns the seconds it took
+    (None at 1 worker: no pool)."""
+    from analysis.parallel import map_cases
+
+    if parallel.serial:
+        return None
+    t0 = time.perf_counter()
+    map_cases(_load_in_worker, range(parallel.workers() * parallel.chunks_per_job), parallel, tokenizer)
+    return round(time.perf_counter() - t0, 3)
+
+
+def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer,
+              shard: int) -> dict[str, float]:
+    """Seconds of each step over `cases` with `parallel`, `shard` cases at a time."""
+    seconds = dict.fromkeys(STEPS, 0.0)
+    for start in range(0, len(cases), shard):
+        for step, took in shard_steps(cases[start:start + shard], cfg, parallel, tokenizer).items():
+            seconds[step] += took
+    return {k: round(v, 3) for k, v in seconds.items()}
+
+
+def shard_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
+    """Seconds of each step over one shard of cases."""
     from analysis.optimal import TokenizerDirectives
     from analysis.stages import optimal as optimal_stage
     from analysis.stages.programs import oracle_programs
@@ -97,8 +188,8 @@ def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings
     seconds["spans"] = time.perf_counter() - t0
     o = optimal_stage.settings(cfg)
     t0 = time.perf_counter()
-    (_, _, model), = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
-    cost = optimal_stage.cost_model(model, o)
+    kernel, = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
+    cost = optimal_stage.cost_model(kernel.model, o)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
@@ -108,7 +199,7 @@ def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings
                     for c, src, tgt in zip(cases, sources, targets)]
     optimal_stage.parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
     seconds["optimal"] = time.perf_counter() - t0
-    return {k: round(v, 3) for k, v in seconds.items()}
+    return seconds
 
 
 def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
@@ -123,9 +214,12 @@ def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
                                       "hours_at_measured_efficiency_estimate": pl.Float64})
 
 
-def bench_settings(args) -> BenchSettings:
+def bench_settings(args, params: dict | None = None) -> BenchSettings:
     cases = getattr(args, "cases", None)
-    cases = 20_000 if cases is None else cases
+    if cases is None:
+        cases = get_or(params or {}, "bench.cases", DEFAULT_CASES)
+    if isinstance(cases, bool) or not isinstance(cases, int):
+        raise ParamsError(f"bench throughput: the case count (--cases or params bench.cases) must be an integer, got {cases!r}")
     jobs = tuple(int(j) for j in str(getattr(args, "jobs", None) or "1,2").split(","))
     if cases < 1:
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")
@@ -134,13 +228,14 @@ def bench_settings(args) -> BenchSettings:
     backend = getattr(args, "backend", None) or "loky"
     for j in jobs:
         check_parallel(ParallelSettings(j, backend))
-    return BenchSettings(cases, jobs, backend, Path(getattr(args, "out", None) or BENCH_DIR))
+    return BenchSettings(cases, jobs, backend, Path(getattr(args, "bench_out", None) or BENCH_DIR),
+                         shard_cases(params or {}))
 
 
 def run(cfg: Config, args=None) -> dict:
     from analysis.tokenization import load_tokenizer
 
-    s = bench_settings(args)
+    s = bench_settings(args, cfg.params)
     load_before = [round(x, 2) for x in os.getloadavg()]
     tokenizer = load_tokenizer(tokenizer_spec(cfg))
     t0 = time.perf_counter()
@@ -149,12 +244,15 @@ def run(cfg: Config, args=None) -> dict:
     runs = []
     for jobs in s.jobs:
         load = [round(x, 2) for x in os.getloadavg()]
-        seconds = run_steps(cases, cfg, ParallelSettings(jobs, s.backend), tokenizer)
+        pool_start = start_pool(ParallelSettings(jobs, s.backend), tokenizer)
+        with TreePeak() as tree:
+            seconds = run_steps(cases, cfg, ParallelSettings(jobs, s.backend), tokenizer, s.shard_cases)
         own, workers = _peak_mb()
         total = sum(seconds.values())
         runs.append({"n_jobs": jobs, "seconds": seconds, "total_seconds": round(total, 3),
                      "cases_per_second": {k: round(s.cases / v, 2) for k, v in seconds.items()}
                      | {"all_three": round(s.cases / total, 2)},
+                     "pool_start_seconds": pool_start, "peak_rss_mb_tree_sampled": tree.peak_mb,
                      "peak_rss_mb_main": own, "peak_rss_mb_workers_floor": workers, "load_average_at_start": load})
     serial = next(r for r in runs if r["n_jobs"] == 1)
     two = next((r for r in runs if r["n_jobs"] == 2), None)
@@ -164,7 +262,7 @@ def run(cfg: Config, args=None) -> dict:
     table = extrapolation(per_case, efficiency)
     result = {
         "what": "per-case work of programs + spans + optimal on a synthetic corpus cycled from the CommitEdits bundles",
-        "cases": s.cases, "distinct_cases": len({c.case_id.rsplit('#', 1)[0] for c in cases}),
+        "cases": s.cases, "shard_cases": s.shard_cases, "distinct_cases": len({c.case_id.rsplit('#', 1)[0] for c in cases}),
         "backend": s.backend, "cpu_count": os.cpu_count(), "load_average_before": load_before,
         "load_average_after": [round(x, 2) for x in os.getloadavg()], "corpus_build_seconds": build_s,
         "runs": runs, "speedup_2_vs_1": speedup, "parallel_efficiency_1_to_2": efficiency,
@@ -182,16 +280,20 @@ def run(cfg: Config, args=None) -> dict:
 
 def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
     steps = pl.DataFrame([{"n_jobs": r["n_jobs"], **{f"{k}_s": v for k, v in r["seconds"].items()},
-                           "cases_per_s": r["cases_per_second"]["all_three"], "peak_rss_mb_main": r["peak_rss_mb_main"],
+                           "cases_per_s": r["cases_per_second"]["all_three"],
+                           "pool_start_s": r["pool_start_seconds"], "peak_rss_mb_tree": r["peak_rss_mb_tree_sampled"], "peak_rss_mb_main": r["peak_rss_mb_main"],
                            "peak_rss_mb_workers_floor": r["peak_rss_mb_workers_floor"],
                            "load_1min_at_start": r["load_average_at_start"][0]} for r in runs])
     return "\n".join([
         "# Throughput: programs + spans + optimal per-case work",
         "",
         f"{result['cases']:,} synthetic cases ({result['distinct_cases']:,} distinct CommitEdits cases, cycled), "
-        f"joblib backend {result['backend']}, {result['cpu_count']} CPUs, load average (1/5/15 min) "
+        f"{result['shard_cases']:,} cases per shard, joblib backend {result['backend']}, {result['cpu_count']} CPUs, load average (1/5/15 min) "
         f"{result['load_average_before']} before and {result['load_average_after']} after.",
         f"Speedup of 2 workers against 1 worker, same {result['cases']:,} cases: {result['speedup_2_vs_1']}.",
+        "Step times exclude the worker pool's start (`pool_start_s`, timed before the steps). `peak_rss_mb_tree`: "
+        "the largest summed resident memory of this process and its workers, sampled every "
+        f"{SAMPLE_SECONDS} s; `peak_rss_mb_main` / `_workers_floor`: getrusage maxima (the latter of ended workers only).",
         "",
         markdown_table(steps, 3),
         "",

@@ -149,10 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1],
                                   description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1])
     throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
-    throughput.add_argument("--cases", type=int, default=20_000, help="synthetic cases (default 20,000)")
+    throughput.add_argument("--cases", type=int, default=None,
+                            help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
     throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
-    throughput.add_argument("--out", default=None, help="output folder (default reports/bench)")
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+                            help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
+                                 "writes DIR/reports/bench)")
     busy = _add_tool(bench, "bench busy")
     busy.add_argument("quiet", metavar="QUIET_DIR", help="repository root of the quiet run (data/kernels, data/e2e)")
     busy.add_argument("busy", metavar="BUSY_DIR", help="repository root of the run beside the busy loop")

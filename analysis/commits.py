@@ -386,21 +386,11 @@ def path_reason(commit: LoggedCommit, settings: CommitSettings, extensions: tupl
         return "no_source_file"
     if len(sources) > 1:
         return "multiple_files"
-    change = sources[0]
-    status_reasons = {"A": "added", "D": "deleted", "R": "renamed_or_copied", "C": "renamed_or_copied", "T": "type_changed"}
-    if change.status != "M":
-        return status_reasons.get(change.status, "not_regular_file")
-    if change.old_mode not in REGULAR_MODES or change.new_mode not in REGULAR_MODES:
-        return "not_regular_file"
-    if any(part in settings.vendored_dirs for part in PurePosixPath(change.path).parts[:-1]):
-        return "vendored"
-    if change.path.lower().endswith(tuple(s.lower() for s in settings.minified_suffixes)):
-        return "minified"
-    return None
+    return change_reason(sources[0], settings)
 
 
 def change_reason(change: Change, settings: CommitSettings) -> str | None:
-    """The first per-file path rule a source file's change fails, or None (multi-file mode)."""
+    """The first per-file path rule a source file's change fails, or None (both modes)."""
     status_reasons = {"A": "added", "D": "deleted", "R": "renamed_or_copied", "C": "renamed_or_copied", "T": "type_changed"}
     if change.status != "M":
         return status_reasons.get(change.status, "not_regular_file")
@@ -507,8 +497,7 @@ def mine_commits(settings: CommitSettings) -> tuple[list[Case], MiningReport]:
 
 def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettings,
           extensions: tuple[str, ...], started: float, clone_s: float) -> tuple[list[Case], MiningReport]:
-    if settings.multi_file:
-        return _mine_files(git_dir, origin, digest, settings, extensions, started, clone_s)
+    """Both modes: the unit is a commit (one-file) or a changed source file (multi-file); see the module docstring."""
     where = origin.split(":", 1)[1]
     corpus = corpus_name(settings)
     head = resolve_rev(git_dir, settings.rev, where)
@@ -517,16 +506,10 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
     merges = count_merges(git_dir, head, where)
     t1 = time.perf_counter()
     tally = _Tally()
-    candidates: list[tuple[LoggedCommit, Change]] = []
-    for commit in log:
-        reason = path_reason(commit, settings, extensions)
-        if reason is None:
-            candidates.append((commit, source_change(commit, extensions)))
-        else:
-            tally.skip(reason, commit.commit)
+    units, candidates = _candidates(log, settings, extensions, tally)
     blobs = read_blobs(git_dir, [b for _, ch in candidates for b in (ch.old_blob, ch.new_blob)], where)
     t2 = time.perf_counter()
-    kept: list[tuple[LoggedCommit, str, str]] = []
+    kept: list[tuple[LoggedCommit, Change, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for commit, change in candidates:
         reason, before, after = content_reason(blobs[change.old_blob], blobs[change.new_blob], settings)
@@ -536,21 +519,27 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
             tally.skip(reason, commit.commit)
             continue
         seen.add((change.old_blob, change.new_blob))  # equal blob ids <=> equal contents
-        kept.append((commit, before, after))
-    chosen = {c.commit for c, _, _ in sorted(kept, key=lambda k: sample_key(settings.seed, k[0].commit))[: settings.max_cases]}
+        kept.append((commit, change, before, after))
+    # the sample is of commits (one-file mode: one kept unit each; multi-file: a commit keeps all its files)
+    commit_ids = sorted({c.commit for c, _, _, _ in kept}, key=lambda c: sample_key(settings.seed, c))
+    chosen = set(commit_ids[: settings.max_cases])
     cases = []
-    for commit, before, after in kept:
+    per_commit: Counter = Counter()
+    for commit, change, before, after in kept:
         if commit.commit not in chosen:
             tally.skip("sampled_out", commit.commit)
             continue
-        cases.append(Case(f"{corpus}/{commit.commit[:SHORT_SHA]}", corpus, settings.language, FRAMING,
-                          before, after, commit.subject or None))
+        per_commit[commit.commit] += 1
+        case_id = f"{corpus}/{commit.commit[:SHORT_SHA]}"
+        if settings.multi_file:
+            case_id += f"{FILE_SEPARATOR}{change.path}"
+        cases.append(Case(case_id, corpus, settings.language, FRAMING, before, after, commit.subject or None))
     t3 = time.perf_counter()
     skipped = {reason: tally.counts.get(reason, 0) for reason in SKIP_REASONS}
     if not cases:
         raise CorpusError(
             f"commits: {where} gives no case after filtering ({len(log)} non-merge commits from {head[:SHORT_SHA]}; "
-            f"skipped: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})"
+            f"skipped{' files' if settings.multi_file else ''}: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})"
         )
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):
@@ -561,24 +550,29 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
         skipped_examples={k: v for k, v in sorted(tally.examples.items())},
         seconds={"clone": round(clone_s, 3), "log": round(t1 - t0, 3), "blobs": round(t2 - t1, 3),
                  "filter": round(t3 - t2, 3), "total": round(time.perf_counter() - started, 3)},
+        multi_file=None if not settings.multi_file else {
+            "unit": "file", "considered_files": units, "commits": len(per_commit),
+            "multi_file_commits": sum(1 for n in per_commit.values() if n > 1)},
     )
     return cases, report
 
 
-def _mine_files(git_dir: Path, origin: str, digest: str | None, settings: CommitSettings,
-                extensions: tuple[str, ...], started: float, clone_s: float) -> tuple[list[Case], MiningReport]:
-    """Multi-file mode: one unit per changed source file (see the module docstring)."""
-    where = origin.split(":", 1)[1]
-    corpus = corpus_name(settings)
-    head = resolve_rev(git_dir, settings.rev, where)
-    t0 = time.perf_counter()
-    log = read_log(git_dir, head, where)
-    merges = count_merges(git_dir, head, where)
-    t1 = time.perf_counter()
-    tally = _Tally()
+def _candidates(log: list[LoggedCommit], settings: CommitSettings, extensions: tuple[str, ...],
+                tally: _Tally) -> tuple[int, list[tuple[LoggedCommit, Change]]]:
+    """The units considered and the (commit, change) candidates that pass the path rules; every other
+    unit is tallied under its reason. One-file mode: a unit per commit; multi-file: per changed source
+    file (a commit with none counts once, as no_source_file)."""
     units = 0
     candidates: list[tuple[LoggedCommit, Change]] = []
     for commit in log:
+        if not settings.multi_file:
+            units += 1
+            reason = path_reason(commit, settings, extensions)
+            if reason is None:
+                candidates.append((commit, source_change(commit, extensions)))
+            else:
+                tally.skip(reason, commit.commit)
+            continue
         sources = source_changes(commit, extensions)
         if not sources:
             units += 1
@@ -591,50 +585,7 @@ def _mine_files(git_dir: Path, origin: str, digest: str | None, settings: Commit
                 candidates.append((commit, change))
             else:
                 tally.skip(reason, commit.commit)
-    blobs = read_blobs(git_dir, [b for _, ch in candidates for b in (ch.old_blob, ch.new_blob)], where)
-    t2 = time.perf_counter()
-    kept: list[tuple[LoggedCommit, Change, str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for commit, change in candidates:
-        reason, before, after = content_reason(blobs[change.old_blob], blobs[change.new_blob], settings)
-        if reason is None and (change.old_blob, change.new_blob) in seen:
-            reason = "duplicate"
-        if reason is not None:
-            tally.skip(reason, commit.commit)
-            continue
-        seen.add((change.old_blob, change.new_blob))
-        kept.append((commit, change, before, after))
-    commit_ids = sorted({c.commit for c, _, _, _ in kept}, key=lambda c: sample_key(settings.seed, c))
-    chosen = set(commit_ids[: settings.max_cases])
-    cases = []
-    per_commit: Counter = Counter()
-    for commit, change, before, after in kept:
-        if commit.commit not in chosen:
-            tally.skip("sampled_out", commit.commit)
-            continue
-        per_commit[commit.commit] += 1
-        case_id = f"{corpus}/{commit.commit[:SHORT_SHA]}{FILE_SEPARATOR}{change.path}"
-        cases.append(Case(case_id, corpus, settings.language, FRAMING, before, after, commit.subject or None))
-    t3 = time.perf_counter()
-    skipped = {reason: tally.counts.get(reason, 0) for reason in SKIP_REASONS}
-    if not cases:
-        raise CorpusError(
-            f"commits: {where} gives no case after filtering ({len(log)} non-merge commits from {head[:SHORT_SHA]}; "
-            f"skipped files: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})"
-        )
-    ids = [c.case_id for c in cases]
-    if len(set(ids)) != len(ids):
-        raise CorpusError(f"commits: {where}: two commits share a {SHORT_SHA}-digit prefix; cannot name cases")
-    report = MiningReport(
-        corpus=corpus, origin=origin, sha256=digest, head=head, considered_commits=len(log),
-        merge_commits=merges, cases=len(cases), skipped=skipped,
-        skipped_examples={k: v for k, v in sorted(tally.examples.items())},
-        seconds={"clone": round(clone_s, 3), "log": round(t1 - t0, 3), "blobs": round(t2 - t1, 3),
-                 "filter": round(t3 - t2, 3), "total": round(time.perf_counter() - started, 3)},
-        multi_file={"unit": "file", "considered_files": units, "commits": len(per_commit),
-                    "multi_file_commits": sum(1 for n in per_commit.values() if n > 1)},
-    )
-    return cases, report
+    return units, candidates
 
 
 # ---------------------------------------------------------------- commit-level rows

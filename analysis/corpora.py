@@ -243,10 +243,19 @@ def check_no_nulls(frame: pl.DataFrame, where: str) -> None:
 
 def read_cases(path: str | os.PathLike) -> pl.DataFrame:
     """cases.parquet, checked: every column of CASES_SCHEMA, strings, no null but `instruction`."""
+    path = check_cases_file(path)
+    return checked_cases(read_parquet_file(path), path)
+
+
+def check_cases_file(path: str | os.PathLike) -> Path:
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: no cases table; run `copydecode corpora` (or `dvc repro`) first")
-    frame = read_parquet_file(path)
+    return path
+
+
+def checked_cases(frame: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """A cases table (whole or one shard) checked as `read_cases` checks it."""
     missing = [c for c in CASES_SCHEMA if c not in frame.columns]
     if missing:
         raise CorpusError(f"{path}: missing columns {missing}; rebuild it with `copydecode corpora`")

@@ -216,6 +216,31 @@ def _formats_sentences(root: Path) -> list[str]:
     return out
 
 
+def _throughput_sentence(root: Path) -> str | None:
+    """The throughput benchmark's figures (`copydecode bench throughput`, reports/bench/throughput.json),
+    or None when it has not been run here."""
+    from analysis.bench import BENCH_DIR
+
+    path = root / BENCH_DIR / "throughput.json"
+    if not path.is_file():
+        return None
+    b = json.loads(path.read_text())
+    runs = {r["n_jobs"]: r for r in b["runs"]}
+    rates = ", ".join(f"{present.fmt_num(r['cases_per_second']['all_three'], 2)} cases/s with {n} worker{'' if n == 1 else 's'}"
+                      for n, r in sorted(runs.items()))
+    peaks = [r["peak_rss_mb_tree_sampled"] for r in runs.values() if "peak_rss_mb_tree_sampled" in r]
+    peak = (f"; peak memory {present.fmt_num(max(peaks), 0)} MB (resident, this process and its workers, sampled)"
+            if peaks else "")
+    speedup = (f" (2 workers against 1 on the same {b['cases']:,} cases: {present.fmt_x(b['speedup_2_vs_1'], 2)})"
+               if b.get("speedup_2_vs_1") is not None else "")
+    estimate = {r["cores"]: r["hours_linear_estimate"] for r in b["extrapolation_estimate"]}
+    hours = ", ".join(f"{present.fmt_num(h, 1)} h on {c} core{'' if c == 1 else 's'}" for c, h in sorted(estimate.items()))
+    return (f"Throughput [bench throughput]: programs + spans + optimal on {b['cases']:,} synthetic CommitEdits cases "
+            f"({b['cpu_count']} CPUs, load average {b['load_average_before'][0]} at the start): {rates}{speedup}{peak}. "
+            f"ESTIMATE for 1,000,000 cases from the measured per-case time, linear scaling: {hours} "
+            "(`reports/bench/throughput.md`).")
+
+
 def results_block(root: Path = Path(".")) -> str:
     """The Results section, markers included, from the stage outputs under `root`."""
     root = Path(root)
@@ -252,6 +277,9 @@ def results_block(root: Path = Path(".")) -> str:
     formats = _formats_sentences(root)
     if formats:
         lines += ["", " ".join(formats)]
+    throughput = _throughput_sentence(root)
+    if throughput:
+        lines += ["", throughput]
     lines += _stage_times(root)
     lines.append(END)
     return "\n".join(lines) + "\n"

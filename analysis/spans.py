@@ -122,6 +122,9 @@ def program_spans(
 
 # ---------------------------------------------------------------- coverage
 
+PER_CASE_ORDER = ("corpus", "framing", "level", "case_id")  # unique per case: shards merge by re-sorting
+
+
 def per_case_coverage(spans: pl.DataFrame) -> pl.DataFrame:
     return (
         spans.group_by("case_id", "corpus", "framing", "level")
@@ -131,8 +134,13 @@ def per_case_coverage(spans: pl.DataFrame) -> pl.DataFrame:
             n_copy_spans=(pl.col("kind") == "copy").sum(),
             n_gen_spans=(pl.col("kind") == "gen").sum(),
         )
-        .sort("corpus", "framing", "level", "case_id")
+        .sort(*PER_CASE_ORDER)
     )
+
+
+def merge_per_case(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """per_case_coverage of shards (disjoint cases) -> that of their union."""
+    return pl.concat(parts).sort(*PER_CASE_ORDER)
 
 
 def pooled_groups(cases: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:
@@ -174,9 +182,24 @@ def log2_bin(n: pl.Expr) -> pl.Expr:
     return n.clip(lower_bound=1).log(2).floor().cast(pl.Int64)
 
 
-def span_histogram(spans: pl.DataFrame) -> pl.DataFrame:
+HISTOGRAM_KEYS = ("corpus", "framing", "level", "kind", "bin")
+
+
+def span_bin_counts(spans: pl.DataFrame) -> pl.DataFrame:
+    """Spans per (corpus, framing, level, kind, log2 bin): what `span_histogram` counts (shards add up)."""
     binned = spans.filter(pl.col("n_tokens") > 0).with_columns(bin=log2_bin(pl.col("n_tokens")))
-    hist = binned.group_by("corpus", "framing", "level", "kind", "bin").agg(count=pl.len())
+    return binned.group_by(*HISTOGRAM_KEYS).agg(count=pl.len())
+
+
+def span_histogram(spans: pl.DataFrame) -> pl.DataFrame:
+    return histogram_from_counts(span_bin_counts(spans))
+
+
+def histogram_from_counts(*parts: pl.DataFrame) -> pl.DataFrame:
+    """The span histogram of the bin counts of one or more shards."""
+    counts = pl.concat(parts)
+    hist = (counts if len(parts) == 1 else
+            counts.group_by(*HISTOGRAM_KEYS).agg(pl.col("count").sum().cast(counts.schema["count"])))
     return hist.with_columns(
         lo=(2 ** pl.col("bin")).cast(pl.Int64),
         hi=(2 ** (pl.col("bin") + 1) - 1).cast(pl.Int64),

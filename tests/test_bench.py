@@ -1,5 +1,6 @@
 """The throughput benchmark's arithmetic and argument checks (the benchmark itself is a command, not a test)."""
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -25,10 +26,78 @@ def test_extrapolation_is_linear_and_efficiency_scaled():
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ParamsError, match=match):
-        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "out": None, **args}))
+        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "bench_out": None, **args}))
 
 
 def test_bench_is_a_command_not_a_pipeline_stage():
     args = build_parser().parse_args(["bench", "throughput", "--cases", "12"])
     assert (args.stage, args.module, args.cases) == ("bench throughput", "analysis.bench", 12)
     assert "bench throughput" in TOOLS and "bench throughput" not in STAGES
+    # the subcommand's --out is its report folder, not the one-off output root (`copydecode --out DIR ...`)
+    args = build_parser().parse_args(["bench", "throughput", "--out", "x/bench"])
+    assert (args.out, args.bench_out) == (None, "x/bench")
+    assert build_parser().parse_args(["--out", "runs/b", "bench", "throughput"]).out == "runs/b"
+
+
+def test_bench_size_comes_from_params_unless_given():
+    args = SimpleNamespace(cases=None, jobs="1,2", backend="loky", bench_out=None)
+    assert bench.bench_settings(args, {}).cases == bench.DEFAULT_CASES
+    assert bench.bench_settings(args, {"bench": {"cases": 7}, "parallel": {"shard_cases": 3}}).cases == 7
+    assert bench.bench_settings(args, {"parallel": {"shard_cases": 3}}).shard_cases == 3
+    assert bench.bench_settings(SimpleNamespace(**{**vars(args), "cases": 5}), {"bench": {"cases": 7}}).cases == 5
+    with pytest.raises(ParamsError, match="must be an integer"):
+        bench.bench_settings(args, {"bench": {"cases": "many"}})
+
+
+def test_tree_peak_counts_a_child_process():
+    import subprocess
+    import sys
+
+    with bench.TreePeak(interval=0.01) as alone:
+        pass
+    child = "x = b'x' * (200 * 2**20); import time; time.sleep(0.5)"  # 200 MiB written, so resident
+    with bench.TreePeak(interval=0.01) as tree:
+        subprocess.run([sys.executable, "-c", child], check=True)
+    assert tree.peak_mb > alone.peak_mb + 150  # the child's 200 MiB are in the sum
+
+
+@pytest.mark.slow
+def test_bench_runs_at_a_tiny_size(tmp_path):
+    """The command end to end on 6 cases in shards of 4, 1 and 2 workers: its report and the README sentence."""
+    from analysis.config import Config
+    from analysis.readme import _throughput_sentence
+
+    cfg = Config.load("params.yaml")
+    cfg.params.setdefault("parallel", {})["shard_cases"] = 4
+    out = tmp_path / "reports/bench"
+    summary = bench.run(cfg, SimpleNamespace(cases=6, jobs="1,2", backend="loky", bench_out=str(out)))
+    result = json.loads((out / "throughput.json").read_text())
+    assert result["cases"] == 6 and result["shard_cases"] == 4 and summary["cases"] == 6
+    assert [r["n_jobs"] for r in result["runs"]] == [1, 2]
+    for r in result["runs"]:
+        assert set(r["seconds"]) == set(bench.STEPS) and all(v > 0 for v in r["seconds"].values())
+        assert r["peak_rss_mb_tree_sampled"] > 0
+    one, two = result["runs"]
+    assert two["peak_rss_mb_tree_sampled"] > one["peak_rss_mb_tree_sampled"]  # the two workers' memory counts
+    assert [row["cores"] for row in result["extrapolation_estimate"]] == list(bench.EXTRAPOLATE_CORES)
+    assert "ESTIMATE" in (out / "throughput.md").read_text()
+    sentence = _throughput_sentence(tmp_path)
+    assert "6 synthetic CommitEdits cases" in sentence and "ESTIMATE for 1,000,000 cases" in sentence
+
+
+def test_a_small_synthetic_corpus_spreads_over_every_repository(monkeypatch):
+    from analysis import corpora, registry
+    from analysis.config import Config
+
+    base = [corpora.Case(f"CommitEdits-{repo}/{i}", f"CommitEdits-{repo}", "python", "file", "a\n", "b\n")
+            for repo in ("x", "y") for i in range(10)]
+    monkeypatch.setattr(registry, "build_corpus", lambda kind, s: SimpleNamespace(cases=base))
+    from pathlib import Path
+
+    from conftest import params_with
+
+    cfg = Config(params_with(**{"corpora.commits": [{"repo": "one.bundle"}]}), Path("params.yaml"))  # one build
+    small = bench.synthetic_cases(cfg, 4)
+    assert [c.case_id for c in small] == ["CommitEdits-x/0#0", "CommitEdits-x/5#0", "CommitEdits-y/0#0", "CommitEdits-y/5#0"]
+    large = bench.synthetic_cases(cfg, 45)
+    assert len({c.case_id for c in large}) == 45 and large[20].case_id == "CommitEdits-x/0#1"

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 import re
 import typing
+from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, fields
 
 import polars as pl
@@ -23,6 +25,7 @@ from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
 from analysis.params import choice, choices, get, get_or, positive_int
+from analysis.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.stages.common import timed
 
 HEP_SOURCES = ("auto", "local", "hub")
@@ -221,58 +224,112 @@ def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
     return CorporaSettings(tuple(builds))
 
 
-def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
-    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus;
-    each build's run time goes into `seconds` (kept out of the tracked metrics)."""
+def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[corpora.Case], pl.DataFrame | None, list[dict]]]:
+    """Each build's cases, its ProbeEdit-S edit table (None when it has none) and its origin records, one
+    build at a time; each build's run time goes into `seconds` (kept out of the tracked metrics)."""
     import time
 
-    cases: list[corpora.Case] = []
-    origins: list[dict] = []
-    edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     for kind, corpus_settings in s.builds:
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
             name = build_name(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
-        cases += build.cases
         reports = build.report if isinstance(build.report, list) else [build.report]
-        origins += [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
-        edits = build.tables.get("probeedit_edits", edits)
+        origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
+        yield build.cases, build.tables.get("probeedit_edits"), origins
+
+
+def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
+    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
+    cases: list[corpora.Case] = []
+    origins: list[dict] = []
+    edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
+    for built, table, reports in iter_builds(s, seconds):
+        cases += built
+        origins += reports
+        edits = edits if table is None else table
     if not cases:
         raise CorpusError("the selected corpora hold no case; nothing to analyse")
     return cases, edits, origins
 
 
-def write_commit_shards(frame: pl.DataFrame) -> None:
-    """data/corpora/commits/<corpus>.parquet for each mined repository (the cases.parquet schema), so
-    that later work can scan one repository lazily (`polars.scan_parquet`) without the whole corpus;
-    files of repositories no longer configured are removed."""
+@dataclass
+class Written:
+    """What `write_cases` wrote: case counts per (corpus, framing), origins, the ProbeEdit-S edits."""
+
+    counts: Counter
+    origins: list[dict]
+    edits: pl.DataFrame
+
+
+def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
+    """Build the corpora one at a time into data/corpora/cases.parquet (and each mined repository's
+    data/corpora/commits/<corpus>.parquet): only one build's cases are in memory, plus every case's id
+    (to refuse an id two builds share)."""
+    counts: Counter = Counter()
+    origins: list[dict] = []
+    edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
+    seen: set[tuple[str, str]] = set()
+    remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits" for n in build_name(kind, b)])
+    with ShardWriter(CASES, corpora.CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP) as out:
+        for built, table, reports in iter_builds(s, seconds):
+            frame = corpora.cases_frame(built)  # checks empty targets and ids within the build
+            keys = list(zip(frame["case_id"].to_list(), frame["framing"].to_list()))
+            again = [k[0] for k in keys if k in seen]
+            if again:
+                raise CorpusError(f"duplicate case ids: {again[:5]}: two inputs give the same case id (e.g. a --pairs "
+                                  "file whose ids another input uses); set distinct ids or corpus names")
+            seen.update(keys)
+            out.write(frame)
+            write_commit_shard(frame)
+            counts.update(zip(frame["corpus"].to_list(), frame["framing"].to_list()))
+            origins += reports
+            edits = edits if table is None else table
+        if not seen:
+            raise CorpusError("the selected corpora hold no case; nothing to analyse")
+    return Written(counts, origins, edits)
+
+
+def write_commit_shard(frame: pl.DataFrame) -> None:
+    """data/corpora/commits/<corpus>.parquet for each mined repository in `frame` (the cases.parquet
+    schema), so that later work can scan one repository lazily (`polars.scan_parquet`) without the
+    whole corpus."""
+    for name in commit_corpora(frame):
+        write_parquet(frame.filter(pl.col("corpus") == name), COMMIT_CASES / f"{name}.parquet")
+
+
+def commit_corpora(frame: pl.DataFrame) -> list[str]:
+    return sorted(c for c in frame["corpus"].unique() if c.startswith(f"{commits.CORPUS_PREFIX}-"))
+
+
+def remove_stale_commit_shards(names: list[str]) -> None:
+    """Remove the files of repositories no longer configured (not in `names`); the temporary files of
+    writes in progress (analysis.io: dot files) are left to their writers."""
     COMMIT_CASES.mkdir(parents=True, exist_ok=True)
-    names = sorted(c for c in frame["corpus"].unique() if c.startswith(f"{commits.CORPUS_PREFIX}-"))
     wanted = {f"{name}.parquet" for name in names}
     for stale in COMMIT_CASES.glob("*.parquet"):
-        if stale.name not in wanted:
+        if stale.name not in wanted and not stale.name.startswith("."):
             stale.unlink()
-    for name in names:
-        write_parquet(frame.filter(pl.col("corpus") == name), COMMIT_CASES / f"{name}.parquet")
+
+
+def write_commit_shards(frame: pl.DataFrame) -> None:
+    """The per-repository files of a whole cases table; files of repositories not in it are removed."""
+    remove_stale_commit_shards(commit_corpora(frame))
+    write_commit_shard(frame)
 
 
 def run(cfg: Config, args=None) -> dict:
     s = settings(cfg, CommandLine.from_args(args))
     with timed("corpora") as box:
         box["builds"] = {}
-        cases, edits, origins = build_cases(s, box["builds"])
-        frame = corpora.cases_frame(cases)
-        write_parquet(frame, CASES)
-        write_parquet(edits, PROBEEDIT_EDITS)
-        write_commit_shards(frame)
-        write_table(commits.repository_table(origins), TABLES / "commit_repositories")
-    counts = frame.group_by("corpus", "framing").len().sort("corpus", "framing")
+        written = write_cases(s, box["builds"])
+        write_parquet(written.edits, PROBEEDIT_EDITS)
+        write_table(commits.repository_table(written.origins), TABLES / "commit_repositories")
     metrics = {
-        "n_cases": frame.height,
-        "cases": {f"{r['corpus']}/{r['framing']}": r["len"] for r in counts.iter_rows(named=True)},
-        "origins": origins,
+        "n_cases": sum(written.counts.values()),
+        "cases": {f"{corpus}/{framing}": n for (corpus, framing), n in sorted(written.counts.items())},
+        "origins": written.origins,
     }
     write_json(metrics, METRICS / "corpora.json")
     return metrics

@@ -19,6 +19,11 @@ Tables:
                    the cost-optimal program (oracle "optimal", min_copy null)
 
 Cases: every corpus in cases.parquet at the `optimal.framings` (single-framing corpora always join).
+
+Bounded memory: cases are read `parallel.shard_cases` at a time (analysis.shards); each shard's span
+frames (every oracle, every kernel) are reduced at once to per-case rows (the bound's costs and copy
+span counts, a few numbers per case), and the tables are built from those rows gathered across shards.
+`case_costs` sorts its rows by case, so the tables do not depend on the shard size.
 """
 
 from __future__ import annotations
@@ -46,10 +51,11 @@ from analysis.oracle import token_oracle
 from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
+from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
 from analysis.spans import pooled_groups
 from analysis.stages.bounds import BASELINES, kernel_source_names, select_kernels
 from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs
+from analysis.stages.tables import joined_programs, program_shards
 from analysis.tokenization import TokenizedText, load_tokenizer
 
 SPAN_COLUMNS = {"case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,
@@ -74,6 +80,7 @@ class OptimalSettings:
     min_copies: tuple[int, ...]
     bootstrap: Bootstrap
     parallel: ParallelSettings = SERIAL
+    shard_cases: int = DEFAULT_SHARD_CASES
 
 
 def settings(cfg: Config) -> OptimalSettings:
@@ -95,6 +102,7 @@ def settings(cfg: Config) -> OptimalSettings:
         min_copies=min_copies,
         bootstrap=bootstrap_settings(p, "optimal"),
         parallel=parallel_settings(p),
+        shard_cases=shard_cases(p),
     )
 
 
@@ -113,8 +121,21 @@ class OracleCase:
 
 
 def load_cases(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) -> list[OracleCase]:
-    table = joined_programs().filter(pl.any_horizontal(framing_filter(f) for f in framings)
-                                     & pl.col("level").is_in(levels))
+    """Every selected case at once (see `case_shards` for the stage's shard-by-shard read)."""
+    return oracle_cases(joined_programs(), framings, levels, tokenizer)
+
+
+def case_shards(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer, shard: int):
+    """The selected cases, about `shard` cases at a time (a case's programs are never split)."""
+    for table in program_shards(shard):
+        cases = oracle_cases(table, framings, levels, tokenizer)
+        if cases:
+            yield cases
+
+
+def oracle_cases(table: pl.DataFrame, framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) -> list[OracleCase]:
+    """OracleCases of joined programs (`joined_programs` rows) at the framings and levels."""
+    table = table.filter(pl.any_horizontal(framing_filter(f) for f in framings) & pl.col("level").is_in(levels))
     per_case = (table.sort("corpus", "framing", "case_id", "level")
                 .group_by("case_id", "framing", maintain_order=True)
                 .agg(pl.col("corpus").first(), pl.col("source").first(), pl.col("target").first(),
@@ -195,10 +216,14 @@ def cost_model(model: LatencyModel, s: OptimalSettings) -> CostModel:
 
 # ---------------------------------------------------------------- summaries
 
-def copy_spans_per_case(spans: pl.DataFrame) -> pl.DataFrame:
-    """Mean copy spans per case for each (level, corpus, framing), pooled groups included."""
-    per_case = spans.group_by("case_id", "corpus", "framing", "level").agg(
-        n_copy_spans=(pl.col("kind") == "copy").sum())
+def copy_span_counts(spans: pl.DataFrame) -> pl.DataFrame:
+    """Copy spans of each (case, level): a shard's counts, gathered across shards."""
+    return spans.group_by("case_id", "corpus", "framing", "level").agg(n_copy_spans=(pl.col("kind") == "copy").sum())
+
+
+def mean_copy_spans(per_case: pl.DataFrame) -> pl.DataFrame:
+    """Mean copy spans per case for each (level, corpus, framing), pooled groups included, from per-case
+    counts (`copy_span_counts`, of one or more shards)."""
     records = []
     for level in sorted(set(per_case["level"])):
         for corpus, framing, rows in pooled_groups(per_case.filter(pl.col("level") == level)):
@@ -208,12 +233,33 @@ def copy_spans_per_case(spans: pl.DataFrame) -> pl.DataFrame:
                                          "copy_spans_per_case": pl.Float64})
 
 
-def summary(spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> pl.DataFrame:
-    """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
-    costs = case_costs(spans, model, CostSettings("fixed", s.context, extrapolate=s.extrapolate))
-    boot = s.bootstrap
-    table = bounds_table(costs, boot.resamples, boot.seed, boot.ci)
-    return table.join(copy_spans_per_case(spans), on=["level", "corpus", "framing"], how="left")
+@dataclass
+class PerCase:
+    """One oracle's programs reduced to per-case rows: the bound's costs (`case_costs`, sorted by
+    case) and copy span counts; `add` gathers a shard's, `summary` tables them."""
+
+    costs: list[pl.DataFrame]
+    copies: list[pl.DataFrame]
+
+    @classmethod
+    def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
+        return cls([case_costs(spans, model, CostSettings("fixed", s.context, extrapolate=s.extrapolate))],
+                   [copy_span_counts(spans)])
+
+    def add(self, other: "PerCase") -> "PerCase":
+        self.costs += other.costs
+        self.copies += other.copies
+        return self
+
+    def summary(self, s: OptimalSettings) -> pl.DataFrame:
+        """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
+        costs = self.costs[0] if len(self.costs) == 1 else pl.concat(self.costs).sort(COST_ORDER)
+        boot = s.bootstrap
+        table = bounds_table(costs, boot.resamples, boot.seed, boot.ci)
+        return table.join(mean_copy_spans(pl.concat(self.copies)), on=["level", "corpus", "framing"], how="left")
+
+
+COST_ORDER = ["level", "corpus", "framing", "case_id"]  # case_costs' row order (unique per row)
 
 
 def _side(table: pl.DataFrame, prefix: str) -> pl.DataFrame:
@@ -268,14 +314,39 @@ def optimal_spans(cases: list[OracleCase], s: OptimalSettings, cost: CostModel, 
     return parallel_span_frame(cases, s.levels, "optimal", cost, directives, s.parallel)
 
 
-def kernel_tables(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
-                  model: LatencyModel) -> tuple[pl.DataFrame, pl.DataFrame]:
+@dataclass
+class KernelRows:
+    """One kernel's per-case rows of every oracle: the coverage oracle, the cost-optimal one, and
+    token_oracle at each min_copy of the sweep."""
+
+    covmax: PerCase
+    optimal: PerCase
+    sweep: dict[int, PerCase]
+
+    def add(self, other: "KernelRows") -> "KernelRows":
+        self.covmax.add(other.covmax)
+        self.optimal.add(other.optimal)
+        for k, rows in other.sweep.items():
+            self.sweep[k].add(rows)
+        return self
+
+
+def kernel_rows(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
+                model: LatencyModel) -> KernelRows:
+    """One shard's per-case rows for one kernel (its cost-optimal programs are computed here)."""
+    best = optimal_spans(cases, s, cost_model(model, s), directives, f"{source}/{baseline}")
+    return KernelRows(PerCase.of(programs.covmax, model, s), PerCase.of(best, model, s),
+                      {k: PerCase.of(frame, model, s) for k, frame in programs.sweep.items()})
+
+
+def rows_tables(rows: KernelRows, s: OptimalSettings, source: str, baseline: str,
+                model: LatencyModel) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """The optimal table's and the sweep's rows of one kernel, from its per-case rows."""
     cost = cost_model(model, s)
-    best = optimal_spans(cases, s, cost, directives, f"{source}/{baseline}")
-    optimal_summary = summary(best, model, s)
-    table = beside(summary(programs.covmax, model, s), optimal_summary)
-    sweeps = [sweep_rows(summary(frame, model, s), "coverage", k) for k, frame in programs.sweep.items()]
-    if programs.sweep:
+    optimal_summary = rows.optimal.summary(s)
+    table = beside(rows.covmax.summary(s), optimal_summary)
+    sweeps = [sweep_rows(per_case.summary(s), "coverage", k) for k, per_case in rows.sweep.items()]
+    if rows.sweep:
         sweeps.append(sweep_rows(optimal_summary.filter(pl.col("level") == "token"), "optimal", None))
     label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline),
                  t_step=pl.lit(cost.t_step), context=pl.lit(s.context))
@@ -308,11 +379,19 @@ def run(cfg: Config, args=None) -> dict:
         kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
         tokenizer = load_tokenizer(s.tokenizer)
         directives = TokenizerDirectives(tokenizer)
-        cases = load_cases(s.framings, s.levels, tokenizer)
-        programs = model_free_programs(cases, s, directives)
+        rows: list[KernelRows] = []
+        n_cases = 0
+        for cases in case_shards(s.framings, s.levels, tokenizer, s.shard_cases):  # one shard's spans at a time
+            n_cases += len(cases)
+            programs = model_free_programs(cases, s, directives)
+            shard = [kernel_rows(cases, programs, s, directives, k.source, k.baseline, k.model) for k in kernels]
+            rows = shard if not rows else [mine.add(theirs) for mine, theirs in zip(rows, shard)]
+        if not n_cases:
+            raise ParamsError(f"optimal: no case at the framings {list(s.framings)} and levels {list(s.levels)}; "
+                              "nothing to compare")
         tables, sweeps = [], []
-        for kernel in kernels:
-            table, sweep = kernel_tables(cases, programs, s, directives, kernel.source, kernel.baseline, kernel.model)
+        for kernel, kernel_case_rows in zip(kernels, rows):
+            table, sweep = rows_tables(kernel_case_rows, s, kernel.source, kernel.baseline, kernel.model)
             tables.append(table)
             if sweep is not None:
                 sweeps.append(sweep)
@@ -325,7 +404,7 @@ def run(cfg: Config, args=None) -> dict:
             write_table(sweep, TABLES / "min_copy_sweep", digits=4)
     write_json({**optimal_metrics(table, sweep), "model": s.model, "dtype": s.dtype, "device": s.device,
                 "latency_form": s.latency_form, "context": s.context, "baseline": s.baseline,
-                "n_cases": len(cases), "framings": list(s.framings)},
+                "n_cases": n_cases, "framings": list(s.framings)},
                METRICS / "optimal.json")
-    return {"cases": len(cases), "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,
+    return {"cases": n_cases, "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,
             "extrapolated_spans": int(np.sum(table["optimal_extrapolated_spans"].fill_null(0).to_numpy()))}

@@ -2,7 +2,11 @@
 (analysis.perturb: strict, clip, one_span), and the rate at which pooled EM crosses the paper's 15.48%.
 
 Outputs: strict keeps today's paths (results parquet, `perturbation` table, plot csv, chart); every other
-definition writes `perturbation_<definition>` tables; `perturbation_crossing` holds the crossing rates."""
+definition writes `perturbation_<definition>` tables; `perturbation_crossing` holds the crossing rates.
+
+Bounded memory: programs and cases are read `parallel.shard_cases` cases at a time (analysis.shards);
+only the per-draw result rows (numbers, no texts) are kept across shards, in the order a one-shard run
+gives them."""
 
 from __future__ import annotations
 
@@ -35,8 +39,9 @@ from analysis.perturb import (
     run_perturbation,
 )
 from analysis.program import parse
+from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
 from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs
+from analysis.stages.tables import joined_programs, program_shards
 from analysis.tokenization import load_tokenizer
 
 
@@ -50,6 +55,7 @@ class PerturbSettings:
     seeds: tuple[int, ...]
     definitions: tuple[str, ...]
     parallel: ParallelSettings = SERIAL
+    shard_cases: int = DEFAULT_SHARD_CASES
 
 
 def settings(cfg: Config) -> PerturbSettings:
@@ -64,6 +70,7 @@ def settings(cfg: Config) -> PerturbSettings:
         seeds=tuple(range(first, first + count)),
         definitions=_definitions(p),
         parallel=parallel_settings(p),
+        shard_cases=shard_cases(p),
     )
 
 
@@ -86,8 +93,9 @@ def perturb_cases(table: pl.DataFrame, tokenizer, levels: tuple[str, ...]) -> li
     ]
 
 
-def selected_programs(framings: tuple[str, ...]) -> pl.DataFrame:
-    table = joined_programs()
+def selected_programs(framings: tuple[str, ...], table: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The joined programs (all, or one shard's `table`) at the framings."""
+    table = joined_programs() if table is None else table
     return table.filter(pl.any_horizontal(framing_filter(f) for f in framings))
 
 
@@ -128,9 +136,16 @@ def run(cfg: Config, args=None) -> dict:
     tables: dict[str, pl.DataFrame] = {}
     with timed("perturb"):
         tokenizer = load_tokenizer(s.tokenizer)
-        cases = perturb_cases(selected_programs(s.framings), tokenizer, s.levels)
+        parts: dict[str, list[pl.DataFrame]] = {d: [] for d in s.definitions}
+        for shard in program_shards(s.shard_cases):  # one shard's programs and texts in memory at a time
+            cases = perturb_cases(selected_programs(s.framings, shard), tokenizer, s.levels)
+            if cases:
+                for definition in s.definitions:
+                    parts[definition].append(perturbation_results(cases, s, definition))
+        if not parts["strict"]:
+            raise ParamsError(f"perturb: no program at the framings {list(s.framings)} and levels {list(s.levels)}")
         for definition in s.definitions:
-            results = perturbation_results(cases, s, definition)
+            results = pl.concat(parts.pop(definition), rechunk=True)
             tables[definition] = em_table(results)
             write_table(tables[definition], table_path(definition), digits=4)
             if definition == "strict":

@@ -1,5 +1,8 @@
 """`copydecode programs`: line- and token-level oracle programs -> data/programs/programs.parquet.
 
+Cases are read and programs written `parallel.shard_cases` cases at a time (analysis.shards), in
+cases.parquet's order (the order the later stages' shard reads rely on).
+
 Schema: case_id, corpus, language, framing (as cases.parquet), level ("line" | "token"), program
 (grammar text, `analysis.program.render`), n_ops. The file's metadata records the digest of the
 cases.parquet it was built from (`analysis.digest`); the stages that read it refuse a mismatch.
@@ -14,13 +17,14 @@ import polars as pl
 from analysis import corpora
 from analysis.config import Config, tokenizer_spec
 from analysis.digest import parquet_metadata
-from analysis.io import write_parquet
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
 from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.params import positive_int
 from analysis.program import render
+from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
 from analysis.stages.common import progress, timed
+from analysis.stages.tables import case_shards
 from analysis.tokenization import load_tokenizer
 
 
@@ -29,11 +33,12 @@ class ProgramsSettings:
     tokenizer: str
     token_min_copy: int
     parallel: ParallelSettings = SERIAL
+    shard_cases: int = DEFAULT_SHARD_CASES
 
 
 def settings(cfg: Config) -> ProgramsSettings:
     return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"),
-                            parallel_settings(cfg.params))
+                            parallel_settings(cfg.params), shard_cases(cfg.params))
 
 PROGRAMS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -66,7 +71,7 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("programs"):
         tokenizer = load_tokenizer(s.tokenizer)
-        cases = corpora.cases_from_frame(corpora.read_cases(CASES))
-        table = oracle_programs(cases, tokenizer, s.token_min_copy, s.parallel)
-        write_parquet(table, PROGRAMS, metadata=parquet_metadata([CASES]))
-    return {"n_programs": table.height}
+        with ShardWriter(PROGRAMS, PROGRAMS_SCHEMA, metadata=parquet_metadata([CASES])) as out:
+            for frame in case_shards(s.shard_cases):  # one shard of cases in memory at a time
+                out.write(oracle_programs(corpora.cases_from_frame(frame), tokenizer, s.token_min_copy, s.parallel))
+    return {"n_programs": out.rows}

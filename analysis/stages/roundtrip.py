@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import polars as pl
 
 from analysis.config import Config, tokenizer_spec
@@ -12,7 +14,8 @@ from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_sett
 from analysis.program import parse
 from analysis.resolver import resolve
 from analysis.stages.common import timed
-from analysis.stages.tables import joined_programs
+from analysis.shards import shard_cases
+from analysis.stages.tables import program_shards
 from analysis.tokenization import load_tokenizer
 
 
@@ -38,26 +41,29 @@ def chunk_failures(chunk) -> list[str]:
     return failures
 
 
-def settings(cfg: Config) -> tuple[str, ParallelSettings]:
-    """The round trip needs only the tokenizer (token-level copies resolve by token offsets) and the
-    parallel settings."""
-    return tokenizer_spec(cfg), parallel_settings(cfg.params)
+def settings(cfg: Config) -> tuple[str, ParallelSettings, int]:
+    """The round trip needs only the tokenizer (token-level copies resolve by token offsets), the
+    parallel settings and the shard size."""
+    return tokenizer_spec(cfg), parallel_settings(cfg.params), shard_cases(cfg.params)
 
 
 def run(cfg: Config, args=None) -> dict:
-    spec, parallel = settings(cfg)
+    spec, parallel, shard = settings(cfg)
+    failures: list[str] = []
+    per_level: Counter = Counter()
     with timed("roundtrip"):
         tokenizer = load_tokenizer(spec)
-        table = joined_programs()
-        if table.height == 0:
+        for table in program_shards(shard):  # one shard of programs and cases in memory at a time
+            failures += roundtrip_failures(table, tokenizer, parallel)
+            per_level.update(table["level"].to_list())
+        programs = sum(per_level.values())
+        if programs == 0:
             raise RoundTripError("programs.parquet holds no program; an empty corpus cannot pass a round trip")
-        failures = roundtrip_failures(table, tokenizer, parallel)
-    counts = table.group_by("level").len().sort("level")
     metrics = {
-        "programs": table.height,
-        "passed": table.height - len(failures),
+        "programs": programs,
+        "passed": programs - len(failures),
         "failed": len(failures),
-        "per_level": {r["level"]: r["len"] for r in counts.iter_rows(named=True)},
+        "per_level": dict(sorted(per_level.items())),
     }
     write_json({**metrics, "failures": failures}, METRICS / "roundtrip.json")
     if failures:

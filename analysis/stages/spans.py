@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import polars as pl
@@ -18,13 +19,16 @@ from analysis.spans import (
     SPANS_SCHEMA,
     DirectiveCounter,
     coverage_table,
+    histogram_from_counts,
+    merge_per_case,
     per_case_coverage,
     program_spans,
     prompt_tokens,
-    span_histogram,
+    span_bin_counts,
 )
+from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
 from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs
+from analysis.stages.tables import case_shards, program_shards
 from analysis.tokenization import (
     count_split_boundaries,
     line_byte_starts,
@@ -39,6 +43,7 @@ class SpansSettings:
     chart_framing: str
     prompt_overhead_tokens: int
     parallel: ParallelSettings = SERIAL
+    shard_cases: int = DEFAULT_SHARD_CASES
 
 
 def settings(cfg: Config) -> SpansSettings:
@@ -48,6 +53,7 @@ def settings(cfg: Config) -> SpansSettings:
         chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
         prompt_overhead_tokens=positive_int(cfg.params, "spans.prompt_overhead_tokens", minimum=0),
         parallel=parallel_settings(cfg.params),
+        shard_cases=shard_cases(cfg.params),
     )
 
 
@@ -76,18 +82,28 @@ def span_columns(chunk, tokenizer, prompt_overhead_tokens: int) -> list[dict[str
     return [columns]
 
 
-def boundary_counts(cases: pl.DataFrame, tokenizer) -> pl.DataFrame:
-    """Per corpus and framing: line boundaries of the gold outputs that fall inside a BPE token."""
+def boundary_counts(shards: Iterable[pl.DataFrame], tokenizer) -> pl.DataFrame:
+    """Per corpus and framing: line boundaries of the gold outputs that fall inside a BPE token, over
+    the shards of a cases table (read one at a time: only their sums are kept)."""
+    counts = pl.concat([boundary_sums(cases, tokenizer) for cases in shards])
+    return (
+        counts.group_by("corpus", "framing")
+        .agg(pl.col("inside").sum(), pl.col("boundaries").sum())
+        .with_columns(share=pl.col("inside") / pl.col("boundaries"))
+        .sort("corpus", "framing")
+    )
+
+
+def boundary_sums(cases: pl.DataFrame, tokenizer) -> pl.DataFrame:
+    """Per corpus and framing of one shard of cases: boundaries inside a token, and all boundaries."""
     targets = tokenizer.encode_many(cases["target"].to_list())
     inside = [count_split_boundaries(t) for t in targets]
     boundaries = [max(len(line_byte_starts(t.text)) - 2, 0) for t in targets]
     return (
         cases.select("corpus", "framing")
-        .with_columns(inside=pl.Series(inside), boundaries=pl.Series(boundaries))
+        .with_columns(inside=pl.Series(inside, dtype=pl.Int64), boundaries=pl.Series(boundaries, dtype=pl.Int64))
         .group_by("corpus", "framing")
         .agg(pl.col("inside").sum(), pl.col("boundaries").sum())
-        .with_columns(share=pl.col("inside") / pl.col("boundaries"))
-        .sort("corpus", "framing")
     )
 
 
@@ -104,14 +120,23 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("spans"):
         tokenizer = load_tokenizer(s.tokenizer)
-        spans = build_spans(joined_programs(), tokenizer, s.prompt_overhead_tokens, s.parallel)
-        per_case = per_case_coverage(spans)
+        shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any
+        inputs = parquet_metadata([CASES, PROGRAMS])
+        per_case_parts, bin_counts = [], []
+        with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out:
+            for table in shards:  # one shard's programs and spans in memory at a time
+                spans = build_spans(table, tokenizer, s.prompt_overhead_tokens, s.parallel)
+                out.write(spans)
+                per_case_parts.append(per_case_coverage(spans))  # a few numbers per case
+                bin_counts.append(span_bin_counts(spans))
+        if not per_case_parts:  # no program: the empty tables, as one empty shard gives them
+            empty = pl.DataFrame(schema=SPANS_SCHEMA)
+            per_case_parts, bin_counts = [per_case_coverage(empty)], [span_bin_counts(empty)]
+        per_case = merge_per_case(per_case_parts)
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
-        hist = span_histogram(spans)
-        boundaries = boundary_counts(corpora.read_cases(CASES), tokenizer)
-        inputs = parquet_metadata([CASES, PROGRAMS])  # checked by joined_programs: the two agree
-        write_parquet(spans, SPANS, metadata=inputs)
+        hist = histogram_from_counts(*bin_counts)
+        boundaries = boundary_counts(case_shards(s.shard_cases, ["corpus", "framing", "target"]), tokenizer)
         write_parquet(per_case, PER_CASE, metadata=inputs)
         write_table(coverage, TABLES / "coverage")
         write_table(hist, TABLES / "span_histogram")
@@ -119,4 +144,4 @@ def run(cfg: Config, args=None) -> dict:
         for level in LEVELS:
             save_chart(charts.span_histogram(hist, level, s.chart_framing), FIGURES / f"span_histogram_{level}")
     write_json({"coverage": coverage_metrics(coverage)}, METRICS / "coverage.json")
-    return {"n_spans": spans.height}
+    return {"n_spans": out.rows}

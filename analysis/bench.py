@@ -35,7 +35,8 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import corpora, registry
+from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import registry
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.layout import CASES, TABLES
 from analysis.oracle import myers_matches
 from analysis.text import split_lines

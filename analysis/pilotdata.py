@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
-from analysis.probeedit import (
+from analysis.corpora.probeedit import (
     EDIT_KINDS,
     Edit,
     ProbeEditParams,

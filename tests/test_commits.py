@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import commits
-from analysis.commits import CommitSettings, mine_commits
+from analysis.corpora import commits
+from analysis.corpora.commits import CommitSettings, mine_commits
 from analysis.errors import CorpusError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,7 +287,7 @@ def test_click_bundle_round_trips():
 
 
 def test_registry_builds_commits(scripted):
-    from analysis import registry
+    from analysis.corpora import registry
 
     build = registry.build_corpus("commits", settings(scripted.path))
     direct, report = mine_commits(settings(scripted.path))
@@ -406,7 +406,7 @@ def test_repos_entry_errors(repo_folder, scripted, tmp_path):
 def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkeypatch):
     import polars as pl
 
-    from analysis import corpora
+    from analysis.corpora import humanevalpack as corpora
     from analysis.stages import corpora as stage
 
     settings_list = [settings(repo_folder / "alpha.bundle", name="alpha"), settings(repo_folder / "beta.git", name="beta")]

@@ -3,7 +3,7 @@ import json
 import polars as pl
 import pytest
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.errors import CorpusError
 
 
@@ -194,8 +194,8 @@ def test_shared_files_load_and_match_their_pins(hep_dir):
 
 
 def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
-    from analysis import registry
-    from analysis.probeedit import ProbeEditParams
+    from analysis.corpora import registry
+    from analysis.corpora.probeedit import ProbeEditParams
 
     write(tmp_path, "python", [json.dumps(record(instruction="Fix f."))])
     settings = registry.HumanEvalPackSettings(languages=("python",), framings=("body",), local_dir=str(tmp_path),

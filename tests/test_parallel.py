@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.errors import ParamsError
 from analysis.optimal import CostModel, TokenizerDirectives
 from analysis.parallel import ParallelSettings, check_parallel, chunked, map_cases, parallel_settings

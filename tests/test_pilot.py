@@ -15,7 +15,7 @@ from analysis.pilotdata import (
     instruction,
     with_split,
 )
-from analysis.probeedit import Edit, ProbeEditParams, load_pinned_sources
+from analysis.corpora.probeedit import Edit, ProbeEditParams, load_pinned_sources
 from analysis.program import parse, render
 from analysis.resolver import resolve
 

@@ -5,8 +5,8 @@ import polars as pl
 import pytest
 
 from analysis.errors import CorpusError
-from analysis.jsonl import read_jsonl
-from analysis.pairs import PairsSettings, load_pairs
+from analysis.corpora.jsonl import read_jsonl
+from analysis.corpora.pairs import PairsSettings, load_pairs
 
 
 # ---------------------------------------------------------------- D13: rare JSONL inputs
@@ -345,7 +345,7 @@ def test_an_empty_target_is_refused_by_name_before_any_stage(pairs_only, capsys,
 
 
 def test_empty_target_in_any_corpus_is_refused():
-    from analysis.corpora import Case, cases_frame
+    from analysis.corpora.humanevalpack import Case, cases_frame
 
     with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
         cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])

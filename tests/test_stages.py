@@ -127,7 +127,7 @@ def test_null_source_in_cases_is_named(scratch, capsys):
     frame.with_columns(source=pl.when(pl.col("case_id") == frame["case_id"][0]).then(None).otherwise(pl.col("source"))
                        ).write_parquet(path)
     with pytest.raises(CorpusError, match="source"):
-        from analysis import corpora
+        from analysis.corpora import humanevalpack as corpora
 
         corpora.cases_from_frame(corpora.read_cases(path))
 

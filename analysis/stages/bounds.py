@@ -11,7 +11,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts, commits
+from analysis import charts
+from analysis.corpora import commits
 from analysis.bounds import (
     CONTEXT_MODES,
     POOLED_BOOTSTRAPS,

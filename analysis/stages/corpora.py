@@ -17,7 +17,11 @@ from dataclasses import dataclass, fields
 
 import polars as pl
 
-from analysis import commits, corpora, pairs, probeedit, registry
+from analysis.corpora import commits
+from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import pairs
+from analysis.corpora import probeedit
+from analysis.corpora import registry
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table

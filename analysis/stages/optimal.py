@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.bounds import CostSettings, bounds_table, case_costs
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError

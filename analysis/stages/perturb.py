@@ -10,7 +10,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts, corpora
+from analysis import charts
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table

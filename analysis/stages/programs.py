@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Config, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import write_parquet

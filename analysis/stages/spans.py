@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts, corpora
+from analysis import charts
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.digest import check_fresh
 from analysis.errors import CorpusError
 from analysis.io import read_parquet

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Config
 from analysis.errors import CopyDecodeError, CorpusError, ParamsError
 from analysis.io import write_json, write_table

@@ -26,7 +26,8 @@ import numpy as np
 import polars as pl
 from tqdm import tqdm
 
-from analysis import charts, corpora
+from analysis import charts
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table

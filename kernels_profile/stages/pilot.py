@@ -48,7 +48,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack as corpora
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
@@ -65,7 +65,7 @@ from analysis.layout import (
 )
 from analysis.params import choice, get, get_or, positive_int
 from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
-from analysis.probeedit import EDIT_KINDS, ProbeEditParams
+from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams
 from analysis.stages.common import progress, timed
 from analysis.stages.corpora import probeedit_params
 from kernels_profile.machine import check_threads

@@ -37,7 +37,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CorpusError
-from analysis.jsonl import read_jsonl as read_jsonl_records
+from analysis.corpora.jsonl import read_jsonl as read_jsonl_records
 
 HUMANEVALPACK_LANGUAGES: dict[str, str] = {
     "python": "Py",

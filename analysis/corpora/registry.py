@@ -19,8 +19,11 @@ from typing import Any
 
 import polars as pl
 
-from analysis import commits, corpora, pairs, probeedit
-from analysis.corpora import Case
+from analysis.corpora import commits
+from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import pairs
+from analysis.corpora import probeedit
+from analysis.corpora.humanevalpack import Case
 from analysis.errors import CorpusError
 
 

@@ -48,15 +48,15 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora import Case
+from analysis.corpora.humanevalpack import Case
 from analysis.errors import CorpusError
 from analysis.io import atomic_path
 
 CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"
 FRAMING = "unit"
-MANIFEST = Path(__file__).parent / "data" / "probeedit_sources.json"
-SHIPPED_STDLIB = Path(__file__).parent / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
+MANIFEST = Path(__file__).parents[1] / "data" / "probeedit_sources.json"
+SHIPPED_STDLIB = Path(__file__).parents[1] / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
 SHIPPED_ORIGIN = f"analysis/data/{SHIPPED_STDLIB.name}"  # as the corpora report names it (no machine path)
 LICENCE = "LICENSE.txt"
 EDIT_KINDS: tuple[str, ...] = (

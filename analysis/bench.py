@@ -35,7 +35,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import registry
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
@@ -57,12 +57,12 @@ class BenchSettings:
     out: Path
 
 
-def synthetic_cases(cfg: Config, n: int) -> list[corpora.Case]:
+def synthetic_cases(cfg: Config, n: int) -> list[Case]:
     """`n` cases cycled from the CommitEdits corpora of params (see the module docstring)."""
     from analysis.stages import corpora as corpora_stage
 
     s = corpora_stage.settings(cfg)
-    base: list[corpora.Case] = []
+    base: list[Case] = []
     for kind, corpus_settings in s.builds:
         if kind == "commits":
             base += registry.build_corpus(kind, corpus_settings).cases
@@ -79,7 +79,7 @@ def _peak_mb() -> tuple[float, float]:
     return round(own, 1), round(children, 1)
 
 
-def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
+def run_steps(cases: list[Case], cfg: Config, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
     """Seconds of each step over `cases` with `parallel`."""
     from analysis.optimal import TokenizerDirectives
     from analysis.stages import optimal as optimal_stage
@@ -91,7 +91,7 @@ def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings
     t0 = time.perf_counter()
     programs = oracle_programs(cases, tokenizer, int(p["programs"]["token_min_copy"]), parallel)
     seconds["programs"] = time.perf_counter() - t0
-    joined = programs.join(corpora.cases_frame(cases).select("case_id", "framing", "source", "target"),
+    joined = programs.join(cases_frame(cases).select("case_id", "framing", "source", "target"),
                            on=["case_id", "framing"], how="left")
     t0 = time.perf_counter()
     build_spans(joined, tokenizer, int(p["spans"]["prompt_overhead_tokens"]), parallel)

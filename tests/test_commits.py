@@ -406,12 +406,12 @@ def test_repos_entry_errors(repo_folder, scripted, tmp_path):
 def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkeypatch):
     import polars as pl
 
-    from analysis.corpora import humanevalpack as corpora
+    from analysis.corpora.cases import cases_frame
     from analysis.stages import corpora as stage
 
     settings_list = [settings(repo_folder / "alpha.bundle", name="alpha"), settings(repo_folder / "beta.git", name="beta")]
     cases = [c for s in settings_list for c in mine_commits(s)[0]]
-    frame = corpora.cases_frame(cases)
+    frame = cases_frame(cases)
     monkeypatch.setattr(stage, "COMMIT_CASES", tmp_path / "commits")
     (tmp_path / "commits").mkdir()
     (tmp_path / "commits" / "CommitEdits-gone.parquet").write_bytes(b"stale")

@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 
 from analysis.corpora import registry
-from analysis.corpora.humanevalpack import cases_frame
+from analysis.corpora.cases import cases_frame
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
 from analysis.corpora.pairs import PairsSettings, load_pairs

@@ -345,7 +345,7 @@ def test_an_empty_target_is_refused_by_name_before_any_stage(pairs_only, capsys,
 
 
 def test_empty_target_in_any_corpus_is_refused():
-    from analysis.corpora.humanevalpack import Case, cases_frame
+    from analysis.corpora.cases import Case, cases_frame
 
     with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
         cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])

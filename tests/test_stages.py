@@ -127,9 +127,9 @@ def test_null_source_in_cases_is_named(scratch, capsys):
     frame.with_columns(source=pl.when(pl.col("case_id") == frame["case_id"][0]).then(None).otherwise(pl.col("source"))
                        ).write_parquet(path)
     with pytest.raises(CorpusError, match="source"):
-        from analysis.corpora import humanevalpack as corpora
+        from analysis.corpora.cases import cases_from_frame, read_cases
 
-        corpora.cases_from_frame(corpora.read_cases(path))
+        cases_from_frame(read_cases(path))
 
 
 def test_outputs_are_written_atomically(tmp_path):

@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.corpora.humanevalpack import Case, read_parquet_file
+from analysis.corpora.cases import Case, read_parquet_file
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
 

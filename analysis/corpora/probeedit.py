@@ -48,7 +48,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora.humanevalpack import Case
+from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 from analysis.io import atomic_path
 

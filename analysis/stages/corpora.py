@@ -18,7 +18,8 @@ from dataclasses import dataclass, fields
 import polars as pl
 
 from analysis.corpora import commits
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import pairs
 from analysis.corpora import probeedit
 from analysis.corpora import registry
@@ -39,11 +40,11 @@ class CorporaSettings:
 
 def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
     hep = "corpora.humanevalpack"
-    languages = choices(p, f"{hep}.languages", tuple(corpora.HUMANEVALPACK_LANGUAGES), nonempty=False)
+    languages = choices(p, f"{hep}.languages", tuple(humanevalpack.HUMANEVALPACK_LANGUAGES), nonempty=False)
     if not languages:
         return None
     return registry.HumanEvalPackSettings(
-        languages=languages, framings=choices(p, f"{hep}.framings", corpora.FRAMINGS),
+        languages=languages, framings=choices(p, f"{hep}.framings", humanevalpack.FRAMINGS),
         local_dir=get(p, f"{hep}.local_dir", str), source=choice(p, f"{hep}.source", HEP_SOURCES),
         verify_sha256=get(p, f"{hep}.verify_sha256", bool),
     )
@@ -175,7 +176,7 @@ def build_name(kind: str, corpus_settings) -> list[str]:
         return [pairs.corpus_name(corpus_settings)]
     if kind == "probeedit":
         return [probeedit.CORPUS]
-    return [corpora.corpus_name(lang) for lang in corpus_settings.languages]
+    return [humanevalpack.corpus_name(lang) for lang in corpus_settings.languages]
 
 
 def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
@@ -225,12 +226,12 @@ def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
     return CorporaSettings(tuple(builds))
 
 
-def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
+def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[Case], pl.DataFrame, list[dict]]:
     """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus;
     each build's run time goes into `seconds` (kept out of the tracked metrics)."""
     import time
 
-    cases: list[corpora.Case] = []
+    cases: list[Case] = []
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     for kind, corpus_settings in s.builds:
@@ -267,7 +268,7 @@ def run(cfg: Config, args=None) -> dict:
     with timed("corpora") as box:
         box["builds"] = {}
         cases, edits, origins = build_cases(s, box["builds"])
-        frame = corpora.cases_frame(cases)
+        frame = cases_frame(cases)
         write_parquet(frame, CASES)
         write_parquet(edits, PROBEEDIT_EDITS)
         write_commit_shards(frame)

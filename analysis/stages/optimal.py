@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import humanevalpack
 from analysis.bounds import CostSettings, bounds_table, case_costs
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
@@ -91,7 +91,7 @@ def settings(cfg: Config) -> OptimalSettings:
         context=positive_int(p, "bounds.context", minimum=0),
         extrapolate=get(p, "bounds.extrapolate", bool),
         levels=choices(p, "optimal.levels", LEVELS),
-        framings=choices(p, "optimal.framings", corpora.FRAMINGS),
+        framings=choices(p, "optimal.framings", humanevalpack.FRAMINGS),
         min_copies=min_copies,
         bootstrap=bootstrap_settings(p, "optimal"),
         parallel=parallel_settings(p),

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis import charts
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import humanevalpack
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table
@@ -59,7 +59,7 @@ def settings(cfg: Config) -> PerturbSettings:
     return PerturbSettings(
         tokenizer=tokenizer_spec(cfg),
         levels=choices(p, "perturb.levels", LEVELS),
-        framings=choices(p, "perturb.framings", corpora.FRAMINGS),
+        framings=choices(p, "perturb.framings", humanevalpack.FRAMINGS),
         kinds=choices(p, "perturb.kinds", KINDS),
         rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
         seeds=tuple(range(first, first + count)),

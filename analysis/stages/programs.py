@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora.cases import Case, cases_from_frame, read_cases
 from analysis.config import Config, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import write_parquet
@@ -54,7 +54,7 @@ def program_rows(chunk, token_min_copy: int) -> list[dict]:
     return rows
 
 
-def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int,
+def oracle_programs(cases: list[Case], tokenizer, token_min_copy: int,
                     parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
@@ -66,7 +66,7 @@ def run(cfg: Config, args=None) -> dict:
     s = settings(cfg)
     with timed("programs"):
         tokenizer = load_tokenizer(s.tokenizer)
-        cases = corpora.cases_from_frame(corpora.read_cases(CASES))
+        cases = cases_from_frame(read_cases(CASES))
         table = oracle_programs(cases, tokenizer, s.token_min_copy, s.parallel)
         write_parquet(table, PROGRAMS, metadata=parquet_metadata([CASES]))
     return {"n_programs": table.height}

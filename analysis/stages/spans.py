@@ -7,7 +7,8 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis import charts
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import read_cases
 from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
@@ -46,7 +47,7 @@ def settings(cfg: Config) -> SpansSettings:
     return SpansSettings(
         tokenizer=tokenizer_spec(cfg),
         bootstrap=bootstrap_settings(cfg.params, "spans"),
-        chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
+        chart_framing=choice(cfg.params, "spans.chart_framing", humanevalpack.FRAMINGS),
         prompt_overhead_tokens=positive_int(cfg.params, "spans.prompt_overhead_tokens", minimum=0),
         parallel=parallel_settings(cfg.params),
     )
@@ -110,7 +111,7 @@ def run(cfg: Config, args=None) -> dict:
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
         hist = span_histogram(spans)
-        boundaries = boundary_counts(corpora.read_cases(CASES), tokenizer)
+        boundaries = boundary_counts(read_cases(CASES), tokenizer)
         inputs = parquet_metadata([CASES, PROGRAMS])  # checked by joined_programs: the two agree
         write_parquet(spans, SPANS, metadata=inputs)
         write_parquet(per_case, PER_CASE, metadata=inputs)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora.cases import read_cases
 from analysis.digest import check_fresh
 from analysis.errors import CorpusError
 from analysis.io import read_parquet
@@ -23,7 +23,7 @@ def read_programs() -> pl.DataFrame:
 
 def joined_programs() -> pl.DataFrame:
     """programs.parquet with each case's source and target joined on."""
-    cases = corpora.read_cases(CASES).select("case_id", "framing", "source", "target")
+    cases = read_cases(CASES).select("case_id", "framing", "source", "target")
     programs = read_programs()
     joined = programs.join(cases, on=["case_id", "framing"], how="left", validate="m:1")
     orphans = joined.filter(pl.col("source").is_null())

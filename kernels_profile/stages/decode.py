@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora.cases import read_cases
 from analysis.config import Config
 from analysis.errors import CopyDecodeError, CorpusError, ParamsError
 from analysis.io import write_json, write_table
@@ -83,7 +83,7 @@ def run(cfg: Config, args=None) -> dict:
     )
 
     s = settings(cfg, args)
-    case = find_case(corpora.read_cases(CASES), s.case_id, s.framing)
+    case = find_case(read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
         raise DecodeError(f"{s.case_id}: the edit instruction is empty (the case has none)")
     with timed("decode"):

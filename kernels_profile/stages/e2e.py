@@ -27,7 +27,8 @@ import polars as pl
 from tqdm import tqdm
 
 from analysis import charts
-from analysis.corpora import humanevalpack as corpora
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import read_cases
 from analysis.config import Config, tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
@@ -139,7 +140,7 @@ def settings(cfg: Config) -> E2ESettings:
     names = [m.name for m in models]
     settings = E2ESettings(
         tokenizer=tokenizer_spec(cfg),
-        framing=choice(p, "e2e.framing", corpora.FRAMINGS),
+        framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
         models=models,
@@ -216,7 +217,7 @@ def load_for_e2e(choice: E2EModel) -> LoadedForE2E:
 
 def cases_with_instructions() -> pl.DataFrame:
     """Programs joined with their case texts and the case's edit instruction."""
-    cases = corpora.read_cases(CASES)
+    cases = read_cases(CASES)
     if "instruction" not in cases.columns:
         raise CorpusError(f"{CASES} has no instruction column; rerun `copydecode corpora`")
     table = joined_programs()

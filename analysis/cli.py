@@ -1,8 +1,11 @@
 """`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
 
-STAGES maps each subcommand to the module that runs it; a stage module's `run(cfg, args)` returns
-its metrics. Modules are imported on use, so torch is loaded only by the commands that run a model.
-`--params` and `--out` may come before or after the subcommand.
+STAGES maps each subcommand to the module that runs it. An analysis stage (SETTINGS_STAGES) has
+`settings(params, ...) -> frozen dataclass`, the only reader of its params group, and
+`run(settings) -> metrics`; this module builds the settings (command-line options go in here, see
+`stage_settings`) and calls `run`. The model stages under kernels_profile still take
+`run(cfg, args)`. Modules are imported on use, so torch is loaded only by the commands that run a
+model. `--params` and `--out` may come before or after the subcommand.
 """
 
 from __future__ import annotations
@@ -36,6 +39,10 @@ STAGES: dict[str, tuple[str, str]] = {
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
+
+# commands whose module has `settings(params, ...)` and `run(settings)` (the rest: `run(cfg, args)`)
+SETTINGS_STAGES = ("corpora", "programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats",
+                   "headline", "reports", "bench throughput")
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
 TOOLS: dict[str, tuple[str, str]] = {
@@ -141,6 +148,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def stage_settings(command: str, module, cfg: Config, args: argparse.Namespace):
+    """The settings of a SETTINGS_STAGES command: params, plus what its command line sets."""
+    if command == "corpora":
+        from analysis.stages.corpora import CommandLine
+
+        line = CommandLine(tuple(args.pairs or ()), tuple(args.repo or ()), args.only, args.language, args.name)
+        return module.settings(cfg.params, line)
+    if command == "reports":
+        return module.settings(cfg.params, cfg.path)
+    if command == "bench throughput":
+        return module.settings(cfg.params, args.cases, args.jobs, args.backend, args.out)
+    return module.settings(cfg.params)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.stage == "kernels profile":  # its own --out names the raw timings file, kept as `out` for the stage
@@ -161,8 +182,9 @@ def main(argv: list[str] | None = None) -> int:
         for stage in finish_pending():
             print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
         module = importlib.import_module(args.module)
+        settings = stage_settings(args.stage, module, cfg, args) if args.stage in SETTINGS_STAGES else None
         with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
-            result = module.run(cfg, args)
+            result = module.run(settings) if args.stage in SETTINGS_STAGES else module.run(cfg, args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

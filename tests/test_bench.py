@@ -1,8 +1,7 @@
 """The throughput benchmark's arithmetic and argument checks (the benchmark itself is a command, not a test)."""
 
-from types import SimpleNamespace
-
 import pytest
+from conftest import params_with
 
 from analysis import bench
 from analysis.cli import STAGES, TOOLS, build_parser
@@ -25,7 +24,7 @@ def test_extrapolation_is_linear_and_efficiency_scaled():
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ParamsError, match=match):
-        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "out": None, **args}))
+        bench.settings(params_with(), **{"cases": 10, "jobs": "1,2", "backend": "loky", "out": None, **args})
 
 
 def test_bench_is_a_command_not_a_pipeline_stage():

@@ -350,12 +350,11 @@ def repo_folder(scripted, tmp_path_factory) -> Path:
 
 def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
     from analysis.stages import corpora as stage
-    from analysis.config import Config
 
     params = {"corpora": {"humanevalpack": {"languages": []}, "probeedit": {"enabled": False},
                           "commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
                           "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": []}}
-    s = stage.settings(Config(params, Path("params.yaml")))
+    s = stage.settings(params)
     names = [b[1].name for b in s.builds]
     assert names == ["team-alpha", "team-beta"]  # notes.txt is no repository: ignored
     assert all(b[1].min_lines == 5 for b in s.builds)  # each mined with the same filters

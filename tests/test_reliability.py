@@ -126,13 +126,13 @@ def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
 def test_repo_takes_language_and_name(tmp_path):
     from analysis.stages.corpora import CommandLine, settings
 
-    cfg = Config(params_with(), tmp_path / "params.yaml")
-    s = settings(cfg, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
+    params = params_with()
+    s = settings(params, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
     assert [(k, b.language, b.name, b.min_lines) for k, b in s.builds] == [("commits", "js", "mine", 20)]
     with pytest.raises(ParamsError, match="--only builds just"):
-        settings(cfg, CommandLine(only=True))
+        settings(params, CommandLine(only=True))
     with pytest.raises(ParamsError, match="--name names one input"):
-        settings(cfg, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
+        settings(params, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
 
 
 def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
@@ -173,7 +173,7 @@ def test_corpus_entries_are_typed(tmp_path, key, value, message):
     from analysis.stages.corpora import settings
 
     with pytest.raises(ParamsError) as info:
-        settings(Config(params_with(**{key: value}), tmp_path / "params.yaml"))
+        settings(params_with(**{key: value}))
     assert message in str(info.value)
 
 
@@ -184,9 +184,9 @@ def test_negative_seed_and_degenerate_bootstrap_are_refused(tmp_path, group, mod
 
     stage = importlib.import_module(module)
     with pytest.raises(ParamsError, match=f"'{group}.seed' must be >= 0"):
-        stage.settings(Config(params_with(**{f"{group}.seed": -1}), tmp_path / "p.yaml"))
+        stage.settings(params_with(**{f"{group}.seed": -1}))
     with pytest.raises(ParamsError, match=f"'{group}.bootstrap_resamples' must be 0 \\(no CIs\\) or >= 20"):
-        stage.settings(Config(params_with(**{f"{group}.bootstrap_resamples": 1}), tmp_path / "p.yaml"))
+        stage.settings(params_with(**{f"{group}.bootstrap_resamples": 1}))
 
 
 def test_duplicate_groups_and_unknown_keys_are_errors(tmp_path):
@@ -226,7 +226,7 @@ def test_corpus_name_collisions_are_refused(tmp_path, changes, message):
     from analysis.stages.corpora import settings
 
     with pytest.raises(ParamsError, match=message):
-        settings(Config(params_with(**changes), tmp_path / "params.yaml"))
+        settings(params_with(**changes))
 
 
 # ---------------------------------------------------------------- D14: the CLI

@@ -77,7 +77,7 @@ def test_bad_params_are_named_before_anything_is_written(scratch, key, value, me
     import importlib
 
     with pytest.raises(ParamsError) as info:
-        importlib.import_module(module).settings(cfg)
+        importlib.import_module(module).settings(cfg if stage == "e2e" else cfg.params)
     assert message in str(info.value)
     assert not (scratch / "reports").exists() and not (scratch / "data").exists()
 

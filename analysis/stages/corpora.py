@@ -10,10 +10,7 @@ corpus name that is reserved (`pooled`, the paper's corpora) or given twice is r
 
 from __future__ import annotations
 
-import math
-import re
-import typing
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -23,11 +20,10 @@ from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import pairs
 from analysis.corpora import probeedit
 from analysis.corpora import registry
-from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
-from analysis.params import choice, choices, get, get_or, positive_int
+from analysis.params import choice, choices, get, get_or, typed_entry
 from analysis.stages.common import timed
 
 HEP_SOURCES = ("auto", "local", "hub")
@@ -50,83 +46,6 @@ def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
     )
 
 
-def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
-    group = "corpora.probeedit"
-    if not get(p, f"{group}.enabled", bool):
-        return None
-    mix = get(p, f"{group}.mix", dict)
-    for kind, weight in mix.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
-        if not math.isfinite(weight) or weight < 0:
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
-    if not any(w > 0 for w in mix.values()):
-        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
-    min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
-    if max_lines < min_lines:
-        raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
-    return probeedit.ProbeEditParams(
-        n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
-        min_lines=min_lines, max_lines=max_lines,
-        mix=tuple((str(k), float(v)) for k, v in mix.items()),
-        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
-    )
-
-
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-NON_NEGATIVE = ("seed", "min_lines", "max_lines", "max_cases", "max_line_chars", "generated_scan_lines")
-
-
-def _check_value(annotation, value, key: str):
-    """`value` checked against a settings field's annotation (str, int, float, bool, tuple[str, ...],
-    or one of those | None); returns it in the field's type or raises naming `key`."""
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, getattr(
-        __import__("types"), "UnionType", None)) else (annotation,)
-    if value is None and type(None) in options:
-        return None
-    kinds = [o for o in options if o is not type(None)]
-    kind = kinds[0] if len(kinds) == 1 else None
-    if kind is str and isinstance(value, str):
-        return value
-    if kind is bool and isinstance(value, bool):
-        return value
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    wanted = {str: "a string", int: "an integer", float: "a finite number", bool: "true or false"}.get(
-        kind, "a list of strings")
-    raise ParamsError(f"params: {key!r} must be {wanted}{' or null' if type(None) in options else ''}, got {value!r}")
-
-
-def _typed(kind: type, entry: object, where: str, defaults: dict | None = None, defaults_where: str = ""):
-    """A settings dataclass from a params mapping: unknown keys, wrong types and negative counts or
-    seeds are named by their full key (`corpora.commits[0].seed`, or the defaults' key they came from)."""
-    if not isinstance(entry, dict):
-        raise ParamsError(f"params: {where} must be a mapping, got {entry!r}")
-    known = {f.name: f for f in fields(kind)}
-    hints = typing.get_type_hints(kind)
-    for mapping, place in ((defaults or {}, defaults_where), (entry, where)):
-        unknown = sorted(set(mapping) - set(known))
-        if unknown:
-            raise ParamsError(f"params: {place} has unknown keys {unknown}; known: {', '.join(known)}")
-    values = {}
-    for key, value in {**(defaults or {}), **entry}.items():
-        full = f"{where}.{key}" if key in entry else f"{defaults_where}.{key}"
-        values[key] = _check_value(hints[key], value, full)
-        if key in NON_NEGATIVE and values[key] < 0:
-            raise ParamsError(f"params: {full!r} must be >= 0, got {value!r}")
-        if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
-            raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
-                              f"letter or digit), got {value!r}")
-    try:
-        return kind(**values)
-    except TypeError as exc:
-        raise ParamsError(f"params: {where}: {exc}") from exc
-
-
 def _listed(p: dict, key: str) -> list:
     entries = get_or(p, key, [], list)
     return entries or []
@@ -142,11 +61,6 @@ class CommandLine:
     language: str | None = None
     name: str | None = None
 
-    @classmethod
-    def from_args(cls, args) -> "CommandLine":
-        return cls(tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()),
-                   bool(getattr(args, "only", False)), getattr(args, "language", None), getattr(args, "name", None))
-
     def check(self) -> None:
         given = len(self.pairs) + len(self.repos)
         if self.only and not given:
@@ -161,10 +75,10 @@ def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple
     builds: list[tuple[str, object]] = []
     extra = {k: v for k, v in (("language", line.language), ("name", line.name)) if v is not None}
     for repo in line.repos:
-        builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
+        builds.append(("commits", typed_entry(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
                                          commit_defaults, "corpora.commit_defaults")))
     for path in line.pairs:
-        builds.append(("pairs", _typed(pairs.PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
+        builds.append(("pairs", typed_entry(pairs.PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
     return builds
 
 
@@ -198,24 +112,24 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
             seen[name] = index
 
 
-def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
-    p = cfg.params
+def settings(params: dict, line: CommandLine = CommandLine()) -> CorporaSettings:
+    p = params
     line.check()
     builds: list[tuple[str, object]] = []
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
     if not line.only:
         if (hep := _humanevalpack(p)) is not None:
             builds.append(("humanevalpack", hep))
-        if (pe := probeedit_params(p)) is not None:
+        if (pe := probeedit.probeedit_params(p)) is not None:
             builds.append(("probeedit", pe))
         for i, entry in enumerate(_listed(p, "corpora.commits")):
             where = f"corpora.commits[{i}]"
             entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
             for one in entries:
-                builds.append(("commits", _typed(commits.CommitSettings, one, where, commit_defaults,
+                builds.append(("commits", typed_entry(commits.CommitSettings, one, where, commit_defaults,
                                                  "corpora.commit_defaults")))
         for i, entry in enumerate(_listed(p, "corpora.pairs")):
-            builds.append(("pairs", _typed(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
+            builds.append(("pairs", typed_entry(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)
@@ -263,8 +177,7 @@ def write_commit_shards(frame: pl.DataFrame) -> None:
         write_parquet(frame.filter(pl.col("corpus") == name), COMMIT_CASES / f"{name}.parquet")
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg, CommandLine.from_args(args))
+def run(s: CorporaSettings) -> dict:
     with timed("corpora") as box:
         box["builds"] = {}
         cases, edits, origins = build_cases(s, box["builds"])

@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from analysis.config import Config
+from dataclasses import dataclass
+
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
 from analysis.stages.common import timed
 
 
-def settings(cfg: Config) -> tuple[HeadlineSettings, list[str]]:
-    """params `headline`, and the bound's kernel sources (the paper's curve is a row when `paper` is one)."""
-    sources = (cfg.params.get("bounds") or {}).get("kernel_sources") or []
-    return HeadlineSettings.from_params(cfg.params.get("headline")), [str(s) for s in sources]
+@dataclass(frozen=True)
+class HeadlineStageSettings:
+    chosen: HeadlineSettings                # params `headline`: which slice of each table is the headline
+    kernel_sources: tuple[str, ...]         # params `bounds.kernel_sources` (the paper's curve is a row when `paper` is one)
 
 
-def run(cfg: Config, args=None) -> dict:
-    chosen, sources = settings(cfg)
+def settings(params: dict) -> HeadlineStageSettings:
+    sources = (params.get("bounds") or {}).get("kernel_sources") or []
+    return HeadlineStageSettings(HeadlineSettings.from_params(params.get("headline")), tuple(str(s) for s in sources))
+
+
+def run(s: HeadlineStageSettings) -> dict:
     with timed("headline"):
-        head = build_headline(chosen, sources)
+        head = build_headline(s.chosen, list(s.kernel_sources))
         written = write_headline(head, HEADLINE_DIR)
     return {"files": len(written), "figures": sum(len(v) for v in head.rows.values()),
             "left_out_absent_inputs": head.missing}

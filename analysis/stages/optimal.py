@@ -30,7 +30,7 @@ import polars as pl
 
 from analysis.corpora import humanevalpack
 from analysis.bounds import CostSettings, bounds_table, case_costs
-from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
+from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_table
 from analysis.latency import FORMS, LatencyModel
@@ -38,12 +38,11 @@ from analysis.layout import LEVELS, METRICS, TABLES, framing_filter
 from analysis.optimal import (
     CostModel,
     TokenizerDirectives,
-    check_min_copies,
     optimal_program,
     program_span_rows,
 )
 from analysis.oracle import token_oracle
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.spans import pooled_groups
@@ -73,17 +72,14 @@ class OptimalSettings:
     framings: tuple[str, ...]
     min_copies: tuple[int, ...]
     bootstrap: Bootstrap
-    parallel: ParallelSettings = SERIAL
+    parallel: ParallelSettings
 
 
-def settings(cfg: Config) -> OptimalSettings:
-    p = cfg.params
-    try:
-        min_copies = tuple(check_min_copies(number_list(p, "optimal.min_copies", lo=1, integer=True)))
-    except ParamsError as exc:
-        raise ParamsError(f"params: 'optimal.min_copies': {exc}") from exc
+def settings(params: dict) -> OptimalSettings:
+    p = params
+    min_copies = number_list(p, "optimal.min_copies", lo=1, integer=True, distinct=True)
     return OptimalSettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         kernel_sources=kernel_source_names(p, "optimal.kernel_sources"),
         baseline=choice(p, "optimal.baseline", BASELINES),
         model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
@@ -210,7 +206,7 @@ def copy_spans_per_case(spans: pl.DataFrame) -> pl.DataFrame:
 
 def summary(spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> pl.DataFrame:
     """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
-    costs = case_costs(spans, model, CostSettings("fixed", s.context, extrapolate=s.extrapolate))
+    costs = case_costs(spans, model, CostSettings("fixed", s.extrapolate, s.context))
     boot = s.bootstrap
     table = bounds_table(costs, boot.resamples, boot.seed, boot.ci)
     return table.join(copy_spans_per_case(spans), on=["level", "corpus", "framing"], how="left")
@@ -302,8 +298,7 @@ def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
     return out
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: OptimalSettings) -> dict:
     with timed("optimal"):
         kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
         tokenizer = load_tokenizer(s.tokenizer)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.corpora.cases import Case, cases_from_frame, read_cases
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import write_parquet
 from analysis.layout import CASES, PROGRAMS
@@ -28,12 +28,13 @@ from analysis.tokenization import load_tokenizer
 class ProgramsSettings:
     tokenizer: str
     token_min_copy: int
-    parallel: ParallelSettings = SERIAL
+    parallel: ParallelSettings
 
 
-def settings(cfg: Config) -> ProgramsSettings:
-    return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"),
-                            parallel_settings(cfg.params))
+def settings(params: dict) -> ProgramsSettings:
+    return ProgramsSettings(tokenizer_spec(params), positive_int(params, "programs.token_min_copy"),
+                            parallel_settings(params))
+
 
 PROGRAMS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -62,8 +63,7 @@ def oracle_programs(cases: list[Case], tokenizer, token_min_copy: int,
     return pl.DataFrame(rows, schema=PROGRAMS_SCHEMA)
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: ProgramsSettings) -> dict:
     with timed("programs"):
         tokenizer = load_tokenizer(s.tokenizer)
         cases = cases_from_frame(read_cases(CASES))

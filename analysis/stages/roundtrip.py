@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import polars as pl
 
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.errors import CopyDecodeError, RoundTripError
 from analysis.io import write_json
 from analysis.layout import METRICS
@@ -38,20 +40,26 @@ def chunk_failures(chunk) -> list[str]:
     return failures
 
 
-def settings(cfg: Config) -> tuple[str, ParallelSettings]:
+@dataclass(frozen=True)
+class RoundtripSettings:
     """The round trip needs only the tokenizer (token-level copies resolve by token offsets) and the
     parallel settings."""
-    return tokenizer_spec(cfg), parallel_settings(cfg.params)
+
+    tokenizer: str
+    parallel: ParallelSettings
 
 
-def run(cfg: Config, args=None) -> dict:
-    spec, parallel = settings(cfg)
+def settings(params: dict) -> RoundtripSettings:
+    return RoundtripSettings(tokenizer_spec(params), parallel_settings(params))
+
+
+def run(s: RoundtripSettings) -> dict:
     with timed("roundtrip"):
-        tokenizer = load_tokenizer(spec)
+        tokenizer = load_tokenizer(s.tokenizer)
         table = joined_programs()
         if table.height == 0:
             raise RoundTripError("programs.parquet holds no program; an empty corpus cannot pass a round trip")
-        failures = roundtrip_failures(table, tokenizer, parallel)
+        failures = roundtrip_failures(table, tokenizer, s.parallel)
     counts = table.group_by("level").len().sort("level")
     metrics = {
         "programs": table.height,

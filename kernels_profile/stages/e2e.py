@@ -139,7 +139,7 @@ def settings(cfg: Config) -> E2ESettings:
         raise ParamsError("params: 'e2e.models' is empty")
     names = [m.name for m in models]
     settings = E2ESettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
@@ -151,7 +151,7 @@ def settings(cfg: Config) -> E2ESettings:
         pld_sweep_models=choices(p, "e2e.pld.sweep_models", names, nonempty=False),
         pld_sweep_corpora=_sampled_corpora(p, models),
         overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
-        noisy_drift=check_threshold(number(p, "e2e.noisy_drift")),
+        noisy_drift=check_threshold(number(p, "e2e.noisy_drift"), "params: 'e2e.noisy_drift'"),
         reference_budget_s=number(p, "e2e.reference_budget_s"),
         threads=check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"),
         contention_slack=check_slack(get(p, "e2e.contention_slack"), "params: 'e2e.contention_slack'"),

@@ -68,7 +68,7 @@ from analysis.params import choice, get, get_or, positive_int
 from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
 from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams
 from analysis.stages.common import progress, timed
-from analysis.stages.corpora import probeedit_params
+from analysis.corpora.probeedit import probeedit_params
 from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
 

@@ -122,11 +122,23 @@ def positive_int(params: dict[str, Any], dotted: str, minimum: int = 1) -> int:
     return value
 
 
-def number(params: dict[str, Any], dotted: str) -> float:
+def number(params: dict[str, Any], dotted: str, lo: float | None = None, hi: float | None = None) -> float:
     value = get(params, dotted, (int, float))
     if not math.isfinite(value):
         raise ParamsError(f"params: {dotted!r} must be a finite number, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ParamsError(f"params: {dotted!r} must lie in [{lo}, {hi}], got {value!r}")
     return float(value)
+
+
+def known_keys(params: dict[str, Any], dotted: str, known) -> dict[str, Any]:
+    """The mapping at `dotted`, holding no key outside `known` (a typo would otherwise be ignored)."""
+    group = get(params, dotted, dict)
+    unknown = sorted(set(group) - set(known))
+    if unknown:
+        names = ", ".join(repr(f"{dotted}.{k}") for k in unknown)
+        raise ParamsError(f"params: unknown setting {names}; {dotted!r} knows {', '.join(known)}")
+    return group
 
 
 def interval_level(params: dict[str, Any], dotted: str) -> float:

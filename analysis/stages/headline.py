@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
+from analysis.errors import ParamsError
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
+from analysis.params import get, known_keys, number, number_list, positive_int
 from analysis.stages.common import timed
 
 
@@ -15,8 +17,20 @@ class HeadlineStageSettings:
 
 
 def settings(params: dict) -> HeadlineStageSettings:
-    sources = (params.get("bounds") or {}).get("kernel_sources") or []
-    return HeadlineStageSettings(HeadlineSettings.from_params(params.get("headline")), tuple(str(s) for s in sources))
+    known_keys(params, "headline", [f.name for f in fields(HeadlineSettings)])
+    framing = get(params, "headline.framing", str)
+    if not framing:
+        raise ParamsError("params: 'headline.framing' must be a framing name, got ''")
+    decimals = positive_int(params, "headline.decimals", minimum=0)
+    if decimals > 8:
+        raise ParamsError(f"params: 'headline.decimals' must be an integer 0-8, got {decimals}")
+    chosen = HeadlineSettings(
+        framing=framing,
+        kernel_ns=number_list(params, "headline.kernel_ns", lo=1, integer=True),
+        perturb_rate=number(params, "headline.perturb_rate", lo=0.0, hi=1.0),
+        decimals=decimals,
+    )
+    return HeadlineStageSettings(chosen, tuple(str(s) for s in get(params, "bounds.kernel_sources", list)))
 
 
 def run(s: HeadlineStageSettings) -> dict:

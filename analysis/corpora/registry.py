@@ -5,7 +5,8 @@
     commits        CommitSettings         CommitEdits-<name>, framing "file", mined from git history
     pairs          PairsSettings          <name>, framing "pair", a user's JSONL or Parquet file
 
-A stage calls `build_corpus(kind, settings)` once per configured corpus and concatenates the
+A stage calls `build_corpus(kind, settings)` once per configured corpus (`corpus_names` gives the
+names a build will have, for checks before any build) and concatenates the
 cases (`analysis.corpora.cases.cases_frame` checks the ids are unique). `report` is JSON-ready for the
 metrics file; its timings, where a builder has them, sit under the key "seconds" alone so that a
 stage can keep them out of DVC-tracked metrics.
@@ -81,6 +82,17 @@ REGISTRY: dict[str, tuple[type, Callable[[Any], CorpusBuild]]] = {
     "pairs": (pairs.PairsSettings, build_pairs),
 }
 KINDS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def corpus_names(kind: str, settings: Any) -> list[str]:
+    """The corpus names a build gives (HumanEvalPack: one per language), known before it runs."""
+    if kind == "commits":
+        return [commits.corpus_name(settings)]
+    if kind == "pairs":
+        return [pairs.corpus_name(settings)]
+    if kind == "probeedit":
+        return [probeedit.CORPUS]
+    return [humanevalpack.corpus_name(lang) for lang in settings.languages]
 
 
 def build_corpus(kind: str, settings: Any) -> CorpusBuild:

@@ -1,8 +1,8 @@
 """`copydecode corpora`: every configured corpus -> data/corpora/cases.parquet.
 
-Corpora come from the registry (`analysis.registry`): HumanEvalPack languages, ProbeEdit-S, commits
-mined from git repositories or bundles (`corpora.commits`), and a user's edit-pairs files
-(`corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
+Corpora come from the registry (`analysis.corpora.registry`): HumanEvalPack languages, ProbeEdit-S,
+commits mined from git repositories or bundles (params `corpora.commits`), and a user's edit-pairs
+files (params `corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
 for a one-off analysis outside `dvc repro`; with `--only` they are the whole run (`--language`,
 `--name` set what params would). Every corpus-entry field is type- and range-checked by name, and a
 corpus name that is reserved (`pooled`, the paper's corpora) or given twice is refused.
@@ -14,12 +14,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.corpora import commits
-from analysis.corpora import humanevalpack
+from analysis.corpora import commits, humanevalpack, pairs, probeedit, registry
 from analysis.corpora.cases import Case, cases_frame
-from analysis.corpora import pairs
-from analysis.corpora import probeedit
-from analysis.corpora import registry
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
@@ -82,23 +78,12 @@ def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple
     return builds
 
 
-def build_name(kind: str, corpus_settings) -> list[str]:
-    """The corpus names a build gives (HumanEvalPack: one per language)."""
-    if kind == "commits":
-        return [commits.corpus_name(corpus_settings)]
-    if kind == "pairs":
-        return [pairs.corpus_name(corpus_settings)]
-    if kind == "probeedit":
-        return [probeedit.CORPUS]
-    return [humanevalpack.corpus_name(lang) for lang in corpus_settings.languages]
-
-
 def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
     """Refuse a corpus name that is the pooled row's, one of the paper's corpora for a user's input,
     or given twice (two inputs would merge into one corpus)."""
     seen: dict[str, int] = {}
     for index, (kind, corpus_settings) in enumerate(builds):
-        for name in build_name(kind, corpus_settings):
+        for name in registry.corpus_names(kind, corpus_settings):
             where = getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None) or kind
             if name.lower() == POOLED:
                 raise ParamsError(f"corpus name {name!r} ({where}) is reserved for the pooled rows; choose another name")
@@ -152,7 +137,7 @@ def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[C
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = build_name(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
+            name = registry.corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         cases += build.cases
         reports = build.report if isinstance(build.report, list) else [build.report]

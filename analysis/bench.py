@@ -127,7 +127,7 @@ def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
                                       "hours_at_measured_efficiency_estimate": pl.Float64})
 
 
-def settings(params: dict, cases: int, jobs: str, backend: str, out: str | Path | None) -> BenchSettings:
+def settings(params: dict, cases: int, jobs: str, backend: str, out: str | Path | None = None) -> BenchSettings:
     """The command line's --cases/--jobs/--backend/--out, and what the timed steps read from params
     (through the programs, spans, corpora and optimal stages' own settings)."""
     from analysis.stages import corpora as corpora_stage

@@ -1,11 +1,9 @@
 """`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
 
-STAGES maps each subcommand to the module that runs it. An analysis stage (SETTINGS_STAGES) has
-`settings(params, ...) -> frozen dataclass`, the only reader of its params group, and
-`run(settings) -> metrics`; this module builds the settings (command-line options go in here, see
-`stage_settings`) and calls `run`. The model stages under kernels_profile still take
-`run(cfg, args)`. Modules are imported on use, so torch is loaded only by the commands that run a
-model. `--params` and `--out` may come before or after the subcommand.
+STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
+(`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
+for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
+`--params` and `--out` may come before or after the subcommand.
 """
 
 from __future__ import annotations
@@ -40,9 +38,22 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
-# commands whose module has `settings(params, ...)` and `run(settings)` (the rest: `run(cfg, args)`)
-SETTINGS_STAGES = ("corpora", "programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats",
-                   "headline", "reports", "bench throughput")
+# Stages whose module builds its typed settings from the params dict and these command-line options
+# (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
+# `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
+SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
+    "corpora": ("pairs", "repo", "only", "language", "name"),
+    "programs": (),
+    "roundtrip": (),
+    "spans": (),
+    "bounds": (),
+    "optimal": (),
+    "perturb": (),
+    "formats": (),
+    "headline": (),
+    "reports": ("params_path",),
+    "bench throughput": ("cases", "jobs", "backend", "out"),
+}
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
 TOOLS: dict[str, tuple[str, str]] = {
@@ -148,18 +159,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def stage_settings(command: str, module, cfg: Config, args: argparse.Namespace):
-    """The settings of a SETTINGS_STAGES command: params, plus what its command line sets."""
-    if command == "corpora":
-        from analysis.stages.corpora import CommandLine
+def stage_settings(module, args: argparse.Namespace, cfg: Config):
+    """The settings of a SETTINGS_OPTIONS stage, built from the params and its command-line options."""
+    options = {name: cfg.path if name == "params_path" else getattr(args, name, None)
+               for name in SETTINGS_OPTIONS[args.stage]}
+    return module.settings(cfg.params, **options)
 
-        line = CommandLine(tuple(args.pairs or ()), tuple(args.repo or ()), args.only, args.language, args.name)
-        return module.settings(cfg.params, line)
-    if command == "reports":
-        return module.settings(cfg.params, cfg.path)
-    if command == "bench throughput":
-        return module.settings(cfg.params, args.cases, args.jobs, args.backend, args.out)
-    return module.settings(cfg.params)
+
+def run_stage(module, args: argparse.Namespace, cfg: Config):
+    """The stage's settings built here, from the params and its command-line options, then its run."""
+    if args.stage in SETTINGS_OPTIONS:
+        return module.run(stage_settings(module, args, cfg))
+    return module.run(cfg, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -182,9 +193,8 @@ def main(argv: list[str] | None = None) -> int:
         for stage in finish_pending():
             print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
         module = importlib.import_module(args.module)
-        settings = stage_settings(args.stage, module, cfg, args) if args.stage in SETTINGS_STAGES else None
         with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
-            result = module.run(settings) if args.stage in SETTINGS_STAGES else module.run(cfg, args)
+            result = run_stage(module, args, cfg)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

@@ -7,7 +7,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from analysis.cli import SETTINGS_STAGES, STAGES
+from analysis.cli import SETTINGS_OPTIONS, STAGES
 from analysis.config import Config
 from analysis.depgraph import stage_code_deps
 
@@ -57,7 +57,7 @@ def test_stage_params_groups_are_declared(name):
     module = importlib.import_module(STAGES[command][0])
     if command == "kernels profile":
         module.profile_spec(recorder, None)
-    elif command in SETTINGS_STAGES:
+    elif command in SETTINGS_OPTIONS:  # typed settings from the params alone
         module.settings(recorder)
     else:
         module.settings(cfg)

@@ -124,15 +124,15 @@ def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
 
 
 def test_repo_takes_language_and_name(tmp_path):
-    from analysis.stages.corpora import CommandLine, settings
+    from analysis.stages.corpora import settings
 
     params = params_with()
-    s = settings(params, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
+    s = settings(params, repo=["x.bundle"], only=True, language="js", name="mine")
     assert [(k, b.language, b.name, b.min_lines) for k, b in s.builds] == [("commits", "js", "mine", 20)]
     with pytest.raises(ParamsError, match="--only builds just"):
-        settings(params, CommandLine(only=True))
+        settings(params, only=True)
     with pytest.raises(ParamsError, match="--name names one input"):
-        settings(params, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
+        settings(params, pairs=["a.jsonl", "b.jsonl"], name="x")
 
 
 def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):

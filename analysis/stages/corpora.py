@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.corpora import commits, humanevalpack, pairs, probeedit, registry
+from analysis.corpora import commits, humanevalpack, probeedit, registry
 from analysis.corpora.cases import Case, cases_frame
+from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
@@ -74,7 +75,7 @@ def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple
         builds.append(("commits", typed_entry(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
                                          commit_defaults, "corpora.commit_defaults")))
     for path in line.pairs:
-        builds.append(("pairs", typed_entry(pairs.PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
+        builds.append(("pairs", typed_entry(PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
     return builds
 
 
@@ -97,8 +98,11 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
             seen[name] = index
 
 
-def settings(params: dict, line: CommandLine = CommandLine()) -> CorporaSettings:
+def settings(params: dict, pairs=None, repo=None, only: bool = False, language: str | None = None,
+             name: str | None = None) -> CorporaSettings:
+    """params `corpora`, plus the command line's --pairs/--repo/--only/--language/--name."""
     p = params
+    line = CommandLine(tuple(pairs or ()), tuple(repo or ()), bool(only), language, name)
     line.check()
     builds: list[tuple[str, object]] = []
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
@@ -114,7 +118,7 @@ def settings(params: dict, line: CommandLine = CommandLine()) -> CorporaSettings
                 builds.append(("commits", typed_entry(commits.CommitSettings, one, where, commit_defaults,
                                                  "corpora.commit_defaults")))
         for i, entry in enumerate(_listed(p, "corpora.pairs")):
-            builds.append(("pairs", typed_entry(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
+            builds.append(("pairs", typed_entry(PairsSettings, entry, f"corpora.pairs[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)

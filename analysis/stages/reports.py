@@ -22,7 +22,7 @@ class ReportsSettings:
     params_path: Path                      # the params file, hashed into each report's provenance
 
 
-def settings(params: dict, params_path: Path = DEFAULT_PARAMS) -> ReportsSettings:
+def settings(params: dict, params_path: str | Path = DEFAULT_PARAMS) -> ReportsSettings:
     per_report = get(params, "reports.parameters", dict)
     unknown = sorted(set(per_report) - set(REPORTS))
     if unknown:

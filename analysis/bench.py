@@ -45,8 +45,11 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import corpora, registry
-from analysis.config import Config, tokenizer_spec
+from analysis.corpora.cases import Case, cases_frame
+from analysis.corpora import registry
+from analysis.stages.corpora import CorporaSettings
+from analysis.stages.optimal import OptimalSettings
+from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
 from analysis.parallel import ParallelSettings, check_parallel
@@ -64,20 +67,22 @@ SAMPLE_SECONDS = 0.05
 
 @dataclass(frozen=True)
 class BenchSettings:
-    cases: int
-    jobs: tuple[int, ...]
-    backend: str
-    out: Path
-    shard_cases: int = 2000
+    cases: int                    # --cases
+    jobs: tuple[int, ...]         # --jobs
+    backend: str                  # --backend
+    out: Path                     # --out
+    tokenizer: str                # params tokenizer.spec
+    token_min_copy: int           # params programs.token_min_copy
+    prompt_overhead_tokens: int   # params spans.prompt_overhead_tokens
+    corpora: CorporaSettings      # the corpora stage's settings (its commits builds make the synthetic corpus)
+    optimal: OptimalSettings      # the optimal stage's settings
+    shard_cases: int              # params parallel.shard_cases
 
 
-def synthetic_cases(cfg: Config, n: int) -> list[corpora.Case]:
+def synthetic_cases(corpora: CorporaSettings, n: int) -> list[Case]:
     """`n` cases cycled from the CommitEdits corpora of params (see the module docstring)."""
-    from analysis.stages import corpora as corpora_stage
-
-    s = corpora_stage.settings(cfg)
-    base: list[corpora.Case] = []
-    for kind, corpus_settings in s.builds:
+    base: list[Case] = []
+    for kind, corpus_settings in corpora.builds:
         if kind == "commits":
             base += registry.build_corpus(kind, corpus_settings).cases
     if not base:
@@ -159,34 +164,32 @@ def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
     return round(time.perf_counter() - t0, 3)
 
 
-def run_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer,
-              shard: int) -> dict[str, float]:
-    """Seconds of each step over `cases` with `parallel`, `shard` cases at a time."""
+def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
+    """Seconds of each step over `cases` with `parallel`, `s.shard_cases` cases at a time."""
     seconds = dict.fromkeys(STEPS, 0.0)
-    for start in range(0, len(cases), shard):
-        for step, took in shard_steps(cases[start:start + shard], cfg, parallel, tokenizer).items():
+    for start in range(0, len(cases), s.shard_cases):
+        for step, took in shard_steps(cases[start:start + s.shard_cases], s, parallel, tokenizer).items():
             seconds[step] += took
     return {k: round(v, 3) for k, v in seconds.items()}
 
 
-def shard_steps(cases: list[corpora.Case], cfg: Config, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
+def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
     """Seconds of each step over one shard of cases."""
     from analysis.optimal import TokenizerDirectives
     from analysis.stages import optimal as optimal_stage
     from analysis.stages.programs import oracle_programs
     from analysis.stages.spans import build_spans
 
-    p = cfg.params
     seconds: dict[str, float] = {}
     t0 = time.perf_counter()
-    programs = oracle_programs(cases, tokenizer, int(p["programs"]["token_min_copy"]), parallel)
+    programs = oracle_programs(cases, tokenizer, s.token_min_copy, parallel)
     seconds["programs"] = time.perf_counter() - t0
-    joined = programs.join(corpora.cases_frame(cases).select("case_id", "framing", "source", "target"),
+    joined = programs.join(cases_frame(cases).select("case_id", "framing", "source", "target"),
                            on=["case_id", "framing"], how="left")
     t0 = time.perf_counter()
-    build_spans(joined, tokenizer, int(p["spans"]["prompt_overhead_tokens"]), parallel)
+    build_spans(joined, tokenizer, s.prompt_overhead_tokens, parallel)
     seconds["spans"] = time.perf_counter() - t0
-    o = optimal_stage.settings(cfg)
+    o = s.optimal
     t0 = time.perf_counter()
     kernel, = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
     cost = optimal_stage.cost_model(kernel.model, o)
@@ -214,39 +217,51 @@ def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
                                       "hours_at_measured_efficiency_estimate": pl.Float64})
 
 
-def bench_settings(args, params: dict | None = None) -> BenchSettings:
-    cases = getattr(args, "cases", None)
+def settings(params: dict, cases: int | None, jobs: str | None, backend: str | None,
+             bench_out: str | Path | None = None) -> BenchSettings:
+    """The command line's --cases/--jobs/--backend/--out, and what the timed steps read from params
+    (through the programs, spans, corpora and optimal stages' own settings)."""
+    from analysis.stages import corpora as corpora_stage
+    from analysis.stages import optimal as optimal_stage
+    from analysis.stages import programs as programs_stage
+    from analysis.stages import spans as spans_stage
+
     if cases is None:
-        cases = get_or(params or {}, "bench.cases", DEFAULT_CASES)
+        cases = get_or(params, "bench.cases", DEFAULT_CASES)
     if isinstance(cases, bool) or not isinstance(cases, int):
         raise ParamsError(f"bench throughput: the case count (--cases or params bench.cases) must be an integer, got {cases!r}")
-    jobs = tuple(int(j) for j in str(getattr(args, "jobs", None) or "1,2").split(","))
+    backend = backend or "loky"
+    try:
+        jobs = tuple(int(j) for j in str(jobs or "1,2").split(","))
+    except ValueError:
+        raise ParamsError(f"bench throughput: --jobs must be comma-separated integers, got {jobs!r}") from None
     if cases < 1:
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")
     if not jobs or any(j < 1 for j in jobs) or 1 not in jobs:
         raise ParamsError(f"bench throughput: --jobs must list positive worker counts including 1, got {jobs}")
-    backend = getattr(args, "backend", None) or "loky"
     for j in jobs:
         check_parallel(ParallelSettings(j, backend))
-    return BenchSettings(cases, jobs, backend, Path(getattr(args, "bench_out", None) or BENCH_DIR),
-                         shard_cases(params or {}))
+    return BenchSettings(cases, jobs, backend, Path(bench_out or BENCH_DIR), tokenizer_spec(params),
+                         programs_stage.settings(params).token_min_copy,
+                         spans_stage.settings(params).prompt_overhead_tokens,
+                         corpora_stage.settings(params), optimal_stage.settings(params),
+                         shard_cases(params))
 
 
-def run(cfg: Config, args=None) -> dict:
+def run(s: BenchSettings) -> dict:
     from analysis.tokenization import load_tokenizer
 
-    s = bench_settings(args, cfg.params)
     load_before = [round(x, 2) for x in os.getloadavg()]
-    tokenizer = load_tokenizer(tokenizer_spec(cfg))
+    tokenizer = load_tokenizer(s.tokenizer)
     t0 = time.perf_counter()
-    cases = synthetic_cases(cfg, s.cases)
+    cases = synthetic_cases(s.corpora, s.cases)
     build_s = round(time.perf_counter() - t0, 3)
     runs = []
     for jobs in s.jobs:
         load = [round(x, 2) for x in os.getloadavg()]
         pool_start = start_pool(ParallelSettings(jobs, s.backend), tokenizer)
         with TreePeak() as tree:
-            seconds = run_steps(cases, cfg, ParallelSettings(jobs, s.backend), tokenizer, s.shard_cases)
+            seconds = run_steps(cases, s, ParallelSettings(jobs, s.backend), tokenizer)
         own, workers = _peak_mb()
         total = sum(seconds.values())
         runs.append({"n_jobs": jobs, "seconds": seconds, "total_seconds": round(total, 3),

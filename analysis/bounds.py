@@ -59,11 +59,14 @@ COST_COLUMNS = ["case_id", "corpus", "framing", "level", "gold_tokens", "copied_
 
 @dataclass(frozen=True)
 class CostSettings:
-    context_mode: str = "fixed"
+    """How a program is priced (params `bounds.context_mode`, `bounds.extrapolate`, `bounds.context`):
+    the two that change every result have no default here; params.yaml is their one source."""
+
+    context_mode: str                     # fixed | running
+    extrapolate: bool                     # price copies past the profiled N range (counted) instead of refusing
     context: int = 256                    # fixed mode: the one KV-cache length
     prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
     prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
-    extrapolate: bool = False
 
     def validate(self) -> CostSettings:
         if self.context_mode not in CONTEXT_MODES:
@@ -194,7 +197,7 @@ def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetti
     ).select(COST_COLUMNS).sort("level", "corpus", "framing", "case_id")
 
 
-def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> pl.DataFrame:
+def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
     """Per (case, framing, level): G, regeneration time, program time (ideal and with overhead),
     and how many of its ops were costed by extrapolation (columns `COST_COLUMNS`)."""
     settings = settings.validate()
@@ -203,7 +206,7 @@ def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings 
     return _running_costs(spans, model, settings)
 
 
-def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> pl.DataFrame:
+def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
     """Per op (the rows of `spans`, in op order): the KV-cache length it runs at (`context`), its cost
     (`op_cost`: one prefill for a copy, its decode steps for a gen), the cost of its directive tokens
     (`directive_cost`) and whether it was extrapolated; in the model's unit (`cost_unit`). The sums
@@ -222,7 +225,7 @@ def cost_unit(model: LatencyModel) -> str:
     return "decode steps" if model.form == "paper" else "seconds"
 
 
-def repeat_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings = CostSettings()) -> list[pl.DataFrame]:
+def repeat_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> list[pl.DataFrame]:
     """`case_costs` under each kernel repeat's curves (empty when the model has none)."""
     return [case_costs(spans, m, settings) for m in model.repeat_models()]
 
@@ -251,7 +254,7 @@ class CaseCost:
         return self.regen / (self.program_ideal if variant == "ideal" else self.program_overhead)
 
 
-def case_cost(ops: Sequence[SpanOp], model: LatencyModel, settings: CostSettings = CostSettings(),
+def case_cost(ops: Sequence[SpanOp], model: LatencyModel, settings: CostSettings,
               prompt_tokens: int = 0) -> CaseCost:
     """The bound's costs for one program (e.g. an end-to-end prediction), through `case_costs`."""
     frame = pl.DataFrame(

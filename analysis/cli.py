@@ -40,12 +40,23 @@ STAGES: dict[str, tuple[str, str]] = {
 
 # Stages whose module builds its typed settings from the params dict and these command-line options
 # (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
-# `run(cfg, args)`.
+# `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": (),
+    "corpora": ("pairs", "repo", "only", "language", "name"),
+    "programs": (),
+    "roundtrip": (),
+    "spans": (),
+    "bounds": (),
+    "optimal": (),
+    "perturb": (),
+    "formats": (),
+    "headline": (),
+    "reports": ("params_path",),
+    "bench throughput": ("cases", "jobs", "backend", "bench_out"),
 }
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
@@ -177,11 +188,17 @@ def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     return parser
 
 
+def stage_settings(module, args: argparse.Namespace, cfg: Config):
+    """The settings of a SETTINGS_OPTIONS stage, built from the params and its command-line options."""
+    options = {name: cfg.path if name == "params_path" else getattr(args, name, None)
+               for name in SETTINGS_OPTIONS[args.stage]}
+    return module.settings(cfg.params, **options)
+
+
 def run_stage(module, args: argparse.Namespace, cfg: Config):
     """The stage's settings built here, from the params and its command-line options, then its run."""
     if args.stage in SETTINGS_OPTIONS:
-        options = {name: getattr(args, name, None) for name in SETTINGS_OPTIONS[args.stage]}
-        return module.run(module.settings(cfg.params, **options))
+        return module.run(stage_settings(module, args, cfg))
     return module.run(cfg, args)
 
 

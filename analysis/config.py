@@ -1,10 +1,13 @@
 """params.yaml, read once (`Config.load`), and the settings several stages share.
 
-Each stage module defines the typed settings of its own params group and a `settings(cfg)` function
-that validates them; `run` calls it before it reads or writes anything, so a bad value stops the
-stage with a `ParamsError` naming the key and the value, and nothing is half-written. Below the stage
-modules, code takes these dataclasses or plain values, never the params dict. (Settings live beside
-their stage so that a stage's code, and so its dvc.yaml deps, reach only its own domain modules.)
+Each stage module defines the typed settings of its own params group and a `settings(params)`
+function, the only reader of that group: it validates every value with the vocabulary of
+`analysis.params`, so a bad value stops the command with a `ParamsError` naming the key and the value
+before anything is read or written. `analysis.cli` builds the settings and calls `run(settings)`.
+Below the stage modules, code takes these dataclasses or plain values, never the params dict.
+(Settings live beside their stage so that a stage's code, and so its dvc.yaml deps, reach only its
+own domain modules.) A settings dataclass holds no default that changes a result
+(tests/test_settings.py compares every default with params.yaml).
 """
 
 from __future__ import annotations

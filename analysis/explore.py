@@ -79,7 +79,7 @@ class ExploreData:
         for path in (CASES, PROGRAMS, SPANS):
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
-        s = settings(Config.load(params))
+        s = settings(Config.load(params).params)
         kernels = [KernelSource(k.source if k.source != "fit" else f"fit {k.baseline}", k.model)
                    for k in kernel_models(s)]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),

@@ -26,11 +26,10 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import polars as pl
 
-from analysis.errors import ParamsError
 from analysis.layout import METRICS, POOLED, SINGLE_FRAMINGS, TABLES
 
 HEADLINE_DIR = METRICS / "headline"
@@ -48,32 +47,14 @@ DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directi
 
 @dataclass(frozen=True)
 class HeadlineSettings:
-    """params.yaml `headline`: which slice of each table is the headline figure."""
+    """params.yaml `headline` (checked by `analysis.stages.headline.settings`): which slice of each
+    table is the headline figure."""
 
     framing: str = "body"          # multi-framing corpora (HEvalFix) at this framing; single-framing corpora join
     kernel_ns: tuple[int, ...] = (8, 512)
     perturb_rate: float = 1.0
     decimals: int = 3
 
-    @classmethod
-    def from_params(cls, group: Mapping[str, Any] | None) -> "HeadlineSettings":
-        group = dict(group or {})
-        unknown = set(group) - {"framing", "kernel_ns", "perturb_rate", "decimals"}
-        if unknown:
-            raise ParamsError(f"headline: unknown settings {sorted(unknown)}; known: framing, kernel_ns, perturb_rate, decimals")
-        ns = group.get("kernel_ns", cls.kernel_ns)
-        if not isinstance(ns, (list, tuple)) or not ns or not all(isinstance(n, int) and n > 0 for n in ns):
-            raise ParamsError(f"headline.kernel_ns must be a non-empty list of positive integers, got {ns!r}")
-        decimals = group.get("decimals", cls.decimals)
-        if not isinstance(decimals, int) or not 0 <= decimals <= 8:
-            raise ParamsError(f"headline.decimals must be an integer 0-8, got {decimals!r}")
-        rate = group.get("perturb_rate", cls.perturb_rate)
-        if not isinstance(rate, (int, float)) or not 0 <= rate <= 1:
-            raise ParamsError(f"headline.perturb_rate must be in [0, 1], got {rate!r}")
-        framing = group.get("framing", cls.framing)
-        if not isinstance(framing, str) or not framing:
-            raise ParamsError(f"headline.framing must be a framing name, got {framing!r}")
-        return cls(framing=framing, kernel_ns=tuple(ns), perturb_rate=float(rate), decimals=decimals)
 
 
 @dataclass

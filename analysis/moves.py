@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora.cases import Case, cases_from_frame, read_cases
 from analysis.layout import CASES, TABLES
 from analysis.oracle import myers_matches
 from analysis.text import split_lines
@@ -44,7 +44,7 @@ def line_moves(source: str, target: str) -> LineMoves:
                      len(movable), sum(size[j] for j in movable))
 
 
-def moves_table(cases: list[corpora.Case]) -> pl.DataFrame:
+def moves_table(cases: list[Case]) -> pl.DataFrame:
     rows = [{"corpus": c.corpus, "framing": c.framing, **line_moves(c.source, c.target).__dict__} for c in cases]
     frame = pl.DataFrame(rows, schema={"corpus": pl.String, "framing": pl.String, "lines": pl.Int64,
                                        "bytes": pl.Int64, "diff_lines": pl.Int64, "diff_bytes": pl.Int64,
@@ -65,7 +65,7 @@ def moves_table(cases: list[corpora.Case]) -> pl.DataFrame:
 def main() -> None:
     from analysis.io import write_table
 
-    table = moves_table(corpora.cases_from_frame(corpora.read_cases(CASES)))
+    table = moves_table(cases_from_frame(read_cases(CASES)))
     write_table(table, TABLES / "line_moves")
     print(table)
 

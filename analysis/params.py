@@ -1,12 +1,16 @@
-"""Reading params.yaml and checking single values. `analysis.config` builds the typed per-stage
-settings from these; nothing else reads the params dict."""
+"""Reading params.yaml and the one validator vocabulary: every check of a settings value (`get`,
+`positive_int`, `number`, `choice`, `number_list`, `typed_entry`, `check_threads`, ...) lives here.
+Each stage's `settings(params)` builds its typed settings from these; nothing else reads the params dict."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 import math
 import re
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +122,23 @@ def positive_int(params: dict[str, Any], dotted: str, minimum: int = 1) -> int:
     return value
 
 
-def number(params: dict[str, Any], dotted: str) -> float:
+def number(params: dict[str, Any], dotted: str, lo: float | None = None, hi: float | None = None) -> float:
     value = get(params, dotted, (int, float))
     if not math.isfinite(value):
         raise ParamsError(f"params: {dotted!r} must be a finite number, got {value!r}")
+    if (lo is not None and value < lo) or (hi is not None and value > hi):
+        raise ParamsError(f"params: {dotted!r} must lie in [{lo}, {hi}], got {value!r}")
     return float(value)
+
+
+def known_keys(params: dict[str, Any], dotted: str, known) -> dict[str, Any]:
+    """The mapping at `dotted`, holding no key outside `known` (a typo would otherwise be ignored)."""
+    group = get(params, dotted, dict)
+    unknown = sorted(set(group) - set(known))
+    if unknown:
+        names = ", ".join(repr(f"{dotted}.{k}") for k in unknown)
+        raise ParamsError(f"params: unknown setting {names}; {dotted!r} knows {', '.join(known)}")
+    return group
 
 
 def interval_level(params: dict[str, Any], dotted: str) -> float:
@@ -154,7 +170,7 @@ def choices(params: dict[str, Any], dotted: str, allowed, nonempty: bool = True)
 
 
 def number_list(params: dict[str, Any], dotted: str, lo: float | None = None, hi: float | None = None,
-                integer: bool = False, nonempty: bool = True) -> tuple:
+                integer: bool = False, nonempty: bool = True, distinct: bool = False) -> tuple:
     values = get(params, dotted, list)
     if nonempty and not values:
         raise ParamsError(f"params: {dotted!r} must not be empty")
@@ -164,7 +180,90 @@ def number_list(params: dict[str, Any], dotted: str, lo: float | None = None, hi
             raise ParamsError(f"params: {dotted!r} must hold {'integers' if integer else 'numbers'}, got {v!r}")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
             raise ParamsError(f"params: {dotted!r} values must lie in [{lo}, {hi}], got {v!r}")
+    if distinct and len(set(values)) != len(values):
+        raise ParamsError(f"params: {dotted!r} lists a value twice: {values}")
     return tuple(int(v) if integer else float(v) for v in values)
+
+
+# ---------------------------------------------------------------- single values (a value already read)
+
+def check_slack(slack: Any, where: str = "contention_slack") -> float:
+    """A number of cores >= 0 that other processes may keep busy before a timed run counts as contended."""
+    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack < float("inf"):
+        raise ParamsError(f"{where} must be a number of cores >= 0 (0.5 = half a core), got {slack!r}")
+    return float(slack)
+
+
+def check_threads(threads: Any, where: str = "threads") -> int | None:
+    """A torch thread count: a positive integer, or None for torch's default."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+        raise ParamsError(f"{where} must be a positive integer or null (torch's default), got {threads!r}")
+    return threads
+
+
+def check_threshold(threshold: Any, where: str = "noisy_drift") -> float:
+    """A drift share > 0 above which a timed run is marked noisy (0.15 = 15%)."""
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0 < threshold < float("inf"):
+        raise ParamsError(f"{where} must be a share > 0 (0.15 = 15%), got {threshold!r}")
+    return float(threshold)
+
+
+# ---------------------------------------------------------------- typed entries of a list (corpora.commits[i], ...)
+
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+NON_NEGATIVE = ("seed", "min_lines", "max_lines", "max_cases", "max_line_chars", "generated_scan_lines")
+
+
+def check_annotated(annotation, value, key: str):
+    """`value` checked against a settings field's annotation (str, int, float, bool, tuple[str, ...],
+    or one of those | None); returns it in the field's type or raises naming `key`."""
+    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, types.UnionType) \
+        else (annotation,)
+    if value is None and type(None) in options:
+        return None
+    kinds = [o for o in options if o is not type(None)]
+    kind = kinds[0] if len(kinds) == 1 else None
+    if kind is str and isinstance(value, str):
+        return value
+    if kind is bool and isinstance(value, bool):
+        return value
+    if kind is int and isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    wanted = {str: "a string", int: "an integer", float: "a finite number", bool: "true or false"}.get(
+        kind, "a list of strings")
+    raise ParamsError(f"params: {key!r} must be {wanted}{' or null' if type(None) in options else ''}, got {value!r}")
+
+
+def typed_entry(kind: type, entry: object, where: str, defaults: dict | None = None, defaults_where: str = ""):
+    """A settings dataclass from a params mapping: unknown keys, wrong types and negative counts or
+    seeds are named by their full key (`corpora.commits[0].seed`, or the defaults' key they came from)."""
+    if not isinstance(entry, dict):
+        raise ParamsError(f"params: {where} must be a mapping, got {entry!r}")
+    known = {f.name: f for f in dataclasses.fields(kind)}
+    hints = typing.get_type_hints(kind)
+    for mapping, place in ((defaults or {}, defaults_where), (entry, where)):
+        unknown = sorted(set(mapping) - set(known))
+        if unknown:
+            raise ParamsError(f"params: {place} has unknown keys {unknown}; known: {', '.join(known)}")
+    values = {}
+    for key, value in {**(defaults or {}), **entry}.items():
+        full = f"{where}.{key}" if key in entry else f"{defaults_where}.{key}"
+        values[key] = check_annotated(hints[key], value, full)
+        if key in NON_NEGATIVE and values[key] < 0:
+            raise ParamsError(f"params: {full!r} must be >= 0, got {value!r}")
+        if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
+            raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
+                              f"letter or digit), got {value!r}")
+    try:
+        return kind(**values)
+    except TypeError as exc:
+        raise ParamsError(f"params: {where}: {exc}") from exc
 
 
 def _kind_name(kind) -> str:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
-from analysis.probeedit import (
+from analysis.corpora.probeedit import (
     EDIT_KINDS,
     Edit,
     ProbeEditParams,
@@ -40,13 +40,15 @@ SPLITS = ("train", "heldout")
 
 @dataclass(frozen=True)
 class PilotDataParams:
-    seed: int = 0
-    min_lines: int = 10
-    max_lines: int = 40
-    n_train: int = 200
-    n_heldout: int = 33
-    heldout_files: int = 8
-    kinds: tuple[str, ...] = EDIT_KINDS
+    """params `pilot.data` (built by the pilot stage's settings; no default here, params.yaml is the one source)."""
+
+    seed: int
+    min_lines: int
+    max_lines: int
+    n_train: int
+    n_heldout: int
+    heldout_files: int
+    kinds: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import CopyDecodeError, ParamsError
+from analysis.params import check_slack, check_threads, check_threshold  # noqa: F401 (validators live in analysis.params)
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 CPUINFO = Path("/proc/cpuinfo")
@@ -389,21 +390,6 @@ def other_load(window_s: float = CONTENTION_WINDOW_S, stat_path: Path = PROC_STA
     return LoadSample.between(before, after, own, wall)
 
 
-def check_slack(slack: Any, where: str = "contention_slack") -> float:
-    if isinstance(slack, bool) or not isinstance(slack, (int, float)) or not 0 <= slack < float("inf"):
-        raise ParamsError(f"{where} must be a number of cores >= 0 (0.5 = half a core), got {slack!r}")
-    return float(slack)
-
-
-def check_threads(threads: Any, where: str = "threads") -> int | None:
-    """A torch thread count: a positive integer, or None for torch's default."""
-    if threads is None:
-        return None
-    if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
-        raise ParamsError(f"{where} must be a positive integer or null (torch's default), got {threads!r}")
-    return threads
-
-
 def _cores(count: float) -> str:
     return f"{count:g} free core" + ("" if count == 1 else "s")
 
@@ -521,12 +507,6 @@ class Drift:
     def reason(self) -> str | None:
         """The noisy reason, when noisy."""
         return f"reference drift {self.drift:.0%} > {self.threshold:.0%}" if self.noisy else None
-
-
-def check_threshold(threshold: float) -> float:
-    if not isinstance(threshold, (int, float)) or not 0 < threshold:
-        raise ParamsError(f"timing.noisy_drift must be a share > 0 (0.15 = 15%), got {threshold!r}")
-    return float(threshold)
 
 
 @dataclass(frozen=True)

@@ -173,7 +173,7 @@ class ProfileSpec:
                               f"and allows at most {COMPILED_SHAPES_LIMIT - 4}")
         if isinstance(self.warmup_ar_steps, bool) or not isinstance(self.warmup_ar_steps, int) or self.warmup_ar_steps < 1:
             raise ParamsError(f"kernels.profile.warmup_ar_steps must be an integer >= 1, got {self.warmup_ar_steps!r}")
-        check_threshold(self.noisy_drift)
+        check_threshold(self.noisy_drift, "kernels.profile.noisy_drift")
         check_slack(self.contention_slack, "kernels.profile.contention_slack")
         check_threads(self.threads, "kernels.profile.threads")
         if not isinstance(self.reference_budget_s, (int, float)) or not self.reference_budget_s > 0:

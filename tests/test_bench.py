@@ -1,9 +1,9 @@
 """The throughput benchmark's arithmetic and argument checks (the benchmark itself is a command, not a test)."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
+from conftest import params_with
 
 from analysis import bench
 from analysis.cli import STAGES, TOOLS, build_parser
@@ -26,7 +26,7 @@ def test_extrapolation_is_linear_and_efficiency_scaled():
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ParamsError, match=match):
-        bench.bench_settings(SimpleNamespace(**{"cases": 10, "jobs": "1,2", "backend": "loky", "bench_out": None, **args}))
+        bench.settings(params_with(), **{"cases": 10, "jobs": "1,2", "backend": "loky", "bench_out": None, **args})
 
 
 def test_bench_is_a_command_not_a_pipeline_stage():
@@ -40,13 +40,14 @@ def test_bench_is_a_command_not_a_pipeline_stage():
 
 
 def test_bench_size_comes_from_params_unless_given():
-    args = SimpleNamespace(cases=None, jobs="1,2", backend="loky", bench_out=None)
-    assert bench.bench_settings(args, {}).cases == bench.DEFAULT_CASES
-    assert bench.bench_settings(args, {"bench": {"cases": 7}, "parallel": {"shard_cases": 3}}).cases == 7
-    assert bench.bench_settings(args, {"parallel": {"shard_cases": 3}}).shard_cases == 3
-    assert bench.bench_settings(SimpleNamespace(**{**vars(args), "cases": 5}), {"bench": {"cases": 7}}).cases == 5
+    def size(cases=None, **changes):
+        return bench.settings(params_with(**changes), cases=cases, jobs="1,2", backend="loky")
+
+    assert size(**{"bench.cases": 7, "parallel.shard_cases": 3}).cases == 7
+    assert size(**{"parallel.shard_cases": 3}).shard_cases == 3
+    assert size(5, **{"bench.cases": 7}).cases == 5
     with pytest.raises(ParamsError, match="must be an integer"):
-        bench.bench_settings(args, {"bench": {"cases": "many"}})
+        size(**{"bench.cases": "many"})
 
 
 def test_tree_peak_counts_a_child_process():
@@ -67,10 +68,9 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
     from analysis.config import Config
     from analysis.readme import _throughput_sentence
 
-    cfg = Config.load("params.yaml")
-    cfg.params.setdefault("parallel", {})["shard_cases"] = 4
     out = tmp_path / "reports/bench"
-    summary = bench.run(cfg, SimpleNamespace(cases=6, jobs="1,2", backend="loky", bench_out=str(out)))
+    summary = bench.run(bench.settings(params_with(**{"parallel.shard_cases": 4}), cases=6, jobs="1,2",
+                                       backend="loky", bench_out=str(out)))
     result = json.loads((out / "throughput.json").read_text())
     assert result["cases"] == 6 and result["shard_cases"] == 4 and summary["cases"] == 6
     assert [r["n_jobs"] for r in result["runs"]] == [1, 2]
@@ -86,18 +86,17 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
 
 
 def test_a_small_synthetic_corpus_spreads_over_every_repository(monkeypatch):
-    from analysis import corpora, registry
-    from analysis.config import Config
+    from types import SimpleNamespace
 
-    base = [corpora.Case(f"CommitEdits-{repo}/{i}", f"CommitEdits-{repo}", "python", "file", "a\n", "b\n")
+    from analysis.corpora import registry
+    from analysis.corpora.cases import Case
+    from analysis.stages import corpora as corpora_stage
+
+    base = [Case(f"CommitEdits-{repo}/{i}", f"CommitEdits-{repo}", "python", "file", "a\n", "b\n")
             for repo in ("x", "y") for i in range(10)]
     monkeypatch.setattr(registry, "build_corpus", lambda kind, s: SimpleNamespace(cases=base))
-    from pathlib import Path
-
-    from conftest import params_with
-
-    cfg = Config(params_with(**{"corpora.commits": [{"repo": "one.bundle"}]}), Path("params.yaml"))  # one build
-    small = bench.synthetic_cases(cfg, 4)
+    one_build = corpora_stage.settings(params_with(**{"corpora.commits": [{"repo": "one.bundle"}]}))
+    small = bench.synthetic_cases(one_build, 4)
     assert [c.case_id for c in small] == ["CommitEdits-x/0#0", "CommitEdits-x/5#0", "CommitEdits-y/0#0", "CommitEdits-y/5#0"]
-    large = bench.synthetic_cases(cfg, 45)
+    large = bench.synthetic_cases(one_build, 45)
     assert len({c.case_id for c in large}) == 45 and large[20].case_id == "CommitEdits-x/0#1"

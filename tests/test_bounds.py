@@ -34,7 +34,7 @@ def quadratic(a=1e-3, b=0.0, p=(2e-3, 1e-5, 0.0, 0.0), ns=(1.0, 512.0), contexts
 
 # t_step = 1 ms at any context; T_prefill(n) = 2 ms + 0.01 ms * n
 KERNEL = quadratic()
-FIXED0 = CostSettings(context_mode="fixed", context=0)
+FIXED0 = CostSettings(context_mode="fixed", extrapolate=False, context=0)
 
 
 def spans(rows, prompt=None):
@@ -76,7 +76,7 @@ def test_running_context_costs_each_op_where_it_happens():
         ("A/0", "A", "body", "line", "gen", 5, 0, 2),
         ("A/0", "A", "body", "line", "copy", 20, 20, 7),
     ], prompt={"A/0": 100})
-    row = case_costs(table, model, CostSettings(context_mode="running")).row(0, named=True)
+    row = case_costs(table, model, CostSettings(context_mode="running", extrapolate=False)).row(0, named=True)
     step = lambda c: 1e-3 + 1e-6 * c
     pre = lambda n, c: 2e-3 + 1e-5 * n + 1e-7 * n * c
     # contexts: op 0 at 100, op 1 at 110, op 2 at 115
@@ -84,14 +84,14 @@ def test_running_context_costs_each_op_where_it_happens():
     assert row["program_ideal"] == pytest.approx(pre(12, 100) + sum(step(110 + j) for j in range(5)) + pre(20, 115))
     assert row["directive_seconds"] == pytest.approx(7 * step(100) + 2 * step(110) + 7 * step(115))
     # the fixed mode at the prompt length differs: the later ops see a longer cache
-    fixed = case_costs(table, model, CostSettings(context=100)).row(0, named=True)
+    fixed = case_costs(table, model, CostSettings("fixed", False, context=100)).row(0, named=True)
     assert fixed["program_ideal"] < row["program_ideal"] and fixed["regen"] < row["regen"]
 
 
 def test_running_mode_needs_the_prompt_column():
     table = spans([("A/0", "A", "body", "line", "gen", 5, 0, 2)])
     with pytest.raises(ParamsError, match="prompt_tokens"):
-        case_costs(table, KERNEL, CostSettings(context_mode="running"))
+        case_costs(table, KERNEL, CostSettings(context_mode="running", extrapolate=False))
 
 
 def test_all_gen_program_has_bound_one_and_empty_copies_are_free():
@@ -127,10 +127,10 @@ def test_spans_beyond_the_profiled_range_are_refused_or_counted():
         ("A/1", "A", "body", "line", "copy", 40, 40, 7),
     ])
     with pytest.raises(ParamsError, match=r"case A/0 .* op 0: T_prefill\(N=2761, c=256\).*N in \[1, 512\]"):
-        case_costs(table, model, CostSettings(context=256))
+        case_costs(table, model, CostSettings("fixed", False, context=256))
     with pytest.raises(ParamsError, match=r"t_step\(c=300\)"):
-        case_costs(table, model, CostSettings(context=300))
-    costs = case_costs(table, model, CostSettings(context=256, extrapolate=True))
+        case_costs(table, model, CostSettings("fixed", False, context=300))
+    costs = case_costs(table, model, CostSettings("fixed", True, context=256))
     assert costs["extrapolated_spans"].to_list() == [1, 0]
     row = bounds_table(costs, 0, 0, 0.95).filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal")).row(0, named=True)
     assert row["extrapolated_spans"] == 1 and row["extrapolated_regen"] == 0
@@ -188,16 +188,16 @@ def test_single_program_prediction_uses_the_same_formula():
     prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
     assert cost.bound("ideal") == pytest.approx(0.160 / (prefill + 0.010))
     assert cost.bound("overhead") == pytest.approx(0.160 / (prefill + 0.026))
-    running = case_cost(ops, quadratic(b=1e-6), CostSettings(context_mode="running"), prompt_tokens=500)
+    running = case_cost(ops, quadratic(b=1e-6), CostSettings(context_mode="running", extrapolate=False), prompt_tokens=500)
     assert running.regen == pytest.approx(sum(1e-3 + 1e-6 * (500 + j) for j in range(160)))
 
 
 def test_paper_kernel_bound_is_dimensionless():
     ops = [SpanOp("copy", 64, 64, 7)]
-    cost = case_cost(ops, paper_model(), CostSettings(context=0))
+    cost = case_cost(ops, paper_model(), CostSettings("fixed", False, context=0))
     assert cost.regen == 64 and cost.bound("ideal") == pytest.approx(float(paper_speedup(64)))
     with pytest.raises(ParamsError, match="N=4"):
-        case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), CostSettings(context=0))
+        case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), CostSettings("fixed", False, context=0))
 
 
 # ---------------------------------------------------------------- fixed mode: golden table + invariants
@@ -236,7 +236,7 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
     a, b, p = V1_FIT
     model = quadratic(a, b, p, ns=(1.0, 512.0), contexts=(256.0,))
     table = random_spans(0)
-    costs = case_costs(table, model, CostSettings(context=256, prefill_tokens=prefill_tokens, extrapolate=True))
+    costs = case_costs(table, model, CostSettings("fixed", True, context=256, prefill_tokens=prefill_tokens))
     assert costs.columns == COST_COLUMNS
     if prefill_tokens == "n_tokens_src":
         golden = _golden_frame("costs", seed=0, prefill_tokens=prefill_tokens)

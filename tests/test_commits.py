@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import commits
-from analysis.commits import CommitSettings, mine_commits
+from analysis.corpora import commits
+from analysis.corpora.commits import CommitSettings, mine_commits
 from analysis.errors import CorpusError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -287,7 +287,7 @@ def test_click_bundle_round_trips():
 
 
 def test_registry_builds_commits(scripted):
-    from analysis import registry
+    from analysis.corpora import registry
 
     build = registry.build_corpus("commits", settings(scripted.path))
     direct, report = mine_commits(settings(scripted.path))
@@ -350,12 +350,11 @@ def repo_folder(scripted, tmp_path_factory) -> Path:
 
 def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
     from analysis.stages import corpora as stage
-    from analysis.config import Config
 
     params = {"corpora": {"humanevalpack": {"languages": []}, "probeedit": {"enabled": False},
                           "commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
                           "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": []}}
-    s = stage.settings(Config(params, Path("params.yaml")))
+    s = stage.settings(params)
     names = [b[1].name for b in s.builds]
     assert names == ["team-alpha", "team-beta"]  # notes.txt is no repository: ignored
     assert all(b[1].min_lines == 5 for b in s.builds)  # each mined with the same filters
@@ -406,12 +405,12 @@ def test_repos_entry_errors(repo_folder, scripted, tmp_path):
 def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkeypatch):
     import polars as pl
 
-    from analysis import corpora
+    from analysis.corpora.cases import cases_frame
     from analysis.stages import corpora as stage
 
     settings_list = [settings(repo_folder / "alpha.bundle", name="alpha"), settings(repo_folder / "beta.git", name="beta")]
     cases = [c for s in settings_list for c in mine_commits(s)[0]]
-    frame = corpora.cases_frame(cases)
+    frame = cases_frame(cases)
     monkeypatch.setattr(stage, "COMMIT_CASES", tmp_path / "commits")
     (tmp_path / "commits").mkdir()
     (tmp_path / "commits" / "CommitEdits-gone.parquet").write_bytes(b"stale")

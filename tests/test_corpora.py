@@ -3,7 +3,8 @@ import json
 import polars as pl
 import pytest
 
-from analysis import corpora
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import Case, cases_frame, cases_from_frame, read_cases
 from analysis.errors import CorpusError
 
 
@@ -24,9 +25,9 @@ def write(folder, language, lines):
 
 def test_framings(tmp_path):
     write(tmp_path, "python", [json.dumps(record())])
-    records, origin = corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+    records, origin = humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
     assert origin.origin.startswith("local:") and origin.n_records == 1
-    cases = {c.framing: c for c in corpora.hevalfix_cases(records, "python", corpora.FRAMINGS)}
+    cases = {c.framing: c for c in humanevalpack.hevalfix_cases(records, "python", humanevalpack.FRAMINGS)}
     assert cases["body"].source == "    return 1\n" and cases["body"].target == "    return 2\n"
     assert cases["decl"].source == "def f():\n    return 1\n"
     assert cases["prompt"].target == "def f():\n    '''doc'''\n    return 2\n"
@@ -36,9 +37,9 @@ def test_framings(tmp_path):
 @pytest.mark.parametrize("language", ["cpp", "go", "java", "rust", "js"])
 def test_every_humanevalpack_language_loads_by_name(tmp_path, language):
     write(tmp_path, language, [json.dumps(record(task_id=f"X/{k}")) for k in range(3)])
-    records, _ = corpora.load_humanevalpack(language, tmp_path, "local", verify_sha256=False)
-    cases = corpora.hevalfix_cases(records, language, ["body"])
-    assert [c.case_id for c in cases] == [f"{corpora.corpus_name(language)}/{k}" for k in range(3)]
+    records, _ = humanevalpack.load_humanevalpack(language, tmp_path, "local", verify_sha256=False)
+    cases = humanevalpack.hevalfix_cases(records, language, ["body"])
+    assert [c.case_id for c in cases] == [f"{humanevalpack.corpus_name(language)}/{k}" for k in range(3)]
 
 
 def test_missing_field_names_file_line_and_field(tmp_path):
@@ -46,49 +47,49 @@ def test_missing_field_names_file_line_and_field(tmp_path):
     del bad["buggy_solution"]
     path = write(tmp_path, "python", [json.dumps(record()), json.dumps(bad)])
     with pytest.raises(CorpusError, match=f"{path}:2: missing field 'buggy_solution'"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
 
 
 def test_bad_json_line(tmp_path):
     path = write(tmp_path, "python", [json.dumps(record()), "{not json"])
     with pytest.raises(CorpusError, match=f"{path}:2: not valid JSON"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
 
 
 def test_wrong_field_type(tmp_path):
     path = write(tmp_path, "python", [json.dumps(record(prompt=3))])
     with pytest.raises(CorpusError, match=f"{path}:1: field 'prompt' must be a string"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
 
 
 def test_empty_file(tmp_path):
     path = write(tmp_path, "python", [])
     with pytest.raises(CorpusError, match=f"{path}: the file is empty"):
-        corpora.load_humanevalpack("python", tmp_path, "local")
+        humanevalpack.load_humanevalpack("python", tmp_path, "local")
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(CorpusError, match="go.jsonl: no such file"):
-        corpora.load_humanevalpack("go", tmp_path, "local")
+        humanevalpack.load_humanevalpack("go", tmp_path, "local")
 
 
 def test_unknown_language_and_framing(tmp_path):
     with pytest.raises(CorpusError, match="unknown HumanEvalPack language 'cobol'"):
-        corpora.load_humanevalpack("cobol", tmp_path, "local")
+        humanevalpack.load_humanevalpack("cobol", tmp_path, "local")
     with pytest.raises(CorpusError, match="unknown or empty framings"):
-        corpora.hevalfix_cases([record()], "python", ["whole"])
+        humanevalpack.hevalfix_cases([record()], "python", ["whole"])
 
 
 def test_pinned_hash_mismatch(tmp_path):
     write(tmp_path, "python", [json.dumps(record())])
     with pytest.raises(CorpusError, match="differs from the pinned"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=True)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=True)
 
 
 def test_env_var_overrides_param(tmp_path, monkeypatch):
     write(tmp_path, "python", [json.dumps(record())])
-    monkeypatch.setenv(corpora.ENV_DIR, str(tmp_path))
-    records, origin = corpora.load_humanevalpack("python", "/nonexistent", "auto", verify_sha256=False)
+    monkeypatch.setenv(humanevalpack.ENV_DIR, str(tmp_path))
+    records, origin = humanevalpack.load_humanevalpack("python", "/nonexistent", "auto", verify_sha256=False)
     assert str(tmp_path) in origin.origin and len(records) == 1
 
 
@@ -100,9 +101,9 @@ def test_hub_failure_is_a_clear_error(monkeypatch, tmp_path):
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
     with pytest.raises(CorpusError, match="could not load bigcode/humanevalpack config 'python' from the hub"):
-        corpora.load_humanevalpack("python", tmp_path / "absent", "hub")
+        humanevalpack.load_humanevalpack("python", tmp_path / "absent", "hub")
     with pytest.raises(CorpusError, match="could not load bigcode/humanevalpack"):
-        corpora.load_humanevalpack("python", None, "auto")  # no folder set at all: auto means the hub
+        humanevalpack.load_humanevalpack("python", None, "auto")  # no folder set at all: auto means the hub
 
 
 def test_auto_with_a_missing_folder_fails_at_once_naming_it(monkeypatch, tmp_path):
@@ -112,24 +113,24 @@ def test_auto_with_a_missing_folder_fails_at_once_naming_it(monkeypatch, tmp_pat
         raise AssertionError("the hub was tried")
 
     monkeypatch.setattr(datasets, "load_dataset", must_not_run)
-    monkeypatch.delenv(corpora.ENV_DIR, raising=False)
+    monkeypatch.delenv(humanevalpack.ENV_DIR, raising=False)
     absent = tmp_path / "absent"
     with pytest.raises(CorpusError, match=f"HumanEvalPack folder {absent} \\(from corpora.humanevalpack.local_dir\\) "
                                           "does not exist.*source: hub"):
-        corpora.load_humanevalpack("python", absent, "auto")
-    monkeypatch.setenv(corpora.ENV_DIR, str(absent))
-    with pytest.raises(CorpusError, match=f"{absent} \\(from environment variable {corpora.ENV_DIR}\\)"):
-        corpora.load_humanevalpack("python", tmp_path, "local")
+        humanevalpack.load_humanevalpack("python", absent, "auto")
+    monkeypatch.setenv(humanevalpack.ENV_DIR, str(absent))
+    with pytest.raises(CorpusError, match=f"{absent} \\(from environment variable {humanevalpack.ENV_DIR}\\)"):
+        humanevalpack.load_humanevalpack("python", tmp_path, "local")
 
 
 def test_line_separators_inside_strings_and_instruction(tmp_path):
     body = "    return '\u2028\u2029\x85'\n"
     write(tmp_path, "python", [json.dumps(record(buggy_solution=body, instruction="Fix f."), ensure_ascii=False),
                                json.dumps(record(task_id="Python/8"))])
-    records, _ = corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
-    cases = corpora.hevalfix_cases(records, "python", ["body"])
+    records, _ = humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+    cases = humanevalpack.hevalfix_cases(records, "python", ["body"])
     assert cases[0].source == body and [c.instruction for c in cases] == ["Fix f.", None]
-    frame = corpora.cases_frame(cases)
+    frame = cases_frame(cases)
     assert frame.columns == ["case_id", "corpus", "language", "framing", "source", "target", "instruction"]
     assert frame["instruction"].to_list() == ["Fix f.", None]
 
@@ -138,24 +139,24 @@ def test_lone_surrogate_and_bad_instruction(tmp_path):
     path = tmp_path / "python.jsonl"
     path.write_text(json.dumps(record()) + "\n" + json.dumps(record(prompt="\ud800")) + "\n")
     with pytest.raises(CorpusError, match=f"{path}:2: record\\['prompt'\\] holds a lone surrogate"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
     write(tmp_path, "python", [json.dumps(record(instruction=5))])
     with pytest.raises(CorpusError, match="python.jsonl:1: field 'instruction' must be a string, got int"):
-        corpora.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
+        humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
 
 
 def cases_table():
-    return corpora.cases_frame([
-        corpora.Case("C/1", "C", "python", "body", "a\n", "b\n", "do it"),
-        corpora.Case("C/2", "C", "python", "body", "c\n", "d\n"),
+    return cases_frame([
+        Case("C/1", "C", "python", "body", "a\n", "b\n", "do it"),
+        Case("C/2", "C", "python", "body", "c\n", "d\n"),
     ])
 
 
 def test_read_cases_round_trip(tmp_path):
     path = tmp_path / "cases.parquet"
     cases_table().write_parquet(path)
-    frame = corpora.read_cases(path)
-    assert corpora.cases_from_frame(frame) == corpora.cases_from_frame(cases_table())
+    frame = read_cases(path)
+    assert cases_from_frame(frame) == cases_from_frame(cases_table())
 
 
 @pytest.mark.parametrize("column", ["source", "target", "case_id"])
@@ -164,7 +165,7 @@ def test_read_cases_null_is_named(tmp_path, column):
     cases_table().with_columns(pl.when(pl.col("case_id") == "C/2").then(None).otherwise(pl.col(column))
                                .alias(column)).write_parquet(path)
     with pytest.raises(CorpusError, match=f"{path}: column '{column}' is null in 1 row\\(s\\), first at row 1"):
-        corpora.read_cases(path)
+        read_cases(path)
 
 
 def test_read_cases_bad_files(tmp_path):
@@ -173,29 +174,29 @@ def test_read_cases_bad_files(tmp_path):
     data = path.read_bytes()
     path.write_bytes(data[: len(data) // 2])
     with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
-        corpora.read_cases(path)
+        read_cases(path)
     path.write_bytes(b"garbage" * 20)
     with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
-        corpora.read_cases(path)
+        read_cases(path)
     cases_table().drop("instruction").write_parquet(path)
     with pytest.raises(CorpusError, match=f"{path}: missing columns \\['instruction'\\]"):
-        corpora.read_cases(path)
+        read_cases(path)
     cases_table().with_columns(pl.lit(3).alias("source")).write_parquet(path)
     with pytest.raises(CorpusError, match="columns must hold strings, got {'source': 'Int32'}"):
-        corpora.read_cases(path)
+        read_cases(path)
 
 
 def test_shared_files_load_and_match_their_pins(hep_dir):
     for language in ("python", "js"):
-        records, origin = corpora.load_humanevalpack(language, hep_dir, "local", verify_sha256=True)
-        assert len(records) == 164 and origin.sha256 == corpora.KNOWN_SHA256[language]
-        cases = corpora.hevalfix_cases(records, language, ["body"])
+        records, origin = humanevalpack.load_humanevalpack(language, hep_dir, "local", verify_sha256=True)
+        assert len(records) == 164 and origin.sha256 == humanevalpack.KNOWN_SHA256[language]
+        cases = humanevalpack.hevalfix_cases(records, language, ["body"])
         assert all(c.instruction and c.instruction == r["instruction"] for c, r in zip(cases, records))
 
 
 def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
-    from analysis import registry
-    from analysis.probeedit import ProbeEditParams
+    from analysis.corpora import registry
+    from analysis.corpora.probeedit import ProbeEditParams
 
     write(tmp_path, "python", [json.dumps(record(instruction="Fix f."))])
     settings = registry.HumanEvalPackSettings(languages=("python",), framings=("body",), local_dir=str(tmp_path),

@@ -50,7 +50,7 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.pld.sweep_models", ["gpt-9"], "'e2e.pld.sweep_models' has unknown values ['gpt-9']"),
     ("e2e.overhead", ["char"], "'e2e.overhead' has unknown values ['char']"),
     ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),
-    ("e2e.noisy_drift", 0, "timing.noisy_drift must be a share > 0"),
+    ("e2e.noisy_drift", 0, "'e2e.noisy_drift' must be a share > 0"),
     ("e2e.reference_budget_s", -1, "'e2e.reference_budget_s' must be > 0"),
     ("e2e.threads", 0, "'e2e.threads' must be a positive integer or null"),
     ("e2e.threads", 1.5, "'e2e.threads' must be a positive integer or null"),

@@ -122,10 +122,15 @@ def test_absent_inputs_are_named_and_stale_files_removed(tmp_path):
 
 
 @pytest.mark.parametrize("bad", [{"kernel_ns": []}, {"kernel_ns": [8, -1]}, {"perturb_rate": 2}, {"decimals": "3"},
-                                 {"framing": ""}, {"kernal_ns": [8]}])
+                                 {"decimals": 9}, {"framing": ""}, {"kernal_ns": [8]}])
 def test_bad_headline_settings_are_named_errors(bad):
-    with pytest.raises(ParamsError, match="headline"):
-        HeadlineSettings.from_params(bad)
+    from conftest import params_with
+
+    from analysis.stages.headline import settings
+
+    key = next(iter(bad))
+    with pytest.raises(ParamsError, match=f"'headline.{key}'"):
+        settings(params_with(**{f"headline.{key}": bad[key]}))
 
 
 def test_corpus_keys_are_short_and_a_users_corpus_gets_a_slug():

@@ -3,11 +3,11 @@ import json
 import polars as pl
 import pytest
 
-from analysis import registry
-from analysis.corpora import cases_frame
+from analysis.corpora import registry
+from analysis.corpora.cases import cases_frame
 from analysis.errors import CorpusError
-from analysis.jsonl import read_jsonl
-from analysis.pairs import PairsSettings, load_pairs
+from analysis.corpora.jsonl import read_jsonl
+from analysis.corpora.pairs import PairsSettings, load_pairs
 
 
 def write_jsonl(path, records):

@@ -7,7 +7,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis import corpora
+from analysis.corpora.cases import Case, cases_frame
 from analysis.errors import ParamsError
 from analysis.optimal import CostModel, TokenizerDirectives
 from analysis.parallel import ParallelSettings, check_parallel, chunked, map_cases, parallel_settings
@@ -27,7 +27,7 @@ def parquet_bytes(frame: pl.DataFrame) -> bytes:
     return buffer.getvalue()
 
 
-def make_cases(n: int = 14) -> list[corpora.Case]:
+def make_cases(n: int = 14) -> list[Case]:
     cases = []
     for i in range(n):
         lines = [f"value_{i}_{k} = compute({k}, {i})\n" for k in range(12 + i)]
@@ -37,7 +37,7 @@ def make_cases(n: int = 14) -> list[corpora.Case]:
             edited.insert(2, "import os\n")
         if i % 4 == 1:
             edited = edited[6:] + edited[:6]  # a reordering: several copies
-        cases.append(corpora.Case(f"T/{i:03d}", "T-A" if i % 2 else "T-B", "python", "file",
+        cases.append(Case(f"T/{i:03d}", "T-A" if i % 2 else "T-B", "python", "file",
                                   "".join(lines), "".join(edited)))
     return cases
 
@@ -46,7 +46,7 @@ def make_cases(n: int = 14) -> list[corpora.Case]:
 def tables(qwen):
     cases = make_cases()
     programs = oracle_programs(cases, qwen, 1, SERIAL)
-    joined = programs.join(corpora.cases_frame(cases).select("case_id", "framing", "source", "target"),
+    joined = programs.join(cases_frame(cases).select("case_id", "framing", "source", "target"),
                            on=["case_id", "framing"], how="left")
     return cases, programs, joined
 

@@ -15,13 +15,13 @@ from analysis.pilotdata import (
     instruction,
     with_split,
 )
-from analysis.probeedit import Edit, ProbeEditParams, load_pinned_sources
+from analysis.corpora.probeedit import EDIT_KINDS, Edit, ProbeEditParams, load_pinned_sources
 from analysis.program import parse, render
 from analysis.resolver import resolve
 
 pytestmark = pytest.mark.slow  # builds ProbeEdit-S and the pilot's cases (and one LoRA run)
 
-SMALL = PilotDataParams(seed=1, n_train=30, n_heldout=12, heldout_files=6)
+SMALL = PilotDataParams(seed=1, min_lines=10, max_lines=40, n_train=30, n_heldout=12, heldout_files=6, kinds=EDIT_KINDS)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ from collections import Counter
 
 import pytest
 
-from analysis import probeedit
+from analysis.corpora import probeedit
 from analysis.errors import CorpusError
 
 

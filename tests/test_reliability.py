@@ -5,8 +5,8 @@ import polars as pl
 import pytest
 
 from analysis.errors import CorpusError
-from analysis.jsonl import read_jsonl
-from analysis.pairs import PairsSettings, load_pairs
+from analysis.corpora.jsonl import read_jsonl
+from analysis.corpora.pairs import PairsSettings, load_pairs
 
 
 # ---------------------------------------------------------------- D13: rare JSONL inputs
@@ -124,15 +124,15 @@ def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
 
 
 def test_repo_takes_language_and_name(tmp_path):
-    from analysis.stages.corpora import CommandLine, settings
+    from analysis.stages.corpora import settings
 
-    cfg = Config(params_with(), tmp_path / "params.yaml")
-    s = settings(cfg, CommandLine(repos=("x.bundle",), only=True, language="js", name="mine"))
+    params = params_with()
+    s = settings(params, repo=["x.bundle"], only=True, language="js", name="mine")
     assert [(k, b.language, b.name, b.min_lines) for k, b in s.builds] == [("commits", "js", "mine", 20)]
     with pytest.raises(ParamsError, match="--only builds just"):
-        settings(cfg, CommandLine(only=True))
+        settings(params, only=True)
     with pytest.raises(ParamsError, match="--name names one input"):
-        settings(cfg, CommandLine(pairs=("a.jsonl", "b.jsonl"), name="x"))
+        settings(params, pairs=["a.jsonl", "b.jsonl"], name="x")
 
 
 def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
@@ -173,7 +173,7 @@ def test_corpus_entries_are_typed(tmp_path, key, value, message):
     from analysis.stages.corpora import settings
 
     with pytest.raises(ParamsError) as info:
-        settings(Config(params_with(**{key: value}), tmp_path / "params.yaml"))
+        settings(params_with(**{key: value}))
     assert message in str(info.value)
 
 
@@ -184,9 +184,9 @@ def test_negative_seed_and_degenerate_bootstrap_are_refused(tmp_path, group, mod
 
     stage = importlib.import_module(module)
     with pytest.raises(ParamsError, match=f"'{group}.seed' must be >= 0"):
-        stage.settings(Config(params_with(**{f"{group}.seed": -1}), tmp_path / "p.yaml"))
+        stage.settings(params_with(**{f"{group}.seed": -1}))
     with pytest.raises(ParamsError, match=f"'{group}.bootstrap_resamples' must be 0 \\(no CIs\\) or >= 20"):
-        stage.settings(Config(params_with(**{f"{group}.bootstrap_resamples": 1}), tmp_path / "p.yaml"))
+        stage.settings(params_with(**{f"{group}.bootstrap_resamples": 1}))
 
 
 def test_duplicate_groups_and_unknown_keys_are_errors(tmp_path):
@@ -226,7 +226,7 @@ def test_corpus_name_collisions_are_refused(tmp_path, changes, message):
     from analysis.stages.corpora import settings
 
     with pytest.raises(ParamsError, match=message):
-        settings(Config(params_with(**changes), tmp_path / "params.yaml"))
+        settings(params_with(**changes))
 
 
 # ---------------------------------------------------------------- D14: the CLI
@@ -345,7 +345,7 @@ def test_an_empty_target_is_refused_by_name_before_any_stage(pairs_only, capsys,
 
 
 def test_empty_target_in_any_corpus_is_refused():
-    from analysis.corpora import Case, cases_frame
+    from analysis.corpora.cases import Case, cases_frame
 
     with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
         cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])

@@ -143,7 +143,7 @@ def test_optimal_programs_resolve_to_their_targets(scratch):
     from analysis.stages.optimal import cost_model, load_cases, settings
     from analysis.tokenization import load_tokenizer
 
-    s = settings(Config.load("params.yaml"))
+    s = settings(Config.load("params.yaml").params)
     tokenizer = load_tokenizer(s.tokenizer)
     cases = load_cases(("body",), ("line", "token"), tokenizer)[:25]
     cost = cost_model(ONE_CONTEXT, s)
@@ -165,7 +165,7 @@ def test_extrapolation_is_refused_unless_allowed(scratch, capsys):
 
 @pytest.mark.parametrize("dotted, value, message", [
     ("optimal.min_copies", [0, 2], "'optimal.min_copies' values must lie in"),
-    ("optimal.min_copies", [2, 2], "repeats a value"),
+    ("optimal.min_copies", [2, 2], "'optimal.min_copies' lists a value twice"),
     ("optimal.baseline", "bogus", "'optimal.baseline' must be one of"),
     ("optimal.kernel_sources", ["fit", "measured"], "'optimal.kernel_sources' has unknown kernel sources ['measured']"),
     ("optimal.framings", [], "'optimal.framings' must not be empty"),
@@ -176,7 +176,7 @@ def test_bad_optimal_params_are_named_before_anything_is_written(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     write_params(tmp_path, **{dotted: value})
     with pytest.raises(ParamsError) as info:
-        settings(Config.load(tmp_path / "params.yaml"))
+        settings(Config.load(tmp_path / "params.yaml").params)
     assert message in str(info.value)
     assert not (tmp_path / "reports").exists()
 
@@ -210,7 +210,7 @@ def test_perturb_definitions_must_keep_strict(scratch):
 
     write_params(scratch, **{"perturb.definitions": ["clip"]})
     with pytest.raises(ParamsError, match="must include 'strict'"):
-        settings(Config.load(scratch / "params.yaml"))
+        settings(Config.load(scratch / "params.yaml").params)
 
 
 # ---------------------------------------------------------------- running context

@@ -77,7 +77,7 @@ def test_bad_params_are_named_before_anything_is_written(scratch, key, value, me
     import importlib
 
     with pytest.raises(ParamsError) as info:
-        importlib.import_module(module).settings(cfg.params if stage == "e2e" else cfg)
+        importlib.import_module(module).settings(cfg.params)
     assert message in str(info.value)
     assert not (scratch / "reports").exists() and not (scratch / "data").exists()
 
@@ -127,9 +127,9 @@ def test_null_source_in_cases_is_named(scratch, capsys):
     frame.with_columns(source=pl.when(pl.col("case_id") == frame["case_id"][0]).then(None).otherwise(pl.col("source"))
                        ).write_parquet(path)
     with pytest.raises(CorpusError, match="source"):
-        from analysis import corpora
+        from analysis.corpora.cases import cases_from_frame, read_cases
 
-        corpora.cases_from_frame(corpora.read_cases(path))
+        cases_from_frame(read_cases(path))
 
 
 def test_outputs_are_written_atomically(tmp_path):

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
-from analysis import charts, commits
+from analysis import charts
+from analysis.corpora import commits
 from analysis.bounds import (
     CONTEXT_MODES,
     POOLED_BOOTSTRAPS,
@@ -20,7 +21,7 @@ from analysis.bounds import (
     case_costs,
     repeat_costs,
 )
-from analysis.config import Bootstrap, Config, bootstrap_settings
+from analysis.config import Bootstrap, bootstrap_settings
 from analysis.digest import check_fresh, parquet_metadata
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
@@ -67,8 +68,8 @@ class BoundsSettings:
     bootstrap: Bootstrap
 
 
-def settings(cfg: Config) -> BoundsSettings:
-    p = cfg.params
+def settings(params: dict) -> BoundsSettings:
+    p = params
     cost = CostSettings(
         context_mode=choice(p, "bounds.context_mode", CONTEXT_MODES),
         context=positive_int(p, "bounds.context", minimum=0),
@@ -170,7 +171,7 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     pool, over every kernel."""
     tables, costs_all, tokenization, paper_pools = [], [], [], []
     boot = s.bootstrap
-    gold_cost = CostSettings(s.cost.context_mode, s.cost.context, s.cost.prompt_column, "n_tokens", s.cost.extrapolate)
+    gold_cost = replace(s.cost, prefill_tokens="n_tokens")
     for kernel in kernel_models(s):
         model = kernel.model
         label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline))
@@ -229,8 +230,7 @@ def bound_metrics(table: pl.DataFrame) -> dict:
     }
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: BoundsSettings) -> dict:
     with timed("bounds"):
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)
         check_fresh(SPANS, "copydecode spans")

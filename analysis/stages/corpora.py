@@ -1,8 +1,8 @@
 """`copydecode corpora`: every configured corpus -> data/corpora/cases.parquet.
 
-Corpora come from the registry (`analysis.registry`): HumanEvalPack languages, ProbeEdit-S, commits
-mined from git repositories or bundles (`corpora.commits`), and a user's edit-pairs files
-(`corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
+Corpora come from the registry (`analysis.corpora.registry`): HumanEvalPack languages, ProbeEdit-S,
+commits mined from git repositories or bundles (params `corpora.commits`), and a user's edit-pairs
+files (params `corpora.pairs`). `--pairs FILE` and `--repo PATH` on the command line add to what params.yaml lists,
 for a one-off analysis outside `dvc repro`; with `--only` they are the whole run (`--language`,
 `--name` set what params would). Every corpus-entry field is type- and range-checked by name, and a
 corpus name that is reserved (`pooled`, the paper's corpora) or given twice is refused.
@@ -10,21 +10,19 @@ corpus name that is reserved (`pooled`, the paper's corpora) or given twice is r
 
 from __future__ import annotations
 
-import math
-import re
-import typing
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import commits, corpora, pairs, probeedit, registry
-from analysis.config import Config
+from analysis.corpora import commits, humanevalpack, probeedit, registry
+from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
+from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
-from analysis.params import choice, choices, get, get_or, positive_int
+from analysis.params import choice, choices, get, get_or, typed_entry
 from analysis.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.stages.common import timed
 
@@ -38,91 +36,14 @@ class CorporaSettings:
 
 def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
     hep = "corpora.humanevalpack"
-    languages = choices(p, f"{hep}.languages", tuple(corpora.HUMANEVALPACK_LANGUAGES), nonempty=False)
+    languages = choices(p, f"{hep}.languages", tuple(humanevalpack.HUMANEVALPACK_LANGUAGES), nonempty=False)
     if not languages:
         return None
     return registry.HumanEvalPackSettings(
-        languages=languages, framings=choices(p, f"{hep}.framings", corpora.FRAMINGS),
+        languages=languages, framings=choices(p, f"{hep}.framings", humanevalpack.FRAMINGS),
         local_dir=get(p, f"{hep}.local_dir", str), source=choice(p, f"{hep}.source", HEP_SOURCES),
         verify_sha256=get(p, f"{hep}.verify_sha256", bool),
     )
-
-
-def probeedit_params(p: dict) -> probeedit.ProbeEditParams | None:
-    group = "corpora.probeedit"
-    if not get(p, f"{group}.enabled", bool):
-        return None
-    mix = get(p, f"{group}.mix", dict)
-    for kind, weight in mix.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
-        if not math.isfinite(weight) or weight < 0:
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
-    if not any(w > 0 for w in mix.values()):
-        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
-    min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
-    if max_lines < min_lines:
-        raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
-    return probeedit.ProbeEditParams(
-        n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
-        min_lines=min_lines, max_lines=max_lines,
-        mix=tuple((str(k), float(v)) for k, v in mix.items()),
-        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
-    )
-
-
-NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
-NON_NEGATIVE = ("seed", "min_lines", "max_lines", "max_cases", "max_line_chars", "generated_scan_lines")
-
-
-def _check_value(annotation, value, key: str):
-    """`value` checked against a settings field's annotation (str, int, float, bool, tuple[str, ...],
-    or one of those | None); returns it in the field's type or raises naming `key`."""
-    options = typing.get_args(annotation) if typing.get_origin(annotation) in (typing.Union, getattr(
-        __import__("types"), "UnionType", None)) else (annotation,)
-    if value is None and type(None) in options:
-        return None
-    kinds = [o for o in options if o is not type(None)]
-    kind = kinds[0] if len(kinds) == 1 else None
-    if kind is str and isinstance(value, str):
-        return value
-    if kind is bool and isinstance(value, bool):
-        return value
-    if kind is int and isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if kind is float and isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    wanted = {str: "a string", int: "an integer", float: "a finite number", bool: "true or false"}.get(
-        kind, "a list of strings")
-    raise ParamsError(f"params: {key!r} must be {wanted}{' or null' if type(None) in options else ''}, got {value!r}")
-
-
-def _typed(kind: type, entry: object, where: str, defaults: dict | None = None, defaults_where: str = ""):
-    """A settings dataclass from a params mapping: unknown keys, wrong types and negative counts or
-    seeds are named by their full key (`corpora.commits[0].seed`, or the defaults' key they came from)."""
-    if not isinstance(entry, dict):
-        raise ParamsError(f"params: {where} must be a mapping, got {entry!r}")
-    known = {f.name: f for f in fields(kind)}
-    hints = typing.get_type_hints(kind)
-    for mapping, place in ((defaults or {}, defaults_where), (entry, where)):
-        unknown = sorted(set(mapping) - set(known))
-        if unknown:
-            raise ParamsError(f"params: {place} has unknown keys {unknown}; known: {', '.join(known)}")
-    values = {}
-    for key, value in {**(defaults or {}), **entry}.items():
-        full = f"{where}.{key}" if key in entry else f"{defaults_where}.{key}"
-        values[key] = _check_value(hints[key], value, full)
-        if key in NON_NEGATIVE and values[key] < 0:
-            raise ParamsError(f"params: {full!r} must be >= 0, got {value!r}")
-        if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
-            raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
-                              f"letter or digit), got {value!r}")
-    try:
-        return kind(**values)
-    except TypeError as exc:
-        raise ParamsError(f"params: {where}: {exc}") from exc
 
 
 def _listed(p: dict, key: str) -> list:
@@ -140,11 +61,6 @@ class CommandLine:
     language: str | None = None
     name: str | None = None
 
-    @classmethod
-    def from_args(cls, args) -> "CommandLine":
-        return cls(tuple(getattr(args, "pairs", None) or ()), tuple(getattr(args, "repo", None) or ()),
-                   bool(getattr(args, "only", False)), getattr(args, "language", None), getattr(args, "name", None))
-
     def check(self) -> None:
         given = len(self.pairs) + len(self.repos)
         if self.only and not given:
@@ -159,22 +75,11 @@ def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple
     builds: list[tuple[str, object]] = []
     extra = {k: v for k, v in (("language", line.language), ("name", line.name)) if v is not None}
     for repo in line.repos:
-        builds.append(("commits", _typed(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
+        builds.append(("commits", typed_entry(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
                                          commit_defaults, "corpora.commit_defaults")))
     for path in line.pairs:
-        builds.append(("pairs", _typed(pairs.PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
+        builds.append(("pairs", typed_entry(PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
     return builds
-
-
-def build_name(kind: str, corpus_settings) -> list[str]:
-    """The corpus names a build gives (HumanEvalPack: one per language)."""
-    if kind == "commits":
-        return [commits.corpus_name(corpus_settings)]
-    if kind == "pairs":
-        return [pairs.corpus_name(corpus_settings)]
-    if kind == "probeedit":
-        return [probeedit.CORPUS]
-    return [corpora.corpus_name(lang) for lang in corpus_settings.languages]
 
 
 def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
@@ -182,7 +87,7 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
     or given twice (two inputs would merge into one corpus)."""
     seen: dict[str, int] = {}
     for index, (kind, corpus_settings) in enumerate(builds):
-        for name in build_name(kind, corpus_settings):
+        for name in registry.corpus_names(kind, corpus_settings):
             where = getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None) or kind
             if name.lower() == POOLED:
                 raise ParamsError(f"corpus name {name!r} ({where}) is reserved for the pooled rows; choose another name")
@@ -196,24 +101,27 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
             seen[name] = index
 
 
-def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
-    p = cfg.params
+def settings(params: dict, pairs=None, repo=None, only: bool = False, language: str | None = None,
+             name: str | None = None) -> CorporaSettings:
+    """params `corpora`, plus the command line's --pairs/--repo/--only/--language/--name."""
+    p = params
+    line = CommandLine(tuple(pairs or ()), tuple(repo or ()), bool(only), language, name)
     line.check()
     builds: list[tuple[str, object]] = []
     commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
     if not line.only:
         if (hep := _humanevalpack(p)) is not None:
             builds.append(("humanevalpack", hep))
-        if (pe := probeedit_params(p)) is not None:
+        if (pe := probeedit.probeedit_params(p)) is not None:
             builds.append(("probeedit", pe))
         for i, entry in enumerate(_listed(p, "corpora.commits")):
             where = f"corpora.commits[{i}]"
             entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
             for one in entries:
-                builds.append(("commits", _typed(commits.CommitSettings, one, where, commit_defaults,
+                builds.append(("commits", typed_entry(commits.CommitSettings, one, where, commit_defaults,
                                                  "corpora.commit_defaults")))
         for i, entry in enumerate(_listed(p, "corpora.pairs")):
-            builds.append(("pairs", _typed(pairs.PairsSettings, entry, f"corpora.pairs[{i}]")))
+            builds.append(("pairs", typed_entry(PairsSettings, entry, f"corpora.pairs[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)
@@ -224,7 +132,7 @@ def settings(cfg: Config, line: CommandLine = CommandLine()) -> CorporaSettings:
     return CorporaSettings(tuple(builds))
 
 
-def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[corpora.Case], pl.DataFrame | None, list[dict]]]:
+def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[Case], pl.DataFrame | None, list[dict]]]:
     """Each build's cases, its ProbeEdit-S edit table (None when it has none) and its origin records, one
     build at a time; each build's run time goes into `seconds` (kept out of the tracked metrics)."""
     import time
@@ -233,16 +141,16 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = build_name(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
+            name = registry.corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
         yield build.cases, build.tables.get("probeedit_edits"), origins
 
 
-def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[corpora.Case], pl.DataFrame, list[dict]]:
+def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[Case], pl.DataFrame, list[dict]]:
     """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
-    cases: list[corpora.Case] = []
+    cases: list[Case] = []
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     for built, table, reports in iter_builds(s, seconds):
@@ -271,10 +179,10 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     seen: set[tuple[str, str]] = set()
-    remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits" for n in build_name(kind, b)])
-    with ShardWriter(CASES, corpora.CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP) as out:
+    remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits" for n in registry.corpus_names(kind, b)])
+    with ShardWriter(CASES, CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP) as out:
         for built, table, reports in iter_builds(s, seconds):
-            frame = corpora.cases_frame(built)  # checks empty targets and ids within the build
+            frame = cases_frame(built)  # checks empty targets and ids within the build
             keys = list(zip(frame["case_id"].to_list(), frame["framing"].to_list()))
             again = [k[0] for k in keys if k in seen]
             if again:
@@ -319,8 +227,7 @@ def write_commit_shards(frame: pl.DataFrame) -> None:
     write_commit_shard(frame)
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg, CommandLine.from_args(args))
+def run(s: CorporaSettings) -> dict:
     with timed("corpora") as box:
         box["builds"] = {}
         written = write_cases(s, box["builds"])

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.formats import boundary_summary, format_costs, span_boundary_rows
 from analysis.io import write_json, write_table
 from analysis.layout import LEVELS, METRICS, TABLES
@@ -23,8 +23,9 @@ class FormatsSettings:
     udiff_context: int
 
 
-def settings(cfg: Config) -> FormatsSettings:
-    return FormatsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "formats.udiff_context", minimum=0))
+def settings(params: dict) -> FormatsSettings:
+    return FormatsSettings(tokenizer_spec(params), positive_int(params, "formats.udiff_context", minimum=0))
+
 
 CASE_KEYS = ("case_id", "corpus", "framing")
 
@@ -53,8 +54,7 @@ def format_summary(costs: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return summary, formats
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: FormatsSettings) -> dict:
     with timed("formats"):
         tokenizer = load_tokenizer(s.tokenizer)
         wide = joined_programs().pivot(on="level", index=["case_id", "corpus", "framing", "source", "target"],

@@ -2,21 +2,40 @@
 
 from __future__ import annotations
 
-from analysis.config import Config
+from dataclasses import dataclass, fields
+
+from analysis.errors import ParamsError
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
+from analysis.params import get, known_keys, number, number_list, positive_int
 from analysis.stages.common import timed
 
 
-def settings(cfg: Config) -> tuple[HeadlineSettings, list[str]]:
-    """params `headline`, and the bound's kernel sources (the paper's curve is a row when `paper` is one)."""
-    sources = (cfg.params.get("bounds") or {}).get("kernel_sources") or []
-    return HeadlineSettings.from_params(cfg.params.get("headline")), [str(s) for s in sources]
+@dataclass(frozen=True)
+class HeadlineStageSettings:
+    chosen: HeadlineSettings                # params `headline`: which slice of each table is the headline
+    kernel_sources: tuple[str, ...]         # params `bounds.kernel_sources` (the paper's curve is a row when `paper` is one)
 
 
-def run(cfg: Config, args=None) -> dict:
-    chosen, sources = settings(cfg)
+def settings(params: dict) -> HeadlineStageSettings:
+    known_keys(params, "headline", [f.name for f in fields(HeadlineSettings)])
+    framing = get(params, "headline.framing", str)
+    if not framing:
+        raise ParamsError("params: 'headline.framing' must be a framing name, got ''")
+    decimals = positive_int(params, "headline.decimals", minimum=0)
+    if decimals > 8:
+        raise ParamsError(f"params: 'headline.decimals' must be an integer 0-8, got {decimals}")
+    chosen = HeadlineSettings(
+        framing=framing,
+        kernel_ns=number_list(params, "headline.kernel_ns", lo=1, integer=True),
+        perturb_rate=number(params, "headline.perturb_rate", lo=0.0, hi=1.0),
+        decimals=decimals,
+    )
+    return HeadlineStageSettings(chosen, tuple(str(s) for s in get(params, "bounds.kernel_sources", list)))
+
+
+def run(s: HeadlineStageSettings) -> dict:
     with timed("headline"):
-        head = build_headline(chosen, sources)
+        head = build_headline(s.chosen, list(s.kernel_sources))
         written = write_headline(head, HEADLINE_DIR)
     return {"files": len(written), "figures": sum(len(v) for v in head.rows.values()),
             "left_out_absent_inputs": head.missing}

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack
 from analysis.bounds import CostSettings, bounds_table, case_costs
-from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
+from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_table
 from analysis.latency import FORMS, LatencyModel
@@ -43,12 +43,11 @@ from analysis.layout import LEVELS, METRICS, TABLES, framing_filter
 from analysis.optimal import (
     CostModel,
     TokenizerDirectives,
-    check_min_copies,
     optimal_program,
     program_span_rows,
 )
 from analysis.oracle import token_oracle
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
@@ -79,18 +78,15 @@ class OptimalSettings:
     framings: tuple[str, ...]
     min_copies: tuple[int, ...]
     bootstrap: Bootstrap
-    parallel: ParallelSettings = SERIAL
-    shard_cases: int = DEFAULT_SHARD_CASES
+    parallel: ParallelSettings
+    shard_cases: int
 
 
-def settings(cfg: Config) -> OptimalSettings:
-    p = cfg.params
-    try:
-        min_copies = tuple(check_min_copies(number_list(p, "optimal.min_copies", lo=1, integer=True)))
-    except ParamsError as exc:
-        raise ParamsError(f"params: 'optimal.min_copies': {exc}") from exc
+def settings(params: dict) -> OptimalSettings:
+    p = params
+    min_copies = number_list(p, "optimal.min_copies", lo=1, integer=True, distinct=True)
     return OptimalSettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         kernel_sources=kernel_source_names(p, "optimal.kernel_sources"),
         baseline=choice(p, "optimal.baseline", BASELINES),
         model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
@@ -98,7 +94,7 @@ def settings(cfg: Config) -> OptimalSettings:
         context=positive_int(p, "bounds.context", minimum=0),
         extrapolate=get(p, "bounds.extrapolate", bool),
         levels=choices(p, "optimal.levels", LEVELS),
-        framings=choices(p, "optimal.framings", corpora.FRAMINGS),
+        framings=choices(p, "optimal.framings", humanevalpack.FRAMINGS),
         min_copies=min_copies,
         bootstrap=bootstrap_settings(p, "optimal"),
         parallel=parallel_settings(p),
@@ -243,7 +239,7 @@ class PerCase:
 
     @classmethod
     def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
-        return cls([case_costs(spans, model, CostSettings("fixed", s.context, extrapolate=s.extrapolate))],
+        return cls([case_costs(spans, model, CostSettings("fixed", s.extrapolate, s.context))],
                    [copy_span_counts(spans)])
 
     def add(self, other: "PerCase") -> "PerCase":
@@ -373,8 +369,7 @@ def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
     return out
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: OptimalSettings) -> dict:
     with timed("optimal"):
         kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
         tokenizer = load_tokenizer(s.tokenizer)

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts, corpora
-from analysis.config import Config, tokenizer_spec
+from analysis import charts
+from analysis.corpora import humanevalpack
+from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table
 from analysis.layout import (
@@ -27,7 +28,7 @@ from analysis.layout import (
     TABLES,
     framing_filter,
 )
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import ParallelSettings, map_cases, parallel_settings
 from analysis.params import choices, get, number_list, positive_int
 from analysis.perturb import (
     DEFINITIONS,
@@ -54,17 +55,17 @@ class PerturbSettings:
     rates: tuple[float, ...]
     seeds: tuple[int, ...]
     definitions: tuple[str, ...]
-    parallel: ParallelSettings = SERIAL
-    shard_cases: int = DEFAULT_SHARD_CASES
+    parallel: ParallelSettings
+    shard_cases: int
 
 
-def settings(cfg: Config) -> PerturbSettings:
-    p = cfg.params
+def settings(params: dict) -> PerturbSettings:
+    p = params
     first, count = get(p, "perturb.seed", int), positive_int(p, "perturb.seeds")
     return PerturbSettings(
-        tokenizer=tokenizer_spec(cfg),
+        tokenizer=tokenizer_spec(p),
         levels=choices(p, "perturb.levels", LEVELS),
-        framings=choices(p, "perturb.framings", corpora.FRAMINGS),
+        framings=choices(p, "perturb.framings", humanevalpack.FRAMINGS),
         kinds=choices(p, "perturb.kinds", KINDS),
         rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
         seeds=tuple(range(first, first + count)),
@@ -131,8 +132,7 @@ def crossing_metrics(crossing: pl.DataFrame) -> dict:
     }
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: PerturbSettings) -> dict:
     tables: dict[str, pl.DataFrame] = {}
     with timed("perturb"):
         tokenizer = load_tokenizer(s.tokenizer)

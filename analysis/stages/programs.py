@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
-from analysis.config import Config, tokenizer_spec
+from analysis.corpora.cases import Case, cases_from_frame, read_cases
+from analysis.config import tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
@@ -32,13 +32,14 @@ from analysis.tokenization import load_tokenizer
 class ProgramsSettings:
     tokenizer: str
     token_min_copy: int
-    parallel: ParallelSettings = SERIAL
-    shard_cases: int = DEFAULT_SHARD_CASES
+    parallel: ParallelSettings
+    shard_cases: int
 
 
-def settings(cfg: Config) -> ProgramsSettings:
-    return ProgramsSettings(tokenizer_spec(cfg), positive_int(cfg.params, "programs.token_min_copy"),
-                            parallel_settings(cfg.params), shard_cases(cfg.params))
+def settings(params: dict) -> ProgramsSettings:
+    return ProgramsSettings(tokenizer_spec(params), positive_int(params, "programs.token_min_copy"),
+                            parallel_settings(params), shard_cases(params))
+
 
 PROGRAMS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -59,7 +60,7 @@ def program_rows(chunk, token_min_copy: int) -> list[dict]:
     return rows
 
 
-def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int,
+def oracle_programs(cases: list[Case], tokenizer, token_min_copy: int,
                     parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
@@ -67,11 +68,10 @@ def oracle_programs(cases: list[corpora.Case], tokenizer, token_min_copy: int,
     return pl.DataFrame(rows, schema=PROGRAMS_SCHEMA)
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: ProgramsSettings) -> dict:
     with timed("programs"):
         tokenizer = load_tokenizer(s.tokenizer)
         with ShardWriter(PROGRAMS, PROGRAMS_SCHEMA, metadata=parquet_metadata([CASES])) as out:
             for frame in case_shards(s.shard_cases):  # one shard of cases in memory at a time
-                out.write(oracle_programs(corpora.cases_from_frame(frame), tokenizer, s.token_min_copy, s.parallel))
+                out.write(oracle_programs(cases_from_frame(frame), tokenizer, s.token_min_copy, s.parallel))
     return {"n_programs": out.rows}

@@ -10,9 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.params import get
+from analysis.params import DEFAULT_PARAMS, get
 from analysis.reports import REPORTS, run_reports
 from analysis.stages.common import timed
 
@@ -20,17 +19,18 @@ from analysis.stages.common import timed
 @dataclass(frozen=True)
 class ReportsSettings:
     parameters: dict[str, dict[str, Any]]  # report name -> papermill parameters
+    params_path: Path                      # the params file, hashed into each report's provenance
 
 
-def settings(cfg: Config) -> ReportsSettings:
-    per_report = get(cfg.params, "reports.parameters", dict)
+def settings(params: dict, params_path: str | Path = DEFAULT_PARAMS) -> ReportsSettings:
+    per_report = get(params, "reports.parameters", dict)
     unknown = sorted(set(per_report) - set(REPORTS))
     if unknown:
         raise ParamsError(f"params: reports.parameters names unknown reports {unknown}; known: {', '.join(REPORTS)}")
     for name, values in per_report.items():
         if values is not None and not isinstance(values, dict):
             raise ParamsError(f"params: reports.parameters.{name} must be a mapping, got {values!r}")
-    return ReportsSettings({name: dict(per_report.get(name) or {}) for name in REPORTS})
+    return ReportsSettings({name: dict(per_report.get(name) or {}) for name in REPORTS}, Path(params_path))
 
 
 def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -55,8 +55,7 @@ def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     return {**parameters, "explore": {**want, "case_id": first["case_id"], "framing": first["framing"]}}
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: ReportsSettings) -> dict:
     with timed("reports"):
-        result = run_reports(explore_case(s.parameters), Path("."), cfg.path)
+        result = run_reports(explore_case(s.parameters), Path("."), s.params_path)
     return result

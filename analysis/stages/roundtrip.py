@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.config import Config, tokenizer_spec
+from analysis.config import tokenizer_spec
 from analysis.errors import CopyDecodeError, RoundTripError
 from analysis.io import write_json
 from analysis.layout import METRICS
@@ -41,20 +42,27 @@ def chunk_failures(chunk) -> list[str]:
     return failures
 
 
-def settings(cfg: Config) -> tuple[str, ParallelSettings, int]:
+@dataclass(frozen=True)
+class RoundtripSettings:
     """The round trip needs only the tokenizer (token-level copies resolve by token offsets), the
     parallel settings and the shard size."""
-    return tokenizer_spec(cfg), parallel_settings(cfg.params), shard_cases(cfg.params)
+
+    tokenizer: str
+    parallel: ParallelSettings
+    shard_cases: int
 
 
-def run(cfg: Config, args=None) -> dict:
-    spec, parallel, shard = settings(cfg)
+def settings(params: dict) -> RoundtripSettings:
+    return RoundtripSettings(tokenizer_spec(params), parallel_settings(params), shard_cases(params))
+
+
+def run(s: RoundtripSettings) -> dict:
     failures: list[str] = []
     per_level: Counter = Counter()
     with timed("roundtrip"):
-        tokenizer = load_tokenizer(spec)
-        for table in program_shards(shard):  # one shard of programs and cases in memory at a time
-            failures += roundtrip_failures(table, tokenizer, parallel)
+        tokenizer = load_tokenizer(s.tokenizer)
+        for table in program_shards(s.shard_cases):  # one shard of programs and cases in memory at a time
+            failures += roundtrip_failures(table, tokenizer, s.parallel)
             per_level.update(table["level"].to_list())
         programs = sum(per_level.values())
         if programs == 0:

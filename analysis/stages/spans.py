@@ -7,8 +7,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts, corpora
-from analysis.config import Bootstrap, Config, bootstrap_settings, tokenizer_spec
+from analysis import charts
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import read_cases
+from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
@@ -42,18 +44,18 @@ class SpansSettings:
     bootstrap: Bootstrap
     chart_framing: str
     prompt_overhead_tokens: int
-    parallel: ParallelSettings = SERIAL
-    shard_cases: int = DEFAULT_SHARD_CASES
+    parallel: ParallelSettings
+    shard_cases: int
 
 
-def settings(cfg: Config) -> SpansSettings:
+def settings(params: dict) -> SpansSettings:
     return SpansSettings(
-        tokenizer=tokenizer_spec(cfg),
-        bootstrap=bootstrap_settings(cfg.params, "spans"),
-        chart_framing=choice(cfg.params, "spans.chart_framing", corpora.FRAMINGS),
-        prompt_overhead_tokens=positive_int(cfg.params, "spans.prompt_overhead_tokens", minimum=0),
-        parallel=parallel_settings(cfg.params),
-        shard_cases=shard_cases(cfg.params),
+        tokenizer=tokenizer_spec(params),
+        bootstrap=bootstrap_settings(params, "spans"),
+        chart_framing=choice(params, "spans.chart_framing", humanevalpack.FRAMINGS),
+        prompt_overhead_tokens=positive_int(params, "spans.prompt_overhead_tokens", minimum=0),
+        parallel=parallel_settings(params),
+        shard_cases=shard_cases(params),
     )
 
 
@@ -116,8 +118,7 @@ def coverage_metrics(coverage: pl.DataFrame) -> dict:
     }
 
 
-def run(cfg: Config, args=None) -> dict:
-    s = settings(cfg)
+def run(s: SpansSettings) -> dict:
     with timed("spans"):
         tokenizer = load_tokenizer(s.tokenizer)
         shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora.cases import check_cases_file, checked_cases, read_cases
 from analysis.digest import check_fresh
 from analysis.errors import CorpusError
 from analysis.io import read_parquet
@@ -33,7 +33,7 @@ def _check_program_columns(columns) -> None:
 
 def joined_programs() -> pl.DataFrame:
     """programs.parquet with each case's source and target joined on."""
-    cases = corpora.read_cases(CASES).select("case_id", "framing", "source", "target")
+    cases = read_cases(CASES).select("case_id", "framing", "source", "target")
     programs = read_programs()
     joined = programs.join(cases, on=["case_id", "framing"], how="left", validate="m:1")
     orphans = joined.filter(pl.col("source").is_null())
@@ -44,17 +44,17 @@ def joined_programs() -> pl.DataFrame:
 
 
 def case_shards(shard: int, columns: list[str] | None = None) -> Iterator[pl.DataFrame]:
-    """cases.parquet, `shard` cases at a time, each frame checked as `corpora.read_cases` checks the whole."""
-    corpora.check_cases_file(CASES)
+    """cases.parquet, `shard` cases at a time, each frame checked as `read_cases` checks the whole."""
+    check_cases_file(CASES)
     for frame in iter_frames(CASES, shard):
-        frame = corpora.checked_cases(frame, CASES)
+        frame = checked_cases(frame, CASES)
         yield frame if columns is None else frame.select(columns)
 
 
 def program_shards(shard: int) -> Iterator[pl.DataFrame]:
     """`joined_programs()`'s rows in its order, about `shard` cases at a time (the same checks: a stale or
     incomplete programs table, a program whose case is missing)."""
-    corpora.check_cases_file(CASES)
+    check_cases_file(CASES)
     _check_program_columns(_programs_schema())
     check_fresh(PROGRAMS, "copydecode programs")
     return iter_joined_programs(CASES, PROGRAMS, shard)

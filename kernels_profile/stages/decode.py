@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora.cases import read_cases
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_table
 from analysis.layout import CASES, METRICS, TABLES
@@ -80,7 +80,7 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
 def run(s: DecodeSettings) -> dict:
     from kernels_profile.decoder import DecodeError
 
-    case = find_case(corpora.read_cases(CASES), s.case_id, s.framing)
+    case = find_case(read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
         raise DecodeError(f"{s.case_id}: the edit instruction is empty (the case has none)")
     with timed("decode"):

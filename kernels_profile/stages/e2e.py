@@ -24,7 +24,9 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from analysis import charts, corpora
+from analysis import charts
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import read_cases
 from analysis.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
@@ -148,7 +150,7 @@ def settings(params: dict) -> E2ESettings:
     names = [m.name for m in models]
     settings = E2ESettings(
         tokenizer=tokenizer_spec(p),
-        framing=choice(p, "e2e.framing", corpora.FRAMINGS),
+        framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
         seed=get(p, "e2e.seed", int),
         repeats=positive_int(p, "e2e.repeats"),
         models=models,
@@ -159,7 +161,7 @@ def settings(params: dict) -> E2ESettings:
         pld_sweep_models=choices(p, "e2e.pld.sweep_models", names, nonempty=False),
         pld_sweep_corpora=_sampled_corpora(p, models),
         overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
-        noisy_drift=check_threshold(number(p, "e2e.noisy_drift")),
+        noisy_drift=check_threshold(number(p, "e2e.noisy_drift"), "params: 'e2e.noisy_drift'"),
         reference_budget_s=number(p, "e2e.reference_budget_s"),
         threads=check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"),
         contention_slack=check_slack(get(p, "e2e.contention_slack"), "params: 'e2e.contention_slack'"),
@@ -204,7 +206,7 @@ CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", 
 
 def cases_with_instructions() -> pl.DataFrame:
     """Programs joined with their case texts and the case's edit instruction."""
-    cases = corpora.read_cases(CASES)
+    cases = read_cases(CASES)
     if "instruction" not in cases.columns:
         raise CorpusError(f"{CASES} has no instruction column; rerun `copydecode corpora`")
     table = joined_programs()

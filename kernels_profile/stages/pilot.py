@@ -47,7 +47,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis import corpora
+from analysis.corpora import humanevalpack
+from analysis.corpora.cases import read_cases
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
@@ -64,9 +65,9 @@ from analysis.layout import (
 )
 from analysis.params import choice, get, get_or, positive_int
 from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
-from analysis.probeedit import EDIT_KINDS, ProbeEditParams
+from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams
 from analysis.stages.common import progress, timed
-from analysis.stages.corpora import probeedit_params
+from analysis.corpora.probeedit import probeedit_params
 from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.runtime import checkpoint_key
@@ -231,7 +232,7 @@ def settings(cfg: Config, args=None) -> PilotSettings:
         humaneval_seeds=_int_list(g, "humaneval_seeds", allow_empty=True),
         humaneval_cases=get(p, f"{GROUP}.humaneval_cases", int),
         humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
-        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", corpora.FRAMINGS),
+        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", humanevalpack.FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
         order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
     ).check()
@@ -288,7 +289,7 @@ def humaneval_sample(cases: pl.DataFrame, n: int, seed: int, framing: str = "dec
 def read_humaneval(s: PilotSettings) -> list[EvalCase]:
     if not s.humaneval_seeds or s.humaneval_cases == 0:
         return []
-    return humaneval_sample(corpora.read_cases(CASES), s.humaneval_cases, s.humaneval_seed, s.humaneval_framing)
+    return humaneval_sample(read_cases(CASES), s.humaneval_cases, s.humaneval_seed, s.humaneval_framing)
 
 
 # ---------------------------------------------------------------- keys and checkpoints

@@ -25,9 +25,9 @@ from typing import Any
 
 import polars as pl
 
-from analysis.corpora import Case, read_parquet_file
+from analysis.corpora.cases import Case, read_parquet_file
 from analysis.errors import CorpusError
-from analysis.jsonl import read_jsonl
+from analysis.corpora.jsonl import read_jsonl
 
 FRAMING = "pair"
 CORPUS_PREFIX = "Pairs"

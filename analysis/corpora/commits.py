@@ -69,7 +69,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from analysis.corpora import Case
+from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
 from analysis.scratch import owned_temp_dir

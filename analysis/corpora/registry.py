@@ -5,8 +5,9 @@
     commits        CommitSettings         CommitEdits-<name>, framing "file", mined from git history
     pairs          PairsSettings          <name>, framing "pair", a user's JSONL or Parquet file
 
-A stage calls `build_corpus(kind, settings)` once per configured corpus and concatenates the
-cases (`analysis.corpora.cases_frame` checks the ids are unique). `report` is JSON-ready for the
+A stage calls `build_corpus(kind, settings)` once per configured corpus (`corpus_names` gives the
+names a build will have, for checks before any build) and concatenates the
+cases (`analysis.corpora.cases.cases_frame` checks the ids are unique). `report` is JSON-ready for the
 metrics file; its timings, where a builder has them, sit under the key "seconds" alone so that a
 stage can keep them out of DVC-tracked metrics.
 """
@@ -19,15 +20,15 @@ from typing import Any
 
 import polars as pl
 
-from analysis import commits, corpora, pairs, probeedit
-from analysis.corpora import Case
+from analysis.corpora import commits, humanevalpack, pairs, probeedit
+from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 
 
 @dataclass(frozen=True)
 class HumanEvalPackSettings:
     languages: tuple[str, ...] = ("python", "js")
-    framings: tuple[str, ...] = corpora.FRAMINGS
+    framings: tuple[str, ...] = humanevalpack.FRAMINGS
     local_dir: str | None = "../shared/data/humanevalpack"
     source: str = "auto"  # auto | local | hub (see analysis.corpora)
     verify_sha256: bool = True
@@ -41,16 +42,16 @@ class CorpusBuild:
 
 
 def build_humanevalpack(settings: HumanEvalPackSettings) -> CorpusBuild:
-    corpora.check_framings(list(settings.framings))
+    humanevalpack.check_framings(list(settings.framings))
     if not settings.languages:
         raise CorpusError("humanevalpack: languages is empty; list at least one or disable the corpus")
     cases: list[Case] = []
     origins = []
     for language in settings.languages:
-        records, origin = corpora.load_humanevalpack(
+        records, origin = humanevalpack.load_humanevalpack(
             language, settings.local_dir, settings.source, settings.verify_sha256
         )
-        cases += corpora.hevalfix_cases(records, language, list(settings.framings))
+        cases += humanevalpack.hevalfix_cases(records, language, list(settings.framings))
         origins.append(dict(origin.__dict__))
     return CorpusBuild(cases, origins)
 
@@ -81,6 +82,17 @@ REGISTRY: dict[str, tuple[type, Callable[[Any], CorpusBuild]]] = {
     "pairs": (pairs.PairsSettings, build_pairs),
 }
 KINDS: tuple[str, ...] = tuple(REGISTRY)
+
+
+def corpus_names(kind: str, settings: Any) -> list[str]:
+    """The corpus names a build gives (HumanEvalPack: one per language), known before it runs."""
+    if kind == "commits":
+        return [commits.corpus_name(settings)]
+    if kind == "pairs":
+        return [pairs.corpus_name(settings)]
+    if kind == "probeedit":
+        return [probeedit.CORPUS]
+    return [humanevalpack.corpus_name(lang) for lang in settings.languages]
 
 
 def build_corpus(kind: str, settings: Any) -> CorpusBuild:

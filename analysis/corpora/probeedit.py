@@ -38,6 +38,7 @@ import hashlib
 import io
 import json
 import keyword
+import math
 import random
 import sys
 import tarfile
@@ -48,15 +49,16 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora import Case
-from analysis.errors import CorpusError
+from analysis.corpora.cases import Case
+from analysis.errors import CorpusError, ParamsError
 from analysis.io import atomic_path
+from analysis.params import get, positive_int
 
 CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"
 FRAMING = "unit"
-MANIFEST = Path(__file__).parent / "data" / "probeedit_sources.json"
-SHIPPED_STDLIB = Path(__file__).parent / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
+MANIFEST = Path(__file__).parents[1] / "data" / "probeedit_sources.json"
+SHIPPED_STDLIB = Path(__file__).parents[1] / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
 SHIPPED_ORIGIN = f"analysis/data/{SHIPPED_STDLIB.name}"  # as the corpora report names it (no machine path)
 LICENCE = "LICENSE.txt"
 EDIT_KINDS: tuple[str, ...] = (
@@ -100,6 +102,30 @@ class ProbeEditParams:
     mix: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in EDIT_KINDS)
     stdlib_dir: str = "auto"  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
     manifest: str = str(MANIFEST)
+
+
+def probeedit_params(p: dict) -> ProbeEditParams | None:
+    """params `corpora.probeedit` (None when disabled), every value checked by name."""
+    group = "corpora.probeedit"
+    if not get(p, f"{group}.enabled", bool):
+        return None
+    mix = get(p, f"{group}.mix", dict)
+    for kind, weight in mix.items():
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
+        if not math.isfinite(weight) or weight < 0:
+            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
+    if not any(w > 0 for w in mix.values()):
+        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
+    min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
+    if max_lines < min_lines:
+        raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
+    return ProbeEditParams(
+        n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
+        min_lines=min_lines, max_lines=max_lines,
+        mix=tuple((str(k), float(v)) for k, v in mix.items()),
+        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
+    )
 
 
 # ---------------------------------------------------------------- pinned sources

@@ -57,9 +57,9 @@ def bootstrap_settings(params: dict, group: str) -> Bootstrap:
     )
 
 
-def tokenizer_spec(cfg: Config | dict[str, Any]) -> str:
-    """tokenizer.spec, from a Config or the params dict itself."""
-    spec = get(cfg.params if isinstance(cfg, Config) else cfg, "tokenizer.spec", str)
+def tokenizer_spec(params: dict[str, Any]) -> str:
+    """tokenizer.spec, from the params dict."""
+    spec = get(params, "tokenizer.spec", str)
     if not spec.strip():
         raise ParamsError("params: 'tokenizer.spec' is empty; use qwen2.5, a folder or a hub id")
     return spec

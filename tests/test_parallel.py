@@ -117,8 +117,8 @@ def test_perturbation_byte_identical(qwen, tables):
     cases = perturb_stage.perturb_cases(joined, qwen, ("line", "token"))
     base = dict(tokenizer="qwen2.5", levels=("line", "token"), framings=("body",), kinds=("start", "end"),
                 rates=(0.0, 0.5, 1.0), seeds=(0, 1), definitions=("strict",))
-    serial = perturb_stage.perturbation_results(cases, perturb_stage.PerturbSettings(**base, parallel=SERIAL), "strict")
-    two = perturb_stage.perturbation_results(cases, perturb_stage.PerturbSettings(**base, parallel=TWO), "strict")
+    serial = perturb_stage.perturbation_results(cases, perturb_stage.PerturbSettings(**base, parallel=SERIAL, shard_cases=2000), "strict")
+    two = perturb_stage.perturbation_results(cases, perturb_stage.PerturbSettings(**base, parallel=TWO, shard_cases=2000), "strict")
     assert serial.height == len(cases) * 2 * 3 * 2
     assert parquet_bytes(two) == parquet_bytes(serial)
 

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from analysis.cli import SETTINGS_OPTIONS, STAGES, build_parser, run_stage
+from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, build_parser, run_stage
 from analysis.config import Config
 from analysis.errors import ParamsError
 from analysis.params import merge_preset
@@ -81,7 +81,7 @@ def test_one_preset_merge_overlays_nested_groups_and_names_an_unknown_preset():
 
 
 def test_the_cli_builds_the_settings_from_params_and_its_options():
-    assert set(SETTINGS_OPTIONS) <= set(STAGES)
+    assert set(SETTINGS_OPTIONS) <= set(STAGES) | set(TOOLS)
     seen = {}
     module = SimpleNamespace(settings=lambda params, **options: ("settings", options),
                              run=lambda s: seen.setdefault("run", s))

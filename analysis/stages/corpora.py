@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import ExitStack
 from dataclasses import dataclass
 
 import polars as pl
@@ -179,10 +180,14 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
     seen: set[tuple[str, str]] = set()
-    remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits" for n in registry.corpus_names(kind, b)])
-    with ShardWriter(CASES, CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP) as out:
+    with ExitStack() as stack:
+        out = None
         for built, table, reports in iter_builds(s, seconds):
             frame = cases_frame(built)  # checks empty targets and ids within the build
+            if out is None:  # opened after the first build, so a corpus refused up front leaves no data/ behind
+                remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits"
+                                            for n in registry.corpus_names(kind, b)])
+                out = stack.enter_context(ShardWriter(CASES, CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP))
             keys = list(zip(frame["case_id"].to_list(), frame["framing"].to_list()))
             again = [k[0] for k in keys if k in seen]
             if again:

@@ -7,7 +7,7 @@ before anything is read or written. `analysis.cli` builds the settings and calls
 Below the stage modules, code takes these dataclasses or plain values, never the params dict.
 (Settings live beside their stage so that a stage's code, and so its dvc.yaml deps, reach only its
 own domain modules.) A settings dataclass holds no default that changes a result
-(tests/test_settings.py compares every default with params.yaml).
+(tests/analysis/stages/test_settings.py compares every default with params.yaml).
 """
 
 from __future__ import annotations

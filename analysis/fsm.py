@@ -24,7 +24,7 @@ the grammar itself is ASCII, and non-ASCII bytes are only ever body text). Byte 
                  and invalid lead or continuation bytes die
 
 so the automaton accepts exactly the byte strings that are valid UTF-8 and that `parse` accepts
-(property-tested against the parser in tests/test_fsm.py).
+(property-tested against the parser in tests/analysis/test_fsm.py).
 
 A token is allowed in a state when walking its bytes never dies. Every live byte state can still reach
 the accepting state (`ByteAutomaton.completion` spells the shortest way, using only the units the

@@ -4,7 +4,7 @@ The per-case stages (programs, roundtrip, spans, optimal, perturb) split their c
 chunks, call `fn(chunk, *args)` on each (a module-level function, so that it pickles) and concatenate
 the per-chunk result lists in chunk order. Every per-case result depends on its case alone (the
 perturbation draws are seeded per case), so the output is the serial output for any `n_jobs` and any
-backend; tests/test_parallel.py compares the two byte for byte.
+backend; tests/analysis/test_parallel.py compares the two byte for byte.
 
 Params (`parallel`):
   n_jobs   workers (1 = the serial loop in this process, no pool; -1 = every core)

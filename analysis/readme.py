@@ -3,7 +3,7 @@ reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- res
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
 helpers the reports use (analysis.present), so the README cannot drift from the metrics.
-tests/test_readme.py regenerates the block and compares it with the README's.
+tests/analysis/test_readme.py regenerates the block and compares it with the README's.
 
 README.md and reports/timings.json are tracked source files, so no `dvc repro` stage writes them
 (a stage that rewrote them would change tracked files behind dvc's back, and declaring README.md as a

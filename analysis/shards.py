@@ -13,7 +13,7 @@ with the corpus; a million commits do not fit. Instead:
           stage writes each case's programs in cases.parquet's order), so neither file is read whole.
 
 Every per-case result depends on its case alone, so the stages' tables are the same for any shard
-size (tests/test_shards.py checks them against the one-shard run); a stage's summary tables are built
+size (tests/analysis/test_shards.py checks them against the one-shard run); a stage's summary tables are built
 from small per-case rows (a few numbers per case) gathered across shards.
 
 What still grows with the corpus (numbers and ids, no texts, tokens or spans): spans' per-case

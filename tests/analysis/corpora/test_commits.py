@@ -10,7 +10,7 @@ from analysis.corpora import commits
 from analysis.corpora.commits import CommitSettings, mine_commits
 from analysis.errors import CorpusError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED_GIT = ROOT.parent / "shared" / "data" / "git"
 CLICK_SHA256 = "e66b3b4a66b77dc582b8fa897834bfaa55820582245e1bc7bccf8ad1cb829d5c"  # its README
 

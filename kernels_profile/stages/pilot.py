@@ -30,9 +30,12 @@ stopping). A case that cannot run (prompt past the context, empty instruction, b
 recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after}.{csv,md},
+data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
-losses, curve and metrics under data/pilot/<preset>/.
+losses, curve and metrics under data/pilot/<preset>/; a preset run committed under
+reports/pilot/frozen/<preset>/ (its metrics.json and a run.json naming the command, commit, date and
+wall-clock) is read by the default run and shown beside it, labelled (pilot.json "frozen", the
+pilot_steps and pilot_runs tables).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from analysis.layout import (
     PILOT_CHECKPOINTS,
     PILOT_CURVE,
     PILOT_DIR,
+    PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
     TABLES,
@@ -561,6 +565,10 @@ def run(cfg: Config, args=None) -> dict:
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         return metrics
+    metrics["frozen"] = pilotreport.read_frozen(PILOT_FROZEN)  # committed preset runs, shown beside this one
+    metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
+    write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)
+    write_table(pilotreport.runs_table(metrics), TABLES / "pilot_runs", digits=3)
     write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)

@@ -307,7 +307,16 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     )
 
     config, loads = tiny_run
+    from analysis.layout import PILOT_FROZEN
+
+    _write_frozen(PILOT_FROZEN, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
     metrics = stage.run(config)
+    assert metrics["frozen"]["pilot-long"]["run"]["commit"] == "abc1234"
+    runs = pl.read_csv(TABLES / "pilot_runs.csv")
+    assert runs["run"].to_list()[0] == "default (this run)" and runs["heldout_em_after"].to_list()[-1] == 5
+    steps = pl.read_csv(TABLES / "pilot_steps.csv")
+    assert steps.filter(pl.col("run") == "default (this run)")["step"].to_list() == [0, 2, 3] * 2  # seeds 0 and 1
+    assert metrics["steps_table"] and "no HEvalFix-Py decoding" in metrics["method"]
     records = pl.read_parquet(PILOT_RECORDS)
     # before (2 cases) + seed 0 program and rewrite (2 x 2) + seed 1 program (2)
     assert records.height == 8 and set(records["phase"]) == {"before", "after"}

@@ -360,19 +360,22 @@ def forced_row(metrics) -> dict:
     return asdict(metrics)
 
 
-def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> dict:
-    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached."""
+def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> tuple[dict, float | None]:
+    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached, and
+    the seconds they took (None when the cache did not record them)."""
     from kernels_profile.pilot import teacher_forced
 
     path = PILOT_CHECKPOINTS / (f"forced-before-{mode}-"
                                 f"{digest({'model': model_key(s, loaded.lm), 'heldout': sequences_hash(heldout_seqs)})}.json")
     cached = read_job(path)
     if cached is not None:
-        return cached["metrics"]
+        return cached["metrics"], cached.get("seconds")
+    started = time.perf_counter()
     with loaded.peft.disable_adapter():
         metrics = forced_row(teacher_forced(loaded.peft, heldout_seqs))
-    write_json({"complete": True, "metrics": metrics}, path)
-    return metrics
+    seconds = time.perf_counter() - started
+    write_json({"complete": True, "metrics": metrics, "seconds": seconds}, path)
+    return metrics, seconds
 
 
 def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase],
@@ -396,8 +399,10 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
         heldout[mode], _ = training_sequences(loaded.tok, heldout_cases, mode, 10 ** 9)  # every case, any length
         kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
-        before[mode] = before_metrics(s, loaded, mode, heldout[mode])
     states, losses, seconds, curve = {}, [], [], []
+    for mode in sorted(sequences):
+        before[mode], spent = before_metrics(s, loaded, mode, heldout[mode])
+        seconds.append(spent)
     bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
     for mode, seed in plan:
         key = adapter_key(s, loaded.lm, mode, seed, sequences[mode], heldout[mode])
@@ -417,7 +422,7 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         checkpoint = PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt"
         steps, points = train(loaded.peft, sequences[mode], s.training(seed), checkpoint, on_step=on_step,
                               on_checkpoint=on_checkpoint)
-        seconds.append(trained_seconds(checkpoint))
+        seconds.append(trained_seconds(checkpoint, with_curve=True))  # training and its curve's evaluations
         bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
         states[(mode, seed)] = (key, adapter_state(loaded.peft))
         losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(steps)]
@@ -535,12 +540,12 @@ def run(cfg: Config, args=None) -> dict:
     from analysis import pilotreport
 
     s = settings(cfg, args)
-    cases = build_pilot_cases(s.data, s.probeedit)
-    train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
-    heldout = [eval_case(c) for c in heldout_cases]
-    humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
-        started = time.perf_counter()
+        started = time.perf_counter()  # setup: the cases (ProbeEdit-S rebuilt for disjointness) and the model
+        cases = build_pilot_cases(s.data, s.probeedit)
+        train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
+        heldout = [eval_case(c) for c in heldout_cases]
+        humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
         loaded = load_models(s)
         setup = time.perf_counter() - started
         states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases)

@@ -371,3 +371,22 @@ def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
         assert record["exact_match"] is False and "output" not in record
     frame = stage.records_frame([{**small, "phase": "after", "seed": 0, "split": "heldout", "kind": "k"}])
     assert frame["output"].to_list() == [None] and frame["error"].to_list() == [small["error"]]
+
+
+def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
+    from types import SimpleNamespace
+
+    from kernels_profile.pilot_sweep import range_errors
+
+    gold = SimpleNamespace(case_id="c/0", kind="change_literal", site_line=4,
+                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
+    records = stage.records_frame([
+        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>'),
+        _record(case_id="c/0", seed=1, exact_match=True, program=gold.program),
+        _record(case_id="c/0", seed=2, phase="before", program="")])  # before: not an adapter's output
+    frame = range_errors(records, [gold])
+    assert frame["seed"].to_list() == [0, 1]
+    assert frame["first_end_off"].to_list() == [1, 0] and frame["copies_off"].to_list() == [-1, 0]
+    assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
+    with pytest.raises(SystemExit, match="c/0 is not a held-out case"):
+        range_errors(records, [])

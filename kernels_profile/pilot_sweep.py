@@ -97,6 +97,44 @@ def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
+    """Copy a finished preset run (`source`: data/pilot/<preset>/ with metrics.json, records, losses and
+    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as run.json and a
+    README naming them: the frozen run the default stage shows beside its own."""
+    import json
+    import shutil
+
+    from analysis.io import write_json
+
+    missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
+               if not (source / n).is_file()]
+    if missing:
+        raise SystemExit(f"pilot_sweep: {source} lacks {', '.join(missing)}: the {preset} run has not finished")
+    out = target / preset
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = json.loads((source / "metrics.json").read_text())
+    write_json(metrics, out / "metrics.json")
+    shutil.copyfile(source / "records.parquet", out / "records.parquet")
+    for name in ("losses", "curve"):
+        pl.read_parquet(source / f"{name}.parquet").write_csv(out / f"{name}.csv")
+    write_json(run, out / "run.json")
+    em = metrics.get("heldout_em_after") or {}
+    (out / "README.md").write_text(
+        f"# Frozen run: `{preset}`\n\n"
+        f"- command: `{run.get('command')}` (run by hand; not part of the default `dvc repro`)\n"
+        f"- code: commit {run.get('commit')}\n- started {run.get('started')}, ended {run.get('ended')}: "
+        f"{run.get('seconds')} s ({run.get('minutes')} minutes) wall-clock\n- machine: {run.get('machine')}\n"
+        f"- method: {metrics.get('method')}\n"
+        f"- held-out EM: before {metrics.get('heldout_em_before')} / {metrics.get('heldout_cases')}, after "
+        + ", ".join(f"seed {k}: {v} / {metrics.get('heldout_cases')}" for k, v in em.items()) + "\n"
+        f"- HEvalFix-Py EM: before {metrics.get('humaneval_em_before')}, after {metrics.get('humaneval_em_after')} "
+        f"(of {metrics.get('humaneval_cases')})\n\n"
+        "Files: metrics.json (the stage's data/pilot/<preset>/metrics.json), curve.csv (teacher-forced held-out "
+        "metrics by step), losses.csv (training loss per step), records.parquet (every decoded case), run.json "
+        "(this page's facts, read by the default `copydecode pilot`).\n")
+    return out
+
+
 def main(argv=None) -> None:
     import torch
 
@@ -107,12 +145,22 @@ def main(argv=None) -> None:
     ap.add_argument("configs", nargs="*")
     ap.add_argument("--from-checkpoints", action="store_true")
     ap.add_argument("--diagnose", type=Path, default=None, help="a pilot records.parquet to compare with gold")
+    ap.add_argument("--freeze", default=None, metavar="PRESET",
+                    help="copy data/pilot/PRESET/ to reports/pilot/frozen/PRESET/ with a run.json of --run")
+    ap.add_argument("--run", default=None, help="JSON: command, commit, started, ended, seconds, minutes, machine")
     ap.add_argument("--out", type=Path, default=None,
                     help="table path without suffix (default: reports/pilot/{sweep,checkpoint_curve,range_errors})")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--every", type=int, default=24)
     args = ap.parse_args(argv)
+    if args.freeze:
+        import json
+
+        from analysis.layout import PILOT_DIR, PILOT_FROZEN
+
+        print(freeze(args.freeze, json.loads(args.run or "{}"), PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
+        return
     if args.from_checkpoints:
         from analysis.layout import PILOT_CHECKPOINTS
 

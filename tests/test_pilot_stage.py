@@ -390,3 +390,20 @@ def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
     assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
     with pytest.raises(SystemExit, match="c/0 is not a held-out case"):
         range_errors(records, [])
+
+
+def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path):
+    from kernels_profile.pilot_sweep import freeze
+
+    source = tmp_path / "data" / "pilot-long"
+    source.mkdir(parents=True)
+    with pytest.raises(SystemExit, match="has not finished"):
+        freeze("pilot-long", RUN, source, tmp_path / "frozen")
+    (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
+    stage.records_frame([_record()]).write_parquet(source / "records.parquet")
+    pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [1.0]}).write_parquet(source / "losses.parquet")
+    stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
+    out = freeze("pilot-long", RUN, source, tmp_path / "frozen")
+    assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
+    runs = pilotreport.read_frozen(tmp_path / "frozen")
+    assert runs["pilot-long"]["run"] == RUN and runs["pilot-long"]["metrics"]["heldout_em_after"] == {"0": 5}

@@ -540,6 +540,7 @@ def run(cfg: Config, args=None) -> dict:
     from analysis import pilotreport
 
     s = settings(cfg, args)
+    frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
         started = time.perf_counter()  # setup: the cases (ProbeEdit-S rebuilt for disjointness) and the model
         cases = build_pilot_cases(s.data, s.probeedit)
@@ -570,7 +571,7 @@ def run(cfg: Config, args=None) -> dict:
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         return metrics
-    metrics["frozen"] = pilotreport.read_frozen(PILOT_FROZEN)  # committed preset runs, shown beside this one
+    metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
     write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)
     write_table(pilotreport.runs_table(metrics), TABLES / "pilot_runs", digits=3)

@@ -47,6 +47,7 @@ FIGURES = REPORTS / "figures"
 LATENCY_MODEL = REPORTS / "kernels/latency_model.json"  # kernels_profile.stages.fit
 TIMINGS_REPORT = REPORTS / "timings.json"               # every stage's last run time, gathered by the reports stage
 FROZEN_KERNELS = REPORTS / "kernels/frozen"
+PILOT_FROZEN = REPORTS / "pilot/frozen"                 # committed preset runs: <preset>/{metrics.json,run.json,...}
 BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy"    # `copydecode bench busy`: .md and .json, quiet vs busy
 NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"

@@ -126,6 +126,28 @@ def stopped_counts(records: pl.DataFrame) -> list[dict]:
             .sort(["split", "phase", "mode", "seed"], descending=[True, True, False, False]).to_dicts())
 
 
+def _seeds(seeds) -> str:
+    return "seed" + ("s " if len(seeds) > 1 else " ") + ", ".join(str(x) for x in seeds)
+
+
+def decoding_plan(s) -> str:
+    """Which adapters decode what, in words: every program seed gets teacher-forced held-out metrics, only
+    these get greedy decodes (the rest of the stage's time goes to training)."""
+    parts = [f"held-out edits: base model and program {_seeds(s.decode_seeds)}"]
+    if s.rewrite_seeds:
+        parts.append(f"rewrite {_seeds(s.rewrite_seeds)} on the held-out edits, paired per case")
+    else:
+        parts.append("no rewrite adapter")
+    if s.humaneval_seeds and s.humaneval_cases:
+        parts.append(f"HEvalFix-Py ({s.humaneval_cases} cases): base model and program {_seeds(s.humaneval_seeds)}")
+    else:
+        parts.append("no HEvalFix-Py decoding")
+    rest = sorted(set(s.seeds) - set(s.decode_seeds))
+    if rest:
+        parts.append(f"program {_seeds(rest)}: teacher-forced metrics only")
+    return "; ".join(parts)
+
+
 def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_note: str,
             curve: pl.DataFrame | None = None) -> dict:
     """reports/metrics/pilot.json: settings, before/after EM per seed, rewrite, HEvalFix-Py, speed, and the
@@ -149,7 +171,9 @@ def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_
     return {
         "model": s.model, "weights": s.weights, "weights_note": weights_note, "dtype": s.dtype, "device": s.device,
         "threads": s.threads, "method": "LoRA (peft) rank {r}, alpha {a} on {t}; AdamW, {st}; greedy decoding "
-        "under the grammar FSM".format(r=s.lora_rank, a=s.lora_alpha, t=", ".join(s.lora_targets), st=steps_text),
+        "under the grammar FSM ({d})".format(r=s.lora_rank, a=s.lora_alpha, t=", ".join(s.lora_targets), st=steps_text,
+                                            d=decoding_plan(s)),
+        "decoding": decoding_plan(s),
         "scale": f"{s.model} (135M parameters) on CPU, {s.steps} LoRA steps on {s.data.n_train} worded line edits",
         "steps": s.steps, "lr": s.lr, "warmup": s.warmup, "schedule": s.schedule, "batch": s.batch,
         "seeds": list(s.seeds), "decode_seeds": list(s.decode_seeds), "rewrite_seeds": list(s.rewrite_seeds),
@@ -248,4 +272,114 @@ def headline(m: dict) -> list[tuple[str, str]]:
             spread = f"IQR {fmt_x(row['ratio_q25'], 2)} to {fmt_x(row['ratio_q75'], 2)}"
             rows.append((f"program vs rewrite wall-clock, per case, {row['cases']} cases both exact (seed {row['seed']})",
                          f"{fmt_x(row['ratio_median'], 2)} ({spread})"))
+    return rows
+
+
+# ---------------------------------------------------------------- frozen preset runs beside the default
+
+FROZEN_FILES = ("metrics.json", "run.json")
+
+
+def read_frozen(directory) -> dict[str, dict]:
+    """Committed runs of pilot presets (reports/pilot/frozen/<preset>/): each one's metrics.json (what the
+    stage wrote for the preset) and run.json (command, commit, dates, wall-clock seconds, machine), keyed by
+    the folder's name. A folder missing either file is refused by name, never skipped."""
+    import json
+    from pathlib import Path
+
+    from analysis.errors import CorpusError
+
+    runs: dict[str, dict] = {}
+    root = Path(directory)
+    if not root.is_dir():
+        return runs
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        missing = [name for name in FROZEN_FILES if not (folder / name).is_file()]
+        if missing:
+            raise CorpusError(f"pilot: frozen run {folder} lacks {', '.join(missing)}")
+        try:
+            metrics_, run = (json.loads((folder / name).read_text()) for name in FROZEN_FILES)
+        except json.JSONDecodeError as exc:
+            raise CorpusError(f"pilot: frozen run {folder} has an unreadable JSON file: {exc}") from exc
+        runs[folder.name] = {"run": run, "metrics": metrics_}
+    return runs
+
+
+def _runs(m: dict) -> list[tuple[str, dict, dict]]:
+    """(label, metrics, run info) of the default run and of every frozen preset run in `m`."""
+    out = [("default (this run)", m, {})]
+    for name, frozen in sorted((m.get("frozen") or {}).items()):
+        out.append((f"{name} (frozen run, {frozen['run'].get('commit', '?')})", frozen["metrics"], frozen["run"]))
+    return out
+
+
+STEPS_SCHEMA = {"run": pl.Utf8, "seed": pl.Int64, "steps": pl.Int64, "step": pl.Int64, "loss": pl.Float64,
+                "directive_accuracy": pl.Float64, "copy_exact": pl.Float64, "gen_exact": pl.Float64,
+                "all_exact": pl.Float64, "forced_exact_cases": pl.Int64, "heldout_em": pl.Int64,
+                "heldout_cases": pl.Int64}
+
+
+def steps_table(m: dict) -> pl.DataFrame:
+    """How the held-out metrics move with training steps, for the default and every frozen run: the
+    program adapters' teacher-forced curve (loss per supervised token, copy directives and gen spans
+    exactly right, whole programs exactly right = a lower bound on greedy EM), and the greedy held-out EM
+    where it was measured (step 0: the base model; the last step: the trained adapter)."""
+    rows = []
+    for label, metrics_, _ in _runs(m):
+        cases = metrics_.get("heldout_cases")
+        for point in metrics_.get("curve") or []:
+            if point.get("mode") != "program":
+                continue
+            step, seed = point["step"], point["seed"]
+            em = None
+            if step == 0:
+                em = metrics_.get("heldout_em_before")
+            elif step == metrics_.get("steps"):
+                em = (metrics_.get("heldout_em_after") or {}).get(str(seed))
+            exact = point.get("all_exact")
+            rows.append({"run": label, "seed": seed, "steps": metrics_.get("steps"), "step": step,
+                         "loss": point.get("loss"), "directive_accuracy": point.get("directive_accuracy"),
+                         "copy_exact": point.get("copy_exact"), "gen_exact": point.get("gen_exact"),
+                         "all_exact": exact,
+                         "forced_exact_cases": round(exact * point["sequences"]) if exact is not None else None,
+                         "heldout_em": em, "heldout_cases": cases if em is not None else None})
+    return pl.DataFrame(rows, schema=STEPS_SCHEMA)
+
+
+RUNS_SCHEMA = {"run": pl.Utf8, "model": pl.Utf8, "method": pl.Utf8, "steps": pl.Int64, "seconds": pl.Float64,
+               "heldout_em_before": pl.Int64, "heldout_em_after": pl.Int64, "heldout_cases": pl.Int64,
+               "forced_exact_after": pl.Float64, "loss_before": pl.Float64, "loss_after": pl.Float64,
+               "humaneval_em_before": pl.Int64, "humaneval_em_after": pl.Int64, "humaneval_cases": pl.Int64}
+
+
+def runs_table(m: dict) -> pl.DataFrame:
+    """One row per program adapter seed of the default run and of every frozen preset run, labelled:
+    held-out EM before -> after, teacher-forced loss and whole-program exactness, HEvalFix-Py EM before ->
+    after where that run decoded it, and a frozen run's wall-clock seconds (its run.json)."""
+    rows = []
+    for label, metrics_, run in _runs(m):
+        before = ((metrics_.get("teacher_forced_before") or {}).get("program")) or {}
+        for seed, after in sorted(((metrics_.get("teacher_forced_after") or {}).get("program") or {}).items()):
+            he_after = (metrics_.get("humaneval_em_after") or {}).get(seed)
+            rows.append({"run": label, "model": metrics_.get("model"), "method": metrics_.get("method"),
+                         "steps": metrics_.get("steps"), "seconds": run.get("seconds"),
+                         "heldout_em_before": metrics_.get("heldout_em_before"),
+                         "heldout_em_after": (metrics_.get("heldout_em_after") or {}).get(seed),
+                         "heldout_cases": metrics_.get("heldout_cases"),
+                         "forced_exact_after": (after or {}).get("all_exact"),
+                         "loss_before": before.get("loss"), "loss_after": (after or {}).get("loss"),
+                         "humaneval_em_before": metrics_.get("humaneval_em_before") if he_after is not None else None,
+                         "humaneval_em_after": he_after,
+                         "humaneval_cases": metrics_.get("humaneval_cases") if he_after is not None else None})
+    return pl.DataFrame(rows, schema=RUNS_SCHEMA)
+
+
+def frozen_headline(m: dict) -> list[tuple[str, str]]:
+    """The frozen preset runs' figures (labelled with the run), for the report lead and the README."""
+    rows = []
+    for name, frozen in sorted((m.get("frozen") or {}).items()):
+        run = frozen["run"]
+        when = f"frozen run of {run.get('commit', '?')}, {run.get('date', '?')}, {run.get('minutes', '?')} min"
+        for what, value in headline(frozen["metrics"]):
+            rows.append((f"[{name}, {when}] {what}", value))
     return rows

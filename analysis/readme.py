@@ -188,7 +188,12 @@ def _pilot_sentence(root: Path) -> str:
     figures = "; ".join(f"{what} {value}" for what, value in headline(m))
     scale = m.get("scale") or f"{m['model']}, {m.get('steps')} LoRA steps"
     trained = m.get("trained_on", "worded line edits")
-    return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}. Scale: {scale}; the paper "
+    frozen = "".join(f" Frozen run of the `{name}` preset (`{f['run'].get('command', '?')}`, commit "
+                     f"{f['run'].get('commit', '?')}, {f['run'].get('date', '?')}, {f['run'].get('minutes', '?')} "
+                     f"minutes on {f['run'].get('machine', '?')}), {f['metrics'].get('method', '?')}: "
+                     + "; ".join(f"{what} {value}" for what, value in headline(f["metrics"])) + "."
+                     for name, f in sorted((m.get("frozen") or {}).items()))
+    return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}.{frozen} Scale: {scale}; the paper "
             f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. The adapters "
             f"were trained on {trained}, so the HEvalFix-Py row measures transfer to a task never trained on "
             "(see the pilot report).")

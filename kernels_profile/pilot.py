@@ -202,7 +202,7 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
     optimizer = torch.optim.AdamW(params, lr=s.lr)
     losses: list[float] = []
     curve: list[dict] = []
-    spent = 0.0
+    spent = evaluated = 0.0
     if checkpoint is not None and checkpoint.is_file():
         state = torch.load(checkpoint, weights_only=False)
         named = dict(model.named_parameters())
@@ -213,6 +213,7 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
         losses = list(state["losses"])
         curve = list(state.get("curve", []))
         spent = state.get("seconds", float("nan"))  # checkpoints written before the field existed: unknown
+        evaluated = state.get("eval_seconds", float("nan"))
     order = list(range(len(sequences)))
     rng = random.Random(s.seed)
     schedule = [[rng.choice(order) for _ in range(s.batch)] for _ in range(s.steps)]
@@ -245,19 +246,24 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
             if checkpoint is not None:
                 _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
                               "losses": losses, "curve": curve,
-                              "seconds": spent + time.perf_counter() - started - evaluating}, checkpoint)
+                              "seconds": spent + time.perf_counter() - started - evaluating,
+                              "eval_seconds": evaluated + evaluating}, checkpoint)
     model.eval()
     return losses, curve
 
 
-def trained_seconds(checkpoint: Path) -> float | None:
-    """Training seconds a finished checkpoint cost from scratch (None when it did not record them)."""
+def trained_seconds(checkpoint: Path, with_curve: bool = False) -> float | None:
+    """Training seconds a finished checkpoint cost from scratch (None when it did not record them); with
+    `with_curve`, plus the seconds its curve's teacher-forced evaluations took (None when not recorded)."""
     import math
 
     import torch
 
-    seconds = torch.load(checkpoint, weights_only=False).get("seconds")
-    return None if seconds is None or math.isnan(seconds) else float(seconds)
+    state = torch.load(checkpoint, weights_only=False)
+    parts = [state.get("seconds")] + ([state.get("eval_seconds")] if with_curve else [])
+    if any(v is None or math.isnan(v) for v in parts):
+        return None
+    return float(sum(parts))
 
 
 def copy_coverage(program_text: str, source: str, tok: ModelTokenizer) -> float:

@@ -14,6 +14,13 @@ appends nothing, it rewrites the table from the configs given.
 reads the curve (and the losses so far) kept in every adapter checkpoint under data/pilot/checkpoints/,
 finished or not, and writes reports/pilot/checkpoint_curve.{csv,md}: what an interrupted `copydecode
 pilot` had measured (the stage itself writes data/pilot/curve.parquet only when it finishes).
+
+    python -m kernels_profile.pilot_sweep --diagnose data/pilot/records.parquet
+
+compares each held-out program an adapter decoded with its gold (line-level oracle) program, rebuilt from
+the params' pilot data: copy ranges, how far the first copy's end is off, missing or extra copies, the
+gen text right or not. Writes reports/pilot/range_errors.{csv,md} (one row per decoded held-out program)
+and prints the counts: where greedy decoding goes wrong, read without running a model.
 """
 
 from __future__ import annotations
@@ -58,6 +65,76 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def _ranges(program: str) -> list[tuple[int, int]]:
+    import re
+
+    return [(int(a), int(b)) for a, b in re.findall(r'<copy lines="(\d+)-(\d+)"/>', program or "")]
+
+
+def _gens(program: str) -> list[str]:
+    import re
+
+    return re.findall(r"<gen>(.*?)</gen>", program or "", flags=re.S)
+
+
+def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
+    """One row per decoded held-out program ("after", program mode): gold and predicted copy ranges, the
+    first copy's end (predicted - gold), copies missing (-) or extra (+), ranges and gen text exactly right."""
+    gold = {c.case_id: c for c in cases}
+    rows = []
+    decoded = records.filter((pl.col("phase") == "after") & (pl.col("mode") == "program")
+                             & (pl.col("split") == "heldout") & pl.col("error").is_null())
+    for r in decoded.iter_rows(named=True):
+        case = gold.get(r["case_id"])
+        if case is None:
+            raise SystemExit(f"pilot_sweep: {r['case_id']} is not a held-out case of the params' pilot data")
+        want, got = _ranges(case.program), _ranges(r["program"])
+        rows.append({"seed": r["seed"], "case_id": r["case_id"], "kind": case.kind, "site_line": case.site_line,
+                     "gold_ranges": str(want), "ranges": str(got),
+                     "first_end_off": got[0][1] - want[0][1] if got and want else None,
+                     "copies_off": len(got) - len(want), "ranges_exact": got == want,
+                     "gen_exact": _gens(r["program"]) == _gens(case.program), "exact_match": r["exact_match"]})
+    return pl.DataFrame(rows)
+
+
+def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
+    """Copy a finished preset run (`source`: data/pilot/<preset>/ with metrics.json, records, losses and
+    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as run.json and a
+    README naming them: the frozen run the default stage shows beside its own."""
+    import json
+    import shutil
+
+    from analysis.io import write_json
+
+    missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
+               if not (source / n).is_file()]
+    if missing:
+        raise SystemExit(f"pilot_sweep: {source} lacks {', '.join(missing)}: the {preset} run has not finished")
+    out = target / preset
+    out.mkdir(parents=True, exist_ok=True)
+    metrics = json.loads((source / "metrics.json").read_text())
+    write_json(metrics, out / "metrics.json")
+    shutil.copyfile(source / "records.parquet", out / "records.parquet")
+    for name in ("losses", "curve"):
+        pl.read_parquet(source / f"{name}.parquet").write_csv(out / f"{name}.csv")
+    write_json(run, out / "run.json")
+    em = metrics.get("heldout_em_after") or {}
+    (out / "README.md").write_text(
+        f"# Frozen run: `{preset}`\n\n"
+        f"- command: `{run.get('command')}` (run by hand; not part of the default `dvc repro`)\n"
+        f"- code: commit {run.get('commit')}\n- started {run.get('started')}, ended {run.get('ended')}: "
+        f"{run.get('seconds')} s ({run.get('minutes')} minutes) wall-clock\n- machine: {run.get('machine')}\n"
+        f"- method: {metrics.get('method')}\n"
+        f"- held-out EM: before {metrics.get('heldout_em_before')} / {metrics.get('heldout_cases')}, after "
+        + ", ".join(f"seed {k}: {v} / {metrics.get('heldout_cases')}" for k, v in em.items()) + "\n"
+        f"- HEvalFix-Py EM: before {metrics.get('humaneval_em_before')}, after {metrics.get('humaneval_em_after')} "
+        f"(of {metrics.get('humaneval_cases')})\n\n"
+        "Files: metrics.json (the stage's data/pilot/<preset>/metrics.json), curve.csv (teacher-forced held-out "
+        "metrics by step), losses.csv (training loss per step), records.parquet (every decoded case), run.json "
+        "(this page's facts, read by the default `copydecode pilot`).\n")
+    return out
+
+
 def main(argv=None) -> None:
     from kernels_profile.pilot import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
     from kernels_profile.runtime import set_threads
@@ -66,16 +143,35 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("configs", nargs="*")
     ap.add_argument("--from-checkpoints", action="store_true")
+    ap.add_argument("--diagnose", type=Path, default=None, help="a pilot records.parquet to compare with gold")
+    ap.add_argument("--freeze", default=None, metavar="PRESET",
+                    help="copy data/pilot/PRESET/ to reports/pilot/frozen/PRESET/ with a run.json of --run")
+    ap.add_argument("--run", default=None, help="JSON: command, commit, started, ended, seconds, minutes, machine")
+    ap.add_argument("--out", type=Path, default=None,
+                    help="table path without suffix (default: reports/pilot/{sweep,checkpoint_curve,range_errors})")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--every", type=int, default=24)
     args = ap.parse_args(argv)
+    if args.freeze:
+        import json
+
+        from analysis.layout import PILOT_DIR, PILOT_FROZEN
+
+        print(freeze(args.freeze, json.loads(args.run or "{}"), PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
+        return
     if args.from_checkpoints:
         from analysis.layout import PILOT_CHECKPOINTS
 
-        write_table(checkpoint_curve(PILOT_CHECKPOINTS), OUT.with_name("checkpoint_curve"), digits=3)
+        write_table(checkpoint_curve(PILOT_CHECKPOINTS), args.out or OUT.with_name("checkpoint_curve"), digits=3)
         return
     s = settings(Config.load("params.yaml"))
+    if args.diagnose is not None:
+        frame = range_errors(pl.read_parquet(args.diagnose), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
+        write_table(frame, args.out or OUT.with_name("range_errors"), digits=3)
+        for column in ("first_end_off", "copies_off", "ranges_exact", "gen_exact", "exact_match"):
+            print(column, dict(sorted(frame[column].value_counts().iter_rows(), key=str)))
+        return
     set_threads(args.threads)
     cases = build_pilot_cases(s.data, s.probeedit)
     rows = []
@@ -108,7 +204,7 @@ def main(argv=None) -> None:
         losses, _ = train(loaded.peft, train_seqs, ts, None, on_checkpoint=measure)
         rows[-1]["train_loss_last10"] = sum(losses[-10:]) / len(losses[-10:])
         frame = pl.DataFrame(rows)
-        write_table(frame, OUT, digits=3)
+        write_table(frame, args.out or OUT, digits=3)
 
 
 if __name__ == "__main__":

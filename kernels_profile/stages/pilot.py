@@ -30,9 +30,12 @@ stopping). A case that cannot run (prompt past the context, empty instruction, b
 recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after}.{csv,md},
+data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
-losses, curve and metrics under data/pilot/<preset>/.
+losses, curve and metrics under data/pilot/<preset>/; a preset run committed under
+reports/pilot/frozen/<preset>/ (its metrics.json and a run.json naming the command, commit, date and
+wall-clock) is read by the default run and shown beside it, labelled (pilot.json "frozen", the
+pilot_steps and pilot_runs tables).
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from analysis.layout import (
     PILOT_CHECKPOINTS,
     PILOT_CURVE,
     PILOT_DIR,
+    PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
     TABLES,
@@ -359,19 +363,22 @@ def forced_row(metrics) -> dict:
     return asdict(metrics)
 
 
-def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> dict:
-    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached."""
+def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> tuple[dict, float | None]:
+    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached, and
+    the seconds they took (None when the cache did not record them)."""
     from kernels_profile.pilot import teacher_forced
 
     path = PILOT_CHECKPOINTS / (f"forced-before-{mode}-"
                                 f"{digest({'model': model_key(s, loaded.lm), 'heldout': sequences_hash(heldout_seqs)})}.json")
     cached = read_job(path)
     if cached is not None:
-        return cached["metrics"]
+        return cached["metrics"], cached.get("seconds")
+    started = time.perf_counter()
     with loaded.peft.disable_adapter():
         metrics = forced_row(teacher_forced(loaded.peft, heldout_seqs))
-    write_json({"complete": True, "metrics": metrics}, path)
-    return metrics
+    seconds = time.perf_counter() - started
+    write_json({"complete": True, "metrics": metrics, "seconds": seconds}, path)
+    return metrics, seconds
 
 
 def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase],
@@ -395,8 +402,10 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
         heldout[mode], _ = training_sequences(loaded.tok, heldout_cases, mode, 10 ** 9)  # every case, any length
         kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
-        before[mode] = before_metrics(s, loaded, mode, heldout[mode])
     states, losses, seconds, curve = {}, [], [], []
+    for mode in sorted(sequences):
+        before[mode], spent = before_metrics(s, loaded, mode, heldout[mode])
+        seconds.append(spent)
     bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
     for mode, seed in plan:
         key = adapter_key(s, loaded.lm, mode, seed, sequences[mode], heldout[mode])
@@ -416,7 +425,7 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         checkpoint = PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt"
         steps, points = train(loaded.peft, sequences[mode], s.training(seed), checkpoint, on_step=on_step,
                               on_checkpoint=on_checkpoint)
-        seconds.append(trained_seconds(checkpoint))
+        seconds.append(trained_seconds(checkpoint, with_curve=True))  # training and its curve's evaluations
         bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
         states[(mode, seed)] = (key, adapter_state(loaded.peft))
         losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(steps)]
@@ -532,12 +541,13 @@ def run(cfg: Config, args=None) -> dict:
     from analysis import pilotreport
 
     s = settings(cfg, args)
-    cases = build_pilot_cases(s.data, s.probeedit)
-    train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
-    heldout = [eval_case(c) for c in heldout_cases]
-    humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
+    frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
-        started = time.perf_counter()
+        started = time.perf_counter()  # setup: the cases (ProbeEdit-S rebuilt for disjointness) and the model
+        cases = build_pilot_cases(s.data, s.probeedit)
+        train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
+        heldout = [eval_case(c) for c in heldout_cases]
+        humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
         loaded = load_models(s)
         setup = time.perf_counter() - started
         states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases)
@@ -562,6 +572,10 @@ def run(cfg: Config, args=None) -> dict:
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         return metrics
+    metrics["frozen"] = frozen  # committed preset runs, shown beside this one
+    metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
+    write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)
+    write_table(pilotreport.runs_table(metrics), TABLES / "pilot_runs", digits=3)
     write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)

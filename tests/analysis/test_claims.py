@@ -206,6 +206,23 @@ def test_claim_7_is_reproduced_only_when_the_lift_meets_the_papers(tmp_path, aft
     assert claims.fmt_pct(after) in claim.ours
 
 
+@pytest.mark.parametrize("after, verdict", [(0.03, claims.NOT_AT_SCALE), (0.2, claims.REPRODUCED)])
+def test_claim_7_judges_the_longest_run_with_hevalfix_and_labels_each_run(tmp_path, after, verdict):
+    long = {"model": "smollm2-135m", "steps": 384, "method": "LoRA long", "before": {"cases": 33, "em": 0.0},
+            "after_program": {"0": {"em": 5 / 33}}, "humaneval_before": {"cases": 33, "em": 0.0},
+            "humaneval": {"0": {"em": after}}}
+    run = {"commit": "abc1234", "command": "copydecode pilot --preset pilot-long"}
+    _pilot(tmp_path, humaneval={}, after_program={"0": {"em": 0.0}}, humaneval_before={"cases": 0},
+           frozen={"pilot-long": {"run": run, "metrics": long}})
+    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    assert claim.verdict == verdict
+    assert claim.ours.startswith("default (32 steps): held-out edits EM")
+    assert "pilot-long, frozen run of abc1234 (384 steps): HEvalFix-Py EM" in claim.ours
+    assert claims.fmt_pct(5 / 33) in claim.ours and claims.fmt_pct(after) in claim.ours
+    assert "384 steps (pilot-long, frozen run of abc1234)" in claim.reason
+    assert "LoRA long" in claim.method and "default: LoRA" in claim.method
+
+
 def test_claim_7_without_the_pilot_is_not_run(tmp_path):
     claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
     assert claim.verdict == claims.NOT_RUN

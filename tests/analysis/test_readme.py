@@ -242,3 +242,13 @@ def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
     assert "Scale: smollm2-135m (135M parameters) on CPU, 64 LoRA steps" in sentence and "not bug fixes" in sentence
     # the speed figure is the both-exact subset, with its case count; the all-cases ratio stays in the report
     assert "3 cases both exact (seed 0) 2.50x (IQR 1.50x to 3.25x)" in sentence and "9.00x" not in sentence
+    # a frozen preset run rides along, labelled with its command, commit, date and wall-clock
+    metrics["frozen"] = {"pilot-long": {
+        "run": {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
+                "minutes": 41, "machine": "2 shared cores"},
+        "metrics": {**metrics, "steps": 256, "method": "LoRA rank 16", "after_program": {"0": {**summary, "exact_match": 5}}}}}
+    (tmp_path / "reports/metrics/pilot.json").write_text(json.dumps(metrics))
+    sentence = next(line for line in results_block(tmp_path).splitlines() if line.startswith("Fine-tuning pilot"))
+    assert ("Frozen run of the `pilot-long` preset (`copydecode pilot --preset pilot-long`, commit abc1234, 2026-11-30, "
+            "41 minutes on 2 shared cores), LoRA rank 16: held-out EM before fine-tuning 0 / 33; "
+            "held-out EM after 256 steps (seed 0) 5 / 33") in sentence

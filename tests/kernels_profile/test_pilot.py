@@ -1,6 +1,7 @@
 """Pilot data: disjoint from ProbeEdit-S's evaluation units and split by file; instructions in words."""
 
 import dataclasses
+import time
 
 import pytest
 
@@ -110,6 +111,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         add_lora,
         evaluate_program,
         train,
+        trained_seconds,
         training_sequences,
     )
     from conftest import toy_model_tokenizer as toy
@@ -137,6 +139,12 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
     records = evaluate_program(lm, tok, cases, budget=80)
     assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
+    # a checkpoint keeps its training seconds and, apart, its curve evaluations' seconds (the stage's
+    # from-scratch time counts both)
+    model2 = add_lora(build_model("tiny-qwen2", "random", "float32", "cpu"), lora, seed=0)
+    train(model2, seqs, settings, tmp_path / "c.pt", on_checkpoint=lambda step: time.sleep(0.2) or {"x": step})
+    trained, with_curve = trained_seconds(tmp_path / "c.pt"), trained_seconds(tmp_path / "c.pt", with_curve=True)
+    assert trained > 0 and with_curve - trained >= 0.4  # two curve points (steps 4 and 8), 0.2 s each
     assert isinstance(records[0]["exact_match"], bool) and torch.is_tensor(next(model.parameters()))
 
 

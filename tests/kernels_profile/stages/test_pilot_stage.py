@@ -190,6 +190,74 @@ def test_before_after_table_and_headline_read_the_plain_metrics():
     assert not any("wall-clock" in k for k in rows)  # no both-exact case: no speed figure in the lead
 
 
+def _frozen_metrics(steps: int, em_after: int, he_after: int | None) -> dict:
+    curve = [{"mode": "program", "seed": 0, "step": step, "sequences": 33, "loss": loss, "directive_accuracy": 0.9,
+              "copy_exact": 0.5, "gen_exact": 0.3, "all_exact": exact}
+             for step, loss, exact in ((0, 2.0, 0.0), (steps // 2, 0.5, 1 / 33), (steps, 0.2, 3 / 33))]
+    m = {"model": "smollm2-135m", "steps": steps, "method": f"LoRA {steps}", "heldout_cases": 33,
+         "heldout_em_before": 0, "heldout_em_after": {"0": em_after}, "curve": curve,
+         "before": {"cases": 33, "exact_match": 0}, "after_program": {"0": {"cases": 33, "exact_match": em_after}},
+         "teacher_forced_before": {"program": curve[0]}, "teacher_forced_after": {"program": {"0": curve[-1]}}}
+    if he_after is not None:
+        m.update(humaneval_cases=33, humaneval_em_before=0, humaneval_em_after={"0": he_after},
+                 humaneval_before={"cases": 33, "exact_match": 0, "em": 0.0},
+                 humaneval={"0": {"cases": 33, "exact_match": he_after, "em": he_after / 33}})
+    return m
+
+
+def _write_frozen(root, name: str, metrics: dict, run: dict | None) -> None:
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(metrics))
+    if run is not None:
+        (folder / "run.json").write_text(json.dumps(run))
+
+
+RUN = {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
+       "seconds": 2400.0, "minutes": 40, "machine": "2 shared cores"}
+
+
+def test_frozen_runs_are_read_labelled_and_a_broken_one_is_refused(tmp_path):
+    assert pilotreport.read_frozen(tmp_path / "absent") == {}
+    _write_frozen(tmp_path, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
+    runs = pilotreport.read_frozen(tmp_path)
+    assert list(runs) == ["pilot-long"] and runs["pilot-long"]["run"]["commit"] == "abc1234"
+    _write_frozen(tmp_path, "half", _frozen_metrics(8, 0, None), None)
+    with pytest.raises(CorpusError, match="half lacks run.json"):
+        pilotreport.read_frozen(tmp_path)
+
+
+def test_steps_and_runs_tables_put_the_frozen_run_beside_the_default(tmp_path):
+    m = _frozen_metrics(64, 0, None)
+    _write_frozen(tmp_path, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
+    m["frozen"] = pilotreport.read_frozen(tmp_path)
+    steps = pilotreport.steps_table(m)
+    default = steps.filter(pl.col("run") == "default (this run)")
+    assert default["step"].to_list() == [0, 32, 64] and default["heldout_em"].to_list() == [0, None, 0]
+    long = steps.filter(pl.col("run").str.starts_with("pilot-long"))
+    assert "abc1234" in long["run"][0] and long["step"].to_list() == [0, 192, 384]
+    assert long["heldout_em"].to_list() == [0, None, 5] and long["forced_exact_cases"].to_list() == [0, 1, 3]
+    assert long["loss"].to_list() == [2.0, 0.5, 0.2]
+    runs = pilotreport.runs_table(m)
+    assert runs["steps"].to_list() == [64, 384] and runs["heldout_em_after"].to_list() == [0, 5]
+    assert runs["humaneval_em_after"].to_list() == [None, 1] and runs["seconds"].to_list() == [None, 2400.0]
+    rows = dict(pilotreport.frozen_headline(m))
+    key = next(k for k in rows if "held-out EM after 384 steps" in k)
+    assert rows[key] == "5 / 33" and "pilot-long" in key and "abc1234" in key and "40 min" in key
+
+
+def test_the_decoding_plan_says_what_decodes_and_what_does_not():
+    s = stage.settings(cfg(**{"pilot.seeds": [0, 1], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [],
+                              "pilot.humaneval_seeds": []}))
+    plan = pilotreport.decoding_plan(s)
+    assert "base model and program seed 0" in plan and "no rewrite adapter" in plan
+    assert "no HEvalFix-Py decoding" in plan and "program seed 1: teacher-forced metrics only" in plan
+    s = stage.settings(cfg(**{"pilot.seeds": [0], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [0],
+                              "pilot.humaneval_seeds": [0], "pilot.humaneval_cases": 33}))
+    plan = pilotreport.decoding_plan(s)
+    assert "rewrite seed 0" in plan and "HEvalFix-Py (33 cases): base model and program seed 0" in plan
+
+
 def test_examples_show_right_and_wrong_programs():
     records = stage.records_frame([_record(case_id=f"c/{i}", exact_match=i % 2 == 0, program=f"p{i}")
                                    for i in range(6)])
@@ -239,7 +307,16 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     )
 
     config, loads = tiny_run
+    from analysis.layout import PILOT_FROZEN
+
+    _write_frozen(PILOT_FROZEN, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
     metrics = stage.run(config)
+    assert metrics["frozen"]["pilot-long"]["run"]["commit"] == "abc1234"
+    runs = pl.read_csv(TABLES / "pilot_runs.csv")
+    assert runs["run"].to_list()[0] == "default (this run)" and runs["heldout_em_after"].to_list()[-1] == 5
+    steps = pl.read_csv(TABLES / "pilot_steps.csv")
+    assert steps.filter(pl.col("run") == "default (this run)")["step"].to_list() == [0, 2, 3] * 2  # seeds 0 and 1
+    assert metrics["steps_table"] and "no HEvalFix-Py decoding" in metrics["method"]
     records = pl.read_parquet(PILOT_RECORDS)
     # before (2 cases) + seed 0 program and rewrite (2 x 2) + seed 1 program (2)
     assert records.height == 8 and set(records["phase"]) == {"before", "after"}
@@ -294,3 +371,39 @@ def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
         assert record["exact_match"] is False and "output" not in record
     frame = stage.records_frame([{**small, "phase": "after", "seed": 0, "split": "heldout", "kind": "k"}])
     assert frame["output"].to_list() == [None] and frame["error"].to_list() == [small["error"]]
+
+
+def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
+    from types import SimpleNamespace
+
+    from kernels_profile.pilot_sweep import range_errors
+
+    gold = SimpleNamespace(case_id="c/0", kind="change_literal", site_line=4,
+                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
+    records = stage.records_frame([
+        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>'),
+        _record(case_id="c/0", seed=1, exact_match=True, program=gold.program),
+        _record(case_id="c/0", seed=2, phase="before", program="")])  # before: not an adapter's output
+    frame = range_errors(records, [gold])
+    assert frame["seed"].to_list() == [0, 1]
+    assert frame["first_end_off"].to_list() == [1, 0] and frame["copies_off"].to_list() == [-1, 0]
+    assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
+    with pytest.raises(SystemExit, match="c/0 is not a held-out case"):
+        range_errors(records, [])
+
+
+def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path):
+    from kernels_profile.pilot_sweep import freeze
+
+    source = tmp_path / "data" / "pilot-long"
+    source.mkdir(parents=True)
+    with pytest.raises(SystemExit, match="has not finished"):
+        freeze("pilot-long", RUN, source, tmp_path / "frozen")
+    (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
+    stage.records_frame([_record()]).write_parquet(source / "records.parquet")
+    pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [1.0]}).write_parquet(source / "losses.parquet")
+    stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
+    out = freeze("pilot-long", RUN, source, tmp_path / "frozen")
+    assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
+    runs = pilotreport.read_frozen(tmp_path / "frozen")
+    assert runs["pilot-long"]["run"] == RUN and runs["pilot-long"]["metrics"]["heldout_em_after"] == {"0": 5}

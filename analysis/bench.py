@@ -52,7 +52,7 @@ from analysis.stages.optimal import OptimalSettings
 from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
-from analysis.parallel import ParallelSettings, check_parallel
+from analysis.parallel import ParallelSettings, check_parallel, parallel_settings
 from analysis.params import get_or
 from analysis.program import parse
 from analysis.shards import shard_cases
@@ -77,6 +77,7 @@ class BenchSettings:
     corpora: CorporaSettings      # the corpora stage's settings (its commits builds make the synthetic corpus)
     optimal: OptimalSettings      # the optimal stage's settings
     shard_cases: int              # params parallel.shard_cases
+    chunks_per_job: int           # params parallel.chunks_per_job
 
 
 def synthetic_cases(corpora: CorporaSettings, n: int) -> list[Case]:
@@ -239,13 +240,14 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")
     if not jobs or any(j < 1 for j in jobs) or 1 not in jobs:
         raise ParamsError(f"bench throughput: --jobs must list positive worker counts including 1, got {jobs}")
+    chunks = parallel_settings(params).chunks_per_job
     for j in jobs:
-        check_parallel(ParallelSettings(j, backend))
+        check_parallel(ParallelSettings(j, backend, chunks))
     return BenchSettings(cases, jobs, backend, Path(bench_out or BENCH_DIR), tokenizer_spec(params),
                          programs_stage.settings(params).token_min_copy,
                          spans_stage.settings(params).prompt_overhead_tokens,
                          corpora_stage.settings(params), optimal_stage.settings(params),
-                         shard_cases(params))
+                         shard_cases(params), chunks)
 
 
 def run(s: BenchSettings) -> dict:
@@ -259,9 +261,9 @@ def run(s: BenchSettings) -> dict:
     runs = []
     for jobs in s.jobs:
         load = [round(x, 2) for x in os.getloadavg()]
-        pool_start = start_pool(ParallelSettings(jobs, s.backend), tokenizer)
+        pool_start = start_pool(ParallelSettings(jobs, s.backend, s.chunks_per_job), tokenizer)
         with TreePeak() as tree:
-            seconds = run_steps(cases, s, ParallelSettings(jobs, s.backend), tokenizer)
+            seconds = run_steps(cases, s, ParallelSettings(jobs, s.backend, s.chunks_per_job), tokenizer)
         own, workers = _peak_mb()
         total = sum(seconds.values())
         runs.append({"n_jobs": jobs, "seconds": seconds, "total_seconds": round(total, 3),

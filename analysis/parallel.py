@@ -34,9 +34,11 @@ CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
 
 @dataclass(frozen=True)
 class ParallelSettings:
-    n_jobs: int = 1
-    backend: str = "loky"
-    chunks_per_job: int = 4
+    """params `parallel` (no defaults here: params.yaml is their one source; SERIAL is the in-process run)."""
+
+    n_jobs: int
+    backend: str
+    chunks_per_job: int
 
     @property
     def serial(self) -> bool:
@@ -70,7 +72,7 @@ def parallel_settings(params: dict) -> ParallelSettings:
     ))
 
 
-SERIAL = ParallelSettings()
+SERIAL = ParallelSettings(1, "loky", 4)  # in-process: backend and chunks are not used
 
 
 def chunked(items: Sequence, n_chunks: int) -> list[Sequence]:

@@ -17,7 +17,7 @@ from analysis.stages.programs import oracle_programs
 from analysis.stages.roundtrip import roundtrip_failures
 from analysis.stages.spans import build_spans
 
-SERIAL = ParallelSettings(n_jobs=1)
+SERIAL = ParallelSettings(n_jobs=1, backend="loky", chunks_per_job=4)
 TWO = ParallelSettings(n_jobs=2, backend="loky", chunks_per_job=3)
 
 
@@ -129,7 +129,7 @@ def test_perturbation_byte_identical(qwen, tables):
 ])
 def test_bad_parallel_settings_are_named(bad):
     with pytest.raises(ParamsError, match="parallel"):
-        check_parallel(ParallelSettings(**bad))
+        check_parallel(ParallelSettings(**{"n_jobs": 2, "backend": "loky", "chunks_per_job": 4, **bad}))
 
 
 def test_cluster_backend_names_the_extra(monkeypatch):
@@ -138,9 +138,9 @@ def test_cluster_backend_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     for backend in ("dask", "ray"):
         with pytest.raises(ParamsError, match=r"\[cluster\]"):
-            check_parallel(ParallelSettings(n_jobs=2, backend=backend))
+            check_parallel(ParallelSettings(n_jobs=2, backend=backend, chunks_per_job=4))
     # without the package check (e.g. a cluster launcher validating a params file) the name is accepted
-    assert check_parallel(ParallelSettings(n_jobs=2, backend="dask"), need_packages=False).backend == "dask"
+    assert check_parallel(ParallelSettings(n_jobs=2, backend="dask", chunks_per_job=4), need_packages=False).backend == "dask"
 
 
 def test_parallel_params_default_to_serial():

@@ -67,8 +67,8 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
     token = dict(line, program='<copy tokens="1-1"/>')
 
     def key(**changes):
-        # with a k sweep, so that the sweep's own settings have something to change
-        s = stage.settings(cfg(**{"e2e.pld.sweep_k": [64, 256], **changes}))
+        # with a k sweep and both policies, so that each of those settings has something to change
+        s = stage.settings(cfg(**{"e2e.pld.sweep_k": [64, 256], "e2e.pld.policies": ["latest", "earliest"], **changes}))
         return checkpoint_key(stage.CHECKPOINT_VERSION,
                               stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
 

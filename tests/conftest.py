@@ -1,4 +1,5 @@
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -6,6 +7,12 @@ from hypothesis import settings
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
+
+# The tests mirror the package tree; a few share helpers across folders (`from test_decoder import toy`).
+# Test file names are unique, so every test folder goes on the path, whatever order pytest collects in.
+for _folder in sorted(p for p in (ROOT / "tests").rglob("*") if p.is_dir() and p.name != "__pycache__"):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 
 settings.register_profile("ci", max_examples=150, deadline=None)
 settings.register_profile("dev", max_examples=60, deadline=None)

@@ -168,7 +168,7 @@ def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_m
 
     from kernels_profile.models import build_model
     from kernels_profile.pilot import teacher_forced, training_sequences
-    from tests.test_decoder import toy
+    from test_decoder import toy
 
     tok = toy()
     seqs, _ = training_sequences(tok, _tiny_cases(), "program", max_tokens=2000)
@@ -200,7 +200,7 @@ def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_m
 def test_copy_coverage_is_a_share_of_output_tokens():
     from analysis.program import Copy, Gen, Program
     from kernels_profile.pilot import copy_coverage
-    from tests.test_decoder import toy
+    from test_decoder import toy
 
     tok = toy()  # one token per byte
     source = "aaaa\nbb\n"

@@ -139,3 +139,14 @@ def profile_spec(**changes):
 
     spec = settings(yaml.safe_load((ROOT / "params.yaml").read_text())).spec
     return replace(spec, **{"threads": None, **changes})
+
+
+def write_scratch_shared(top: Path, hep_dir: Path, python_cases: int) -> None:
+    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records
+    and an empty git folder (declared by the corpora stage; no bundle mined)."""
+    data = top / "shared" / "data" / "humanevalpack"
+    data.mkdir(parents=True)
+    lines = (hep_dir / "python.jsonl").read_text().splitlines()[:python_cases]
+    (data / "python.jsonl").write_text("\n".join(lines) + "\n")
+    (top / "shared" / "data" / "git").mkdir()
+    (top / "shared" / "data" / "git" / "README").write_text("empty\n")

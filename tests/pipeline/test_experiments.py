@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, write_scratch_shared
 
 from analysis.headline import HEADLINE_DIR
 from analysis.layout import LATENCY_MODEL
@@ -52,12 +52,7 @@ def scratch_dvc_yaml() -> dict:
 @pytest.fixture(scope="module")
 def repo(tmp_path_factory, hep_dir):
     top = tmp_path_factory.mktemp("exp")
-    data = top / "shared" / "data" / "humanevalpack"
-    data.mkdir(parents=True)
-    lines = (hep_dir / "python.jsonl").read_text().splitlines()[:3]
-    (data / "python.jsonl").write_text("\n".join(lines) + "\n")
-    (top / "shared" / "data" / "git").mkdir()
-    (top / "shared" / "data" / "git" / "README").write_text("empty\n")
+    write_scratch_shared(top, hep_dir, python_cases=3)
     repo = top / "repo"
     repo.mkdir()
     for name in ("analysis", "kernels_profile"):

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, write_scratch_shared
 
 pytestmark = pytest.mark.slow
 
@@ -23,12 +23,7 @@ def dvc(*args, cwd):
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory, hep_dir):
     top = tmp_path_factory.mktemp("e2e")
-    data = top / "shared" / "data" / "humanevalpack"
-    data.mkdir(parents=True)
-    lines = (hep_dir / "python.jsonl").read_text().splitlines()[:5]
-    (data / "python.jsonl").write_text("\n".join(lines) + "\n")
-    (top / "shared" / "data" / "git").mkdir()  # declared by the corpora stage; no bundle mined here
-    (top / "shared" / "data" / "git" / "README").write_text("empty\n")
+    write_scratch_shared(top, hep_dir, python_cases=5)
     repo = top / "repo"
     repo.mkdir()
     for name in ("dvc.yaml", "analysis", "kernels_profile"):

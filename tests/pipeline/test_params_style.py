@@ -1,0 +1,97 @@
+"""params.yaml stays in block style, with comments on their own line above the key they explain.
+
+Flow collections (`{a: 1}`, `[x, y]`) and trailing comments make `dvc exp run -S` rewrites and
+merges of new keys error-prone; only the empty collections `{}` and `[]` (which have no block form)
+are allowed. The conversion to block style (commit after c7feace) changed no key or value.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMS = ROOT / "params.yaml"
+BEFORE_BLOCK_STYLE = "c7feace"
+
+
+def flow_collections(text: str) -> list[str]:
+    """Paths of non-empty mappings/sequences written in flow style."""
+    found: list[str] = []
+
+    def walk(node: yaml.Node, path: str) -> None:
+        if isinstance(node, yaml.MappingNode):
+            if node.flow_style and node.value:
+                found.append(f"{path or '<root>'} (line {node.start_mark.line + 1})")
+            for key, value in node.value:
+                walk(value, f"{path}.{key.value}" if path else str(key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            if node.flow_style and node.value:
+                found.append(f"{path} (line {node.start_mark.line + 1})")
+            for i, item in enumerate(node.value):
+                walk(item, f"{path}[{i}]")
+
+    walk(yaml.compose(text), "")
+    return found
+
+
+def trailing_comments(text: str) -> list[int]:
+    """Line numbers where a comment follows a key or value on the same line."""
+    lines = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        in_quote = None
+        for i, char in enumerate(stripped):
+            if char in "'\"" and in_quote in (None, char):
+                in_quote = None if in_quote else char
+            elif char == "#" and in_quote is None and i > 0 and stripped[i - 1] in " \t":
+                lines.append(number)
+                break
+    return lines
+
+
+def test_helpers_detect_flow_and_trailing_comments():
+    text = "a:\n  b: {c: 1}\n  d: [1, 2]\n  e: []\n  f: {}\n  g: 'x # y'\n  h: 3   # note\n"
+    assert flow_collections(text) == ["a.b (line 2)", "a.d (line 3)"]
+    assert trailing_comments(text) == [7]
+
+
+def test_params_yaml_is_block_style_with_comments_above_keys():
+    text = PARAMS.read_text()
+    assert flow_collections(text) == [], "params.yaml: write these in block style (one item a line)"
+    assert trailing_comments(text) == [], "params.yaml: put these comments on their own line above the key"
+
+
+def leaves(node, path=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from leaves(value, path + (key,))
+    else:
+        yield path, node
+
+
+def lookup(node, path):
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return "<missing>"
+        node = node[key]
+    return node
+
+
+def test_block_style_conversion_kept_every_setting():
+    try:
+        before = subprocess.run(["git", "show", f"{BEFORE_BLOCK_STYLE}:params.yaml"], cwd=ROOT,
+                                capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip(f"commit {BEFORE_BLOCK_STYLE} is not in this checkout (no git history)")
+    old = yaml.safe_load(before)
+    new = yaml.safe_load(PARAMS.read_text())
+    # keys added since are fine; every setting of the flow-style file must read the same
+    changed = {".".join(map(str, path)): (value, lookup(new, path))
+               for path, value in leaves(old) if lookup(new, path) != value}
+    assert changed == {}

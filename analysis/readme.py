@@ -3,7 +3,10 @@ reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- res
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
 helpers the reports use (analysis.present), so the README cannot drift from the metrics.
-tests/analysis/test_readme.py regenerates the block and compares it with the README's.
+tests/analysis/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
+`committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
+machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
+`python -m analysis.readme --check`.
 
 README.md and reports/timings.json are tracked source files, so no `dvc repro` stage writes them
 (a stage that rewrote them would change tracked files behind dvc's back, and declaring README.md as a
@@ -12,6 +15,7 @@ command, run after `dvc repro` and outside it:
 
     python -m analysis.readme [ROOT]     # gather ROOT/data/timings into ROOT/reports/timings.json,
                                          # then rewrite the block in ROOT/README.md (default ROOT: .)
+    python -m analysis.readme --check    # maintainers: is the block up to date with this workspace? (writes nothing)
 """
 
 from __future__ import annotations
@@ -334,6 +338,52 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
             if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))]
 
 
+# every output the block reads (results_block and its helpers); a path absent at a revision is left out
+BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"))
+
+
+def _git(root: Path, *args: str) -> str:
+    import subprocess
+
+    try:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
+    except OSError as exc:
+        raise ParamsError(f"git is not available to read committed outputs: {exc}") from exc
+    if done.returncode != 0:
+        raise ParamsError(f"git {' '.join(args)} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
+    return done.stdout
+
+
+def committed_outputs(dest: Path, root: Path = Path("."), rev: str = "HEAD") -> Path:
+    """Write the stage outputs the block reads, as committed at `rev`, under `dest` (a fresh folder); returns dest.
+
+    The README is checked against these rather than the workspace: a user's `dvc repro` rewrites the
+    workspace outputs with this machine's timings, which are not the README's."""
+    import io
+    import tarfile
+
+    root, dest = Path(root), Path(dest)
+    listed = _git(root, "ls-tree", "-r", "--name-only", rev, "--", *(str(p) for p in BLOCK_INPUTS)).decode()
+    paths = [line for line in listed.splitlines() if line]
+    dest.mkdir(parents=True, exist_ok=True)
+    if paths:
+        archive = _git(root, "archive", "--format=tar", rev, "--", *paths)
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(dest, filter="data")
+    return dest
+
+
+def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
+    """README.md as committed at `rev`."""
+    return _git(Path(root), "show", f"{rev}:{README}").decode("utf-8")
+
+
+def committed_stale_lines(scratch: Path, root: Path = Path("."), rev: str = "HEAD") -> list[str]:
+    """`stale_lines` of the README committed at `rev` against the outputs committed at `rev` (extracted into
+    `scratch`): what the tests check, independent of the workspace's fresh outputs."""
+    return stale_lines(committed_readme(root, rev), committed_outputs(scratch, root, rev))
+
+
 def write_readme_results(root: Path = Path(".")) -> Path:
     """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
     path = Path(root) / README
@@ -361,9 +411,21 @@ def gather_timings(root: Path = Path(".")) -> Path | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The step after `dvc repro`: reports/timings.json, then the README's Results block."""
-    argv = sys.argv[1:] if argv is None else argv
+    """The step after `dvc repro`: reports/timings.json, then the README's Results block.
+    `--check` writes nothing: it lists the block's lines that differ from this workspace's outputs (exit 1)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    check = "--check" in argv
+    if check:
+        argv.remove("--check")
     root = Path(argv[0]) if argv else Path(".")
+    if check:
+        try:
+            stale = stale_lines((root / README).read_text(encoding="utf-8"), root)
+        except (CopyDecodeError, OSError) as exc:
+            print(f"python -m analysis.readme: error: {exc}", file=sys.stderr)
+            return 2
+        print("\n".join(stale) if stale else f"{root / README}: the Results block matches this workspace's outputs")
+        return 1 if stale else 0
     try:
         timings = gather_timings(root)
         readme = write_readme_results(root)

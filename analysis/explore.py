@@ -230,6 +230,17 @@ def render_view(view: CaseView) -> "Html":
 
 # ---------------------------------------------------------------- widgets
 
+def _set_choices(dropdown: Any, options: list[str]) -> None:
+    """New options for a Dropdown, keeping its value when it is still offered (else the first option, or None).
+
+    Options first, then the value, and NOT under `hold_trait_notifications()`: assigning options resets
+    the value, and inside a hold the old value is validated against the new options at the end of the
+    hold (`TraitError: Invalid selection`)."""
+    keep = dropdown.value
+    dropdown.options = list(options)
+    dropdown.value = keep if keep in options else (options[0] if options else None)
+
+
 def explorer(data: ExploreData, start: Selection):
     """ipywidgets: corpus, framing, case and level dropdowns above the rendered case; any change
     re-renders it (an error for a selection is shown in place of the case, escaped)."""
@@ -252,23 +263,30 @@ def explorer(data: ExploreData, start: Selection):
         except ParamsError as exc:
             out.value = f"<div class='cd-explore'><style>{EXPLORE_CSS}</style><p class='cd-error'>{esc(exc)}</p></div>"
 
+    cascading = {"on": False}  # a corpus change refills framing and case itself: their observers wait
+
     def on_corpus(_=None) -> None:
-        framings = data.framings(corpus.value)
-        with framing.hold_trait_notifications():
-            framing.options = framings
-            framing.value = framing.value if framing.value in framings else framings[0]
-        on_framing()
+        cascading["on"] = True
+        try:
+            _set_choices(framing, data.framings(corpus.value))
+            _set_choices(case, data.case_ids(corpus.value, framing.value))
+        finally:
+            cascading["on"] = False
+        render()
 
     def on_framing(_=None) -> None:
-        ids = data.case_ids(corpus.value, framing.value)
-        with case.hold_trait_notifications():
-            case.options = ids
-            case.value = ids[0] if ids else None
+        if cascading["on"]:
+            return
+        _set_choices(case, data.case_ids(corpus.value, framing.value))
         render()
+
+    def on_case(_=None) -> None:
+        if not cascading["on"]:
+            render()
 
     corpus.observe(on_corpus, names="value")
     framing.observe(on_framing, names="value")
-    case.observe(render, names="value")
+    case.observe(on_case, names="value")
     level.observe(render, names="value")
     render()
     box = w.VBox([w.HBox([corpus, framing]), w.HBox([case, level]), out])

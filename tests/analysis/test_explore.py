@@ -20,16 +20,18 @@ N_CASES = 4
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory, hep_dir):
-    """corpora, programs and spans on a few HEvalFix-Py cases (body and decl) in a scratch folder."""
+    """corpora, programs and spans in a scratch folder: a few HEvalFix-Py and HEvalFix-JS cases (body and
+    decl) and ProbeEdit-S cases (one framing, `unit`), so the corpus dropdown crosses framing sets."""
     top = tmp_path_factory.mktemp("explore")
     data = top / "hep"
     data.mkdir()
-    lines = (hep_dir / "python.jsonl").read_text().splitlines()[:N_CASES]
-    (data / "python.jsonl").write_text("\n".join(lines) + "\n")
+    for language in ("python", "js"):
+        lines = (hep_dir / f"{language}.jsonl").read_text().splitlines()[:N_CASES]
+        (data / f"{language}.jsonl").write_text("\n".join(lines) + "\n")
     params = params_with(**{
-        "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body", "decl"],
+        "corpora.humanevalpack.languages": ["python", "js"], "corpora.humanevalpack.framings": ["body", "decl"],
         "corpora.humanevalpack.local_dir": str(data), "corpora.humanevalpack.verify_sha256": False,
-        "corpora.probeedit.enabled": False, "corpora.commits": [], "spans.bootstrap_resamples": 20,
+        "corpora.probeedit.n_cases": 3, "corpora.commits": [], "spans.bootstrap_resamples": 20,
     })
     (top / "params.yaml").write_text(yaml.safe_dump(params))
     (top / LATENCY_MODEL).parent.mkdir(parents=True)
@@ -114,6 +116,31 @@ def test_widgets_rerender_the_case_on_each_change(data):
     assert "decl, line" in c["view"].value
     c["level"].value = "token"
     assert "decl, token" in c["view"].value
+
+
+def test_the_corpus_dropdown_crosses_multi_and_single_framing_corpora_and_back(data):
+    """ipywidgets resets a Dropdown's value when its options change; inside hold_trait_notifications the old
+    value was validated against the new options (TraitError: Invalid selection) on every corpus change."""
+    pytest.importorskip("ipywidgets")
+    from analysis.explore import explorer
+
+    assert set(data.corpora()) >= {"HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S"}
+    assert len(data.framings("HEvalFix-Py")) > 1 and len(data.framings("ProbeEdit-S")) == 1
+    box = explorer(data, data.selection_for("HEvalFix-Py/0", "decl", "line"))
+    c = box.controls
+    for corpus in ("HEvalFix-JS", "ProbeEdit-S", "HEvalFix-Py", "ProbeEdit-S", "HEvalFix-JS"):
+        c["corpus"].value = corpus
+        framings = data.framings(corpus)
+        assert c["framing"].options == tuple(framings)
+        assert c["case"].options == tuple(data.case_ids(corpus, c["framing"].value))
+        assert c["case"].value == data.case_ids(corpus, c["framing"].value)[0]
+        view = c["view"].value
+        assert c["case"].value in view and "class='cd-error'" not in view, (corpus, view[-300:])
+        assert f"{c['framing'].value}, line" in view
+    # a framing both HEvalFix corpora offer is kept across the change (decl set on JS, then back to Py)
+    c["framing"].value = "decl"
+    c["corpus"].value = "HEvalFix-Py"
+    assert c["framing"].value == "decl" and "decl, line" in c["view"].value
 
 
 @pytest.mark.slow

@@ -157,3 +157,37 @@ def test_notebook_renders_one_case_under_papermill(scratch, monkeypatch):
     html = "".join(o.get("data", {}).get("text/html", "") for c in book.cells if c.cell_type == "code"
                    for o in c.get("outputs", []))
     assert "HEvalFix-Py/3" in html and "decl, token" in html and "paper (steps)" in html
+
+
+def test_jupyterlab_files_do_not_count_as_pipeline_dependencies():
+    """Opening the explorer in JupyterLab writes kernel metadata into the notebook and .ipynb_checkpoints/;
+    neither may make `dvc status` report the reports stage (which depends on `notebooks`) changed."""
+    pytest.importorskip("dvc")
+    from dvc.repo import Repo
+
+    ignore = Repo(str(ROOT)).dvcignore
+    for path in ("notebooks/.ipynb_checkpoints/explore-checkpoint.ipynb", "notebooks/lab/explorer.ipynb",
+                 "notebooks/lab/.ipynb_checkpoints/explorer-checkpoint.ipynb"):
+        assert ignore.is_ignored_file(str(ROOT / path)), path
+    assert not ignore.is_ignored_file(str(ROOT / "notebooks/explore.ipynb"))  # the reports stage's template
+
+
+def test_the_lab_notebook_runs_the_dropdown_explorer(scratch, monkeypatch):
+    """notebooks/lab/explorer.ipynb: its root parameter is the repository root seen from its folder, and its
+    code cells build the widget explorer (run here against the scratch run)."""
+    pytest.importorskip("ipywidgets")
+    import nbformat
+
+    book = nbformat.read(ROOT / "notebooks/lab/explorer.ipynb", as_version=4)
+    cells = [c.source for c in book.cells if c.cell_type == "code"]
+    namespace: dict = {}
+    exec(cells[0], namespace)
+    assert (ROOT / "notebooks/lab" / namespace["root"]).resolve() == ROOT.resolve()
+    monkeypatch.chdir(scratch)
+    namespace["root"] = str(scratch)
+    *setup, last = cells[1].strip().splitlines()
+    exec("\n".join(setup), namespace)
+    box = eval(last, namespace)
+    assert namespace["case_id"] in box.controls["view"].value
+    box.controls["corpus"].value = "ProbeEdit-S"
+    assert box.controls["case"].value.startswith("ProbeEdit-S/")

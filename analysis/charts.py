@@ -36,6 +36,36 @@ def _titled(chart, title: str):
     return chart.properties(title=title)
 
 
+def _wrap(chart, field: str, columns: int = WRAP, title=None):
+    """Facet `chart` by `field`, `columns` panels a row. Each panel draws its own x axis: with a shared
+    one Vega-Lite puts the axis of a column whose last row is empty under that empty slot (an orphan
+    panel with an axis and no data)."""
+    alt = _alt()
+    return chart.facet(facet=alt.Facet(field, title=title), columns=columns).resolve_axis(x="independent")
+
+
+def _dash_legend(title: str | None):
+    """A legend for a strokeDash channel that draws each entry as a short dashed stroke (the default
+    draws identical filled dots)."""
+    return _alt().Legend(title=title, symbolType="stroke", symbolStrokeWidth=2, symbolSize=600,
+                         symbolStrokeColor="#333", labelLimit=0)
+
+
+def _dashed_lines(base, dash, **encoding):
+    """Lines whose dash is a data channel, with their points as a layer of their own: `point=True` would
+    make the dash legend's symbols filled points with no stroke, so its dashes would not show."""
+    lines = base.mark_line().encode(strokeDash=dash, **encoding)
+    points = base.mark_point(filled=True, size=30).encode(**encoding)
+    return lines + points
+
+
+def _series(data: pl.DataFrame, columns: list[str], sep: str = ", ") -> pl.Expr:
+    """One label from the identity columns that vary in `data` (the first column always), so a legend
+    names every series and never merges two."""
+    varying = [c for i, c in enumerate(columns) if c in data.columns and (i == 0 or data[c].n_unique() > 1)]
+    return pl.concat_str([pl.col(c).cast(pl.Utf8) for c in varying], separator=sep)
+
+
 def readable(chart):
     """Fonts a laptop reader can read at 100% zoom (altair's defaults are 10-11 px). Applied once, to
     the top-level chart each public function returns (a composed chart cannot hold a config)."""
@@ -60,8 +90,8 @@ def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
         .encode(x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
                 y=alt.Y("count:Q", title="spans"), color=alt.Color("kind:N", title="op"), xOffset="kind:N")
         .properties(width=PANEL, height=HEIGHT - 40)
-        .facet(facet=alt.Facet("corpus:N", title=None), columns=WRAP)
     )
+    chart = _wrap(chart, "corpus:N").resolve_scale(y="independent")  # token-level counts differ by corpus
     return _titled(chart, f"{level}-level oracle spans ({framing} framing; {STAND_IN})")
 
 
@@ -104,8 +134,10 @@ def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
     alt = _alt()
     data = pooling_label(table.filter((pl.col("level") == level) & (pl.col("variant") == variant)))
     data = data.with_columns(kernel=pl.concat_str([pl.col("kernel_source"), pl.lit(": "), pl.col("baseline")]))
-    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("corpus:N", title=None), color=alt.Color("kernel:N", title="kernel"),
-                                              yOffset="kernel:N")
+    base = alt.Chart(data.to_pandas()).encode(
+        y=alt.Y("corpus:N", title=None, axis=alt.Axis(labelLimit=0)),
+        color=alt.Color("kernel:N", title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+        yOffset="kernel:N")
     x = alt.X("bound:Q", title="closed-form speedup (x, log scale)", scale=alt.Scale(type="log"))
     points = base.mark_point(filled=True, size=60).encode(x=x)
     errs = base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title="", scale=alt.Scale(type="log")), x2="ci_high:Q")
@@ -145,22 +177,31 @@ def corpus_sizes(sizes: pl.DataFrame):
 # ---------------------------------------------------------------- perturbation
 
 
+# the paper's pooled EM under span noise (analysis.perturb.PAPER_EM; kept here so the stages that draw
+# charts need not import the perturbation code; tests/analysis/test_charts.py checks the two agree)
+PAPER_PERTURB_EM = 0.1548
+
+
 def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None = None):
-    """EM against perturbation rate, one panel per kind; pooled rows only at `framing`."""
+    """EM against perturbation rate, one panel per kind; pooled rows only at `framing`. One line per
+    (corpus, level); a rule marks the paper's 15.48%."""
     alt = _alt()
     if level not in (None, "all"):
         table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
     pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing))
     data = pl.concat([per_corpus, pooled]).to_pandas()
-    chart = (
-        alt.Chart(data).mark_line(point=True)
-        .encode(x=alt.X("rate:Q", title="share of copy spans perturbed"),
-                y=alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-                color=alt.Color("corpus:N"), strokeDash="level:N")
-        .properties(width=PANEL - 60, height=HEIGHT - 40)
-        .facet(facet=alt.Facet("kind:N", title="perturbation"), columns=WRAP + 1)
-    )
+    y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+    lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),
+                          x=alt.X("rate:Q", title="share of copy spans perturbed"), y=y,
+                          color=alt.Color("corpus:N", legend=alt.Legend(labelLimit=0)),
+                          detail=[alt.Detail("framing:N"), alt.Detail("level:N")])
+    paper = pl.DataFrame({"em": [PAPER_PERTURB_EM], "label": [f"paper: {PAPER_PERTURB_EM:.2%}"]}).to_pandas()
+    rule = alt.Chart(paper).mark_rule(color="#9a1c1c", strokeDash=[2, 2]).encode(y=alt.Y("em:Q"))
+    text = (alt.Chart(paper).mark_text(align="right", baseline="bottom", dx=-2, dy=-2, color="#9a1c1c")
+            .encode(y=alt.Y("em:Q"), x=alt.value(PANEL - 62), text="label:N"))
+    chart = _wrap(alt.layer(*lines.layer, rule, text, data=data).properties(width=PANEL - 60, height=HEIGHT - 40), "kind:N",
+                  columns=WRAP + 1, title="perturbation")
     where = f"{level} level, " if level not in (None, "all") else ""
     return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing; {STAND_IN})"))
 
@@ -168,32 +209,55 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
 # ---------------------------------------------------------------- kernels
 
 
+SERIES_COLUMNS = ("kernel_source", "model", "dtype", "device", "baseline", "prefill", "context")
+
+
+def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
+    """`series` (model and AR loop, plus prefill/dtype/device where they vary) for colour and `c` for the
+    dash: one line per (model, loop, context), never two models joined into one path."""
+    data = speedups.with_columns(series=_series(speedups, ["model", "baseline", "prefill", "dtype", "device"]),
+                                 c=pl.format("c = {}", pl.col("context")))
+    return data
+
+
 def kernel_speedup(speedups: pl.DataFrame, note: str):
+    """T_ar(N) / T_prefill(N) per (model, AR loop) in colour and context as the dash, with the IQR of the
+    paired repeats; the thin gray line is speedup = N."""
     alt = _alt()
-    data = speedups.select("model", "dtype", "device", "context", "n", "baseline", "speedup", "speedup_q25", "speedup_q75")
+    keep = [c for c in (*SERIES_COLUMNS, "n", "speedup", "speedup_q25", "speedup_q75") if c in speedups.columns]
+    data = _kernel_series(speedups.select(keep))
     ns = sorted(set(data["n"].to_list()))
-    ideal = pl.DataFrame({"n": ns, "speedup": [float(n) for n in ns], "baseline": ["ideal (speedup = N)"] * len(ns)})
+    ideal = pl.DataFrame({"n": ns, "speedup": [float(n) for n in ns]})
     base = alt.Chart(data.to_pandas())
     x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="N (tokens copied)")
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="T_ar(N) / T_prefill(N)")
-    lines = base.mark_line(point=True).encode(x=x, y=y, color=alt.Color("baseline:N", title="AR baseline"),
-                                              strokeDash=alt.StrokeDash("context:N", title="context c"))
+    detail = [alt.Detail(f"{c}:N") for c in SERIES_COLUMNS if c in data.columns]
+    color = alt.Color("series:N", title="model, AR loop", legend=alt.Legend(labelLimit=0))
+    lines = _dashed_lines(base, alt.StrokeDash("c:N", legend=_dash_legend("context")), x=x, y=y, color=color,
+                          detail=detail)
     bands = base.mark_errorbar().encode(x=x, y=alt.Y("speedup_q25:Q", title=""), y2="speedup_q75:Q",
-                                        color="baseline:N")
-    ideal_line = alt.Chart(ideal.to_pandas()).mark_line(strokeDash=[4, 4], color="gray").encode(x=x, y=y)
-    title = f"Copy by one prefill vs N decode steps ({note})"
-    return readable((ideal_line + bands + lines).properties(width=WIDE, height=340, title=title))
+                                        color=color, detail=detail)
+    ideal_chart = alt.Chart(ideal.to_pandas())
+    ideal_line = ideal_chart.mark_line(color="gray", strokeWidth=1, opacity=0.7).encode(x=x, y=y)
+    ideal_text = (alt.Chart(ideal.tail(1).with_columns(label=pl.lit("speedup = N")).to_pandas())
+                  .mark_text(align="right", baseline="bottom", dx=-4, color="gray").encode(x=x, y=y, text="label:N"))
+    note = note.replace("; dashed: speedup = N", "").replace("dashed: speedup = N", "")
+    title = f"Copy by one prefill vs N decode steps ({note}; gray: speedup = N)"
+    return readable((ideal_line + ideal_text + bands + lines).properties(width=WIDE, height=340, title=title))
 
 
 def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
-    """Measured speedups (strongest AR loop) against roofline ceilings min(N, ridge x bytes/param / 2),
-    one dashed line per ceiling (`ceilings`: n, ceiling, label)."""
+    """Measured speedups (strongest AR loop), one solid line per (model, context), against roofline ceilings
+    min(N, ridge x bytes/param / 2), one dashed line per ceiling (`ceilings`: n, ceiling, label)."""
     alt = _alt()
     x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="N (tokens copied)")
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="T_ar(N) / T_prefill(N)")
-    measured = speedups.filter(pl.col("is_strongest")).select("n", "speedup").with_columns(
-        label=pl.lit("measured here (strongest AR loop)"))
-    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=600)
+    strongest = speedups.filter(pl.col("is_strongest"))
+    model = (pl.col("model") + pl.lit(", ")) if "model" in strongest.columns and strongest["model"].n_unique() > 1 else pl.lit("")
+    measured = strongest.with_columns(
+        label=pl.concat_str([pl.lit("measured here (strongest AR loop), "), model, pl.format("c = {}", pl.col("context"))]))
+    measured = measured.select("n", "speedup", "label")
+    legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
     lines = (alt.Chart(ceilings.rename({"ceiling": "speedup"}).to_pandas()).mark_line(strokeDash=[5, 3])
              .encode(x=x, y=y, color=alt.Color("label:N", title=None, legend=legend)))
     points = alt.Chart(measured.to_pandas()).mark_line(point=True).encode(x=x, y=y, color="label:N")
@@ -204,15 +268,38 @@ def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
 # ---------------------------------------------------------------- end to end
 
 
+def method_label(method: str) -> str:
+    """A readable name for an e2e method code (pld_latest_k10 -> "PLD latest, k=10", cad_line_overhead ->
+    "copy program, line + directives"); unknown codes are shown as they are."""
+    import re
+
+    if method == "ar":
+        return "AR"
+    pld = re.fullmatch(r"pld_(\w+?)_k(\d+)", method)
+    if pld:
+        return f"PLD {pld.group(1)}, k={pld.group(2)}"
+    cad = re.fullmatch(r"cad_(line|token)(_overhead)?", method)
+    if cad:
+        return f"copy program, {cad.group(1)}" + (" + directives" if cad.group(2) else "")
+    return method
+
+
 def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
+    """Measured speedup over AR per method (horizontal bars, readable method names) and model, one panel per
+    corpus; ticks: the closed-form prediction for the same cases."""
     alt = _alt()
-    data = summary.filter(pl.col("method").is_in(list(methods))).to_pandas()
-    base = alt.Chart(data).encode(x=alt.X("method:N", sort=list(methods), title=None), xOffset="model:N")
-    bars = base.mark_bar().encode(y=alt.Y("speedup_total:Q", title="measured speedup over AR (x)"), color="model:N")
-    pred = base.mark_tick(color="black", thickness=2, size=18).encode(y="predicted:Q")
-    return readable((bars + pred).properties(width=PANEL - 20, height=HEIGHT)
-                    .facet(facet=alt.Facet("corpus:N", title=None), columns=WRAP)
-                    .resolve_scale(y="independent")
+    data = summary.filter(pl.col("method").is_in(list(methods))).with_columns(
+        method_name=pl.col("method").map_elements(method_label, return_dtype=pl.Utf8))
+    order = [method_label(m) for m in methods]
+    base = alt.Chart(data.to_pandas()).encode(
+        y=alt.Y("method_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)), yOffset="model:N")
+    bars = base.mark_bar().encode(x=alt.X("speedup_total:Q", title="measured speedup over AR (x)"),
+                                  color=alt.Color("model:N", legend=alt.Legend(orient="bottom", labelLimit=0)))
+    pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted:Q")
+    n_corpora = max(1, data["corpus"].n_unique())
+    layered = (bars + pred).properties(width=PANEL - 110, height=max(HEIGHT - 60, 22 * len(order) * max(1, data["model"].n_unique())))
+    return readable(_wrap(layered, "corpus:N", columns=min(WRAP, n_corpora))
+                    .resolve_scale(x="independent")
                     .properties(title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)"))
 
 
@@ -244,8 +331,7 @@ def pilot_em(em: pl.DataFrame):
         y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
         color=alt.Color("mode:N"), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
     text = base.mark_text(dy=-8).encode(y=alt.Y("em:Q"), text="label:N")
-    return readable(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT)
-                    .facet(facet=alt.Facet("split:N", title=None), columns=WRAP)
+    return readable(_wrap(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT), "split:N")
                     .properties(title="Pilot exact match, before and after fine-tuning (labels: exact / cases)"))
 
 
@@ -265,7 +351,6 @@ def pilot_curve(curve: pl.DataFrame):
     lines = alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y("value:Q", title=None),
         color=alt.Color("adapter:N", title=None), tooltip=["adapter", "metric", "step", "value"])
-    return readable(lines.properties(width=PANEL, height=HEIGHT)
-                    .facet(facet=alt.Facet("metric:N", title=None), columns=WRAP)
+    return readable(_wrap(lines.properties(width=PANEL, height=HEIGHT), "metric:N")
                     .resolve_scale(y="independent")
                     .properties(title="Pilot learning curve on the held-out cases (teacher-forced)"))

@@ -76,7 +76,7 @@ def test_perturbation_honours_level_and_framing():
     rows = [{"corpus": c, "framing": f, "level": lv, "kind": "start", "rate": 1.0, "em": 0.1}
             for c, f in (("HEvalFix-Py", "body"), ("HEvalFix-Py", "decl"), ("pooled", "body"), ("pooled", "decl"))
             for lv in ("line", "token")]
-    values = _values(charts.perturbation(pl.DataFrame(rows), "body", "line"))
+    values = [v for v in _values(charts.perturbation(pl.DataFrame(rows), "body", "line")) if "corpus" in v]  # not the paper's rule
     assert {(v["corpus"], v["framing"]) for v in values} == {("HEvalFix-Py", "body"), ("pooled", "body")}
     assert {v["level"] for v in values} == {"line"}
 
@@ -123,3 +123,144 @@ def test_every_chart_a_report_calls_exists():
     called = {m for name in REPORTS for m in re.findall(r"\bcharts\.(\w+)\(", _code(name))}
     assert called, "no report draws a chart"
     assert all(callable(getattr(charts, m, None)) for m in called), called - set(dir(charts))
+
+
+# ---------------------------------------------------------------- every line chart draws one path per series
+
+def _speedups() -> pl.DataFrame:
+    """Two models, two AR loops, two contexts (the frozen H200 source's shape): 8 series over the same Ns."""
+    rows = []
+    for model in ("qwen2.5-1.5b", "qwen2.5-7b"):
+        for baseline in ("eager", "static_compiled"):
+            for context in (256, 2048):
+                for n in (1, 8, 64, 512):
+                    s = n * (1.5 if model.endswith("7b") else 1.0) / (2 if baseline == "eager" else 1)
+                    rows.append({"kernel_source": f"h200/{model}/{baseline}", "model": model, "dtype": "bfloat16",
+                                 "device": "cuda", "context": context, "n": n, "baseline": baseline, "prefill": "eager",
+                                 "speedup": s, "speedup_q25": 0.9 * s, "speedup_q75": 1.1 * s,
+                                 "is_strongest": baseline == "static_compiled"})
+    return pl.DataFrame(rows)
+
+
+def _perturbation_table() -> pl.DataFrame:
+    return pl.DataFrame([{"corpus": c, "framing": f, "level": lv, "kind": k, "rate": r, "em": 1 - r / 2}
+                         for c, f in (("HEvalFix-Py", "body"), ("HEvalFix-Py", "decl"), ("ProbeEdit-S", "unit"),
+                                      ("pooled", "body"))
+                         for lv in ("line", "token") for k in ("start", "end") for r in (0.0, 0.5, 1.0)])
+
+
+def _pilot_losses() -> pl.DataFrame:
+    return pl.DataFrame([{"mode": m, "seed": s, "step": t, "loss": 1 / t} for m in ("program", "rewrite")
+                         for s in (0, 1) for t in range(1, 9)])
+
+
+def _pilot_curve() -> pl.DataFrame:
+    return pl.DataFrame([{"mode": "program", "seed": s, "step": t, **{m: 0.1 * t for m in charts.CURVE_METRICS}}
+                         for s in (0, 1) for t in (0, 48, 96)])
+
+
+def _line_charts() -> dict:
+    """Every chart of the suite that draws lines, on data with every series dimension the suite's tables have."""
+    ceilings = pl.DataFrame({"n": [1, 8, 64, 512] * 2, "ceiling": [1.0, 8.0, 40.0, 40.0, 1.0, 8.0, 60.0, 60.0],
+                             "label": ["this machine"] * 4 + ["H200"] * 4})
+    cpu = _speedups().filter(pl.col("model") == "qwen2.5-1.5b")
+    return {"kernel_speedup": charts.kernel_speedup(_speedups(), "H200; dashed: speedup = N"),
+            "kernel_roofline": charts.kernel_roofline(cpu, ceilings),
+            "kernel_roofline_two_models": charts.kernel_roofline(_speedups(), ceilings),
+            "perturbation": charts.perturbation(_perturbation_table(), "body"),
+            "perturbation_line": charts.perturbation(_perturbation_table(), "body", "line"),
+            "pilot_loss": charts.pilot_loss(_pilot_losses()),
+            "pilot_curve": charts.pilot_curve(_pilot_curve())}
+
+
+def _svg(chart) -> str:
+    import vl_convert
+
+    return vl_convert.vegalite_to_svg(chart.to_json())
+
+
+def _line_paths(svg: str) -> list[list[float]]:
+    """The x coordinates of each line path (one path per series) in a rendered chart."""
+    paths = []
+    for group in re.findall(r'<g class="mark-line role-mark[^"]*"[^>]*>(.*?)</g>', svg, flags=re.S):
+        for d in re.findall(r'<path[^>]*\bd="([^"]*)"', group):
+            paths.append([float(x) for x in re.findall(r"[ML](-?[\d.]+),-?[\d.]+", d)])
+    return paths
+
+
+@pytest.fixture(scope="module")
+def line_svgs() -> dict[str, str]:
+    pytest.importorskip("vl_convert")
+    return {name: _svg(chart) for name, chart in _line_charts().items()}
+
+
+def test_no_line_repeats_an_x_value_within_one_series(line_svgs):
+    """A path that visits an x twice joins two series (the H200 chart joined 1.5B and 7B into a sawtooth,
+    the roofline chart joined two contexts)."""
+    for name, svg in line_svgs.items():
+        paths = _line_paths(svg)
+        assert paths, name
+        for xs in paths:
+            assert len(xs) == len(set(round(x, 3) for x in xs)), (name, xs)
+
+
+def test_the_kernel_chart_draws_one_line_per_model_loop_and_context(line_svgs):
+    paths = [p for p in _line_paths(line_svgs["kernel_speedup"]) if len(p) == 4]
+    assert len(paths) == 2 * 2 * 2 + 1  # 2 models x 2 loops x 2 contexts, and the speedup = N line
+    legend = line_svgs["kernel_speedup"]
+    for model in ("qwen2.5-1.5b", "qwen2.5-7b"):
+        assert f"{model}, eager" in legend and f"{model}, static_compiled" in legend
+
+
+def test_dash_legends_draw_dashes(line_svgs):
+    """A strokeDash legend shows stroked dash samples, one pattern per entry (not identical filled dots)."""
+    for name in ("kernel_speedup", "perturbation"):
+        symbols = re.findall(r'role-legend-symbol[^>]*>(<path[^>]*/>)', line_svgs[name])
+        dashed = [s for s in symbols if "stroke-dasharray" in s]
+        assert len(dashed) >= 2, name
+        assert all(re.search(r'\bstroke="#', s) for s in dashed), (name, dashed)
+        assert len({re.search(r'stroke-dasharray="([^"]*)"', s).group(1) for s in dashed}) == len(dashed), name
+
+
+def test_no_label_is_truncated(line_svgs):
+    pytest.importorskip("vl_convert")
+    long = pl.DataFrame([{"kernel_source": src, "baseline": "static_compiled", "corpus": "CommitEdits-express",
+                          "framing": "file", "pooling": "corpus", "level": "line", "variant": "ideal", "bound": 3.0,
+                          "ci_low": 2.0, "ci_high": 4.0}
+                         for src in ("h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled")])
+    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": "HEvalFix-Py", "method": m, "speedup_total": 2.0,
+                         "predicted": 2.5} for m in ("pld_latest_k10", "cad_line", "cad_token_overhead")])
+    svgs = {**line_svgs, "bounds_by_kernel": _svg(charts.bounds_by_kernel(long, "line", "ideal")),
+            "e2e": _svg(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line", "cad_token_overhead")))}
+    for name, svg in svgs.items():
+        assert "…" not in svg, name
+
+
+def test_e2e_labels_are_readable_method_names():
+    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": c, "method": m, "speedup_total": 2.0, "predicted": 2.5}
+                        for c in ("HEvalFix-Py", "ProbeEdit-S") for m in ("pld_latest_k10", "cad_line_overhead")])
+    spec = charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")).to_dict()
+    names = {v["method_name"] for v in _values(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")))}
+    assert names == {"PLD latest, k=10", "copy program, line + directives"}
+    assert "labelAngle" not in str(spec)  # horizontal bars: labels are read level, never rotated
+    assert charts.method_label("something_new") == "something_new"
+
+
+def test_perturbation_chart_marks_the_papers_em():
+    from analysis.perturb import PAPER_EM
+
+    assert charts.PAPER_PERTURB_EM == PAPER_EM
+    spec = charts.perturbation(_perturbation_table(), "body").to_dict()
+    layers = spec["spec"]["layer"]
+    rules = [layer for layer in layers if (layer["mark"] if isinstance(layer["mark"], str) else layer["mark"]["type"]) == "rule"]
+    assert rules and "paper: 15.48%" in str(spec["datasets"])
+
+
+def test_wrapped_facets_leave_no_empty_panel():
+    """5 panels wrapped 3 a row: every panel has its own x axis, and no axis stands under an empty slot."""
+    pytest.importorskip("vl_convert")
+    svg = _svg(charts.pilot_curve(_pilot_curve()))
+    assert svg.count(">training step<") == len(charts.CURVE_METRICS)
+    hist = _svg(charts.span_histogram(_hist(), "line", "body"))
+    corpora = _hist().filter(pl.col("framing") != "decl")["corpus"].n_unique()
+    assert hist.count(">span length in gold tokens (log2 bins)<") == corpora

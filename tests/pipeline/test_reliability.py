@@ -408,12 +408,10 @@ def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
 
 @pytest.mark.slow
 def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
-    import os
     import shutil
 
     (pairs_only / "reports/kernels").mkdir(parents=True)
     shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
-    os.symlink(ROOT / "notebooks", pairs_only / "notebooks")
     for stage in (["corpora", "--pairs", "a.jsonl"], ["programs"], ["roundtrip"], ["spans"], ["bounds"], ["reports"]):
         assert cli(*stage) == 0, (stage, capsys.readouterr().err[-3000:])
     index = (pairs_only / "reports/index.html").read_text()
@@ -428,3 +426,152 @@ def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
 def test_kernels_profile_refuses_a_one_off_root(capsys):
     assert main(["--out", "somewhere", "kernels", "profile"]) == 2
     assert "not supported here" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- issue 29: reports run only the project's code
+
+import shutil  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HOSTILE_NAME = "x = __import__('pathlib').Path('PWNED').write_text('owned'); y"
+
+
+class FakePapermill:
+    """papermill.execute_notebook, recorded: which template ran, with which parameters (nothing executes)."""
+
+    def __init__(self, fail: bool = False):
+        self.calls, self.fail = [], fail
+
+    def __call__(self, source, output, parameters=None, **kwargs):
+        import nbformat
+
+        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {})})
+        book = nbformat.v4.new_notebook()
+        book.cells = [nbformat.v4.new_markdown_cell("# Fake")]
+        nbformat.write(book, output)
+        if self.fail:
+            raise RuntimeError("a cell raised")
+
+
+@pytest.fixture()
+def fake_papermill(monkeypatch):
+    import papermill
+
+    fake = FakePapermill()
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    return fake
+
+
+def test_report_parameter_names_come_from_each_templates_parameters_cell():
+    from analysis.reports import REPORTS, template_parameters
+
+    assert template_parameters("explore") == ("case_id", "framing", "level", "widgets")
+    assert template_parameters("summary") == ()
+    assert template_parameters("pilot") == ("seed",)  # only the first cell tagged parameters, less root
+    shipped = yaml.safe_load((ROOT / "params.yaml").read_text())["reports"]["parameters"]
+    for name in REPORTS:
+        assert set(shipped[name] or {}) <= set(template_parameters(name)), name
+
+
+@pytest.mark.parametrize("report, values, message", [
+    ("summary", {HOSTILE_NAME: 1}, "unknown parameter"),
+    ("coverage", {"colour": "red"}, "'colour'"),
+    ("coverage", {"root": "/elsewhere"}, "set by the stage"),
+    ("kernel", {"model": ["a"] * 3}, "must be a string, number"),
+    ("pilot", {"seed": {"a": 1}}, "must be a string, number"),
+])
+def test_unknown_report_parameters_are_refused_at_settings_time(tmp_path, report, values, message):
+    from analysis.stages.reports import settings
+
+    params = params_with(**{f"reports.parameters.{report}": values})
+    with pytest.raises(ParamsError, match=message):
+        settings(params)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_code_key_in_report_parameters_runs_nothing(tmp_path, monkeypatch, capsys, fake_papermill):
+    monkeypatch.chdir(tmp_path)
+    path = write_params(tmp_path, **{"reports.parameters.summary": {HOSTILE_NAME: 1}})
+    assert main(["--params", str(path), "--out", "run", "reports"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown parameter" in err and "Traceback" not in err
+    assert fake_papermill.calls == []  # refused before papermill
+    assert not list(tmp_path.rglob("PWNED")) and not (tmp_path / "run/reports/notebooks").exists()
+
+
+def test_run_reports_checks_names_itself(tmp_path, fake_papermill):
+    from analysis.reports import run_reports
+
+    with pytest.raises(ParamsError, match="unknown parameter"):
+        run_reports({"summary": {HOSTILE_NAME: 1}}, tmp_path)
+    assert fake_papermill.calls == [] and not (tmp_path / "reports").exists()
+
+
+def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, monkeypatch, fake_papermill):
+    from analysis.oneoff import enter_out_root
+    from analysis.reports import TEMPLATES, render_notebook
+
+    run = tmp_path / "run"
+    (run / "notebooks").mkdir(parents=True)
+    (run / "notebooks/summary.ipynb").write_text("{}")  # a downloaded run folder carrying its own notebook
+    render_notebook("summary", {}, run)
+    (call,) = fake_papermill.calls
+    assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
+    assert call["parameters"] == {"root": str(run.resolve())}
+    # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["--out", "fresh", "reports"])
+    enter_out_root("fresh", Config.load(ROOT / "params.yaml"), args)
+    assert not (tmp_path / "fresh/notebooks").exists()
+
+
+def test_a_failing_page_is_marked_and_the_index_still_written(tmp_path, monkeypatch):
+    import papermill
+
+    from analysis.reports import EXECUTED, HTML, INDEX, ReportError, run_reports
+
+    for folder in ("reports/tables", "reports/metrics"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    fake = FakePapermill(fail=True)
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    with pytest.raises(ReportError, match="report summary failed: RuntimeError: a cell raised"):
+        run_reports({}, tmp_path)
+    assert (tmp_path / INDEX).is_file()
+    page = (tmp_path / HTML / "summary.html").read_text()
+    assert "failed: <code>RuntimeError: a cell raised</code>" in page
+    assert not list((tmp_path / EXECUTED).iterdir())  # no half-executed notebook, no temp file
+
+
+def test_a_failed_rerun_removes_the_previous_executed_notebook(tmp_path, monkeypatch):
+    import papermill
+
+    from analysis.reports import EXECUTED, execute_notebook
+
+    monkeypatch.setattr(papermill, "execute_notebook", FakePapermill())
+    assert execute_notebook("summary", {}, tmp_path, "summary").is_file()
+    monkeypatch.setattr(papermill, "execute_notebook", FakePapermill(fail=True))
+    with pytest.raises(RuntimeError):
+        execute_notebook("summary", {}, tmp_path, "summary")
+    assert list((tmp_path / EXECUTED).iterdir()) == []
+
+
+def test_explore_reads_the_params_file_in_use(tmp_path, monkeypatch):
+    """The explore page read ./params.yaml whatever --params said (a run folder has none: N1)."""
+    from analysis import explore
+    from analysis.layout import CASES, PROGRAMS, SPANS
+    from analysis.provenance import PARAMS_ENV
+
+    for path in (CASES, PROGRAMS, SPANS):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).touch()
+    seen = []
+
+    def load(cls, path):
+        seen.append(Path(path))
+        raise ParamsError("stop here")
+
+    monkeypatch.setattr("analysis.config.Config.load", classmethod(load))
+    monkeypatch.setenv(PARAMS_ENV, str(tmp_path / "mine.yaml"))
+    with pytest.raises(ParamsError, match="stop here"):
+        explore.ExploreData.load(root=tmp_path)
+    assert seen == [tmp_path / "mine.yaml"]

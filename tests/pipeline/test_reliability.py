@@ -431,6 +431,7 @@ def test_kernels_profile_refuses_a_one_off_root(capsys):
 # ---------------------------------------------------------------- issue 29: reports run only the project's code
 
 import shutil  # noqa: E402
+from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 HOSTILE_NAME = "x = __import__('pathlib').Path('PWNED').write_text('owned'); y"
@@ -575,3 +576,105 @@ def test_explore_reads_the_params_file_in_use(tmp_path, monkeypatch):
     with pytest.raises(ParamsError, match="stop here"):
         explore.ExploreData.load(root=tmp_path)
     assert seen == [tmp_path / "mine.yaml"]
+
+
+@pytest.mark.slow
+def test_reports_out_dir_renders_every_page(pairs_only, monkeypatch, capsys):
+    """N1: the README's one-off flow ends in `reports --out DIR`; DIR holds no params.yaml."""
+    (pairs_only / "reports/kernels").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
+    params = pairs_only / "params.yaml"
+    for stage in (["corpora", "--pairs", str(pairs_only / "a.jsonl")], ["programs"], ["roundtrip"], ["spans"],
+                  ["bounds"], ["reports"]):
+        monkeypatch.chdir(pairs_only)
+        assert main(["--params", str(params), "--out", "run", *stage]) == 0, (stage, capsys.readouterr().err[-3000:])
+    run = pairs_only / "run"
+    assert not (run / "params.yaml").exists() and not (run / "notebooks").exists()
+    index = (run / "reports/index.html").read_text()
+    assert "Traceback" not in index
+    for page in (run / "reports/html").glob("*.html"):
+        assert "failed:" not in page.read_text(), page.name
+    assert "Pairs-a" in (run / "reports/html/explore.html").read_text()
+    assert not [p for p in (run / "reports/notebooks").iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------- N18: pilot checkpoints load weights only
+
+class _Planted:
+    """What a planted checkpoint carries: unpickling it would write a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "owned"))
+
+
+class _Tiny:
+    """A stand-in for the peft model: one trainable tensor, a loss the optimizer can lower."""
+
+    def __new__(cls):
+        import types
+
+        import torch
+
+        class Tiny(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.zeros(3))
+
+            def forward(self, input_ids, labels):
+                return types.SimpleNamespace(loss=((self.w - 1.0) ** 2).sum())
+
+        return Tiny()
+
+
+def _tiny_sequence():
+    from types import SimpleNamespace
+
+    return SimpleNamespace(ids=[1, 2], labels=[1, 2])
+
+
+def test_a_planted_checkpoint_runs_no_code(tmp_path):
+    import torch
+
+    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train, trained_seconds
+
+    marker, planted = tmp_path / "PWNED", tmp_path / "ckpt.pt"
+    torch.save({"weights": {}, "optimizer": {}, "losses": [_Planted(marker)]}, planted)
+    for load in (lambda: load_checkpoint(planted), lambda: trained_seconds(planted),
+                 lambda: train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), planted)):
+        with pytest.raises(CheckpointError, match="objects other than tensors"):
+            load()
+    assert not marker.exists()
+
+
+def test_a_checkpoint_of_another_schema_or_adapter_is_refused(tmp_path):
+    import torch
+
+    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train
+
+    path = tmp_path / "c.pt"
+    for state, message in (([1, 2], "expected a checkpoint mapping"), ({"weights": {}}, "missing \\['optimizer'"),
+                           ({"weights": {}, "optimizer": {}, "losses": [], "extra": 1}, "unknown \\['extra'\\]"),
+                           ({"weights": {"w": 1}, "optimizer": {}, "losses": []}, "parameter names to tensors")):
+        torch.save(state, path)
+        with pytest.raises(CheckpointError, match=message):
+            load_checkpoint(path)
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+    torch.save({"weights": {"v": torch.zeros(3)}, "optimizer": {}, "losses": [0.5]}, path)  # another adapter
+    with pytest.raises(CheckpointError, match="not this adapter's trainable parameters"):
+        train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), path)
+
+
+def test_a_checkpoint_train_wrote_resumes(tmp_path):
+    from kernels_profile.pilot import TrainSettings, load_checkpoint, train, trained_seconds
+
+    path, settings = tmp_path / "c.pt", TrainSettings(4, 0.1, 0, 100, checkpoint_every=2)
+    whole, _ = train(_Tiny(), [_tiny_sequence()], settings, tmp_path / "whole.pt", on_checkpoint=lambda s: {"x": s})
+    train(_Tiny(), [_tiny_sequence()], replace(settings, steps=2), path, on_checkpoint=lambda s: {"x": s})
+    resumed, curve = train(_Tiny(), [_tiny_sequence()], settings, path, on_checkpoint=lambda s: {"x": s})
+    assert resumed == pytest.approx(whole) and [p["step"] for p in curve] == [2, 4]
+    assert len(load_checkpoint(path)["losses"]) == 4 and trained_seconds(path) >= 0

@@ -678,3 +678,30 @@ def test_a_checkpoint_train_wrote_resumes(tmp_path):
     resumed, curve = train(_Tiny(), [_tiny_sequence()], settings, path, on_checkpoint=lambda s: {"x": s})
     assert resumed == pytest.approx(whole) and [p["step"] for p in curve] == [2, 4]
     assert len(load_checkpoint(path)["losses"]) == 4 and trained_seconds(path) >= 0
+
+
+# ---------------------------------------------------------------- N4: params that expand or nest without bound
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("spanz:\n" + "".join("  " + line + "\n" for line in LAUGHS.splitlines()), "aliases|anchors"),
+    ("reports:\n  parameters:\n    summary:\n" + "".join("      " + line + "\n" for line in LAUGHS.splitlines()),
+     "aliases|anchors"),
+    ("spans: &s {seed: 0}\nbounds: *s\n", "anchors \\(&s\\)"),
+    ("x: " + "[" * 20000 + "]" * 20000 + "\n", "not valid YAML \\(nested too deeply"),
+    ("x: " + "{a: " * 20000 + "1" + "}" * 20000 + "\n", "not valid YAML \\(nested too deeply"),
+])
+def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message):
+    import time
+
+    from analysis.params import load_params
+
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ParamsError, match=message) as info:
+        load_params(path)
+    assert str(path) in str(info.value) and time.perf_counter() - started < 10

@@ -71,10 +71,14 @@ class ExploreData:
     cost: CostSettings
 
     @classmethod
-    def load(cls, params: str | Path = "params.yaml", root: Path = Path(".")) -> "ExploreData":
-        """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`."""
+    def load(cls, params: str | Path | None = None, root: Path = Path(".")) -> "ExploreData":
+        """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
+        (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
         from analysis.config import Config
+        from analysis.provenance import params_in_use
         from analysis.stages.bounds import kernel_models, settings
+
+        params = params_in_use(None if params is None else Path(params))
 
         for path in (CASES, PROGRAMS, SPANS):
             if not (Path(root) / path).is_file():

@@ -18,7 +18,7 @@ from typing import Any
 
 from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, NOTEBOOKS
+from analysis.layout import LATENCY_MODEL
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
@@ -72,8 +72,7 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     if (start / LATENCY_MODEL).is_file() and not model.exists():
         model.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(start / LATENCY_MODEL, model)
-    notebooks = root / NOTEBOOKS
-    if (start / NOTEBOOKS).is_dir() and not notebooks.exists():
-        notebooks.symlink_to(start / NOTEBOOKS, target_is_directory=True)
+    # no notebooks/ link: the reports stage reads its templates from the project (analysis.reports.TEMPLATES),
+    # never from DIR, which holds outputs only
     os.chdir(root)
     return replace(cfg, params=absolute_params(cfg.params, start), path=(start / cfg.path).resolve())

@@ -27,7 +27,19 @@ SEED_KEY = re.compile(r"(^|_)seed$")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """safe_load, but a key given twice in one mapping (a second `programs:` group) is an error, not last-wins."""
+    """safe_load, but a key given twice in one mapping (a second `programs:` group) is an error, not last-wins,
+    and anchors and aliases (`&a`, `*a`) are refused: nested aliases make a small file expand to billions
+    of nodes (a 21 KB file exhausted memory), and a params file has no need of them."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            raise ParamsError(f"line {event.start_mark.line + 1}: YAML aliases (*{event.anchor}) are not allowed in "
+                              "params; write the value out")
+        if getattr(event, "anchor", None) is not None:
+            raise ParamsError(f"line {event.start_mark.line + 1}: YAML anchors (&{event.anchor}) are not allowed in "
+                              "params; write the value out")
+        return super().compose_node(parent, index)
 
 
 def _construct_unique(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -54,6 +66,8 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
         params = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         raise ParamsError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from exc
+    except RecursionError:
+        raise ParamsError(f"{path}: not valid YAML (nested too deeply for a params file)") from None
     except UnicodeDecodeError as exc:
         raise ParamsError(f"{path}: not UTF-8 text ({exc})") from exc
     except ParamsError as exc:

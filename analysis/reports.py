@@ -14,6 +14,7 @@ Stage order: run_reports (notebooks -> html -> index). The README's Results bloc
 
 from __future__ import annotations
 
+import ast
 import base64
 import re
 import time
@@ -21,11 +22,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
-from analysis.errors import ParamsError
+from analysis.errors import CopyDecodeError, ParamsError
 from analysis.io import write_text
-from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, NOTEBOOKS, TABLES
+from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
+# The report templates: always the project's own notebooks/ (beside this package), never a folder of the
+# run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
+TEMPLATES = Path(__file__).resolve().parents[1] / "notebooks"
+# Parameters the stage sets itself (the output root every notebook moves into); not a user parameter.
+INJECTED = ("root",)
+# The value types a report parameter may take (papermill writes each as a Python literal).
+PARAMETER_TYPES = (str, int, float, bool, type(None))
 HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.headline's files)
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
@@ -130,18 +138,80 @@ def notebook_body(notebook) -> str:
     return body
 
 
-def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str) -> Path:
-    import papermill
-
-    source = root / NOTEBOOKS / f"{name}.ipynb"
+def template_path(name: str, templates: Path = TEMPLATES) -> Path:
+    source = Path(templates) / f"{name}.ipynb"
     if not source.is_file():
         raise ParamsError(f"no report template {source}; known: {', '.join(REPORTS)}")
+    return source
+
+
+def template_parameters(name: str, templates: Path = TEMPLATES) -> tuple[str, ...]:
+    """The names a report template declares in its `parameters` cell (read from the template, the one
+    place they are written), less the ones the stage injects itself (`root`)."""
+    import nbformat
+
+    source = template_path(name, templates)
+    book = nbformat.read(source, as_version=4)
+    cells = [c for c in book.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
+    if not cells:
+        raise ParamsError(f"report template {source} has no cell tagged 'parameters'")
+    try:
+        tree = ast.parse(cells[0].source)
+    except SyntaxError as exc:
+        raise ParamsError(f"report template {source}: the parameters cell is not valid Python ({exc.msg})") from None
+    names = [target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+             if isinstance(target, ast.Name)]
+    return tuple(dict.fromkeys(n for n in names if n not in INJECTED))
+
+
+def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path = TEMPLATES) -> dict[str, Any]:
+    """`parameters` for report `name`, refused unless every name is one its template's parameters cell
+    declares and every value a plain scalar: papermill writes each name as code into the notebook, so an
+    unchecked name would run (`x = __import__('os').system(...); y`)."""
+    if not isinstance(parameters, Mapping):
+        raise ParamsError(f"params: reports.parameters.{name} must be a mapping, got {parameters!r}")
+    known = template_parameters(name, templates)
+    unknown = [k for k in parameters if not isinstance(k, str) or k not in known]
+    if unknown:
+        where = ", ".join(repr(k) for k in unknown)
+        injected = [k for k in unknown if k in INJECTED]
+        why = (f"; {', '.join(map(repr, injected))} is set by the stage (the run's output root), not by params"
+               if injected else "")
+        raise ParamsError(f"params: reports.parameters.{name} has unknown parameter{'s' if len(unknown) > 1 else ''} "
+                          f"{where}; the {name} template declares {', '.join(known) or 'none'}{why}")
+    for key, value in parameters.items():
+        if not isinstance(value, PARAMETER_TYPES):
+            raise ParamsError(f"params: reports.parameters.{name}.{key} must be a string, number, true/false or "
+                              f"null, got {type(value).__name__}")
+    return dict(parameters)
+
+
+def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str,
+                     templates: Path = TEMPLATES) -> Path:
+    """Run the template into reports/notebooks/<out_name>.ipynb. papermill writes into a temporary
+    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook."""
+    import os
+    import tempfile
+
+    import papermill
+
+    parameters = check_parameters(name, parameters, templates)
+    source = template_path(name, templates)
     executed = root / EXECUTED / f"{out_name}.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
-    papermill.execute_notebook(
-        str(source), str(executed), parameters={"root": str(root.resolve()), **parameters},
-        kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
-    )
+    handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
+    os.close(handle)
+    try:
+        papermill.execute_notebook(
+            str(source), temp, parameters={**parameters, "root": str(root.resolve())},
+            kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
+        )
+        os.replace(temp, executed)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        executed.unlink(missing_ok=True)  # a previous run's notebook would no longer match this run's pages
+        raise
     return executed
 
 
@@ -156,10 +226,11 @@ def render_html(executed: Path, root: Path, out_name: str) -> Page:
     return Page(out_name, title, target)
 
 
-def render_notebook(name: str, parameters: Mapping[str, Any], root: Path = Path("."), out_name: str | None = None) -> Page:
-    """Execute notebooks/<name>.ipynb with `parameters` and write its standalone HTML page."""
+def render_notebook(name: str, parameters: Mapping[str, Any], root: Path = Path("."), out_name: str | None = None,
+                    templates: Path = TEMPLATES) -> Page:
+    """Execute the project's notebooks/<name>.ipynb with `parameters` and write its standalone HTML page."""
     out_name = out_name or name
-    executed = execute_notebook(name, parameters, Path(root), out_name)
+    executed = execute_notebook(name, parameters, Path(root), out_name, templates)
     return render_html(executed, Path(root), out_name)
 
 
@@ -255,10 +326,36 @@ def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
     return Page(name, title, target)
 
 
+class ReportError(CopyDecodeError):
+    """A report page failed to render (the other pages and the index were written)."""
+
+
+def failure_reason(exc: BaseException) -> str:
+    """One line saying why a page failed: the notebook's exception (papermill's ename/evalue), else ours."""
+    ename, evalue = getattr(exc, "ename", None), getattr(exc, "evalue", None)
+    text = f"{ename}: {evalue}" if ename else f"{type(exc).__name__}: {exc}"
+    line = " ".join(text.split())
+    return line if len(line) <= 400 else line[:399] + "…"
+
+
+def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
+    """A report page that says it failed and why, in place of a half-executed notebook."""
+    from analysis.present import esc
+
+    (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
+    title = f"{name}: failed"
+    body = f"<h1>{esc(title)}</h1><p>failed: <code>{esc(reason)}</code></p>"
+    target = Path(root) / HTML / f"{name}.html"
+    write_text(page(title, body, "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"), target)
+    return Page(name, title, target)
+
+
 def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("."),
-                params: Path | None = None) -> dict[str, Any]:
+                params: Path | None = None, templates: Path = TEMPLATES) -> dict[str, Any]:
     """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index;
-    `params` (the file in use) is what every page's provenance hashes."""
+    `params` (the file in use) is what every page's provenance hashes and what every page reads.
+    Every parameter name is checked against its template before any notebook runs. A page that fails
+    renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages."""
     import os
 
     from analysis.provenance import PARAMS_ENV
@@ -267,20 +364,23 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     unknown = set(per_report) - set(REPORTS)
     if unknown:
         raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
+    checked = {name: check_parameters(name, per_report.get(name) or {}, templates) for name in REPORTS}
     before = os.environ.get(PARAMS_ENV)
     if params is not None:
         os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
     try:
-        pages, timings = [], {}
+        pages, timings, failed = [], {}, {}
         for name in REPORTS:
             t0 = time.perf_counter()
             try:
-                pages.append(render_notebook(name, per_report.get(name) or {}, Path(root)))
-            except Exception as exc:  # papermill's PapermillExecutionError: a stage output the report reads is absent
+                pages.append(render_notebook(name, checked[name], Path(root), templates=templates))
+            except Exception as exc:  # papermill's PapermillExecutionError, or writing the page
                 missing = missing_input(exc)
-                if missing is None:
-                    raise
-                pages.append(not_run_page(name, missing, Path(root)))
+                if missing is not None:  # a stage output the report reads is absent from this run
+                    pages.append(not_run_page(name, missing, Path(root)))
+                else:
+                    failed[name] = failure_reason(exc)
+                    pages.append(failed_page(name, failed[name], Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
         write_headline(Path(root))  # before the index, which links every metrics file
         write_index(pages, Path(root))
@@ -289,6 +389,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
             os.environ.pop(PARAMS_ENV, None)
         else:
             os.environ[PARAMS_ENV] = before
+    if failed:
+        raise ReportError("; ".join(f"report {name} failed: {reason}" for name, reason in failed.items())
+                          + f" (the other pages and {INDEX} were written)")
     return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.errors import ParamsError
+from analysis.errors import CopyDecodeError, ParamsError
 from analysis.io import write_with
 from analysis.program import Copy, parse
 from analysis.resolver import resolve
@@ -177,10 +177,76 @@ def add_lora(lm, settings: LoraSettings, seed: int):
     return get_peft_model(lm.model, config)
 
 
+class CheckpointError(CopyDecodeError):
+    """A pilot checkpoint that is not one this module wrote: unreadable, holding code or other objects
+    than tensors and plain values, or of another schema or adapter."""
+
+
+# The one checkpoint schema: key -> what it holds (`curve`, `seconds` and `eval_seconds` came later).
+CHECKPOINT_KEYS = {"weights": dict, "optimizer": dict, "losses": list, "curve": list, "seconds": float,
+                   "eval_seconds": float}
+CHECKPOINT_REQUIRED = ("weights", "optimizer", "losses")
+
+
 def _save_atomic(state: dict, path: Path) -> None:
     import torch
 
     write_with(lambda tmp: torch.save(state, tmp), path)
+
+
+def _unpickler_error(exc: BaseException) -> str:
+    import re
+
+    found = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
+    return found.group(1).strip()[:200] if found else type(exc).__name__
+
+
+def load_checkpoint(path: Path, model=None) -> dict:
+    """A checkpoint written by `train`, read with torch's weights-only unpickler (tensors, numbers,
+    strings and containers: a planted file cannot run code), its schema checked; with `model`, its
+    weights must be the model's trainable parameters, name by name and shape by shape."""
+    import pickle
+
+    import torch
+
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:
+        import re
+
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if found is None:
+            raise CheckpointError(f"{path}: not a readable checkpoint ({_unpickler_error(exc)}); delete it to "
+                                  "train from scratch") from None
+        raise CheckpointError(f"{path}: refused: the checkpoint holds objects other than tensors and plain values "
+                              f"({found.group(1)}); delete it to train from scratch") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
+                              "delete it to train from scratch") from None
+    if not isinstance(state, dict):
+        raise CheckpointError(f"{path}: expected a checkpoint mapping, got {type(state).__name__}")
+    missing = [k for k in CHECKPOINT_REQUIRED if k not in state]
+    unknown = sorted(str(k) for k in state if k not in CHECKPOINT_KEYS)
+    wrong = [k for k, kind in CHECKPOINT_KEYS.items() if k in state
+             and not (isinstance(state[k], kind) or kind is float and isinstance(state[k], int))]
+    if missing or unknown or wrong:
+        raise CheckpointError(f"{path}: not a pilot checkpoint of this schema (missing {missing}, unknown {unknown}, "
+                              f"wrong type {wrong}); delete it to train from scratch")
+    if not all(isinstance(k, str) and isinstance(v, torch.Tensor) for k, v in state["weights"].items()):
+        raise CheckpointError(f"{path}: 'weights' must map parameter names to tensors")
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in state["losses"]):
+        raise CheckpointError(f"{path}: 'losses' must hold numbers")
+    if not all(isinstance(point, dict) for point in state.get("curve", [])):
+        raise CheckpointError(f"{path}: 'curve' must hold mappings")
+    if model is not None:
+        expected = {k: tuple(v.shape) for k, v in model.named_parameters() if v.requires_grad}
+        found = {k: tuple(v.shape) for k, v in state["weights"].items()}
+        if found != expected:
+            differ = sorted(set(found) ^ set(expected)) or sorted(k for k in found if found[k] != expected[k])
+            raise CheckpointError(f"{path}: its weights are not this adapter's trainable parameters "
+                                  f"({len(found)} vs {len(expected)}; first differing: {differ[:3]}); "
+                                  "delete it to train from scratch")
+    return state
 
 
 def _trainable_state(model) -> dict:
@@ -204,7 +270,7 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
     curve: list[dict] = []
     spent = evaluated = 0.0
     if checkpoint is not None and checkpoint.is_file():
-        state = torch.load(checkpoint, weights_only=False)
+        state = load_checkpoint(checkpoint, model)
         named = dict(model.named_parameters())
         with torch.no_grad():
             for k, v in state["weights"].items():
@@ -257,9 +323,7 @@ def trained_seconds(checkpoint: Path, with_curve: bool = False) -> float | None:
     `with_curve`, plus the seconds its curve's teacher-forced evaluations took (None when not recorded)."""
     import math
 
-    import torch
-
-    state = torch.load(checkpoint, weights_only=False)
+    state = load_checkpoint(checkpoint)
     parts = [state.get("seconds")] + ([state.get("eval_seconds")] if with_curve else [])
     if any(v is None or math.isnan(v) for v in parts):
         return None

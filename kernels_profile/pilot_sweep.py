@@ -54,12 +54,12 @@ def parse_config(text: str) -> tuple[str, dict]:
 def checkpoint_curve(directory: Path) -> pl.DataFrame:
     """One row per curve point kept in the adapter checkpoints in `directory` (step 0, the base model,
     is kept in the stage's forced-before JSON files, not here), with the steps trained so far."""
-    import torch
+    from kernels_profile.pilot import load_checkpoint
 
     rows = []
     for path in sorted(directory.glob("*-seed*-*.pt")):
         mode, seed = path.name.split("-seed")[0], int(path.name.split("-seed")[1].split("-")[0])
-        state = torch.load(path, weights_only=False)
+        state = load_checkpoint(path)  # weights only: a planted file runs no code
         for point in state.get("curve", []):
             rows.append({"mode": mode, "seed": seed, "trained_steps": len(state["losses"]), **point})
     return pl.DataFrame(rows)

@@ -12,7 +12,7 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.params import DEFAULT_PARAMS, get
-from analysis.reports import REPORTS, run_reports
+from analysis.reports import REPORTS, check_parameters, run_reports
 from analysis.stages.common import timed
 
 
@@ -29,8 +29,11 @@ def settings(params: dict, params_path: str | Path = DEFAULT_PARAMS) -> ReportsS
         raise ParamsError(f"params: reports.parameters names unknown reports {unknown}; known: {', '.join(REPORTS)}")
     for name, values in per_report.items():
         if values is not None and not isinstance(values, dict):
-            raise ParamsError(f"params: reports.parameters.{name} must be a mapping, got {values!r}")
-    return ReportsSettings({name: dict(per_report.get(name) or {}) for name in REPORTS}, Path(params_path))
+            raise ParamsError(f"params: reports.parameters.{name} must be a mapping, got {type(values).__name__}")
+    # names only from each template's own parameters cell (papermill writes a name as code): refused here,
+    # before any notebook runs
+    return ReportsSettings({name: check_parameters(name, per_report.get(name) or {}) for name in REPORTS},
+                           Path(params_path))
 
 
 def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

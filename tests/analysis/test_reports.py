@@ -269,7 +269,7 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (tmp_path / NOTEBOOKS).mkdir(parents=True)
     nbformat.write(book, tmp_path / NOTEBOOKS / "probe.ipynb")
-    rendered = render_notebook("probe", {"case_id": ATTACK}, tmp_path)
+    rendered = render_notebook("probe", {"case_id": ATTACK}, tmp_path, templates=tmp_path / NOTEBOOKS)
     text = rendered.path.read_text()
     assert ATTACK not in text and text.count("&lt;img src=x onerror=alert(1)&gt;") >= 2
     assert (tmp_path / EXECUTED / "probe.ipynb").is_file() and rendered.title == "Probe"

@@ -408,12 +408,10 @@ def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
 
 @pytest.mark.slow
 def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
-    import os
     import shutil
 
     (pairs_only / "reports/kernels").mkdir(parents=True)
     shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
-    os.symlink(ROOT / "notebooks", pairs_only / "notebooks")
     for stage in (["corpora", "--pairs", "a.jsonl"], ["programs"], ["roundtrip"], ["spans"], ["bounds"], ["reports"]):
         assert cli(*stage) == 0, (stage, capsys.readouterr().err[-3000:])
     index = (pairs_only / "reports/index.html").read_text()
@@ -428,3 +426,282 @@ def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
 def test_kernels_profile_refuses_a_one_off_root(capsys):
     assert main(["--out", "somewhere", "kernels", "profile"]) == 2
     assert "not supported here" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- issue 29: reports run only the project's code
+
+import shutil  # noqa: E402
+from dataclasses import replace  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+HOSTILE_NAME = "x = __import__('pathlib').Path('PWNED').write_text('owned'); y"
+
+
+class FakePapermill:
+    """papermill.execute_notebook, recorded: which template ran, with which parameters (nothing executes)."""
+
+    def __init__(self, fail: bool = False):
+        self.calls, self.fail = [], fail
+
+    def __call__(self, source, output, parameters=None, **kwargs):
+        import nbformat
+
+        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {})})
+        book = nbformat.v4.new_notebook()
+        book.cells = [nbformat.v4.new_markdown_cell("# Fake")]
+        nbformat.write(book, output)
+        if self.fail:
+            raise RuntimeError("a cell raised")
+
+
+@pytest.fixture()
+def fake_papermill(monkeypatch):
+    import papermill
+
+    fake = FakePapermill()
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    return fake
+
+
+def test_report_parameter_names_come_from_each_templates_parameters_cell():
+    from analysis.reports import REPORTS, template_parameters
+
+    assert template_parameters("explore") == ("case_id", "framing", "level", "widgets")
+    assert template_parameters("summary") == ()
+    assert template_parameters("pilot") == ("seed",)  # only the first cell tagged parameters, less root
+    shipped = yaml.safe_load((ROOT / "params.yaml").read_text())["reports"]["parameters"]
+    for name in REPORTS:
+        assert set(shipped[name] or {}) <= set(template_parameters(name)), name
+
+
+@pytest.mark.parametrize("report, values, message", [
+    ("summary", {HOSTILE_NAME: 1}, "unknown parameter"),
+    ("coverage", {"colour": "red"}, "'colour'"),
+    ("coverage", {"root": "/elsewhere"}, "set by the stage"),
+    ("kernel", {"model": ["a"] * 3}, "must be a string, number"),
+    ("pilot", {"seed": {"a": 1}}, "must be a string, number"),
+])
+def test_unknown_report_parameters_are_refused_at_settings_time(tmp_path, report, values, message):
+    from analysis.stages.reports import settings
+
+    params = params_with(**{f"reports.parameters.{report}": values})
+    with pytest.raises(ParamsError, match=message):
+        settings(params)
+    assert not (tmp_path / "PWNED").exists()
+
+
+def test_a_code_key_in_report_parameters_runs_nothing(tmp_path, monkeypatch, capsys, fake_papermill):
+    monkeypatch.chdir(tmp_path)
+    path = write_params(tmp_path, **{"reports.parameters.summary": {HOSTILE_NAME: 1}})
+    assert main(["--params", str(path), "--out", "run", "reports"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown parameter" in err and "Traceback" not in err
+    assert fake_papermill.calls == []  # refused before papermill
+    assert not list(tmp_path.rglob("PWNED")) and not (tmp_path / "run/reports/notebooks").exists()
+
+
+def test_run_reports_checks_names_itself(tmp_path, fake_papermill):
+    from analysis.reports import run_reports
+
+    with pytest.raises(ParamsError, match="unknown parameter"):
+        run_reports({"summary": {HOSTILE_NAME: 1}}, tmp_path)
+    assert fake_papermill.calls == [] and not (tmp_path / "reports").exists()
+
+
+def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, monkeypatch, fake_papermill):
+    from analysis.oneoff import enter_out_root
+    from analysis.reports import TEMPLATES, render_notebook
+
+    run = tmp_path / "run"
+    (run / "notebooks").mkdir(parents=True)
+    (run / "notebooks/summary.ipynb").write_text("{}")  # a downloaded run folder carrying its own notebook
+    render_notebook("summary", {}, run)
+    (call,) = fake_papermill.calls
+    assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
+    assert call["parameters"] == {"root": str(run.resolve())}
+    # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
+    monkeypatch.chdir(tmp_path)
+    args = build_parser().parse_args(["--out", "fresh", "reports"])
+    enter_out_root("fresh", Config.load(ROOT / "params.yaml"), args)
+    assert not (tmp_path / "fresh/notebooks").exists()
+
+
+def test_a_failing_page_is_marked_and_the_index_still_written(tmp_path, monkeypatch):
+    import papermill
+
+    from analysis.reports import EXECUTED, HTML, INDEX, ReportError, run_reports
+
+    for folder in ("reports/tables", "reports/metrics"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    fake = FakePapermill(fail=True)
+    monkeypatch.setattr(papermill, "execute_notebook", fake)
+    with pytest.raises(ReportError, match="report summary failed: RuntimeError: a cell raised"):
+        run_reports({}, tmp_path)
+    assert (tmp_path / INDEX).is_file()
+    page = (tmp_path / HTML / "summary.html").read_text()
+    assert "failed: <code>RuntimeError: a cell raised</code>" in page
+    assert not list((tmp_path / EXECUTED).iterdir())  # no half-executed notebook, no temp file
+
+
+def test_a_failed_rerun_removes_the_previous_executed_notebook(tmp_path, monkeypatch):
+    import papermill
+
+    from analysis.reports import EXECUTED, execute_notebook
+
+    monkeypatch.setattr(papermill, "execute_notebook", FakePapermill())
+    assert execute_notebook("summary", {}, tmp_path, "summary").is_file()
+    monkeypatch.setattr(papermill, "execute_notebook", FakePapermill(fail=True))
+    with pytest.raises(RuntimeError):
+        execute_notebook("summary", {}, tmp_path, "summary")
+    assert list((tmp_path / EXECUTED).iterdir()) == []
+
+
+def test_explore_reads_the_params_file_in_use(tmp_path, monkeypatch):
+    """The explore page read ./params.yaml whatever --params said (a run folder has none: N1)."""
+    from analysis import explore
+    from analysis.layout import CASES, PROGRAMS, SPANS
+    from analysis.provenance import PARAMS_ENV
+
+    for path in (CASES, PROGRAMS, SPANS):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).touch()
+    seen = []
+
+    def load(cls, path):
+        seen.append(Path(path))
+        raise ParamsError("stop here")
+
+    monkeypatch.setattr("analysis.config.Config.load", classmethod(load))
+    monkeypatch.setenv(PARAMS_ENV, str(tmp_path / "mine.yaml"))
+    with pytest.raises(ParamsError, match="stop here"):
+        explore.ExploreData.load(root=tmp_path)
+    assert seen == [tmp_path / "mine.yaml"]
+
+
+@pytest.mark.slow
+def test_reports_out_dir_renders_every_page(pairs_only, monkeypatch, capsys):
+    """N1: the README's one-off flow ends in `reports --out DIR`; DIR holds no params.yaml."""
+    (pairs_only / "reports/kernels").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
+    params = pairs_only / "params.yaml"
+    for stage in (["corpora", "--pairs", str(pairs_only / "a.jsonl")], ["programs"], ["roundtrip"], ["spans"],
+                  ["bounds"], ["reports"]):
+        monkeypatch.chdir(pairs_only)
+        assert main(["--params", str(params), "--out", "run", *stage]) == 0, (stage, capsys.readouterr().err[-3000:])
+    run = pairs_only / "run"
+    assert not (run / "params.yaml").exists() and not (run / "notebooks").exists()
+    index = (run / "reports/index.html").read_text()
+    assert "Traceback" not in index
+    for page in (run / "reports/html").glob("*.html"):
+        assert "failed:" not in page.read_text(), page.name
+    assert "Pairs-a" in (run / "reports/html/explore.html").read_text()
+    assert not [p for p in (run / "reports/notebooks").iterdir() if p.name.startswith(".")]
+
+
+# ---------------------------------------------------------------- N18: pilot checkpoints load weights only
+
+class _Planted:
+    """What a planted checkpoint carries: unpickling it would write a marker file."""
+
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.marker), "owned"))
+
+
+class _Tiny:
+    """A stand-in for the peft model: one trainable tensor, a loss the optimizer can lower."""
+
+    def __new__(cls):
+        import types
+
+        import torch
+
+        class Tiny(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.w = torch.nn.Parameter(torch.zeros(3))
+
+            def forward(self, input_ids, labels):
+                return types.SimpleNamespace(loss=((self.w - 1.0) ** 2).sum())
+
+        return Tiny()
+
+
+def _tiny_sequence():
+    from types import SimpleNamespace
+
+    return SimpleNamespace(ids=[1, 2], labels=[1, 2])
+
+
+def test_a_planted_checkpoint_runs_no_code(tmp_path):
+    import torch
+
+    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train, trained_seconds
+
+    marker, planted = tmp_path / "PWNED", tmp_path / "ckpt.pt"
+    torch.save({"weights": {}, "optimizer": {}, "losses": [_Planted(marker)]}, planted)
+    for load in (lambda: load_checkpoint(planted), lambda: trained_seconds(planted),
+                 lambda: train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), planted)):
+        with pytest.raises(CheckpointError, match="objects other than tensors"):
+            load()
+    assert not marker.exists()
+
+
+def test_a_checkpoint_of_another_schema_or_adapter_is_refused(tmp_path):
+    import torch
+
+    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train
+
+    path = tmp_path / "c.pt"
+    for state, message in (([1, 2], "expected a checkpoint mapping"), ({"weights": {}}, "missing \\['optimizer'"),
+                           ({"weights": {}, "optimizer": {}, "losses": [], "extra": 1}, "unknown \\['extra'\\]"),
+                           ({"weights": {"w": 1}, "optimizer": {}, "losses": []}, "parameter names to tensors")):
+        torch.save(state, path)
+        with pytest.raises(CheckpointError, match=message):
+            load_checkpoint(path)
+    path.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        load_checkpoint(path)
+    torch.save({"weights": {"v": torch.zeros(3)}, "optimizer": {}, "losses": [0.5]}, path)  # another adapter
+    with pytest.raises(CheckpointError, match="not this adapter's trainable parameters"):
+        train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), path)
+
+
+def test_a_checkpoint_train_wrote_resumes(tmp_path):
+    from kernels_profile.pilot import TrainSettings, load_checkpoint, train, trained_seconds
+
+    path, settings = tmp_path / "c.pt", TrainSettings(4, 0.1, 0, 100, checkpoint_every=2)
+    whole, _ = train(_Tiny(), [_tiny_sequence()], settings, tmp_path / "whole.pt", on_checkpoint=lambda s: {"x": s})
+    train(_Tiny(), [_tiny_sequence()], replace(settings, steps=2), path, on_checkpoint=lambda s: {"x": s})
+    resumed, curve = train(_Tiny(), [_tiny_sequence()], settings, path, on_checkpoint=lambda s: {"x": s})
+    assert resumed == pytest.approx(whole) and [p["step"] for p in curve] == [2, 4]
+    assert len(load_checkpoint(path)["losses"]) == 4 and trained_seconds(path) >= 0
+
+
+# ---------------------------------------------------------------- N4: params that expand or nest without bound
+
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+
+
+@pytest.mark.parametrize("text, message", [
+    ("spanz:\n" + "".join("  " + line + "\n" for line in LAUGHS.splitlines()), "aliases|anchors"),
+    ("reports:\n  parameters:\n    summary:\n" + "".join("      " + line + "\n" for line in LAUGHS.splitlines()),
+     "aliases|anchors"),
+    ("spans: &s {seed: 0}\nbounds: *s\n", "anchors \\(&s\\)"),
+    ("x: " + "[" * 20000 + "]" * 20000 + "\n", "not valid YAML \\(nested too deeply"),
+    ("x: " + "{a: " * 20000 + "1" + "}" * 20000 + "\n", "not valid YAML \\(nested too deeply"),
+])
+def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message):
+    import time
+
+    from analysis.params import load_params
+
+    path = tmp_path / "p.yaml"
+    path.write_text(text)
+    started = time.perf_counter()
+    with pytest.raises(ParamsError, match=message) as info:
+        load_params(path)
+    assert str(path) in str(info.value) and time.perf_counter() - started < 10

@@ -81,7 +81,9 @@ import polars as pl
 
 from analysis.errors import ParamsError, ProgramError, TokenizerError
 from analysis.layout import POOLED, pool_framings, pool_rows
-from analysis.oracle import SuffixAutomaton, token_oracle
+from numba import njit
+
+from analysis.oracle import CompiledAutomaton, SuffixAutomaton, _sam_get, token_oracle
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
 from analysis.spans import SpanRow, program_spans
 from analysis.text import split_lines
@@ -215,7 +217,14 @@ class TokenizerDirectives:
         numbers = self._number_counts(upto)
         return self._base[unit] + numbers[starts] + numbers[ends]
 
+    def copy_token_table(self, unit: str, upto: int) -> tuple[int, np.ndarray]:
+        """(base, numbers) with copy_tokens(unit, a, b) = base + numbers[a] + numbers[b], for a, b <= upto
+        (what the compiled DPs read; the same sum, in the same order, as `copy_tokens`)."""
+        return self._base[unit], self._number_counts(max(upto, 1))
+
     def gen_extra(self, text):
+        if "<" not in text and "&" not in text:  # nothing `escape` could rewrite
+            return 0
         escaped = escape(text)
         return 0 if escaped == text else self.tokenizer.count(escaped) - self.tokenizer.count(text)
 
@@ -327,7 +336,33 @@ def _program(steps, unit: str, gen_text: Callable[[int, int], str]) -> Program:
 
 def optimal_line_program(source: TokenizedText, target: TokenizedText,
                          cost: CostModel, directives: Directives) -> Optimal:
-    """Time-minimising line-level program (module docstring). `source`/`target` are gold tokenizations."""
+    """Time-minimising line-level program (module docstring). `source`/`target` are gold tokenizations.
+
+    With a directive model that has a `copy_token_table` (`TokenizerDirectives`) the DP runs compiled
+    (`_line_dp`), the same arithmetic in the same order as `_reference_optimal_line_program`, which
+    any other directive model uses."""
+    if getattr(directives, "copy_token_table", None) is None:
+        return _reference_optimal_line_program(source, target, cost, directives)
+    src_lines, tgt_lines = split_lines(source.text), split_lines(target.text)
+    src_tok = np.concatenate([[0], np.cumsum(tokens_per_line(source))]).astype(np.int64)
+    gold = np.array(tokens_per_line(target), dtype=float)
+    extra = np.array([directives.gen_extra(line) for line in tgt_lines], dtype=float)
+    gen_unit = gold * cost.t_step + extra * cost.t_dir
+    tags = directives.gen_tags * cost.t_dir
+    prefill = cost.prefill_table(int(src_tok[-1]))
+    base, numbers = directives.copy_token_table("lines", len(src_lines) + 1)
+    ids: dict[str, int] = {}
+    src_ids = np.array([ids.setdefault(line, len(ids)) for line in src_lines], dtype=np.int64)
+    tgt_ids = np.array([ids.get(line, -1) for line in tgt_lines], dtype=np.int64)
+    tables = _tables(*_line_dp(src_ids, tgt_ids, src_tok, gen_unit, float(tags), prefill, float(cost.t_dir),
+                               float(base), numbers))
+    program = _program(_walk(tables, gen_unit, tags), "lines", lambda lo, hi: "".join(tgt_lines[lo:hi]))
+    return Optimal("line", program, float(tables.f_c[0]) if tgt_lines else 0.0)
+
+
+def _reference_optimal_line_program(source: TokenizedText, target: TokenizedText,
+                         cost: CostModel, directives: Directives) -> Optimal:
+    """`optimal_line_program` in numpy and Python, one target line at a time (the readable reference)."""
     src_lines, tgt_lines = split_lines(source.text), split_lines(target.text)
     src_tok = np.concatenate([[0], np.cumsum(tokens_per_line(source))]).astype(int)
     gold = np.array(tokens_per_line(target), dtype=float)
@@ -425,7 +460,39 @@ def _token_escape_extra(target: TokenizedText, directives: Directives) -> np.nda
 
 def optimal_token_program(source: TokenizedText, target: TokenizedText,
                           cost: CostModel, directives: Directives) -> Optimal:
-    """Time-minimising token-level program (module docstring); copies use 1-based token indices."""
+    """Time-minimising token-level program (module docstring); copies use 1-based token indices.
+
+    With a directive model that has a `copy_token_table` (`TokenizerDirectives`) the automaton and the
+    DP run compiled (`CompiledAutomaton`, `_token_dp`), the same arithmetic in the same order as
+    `_reference_optimal_token_program`, which any other directive model uses."""
+    if getattr(directives, "copy_token_table", None) is None:
+        return _reference_optimal_token_program(source, target, cost, directives)
+    n = len(target.ids)
+    if not directives.monotone("tokens", len(source.ids) + 1):
+        raise ProgramError("the token-level optimal oracle uses the leftmost occurrence of each copy, which is "
+                           "optimal only if directive tokens never fall as a span bound grows; this directive "
+                           "model does not say so (OpDirectives(is_monotone=...)) or its counts are not monotone")
+    sam = CompiledAutomaton.build(source.ids)
+    counts = _compiled_occurrence_counts(sam.link, sam.length, sam.first_end)
+    target_ids = np.asarray(target.ids, dtype=np.int64)
+    match_len, _ = sam.matching_statistics(target_ids)
+    longest = _compiled_longest_prefix_matches(match_len, n)
+    tgt_ok = np.array([c is not None for c in target.char_bounds], dtype=np.bool_)
+    extra = _token_escape_extra(target, directives)
+    gen_unit = cost.t_step + extra * cost.t_dir
+    tags = directives.gen_tags * cost.t_dir
+    prefill = cost.prefill_table(int(longest.max(initial=0)))
+    base, numbers = directives.copy_token_table("tokens", len(source.ids) + 1)
+    tables = _tables(*_token_dp(sam.keys, sam.values, sam.mask, sam.first_end, counts, target_ids, longest, tgt_ok,
+                                gen_unit, float(tags), prefill, float(cost.t_dir), float(base), numbers))
+    program = _program(_walk(tables, gen_unit, tags), "tokens",
+                       lambda lo, hi: b"".join(target.pieces[lo:hi]).decode("utf-8"))
+    return Optimal("token", program, float(tables.f_c[0]) if n else 0.0)
+
+
+def _reference_optimal_token_program(source: TokenizedText, target: TokenizedText,
+                          cost: CostModel, directives: Directives) -> Optimal:
+    """`optimal_token_program` in numpy and Python, one target token at a time (the readable reference)."""
     n = len(target.ids)
     if not directives.monotone("tokens", len(source.ids) + 1):
         raise ProgramError("the token-level optimal oracle uses the leftmost occurrence of each copy, which is "
@@ -540,3 +607,177 @@ def sweep_table(per_case: pl.DataFrame) -> pl.DataFrame:
                       bound=pl.col("regen_seconds") / pl.col("seconds"))
         .sort(keys, nulls_last=True)
     )
+
+
+# ---------------------------------------------------------------- the compiled DPs (numba)
+#
+# `_line_dp` and `_token_dp` are `_solve` with the reference programs' `best_copy`, in compiled loops:
+# every candidate's value is the same float expression evaluated in the same order
+# (prefill + t_dir * ((base + numbers[a]) + numbers[b])) + f_c[j + L], and ties break the same way,
+# so the tables, the programs and the seconds are bit for bit the reference's (tests/analysis/test_optimal.py
+# compares them on random cases).
+
+
+def _tables(f_c, f_g, choice_len, choice_start, values) -> _Tables:
+    choices = [None if length < 0 else (length, start)
+               for length, start in zip(choice_len.tolist(), choice_start.tolist())]
+    return _Tables(f_c, f_g, choices, values)
+
+
+@njit(cache=True)
+def _line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, numbers):
+    n_src = src_ids.shape[0]
+    m = tgt_ids.shape[0]
+    # source positions of each line id, ascending (the reference's `positions`)
+    n_ids = 0
+    for s in range(n_src):
+        n_ids = max(n_ids, src_ids[s] + 1)
+    starts_of = np.zeros(n_ids + 1, dtype=np.int64)
+    for s in range(n_src):
+        starts_of[src_ids[s] + 1] += 1
+    for k in range(n_ids):
+        starts_of[k + 1] += starts_of[k]
+    fill = starts_of[:-1].copy()
+    positions = np.empty(n_src, dtype=np.int64)
+    for s in range(n_src):
+        positions[fill[src_ids[s]]] = s
+        fill[src_ids[s]] += 1
+    f_c = np.zeros(m + 1)
+    f_g = np.zeros(m + 1)
+    choice_len = np.full(m, -1, dtype=np.int64)
+    choice_start = np.zeros(m, dtype=np.int64)
+    values_out = np.full(m, np.inf)
+    ext_next = np.zeros(n_src + 2, dtype=np.int64)  # ext(s, j + 1), 0 where s was not a match
+    ext_cur = np.zeros(n_src + 2, dtype=np.int64)
+    touched_next = np.empty(n_src, dtype=np.int64)
+    n_touched_next = 0
+    for j in range(m - 1, -1, -1):
+        line = tgt_ids[j]
+        lo = 0
+        hi = 0
+        if line >= 0 and line < n_ids:
+            lo = starts_of[line]
+            hi = starts_of[line + 1]
+        best = np.inf
+        best_s = -1
+        best_len = -1
+        for k in range(lo, hi):
+            s = positions[k]
+            run = 1 + ext_next[s + 1]
+            ext_cur[s] = run
+            for length in range(1, run + 1):
+                n_tok = src_tok[s + length] - src_tok[s]
+                value = prefill[n_tok] + t_dir * ((base + numbers[s + 1]) + numbers[s + length])
+                value = value + f_c[j + length]
+                # the first source position attaining the minimum, then its longest length attaining it
+                if value < best:
+                    best = value
+                    best_s = s
+                    best_len = length
+                elif value == best and s == best_s:
+                    best_len = length
+        # roll the extension rows: ext_next := ext_cur for this line's positions only
+        for k in range(n_touched_next):
+            ext_next[touched_next[k]] = 0
+        n_touched_next = 0
+        for k in range(lo, hi):
+            s = positions[k]
+            ext_next[s] = ext_cur[s]
+            ext_cur[s] = 0
+            touched_next[n_touched_next] = s
+            n_touched_next += 1
+        if best_len > 0:
+            choice_len[j] = best_len
+            choice_start[j] = best_s
+            values_out[j] = best
+        value = values_out[j]
+        gen_g = gen_unit[j] + f_g[j + 1]
+        f_g[j] = gen_g if gen_g <= value else value
+        gen_c = gen_unit[j] + tags + f_g[j + 1]
+        f_c[j] = gen_c if gen_c <= value else value
+    return f_c, f_g, choice_len, choice_start, values_out
+
+
+@njit(cache=True)
+def _compiled_occurrence_counts(link, length, first_end):
+    """`_occurrence_counts` on the compiled automaton's arrays (states by decreasing length)."""
+    n = length.shape[0]
+    counts = np.zeros(n, dtype=np.int64)
+    for state in range(1, n):
+        if length[state] == first_end[state] + 1:
+            counts[state] = 1
+    max_len = 0
+    for state in range(n):
+        max_len = max(max_len, length[state])
+    by_len = np.zeros(max_len + 2, dtype=np.int64)
+    for state in range(n):
+        by_len[length[state] + 1] += 1
+    for k in range(max_len + 1):
+        by_len[k + 1] += by_len[k]
+    order = np.empty(n, dtype=np.int64)
+    for state in range(n):
+        order[by_len[length[state]]] = state
+        by_len[length[state]] += 1
+    for k in range(n - 1, -1, -1):
+        state = order[k]
+        if link[state] >= 0:
+            counts[link[state]] += counts[state]
+    return counts
+
+
+@njit(cache=True)
+def _compiled_longest_prefix_matches(match_len, n):
+    longest = np.zeros(n + 1, dtype=np.int64)
+    e = 0
+    for j in range(n):
+        e = max(e, j)
+        while e < n and (e + 1) - match_len[e] <= j:
+            e += 1
+        longest[j] = e - j
+    return longest
+
+
+@njit(cache=True)
+def _token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_unit, tags, prefill, t_dir,
+              base, numbers):
+    n = ids.shape[0]
+    f_c = np.zeros(n + 1)
+    f_g = np.zeros(n + 1)
+    choice_len = np.full(n, -1, dtype=np.int64)
+    choice_start = np.zeros(n, dtype=np.int64)
+    values_out = np.full(n, np.inf)
+    starts = np.empty(n + 1, dtype=np.int64)
+    for j in range(n - 1, -1, -1):
+        m = longest[j]
+        if m > 0 and tgt_ok[j]:
+            # leftmost start of target[j:j+L] for L = 1..m (the reference's `_leftmost_starts`)
+            state = 0
+            for k in range(m):
+                state = _sam_get(keys, values, state, ids[j + k], mask)
+                starts[k] = first_end[state] - k
+                if counts[state] == 1:
+                    for r in range(k + 1, m):
+                        starts[r] = starts[k]
+                    break
+            best = np.inf
+            best_k = m - 1
+            for k in range(m - 1, -1, -1):  # the longest length among ties
+                length = k + 1
+                if tgt_ok[j + length]:
+                    s = starts[k]
+                    value = prefill[length] + t_dir * ((base + numbers[s + 1]) + numbers[s + length])
+                    value = value + f_c[j + length]
+                else:
+                    value = np.inf
+                if value < best:
+                    best = value
+                    best_k = k
+            choice_len[j] = best_k + 1
+            choice_start[j] = starts[best_k]
+            values_out[j] = best
+        value = values_out[j]
+        gen_g = gen_unit[j] + f_g[j + 1]
+        f_g[j] = gen_g if gen_g <= value else value
+        gen_c = gen_unit[j] + tags + f_g[j + 1]
+        f_c[j] = gen_c if gen_c <= value else value
+    return f_c, f_g, choice_len, choice_start, values_out

@@ -367,7 +367,22 @@ def _aligned(tok: TokenizedText) -> list[bool]:
 
 
 def token_oracle(source: TokenizedText, target: TokenizedText, min_copy: int = 1) -> Program:
-    """Coverage-maximising token-level program (module docstring); copies use 1-based token indices."""
+    """Coverage-maximising token-level program (module docstring); copies use 1-based token indices.
+
+    The automaton and the DP run compiled (`CompiledAutomaton`, `_token_oracle_choices`); the program
+    is the one `_reference_token_oracle` writes (tested)."""
+    if min_copy < 1:
+        raise ProgramError(f"min_copy must be >= 1, got {min_copy}")
+    sam = CompiledAutomaton.build(source.ids)
+    match_len, match_state = sam.matching_statistics(target.ids)
+    tgt_ok = np.array(_aligned(target), dtype=np.bool_)
+    choice = _token_oracle_choices(match_len, tgt_ok, min_copy)
+    return _token_program(source, target, choice.tolist(), match_state.tolist(), sam.first_end.tolist(),
+                          _aligned(source))
+
+
+def _reference_token_oracle(source: TokenizedText, target: TokenizedText, min_copy: int = 1) -> Program:
+    """`token_oracle` in plain Python (the readable reference; the tests compare the two)."""
     if min_copy < 1:
         raise ProgramError(f"min_copy must be >= 1, got {min_copy}")
     sam = SuffixAutomaton.build(source.ids)
@@ -392,10 +407,10 @@ def token_oracle(source: TokenizedText, target: TokenizedText, min_copy: int = 1
             gain = best[j] + (i - j)
             if gain > best[i]:
                 best[i], choice[i] = gain, j
-    return _token_program(source, target, choice, match_state, sam, src_ok)
+    return _token_program(source, target, choice, match_state, sam.first_end, src_ok)
 
 
-def _token_program(source, target, choice, match_state, sam, src_ok) -> Program:
+def _token_program(source, target, choice, match_state, first_end, src_ok) -> Program:
     """Walk the DP choices back; generated tokens are kept as indices and joined as bytes, so a
     multi-byte character split over several generated tokens is decoded whole."""
     steps: list[int | Copy] = []
@@ -406,7 +421,7 @@ def _token_program(source, target, choice, match_state, sam, src_ok) -> Program:
             steps.append(i - 1)
             i -= 1
             continue
-        end = sam.first_end[match_state[i - 1]]  # 0-based source index of the copy's last token
+        end = first_end[match_state[i - 1]]  # 0-based source index of the copy's last token
         start = end - (i - j) + 1
         if source.ids[start:end + 1] != target.ids[j:i] or not (src_ok[start] and src_ok[end + 1]):
             raise AssertionError("suffix automaton returned a wrong occurrence")  # invariant
@@ -425,3 +440,189 @@ def _token_program(source, target, choice, match_state, sam, src_ok) -> Program:
         if step is not None:
             ops.append(step)
     return merge_adjacent(ops)
+
+
+# ---------------------------------------------------------------- compiled suffix automaton (numba)
+#
+# The same automaton as `SuffixAutomaton` (same states, links, lengths and first end positions, in
+# the same creation order), built in compiled code with flat arrays: transitions live in one
+# open-addressing hash table keyed by (state, token), and each state's outgoing tokens in a linked
+# list (a clone copies them). `SuffixAutomaton` stays as the readable reference; the tests compare
+# the two on random sequences.
+
+import numpy as np  # noqa: E402
+from numba import njit  # noqa: E402
+
+_EMPTY = np.int64(-1)
+
+
+@njit(cache=True)
+def _hash_slot(keys, state, token, mask):
+    key = state * np.int64(4294967296) + token
+    h = (np.uint64(key) * np.uint64(11400714819323198485)) >> np.uint64(20)
+    slot = np.int64(h & np.uint64(mask))
+    while keys[slot] != -1 and keys[slot] != key:
+        slot = (slot + 1) & mask
+    return slot, key
+
+
+@njit(cache=True)
+def _sam_get(keys, values, state, token, mask):
+    slot, key = _hash_slot(keys, state, token, mask)
+    if keys[slot] == key:
+        return values[slot]
+    return -1
+
+
+@njit(cache=True)
+def _sam_build(seq):
+    n = seq.shape[0]
+    n_states = 2 * n + 2
+    cap = 16
+    while cap < 4 * (3 * n + 8):
+        cap *= 2
+    mask = cap - 1
+    keys = np.full(cap, -1, dtype=np.int64)
+    values = np.full(cap, -1, dtype=np.int64)
+    link = np.full(n_states, -1, dtype=np.int64)
+    length = np.zeros(n_states, dtype=np.int64)
+    first_end = np.full(n_states, -1, dtype=np.int64)
+    head = np.full(n_states, -1, dtype=np.int64)       # first outgoing edge of a state
+    edge_token = np.empty(3 * n + 8, dtype=np.int64)
+    edge_next = np.empty(3 * n + 8, dtype=np.int64)
+    n_edges = 0
+    size = 1
+    last = 0
+    for pos in range(n):
+        c = seq[pos]
+        cur = size
+        size += 1
+        length[cur] = length[last] + 1
+        link[cur] = 0
+        first_end[cur] = pos
+        p = last
+        while p != -1:
+            slot, key = _hash_slot(keys, p, c, mask)
+            if keys[slot] == key:
+                break
+            keys[slot] = key
+            values[slot] = cur
+            edge_token[n_edges] = c
+            edge_next[n_edges] = head[p]
+            head[p] = n_edges
+            n_edges += 1
+            p = link[p]
+        if p != -1:
+            q = _sam_get(keys, values, p, c, mask)
+            if length[p] + 1 == length[q]:
+                link[cur] = q
+            else:
+                clone = size
+                size += 1
+                e = head[q]
+                while e != -1:
+                    t = edge_token[e]
+                    slot, key = _hash_slot(keys, clone, t, mask)
+                    keys[slot] = key
+                    values[slot] = _sam_get(keys, values, q, t, mask)
+                    edge_token[n_edges] = t
+                    edge_next[n_edges] = head[clone]
+                    head[clone] = n_edges
+                    n_edges += 1
+                    e = edge_next[e]
+                length[clone] = length[p] + 1
+                link[clone] = link[q]
+                first_end[clone] = first_end[q]
+                while p != -1:
+                    slot, key = _hash_slot(keys, p, c, mask)
+                    if keys[slot] != key or values[slot] != q:
+                        break
+                    values[slot] = clone
+                    p = link[p]
+                link[q] = clone
+                link[cur] = clone
+        last = cur
+    return keys, values, mask, link[:size].copy(), length[:size].copy(), first_end[:size].copy()
+
+
+@njit(cache=True)
+def _sam_matching_statistics(keys, values, mask, link, length, seq):
+    n = seq.shape[0]
+    lengths = np.zeros(n, dtype=np.int64)
+    states = np.zeros(n, dtype=np.int64)
+    state = 0
+    cur_len = 0
+    for i in range(n):
+        c = seq[i]
+        nxt = _sam_get(keys, values, state, c, mask)
+        while state != 0 and nxt == -1:
+            state = link[state]
+            cur_len = length[state]
+            nxt = _sam_get(keys, values, state, c, mask)
+        if nxt != -1:
+            state = nxt
+            cur_len += 1
+        else:
+            state = 0
+            cur_len = 0
+        lengths[i] = cur_len
+        states[i] = state
+    return lengths, states
+
+
+@dataclass
+class CompiledAutomaton:
+    """`SuffixAutomaton` as flat arrays, built and queried in compiled code (same states and numbers)."""
+
+    keys: np.ndarray
+    values: np.ndarray
+    mask: int
+    link: np.ndarray
+    length: np.ndarray
+    first_end: np.ndarray
+
+    @classmethod
+    def build(cls, seq) -> CompiledAutomaton:
+        return cls(*_sam_build(_as_ids(seq)))
+
+    def transition(self, state: int, token: int) -> int:
+        """The state reached from `state` by `token`, or -1."""
+        return int(_sam_get(self.keys, self.values, state, token, self.mask))
+
+    def matching_statistics(self, seq) -> tuple[np.ndarray, np.ndarray]:
+        """As `SuffixAutomaton.matching_statistics`, as int64 arrays."""
+        return _sam_matching_statistics(self.keys, self.values, self.mask, self.link, self.length, _as_ids(seq))
+
+
+def _as_ids(seq) -> np.ndarray:
+    return np.asarray(seq, dtype=np.int64).reshape(-1)
+
+
+@njit(cache=True)
+def _token_oracle_choices(match_len, tgt_ok, min_copy):
+    """`_reference_token_oracle`'s DP (monotone deque as an array): choice[i] = -1 or the copy's start."""
+    n = match_len.shape[0]
+    best = np.zeros(n + 1, dtype=np.int64)
+    choice = np.full(n + 1, -1, dtype=np.int64)
+    window = np.empty(n + 1, dtype=np.int64)
+    lo = 0
+    hi = 0  # window[lo:hi], best[j] - j decreasing
+    for i in range(1, n + 1):
+        j_new = i - min_copy
+        if j_new >= 0 and tgt_ok[j_new]:
+            while hi > lo and best[window[hi - 1]] - window[hi - 1] < best[j_new] - j_new:
+                hi -= 1
+            window[hi] = j_new
+            hi += 1
+        left = i - match_len[i - 1]
+        while hi > lo and window[lo] < left:
+            lo += 1
+        best[i] = best[i - 1]
+        choice[i] = -1
+        if hi > lo and tgt_ok[i]:
+            j = window[lo]
+            gain = best[j] + (i - j)
+            if gain > best[i]:
+                best[i] = gain
+                choice[i] = j
+    return choice

@@ -36,7 +36,6 @@ from analysis.errors import ParamsError
 from analysis.layout import POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Gen, Program, escape, render_op
 from analysis.stats import ratio_of_sums_ci
-from analysis.text import split_lines
 from analysis.tokenization import TokenizedText, Tokenizer
 
 SPANS_SCHEMA = {
@@ -79,6 +78,8 @@ class DirectiveCounter:
     def of(self, op) -> int:
         if isinstance(op, Copy):
             return self.count(render_op(op))
+        if "<" not in op.text and "&" not in op.text:  # nothing `escape` could rewrite
+            return self.gen_tags
         escaped = escape(op.text)
         extra = 0 if escaped == op.text else self.tokenizer.count(escaped) - self.tokenizer.count(op.text)
         return self.gen_tags + extra
@@ -102,22 +103,28 @@ def program_spans(
     from analysis.tokenization import line_byte_starts
 
     src_line_bytes = line_byte_starts(source.text)
+    src_raw = source.text.encode("utf-8")  # once per program, not once per copy
     rows, pos = [], 0
     for index, op in enumerate(program.ops):
         if isinstance(op, Gen):
-            n_bytes, n_src, text = len(op.text.encode("utf-8")), 0, op.text
+            raw = op.text.encode("utf-8")
+            n_bytes, n_src, lo, hi = len(raw), 0, 0, len(raw)
         else:
             lo, hi = source_byte_range(op, source, src_line_bytes)
-            n_bytes = hi - lo
+            raw, n_bytes = src_raw, hi - lo
             n_src = _tokens_starting_in(source.byte_bounds, lo, hi)
-            text = source.text.encode("utf-8")[lo:hi].decode("utf-8")
         n_tok = _tokens_starting_in(target.byte_bounds, pos, pos + n_bytes)
         rows.append(SpanRow(
             index, "gen" if isinstance(op, Gen) else "copy", n_tok, n_src,
-            len(split_lines(text)), directives.of(op),
+            _lines_in(raw, lo, hi), directives.of(op),
         ))
         pos += n_bytes
     return rows
+
+
+def _lines_in(raw: bytes, lo: int, hi: int) -> int:
+    """len(split_lines(raw[lo:hi].decode())): the newlines, plus an unterminated last line."""
+    return raw.count(b"\n", lo, hi) + (1 if hi > lo and raw[hi - 1] != 0x0A else 0)
 
 
 # ---------------------------------------------------------------- coverage

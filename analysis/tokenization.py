@@ -29,9 +29,10 @@ returns exactly what `encode` returns.
 from __future__ import annotations
 
 import importlib.util
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import accumulate
 from pathlib import Path
 
 from analysis.errors import TokenizerError
@@ -168,8 +169,12 @@ class Tokenizer:
         return self._plain_backend
 
     def encode_many(self, texts: list[str]) -> list[TokenizedText]:
-        encodings = self.backend.encode_batch(texts, add_special_tokens=False)
-        return [self._wrap(t, e.ids) for t, e in zip(texts, encodings)]
+        """`encode` of every text, through the fast tokenizer's batch call; a text that recurs (a case's
+        source on its line and token rows) is tokenized once and its TokenizedText shared."""
+        distinct = list(dict.fromkeys(texts))
+        encodings = self.backend.encode_batch(distinct, add_special_tokens=False)
+        done = {t: self._wrap(t, e.ids) for t, e in zip(distinct, encodings)}
+        return [done[t] for t in texts]
 
     def count(self, text: str) -> int:
         return len(self.backend.encode(text, add_special_tokens=False).ids) if text else 0
@@ -178,10 +183,12 @@ class Tokenizer:
         return b"".join(self.piece(i) for i in ids)
 
     def _wrap(self, text: str, ids: list[int]) -> TokenizedText:
-        pieces = tuple(self.piece(i) for i in ids)
-        byte_bounds = [0]
-        for p in pieces:
-            byte_bounds.append(byte_bounds[-1] + len(p))
+        cache = self._piece_cache
+        try:
+            pieces = tuple([cache[i] for i in ids])
+        except KeyError:  # a token not seen yet: checked and cached by `piece`
+            pieces = tuple([self.piece(i) for i in ids])
+        byte_bounds = list(accumulate(map(len, pieces), initial=0))
         raw = text.encode("utf-8")
         if byte_bounds[-1] != len(raw) or b"".join(pieces) != raw:
             raise TokenizerError(f"{self.name}: tokens do not spell the text back byte for byte")
@@ -244,10 +251,10 @@ def line_byte_starts(text: str) -> list[int]:
     """Byte offset where each line starts (lines as in analysis.text), plus the total at the end."""
     from analysis.text import split_lines
 
-    starts = [0]
-    for line in split_lines(text):
-        starts.append(starts[-1] + len(line.encode("utf-8")))
-    return starts
+    lines = split_lines(text)
+    if text.isascii():  # bytes and characters coincide
+        return list(accumulate(map(len, lines), initial=0))
+    return list(accumulate((len(line.encode("utf-8")) for line in lines), initial=0))
 
 
 def token_lines(tok: TokenizedText) -> list[int]:
@@ -257,12 +264,14 @@ def token_lines(tok: TokenizedText) -> list[int]:
 
 
 def tokens_per_line(tok: TokenizedText) -> list[int]:
-    """Token count of each line under the first-byte rule; sums to len(tok)."""
+    """Token count of each line under the first-byte rule; sums to len(tok).
+
+    Per line: the tokens whose first byte is at or after the line's start and before the next line's
+    (a bisection of the sorted token starts per line, not a line lookup per token)."""
     starts = line_byte_starts(tok.text)
-    counts = [0] * (len(starts) - 1)
-    for line in token_lines(tok):
-        counts[line] += 1
-    return counts
+    token_starts = tok.byte_bounds[:-1]
+    below = [bisect_left(token_starts, b) for b in starts]
+    return [hi - lo for lo, hi in zip(below, below[1:])]
 
 
 def count_split_boundaries(tok: TokenizedText) -> int:

@@ -265,3 +265,77 @@ def test_min_copy_sweep(qwen):
     assert pooled["gold_tokens"].item() == sum(len(c.target) for c in cases)
     with pytest.raises(ParamsError, match="'x'"):
         min_copy_sweep(cases, cost, TokenizerDirectives(qwen), (1, "x"))
+
+
+# ---------------------------------------------------------------- compiled DPs against the reference
+
+
+class TableDirectives:
+    """A directive model with `copy_token_table` (the compiled DPs' fast path): copy tokens =
+    base + numbers[a] + numbers[b] for arbitrary non-decreasing numbers; gen costs as SYNTH."""
+
+    def __init__(self, rng: random.Random, upto: int = 64):
+        self.gen_tags = 2
+        steps = [rng.choice([0.0, 0.0, 1.0, 2.0]) for _ in range(upto + 1)]
+        self.numbers = np.cumsum(steps)
+        self.base = {"lines": rng.randrange(0, 9), "tokens": rng.randrange(0, 9)}
+
+    def copy_token_table(self, unit, upto):
+        assert upto < len(self.numbers)
+        return self.base[unit], self.numbers
+
+    def copy_tokens(self, unit, starts, ends):
+        return self.base[unit] + self.numbers[np.asarray(starts)] + self.numbers[np.asarray(ends)]
+
+    def gen_extra(self, text):
+        return escape(text).count("&") - text.count("&")
+
+    def monotone(self, unit, upto):
+        return True
+
+
+def _same(a, b):
+    assert render(a.program) == render(b.program)
+    assert a.seconds == b.seconds  # bit for bit: the same float operations in the same order
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_dps_match_the_reference_and_brute_force(seed):
+    from analysis.optimal import _reference_optimal_line_program, _reference_optimal_token_program
+
+    rng = random.Random(5000 + seed)
+    src = fake([rng.randrange(3) for _ in range(rng.randrange(0, 7))])
+    tgt = fake([rng.randrange(3) for _ in range(rng.randrange(0, 6))])
+    cost, directives = random_cost(rng), TableDirectives(rng)
+    best = optimal_token_program(src, tgt, cost, directives)
+    _same(best, _reference_optimal_token_program(src, tgt, cost, directives))
+    assert best.seconds == pytest.approx(brute_force(src, tgt, cost, directives, "token"), abs=1e-9)
+    lines_src = fake([rng.choice([0, 1, 23]) for _ in range(rng.randrange(0, 12))])  # "x" is 23: "x" vs "a", "b"
+    lines_tgt = fake([rng.choice([0, 1, 23]) for _ in range(rng.randrange(0, 10))])
+    line_src = TokenizedText(lines_src.text.replace("x", "\n"), lines_src.ids, tuple(p.replace(b"x", b"\n") for p in lines_src.pieces),
+                             lines_src.byte_bounds, lines_src.char_bounds)
+    line_tgt = TokenizedText(lines_tgt.text.replace("x", "\n"), lines_tgt.ids, tuple(p.replace(b"x", b"\n") for p in lines_tgt.pieces),
+                             lines_tgt.byte_bounds, lines_tgt.char_bounds)
+    _same(optimal_line_program(line_src, line_tgt, cost, directives),
+          _reference_optimal_line_program(line_src, line_tgt, cost, directives))
+
+
+LONG_PIECES = ["a", "b", " ", "\n", "é", "😀", "<gen>", "&lt;", "x = 1\n", "\n\n", "def f(x):\n", "    return x\n",
+               "    y = 2\n", "12345", "(", ")"]
+LONG_TEXTS = st.lists(st.sampled_from(LONG_PIECES), max_size=120).map("".join)
+STEPPED = st.builds(
+    lambda t, table, td: CostModel(t, lambda n: np.asarray(table)[np.minimum(n, len(table) - 1)], td),
+    st.floats(0.01, 2), st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.5, 7.0]), min_size=1, max_size=30),
+    st.one_of(st.none(), st.floats(0, 2)),
+)
+
+
+@given(LONG_TEXTS, LONG_TEXTS, st.one_of(COSTS, STEPPED), st.sampled_from(["line", "token"]))
+def test_compiled_dps_match_the_reference_with_the_tokenizer(qwen, source, target, cost, level):
+    """The compiled DPs write the reference's program and seconds bit for bit, on texts long enough
+    for repeated lines, shared runs and ties (any prefill shape, stepped or linear)."""
+    from analysis.optimal import _reference_optimal_line_program, _reference_optimal_token_program
+
+    src, tgt, directives = qwen.encode(source + target[::3]), qwen.encode(target), TokenizerDirectives(qwen)
+    reference = _reference_optimal_line_program if level == "line" else _reference_optimal_token_program
+    _same(optimal_program(level, src, tgt, cost, directives), reference(src, tgt, cost, directives))

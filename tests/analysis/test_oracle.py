@@ -193,3 +193,39 @@ def test_myers_memory_stays_linear_on_a_large_file():
         tracemalloc.stop()
     assert len(pairs) == 1500
     assert peak < 20 * 2**20, f"peak {peak / 2**20:.1f} MiB"
+
+
+# ---------------------------------------------------------------- compiled automaton and DP against the reference
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from analysis.oracle import CompiledAutomaton, _reference_token_oracle  # noqa: E402
+from analysis.program import render  # noqa: E402
+
+SEQS = st.lists(st.integers(0, 4), max_size=60) | st.lists(st.integers(0, 300), max_size=60)
+
+
+@given(SEQS, st.lists(st.integers(0, 5), max_size=40))
+def test_compiled_automaton_is_the_reference_automaton(source, target):
+    reference, compiled = SuffixAutomaton.build(source), CompiledAutomaton.build(source)
+    assert compiled.link.tolist() == reference.link
+    assert compiled.length.tolist() == reference.length
+    assert compiled.first_end.tolist() == reference.first_end
+    transitions = {(state, token): to for state, out in enumerate(reference.next) for token, to in out.items()}
+    assert int((compiled.keys != -1).sum()) == len(transitions)  # no transition more
+    for (state, token), to in transitions.items():
+        assert compiled.transition(state, token) == to
+    lengths, states = reference.matching_statistics(target)
+    got_lengths, got_states = compiled.matching_statistics(target)
+    assert (got_lengths.tolist(), got_states.tolist()) == (lengths, states)
+
+
+WORDS = ["x", " = ", "1", "\n", "y", "(", ")", "é", "😀", "def f():\n", "    return 1\n"]
+
+
+@given(st.lists(st.sampled_from(WORDS), max_size=80).map("".join), st.lists(st.sampled_from(WORDS), max_size=80).map("".join),
+       st.integers(1, 8))
+def test_compiled_token_oracle_is_the_reference(qwen, source, target, min_copy):
+    src, tgt = qwen.encode(source), qwen.encode(target)
+    assert render(token_oracle(src, tgt, min_copy)) == render(_reference_token_oracle(src, tgt, min_copy))

@@ -21,7 +21,7 @@ from typing import Callable
 
 import polars as pl
 
-from analysis.errors import ParamsError
+from analysis.errors import MissingOutputError, ParamsError
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
@@ -34,7 +34,7 @@ from analysis.layout import (
     star,
 )
 from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
-from analysis.outputs import bounds_frame, metrics, table
+from analysis.outputs import BOUNDS_COLUMNS, bounds_frame, table
 
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 
@@ -79,7 +79,33 @@ def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
     return (int(n0), float(s0)), (int(n1), float(s1))
 
 
+DEVICES = Path(__file__).parent / "data" / "devices.json"  # GPU datasheets, their one home
+
+
+def paper_gpu(path: Path = PAPER, devices: Path = DEVICES) -> dict:
+    """The paper's GPU: its label from paper_claims.json `_gpu_reference`, its datasheet figures
+    (hbm_gbps, bf16_tflops, source) from devices.json, and the paper's top kernel ratio and its N."""
+    paper = paper_claims(path)
+    ref = paper["_gpu_reference"]
+    sheets = json.loads(Path(devices).read_text())
+    entry = sheets.get(ref.get("datasheet_entry"))
+    if not isinstance(entry, dict):
+        raise ParamsError(f"{path}: _gpu_reference.datasheet_entry {ref.get('datasheet_entry')!r} is not an entry of "
+                          f"{devices}; known: {', '.join(k for k in sheets if not k.startswith('_'))}")
+    (_, _), (top_n, top) = paper_points(paper["kernel_speedup"])
+    return {"device": ref["device"], "hbm_gbps": entry["hbm_gbps"], "bf16_tflops": entry["bf16_tflops"],
+            "source": entry["source"], "paper_top": top, "paper_top_n": top_n}
+
+
 # ---------------------------------------------------------------- comparators (named in the JSON)
+#
+# Each comparator the JSON may name is a function (ours, paper, spec, **options) -> bool, its tolerance
+# read from the claim's spec; `judge` dispatches on the claim's `comparator`. A claim whose comparator is
+# not in the registry is a ParamsError when paper_claims.json is read (`paper_claims`).
+
+
+def _ends(value) -> tuple[float, ...]:
+    return tuple(float(v) for v in value) if isinstance(value, (tuple, list)) else (float(value),)
 
 
 def within_factor(ours: float, paper: float, tol: float) -> bool:
@@ -94,9 +120,156 @@ def inside_widened_ci(low: float, high: float, paper: float, tol: float) -> bool
     return low / (1 + tol) <= paper <= high * (1 + tol)
 
 
-COMPARATORS = {"ends_within_factor": within_factor, "ends_within_pp": within_pp,
-               "inside_widened_ci": inside_widened_ci, "range_inside": None, "at_most": None,
-               "each_within_pp": within_pp, "lift_at_least": None, "none": None}
+def _paired(ours, paper) -> list[tuple[float, float]]:
+    ours, paper = _ends(ours), _ends(paper)
+    if len(paper) == 1 and len(ours) > 1:
+        paper = paper * len(ours)
+    if len(ours) != len(paper):
+        raise ParamsError(f"comparator: {len(ours)} measured end(s) against {len(paper)} of the paper's")
+    return list(zip(ours, paper))
+
+
+def ends_within_factor(ours, paper, spec: dict) -> bool:
+    """Each measured end within a factor (1 + rel_tolerance) of the paper's end."""
+    return all(within_factor(o, p, spec["rel_tolerance"]) for o, p in _paired(ours, paper))
+
+
+def ends_within_pp(ours, paper, spec: dict) -> bool:
+    """Each measured end (a share) within tolerance_pp percentage points of the paper's."""
+    return all(within_pp(o, p, spec["tolerance_pp"]) for o, p in _paired(ours, paper))
+
+
+def each_within_pp(ours, paper, spec: dict) -> bool:
+    """Every measured value (one per kind) within tolerance_pp points of the paper's single figure."""
+    return all(within_pp(o, p, spec["tolerance_pp"]) for o, p in _paired(ours, paper))
+
+
+def ci_holds_paper(ours, paper, spec: dict) -> bool:
+    """The paper's figure inside our 95% CI (low, high) widened by a factor (1 + rel_tolerance)."""
+    low, high = _ends(ours)
+    return inside_widened_ci(low, high, float(paper), spec["rel_tolerance"])
+
+
+def range_inside(ours, paper, spec: dict, tolerance: str = "rel_tolerance") -> bool:
+    """Our range (low, high) inside the paper's widened by `tolerance`: a factor for rel_tolerance,
+    percentage points for tolerance_pp."""
+    (low, high), (p_low, p_high), tol = _ends(ours), _ends(paper), spec[tolerance]
+    if tolerance.endswith("_pp"):
+        return p_low - tol / 100 <= low and high <= p_high + tol / 100
+    return p_low / (1 + tol) <= low and high <= p_high * (1 + tol)
+
+
+def at_most(ours, paper, spec: dict) -> bool:
+    """A count at most the stated limit (`paper`, e.g. max_failures)."""
+    return float(ours) <= float(paper)
+
+
+def lift_at_least(ours, paper, spec: dict) -> bool:
+    """A measured lift at least the paper's less tolerance_pp points."""
+    return float(ours) >= float(paper) - spec["tolerance_pp"] / 100
+
+
+def no_verdict(ours, paper, spec: dict) -> bool:
+    raise ParamsError("comparator 'none' belongs to an extension row, which gets no verdict against the paper")
+
+
+COMPARATORS: dict[str, Callable[..., bool]] = {
+    "ends_within_factor": ends_within_factor, "ends_within_pp": ends_within_pp, "inside_widened_ci": ci_holds_paper,
+    "range_inside": range_inside, "at_most": at_most, "each_within_pp": each_within_pp,
+    "lift_at_least": lift_at_least, "none": no_verdict,
+}
+
+
+def judge(spec: dict, ours, paper, **options) -> bool:
+    """Apply the claim's own comparator (its `comparator` in paper_claims.json) with its tolerances."""
+    name = spec.get("comparator")
+    if name not in COMPARATORS:
+        raise ParamsError(f"claim {spec.get('title', '?')!r} has comparator {name!r}; known: {', '.join(COMPARATORS)}")
+    return COMPARATORS[name](ours, paper, spec, **options)
+
+
+# ---------------------------------------------------------------- metric paths (named in the JSON)
+
+
+@dataclass(frozen=True)
+class MetricPath:
+    """One `metric` entry of a claim: `tables/<name>.csv:<column>` or `metrics/<name>.json:<key>`."""
+
+    root: str
+    name: str
+    kind: str
+    field: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.root}/{self.name}.{self.kind}:{self.field}"
+
+
+METRIC_ROOTS = ("tables", "metrics")
+
+
+def metric_paths(spec: dict) -> list[MetricPath]:
+    """The claim's `metric` list parsed; a malformed entry is a ParamsError naming it."""
+    entries = spec.get("metric")
+    entries = [entries] if isinstance(entries, str) else entries
+    if not entries:
+        raise ParamsError(f"claim {spec.get('title', '?')!r} names no metric")
+    out = []
+    for entry in entries:
+        path, _, field = str(entry).partition(":")
+        root, _, file = path.partition("/")
+        name, _, kind = file.rpartition(".")
+        if root not in METRIC_ROOTS or kind not in ("csv", "json") or not name or not field:
+            raise ParamsError(f"claim {spec.get('title', '?')!r}: metric {entry!r} is not "
+                              "'tables/<name>.csv:<column>' or 'metrics/<name>.json:<key>'")
+        out.append(MetricPath(root, name, kind, field))
+    return out
+
+
+def _metric_file(mp: MetricPath, tables: Path, metrics_dir: Path) -> Path:
+    return (Path(tables) if mp.root == "tables" else Path(metrics_dir)) / f"{mp.name}.{mp.kind}"
+
+
+def read_metric(mp: MetricPath, tables: Path, metrics_dir: Path):
+    """The table (checked to hold the column) or the JSON document (checked to hold the key) a metric
+    path names; an absent file, column or key is a MissingOutputError naming the path."""
+    path = _metric_file(mp, tables, metrics_dir)
+    if not path.is_file():
+        raise MissingOutputError(f"{path} not found (claim metric {mp.text}); run `dvc repro` first")
+    if mp.kind == "csv":
+        frame = pl.read_csv(path)
+        if mp.field not in frame.columns:
+            raise MissingOutputError(f"{path} has no column {mp.field!r} (claim metric {mp.text}): stale output, "
+                                     "rerun the stage that writes it")
+        return frame
+    doc = json.loads(path.read_text())
+    if not isinstance(doc, dict) or mp.field not in doc:
+        raise MissingOutputError(f"{path} has no key {mp.field!r} (claim metric {mp.text}); rerun the stage that "
+                                 "writes it")
+    return doc
+
+
+def metric_input(spec: dict, index: int, tables: Path, metrics_dir: Path):
+    """The claim's `index`-th metric, read (a table or a metrics document)."""
+    return read_metric(metric_paths(spec)[index], tables, metrics_dir)
+
+
+def bounds_input(spec: dict, index: int, tables: Path, metrics_dir: Path) -> pl.DataFrame:
+    """bounds.csv through the claim's metric path, checked for the kernel-source format."""
+    frame = metric_input(spec, index, tables, metrics_dir)
+    missing = [c for c in BOUNDS_COLUMNS if c not in frame.columns]
+    if missing:
+        raise MissingOutputError(f"{Path(tables) / 'bounds.csv'} has no {', '.join(missing)} column(s): stale output, "
+                                 "rerun `copydecode bounds`")
+    return frame
+
+
+def read_table(name: str, tables: Path) -> pl.DataFrame:
+    """A supporting table a claim reads beside its metric; absent is a MissingOutputError."""
+    path = Path(tables) / f"{name}.csv"
+    if not path.is_file():
+        raise MissingOutputError(f"{path} not found; run `dvc repro` first")
+    return pl.read_csv(path)
 
 
 # ---------------------------------------------------------------- 1. kernel speedup
@@ -180,12 +353,12 @@ def _kernel_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 
 def _ceiling_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    cov = paper_view(table("coverage", tables)).filter(pl.col("level") == "line").sort("coverage")
+    cov = paper_view(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("level") == "line").sort("coverage")
     if cov.height == 0:
-        raise ParamsError("coverage.csv has no line-level rows for the paper's corpora")
+        raise MissingOutputError("coverage.csv has no line-level rows for the paper's corpora")
     low, high = cov["coverage"].min(), cov["coverage"].max()
     tol = spec["tolerance_pp"]
-    ok = within_pp(low, spec["low"], tol) and within_pp(high, spec["high"], tol)
+    ok = judge(spec, (low, high), (spec["low"], spec["high"]))
     ours_range = fmt_range(low, high, fmt_pct)
     reason = (f"our range {ours_range} is within {tol:g} pp of the paper's ends" if ok else
               f"our range {ours_range} is more than {tol:g} pp from {fmt_range(spec['low'], spec['high'], fmt_pct)}")
@@ -234,7 +407,7 @@ def pooled_text(pooled: dict[str, dict]) -> str:
 
 def generated_share(tables: Path, corpus: str, level: str = "line") -> float | None:
     """Share of a corpus's gold tokens that no copy produces (1 - coverage), body framing or its own."""
-    cov = table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
+    cov = read_table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
                                            & (pl.col("level") == level) & (pl.col("corpus") == corpus))
     return None if cov.height == 0 else 1.0 - float(cov["coverage"][0])
 
@@ -286,7 +459,7 @@ def paper_comparison(tables: Path = TABLES, paper_path: Path = PAPER) -> pl.Data
             "corpus": r["corpus"] if r["corpus"] != POOLED else f"pooled ({r['pooling'].replace('_', ' ')})",
             "cases": r["n_cases"], "paper": fmt_x(c[key]) if comparable else MISSING,
             "paper kernel x our spans": bound_text(r),
-            "paper inside CI": (("yes" if inside_widened_ci(r["ci_low"], r["ci_high"], c[key], c["rel_tolerance"])
+            "paper inside CI": (("yes" if judge(c, (r["ci_low"], r["ci_high"]), c[key])
                                  else "no") if comparable else "not comparable"),
         }
         for source, baseline, other in others:
@@ -301,13 +474,12 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Like with like: the paper's kernel curve composed with this suite's spans against the paper's
     bounds (the verdict); every other kernel source is shown beside it, not judged."""
     c = spec
-    bounds = bounds_frame(tables)
+    bounds = bounds_input(spec, 0, tables, metrics_dir)
     composed = line_ideal(bounds, "paper")
     if composed.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
     ours, pooled = per_corpus(composed), pooled_rows(composed)
-    tol = c["rel_tolerance"]
-    inside = lambda row, value: inside_widened_ci(row["ci_low"], row["ci_high"], value, tol)  # noqa: E731
+    inside = lambda row, value: judge(c, (row["ci_low"], row["ci_high"]), value)  # noqa: E731
     compared = [(name, key) for key, name in PAPER_NAMES.items() if name in ours and key in c]
     agree = [star(name) for name, key in compared if inside(ours[name], c[key])]
     off = [_ceiling_reason(name, ours[name], c[key], tables) for name, key in compared if star(name) not in agree]
@@ -357,16 +529,19 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Coverage from the spans; floors like with like (the paper's kernel), the fitted kernel's beside."""
     c = spec
-    cov = paper_view(table("coverage", tables)).filter(pl.col("level") == "token")
-    floor_rows = paper_view(bounds_frame(tables)).filter((pl.col("level") == "token") & (pl.col("variant") == "overhead"))
+    cov = paper_view(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("level") == "token")
+    floor_rows = paper_view(bounds_input(spec, 1, tables, metrics_dir)).filter(
+        (pl.col("level") == "token") & (pl.col("variant") == "overhead"))
     floors = floor_rows.filter(pl.col("kernel_source") == "paper")
     fitted = floor_rows.filter((pl.col("kernel_source") == FIT) & (pl.col("baseline") == c.get("fit_baseline", "eager")))
     if floors.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
-    tol_pp, tol = c["tolerance_pp"] / 100, c["rel_tolerance"]
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+    if cov.height == 0:
+        raise MissingOutputError("coverage.csv has no token-level rows for the paper's corpora")
+    tol = c["rel_tolerance"]
     cov_lo, cov_hi, fl_lo, fl_hi = cov["coverage"].min(), cov["coverage"].max(), floors["bound"].min(), floors["bound"].max()
-    cov_ok = c["coverage_low"] - tol_pp <= cov_lo and cov_hi <= c["coverage_high"] + tol_pp
-    floor_ok = c["floor_low"] / (1 + tol) <= fl_lo and fl_hi <= c["floor_high"] * (1 + tol)
+    cov_ok = judge(c, (cov_lo, cov_hi), (c["coverage_low"], c["coverage_high"]), tolerance="tolerance_pp")
+    floor_ok = judge(c, (fl_lo, fl_hi), (c["floor_low"], c["floor_high"]), tolerance="rel_tolerance")
     reasons = []
     if not cov_ok:
         low, high = cov.sort("coverage").row(0, named=True), cov.sort("coverage").row(-1, named=True)
@@ -394,8 +569,8 @@ def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 
 def _lossless_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    rt = metrics("roundtrip", metrics_dir)
-    ok = rt["failed"] <= spec["max_failures"]
+    rt = metric_input(spec, 0, tables, metrics_dir)
+    ok = judge(spec, rt["failed"], spec["max_failures"])
     return Claim(
         claim=f"5. {spec['title']}", paper=spec["text"],
         ours=f"{fmt_int(rt['passed'])}/{fmt_int(rt['programs'])} programs (line and token level, every framing)",
@@ -453,11 +628,11 @@ def _crossing_text(crossings: pl.DataFrame, em_pct: float) -> str:
 
 
 def _perturb_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    pooled = paper_pool_em(table("perturbation", tables)).filter(pl.col("rate") == 1.0)
+    pooled = paper_pool_em(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("rate") == 1.0)
     if pooled.height == 0 or pooled["corpora"].min() == 0:
-        raise ParamsError("perturbation.csv has no line-level rows at rate 1 for the paper's corpora")
+        raise MissingOutputError("perturbation.csv has no line-level rows at rate 1 for the paper's corpora")
     tol = spec["tolerance_pp"]
-    off = [r for r in pooled.iter_rows(named=True) if not within_pp(r["em"], spec["em_pct"] / 100, tol)]
+    off = [r for r in pooled.iter_rows(named=True) if not judge(spec, r["em"], spec["em_pct"] / 100)]
     reason = f"within {tol:g} pp for every kind"
     if off:
         reason = f"{len(off)} of {pooled.height} kinds more than {tol:g} pp from {spec['em_pct']:.2f}%"
@@ -545,10 +720,7 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Claim 7 from the pilot's metrics: the default run and the frozen preset runs it carries, each
     labelled. The verdict's HEvalFix-Py lift is that of the longest run that decoded HEvalFix-Py before and
     after ("not reproduced at this scale" unless it meets the paper's lift)."""
-    if not (Path(metrics_dir) / "pilot.json").is_file():
-        return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=MISSING, verdict=NOT_RUN,
-                     reason="no pilot stage output (reports/metrics/pilot.json)", method="copydecode pilot")
-    m = metrics("pilot", metrics_dir)
+    m = metric_input(spec, 0, tables, metrics_dir)
     runs = _pilot_runs(m)
     ours = "; ".join(_run_text(label, r) for label, r in runs)
     measured_runs = [(label, r) for label, r in runs
@@ -565,7 +737,7 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
                 if isinstance(judged.get("train_sequences"), int) else "")
              + f", against the paper's {spec.get('model', 'model')}")
     method = "; ".join(f"{lbl}: {r.get('method', MISSING)}" for lbl, r in runs) + " [pilot]"
-    if lift is not None and lift >= paper_lift - spec["tolerance_pp"] / 100:
+    if lift is not None and judge(spec, lift, paper_lift):
         return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=ours, verdict=REPRODUCED,
                      reason=f"HEvalFix-Py lift {fmt_pct(lift)} reaches the paper's {fmt_pct(paper_lift)} ({scale})",
                      method=method)
@@ -591,9 +763,9 @@ def e2e_noise(metrics_dir: Path) -> str:
 
 
 def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    e2e = table("e2e_speedup", tables).filter(pl.col("method") != "ar")
+    e2e = metric_input(spec, 0, tables, metrics_dir).filter(pl.col("method") != "ar")
     if e2e.height == 0:
-        raise ParamsError("e2e_speedup.csv has no method other than AR")
+        raise MissingOutputError("e2e_speedup.csv has no method other than AR")
     ideal = e2e.filter(~pl.col("method").str.ends_with("_overhead"))
     best = (ideal if ideal.height else e2e).sort("speedup_total", descending=True).row(0, named=True)
     decoded = e2e.filter((pl.col("model") == best["model"]) & (pl.col("corpus") == best["corpus"])
@@ -615,13 +787,14 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 def optimal_rows(tables: Path = TABLES) -> pl.DataFrame:
     """optimal.csv over the paper's three corpora (per corpus, body framing and the single-framing ones)."""
-    return paper_view(table("optimal", tables)).filter(pl.col("pooling") == "corpus")
+    return paper_view(read_table("optimal", tables)).filter(pl.col("pooling") == "corpus")
 
 
 def _optimal_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
+    metric_input(spec, 0, tables, metrics_dir)
     rows = optimal_rows(tables)
     if rows.height == 0:
-        raise ParamsError("optimal.csv has no rows for the paper's corpora")
+        raise MissingOutputError("optimal.csv has no rows for the paper's corpora")
     parts = []
     for (source, baseline, level), group in rows.sort("kernel_source", "level").group_by(
             "kernel_source", "baseline", "level", maintain_order=True):
@@ -671,8 +844,10 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
                                     f"its corpora: {', '.join(sorted(corpora))}", method=MISSING))
             continue
         try:
+            for mp in metric_paths(spec):  # every output the claim is measured on, present before its rule runs
+                read_metric(mp, Path(tables), Path(metrics_dir))
             out.append(RULES[key](spec, Path(tables), Path(metrics_dir)))
-        except ParamsError as missing:
+        except MissingOutputError as missing:
             out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_RUN,
                              reason=str(missing), method=MISSING))
     return out

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from analysis import claims
-from analysis.errors import ParamsError
+from analysis.errors import MissingOutputError, ParamsError
 from analysis.layout import METRICS, TABLES
 
 PAPER = claims.paper_claims()
@@ -47,6 +47,84 @@ def test_an_unknown_comparator_is_a_named_error(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(ParamsError, match="copy_ceiling.*roughly"):
         claims.paper_claims(path)
+
+
+# ---------------------------------------------------------------- the engine: comparators, metric paths, outputs
+
+
+def test_every_comparator_the_json_declares_is_implemented_and_dispatched():
+    declared = {spec["comparator"] for key, spec in PAPER.items() if not key.startswith("_")}
+    assert declared <= set(claims.COMPARATORS)
+    assert all(callable(claims.COMPARATORS[name]) for name in declared)
+    spec = {"comparator": "ends_within_factor", "rel_tolerance": 0.25}
+    assert claims.judge(spec, (8.0, 300.0), (6.8, 303.0)) and not claims.judge(spec, (9.0, 300.0), (6.8, 303.0))
+    assert claims.judge({**spec, "comparator": "ends_within_pp", "tolerance_pp": 3}, (0.76, 0.96), (0.74, 0.98))
+    assert not claims.judge({**spec, "comparator": "ends_within_pp", "tolerance_pp": 1}, (0.76, 0.96), (0.74, 0.98))
+    assert claims.judge({**spec, "comparator": "inside_widened_ci", "rel_tolerance": 0.15}, (3.0, 3.9), 4.4)
+    assert not claims.judge({**spec, "comparator": "inside_widened_ci", "rel_tolerance": 0.1}, (3.0, 3.9), 4.4)
+    ranged = {"comparator": "range_inside", "tolerance_pp": 3.0, "rel_tolerance": 0.25}
+    assert claims.judge(ranged, (0.9, 1.0), (0.91, 0.99), tolerance="tolerance_pp")
+    assert not claims.judge(ranged, (0.87, 1.0), (0.91, 0.99), tolerance="tolerance_pp")
+    assert claims.judge(ranged, (3.7, 8.0), (4.5, 6.5), tolerance="rel_tolerance")
+    assert not claims.judge(ranged, (3.5, 8.0), (4.5, 6.5), tolerance="rel_tolerance")
+    assert claims.judge({"comparator": "at_most"}, 0, 0) and not claims.judge({"comparator": "at_most"}, 1, 0)
+    assert claims.judge({"comparator": "each_within_pp", "tolerance_pp": 2}, [0.15, 0.16], 0.1548)
+    assert not claims.judge({"comparator": "each_within_pp", "tolerance_pp": 2}, [0.15, 0.20], 0.1548)
+    assert claims.judge({"comparator": "lift_at_least", "tolerance_pp": 2}, 0.10, 0.12)
+    assert not claims.judge({"comparator": "lift_at_least", "tolerance_pp": 2}, 0.09, 0.12)
+    with pytest.raises(ParamsError, match="extension"):
+        claims.judge({"comparator": "none"}, 1, 1)
+    with pytest.raises(ParamsError, match="roughly"):
+        claims.judge({"comparator": "roughly", "title": "t"}, 1, 1)
+
+
+def test_the_claims_comparator_decides_the_verdict(tmp_path):
+    tables = _tables(tmp_path)
+    spec = PAPER["copy_ceiling"]
+    pl.DataFrame({"level": ["line"] * 2, "corpus": ["HEvalFix-Py", "ProbeEdit-S"], "framing": ["body", "unit"],
+                  "coverage": [spec["low"] + 0.02, spec["high"]], "ci_low": [0.1, 0.1], "ci_high": [0.9, 0.99],
+                  "n_cases": [164, 154]}).write_csv(tables / "coverage.csv")
+    assert claims._ceiling_claim(spec, tables, tmp_path / METRICS).verdict == claims.REPRODUCED
+    tight = {**spec, "tolerance_pp": 1.0}
+    assert claims._ceiling_claim(tight, tables, tmp_path / METRICS).verdict == claims.DIFFERS
+
+
+def test_every_metric_path_parses_and_a_claim_reads_the_path_it_names(tmp_path):
+    for key, spec in PAPER.items():
+        if not key.startswith("_"):
+            assert claims.metric_paths(spec), key
+    with pytest.raises(ParamsError, match="not 'tables"):
+        claims.metric_paths({"title": "t", "metric": ["tables/coverage:coverage"]})
+    tables = _tables(tmp_path)
+    rows = {"level": ["line"], "corpus": ["HEvalFix-Py"], "framing": ["body"], "coverage": [0.5], "ci_low": [0.4],
+            "ci_high": [0.6], "n_cases": [164]}
+    pl.DataFrame(rows).write_csv(tables / "coverage_other.csv")
+    spec = {**PAPER["copy_ceiling"], "metric": ["tables/coverage_other.csv:coverage"]}
+    assert "HEvalFix-Py 50.0%" in claims._ceiling_claim(spec, tables, tmp_path / METRICS).ours
+    with pytest.raises(MissingOutputError, match="column 'share'"):
+        claims._ceiling_claim({**spec, "metric": ["tables/coverage_other.csv:share"]}, tables, tmp_path / METRICS)
+
+
+def test_an_absent_output_is_not_run_but_a_params_error_is_not_swallowed(tmp_path, monkeypatch):
+    items = {c.claim: c for c in claims.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    lossless = items[f"5. {PAPER['losslessness']['title']}"]
+    assert lossless.verdict == claims.NOT_RUN and "roundtrip.json" in lossless.reason
+
+    def broken(spec, tables, metrics_dir):
+        raise ParamsError("a wrong parameter, not a missing output")
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"failed": 0, "passed": 1, "programs": 1}))
+    monkeypatch.setitem(claims.RULES, "losslessness", broken)
+    with pytest.raises(ParamsError, match="wrong parameter"):
+        claims.claims(tmp_path / TABLES, tmp_path / METRICS)
+
+
+def test_the_papers_gpu_datasheet_has_one_home():
+    gpu = claims.paper_gpu()
+    sheet = json.loads(claims.DEVICES.read_text())[PAPER["_gpu_reference"]["datasheet_entry"]]
+    assert (gpu["hbm_gbps"], gpu["bf16_tflops"]) == (sheet["hbm_gbps"], sheet["bf16_tflops"])
+    assert "hbm_gbps" not in PAPER["_gpu_reference"] and "bf16_tflops" not in PAPER["_gpu_reference"]
 
 
 def test_the_verdict_table_has_one_row_per_claim_and_the_named_columns(tmp_path):
@@ -223,9 +301,11 @@ def test_claim_7_judges_the_longest_run_with_hevalfix_and_labels_each_run(tmp_pa
     assert "LoRA long" in claim.method and "default: LoRA" in claim.method
 
 
-def test_claim_7_without_the_pilot_is_not_run(tmp_path):
-    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
-    assert claim.verdict == claims.NOT_RUN
+def test_claim_7_without_the_pilot_is_a_missing_output_and_not_run(tmp_path):
+    with pytest.raises(MissingOutputError, match="pilot.json"):
+        claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    items = {c.claim: c for c in claims.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    assert items[f"7. {PAPER['finetune']['title']}"].verdict == claims.NOT_RUN
 
 
 # ---------------------------------------------------------------- the e2e extension

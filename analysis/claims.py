@@ -21,7 +21,7 @@ from typing import Callable
 
 import polars as pl
 
-from analysis.errors import MissingOutputError, ParamsError
+from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
@@ -41,7 +41,9 @@ PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 REPRODUCED, DIFFERS, NOT_RUN = "reproduced", "differs", "not run"
 NOT_AT_SCALE, BEYOND = "not reproduced at this scale", "beyond the paper"
 NOT_APPLICABLE = "not applicable to this run"
-VERDICTS = (REPRODUCED, DIFFERS, NOT_AT_SCALE, NOT_RUN, NOT_APPLICABLE, BEYOND)
+UNDERDETERMINED = "underdetermined"  # the paper leaves out what the figure depends on; ours contains it (rule in the JSON)
+STALE = "stale output"  # a stage output predates the columns the claim is judged on: rerun the stage it names
+VERDICTS = (REPRODUCED, DIFFERS, UNDERDETERMINED, NOT_AT_SCALE, NOT_RUN, STALE, NOT_APPLICABLE, BEYOND)
 PAPER_POOL = "paper_corpora"  # a claim's `pool` when it is judged over the paper's three corpora
 POOLINGS = ("ratio_of_sums", "mean_of_corpora")
 FIT = "fit"  # kernel_source of this run's fitted CPU profile (the only one when the column is absent)
@@ -318,35 +320,111 @@ def kernel_ranges(kern: pl.DataFrame, n_min: int, n_max: int) -> list[KernelRang
     return out
 
 
+KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on
+KERNEL_METHOD = ("T_ar(N)/T_prefill(N), median of paired repeats, random weights; judged only where both sides are "
+                 "built alike (comparison eager/eager: both host-bound; device/device: torch.profiler kernel time; "
+                 "graph/graph: both CUDA-graph captured); graph/eager (a CUDA-graph decode loop against an eager "
+                 "prefill) shown, never judged; fit = this run's CPU profile, h200 = the frozen H200 run "
+                 "(reports/kernels/frozen/h200) [kernels fit]")
+
+
+@dataclass(frozen=True)
+class ComparisonRange:
+    """One (kernel source, model) setup's speedup range over N for one comparison (how each side is built)."""
+
+    source: str
+    setup: str
+    gpu: bool
+    comparison: str
+    judged: bool
+    low: float
+    high: float
+    low_shift: bool  # the low end comes from a run whose AR step time shifts part-way
+    high_shift: bool
+
+
+def _setup_groups(kern: pl.DataFrame, n_min: int, n_max: int):
+    grid = kern.filter(pl.col("n").is_between(n_min, n_max))
+    if "source" not in grid.columns:
+        grid = grid.with_columns(source=pl.col("kernel_source"))
+    for (source, model), rows in grid.group_by("source", "model", maintain_order=True):
+        setups = sorted({f"{r['model']} {r['dtype']} {r['device']}" for r in rows.iter_rows(named=True)})
+        names = rows["kernel_source"].unique(maintain_order=True).to_list()
+        label = names[0] if len(names) == 1 else f"{source}/{model}"
+        yield label, ", ".join(setups), any(d != "cpu" for d in rows["device"].to_list()), rows
+
+
+def comparison_ranges(kern: pl.DataFrame, n_min: int, n_max: int) -> list[ComparisonRange]:
+    """Per setup and comparison (the kernel table's `comparison`, `judged`, `ar_shift` columns): the
+    speedup range over N in [n_min, n_max], each end flagged when its row's AR run shifts part-way."""
+    missing = [c for c in KERNEL_CONTRACT if c not in kern.columns]
+    if missing:
+        raise StaleInputError(f"kernel_speedup.csv has no {', '.join(missing)} column(s): stale output, rerun "
+                              "`copydecode kernels fit` (claim 1 is judged only on comparisons built alike)")
+    out = []
+    for label, setup, gpu, rows in _setup_groups(kern, n_min, n_max):
+        for (comparison, judged), group in rows.group_by("comparison", "judged", maintain_order=True):
+            lo, hi = group.sort("speedup").row(0, named=True), group.sort("speedup").row(-1, named=True)
+            out.append(ComparisonRange(label, setup, gpu, comparison, bool(judged), lo["speedup"], hi["speedup"],
+                                       bool(lo["ar_shift"]), bool(hi["ar_shift"])))
+    return out
+
+
+AR_SHIFT_FLAG = " (AR step time shifts part-way)"
+
+
+def comparison_text(r: ComparisonRange, notes: dict) -> str:
+    ends = (f"{fmt_x(r.low)}{AR_SHIFT_FLAG if r.low_shift else ''}-{fmt_x(r.high)}{AR_SHIFT_FLAG if r.high_shift else ''}"
+            if r.low != r.high or r.low_shift != r.high_shift else fmt_x(r.low) + (AR_SHIFT_FLAG if r.low_shift else ""))
+    note = notes.get(r.comparison)
+    return f"{r.comparison} {ends}" + (f" ({note}, not judged)" if note and not r.judged else
+                                       " (not judged)" if not r.judged else "")
+
+
+def _stale_kernel_ours(kern: pl.DataFrame, n_min: int, n_max: int) -> str:
+    return "; ".join(
+        f"{r.source} ({r.setup}): {fmt_range(*r.strongest, fmt_x)} vs the strongest AR loop ({r.strongest_loops})"
+        + (f", {fmt_range(*r.eager, fmt_x)} vs eager" if r.eager else "") for r in kernel_ranges(kern, n_min, n_max))
+
+
 def _kernel_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     (n_lo, paper_lo), (n_hi, paper_hi) = paper_points(spec)
-    ranges = kernel_ranges(kernel_rows(tables), spec["n_min"], spec["n_max"])
-    if not ranges:
-        raise ParamsError(f"kernel_speedup.csv has no strongest-loop rows for N in [{spec['n_min']}, {spec['n_max']}]")
-    judged = [r for r in ranges if r.gpu] or ranges
-    tol = spec["rel_tolerance"]
-    off = []
+    kern = metric_input(spec, 0, tables, metrics_dir)
+    kern = kern if "kernel_source" in kern.columns else kern.with_columns(kernel_source=pl.lit(FIT))
+    claim = f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]"
+    try:
+        ranges = comparison_ranges(kern, spec["n_min"], spec["n_max"])
+    except StaleInputError as stale:  # today's committed table predates the comparison columns: shown, not judged
+        return Claim(claim=claim, paper=spec["text"], ours=_stale_kernel_ours(kern, spec["n_min"], spec["n_max"]),
+                     verdict=STALE, reason=str(stale), method=KERNEL_METHOD)
+    judged_all = [r for r in ranges if r.judged]
+    if not judged_all:
+        raise MissingOutputError(f"kernel_speedup.csv has no judged rows for N in [{spec['n_min']}, {spec['n_max']}]")
+    judged = [r for r in judged_all if r.gpu] or judged_all
+    gpu = any(r.gpu for r in judged)
+    off, flagged = [], []
     for r in judged:
-        for end, ours, paper in (("low", r.strongest[0], paper_lo), ("high", r.strongest[1], paper_hi)):
-            if not within_factor(ours, paper, tol):
-                off.append(f"{r.source} {end} end {fmt_x(ours)} vs {fmt_x(paper)}")
-    gpu = any(r.gpu for r in ranges)
-    eager_off = [f"{r.source} against eager {fmt_range(*r.eager, fmt_x)}" for r in judged if r.gpu and r.eager]
+        for end, ours, paper, shift in (("low", r.low, paper_lo, r.low_shift), ("high", r.high, paper_hi, r.high_shift)):
+            if not judge(spec, ours, paper):
+                off.append(f"{r.source} {r.comparison} {end} end {fmt_x(ours)} vs {fmt_x(paper)}"
+                           + (AR_SHIFT_FLAG if shift else ""))
+            if shift:
+                flagged.append(f"{r.source} {r.comparison} {end} end {fmt_x(ours)}")
+    tol = spec["rel_tolerance"]
+    notes = spec.get("comparison_notes") or {}
     reason = ("; ".join(off) if off else f"both ends within a factor {1 + tol:g} of the paper's") + (
-        f"; for comparison, {'; '.join(eager_off)} (a host-bound loop a serving engine does not run)" if eager_off else "") + (
-        f" (judged on the GPU sources: {', '.join(r.source for r in judged)})" if gpu else
-        f"; measured on {', '.join(r.setup for r in judged)} against the paper's A100 in bf16: the hardware is not "
-        "comparable, and no GPU kernel source is in this run")
-    ours = "; ".join(
-        f"{r.source} ({r.setup}): {fmt_range(*r.strongest, fmt_x)} vs the strongest AR loop ({r.strongest_loops})"
-        + (f", {fmt_range(*r.eager, fmt_x)} vs eager" if r.eager else "") for r in ranges)
-    return Claim(
-        claim=f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]", paper=spec["text"], ours=ours,
-        verdict=DIFFERS if off else REPRODUCED, reason=reason,
-        method="T_ar(N)/T_prefill(N), median of paired repeats, random weights; strongest = the AR loop with the "
-               "lowest T_ar (on the H200 the static cache through torch.compile with CUDA graphs), eager = the plain "
-               "transformers loop with a dynamic cache; prefill eager in both; fit = this run's CPU profile, "
-               "h200 = the frozen H200 run (reports/kernels/frozen/h200) [kernels fit]")
+        f"; flagged: {', '.join(flagged)} comes from a run whose AR step time shifts part-way" if flagged else "") + (
+        f" (judged on the GPU sources' comparisons built alike: "
+        f"{', '.join(sorted({f'{r.source} {r.comparison}' for r in judged}))})" if gpu else
+        f"; measured on {', '.join(sorted({r.setup for r in judged}))} against the paper's A100 in bf16: the hardware "
+        "is not comparable, and no GPU kernel source is in this run")
+    by_setup: dict[tuple[str, str], list[ComparisonRange]] = {}
+    for r in ranges:
+        by_setup.setdefault((r.source, r.setup), []).append(r)
+    ours = "; ".join(f"{source} ({setup}): " + ", ".join(comparison_text(r, notes) for r in group)
+                     for (source, setup), group in by_setup.items())
+    return Claim(claim=claim, paper=spec["text"], ours=ours, verdict=DIFFERS if off else REPRODUCED, reason=reason,
+                 method=KERNEL_METHOD)
 
 
 # ---------------------------------------------------------------- 2. line-level copy ceiling
@@ -384,17 +462,37 @@ def per_corpus(rows: pl.DataFrame) -> dict[str, dict]:
     return {r["corpus"]: r for r in rows.filter(pl.col("pooling") == "corpus").iter_rows(named=True)}
 
 
+PAPER_POOL_VALUES = ("paper", "paper corpora")  # a bounds table's `pool` for the paper's three corpora (482 cases)
+
+
+def _paper_pool_expr(rows: pl.DataFrame) -> pl.Expr:
+    return pl.col("pool").is_in(PAPER_POOL_VALUES) if "pool" in rows.columns else pl.lit(False)
+
+
 def pooled_rows(rows: pl.DataFrame) -> dict[str, dict]:
-    return {r["pooling"]: r for r in rows.filter(pl.col("corpus") == POOLED).iter_rows(named=True)}
+    """Pooled rows over every corpus of the run, by pooling rule (a `pool` == paper row is not one)."""
+    pooled = rows.filter((pl.col("corpus") == POOLED) & ~_paper_pool_expr(rows))
+    return {r["pooling"]: r for r in pooled.iter_rows(named=True)}
 
 
-def paper_pool(tables: Path, kernel_source: str) -> dict[str, dict]:
-    """Pooled line/ideal/body rows over the paper's own corpora only (bounds_paper_pool.csv), by pooling
-    rule; empty when the stage wrote none (this suite's pool holds only the paper's corpora)."""
+def paper_pool(tables: Path, kernel_source: str, baseline: str | None = None,
+               bounds: pl.DataFrame | None = None) -> dict[str, dict]:
+    """Pooled line/ideal/body rows over the paper's own corpora only, by pooling rule: the bounds table's
+    `pool` == paper rows when it has them, else bounds_paper_pool.csv; empty when neither holds any (this
+    suite's pool holds only the paper's corpora)."""
+    if bounds is not None and "pool" in bounds.columns:
+        rows = line_ideal(bounds, kernel_source, baseline).filter((pl.col("corpus") == POOLED) & _paper_pool_expr(bounds))
+        if rows.height:
+            return {r["pooling"]: r for r in rows.iter_rows(named=True)}
     path = Path(tables) / "bounds_paper_pool.csv"
     if not path.is_file() or path.stat().st_size == 0:
         return {}
-    return {r["pooling"]: r for r in line_ideal(pl.read_csv(path), kernel_source).iter_rows(named=True)}
+    return {r["pooling"]: r for r in line_ideal(pl.read_csv(path), kernel_source, baseline).iter_rows(named=True)}
+
+
+def _cases(pooled: dict[str, dict]) -> str:
+    counts = sorted({int(r["n_cases"]) for r in pooled.values()})
+    return f" ({', '.join(fmt_int(n) for n in counts)} cases)" if counts else ""
 
 
 def bound_text(row: dict) -> str:
@@ -486,7 +584,7 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     pool_rule = c.get("pooling", "ratio_of_sums")
     paper_cases = sum(ours[name]["n_cases"] for name, _ in compared)
     extra = sorted(set(ours) - {name for name, _ in compared})
-    paper_pools = paper_pool(tables, "paper")
+    paper_pools = paper_pool(tables, "paper", bounds=bounds)
     notes = []
     if POOLED in c and pool_rule in pooled:
         if pooled[pool_rule]["n_cases"] == paper_cases and not extra:
@@ -508,9 +606,13 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     for source, baseline in other_kernel_sources(bounds):
         rows = line_ideal(bounds, source, baseline)
         mine, mine_pooled = per_corpus(rows), pooled_rows(rows)
+        mine_paper = paper_pool(tables, source, baseline, bounds)
         beside.append(f"{source_label(source, baseline, rows)}: "
                       + "; ".join(f"{star(n)} {fmt_x(mine[n]['bound'])}" for n, _ in compared if n in mine)
-                      + (f"; pooled {pooled_text(mine_pooled)}" if mine_pooled else ""))
+                      + (f"; pooled over the paper's corpora {pooled_text(mine_paper)}{_cases(mine_paper)}"
+                         if mine_paper else "")
+                      + (f"; pooled{' over every corpus' if mine_paper else ''} {pooled_text(mine_pooled)}"
+                         f"{_cases(mine_pooled)}" if mine_pooled else ""))
     reason = "; ".join(([f"{', '.join(agree)}: the paper's bound inside our widened CI"] if agree else []) + off + notes)
     return Claim(
         claim=f"3. {c['title']}", paper=c["text"],

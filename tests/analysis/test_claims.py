@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from analysis import claims
-from analysis.errors import MissingOutputError, ParamsError
+from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.layout import METRICS, TABLES
 
 PAPER = claims.paper_claims()
@@ -151,31 +151,67 @@ def _kernel_rows(source: str | None, device: str, model: str, low: float, high: 
     return rows
 
 
-def test_claim_1_without_a_source_column_is_the_cpu_fit_and_says_the_hardware_is_not_comparable(tmp_path):
+def _judged_rows(source: str, device: str, model: str, comparison: str, low: float, high: float, judged: bool,
+                 shift_at: int | None = None):
+    """kernel_speedup.csv rows with the comparison contract (comparison, judged, ar_shift)."""
+    baseline = {"eager/eager": "eager", "graph/eager": "static_compiled", "device/device": "devtime",
+                "graph/graph": "static_compiled"}[comparison]
+    return [{"kernel_source": source, "model": model, "dtype": "bfloat16" if device != "cpu" else "float32",
+             "device": device, "n": n, "baseline": baseline, "speedup": speedup, "is_strongest": True,
+             "comparison": comparison, "judged": judged, "ar_shift": n == shift_at}
+            for n, speedup in ((8, low), (64, (low + high) / 2), (512, high), (1024, 10 * high))]
+
+
+def test_claim_1_on_a_table_without_the_comparison_columns_is_a_stale_output_not_a_verdict(tmp_path):
     tables = _tables(tmp_path)
     pl.DataFrame(_kernel_rows(None, "cpu", "qwen2.5-0.5b", 4.0, 16.6)).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    assert claim.verdict == claims.DIFFERS
-    assert claim.ours.startswith("fit (qwen2.5-0.5b float32 cpu)") and "16.6x" in claim.ours and claims.fmt_x(10 * 16.6) not in claim.ours
-    assert "not comparable" in claim.reason and "roofline" not in claim.reason
+    assert claim.verdict == claims.STALE and "rerun `copydecode kernels fit`" in claim.reason
+    assert claim.ours.startswith("fit (qwen2.5-0.5b float32 cpu)") and "16.6x" in claim.ours
+    with pytest.raises(StaleInputError, match="comparison, judged, ar_shift"):
+        claims.comparison_ranges(pl.read_csv(tables / "kernel_speedup.csv"), 8, 512)
 
 
-def test_claim_1_lists_every_source_and_is_judged_on_the_gpu_ones(tmp_path):
+def test_claim_1_on_the_cpu_fit_alone_says_the_hardware_is_not_comparable(tmp_path):
+    tables = _tables(tmp_path)
+    pl.DataFrame(_judged_rows("fit", "cpu", "qwen2.5-0.5b", "eager/eager", 4.0, 16.6, True)).write_csv(
+        tables / "kernel_speedup.csv")
+    claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS and "not comparable" in claim.reason
+    assert "16.6x" in claim.ours and claims.fmt_x(10 * 16.6) not in claim.ours  # N=1024 outside the range
+
+
+def test_claim_1_is_judged_on_comparisons_built_alike_never_on_graph_vs_eager(tmp_path):
     (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
-    rows = (_kernel_rows("fit", "cpu", "qwen2.5-0.5b", 4.0, 16.6)
-            + _kernel_rows("h200/qwen2.5-1.5b/eager", "cuda", "qwen2.5-1.5b", low * 1.1, high * 0.9)
-            + _kernel_rows("h200/qwen2.5-7b/static_compiled", "cuda", "qwen2.5-7b", low, high, eager_scale=2.0))
+    gpu = ("h200/qwen2.5-1.5b", "cuda", "qwen2.5-1.5b")
+    rows = (_judged_rows("fit", "cpu", "qwen2.5-0.5b", "eager/eager", 3.0, 18.0, True)
+            + _judged_rows(*gpu, "eager/eager", low * 1.1, high * 1.2, True)
+            + _judged_rows(*gpu, "device/device", low, high * 0.9, True)
+            + _judged_rows(*gpu, "graph/eager", 0.8, 52.4, False))
     tables = _tables(tmp_path)
     pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    for source in ("fit", "h200/qwen2.5-1.5b/eager", "h200/qwen2.5-7b/static_compiled"):
-        assert source in claim.ours
-    assert claim.verdict == claims.REPRODUCED, claim.reason  # the CPU fit is shown, not judged
-    assert "static_compiled" in claim.ours and claims.fmt_x(2 * high) in claim.ours  # eager beside the strongest
-    rows = [r if r["kernel_source"] != "h200/qwen2.5-1.5b/eager" else {**r, "speedup": r["speedup"] / 3} for r in rows]
+    assert claim.verdict == claims.REPRODUCED, claim.reason  # graph/eager 0.8x and the CPU fit are shown, not judged
+    assert "graph/eager 0.8x-52.4x (prefill not graph-captured, not judged)" in claim.ours
+    assert "fit (qwen2.5-0.5b float32 cpu): eager/eager 3.0x-18.0x" in claim.ours
+    rows = [r if r["comparison"] != "device/device" else {**r, "speedup": r["speedup"] / 3} for r in rows]
     pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    assert claim.verdict == claims.DIFFERS and "h200/qwen2.5-1.5b/eager" in claim.reason and "fit " not in claim.reason
+    assert claim.verdict == claims.DIFFERS and "h200/qwen2.5-1.5b device/device low end" in claim.reason
+    assert "graph/eager" not in claim.reason.split(" (judged on")[0] and "fit " not in claim.reason
+
+
+def test_a_range_end_from_a_shifted_ar_run_carries_the_flag(tmp_path):
+    (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
+    rows = (_judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "eager/eager", low, high * 4.7, True, shift_at=512)
+            + _judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "device/device", low, high, True))
+    tables = _tables(tmp_path)
+    pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
+    claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
+    shifted = f"{claims.fmt_x(high * 4.7)}{claims.AR_SHIFT_FLAG}"
+    assert f"eager/eager {claims.fmt_x(low)}-{shifted}" in claim.ours  # only the end that depends on it
+    assert f"high end {claims.fmt_x(high * 4.7)} vs" in claim.reason and "flagged: " in claim.reason
+    assert claims.AR_SHIFT_FLAG not in claim.ours.split("device/device")[1]
 
 
 # ---------------------------------------------------------------- claim 3: sources beside the paper kernel
@@ -203,6 +239,34 @@ def test_claim_3_shows_every_kernel_source_beside_the_judged_paper_kernel(tmp_pa
     assert claims.fmt_x(0.8 * c["ProbeEdit"]) in claim.ours
     compare = claims.paper_comparison(tables)
     assert {"fitted kernel", "h200/qwen2.5-1.5b/eager kernel"} <= set(compare.columns)
+
+
+def test_claim_3_judges_the_papers_pool_and_shows_both_pools_for_every_source(tmp_path):
+    c = PAPER["bounds"]
+    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
+               "CommitEdits-click": ("file", 600)}
+    names = {"HEvalFix-Py": "HEvalFix-Py", "HEvalFix-JS": "HEvalFix-JS", "ProbeEdit-S": "ProbeEdit"}
+    rows = []
+    for source, baseline, scale in (("paper", "paper (A100, bf16)", 1.0), ("h200/qwen2.5-1.5b/static_compiled",
+                                                                          "static_compiled", 0.7)):
+        def row(corpus, framing, n, bound, pooling="corpus", pool="all"):
+            return {"level": "line", "corpus": corpus, "framing": framing, "variant": "ideal", "n_cases": n,
+                    "bound": bound, "ci_low": bound * 0.95, "ci_high": bound * 1.05, "pooling": pooling, "pool": pool,
+                    "extrapolated_spans": 0, "kernel_source": source, "baseline": baseline}
+        for corpus, (framing, n) in corpora.items():
+            rows.append(row(corpus, framing, n, scale * c.get(names.get(corpus, ""), 40.0)))
+        rows.append(row("pooled", "body", 1082, scale * 2 * c["pooled"], "ratio_of_sums", "all"))
+        rows.append(row("pooled", "body", 482, scale * c["pooled"], "ratio_of_sums", "paper"))
+    tables = _tables(tmp_path)
+    pl.DataFrame(rows).write_csv(tables / "bounds.csv")
+    pl.DataFrame([{"level": "line", "corpus": k, "framing": f, "coverage": 0.8, "ci_low": 0.7, "ci_high": 0.9,
+                   "n_cases": n} for k, (f, n) in corpora.items()]).write_csv(tables / "coverage.csv")
+    claim = claims._bounds_claim(c, tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED, claim.reason  # the 1,082-case pool (2x the paper's) is not judged
+    assert f"pooled over the paper's corpora ({claims.fmt_x(c['pooled'])})" in claim.reason
+    beside = claim.ours.split("Beside it, ")[1]
+    assert f"pooled over the paper's corpora {claims.fmt_x(0.7 * c['pooled'])} (ratio of sums) (482 cases)" in beside
+    assert f"pooled over every corpus {claims.fmt_x(1.4 * c['pooled'])} (ratio of sums) (1,082 cases)" in beside
 
 
 # ---------------------------------------------------------------- claim 6: the paper's three corpora

@@ -298,12 +298,34 @@ def test_claim_6_pools_the_papers_three_corpora_only(tmp_path):
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     expected = (164 * 0.2 + 164 * 0.0 + 154 * 0.0) / 482  # CommitEdits, the decl framing and the pooled row left out
     assert f"{100 * expected:.2f}%" in claim.ours and "482 cases" in claim.ours
-    assert claim.verdict == claims.DIFFERS
     target = PAPER["perturbation"]["em_pct"] / 100
     ems = {r: (164 * em_of["HEvalFix-Py"](r) + 318 * (1 - r)) / 482 for r in (0.5, 1.0)}
     crossing = 0.5 + (ems[0.5] - target) / (ems[0.5] - ems[1.0]) * 0.5
-    assert f"strict at rate {crossing:.2f}-{crossing:.2f}" in claim.reason
-    assert "clip" not in claim.reason  # no clip table written: not claimed
+    assert f"strict at rate {crossing:.2f}-{crossing:.2f}" in claim.ours
+    assert "clip" not in claim.ours  # no clip table written: not claimed
+
+
+def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measured_family(tmp_path):
+    em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
+             "CommitEdits-click": lambda r: 1 - 0.5 * r}
+    tables = _tables(tmp_path)
+    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    spec = PAPER["perturbation"]
+    claim = claims._perturb_claim(spec, tables, tmp_path / METRICS)
+    assert spec["paper_states_rate"] is False and spec["comparator"] in claims.COMPARATORS
+    assert claim.verdict == claims.UNDERDETERMINED and "strict at rate" in claim.ours
+    assert "neither the noise rate nor the perturbation definition" in claim.reason
+    assert "by construction" in claim.reason  # EM at rate 1 equals the no-copy share in this fixture too
+    stated = {**spec, "paper_states_rate": True}  # had the paper stated its rate, the same data would differ
+    assert claims._perturb_claim(stated, tables, tmp_path / METRICS).verdict == claims.DIFFERS
+
+
+def test_claim_6_differs_when_no_measured_definition_reaches_the_papers_figure(tmp_path):
+    em_of = {k: (lambda r: 1 - 0.5 * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
+    tables = _tables(tmp_path)
+    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS and "strict never" in claim.reason
 
 
 def test_claim_6_within_tolerance_is_reproduced(tmp_path):

@@ -836,13 +836,30 @@ def _pilot_runs(m: dict) -> list[tuple[str, dict]]:
     return runs
 
 
+def _counted_change(m: dict, split: str) -> str | None:
+    """Each decoded seed's 'k / n -> k / n (after x%, 95% CI [..]; McNemar exact p = .., not significant)'
+    (analysis.pilotreport), when the run recorded its counts; None otherwise (older metrics)."""
+    from analysis.pilotreport import em_change_text
+
+    after = m.get(f"{split}_em_after")
+    if not isinstance(after, dict) or not m.get(f"{split}_cases") or m.get(f"{split}_em_before") is None:
+        return None
+    parts = [(seed, em_change_text(m, split, seed)) for seed, k in sorted(after.items()) if k is not None]
+    if not parts:
+        return None
+    return "; ".join(text if len(parts) == 1 else f"seed {seed} {text}" for seed, text in parts)
+
+
 def _run_text(label: str, m: dict) -> str:
     em = pilot_em(m)
     seeds = len(em.heldout_after)
-    he = (f"HEvalFix-Py EM {_em_text(em.humaneval_before)} -> {_em_text(em.humaneval_after)}; "
+    he_counted, held_counted = _counted_change(m, "humaneval"), _counted_change(m, "heldout")
+    he = (f"HEvalFix-Py EM {he_counted}; " if he_counted else
+          f"HEvalFix-Py EM {_em_text(em.humaneval_before)} -> {_em_text(em.humaneval_after)}; "
           if em.humaneval_before or em.humaneval_after else "")
-    return (f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {_em_text(em.heldout_before)} -> "
-            f"{_em_text(em.heldout_after)}" + (f" ({seeds} seeds)" if seeds > 1 else ""))
+    held = (held_counted if held_counted else f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"
+            + (f" ({seeds} seeds)" if seeds > 1 else ""))
+    return f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {held}"
 
 
 def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
@@ -873,7 +890,9 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     measured = (f"measured HEvalFix-Py lift {fmt_pct(lift)} against the paper's {fmt_pct(paper_lift)}" if lift is not None
                 else "no HEvalFix-Py lift can be measured: " + " and ".join(missing) + " not recorded")
     return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=ours, verdict=NOT_AT_SCALE,
-                 reason=f"{measured}; {scale}; held-out EM {_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}",
+                 reason=f"{measured}; {scale}; held-out EM "
+                        + (_counted_change(judged, "heldout")
+                           or f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"),
                  method=method)
 
 

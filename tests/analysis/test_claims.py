@@ -387,6 +387,17 @@ def test_claim_7_judges_the_longest_run_with_hevalfix_and_labels_each_run(tmp_pa
     assert "LoRA long" in claim.method and "default: LoRA" in claim.method
 
 
+def test_claim_7_gives_every_em_an_interval_and_the_difference_a_paired_test(tmp_path):
+    _pilot(tmp_path, heldout_cases=33, heldout_em_before=0, heldout_em_after={"0": 2}, humaneval_cases=33,
+           humaneval_em_before=0, humaneval_em_after={"0": 0}, humaneval_before={"cases": 33, "em": 0.0},
+           humaneval={"0": {"em": 0.0}})
+    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    assert "held-out edits EM 0 / 33 -> 2 / 33 (after 6.1%, 95% CI [0.7%, 20.2%]; McNemar exact p = 0.5, " \
+           "not significant)" in claim.ours
+    assert "HEvalFix-Py EM 0 / 33 -> 0 / 33 (after 0.0%, 95% CI [0.0%, 10.6%]" in claim.ours
+    assert "McNemar exact p = 0.5, not significant" in claim.reason
+
+
 def test_claim_7_without_the_pilot_is_a_missing_output_and_not_run(tmp_path):
     with pytest.raises(MissingOutputError, match="pilot.json"):
         claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)

@@ -371,7 +371,7 @@ def headline(m: dict) -> list[tuple[str, str]]:
     for seed, summary in m.get("humaneval", {}).items():
         rows.append((f"HEvalFix-Py EM, bug-fix instruction (seed {seed})",
                      em_change_text(m, "humaneval", seed) if he_before.get("cases") and m.get("humaneval_cases")
-                     else em(summary)))
+                     else f"{em(he_before)} -> {em(summary)}" if he_before.get("cases") else em(summary)))
     for row in m.get("speed", []):
         if row["subset"] == "both exact" and row["cases"]:
             spread = f"IQR {fmt_x(row['ratio_q25'], 2)} to {fmt_x(row['ratio_q75'], 2)}"

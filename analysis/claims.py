@@ -21,7 +21,7 @@ from typing import Callable
 
 import polars as pl
 
-from analysis.errors import ParamsError
+from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
@@ -34,14 +34,16 @@ from analysis.layout import (
     star,
 )
 from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
-from analysis.outputs import bounds_frame, metrics, table
+from analysis.outputs import BOUNDS_COLUMNS, bounds_frame, table
 
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 
 REPRODUCED, DIFFERS, NOT_RUN = "reproduced", "differs", "not run"
 NOT_AT_SCALE, BEYOND = "not reproduced at this scale", "beyond the paper"
 NOT_APPLICABLE = "not applicable to this run"
-VERDICTS = (REPRODUCED, DIFFERS, NOT_AT_SCALE, NOT_RUN, NOT_APPLICABLE, BEYOND)
+UNDERDETERMINED = "underdetermined"  # the paper leaves out what the figure depends on; ours contains it (rule in the JSON)
+STALE = "stale output"  # a stage output predates the columns the claim is judged on: rerun the stage it names
+VERDICTS = (REPRODUCED, DIFFERS, UNDERDETERMINED, NOT_AT_SCALE, NOT_RUN, STALE, NOT_APPLICABLE, BEYOND)
 PAPER_POOL = "paper_corpora"  # a claim's `pool` when it is judged over the paper's three corpora
 POOLINGS = ("ratio_of_sums", "mean_of_corpora")
 FIT = "fit"  # kernel_source of this run's fitted CPU profile (the only one when the column is absent)
@@ -79,7 +81,33 @@ def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
     return (int(n0), float(s0)), (int(n1), float(s1))
 
 
+DEVICES = Path(__file__).parent / "data" / "devices.json"  # GPU datasheets, their one home
+
+
+def paper_gpu(path: Path = PAPER, devices: Path = DEVICES) -> dict:
+    """The paper's GPU: its label from paper_claims.json `_gpu_reference`, its datasheet figures
+    (hbm_gbps, bf16_tflops, source) from devices.json, and the paper's top kernel ratio and its N."""
+    paper = paper_claims(path)
+    ref = paper["_gpu_reference"]
+    sheets = json.loads(Path(devices).read_text())
+    entry = sheets.get(ref.get("datasheet_entry"))
+    if not isinstance(entry, dict):
+        raise ParamsError(f"{path}: _gpu_reference.datasheet_entry {ref.get('datasheet_entry')!r} is not an entry of "
+                          f"{devices}; known: {', '.join(k for k in sheets if not k.startswith('_'))}")
+    (_, _), (top_n, top) = paper_points(paper["kernel_speedup"])
+    return {"device": ref["device"], "hbm_gbps": entry["hbm_gbps"], "bf16_tflops": entry["bf16_tflops"],
+            "source": entry["source"], "paper_top": top, "paper_top_n": top_n}
+
+
 # ---------------------------------------------------------------- comparators (named in the JSON)
+#
+# Each comparator the JSON may name is a function (ours, paper, spec, **options) -> bool, its tolerance
+# read from the claim's spec; `judge` dispatches on the claim's `comparator`. A claim whose comparator is
+# not in the registry is a ParamsError when paper_claims.json is read (`paper_claims`).
+
+
+def _ends(value) -> tuple[float, ...]:
+    return tuple(float(v) for v in value) if isinstance(value, (tuple, list)) else (float(value),)
 
 
 def within_factor(ours: float, paper: float, tol: float) -> bool:
@@ -94,9 +122,156 @@ def inside_widened_ci(low: float, high: float, paper: float, tol: float) -> bool
     return low / (1 + tol) <= paper <= high * (1 + tol)
 
 
-COMPARATORS = {"ends_within_factor": within_factor, "ends_within_pp": within_pp,
-               "inside_widened_ci": inside_widened_ci, "range_inside": None, "at_most": None,
-               "each_within_pp": within_pp, "lift_at_least": None, "none": None}
+def _paired(ours, paper) -> list[tuple[float, float]]:
+    ours, paper = _ends(ours), _ends(paper)
+    if len(paper) == 1 and len(ours) > 1:
+        paper = paper * len(ours)
+    if len(ours) != len(paper):
+        raise ParamsError(f"comparator: {len(ours)} measured end(s) against {len(paper)} of the paper's")
+    return list(zip(ours, paper))
+
+
+def ends_within_factor(ours, paper, spec: dict) -> bool:
+    """Each measured end within a factor (1 + rel_tolerance) of the paper's end."""
+    return all(within_factor(o, p, spec["rel_tolerance"]) for o, p in _paired(ours, paper))
+
+
+def ends_within_pp(ours, paper, spec: dict) -> bool:
+    """Each measured end (a share) within tolerance_pp percentage points of the paper's."""
+    return all(within_pp(o, p, spec["tolerance_pp"]) for o, p in _paired(ours, paper))
+
+
+def each_within_pp(ours, paper, spec: dict) -> bool:
+    """Every measured value (one per kind) within tolerance_pp points of the paper's single figure."""
+    return all(within_pp(o, p, spec["tolerance_pp"]) for o, p in _paired(ours, paper))
+
+
+def ci_holds_paper(ours, paper, spec: dict) -> bool:
+    """The paper's figure inside our 95% CI (low, high) widened by a factor (1 + rel_tolerance)."""
+    low, high = _ends(ours)
+    return inside_widened_ci(low, high, float(paper), spec["rel_tolerance"])
+
+
+def range_inside(ours, paper, spec: dict, tolerance: str = "rel_tolerance") -> bool:
+    """Our range (low, high) inside the paper's widened by `tolerance`: a factor for rel_tolerance,
+    percentage points for tolerance_pp."""
+    (low, high), (p_low, p_high), tol = _ends(ours), _ends(paper), spec[tolerance]
+    if tolerance.endswith("_pp"):
+        return p_low - tol / 100 <= low and high <= p_high + tol / 100
+    return p_low / (1 + tol) <= low and high <= p_high * (1 + tol)
+
+
+def at_most(ours, paper, spec: dict) -> bool:
+    """A count at most the stated limit (`paper`, e.g. max_failures)."""
+    return float(ours) <= float(paper)
+
+
+def lift_at_least(ours, paper, spec: dict) -> bool:
+    """A measured lift at least the paper's less tolerance_pp points."""
+    return float(ours) >= float(paper) - spec["tolerance_pp"] / 100
+
+
+def no_verdict(ours, paper, spec: dict) -> bool:
+    raise ParamsError("comparator 'none' belongs to an extension row, which gets no verdict against the paper")
+
+
+COMPARATORS: dict[str, Callable[..., bool]] = {
+    "ends_within_factor": ends_within_factor, "ends_within_pp": ends_within_pp, "inside_widened_ci": ci_holds_paper,
+    "range_inside": range_inside, "at_most": at_most, "each_within_pp": each_within_pp,
+    "lift_at_least": lift_at_least, "none": no_verdict,
+}
+
+
+def judge(spec: dict, ours, paper, **options) -> bool:
+    """Apply the claim's own comparator (its `comparator` in paper_claims.json) with its tolerances."""
+    name = spec.get("comparator")
+    if name not in COMPARATORS:
+        raise ParamsError(f"claim {spec.get('title', '?')!r} has comparator {name!r}; known: {', '.join(COMPARATORS)}")
+    return COMPARATORS[name](ours, paper, spec, **options)
+
+
+# ---------------------------------------------------------------- metric paths (named in the JSON)
+
+
+@dataclass(frozen=True)
+class MetricPath:
+    """One `metric` entry of a claim: `tables/<name>.csv:<column>` or `metrics/<name>.json:<key>`."""
+
+    root: str
+    name: str
+    kind: str
+    field: str
+
+    @property
+    def text(self) -> str:
+        return f"{self.root}/{self.name}.{self.kind}:{self.field}"
+
+
+METRIC_ROOTS = ("tables", "metrics")
+
+
+def metric_paths(spec: dict) -> list[MetricPath]:
+    """The claim's `metric` list parsed; a malformed entry is a ParamsError naming it."""
+    entries = spec.get("metric")
+    entries = [entries] if isinstance(entries, str) else entries
+    if not entries:
+        raise ParamsError(f"claim {spec.get('title', '?')!r} names no metric")
+    out = []
+    for entry in entries:
+        path, _, field = str(entry).partition(":")
+        root, _, file = path.partition("/")
+        name, _, kind = file.rpartition(".")
+        if root not in METRIC_ROOTS or kind not in ("csv", "json") or not name or not field:
+            raise ParamsError(f"claim {spec.get('title', '?')!r}: metric {entry!r} is not "
+                              "'tables/<name>.csv:<column>' or 'metrics/<name>.json:<key>'")
+        out.append(MetricPath(root, name, kind, field))
+    return out
+
+
+def _metric_file(mp: MetricPath, tables: Path, metrics_dir: Path) -> Path:
+    return (Path(tables) if mp.root == "tables" else Path(metrics_dir)) / f"{mp.name}.{mp.kind}"
+
+
+def read_metric(mp: MetricPath, tables: Path, metrics_dir: Path):
+    """The table (checked to hold the column) or the JSON document (checked to hold the key) a metric
+    path names; an absent file, column or key is a MissingOutputError naming the path."""
+    path = _metric_file(mp, tables, metrics_dir)
+    if not path.is_file():
+        raise MissingOutputError(f"{path} not found (claim metric {mp.text}); run `dvc repro` first")
+    if mp.kind == "csv":
+        frame = pl.read_csv(path)
+        if mp.field not in frame.columns:
+            raise MissingOutputError(f"{path} has no column {mp.field!r} (claim metric {mp.text}): stale output, "
+                                     "rerun the stage that writes it")
+        return frame
+    doc = json.loads(path.read_text())
+    if not isinstance(doc, dict) or mp.field not in doc:
+        raise MissingOutputError(f"{path} has no key {mp.field!r} (claim metric {mp.text}); rerun the stage that "
+                                 "writes it")
+    return doc
+
+
+def metric_input(spec: dict, index: int, tables: Path, metrics_dir: Path):
+    """The claim's `index`-th metric, read (a table or a metrics document)."""
+    return read_metric(metric_paths(spec)[index], tables, metrics_dir)
+
+
+def bounds_input(spec: dict, index: int, tables: Path, metrics_dir: Path) -> pl.DataFrame:
+    """bounds.csv through the claim's metric path, checked for the kernel-source format."""
+    frame = metric_input(spec, index, tables, metrics_dir)
+    missing = [c for c in BOUNDS_COLUMNS if c not in frame.columns]
+    if missing:
+        raise MissingOutputError(f"{Path(tables) / 'bounds.csv'} has no {', '.join(missing)} column(s): stale output, "
+                                 "rerun `copydecode bounds`")
+    return frame
+
+
+def read_table(name: str, tables: Path) -> pl.DataFrame:
+    """A supporting table a claim reads beside its metric; absent is a MissingOutputError."""
+    path = Path(tables) / f"{name}.csv"
+    if not path.is_file():
+        raise MissingOutputError(f"{path} not found; run `dvc repro` first")
+    return pl.read_csv(path)
 
 
 # ---------------------------------------------------------------- 1. kernel speedup
@@ -145,47 +320,123 @@ def kernel_ranges(kern: pl.DataFrame, n_min: int, n_max: int) -> list[KernelRang
     return out
 
 
+KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on
+KERNEL_METHOD = ("T_ar(N)/T_prefill(N), median of paired repeats, random weights; judged only where both sides are "
+                 "built alike (comparison eager/eager: both host-bound; device/device: torch.profiler kernel time; "
+                 "graph/graph: both CUDA-graph captured); graph/eager (a CUDA-graph decode loop against an eager "
+                 "prefill) shown, never judged; fit = this run's CPU profile, h200 = the frozen H200 run "
+                 "(reports/kernels/frozen/h200) [kernels fit]")
+
+
+@dataclass(frozen=True)
+class ComparisonRange:
+    """One (kernel source, model) setup's speedup range over N for one comparison (how each side is built)."""
+
+    source: str
+    setup: str
+    gpu: bool
+    comparison: str
+    judged: bool
+    low: float
+    high: float
+    low_shift: bool  # the low end comes from a run whose AR step time shifts part-way
+    high_shift: bool
+
+
+def _setup_groups(kern: pl.DataFrame, n_min: int, n_max: int):
+    grid = kern.filter(pl.col("n").is_between(n_min, n_max))
+    if "source" not in grid.columns:
+        grid = grid.with_columns(source=pl.col("kernel_source"))
+    for (source, model), rows in grid.group_by("source", "model", maintain_order=True):
+        setups = sorted({f"{r['model']} {r['dtype']} {r['device']}" for r in rows.iter_rows(named=True)})
+        names = rows["kernel_source"].unique(maintain_order=True).to_list()
+        label = names[0] if len(names) == 1 else f"{source}/{model}"
+        yield label, ", ".join(setups), any(d != "cpu" for d in rows["device"].to_list()), rows
+
+
+def comparison_ranges(kern: pl.DataFrame, n_min: int, n_max: int) -> list[ComparisonRange]:
+    """Per setup and comparison (the kernel table's `comparison`, `judged`, `ar_shift` columns): the
+    speedup range over N in [n_min, n_max], each end flagged when its row's AR run shifts part-way."""
+    missing = [c for c in KERNEL_CONTRACT if c not in kern.columns]
+    if missing:
+        raise StaleInputError(f"kernel_speedup.csv has no {', '.join(missing)} column(s): stale output, rerun "
+                              "`copydecode kernels fit` (claim 1 is judged only on comparisons built alike)")
+    out = []
+    for label, setup, gpu, rows in _setup_groups(kern, n_min, n_max):
+        for (comparison, judged), group in rows.group_by("comparison", "judged", maintain_order=True):
+            lo, hi = group.sort("speedup").row(0, named=True), group.sort("speedup").row(-1, named=True)
+            out.append(ComparisonRange(label, setup, gpu, comparison, bool(judged), lo["speedup"], hi["speedup"],
+                                       bool(lo["ar_shift"]), bool(hi["ar_shift"])))
+    return out
+
+
+AR_SHIFT_FLAG = " (AR step time shifts part-way)"
+
+
+def comparison_text(r: ComparisonRange, notes: dict) -> str:
+    ends = (f"{fmt_x(r.low)}{AR_SHIFT_FLAG if r.low_shift else ''}-{fmt_x(r.high)}{AR_SHIFT_FLAG if r.high_shift else ''}"
+            if r.low != r.high or r.low_shift != r.high_shift else fmt_x(r.low) + (AR_SHIFT_FLAG if r.low_shift else ""))
+    note = notes.get(r.comparison)
+    return f"{r.comparison} {ends}" + (f" ({note}, not judged)" if note and not r.judged else
+                                       " (not judged)" if not r.judged else "")
+
+
+def _stale_kernel_ours(kern: pl.DataFrame, n_min: int, n_max: int) -> str:
+    return "; ".join(
+        f"{r.source} ({r.setup}): {fmt_range(*r.strongest, fmt_x)} vs the strongest AR loop ({r.strongest_loops})"
+        + (f", {fmt_range(*r.eager, fmt_x)} vs eager" if r.eager else "") for r in kernel_ranges(kern, n_min, n_max))
+
+
 def _kernel_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     (n_lo, paper_lo), (n_hi, paper_hi) = paper_points(spec)
-    ranges = kernel_ranges(kernel_rows(tables), spec["n_min"], spec["n_max"])
-    if not ranges:
-        raise ParamsError(f"kernel_speedup.csv has no strongest-loop rows for N in [{spec['n_min']}, {spec['n_max']}]")
-    judged = [r for r in ranges if r.gpu] or ranges
-    tol = spec["rel_tolerance"]
-    off = []
+    kern = metric_input(spec, 0, tables, metrics_dir)
+    kern = kern if "kernel_source" in kern.columns else kern.with_columns(kernel_source=pl.lit(FIT))
+    claim = f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]"
+    try:
+        ranges = comparison_ranges(kern, spec["n_min"], spec["n_max"])
+    except StaleInputError as stale:  # today's committed table predates the comparison columns: shown, not judged
+        return Claim(claim=claim, paper=spec["text"], ours=_stale_kernel_ours(kern, spec["n_min"], spec["n_max"]),
+                     verdict=STALE, reason=str(stale), method=KERNEL_METHOD)
+    judged_all = [r for r in ranges if r.judged]
+    if not judged_all:
+        raise MissingOutputError(f"kernel_speedup.csv has no judged rows for N in [{spec['n_min']}, {spec['n_max']}]")
+    judged = [r for r in judged_all if r.gpu] or judged_all
+    gpu = any(r.gpu for r in judged)
+    off, flagged = [], []
     for r in judged:
-        for end, ours, paper in (("low", r.strongest[0], paper_lo), ("high", r.strongest[1], paper_hi)):
-            if not within_factor(ours, paper, tol):
-                off.append(f"{r.source} {end} end {fmt_x(ours)} vs {fmt_x(paper)}")
-    gpu = any(r.gpu for r in ranges)
-    eager_off = [f"{r.source} against eager {fmt_range(*r.eager, fmt_x)}" for r in judged if r.gpu and r.eager]
+        for end, ours, paper, shift in (("low", r.low, paper_lo, r.low_shift), ("high", r.high, paper_hi, r.high_shift)):
+            if not judge(spec, ours, paper):
+                off.append(f"{r.source} {r.comparison} {end} end {fmt_x(ours)} vs {fmt_x(paper)}"
+                           + (AR_SHIFT_FLAG if shift else ""))
+            if shift:
+                flagged.append(f"{r.source} {r.comparison} {end} end {fmt_x(ours)}")
+    tol = spec["rel_tolerance"]
+    notes = spec.get("comparison_notes") or {}
     reason = ("; ".join(off) if off else f"both ends within a factor {1 + tol:g} of the paper's") + (
-        f"; for comparison, {'; '.join(eager_off)} (a host-bound loop a serving engine does not run)" if eager_off else "") + (
-        f" (judged on the GPU sources: {', '.join(r.source for r in judged)})" if gpu else
-        f"; measured on {', '.join(r.setup for r in judged)} against the paper's A100 in bf16: the hardware is not "
-        "comparable, and no GPU kernel source is in this run")
-    ours = "; ".join(
-        f"{r.source} ({r.setup}): {fmt_range(*r.strongest, fmt_x)} vs the strongest AR loop ({r.strongest_loops})"
-        + (f", {fmt_range(*r.eager, fmt_x)} vs eager" if r.eager else "") for r in ranges)
-    return Claim(
-        claim=f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]", paper=spec["text"], ours=ours,
-        verdict=DIFFERS if off else REPRODUCED, reason=reason,
-        method="T_ar(N)/T_prefill(N), median of paired repeats, random weights; strongest = the AR loop with the "
-               "lowest T_ar (on the H200 the static cache through torch.compile with CUDA graphs), eager = the plain "
-               "transformers loop with a dynamic cache; prefill eager in both; fit = this run's CPU profile, "
-               "h200 = the frozen H200 run (reports/kernels/frozen/h200) [kernels fit]")
+        f"; flagged: {', '.join(flagged)} comes from a run whose AR step time shifts part-way" if flagged else "") + (
+        f" (judged on the GPU sources' comparisons built alike: "
+        f"{', '.join(sorted({f'{r.source} {r.comparison}' for r in judged}))})" if gpu else
+        f"; measured on {', '.join(sorted({r.setup for r in judged}))} against the paper's A100 in bf16: the hardware "
+        "is not comparable, and no GPU kernel source is in this run")
+    by_setup: dict[tuple[str, str], list[ComparisonRange]] = {}
+    for r in ranges:
+        by_setup.setdefault((r.source, r.setup), []).append(r)
+    ours = "; ".join(f"{source} ({setup}): " + ", ".join(comparison_text(r, notes) for r in group)
+                     for (source, setup), group in by_setup.items())
+    return Claim(claim=claim, paper=spec["text"], ours=ours, verdict=DIFFERS if off else REPRODUCED, reason=reason,
+                 method=KERNEL_METHOD)
 
 
 # ---------------------------------------------------------------- 2. line-level copy ceiling
 
 
 def _ceiling_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    cov = paper_view(table("coverage", tables)).filter(pl.col("level") == "line").sort("coverage")
+    cov = paper_view(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("level") == "line").sort("coverage")
     if cov.height == 0:
-        raise ParamsError("coverage.csv has no line-level rows for the paper's corpora")
+        raise MissingOutputError("coverage.csv has no line-level rows for the paper's corpora")
     low, high = cov["coverage"].min(), cov["coverage"].max()
     tol = spec["tolerance_pp"]
-    ok = within_pp(low, spec["low"], tol) and within_pp(high, spec["high"], tol)
+    ok = judge(spec, (low, high), (spec["low"], spec["high"]))
     ours_range = fmt_range(low, high, fmt_pct)
     reason = (f"our range {ours_range} is within {tol:g} pp of the paper's ends" if ok else
               f"our range {ours_range} is more than {tol:g} pp from {fmt_range(spec['low'], spec['high'], fmt_pct)}")
@@ -211,17 +462,37 @@ def per_corpus(rows: pl.DataFrame) -> dict[str, dict]:
     return {r["corpus"]: r for r in rows.filter(pl.col("pooling") == "corpus").iter_rows(named=True)}
 
 
+PAPER_POOL_VALUES = ("paper", "paper corpora")  # a bounds table's `pool` for the paper's three corpora (482 cases)
+
+
+def _paper_pool_expr(rows: pl.DataFrame) -> pl.Expr:
+    return pl.col("pool").is_in(PAPER_POOL_VALUES) if "pool" in rows.columns else pl.lit(False)
+
+
 def pooled_rows(rows: pl.DataFrame) -> dict[str, dict]:
-    return {r["pooling"]: r for r in rows.filter(pl.col("corpus") == POOLED).iter_rows(named=True)}
+    """Pooled rows over every corpus of the run, by pooling rule (a `pool` == paper row is not one)."""
+    pooled = rows.filter((pl.col("corpus") == POOLED) & ~_paper_pool_expr(rows))
+    return {r["pooling"]: r for r in pooled.iter_rows(named=True)}
 
 
-def paper_pool(tables: Path, kernel_source: str) -> dict[str, dict]:
-    """Pooled line/ideal/body rows over the paper's own corpora only (bounds_paper_pool.csv), by pooling
-    rule; empty when the stage wrote none (this suite's pool holds only the paper's corpora)."""
+def paper_pool(tables: Path, kernel_source: str, baseline: str | None = None,
+               bounds: pl.DataFrame | None = None) -> dict[str, dict]:
+    """Pooled line/ideal/body rows over the paper's own corpora only, by pooling rule: the bounds table's
+    `pool` == paper rows when it has them, else bounds_paper_pool.csv; empty when neither holds any (this
+    suite's pool holds only the paper's corpora)."""
+    if bounds is not None and "pool" in bounds.columns:
+        rows = line_ideal(bounds, kernel_source, baseline).filter((pl.col("corpus") == POOLED) & _paper_pool_expr(bounds))
+        if rows.height:
+            return {r["pooling"]: r for r in rows.iter_rows(named=True)}
     path = Path(tables) / "bounds_paper_pool.csv"
     if not path.is_file() or path.stat().st_size == 0:
         return {}
-    return {r["pooling"]: r for r in line_ideal(pl.read_csv(path), kernel_source).iter_rows(named=True)}
+    return {r["pooling"]: r for r in line_ideal(pl.read_csv(path), kernel_source, baseline).iter_rows(named=True)}
+
+
+def _cases(pooled: dict[str, dict]) -> str:
+    counts = sorted({int(r["n_cases"]) for r in pooled.values()})
+    return f" ({', '.join(fmt_int(n) for n in counts)} cases)" if counts else ""
 
 
 def bound_text(row: dict) -> str:
@@ -234,7 +505,7 @@ def pooled_text(pooled: dict[str, dict]) -> str:
 
 def generated_share(tables: Path, corpus: str, level: str = "line") -> float | None:
     """Share of a corpus's gold tokens that no copy produces (1 - coverage), body framing or its own."""
-    cov = table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
+    cov = read_table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
                                            & (pl.col("level") == level) & (pl.col("corpus") == corpus))
     return None if cov.height == 0 else 1.0 - float(cov["coverage"][0])
 
@@ -286,7 +557,7 @@ def paper_comparison(tables: Path = TABLES, paper_path: Path = PAPER) -> pl.Data
             "corpus": r["corpus"] if r["corpus"] != POOLED else f"pooled ({r['pooling'].replace('_', ' ')})",
             "cases": r["n_cases"], "paper": fmt_x(c[key]) if comparable else MISSING,
             "paper kernel x our spans": bound_text(r),
-            "paper inside CI": (("yes" if inside_widened_ci(r["ci_low"], r["ci_high"], c[key], c["rel_tolerance"])
+            "paper inside CI": (("yes" if judge(c, (r["ci_low"], r["ci_high"]), c[key])
                                  else "no") if comparable else "not comparable"),
         }
         for source, baseline, other in others:
@@ -301,20 +572,19 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Like with like: the paper's kernel curve composed with this suite's spans against the paper's
     bounds (the verdict); every other kernel source is shown beside it, not judged."""
     c = spec
-    bounds = bounds_frame(tables)
+    bounds = bounds_input(spec, 0, tables, metrics_dir)
     composed = line_ideal(bounds, "paper")
     if composed.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
     ours, pooled = per_corpus(composed), pooled_rows(composed)
-    tol = c["rel_tolerance"]
-    inside = lambda row, value: inside_widened_ci(row["ci_low"], row["ci_high"], value, tol)  # noqa: E731
+    inside = lambda row, value: judge(c, (row["ci_low"], row["ci_high"]), value)  # noqa: E731
     compared = [(name, key) for key, name in PAPER_NAMES.items() if name in ours and key in c]
     agree = [star(name) for name, key in compared if inside(ours[name], c[key])]
     off = [_ceiling_reason(name, ours[name], c[key], tables) for name, key in compared if star(name) not in agree]
     pool_rule = c.get("pooling", "ratio_of_sums")
     paper_cases = sum(ours[name]["n_cases"] for name, _ in compared)
     extra = sorted(set(ours) - {name for name, _ in compared})
-    paper_pools = paper_pool(tables, "paper")
+    paper_pools = paper_pool(tables, "paper", bounds=bounds)
     notes = []
     if POOLED in c and pool_rule in pooled:
         if pooled[pool_rule]["n_cases"] == paper_cases and not extra:
@@ -336,9 +606,13 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     for source, baseline in other_kernel_sources(bounds):
         rows = line_ideal(bounds, source, baseline)
         mine, mine_pooled = per_corpus(rows), pooled_rows(rows)
+        mine_paper = paper_pool(tables, source, baseline, bounds)
         beside.append(f"{source_label(source, baseline, rows)}: "
                       + "; ".join(f"{star(n)} {fmt_x(mine[n]['bound'])}" for n, _ in compared if n in mine)
-                      + (f"; pooled {pooled_text(mine_pooled)}" if mine_pooled else ""))
+                      + (f"; pooled over the paper's corpora {pooled_text(mine_paper)}{_cases(mine_paper)}"
+                         if mine_paper else "")
+                      + (f"; pooled{' over every corpus' if mine_paper else ''} {pooled_text(mine_pooled)}"
+                         f"{_cases(mine_pooled)}" if mine_pooled else ""))
     reason = "; ".join(([f"{', '.join(agree)}: the paper's bound inside our widened CI"] if agree else []) + off + notes)
     return Claim(
         claim=f"3. {c['title']}", paper=c["text"],
@@ -357,16 +631,19 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Coverage from the spans; floors like with like (the paper's kernel), the fitted kernel's beside."""
     c = spec
-    cov = paper_view(table("coverage", tables)).filter(pl.col("level") == "token")
-    floor_rows = paper_view(bounds_frame(tables)).filter((pl.col("level") == "token") & (pl.col("variant") == "overhead"))
+    cov = paper_view(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("level") == "token")
+    floor_rows = paper_view(bounds_input(spec, 1, tables, metrics_dir)).filter(
+        (pl.col("level") == "token") & (pl.col("variant") == "overhead"))
     floors = floor_rows.filter(pl.col("kernel_source") == "paper")
     fitted = floor_rows.filter((pl.col("kernel_source") == FIT) & (pl.col("baseline") == c.get("fit_baseline", "eager")))
     if floors.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
-    tol_pp, tol = c["tolerance_pp"] / 100, c["rel_tolerance"]
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+    if cov.height == 0:
+        raise MissingOutputError("coverage.csv has no token-level rows for the paper's corpora")
+    tol = c["rel_tolerance"]
     cov_lo, cov_hi, fl_lo, fl_hi = cov["coverage"].min(), cov["coverage"].max(), floors["bound"].min(), floors["bound"].max()
-    cov_ok = c["coverage_low"] - tol_pp <= cov_lo and cov_hi <= c["coverage_high"] + tol_pp
-    floor_ok = c["floor_low"] / (1 + tol) <= fl_lo and fl_hi <= c["floor_high"] * (1 + tol)
+    cov_ok = judge(c, (cov_lo, cov_hi), (c["coverage_low"], c["coverage_high"]), tolerance="tolerance_pp")
+    floor_ok = judge(c, (fl_lo, fl_hi), (c["floor_low"], c["floor_high"]), tolerance="rel_tolerance")
     reasons = []
     if not cov_ok:
         low, high = cov.sort("coverage").row(0, named=True), cov.sort("coverage").row(-1, named=True)
@@ -394,8 +671,8 @@ def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 
 def _lossless_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    rt = metrics("roundtrip", metrics_dir)
-    ok = rt["failed"] <= spec["max_failures"]
+    rt = metric_input(spec, 0, tables, metrics_dir)
+    ok = judge(spec, rt["failed"], spec["max_failures"])
     return Claim(
         claim=f"5. {spec['title']}", paper=spec["text"],
         ours=f"{fmt_int(rt['passed'])}/{fmt_int(rt['programs'])} programs (line and token level, every framing)",
@@ -412,15 +689,12 @@ PERTURBATION_TABLES = {"strict": "perturbation", "clip": "perturbation_clip", "o
 
 def paper_pool_em(per_corpus_rows: pl.DataFrame, level: str = "line") -> pl.DataFrame:
     """EM per (kind, rate) pooled over the paper's three corpora (body framing), case-weighted, with
-    the pooled no-copy share and case count."""
-    rows = paper_view(per_corpus_rows).filter(pl.col("level") == level)
-    out = []
-    for (kind, rate), group in rows.sort("kind", "rate").group_by("kind", "rate", maintain_order=True):
-        out.append({"kind": kind, "rate": rate, "em": pooled_share(group, "em"),
-                    "no_copy": pooled_share(group, "no_copy"), "n_cases": int(group["n_cases"].sum()),
-                    "corpora": group.height})
-    return pl.DataFrame(out, schema={"kind": pl.String, "rate": pl.Float64, "em": pl.Float64, "no_copy": pl.Float64,
-                                     "n_cases": pl.Int64, "corpora": pl.Int64})
+    the pooled no-copy share and case count (analysis.perturb.paper_pool_rows, the one pooling rule)."""
+    from analysis.perturb import paper_pool_rows
+
+    pooled = paper_pool_rows(per_corpus_rows.filter(framing_filter("body") & (pl.col("corpus") != POOLED)))
+    return pooled.filter(pl.col("level") == level).sort("kind", "rate").select(
+        "kind", "rate", "em", "no_copy", "n_cases", pl.col("corpora").cast(pl.Int64))
 
 
 def paper_pool_crossings(tables: Path, target: float) -> pl.DataFrame:
@@ -441,38 +715,68 @@ def paper_pool_crossings(tables: Path, target: float) -> pl.DataFrame:
                                      "crossing_rate": pl.Float64})
 
 
-def _crossing_text(crossings: pl.DataFrame, em_pct: float) -> str:
+def crossing_parts(crossings: pl.DataFrame) -> list[str]:
+    """Per definition: the rates at which pooled EM crosses the target (or 'never')."""
     parts = []
     for (definition,), group in crossings.group_by("definition", maintain_order=True):
         rates = group["crossing_rate"].drop_nulls()
         never = group.height - rates.len()
         text = f"{definition} at rate {rates.min():.2f}-{rates.max():.2f}" if rates.len() else f"{definition} never"
         parts.append(text + (f" ({never} kinds never)" if never and rates.len() else ""))
+    return parts
+
+
+def _crossing_text(crossings: pl.DataFrame, em_pct: float) -> str:
+    parts = crossing_parts(crossings)
     return ("the paper's noise rate and definition are not stated (underdetermined)"
             + (f"; EM over the paper's corpora crosses {em_pct:.2f}% for " + ", ".join(parts) if parts else ""))
 
 
+def is_underdetermined(spec: dict, crossings: pl.DataFrame) -> bool:
+    """The claim's `underdetermined` rule (paper_claims.json): the paper does not state what its figure
+    depends on (`paper_states_rate` false), and some measured definition's EM reaches the paper's figure
+    within the rate grid, so the figure lies inside the family this suite measures."""
+    return (not spec.get("paper_states_rate", True) and crossings.height > 0
+            and crossings["crossing_rate"].drop_nulls().len() > 0)
+
+
+PERTURB_METHOD = ("line-level oracle programs, every copy span perturbed, mean over seeds, case-weighted pool of "
+                  "HEvalFix-Py, HEvalFix-JS (body) and ProbeEdit-S [perturb]")
+
+
 def _perturb_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    pooled = paper_pool_em(table("perturbation", tables)).filter(pl.col("rate") == 1.0)
+    pooled = paper_pool_em(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("rate") == 1.0)
     if pooled.height == 0 or pooled["corpora"].min() == 0:
-        raise ParamsError("perturbation.csv has no line-level rows at rate 1 for the paper's corpora")
+        raise MissingOutputError("perturbation.csv has no line-level rows at rate 1 for the paper's corpora")
     tol = spec["tolerance_pp"]
-    off = [r for r in pooled.iter_rows(named=True) if not within_pp(r["em"], spec["em_pct"] / 100, tol)]
+    off = [r for r in pooled.iter_rows(named=True) if not judge(spec, r["em"], spec["em_pct"] / 100)]
+    crossings = paper_pool_crossings(tables, spec["em_pct"] / 100)
+    cases = int(pooled["n_cases"].max())
+    ours = (f"over the paper's three corpora ({fmt_int(cases)} cases): "
+            + "; ".join(f"{r['kind']} {fmt_pct(r['em'], 2)}" for r in pooled.iter_rows(named=True)))
     reason = f"within {tol:g} pp for every kind"
+    by_construction = bool(off) and all(abs(r["em"] - r["no_copy"]) < 0.005 for r in off)
+    if off and is_underdetermined(spec, crossings):
+        family = ", ".join(crossing_parts(crossings))
+        return Claim(
+            claim=f"6. {spec['title']}", paper=spec["text"],
+            ours=f"at rate 1, {ours}; the measured family containing {spec['em_pct']:.2f}%: EM over the paper's "
+                 f"corpora crosses it for {family}",
+            verdict=UNDERDETERMINED,
+            reason=("the paper states neither the noise rate nor the perturbation definition"
+                    + (f"; at rate 1 strict EM equals the share of programs with no copy span "
+                       f"({fmt_pct(off[0]['no_copy'], 2)}) by construction, whatever the mechanism" if by_construction
+                       else f"; at rate 1 {len(off)} of {pooled.height} kinds are more than {tol:g} pp from it")
+                    + f"; {spec['em_pct']:.2f}% lies inside the measured family ({family})"),
+            method=PERTURB_METHOD)
     if off:
         reason = f"{len(off)} of {pooled.height} kinds more than {tol:g} pp from {spec['em_pct']:.2f}%"
-        if all(abs(r["em"] - r["no_copy"]) < 0.005 for r in off):
+        if by_construction:
             reason += (f": our EM equals the share of programs with no copy span ({fmt_pct(off[0]['no_copy'], 2)}), "
                        "which no perturbation touches")
-    reason += "; " + _crossing_text(paper_pool_crossings(tables, spec["em_pct"] / 100), spec["em_pct"])
-    cases = int(pooled["n_cases"].max())
-    return Claim(
-        claim=f"6. {spec['title']}", paper=spec["text"],
-        ours=f"over the paper's three corpora ({fmt_int(cases)} cases): "
-             + "; ".join(f"{r['kind']} {fmt_pct(r['em'], 2)}" for r in pooled.iter_rows(named=True)),
-        verdict=DIFFERS if off else REPRODUCED, reason=reason,
-        method="line-level oracle programs, every copy span perturbed, mean over seeds, case-weighted pool of "
-               "HEvalFix-Py, HEvalFix-JS (body) and ProbeEdit-S [perturb]")
+    reason += "; " + _crossing_text(crossings, spec["em_pct"])
+    return Claim(claim=f"6. {spec['title']}", paper=spec["text"], ours=ours,
+                 verdict=DIFFERS if off else REPRODUCED, reason=reason, method=PERTURB_METHOD)
 
 
 # ---------------------------------------------------------------- 7. fine-tuning pilot
@@ -532,23 +836,37 @@ def _pilot_runs(m: dict) -> list[tuple[str, dict]]:
     return runs
 
 
+def _counted_change(m: dict, split: str) -> str | None:
+    """Each decoded seed's 'k / n -> k / n (after x%, 95% CI [..]; McNemar exact p = .., not significant)'
+    (analysis.pilotreport), when the run recorded its counts; None otherwise (older metrics)."""
+    from analysis.pilotreport import em_change_text
+
+    after = m.get(f"{split}_em_after")
+    if not isinstance(after, dict) or not m.get(f"{split}_cases") or m.get(f"{split}_em_before") is None:
+        return None
+    parts = [(seed, em_change_text(m, split, seed)) for seed, k in sorted(after.items()) if k is not None]
+    if not parts:
+        return None
+    return "; ".join(text if len(parts) == 1 else f"seed {seed} {text}" for seed, text in parts)
+
+
 def _run_text(label: str, m: dict) -> str:
     em = pilot_em(m)
     seeds = len(em.heldout_after)
-    he = (f"HEvalFix-Py EM {_em_text(em.humaneval_before)} -> {_em_text(em.humaneval_after)}; "
+    he_counted, held_counted = _counted_change(m, "humaneval"), _counted_change(m, "heldout")
+    he = (f"HEvalFix-Py EM {he_counted}; " if he_counted else
+          f"HEvalFix-Py EM {_em_text(em.humaneval_before)} -> {_em_text(em.humaneval_after)}; "
           if em.humaneval_before or em.humaneval_after else "")
-    return (f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {_em_text(em.heldout_before)} -> "
-            f"{_em_text(em.heldout_after)}" + (f" ({seeds} seeds)" if seeds > 1 else ""))
+    held = (held_counted if held_counted else f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"
+            + (f" ({seeds} seeds)" if seeds > 1 else ""))
+    return f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {held}"
 
 
 def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Claim 7 from the pilot's metrics: the default run and the frozen preset runs it carries, each
     labelled. The verdict's HEvalFix-Py lift is that of the longest run that decoded HEvalFix-Py before and
     after ("not reproduced at this scale" unless it meets the paper's lift)."""
-    if not (Path(metrics_dir) / "pilot.json").is_file():
-        return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=MISSING, verdict=NOT_RUN,
-                     reason="no pilot stage output (reports/metrics/pilot.json)", method="copydecode pilot")
-    m = metrics("pilot", metrics_dir)
+    m = metric_input(spec, 0, tables, metrics_dir)
     runs = _pilot_runs(m)
     ours = "; ".join(_run_text(label, r) for label, r in runs)
     measured_runs = [(label, r) for label, r in runs
@@ -565,14 +883,16 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
                 if isinstance(judged.get("train_sequences"), int) else "")
              + f", against the paper's {spec.get('model', 'model')}")
     method = "; ".join(f"{lbl}: {r.get('method', MISSING)}" for lbl, r in runs) + " [pilot]"
-    if lift is not None and lift >= paper_lift - spec["tolerance_pp"] / 100:
+    if lift is not None and judge(spec, lift, paper_lift):
         return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=ours, verdict=REPRODUCED,
                      reason=f"HEvalFix-Py lift {fmt_pct(lift)} reaches the paper's {fmt_pct(paper_lift)} ({scale})",
                      method=method)
     measured = (f"measured HEvalFix-Py lift {fmt_pct(lift)} against the paper's {fmt_pct(paper_lift)}" if lift is not None
                 else "no HEvalFix-Py lift can be measured: " + " and ".join(missing) + " not recorded")
     return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=ours, verdict=NOT_AT_SCALE,
-                 reason=f"{measured}; {scale}; held-out EM {_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}",
+                 reason=f"{measured}; {scale}; held-out EM "
+                        + (_counted_change(judged, "heldout")
+                           or f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"),
                  method=method)
 
 
@@ -591,9 +911,9 @@ def e2e_noise(metrics_dir: Path) -> str:
 
 
 def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
-    e2e = table("e2e_speedup", tables).filter(pl.col("method") != "ar")
+    e2e = metric_input(spec, 0, tables, metrics_dir).filter(pl.col("method") != "ar")
     if e2e.height == 0:
-        raise ParamsError("e2e_speedup.csv has no method other than AR")
+        raise MissingOutputError("e2e_speedup.csv has no method other than AR")
     ideal = e2e.filter(~pl.col("method").str.ends_with("_overhead"))
     best = (ideal if ideal.height else e2e).sort("speedup_total", descending=True).row(0, named=True)
     decoded = e2e.filter((pl.col("model") == best["model"]) & (pl.col("corpus") == best["corpus"])
@@ -615,13 +935,14 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 def optimal_rows(tables: Path = TABLES) -> pl.DataFrame:
     """optimal.csv over the paper's three corpora (per corpus, body framing and the single-framing ones)."""
-    return paper_view(table("optimal", tables)).filter(pl.col("pooling") == "corpus")
+    return paper_view(read_table("optimal", tables)).filter(pl.col("pooling") == "corpus")
 
 
 def _optimal_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
+    metric_input(spec, 0, tables, metrics_dir)
     rows = optimal_rows(tables)
     if rows.height == 0:
-        raise ParamsError("optimal.csv has no rows for the paper's corpora")
+        raise MissingOutputError("optimal.csv has no rows for the paper's corpora")
     parts = []
     for (source, baseline, level), group in rows.sort("kernel_source", "level").group_by(
             "kernel_source", "baseline", "level", maintain_order=True):
@@ -671,8 +992,10 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
                                     f"its corpora: {', '.join(sorted(corpora))}", method=MISSING))
             continue
         try:
+            for mp in metric_paths(spec):  # every output the claim is measured on, present before its rule runs
+                read_metric(mp, Path(tables), Path(metrics_dir))
             out.append(RULES[key](spec, Path(tables), Path(metrics_dir)))
-        except ParamsError as missing:
+        except MissingOutputError as missing:
             out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_RUN,
                              reason=str(missing), method=MISSING))
     return out

@@ -8,7 +8,17 @@ from typing import Any
 
 import polars as pl
 
-from analysis.claims import DIFFERS, NOT_AT_SCALE, NOT_RUN, REPRODUCED, claims, line_ideal, pooled_rows
+from analysis.claims import (
+    DIFFERS,
+    NOT_AT_SCALE,
+    NOT_RUN,
+    REPRODUCED,
+    STALE,
+    UNDERDETERMINED,
+    claims,
+    line_ideal,
+    pooled_rows,
+)
 from analysis.errors import ParamsError
 from analysis.layout import METRICS, POOLED, TABLES
 from analysis.outputs import bounds_frame, metrics, table
@@ -25,7 +35,9 @@ def headline(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
     items = claims(tables, metrics_dir)
     out: dict[str, Any] = {"reproduced": sum(c.verdict == REPRODUCED for c in items),
                            "differ": sum(c.verdict == DIFFERS for c in items),
+                           "underdetermined": sum(c.verdict == UNDERDETERMINED for c in items),
                            "not_reproduced_at_scale": sum(c.verdict == NOT_AT_SCALE for c in items),
+                           "stale": sum(c.verdict == STALE for c in items),
                            "not_run": sum(c.verdict == NOT_RUN for c in items)}
     try:
         kern = metrics("kernels", metrics_dir)

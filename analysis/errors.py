@@ -27,3 +27,8 @@ class RoundTripError(CopyDecodeError):
 
 class StaleInputError(CopyDecodeError):
     """A stage output was built from inputs that have changed since (rerun the stage that wrote it)."""
+
+
+class MissingOutputError(ParamsError):
+    """A stage output a report reads is absent, or holds none of the rows it needs (run the stage that
+    writes it). A ParamsError for the callers that already catch one; the claims engine catches only this."""

@@ -11,7 +11,8 @@ Rows (file stem under HEADLINE_DIR -> what it holds):
   bound_<source>_ideal / bound_<source>_dir  closed-form bound, line level, ideal / with directive
                                          tokens (variant `overhead`), per corpus; pooled = ratio of sums
   kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
-  em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`)
+  em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`);
+                                         pooled = the paper's three corpora (482 cases), pooled_all = every corpus
   e2e_<model>_line / _token / _n         measured end-to-end speedup vs AR (total time), and case count
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
@@ -30,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.layout import METRICS, POOLED, SINGLE_FRAMINGS, TABLES
+from analysis.layout import METRICS, PAPER_CORPORA, POOLED, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = METRICS / "headline"
 # The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
@@ -151,11 +152,32 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
     return dict(sorted(out.items()))
 
 
+EM_ALL_POOL = "pooled_all"  # em rows' key for the pool of every corpus; `pooled` is the paper's three corpora
+
+
+def _paper_pool_em(part: pl.DataFrame) -> float | None:
+    """EM pooled over the paper's three corpora (case-weighted per-corpus rows of the headline slice)."""
+    rows = part.filter(pl.col("corpus").is_in(list(PAPER_CORPORA)))
+    return pooled_share(rows, "em") if rows.height else None
+
+
 def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """EM at `perturb_rate` per corpus; `pooled` over the paper's three corpora (482 cases, the pool set
+    beside the paper's 15.48%), `pooled_all` over every corpus of the run."""
     part = _headline_slice(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
                            s.framing)
-    return {f"em_{level}": _per_corpus(part.filter(pl.col("level") == level), "em", s.decimals)
-            for level in sorted(part["level"].unique().to_list())}
+    out = {}
+    for level in sorted(part["level"].unique().to_list()):
+        rows = part.filter(pl.col("level") == level)
+        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "em", s.decimals)
+        everything = rows.filter(pl.col("corpus") == POOLED)
+        if everything.height:
+            values[EM_ALL_POOL] = _num(everything["em"][0], s.decimals)
+        paper = _paper_pool_em(rows.filter(pl.col("corpus") != POOLED))
+        if paper is not None:
+            values[POOLED] = _num(paper, s.decimals)
+        out[f"em_{level}"] = {k: v for k, v in values.items() if v is not None}
+    return out
 
 
 def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

@@ -18,6 +18,8 @@ from analysis.claims import (
     NOT_AT_SCALE,
     NOT_RUN,
     REPRODUCED,
+    STALE,
+    UNDERDETERMINED,
     Claim,
     claims,
     claims_frame,
@@ -175,7 +177,7 @@ def lead(what: str, figures: Iterable[tuple[str, str]], headline: str | None = N
 
 
 VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_AT_SCALE: "#ffebe9", NOT_RUN: "#eaeef2",
-                   NOT_APPLICABLE: "#eaeef2", BEYOND: "#ddf4ff"}
+                   NOT_APPLICABLE: "#eaeef2", BEYOND: "#ddf4ff", UNDERDETERMINED: "#fbefff", STALE: "#eaeef2"}
 
 
 def summary_table(items: list[Claim] | None = None):

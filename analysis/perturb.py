@@ -35,8 +35,9 @@ happens to a span pushed out of range, so its definition is underdetermined; thr
               as in `clip`; with probability 1 - rate it is untouched. At rate 1 every program with a
               copy has exactly one moved span.
 
-`crossing_rates` gives, per (definition, level, kind, framing), the rate at which pooled EM first falls
-to the paper's 15.48% (linear interpolation between grid rates; None if it never does within the grid).
+`crossing_rates` gives, per pool (the paper's three corpora first, then every corpus of the run),
+definition, level, kind and framing, the rate at which pooled EM first falls to the paper's 15.48%
+(linear interpolation between grid rates; None if it never does within the grid).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ from numbers import Real
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.layout import LEVELS, POOLED, pool_framings, pool_rows
+from analysis.layout import LEVELS, PAPER_CORPORA, POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Program
 from analysis.resolver import resolve
 from analysis.text import split_lines
@@ -273,10 +274,40 @@ def crossing_rate(rates: Sequence[float], ems: Sequence[float], target: float = 
     return None
 
 
+# The pools a pooled EM is taken over: the paper's three corpora (482 cases; the default wherever a
+# figure is set beside the paper's 15.48%) and every corpus of the run (labelled wherever shown).
+PAPER_POOL, ALL_POOL = "paper", "all"
+POOL_LABELS = {PAPER_POOL: "the paper's three corpora", ALL_POOL: "every corpus of this run"}
+
 CROSSING_SCHEMA = {
+    "pool": pl.String, "n_cases": pl.Int64,
     "definition": pl.String, "level": pl.String, "kind": pl.String, "framing": pl.String,
     "crossing_rate": pl.Float64, "em_at_max_rate": pl.Float64, "max_rate": pl.Float64, "note": pl.String,
 }
+
+
+def paper_pool_rows(table: pl.DataFrame) -> pl.DataFrame:
+    """An `em_table` output's pooled rows recomputed over the paper's three corpora only: per (level,
+    kind, rate, framing) the case-weighted EM, no-copy and invalid shares of the per-corpus rows at that
+    framing plus the single-framing corpora (which equals the share over the pooled cases), with the
+    case count and the number of corpora; corpus = pooled."""
+    corpora = table.filter(pl.col("corpus").is_in(list(PAPER_CORPORA)))
+    parts = []
+    for framing in pool_framings(table.filter(pl.col("corpus") != POOLED)["framing"]):
+        rows = pool_rows(corpora, framing)
+        if rows.height == 0:
+            continue
+        weight = pl.col("n_cases")
+        parts.append(rows.group_by("level", "kind", "rate", maintain_order=True).agg(
+            em=(pl.col("em") * weight).sum() / weight.sum(), no_copy=(pl.col("no_copy") * weight).sum() / weight.sum(),
+            invalid=(pl.col("invalid") * weight).sum() / weight.sum(), n_cases=weight.sum(), corpora=pl.len(),
+        ).with_columns(corpus=pl.lit(POOLED), framing=pl.lit(framing)))
+    schema = {"level": pl.String, "kind": pl.String, "rate": pl.Float64, "em": pl.Float64, "no_copy": pl.Float64,
+              "invalid": pl.Float64, "n_cases": pl.Int64, "corpora": pl.UInt32, "corpus": pl.String, "framing": pl.String}
+    if not parts:
+        return pl.DataFrame(schema=schema)
+    return pl.concat(parts).with_columns(pl.col("n_cases").cast(pl.Int64), pl.col("corpora").cast(pl.UInt32)).sort(
+        "level", "kind", "framing", "rate")
 
 
 def crossing_rates(tables: Mapping[str, pl.DataFrame], target: float = PAPER_EM) -> pl.DataFrame:
@@ -284,15 +315,18 @@ def crossing_rates(tables: Mapping[str, pl.DataFrame], target: float = PAPER_EM)
     keyed by definition; a last row stands for the paper, whose definition is underdetermined."""
     _names("definitions", list(tables), DEFINITIONS)
     records = []
-    for definition, table in tables.items():
-        pooled = table.filter(pl.col("corpus") == POOLED).sort("level", "kind", "framing", "rate")
-        for (level, kind, framing), rows in pooled.group_by("level", "kind", "framing", maintain_order=True):
-            last = rows.row(rows.height - 1, named=True)
-            records.append({
-                "definition": definition, "level": level, "kind": kind, "framing": framing,
-                "crossing_rate": crossing_rate(rows["rate"].to_list(), rows["em"].to_list(), target),
-                "em_at_max_rate": last["em"], "max_rate": last["rate"], "note": DEFINITION_NOTES[definition],
-            })
-    records.append({"definition": "paper", "level": None, "kind": None, "framing": None, "crossing_rate": None,
-                    "em_at_max_rate": target, "max_rate": None, "note": PAPER_NOTE})
+    for pool in (PAPER_POOL, ALL_POOL):  # the paper's pool first: the one set beside the paper's figure
+        for definition, table in tables.items():
+            pooled = (paper_pool_rows(table) if pool == PAPER_POOL else table.filter(pl.col("corpus") == POOLED))
+            pooled = pooled.sort("level", "kind", "framing", "rate")
+            for (level, kind, framing), rows in pooled.group_by("level", "kind", "framing", maintain_order=True):
+                last = rows.row(rows.height - 1, named=True)
+                records.append({
+                    "pool": pool, "n_cases": int(rows["n_cases"].max()),
+                    "definition": definition, "level": level, "kind": kind, "framing": framing,
+                    "crossing_rate": crossing_rate(rows["rate"].to_list(), rows["em"].to_list(), target),
+                    "em_at_max_rate": last["em"], "max_rate": last["rate"], "note": DEFINITION_NOTES[definition],
+                })
+    records.append({"pool": None, "n_cases": None, "definition": "paper", "level": None, "kind": None, "framing": None,
+                    "crossing_rate": None, "em_at_max_rate": target, "max_rate": None, "note": PAPER_NOTE})
     return pl.DataFrame(records, schema=CROSSING_SCHEMA)

@@ -7,9 +7,42 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.errors import ParamsError
+
 from analysis.claims import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
-from analysis.layout import TABLES
+from analysis.layout import POOLED, TABLES
+from analysis.numbers import fmt_int, fmt_pct
 from analysis.outputs import pick, pick_view
+from analysis.perturb import ALL_POOL, PAPER_POOL, POOL_LABELS, paper_pool_rows
+
+POOLS = (PAPER_POOL, ALL_POOL)
+
+
+def pooled_em(rows: pl.DataFrame, pool: str = PAPER_POOL) -> pl.DataFrame:
+    """The pooled rows of a perturbation table slice (one level and framing view): over the paper's three
+    corpora (482 cases; the default, the pool set beside the paper's 15.48%) or over every corpus of the
+    run, with a `pool` label naming it and its case count."""
+    if pool not in POOLS:
+        raise ParamsError(f"unknown perturbation pool {pool!r}; known: {', '.join(POOLS)}")
+    pooled = paper_pool_rows(rows) if pool == PAPER_POOL else rows.filter(pl.col("corpus") == POOLED)
+    return pooled.with_columns(pool=pl.format("pooled over {} ({} cases)", pl.lit(POOL_LABELS[pool]),
+                                              pl.col("n_cases").map_elements(fmt_int, return_dtype=pl.String)))
+
+
+def lead_figures(rows: pl.DataFrame, pool: str = PAPER_POOL, rate: float = 1.0) -> list[tuple[str, str]]:
+    """The perturbation page's lead tiles: EM at `rate` per kind (at most four) and the no-copy share, over
+    `pool` (the paper's corpora unless another pool is asked for, and then labelled); the corpus rows
+    themselves when the slice holds no pooled corpus (one corpus picked)."""
+    at_rate = rows.filter(pl.col("rate") == rate)
+    pooled = pooled_em(at_rate, pool)
+    if pooled.height == 0:
+        return ([(f"EM at rate {rate:g}, {r['corpus']}, {r['kind']}", fmt_pct(r["em"], 2))
+                 for r in at_rate.sort("kind").iter_rows(named=True)][:4]
+                + ([("programs with no copy span", fmt_pct(at_rate["no_copy"][0], 2))] if at_rate.height else []))
+    label = pooled["pool"][0]
+    return ([(f"EM at rate {rate:g}, {r['kind']}, {label}", fmt_pct(r["em"], 2))
+             for r in pooled.sort("kind").iter_rows(named=True)][:4]
+            + [(f"programs with no copy span, {label}", fmt_pct(pooled["no_copy"][0], 2))])
 
 
 def em_wide(rows: pl.DataFrame) -> pl.DataFrame:
@@ -51,6 +84,8 @@ def crossings_table(target: float, tables: Path = TABLES) -> pl.DataFrame:
     path = Path(tables) / "perturbation_crossing.csv"
     if not path.is_file():
         return ours
-    stage = (pl.read_csv(path).filter((pl.col("level") == "line") & (pl.col("framing") == "body"))
-             .select("definition", "kind", pl.col("crossing_rate").alias("crossing, every corpus")))
+    stage = pl.read_csv(path).filter((pl.col("level") == "line") & (pl.col("framing") == "body"))
+    if "pool" in stage.columns:  # the stage writes both pools; the paper's is computed above
+        stage = stage.filter(pl.col("pool") == ALL_POOL)
+    stage = stage.select("definition", "kind", pl.col("crossing_rate").alias("crossing, every corpus"))
     return ours.join(stage, on=["definition", "kind"], how="left")

@@ -12,6 +12,10 @@ Definitions, stated once:
 - teacher-forced metrics (kernels_profile.pilot.ForcedMetrics): one forward per held-out case with the
   gold sequence; loss per supervised token, directive-token accuracy, share of copy directives and gen
   spans whose every token is the argmax, share of whole programs so (a lower bound on greedy EM).
+- uncertainty of an EM count (k of n cases): a 95% Clopper-Pearson interval; a before/after difference:
+  the exact McNemar test on the paired outcomes (the same cases before and after; cases right only
+  before vs right only after), "not significant" when p >= analysis.stats.SIGNIFICANCE. When the paired
+  outcomes were not recorded (older metrics) they follow from the counts if either side is 0 of n.
 - wall-clock ratio: per case, rewrite seconds / program seconds of the same adapter seed, measured back to
   back in a seeded order; reported as the median and IQR over cases (all cases, and the cases both got
   right), never as a ratio of totals.
@@ -21,13 +25,91 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.stats import quartiles
+from analysis.stats import SIGNIFICANCE, clopper_pearson, mcnemar_exact, quartiles
 
 KEYS = ["phase", "mode", "seed", "split"]
 
 
+def em_interval(k: int | None, n: int | None) -> tuple[float | None, float | None]:
+    """95% Clopper-Pearson interval of k exact matches in n cases; (None, None) when not measured."""
+    if k is None or not n:
+        return None, None
+    return clopper_pearson(int(k), int(n))
+
+
+def with_em_interval(frame: pl.DataFrame, count: str, cases: str, prefix: str) -> pl.DataFrame:
+    """`frame` with <prefix>_ci_low / <prefix>_ci_high: the 95% interval of count/cases per row."""
+    ends = [em_interval(k, n) for k, n in zip(frame[count].to_list(), frame[cases].to_list())]
+    return frame.with_columns(pl.Series(f"{prefix}_ci_low", [e[0] for e in ends], dtype=pl.Float64),
+                              pl.Series(f"{prefix}_ci_high", [e[1] for e in ends], dtype=pl.Float64))
+
+
+def paired_outcomes(records: pl.DataFrame, split: str) -> dict[str, dict]:
+    """Per decoded program seed: the same cases before and after fine-tuning, counted by outcome
+    (before_only and after_only are McNemar's discordant pairs); {} when the split was not decoded."""
+    base = records.filter((pl.col("phase") == "before") & (pl.col("mode") == "program") & (pl.col("split") == split))
+    after = records.filter((pl.col("phase") == "after") & (pl.col("mode") == "program") & (pl.col("split") == split))
+    base = base.select("case_id", pl.col("exact_match").fill_null(False).alias("before"))
+    out = {}
+    for seed in sorted(after["seed"].drop_nulls().unique().to_list()):
+        mine = after.filter(pl.col("seed") == seed).select("case_id", pl.col("exact_match").fill_null(False).alias("after"))
+        both = base.join(mine, on="case_id", how="inner")
+        out[str(seed)] = {"cases": both.height,
+                          "both": int((both["before"] & both["after"]).sum()),
+                          "before_only": int((both["before"] & ~both["after"]).sum()),
+                          "after_only": int((~both["before"] & both["after"]).sum()),
+                          "neither": int((~both["before"] & ~both["after"]).sum())}
+    return out
+
+
+def discordant(m: dict, split: str, seed: str) -> tuple[int, int] | None:
+    """McNemar's discordant pairs (right only before, right only after) of one seed on a split ("heldout"
+    or "humaneval"), from the recorded paired outcomes, else from the counts when either side is 0 of n
+    (then every hit on the other side is discordant); None when neither says."""
+    recorded = ((m.get(f"{split}_paired") or {}).get(str(seed))) or None
+    if recorded:
+        return recorded["before_only"], recorded["after_only"]
+    before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
+    if before is None or after is None:
+        return None
+    if before == 0:
+        return 0, int(after)
+    if after == 0:
+        return int(before), 0
+    return None
+
+
+def mcnemar_p(m: dict, split: str, seed: str) -> float | None:
+    pairs = discordant(m, split, seed)
+    return None if pairs is None else mcnemar_exact(*pairs)
+
+
+def significance(p: float | None) -> str | None:
+    return None if p is None else ("significant" if p < SIGNIFICANCE else "not significant")
+
+
+def em_change_text(m: dict, split: str, seed: str) -> str:
+    """'0 / 33 -> 2 / 33 (after 6.1%, 95% CI [0.7%, 20.2%]; McNemar exact p = 0.5, not significant)'."""
+    from analysis.numbers import fmt_pct
+
+    n = m.get(f"{split}_cases")
+    before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
+    if not n or after is None:
+        return "not run"
+    low, high = em_interval(after, n)
+    text = f"{before if before is not None else '?'} / {n} -> {after} / {n} (after {fmt_pct(after / n)}, 95% CI " \
+           f"[{fmt_pct(low)}, {fmt_pct(high)}]"
+    p = mcnemar_p(m, split, seed)
+    return text + (f"; McNemar exact p = {p:.2g}, {significance(p)})" if p is not None else
+                   "; paired outcomes not recorded, no McNemar test)")
+
+
 def em_table(records: pl.DataFrame) -> pl.DataFrame:
-    """EM, validity, coverage and errors per phase, mode, seed and split."""
+    """EM (with its 95% Clopper-Pearson interval), validity, coverage and errors per phase, mode, seed and split."""
+    return with_em_interval(_em_table(records), "exact_match", "cases", "em")
+
+
+def _em_table(records: pl.DataFrame) -> pl.DataFrame:
     return (records.group_by(KEYS, maintain_order=True)
             .agg(cases=pl.len(), exact_match=pl.col("exact_match").sum(), em=pl.col("exact_match").mean(),
                  valid=pl.col("valid").mean(), stopped=(pl.col("stopped") == "eos").sum(),
@@ -203,6 +285,8 @@ def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_
         "teacher_forced_after": forced_after,
         "curve": curve_table(curve).to_dicts() if curve.height else [],
         "stopped_counts": stopped_counts(records),
+        "heldout_paired": paired_outcomes(records, "heldout"),
+        "humaneval_paired": paired_outcomes(records, "HEvalFix-Py"),
     }
 
 
@@ -225,14 +309,33 @@ def before_after_table(m: dict) -> pl.DataFrame:
                      "gen_exact_before": before.get("gen_exact"), "gen_exact_after": after.get("gen_exact"),
                      "forced_exact_before": before.get("all_exact"), "forced_exact_after": after.get("all_exact"),
                      "humaneval_em_before": m.get("humaneval_em_before") if he_after is not None else None,
-                     "humaneval_em_after": he_after, "humaneval_cases": he_n if he_after is not None else None})
+                     "humaneval_em_after": he_after, "humaneval_cases": he_n if he_after is not None else None,
+                     **significance_columns(m, seed)})
     schema = {"seed": pl.Int64, "steps": pl.Int64, "heldout_em_before": pl.Int64, "heldout_em_after": pl.Int64,
               "heldout_cases": pl.Int64, "loss_before": pl.Float64, "loss_after": pl.Float64,
               "directive_accuracy_before": pl.Float64, "directive_accuracy_after": pl.Float64,
               "copy_exact_before": pl.Float64, "copy_exact_after": pl.Float64, "gen_exact_before": pl.Float64,
               "gen_exact_after": pl.Float64, "forced_exact_before": pl.Float64, "forced_exact_after": pl.Float64,
               "humaneval_em_before": pl.Int64, "humaneval_em_after": pl.Int64, "humaneval_cases": pl.Int64}
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema={**schema, **SIGNIFICANCE_SCHEMA})
+
+
+SIGNIFICANCE_SCHEMA = {f"{split}_{column}": dtype for split in ("heldout", "humaneval")
+                       for column, dtype in (("em_after_ci_low", pl.Float64), ("em_after_ci_high", pl.Float64),
+                                             ("mcnemar_p", pl.Float64), ("difference", pl.Utf8))}
+
+
+def significance_columns(m: dict, seed: str) -> dict:
+    """Per split: the after-EM 95% Clopper-Pearson interval, the exact McNemar p of before vs after and
+    whether the difference is significant ("not significant" when p >= SIGNIFICANCE)."""
+    out = {}
+    for split in ("heldout", "humaneval"):
+        after, n = (m.get(f"{split}_em_after") or {}).get(str(seed)), m.get(f"{split}_cases")
+        low, high = em_interval(after, n)
+        p = mcnemar_p(m, split, seed) if after is not None else None
+        out.update({f"{split}_em_after_ci_low": low, f"{split}_em_after_ci_high": high, f"{split}_mcnemar_p": p,
+                    f"{split}_difference": significance(p)})
+    return out
 
 
 def examples(records: pl.DataFrame, seed: int, n: int = 3, split: str = "heldout") -> pl.DataFrame:
@@ -255,7 +358,8 @@ def headline(m: dict) -> list[tuple[str, str]]:
 
     rows = [("held-out EM before fine-tuning", em(m["before"]))]
     for seed, summary in m.get("after_program", {}).items():
-        rows.append((f"held-out EM after {m.get('steps')} steps (seed {seed})", em(summary)))
+        rows.append((f"held-out EM after {m.get('steps')} steps (seed {seed})",
+                     em_change_text(m, "heldout", seed) if summary.get("cases") and m.get("heldout_cases") else em(summary)))
     forced_before = (m.get("teacher_forced_before") or {}).get("program")
     for seed, after in ((m.get("teacher_forced_after") or {}).get("program") or {}).items():
         if forced_before and after:
@@ -266,7 +370,8 @@ def headline(m: dict) -> list[tuple[str, str]]:
     he_before = m.get("humaneval_before") or {}
     for seed, summary in m.get("humaneval", {}).items():
         rows.append((f"HEvalFix-Py EM, bug-fix instruction (seed {seed})",
-                     f"{em(he_before)} -> {em(summary)}" if he_before.get("cases") else em(summary)))
+                     em_change_text(m, "humaneval", seed) if he_before.get("cases") and m.get("humaneval_cases")
+                     else f"{em(he_before)} -> {em(summary)}" if he_before.get("cases") else em(summary)))
     for row in m.get("speed", []):
         if row["subset"] == "both exact" and row["cases"]:
             spread = f"IQR {fmt_x(row['ratio_q25'], 2)} to {fmt_x(row['ratio_q75'], 2)}"
@@ -370,8 +475,9 @@ def runs_table(m: dict) -> pl.DataFrame:
                          "loss_before": before.get("loss"), "loss_after": (after or {}).get("loss"),
                          "humaneval_em_before": metrics_.get("humaneval_em_before") if he_after is not None else None,
                          "humaneval_em_after": he_after,
-                         "humaneval_cases": metrics_.get("humaneval_cases") if he_after is not None else None})
-    return pl.DataFrame(rows, schema=RUNS_SCHEMA)
+                         "humaneval_cases": metrics_.get("humaneval_cases") if he_after is not None else None,
+                         **significance_columns(metrics_, seed)})
+    return pl.DataFrame(rows, schema={**RUNS_SCHEMA, **SIGNIFICANCE_SCHEMA})
 
 
 def frozen_headline(m: dict) -> list[tuple[str, str]]:

@@ -116,9 +116,9 @@ def roofline_metrics(metrics_dir: Path = METRICS) -> dict | None:
 def gpu_reference(path: Path = PAPER) -> dict:
     """The paper's GPU from its datasheet (paper_claims.json `_gpu_reference`; not measured here), with
     the paper's own top kernel ratio and the N it was measured at."""
-    paper = paper_claims(path)
-    (_, _), (top_n, top) = paper_points(paper["kernel_speedup"])
-    return {**paper["_gpu_reference"], "paper_top": top, "paper_top_n": top_n}
+    from analysis.claims import paper_gpu
+
+    return paper_gpu(path)
 
 
 def _ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:

@@ -130,3 +130,91 @@ def provenance_html(prov: Provenance | None = None) -> Html:
     rows = "".join(f"<tr><th>{esc(labels[f.name])}</th><td>{esc(getattr(prov, f.name))}</td></tr>" for f in fields(prov))
     return Html(f"<div class='cd-provenance'><h2>Provenance</h2><table class='cd-prov'>{rows}</table></div>")
 
+
+
+# ---------------------------------------------------------------- kernel timings: each source's own machine
+
+
+@dataclass(frozen=True)
+class KernelSourceProvenance:
+    """Where one kernel source's timings were measured: its own device, host, threads and library versions
+    (this run's CPU profile from the latency model's recorded environment; a frozen GPU source from its
+    own sidecar and environment.txt), never another source's."""
+
+    source: str
+    setups: str
+    device: str
+    threads: str
+    torch: str
+    transformers: str
+
+
+NOT_RECORDED = "not recorded"
+
+
+def _joined(values) -> str:
+    values = sorted({str(v) for v in values if v not in (None, "")})
+    return ", ".join(values) if values else NOT_RECORDED
+
+
+def frozen_versions(environment_txt: Path) -> dict[str, str]:
+    """torch, transformers and the GPU name from a frozen source's environment.txt (nvidia-smi's CSV,
+    then a line 'torch transformers polars gpu-name'); {} when the file is absent."""
+    if not Path(environment_txt).is_file():
+        return {}
+    lines = [ln.strip() for ln in Path(environment_txt).read_text(errors="replace").splitlines() if ln.strip()]
+    out: dict[str, str] = {}
+    for i, line in enumerate(lines):
+        if line.startswith("name,") and i + 1 < len(lines):
+            out["gpu"] = lines[i + 1].split(",")[0].strip()
+        parts = line.split()
+        if len(parts) >= 4 and parts[0][:1].isdigit() and parts[1][:1].isdigit() and "." in parts[0]:
+            out.setdefault("torch", parts[0])
+            out.setdefault("transformers", parts[1])
+    return out
+
+
+def kernel_provenance(lm: dict, frozen_root: Path) -> list[KernelSourceProvenance]:
+    """Per kernel source in a latency-model document: the setups it measured and its own machine and
+    versions. This run's profile (`fit`) reads the document's `environment`; each frozen source the
+    document names under `frozen_environment` reads its own sidecar and `<frozen_root>/<name>/environment.txt`."""
+    frozen = lm.get("frozen_environment") or {}
+    frozen_setups: dict[str, set[str]] = {}
+    claimed: set[tuple[str, str]] = set()
+    for name, env in frozen.items():
+        spec = (env or {}).get("spec") or {}
+        frozen_setups[name] = {f"{m} {spec.get('dtype', '?')} {spec.get('device', '?')}" for m in spec.get("models", [])}
+        claimed |= {(m, spec.get("device")) for m in spec.get("models", [])}
+    models = lm.get("models", lm.get("fits", []))
+    own = {f"{f['model']} {f['dtype']} {f['device']}" for f in models if (f["model"], f["device"]) not in claimed}
+    out = []
+    env = lm.get("environment") or []
+    if own:
+        out.append(KernelSourceProvenance(
+            "fit", ", ".join(sorted(own)), _joined(e.get("device_name") for e in env),
+            _joined(e.get("threads") for e in env), _joined(e.get("torch_version") for e in env),
+            _joined(e.get("transformers_version") for e in env)))
+    for name in sorted(frozen):
+        sidecar = frozen[name] or {}
+        machine = sidecar.get("machine") or {}
+        versions = frozen_versions(Path(frozen_root) / name / "environment.txt")
+        host = machine.get("cpu_model")
+        device = versions.get("gpu", NOT_RECORDED) + (f" ({host} host)" if host else "")
+        out.append(KernelSourceProvenance(
+            name, ", ".join(sorted(frozen_setups[name])) or NOT_RECORDED, device,
+            _joined(sidecar.get("threads") or [machine.get("torch_threads")]),
+            versions.get("torch", NOT_RECORDED), versions.get("transformers", NOT_RECORDED)))
+    return out
+
+
+def kernel_provenance_text(items: list[KernelSourceProvenance]) -> str:
+    """'Kernel timings: fit, qwen2.5-0.5b float32 cpu on AMD EPYC, 1 thread, torch 2.13.0+cpu; h200, ...'."""
+    if not items:
+        return ""
+
+    def one(p: KernelSourceProvenance) -> str:
+        threads = f"{p.threads} thread{'' if p.threads == '1' else 's'}" if p.threads != NOT_RECORDED else "threads not recorded"
+        return (f"{p.source}, {p.setups} on {p.device}, {threads}, torch {p.torch}"
+                + (f", transformers {p.transformers}" if p.transformers != NOT_RECORDED else ""))
+
+    return "Kernel timings: " + "; ".join(one(p) for p in items) + "."

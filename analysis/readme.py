@@ -65,14 +65,10 @@ def _kernel_setup(root: Path) -> str:
         lm = present.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    env = lm.get("environment") or [{}]
-    threads = sorted({str(e.get("threads")) for e in env if e.get("threads") is not None})
-    torch = sorted({str(e.get("torch_version")) for e in env if e.get("torch_version")})
-    setups = sorted({f"{f['model']} {f['dtype']} {f['device']}" for f in lm.get("models", lm.get("fits", []))})
-    machines = sorted({str(e.get("device_name")) for e in env if e.get("device_name")})
-    return (f"Kernel timings: {', '.join(setups)}" + (f" on {', '.join(machines)}" if machines else "")
-            + (f", {'/'.join(threads)} thread{'' if threads == ['1'] else 's'}" if threads else "")
-            + (f", torch {', '.join(torch)}" if torch else "") + ".")
+    from analysis.layout import FROZEN_KERNELS
+    from analysis.provenance import kernel_provenance, kernel_provenance_text
+
+    return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
 
 
 def _threads(runs: dict) -> str:

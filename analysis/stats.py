@@ -32,6 +32,7 @@ median/quartile aggregation (linear interpolation) every timing summary uses.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -222,3 +223,94 @@ def paired_ratios(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_
                   keys: Sequence[str] = ()) -> pl.DataFrame:
     """Speedup of every method over `baseline_method`, per repeat pair, summarised per (keys, method)."""
     return summarize_ratios(ratio_pairs(records, baseline_method, keys), keys)
+
+
+# ---------------------------------------------------------------- small counts: exact tests and intervals
+#
+# For exact-match counts on a few dozen cases (the pilot): a before/after difference is judged by the
+# exact McNemar test on the discordant pairs (paired: the same cases before and after), and a share k/n
+# gets a 95% Clopper-Pearson (exact binomial) interval. Both from the binomial distribution alone.
+
+
+class CountError(CopyDecodeError):
+    """A count, share or level given to an exact test or interval is out of range."""
+
+
+def _binom_cdf(k: int, n: int, p: float) -> float:
+    """P(X <= k) for X ~ Binomial(n, p)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    return float(sum(math.comb(n, i) * p ** i * (1 - p) ** (n - i) for i in range(k + 1)))
+
+
+def _count(value, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise CountError(f"{name} must be a count (an int >= 0), got {value!r}")
+    return int(value)
+
+
+def mcnemar_exact(before_only: int, after_only: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant pairs: cases right only before (b) and right
+    only after (c). Under no change each discordant pair goes either way with probability 1/2, so
+    p = min(1, 2 * P(X <= min(b, c))), X ~ Binomial(b + c, 1/2); 1.0 when there is no discordant pair."""
+    b, c = _count(before_only, "before_only"), _count(after_only, "after_only")
+    if b + c == 0:
+        return 1.0
+    return min(1.0, 2 * _binom_cdf(min(b, c), b + c, 0.5))
+
+
+def _bisect(f, lo: float, hi: float, iterations: int = 200) -> float:
+    """The root of an increasing-or-decreasing f on [lo, hi] where f(lo) and f(hi) differ in sign."""
+    f_lo = f(lo)
+    for _ in range(iterations):
+        mid = (lo + hi) / 2
+        if (f(mid) > 0) == (f_lo > 0):
+            lo, f_lo = mid, f(mid)
+        else:
+            hi = mid
+    return (lo + hi) / 2
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval for a share k/n: the p at which P(X >= k) and P(X <= k) equal
+    (1 - level) / 2; 0 and 1 at the ends (k = 0, k = n)."""
+    k, n = _count(k, "k"), _count(n, "n")
+    if n == 0 or k > n:
+        raise CountError(f"clopper_pearson needs 0 <= k <= n and n > 0, got k={k}, n={n}")
+    if not 0 < level < 1:
+        raise CountError(f"level must lie in (0, 1), got {level!r}")
+    alpha = (1 - level) / 2
+    low = 0.0 if k == 0 else _bisect(lambda p: (1 - _binom_cdf(k - 1, n, p)) - alpha, 0.0, 1.0)
+    high = 1.0 if k == n else _bisect(lambda p: _binom_cdf(k, n, p) - alpha, 0.0, 1.0)
+    return low, high
+
+
+def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a share k/n."""
+    from statistics import NormalDist
+
+    k, n = _count(k, "k"), _count(n, "n")
+    if n == 0 or k > n:
+        raise CountError(f"wilson needs 0 <= k <= n and n > 0, got k={k}, n={n}")
+    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
+    share = k / n
+    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+SIGNIFICANCE = 0.05  # a before/after difference with an exact McNemar p at or above this is "not significant"
+
+
+def paired_difference_text(before: int, after: int, n: int, before_only: int | None, after_only: int | None) -> str:
+    """'0/33 -> 2/33 (6.1% [0.7%, 20.2%]); McNemar exact p = 0.50, not significant' for a pilot row; the
+    discordant counts None when not recorded (then the test is said not to be computable)."""
+    lo, hi = clopper_pearson(after, n)
+    text = f"{before}/{n} -> {after}/{n} ({100 * after / n:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%])"
+    if before_only is None or after_only is None:
+        return text + "; McNemar test not computable (paired outcomes not recorded)"
+    p = mcnemar_exact(before_only, after_only)
+    verdict = "significant" if p < SIGNIFICANCE else "not significant"
+    return text + f"; McNemar exact p = {p:.2g}, {verdict} at {SIGNIFICANCE:g}"

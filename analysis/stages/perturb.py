@@ -34,6 +34,7 @@ from analysis.perturb import (
     DEFINITIONS,
     KINDS,
     PAPER_EM,
+    PAPER_POOL,
     PerturbCase,
     crossing_rates,
     em_table,
@@ -126,8 +127,10 @@ def em_metrics(table: pl.DataFrame) -> dict:
 
 def crossing_metrics(crossing: pl.DataFrame) -> dict:
     return {
-        ("paper" if r["definition"] == "paper" else f"{r['definition']}/{r['level']}/{r['kind']}/{r['framing']}"): {
-            "crossing_rate": r["crossing_rate"], "em_at_max_rate": r["em_at_max_rate"], "note": r["note"]}
+        ("paper" if r["definition"] == "paper" else
+         f"{r['definition']}/{r['level']}/{r['kind']}/{r['framing']}" + ("" if r["pool"] == PAPER_POOL else f"/{r['pool']}")): {
+            "crossing_rate": r["crossing_rate"], "em_at_max_rate": r["em_at_max_rate"], "note": r["note"],
+            "pool": r["pool"], "n_cases": r["n_cases"]}
         for r in crossing.iter_rows(named=True)
     }
 

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from analysis import claims
-from analysis.errors import ParamsError
+from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.layout import METRICS, TABLES
 
 PAPER = claims.paper_claims()
@@ -49,6 +49,84 @@ def test_an_unknown_comparator_is_a_named_error(tmp_path):
         claims.paper_claims(path)
 
 
+# ---------------------------------------------------------------- the engine: comparators, metric paths, outputs
+
+
+def test_every_comparator_the_json_declares_is_implemented_and_dispatched():
+    declared = {spec["comparator"] for key, spec in PAPER.items() if not key.startswith("_")}
+    assert declared <= set(claims.COMPARATORS)
+    assert all(callable(claims.COMPARATORS[name]) for name in declared)
+    spec = {"comparator": "ends_within_factor", "rel_tolerance": 0.25}
+    assert claims.judge(spec, (8.0, 300.0), (6.8, 303.0)) and not claims.judge(spec, (9.0, 300.0), (6.8, 303.0))
+    assert claims.judge({**spec, "comparator": "ends_within_pp", "tolerance_pp": 3}, (0.76, 0.96), (0.74, 0.98))
+    assert not claims.judge({**spec, "comparator": "ends_within_pp", "tolerance_pp": 1}, (0.76, 0.96), (0.74, 0.98))
+    assert claims.judge({**spec, "comparator": "inside_widened_ci", "rel_tolerance": 0.15}, (3.0, 3.9), 4.4)
+    assert not claims.judge({**spec, "comparator": "inside_widened_ci", "rel_tolerance": 0.1}, (3.0, 3.9), 4.4)
+    ranged = {"comparator": "range_inside", "tolerance_pp": 3.0, "rel_tolerance": 0.25}
+    assert claims.judge(ranged, (0.9, 1.0), (0.91, 0.99), tolerance="tolerance_pp")
+    assert not claims.judge(ranged, (0.87, 1.0), (0.91, 0.99), tolerance="tolerance_pp")
+    assert claims.judge(ranged, (3.7, 8.0), (4.5, 6.5), tolerance="rel_tolerance")
+    assert not claims.judge(ranged, (3.5, 8.0), (4.5, 6.5), tolerance="rel_tolerance")
+    assert claims.judge({"comparator": "at_most"}, 0, 0) and not claims.judge({"comparator": "at_most"}, 1, 0)
+    assert claims.judge({"comparator": "each_within_pp", "tolerance_pp": 2}, [0.15, 0.16], 0.1548)
+    assert not claims.judge({"comparator": "each_within_pp", "tolerance_pp": 2}, [0.15, 0.20], 0.1548)
+    assert claims.judge({"comparator": "lift_at_least", "tolerance_pp": 2}, 0.10, 0.12)
+    assert not claims.judge({"comparator": "lift_at_least", "tolerance_pp": 2}, 0.09, 0.12)
+    with pytest.raises(ParamsError, match="extension"):
+        claims.judge({"comparator": "none"}, 1, 1)
+    with pytest.raises(ParamsError, match="roughly"):
+        claims.judge({"comparator": "roughly", "title": "t"}, 1, 1)
+
+
+def test_the_claims_comparator_decides_the_verdict(tmp_path):
+    tables = _tables(tmp_path)
+    spec = PAPER["copy_ceiling"]
+    pl.DataFrame({"level": ["line"] * 2, "corpus": ["HEvalFix-Py", "ProbeEdit-S"], "framing": ["body", "unit"],
+                  "coverage": [spec["low"] + 0.02, spec["high"]], "ci_low": [0.1, 0.1], "ci_high": [0.9, 0.99],
+                  "n_cases": [164, 154]}).write_csv(tables / "coverage.csv")
+    assert claims._ceiling_claim(spec, tables, tmp_path / METRICS).verdict == claims.REPRODUCED
+    tight = {**spec, "tolerance_pp": 1.0}
+    assert claims._ceiling_claim(tight, tables, tmp_path / METRICS).verdict == claims.DIFFERS
+
+
+def test_every_metric_path_parses_and_a_claim_reads_the_path_it_names(tmp_path):
+    for key, spec in PAPER.items():
+        if not key.startswith("_"):
+            assert claims.metric_paths(spec), key
+    with pytest.raises(ParamsError, match="not 'tables"):
+        claims.metric_paths({"title": "t", "metric": ["tables/coverage:coverage"]})
+    tables = _tables(tmp_path)
+    rows = {"level": ["line"], "corpus": ["HEvalFix-Py"], "framing": ["body"], "coverage": [0.5], "ci_low": [0.4],
+            "ci_high": [0.6], "n_cases": [164]}
+    pl.DataFrame(rows).write_csv(tables / "coverage_other.csv")
+    spec = {**PAPER["copy_ceiling"], "metric": ["tables/coverage_other.csv:coverage"]}
+    assert "HEvalFix-Py 50.0%" in claims._ceiling_claim(spec, tables, tmp_path / METRICS).ours
+    with pytest.raises(MissingOutputError, match="column 'share'"):
+        claims._ceiling_claim({**spec, "metric": ["tables/coverage_other.csv:share"]}, tables, tmp_path / METRICS)
+
+
+def test_an_absent_output_is_not_run_but_a_params_error_is_not_swallowed(tmp_path, monkeypatch):
+    items = {c.claim: c for c in claims.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    lossless = items[f"5. {PAPER['losslessness']['title']}"]
+    assert lossless.verdict == claims.NOT_RUN and "roundtrip.json" in lossless.reason
+
+    def broken(spec, tables, metrics_dir):
+        raise ParamsError("a wrong parameter, not a missing output")
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"failed": 0, "passed": 1, "programs": 1}))
+    monkeypatch.setitem(claims.RULES, "losslessness", broken)
+    with pytest.raises(ParamsError, match="wrong parameter"):
+        claims.claims(tmp_path / TABLES, tmp_path / METRICS)
+
+
+def test_the_papers_gpu_datasheet_has_one_home():
+    gpu = claims.paper_gpu()
+    sheet = json.loads(claims.DEVICES.read_text())[PAPER["_gpu_reference"]["datasheet_entry"]]
+    assert (gpu["hbm_gbps"], gpu["bf16_tflops"]) == (sheet["hbm_gbps"], sheet["bf16_tflops"])
+    assert "hbm_gbps" not in PAPER["_gpu_reference"] and "bf16_tflops" not in PAPER["_gpu_reference"]
+
+
 def test_the_verdict_table_has_one_row_per_claim_and_the_named_columns(tmp_path):
     frame = claims.claims_frame(claims.claims(tmp_path / TABLES, tmp_path / METRICS))
     assert frame.columns == ["claim", "paper", "ours", "verdict", "reason", "method"]
@@ -73,31 +151,67 @@ def _kernel_rows(source: str | None, device: str, model: str, low: float, high: 
     return rows
 
 
-def test_claim_1_without_a_source_column_is_the_cpu_fit_and_says_the_hardware_is_not_comparable(tmp_path):
+def _judged_rows(source: str, device: str, model: str, comparison: str, low: float, high: float, judged: bool,
+                 shift_at: int | None = None):
+    """kernel_speedup.csv rows with the comparison contract (comparison, judged, ar_shift)."""
+    baseline = {"eager/eager": "eager", "graph/eager": "static_compiled", "device/device": "devtime",
+                "graph/graph": "static_compiled"}[comparison]
+    return [{"kernel_source": source, "model": model, "dtype": "bfloat16" if device != "cpu" else "float32",
+             "device": device, "n": n, "baseline": baseline, "speedup": speedup, "is_strongest": True,
+             "comparison": comparison, "judged": judged, "ar_shift": n == shift_at}
+            for n, speedup in ((8, low), (64, (low + high) / 2), (512, high), (1024, 10 * high))]
+
+
+def test_claim_1_on_a_table_without_the_comparison_columns_is_a_stale_output_not_a_verdict(tmp_path):
     tables = _tables(tmp_path)
     pl.DataFrame(_kernel_rows(None, "cpu", "qwen2.5-0.5b", 4.0, 16.6)).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    assert claim.verdict == claims.DIFFERS
-    assert claim.ours.startswith("fit (qwen2.5-0.5b float32 cpu)") and "16.6x" in claim.ours and claims.fmt_x(10 * 16.6) not in claim.ours
-    assert "not comparable" in claim.reason and "roofline" not in claim.reason
+    assert claim.verdict == claims.STALE and "rerun `copydecode kernels fit`" in claim.reason
+    assert claim.ours.startswith("fit (qwen2.5-0.5b float32 cpu)") and "16.6x" in claim.ours
+    with pytest.raises(StaleInputError, match="comparison, judged, ar_shift"):
+        claims.comparison_ranges(pl.read_csv(tables / "kernel_speedup.csv"), 8, 512)
 
 
-def test_claim_1_lists_every_source_and_is_judged_on_the_gpu_ones(tmp_path):
+def test_claim_1_on_the_cpu_fit_alone_says_the_hardware_is_not_comparable(tmp_path):
+    tables = _tables(tmp_path)
+    pl.DataFrame(_judged_rows("fit", "cpu", "qwen2.5-0.5b", "eager/eager", 4.0, 16.6, True)).write_csv(
+        tables / "kernel_speedup.csv")
+    claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS and "not comparable" in claim.reason
+    assert "16.6x" in claim.ours and claims.fmt_x(10 * 16.6) not in claim.ours  # N=1024 outside the range
+
+
+def test_claim_1_is_judged_on_comparisons_built_alike_never_on_graph_vs_eager(tmp_path):
     (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
-    rows = (_kernel_rows("fit", "cpu", "qwen2.5-0.5b", 4.0, 16.6)
-            + _kernel_rows("h200/qwen2.5-1.5b/eager", "cuda", "qwen2.5-1.5b", low * 1.1, high * 0.9)
-            + _kernel_rows("h200/qwen2.5-7b/static_compiled", "cuda", "qwen2.5-7b", low, high, eager_scale=2.0))
+    gpu = ("h200/qwen2.5-1.5b", "cuda", "qwen2.5-1.5b")
+    rows = (_judged_rows("fit", "cpu", "qwen2.5-0.5b", "eager/eager", 3.0, 18.0, True)
+            + _judged_rows(*gpu, "eager/eager", low * 1.1, high * 1.2, True)
+            + _judged_rows(*gpu, "device/device", low, high * 0.9, True)
+            + _judged_rows(*gpu, "graph/eager", 0.8, 52.4, False))
     tables = _tables(tmp_path)
     pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    for source in ("fit", "h200/qwen2.5-1.5b/eager", "h200/qwen2.5-7b/static_compiled"):
-        assert source in claim.ours
-    assert claim.verdict == claims.REPRODUCED, claim.reason  # the CPU fit is shown, not judged
-    assert "static_compiled" in claim.ours and claims.fmt_x(2 * high) in claim.ours  # eager beside the strongest
-    rows = [r if r["kernel_source"] != "h200/qwen2.5-1.5b/eager" else {**r, "speedup": r["speedup"] / 3} for r in rows]
+    assert claim.verdict == claims.REPRODUCED, claim.reason  # graph/eager 0.8x and the CPU fit are shown, not judged
+    assert "graph/eager 0.8x-52.4x (prefill not graph-captured, not judged)" in claim.ours
+    assert "fit (qwen2.5-0.5b float32 cpu): eager/eager 3.0x-18.0x" in claim.ours
+    rows = [r if r["comparison"] != "device/device" else {**r, "speedup": r["speedup"] / 3} for r in rows]
     pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
     claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
-    assert claim.verdict == claims.DIFFERS and "h200/qwen2.5-1.5b/eager" in claim.reason and "fit " not in claim.reason
+    assert claim.verdict == claims.DIFFERS and "h200/qwen2.5-1.5b device/device low end" in claim.reason
+    assert "graph/eager" not in claim.reason.split(" (judged on")[0] and "fit " not in claim.reason
+
+
+def test_a_range_end_from_a_shifted_ar_run_carries_the_flag(tmp_path):
+    (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
+    rows = (_judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "eager/eager", low, high * 4.7, True, shift_at=512)
+            + _judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "device/device", low, high, True))
+    tables = _tables(tmp_path)
+    pl.DataFrame(rows).write_csv(tables / "kernel_speedup.csv")
+    claim = claims._kernel_claim(PAPER["kernel_speedup"], tables, tmp_path / METRICS)
+    shifted = f"{claims.fmt_x(high * 4.7)}{claims.AR_SHIFT_FLAG}"
+    assert f"eager/eager {claims.fmt_x(low)}-{shifted}" in claim.ours  # only the end that depends on it
+    assert f"high end {claims.fmt_x(high * 4.7)} vs" in claim.reason and "flagged: " in claim.reason
+    assert claims.AR_SHIFT_FLAG not in claim.ours.split("device/device")[1]
 
 
 # ---------------------------------------------------------------- claim 3: sources beside the paper kernel
@@ -125,6 +239,34 @@ def test_claim_3_shows_every_kernel_source_beside_the_judged_paper_kernel(tmp_pa
     assert claims.fmt_x(0.8 * c["ProbeEdit"]) in claim.ours
     compare = claims.paper_comparison(tables)
     assert {"fitted kernel", "h200/qwen2.5-1.5b/eager kernel"} <= set(compare.columns)
+
+
+def test_claim_3_judges_the_papers_pool_and_shows_both_pools_for_every_source(tmp_path):
+    c = PAPER["bounds"]
+    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
+               "CommitEdits-click": ("file", 600)}
+    names = {"HEvalFix-Py": "HEvalFix-Py", "HEvalFix-JS": "HEvalFix-JS", "ProbeEdit-S": "ProbeEdit"}
+    rows = []
+    for source, baseline, scale in (("paper", "paper (A100, bf16)", 1.0), ("h200/qwen2.5-1.5b/static_compiled",
+                                                                          "static_compiled", 0.7)):
+        def row(corpus, framing, n, bound, pooling="corpus", pool="all"):
+            return {"level": "line", "corpus": corpus, "framing": framing, "variant": "ideal", "n_cases": n,
+                    "bound": bound, "ci_low": bound * 0.95, "ci_high": bound * 1.05, "pooling": pooling, "pool": pool,
+                    "extrapolated_spans": 0, "kernel_source": source, "baseline": baseline}
+        for corpus, (framing, n) in corpora.items():
+            rows.append(row(corpus, framing, n, scale * c.get(names.get(corpus, ""), 40.0)))
+        rows.append(row("pooled", "body", 1082, scale * 2 * c["pooled"], "ratio_of_sums", "all"))
+        rows.append(row("pooled", "body", 482, scale * c["pooled"], "ratio_of_sums", "paper"))
+    tables = _tables(tmp_path)
+    pl.DataFrame(rows).write_csv(tables / "bounds.csv")
+    pl.DataFrame([{"level": "line", "corpus": k, "framing": f, "coverage": 0.8, "ci_low": 0.7, "ci_high": 0.9,
+                   "n_cases": n} for k, (f, n) in corpora.items()]).write_csv(tables / "coverage.csv")
+    claim = claims._bounds_claim(c, tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED, claim.reason  # the 1,082-case pool (2x the paper's) is not judged
+    assert f"pooled over the paper's corpora ({claims.fmt_x(c['pooled'])})" in claim.reason
+    beside = claim.ours.split("Beside it, ")[1]
+    assert f"pooled over the paper's corpora {claims.fmt_x(0.7 * c['pooled'])} (ratio of sums) (482 cases)" in beside
+    assert f"pooled over every corpus {claims.fmt_x(1.4 * c['pooled'])} (ratio of sums) (1,082 cases)" in beside
 
 
 # ---------------------------------------------------------------- claim 6: the paper's three corpora
@@ -156,12 +298,34 @@ def test_claim_6_pools_the_papers_three_corpora_only(tmp_path):
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     expected = (164 * 0.2 + 164 * 0.0 + 154 * 0.0) / 482  # CommitEdits, the decl framing and the pooled row left out
     assert f"{100 * expected:.2f}%" in claim.ours and "482 cases" in claim.ours
-    assert claim.verdict == claims.DIFFERS
     target = PAPER["perturbation"]["em_pct"] / 100
     ems = {r: (164 * em_of["HEvalFix-Py"](r) + 318 * (1 - r)) / 482 for r in (0.5, 1.0)}
     crossing = 0.5 + (ems[0.5] - target) / (ems[0.5] - ems[1.0]) * 0.5
-    assert f"strict at rate {crossing:.2f}-{crossing:.2f}" in claim.reason
-    assert "clip" not in claim.reason  # no clip table written: not claimed
+    assert f"strict at rate {crossing:.2f}-{crossing:.2f}" in claim.ours
+    assert "clip" not in claim.ours  # no clip table written: not claimed
+
+
+def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measured_family(tmp_path):
+    em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
+             "CommitEdits-click": lambda r: 1 - 0.5 * r}
+    tables = _tables(tmp_path)
+    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    spec = PAPER["perturbation"]
+    claim = claims._perturb_claim(spec, tables, tmp_path / METRICS)
+    assert spec["paper_states_rate"] is False and spec["comparator"] in claims.COMPARATORS
+    assert claim.verdict == claims.UNDERDETERMINED and "strict at rate" in claim.ours
+    assert "neither the noise rate nor the perturbation definition" in claim.reason
+    assert "by construction" in claim.reason  # EM at rate 1 equals the no-copy share in this fixture too
+    stated = {**spec, "paper_states_rate": True}  # had the paper stated its rate, the same data would differ
+    assert claims._perturb_claim(stated, tables, tmp_path / METRICS).verdict == claims.DIFFERS
+
+
+def test_claim_6_differs_when_no_measured_definition_reaches_the_papers_figure(tmp_path):
+    em_of = {k: (lambda r: 1 - 0.5 * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
+    tables = _tables(tmp_path)
+    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS and "strict never" in claim.reason
 
 
 def test_claim_6_within_tolerance_is_reproduced(tmp_path):
@@ -223,9 +387,22 @@ def test_claim_7_judges_the_longest_run_with_hevalfix_and_labels_each_run(tmp_pa
     assert "LoRA long" in claim.method and "default: LoRA" in claim.method
 
 
-def test_claim_7_without_the_pilot_is_not_run(tmp_path):
+def test_claim_7_gives_every_em_an_interval_and_the_difference_a_paired_test(tmp_path):
+    _pilot(tmp_path, heldout_cases=33, heldout_em_before=0, heldout_em_after={"0": 2}, humaneval_cases=33,
+           humaneval_em_before=0, humaneval_em_after={"0": 0}, humaneval_before={"cases": 33, "em": 0.0},
+           humaneval={"0": {"em": 0.0}})
     claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
-    assert claim.verdict == claims.NOT_RUN
+    assert "held-out edits EM 0 / 33 -> 2 / 33 (after 6.1%, 95% CI [0.7%, 20.2%]; McNemar exact p = 0.5, " \
+           "not significant)" in claim.ours
+    assert "HEvalFix-Py EM 0 / 33 -> 0 / 33 (after 0.0%, 95% CI [0.0%, 10.6%]" in claim.ours
+    assert "McNemar exact p = 0.5, not significant" in claim.reason
+
+
+def test_claim_7_without_the_pilot_is_a_missing_output_and_not_run(tmp_path):
+    with pytest.raises(MissingOutputError, match="pilot.json"):
+        claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    items = {c.claim: c for c in claims.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    assert items[f"7. {PAPER['finetune']['title']}"].verdict == claims.NOT_RUN
 
 
 # ---------------------------------------------------------------- the e2e extension

@@ -74,6 +74,7 @@ from analysis.perturb import (  # noqa: E402
     clip_span,
     crossing_rate,
     crossing_rates,
+    paper_pool_rows,
     perturb_settings,
     source_units,
 )
@@ -166,6 +167,35 @@ def test_crossing_table_per_definition_labels_the_paper_underdetermined():
     assert strict_start["crossing_rate"] is not None and 0.75 <= strict_start["crossing_rate"] <= 1.0
     paper = out.filter(pl.col("definition") == "paper").row(0, named=True)
     assert "underdetermined" in paper["note"] and paper["em_at_max_rate"] == PAPER_EM
+
+
+def test_crossing_table_puts_the_papers_pool_first_and_labels_every_corpus_pool():
+    paper = [case(f"P/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="HEvalFix-Py") for i in range(6)]
+    paper += [case("P/nocopy", Program((Gen("z\n"),)), SOURCE, "z\n", corpus="HEvalFix-Py")]
+    others = [case(f"C/{i}", Program((Gen("z\n"),)), SOURCE, "z\n", corpus="CommitEdits-click") for i in range(7)]
+    table = em_table(run_perturbation(paper + others, ["start"], [0.0, 0.5, 1.0], [0, 1], definition="strict"))
+    out = crossing_rates({"strict": table}).filter(pl.col("definition") != "paper")
+    assert out["pool"].to_list() == ["paper", "all"] and out["n_cases"].to_list() == [7, 14]
+    pooled = paper_pool_rows(table).filter(pl.col("kind") == "start").sort("rate")
+    assert pooled["em"][-1] == pytest.approx(1 / 7) and pooled["n_cases"].to_list() == [7, 7, 7]
+    rows = out.rows_by_key("pool", named=True)
+    assert rows["paper"][0]["crossing_rate"] == crossing_rate(pooled["rate"].to_list(), pooled["em"].to_list())
+    assert rows["all"][0]["crossing_rate"] is None  # half the cases never copy: EM never falls to 15.48%
+
+
+def test_the_perturbation_tiles_pool_the_papers_corpora_unless_told_and_say_which():
+    from analysis import perturbviews
+
+    paper = [case(f"P/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="HEvalFix-Py") for i in range(3)]
+    paper += [case("P/nocopy", Program((Gen("z\n"),)), SOURCE, "z\n", corpus="HEvalFix-Py")]
+    others = [case(f"C/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="CommitEdits-click") for i in range(4)]
+    table = em_table(run_perturbation(paper + others, ["start"], [0.0, 1.0], [0], definition="strict"))
+    tiles = dict(perturbviews.lead_figures(table))
+    assert tiles["EM at rate 1, start, pooled over the paper's three corpora (4 cases)"] == "25.00%"
+    tiles = dict(perturbviews.lead_figures(table, "all"))
+    assert tiles["EM at rate 1, start, pooled over every corpus of this run (8 cases)"] == "12.50%"
+    with pytest.raises(ParamsError, match="unknown perturbation pool 'some'"):
+        perturbviews.lead_figures(table, "some")
 
 
 @pytest.mark.parametrize("kwargs, named", [

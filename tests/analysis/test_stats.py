@@ -100,3 +100,61 @@ def test_bad_shapes_are_refused():
         ratio_of_sums_ci(np.ones(3), np.ones(3), 10, 0, 0.9, strata=["a"])
     with pytest.raises(ParamsError, match="ci level"):
         ratio_of_sums_ci(np.ones(3), np.ones(3), 10, 0, 1.5)
+
+
+# ---------------------------------------------------------------- exact tests and intervals for small counts
+
+from analysis.stats import (  # noqa: E402
+    CountError,
+    clopper_pearson,
+    mcnemar_exact,
+    paired_difference_text,
+    wilson,
+)
+
+
+@pytest.mark.parametrize("b, c", [(0, 2), (2, 0), (1, 5), (3, 3), (0, 0), (4, 12), (10, 25)])
+def test_mcnemar_exact_matches_scipys_binomial_test(b, c):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    want = 1.0 if b + c == 0 else scipy_stats.binomtest(b, b + c, 0.5).pvalue
+    assert mcnemar_exact(b, c) == pytest.approx(want, rel=1e-12)
+
+
+def test_mcnemar_exact_known_values():
+    assert mcnemar_exact(0, 2) == 0.5  # the pilot's 0/33 -> 2/33: two discordant pairs, both one way
+    assert mcnemar_exact(0, 6) == pytest.approx(2 / 64)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+@pytest.mark.parametrize("k, n", [(2, 33), (0, 33), (33, 33), (5, 20), (1, 1), (17, 164)])
+def test_clopper_pearson_matches_scipys_exact_interval(k, n):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    want = scipy_stats.binomtest(k, n).proportion_ci(0.95, method="exact")
+    got = clopper_pearson(k, n)
+    assert got[0] == pytest.approx(want.low, abs=1e-9) and got[1] == pytest.approx(want.high, abs=1e-9)
+
+
+def test_clopper_pearson_known_value_and_wilson_against_scipy():
+    low, high = clopper_pearson(2, 33)  # the correctness review's [0.7%, 20.2%]
+    assert round(100 * low, 1) == 0.7 and round(100 * high, 1) == 20.2
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for k, n in ((2, 33), (0, 10), (10, 10), (40, 100)):
+        want = scipy_stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
+        got = wilson(k, n)
+        assert got[0] == pytest.approx(want.low, abs=1e-9) and got[1] == pytest.approx(want.high, abs=1e-9)
+
+
+@pytest.mark.parametrize("call", [lambda: clopper_pearson(3, 2), lambda: clopper_pearson(0, 0),
+                                  lambda: mcnemar_exact(-1, 2), lambda: wilson(1.5, 3),
+                                  lambda: clopper_pearson(1, 3, level=1.5), lambda: mcnemar_exact(True, 2)])
+def test_small_count_statistics_reject_bad_input_by_name(call):
+    with pytest.raises(CountError):
+        call()
+
+
+def test_a_paired_difference_that_is_not_significant_is_called_so():
+    text = paired_difference_text(0, 2, 33, 0, 2)
+    assert text.startswith("0/33 -> 2/33 (6.1% [0.7%, 20.2%])") and "p = 0.5, not significant" in text
+    assert "significant at 0.05" in paired_difference_text(0, 12, 33, 0, 12)
+    assert "not significant" not in paired_difference_text(0, 12, 33, 0, 12)
+    assert "not computable" in paired_difference_text(3, 5, 33, None, None)

@@ -74,14 +74,15 @@ class ExploreData:
     def load(cls, params: str | Path = "params.yaml", root: Path = Path(".")) -> "ExploreData":
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`."""
         from analysis.config import Config
-        from analysis.stages.bounds import kernel_models, settings
+        from analysis.kernel_sources import is_fit, kernels_for
+        from analysis.stages.bounds import settings
 
         for path in (CASES, PROGRAMS, SPANS):
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
         s = settings(Config.load(params).params)
-        kernels = [KernelSource(k.source if k.source != "fit" else f"fit {k.baseline}", k.model)
-                   for k in kernel_models(s)]
+        kernels = [KernelSource(f"{k.source} {k.baseline}" if is_fit(k.source) else k.source, k.model)
+                   for k in kernels_for(s.kernel)]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),
                    pl.read_parquet(Path(root) / SPANS), kernels, s.cost)
 

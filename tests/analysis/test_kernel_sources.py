@@ -12,6 +12,7 @@ from conftest import ROOT, params_with
 
 from analysis.cli import main
 from analysis.errors import ParamsError
+from analysis.kernel_sources import format_name, key_name, names_from_params, select_kernels, select_measured
 from analysis.latency import (
     Roof,
     WeightCount,
@@ -20,10 +21,8 @@ from analysis.latency import (
     decoder_weights,
     device_roof,
     from_document,
-    kernel_source_name,
     prefill_floor_s,
     roofline_table,
-    select_kernel_source,
     speedup_table,
     step_floor_s,
 )
@@ -60,23 +59,25 @@ def h200_fit(tmp_path_factory):
 def test_compiled_only_file_fits_without_an_eager_loop(tmp_path, monkeypatch):
     assert fit_in(tmp_path, monkeypatch, [{"source": "h200", "path": str(FROZEN / "gpu-compiled.parquet")}]) == 0
     metrics = json.loads((tmp_path / "reports/metrics/kernels.json").read_text())
-    assert set(metrics["kernel_sources"]) == {"h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled"}
+    from_raw = {k for k, v in metrics["kernel_sources"].items() if v["source"] == "h200"}
+    assert from_raw == {"h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled"}
     assert metrics["speedup_range_eager"] is None  # no fit source, no eager loop: stated, not a crash
 
 
 def test_each_model_and_loop_of_a_source_is_its_own_kernel(h200_fit):
     models = from_document(json.loads((h200_fit / "reports/kernels/latency_model.json").read_text()))
     interp = [m for m in models if m.form == "interp"]
-    assert sorted(m.key.kernel_source for m in interp) == [
+    assert sorted(key_name(m.key) for m in interp) == [
         "h200/qwen2.5-1.5b/eager", "h200/qwen2.5-1.5b/static_compiled",
         "h200/qwen2.5-7b/eager", "h200/qwen2.5-7b/static_compiled"]
-    compiled = select_kernel_source(models, "h200/qwen2.5-7b/static_compiled", "interp")
+    compiled = select_measured(models, "h200/qwen2.5-7b/static_compiled", "interp")
     # the CUDA-graph decode step of the 7B model is ~5.6 ms at context 256 in the frozen run
     assert 0.004 < float(compiled.t_step(256).seconds) < 0.008
     with pytest.raises(ParamsError, match="h200/qwen2.5-7b/static.*measured sources"):
-        select_kernel_source(models, "h200/qwen2.5-7b/static", "interp")
+        select_measured(models, "h200/qwen2.5-7b/static", "interp")
     table = pl.read_csv(h200_fit / "reports/tables/kernel_speedup.csv")
-    assert table["kernel_source"].n_unique() == 4 and (table["source"] == "h200").all()
+    raw = table.filter(pl.col("source") == "h200")  # the device-time probe (kernel.device_time) is its own source
+    assert raw["kernel_source"].n_unique() == 4 and set(table["source"]) == {"h200", "h200-devtime"}
 
 
 @pytest.mark.parametrize("raw, match", [
@@ -100,11 +101,9 @@ def test_the_same_timing_in_two_files_of_one_source_is_refused(tmp_path, monkeyp
 
 
 def test_bounds_name_a_missing_loop_or_source(h200_fit, monkeypatch, capsys):
-    from analysis.stages.bounds import kernel_source_names, select_kernels
-
     monkeypatch.chdir(h200_fit)
     with pytest.raises(ParamsError, match="unknown kernel sources"):
-        kernel_source_names({"bounds": {"kernel_sources": ["gpu"]}}, "bounds.kernel_sources")
+        names_from_params({"kernel": {"sources": ["gpu"]}}, "kernel.sources")
     with pytest.raises(ParamsError, match="no latency model for qwen2.5-0.5b/float32/cpu/eager"):
         select_kernels(("fit",), "qwen2.5-0.5b", "float32", "cpu", ["eager"], "interp")
     kernels = select_kernels(("paper", "h200/qwen2.5-1.5b/eager"), "m", "float32", "cpu", ["eager"], "interp")
@@ -166,4 +165,4 @@ def test_prefill_kinds_pair_within_their_own_pair():
             {**base, "method": "prefill", "baseline": "compiled", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.01}]
     table = speedup_table(pl.DataFrame(rows)).sort("prefill")
     assert table["speedup"].to_list() == [8.0, 2.0] and table["is_strongest"].to_list() == [True, False]
-    assert kernel_source_name("h200", "m", "static_compiled", "compiled") == "h200/m/static_compiled/compiled_prefill"
+    assert format_name("h200", "m", "static_compiled", "compiled") == "h200/m/static_compiled/compiled_prefill"

@@ -91,7 +91,23 @@ def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettin
     boot = s.bootstrap
     table = bounds_table(costs.filter(mask), boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
                          pooled_bootstrap=s.pooled_bootstrap)
-    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit("paper corpora"))
+    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
+
+
+def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
+    """Every kernel source's pooled rows over the paper's corpora (`pool` = paper, the judged pool) and
+    over all corpora (`pool` = all). When this run holds only the paper's corpora the two pools are
+    the same cases, and the paper rows are the all rows relabelled; when it holds none of them there
+    are no paper rows."""
+    pooled = table.filter(pl.col("corpus") == POOLED)
+    if paper.height == 0:
+        per_corpus = table.filter(pl.col("corpus") != POOLED)
+        only_paper = per_corpus.height > 0 and per_corpus.filter(~paper_corpora()).height == 0
+        paper = pooled if only_paper else pooled.clear()
+    paper = paper.with_columns(pool=pl.lit(PAPER_POOL))
+    keep = [c for c in pooled.columns if c in paper.columns]
+    return pl.concat([paper.select(keep), pooled.select(keep).with_columns(pool=pl.lit(ALL_POOL))]).select(
+        "pool", *KEYS, pl.exclude("pool", *KEYS))
 
 
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
@@ -102,10 +118,11 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     gold_cost = replace(s.cost, prefill_tokens="n_tokens")
     for kernel in kernel_models(s):
         model = kernel.model
-        label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline))
+        label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline),
+                     kernel_model=pl.lit(kernel.built))
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
-        costs_all.append(costs.with_columns(**label))
+        costs_all.append(costs.with_columns(kernel_source=label["kernel_source"], baseline=label["baseline"]))
         pool = paper_pool(costs, repeats, s)
         if pool.height:
             paper_pools.append(pool.with_columns(**label))
@@ -116,15 +133,27 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
             model=pl.lit(kernel.model_name), dtype=pl.lit(kernel.dtype), device=pl.lit(kernel.device)))
         gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
         tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
-                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(**label))
+                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(
+            kernel_source=label["kernel_source"], baseline=label["baseline"]))
     # in running mode there is no one context: each op has its own (prompt + output so far)
     context = s.cost.context if s.cost.context_mode == "fixed" else None
     table = pl.concat(tables).with_columns(context=pl.lit(context, dtype=pl.Int64),
-                                           context_mode=pl.lit(s.cost.context_mode))
+                                           context_mode=pl.lit(s.cost.context_mode),
+                                           pool=pl.when(pl.col("corpus") == POOLED).then(pl.lit(ALL_POOL)))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
     pools = pl.concat(paper_pools) if paper_pools else pl.DataFrame()
     return table, pl.concat(costs_all), tok, pools
+
+
+def pools_for(table: pl.DataFrame, paper_pools: pl.DataFrame) -> pl.DataFrame:
+    """bounds_pools: both pools of every kernel source (see both_pools)."""
+    parts = []
+    for source in table["kernel_source"].unique(maintain_order=True).to_list():
+        rows = table.filter(pl.col("kernel_source") == source)
+        paper = (paper_pools.filter(pl.col("kernel_source") == source) if paper_pools.height else pl.DataFrame())
+        parts.append(both_pools(rows, paper))
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def commit_bounds(costs: pl.DataFrame, s: BoundsSettings) -> pl.DataFrame:
@@ -168,6 +197,7 @@ def run(s: BoundsSettings) -> dict:
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         write_table(pools, TABLES / "bounds_paper_pool", digits=3)
+        write_table(pools_for(table, pools), TABLES / "bounds_pools", digits=3)
         write_table(commit_bounds(costs, s), TABLES / "bounds_commits", digits=3)
         fitted = table.filter((pl.col("kernel_source") == FIT_SOURCE) & (pl.col("pooling") != MEAN_OF_CORPORA))
         where = context_label(s.cost.context_mode, s.cost.context)

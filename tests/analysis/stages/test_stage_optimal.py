@@ -46,7 +46,7 @@ def run(*args) -> int:
 
 
 def key(form="quadratic") -> ModelKey:
-    return ModelKey(BASE["bounds"]["model"], "random", BASE["bounds"]["dtype"], BASE["bounds"]["device"], "eager")
+    return ModelKey(BASE["kernel"]["model"], "random", BASE["kernel"]["dtype"], BASE["kernel"]["device"], "eager")
 
 
 def write_model(folder, model: LatencyModel) -> None:

@@ -432,15 +432,28 @@ def with_ar_shift(speedups: pl.DataFrame, shifts: pl.DataFrame, early_until: int
 # ---------------------------------------------------------------- what each source measured (kernel report)
 
 def source_summary(speedups: pl.DataFrame, ns=REPORT_NS) -> pl.DataFrame:
-    """One row per (kernel source, context): what it is, and the median paired ratio (with its
-    interquartile range) at each N of `ns`."""
-    keys = ["kernel_source", "model", "dtype", "device", "baseline", "prefill", "context"]
+    """One row per (kernel source, prefill kind, context): what it is, how its two sides were built
+    (comparison, judged), the median paired ratio at each N of `ns`, and `ar_shift_at`: the N of `ns`
+    whose ratio rests on an AR run that slowed part-way (empty: none)."""
+    keys = ["kernel_source", "model", "dtype", "device", "baseline", "prefill", "comparison", "judged", "context"]
     keys = [k for k in keys if k in speedups.columns]
     chosen = speedups.filter(pl.col("n").is_in(list(ns)))
     wide = chosen.pivot(on="n", index=keys, values="speedup", aggregate_function="first").rename(
         {str(n): f"speedup_n{n}" for n in ns if str(n) in chosen["n"].cast(pl.String).to_list()})
-    repeats = chosen.group_by(keys).agg(repeats=pl.col("repeats").min())
-    return wide.join(repeats, on=keys, how="left").sort(keys)
+    shifted = (pl.col("n").filter(pl.col("ar_shift")).sort().cast(pl.String).str.join(", ") if "ar_shift" in chosen.columns
+               else pl.lit(""))
+    extra = chosen.group_by(keys).agg(repeats=pl.col("repeats").min(), ar_shift_at=shifted)
+    return wide.join(extra, on=keys, how="left").sort(keys)
+
+
+def measured_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of every measured source other than this run's fit (by `kernel_source`, else `source`),
+    columns that only this run's fit fills dropped."""
+    column = "kernel_source" if "kernel_source" in frame.columns else "source"
+    if column not in frame.columns:
+        return frame.clear()
+    rows = frame.filter(pl.col(column) != FIT_SOURCE)
+    return rows.select([c for c in rows.columns if rows[c].null_count() < rows.height or rows.height == 0])
 
 
 def roofline_summary(roofline: pl.DataFrame, ns=REPORT_NS) -> pl.DataFrame:

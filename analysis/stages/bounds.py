@@ -104,9 +104,9 @@ def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
         per_corpus = table.filter(pl.col("corpus") != POOLED)
         only_paper = per_corpus.height > 0 and per_corpus.filter(~paper_corpora()).height == 0
         paper = pooled if only_paper else pooled.clear()
-    paper = paper.with_columns(pool=pl.lit(PAPER_POOL))
-    keep = [c for c in pooled.columns if c in paper.columns]
-    return pl.concat([paper.select(keep), pooled.select(keep).with_columns(pool=pl.lit(ALL_POOL))]).select(
+    keep = [c for c in pooled.columns if c in paper.columns and c != "pool"]
+    return pl.concat([paper.select(keep).with_columns(pool=pl.lit(PAPER_POOL)),
+                      pooled.select(keep).with_columns(pool=pl.lit(ALL_POOL))]).select(
         "pool", *KEYS, pl.exclude("pool", *KEYS))
 
 

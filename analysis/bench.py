@@ -177,6 +177,7 @@ def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, t
 def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
     """Seconds of each step over one shard of cases."""
     from analysis.optimal import TokenizerDirectives
+    from analysis.kernel_sources import FIT_SOURCE, kernels_for
     from analysis.stages import optimal as optimal_stage
     from analysis.stages.programs import oracle_programs
     from analysis.stages.spans import build_spans
@@ -192,7 +193,7 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
     seconds["spans"] = time.perf_counter() - t0
     o = s.optimal
     t0 = time.perf_counter()
-    kernel, = optimal_stage.select_kernels(("fit",), o.model, o.dtype, o.device, [o.baseline], o.latency_form)
+    kernel, = kernels_for(o.kernel, (FIT_SOURCE,), [o.baseline])
     cost = optimal_stage.cost_model(kernel.model, o)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])

@@ -45,7 +45,7 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency import LatencyModel
-from analysis.layout import POOLED
+from analysis.layout import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS
 from analysis.spans import pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
@@ -305,7 +305,7 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
     """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
 
     Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
-    pooling ("corpus" | "ratio_of_sums" | "mean_of_corpora"), extrapolated_spans, extrapolated_regen
+    pooling (layout.PER_CORPUS or one of layout.POOLINGS), extrapolated_spans, extrapolated_regen
     (cases) and kernel_repeats (0: the interval has no kernel uncertainty).
     """
     if pooled_bootstrap not in POOLED_BOOTSTRAPS:
@@ -326,12 +326,12 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
                 interval = ratio_of_sums_ci(regen, program, resamples, seed, ci, strata=strata)
                 records.append(_record(level, corpus, framing, variant, rows,
                                        float(point_regen.sum() / point_program.sum()), interval, coverage,
-                                       "ratio_of_sums" if pooled else "corpus", len(repeat_costs)))
+                                       RATIO_OF_SUMS if pooled else PER_CORPUS, len(repeat_costs)))
                 if pooled:
                     by_corpus = rows["corpus"].to_numpy()
                     mean_interval = mean_of_ratios_ci(regen, program, by_corpus, resamples, seed, ci)
                     mean_coverage = mean_of_ratios(rows["copied_tokens"].to_numpy(), rows["gold_tokens"].to_numpy(), by_corpus)
                     records.append(_record(level, corpus, framing, variant, rows,
                                            mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
-                                           mean_coverage, "mean_of_corpora", len(repeat_costs)))
+                                           mean_coverage, MEAN_OF_CORPORA, len(repeat_costs)))
     return pl.DataFrame(records).sort("level", "variant", "framing", "corpus", "pooling")

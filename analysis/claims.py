@@ -22,11 +22,14 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
     PAPER_NAMES,
     POOLED,
+    POOLINGS,
+    RATIO_OF_SUMS,
     TABLES,
     framing_filter,
     paper_view,
@@ -45,8 +48,7 @@ UNDERDETERMINED = "underdetermined"  # the paper leaves out what the figure depe
 STALE = "stale output"  # a stage output predates the columns the claim is judged on: rerun the stage it names
 VERDICTS = (REPRODUCED, DIFFERS, UNDERDETERMINED, NOT_AT_SCALE, NOT_RUN, STALE, NOT_APPLICABLE, BEYOND)
 PAPER_POOL = "paper_corpora"  # a claim's `pool` when it is judged over the paper's three corpora
-POOLINGS = ("ratio_of_sums", "mean_of_corpora")
-FIT = "fit"  # kernel_source of this run's fitted CPU profile (the only one when the column is absent)
+FIT = FIT_SOURCE  # kernel_source of this run's fitted CPU profile (the only one when the column is absent)
 
 
 @dataclass(frozen=True)
@@ -524,7 +526,7 @@ def _ceiling_reason(name: str, ours: dict, paper_value: float, tables: Path) -> 
 
 def other_kernel_sources(bounds: pl.DataFrame) -> list[tuple[str, str]]:
     """(kernel_source, baseline) of every kernel other than the paper's, in table order."""
-    pairs = bounds.filter(pl.col("kernel_source") != "paper").select("kernel_source", "baseline").unique(maintain_order=True)
+    pairs = bounds.filter(pl.col("kernel_source") != PAPER_SOURCE).select("kernel_source", "baseline").unique(maintain_order=True)
     return [tuple(p) for p in pairs.iter_rows()]
 
 
@@ -543,7 +545,7 @@ def paper_comparison(tables: Path = TABLES, paper_path: Path = PAPER) -> pl.Data
     widened by the claim's tolerance, and every other kernel source's bound beside it (a column each)."""
     c = paper_claims(paper_path)["bounds"]
     bounds = bounds_frame(tables)
-    composed = line_ideal(bounds, "paper")
+    composed = line_ideal(bounds, PAPER_SOURCE)
     ours_names = {v: k for k, v in PAPER_NAMES.items()}
     per_paper = per_corpus(composed)
     paper_cases = sum(per_paper[n]["n_cases"] for n in ours_names if n in per_paper)
@@ -551,7 +553,7 @@ def paper_comparison(tables: Path = TABLES, paper_path: Path = PAPER) -> pl.Data
     rows = []
     for r in composed.sort(pl.col("corpus") == POOLED, "corpus", "pooling").iter_rows(named=True):
         key = ours_names.get(r["corpus"], POOLED if r["corpus"] == POOLED else None)
-        comparable = key is not None and (key != POOLED or (r["pooling"] == c.get("pooling", "ratio_of_sums")
+        comparable = key is not None and (key != POOLED or (r["pooling"] == c.get("pooling", RATIO_OF_SUMS)
                                                             and r["n_cases"] == paper_cases))
         row = {
             "corpus": r["corpus"] if r["corpus"] != POOLED else f"pooled ({r['pooling'].replace('_', ' ')})",
@@ -573,7 +575,7 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     bounds (the verdict); every other kernel source is shown beside it, not judged."""
     c = spec
     bounds = bounds_input(spec, 0, tables, metrics_dir)
-    composed = line_ideal(bounds, "paper")
+    composed = line_ideal(bounds, PAPER_SOURCE)
     if composed.height == 0:
         raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
     ours, pooled = per_corpus(composed), pooled_rows(composed)
@@ -581,10 +583,10 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     compared = [(name, key) for key, name in PAPER_NAMES.items() if name in ours and key in c]
     agree = [star(name) for name, key in compared if inside(ours[name], c[key])]
     off = [_ceiling_reason(name, ours[name], c[key], tables) for name, key in compared if star(name) not in agree]
-    pool_rule = c.get("pooling", "ratio_of_sums")
+    pool_rule = c.get("pooling", RATIO_OF_SUMS)
     paper_cases = sum(ours[name]["n_cases"] for name, _ in compared)
     extra = sorted(set(ours) - {name for name, _ in compared})
-    paper_pools = paper_pool(tables, "paper", bounds=bounds)
+    paper_pools = paper_pool(tables, PAPER_SOURCE, bounds=bounds)
     notes = []
     if POOLED in c and pool_rule in pooled:
         if pooled[pool_rule]["n_cases"] == paper_cases and not extra:
@@ -634,7 +636,7 @@ def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     cov = paper_view(metric_input(spec, 0, tables, metrics_dir)).filter(pl.col("level") == "token")
     floor_rows = paper_view(bounds_input(spec, 1, tables, metrics_dir)).filter(
         (pl.col("level") == "token") & (pl.col("variant") == "overhead"))
-    floors = floor_rows.filter(pl.col("kernel_source") == "paper")
+    floors = floor_rows.filter(pl.col("kernel_source") == PAPER_SOURCE)
     fitted = floor_rows.filter((pl.col("kernel_source") == FIT) & (pl.col("baseline") == c.get("fit_baseline", "eager")))
     if floors.height == 0:
         raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
@@ -947,11 +949,11 @@ def _optimal_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     for (source, baseline, level), group in rows.sort("kernel_source", "level").group_by(
             "kernel_source", "baseline", "level", maintain_order=True):
         context = group["context"].drop_nulls().unique().to_list() if "context" in group.columns else []
-        kernel = "paper kernel" if source == "paper" else f"{source} kernel ({baseline} AR)"
+        kernel = "paper kernel" if source == PAPER_SOURCE else f"{source} kernel ({baseline} AR)"
         parts.append(f"{kernel}, {level} level{f', c={context[0]}' if len(context) == 1 else ''}: "
                      f"{fmt_range(group['covmax_bound'].min(), group['covmax_bound'].max(), fmt_x)} coverage-max -> "
                      f"{fmt_range(group['optimal_bound'].min(), group['optimal_bound'].max(), fmt_x)} cost-optimal")
-    token = rows.filter((pl.col("kernel_source") == "paper") & (pl.col("level") == "token"))
+    token = rows.filter((pl.col("kernel_source") == PAPER_SOURCE) & (pl.col("level") == "token"))
     beside = spec.get("beside_claim") or {}
     floors = (beside["floor_low"], beside["floor_high"]) if "floor_low" in beside else None
     reason = "the paper does not state an optimal oracle; bounds with directive tokens decoded, per corpus"

@@ -20,7 +20,8 @@ from analysis.claims import (
     pooled_rows,
 )
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, POOLED, TABLES
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.layout import METRICS, POOLED, RATIO_OF_SUMS, TABLES
 from analysis.outputs import bounds_frame, metrics, table
 
 
@@ -55,10 +56,10 @@ def headline(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
         pass
     try:
         b = bounds_frame(tables)
-        for source, key, baseline in (("paper", "bound_paper_pooled", None), ("fit", "bound_fit_pooled", "eager")):
+        for source, key, baseline in ((PAPER_SOURCE, "bound_paper_pooled", None), (FIT_SOURCE, "bound_fit_pooled", "eager")):
             pooled = pooled_rows(line_ideal(b, source, baseline))
-            if "ratio_of_sums" in pooled:
-                out[key] = _round(pooled["ratio_of_sums"]["bound"], 2)
+            if RATIO_OF_SUMS in pooled:
+                out[key] = _round(pooled[RATIO_OF_SUMS]["bound"], 2)
     except ParamsError:
         pass
     try:

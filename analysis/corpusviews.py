@@ -8,6 +8,7 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import (
     BENCHMARK,
     COMMITS_PREFIX,
@@ -116,8 +117,8 @@ def bound_cell(frame: pl.DataFrame) -> pl.DataFrame:
 def kernel_label(frame: pl.DataFrame) -> pl.DataFrame:
     """`kernel`: 'paper kernel', 'fitted, <baseline> AR' (this run's profile) or the measured source's
     own name (e.g. h200/qwen2.5-7b/eager): the column a bounds table pivots on, one per kernel."""
-    return frame.with_columns(kernel=pl.when(pl.col("kernel_source") == "paper").then(pl.lit("paper kernel"))
-                              .when(pl.col("kernel_source") == "fit")
+    return frame.with_columns(kernel=pl.when(pl.col("kernel_source") == PAPER_SOURCE).then(pl.lit("paper kernel"))
+                              .when(pl.col("kernel_source") == FIT_SOURCE)
                               .then(pl.concat_str([pl.lit("fitted, "), pl.col("baseline"), pl.lit(" AR")]))
                               .otherwise(pl.col("kernel_source")))
 
@@ -191,7 +192,7 @@ def real_vs_benchmarks(cov: pl.DataFrame, bounds: pl.DataFrame, framing: str = "
         return f"Real edits only in this run: {level}-level coverage {_span_text(real, fmt_pct)}."
     text = (f"Real edits ({', '.join(sorted(real))}) reach {_range_only(real, fmt_pct)} {level}-level coverage: "
             f"{_placement(real, bench)} (benchmarks span {_range_only(bench, fmt_pct)}).")
-    paper = pick_framing(bounds, framing).filter((pl.col("kernel_source") == "paper") & (pl.col("level") == level)
+    paper = pick_framing(bounds, framing).filter((pl.col("kernel_source") == PAPER_SOURCE) & (pl.col("level") == level)
                                                  & (pl.col("variant") == "ideal") & (pl.col("pooling") == "corpus"))
     bound = dict(zip(paper["corpus"], paper["bound"]))
     real_b, bench_b = {k: bound[k] for k in real if k in bound}, {k: bound[k] for k in bench if k in bound}

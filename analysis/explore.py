@@ -75,8 +75,9 @@ class ExploreData:
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
         (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
         from analysis.config import Config
+        from analysis.kernel_sources import is_fit, kernels_for
         from analysis.provenance import params_in_use
-        from analysis.stages.bounds import kernel_models, settings
+        from analysis.stages.bounds import settings
 
         params = params_in_use(None if params is None else Path(params))
 
@@ -84,8 +85,8 @@ class ExploreData:
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
         s = settings(Config.load(params).params)
-        kernels = [KernelSource(k.source if k.source != "fit" else f"fit {k.baseline}", k.model)
-                   for k in kernel_models(s)]
+        kernels = [KernelSource(f"{k.source} {k.baseline}" if is_fit(k.source) else k.source, k.model)
+                   for k in kernels_for(s.kernel)]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),
                    pl.read_parquet(Path(root) / SPANS), kernels, s.cost)
 

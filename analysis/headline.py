@@ -31,7 +31,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.layout import METRICS, PAPER_CORPORA, POOLED, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.layout import METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = METRICS / "headline"
 # The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
@@ -116,7 +117,7 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     the slowest loop, so the lowest is the honest one): min over baselines."""
     part = _headline_slice(bounds.filter(pl.col("level") == "line"), s.framing)
     if "pooling" in part.columns:
-        part = part.filter(pl.col("pooling").is_in(["corpus", "ratio_of_sums"]))
+        part = part.filter(pl.col("pooling").is_in([PER_CORPUS, RATIO_OF_SUMS]))
     out: dict[str, dict] = {}
     for source in sorted(part["kernel_source"].unique().to_list()):
         for variant, suffix in (("ideal", "ideal"), (DIRECTIVES_VARIANT, "dir")):
@@ -135,8 +136,8 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
         frame = speedup
-        if "kernel_source" not in frame.columns:
-            frame = frame.with_columns(kernel_source=pl.lit("fit"))
+        if "kernel_source" not in frame.columns:  # a table written before kernel sources: this run's profile
+            frame = frame.with_columns(kernel_source=pl.lit(FIT_SOURCE))
         if "is_strongest" in frame.columns:
             frame = frame.filter(pl.col("is_strongest"))
         multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)
@@ -147,7 +148,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
             row = {f"n{n}": _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
             if row:
                 out[name] = row
-    if "paper" in sources:
+    if PAPER_SOURCE in sources:
         out["kernel_paper"] = {f"n{n}": _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
     return dict(sorted(out.items()))
 

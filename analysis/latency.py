@@ -178,6 +178,7 @@ class Evaluation:
 
 FIT_SOURCE = "fit"          # this run's own profile (kernels.fit.raw entries without another source)
 PAPER_SOURCE = "paper"      # the abstract's curve; not a fit
+# (the names' one spelling; analysis.kernel_sources formats, parses and selects them and re-exports these two)
 
 
 @dataclass(frozen=True)
@@ -195,20 +196,8 @@ class ModelKey:
         suffix = "" if self.prefill == "eager" else f"/{self.prefill}_prefill"
         return f"{prefix}{self.model}/{self.weights}/{self.dtype}/{self.device}/{self.baseline}{suffix}"
 
-    @property
-    def kernel_source(self) -> str:
-        """The name the bounds, optimal and claims use: `fit` for this run's profile, else
-        `<source>/<model>/<AR loop>[/<prefill kind>_prefill]` (e.g. `h200/qwen2.5-1.5b/static_compiled`)."""
-        return kernel_source_name(self.source, self.model, self.baseline, self.prefill)
 
-
-def kernel_source_name(source: str, model: str, baseline: str, prefill: str = "eager") -> str:
-    if source == FIT_SOURCE:
-        return FIT_SOURCE
-    return f"{source}/{model}/{baseline}" + ("" if prefill == "eager" else f"/{prefill}_prefill")
-
-
-PAPER_KEY = ModelKey("paper", "paper", "paper", "paper", "paper")
+PAPER_KEY = ModelKey(*(PAPER_SOURCE,) * 5)
 
 
 def _broadcast(n, c) -> tuple[np.ndarray, np.ndarray]:
@@ -746,25 +735,6 @@ def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device:
         raise ParamsError(f"no latency model for {model}/{dtype}/{device}/{baseline}"
                           f"{'' if form is None else f' of form {form}'}; have: {have}")
     raise ParamsError(f"several latency models for {model}/{dtype}/{device}/{baseline}; name the form; have: {have}")
-
-
-def frozen_kernel_sources(models: Sequence[LatencyModel]) -> list[str]:
-    """The names of every measured kernel source other than this run's fit, in document order."""
-    names = [m.key.kernel_source for m in models if m.key.source != FIT_SOURCE]
-    return list(dict.fromkeys(names))
-
-
-def select_kernel_source(models: Sequence[LatencyModel], name: str, form: str) -> LatencyModel:
-    """The model a frozen kernel source name (`<source>/<model>/<AR loop>`) stands for, in `form`."""
-    matches = [m for m in models if m.key.source != FIT_SOURCE and m.key.kernel_source == name and m.form == form]
-    if len(matches) == 1:
-        return matches[0]
-    known = frozen_kernel_sources(models)
-    if not matches:
-        raise ParamsError(f"kernel source {name!r} is not in the fitted latency model (form {form}); measured sources: "
-                          f"{', '.join(known) or 'none besides fit'} (add its raw file to kernels.fit.raw)")
-    raise ParamsError(f"kernel source {name!r} matches {len(matches)} fitted models (several dtypes or devices under "
-                      f"one source name); give each raw file its own source in kernels.fit.raw")
 
 
 # ---------------------------------------------------------------- the roofline: physical floors and the ceiling ratio

@@ -100,7 +100,16 @@ def context_label(context_mode: str, context: int | None) -> str:
     return f"c={context}" if context_mode == "fixed" else "c = prompt + output so far"
 
 
-POOLING_LABELS = {"ratio_of_sums": "pooled (ratio of sums)", "mean_of_corpora": "pooled (mean of corpora)"}
+# Pooling rules of a pooled row (a table's `pooling` column; per-corpus rows have PER_CORPUS): the
+# ratio of the summed costs over the pooled cases, or the mean of the per-corpus ratios.
+PER_CORPUS, RATIO_OF_SUMS, MEAN_OF_CORPORA = "corpus", "ratio_of_sums", "mean_of_corpora"
+POOLINGS = (RATIO_OF_SUMS, MEAN_OF_CORPORA)
+POOLING_LABELS = {RATIO_OF_SUMS: "pooled (ratio of sums)", MEAN_OF_CORPORA: "pooled (mean of corpora)"}
+# Which corpora a pooled row pools (a table's `pool` column): the paper's three (PAPER_CORPORA, its 482
+# cases; the judged pool) or every corpus of this run.
+PAPER_POOL, ALL_POOL = "paper", "all"
+POOLS = (PAPER_POOL, ALL_POOL)
+POOL_LABELS = {PAPER_POOL: "the paper's corpora (" + ", ".join(PAPER_CORPORA) + ")", ALL_POOL: "all corpora"}
 
 
 def pooling_label(frame: pl.DataFrame) -> pl.DataFrame:

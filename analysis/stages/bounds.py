@@ -5,8 +5,6 @@ beside the paper's bounds on equal terms."""
 
 from __future__ import annotations
 
-import json
-import re
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -25,21 +23,22 @@ from analysis.config import Bootstrap, bootstrap_settings
 from analysis.digest import check_fresh, parquet_metadata
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
-from analysis.latency import (
+from analysis.kernel_sources import (
     FIT_SOURCE,
-    FORMS,
-    PAPER_SOURCE,
-    LatencyModel,
-    from_document,
-    paper_model,
-    select_kernel_source,
-    select_model,
+    Kernel,
+    KernelSettings,
+    kernel_settings,
+    kernels_for,
+    needs_fit_document,
 )
 from analysis.layout import (
     CASE_COSTS,
     FIGURES,
     LATENCY_MODEL,
+    MEAN_OF_CORPORA,
     METRICS,
+    PAPER_POOL,
+    ALL_POOL,
     POOLED,
     SPANS,
     TABLES,
@@ -49,19 +48,12 @@ from analysis.layout import (
 from analysis.params import choice, choices, get, positive_int
 from analysis.stages.common import timed
 
-KERNEL_SOURCES = (FIT_SOURCE, PAPER_SOURCE)  # and any measured source the latency model holds, by name
-BASELINES = ("eager", "static", "static_compiled")
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 
 
 @dataclass(frozen=True)
 class BoundsSettings:
-    kernel_sources: tuple[str, ...]
-    model: str
-    dtype: str
-    device: str
-    baselines: tuple[str, ...]
-    latency_form: str
+    kernel: KernelSettings     # params `kernel`: the sources, and the fitted model `fit` stands for
     cost: CostSettings
     kernel_repeats: bool
     pooled_bootstrap: str
@@ -76,10 +68,7 @@ def settings(params: dict) -> BoundsSettings:
         extrapolate=get(p, "bounds.extrapolate", bool),
     ).validate()
     return BoundsSettings(
-        kernel_sources=kernel_source_names(p, "bounds.kernel_sources"),
-        model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
-        baselines=choices(p, "bounds.baselines", BASELINES),
-        latency_form=choice(p, "bounds.latency_form", FORMS),
+        kernel=kernel_settings(p),
         cost=cost,
         kernel_repeats=get(p, "bounds.kernel_repeats", bool),
         pooled_bootstrap=choice(p, "bounds.pooled_bootstrap", POOLED_BOOTSTRAPS),
@@ -87,70 +76,9 @@ def settings(params: dict) -> BoundsSettings:
     )
 
 
-def load_fitted_models() -> list[LatencyModel]:
-    if not LATENCY_MODEL.is_file():
-        raise ParamsError(f"{LATENCY_MODEL} not found; run `copydecode kernels fit` (or `dvc repro`) first")
-    try:
-        return from_document(json.loads(LATENCY_MODEL.read_text()))
-    except (json.JSONDecodeError, KeyError, TypeError) as exc:
-        raise ParamsError(f"{LATENCY_MODEL} is not a latency model file ({exc}); rerun `copydecode kernels fit`") from exc
-
-
-PAPER_BASELINE = "paper (A100, bf16)"
-FROZEN_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*/[A-Za-z0-9._-]+/[a-z_]+(/[a-z]+_prefill)?$")
-
-
-def kernel_source_names(params: dict, dotted: str) -> tuple[str, ...]:
-    """A list of kernel source names: `fit`, `paper`, or a measured source `<source>/<model>/<AR
-    loop>[/<kind>_prefill]` (e.g. `h200/qwen2.5-7b/static_compiled`); whether a measured source exists is
-    checked against the latency model when the stage runs."""
-    values = get(params, dotted, list)
-    if not values:
-        raise ParamsError(f"params: {dotted!r} must not be empty; e.g. [{FIT_SOURCE}, {PAPER_SOURCE}]")
-    bad = [v for v in values if not isinstance(v, str) or (v not in KERNEL_SOURCES and not FROZEN_NAME.match(v))]
-    if bad:
-        raise ParamsError(f"params: {dotted!r} has unknown kernel sources {bad}; use {FIT_SOURCE}, {PAPER_SOURCE} "
-                          f"or a measured source <source>/<model>/<AR loop> (e.g. h200/qwen2.5-1.5b/eager)")
-    if len(set(values)) != len(values):
-        raise ParamsError(f"params: {dotted!r} lists a kernel source twice: {values}")
-    return tuple(values)
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """One kernel source a bound is composed with, and what to label its rows with."""
-
-    source: str        # fit | paper | <source>/<model>/<AR loop>
-    baseline: str      # the AR loop (or the paper's label)
-    model: LatencyModel
-    model_name: str
-    dtype: str
-    device: str
-
-    @property
-    def measured(self) -> bool:
-        return self.source != PAPER_SOURCE
-
-
-def select_kernels(kernel_sources, model: str, dtype: str, device: str, baselines, latency_form: str) -> list[Kernel]:
-    """Each kernel source in order; `fit` once per AR baseline of this run's profile."""
-    chosen = []
-    fitted = load_fitted_models() if any(k != PAPER_SOURCE for k in kernel_sources) else []
-    for name in kernel_sources:
-        if name == FIT_SOURCE:
-            chosen += [Kernel(FIT_SOURCE, b, select_model(fitted, model, dtype, device, b, latency_form), model, dtype, device)
-                       for b in baselines]
-        elif name == PAPER_SOURCE:
-            chosen.append(Kernel(PAPER_SOURCE, PAPER_BASELINE, paper_model(), PAPER_SOURCE, "bfloat16", "A100 80GB (paper)"))
-        else:
-            m = select_kernel_source(fitted, name, latency_form)
-            chosen.append(Kernel(name, m.key.baseline, m, m.key.model, m.key.dtype, m.key.device))
-    return chosen
-
-
 def kernel_models(s: BoundsSettings) -> list[Kernel]:
     """Every kernel a bound is computed with."""
-    return select_kernels(s.kernel_sources, s.model, s.dtype, s.device, s.baselines, s.latency_form)
+    return kernels_for(s.kernel)
 
 
 def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
@@ -163,7 +91,23 @@ def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettin
     boot = s.bootstrap
     table = bounds_table(costs.filter(mask), boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
                          pooled_bootstrap=s.pooled_bootstrap)
-    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit("paper corpora"))
+    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
+
+
+def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
+    """Every kernel source's pooled rows over the paper's corpora (`pool` = paper, the judged pool) and
+    over all corpora (`pool` = all). When this run holds only the paper's corpora the two pools are
+    the same cases, and the paper rows are the all rows relabelled; when it holds none of them there
+    are no paper rows."""
+    pooled = table.filter(pl.col("corpus") == POOLED)
+    if paper.height == 0:
+        per_corpus = table.filter(pl.col("corpus") != POOLED)
+        only_paper = per_corpus.height > 0 and per_corpus.filter(~paper_corpora()).height == 0
+        paper = pooled if only_paper else pooled.clear()
+    keep = [c for c in pooled.columns if c in paper.columns and c != "pool"]
+    return pl.concat([paper.select(keep).with_columns(pool=pl.lit(PAPER_POOL)),
+                      pooled.select(keep).with_columns(pool=pl.lit(ALL_POOL))]).select(
+        "pool", *KEYS, pl.exclude("pool", *KEYS))
 
 
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
@@ -174,10 +118,11 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     gold_cost = replace(s.cost, prefill_tokens="n_tokens")
     for kernel in kernel_models(s):
         model = kernel.model
-        label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline))
+        label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline),
+                     kernel_model=pl.lit(kernel.built))
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
-        costs_all.append(costs.with_columns(**label))
+        costs_all.append(costs.with_columns(kernel_source=label["kernel_source"], baseline=label["baseline"]))
         pool = paper_pool(costs, repeats, s)
         if pool.height:
             paper_pools.append(pool.with_columns(**label))
@@ -188,15 +133,27 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
             model=pl.lit(kernel.model_name), dtype=pl.lit(kernel.dtype), device=pl.lit(kernel.device)))
         gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
         tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
-                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(**label))
+                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(
+            kernel_source=label["kernel_source"], baseline=label["baseline"]))
     # in running mode there is no one context: each op has its own (prompt + output so far)
     context = s.cost.context if s.cost.context_mode == "fixed" else None
     table = pl.concat(tables).with_columns(context=pl.lit(context, dtype=pl.Int64),
-                                           context_mode=pl.lit(s.cost.context_mode))
+                                           context_mode=pl.lit(s.cost.context_mode),
+                                           pool=pl.when(pl.col("corpus") == POOLED).then(pl.lit(ALL_POOL)))
     tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
         rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
     pools = pl.concat(paper_pools) if paper_pools else pl.DataFrame()
     return table, pl.concat(costs_all), tok, pools
+
+
+def pools_for(table: pl.DataFrame, paper_pools: pl.DataFrame) -> pl.DataFrame:
+    """bounds_pools: both pools of every kernel source (see both_pools)."""
+    parts = []
+    for source in table["kernel_source"].unique(maintain_order=True).to_list():
+        rows = table.filter(pl.col("kernel_source") == source)
+        paper = (paper_pools.filter(pl.col("kernel_source") == source) if paper_pools.height else pl.DataFrame())
+        parts.append(both_pools(rows, paper))
+    return pl.concat(parts, how="diagonal_relaxed")
 
 
 def commit_bounds(costs: pl.DataFrame, s: BoundsSettings) -> pl.DataFrame:
@@ -223,7 +180,7 @@ def commit_bounds(costs: pl.DataFrame, s: BoundsSettings) -> pl.DataFrame:
 def bound_metrics(table: pl.DataFrame) -> dict:
     return {
         f"{r['kernel_source']}/{r['baseline']}/{r['level']}/{r['variant']}/{r['framing']}/{r['corpus']}"
-        + ("" if r["pooling"] != "mean_of_corpora" else "/mean_of_corpora"): {
+        + ("" if r["pooling"] != MEAN_OF_CORPORA else f"/{MEAN_OF_CORPORA}"): {
             "bound": r["bound"], "ci_low": r["ci_low"], "ci_high": r["ci_high"],
             "extrapolated_spans": r["extrapolated_spans"]}
         for r in table.iter_rows(named=True)
@@ -235,18 +192,19 @@ def run(s: BoundsSettings) -> dict:
         spans = read_parquet(SPANS, "copydecode spans", ParamsError)
         check_fresh(SPANS, "copydecode spans")
         table, costs, tok, pools = bounds_for(spans, s)
-        inputs = [SPANS, *([LATENCY_MODEL] if "fit" in s.kernel_sources else [])]
+        inputs = [SPANS, *([LATENCY_MODEL] if needs_fit_document(s.kernel.sources) else [])]
         write_parquet(costs, CASE_COSTS, metadata=parquet_metadata(inputs))
         write_table(table, TABLES / "bounds", digits=3)
         write_table(tok, TABLES / "bounds_tokenization", digits=4)
         write_table(pools, TABLES / "bounds_paper_pool", digits=3)
+        write_table(pools_for(table, pools), TABLES / "bounds_pools", digits=3)
         write_table(commit_bounds(costs, s), TABLES / "bounds_commits", digits=3)
-        fitted = table.filter((pl.col("kernel_source") == "fit") & (pl.col("pooling") != "mean_of_corpora"))
+        fitted = table.filter((pl.col("kernel_source") == FIT_SOURCE) & (pl.col("pooling") != MEAN_OF_CORPORA))
         where = context_label(s.cost.context_mode, s.cost.context)
-        title = (f"Closed-form bound: {s.model} {s.dtype} {s.device}, {s.latency_form} latency model, "
+        title = (f"Closed-form bound: {s.kernel.model} {s.kernel.dtype} {s.kernel.device}, {s.kernel.latency_form} latency model, "
                  f"{where} ({charts.STAND_IN})")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")
-    write_json({"bounds": bound_metrics(table), "model": s.model, "dtype": s.dtype, "device": s.device,
-                "context": s.cost.context if s.cost.context_mode == "fixed" else None, "context_mode": s.cost.context_mode, "latency_form": s.latency_form},
+    write_json({"bounds": bound_metrics(table), "model": s.kernel.model, "dtype": s.kernel.dtype, "device": s.kernel.device,
+                "context": s.cost.context if s.cost.context_mode == "fixed" else None, "context_mode": s.cost.context_mode, "latency_form": s.kernel.latency_form},
                METRICS / "bounds.json")
     return {"rows": table.height}

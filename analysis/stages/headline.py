@@ -6,6 +6,7 @@ from dataclasses import dataclass, fields
 
 from analysis.errors import ParamsError
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
+from analysis.kernel_sources import names_from_params
 from analysis.params import get, known_keys, number, number_list, positive_int
 from analysis.stages.common import timed
 
@@ -13,7 +14,7 @@ from analysis.stages.common import timed
 @dataclass(frozen=True)
 class HeadlineStageSettings:
     chosen: HeadlineSettings                # params `headline`: which slice of each table is the headline
-    kernel_sources: tuple[str, ...]         # params `bounds.kernel_sources` (the paper's curve is a row when `paper` is one)
+    kernel_sources: tuple[str, ...]         # params `kernel.sources` (the paper's curve is a row when `paper` is one)
 
 
 def settings(params: dict) -> HeadlineStageSettings:
@@ -30,7 +31,7 @@ def settings(params: dict) -> HeadlineStageSettings:
         perturb_rate=number(params, "headline.perturb_rate", lo=0.0, hi=1.0),
         decimals=decimals,
     )
-    return HeadlineStageSettings(chosen, tuple(str(s) for s in get(params, "bounds.kernel_sources", list)))
+    return HeadlineStageSettings(chosen, names_from_params(params, "kernel.sources"))
 
 
 def run(s: HeadlineStageSettings) -> dict:

@@ -38,8 +38,8 @@ from analysis.bounds import CostSettings, bounds_table, case_costs
 from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_table
-from analysis.latency import FORMS, LatencyModel
-from analysis.layout import LEVELS, METRICS, TABLES, framing_filter
+from analysis.latency import LatencyModel
+from analysis.layout import LEVELS, MEAN_OF_CORPORA, METRICS, TABLES, framing_filter
 from analysis.optimal import (
     CostModel,
     TokenizerDirectives,
@@ -52,7 +52,7 @@ from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
 from analysis.spans import pooled_groups
-from analysis.stages.bounds import BASELINES, kernel_source_names, select_kernels
+from analysis.kernel_sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import joined_programs, program_shards
 from analysis.tokenization import TokenizedText, load_tokenizer
@@ -66,12 +66,9 @@ TABLE_KEYS = ["kernel_source", "baseline", "level", "corpus", "framing", "poolin
 @dataclass(frozen=True)
 class OptimalSettings:
     tokenizer: str
-    kernel_sources: tuple[str, ...]
+    kernel_sources: tuple[str, ...]   # params optimal.kernel_sources (each adds a DP run)
     baseline: str
-    model: str
-    dtype: str
-    device: str
-    latency_form: str
+    kernel: KernelSettings            # params `kernel`: the fitted model `fit` stands for
     context: int
     extrapolate: bool
     levels: tuple[str, ...]
@@ -87,10 +84,9 @@ def settings(params: dict) -> OptimalSettings:
     min_copies = number_list(p, "optimal.min_copies", lo=1, integer=True, distinct=True)
     return OptimalSettings(
         tokenizer=tokenizer_spec(p),
-        kernel_sources=kernel_source_names(p, "optimal.kernel_sources"),
-        baseline=choice(p, "optimal.baseline", BASELINES),
-        model=get(p, "bounds.model", str), dtype=get(p, "bounds.dtype", str), device=get(p, "bounds.device", str),
-        latency_form=choice(p, "bounds.latency_form", FORMS),
+        kernel_sources=names_from_params(p, "optimal.kernel_sources"),
+        baseline=choice(p, "optimal.baseline", AR_LOOPS),
+        kernel=kernel_settings(p),
         context=positive_int(p, "bounds.context", minimum=0),
         extrapolate=get(p, "bounds.extrapolate", bool),
         levels=choices(p, "optimal.levels", LEVELS),
@@ -351,7 +347,7 @@ def rows_tables(rows: KernelRows, s: OptimalSettings, source: str, baseline: str
 
 
 def _key(r: dict, *parts: str) -> str:
-    return "/".join(str(r[p]) for p in parts) + ("/mean_of_corpora" if r["pooling"] == "mean_of_corpora" else "")
+    return "/".join(str(r[p]) for p in parts) + (f"/{MEAN_OF_CORPORA}" if r["pooling"] == MEAN_OF_CORPORA else "")
 
 
 def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
@@ -371,7 +367,7 @@ def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
 
 def run(s: OptimalSettings) -> dict:
     with timed("optimal"):
-        kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
+        kernels = kernels_for(s.kernel, s.kernel_sources, [s.baseline])
         tokenizer = load_tokenizer(s.tokenizer)
         directives = TokenizerDirectives(tokenizer)
         rows: list[KernelRows] = []
@@ -397,8 +393,8 @@ def run(s: OptimalSettings) -> dict:
             keys = ["kernel_source", "baseline", "oracle", "min_copy", "corpus", "framing", "pooling"]
             sweep = pl.concat(sweeps).select(*keys, pl.exclude(keys)).sort(keys, nulls_last=True)
             write_table(sweep, TABLES / "min_copy_sweep", digits=4)
-    write_json({**optimal_metrics(table, sweep), "model": s.model, "dtype": s.dtype, "device": s.device,
-                "latency_form": s.latency_form, "context": s.context, "baseline": s.baseline,
+    write_json({**optimal_metrics(table, sweep), "model": s.kernel.model, "dtype": s.kernel.dtype,
+                "device": s.kernel.device, "latency_form": s.kernel.latency_form, "context": s.context, "baseline": s.baseline,
                 "n_cases": n_cases, "framings": list(s.framings)},
                METRICS / "optimal.json")
     return {"cases": n_cases, "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -15,9 +14,7 @@ from analysis.io import read_parquet, save_chart, write_csv, write_json, write_t
 from analysis.latency import (
     BYTES_PER_PARAM,
     DEVICES_FILE,
-    FIT_SOURCE,
     FORMS,
-    PAPER_SOURCE,
     FitOptions,
     Roof,
     ar_step_segments,
@@ -27,18 +24,28 @@ from analysis.latency import (
     device_roof,
     fit_latency,
     holdout_table,
-    kernel_source_name,
     roofline_table,
     speedup_table,
     summarize,
     to_document,
 )
+from analysis.kernel_sources import (
+    FIT_SOURCE,
+    PAPER_SOURCE,
+    SOURCE_NAME,
+    DeviceTimeFile,
+    device_time_files,
+    device_time_models,
+    device_time_speedups,
+    format_name,
+    read_device_time,
+    with_ar_shift,
+    with_comparison,
+)
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.stages.common import timed
 
-
-SOURCE_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
 
 
@@ -58,6 +65,7 @@ class FitSettings:
     one_context: str
     early_steps: int   # the AR step-shift table: ms per step over steps 1..early_steps ...
     late_from: int     # ... against steps after late_from
+    device_time: tuple[DeviceTimeFile, ...]  # params kernel.device_time: device-time probes, fitted as sources of their own
 
 
 def raw_sources(params: dict) -> tuple[RawSource, ...]:
@@ -89,13 +97,19 @@ def raw_sources(params: dict) -> tuple[RawSource, ...]:
 
 
 def settings(params: dict) -> FitSettings:
-    """kernels.fit, validated (the only reader of that group)."""
+    """kernels.fit, validated (the only reader of that group), and the device-time probes of kernel.device_time."""
     p = params
-    return FitSettings(raw_sources(p),
+    raw, probes = raw_sources(p), device_time_files(p)
+    clash = sorted({r.source for r in raw} & {d.source for d in probes})
+    if clash:
+        raise ParamsError(f"params: kernel source(s) {clash} name both a raw timing file (kernels.fit.raw) and a "
+                          f"device-time probe (kernel.device_time); give the probe its own source (e.g. h200-devtime)")
+    return FitSettings(raw,
                        number_list(p, "kernels.fit.holdout_ns", lo=1, integer=True, nonempty=False),
                        choices(p, "kernels.fit.forms", FORMS), choice(p, "kernels.fit.one_context", ("drop", "keep")),
                        positive_int(p, "kernels.fit.step_shift.early_until"),
-                       positive_int(p, "kernels.fit.step_shift.late_from"))
+                       positive_int(p, "kernels.fit.step_shift.late_from"),
+                       probes)
 
 
 def read_source(entries: list[RawSource]) -> pl.DataFrame:
@@ -139,13 +153,16 @@ def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
     wide = speedups.pivot(on="baseline", index=keys, values="t_ar").rename(
         lambda c: c if c in keys else f"t_ar_{c}_ms"
     )
+    flags = [c for c in ("comparison", "ar_shift") if c in speedups.columns]  # tables from before these columns
     best = speedups.filter(pl.col("is_strongest")).select(
         keys + ["t_prefill", pl.col("baseline").alias("strongest"),
                 pl.col("speedup").alias("speedup_strongest"),
                 pl.col("overhead_share").alias("overhead_share_strongest")]
+        + [pl.col(c).alias(f"{c}_strongest") for c in flags]
     )
     eager = speedups.filter(pl.col("baseline") == "eager").select(
         keys + [pl.col("speedup").alias("speedup_eager"), "speedup_q25", "speedup_q75"]
+        + [pl.col(c).alias(f"{c}_eager") for c in flags]
     )
     table = wide.join(best, on=keys).join(eager, on=keys, how="left")
     ms = [c for c in table.columns if c.endswith("_ms")]
@@ -231,13 +248,21 @@ def fit_source(raw: pl.DataFrame, source: str, s: FitSettings):
     holdout = holdout_table(summary, s.holdout_ns, s.forms, s.one_context)
     speedups = speedup_table(raw).with_columns(
         kernel_source=pl.struct("model", "baseline").map_elements(
-            lambda r: kernel_source_name(source, r["model"], r["baseline"]), return_dtype=pl.String),
+            lambda r: format_name(source, r["model"], r["baseline"]), return_dtype=pl.String),
         source=pl.lit(source))
     speedups = speedups.select("kernel_source", *[c for c in speedups.columns if c != "kernel_source"])
     return models, summary.select(label, pl.all()), holdout.select(label, pl.all()) if holdout.height else holdout, speedups
 
 
-def source_roofs(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], fit_roof: dict | str) -> tuple[dict[str, Roof], list[str]]:
+def device_names(raw: dict[str, pl.DataFrame], probes: dict[str, pl.DataFrame]) -> dict[str, list[str]]:
+    """The recorded device names of each source's raw timings or device-time probe."""
+    frames = {**raw, **probes}
+    return {source: sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
+            for source, frame in frames.items()}
+
+
+def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], fit_roof: dict | str
+                 ) -> tuple[dict[str, Roof], list[str]]:
     """The roof each kernel source is set against: a GPU's datasheet (analysis/data/devices.json) by
     its recorded device name; this run's CPU profile the roofline its sidecar measured. Sources
     without one are named in the second value."""
@@ -246,8 +271,7 @@ def source_roofs(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], fit_roof:
     for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
         rows = speedups.filter(pl.col("kernel_source") == name)
         source, dtype = rows["source"][0], rows["dtype"][0]
-        frame = raw[source]
-        names = sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
+        names = names_by_source[source]
         gpu = next((device_roof(n, devices) for n in names if rows["device"][0].startswith("cuda")), None)
         if gpu is not None:
             roofs[name] = gpu
@@ -272,20 +296,21 @@ def model_weights(models: list[str]) -> dict[str, object]:
     return out
 
 
-def source_metrics(speedups: pl.DataFrame, raw: dict[str, pl.DataFrame], n_lo: int, n_hi: int) -> dict:
+def source_metrics(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], n_lo: int, n_hi: int) -> dict:
     """Per kernel source: what it measured and its ratio at the ends of the paper's N range."""
     out = {}
     for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
         rows = speedups.filter(pl.col("kernel_source") == name)
         first = rows.row(0, named=True)
-        frame = raw[first["source"]]
-        device_names = sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
         inside = rows.filter(pl.col("n").is_between(n_lo, n_hi))
         out[name] = {
             "source": first["source"], "model": first["model"], "dtype": first["dtype"], "device": first["device"],
-            "device_name": ", ".join(device_names), "baseline": first["baseline"], "repeats": int(rows["repeats"].min()),
+            "device_name": ", ".join(names_by_source[first["source"]]), "baseline": first["baseline"], "repeats": int(rows["repeats"].min()),
             "range": [float(inside["speedup"].min()), float(inside["speedup"].max())] if inside.height else None,
             "at_n": {f"{r['n']}/c{r['context']}": r["speedup"] for r in rows.filter(pl.col("n").is_in([n_lo, n_hi])).iter_rows(named=True)},
+            **({"comparisons": sorted(set(rows["comparison"].to_list())),
+                "ar_shift_at": [f"{r['n']}/c{r['context']}/{r['prefill']}" for r in rows.filter(pl.col("ar_shift")).iter_rows(named=True)]}
+               if "comparison" in rows.columns else {}),
         }
     return out
 
@@ -297,7 +322,16 @@ def run(s: FitSettings) -> dict:
         models = [m for part in parts for m in part[0]]
         summary = pl.concat([p[1] for p in parts], how="diagonal_relaxed")
         holdout = pl.concat([p[2] for p in parts if p[2].height], how="diagonal_relaxed") if any(p[2].height for p in parts) else pl.DataFrame()
-        speedups = pl.concat([p[3] for p in parts], how="diagonal_relaxed")
+        segments = pl.concat([ar_step_segments(f) for f in raw.values()], how="diagonal_relaxed")
+        shifts = ar_step_shifts(segments, s.early_steps, s.late_from)
+        speedups = with_ar_shift(pl.concat([p[3] for p in parts], how="diagonal_relaxed"), shifts, s.early_steps)
+        probes = {entry.source: read_device_time(entry) for entry in s.device_time}
+        for entry in s.device_time:
+            models += device_time_models(probes[entry.source], entry)
+            speedups = pl.concat([speedups, device_time_speedups(probes[entry.source], entry).with_columns(
+                ar_shift=pl.lit(False))], how="diagonal_relaxed")
+        speedups = with_comparison(speedups)
+        names_by_source = device_names(raw, probes)
         fit_raw = raw.get(FIT_SOURCE)
         environment = fit_raw.select([c for c in ENVIRONMENT_COLUMNS if c in fit_raw.columns]).unique().to_dicts() if fit_raw is not None else []
         fit_paths = [r.path for r in s.raw if r.source == FIT_SOURCE]
@@ -313,11 +347,10 @@ def run(s: FitSettings) -> dict:
         write_table(kernel_table(speedups), TABLES / "kernel_table", digits=2)
         fit_speedups = speedups.filter(pl.col("source") == FIT_SOURCE)
         roof = roofline_metrics(sidecar, fit_speedups) if fit_speedups.height else "no fit source"
-        roofs, unroofed = source_roofs(speedups, raw, roof)
+        roofs, unroofed = source_roofs(speedups, names_by_source, roof)
         roofline = roofline_table(speedups, model_weights(speedups["model"].unique().to_list()), roofs)
         write_table(roofline, TABLES / "kernel_roofline", digits=4)
-        segments = pl.concat([ar_step_segments(f) for f in raw.values()], how="diagonal_relaxed")
-        write_table(ar_step_shifts(segments, s.early_steps, s.late_from), TABLES / "kernel_ar_steps", digits=3)
+        write_table(shifts, TABLES / "kernel_ar_steps", digits=3)
         for source in raw:
             chosen = speedups.filter(pl.col("source") == source)
             envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
@@ -331,7 +364,7 @@ def run(s: FitSettings) -> dict:
         "source": ", ".join(f"{r.source}: {r.path}" for r in s.raw),
         "speedup_range_eager": speedup_range(speedups, is_fit & (pl.col("baseline") == "eager")),
         "speedup_range_strongest": speedup_range(speedups, is_fit & pl.col("is_strongest")),
-        "kernel_sources": source_metrics(speedups, raw, 8, 512),
+        "kernel_sources": source_metrics(speedups, names_by_source, 8, 512),
         "roofline_sources": {name: roof.source for name, roof in roofs.items()},
         "no_roofline": unroofed,
         "holdout_max_rel_error": {("" if r["source"] == FIT_SOURCE else f"{r['source']}:")

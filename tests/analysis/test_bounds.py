@@ -257,3 +257,31 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
         assert row["ci_low"] <= row["bound"] * (1 + 1e-12) and row["bound"] <= row["ci_high"] * (1 + 1e-12)
     wide = result.pivot("variant", index=["level", "corpus", "framing", "pooling"], values="bound")
     assert (wide["overhead"] <= wide["ideal"]).all()  # directives only add time
+
+
+def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
+    """bounds_pools: per kernel source, the paper's three corpora (pool = paper, judged) beside every corpus
+    (pool = all); before, only bounds_paper_pool held the 482-case pool and nothing named both (issue 28.5)."""
+    from conftest import params_with
+
+    from analysis.stages.bounds import paper_pool, pools_for, settings
+
+    s = settings(params_with(**{"bounds.bootstrap_resamples": 0}))
+    rows = [(f"{c}/{i}", c, f, "line", kind, n, n, 1)
+            for c, f in (("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("CommitEdits-x", "file"))
+            for i in range(3) for kind, n in (("copy", 40 + i), ("gen", 5 + (c == "CommitEdits-x") * 20))]
+    costs = case_costs(spans(rows), KERNEL, FIXED0)
+    table = bounds_table(costs, 0, 0, 0.95).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    paper = paper_pool(costs, [], s).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    pools = pools_for(table, paper).filter(pl.col("variant") == "ideal")
+    assert sorted(set(pools["pool"])) == ["all", "paper"]
+    by_pool = {r["pool"]: r for r in pools.filter(pl.col("pooling") == "ratio_of_sums").iter_rows(named=True)}
+    assert by_pool["paper"]["n_cases"] == 6 and by_pool["all"]["n_cases"] == 9
+    paper_only = costs.filter(pl.col("corpus") != "CommitEdits-x")
+    expected = paper_only["regen"].sum() / paper_only["program_ideal"].sum()
+    assert by_pool["paper"]["bound"] == pytest.approx(expected)
+    assert by_pool["all"]["bound"] == pytest.approx(costs["regen"].sum() / costs["program_ideal"].sum())
+    # a run over the paper's corpora alone: the two pools are the same cases, both named
+    alone = bounds_table(paper_only, 0, 0, 0.95).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    both = pools_for(alone, pl.DataFrame()).filter((pl.col("variant") == "ideal") & (pl.col("pooling") == "ratio_of_sums"))
+    assert both.sort("pool")["bound"].to_list() == pytest.approx([expected, expected])

@@ -58,7 +58,7 @@ def test_view_has_a_cost_column_per_kernel_source_with_its_unit(data):
     sel = data.selection_for("HEvalFix-Py/0", "body", "line")
     view = build_view(data, sel)
     labels = [k.label for k in data.kernels]
-    assert labels[:2] == ["fit eager", "paper"]  # params bounds.kernel_sources and baselines, in order
+    assert labels[:2] == ["fit eager", "paper"]  # params kernel.sources and baselines, in order
     assert all(label.startswith("h200/") for label in labels[2:])  # the measured sources keep their own names
     assert {k: v for k, v in view.units.items() if not k.startswith("h200/")} == {
         "fit eager (s)": "seconds", "paper (steps)": "decode steps"}

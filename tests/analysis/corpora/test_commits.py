@@ -464,8 +464,8 @@ def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, mon
         "corpora.commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
         "corpora.commit_defaults.min_lines": 5, "corpora.commit_defaults.max_lines": 100,
         "corpora.commit_defaults.multi_file": True, "parallel.n_jobs": 2,
-        "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "bounds.kernel_sources": ["fit"],
-        "bounds.baselines": ["eager"], "bounds.latency_form": "quadratic", "bounds.context_mode": "fixed",
+        "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit"],
+        "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic", "bounds.context_mode": "fixed",
         "bounds.context": 256,
     })
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))

@@ -29,8 +29,8 @@ BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 SMALL = {
     "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
     "corpora.probeedit.enabled": False, "corpora.commits": [],
-    "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "bounds.kernel_sources": ["fit", "paper"],
-    "bounds.baselines": ["eager"], "bounds.latency_form": "quadratic",
+    "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit", "paper"],
+    "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic",
     "optimal.bootstrap_resamples": 20, "optimal.framings": ["body"],
     "perturb.seeds": 1, "perturb.rates": [0.0, 0.5, 1.0], "perturb.levels": ["line"],
     "perturb.kinds": ["start", "shift"],
@@ -46,7 +46,7 @@ def run(*args) -> int:
 
 
 def key(form="quadratic") -> ModelKey:
-    return ModelKey(BASE["bounds"]["model"], "random", BASE["bounds"]["dtype"], BASE["bounds"]["device"], "eager")
+    return ModelKey(BASE["kernel"]["model"], "random", BASE["kernel"]["dtype"], BASE["kernel"]["device"], "eager")
 
 
 def write_model(folder, model: LatencyModel) -> None:
@@ -232,8 +232,8 @@ def test_spans_carry_the_prompt_length(scratch):
 def test_bounds_in_running_mode_cost_each_op_at_its_context(scratch):
     model = two_context_model()
     write_model(scratch, model)
-    write_params(scratch, **{"bounds.context_mode": "running", "bounds.latency_form": "interp",
-                             "bounds.extrapolate": False, "bounds.kernel_sources": ["fit"],
+    write_params(scratch, **{"bounds.context_mode": "running", "kernel.latency_form": "interp",
+                             "bounds.extrapolate": False, "kernel.sources": ["fit"],
                              "bounds.kernel_repeats": False})
     assert run("bounds") == 0
     running = pl.read_csv(scratch / "reports/tables/bounds.csv")
@@ -247,8 +247,8 @@ def test_bounds_in_running_mode_cost_each_op_at_its_context(scratch):
     steps = model.t_step(np.arange(prompt, prompt + case["gold_tokens"], dtype=float)).seconds
     assert case["regen"] == pytest.approx(float(steps.sum()), rel=1e-9)
 
-    write_params(scratch, **{"bounds.context_mode": "fixed", "bounds.context": 256, "bounds.latency_form": "interp",
-                             "bounds.kernel_sources": ["fit"], "bounds.kernel_repeats": False})
+    write_params(scratch, **{"bounds.context_mode": "fixed", "bounds.context": 256, "kernel.latency_form": "interp",
+                             "kernel.sources": ["fit"], "bounds.kernel_repeats": False})
     assert run("bounds") == 0
     fixed = pl.read_csv(scratch / "reports/tables/bounds.csv")
     keys = ["level", "corpus", "framing", "variant", "pooling"]

@@ -62,7 +62,7 @@ def test_stages_run_and_keep_run_times_out_of_tracked_metrics(scratch):
     ("perturb.kinds", [], "'perturb.kinds' must not be empty"),
     ("perturb.rates", ["abc"], "'perturb.rates' must hold numbers, got 'abc'"),
     ("spans.chart_framing", "bogus", "'spans.chart_framing' must be one of"),
-    ("bounds.baselines", [], "'bounds.baselines' must not be empty"),
+    ("kernel.baselines", [], "'kernel.baselines' must not be empty"),
     ("corpora.probeedit.mix", {"delete_line": "abc"}, "'corpora.probeedit.mix.delete_line' must be a number"),
     ("e2e.lossless_cases", -1, "'e2e.lossless_cases' must be >= 0"),
     ("e2e.models", [{"name": "smollm2-135m", "weights": "gguf", "dtype": "float32", "sample": {"HEvalFix-Py": -2}}],
@@ -72,7 +72,7 @@ def test_bad_params_are_named_before_anything_is_written(scratch, key, value, me
     write_params(scratch, **{key: value, "corpora.probeedit.enabled": True})
     cfg = Config.load(scratch / "params.yaml")
     stage = key.split(".")[0]
-    module = {"spans": "analysis.stages.spans", "bounds": "analysis.stages.bounds", "perturb": "analysis.stages.perturb",
+    module = {"spans": "analysis.stages.spans", "bounds": "analysis.stages.bounds", "kernel": "analysis.stages.bounds", "perturb": "analysis.stages.perturb",
               "corpora": "analysis.stages.corpora", "e2e": "kernels_profile.stages.e2e"}[stage]
     import importlib
 

@@ -801,11 +801,21 @@ class Roof:
 
 @dataclass(frozen=True)
 class WeightCount:
-    """Parameters of a dense decoder, and those a decode step must read (the embedding table is read
-    one row per token unless it is tied to the output head)."""
+    """Parameters of a dense decoder, those a decode step must read (the embedding table is read one
+    row per token unless it is tied to the output head), and what a prefill computes with.
+
+    A prefill token passes through the layers' weights (`layers`: every weight but the embedding and
+    the head; the embedding is a gather, no FLOPs), the profiler's prefill keeps ONE logit
+    (`logits_to_keep=1`), so the LM head (`head`: vocab x hidden) runs once per prefill, and
+    attention costs 4 FLOPs per (query token, key, head dimension) (`attention_width`: layers x
+    query heads x head_dim; QK^T and AV). A count built without the breakdown (`layers` None) charges
+    every weight per token and no attention: an over-count, kept only for hand-made counts."""
 
     total: int
     read_per_step: int
+    layers: int | None = None   # weights a prefill token multiplies with (all layers and the final norm)
+    head: int = 0               # LM head weights, applied to the kept logits only
+    attention_width: int = 0    # layers * query heads * head_dim
 
 
 def decoder_weights(config: dict) -> WeightCount:
@@ -824,7 +834,23 @@ def decoder_weights(config: dict) -> WeightCount:
     embed = vocab * h
     tied = bool(config.get("tie_word_embeddings", False))
     total = layers * per_layer + h + embed + (0 if tied else embed)
-    return WeightCount(total, total - (0 if tied else embed))
+    return WeightCount(total, total - (0 if tied else embed), layers=layers * per_layer + h, head=embed,
+                       attention_width=layers * q)
+
+
+PREFILL_LOGITS_KEPT = 1  # the profiler's prefill asks for the last position's logits only (logits_to_keep=1)
+
+
+def prefill_flops(weights: WeightCount, n, c=0, logits_kept: int = PREFILL_LOGITS_KEPT):
+    """FLOPs of one prefill of N tokens on a KV cache of c tokens: 2 per layer weight per token,
+    2 per head weight per kept logit, and causal attention (token i of the N attends to c + i + 1
+    keys: 4 x attention_width FLOPs per key). Without a breakdown (`layers` None): 2 x total x N."""
+    n, c = _broadcast(n, c)
+    if weights.layers is None:
+        return 2.0 * weights.total * n
+    keys = n * c + n * (n + 1) / 2
+    head = np.where(n > 0, 2.0 * weights.head * logits_kept, 0.0)
+    return 2.0 * weights.layers * n + head + 4.0 * weights.attention_width * keys
 
 
 def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> float:
@@ -832,12 +858,11 @@ def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> fl
     return weights.read_per_step * bytes_per_param / (roof.bandwidth_gbps * 1e9)
 
 
-def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float):
-    """The fastest a prefill of N tokens can be: the weights read once, or 2 FLOPs per weight per
-    token at peak throughput, whichever is slower (attention over the cache is left out: at 2,048
-    cached tokens it is under 1% of the weights' bytes for these models)."""
-    n = np.asarray(n, dtype=float)
-    return np.maximum(step_floor_s(weights, roof, bytes_per_param), 2.0 * weights.total * n / (roof.gflops * 1e9))
+def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float, c=0):
+    """The fastest a prefill of N tokens on c cached tokens can be: the weights read once, or its
+    FLOPs (`prefill_flops`: the layers for N tokens, the head for the one kept logit, attention over
+    the cache) at peak throughput, whichever is slower."""
+    return np.maximum(step_floor_s(weights, roof, bytes_per_param), prefill_flops(weights, n, c) / (roof.gflops * 1e9))
 
 
 def device_roofs(document: dict) -> list[tuple[str, Roof]]:
@@ -870,7 +895,7 @@ def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roof
         if roof is None or count is None or r["dtype"] not in BYTES_PER_PARAM:
             continue
         bpp = BYTES_PER_PARAM[r["dtype"]]
-        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp))
+        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp, r["context"]))
         rows.append({
             "kernel_source": r["kernel_source"], "model": r["model"], "dtype": r["dtype"], "device": r["device"],
             "roof": roof.device, "roof_source": roof.source, "baseline": r["baseline"], "context": r["context"],

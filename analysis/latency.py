@@ -264,6 +264,40 @@ class GridCurve:
 
 
 @dataclass(frozen=True)
+class StepSplit:
+    """A decode run's cost split (LatencyModel.step_costs): per profiled context, the first step's
+    overhead and the steady step, fitted on the N <= max_n of an interpolated T_ar."""
+
+    contexts: tuple[float, ...]
+    overhead: tuple[float, ...]
+    steady: tuple[float, ...]
+    max_n: float
+
+    def evaluate(self, c) -> tuple[np.ndarray, np.ndarray]:
+        c = np.asarray(c, dtype=float)
+        flat = c.ravel()
+        if len(self.contexts) == 1:
+            return np.full(c.shape, self.overhead[0]), np.full(c.shape, self.steady[0])
+        x, knots = np.log1p(flat), np.log1p(np.asarray(self.contexts))
+        steady = np.exp(_lerp_rows(np.log(np.asarray([self.steady])), x, knots)[0])
+        overhead = np.interp(x, knots, np.asarray(self.overhead))  # held at the end values outside
+        return overhead.reshape(c.shape), steady.reshape(c.shape)
+
+
+def fit_step_split(curve: GridCurve, max_n: int) -> StepSplit:
+    """T_ar(N, c) = o + N * s at each profiled context, over the curve's N <= max_n (see
+    LatencyModel.step_costs)."""
+    ns = np.asarray([n for n in curve.ns if n <= max_n], dtype=float)
+    if len(ns) < 2:
+        raise ParamsError(f"steady decode step: the profile has {len(ns)} N <= {max_n} (profiled N: "
+                          f"{[int(n) for n in curve.ns]}); raise bounds.steady_max_n to include at least two")
+    design = np.column_stack([np.ones_like(ns), ns])
+    fits = [_lsq(design, curve.evaluate(ns, np.full(ns.shape, c))) for c in curve.contexts]
+    return StepSplit(tuple(curve.contexts), tuple(float(f[0]) for f in fits), tuple(float(f[1]) for f in fits),
+                     float(max_n))
+
+
+@dataclass(frozen=True)
 class QuadraticAR:
     a: float
     b: float
@@ -415,6 +449,32 @@ class LatencyModel:
         one = np.ones(c.shape)
         # t_step is T_ar at N = 1 for interp, so N = 1 must be profiled too
         return self._checked("t_step", seconds, one if self.form == "interp" else None, c, extrapolate)
+
+    def step_costs(self, c, steady_max_n: int, extrapolate: bool = False) -> tuple[Evaluation, Evaluation]:
+        """(first-step overhead o(c), steady step s(c)) of a decode run at context c: a run of N steps
+        costs o(c) + the sum of s over its contexts, where t_step(c) = T_ar(1, c) = o(c) + s(c).
+
+        Evidence (reports/tables/kernel_ar_steps, the raw per-step segments of every H200 AR run): the
+        first step of each profiled run is the slow one and every later step is flat, e.g. 1.5B
+        static_compiled c=256: step 1 3.76 ms, steps 2..512 2.445-2.449 ms in both repeats (7B: 6.94 vs
+        5.64 ms); each profiled run starts after a sync on a freshly rewound cache, which is where a
+        program's decode run starts after a copy's prefill. So the overhead is paid once per decode run
+        (a regeneration: once; a program: once per generated span that follows a prefill), the steady
+        step per token. `interp`: o and s by least squares (relative error, o, s >= 0) of
+        T_ar(N, c) = o + N * s over the profiled N <= steady_max_n at each profiled context (steady_max_n
+        keeps out the later per-step shifts kernel_ar_steps flags), s interpolated like T_ar (log-log in
+        1 + c, end segments extended), o linear in log(1 + c) and held at its end values outside the
+        profiled contexts (such c are flagged). Parametric and paper forms have no first-step term
+        (T_ar has no intercept): o = 0 and s = their t_step."""
+        c = np.asarray(c, dtype=float)
+        if isinstance(self.ar, GridCurve):
+            overhead, steady = fit_step_split(self.ar, steady_max_n).evaluate(c)
+        else:
+            steady = np.broadcast_to(np.asarray(self.ar.t_step(c), dtype=float), c.shape)
+            overhead = np.zeros(c.shape)
+        one = np.ones(c.shape) if self.form == "interp" else None
+        return (self._checked("first-step overhead", overhead, one, c, extrapolate),
+                self._checked("steady step", steady, one, c, extrapolate))
 
     def speedup(self, n, c, extrapolate: bool = False) -> Evaluation:
         """T_ar(N, c) / T_prefill(N, c), for N > 0."""

@@ -6,12 +6,21 @@ This is the one implementation of the bound; the bounds stage and the end-to-end
 Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
 when op k starts:
 
-    regen            = sum_{j < G} t_step(c_0 + j)                          (regenerate every token)
+    regen            = o(c_0) + sum_{j < G} s(c_0 + j)                      (regenerate every token: one run)
     copy op k        = T_prefill(n_k, c_k)            n_k: source tokens it forwards (`n_tokens_src`)
-    gen op k         = sum_{j < g_k} t_step(c_k + j)  g_k: gold tokens it produces
-    directives of k  = d_k * t_step(c_k)              d_k: `<copy .../>`, `<gen>`, `</gen>`, escapes
+    gen op k         = [o(c_k)] + sum_{j < g_k} s(c_k + j)   g_k: gold tokens it produces
+    directives of k  = d_k * s(c_k) [+ o(c_k)]        d_k: `<copy .../>`, `<gen>`, `</gen>`, escapes
     ideal            = regen / sum_k op_k
     overhead         = regen / (sum_k op_k + sum_k directives_k)
+
+Decode pricing (`CostSettings.step_cost`, params bounds.step_cost). `steady` (judged): a decode run
+pays the first step's overhead o(c) once and the steady step s(c) per token
+(`LatencyModel.step_costs`: on the H200 CUDA-graph loop the first step of every profiled run costs
+3.76 ms and every later one 2.45 ms, 1.5B at c = 256). A run is a regeneration, or a stretch of a
+program's decoding that follows a prefill (the prompt's, or a copy's): [o] is paid by a gen op that
+follows a copy or opens the program (ideal), and in the overhead variant also by a copy whose
+directive tokens are decoded after a prefill. `first_step` (v1): o = 0 and s = t_step = T_ar(1, c),
+every token at the first step's time, which overstated graph-loop bounds by 17-27%.
 
 Context (`CostSettings.context_mode`):
   * `running`: c_0 = the case's prompt tokens (column `prompt_column`), c_k = c_0 + gold tokens of

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -172,29 +173,42 @@ def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettin
 POINT_KEYS = ["level", "corpus", "framing", "variant", "pooling"]
 
 
-def step_cost_bounds(spans: pl.DataFrame, model: LatencyModel, s: BoundsSettings) -> pl.DataFrame:
+def step_cost_bounds(spans: pl.DataFrame, model: LatencyModel, s: BoundsSettings, label: str) -> pl.DataFrame:
     """The point bound under each decode-step pricing (columns bound_steady, bound_first_step), so the
-    tables show the v1 pricing (every token at the first step's time) beside the corrected one."""
+    tables show the v1 pricing (every token at the first step's time) beside the corrected one. A
+    pricing other than the judged one that this model cannot give (a profile with too few short runs
+    for the steady split) is left null and said on stderr."""
     out = None
-    for step_cost in STEP_COSTS:
+    for step_cost in sorted(STEP_COSTS, key=lambda k: k != s.cost.step_cost):  # the judged one first
         settings = replace(s.cost, step_cost=step_cost)
-        costs = case_costs(spans, model, settings)
+        try:
+            costs = case_costs(spans, model, settings)
+        except ParamsError as exc:
+            if step_cost == s.cost.step_cost:
+                raise
+            print(f"copydecode bounds: {label}: no bound_{step_cost} beside the judged {s.cost.step_cost} ({exc})",
+                  file=sys.stderr)
+            out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(f"bound_{step_cost}"))
+            continue
         point = bounds_table(costs, 0, s.bootstrap.seed, s.bootstrap.ci)
         pool = paper_pool(costs, [], replace(s, bootstrap=replace(s.bootstrap, resamples=0)))
         rows = pl.concat([point.with_columns(pool=pl.lit("all corpora")),
                           *([pool] if pool.height else [])], how="diagonal")
         rows = rows.select(*POINT_KEYS, "pool", pl.col("bound").alias(f"bound_{step_cost}"))
         out = rows if out is None else out.join(rows, on=[*POINT_KEYS, "pool"], how="full", coalesce=True)
-    return out
+    return out.select(*POINT_KEYS, "pool", *(f"bound_{k}" for k in STEP_COSTS))
 
 
 def step_cost_columns(model: LatencyModel, s: BoundsSettings, measured: bool) -> dict:
     """The decode step at bounds.context, in ms: T_ar(1, c) (t_step_ms, the v1 price of every token),
     the steady step and the first-step overhead (None for the paper kernel, whose unit is a step)."""
-    first, steady = model.step_costs(s.cost.context, s.cost.steady_max_n, extrapolate=True)
     t_step = float(model.t_step(s.cost.context, extrapolate=True).seconds)
-    values = {"t_step_ms": t_step, "steady_step_ms": float(steady.seconds), "first_step_overhead_ms": float(first.seconds)}
-    return {k: pl.lit(v * 1000 if measured else None, dtype=pl.Float64) for k, v in values.items()}
+    try:
+        first, steady = (float(e.seconds) for e in model.step_costs(s.cost.context, s.cost.steady_max_n, extrapolate=True))
+    except ParamsError:  # judged first_step on a profile without the steady split (step_cost_bounds says so)
+        first = steady = None
+    values = {"t_step_ms": t_step, "steady_step_ms": steady, "first_step_overhead_ms": first}
+    return {k: pl.lit(v * 1000 if measured and v is not None else None, dtype=pl.Float64) for k, v in values.items()}
 
 
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
@@ -210,7 +224,7 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
         costs_all.append(costs.with_columns(**label))
-        both = step_cost_bounds(spans, model, s)
+        both = step_cost_bounds(spans, model, s, kernel.source)
         pool = paper_pool(costs, repeats, s)
         if pool.height:
             pool = pool.join(both.filter(pl.col("pool") == "paper corpora").drop("pool"), on=POINT_KEYS, how="left")

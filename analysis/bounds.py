@@ -6,12 +6,21 @@ This is the one implementation of the bound; the bounds stage and the end-to-end
 Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
 when op k starts:
 
-    regen            = sum_{j < G} t_step(c_0 + j)                          (regenerate every token)
+    regen            = o(c_0) + sum_{j < G} s(c_0 + j)                      (regenerate every token: one run)
     copy op k        = T_prefill(n_k, c_k)            n_k: source tokens it forwards (`n_tokens_src`)
-    gen op k         = sum_{j < g_k} t_step(c_k + j)  g_k: gold tokens it produces
-    directives of k  = d_k * t_step(c_k)              d_k: `<copy .../>`, `<gen>`, `</gen>`, escapes
+    gen op k         = [o(c_k)] + sum_{j < g_k} s(c_k + j)   g_k: gold tokens it produces
+    directives of k  = d_k * s(c_k) [+ o(c_k)]        d_k: `<copy .../>`, `<gen>`, `</gen>`, escapes
     ideal            = regen / sum_k op_k
     overhead         = regen / (sum_k op_k + sum_k directives_k)
+
+Decode pricing (`CostSettings.step_cost`, params bounds.step_cost). `steady` (judged): a decode run
+pays the first step's overhead o(c) once and the steady step s(c) per token
+(`LatencyModel.step_costs`: on the H200 CUDA-graph loop the first step of every profiled run costs
+3.76 ms and every later one 2.45 ms, 1.5B at c = 256). A run is a regeneration, or a stretch of a
+program's decoding that follows a prefill (the prompt's, or a copy's): [o] is paid by a gen op that
+follows a copy or opens the program (ideal), and in the overhead variant also by a copy whose
+directive tokens are decoded after a prefill. `first_step` (v1): o = 0 and s = t_step = T_ar(1, c),
+every token at the first step's time, which overstated graph-loop bounds by 17-27%.
 
 Context (`CostSettings.context_mode`):
   * `running`: c_0 = the case's prompt tokens (column `prompt_column`), c_k = c_0 + gold tokens of
@@ -44,13 +53,15 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency import LatencyModel
+from analysis.latency import Evaluation, LatencyModel
 from analysis.layout import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS
 from analysis.spans import pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")
 CONTEXT_MODES = ("fixed", "running")
+STEADY, FIRST_STEP = "steady", "first_step"
+STEP_COSTS = (STEADY, FIRST_STEP)
 POOLED_BOOTSTRAPS = ("cases", "corpus")
 CASE_KEYS = ["case_id", "corpus", "framing", "level"]
 COST_COLUMNS = ["case_id", "corpus", "framing", "level", "gold_tokens", "copied_tokens", "program_ideal",
@@ -67,10 +78,18 @@ class CostSettings:
     context: int = 256                    # fixed mode: the one KV-cache length
     prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
     prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
+    # how a decoded token is priced (params bounds.step_cost): steady (a first-step overhead once per
+    # decode run plus the steady step per token) or first_step (v1: every token costs T_ar(1, c))
+    step_cost: str = STEADY
+    steady_max_n: int = 8                 # steady: fit T_ar = o + N * s over the profiled N <= this
 
     def validate(self) -> CostSettings:
         if self.context_mode not in CONTEXT_MODES:
             raise ParamsError(f"bounds.context_mode must be one of {CONTEXT_MODES}, got {self.context_mode!r}")
+        if self.step_cost not in STEP_COSTS:
+            raise ParamsError(f"bounds.step_cost must be one of {STEP_COSTS}, got {self.step_cost!r}")
+        if self.step_cost == STEADY and (self.steady_max_n is None or self.steady_max_n < 2):
+            raise ParamsError(f"bounds.step_cost steady needs bounds.steady_max_n >= 2, got {self.steady_max_n!r}")
         if self.context_mode == "fixed" and self.context < 0:
             raise ParamsError(f"bounds.context must be >= 0, got {self.context}")
         return self
@@ -87,11 +106,42 @@ def _refuse(spans: pl.DataFrame, flags: np.ndarray, what: str, model: LatencyMod
         "set bounds.extrapolate to allow it (counted in extrapolated_spans)")
 
 
+def _step_pricing(model: LatencyModel, c, settings: CostSettings) -> tuple[Evaluation, Evaluation]:
+    """(first-step overhead, per-token step) at contexts c: v1 (`first_step`) charges every token
+    T_ar(1, c) and no overhead; `steady` the model's split (LatencyModel.step_costs)."""
+    if settings.step_cost == FIRST_STEP:
+        step = model.t_step(c, extrapolate=True)
+        return Evaluation(np.zeros(np.shape(step.seconds)), np.zeros(np.shape(step.seconds), dtype=bool)), step
+    return model.step_costs(c, settings.steady_max_n, extrapolate=True)
+
+
+def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Which ops start a decode run (and so pay the first-step overhead), for the ideal variant and
+    for the overhead variant; `ordered` sorted by case and op_index. A run starts at an op that decodes
+    something and follows a prefill (a copy) or opens the program (after the prompt's prefill); ideal:
+    a gen op with tokens; overhead: any op with directive or gen tokens (a copy decodes its directive
+    before its prefill, so two copies in a row make two runs)."""
+    prev = ordered.select(pl.col("kind").shift(1).over(CASE_KEYS)).to_series()
+    after_prefill = (prev.is_null() | (prev == "copy")).to_numpy()
+    is_gen = ordered["kind"].to_numpy() == "gen"
+    gen_tokens = np.where(is_gen, ordered["n_tokens"].to_numpy(), 0)
+    ideal = after_prefill & (gen_tokens > 0)
+    overhead = after_prefill & ((gen_tokens + ordered["directive_tokens"].to_numpy()) > 0)
+    return ideal, overhead
+
+
 def _fixed_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings):
     """Each op's cost at the one context: (spans with op_cost, directive_cost, extrapolated; t_step; its flag)."""
     context = settings.context
-    step = model.t_step(context, extrapolate=True)
-    t = float(step.seconds)
+    first, step = _step_pricing(model, context, settings)
+    t, o = float(step.seconds), float(first.seconds)
+    if settings.step_cost == STEADY:
+        if "op_index" not in spans.columns:
+            raise ParamsError("bounds.step_cost steady needs the span column op_index (which op follows a prefill)")
+        spans = spans.sort(*CASE_KEYS, "op_index")
+        starts_ideal, starts_overhead = _run_starts(spans)
+    else:
+        starts_ideal = starts_overhead = np.zeros(spans.height, dtype=bool)
     is_copy = spans["kind"].to_numpy() == "copy"
     prefill = model.t_prefill(spans[settings.prefill_tokens].to_numpy(), context, extrapolate=True)
     flags = (is_copy & prefill.extrapolated) | bool(step.extrapolated)
@@ -101,15 +151,16 @@ def _fixed_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings)
     with_cost = spans.with_columns(
         prefill=pl.Series(prefill.seconds), extrapolated=pl.Series(flags),
     ).with_columns(
-        op_cost=pl.when(pl.col("kind") == "copy").then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t),
-        directive_cost=pl.col("directive_tokens") * t,
+        op_cost=pl.when(pl.col("kind") == "copy").then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t)
+        + pl.Series(starts_ideal * o),
+        directive_cost=pl.col("directive_tokens") * t + pl.Series((starts_overhead & ~starts_ideal) * o),
         context=pl.lit(context, dtype=pl.Int64),
     )
-    return with_cost, t, bool(step.extrapolated)
+    return with_cost, (t, o), bool(step.extrapolated)
 
 
 def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
-    with_cost, t, step_extrapolated = _fixed_ops(spans, model, settings)
+    with_cost, (t, o), step_extrapolated = _fixed_ops(spans, model, settings)
     return (
         with_cost.group_by(*CASE_KEYS)
         .agg(
@@ -120,7 +171,7 @@ def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
             extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
         )
         .with_columns(
-            regen=pl.col("gold_tokens") * t,
+            regen=pl.col("gold_tokens") * t + pl.when(pl.col("gold_tokens") > 0).then(o).otherwise(0.0),
             program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
             extrapolated_regen=pl.lit(step_extrapolated),
         )
@@ -129,10 +180,10 @@ def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
     )
 
 
-def _step_sums(model: LatencyModel, top: int):
-    """Prefix sums of t_step over contexts 0..top-1 and of its extrapolation flags, so that
-    sum_{j < g} t_step(c + j) = S[c + g] - S[c]."""
-    step = model.t_step(np.arange(top, dtype=float), extrapolate=True)
+def _step_sums(model: LatencyModel, top: int, settings: CostSettings):
+    """Prefix sums of the per-token step (t_step, or the steady step) over contexts 0..top-1 and of
+    its extrapolation flags, so that sum_{j < g} step(c + j) = S[c + g] - S[c]."""
+    step = _step_pricing(model, np.arange(top, dtype=float), settings)[1]
     seconds = np.concatenate([[0.0], np.cumsum(step.seconds)])
     flags = np.concatenate([[0], np.cumsum(step.extrapolated.astype(np.int64))])
     return seconds, flags
@@ -154,10 +205,11 @@ def _running_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
     g = ordered["n_tokens"].to_numpy()
     is_copy = ordered["kind"].to_numpy() == "copy"
     top = int((c + g).max()) + 1 if ordered.height else 1
-    step_sum, step_flag = _step_sums(model, top)
-    gen_seconds = step_sum[c + g] - step_sum[c]
+    step_sum, step_flag = _step_sums(model, top, settings)
+    first, at_c = _step_pricing(model, c, settings)
+    starts_ideal, starts_overhead = _run_starts(ordered)
+    gen_seconds = step_sum[c + g] - step_sum[c] + starts_ideal * first.seconds
     gen_flag = (step_flag[c + g] - step_flag[c]) > 0
-    at_c = model.t_step(c, extrapolate=True)
     prefill = model.t_prefill(ordered[settings.prefill_tokens].to_numpy(), c, extrapolate=True)
     op_flag = np.where(is_copy, prefill.extrapolated, gen_flag) | at_c.extrapolated
     if op_flag.any() and not settings.extrapolate:
@@ -167,7 +219,8 @@ def _running_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSetting
         _refuse(ordered, op_flag, what, model)
     per_op = ordered.with_columns(
         op_cost=pl.Series(np.where(is_copy, prefill.seconds, gen_seconds)),
-        directive_cost=pl.col("directive_tokens") * pl.Series(at_c.seconds),
+        directive_cost=pl.col("directive_tokens") * pl.Series(at_c.seconds)
+        + pl.Series((starts_overhead & ~starts_ideal) * first.seconds),
         extrapolated=pl.Series(op_flag),
     )
     return per_op, step_sum, step_flag
@@ -190,8 +243,10 @@ def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSetti
         raise ParamsError(
             f"case {costs['case_id'][k]}: regenerating {gold[k]} tokens runs t_step over c={start[k]}..{start[k] + gold[k] - 1}, "
             f"outside the profiled range of {model.key.label()} ({model._range_text()}); set bounds.extrapolate to allow it")
+    # a regeneration is one decode run: one first-step overhead at the prompt
+    first = np.where(gold > 0, _step_pricing(model, start, settings)[0].seconds, 0.0)
     return costs.with_columns(
-        regen=pl.Series(step_sum[start + gold] - step_sum[start]),
+        regen=pl.Series(step_sum[start + gold] - step_sum[start] + first),
         program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
         extrapolated_regen=pl.Series(regen_flag),
     ).select(COST_COLUMNS).sort("level", "corpus", "framing", "case_id")

@@ -577,7 +577,7 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     bounds = bounds_input(spec, 0, tables, metrics_dir)
     composed = line_ideal(bounds, PAPER_SOURCE)
     if composed.height == 0:
-        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to kernel.sources")
     ours, pooled = per_corpus(composed), pooled_rows(composed)
     inside = lambda row, value: judge(c, (row["ci_low"], row["ci_high"]), value)  # noqa: E731
     compared = [(name, key) for key, name in PAPER_NAMES.items() if name in ours and key in c]
@@ -639,7 +639,7 @@ def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     floors = floor_rows.filter(pl.col("kernel_source") == PAPER_SOURCE)
     fitted = floor_rows.filter((pl.col("kernel_source") == FIT) & (pl.col("baseline") == c.get("fit_baseline", "eager")))
     if floors.height == 0:
-        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise MissingOutputError("bounds.csv has no paper-kernel rows; add `paper` to kernel.sources")
     if cov.height == 0:
         raise MissingOutputError("coverage.csv has no token-level rows for the paper's corpora")
     tol = c["rel_tolerance"]

@@ -253,6 +253,40 @@ class GridCurve:
 
 
 @dataclass(frozen=True)
+class StepSplit:
+    """A decode run's cost split (LatencyModel.step_costs): per profiled context, the first step's
+    overhead and the steady step, fitted on the N <= max_n of an interpolated T_ar."""
+
+    contexts: tuple[float, ...]
+    overhead: tuple[float, ...]
+    steady: tuple[float, ...]
+    max_n: float
+
+    def evaluate(self, c) -> tuple[np.ndarray, np.ndarray]:
+        c = np.asarray(c, dtype=float)
+        flat = c.ravel()
+        if len(self.contexts) == 1:
+            return np.full(c.shape, self.overhead[0]), np.full(c.shape, self.steady[0])
+        x, knots = np.log1p(flat), np.log1p(np.asarray(self.contexts))
+        steady = np.exp(_lerp_rows(np.log(np.asarray([self.steady])), x, knots)[0])
+        overhead = np.interp(x, knots, np.asarray(self.overhead))  # held at the end values outside
+        return overhead.reshape(c.shape), steady.reshape(c.shape)
+
+
+def fit_step_split(curve: GridCurve, max_n: int) -> StepSplit:
+    """T_ar(N, c) = o + N * s at each profiled context, over the curve's N <= max_n (see
+    LatencyModel.step_costs)."""
+    ns = np.asarray([n for n in curve.ns if n <= max_n], dtype=float)
+    if len(ns) < 2:
+        raise ParamsError(f"steady decode step: the profile has {len(ns)} N <= {max_n} (profiled N: "
+                          f"{[int(n) for n in curve.ns]}); raise bounds.steady_max_n to include at least two")
+    design = np.column_stack([np.ones_like(ns), ns])
+    fits = [_lsq(design, curve.evaluate(ns, np.full(ns.shape, c))) for c in curve.contexts]
+    return StepSplit(tuple(curve.contexts), tuple(float(f[0]) for f in fits), tuple(float(f[1]) for f in fits),
+                     float(max_n))
+
+
+@dataclass(frozen=True)
 class QuadraticAR:
     a: float
     b: float
@@ -404,6 +438,32 @@ class LatencyModel:
         one = np.ones(c.shape)
         # t_step is T_ar at N = 1 for interp, so N = 1 must be profiled too
         return self._checked("t_step", seconds, one if self.form == "interp" else None, c, extrapolate)
+
+    def step_costs(self, c, steady_max_n: int, extrapolate: bool = False) -> tuple[Evaluation, Evaluation]:
+        """(first-step overhead o(c), steady step s(c)) of a decode run at context c: a run of N steps
+        costs o(c) + the sum of s over its contexts, where t_step(c) = T_ar(1, c) = o(c) + s(c).
+
+        Evidence (reports/tables/kernel_ar_steps, the raw per-step segments of every H200 AR run): the
+        first step of each profiled run is the slow one and every later step is flat, e.g. 1.5B
+        static_compiled c=256: step 1 3.76 ms, steps 2..512 2.445-2.449 ms in both repeats (7B: 6.94 vs
+        5.64 ms); each profiled run starts after a sync on a freshly rewound cache, which is where a
+        program's decode run starts after a copy's prefill. So the overhead is paid once per decode run
+        (a regeneration: once; a program: once per generated span that follows a prefill), the steady
+        step per token. `interp`: o and s by least squares (relative error, o, s >= 0) of
+        T_ar(N, c) = o + N * s over the profiled N <= steady_max_n at each profiled context (steady_max_n
+        keeps out the later per-step shifts kernel_ar_steps flags), s interpolated like T_ar (log-log in
+        1 + c, end segments extended), o linear in log(1 + c) and held at its end values outside the
+        profiled contexts (such c are flagged). Parametric and paper forms have no first-step term
+        (T_ar has no intercept): o = 0 and s = their t_step."""
+        c = np.asarray(c, dtype=float)
+        if isinstance(self.ar, GridCurve):
+            overhead, steady = fit_step_split(self.ar, steady_max_n).evaluate(c)
+        else:
+            steady = np.broadcast_to(np.asarray(self.ar.t_step(c), dtype=float), c.shape)
+            overhead = np.zeros(c.shape)
+        one = np.ones(c.shape) if self.form == "interp" else None
+        return (self._checked("first-step overhead", overhead, one, c, extrapolate),
+                self._checked("steady step", steady, one, c, extrapolate))
 
     def speedup(self, n, c, extrapolate: bool = False) -> Evaluation:
         """T_ar(N, c) / T_prefill(N, c), for N > 0."""
@@ -771,11 +831,21 @@ class Roof:
 
 @dataclass(frozen=True)
 class WeightCount:
-    """Parameters of a dense decoder, and those a decode step must read (the embedding table is read
-    one row per token unless it is tied to the output head)."""
+    """Parameters of a dense decoder, those a decode step must read (the embedding table is read one
+    row per token unless it is tied to the output head), and what a prefill computes with.
+
+    A prefill token passes through the layers' weights (`layers`: every weight but the embedding and
+    the head; the embedding is a gather, no FLOPs), the profiler's prefill keeps ONE logit
+    (`logits_to_keep=1`), so the LM head (`head`: vocab x hidden) runs once per prefill, and
+    attention costs 4 FLOPs per (query token, key, head dimension) (`attention_width`: layers x
+    query heads x head_dim; QK^T and AV). A count built without the breakdown (`layers` None) charges
+    every weight per token and no attention: an over-count, kept only for hand-made counts."""
 
     total: int
     read_per_step: int
+    layers: int | None = None   # weights a prefill token multiplies with (all layers and the final norm)
+    head: int = 0               # LM head weights, applied to the kept logits only
+    attention_width: int = 0    # layers * query heads * head_dim
 
 
 def decoder_weights(config: dict) -> WeightCount:
@@ -794,7 +864,23 @@ def decoder_weights(config: dict) -> WeightCount:
     embed = vocab * h
     tied = bool(config.get("tie_word_embeddings", False))
     total = layers * per_layer + h + embed + (0 if tied else embed)
-    return WeightCount(total, total - (0 if tied else embed))
+    return WeightCount(total, total - (0 if tied else embed), layers=layers * per_layer + h, head=embed,
+                       attention_width=layers * q)
+
+
+PREFILL_LOGITS_KEPT = 1  # the profiler's prefill asks for the last position's logits only (logits_to_keep=1)
+
+
+def prefill_flops(weights: WeightCount, n, c=0, logits_kept: int = PREFILL_LOGITS_KEPT):
+    """FLOPs of one prefill of N tokens on a KV cache of c tokens: 2 per layer weight per token,
+    2 per head weight per kept logit, and causal attention (token i of the N attends to c + i + 1
+    keys: 4 x attention_width FLOPs per key). Without a breakdown (`layers` None): 2 x total x N."""
+    n, c = _broadcast(n, c)
+    if weights.layers is None:
+        return 2.0 * weights.total * n
+    keys = n * c + n * (n + 1) / 2
+    head = np.where(n > 0, 2.0 * weights.head * logits_kept, 0.0)
+    return 2.0 * weights.layers * n + head + 4.0 * weights.attention_width * keys
 
 
 def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> float:
@@ -802,12 +888,11 @@ def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> fl
     return weights.read_per_step * bytes_per_param / (roof.bandwidth_gbps * 1e9)
 
 
-def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float):
-    """The fastest a prefill of N tokens can be: the weights read once, or 2 FLOPs per weight per
-    token at peak throughput, whichever is slower (attention over the cache is left out: at 2,048
-    cached tokens it is under 1% of the weights' bytes for these models)."""
-    n = np.asarray(n, dtype=float)
-    return np.maximum(step_floor_s(weights, roof, bytes_per_param), 2.0 * weights.total * n / (roof.gflops * 1e9))
+def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float, c=0):
+    """The fastest a prefill of N tokens on c cached tokens can be: the weights read once, or its
+    FLOPs (`prefill_flops`: the layers for N tokens, the head for the one kept logit, attention over
+    the cache) at peak throughput, whichever is slower."""
+    return np.maximum(step_floor_s(weights, roof, bytes_per_param), prefill_flops(weights, n, c) / (roof.gflops * 1e9))
 
 
 def device_roofs(document: dict) -> list[tuple[str, Roof]]:
@@ -840,7 +925,7 @@ def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roof
         if roof is None or count is None or r["dtype"] not in BYTES_PER_PARAM:
             continue
         bpp = BYTES_PER_PARAM[r["dtype"]]
-        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp))
+        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp, r["context"]))
         rows.append({
             "kernel_source": r["kernel_source"], "model": r["model"], "dtype": r["dtype"], "device": r["device"],
             "roof": roof.device, "roof_source": roof.source, "baseline": r["baseline"], "context": r["context"],

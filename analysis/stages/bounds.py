@@ -5,6 +5,9 @@ beside the paper's bounds on equal terms."""
 
 from __future__ import annotations
 
+import json
+import re
+import sys
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -14,6 +17,7 @@ from analysis.corpora import commits
 from analysis.bounds import (
     CONTEXT_MODES,
     POOLED_BOOTSTRAPS,
+    STEP_COSTS,
     CostSettings,
     bounds_table,
     case_costs,
@@ -66,6 +70,8 @@ def settings(params: dict) -> BoundsSettings:
         context_mode=choice(p, "bounds.context_mode", CONTEXT_MODES),
         context=positive_int(p, "bounds.context", minimum=0),
         extrapolate=get(p, "bounds.extrapolate", bool),
+        step_cost=choice(p, "bounds.step_cost", STEP_COSTS),
+        steady_max_n=positive_int(p, "bounds.steady_max_n", minimum=2),
     ).validate()
     return BoundsSettings(
         kernel=kernel_settings(p),
@@ -110,9 +116,51 @@ def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
         "pool", *KEYS, pl.exclude("pool", *KEYS))
 
 
+POINT_KEYS = ["level", "corpus", "framing", "variant", "pooling"]
+
+
+def step_cost_bounds(spans: pl.DataFrame, model: LatencyModel, s: BoundsSettings, label: str) -> pl.DataFrame:
+    """The point bound under each decode-step pricing (columns bound_steady, bound_first_step), so the
+    tables show the v1 pricing (every token at the first step's time) beside the corrected one. A
+    pricing other than the judged one that this model cannot give (a profile with too few short runs
+    for the steady split) is left null and said on stderr."""
+    out = None
+    for step_cost in sorted(STEP_COSTS, key=lambda k: k != s.cost.step_cost):  # the judged one first
+        settings = replace(s.cost, step_cost=step_cost)
+        try:
+            costs = case_costs(spans, model, settings)
+        except ParamsError as exc:
+            if step_cost == s.cost.step_cost:
+                raise
+            print(f"copydecode bounds: {label}: no bound_{step_cost} beside the judged {s.cost.step_cost} ({exc})",
+                  file=sys.stderr)
+            out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(f"bound_{step_cost}"))
+            continue
+        point = bounds_table(costs, 0, s.bootstrap.seed, s.bootstrap.ci)
+        pool = paper_pool(costs, [], replace(s, bootstrap=replace(s.bootstrap, resamples=0)))
+        rows = pl.concat([point.with_columns(pool=pl.lit(ALL_POOL)),
+                          *([pool] if pool.height else [])], how="diagonal")
+        rows = rows.select(*POINT_KEYS, "pool", pl.col("bound").alias(f"bound_{step_cost}"))
+        out = rows if out is None else out.join(rows, on=[*POINT_KEYS, "pool"], how="full", coalesce=True)
+    return out.select(*POINT_KEYS, "pool", *(f"bound_{k}" for k in STEP_COSTS))
+
+
+def step_cost_columns(model: LatencyModel, s: BoundsSettings, measured: bool) -> dict:
+    """The decode step at bounds.context, in ms: T_ar(1, c) (t_step_ms, the v1 price of every token),
+    the steady step and the first-step overhead (None for the paper kernel, whose unit is a step)."""
+    t_step = float(model.t_step(s.cost.context, extrapolate=True).seconds)
+    try:
+        first, steady = (float(e.seconds) for e in model.step_costs(s.cost.context, s.cost.steady_max_n, extrapolate=True))
+    except ParamsError:  # judged first_step on a profile without the steady split (step_cost_bounds says so)
+        first = steady = None
+    values = {"t_step_ms": t_step, "steady_step_ms": steady, "first_step_overhead_ms": first}
+    return {k: pl.lit(v * 1000 if measured and v is not None else None, dtype=pl.Float64) for k, v in values.items()}
+
+
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     """The bounds table, the per-case costs, the tokenization sensitivity and the paper-corpora
-    pool, over every kernel."""
+    pool, over every kernel. `bound` (with its interval) is priced by bounds.step_cost (`step_cost`
+    column); bound_steady and bound_first_step give both pricings' point bounds side by side."""
     tables, costs_all, tokenization, paper_pools = [], [], [], []
     boot = s.bootstrap
     gold_cost = replace(s.cost, prefill_tokens="n_tokens")
@@ -123,13 +171,16 @@ def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
         costs = case_costs(spans, model, s.cost)
         repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
         costs_all.append(costs.with_columns(kernel_source=label["kernel_source"], baseline=label["baseline"]))
+        both = step_cost_bounds(spans, model, s, kernel.source)
         pool = paper_pool(costs, repeats, s)
         if pool.height:
-            paper_pools.append(pool.with_columns(**label))
-        t_step = float(model.t_step(s.cost.context, extrapolate=s.cost.extrapolate).seconds)
-        tables.append(bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
-                                   pooled_bootstrap=s.pooled_bootstrap).with_columns(
-            **label, t_step_ms=pl.lit(t_step * 1000 if kernel.measured else None, dtype=pl.Float64),
+            pool = pool.join(both.filter(pl.col("pool") == PAPER_POOL).drop("pool"), on=POINT_KEYS, how="left")
+            paper_pools.append(pool.with_columns(**label, step_cost=pl.lit(s.cost.step_cost)))
+        table = bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
+                             pooled_bootstrap=s.pooled_bootstrap)
+        table = table.join(both.filter(pl.col("pool") == ALL_POOL).drop("pool"), on=POINT_KEYS, how="left")
+        tables.append(table.with_columns(
+            **label, **step_cost_columns(model, s, kernel.measured), step_cost=pl.lit(s.cost.step_cost),
             model=pl.lit(kernel.model_name), dtype=pl.lit(kernel.dtype), device=pl.lit(kernel.device)))
         gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
         tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",

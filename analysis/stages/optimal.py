@@ -34,7 +34,7 @@ import numpy as np
 import polars as pl
 
 from analysis.corpora import humanevalpack
-from analysis.bounds import CostSettings, bounds_table, case_costs
+from analysis.bounds import FIRST_STEP, CostSettings, bounds_table, case_costs
 from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_table
@@ -235,7 +235,8 @@ class PerCase:
 
     @classmethod
     def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
-        return cls([case_costs(spans, model, CostSettings("fixed", s.extrapolate, s.context))],
+        # the DP prices every decoded token at t_step(c) (v1), so its coverage-oracle row is priced alike
+        return cls([case_costs(spans, model, CostSettings("fixed", s.extrapolate, s.context, step_cost=FIRST_STEP))],
                    [copy_span_counts(spans)])
 
     def add(self, other: "PerCase") -> "PerCase":

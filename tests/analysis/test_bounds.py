@@ -285,3 +285,99 @@ def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
     alone = bounds_table(paper_only, 0, 0, 0.95).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
     both = pools_for(alone, pl.DataFrame()).filter((pl.col("variant") == "ideal") & (pl.col("pooling") == "ratio_of_sums"))
     assert both.sort("pool")["bound"].to_list() == pytest.approx([expected, expected])
+
+
+# ---------------------------------------------------------------- decode cost: first-step overhead + steady step (issue 28.4)
+
+def first_step_model(o=3e-3, s=2e-3, prefill=5e-3, ns=(1.0, 2.0, 4.0, 8.0, 16.0), contexts=(0.0, 4096.0)):
+    """An interpolated model whose AR runs cost o + N * s at every context (the first step o + s, every
+    later one s) and whose prefill costs `prefill` for any N: the H200 graph loop's shape."""
+    from analysis.latency import GridCurve
+
+    ar = GridCurve(ns, contexts, tuple(tuple(o + n * s for n in ns) for _ in contexts))
+    pre = GridCurve(ns, contexts, tuple(tuple(prefill for _ in ns) for _ in contexts))
+    return LatencyModel(KEY, "interp", ar, pre, (ns[0], ns[-1]), contexts)
+
+
+# copy 10, gen 4, copy 10, gen 6, copy 5 (two generated spans); directives 7 per copy, 2 per gen
+TWO_SPANS = [
+    ("A/0", "A", "body", "line", "copy", 10, 10, 7),
+    ("A/0", "A", "body", "line", "gen", 4, 0, 2),
+    ("A/0", "A", "body", "line", "copy", 10, 10, 7),
+    ("A/0", "A", "body", "line", "gen", 6, 0, 2),
+    ("A/0", "A", "body", "line", "copy", 5, 5, 7),
+]
+
+
+def test_step_costs_split_the_first_step_from_the_steady_step():
+    model = first_step_model()
+    first, steady = model.step_costs(np.array([0.0, 100.0, 4096.0]), steady_max_n=8)
+    assert first.seconds == pytest.approx([3e-3] * 3) and steady.seconds == pytest.approx([2e-3] * 3)
+    assert float(model.t_step(100.0).seconds) == pytest.approx(5e-3)  # T_ar(1) = overhead + steady
+    with pytest.raises(ParamsError, match="steady_max_n"):
+        model.step_costs(0.0, steady_max_n=1)
+
+
+@pytest.mark.parametrize("mode", ["fixed", "running"])
+def test_steady_pricing_charges_the_first_step_once_per_decode_run(mode):
+    """Hand-computed: regeneration is one run (3 + 35 x 2 ms); the program pays three prefills, the
+    overhead once per generated span (2 x 3 ms) and 10 steady steps; with directives the first copy's
+    directive opens one more run (+3 ms) and 25 directive tokens cost 2 ms each. v1 priced every token
+    at the first step (5 ms): 175 / 65 instead of 73 / 41."""
+    settings = (CostSettings("fixed", False, context=0, step_cost="steady", steady_max_n=8) if mode == "fixed"
+                else CostSettings("running", False, step_cost="steady", steady_max_n=8))
+    table = spans(TWO_SPANS, prompt={"A/0": 100} if mode == "running" else None)
+    row = case_costs(table, first_step_model(), settings).row(0, named=True)
+    assert row["regen"] == pytest.approx(3e-3 + 35 * 2e-3)
+    assert row["program_ideal"] == pytest.approx(3 * 5e-3 + 2 * 3e-3 + 10 * 2e-3)
+    assert row["program_overhead"] == pytest.approx(row["program_ideal"] + 3e-3 + 25 * 2e-3)
+    assert row["regen"] / row["program_ideal"] == pytest.approx(73 / 41)
+    old = case_costs(table, first_step_model(), CostSettings(mode, False, context=0, step_cost="first_step")
+                     ).row(0, named=True)
+    assert (old["regen"], old["program_ideal"]) == pytest.approx((35 * 5e-3, 3 * 5e-3 + 10 * 5e-3))
+
+
+def test_two_copies_in_a_row_are_two_decode_runs_with_directives():
+    table = spans([("A/0", "A", "body", "line", "copy", 10, 10, 7),
+                   ("A/0", "A", "body", "line", "copy", 10, 10, 7),
+                   ("A/0", "A", "body", "line", "gen", 3, 0, 2),
+                   ("A/0", "A", "body", "line", "gen", 3, 0, 2)])
+    row = case_costs(table, first_step_model(), CostSettings("fixed", False, context=0, step_cost="steady",
+                                                             steady_max_n=8)).row(0, named=True)
+    # ideal: one generated run (the two gen ops follow each other); overhead: each copy's directive opens a run
+    assert row["program_ideal"] == pytest.approx(2 * 5e-3 + 3e-3 + 6 * 2e-3)
+    assert row["directive_seconds"] == pytest.approx(2 * 3e-3 + 18 * 2e-3)
+
+
+def test_a_parametric_model_has_no_first_step_term():
+    model = quadratic(a=1e-3, b=1e-6)
+    table = spans(TWO_SPANS, prompt={"A/0": 100})
+    steady = case_costs(table, model, CostSettings("running", False, step_cost="steady", steady_max_n=8))
+    v1 = case_costs(table, model, CostSettings("running", False))
+    assert steady.equals(v1)
+
+
+def test_steady_pricing_needs_its_window():
+    with pytest.raises(ParamsError, match="steady_max_n"):
+        CostSettings("fixed", False, step_cost="steady", steady_max_n=1).validate()
+    with pytest.raises(ParamsError, match="step_cost"):
+        CostSettings("fixed", False, step_cost="last").validate()
+
+
+def test_h200_graph_loop_pays_its_first_step_once_per_run():
+    """The evidence for the split, from the committed raw per-step data: in every H200 static_compiled
+    run the first step is the slow one and every later segment is flat; the split recovers it."""
+    from analysis.latency import FitOptions, ar_step_segments, fit_latency
+
+    raw = pl.read_parquet(ROOT / "reports/kernels/frozen/h200/gpu-compiled.parquet")
+    segments = ar_step_segments(raw)
+    for key, run in segments.group_by("model", "context", "repeat"):
+        first = run.filter(pl.col("to_step") == 1)["ms_per_step"][0]
+        later = run.filter(pl.col("from_step") >= 1)["ms_per_step"]
+        assert later.max() / later.min() < 1.01, key
+        assert first > 1.15 * later.max(), key
+    model = next(m for m in fit_latency(raw, FitOptions("interp"))
+                 if (m.key.model, m.key.baseline) == ("qwen2.5-1.5b", "static_compiled"))
+    first, steady = model.step_costs(256.0, steady_max_n=8)
+    assert float(steady.seconds) == pytest.approx(2.446e-3, rel=0.01)
+    assert float(first.seconds) == pytest.approx(3.763e-3 - 2.446e-3, rel=0.02)

@@ -234,7 +234,8 @@ def test_bounds_in_running_mode_cost_each_op_at_its_context(scratch):
     write_model(scratch, model)
     write_params(scratch, **{"bounds.context_mode": "running", "kernel.latency_form": "interp",
                              "bounds.extrapolate": False, "kernel.sources": ["fit"],
-                             "bounds.kernel_repeats": False})
+                             "bounds.kernel_repeats": False,
+                             "bounds.step_cost": "first_step"})
     assert run("bounds") == 0
     running = pl.read_csv(scratch / "reports/tables/bounds.csv")
     assert set(running["context_mode"]) == {"running"} and running["context"].null_count() == running.height
@@ -248,7 +249,8 @@ def test_bounds_in_running_mode_cost_each_op_at_its_context(scratch):
     assert case["regen"] == pytest.approx(float(steps.sum()), rel=1e-9)
 
     write_params(scratch, **{"bounds.context_mode": "fixed", "bounds.context": 256, "kernel.latency_form": "interp",
-                             "kernel.sources": ["fit"], "bounds.kernel_repeats": False})
+                             "kernel.sources": ["fit"], "bounds.kernel_repeats": False,
+                             "bounds.step_cost": "first_step"})
     assert run("bounds") == 0
     fixed = pl.read_csv(scratch / "reports/tables/bounds.csv")
     keys = ["level", "corpus", "framing", "variant", "pooling"]

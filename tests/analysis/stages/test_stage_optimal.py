@@ -198,9 +198,12 @@ def test_perturb_definitions_and_crossing_table(scratch):
     crossing = pl.read_csv(tables / "perturbation_crossing.csv")
     assert set(crossing["definition"]) == {"strict", "clip", "one_span", "paper"}
     assert crossing.filter(pl.col("definition") == "paper")["note"][0].startswith("underdetermined")
-    assert crossing.filter(pl.col("definition") != "paper").height == 3 * 2  # definitions x kinds (one level)
+    measured = crossing.filter(pl.col("definition") != "paper")
+    assert "paper" in set(measured["pool"])  # the paper's three corpora are the default pool
+    assert measured.height == 3 * 2 * measured["pool"].n_unique()  # definitions x kinds (one level), per pool
     metrics = json.loads((scratch / "reports/metrics/perturbation.json").read_text())
-    strict = crossing.filter((pl.col("definition") == "strict") & (pl.col("kind") == "start")).row(0, named=True)
+    strict = measured.filter((pl.col("definition") == "strict") & (pl.col("kind") == "start")
+                             & (pl.col("pool") == "paper")).row(0, named=True)
     assert metrics["crossing"]["strict/line/start/body"]["crossing_rate"] == pytest.approx(strict["crossing_rate"], abs=1e-4)
     assert set(metrics["definitions"]) == {"clip", "one_span"} and "paper" in metrics["crossing"]
 

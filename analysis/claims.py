@@ -306,7 +306,7 @@ def _bounds_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     bounds = bounds_frame(tables)
     composed = line_ideal(bounds, PAPER_SOURCE)
     if composed.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to kernel.sources")
     ours, pooled = per_corpus(composed), pooled_rows(composed)
     tol = c["rel_tolerance"]
     inside = lambda row, value: inside_widened_ci(row["ci_low"], row["ci_high"], value, tol)  # noqa: E731
@@ -364,7 +364,7 @@ def _token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     floors = floor_rows.filter(pl.col("kernel_source") == PAPER_SOURCE)
     fitted = floor_rows.filter((pl.col("kernel_source") == FIT) & (pl.col("baseline") == c.get("fit_baseline", "eager")))
     if floors.height == 0:
-        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to bounds.kernel_sources")
+        raise ParamsError("bounds.csv has no paper-kernel rows; add `paper` to kernel.sources")
     tol_pp, tol = c["tolerance_pp"] / 100, c["rel_tolerance"]
     cov_lo, cov_hi, fl_lo, fl_hi = cov["coverage"].min(), cov["coverage"].max(), floors["bound"].min(), floors["bound"].max()
     cov_ok = c["coverage_low"] - tol_pp <= cov_lo and cov_hi <= c["coverage_high"] + tol_pp

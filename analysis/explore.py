@@ -218,7 +218,7 @@ def render_view(view: CaseView) -> "Html":
         "<h3>Per-span cost under each kernel source</h3>",
         f"<p>Tokens per op, and each op's cost under each kernel source's latency model, in that source's unit ({esc(units)}). "
         "A copy costs one prefill of its source tokens, a gen its decode steps; directive tokens are costed in the "
-        "case's bound below.</p>" if units else "<p>No kernel source is configured (params bounds.kernel_sources).</p>",
+        "case's bound below.</p>" if units else "<p>No kernel source is configured (params kernel.sources).</p>",
         _table_html(view.spans),
     ]
     if view.totals.height:

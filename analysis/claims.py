@@ -22,7 +22,7 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
@@ -107,7 +107,7 @@ COMPARATORS = {"ends_within_factor": within_factor, "ends_within_pp": within_pp,
 def kernel_rows(tables: Path = TABLES) -> pl.DataFrame:
     """kernel_speedup.csv with its kernel_source (`fit` for every row when the column is absent)."""
     kern = table("kernel_speedup", tables)
-    return kern if "kernel_source" in kern.columns else kern.with_columns(kernel_source=pl.lit(FIT))
+    return with_kernel_source(kern)
 
 
 @dataclass(frozen=True)

@@ -114,6 +114,12 @@ def parse_name(name: str) -> SourceName:
                       f"<source>/<model> (e.g. h200-devtime/qwen2.5-1.5b)")
 
 
+def with_kernel_source(frame: pl.DataFrame) -> pl.DataFrame:
+    """A kernel table with its `kernel_source` column: a table written before kernel sources holds this
+    run's profile only (`fit`). The one place that legacy rule lives."""
+    return frame if "kernel_source" in frame.columns else frame.with_columns(kernel_source=pl.lit(FIT_SOURCE))
+
+
 def is_fit(name: str) -> bool:
     return name == FIT_SOURCE
 

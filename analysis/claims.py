@@ -22,7 +22,7 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
@@ -33,7 +33,6 @@ from analysis.layout import (
     TABLES,
     framing_filter,
     paper_view,
-    pooled_share,
     star,
 )
 from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
@@ -282,7 +281,7 @@ def read_table(name: str, tables: Path) -> pl.DataFrame:
 def kernel_rows(tables: Path = TABLES) -> pl.DataFrame:
     """kernel_speedup.csv with its kernel_source (`fit` for every row when the column is absent)."""
     kern = table("kernel_speedup", tables)
-    return kern if "kernel_source" in kern.columns else kern.with_columns(kernel_source=pl.lit(FIT))
+    return with_kernel_source(kern)
 
 
 @dataclass(frozen=True)

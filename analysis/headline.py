@@ -31,7 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
 from analysis.layout import METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = METRICS / "headline"
@@ -135,9 +135,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
 
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
-        frame = speedup
-        if "kernel_source" not in frame.columns:  # a table written before kernel sources: this run's profile
-            frame = frame.with_columns(kernel_source=pl.lit(FIT_SOURCE))
+        frame = with_kernel_source(speedup)
         if "is_strongest" in frame.columns:
             frame = frame.filter(pl.col("is_strongest"))
         multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)

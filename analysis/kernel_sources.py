@@ -63,14 +63,13 @@ _MODEL = r"[A-Za-z0-9._-]+"
 MEASURED_NAME = re.compile(rf"^(?P<source>[a-z0-9][a-z0-9._-]*)/(?P<model>{_MODEL})/(?P<loop>[a-z_]+)"
                            r"(?:/(?P<prefill>[a-z]+)_prefill)?$")
 DEVICE_TIME_NAME = re.compile(rf"^(?P<source>[a-z0-9][a-z0-9._-]*)/(?P<model>{_MODEL})$")
-KINDS = ("fit", "paper", "measured", "device_time")
 
 
 @dataclass(frozen=True)
 class SourceName:
     """A parsed kernel-source name."""
 
-    kind: str               # KINDS
+    kind: str               # fit | paper | measured | device_time
     source: str             # fit | paper | the raw file's or probe's source
     model: str | None = None
     loop: str | None = None
@@ -114,17 +113,18 @@ def parse_name(name: str) -> SourceName:
                       f"<source>/<model> (e.g. h200-devtime/qwen2.5-1.5b)")
 
 
+def with_kernel_source(frame: pl.DataFrame) -> pl.DataFrame:
+    """A kernel table with its `kernel_source` column: a table written before kernel sources holds this
+    run's profile only (`fit`). The one place that legacy rule lives."""
+    return frame if "kernel_source" in frame.columns else frame.with_columns(kernel_source=pl.lit(FIT_SOURCE))
+
+
 def is_fit(name: str) -> bool:
     return name == FIT_SOURCE
 
 
 def is_paper(name: str) -> bool:
     return name == PAPER_SOURCE
-
-
-def source_expr(name: str) -> pl.Expr:
-    """Rows of one kernel source in a table with a `kernel_source` column."""
-    return pl.col("kernel_source") == name
 
 
 def names_from_params(params: dict, dotted: str) -> tuple[str, ...]:
@@ -268,7 +268,6 @@ class DeviceTimeError(ParamsError):
 
 DEVICE_TIME_BUILT = ("device time: T_ar(N) = N x the probe's one-step kernel time; T_prefill log-log interpolated "
                      "through the probe's prefill kernel times (one context: others are held at it and marked)")
-DEVICE_TIME_FIELDS = {"model": str, "device": str, "context": int, "step_kernel_ms": float}
 PREFILL_FIELD = re.compile(r"^prefill(?P<n>\d+)_kernel_ms$")
 
 
@@ -499,23 +498,12 @@ def step_shifts(steps: pl.DataFrame, early_until: int, late_from: int) -> list[S
     return out
 
 
-def measured_sources(speedups: pl.DataFrame) -> list[str]:
-    """Kernel sources other than this run's own fit, in table order."""
-    return [s for s in speedups["kernel_source"].unique(maintain_order=True).to_list() if s != FIT_SOURCE]
-
-
 def this_run(frame: pl.DataFrame) -> pl.DataFrame:
     """The rows of this run's own profile (tables written before kernel sources had no `source`);
     columns that only other sources fill are dropped."""
     if "source" not in frame.columns:
         return frame
     rows = frame.filter(pl.col("source") == FIT_SOURCE)
-    return rows.select([c for c in rows.columns if rows[c].null_count() < rows.height or rows.height == 0])
-
-
-def of_source(frame: pl.DataFrame, source: str) -> pl.DataFrame:
-    """The rows of one measured source (e.g. `h200`), columns only other sources fill dropped."""
-    rows = frame.filter(pl.col("source") == source) if "source" in frame.columns else frame.clear()
     return rows.select([c for c in rows.columns if rows[c].null_count() < rows.height or rows.height == 0])
 
 

@@ -30,6 +30,8 @@ from analysis.latency import (
     to_document,
 )
 from analysis.kernel_sources import (
+    DEVICE_TIME,
+    DEVICE_TIME_BUILT,
     FIT_SOURCE,
     PAPER_SOURCE,
     SOURCE_NAME,
@@ -337,6 +339,9 @@ def run(s: FitSettings) -> dict:
         fit_paths = [r.path for r in s.raw if r.source == FIT_SOURCE]
         sidecar = read_sidecar(fit_paths[0]) if len(fit_paths) == 1 else None
         document = to_document(models, ", ".join(f"{r.source}: {r.path}" for r in s.raw), environment)
+        if s.device_time:  # the device-time form is built, not fitted: its formula beside the fitted forms'
+            document["formulas"] = {**document["formulas"], DEVICE_TIME: DEVICE_TIME_BUILT}
+            document["device_time"] = [{"source": d.source, "path": str(d.path)} for d in s.device_time]
         document["raw"] = [{"source": r.source, "path": str(r.path)} for r in s.raw]
         document["run_environment"] = sidecar  # None: not recorded (a raw file from before sidecars, or no fit source)
         document["frozen_environment"] = {r.source: read_sidecar(r.path) for r in s.raw if r.source != FIT_SOURCE}

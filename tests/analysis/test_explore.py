@@ -9,7 +9,7 @@ import shutil
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from conftest import ROOT, params_with, sources_held
 
 from analysis.cli import main
 from analysis.errors import ParamsError
@@ -33,7 +33,7 @@ def scratch(tmp_path_factory, hep_dir):
         "corpora.humanevalpack.local_dir": str(data), "corpora.humanevalpack.verify_sha256": False,
         "corpora.probeedit.n_cases": 3, "corpora.commits": [], "spans.bootstrap_resamples": 20,
     })
-    (top / "params.yaml").write_text(yaml.safe_dump(params))
+    (top / "params.yaml").write_text(yaml.safe_dump(sources_held(params, ROOT / LATENCY_MODEL)))
     (top / LATENCY_MODEL).parent.mkdir(parents=True)
     shutil.copy(ROOT / LATENCY_MODEL, top / LATENCY_MODEL)
     with pytest.MonkeyPatch.context() as mp:
@@ -59,7 +59,7 @@ def test_view_has_a_cost_column_per_kernel_source_with_its_unit(data):
     view = build_view(data, sel)
     labels = [k.label for k in data.kernels]
     assert labels[:2] == ["fit eager", "paper"]  # params kernel.sources and baselines, in order
-    assert all(label.startswith("h200/") for label in labels[2:])  # the measured sources keep their own names
+    assert all(label.startswith("h200") for label in labels[2:])  # the measured sources keep their own names
     assert {k: v for k, v in view.units.items() if not k.startswith("h200/")} == {
         "fit eager (s)": "seconds", "paper (steps)": "decode steps"}
     assert all(v == "seconds" for k, v in view.units.items() if k.startswith("h200/"))

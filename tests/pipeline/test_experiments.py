@@ -14,10 +14,9 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, write_scratch_shared
+from conftest import ROOT, sources_held, write_scratch_shared
 
 from analysis.headline import HEADLINE_DIR
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, load_fitted_models, measured_names
 from analysis.layout import LATENCY_MODEL
 
 pytestmark = pytest.mark.slow
@@ -67,9 +66,7 @@ def repo(tmp_path_factory, hep_dir):
     params["corpora"]["commits"] = []
     params["spans"]["bootstrap_resamples"] = 20
     params["bounds"]["bootstrap_resamples"] = 20
-    # the committed latency model is a plain input here: only the kernel sources it holds
-    held = set(measured_names(load_fitted_models(ROOT / LATENCY_MODEL))) | {FIT_SOURCE, PAPER_SOURCE}
-    params["kernel"]["sources"] = [s for s in params["kernel"]["sources"] if s in held]
+    sources_held(params, ROOT / LATENCY_MODEL)  # the committed latency model is a plain input here
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     (repo / ".gitignore").write_text("/data/\n__pycache__/\n")
     git("init", "-q", cwd=repo)

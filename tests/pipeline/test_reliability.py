@@ -39,7 +39,7 @@ def test_blank_and_newline_case_ids_are_refused(tmp_path, case_id, message):
 import json  # noqa: E402
 
 import yaml  # noqa: E402
-from conftest import ROOT, params_with  # noqa: E402
+from conftest import ROOT, params_with, sources_held  # noqa: E402
 
 from analysis.cli import build_parser, main  # noqa: E402
 from analysis.config import Config  # noqa: E402
@@ -412,6 +412,8 @@ def test_reports_render_for_a_pairs_only_run(pairs_only, capsys):
 
     (pairs_only / "reports/kernels").mkdir(parents=True)
     shutil.copy(ROOT / "reports/kernels/latency_model.json", pairs_only / "reports/kernels/latency_model.json")
+    params = yaml.safe_load((pairs_only / "params.yaml").read_text())
+    (pairs_only / "params.yaml").write_text(yaml.safe_dump(sources_held(params, ROOT / "reports/kernels/latency_model.json")))
     for stage in (["corpora", "--pairs", "a.jsonl"], ["programs"], ["roundtrip"], ["spans"], ["bounds"], ["reports"]):
         assert cli(*stage) == 0, (stage, capsys.readouterr().err[-3000:])
     index = (pairs_only / "reports/index.html").read_text()

@@ -212,13 +212,31 @@ def measure_case(executor, gold_ids: list[int], segments: dict, plan: MethodPlan
     """Every method once per repeat, from the same cached prompt, back to back in the order
     `interleaved_order(methods, repeats, order_seed)` gives (`order_index`: position in its repeat)."""
     runners = method_runners(executor, gold_ids, segments, plan)
+    draft_k = {p.method: p.k for p in plan.plds}
     records = []
     for repeat, order in enumerate(interleaved_order(plan.methods(), repeats, order_seed)):
         for index, method in enumerate(order):
             run = runners[method]()
             records.append({"method": method, "repeat": repeat, "order_index": index, "seconds": run.seconds,
-                            "forwards": run.forwards, "tokens": run.tokens})
+                            "forwards": run.forwards, "tokens": run.tokens,
+                            "accept_hist": pld_histogram(run, draft_k.get(method))})
     return records
+
+
+def pld_histogram(run, k: int | None) -> list[int] | None:
+    """A PLD run's acceptance length histogram (counts[n]: forwards that accepted n draft tokens,
+    n = 0..k); None for any other method."""
+    from kernels_profile.executor import acceptance_histogram
+
+    if k is None:
+        return None
+    return acceptance_histogram(getattr(run, "accepted", ()), k)
+
+
+def draft_context(encode, source: str) -> list[int]:
+    """What PLD drafts from: the unnumbered source text in the model's tokens (what the output copies),
+    never the numbered prompt (whose `k: ` prefixes stop every draft at a line end)."""
+    return list(encode(source))
 
 
 def order_seed(seed: int, model: str, case_id: str) -> str:

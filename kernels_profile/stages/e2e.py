@@ -198,10 +198,10 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 
 # Bump when the measurement code changes what a checkpoint holds.
-CHECKPOINT_VERSION = "e2e-3"
+CHECKPOINT_VERSION = "e2e-4"  # 4: PLD drafts from the unnumbered source, keeps a logit per verified token, records acceptance
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
-                      "lossless_ok"}
+                      "lossless_ok", "accept_hist"}
 
 
 def cases_with_instructions() -> pl.DataFrame:
@@ -273,7 +273,7 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
     segments = case_segments(loaded, line, token, qwen)
     gold = model_encoder(loaded)(line["target"])
     plan = s.plan(choice.name, line["corpus"])
-    executor = Executor(loaded.lm, prompt)
+    executor = Executor(loaded.lm, prompt, e2e.draft_context(model_encoder(loaded), line["source"]))
     records = e2e.measure_case(executor, gold, segments, plan, s.repeats,
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
@@ -283,7 +283,8 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
     directives = pl.DataFrame(
         [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
          for level in LEVELS for overhead in (False, True)], schema={"method": pl.String, "directive_tokens": pl.Int64})
-    return pl.DataFrame(records).join(predictions, on="method", how="left").join(
+    measured = pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64)})
+    return measured.join(predictions, on="method", how="left").join(
         directives, on="method", how="left").with_columns(
         model=pl.lit(choice.name), weights=pl.lit(choice.weights), dtype=pl.lit(choice.dtype),
         case_id=pl.lit(line["case_id"]), corpus=pl.lit(line["corpus"]), gold_tokens=pl.lit(len(gold)),

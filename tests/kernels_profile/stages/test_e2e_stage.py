@@ -289,6 +289,12 @@ def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     assert (by["cad_line_overhead"]["predicted_seconds"][0] - by["cad_line"]["predicted_seconds"][0]
             == pytest.approx(directive * t_step))
     assert by["ar"]["predicted"].is_null().all() and by["pld_latest_k4"]["predicted"].is_null().all()
+    # PLD drafts from the plain source: its acceptance histogram (0..k) counts every forward once
+    for pld in ("pld_latest_k4", "pld_earliest_k4"):
+        for hist, forwards in zip(by[pld]["accept_hist"].to_list(), by[pld]["forwards"].to_list()):
+            assert len(hist) == 5 and sum(hist) == forwards
+    assert sum(by["pld_latest_k4"]["accept_hist"][0][1:]) > 0  # some draft was accepted
+    assert by["ar"]["accept_hist"].is_null().all() and by["cad_line"]["accept_hist"].is_null().all()
 
 
 def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monkeypatch):

@@ -230,7 +230,9 @@ def pld_histogram(run, k: int | None) -> list[int] | None:
 
     if k is None:
         return None
-    return acceptance_histogram(getattr(run, "accepted", ()), k)
+    if len(run.accepted) != run.forwards:
+        raise ValueError(f"a PLD run recorded {len(run.accepted)} acceptances for {run.forwards} forwards")
+    return acceptance_histogram(run.accepted, k)
 
 
 def draft_context(encode, source: str) -> list[int]:
@@ -431,3 +433,59 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
                 "predicted", "extrapolated_spans", "forwards", "total_seconds")
         .sort(*GROUP_KEYS)
     )
+
+
+# ---------------------------------------------------------------- per case and pooled (the headline basis)
+
+POOL_ALL = "pooled"  # the pool of every measured case of a model (analysis.layout.POOLED)
+
+
+def _hist_text(hist) -> str | None:
+    """An acceptance histogram as `n:count` pairs for the non-zero counts (`0:3 4:1 10:7`)."""
+    if hist is None:
+        return None
+    return " ".join(f"{n}:{c}" for n, c in enumerate(hist) if c)
+
+
+def case_table(measurements: pl.DataFrame) -> pl.DataFrame:
+    """One row per case and method: the case's output tokens, AR seconds and the method's seconds
+    (medians over repeats), its median per-pair speedup, forwards, tokens per forward and (PLD) the
+    acceptance histogram of draft tokens per forward (`n:count`; gold acceptance is deterministic, so
+    every repeat has the same one)."""
+    pairs = per_pair_ratios(measurements)
+    per_case = _per_case(measurements, pairs)
+    extra = [c for c in ("gold_tokens", "tokens") if c in measurements.columns]
+    first = measurements.sort("repeat").group_by(*CASE_KEYS, "method").agg(
+        *[pl.col(c).first() for c in extra],
+        *([pl.col("accept_hist").first()] if "accept_hist" in measurements.columns else []))
+    out = per_case.select(*CASE_KEYS, "method", "ar_seconds", "seconds", "speedup", "forwards").join(
+        first, on=[*CASE_KEYS, "method"], how="left")
+    for column in ("gold_tokens", "tokens"):
+        if column not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias(column))
+    hist = (out["accept_hist"].to_list() if "accept_hist" in out.columns else [None] * out.height)
+    return (out.with_columns(
+                label=pl.col("method").map_elements(method_label, return_dtype=pl.String),
+                tokens_per_forward=pl.col("tokens") / pl.col("forwards"),
+                accept_hist=pl.Series([_hist_text(h) for h in hist], dtype=pl.String))
+            .select(*CASE_KEYS, "method", "label", "gold_tokens", "ar_seconds", "seconds", "speedup", "tokens",
+                    "forwards", "tokens_per_forward", "accept_hist")
+            .sort(*CASE_KEYS, "method"))
+
+
+def pooled_summary(cases: pl.DataFrame) -> pl.DataFrame:
+    """The headline basis: per model, method and pool (each corpus, and `pooled` over every measured
+    case of the model), the ratio of summed times, sum of AR seconds / sum of method seconds over the
+    cases that measured the method, with their count; never a best case."""
+    keys = ["model", "method", "label"]
+    aggregations = [pl.len().alias("cases"), pl.col("ar_seconds").sum(), pl.col("seconds").sum(),
+                    pl.col("tokens").sum(), pl.col("forwards").sum()]
+    by_corpus = cases.group_by(*keys, "corpus").agg(*aggregations)
+    overall = cases.group_by(*keys).agg(*aggregations).with_columns(corpus=pl.lit(POOL_ALL))
+    frame = pl.concat([by_corpus, overall.select(by_corpus.columns)])
+    return (frame.with_columns(speedup_pooled=pl.col("ar_seconds") / pl.col("seconds"),
+                               tokens_per_forward=pl.col("tokens") / pl.col("forwards"))
+            .rename({"corpus": "pool"})
+            .select("model", "pool", "method", "label", "cases", "ar_seconds", "seconds", "speedup_pooled",
+                    "tokens", "forwards", "tokens_per_forward")
+            .sort("model", pl.col("pool") == POOL_ALL, "pool", "method"))

@@ -403,6 +403,12 @@ def speedup_metrics(summary: pl.DataFrame) -> dict:
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 
+def pooled_metrics(pooled: pl.DataFrame) -> dict:
+    """The headline basis: `<model>/<pool>/<method>` -> cases, summed seconds and their ratio."""
+    keys = ("label", "cases", "ar_seconds", "seconds", "speedup_pooled", "tokens_per_forward")
+    return {f"{r['model']}/{r['pool']}/{r['method']}": {k: r[k] for k in keys} for r in pooled.iter_rows(named=True)}
+
+
 def run(s: E2ESettings) -> dict:
     with timed("e2e") as timing:
         scratch = FromScratch()
@@ -418,11 +424,15 @@ def run(s: E2ESettings) -> dict:
         environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
         summary = e2e.speedup_summary(measurements)
+        cases = e2e.case_table(measurements)
+        pooled = e2e.pooled_summary(cases)
         constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
         mask = mask_benchmark(s, table)
         write_parquet(measurements, E2E_MEASUREMENTS)
         write_json({**environment.to_json(), "threads": threads}, environment_path(E2E_MEASUREMENTS))
         write_table(summary, TABLES / "e2e_speedup", digits=3)
+        write_table(cases, TABLES / "e2e_cases", digits=4)
+        write_table(pooled, TABLES / "e2e_pooled", digits=3)
         methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
                                       for m in s.plan(c.name, corpus).methods()))
         save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
@@ -432,6 +442,7 @@ def run(s: E2ESettings) -> dict:
     metrics = {
         "mask_cost_qwen": mask,
         "speedups": speedup_metrics(summary),
+        "pooled": pooled_metrics(pooled),
         "environment": environment_metrics(environment),
         "lossless": {m: lossless_summary(r["measurements"]) for m, r in results.items()},
         "hf_pld": {m: r.get("hf_pld", []) for m, r in results.items()},
@@ -441,4 +452,4 @@ def run(s: E2ESettings) -> dict:
         "latency_curves": {m: r["latency_curve"] for m, r in results.items()},
     }
     write_json(metrics, METRICS / "e2e.json")
-    return {k: metrics[k] for k in ("speedups", "lossless", "environment")}
+    return {k: metrics[k] for k in ("pooled", "lossless", "environment")}

@@ -105,6 +105,7 @@ class FakeRun:
     seconds: float
     forwards: int
     tokens: int
+    accepted: tuple[int, ...] = ()
 
 
 class FakeExecutor:
@@ -124,7 +125,8 @@ class FakeExecutor:
         return self._run("ar"), None
 
     def pld_oracle(self, gold, k, ngram_max, policy):
-        return self._run(f"pld_{policy}_k{k}")
+        run = self._run(f"pld_{policy}_k{k}")
+        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
 
     def copy_as_decode(self, segments, directives=False):
         return self._run(segments + ("_overhead" if directives else "")), None
@@ -177,6 +179,36 @@ def test_cases_that_measure_different_methods_summarise_together():
         model=pl.lit("m"), corpus=pl.lit("C"))
     cases = dict(e2e.speedup_summary(frame).select("method", "cases").iter_rows())
     assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
+
+
+def test_the_pooled_headline_is_the_ratio_of_summed_times_never_the_best_case():
+    """Two corpora: a short case where line programs win 8x and a long one where they win 2x. The
+    pooled figure is (sum AR) / (sum method) over all three cases, with the count, per corpus and
+    overall; the best case's 8x is no pool's figure."""
+    frames = []
+    for case_id, corpus, scale, line_cost in (("A/1", "A", 1.0, 1.0), ("A/2", "A", 10.0, 4.0), ("B/1", "B", 5.0, 4.0)):
+        costs = {**COSTS, "cad_line": line_cost}
+        fake = FakeExecutor({k: v * scale for k, v in costs.items()}, [1.0, 1.0], len(PLAN.methods()))
+        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id)).with_columns(
+            case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("m"), gold_tokens=pl.lit(4)))
+    frame = pl.concat(frames)
+    cases = e2e.case_table(frame)
+    assert cases.height == 3 * len(PLAN.methods())
+    a1 = cases.filter((pl.col("case_id") == "A/1") & (pl.col("method") == "cad_line")).row(0, named=True)
+    assert a1["ar_seconds"] == 8.0 and a1["seconds"] == 1.0 and a1["speedup"] == pytest.approx(8.0)
+    assert a1["tokens_per_forward"] == pytest.approx(4.0) and a1["accept_hist"] is None
+    pld = cases.filter(pl.col("method") == "pld_latest_k10")["accept_hist"].to_list()
+    assert pld == ["0:1"] * 3  # the fake's one forward accepted no draft token
+    pooled = e2e.pooled_summary(cases)
+    line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "cad_line").iter_rows(named=True)}
+    assert set(line) == {"A", "B", "pooled"}
+    assert line["A"]["cases"] == 2 and line["A"]["speedup_pooled"] == pytest.approx((8 + 80) / (1 + 40))
+    assert line["B"]["speedup_pooled"] == pytest.approx(40 / 20)
+    assert line["pooled"]["cases"] == 3
+    assert line["pooled"]["speedup_pooled"] == pytest.approx((8 + 80 + 40) / (1 + 40 + 20))
+    assert max(r["speedup_pooled"] for r in line.values()) < 8.0
+    assert pooled["pool"].to_list()[-1] == "pooled"  # the overall pool after the corpora
+    assert stage.pooled_metrics(pooled)["m/pooled/cad_line"]["cases"] == 3
 
 
 # ---------------------------------------------------------------- like-for-like summary

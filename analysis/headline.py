@@ -12,7 +12,10 @@ Rows (file stem under HEADLINE_DIR -> what it holds):
                                          tokens (variant `overhead`), per corpus; pooled = ratio of sums
   kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
   em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`)
-  e2e_<model>_line / _token / _n         measured end-to-end speedup vs AR (total time), and case count
+  e2e_<model>_line / _token / _pld / _n  measured end-to-end speedup vs AR, ratio of summed times per corpus and
+                                         pooled over every measured case (never a best case), and case count;
+                                         _pld: the first PLD method of the table (gold acceptance)
+  e2e_wide-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
 
@@ -30,7 +33,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.layout import METRICS, POOLED, SINGLE_FRAMINGS, TABLES
+from analysis.layout import E2E_FROZEN, E2E_WIDE, METRICS, POOLED, SINGLE_FRAMINGS, TABLES
 
 HEADLINE_DIR = METRICS / "headline"
 # The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
@@ -158,19 +161,44 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
             for level in sorted(part["level"].unique().to_list())}
 
 
-def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model (speedup of total time)."""
+def _e2e_pooled(part: pl.DataFrame, method: str) -> float | None:
+    """Sum of AR seconds / sum of the method's seconds over every corpus of one model's rows of
+    e2e_speedup.csv (each row's total_seconds is its cases' sum); None unless the method measured
+    every case AR did (a sweep method on some corpora only pools nothing)."""
+    ar = part.filter(pl.col("method") == "ar").select("corpus", pl.col("cases").alias("ar_cases"),
+                                                      pl.col("total_seconds").alias("ar_total"))
+    rows = part.filter(pl.col("method") == method).join(ar, on="corpus", how="full", coalesce=True)
+    if rows.height == 0 or rows["cases"].is_null().any() or (rows["cases"] != rows["ar_cases"]).any():
+        return None
+    return float(rows["ar_total"].sum() / rows["total_seconds"].sum())
+
+
+def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
+    """Measured end to end against the AR loop of the same model: per corpus the ratio of summed
+    times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
     out: dict[str, dict] = {}
+    plds = sorted(m for m in e2e["method"].unique().to_list() if m.startswith("pld_"))
+    methods = (("cad_line", "line"), ("cad_token", "token")) + ((plds[0], "pld"),) * bool(plds)
     for model in sorted(e2e["model"].unique().to_list()):
         part = e2e.filter(pl.col("model") == model)
-        for method, suffix in (("cad_line", "line"), ("cad_token", "token")):
+        for method, suffix in methods:
             rows = part.filter(pl.col("method") == method)
             if rows.height:
-                out[f"e2e_{slug(model)}_{suffix}"] = _per_corpus(rows, "speedup_total", s.decimals)
+                row = _per_corpus(rows, "speedup_total", s.decimals)
+                pooled = _num(_e2e_pooled(part, method), s.decimals) if "total_seconds" in part.columns else None
+                out[f"{prefix}{slug(model)}_{suffix}"] = row | ({POOLED: pooled} if pooled is not None else {})
         ar = part.filter(pl.col("method") == "ar")
         if ar.height:
-            out[f"e2e_{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals)
+            out[f"{prefix}{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals) | {POOLED: int(ar["cases"].sum())}
     return out
+
+
+def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
+    """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
+    path = Path(frozen) / E2E_WIDE / "e2e_speedup.csv"
+    if not path.is_file():
+        return {}
+    return e2e_rows(pl.read_csv(path, infer_schema_length=None), s, prefix="e2e_wide-")
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
@@ -186,7 +214,7 @@ def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path = TABLES,
-                   metrics_dir: Path = METRICS) -> Headline:
+                   metrics_dir: Path = METRICS, e2e_frozen: Path = E2E_FROZEN) -> Headline:
     head = Headline()
     readers = (
         ("coverage", lambda f: coverage_rows(f, s)),
@@ -200,6 +228,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
         if frame is not None and frame.height:
             head.rows.update(build(frame))
     head.rows.update(kernel_rows(_read_csv(tables, "kernel_speedup", head.missing), kernel_sources, s))
+    head.rows.update(e2e_frozen_rows(e2e_frozen, s))  # absent until an e2e-wide run is committed: no row, no miss
     roundtrip = Path(metrics_dir) / "roundtrip.json"
     if roundtrip.is_file():
         head.rows["roundtrip_fail"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}

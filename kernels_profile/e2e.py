@@ -102,17 +102,45 @@ def method_label(method: str) -> str:
     raise ParamsError(f"e2e: unknown method {method!r}")
 
 
-def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int) -> pl.DataFrame:
-    """A seeded sample per corpus (a count of None takes every case of that corpus)."""
+SAMPLE_STRATA = ("target_length", "none")
+
+
+def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int,
+                 stratify: str = "target_length") -> pl.DataFrame:
+    """A seeded sample per corpus (a count of None takes every case of that corpus). `target_length`:
+    the corpus's cases ordered by output length (characters, then id) are cut into `count` strata of
+    near-equal size and one case is drawn from each, so a sample spans short to long edits; `none`:
+    a simple random sample."""
+    if stratify not in SAMPLE_STRATA:
+        raise ParamsError(f"e2e.stratify must be one of {SAMPLE_STRATA}, got {stratify!r}")
     picked = []
     for corpus, count in sample:
         rows = table.filter((pl.col("corpus") == corpus) & framing_filter(framing))
         ids = sorted(set(rows["case_id"].to_list()))
         if not ids:
             raise ParamsError(f"e2e sample names corpus {corpus!r} with no cases at framing {framing!r}")
-        chosen = ids if count is None else random.Random(f"{seed}/{corpus}").sample(ids, min(count, len(ids)))
+        rng = random.Random(f"{seed}/{corpus}")
+        if count is None or count >= len(ids):
+            chosen = ids
+        elif stratify == "none":
+            chosen = rng.sample(ids, count)
+        else:
+            lengths = rows.group_by("case_id").agg(pl.col("target").first().str.len_chars().alias("n"))
+            ordered = lengths.sort("n", "case_id")["case_id"].to_list()
+            chosen = [rng.choice(stratum) for stratum in _strata(ordered, count)]
         picked.append(rows.filter(pl.col("case_id").is_in(chosen)))
     return pl.concat(picked).sort("corpus", "case_id", "level")
+
+
+def _strata(ordered: list, count: int) -> list[list]:
+    """`ordered` cut into `count` contiguous, non-empty parts whose sizes differ by at most one."""
+    size, extra = divmod(len(ordered), count)
+    parts, start = [], 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        parts.append(ordered[start:end])
+        start = end
+    return parts
 
 
 def prompt_ids(hf_tok, source: str, instruction: str) -> list[int]:

@@ -358,3 +358,66 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
     assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before
+
+
+# ---------------------------------------------------------------- the sample and the wide preset
+
+def _corpus_table(corpus: str, lengths: list[int]) -> pl.DataFrame:
+    rows = [{"corpus": corpus, "framing": "body", "case_id": f"{corpus}/{i:02d}", "level": level, "target": "x" * n}
+            for i, n in enumerate(lengths) for level in ("line", "token")]
+    return pl.DataFrame(rows)
+
+
+def test_the_sample_is_stratified_by_output_length_and_seeded():
+    # ids in an order unrelated to length: a stratum is a range of lengths, not of ids
+    lengths = [50, 3, 91, 12, 77, 8, 64, 30, 99, 1, 45, 20]
+    table = pl.concat([_corpus_table("A", lengths), _corpus_table("B", [5, 6])])
+    by_id = {f"A/{i:02d}": n for i, n in enumerate(lengths)}
+    thirds = [sorted(lengths)[0:4], sorted(lengths)[4:8], sorted(lengths)[8:12]]
+    for seed in range(6):
+        rows = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        chosen = sorted(set(rows.filter(pl.col("corpus") == "A")["case_id"].to_list()))
+        assert len(chosen) == 3 and sorted(set(rows.filter(pl.col("corpus") == "B")["case_id"])) == ["B/00", "B/01"]
+        assert sorted(by_id[c] for c in chosen) in [[a, b, c] for a in thirds[0] for b in thirds[1] for c in thirds[2]]
+        again = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        assert again.equals(rows)  # seeded
+    draws = {tuple(sorted(set(e2e.sample_cases(table, (("A", 3),), "body", seed)["case_id"])))
+             for seed in range(6)}
+    assert len(draws) > 1  # the seed draws within the strata
+    plain = e2e.sample_cases(table, (("A", 3),), "body", 0, "none")
+    assert plain["case_id"].n_unique() == 3
+    with pytest.raises(ParamsError, match="e2e.stratify must be one of"):
+        e2e.sample_cases(table, (("A", 3),), "body", 0, "by-size")
+    assert e2e._strata(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+PAPER_CORPORA = ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")
+
+
+def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_cases():
+    default = stage.settings(BASE)
+    assert default.preset is None and default.out is None and default.stratify == "target_length"
+    counts = dict(default.models[0].sample)
+    assert "ProbeEdit-S" not in counts and sum(counts.values()) <= 5  # the 800-token case left the default
+    wide = stage.settings(BASE, preset="e2e-wide")
+    assert wide.preset == "e2e-wide" and str(wide.out) == "data/e2e/e2e-wide"
+    sample = dict(wide.models[0].sample)
+    assert sum(sample.values()) >= 12 and all(sample[c] >= 3 for c in PAPER_CORPORA)
+    assert sum(n for c, n in sample.items() if c.startswith("CommitEdits")) >= 3
+    assert wide.stratify == "target_length" and wide.seed == default.seed
+    assert wide.hf_pld_cases == 0 and wide.constrained_cases == 0 and wide.repeats == default.repeats
+    assert str(stage.settings(BASE, preset="e2e-wide", out="/tmp/w").out) == "/tmp/w"
+    with pytest.raises(ParamsError, match="unknown preset 'e2e-huge'"):
+        stage.settings(BASE, preset="e2e-huge")
+    with pytest.raises(ParamsError, match="--out names a preset run's folder"):
+        stage.settings(BASE, out="/tmp/w")
+
+
+def test_the_cli_passes_the_preset_and_its_folder():
+    from analysis import cli
+
+    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "/tmp/wide"])
+    args.out = getattr(args, "raw_out", None)
+    s = cli.stage_settings(stage, args, Config.load(ROOT / "params.yaml"))
+    assert s.preset == "e2e-wide" and str(s.out) == "/tmp/wide"
+    assert cli.main(["--out", "/tmp/x", "e2e", "--preset", "e2e-wide"]) == 2  # not a one-off output root

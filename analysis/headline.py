@@ -14,7 +14,7 @@ Rows (file stem under HEADLINE_DIR -> what it holds):
   em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`)
   e2e_<model>_line / _token / _pld / _n  measured end-to-end speedup vs AR, ratio of summed times per corpus and
                                          pooled over every measured case (never a best case), and case count;
-                                         _pld: the first PLD method of the table (gold acceptance)
+                                         _pld: the table's PLD method (latest policy, smallest k)
   e2e_wide-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
@@ -161,32 +161,27 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
             for level in sorted(part["level"].unique().to_list())}
 
 
-def _e2e_pooled(part: pl.DataFrame, method: str) -> float | None:
-    """Sum of AR seconds / sum of the method's seconds over every corpus of one model's rows of
-    e2e_speedup.csv (each row's total_seconds is its cases' sum); None unless the method measured
-    every case AR did (a sweep method on some corpora only pools nothing)."""
-    ar = part.filter(pl.col("method") == "ar").select("corpus", pl.col("cases").alias("ar_cases"),
-                                                      pl.col("total_seconds").alias("ar_total"))
-    rows = part.filter(pl.col("method") == method).join(ar, on="corpus", how="full", coalesce=True)
-    if rows.height == 0 or rows["cases"].is_null().any() or (rows["cases"] != rows["ar_cases"]).any():
-        return None
-    return float(rows["ar_total"].sum() / rows["total_seconds"].sum())
-
-
 def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model: per corpus the ratio of summed
-    times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
+    """Measured end to end against the AR loop of the same model (analysis.e2eview): per corpus the
+    ratio of summed times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
+    from analysis.e2eview import pooled_from_speedup, primary_pld
+
     out: dict[str, dict] = {}
-    plds = sorted(m for m in e2e["method"].unique().to_list() if m.startswith("pld_"))
-    methods = (("cad_line", "line"), ("cad_token", "token")) + ((plds[0], "pld"),) * bool(plds)
+    pld = primary_pld(e2e["method"].unique().to_list())
+    methods = (("cad_line", "line"), ("cad_token", "token")) + (((pld, "pld"),) if pld else ())
+    pooled = (pooled_from_speedup(e2e).filter(pl.col("pool") == POOLED) if "total_seconds" in e2e.columns
+              else None)
     for model in sorted(e2e["model"].unique().to_list()):
         part = e2e.filter(pl.col("model") == model)
         for method, suffix in methods:
             rows = part.filter(pl.col("method") == method)
             if rows.height:
                 row = _per_corpus(rows, "speedup_total", s.decimals)
-                pooled = _num(_e2e_pooled(part, method), s.decimals) if "total_seconds" in part.columns else None
-                out[f"{prefix}{slug(model)}_{suffix}"] = row | ({POOLED: pooled} if pooled is not None else {})
+                whole = (None if pooled is None else
+                         pooled.filter((pl.col("model") == model) & (pl.col("method") == method)))
+                if whole is not None and whole.height:
+                    row[POOLED] = _num(whole["speedup_pooled"][0], s.decimals)
+                out[f"{prefix}{slug(model)}_{suffix}"] = row
         ar = part.filter(pl.col("method") == "ar")
         if ar.height:
             out[f"{prefix}{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals) | {POOLED: int(ar["cases"].sum())}
@@ -195,10 +190,10 @@ def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> di
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
-    path = Path(frozen) / E2E_WIDE / "e2e_speedup.csv"
-    if not path.is_file():
-        return {}
-    return e2e_rows(pl.read_csv(path, infer_schema_length=None), s, prefix="e2e_wide-")
+    from analysis.e2eview import read_frozen
+
+    run = read_frozen(frozen, E2E_WIDE)
+    return {} if run is None else e2e_rows(run.speedup, s, prefix="e2e_wide-")
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

@@ -149,3 +149,23 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
 
     return FrozenRun(preset, run, metrics, csv("e2e_speedup.csv", ("model", "corpus", "method", "cases", "speedup_total")),
                      csv("e2e_pooled.csv", POOLED_COLUMNS), csv("e2e_cases.csv", CASE_COLUMNS))
+
+
+def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
+    """One row per case from an e2e_cases.csv: output tokens, AR seconds, the PLD method's and each
+    program's seconds (medians over repeats), and PLD's tokens per forward and acceptance histogram
+    (`n:count`: forwards that accepted n draft tokens)."""
+    keys = ["model", "corpus", "case_id"]
+    pld = primary_pld(cases["method"].unique().to_list())
+    wanted = [("cad_line", "line program s"), ("cad_token", "token program s")] + ([(pld, "PLD s")] if pld else [])
+    base = cases.filter(pl.col("method") == BASELINE).select(
+        *keys, *(["gold_tokens"] if "gold_tokens" in cases.columns else []), pl.col("ar_seconds").alias("AR s"))
+    for method, name in wanted:
+        base = base.join(cases.filter(pl.col("method") == method).select(*keys, pl.col("seconds").alias(name)),
+                         on=keys, how="left")
+    if pld:
+        extra = [pl.col("tokens_per_forward").alias("PLD tokens per forward")]
+        if "accept_hist" in cases.columns:
+            extra.append(pl.col("accept_hist").alias("PLD accepted per forward (n:count)"))
+        base = base.join(cases.filter(pl.col("method") == pld).select(*keys, *extra), on=keys, how="left")
+    return base.sort(keys)

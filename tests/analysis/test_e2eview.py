@@ -113,3 +113,24 @@ def test_the_headline_rows_carry_the_pool_and_the_frozen_run(tmp_path):
     head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
     assert head.rows["e2e_wide-m_line"] == {"click": 6.0, "hejs": 4.0, "pooled": 5.0}
     assert head.rows["e2e_wide-m_n"]["pooled"] == 12
+
+
+def test_the_per_case_rows_carry_ar_pld_and_program_seconds_with_plds_acceptance():
+    from analysis.e2eview import case_rows
+
+    rows = []
+    for case, ar in (("P/1", 10.0), ("P/2", 20.0)):
+        for method, seconds, per_forward, hist in (("ar", ar, 1.0, None), ("cad_line", ar / 5, 30.0, None),
+                                                   ("cad_token", ar / 8, 40.0, None),
+                                                   ("pld_earliest_k10", ar / 1.5, 2.0, "0:4 10:1"),
+                                                   ("pld_latest_k10", ar / 2, 3.0, "0:2 3:1 10:2")):
+            rows.append({"model": "m", "corpus": "P", "case_id": case, "method": method, "gold_tokens": 120,
+                         "ar_seconds": ar, "seconds": seconds, "tokens": 120, "forwards": int(120 / per_forward),
+                         "tokens_per_forward": per_forward, "accept_hist": hist})
+    wide = case_rows(pl.DataFrame(rows))
+    assert wide.columns == ["model", "corpus", "case_id", "gold_tokens", "AR s", "line program s", "token program s",
+                            "PLD s", "PLD tokens per forward", "PLD accepted per forward (n:count)"]
+    first = wide.row(0, named=True)
+    assert first["AR s"] == 10.0 and first["PLD s"] == 5.0 and first["line program s"] == 2.0
+    assert first["PLD tokens per forward"] == 3.0 and first["PLD accepted per forward (n:count)"] == "0:2 3:1 10:2"
+    assert wide.height == 2

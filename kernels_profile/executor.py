@@ -198,8 +198,9 @@ class Executor:
             started = time.perf_counter()
             if gold:
                 pending, i = gold[0], 1  # the first token comes from the prompt's logits
+                index = DraftIndex(self.draft_context + gold[:1], ngram_max, policy)
                 while pending is not None:
-                    draft = lookup_draft(self.draft_context + gold[:i], k, ngram_max, policy)
+                    draft = index.draft(k)  # = lookup_draft(self.draft_context + gold[:i], k, ngram_max, policy)
                     draft = draft[: max(len(gold) - i, 0)]
                     self._forward([pending] + draft, logits_to_keep=len(draft) + 1)
                     forwards += 1
@@ -210,11 +211,46 @@ class Executor:
                     rejected = len(draft) - accepted
                     if rejected:
                         self.cache.crop(-rejected)
+                    start = i
                     i += accepted
                     pending, i = (gold[i], i + 1) if i < len(gold) else (None, i)
+                    index.extend(gold[start:i])
             self._sync()
             seconds = time.perf_counter() - started
         return Run(seconds, forwards, len(gold), tuple(accepted_runs))
+
+
+class DraftIndex:
+    """`lookup_draft` over a growing context without rescanning it: every n-gram (n = 1..ngram_max)
+    is indexed by its start positions as tokens are appended, so a lookup costs O(ngram_max) dict
+    probes instead of a Python scan of the whole context (2.5 ms per missed lookup on a 2,900-token
+    context, inside PLD's timed loop). Same drafts as `lookup_draft` for the same context."""
+
+    def __init__(self, context: list[int], ngram_max: int, policy: str = "latest"):
+        if policy not in MATCH_POLICIES:
+            raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
+        self.ngram_max, self.policy = ngram_max, policy
+        self.context: list[int] = []
+        self.starts: list[dict[tuple[int, ...], list[int]]] = [{} for _ in range(ngram_max + 1)]
+        self.extend(context)
+
+    def extend(self, tokens) -> None:
+        for token in tokens:
+            self.context.append(token)
+            end = len(self.context)
+            for n in range(1, min(self.ngram_max, end) + 1):
+                self.starts[n].setdefault(tuple(self.context[end - n:]), []).append(end - n)
+
+    def draft(self, k: int) -> list[int]:
+        n_ctx = len(self.context)
+        for n in range(min(self.ngram_max, n_ctx - 1), 0, -1):
+            starts = self.starts[n].get(tuple(self.context[n_ctx - n:]), [])
+            # the last start is the tail itself (n_ctx - n), which has nothing after it
+            earlier = starts[:-1]
+            if earlier:
+                start = earlier[-1] if self.policy == "latest" else earlier[0]
+                return self.context[start + n:start + n + k]
+        return []
 
 
 def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:

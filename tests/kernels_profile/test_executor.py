@@ -174,3 +174,25 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(execu
 
     with pytest.raises(ModelError, match="tiny-qwen2: its vocabulary .* smaller than its tokenizer"):
         check_vocabulary(executor.lm, load_hf_tokenizer("tiny-qwen2"))
+
+
+def test_the_draft_index_drafts_exactly_what_lookup_draft_does():
+    """The PLD loop's incremental index against the reference scan, on random token streams with many
+    repeats (small vocabularies), both policies, every prefix."""
+    import random
+
+    from kernels_profile.executor import DraftIndex
+
+    rng = random.Random(0)
+    for trial in range(30):
+        vocab, ngram_max, k = rng.choice([2, 3, 5, 20]), rng.choice([1, 2, 3, 4]), rng.choice([1, 4, 10])
+        tokens = [rng.randrange(vocab) for _ in range(rng.randrange(1, 60))]
+        for policy in ("latest", "earliest"):
+            head = rng.randrange(1, len(tokens) + 1)
+            index = DraftIndex(tokens[:head], ngram_max, policy)
+            for end in range(head, len(tokens) + 1):
+                assert index.draft(k) == lookup_draft(tokens[:end], k, ngram_max, policy), (trial, policy, end)
+                if end < len(tokens):
+                    index.extend(tokens[end:end + 1])
+    with pytest.raises(ParamsError, match="match policy must be one of"):
+        DraftIndex([1], 2, "nearest")

@@ -421,3 +421,54 @@ def test_the_cli_passes_the_preset_and_its_folder():
     s = cli.stage_settings(stage, args, Config.load(ROOT / "params.yaml"))
     assert s.preset == "e2e-wide" and str(s.out) == "/tmp/wide"
     assert cli.main(["--out", "/tmp/x", "e2e", "--preset", "e2e-wide"]) == 2  # not a one-off output root
+
+
+def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path, monkeypatch):
+    """`copydecode e2e --preset e2e-wide --out DIR` (the measurement faked): every output lands in DIR,
+    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.e2eview reads."""
+    from analysis.e2eview import FROZEN_FILES, read_frozen
+
+    frames = []
+    for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):
+        fake = FakeExecutor(COSTS, [1.0, 1.0], len(PLAN.methods()))
+        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id),
+                                   schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
+            case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("smollm2-135m"), gold_tokens=pl.lit(4),
+            lossless_ok=pl.lit(None, dtype=pl.Boolean), lossless_rel_diff=pl.lit(None, dtype=pl.Float64)))
+
+    class FakeEnv:
+        machine, noisy = {"cpu_model": "test", "usable_cores": 2, "torch_threads": 1}, False
+
+        def to_json(self):
+            return {"noisy": False}
+
+    class FakeRecorder:
+        run_id = "r"
+
+        def __init__(self, **_):
+            pass
+
+        def start(self):
+            pass
+
+        def end(self):
+            return FakeEnv()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stage, "cases_with_instructions", lambda: pl.DataFrame(
+        {"corpus": ["HEvalFix-Py"], "framing": ["body"], "case_id": ["HEvalFix-Py/1"], "level": ["line"], "target": ["x"]}))
+    monkeypatch.setattr(stage, "EnvironmentRecorder", FakeRecorder)
+    monkeypatch.setattr(stage, "run_model", lambda *a: {"measurements": pl.concat(frames), "latency_curve": {}})
+    monkeypatch.setattr(stage, "environment_metrics", lambda env: {"noisy": False})
+    monkeypatch.setattr(stage, "set_threads", lambda threads: threads)
+    monkeypatch.setattr(stage.e2e, "sample_cases", lambda table, *a: table)
+    s = stage.settings(BASE, preset="e2e-wide", out=str(tmp_path / "wide"))
+    result = stage.run(s)
+    assert result["pooled"]["smollm2-135m/pooled/cad_line"]["cases"] == 2
+    assert {p.name for p in (tmp_path / "wide").iterdir()} >= set(FROZEN_FILES)
+    assert not (tmp_path / "reports").exists()  # a preset run leaves the default outputs alone
+    run = json.loads((tmp_path / "wide" / "run.json").read_text())
+    assert run["preset"] == "e2e-wide" and run["command"].startswith("copydecode e2e --preset e2e-wide --out ")
+    assert run["seconds"] >= 0 and "commit" in run and run["machine"]["cpu_model"] == "test"
+    frozen = read_frozen(tmp_path / "wide" / "..", "wide")
+    assert frozen.case_count == 2 and frozen.pooled.filter(pl.col("pool") == "pooled").height == len(PLAN.methods())

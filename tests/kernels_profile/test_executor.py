@@ -196,3 +196,19 @@ def test_the_draft_index_drafts_exactly_what_lookup_draft_does():
                     index.extend(tokens[end:end + 1])
     with pytest.raises(ParamsError, match="match policy must be one of"):
         DraftIndex([1], 2, "nearest")
+
+
+def test_pld_verification_keeps_a_logit_per_verified_position(executor, monkeypatch):
+    """A real verifier compares the model's argmax at every draft position: the forward must compute
+    len(draft) + 1 logits, not 1 (which under-costed PLD)."""
+    calls = []
+    forward = executor._forward
+
+    def recording(ids, **kwargs):
+        calls.append((len(ids), kwargs.get("logits_to_keep")))
+        return forward(ids, **kwargs)
+
+    monkeypatch.setattr(executor, "_forward", recording)
+    run = executor.pld_oracle(encode(SOURCE), k=10, ngram_max=3)
+    assert len(calls) == run.forwards and any(n > 1 for n, _ in calls)
+    assert all(keep == n for n, keep in calls)

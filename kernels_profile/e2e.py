@@ -13,7 +13,9 @@ grammar-constrained generation of programs (validity, exact match, mask cost).
 Ratios are measured as ratios (kernels_profile.interleave): inside each repeat every method runs
 once, back to back, in a seeded alternating order; a method's speedup is AR seconds / its seconds
 within the same repeat. The summary puts measured and predicted on the same two aggregations:
-ratio of totals over cases and the median of per-case speedups.
+ratio of totals over cases and the median of per-case speedups. `case_table` keeps one row per case
+and method (with PLD's acceptance histogram); `pooled_summary` is the headline basis, the ratio of
+summed times per corpus and over every case, with the case count.
 """
 
 from __future__ import annotations

@@ -1,4 +1,13 @@
-"""`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample.
+"""`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample
+stratified by output length (`e2e.stratify`).
+
+Outputs: data/e2e/measurements.parquet, reports/tables/e2e_speedup (per corpus, measured and
+predicted), e2e_pooled (the headline basis: ratio of summed times per corpus and over every case,
+with the case count), e2e_cases (per case and method, with PLD's acceptance histogram), the figure and
+reports/metrics/e2e.json. `copydecode e2e --preset NAME [--out DIR]` overlays `e2e.presets.NAME` and
+writes the same tables, metrics.json and run.json (command, commit, dates, wall-clock, machine) under
+DIR (default data/e2e/NAME/) and nothing under reports/; DIR copied to reports/e2e/frozen/NAME/ is the
+frozen run the reports show beside the default (analysis.e2eview).
 
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the

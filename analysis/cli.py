@@ -45,7 +45,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
-    "e2e": (),
+    "e2e": ("preset", "out"),
     "corpora": ("pairs", "repo", "only", "language", "name"),
     "programs": (),
     "roundtrip": (),
@@ -94,6 +94,10 @@ OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR ins
             "(paths in the params file and on the command line are still read from where you are)")
 
 
+# stages whose own --out names their output (a one-off output root is refused there)
+OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a preset run's folder"}
+
+
 def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
     """--params and --out, accepted before the subcommand (top) and after it (the subcommand's value wins)."""
     default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
@@ -109,7 +113,8 @@ def _add_stage(sub, command: str) -> argparse.ArgumentParser:
         description += f" It {READS_WRITES[command]}."
     parser = sub.add_parser(command.split()[-1], help=text, description=description)
     parser.set_defaults(stage=command, module=module)
-    _common(parser, top=False, out=command != "kernels profile")  # its --out names the raw timings file
+    # `kernels profile --out` names the raw timings file, `e2e --out` a preset run's folder
+    _common(parser, top=False, out=command not in OWN_OUT)
     return parser
 
 
@@ -143,6 +148,11 @@ def build_parser() -> argparse.ArgumentParser:
                 stage.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
             if command == "pilot":
                 stage.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+            if command == "e2e":
+                stage.add_argument("--preset", default=None, help="a preset from params e2e.presets (e.g. e2e-wide)")
+                stage.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="DIR",
+                                   help="with --preset: the run's folder (default data/e2e/<preset>); a one-off "
+                                        "output root is not supported here")
     kernels_parser = sub.add_parser("kernels", help="model timing: profile and fit",
                                     description="Model timing: `kernels profile` times AR steps against one parallel "
                                                 "prefill; `kernels fit` fits the latency model to those timings.")
@@ -204,10 +214,10 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.stage == "kernels profile":  # its own --out names the raw timings file, kept as `out` for the stage
+    if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
         if args.out is not None:
-            print("copydecode kernels profile: error: --out before the subcommand (a one-off output root) is not "
-                  "supported here; `kernels profile --out FILE` names the raw timings file", file=sys.stderr)
+            print(f"copydecode {args.stage}: error: --out before the subcommand (a one-off output root) is not "
+                  f"supported here; `{args.stage} --out` {OWN_OUT[args.stage]}", file=sys.stderr)
             return 2
         args.out = getattr(args, "raw_out", None)
         root = None

@@ -13,7 +13,10 @@ Rows (file stem under HEADLINE_DIR -> what it holds):
   kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
   em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`);
                                          pooled = the paper's three corpora (482 cases), pooled_all = every corpus
-  e2e_<model>_line / _token / _n         measured end-to-end speedup vs AR (total time), and case count
+  e2e_<model>_line / _token / _pld / _n  measured end-to-end speedup vs AR, ratio of summed times per corpus and
+                                         pooled over every measured case (never a best case), and case count;
+                                         _pld: the table's PLD method (latest policy, smallest k)
+  e2e_wide-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
 
@@ -32,7 +35,7 @@ from typing import Any
 import polars as pl
 
 from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
-from analysis.layout import METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.layout import E2E_FROZEN, E2E_WIDE, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = METRICS / "headline"
 # The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
@@ -179,19 +182,39 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     return out
 
 
-def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model (speedup of total time)."""
+def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
+    """Measured end to end against the AR loop of the same model (analysis.e2eview): per corpus the
+    ratio of summed times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
+    from analysis.e2eview import pooled_from_speedup, primary_pld
+
     out: dict[str, dict] = {}
+    pld = primary_pld(e2e["method"].unique().to_list())
+    methods = (("cad_line", "line"), ("cad_token", "token")) + (((pld, "pld"),) if pld else ())
+    pooled = (pooled_from_speedup(e2e).filter(pl.col("pool") == POOLED) if "total_seconds" in e2e.columns
+              else None)
     for model in sorted(e2e["model"].unique().to_list()):
         part = e2e.filter(pl.col("model") == model)
-        for method, suffix in (("cad_line", "line"), ("cad_token", "token")):
+        for method, suffix in methods:
             rows = part.filter(pl.col("method") == method)
             if rows.height:
-                out[f"e2e_{slug(model)}_{suffix}"] = _per_corpus(rows, "speedup_total", s.decimals)
+                row = _per_corpus(rows, "speedup_total", s.decimals)
+                whole = (None if pooled is None else
+                         pooled.filter((pl.col("model") == model) & (pl.col("method") == method)))
+                if whole is not None and whole.height:
+                    row[POOLED] = _num(whole["speedup_pooled"][0], s.decimals)
+                out[f"{prefix}{slug(model)}_{suffix}"] = row
         ar = part.filter(pl.col("method") == "ar")
         if ar.height:
-            out[f"e2e_{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals)
+            out[f"{prefix}{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals) | {POOLED: int(ar["cases"].sum())}
     return out
+
+
+def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
+    """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
+    from analysis.e2eview import read_frozen
+
+    run = read_frozen(frozen, E2E_WIDE)
+    return {} if run is None else e2e_rows(run.speedup, s, prefix="e2e_wide-")
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
@@ -207,7 +230,7 @@ def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path = TABLES,
-                   metrics_dir: Path = METRICS) -> Headline:
+                   metrics_dir: Path = METRICS, e2e_frozen: Path = E2E_FROZEN) -> Headline:
     head = Headline()
     readers = (
         ("coverage", lambda f: coverage_rows(f, s)),
@@ -221,6 +244,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
         if frame is not None and frame.height:
             head.rows.update(build(frame))
     head.rows.update(kernel_rows(_read_csv(tables, "kernel_speedup", head.missing), kernel_sources, s))
+    head.rows.update(e2e_frozen_rows(e2e_frozen, s))  # absent until an e2e-wide run is committed: no row, no miss
     roundtrip = Path(metrics_dir) / "roundtrip.json"
     if roundtrip.is_file():
         head.rows["roundtrip_fail"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}

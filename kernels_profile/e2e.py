@@ -13,7 +13,9 @@ grammar-constrained generation of programs (validity, exact match, mask cost).
 Ratios are measured as ratios (kernels_profile.interleave): inside each repeat every method runs
 once, back to back, in a seeded alternating order; a method's speedup is AR seconds / its seconds
 within the same repeat. The summary puts measured and predicted on the same two aggregations:
-ratio of totals over cases and the median of per-case speedups.
+ratio of totals over cases and the median of per-case speedups. `case_table` keeps one row per case
+and method (with PLD's acceptance histogram); `pooled_summary` is the headline basis, the ratio of
+summed times per corpus and over every case, with the case count.
 """
 
 from __future__ import annotations
@@ -102,17 +104,45 @@ def method_label(method: str) -> str:
     raise ParamsError(f"e2e: unknown method {method!r}")
 
 
-def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int) -> pl.DataFrame:
-    """A seeded sample per corpus (a count of None takes every case of that corpus)."""
+SAMPLE_STRATA = ("target_length", "none")
+
+
+def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int,
+                 stratify: str = "target_length") -> pl.DataFrame:
+    """A seeded sample per corpus (a count of None takes every case of that corpus). `target_length`:
+    the corpus's cases ordered by output length (characters, then id) are cut into `count` strata of
+    near-equal size and one case is drawn from each, so a sample spans short to long edits; `none`:
+    a simple random sample."""
+    if stratify not in SAMPLE_STRATA:
+        raise ParamsError(f"e2e.stratify must be one of {SAMPLE_STRATA}, got {stratify!r}")
     picked = []
     for corpus, count in sample:
         rows = table.filter((pl.col("corpus") == corpus) & framing_filter(framing))
         ids = sorted(set(rows["case_id"].to_list()))
         if not ids:
             raise ParamsError(f"e2e sample names corpus {corpus!r} with no cases at framing {framing!r}")
-        chosen = ids if count is None else random.Random(f"{seed}/{corpus}").sample(ids, min(count, len(ids)))
+        rng = random.Random(f"{seed}/{corpus}")
+        if count is None or count >= len(ids):
+            chosen = ids
+        elif stratify == "none":
+            chosen = rng.sample(ids, count)
+        else:
+            lengths = rows.group_by("case_id").agg(pl.col("target").first().str.len_chars().alias("n"))
+            ordered = lengths.sort("n", "case_id")["case_id"].to_list()
+            chosen = [rng.choice(stratum) for stratum in _strata(ordered, count)]
         picked.append(rows.filter(pl.col("case_id").is_in(chosen)))
     return pl.concat(picked).sort("corpus", "case_id", "level")
+
+
+def _strata(ordered: list, count: int) -> list[list]:
+    """`ordered` cut into `count` contiguous, non-empty parts whose sizes differ by at most one."""
+    size, extra = divmod(len(ordered), count)
+    parts, start = [], 0
+    for index in range(count):
+        end = start + size + (index < extra)
+        parts.append(ordered[start:end])
+        start = end
+    return parts
 
 
 def prompt_ids(hf_tok, source: str, instruction: str) -> list[int]:
@@ -212,13 +242,33 @@ def measure_case(executor, gold_ids: list[int], segments: dict, plan: MethodPlan
     """Every method once per repeat, from the same cached prompt, back to back in the order
     `interleaved_order(methods, repeats, order_seed)` gives (`order_index`: position in its repeat)."""
     runners = method_runners(executor, gold_ids, segments, plan)
+    draft_k = {p.method: p.k for p in plan.plds}
     records = []
     for repeat, order in enumerate(interleaved_order(plan.methods(), repeats, order_seed)):
         for index, method in enumerate(order):
             run = runners[method]()
             records.append({"method": method, "repeat": repeat, "order_index": index, "seconds": run.seconds,
-                            "forwards": run.forwards, "tokens": run.tokens})
+                            "forwards": run.forwards, "tokens": run.tokens,
+                            "accept_hist": pld_histogram(run, draft_k.get(method))})
     return records
+
+
+def pld_histogram(run, k: int | None) -> list[int] | None:
+    """A PLD run's acceptance length histogram (counts[n]: forwards that accepted n draft tokens,
+    n = 0..k); None for any other method."""
+    from kernels_profile.executor import acceptance_histogram
+
+    if k is None:
+        return None
+    if len(run.accepted) != run.forwards:
+        raise ValueError(f"a PLD run recorded {len(run.accepted)} acceptances for {run.forwards} forwards")
+    return acceptance_histogram(run.accepted, k)
+
+
+def draft_context(encode, source: str) -> list[int]:
+    """What PLD drafts from: the unnumbered source text in the model's tokens (what the output copies),
+    never the numbered prompt (whose `k: ` prefixes stop every draft at a line end)."""
+    return list(encode(source))
 
 
 def order_seed(seed: int, model: str, case_id: str) -> str:
@@ -413,3 +463,59 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
                 "predicted", "extrapolated_spans", "forwards", "total_seconds")
         .sort(*GROUP_KEYS)
     )
+
+
+# ---------------------------------------------------------------- per case and pooled (the headline basis)
+
+POOL_ALL = "pooled"  # the pool of every measured case of a model (analysis.layout.POOLED)
+
+
+def _hist_text(hist) -> str | None:
+    """An acceptance histogram as `n:count` pairs for the non-zero counts (`0:3 4:1 10:7`)."""
+    if hist is None:
+        return None
+    return " ".join(f"{n}:{c}" for n, c in enumerate(hist) if c)
+
+
+def case_table(measurements: pl.DataFrame) -> pl.DataFrame:
+    """One row per case and method: the case's output tokens, AR seconds and the method's seconds
+    (medians over repeats), its median per-pair speedup, forwards, tokens per forward and (PLD) the
+    acceptance histogram of draft tokens per forward (`n:count`; gold acceptance is deterministic, so
+    every repeat has the same one)."""
+    pairs = per_pair_ratios(measurements)
+    per_case = _per_case(measurements, pairs)
+    extra = [c for c in ("gold_tokens", "tokens") if c in measurements.columns]
+    first = measurements.sort("repeat").group_by(*CASE_KEYS, "method").agg(
+        *[pl.col(c).first() for c in extra],
+        *([pl.col("accept_hist").first()] if "accept_hist" in measurements.columns else []))
+    out = per_case.select(*CASE_KEYS, "method", "ar_seconds", "seconds", "speedup", "forwards").join(
+        first, on=[*CASE_KEYS, "method"], how="left")
+    for column in ("gold_tokens", "tokens"):
+        if column not in out.columns:
+            out = out.with_columns(pl.lit(None, dtype=pl.Int64).alias(column))
+    hist = (out["accept_hist"].to_list() if "accept_hist" in out.columns else [None] * out.height)
+    return (out.with_columns(
+                label=pl.col("method").map_elements(method_label, return_dtype=pl.String),
+                tokens_per_forward=pl.col("tokens") / pl.col("forwards"),
+                accept_hist=pl.Series([_hist_text(h) for h in hist], dtype=pl.String))
+            .select(*CASE_KEYS, "method", "label", "gold_tokens", "ar_seconds", "seconds", "speedup", "tokens",
+                    "forwards", "tokens_per_forward", "accept_hist")
+            .sort(*CASE_KEYS, "method"))
+
+
+def pooled_summary(cases: pl.DataFrame) -> pl.DataFrame:
+    """The headline basis: per model, method and pool (each corpus, and `pooled` over every measured
+    case of the model), the ratio of summed times, sum of AR seconds / sum of method seconds over the
+    cases that measured the method, with their count; never a best case."""
+    keys = ["model", "method", "label"]
+    aggregations = [pl.len().alias("cases"), pl.col("ar_seconds").sum(), pl.col("seconds").sum(),
+                    pl.col("tokens").sum(), pl.col("forwards").sum()]
+    by_corpus = cases.group_by(*keys, "corpus").agg(*aggregations)
+    overall = cases.group_by(*keys).agg(*aggregations).with_columns(corpus=pl.lit(POOL_ALL))
+    frame = pl.concat([by_corpus, overall.select(by_corpus.columns)])
+    return (frame.with_columns(speedup_pooled=pl.col("ar_seconds") / pl.col("seconds"),
+                               tokens_per_forward=pl.col("tokens") / pl.col("forwards"))
+            .rename({"corpus": "pool"})
+            .select("model", "pool", "method", "label", "cases", "ar_seconds", "seconds", "speedup_pooled",
+                    "tokens", "forwards", "tokens_per_forward")
+            .sort("model", pl.col("pool") == POOL_ALL, "pool", "method"))

@@ -2,11 +2,15 @@
 
 - AR: regenerate the gold output, one forward per token (teacher-forced).
 - PLD oracle: prompt lookup decoding with gold acceptance: draft up to k tokens by finding the
-  trailing n-gram (n = ngram_max..1) earlier in prompt + output, verify the draft in one forward, keep
+  trailing n-gram (n = ngram_max..1) earlier in the draft context + output, verify the draft in one
+  forward (keeping a logit per verified position, as a real verifier must), keep
   the prefix that equals the gold, and take the next gold token as the correction. An upper bound on
   real PLD only for its own draft policy, which accepts by the model's own argmax instead. The match
   policy says which earlier occurrence drafts: `latest` (the nearest one) or `earliest` (the first
-  one, as transformers' PromptLookupCandidateGenerator takes it).
+  one, as transformers' PromptLookupCandidateGenerator takes it). The draft context is the text the
+  output copies, the UNNUMBERED source (`draft_context`), not the numbered prompt the Copy-as-Decode
+  model reads: a draft from `k: line` text could never cross a line end (review F3). Each run records
+  the draft tokens accepted per forward (`Run.accepted`), PLD's acceptance statistics.
 - Copy-as-Decode executor: for each op of a program, a copy fills the cache with one forward of the
   copied text's tokens; a gen span is decoded token by token (teacher-forced: the oracle program's
   text). This is the upper bound the paper describes (the bound's `ideal` variant). With
@@ -59,9 +63,26 @@ class Segment:
 
 @dataclass(frozen=True)
 class Run:
+    """One timed run; `accepted` (PLD only) holds the draft tokens accepted by each forward."""
+
     seconds: float
     forwards: int
     tokens: int
+    accepted: tuple[int, ...] = ()
+
+    @property
+    def tokens_per_forward(self) -> float | None:
+        return self.tokens / self.forwards if self.forwards else None
+
+
+def acceptance_histogram(accepted: tuple[int, ...] | list[int], k: int) -> list[int]:
+    """counts[n] = forwards that accepted exactly n draft tokens, n = 0..k."""
+    counts = [0] * (k + 1)
+    for n in accepted:
+        if not 0 <= n <= k:
+            raise ValueError(f"accepted length {n} outside 0..{k}")
+        counts[n] += 1
+    return counts
 
 
 def program_segments(program: Program, source: str, token_bounds, encode) -> list[Segment]:
@@ -90,7 +111,10 @@ def program_segments(program: Program, source: str, token_bounds, encode) -> lis
 
 
 class Executor:
-    def __init__(self, lm: LoadedModel, prompt_ids: list[int]):
+    """Runs from the cached `prompt_ids` (the model's input); PLD drafts from `draft_context` (the
+    unnumbered source the output copies), a separate token list: it is never forwarded."""
+
+    def __init__(self, lm: LoadedModel, prompt_ids: list[int], draft_context: list[int]):
         import torch
         from transformers import DynamicCache
 
@@ -98,6 +122,7 @@ class Executor:
         self.kw = cache_kwarg(lm.model)
         self.device = lm.device
         self.prompt_ids = list(prompt_ids)
+        self.draft_context = list(draft_context)
         self.cache = DynamicCache(config=lm.config)
         with torch.inference_mode():
             out = self._forward(self.prompt_ids)
@@ -164,29 +189,68 @@ class Executor:
         return Run(seconds, forwards, tokens), (out.logits[:, -1] if out is not None else self.prompt_logits)
 
     def pld_oracle(self, gold: list[int], k: int, ngram_max: int, policy: str = "latest") -> Run:
+        """Gold-acceptance PLD: each forward verifies the pending token and a draft looked up in
+        draft_context + the output so far, with a logit kept per verified position."""
         self.reset()
         self._sync()
-        forwards = 0
+        forwards, accepted_runs = 0, []
         with self.torch.inference_mode():
             started = time.perf_counter()
             if gold:
                 pending, i = gold[0], 1  # the first token comes from the prompt's logits
+                index = DraftIndex(self.draft_context + gold[:1], ngram_max, policy)
                 while pending is not None:
-                    draft = lookup_draft(self.prompt_ids + gold[:i], k, ngram_max, policy)
+                    draft = index.draft(k)  # = lookup_draft(self.draft_context + gold[:i], k, ngram_max, policy)
                     draft = draft[: max(len(gold) - i, 0)]
-                    self._forward([pending] + draft, logits_to_keep=1)
+                    self._forward([pending] + draft, logits_to_keep=len(draft) + 1)
                     forwards += 1
                     accepted = 0
                     while accepted < len(draft) and draft[accepted] == gold[i + accepted]:
                         accepted += 1
+                    accepted_runs.append(accepted)
                     rejected = len(draft) - accepted
                     if rejected:
                         self.cache.crop(-rejected)
+                    start = i
                     i += accepted
                     pending, i = (gold[i], i + 1) if i < len(gold) else (None, i)
+                    index.extend(gold[start:i])
             self._sync()
             seconds = time.perf_counter() - started
-        return Run(seconds, forwards, len(gold))
+        return Run(seconds, forwards, len(gold), tuple(accepted_runs))
+
+
+class DraftIndex:
+    """`lookup_draft` over a growing context without rescanning it: every n-gram (n = 1..ngram_max)
+    is indexed by its start positions as tokens are appended, so a lookup costs O(ngram_max) dict
+    probes instead of a Python scan of the whole context (2.5 ms per missed lookup on a 2,900-token
+    context, inside PLD's timed loop). Same drafts as `lookup_draft` for the same context."""
+
+    def __init__(self, context: list[int], ngram_max: int, policy: str = "latest"):
+        if policy not in MATCH_POLICIES:
+            raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
+        self.ngram_max, self.policy = ngram_max, policy
+        self.context: list[int] = []
+        self.starts: list[dict[tuple[int, ...], list[int]]] = [{} for _ in range(ngram_max + 1)]
+        self.extend(context)
+
+    def extend(self, tokens) -> None:
+        for token in tokens:
+            self.context.append(token)
+            end = len(self.context)
+            for n in range(1, min(self.ngram_max, end) + 1):
+                self.starts[n].setdefault(tuple(self.context[end - n:]), []).append(end - n)
+
+    def draft(self, k: int) -> list[int]:
+        n_ctx = len(self.context)
+        for n in range(min(self.ngram_max, n_ctx - 1), 0, -1):
+            starts = self.starts[n].get(tuple(self.context[n_ctx - n:]), [])
+            # the last start is the tail itself (n_ctx - n), which has nothing after it
+            earlier = starts[:-1]
+            if earlier:
+                start = earlier[-1] if self.policy == "latest" else earlier[0]
+                return self.context[start + n:start + n + k]
+        return []
 
 
 def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:

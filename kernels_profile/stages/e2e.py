@@ -1,4 +1,13 @@
-"""`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample.
+"""`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample
+stratified by output length (`e2e.stratify`).
+
+Outputs: data/e2e/measurements.parquet, reports/tables/e2e_speedup (per corpus, measured and
+predicted), e2e_pooled (the headline basis: ratio of summed times per corpus and over every case,
+with the case count), e2e_cases (per case and method, with PLD's acceptance histogram), the figure and
+reports/metrics/e2e.json. `copydecode e2e --preset NAME [--out DIR]` overlays `e2e.presets.NAME` and
+writes the same tables, metrics.json and run.json (command, commit, dates, wall-clock, machine) under
+DIR (default data/e2e/NAME/) and nothing under reports/; DIR copied to reports/e2e/frozen/NAME/ is the
+frozen run the reports show beside the default (analysis.e2eview).
 
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
@@ -18,7 +27,10 @@ earlier session's environment.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -34,11 +46,12 @@ from analysis.layout import (
     CASES,
     E2E_CHECKPOINTS,
     E2E_MEASUREMENTS,
+    E2E_PRESETS,
     FIGURES,
     METRICS,
     TABLES,
 )
-from analysis.params import choice, choices, get, number, number_list, positive_int
+from analysis.params import choice, choices, get, merge_preset, number, number_list, positive_int
 from analysis.program import parse
 from analysis.stages.common import timed
 from analysis.stages.tables import joined_programs
@@ -80,6 +93,7 @@ class E2ESettings:
     tokenizer: str
     framing: str
     seed: int
+    stratify: str                     # how a corpus's sample is drawn (e2e.SAMPLE_STRATA)
     repeats: int
     models: tuple[E2EModel, ...]
     pld_ngram_max: int
@@ -107,6 +121,8 @@ class E2ESettings:
     mask_programs: int
     mask_lines_limit: int
     mask_repeats: int
+    preset: str | None                # the e2e.presets entry overlaid on e2e, if any
+    out: Path | None                  # a preset run's folder (every output goes there, none to reports/)
 
     def plan(self, model: str, corpus: str) -> MethodPlan:
         """The methods measured on `model`'s cases of `corpus`."""
@@ -141,9 +157,15 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 
-def settings(params: dict) -> E2ESettings:
-    """e2e (and the tokenizer it encodes cases with), validated (the only reader of that group)."""
-    p = params
+def settings(params: dict, preset: str | None = None, out: str | Path | None = None) -> E2ESettings:
+    """e2e (and the tokenizer it encodes cases with), validated (the only reader of that group),
+    overlaid with the `e2e.presets` entry `preset` when one is named: a preset run writes every output
+    under `out` (default data/e2e/<preset>/) and nothing under reports/."""
+    if out is not None and preset is None:
+        raise ParamsError("copydecode e2e: --out names a preset run's folder; name the preset too (--preset e2e-wide)")
+    group = merge_preset(params, "e2e", "e2e.presets", preset)
+    group.pop("presets", None)
+    p = {**params, "e2e": group}
     models = tuple(_e2e_model(e, i) for i, e in enumerate(get(p, "e2e.models", list)))
     if not models:
         raise ParamsError("params: 'e2e.models' is empty")
@@ -152,6 +174,7 @@ def settings(params: dict) -> E2ESettings:
         tokenizer=tokenizer_spec(p),
         framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
         seed=get(p, "e2e.seed", int),
+        stratify=choice(p, "e2e.stratify", e2e.SAMPLE_STRATA),
         repeats=positive_int(p, "e2e.repeats"),
         models=models,
         pld_ngram_max=positive_int(p, "e2e.pld.ngram_max"),
@@ -179,6 +202,8 @@ def settings(params: dict) -> E2ESettings:
         mask_programs=positive_int(p, "e2e.mask_cost.programs"),
         mask_lines_limit=positive_int(p, "e2e.mask_cost.lines_limit"),
         mask_repeats=positive_int(p, "e2e.mask_cost.repeats"),
+        preset=preset,
+        out=None if preset is None else Path(out) if out is not None else E2E_PRESETS / preset,
     )
     if not settings.losslessness_tolerance > 0:
         raise ParamsError(f"params: 'e2e.losslessness_tolerance' must be > 0, got {settings.losslessness_tolerance}")
@@ -198,10 +223,10 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 
 # Bump when the measurement code changes what a checkpoint holds.
-CHECKPOINT_VERSION = "e2e-3"
+CHECKPOINT_VERSION = "e2e-4"  # 4: PLD drafts from the unnumbered source, keeps a logit per verified token, records acceptance
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
-                      "lossless_ok"}
+                      "lossless_ok", "accept_hist"}
 
 
 def cases_with_instructions() -> pl.DataFrame:
@@ -273,7 +298,7 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
     segments = case_segments(loaded, line, token, qwen)
     gold = model_encoder(loaded)(line["target"])
     plan = s.plan(choice.name, line["corpus"])
-    executor = Executor(loaded.lm, prompt)
+    executor = Executor(loaded.lm, prompt, e2e.draft_context(model_encoder(loaded), line["source"]))
     records = e2e.measure_case(executor, gold, segments, plan, s.repeats,
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
@@ -283,7 +308,8 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
     directives = pl.DataFrame(
         [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
          for level in LEVELS for overhead in (False, True)], schema={"method": pl.String, "directive_tokens": pl.Int64})
-    return pl.DataFrame(records).join(predictions, on="method", how="left").join(
+    measured = pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64)})
+    return measured.join(predictions, on="method", how="left").join(
         directives, on="method", how="left").with_columns(
         model=pl.lit(choice.name), weights=pl.lit(choice.weights), dtype=pl.lit(choice.dtype),
         case_id=pl.lit(line["case_id"]), corpus=pl.lit(line["corpus"]), gold_tokens=pl.lit(len(gold)),
@@ -297,7 +323,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
               scratch: FromScratch) -> dict:
     from analysis.tokenization import load_tokenizer
 
-    rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed)
+    rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
     qwen = load_tokenizer(s.tokenizer)
     bar.set_postfix_str(f"loading {choice.name}")
     loaded = load_model(choice.name, choice.weights, choice.dtype, "cpu")
@@ -402,35 +428,72 @@ def speedup_metrics(summary: pl.DataFrame) -> dict:
     return {f"{r['model']}/{r['corpus']}/{r['method']}": {k: r[k] for k in keys} for r in summary.iter_rows(named=True)}
 
 
+def pooled_metrics(pooled: pl.DataFrame) -> dict:
+    """The headline basis: `<model>/<pool>/<method>` -> cases, summed seconds and their ratio."""
+    keys = ("label", "cases", "ar_seconds", "seconds", "speedup_pooled", "tokens_per_forward")
+    return {f"{r['model']}/{r['pool']}/{r['method']}": {k: r[k] for k in keys} for r in pooled.iter_rows(named=True)}
+
+
+def run_info(s: E2ESettings, started: datetime, seconds: float, environment: RunEnvironment) -> dict:
+    """What a frozen preset run records of itself (run.json): the command, the commit (and whether the
+    tree had uncommitted changes), UTC start and end, wall-clock seconds and the machine."""
+    import subprocess
+
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30, check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"preset": s.preset, "command": f"copydecode e2e --preset {s.preset} --out {s.out}",
+            "commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status),
+            "started": started.isoformat(timespec="seconds"),
+            "ended": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
+            "machine": {k: environment.machine.get(k) for k in ("cpu_model", "usable_cores", "torch_threads")},
+            "noisy": environment.noisy}
+
+
 def run(s: E2ESettings) -> dict:
-    with timed("e2e") as timing:
+    started_at, started = datetime.now(timezone.utc), time.perf_counter()
+    with timed("e2e" if s.preset is None else f"e2e-{s.preset}") as timing:
         scratch = FromScratch()
         threads = set_threads(s.threads)  # before the recorder reads the thread count and before any timing
         table = cases_with_instructions()
-        total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed)["case_id"])) for c in s.models)
+        total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed, s.stratify)["case_id"]))
+                    for c in s.models)
         recorder = EnvironmentRecorder(threshold=s.noisy_drift, contention_slack=s.contention_slack,
                                        reference=lambda: reference_workload(budget_s=s.reference_budget_s))
         recorder.start()
-        bar = tqdm(total=total, desc="e2e", unit="case")
+        bar = tqdm(total=total, desc="e2e" if s.preset is None else f"e2e {s.preset}", unit="case")
         results = {c.name: run_model(c, s, table, bar, recorder, scratch) for c in s.models}
         bar.close()
         environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
         summary = e2e.speedup_summary(measurements)
+        cases = e2e.case_table(measurements)
+        pooled = e2e.pooled_summary(cases)
         constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
-        mask = mask_benchmark(s, table)
-        write_parquet(measurements, E2E_MEASUREMENTS)
-        write_json({**environment.to_json(), "threads": threads}, environment_path(E2E_MEASUREMENTS))
-        write_table(summary, TABLES / "e2e_speedup", digits=3)
-        methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
-                                      for m in s.plan(c.name, corpus).methods()))
-        save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
+        mask = mask_benchmark(s, table) if s.preset is None else None
+        tables = TABLES if s.out is None else s.out
+        raw = E2E_MEASUREMENTS if s.out is None else s.out / E2E_MEASUREMENTS.name
+        write_parquet(measurements, raw)
+        write_json({**environment.to_json(), "threads": threads}, environment_path(raw))
+        write_table(summary, tables / "e2e_speedup", digits=3)
+        write_table(cases, tables / "e2e_cases", digits=4)
+        write_table(pooled, tables / "e2e_pooled", digits=3)
+        if s.out is None:
+            methods = tuple(dict.fromkeys(m for c in s.models for corpus, _ in c.sample
+                                          for m in s.plan(c.name, corpus).methods()))
+            save_chart(charts.e2e_speedup(summary, methods), FIGURES / "e2e_speedup")
         if constrained:
-            write_table(pl.DataFrame(constrained).drop("program"), TABLES / "e2e_constrained", digits=3)
+            write_table(pl.DataFrame(constrained).drop("program"), tables / "e2e_constrained", digits=3)
         timing["from_scratch_s"] = scratch.seconds()
     metrics = {
         "mask_cost_qwen": mask,
         "speedups": speedup_metrics(summary),
+        "pooled": pooled_metrics(pooled),
         "environment": environment_metrics(environment),
         "lossless": {m: lossless_summary(r["measurements"]) for m, r in results.items()},
         "hf_pld": {m: r.get("hf_pld", []) for m, r in results.items()},
@@ -439,5 +502,11 @@ def run(s: E2ESettings) -> dict:
                         "programs": [{k: r[k] for k in ("model", "case_id", "valid", "exact_match", "program")} for r in constrained]},
         "latency_curves": {m: r["latency_curve"] for m, r in results.items()},
     }
-    write_json(metrics, METRICS / "e2e.json")
-    return {k: metrics[k] for k in ("speedups", "lossless", "environment")}
+    if s.out is not None:  # a preset run: its folder holds everything a frozen copy needs
+        if mask is None:
+            metrics.pop("mask_cost_qwen")
+        write_json(metrics, s.out / "metrics.json")
+        write_json(run_info(s, started_at, time.perf_counter() - started, environment), s.out / "run.json")
+    else:
+        write_json(metrics, METRICS / "e2e.json")
+    return {k: metrics[k] for k in ("pooled", "lossless", "environment")}

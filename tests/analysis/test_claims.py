@@ -408,16 +408,7 @@ def test_claim_7_without_the_pilot_is_a_missing_output_and_not_run(tmp_path):
 # ---------------------------------------------------------------- the e2e extension
 
 
-def test_e2e_headline_names_its_cases_and_the_directive_decoded_figure(tmp_path):
-    rows = [("m", "ProbeEdit-S", "ar", "AR", 1, 1.0), ("m", "ProbeEdit-S", "cad_token", "CaD token", 1, 16.1),
-            ("m", "ProbeEdit-S", "cad_token_overhead", "CaD token, directives decoded", 1, 11.2),
-            ("m", "HEvalFix-Py", "cad_token", "CaD token", 3, 4.7)]
-    tables = _tables(tmp_path)
-    pl.DataFrame(rows, schema=["model", "corpus", "method", "label", "cases", "speedup_total"], orient="row").write_csv(
-        tables / "e2e_speedup.csv")
-    claim = claims._e2e_claim(PAPER["end_to_end"], tables, tmp_path / METRICS)
-    assert "16.1x on 1 case" in claim.ours and "11.2x on the same 1 case with directive tokens decoded" in claim.ours
-    assert claim.verdict == claims.BEYOND
+# the e2e claim (pooled over every case, the frozen e2e-wide run beside it): tests/analysis/test_e2eview.py
 
 
 # ---------------------------------------------------------------- the optimal oracle and the pooling owner

@@ -5,7 +5,8 @@ torch = pytest.importorskip("torch")
 from analysis.errors import ParamsError, ProgramError  # noqa: E402
 from analysis.program import Copy, Gen, Program, escape, render_op  # noqa: E402
 from kernels_profile.equivalence import rel_diff  # noqa: E402
-from kernels_profile.executor import Executor, lookup_draft, program_segments  # noqa: E402
+from kernels_profile.constrained import numbered  # noqa: E402
+from kernels_profile.executor import Executor, Run, acceptance_histogram, lookup_draft, program_segments  # noqa: E402
 from kernels_profile.models import build_model  # noqa: E402
 
 SOURCE = "alpha\nbeta\ngamma\n"
@@ -18,7 +19,8 @@ def encode(text):  # a toy tokenizer: one id per byte, within the tiny model's v
 @pytest.fixture(scope="module")
 def executor():
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-    return Executor(lm, encode("edit this:\n" + SOURCE))
+    # as in the e2e stage: the model reads the numbered source, PLD drafts from the plain one
+    return Executor(lm, encode("edit this:\n" + numbered(SOURCE)), draft_context=encode(SOURCE))
 
 
 def test_segments_spell_the_resolved_output():
@@ -48,6 +50,34 @@ def test_pld_oracle_covers_every_gold_token(executor):
     assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
 
 
+def test_pld_drafts_from_the_unnumbered_source_across_line_ends(executor):
+    """The output copies two whole lines: drafting from the plain source, one forward accepts a
+    10-token draft that runs through a line end (`pha\nbeta\ng`). Drafting from the numbered prompt
+    (the old behaviour), every draft stops at `\n2: `, so more forwards are needed (review F3)."""
+    gold = encode(SOURCE)
+    run = executor.pld_oracle(gold, k=10, ngram_max=3)
+    assert run.tokens == len(gold) and len(run.accepted) == run.forwards
+    assert max(run.accepted) == 10  # a full draft accepted, crossing "\n" inside it
+    assert sum(run.accepted) + run.forwards == len(gold)  # each forward also commits its pending token
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
+    plain = executor.draft_context
+    try:
+        executor.draft_context = executor.prompt_ids  # what the old code drafted from
+        old = executor.pld_oracle(gold, k=10, ngram_max=3)
+    finally:
+        executor.draft_context = plain
+    assert max(old.accepted) < 10 and old.forwards > run.forwards
+    assert run.tokens_per_forward > old.tokens_per_forward
+
+
+def test_acceptance_histogram_counts_each_forward_once():
+    assert acceptance_histogram((0, 10, 3, 0), 10) == [2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1]
+    assert acceptance_histogram((), 2) == [0, 0, 0]
+    with pytest.raises(ValueError, match="outside 0..2"):
+        acceptance_histogram((3,), 2)
+    assert Run(1.0, 4, 10).tokens_per_forward == 2.5 and Run(0.0, 0, 0).tokens_per_forward is None
+
+
 def test_lookup_draft():
     assert lookup_draft([1, 2, 3, 4, 1, 2], k=2, ngram_max=2) == [3, 4]
     assert lookup_draft([5, 6, 7], k=3, ngram_max=2) == []
@@ -69,7 +99,7 @@ def test_pld_policies_differ_on_a_crafted_gold(executor):
     trailing n-gram `\nab` matches both: latest drafts the nearer (right) one, earliest the first
     (wrong) one, so earliest needs more forwards for the same gold."""
     gold = encode("ab1\ncd2\nab3\ncd4\nab3\ncd4\n")
-    context = executor.prompt_ids + encode("ab1\ncd2\nab3\ncd4\nab")
+    context = executor.draft_context + encode("ab1\ncd2\nab3\ncd4\nab")
     assert bytes(lookup_draft(context, 8, 3, "latest")) == b"3\ncd4\nab"
     assert bytes(lookup_draft(context, 8, 3, "earliest")) == b"1\ncd2\nab"
     forwards = {policy: executor.pld_oracle(gold, k=8, ngram_max=3, policy=policy).forwards
@@ -144,3 +174,41 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(execu
 
     with pytest.raises(ModelError, match="tiny-qwen2: its vocabulary .* smaller than its tokenizer"):
         check_vocabulary(executor.lm, load_hf_tokenizer("tiny-qwen2"))
+
+
+def test_the_draft_index_drafts_exactly_what_lookup_draft_does():
+    """The PLD loop's incremental index against the reference scan, on random token streams with many
+    repeats (small vocabularies), both policies, every prefix."""
+    import random
+
+    from kernels_profile.executor import DraftIndex
+
+    rng = random.Random(0)
+    for trial in range(30):
+        vocab, ngram_max, k = rng.choice([2, 3, 5, 20]), rng.choice([1, 2, 3, 4]), rng.choice([1, 4, 10])
+        tokens = [rng.randrange(vocab) for _ in range(rng.randrange(1, 60))]
+        for policy in ("latest", "earliest"):
+            head = rng.randrange(1, len(tokens) + 1)
+            index = DraftIndex(tokens[:head], ngram_max, policy)
+            for end in range(head, len(tokens) + 1):
+                assert index.draft(k) == lookup_draft(tokens[:end], k, ngram_max, policy), (trial, policy, end)
+                if end < len(tokens):
+                    index.extend(tokens[end:end + 1])
+    with pytest.raises(ParamsError, match="match policy must be one of"):
+        DraftIndex([1], 2, "nearest")
+
+
+def test_pld_verification_keeps_a_logit_per_verified_position(executor, monkeypatch):
+    """A real verifier compares the model's argmax at every draft position: the forward must compute
+    len(draft) + 1 logits, not 1 (which under-costed PLD)."""
+    calls = []
+    forward = executor._forward
+
+    def recording(ids, **kwargs):
+        calls.append((len(ids), kwargs.get("logits_to_keep")))
+        return forward(ids, **kwargs)
+
+    monkeypatch.setattr(executor, "_forward", recording)
+    run = executor.pld_oracle(encode(SOURCE), k=10, ngram_max=3)
+    assert len(calls) == run.forwards and any(n > 1 for n, _ in calls)
+    assert all(keep == n for n, keep in calls)

@@ -105,6 +105,7 @@ class FakeRun:
     seconds: float
     forwards: int
     tokens: int
+    accepted: tuple[int, ...] = ()
 
 
 class FakeExecutor:
@@ -124,7 +125,8 @@ class FakeExecutor:
         return self._run("ar"), None
 
     def pld_oracle(self, gold, k, ngram_max, policy):
-        return self._run(f"pld_{policy}_k{k}")
+        run = self._run(f"pld_{policy}_k{k}")
+        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
 
     def copy_as_decode(self, segments, directives=False):
         return self._run(segments + ("_overhead" if directives else "")), None
@@ -177,6 +179,36 @@ def test_cases_that_measure_different_methods_summarise_together():
         model=pl.lit("m"), corpus=pl.lit("C"))
     cases = dict(e2e.speedup_summary(frame).select("method", "cases").iter_rows())
     assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
+
+
+def test_the_pooled_headline_is_the_ratio_of_summed_times_never_the_best_case():
+    """Two corpora: a short case where line programs win 8x and a long one where they win 2x. The
+    pooled figure is (sum AR) / (sum method) over all three cases, with the count, per corpus and
+    overall; the best case's 8x is no pool's figure."""
+    frames = []
+    for case_id, corpus, scale, line_cost in (("A/1", "A", 1.0, 1.0), ("A/2", "A", 10.0, 4.0), ("B/1", "B", 5.0, 4.0)):
+        costs = {**COSTS, "cad_line": line_cost}
+        fake = FakeExecutor({k: v * scale for k, v in costs.items()}, [1.0, 1.0], len(PLAN.methods()))
+        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id)).with_columns(
+            case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("m"), gold_tokens=pl.lit(4)))
+    frame = pl.concat(frames)
+    cases = e2e.case_table(frame)
+    assert cases.height == 3 * len(PLAN.methods())
+    a1 = cases.filter((pl.col("case_id") == "A/1") & (pl.col("method") == "cad_line")).row(0, named=True)
+    assert a1["ar_seconds"] == 8.0 and a1["seconds"] == 1.0 and a1["speedup"] == pytest.approx(8.0)
+    assert a1["tokens_per_forward"] == pytest.approx(4.0) and a1["accept_hist"] is None
+    pld = cases.filter(pl.col("method") == "pld_latest_k10")["accept_hist"].to_list()
+    assert pld == ["0:1"] * 3  # the fake's one forward accepted no draft token
+    pooled = e2e.pooled_summary(cases)
+    line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "cad_line").iter_rows(named=True)}
+    assert set(line) == {"A", "B", "pooled"}
+    assert line["A"]["cases"] == 2 and line["A"]["speedup_pooled"] == pytest.approx((8 + 80) / (1 + 40))
+    assert line["B"]["speedup_pooled"] == pytest.approx(40 / 20)
+    assert line["pooled"]["cases"] == 3
+    assert line["pooled"]["speedup_pooled"] == pytest.approx((8 + 80 + 40) / (1 + 40 + 20))
+    assert max(r["speedup_pooled"] for r in line.values()) < 8.0
+    assert pooled["pool"].to_list()[-1] == "pooled"  # the overall pool after the corpora
+    assert stage.pooled_metrics(pooled)["m/pooled/cad_line"]["cases"] == 3
 
 
 # ---------------------------------------------------------------- like-for-like summary
@@ -289,6 +321,12 @@ def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     assert (by["cad_line_overhead"]["predicted_seconds"][0] - by["cad_line"]["predicted_seconds"][0]
             == pytest.approx(directive * t_step))
     assert by["ar"]["predicted"].is_null().all() and by["pld_latest_k4"]["predicted"].is_null().all()
+    # PLD drafts from the plain source: its acceptance histogram (0..k) counts every forward once
+    for pld in ("pld_latest_k4", "pld_earliest_k4"):
+        for hist, forwards in zip(by[pld]["accept_hist"].to_list(), by[pld]["forwards"].to_list()):
+            assert len(hist) == 5 and sum(hist) == forwards
+    assert sum(by["pld_latest_k4"]["accept_hist"][0][1:]) > 0  # some draft was accepted
+    assert by["ar"]["accept_hist"].is_null().all() and by["cad_line"]["accept_hist"].is_null().all()
 
 
 def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monkeypatch):
@@ -320,3 +358,117 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
     assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before
+
+
+# ---------------------------------------------------------------- the sample and the wide preset
+
+def _corpus_table(corpus: str, lengths: list[int]) -> pl.DataFrame:
+    rows = [{"corpus": corpus, "framing": "body", "case_id": f"{corpus}/{i:02d}", "level": level, "target": "x" * n}
+            for i, n in enumerate(lengths) for level in ("line", "token")]
+    return pl.DataFrame(rows)
+
+
+def test_the_sample_is_stratified_by_output_length_and_seeded():
+    # ids in an order unrelated to length: a stratum is a range of lengths, not of ids
+    lengths = [50, 3, 91, 12, 77, 8, 64, 30, 99, 1, 45, 20]
+    table = pl.concat([_corpus_table("A", lengths), _corpus_table("B", [5, 6])])
+    by_id = {f"A/{i:02d}": n for i, n in enumerate(lengths)}
+    thirds = [sorted(lengths)[0:4], sorted(lengths)[4:8], sorted(lengths)[8:12]]
+    for seed in range(6):
+        rows = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        chosen = sorted(set(rows.filter(pl.col("corpus") == "A")["case_id"].to_list()))
+        assert len(chosen) == 3 and sorted(set(rows.filter(pl.col("corpus") == "B")["case_id"])) == ["B/00", "B/01"]
+        assert sorted(by_id[c] for c in chosen) in [[a, b, c] for a in thirds[0] for b in thirds[1] for c in thirds[2]]
+        again = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        assert again.equals(rows)  # seeded
+    draws = {tuple(sorted(set(e2e.sample_cases(table, (("A", 3),), "body", seed)["case_id"])))
+             for seed in range(6)}
+    assert len(draws) > 1  # the seed draws within the strata
+    plain = e2e.sample_cases(table, (("A", 3),), "body", 0, "none")
+    assert plain["case_id"].n_unique() == 3
+    with pytest.raises(ParamsError, match="e2e.stratify must be one of"):
+        e2e.sample_cases(table, (("A", 3),), "body", 0, "by-size")
+    assert e2e._strata(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+
+
+PAPER_CORPORA = ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")
+
+
+def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_cases():
+    default = stage.settings(BASE)
+    assert default.preset is None and default.out is None and default.stratify == "target_length"
+    counts = dict(default.models[0].sample)
+    assert "ProbeEdit-S" not in counts and sum(counts.values()) <= 5  # the 800-token case left the default
+    wide = stage.settings(BASE, preset="e2e-wide")
+    assert wide.preset == "e2e-wide" and str(wide.out) == "data/e2e/e2e-wide"
+    sample = dict(wide.models[0].sample)
+    assert sum(sample.values()) >= 12 and all(sample[c] >= 3 for c in PAPER_CORPORA)
+    assert sum(n for c, n in sample.items() if c.startswith("CommitEdits")) >= 3
+    assert wide.stratify == "target_length" and wide.seed == default.seed
+    assert wide.hf_pld_cases == 0 and wide.constrained_cases == 0 and wide.repeats == default.repeats
+    assert str(stage.settings(BASE, preset="e2e-wide", out="/tmp/w").out) == "/tmp/w"
+    with pytest.raises(ParamsError, match="unknown preset 'e2e-huge'"):
+        stage.settings(BASE, preset="e2e-huge")
+    with pytest.raises(ParamsError, match="--out names a preset run's folder"):
+        stage.settings(BASE, out="/tmp/w")
+
+
+def test_the_cli_passes_the_preset_and_its_folder():
+    from analysis import cli
+
+    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "/tmp/wide"])
+    args.out = getattr(args, "raw_out", None)
+    s = cli.stage_settings(stage, args, Config.load(ROOT / "params.yaml"))
+    assert s.preset == "e2e-wide" and str(s.out) == "/tmp/wide"
+    assert cli.main(["--out", "/tmp/x", "e2e", "--preset", "e2e-wide"]) == 2  # not a one-off output root
+
+
+def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path, monkeypatch):
+    """`copydecode e2e --preset e2e-wide --out DIR` (the measurement faked): every output lands in DIR,
+    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.e2eview reads."""
+    from analysis.e2eview import FROZEN_FILES, read_frozen
+
+    frames = []
+    for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):
+        fake = FakeExecutor(COSTS, [1.0, 1.0], len(PLAN.methods()))
+        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id),
+                                   schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
+            case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("smollm2-135m"), gold_tokens=pl.lit(4),
+            lossless_ok=pl.lit(None, dtype=pl.Boolean), lossless_rel_diff=pl.lit(None, dtype=pl.Float64)))
+
+    class FakeEnv:
+        machine, noisy = {"cpu_model": "test", "usable_cores": 2, "torch_threads": 1}, False
+
+        def to_json(self):
+            return {"noisy": False}
+
+    class FakeRecorder:
+        run_id = "r"
+
+        def __init__(self, **_):
+            pass
+
+        def start(self):
+            pass
+
+        def end(self):
+            return FakeEnv()
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stage, "cases_with_instructions", lambda: pl.DataFrame(
+        {"corpus": ["HEvalFix-Py"], "framing": ["body"], "case_id": ["HEvalFix-Py/1"], "level": ["line"], "target": ["x"]}))
+    monkeypatch.setattr(stage, "EnvironmentRecorder", FakeRecorder)
+    monkeypatch.setattr(stage, "run_model", lambda *a: {"measurements": pl.concat(frames), "latency_curve": {}})
+    monkeypatch.setattr(stage, "environment_metrics", lambda env: {"noisy": False})
+    monkeypatch.setattr(stage, "set_threads", lambda threads: threads)
+    monkeypatch.setattr(stage.e2e, "sample_cases", lambda table, *a: table)
+    s = stage.settings(BASE, preset="e2e-wide", out=str(tmp_path / "wide"))
+    result = stage.run(s)
+    assert result["pooled"]["smollm2-135m/pooled/cad_line"]["cases"] == 2
+    assert {p.name for p in (tmp_path / "wide").iterdir()} >= set(FROZEN_FILES)
+    assert not (tmp_path / "reports").exists()  # a preset run leaves the default outputs alone
+    run = json.loads((tmp_path / "wide" / "run.json").read_text())
+    assert run["preset"] == "e2e-wide" and run["command"].startswith("copydecode e2e --preset e2e-wide --out ")
+    assert run["seconds"] >= 0 and "commit" in run and run["machine"]["cpu_model"] == "test"
+    frozen = read_frozen(tmp_path / "wide" / "..", "wide")
+    assert frozen.case_count == 2 and frozen.pooled.filter(pl.col("pool") == "pooled").height == len(PLAN.methods())

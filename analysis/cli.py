@@ -65,6 +65,8 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
+    "compare": ("analysis.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
+                                    "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
@@ -177,7 +179,24 @@ def build_parser() -> argparse.ArgumentParser:
     mask.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
     mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
     mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
+    _add_compare(sub)
     return parser
+
+
+def _add_compare(sub) -> None:
+    compare = sub.add_parser(
+        "compare", help=TOOLS["compare"][1],
+        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
+                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet), "
+                    "a git revision or a `dvc exp` name (read from the dvc cache, no checkout). Settings: params "
+                    "`compare` and `headline`.")
+    compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
+    compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
+    compare.add_argument("b", metavar="B", help="the run compared with it")
+    compare.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
+    compare.add_argument("--out", default=argparse.SUPPRESS, dest="compare_out", metavar="STEM",
+                         help="write STEM.md and STEM.html (default runs/compare/A-vs-B)")
+    compare.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
 
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:

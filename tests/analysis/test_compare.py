@@ -1,0 +1,144 @@
+"""`copydecode compare`: paired figures of two synthetic run folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+
+from analysis import cli
+from analysis.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
+                              paired_bootstrap, to_html, to_markdown)
+from analysis.layout import CASE_COSTS, PERTURB_RESULTS
+
+SETTINGS = CompareSettings(resamples=400, seed=0, ci=0.95, alpha=0.05)
+
+
+def _corpus(case_id: str) -> str:
+    return "C1" if int(case_id.rsplit("/", 1)[1]) % 2 else "C2"
+
+
+def _costs(ids: list[str], copied: np.ndarray, regen_scale: float = 1.0) -> pl.DataFrame:
+    n = len(ids)
+    return pl.DataFrame({
+        "case_id": ids, "corpus": [_corpus(i) for i in ids], "framing": ["unit"] * n,
+        "level": ["line"] * n, "gold_tokens": [100] * n, "copied_tokens": copied.astype(int).tolist(),
+        "program_ideal": (101 - copied).astype(float).tolist(), "directive_seconds": [1.0] * n,
+        "regen": [100.0 * regen_scale] * n, "program_overhead": (102 - copied).astype(float).tolist(),
+        "extrapolated_spans": [0] * n, "extrapolated_regen": [False] * n,
+        "kernel_source": ["fit"] * n, "baseline": ["eager"] * n,
+    })
+
+
+def _perturb(ids: list[str], match: np.ndarray) -> pl.DataFrame:
+    n = len(ids)
+    return pl.DataFrame({
+        "case_id": ids, "corpus": [_corpus(i) for i in ids], "framing": ["unit"] * n,
+        "level": ["line"] * n, "kind": ["both"] * n, "rate": [1.0] * n, "seed": [0] * n,
+        "outcome": ["match" if m else "mismatch" for m in match], "touched": [1] * n, "n_copies": [2] * n,
+    })
+
+
+def _run(root: Path, costs: pl.DataFrame, perturb: pl.DataFrame) -> Path:
+    for frame, rel in ((costs, CASE_COSTS), (perturb, PERTURB_RESULTS)):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        frame.write_parquet(root / rel)
+    return root
+
+
+@pytest.fixture
+def runs(tmp_path):
+    rng = np.random.default_rng(1)
+    ids = [f"c/{i}" for i in range(120)]
+    copied = rng.integers(40, 70, len(ids))
+    match = rng.random(len(ids)) < 0.3
+    base = _run(tmp_path / "base", _costs(ids, copied), _perturb(ids, match))
+    same = _run(tmp_path / "same", _costs(ids, copied), _perturb(ids, match))
+    better_match = match | (rng.random(len(ids)) < 0.5)
+    better = _run(tmp_path / "better", _costs(ids, np.minimum(copied + 20, 99)), _perturb(ids, better_match))
+    return base, same, better
+
+
+def _rows(comparison) -> dict[tuple[str, str], object]:
+    return {(r.figure, r.corpus): r for r in comparison.rows}
+
+
+def test_a_real_difference_is_significant(runs):
+    base, _, better = runs
+    rows = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))
+    for figure in ("cov_line", "bound_fit_eager_ideal", "bound_fit_eager_dir", "em_line"):
+        row = rows[(figure, "pooled")]
+        assert row.diff > 0 and row.ci_low > 0 and row.significant, row
+    assert rows[("em_line", "pooled")].p_value < 0.001
+    assert rows[("cov_line", "pooled")].n == 120 and rows[("cov_line", "C1")].n == 60
+
+
+def test_identical_runs_are_not_significant(runs):
+    base, same, _ = runs
+    comparison = compare_runs(load_run(str(base)), load_run(str(same)), SETTINGS)
+    assert comparison.rows and not any(r.significant for r in comparison.rows)
+    assert all(r.diff == 0 and r.ci_low == 0 and r.ci_high == 0 for r in comparison.rows)
+    assert _rows(comparison)[("em_line", "pooled")].p_value == 1.0
+
+
+def test_mismatched_case_ids_are_named_and_left_out(tmp_path, runs):
+    base, _, _ = runs
+    ids = [f"c/{i}" for i in range(3, 120)] + ["new/1"]
+    copied = np.full(len(ids), 50)
+    other = _run(tmp_path / "other", _costs(ids, copied), _perturb(ids, np.zeros(len(ids), bool)))
+    comparison = compare_runs(load_run(str(base)), load_run(str(other)), SETTINGS)
+    assert _rows(comparison)[("cov_line", "pooled")].n == 117
+    text = to_markdown(comparison)
+    assert "3 case ids only in A (c/0, c/1, c/2)" in text and "1 only in B (new/1)" in text
+
+
+def test_no_shared_case_is_a_named_error(tmp_path, runs):
+    base, _, _ = runs
+    other = _run(tmp_path / "other", _costs(["z/1"], np.array([5])), _perturb(["z/1"], np.array([True])))
+    with pytest.raises(CompareError, match=r"share no rows.*only in .*'c/0'"):
+        compare_runs(load_run(str(base)), load_run(str(other)), SETTINGS)
+
+
+def test_missing_run_is_a_named_error(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CompareError, match="none of the per-case outputs"):
+        load_run(str(tmp_path / "empty"))
+    with pytest.raises(CompareError, match="neither a run folder nor a git revision"):
+        load_run(str(tmp_path / "absent"), repo=tmp_path)
+
+
+def test_bootstrap_is_seeded_and_paired():
+    rng = np.random.default_rng(0)
+    a = rng.random(50)
+    ones = np.ones(50)
+    first = paired_bootstrap(a, ones, a + 0.1, ones, 300, np.random.default_rng(5), 0.95)
+    again = paired_bootstrap(a, ones, a + 0.1, ones, 300, np.random.default_rng(5), 0.95)
+    assert first == again
+    assert first == pytest.approx((0.1, 0.1))  # paired: a constant shift has no spread at all
+
+
+def test_mcnemar_exact_matches_the_binomial():
+    a = np.array([True] * 10 + [False] * 10)
+    b = np.array([True] * 10 + [True] * 8 + [False] * 2)  # 8 discordant pairs, all for B
+    assert mcnemar_exact(a, b) == pytest.approx(2 * 0.5 ** 8)
+
+
+def test_html_is_escaped(runs):
+    base, same, _ = runs
+    comparison = compare_runs(load_run(str(base)), load_run(str(same)), SETTINGS)
+    comparison.a = "<script>x</script>"
+    page = to_html(comparison)
+    assert "<script>x" not in page and "&lt;script&gt;x" in page
+
+
+def test_cli_writes_markdown_and_html(runs, tmp_path, capsys):
+    base, _, better = runs
+    stem = tmp_path / "out" / "cmp"
+    assert cli.main(["compare", str(base), str(better), "--out", str(stem)]) == 0
+    markdown = (tmp_path / "out" / "cmp.md").read_text()
+    assert "| cov_line | pooled | 120 |" in markdown and "yes" in markdown
+    assert (tmp_path / "out" / "cmp.html").read_text().startswith("<!doctype html>")
+    assert cli.main(["compare", str(base), str(tmp_path / "nope")]) == 2
+    assert "neither a run folder" in capsys.readouterr().err

@@ -42,7 +42,7 @@ STAGES: dict[str, tuple[str, str]] = {
 # (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
 # `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
-    "kernels profile": ("preset", "out"),
+    "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": (),
@@ -154,6 +154,19 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
+    profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
+                         help="any transformers causal LM: a folder with a config.json or a hub id (no registry "
+                              "entry); the run becomes the kernel source <model>-<device>, written to "
+                              "data/kernels/<model>-<device>.parquet (add it to params kernels.fit.raw to fit it)")
+    profile.add_argument("--device", default=None, choices=("cpu", "cuda"), help="default: params")
+    profile.add_argument("--dtype", default=None, choices=("bfloat16", "float32", "float16"), help="default: params")
+    profile.add_argument("--contexts", default=None, nargs="+", metavar="C",
+                         help="KV-cache lengths, e.g. --contexts 256 2048 (default: params)")
+    profile.add_argument("--ns", default=None, nargs="+", metavar="N",
+                         help="copy lengths N, e.g. --ns 1 8 64 512 (default: params)")
+    profile.add_argument("--weights", default=None, choices=("random", "real"),
+                         help="random: weights drawn for the model's config (timing does not depend on them); "
+                              "real: the model's own weights (from_pretrained) (default: params)")
     _add_stage(kernels, "kernels fit")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "

@@ -15,7 +15,9 @@ significant when its CI excludes 0 and, for exact match, McNemar's p < `compare.
 Figures (`figure`, per corpus and `pooled`, at the headline framing `headline.framing` plus the
 single-framing corpora, as in analysis.headline):
   cov_<level>                    copied / gold tokens (case_costs)
-  bound_<source>_<baseline>_<ideal|dir>  regen / program time, line level (case_costs)
+  bound_<source>_<ideal|dir>     regen / program time, line level (case_costs); <source> as in the
+                                 headline rows (analysis.headline.source_key), plus -<AR loop> where a
+                                 source has several
   em_<level>                     exact match under span noise at `headline.perturb_rate` (kind both)
   pilot_<mode>_<phase>           pilot exact match per split (records)
 Rows only one run has are not compared; the report names how many and the first few.
@@ -289,9 +291,15 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
         rows += _ratio_rows(f"cov_{level}", rows_level, "copied_tokens", "gold_tokens", s)
     line = part.filter(pl.col("level") == "line")
     if "kernel_source" in line.columns:
+        from analysis.headline import LOOP_KEYS, source_key
+
+        loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
+        several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
         for (source, baseline), group in sorted(line.group_by("kernel_source", "baseline"), key=lambda g: g[0]):
+            # named as `dvc metrics show` names the row (the AR loop only where a source has several)
+            name = source_key(source) + (f"-{LOOP_KEYS.get(baseline) or baseline}" if source in several else "")
             for den, suffix in (("program_ideal", "ideal"), ("program_overhead", "dir")):
-                rows += _ratio_rows(f"bound_{source}_{baseline}_{suffix}", group, "regen", den, s)
+                rows += _ratio_rows(f"bound_{name}_{suffix}", group, "regen", den, s)
     return rows
 
 

@@ -68,7 +68,7 @@ def _rows(comparison) -> dict[tuple[str, str], object]:
 def test_a_real_difference_is_significant(runs):
     base, _, better = runs
     rows = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))
-    for figure in ("cov_line", "bound_fit_eager_ideal", "bound_fit_eager_dir", "em_line"):
+    for figure in ("cov_line", "bound_fit_ideal", "bound_fit_dir", "em_line"):
         row = rows[(figure, "pooled")]
         assert row.diff > 0 and row.ci_low > 0 and row.significant, row
     assert rows[("em_line", "pooled")].p_value < 0.001

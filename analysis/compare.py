@@ -169,7 +169,10 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
     tables = {k: v for k, v in tables.items() if v is not None}
     if not tables:
         names = ", ".join(str(path) for path, _ in PER_CASE.values())
-        raise CompareError(f"{where}: none of the per-case outputs ({names}); run the pipeline there first")
+        hint = ("run the pipeline there first" if folder.is_dir() else
+                "they are not in this repository's dvc cache: `dvc pull` them, or save a run with `dvc exp save` "
+                "(which caches its outputs) before comparing")
+        raise CompareError(f"{where}: none of the per-case outputs ({names}); {hint}")
     return Run(spec, tables)
 
 

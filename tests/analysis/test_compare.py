@@ -142,3 +142,38 @@ def test_cli_writes_markdown_and_html(runs, tmp_path, capsys):
     assert (tmp_path / "out" / "cmp.html").read_text().startswith("<!doctype html>")
     assert cli.main(["compare", str(base), str(tmp_path / "nope")]) == 2
     assert "neither a run folder" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_git_revisions_are_read_from_the_dvc_cache(tmp_path, runs):
+    """A revision's dvc-tracked per-case outputs are read without a checkout (dvc.api at that commit)."""
+    import shutil
+    import subprocess
+
+    from dvc.repo import Repo
+
+    base, _, better = runs
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    dvc = Repo.init(str(repo))
+    for label, run in (("first", base), ("second", better)):
+        for rel in (CASE_COSTS, PERTURB_RESULTS):
+            (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(run / rel, repo / rel)
+            dvc.add(str(repo / rel))
+        git("add", "-A")
+        git("commit", "-qm", label)
+    git("tag", "baseline", "HEAD~1")
+    comparison = compare_runs(load_run("baseline", repo), load_run("HEAD", repo), SETTINGS)
+    assert _rows(comparison)[("cov_line", "pooled")].significant
+    # a `dvc exp save` experiment, by name: the workspace back at the first run's outputs
+    for rel in (CASE_COSTS, PERTURB_RESULTS):
+        shutil.copy(base / rel, repo / rel)
+        dvc.add(str(repo / rel))
+    dvc.experiments.save(name="back-to-base")
+    comparison = compare_runs(load_run("baseline", repo), load_run("back-to-base", repo), SETTINGS)
+    assert comparison.rows and not any(r.significant for r in comparison.rows)

@@ -200,9 +200,9 @@ def _add_compare(sub) -> None:
     compare = sub.add_parser(
         "compare", help=TOOLS["compare"][1],
         description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
-                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet), "
-                    "a git revision or a `dvc exp` name (read from the dvc cache, no checkout). Settings: params "
-                    "`compare` and `headline`.")
+                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
+                    "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
+                    "checkout). Settings: params `compare` and `headline`. See docs/compare.md.")
     compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
     compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
     compare.add_argument("b", metavar="B", help="the run compared with it")

@@ -1,7 +1,8 @@
 """`copydecode compare A B`: the headline figures of two runs, paired on their shared cases.
 
 A run is a folder holding the pipeline's per-case outputs (`data/bounds/case_costs.parquet`,
-`data/perturb/results.parquet`, `data/pilot/records.parquet`; any may be absent), or a git revision
+`data/perturb/results.parquet`, `data/pilot/records.parquet`, `data/e2e/measurements.parquet`; any
+may be absent), or a git revision
 or `dvc exp` name, whose dvc-tracked outputs are read through `dvc.api.open` without a checkout.
 
 Each figure is recomputed on the rows the two runs share (paired on their key columns: case, corpus,
@@ -20,6 +21,8 @@ single-framing corpora, as in analysis.headline):
                                  source has several
   em_<level>                     exact match under span noise at `headline.perturb_rate` (kind both)
   pilot_<mode>_<phase>           pilot exact match per split (records)
+  e2e_<model>_<line|token>       measured speedup over AR: sum of AR seconds / sum of method seconds,
+                                 each case at its median over repeats (as the e2e stage)
 Rows only one run has are not compared; the report names how many and the first few.
 """
 
@@ -38,14 +41,17 @@ import polars as pl
 from scipy.stats import binomtest
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.layout import CASE_COSTS, PERTURB_RESULTS, PILOT_RECORDS, POOLED, SINGLE_FRAMINGS
+from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS, POOLED, SINGLE_FRAMINGS
 
 # per-case table -> (path under a run, key columns a row is paired on)
 PER_CASE: dict[str, tuple[Path, tuple[str, ...]]] = {
     "case_costs": (CASE_COSTS, ("case_id", "corpus", "framing", "level", "kernel_source", "baseline")),
     "perturb": (PERTURB_RESULTS, ("case_id", "corpus", "framing", "level", "kind", "rate", "seed")),
     "pilot": (PILOT_RECORDS, ("phase", "seed", "split", "mode", "case_id", "kind", "position")),
+    "e2e": (E2E_MEASUREMENTS, ("model", "corpus", "case_id", "method")),  # after per_case_e2e
 }
+E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
+AR_METHOD = "ar"
 NAMED_IDS = 5  # unpaired case ids named in the report
 
 
@@ -132,6 +138,21 @@ def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
     return None
 
 
+def per_case_e2e(measurements: pl.DataFrame) -> pl.DataFrame:
+    """e2e measurements -> one row per (model, corpus, case, method): the median seconds over repeats
+    beside the same case's AR median (`ar_seconds`), the basis of the stage's speedup_total."""
+    needed = {"model", "corpus", "case_id", "method", "seconds"}
+    if not needed <= set(measurements.columns):
+        raise CompareError(f"e2e measurements lack columns {sorted(needed - set(measurements.columns))}")
+    keys = ["model", "corpus", "case_id"]
+    timed = measurements.group_by(*keys, "method").agg(pl.col("seconds").median())
+    ar = timed.filter(pl.col("method") == AR_METHOD).select(*keys, pl.col("seconds").alias("ar_seconds"))
+    return timed.join(ar, on=keys).filter(pl.col("method") != AR_METHOD)
+
+
+PREPARE: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {"e2e": per_case_e2e}
+
+
 def _read_folder(root: Path, path: Path) -> pl.DataFrame | None:
     full = root / path
     if not full.is_file():
@@ -166,7 +187,7 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
             raise CompareError(f"{spec!r} is neither a run folder nor a git revision or dvc experiment of {repo.resolve()}")
         tables = {name: _read_revision(commit, path, repo) for name, (path, _) in PER_CASE.items()}
         where = f"revision {spec} ({commit[:10]})"
-    tables = {k: v for k, v in tables.items() if v is not None}
+    tables = {k: PREPARE[k](v) if k in PREPARE else v for k, v in tables.items() if v is not None}
     if not tables:
         names = ", ".join(str(path) for path, _ in PER_CASE.values())
         hint = ("run the pipeline there first" if folder.is_dir() else
@@ -325,10 +346,21 @@ def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
     return rows
 
 
+def e2e_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
+    from analysis.headline import slug
+
+    rows: list[Difference] = []
+    for (model, method), group in sorted(joined.group_by("model", "method"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
+        if method in E2E_METHODS:
+            rows += _ratio_rows(f"e2e_{slug(model)}_{E2E_METHODS[method]}", group, "ar_seconds", "seconds", s)
+    return rows
+
+
 FIGURES: dict[str, Callable[[pl.DataFrame, CompareSettings], list[Difference]]] = {
     "case_costs": case_cost_rows,
     "perturb": em_rows,
     "pilot": pilot_rows,
+    "e2e": e2e_rows,
 }
 
 

@@ -11,7 +11,7 @@ import pytest
 from analysis import cli
 from analysis.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
                               paired_bootstrap, to_html, to_markdown)
-from analysis.layout import CASE_COSTS, PERTURB_RESULTS
+from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS
 
 SETTINGS = CompareSettings(resamples=400, seed=0, ci=0.95, alpha=0.05)
 
@@ -177,3 +177,23 @@ def test_git_revisions_are_read_from_the_dvc_cache(tmp_path, runs):
     dvc.experiments.save(name="back-to-base")
     comparison = compare_runs(load_run("baseline", repo), load_run("back-to-base", repo), SETTINGS)
     assert comparison.rows and not any(r.significant for r in comparison.rows)
+
+
+def _e2e(ids: list[str], cad_seconds: float, rng) -> pl.DataFrame:
+    rows = []
+    for case in ids:
+        for repeat in range(3):
+            rows.append(("m-1", _corpus(case), case, "ar", repeat, 2.0 + 0.1 * rng.random()))
+            rows.append(("m-1", _corpus(case), case, "cad_line", repeat, cad_seconds * (1 + 0.1 * rng.random())))
+    return pl.DataFrame(rows, orient="row", schema=["model", "corpus", "case_id", "method", "repeat", "seconds"])
+
+
+def test_e2e_speedup_is_paired_on_cases(runs, tmp_path):
+    base, _, better = runs
+    rng = np.random.default_rng(3)
+    ids = [f"c/{i}" for i in range(10)]
+    for root, cad in ((base, 1.0), (better, 0.5)):
+        (root / E2E_MEASUREMENTS).parent.mkdir(parents=True, exist_ok=True)
+        _e2e(ids, cad, rng).write_parquet(root / E2E_MEASUREMENTS)
+    row = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))[("e2e_m-1_line", "pooled")]
+    assert row.n == 10 and 1.9 < row.a < 2.3 and 3.8 < row.b < 4.6 and row.significant

@@ -87,7 +87,10 @@ def corpus_key(name: str) -> str:
 
 def source_key(source: str) -> str:
     """A kernel source's short key: each `/` part through MODEL_KEYS / LOOP_KEYS, then slugged."""
-    parts = [MODEL_KEYS.get(part, LOOP_KEYS.get(part, part)) for part in str(source).split("/")]
+    raw = str(source).split("/")
+    # a model named already by its source (`llama-3.2-1b-cuda/llama-3.2-1b/eager`) is not repeated
+    parts = [MODEL_KEYS.get(part, LOOP_KEYS.get(part, part)) for i, part in enumerate(raw)
+             if not any(part in earlier for earlier in raw[:i])]
     return slug("-".join(part for part in parts if part))
 
 

@@ -151,6 +151,7 @@ def test_metric_paths_are_short_enough_for_120_columns():
     assert source_key("h200/qwen2.5-1.5b/static_compiled") == "h200-q1.5b-sc"
     assert source_key("h200/qwen2.5-7b/eager") == "h200-q7b" and source_key("fit") == "fit"
     assert source_key("gpu/My Model/static") == "gpu-my-model-st"
+    assert source_key("llama-3.2-1b-cuda/llama-3.2-1b/eager") == "llama-3.2-1b-cuda"  # the model is not repeated
 
 
 def test_headline_carries_the_runs_noise_flags_and_machine(tmp_path):

@@ -57,6 +57,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "headline": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out"),
+    "compare": ("a", "b", "repo", "compare_out"),
 }
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)

@@ -63,12 +63,12 @@ class CompareError(CopyDecodeError):
 class CompareSettings:
     """params.yaml `compare` plus the headline slice (`headline.framing`, `headline.perturb_rate`)."""
 
-    resamples: int = 2000
-    seed: int = 0
-    ci: float = 0.95
-    alpha: float = 0.05
-    framing: str = "body"
-    perturb_rate: float = 1.0
+    resamples: int
+    seed: int
+    ci: float
+    alpha: float
+    framing: str          # headline.framing: multi-framing corpora at this framing (single-framing ones join)
+    perturb_rate: float   # headline.perturb_rate: exact match under span noise at this rate
 
     def validate(self) -> "CompareSettings":
         if self.resamples < 1:
@@ -450,7 +450,18 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-") or "run"
 
 
-def settings(params: dict) -> CompareSettings:
+@dataclass(frozen=True)
+class CompareCommand:
+    """`copydecode compare A B [--repo R] [--out STEM]` with its statistics settings."""
+
+    a: str
+    b: str
+    repo: Path       # the repository that revisions and experiments belong to
+    out: Path        # STEM: writes STEM.md and STEM.html
+    stats: CompareSettings
+
+
+def compare_settings(params: dict) -> CompareSettings:
     """CompareSettings from params `compare` (resamples, seed, ci, alpha) and the headline slice."""
     from analysis.params import get, interval_level, known_keys, number, positive_int
 
@@ -465,17 +476,23 @@ def settings(params: dict) -> CompareSettings:
     ).validate()
 
 
-def run(cfg, args) -> dict:
-    """The CLI's entry: compare args.a with args.b, write <stem>.md and <stem>.html, print the markdown."""
+def settings(params: dict, a: str | None = None, b: str | None = None, repo: str | None = None,
+             compare_out: str | None = None) -> CompareCommand:
+    """The command's settings: the two runs (required), the repository and the output stem (default
+    runs/compare/<A>-vs-<B>), and params `compare`."""
+    if not a or not b:
+        raise CompareError("compare needs two runs: copydecode compare A B")
+    out = Path(compare_out) if compare_out else Path("runs/compare") / f"{_slug(a)}-vs-{_slug(b)}"
+    return CompareCommand(a, b, Path(repo or "."), out, compare_settings(params))
+
+
+def run(s: CompareCommand) -> dict:
+    """Compare s.a with s.b, write <stem>.md and <stem>.html, print the markdown."""
     from analysis.io import write_text
 
-    s = settings(cfg.params)
-    repo = Path(getattr(args, "repo", None) or ".")
-    comparison = compare_runs(load_run(args.a, repo), load_run(args.b, repo), s)
-    stem = Path(args.compare_out) if getattr(args, "compare_out", None) else \
-        Path("runs/compare") / f"{_slug(args.a)}-vs-{_slug(args.b)}"
+    comparison = compare_runs(load_run(s.a, s.repo), load_run(s.b, s.repo), s.stats)
     markdown = to_markdown(comparison)
-    md_path, html_path = Path(f"{stem}.md"), Path(f"{stem}.html")
+    md_path, html_path = Path(f"{s.out}.md"), Path(f"{s.out}.html")
     write_text(markdown, md_path)
     write_text(to_html(comparison), html_path)
     print(markdown)

@@ -8,12 +8,14 @@ import numpy as np
 import polars as pl
 import pytest
 
+from analysis.errors import ParamsError
+
 from analysis import cli
 from analysis.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
                               paired_bootstrap, to_html, to_markdown)
 from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS
 
-SETTINGS = CompareSettings(resamples=400, seed=0, ci=0.95, alpha=0.05)
+SETTINGS = CompareSettings(resamples=400, seed=0, ci=0.95, alpha=0.05, framing="body", perturb_rate=1.0)
 
 
 def _corpus(case_id: str) -> str:
@@ -197,3 +199,16 @@ def test_e2e_speedup_is_paired_on_cases(runs, tmp_path):
         _e2e(ids, cad, rng).write_parquet(root / E2E_MEASUREMENTS)
     row = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))[("e2e_m-1_line", "pooled")]
     assert row.n == 10 and 1.9 < row.a < 2.3 and 3.8 < row.b < 4.6 and row.significant
+
+
+def test_settings_come_from_params():
+    from conftest import params_with
+
+    from analysis.compare import settings
+
+    s = settings(params_with(), "a", "b")
+    assert (s.stats.resamples, s.stats.ci, s.stats.alpha, str(s.out)) == (2000, 0.95, 0.05, "runs/compare/a-vs-b")
+    with pytest.raises(ParamsError, match="'compare.ci'"):
+        settings(params_with(**{"compare.ci": 1.5}), "a", "b")
+    with pytest.raises(ParamsError, match="'compare.resampels'"):
+        settings(params_with(**{"compare.resampels": 5}), "a", "b")

@@ -101,3 +101,12 @@ def test_params_entries_are_checked(saved):
     params["corpora"]["datasets"] = [{"dataset": str(saved), "fields": ["before"]}]
     with pytest.raises(ParamsError, match=r"corpora.datasets\[0\].fields' must be a mapping of strings to strings"):
         settings(params)
+
+
+def test_a_one_off_run_resolves_a_local_dataset_but_keeps_a_hub_id(tmp_path, saved):
+    from analysis.oneoff import absolute_params
+
+    params = {"corpora": {"datasets": [{"dataset": "canitedit"}, {"dataset": "nuprl/CanItEdit"}]}}
+    out = absolute_params(params, saved.parent)
+    assert out["corpora"]["datasets"][0]["dataset"] == str(saved)
+    assert out["corpora"]["datasets"][1]["dataset"] == "nuprl/CanItEdit"

@@ -397,12 +397,16 @@ def _cells(r: Difference) -> list[str]:
 HEADER = ["figure", "corpus", "n", "A", "B", "B - A", "CI", "McNemar p", "significant"]
 
 
+def _named(ids: list[str], count: int) -> str:
+    return f" ({', '.join(ids)}{', ...' if count > len(ids) else ''})" if ids else ""
+
+
 def _notes(c: Comparison) -> list[str]:
     notes = []
     for table, (n_a, n_b, ids_a, ids_b) in c.unpaired.items():
         if n_a or n_b:
-            notes.append(f"{table}: {n_a} case ids only in A ({', '.join(ids_a)}{', ...' if n_a > len(ids_a) else ''}), "
-                         f"{n_b} only in B ({', '.join(ids_b)}{', ...' if n_b > len(ids_b) else ''}); not compared")
+            notes.append(f"{table}: {n_a} case ids only in A{_named(ids_a, n_a)}, {n_b} only in B{_named(ids_b, n_b)}; "
+                         "not compared")
     notes += [f"{m}: not compared" for m in c.missing]
     return notes
 

@@ -42,7 +42,7 @@ STAGES: dict[str, tuple[str, str]] = {
 # (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
 # `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
-    "kernels profile": ("preset", "out"),
+    "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": ("preset", "out"),
@@ -57,6 +57,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "headline": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out"),
+    "compare": ("a", "b", "repo", "compare_out"),
 }
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
@@ -65,6 +66,8 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
+    "compare": ("analysis.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
+                                    "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
@@ -162,6 +165,19 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
+    profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
+                         help="any transformers causal LM: a folder with a config.json or a hub id (no registry "
+                              "entry); the run becomes the kernel source <model>-<device>, written to "
+                              "data/kernels/<model>-<device>.parquet (add it to params kernels.fit.raw to fit it)")
+    profile.add_argument("--device", default=None, choices=("cpu", "cuda"), help="default: params")
+    profile.add_argument("--dtype", default=None, choices=("bfloat16", "float32", "float16"), help="default: params")
+    profile.add_argument("--contexts", default=None, nargs="+", metavar="C",
+                         help="KV-cache lengths, e.g. --contexts 256 2048 (default: params)")
+    profile.add_argument("--ns", default=None, nargs="+", metavar="N",
+                         help="copy lengths N, e.g. --ns 1 8 64 512 (default: params)")
+    profile.add_argument("--weights", default=None, choices=("random", "real"),
+                         help="random: weights drawn for the model's config (timing does not depend on them); "
+                              "real: the model's own weights (from_pretrained) (default: params)")
     _add_stage(kernels, "kernels fit")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
@@ -187,7 +203,24 @@ def build_parser() -> argparse.ArgumentParser:
     mask.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
     mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
     mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
+    _add_compare(sub)
     return parser
+
+
+def _add_compare(sub) -> None:
+    compare = sub.add_parser(
+        "compare", help=TOOLS["compare"][1],
+        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
+                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
+                    "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
+                    "checkout). Settings: params `compare` and `headline`. See docs/compare.md.")
+    compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
+    compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
+    compare.add_argument("b", metavar="B", help="the run compared with it")
+    compare.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
+    compare.add_argument("--out", default=argparse.SUPPRESS, dest="compare_out", metavar="STEM",
+                         help="write STEM.md and STEM.html (default runs/compare/A-vs-B)")
+    compare.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
 
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:

@@ -6,7 +6,8 @@ so the files here share their keys: each file is one measure (a row) and its key
 table stays a grid of numbers (no column of dashes per file) and its width grows with the number of
 corpora, not with the number of kernel sources, models or experiments (those are rows).
 
-Rows (file stem under HEADLINE_DIR -> what it holds):
+Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
+and `dvc metrics show` fits 120 columns -> what it holds):
   cov_line / cov_token                   copy coverage of gold tokens (headline framing), per corpus
   bound_<source>_ideal / bound_<source>_dir  closed-form bound, line level, ideal / with directive
                                          tokens (variant `overhead`), per corpus; pooled = ratio of sums
@@ -19,6 +20,14 @@ Rows (file stem under HEADLINE_DIR -> what it holds):
   e2e_wide-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
+  noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
+                                         (reports/metrics/kernels.json, e2e.json), in the `pooled` column
+  machine / machine_cores                the CPU line this run measured on (`cpu_family`: EPYC, Xeon, ...; a
+                                         string) and its logical cores, in the `pooled` column, so that
+                                         `dvc exp show` and `dvc metrics diff` say why timed figures moved
+<source> is the kernel source's short key (`source_key`): `h200/qwen2.5-1.5b/static_compiled` ->
+`h200-q1.5b-sc`, `h200/qwen2.5-7b/eager` -> `h200-q7b` (model and AR-loop names in MODEL_KEYS and
+LOOP_KEYS, the default eager loop left out, anything else slugged).
 
 Every figure is read from another stage's committed output (reports/tables, reports/metrics). An
 output that is absent leaves its rows out, and `build_headline` says which (`missing`).
@@ -35,9 +44,13 @@ from typing import Any
 import polars as pl
 
 from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
-from analysis.layout import E2E_FROZEN, E2E_WIDE, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
-HEADLINE_DIR = METRICS / "headline"
+HEADLINE_DIR = HEADLINE_METRICS
+# Short keys of the models and AR loops that name kernel sources (a row's path stays short).
+MODEL_KEYS = {"qwen2.5-0.5b": "q0.5b", "qwen2.5-1.5b": "q1.5b", "qwen2.5-7b": "q7b", "smollm2-135m": "s135m"}
+# The AR loops: eager (the HF loop, the default) is left out of the key, so the others stand out.
+LOOP_KEYS = {"eager": "", "static": "st", "static_compiled": "sc"}
 # The paper's corpora (and this suite's) by short key; any other corpus gets `slug(name)`.
 CORPUS_KEYS = {
     "HEvalFix-Py": "hepy",
@@ -64,7 +77,7 @@ class HeadlineSettings:
 
 @dataclass
 class Headline:
-    rows: dict[str, dict[str, float | int]] = field(default_factory=dict)  # file stem -> {key: value}
+    rows: dict[str, dict[str, float | int | str]] = field(default_factory=dict)  # file stem -> {key: value}
     missing: list[str] = field(default_factory=list)                          # inputs that were absent
 
 
@@ -75,6 +88,15 @@ def slug(text: str) -> str:
 
 def corpus_key(name: str) -> str:
     return CORPUS_KEYS.get(name, slug(name))
+
+
+def source_key(source: str) -> str:
+    """A kernel source's short key: each `/` part through MODEL_KEYS / LOOP_KEYS, then slugged."""
+    raw = str(source).split("/")
+    # a model named already by its source (`llama-3.2-1b-cuda/llama-3.2-1b/eager`) is not repeated
+    parts = [MODEL_KEYS.get(part, LOOP_KEYS.get(part, part)) for i, part in enumerate(raw)
+             if not any(part in earlier for earlier in raw[:i])]
+    return slug("-".join(part for part in parts if part))
 
 
 def _num(value: Any, decimals: int) -> float | int | None:
@@ -127,7 +149,7 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
             rows = (part.filter((pl.col("kernel_source") == source) & (pl.col("variant") == variant))
                     .group_by("corpus").agg(pl.col("bound").min()))
             if rows.height:
-                out[f"bound_{slug(source)}_{suffix}"] = _per_corpus(rows, "bound", s.decimals)
+                out[f"bound_{source_key(source)}_{suffix}"] = _per_corpus(rows, "bound", s.decimals)
     return out
 
 
@@ -144,7 +166,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
         multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)
         several = set(multi_model["kernel_source"].to_list())
         for (source, model, context), group in frame.group_by(["kernel_source", "model", "context"], maintain_order=True):
-            name = f"kernel_{slug(source)}" + (f"_{slug(model)}" if source in several else "") + f"_c{context}"
+            name = f"kernel_{source_key(source)}" + (f"_{source_key(model)}" if source in several else "") + f"_c{context}"
             by_n = {int(r["n"]): r["speedup"] for r in group.iter_rows(named=True)}
             row = {f"n{n}": _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
             if row:
@@ -229,6 +251,50 @@ def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     return out
 
 
+def _read_json(path: Path, missing: list[str]) -> dict | None:
+    if not path.is_file():
+        missing.append(str(path))
+        return None
+    return json.loads(path.read_text())
+
+
+def run_rows(metrics_dir: Path, missing: list[str]) -> dict[str, dict]:
+    """This run's noise flags (1 = marked NOISY) and machine, from the kernel fit's and e2e's metrics."""
+    out: dict[str, dict] = {}
+    kernels = _read_json(Path(metrics_dir) / "kernels.json", missing)
+    e2e = _read_json(Path(metrics_dir) / "e2e.json", missing)
+    kernel_env = (kernels or {}).get("run_environment") or {}
+    e2e_env = (e2e or {}).get("environment") or {}
+    for name, env in (("noisy_kernel", kernel_env), ("noisy_e2e", e2e_env)):
+        if env.get("noisy") is not None:
+            out[name] = {POOLED: int(bool(env["noisy"]))}
+    machine = kernel_env.get("machine") or {}
+    model = machine.get("cpu_model") or e2e_env.get("cpu_model")
+    if model:
+        out["machine"] = {POOLED: cpu_family(str(model))}
+    cores = machine.get("logical_cores")
+    if isinstance(cores, int) and not isinstance(cores, bool):
+        out["machine_cores"] = {POOLED: cores}
+    return out
+
+
+# words of a CPU model name that are not its product line
+_NOT_FAMILY = {"amd", "intel", "intel(r)", "genuine", "genuineintel", "authenticamd", "apple", "arm", "qualcomm",
+               "(r)", "(tm)", "cpu", "processor", "core(tm)"}
+
+
+def cpu_family(model: str) -> str:
+    """The product line of a CPU model name, short enough for a `dvc metrics show` column:
+    `AMD EPYC 7763 64-Core Processor` -> `EPYC`, `Intel(R) Xeon(R) Platinum 8480+` -> `Xeon`,
+    `Apple M2 Pro` -> `M2`; a name with no such word is kept whole. The full name is in
+    reports/metrics/kernels.json (run_environment.machine.cpu_model)."""
+    for word in model.split():
+        clean = re.sub(r"\((r|tm)\)", "", word, flags=re.IGNORECASE)
+        if clean and word.lower() not in _NOT_FAMILY and clean.lower() not in _NOT_FAMILY:
+            return clean
+    return model
+
+
 def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path = TABLES,
                    metrics_dir: Path = METRICS, e2e_frozen: Path = E2E_FROZEN) -> Headline:
     head = Headline()
@@ -250,6 +316,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
         head.rows["roundtrip_fail"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}
     else:
         head.missing.append(str(roundtrip))
+    head.rows.update(run_rows(metrics_dir, head.missing))
     head.rows = {k: v for k, v in sorted(head.rows.items()) if v}
     return head
 

@@ -22,7 +22,7 @@ from analysis.layout import LATENCY_MODEL
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
-             "corpora.pairs[].path", "tokenizer.spec")
+             "corpora.pairs[].path", "corpora.datasets[].dataset", "tokenizer.spec")
 KEEP = ("auto",)  # values that are not paths
 
 

@@ -249,8 +249,11 @@ def check_annotated(annotation, value, key: str):
         return float(value)
     if typing.get_origin(kind) is tuple and isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return tuple(value)
+    if typing.get_origin(kind) is dict and isinstance(value, dict) and all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return dict(value)
     wanted = {str: "a string", int: "an integer", float: "a finite number", bool: "true or false"}.get(
-        kind, "a list of strings")
+        kind, "a mapping of strings to strings" if typing.get_origin(kind) is dict else "a list of strings")
     raise ParamsError(f"params: {key!r} must be {wanted}{' or null' if type(None) in options else ''}, got {value!r}")
 
 

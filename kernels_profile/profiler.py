@@ -73,6 +73,8 @@ from kernels_profile.models import (
     LoadedModel,
     build_model,
     cache_kwarg,
+    is_registered,
+    model_config,
     published_config,
     smollm2_gguf_path,
     torch_dtype,
@@ -478,8 +480,13 @@ def model_fingerprint(name: str, weights: str) -> str:
         path = smollm2_gguf_path()
         return f"{path.name}:{path.stat().st_size}"
     if weights == "random":
-        return json.dumps(published_config(name), sort_keys=True)
-    published_config(name)
+        config = published_config(name) if is_registered(name) else model_config(name)
+        return json.dumps(config, sort_keys=True, default=str)
+    if weights == "real":
+        model_config(name)  # fails early on a name that is no folder or hub id
+        config = Path(name) / "config.json"
+        return f"{name}:{config.read_text()}" if config.is_file() else name
+    model_config(name)
     config = Path(weights) / "config.json"
     return f"{weights}:{config.read_text()}" if config.is_file() else weights
 

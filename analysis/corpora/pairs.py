@@ -7,7 +7,9 @@ Fields (JSONL keys or Parquet columns):
                                  (default "<corpus>/<n>", n the 0-based record number)
     instruction  str, optional   the edit request in words
     language     str, optional   default `PairsSettings.language`
-A null optional field counts as absent. Other fields are ignored and listed in the report (so a
+A null optional field counts as absent. `PairsSettings.fields` maps these names to the file's own
+(`{source: before, target: after, case_id: id}`): a mapped field is read from the file's field of
+that name. Other fields are ignored and listed in the report (so a
 misspelt field name shows up rather than vanishing). The corpus name is the caller's
 (`PairsSettings.name`), by default "Pairs-<file stem>".
 
@@ -42,6 +44,7 @@ class PairsSettings:
     name: str | None = None     # corpus name; default "Pairs-<file stem>"
     format: str = "auto"        # auto (by suffix: .jsonl/.ndjson, .parquet) | jsonl | parquet
     language: str = "unknown"   # for records without a `language`
+    fields: dict[str, str] | None = None  # this suite's field -> the file's field, e.g. {source: before, target: after}
 
 
 @dataclass(frozen=True)
@@ -77,10 +80,43 @@ def file_format(settings: PairsSettings) -> str:
     return found
 
 
-def check_fields(record: dict[str, Any], where: str) -> None:
+def check_mapping(fields: dict[str, str] | None, where: str) -> dict[str, str]:
+    """The field mapping, checked: only this suite's fields as keys, no file field used twice."""
+    fields = dict(fields or {})
+    unknown = sorted(set(fields) - set(REQUIRED) - set(OPTIONAL))
+    if unknown:
+        raise CorpusError(f"{where}: fields maps unknown field(s) {unknown}; the fields are "
+                          f"{', '.join((*REQUIRED, *OPTIONAL))} (e.g. fields: {{source: before, target: after}})")
+    theirs = list(fields.values())
+    twice = sorted({t for t in theirs if theirs.count(t) > 1})
+    if twice:
+        raise CorpusError(f"{where}: fields maps several fields to {twice}")
+    return fields
+
+
+def map_record(record: dict[str, Any], fields: dict[str, str]) -> dict[str, Any]:
+    """A record under this suite's field names: each mapped field read from the file's field (absent
+    when the file lacks it, so the missing-field error names the file's field); the rest unchanged."""
+    if not fields:
+        return record
+    used = set(fields.values())
+    out = {k: v for k, v in record.items() if k not in used and k not in fields}
+    for ours, theirs in fields.items():
+        if theirs in record:
+            out[ours] = record[theirs]
+    return out
+
+
+def missing_text(name: str, fields: dict[str, str]) -> str:
+    return f"{name!r} (mapped from the file's field {fields[name]!r})" if name in fields else repr(name)
+
+
+def check_fields(record: dict[str, Any], where: str, fields: dict[str, str] | None = None) -> None:
+    fields = fields or {}
     for name in REQUIRED:
         if name not in record or record[name] is None:
-            raise CorpusError(f"{where}: missing field {name!r}" + (" (null)" if name in record else ""))
+            raise CorpusError(f"{where}: missing field {missing_text(name, fields)}" + (" (null)" if name in record else ""))
+
     for name in (*REQUIRED, *OPTIONAL):
         value = record.get(name)
         if value is not None and not isinstance(value, str):
@@ -101,14 +137,16 @@ def _jsonl_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return [(f"{path}:{r.line}", r.data) for r in read_jsonl(path)]
 
 
-def _parquet_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+def _parquet_records(path: Path, fields: dict[str, str] | None = None) -> list[tuple[str, dict[str, Any]]]:
     frame = read_parquet_file(path)
-    missing = [name for name in REQUIRED if name not in frame.columns]
+    fields = fields or {}
+    column = {name: fields.get(name, name) for name in (*REQUIRED, *OPTIONAL)}
+    missing = [column[name] for name in REQUIRED if column[name] not in frame.columns]
     if missing:
         raise CorpusError(f"{path}: missing column(s) {missing} (columns: {frame.columns})")
     for name in (*REQUIRED, *OPTIONAL):
-        if name in frame.columns and frame[name].dtype not in (pl.String, pl.Null):
-            raise CorpusError(f"{path}: column {name!r} must hold strings, got {frame[name].dtype}")
+        if column[name] in frame.columns and frame[column[name]].dtype not in (pl.String, pl.Null):
+            raise CorpusError(f"{path}: column {column[name]!r} must hold strings, got {frame[column[name]].dtype}")
     if frame.height == 0:
         raise CorpusError(f"{path}: the file is empty (no rows)")
     return [(f"{path} row {index}", row) for index, row in enumerate(frame.iter_rows(named=True))]
@@ -118,14 +156,25 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     path = Path(settings.path)
     if not path.is_file():
         raise CorpusError(f"{path}: no such pairs file")
+    fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
-    records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path)
-    corpus = corpus_name(settings)
+    records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)
+    cases, ignored = cases_from_records(records, corpus_name(settings), settings.language, fields, str(path))
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    report = PairsReport(corpus_name(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
+    return cases, report
+
+
+def cases_from_records(records: list[tuple[str, dict[str, Any]]], corpus: str, language: str,
+                       fields: dict[str, str], path: str) -> tuple[list[Case], set[str]]:
+    """Cases (framing "pair") from (where, record) pairs read under the file's own field names, and the
+    fields no case reads (as the file names them)."""
     seen: dict[str, str] = {}
     cases = []
     ignored: set[str] = set()
-    for number, (where, record) in enumerate(records):
-        check_fields(record, where)
+    for number, (where, raw) in enumerate(records):
+        record = map_record(raw, fields)
+        check_fields(record, where, fields)
         ignored.update(k for k in record if k not in REQUIRED and k not in OPTIONAL)
         own_id = record.get("case_id")
         if own_id is not None:
@@ -134,7 +183,7 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
             seen[own_id] = where
         cases.append(Case(
             f"{corpus}/{own_id if own_id is not None else number}", corpus,
-            record.get("language") or settings.language, FRAMING,
+            record.get("language") or language, FRAMING,
             record["source"], record["target"], record.get("instruction"),
         ))
     ids = [c.case_id for c in cases]
@@ -142,6 +191,4 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
         clash = next(i for i in ids if ids.count(i) > 1)
         raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number); "
                           f"give every record a case_id or none")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    report = PairsReport(corpus, f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
-    return cases, report
+    return cases, ignored

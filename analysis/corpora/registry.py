@@ -4,6 +4,7 @@
     probeedit      ProbeEditParams        ProbeEdit-S, framing "unit" (+ its table of edits)
     commits        CommitSettings         CommitEdits-<name>, framing "file", mined from git history
     pairs          PairsSettings          <name>, framing "pair", a user's JSONL or Parquet file
+    hfdataset      HFDatasetSettings      <name>, framing "pair", any dataset `datasets` reads (hub or local)
 
 A stage calls `build_corpus(kind, settings)` once per configured corpus (`corpus_names` gives the
 names a build will have, for checks before any build) and concatenates the
@@ -20,7 +21,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.corpora import commits, humanevalpack, pairs, probeedit
+from analysis.corpora import commits, hfdataset, humanevalpack, pairs, probeedit
 from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 
@@ -75,11 +76,17 @@ def build_pairs(settings: pairs.PairsSettings) -> CorpusBuild:
     return CorpusBuild(cases, report.as_dict())
 
 
+def build_hfdataset(settings: hfdataset.HFDatasetSettings) -> CorpusBuild:
+    cases, report = hfdataset.load_hfdataset(settings)
+    return CorpusBuild(cases, report.as_dict())
+
+
 REGISTRY: dict[str, tuple[type, Callable[[Any], CorpusBuild]]] = {
     "humanevalpack": (HumanEvalPackSettings, build_humanevalpack),
     "probeedit": (probeedit.ProbeEditParams, build_probeedit),
     "commits": (commits.CommitSettings, build_commits),
     "pairs": (pairs.PairsSettings, build_pairs),
+    "hfdataset": (hfdataset.HFDatasetSettings, build_hfdataset),
 }
 KINDS: tuple[str, ...] = tuple(REGISTRY)
 
@@ -90,6 +97,8 @@ def corpus_names(kind: str, settings: Any) -> list[str]:
         return [commits.corpus_name(settings)]
     if kind == "pairs":
         return [pairs.corpus_name(settings)]
+    if kind == "hfdataset":
+        return [hfdataset.corpus_name(settings)]
     if kind == "probeedit":
         return [probeedit.CORPUS]
     return [humanevalpack.corpus_name(lang) for lang in settings.languages]

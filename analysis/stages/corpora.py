@@ -19,6 +19,7 @@ import polars as pl
 
 from analysis.corpora import commits, humanevalpack, probeedit, registry
 from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
+from analysis.corpora.hfdataset import HFDatasetSettings
 from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_parquet, write_table
@@ -89,7 +90,8 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
     seen: dict[str, int] = {}
     for index, (kind, corpus_settings) in enumerate(builds):
         for name in registry.corpus_names(kind, corpus_settings):
-            where = getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None) or kind
+            where = (getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None)
+                     or getattr(corpus_settings, "dataset", None) or kind)
             if name.lower() == POOLED:
                 raise ParamsError(f"corpus name {name!r} ({where}) is reserved for the pooled rows; choose another name")
             if index in user and name in PAPER_CORPORA:
@@ -123,6 +125,8 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
                                                  "corpora.commit_defaults")))
         for i, entry in enumerate(_listed(p, "corpora.pairs")):
             builds.append(("pairs", typed_entry(PairsSettings, entry, f"corpora.pairs[{i}]")))
+        for i, entry in enumerate(_listed(p, "corpora.datasets")):
+            builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)
@@ -142,7 +146,7 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = registry.corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs") else kind
+            name = registry.corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs", "hfdataset") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked

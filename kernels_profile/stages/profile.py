@@ -1,9 +1,16 @@
 """`copydecode kernels profile`: raw AR and prefill timings (resumable) -> data/kernels/raw.parquet,
 or a preset's own output (e.g. `--preset paper-gpu` -> reports/kernels/frozen/paper-gpu.parquet).
 
-`settings(params, preset, out)` is the only reader of `kernels.profile` (and of `kernels.presets`
+`settings(params, preset, out, ...)` is the only reader of `kernels.profile` (and of `kernels.presets`
 when a preset is named); `run(settings)` measures. Every ProfileSpec field comes from params.yaml:
 the spec has no defaults, so no value in code decides a run.
+
+Your own model: `--model HF_ID_OR_DIR` (any transformers causal LM; a folder with a config.json or a hub
+id, no registry entry) with `--device`, `--dtype`, `--contexts`, `--ns` and `--weights random|real`
+overriding those params for one run. Its raw timings go to data/kernels/<source>.parquet, where the
+kernel source is `<model label>-<device>` (e.g. `llama-3.2-1b-cuda`); to fit it and use it in the
+bounds, add `{source: <source>, path: data/kernels/<source>.parquet}` to `kernels.fit.raw` (the run
+prints that entry) and `<source>/<model label>/<AR loop>` to `bounds.kernel_sources`.
 """
 
 from __future__ import annotations
@@ -18,6 +25,8 @@ from analysis.params import merge_preset
 from analysis.stages.common import timed
 from kernels_profile.profiler import ProfileSpec
 
+WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
+
 DEVICES = ("cpu", "cuda")
 LIST_FIELDS = ("models", "contexts", "ns", "baselines", "prefills")
 
@@ -27,15 +36,56 @@ class ProfileSettings:
     spec: ProfileSpec
     out: Path              # the raw timings parquet (its environment sidecar goes beside it)
     preset: str | None     # the kernels.presets entry overlaid on kernels.profile, if any
+    source: str | None     # --model: the kernel source this run becomes (`<model label>-<device>`), else None
 
 
-def settings(params: dict[str, Any], preset: str | None = None, out: str | Path | None = None) -> ProfileSettings:
-    """kernels.profile, overlaid with `preset` when one is named, validated into a ProfileSpec; the raw
-    file is `out` when given, else the preset's `out` (default data/kernels/<preset>.parquet), else
-    data/kernels/raw.parquet."""
+def kernel_source_name(model: str, device: str) -> str:
+    """The kernel source of a --model run: the model's label and the device (`llama-3.2-1b-cuda`)."""
+    from kernels_profile.models import model_label
+
+    return f"{model_label(model)}-{device}"
+
+
+def _numbers(text: str | list | tuple | None, option: str) -> list[int] | None:
+    """--contexts/--ns: integers given as `256,2048`, `256 2048` or a list of those."""
+    if text is None:
+        return None
+    parts = [text] if isinstance(text, str) else list(text)
+    items = [p for part in parts for p in str(part).replace(",", " ").split()]
+    try:
+        return [int(p) for p in items]
+    except ValueError:
+        raise ParamsError(f"{option} takes integers (e.g. {option} 256,2048), got {' '.join(items)!r}") from None
+
+
+def command_line(group: dict[str, Any], model: str | None, device: str | None, dtype: str | None,
+                 contexts, ns, weights: str | None) -> dict[str, Any]:
+    """The params group with the command line's --model/--device/--dtype/--contexts/--ns/--weights."""
+    if weights is not None and weights not in WEIGHTS_CHOICES:
+        raise ParamsError(f"--weights must be one of {', '.join(WEIGHTS_CHOICES)}, got {weights!r}")
+    if weights == "real" and model is None:
+        raise ParamsError("--weights real loads the weights of --model; name the model (a folder or hub id)")
+    over = {"models": [model] if model else None, "device": device, "dtype": dtype,
+            "contexts": _numbers(contexts, "--contexts"), "ns": _numbers(ns, "--ns"), "weights": weights}
+    return {**group, **{k: v for k, v in over.items() if v is not None}}
+
+
+def settings(params: dict[str, Any], preset: str | None = None, out: str | Path | None = None,
+             model: str | None = None, device: str | None = None, dtype: str | None = None,
+             contexts=None, ns=None, weights: str | None = None) -> ProfileSettings:
+    """kernels.profile, overlaid with `preset` when one is named and then with the command line's
+    options, validated into a ProfileSpec; the raw file is `out` when given, else (with --model)
+    data/kernels/<source>.parquet, else the preset's `out` (default data/kernels/<preset>.parquet),
+    else data/kernels/raw.parquet."""
     group = merge_preset(params, "kernels.profile", "kernels.presets", preset)
     named_out = KERNELS_RAW if preset is None else Path(group.pop("out", f"data/kernels/{preset}.parquet"))
-    return ProfileSettings(spec_of(group), Path(out) if out else named_out, preset)
+    group = command_line(group, model, device, dtype, contexts, ns, weights)
+    spec = spec_of(group)
+    source = None
+    if model is not None:
+        source = kernel_source_name(model, spec.device)
+        named_out = KERNELS_RAW.parent / f"{source}.parquet"
+    return ProfileSettings(spec, Path(out) if out else named_out, preset, source)
 
 
 def spec_of(group: dict[str, Any]) -> ProfileSpec:
@@ -68,4 +118,6 @@ def run(s: ProfileSettings) -> dict:
     return {"rows": result.raw.height, "out": str(s.out), "environment": str(sidecar), "noisy": env.get("noisy"),
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),
-            "threads": env.get("threads"), "spec": asdict(s.spec)}
+            "threads": env.get("threads"), "spec": asdict(s.spec),
+            **({"kernel_source": s.source, "add_to_kernels_fit_raw": {"source": s.source, "path": str(s.out)}}
+               if s.source else {})}

@@ -26,22 +26,50 @@ PROBE = """(() => {
 })()"""
 
 
-def declared_plots() -> list[str]:
-    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
-    plots = [next(iter(p)) if isinstance(p, dict) else p for p in spec.get("plots", [])]
+def _all_plots(spec: dict) -> list:
+    plots = list(spec.get("plots", []))
     for stage in spec["stages"].values():
-        plots += [next(iter(p)) if isinstance(p, dict) else p for p in stage.get("plots", [])]
+        plots += list(stage.get("plots", []))
     return plots
+
+
+def declared_plots() -> list[str]:
+    """The image plots (SVG/PNG a stage writes), shown offline."""
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    names = [next(iter(p)) if isinstance(p, dict) else p for p in _all_plots(spec)]
+    return [p for p in names if p.endswith((".svg", ".png"))]
+
+
+def data_plots() -> dict[str, dict]:
+    """The CSV-backed plots (id -> definition), which `dvc plots diff` overlays across revisions."""
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    return {next(iter(p)): p[next(iter(p))] for p in _all_plots(spec)
+            if isinstance(p, dict) and isinstance(p[next(iter(p))], dict) and "y" in p[next(iter(p))]}
 
 
 def test_every_declared_plot_is_a_figure_a_stage_writes():
     spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
     outs = {next(iter(o)) if isinstance(o, dict) else o for s in spec["stages"].values() for o in s.get("outs", [])}
     plots = declared_plots()
-    assert plots and all(p.endswith((".svg", ".png")) for p in plots), plots  # image plots only: no CDN template
-    assert set(plots) <= outs
+    assert plots and set(plots) <= outs
+    names = [next(iter(p)) if isinstance(p, dict) else p for p in _all_plots(spec)]
+    assert len(names) == len(plots) + len(data_plots()), names  # every plot is an image or CSV-backed
     for wanted in ("kernel_speedup", "bounds", "span_histogram_line", "span_histogram_token", "perturbation", "pilot"):
         assert any(wanted in Path(p).stem for p in plots), wanted
+
+
+def test_the_data_plots_are_csv_outputs_with_their_columns():
+    """`dvc plots diff REV` overlays revisions only for data plots: each reads a CSV a stage writes,
+    whose header holds the plot's x and y columns."""
+    spec = yaml.safe_load((ROOT / "dvc.yaml").read_text())
+    outs = {next(iter(o)) if isinstance(o, dict) else o for s in spec["stages"].values() for o in s.get("outs", [])}
+    plots = data_plots()
+    assert {"kernel_speedup_plot.csv", "perturbation_plot.csv"} <= {Path(f).name for d in plots.values() for f in d["y"]}
+    for name, plot in plots.items():
+        for csv, column in plot["y"].items():
+            assert csv.endswith(".csv") and csv in outs, (name, csv)
+            header = (ROOT / csv).read_text().splitlines()[0].split(",")
+            assert plot["x"] in header and column in header, (name, header)
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +92,8 @@ def test_dvc_plots_page_shows_every_plot_offline_in_chromium(page):
         if os.environ.get("COPYDECODE_REQUIRE_BROWSER") == "1":
             pytest.fail("COPYDECODE_REQUIRE_BROWSER=1 but no chromium binary on PATH")
         pytest.skip("no chromium binary on PATH (run .ci/browser.sh)")
-    text = page.read_text()
-    assert "http://" not in text and "https://" not in text
+    # the CSV-backed data plots load vega from its CDN (blank offline); the image plots need nothing outside
+    cdn = ("https://cdn.jsdelivr.net/", "https://unpkg.com/")
     browser = Browser(binary)
     try:
         url = page.resolve().as_uri()
@@ -74,9 +102,9 @@ def test_dvc_plots_page_shows_every_plot_offline_in_chromium(page):
     finally:
         browser.close()
     folder = page.parent.resolve().as_uri()
-    outside = [r for r in problems["outside requests"] if not r.startswith(folder + "/")]
-    assert outside == [] and problems["console errors"] == [], problems
-    assert dom["broken"] == [] and dom["scripts"] == [], dom
+    outside = [r for r in problems["outside requests"] if not r.startswith((folder + "/", *cdn))]
+    assert outside == [], problems
+    assert dom["broken"] == [] and all(src.startswith(cdn) for src in dom["scripts"]), dom
     assert len(dom["shown"]) == len(declared_plots()), dom["shown"]
     for plot in declared_plots():
         assert any(Path(plot).stem in src for src in dom["shown"]), plot

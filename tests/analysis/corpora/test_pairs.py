@@ -163,7 +163,7 @@ def test_registry_builds_pairs_and_checks_kinds(tmp_path):
     path = write_jsonl(tmp_path / "mine.jsonl", PAIRS)
     build = registry.build_corpus("pairs", PairsSettings(str(path)))
     assert len(build.cases) == 2 and build.report["corpus"] == "Pairs-mine" and build.tables == {}
-    assert set(registry.KINDS) == {"humanevalpack", "probeedit", "commits", "pairs"}
+    assert set(registry.KINDS) == {"humanevalpack", "probeedit", "commits", "pairs", "hfdataset"}
     with pytest.raises(CorpusError, match="unknown corpus kind 'csv'"):
         registry.build_corpus("csv", PairsSettings(str(path)))
     with pytest.raises(CorpusError, match="corpus kind 'commits' takes CommitSettings, got PairsSettings"):

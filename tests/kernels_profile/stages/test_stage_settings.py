@@ -92,4 +92,5 @@ def test_the_cli_builds_the_settings_from_params_and_its_options():
     args.out = getattr(args, "raw_out", None)
     seen.clear()
     run_stage(module, args, Config(PARAMS, ROOT / "params.yaml"))
-    assert seen["run"] == ("settings", {"preset": "tiny-cpu", "out": None})
+    assert seen["run"] == ("settings", {"preset": "tiny-cpu", "out": None, "model": None, "device": None,
+                                        "dtype": None, "contexts": None, "ns": None, "weights": None})

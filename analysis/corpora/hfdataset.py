@@ -1,0 +1,135 @@
+"""Any edit dataset that Hugging Face `datasets` reads -> cases (framing "pair"), like a pairs file.
+
+`dataset` is a hub id (`nuprl/CanItEdit`), a folder written by `Dataset.save_to_disk` /
+`DatasetDict.save_to_disk`, or a .json/.jsonl/.parquet/.csv file. `fields` maps this suite's fields
+(`source`, `target`, optional `instruction`, `case_id`, `language`; as in analysis.corpora.pairs) to
+the dataset's columns, e.g. CanItEdit `{source: before, target: after, instruction:
+instruction_descriptive, case_id: id}`. `split` picks the split (a local file has the one split
+`train`; the hub accepts slices such as `train[:500]`). Every record goes through the pairs checks.
+
+Named errors (CorpusError): a missing dataset or file, an unknown split (the known ones listed), an
+empty dataset, a mapped column the dataset lacks (its columns listed), and each pairs-record defect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.corpora.cases import Case
+from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
+from analysis.errors import CorpusError
+
+CORPUS_PREFIX = "HF"
+FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
+
+
+@dataclass(frozen=True)
+class HFDatasetSettings:
+    dataset: str                          # hub id, save_to_disk folder, or .json/.jsonl/.parquet/.csv file
+    split: str = "train"
+    fields: dict[str, str] | None = None  # this suite's field -> the dataset's column
+    name: str | None = None               # corpus name; default "HF-<dataset's last path part>"
+    language: str = "unknown"             # for records without a `language`
+    config: str | None = None             # the hub dataset's configuration (subset), if it has several
+    revision: str | None = None           # hub revision (a commit sha pins it)
+
+
+@dataclass(frozen=True)
+class HFDatasetReport:
+    corpus: str
+    origin: str
+    sha256: str | None     # fingerprint of the loaded split (datasets' own), hashed; None if it has none
+    split: str
+    n_records: int
+    ignored_fields: tuple[str, ...]
+
+    def as_dict(self) -> dict:
+        return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "split": self.split,
+                "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
+
+
+def corpus_name(settings: HFDatasetSettings) -> str:
+    if settings.name:
+        return settings.name
+    stem = Path(settings.dataset.rstrip("/")).stem if Path(settings.dataset).suffix in FILE_BUILDERS \
+        else Path(settings.dataset.rstrip("/")).name
+    return f"{CORPUS_PREFIX}-{re.sub(r'[^A-Za-z0-9._+-]+', '-', stem).strip('-') or 'dataset'}"
+
+
+def _pick_split(loaded, split: str, where: str):
+    from datasets import DatasetDict
+
+    if isinstance(loaded, DatasetDict):
+        if split not in loaded:
+            raise CorpusError(f"{where}: unknown split {split!r}; the dataset has {', '.join(sorted(loaded))}")
+        return loaded[split]
+    return loaded
+
+
+def load_split(settings: HFDatasetSettings):
+    """The one split as a `datasets.Dataset`, from a local folder or file or from the hub."""
+    import datasets
+
+    where = f"dataset {settings.dataset}"
+    path = Path(settings.dataset)
+    if path.is_dir():
+        try:
+            loaded = datasets.load_from_disk(str(path))
+        except FileNotFoundError as exc:
+            raise CorpusError(f"{where}: not a folder written by save_to_disk ({exc})") from exc
+        except IndexError as exc:  # datasets cannot reopen a saved dataset of 0 rows (0 shards)
+            raise CorpusError(f"{where}: the dataset is empty (saved with no rows)") from exc
+        return _pick_split(loaded, settings.split, where)
+    if path.suffix.lower() in FILE_BUILDERS:
+        if not path.is_file():
+            raise CorpusError(f"{where}: no such file")
+        if settings.split != "train":
+            raise CorpusError(f"{where}: unknown split {settings.split!r}; a local file has the one split 'train'")
+        try:
+            return datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
+        except Exception as exc:  # noqa: BLE001 - datasets' reader errors vary by format; name the file
+            raise CorpusError(f"{where}: `datasets` cannot read it ({type(exc).__name__}: {exc})") from exc
+    if not HUB_ID.fullmatch(settings.dataset):
+        raise CorpusError(f"{where}: not a folder, a .json/.jsonl/.parquet/.csv file or a hub id")
+    try:
+        return datasets.load_dataset(settings.dataset, settings.config, split=settings.split,
+                                     revision=settings.revision)
+    except ValueError as exc:  # datasets: 'Unknown split "x". Should be one of [...]'
+        raise CorpusError(f"{where}: {exc}") from exc
+    except (FileNotFoundError, ConnectionError, OSError) as exc:
+        raise CorpusError(f"{where}: cannot load it from the hub ({type(exc).__name__}: {exc}); offline, "
+                          f"save it with save_to_disk and name the folder") from exc
+
+
+def records(split, fields: dict[str, str], where: str) -> list[tuple[str, dict[str, Any]]]:
+    columns = list(split.column_names)
+    wanted = [fields.get(name, name) for name in REQUIRED]
+    missing = [c for c in wanted if c not in columns]
+    if missing:
+        raise CorpusError(f"{where}: missing field(s) {missing} (the dataset's columns: {columns}); "
+                          "map them with fields: {source: COLUMN, target: COLUMN}")
+    for name, column in fields.items():
+        if column not in columns:
+            raise CorpusError(f"{where}: fields maps {name!r} to {column!r}, which the dataset lacks "
+                              f"(its columns: {columns})")
+    if len(split) == 0:
+        raise CorpusError(f"{where}: the dataset is empty (no rows in this split)")
+    return [(f"{where} row {i}", dict(row)) for i, row in enumerate(split)]
+
+
+def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetReport]:
+    where = f"dataset {settings.dataset} [{settings.split}]"
+    fields = check_mapping(settings.fields, where)
+    split = load_split(settings)
+    rows = records(split, fields, where)
+    corpus = corpus_name(settings)
+    cases, ignored = cases_from_records(rows, corpus, settings.language, fields, where)
+    fingerprint = getattr(split, "_fingerprint", None)
+    digest = hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None
+    origin = f"hf:{settings.dataset}" + (f"@{settings.revision}" if settings.revision else "")
+    return cases, HFDatasetReport(corpus, origin, digest, settings.split, len(cases), tuple(sorted(ignored)))

@@ -1,0 +1,112 @@
+"""Any edit dataset through `datasets` (offline: saved locally in tmp), and the pairs field mapping."""
+
+from __future__ import annotations
+
+import json
+
+import polars as pl
+import pytest
+
+from analysis.corpora import registry
+from analysis.corpora.hfdataset import HFDatasetSettings, load_hfdataset
+from analysis.corpora.pairs import PairsSettings, load_pairs
+from analysis.errors import CorpusError, ParamsError
+
+CANITEDIT = {"id": ["a", "b"], "before": ["x = 1\ny = 2\n", "def f():\n    return 1\n"],
+             "after": ["x = 1\ny = 3\n", "def f():\n    return 2\n"],
+             "instruction_descriptive": ["set y to 3", "return 2"], "tests": ["", ""]}
+CANITEDIT_FIELDS = {"source": "before", "target": "after", "instruction": "instruction_descriptive", "case_id": "id"}
+
+
+@pytest.fixture
+def saved(tmp_path):
+    from datasets import Dataset, DatasetDict
+
+    folder = tmp_path / "canitedit"
+    DatasetDict({"test": Dataset.from_dict(CANITEDIT)}).save_to_disk(str(folder))
+    return folder
+
+
+def test_a_saved_dataset_dict_with_a_field_mapping(saved):
+    settings = HFDatasetSettings(str(saved), split="test", fields=CANITEDIT_FIELDS, language="python")
+    build = registry.build_corpus("hfdataset", settings)
+    assert [c.case_id for c in build.cases] == ["HF-canitedit/a", "HF-canitedit/b"]
+    first = build.cases[0]
+    assert (first.source, first.target, first.instruction, first.language, first.framing) == (
+        CANITEDIT["before"][0], CANITEDIT["after"][0], "set y to 3", "python", "pair")
+    assert build.report["n_records"] == 2 and build.report["ignored_fields"] == ["tests"]
+    assert registry.corpus_names("hfdataset", settings) == ["HF-canitedit"]
+
+
+def test_a_plain_saved_dataset_and_local_files(tmp_path):
+    from datasets import Dataset
+
+    rows = {"input": ["a\nb\n"], "output": ["a\nc\n"], "instruction": ["b -> c"]}
+    Dataset.from_dict(rows).save_to_disk(str(tmp_path / "ic"))
+    fields = {"source": "input", "target": "output"}
+    cases, _ = load_hfdataset(HFDatasetSettings(str(tmp_path / "ic"), fields=fields, name="IC"))
+    assert [(c.case_id, c.target, c.instruction) for c in cases] == [("IC/0", "a\nc\n", "b -> c")]
+    (tmp_path / "ic.jsonl").write_text(json.dumps({k: v[0] for k, v in rows.items()}) + "\n")
+    pl.DataFrame(rows).write_parquet(tmp_path / "ic.parquet")
+    for name in ("ic.jsonl", "ic.parquet"):
+        cases, report = load_hfdataset(HFDatasetSettings(str(tmp_path / name), fields=fields))
+        assert cases[0].source == "a\nb\n" and report.corpus == "HF-ic"
+
+
+def test_named_errors(saved, tmp_path):
+    from datasets import Dataset
+
+    with pytest.raises(CorpusError, match=r"unknown split 'train'; the dataset has test"):
+        load_hfdataset(HFDatasetSettings(str(saved), fields=CANITEDIT_FIELDS))
+    with pytest.raises(CorpusError, match=r"missing field\(s\) \['old_contents'\].*columns: \['id', 'before'"):
+        load_hfdataset(HFDatasetSettings(str(saved), split="test", fields={"source": "old_contents", "target": "after"}))
+    with pytest.raises(CorpusError, match=r"missing field\(s\) \['source', 'target'\]"):
+        load_hfdataset(HFDatasetSettings(str(saved), split="test"))
+    with pytest.raises(CorpusError, match="fields maps 'case_id' to 'nope'"):
+        load_hfdataset(HFDatasetSettings(str(saved), split="test", fields={**CANITEDIT_FIELDS, "case_id": "nope"}))
+    with pytest.raises(CorpusError, match=r"unknown field\(s\) \['src'\]"):
+        load_hfdataset(HFDatasetSettings(str(saved), split="test", fields={"src": "before"}))
+    Dataset.from_dict({"before": [], "after": []}).save_to_disk(str(tmp_path / "empty"))
+    with pytest.raises(CorpusError, match="the dataset is empty"):
+        load_hfdataset(HFDatasetSettings(str(tmp_path / "empty"), fields={"source": "before", "target": "after"}))
+    with pytest.raises(CorpusError, match="no such file"):
+        load_hfdataset(HFDatasetSettings(str(tmp_path / "absent.jsonl")))
+    with pytest.raises(CorpusError, match=r"missing field 'target' \(mapped from the file's field 'after'\) \(null\)"):
+        Dataset.from_dict({"before": ["a"], "after": [None]}).save_to_disk(str(tmp_path / "null"))
+        load_hfdataset(HFDatasetSettings(str(tmp_path / "null"), fields={"source": "before", "target": "after"}))
+
+
+def test_pairs_files_take_the_same_mapping(tmp_path):
+    path = tmp_path / "commits.jsonl"
+    path.write_text(json.dumps({"old_contents": "a\n", "new_contents": "b\n", "lang": "Python", "commit": "c1"}) + "\n")
+    fields = {"source": "old_contents", "target": "new_contents", "language": "lang", "case_id": "commit"}
+    cases, report = load_pairs(PairsSettings(str(path), name="CPF", fields=fields))
+    assert [(c.case_id, c.source, c.target, c.language) for c in cases] == [("CPF/c1", "a\n", "b\n", "Python")]
+    pl.DataFrame({"old_contents": ["a\n"], "new_contents": ["b\n"]}).write_parquet(tmp_path / "c.parquet")
+    cases, _ = load_pairs(PairsSettings(str(tmp_path / "c.parquet"), fields={"source": "old_contents",
+                                                                             "target": "new_contents"}))
+    assert cases[0].target == "b\n"
+    with pytest.raises(CorpusError, match=r"missing field 'source' \(mapped from the file's field 'before'\)"):
+        load_pairs(PairsSettings(str(path), fields={"source": "before", "target": "new_contents"}))
+
+
+def test_params_entries_are_checked(saved):
+    from analysis.stages.corpora import settings
+    from analysis.params import load_params
+
+    params = load_params()
+    params["corpora"]["datasets"] = [{"dataset": str(saved), "split": "test", "fields": CANITEDIT_FIELDS, "name": "CIE"}]
+    built = settings(params)
+    assert ("hfdataset", HFDatasetSettings(str(saved), "test", CANITEDIT_FIELDS, "CIE")) in built.builds
+    params["corpora"]["datasets"] = [{"dataset": str(saved), "fields": ["before"]}]
+    with pytest.raises(ParamsError, match=r"corpora.datasets\[0\].fields' must be a mapping of strings to strings"):
+        settings(params)
+
+
+def test_a_one_off_run_resolves_a_local_dataset_but_keeps_a_hub_id(tmp_path, saved):
+    from analysis.oneoff import absolute_params
+
+    params = {"corpora": {"datasets": [{"dataset": "canitedit"}, {"dataset": "nuprl/CanItEdit"}]}}
+    out = absolute_params(params, saved.parent)
+    assert out["corpora"]["datasets"][0]["dataset"] == str(saved)
+    assert out["corpora"]["datasets"][1]["dataset"] == "nuprl/CanItEdit"

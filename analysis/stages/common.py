@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from contextlib import contextmanager
 
@@ -11,8 +12,24 @@ from analysis.io import write_json
 from analysis.layout import TIMINGS
 
 
+_WORKER = threading.local()
+
+
+@contextmanager
+def worker_bars_off():
+    """Inside a joblib worker (analysis.parallel.map_cases): `progress` draws nothing there, since a worker's
+    bar is never refreshed on the parent's terminal; the parent draws one bar for the stage instead."""
+    before = getattr(_WORKER, "quiet", False)
+    _WORKER.quiet = True
+    try:
+        yield
+    finally:
+        _WORKER.quiet = before
+
+
 def progress(iterable, desc: str, total: int | None = None, unit: str = "case"):
-    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, leave=False)
+    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, leave=False,
+                disable=getattr(_WORKER, "quiet", False))
 
 
 @contextmanager

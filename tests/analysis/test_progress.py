@@ -37,3 +37,28 @@ def test_process_workers_return_results_in_order_under_the_parent_bar(capsys):
 def test_the_bar_is_named_after_the_function_without_desc(capsys):
     map_cases(doubled, list(range(6)), ParallelSettings(2, "threading", 1), 1)
     assert "doubled" in capsys.readouterr().err
+
+
+def test_kernel_noise_is_dropped_from_stderr_and_everything_else_kept(capfd):
+    """The reports stage's kernels (child processes writing to the inherited stderr) log a plain-TCP
+    warning and an interrupt on every successful run; those lines go, any other line stays."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from analysis.stages.common import kernel_noise_filtered
+
+    child = ("import sys; w = sys.stderr.write; "
+             "w('[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication\\n'); "
+             "w('a real error line\\n'); w('[IPKernelApp] ERROR | KeyboardInterrupt caught in kernel.\\n')")
+    with kernel_noise_filtered():
+        subprocess.run([sys.executable, "-c", child], check=True)
+        print("parent line", file=sys.stderr)
+    err = capfd.readouterr().err
+    assert "a real error line" in err and "parent line" in err
+    assert "without encryption" not in err and "KeyboardInterrupt" not in err
+    with pytest.raises(RuntimeError), kernel_noise_filtered():
+        print("said before failing", file=sys.stderr)
+        raise RuntimeError("boom")
+    assert "said before failing" in capfd.readouterr().err

@@ -3,7 +3,8 @@
 STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
 (`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
 for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
-`--params` and `--out` may come before or after the subcommand.
+`--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version` prints
+the installed version.
 """
 
 from __future__ import annotations
@@ -86,12 +87,40 @@ READS_WRITES: dict[str, str] = {
     "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
     "formats": "reads cases and programs; writes reports/tables/formats*.*",
     "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
+    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
+                "reports/metrics/roundtrip.json; writes reports/metrics/headline/*.json",
+    "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
+                       "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+    "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
+                   "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
+                   "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
+    "decode": "reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
+              "reports/tables/mask_benchmark.*, reports/metrics/decode.json",
+    "e2e": "reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
+           "reports/tables/e2e_*.*, reports/figures/e2e_speedup.svg, reports/metrics/e2e.json",
+    "pilot": "reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); writes "
+             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.svg, "
+             "reports/metrics/pilot.json",
+}
+
+# What each tool reads and writes, for its --help.
+TOOL_READS_WRITES: dict[str, str] = {
+    "bench throughput": "reads the git bundles of params corpora.commits (synthetic cases) and params bench, parallel; "
+                        "writes reports/bench/throughput.json and throughput.md",
+    "bench busy": "reads QUIET_DIR's and BUSY_DIR's data/kernels and data/e2e; writes "
+                  "reports/kernels/benchmark_busy.md and .json (or --stem)",
+    "bench mask": "reads data/programs/programs.parquet, params decode.mask_benchmark and its models' tokenizers; "
+                  "writes a summary table to the terminal (stderr) and, with --json FILE, the full results",
 }
 
 # Stages whose outputs are replaced as one set (analysis.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
+
+SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+            "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
+            "params file; the stage validates the value")
 
 OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR instead of the current folder "
             "(paths in the params file and on the command line are still read from where you are)")
@@ -102,9 +131,12 @@ OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a pres
 
 
 def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
-    """--params and --out, accepted before the subcommand (top) and after it (the subcommand's value wins)."""
+    """--params, --set and --out, accepted before the subcommand (top) and after it (the subcommand's value
+    wins; --set values of both places apply, the later last)."""
     default = (lambda value: value) if top else (lambda value: argparse.SUPPRESS)
     parser.add_argument("--params", default=default(str(DEFAULT_PARAMS)), help="params file (default: params.yaml)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides" if top else "overrides_after",
+                        default=[] if top else argparse.SUPPRESS, help=SET_HELP)
     if out:
         parser.add_argument("--out", default=default(None), metavar="DIR", help=OUT_HELP)
 
@@ -135,8 +167,27 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="corpus name of the one --pairs or --repo input (default: from the file or folder name)")
 
 
+def version() -> str:
+    """The installed distribution's version (pyproject.toml's when run from a checkout that is not installed)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("copydecode")
+    except PackageNotFoundError:
+        import tomllib
+        from pathlib import Path
+
+        pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
+        return tomllib.loads(pyproject.read_text())["project"]["version"] if pyproject.is_file() else "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="copydecode", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="copydecode", description=__doc__.splitlines()[0],
+        epilog="Each stage reads params.yaml (--params FILE) and the outputs of the stages before it, and writes "
+               "under data/ and reports/ (--out DIR: under DIR); `copydecode STAGE --help` lists them.")
+    parser.add_argument("--version", action="version", version=f"copydecode {version()}")
     _common(parser, top=True)
     sub = parser.add_subparsers(dest="command", metavar="STAGE", required=True,
                                 title="stages", description="run `copydecode STAGE --help` for what a stage reads and writes")
@@ -184,7 +235,8 @@ def build_parser() -> argparse.ArgumentParser:
                                        "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
                                                                          required=True)
     throughput = bench.add_parser("throughput", help=TOOLS["bench throughput"][1],
-                                  description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1])
+                                  description="Throughput of the per-case stages: " + TOOLS["bench throughput"][1]
+                                              + f". It {TOOL_READS_WRITES['bench throughput']}.")
     throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
     throughput.add_argument("--cases", type=int, default=None,
                             help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
@@ -225,10 +277,57 @@ def _add_compare(sub) -> None:
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     module, text = TOOLS[command]
-    parser = sub.add_parser(command.split()[-1], help=text, description=text[0].upper() + text[1:] + ".")
+    description = text[0].upper() + text[1:] + f". It {TOOL_READS_WRITES[command]}."
+    parser = sub.add_parser(command.split()[-1], help=text, description=description)
     parser.set_defaults(stage=command, module=module)
     parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after", default=argparse.SUPPRESS,
+                        help=SET_HELP)
     return parser
+
+
+def apply_overrides(params: dict, overrides: list[str]) -> dict:
+    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
+    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
+    import copy
+    import difflib
+
+    import yaml
+
+    from analysis.errors import ParamsError
+
+    out = copy.deepcopy(params)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ParamsError(f"--set {key}: the value {raw!r} is not valid YAML ({exc})".replace("\n", " ")) from None
+        node = out
+        *parents, last = key.split(".")
+        for depth, part in enumerate(parents):
+            if not isinstance(node, dict) or part not in node:
+                node = None
+                break
+            node = node[part]
+        if not isinstance(node, dict) or last not in node:
+            known = sorted(_dotted_keys(params))
+            close = difflib.get_close_matches(key, known, n=1)
+            raise ParamsError(f"--set {key}: no such setting in the params file" + (f"; did you mean {close[0]!r}?" if close else ""))
+        node[last] = value
+    return out
+
+
+def _dotted_keys(node, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            dotted = f"{prefix}.{key}" if prefix else str(key)
+            keys |= {dotted} | _dotted_keys(value, dotted)
+    return keys
 
 
 def stage_settings(module, args: argparse.Namespace, cfg: Config):
@@ -256,8 +355,13 @@ def main(argv: list[str] | None = None) -> int:
         root = None
     else:
         root = args.out
+    overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
     try:
         cfg = Config.load(args.params)
+        if overrides:
+            cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
+            print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
+                  file=sys.stderr)
         if root is not None:
             from analysis.oneoff import enter_out_root
 

@@ -90,9 +90,26 @@ def _register(backend: str) -> None:
         register_ray()
 
 
-def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *args: Any) -> list:
+def _quiet_chunk(fn: Callable[..., list], chunk: Sequence, *args: Any) -> list:
+    """fn(chunk, *args) in a worker, with the worker's own progress bars off (the parent draws the stage's)."""
+    from analysis.stages.common import worker_bars_off
+
+    with worker_bars_off():
+        return fn(chunk, *args)
+
+
+def stage_bar(desc: str, total: int):
+    """The one progress bar of a parallel stage, drawn by the parent and advanced per finished chunk."""
+    from tqdm import tqdm
+
+    return tqdm(desc=desc, total=total, unit="case", mininterval=0.5, leave=True)  # the log keeps its final count
+
+
+def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *args: Any, desc: str | None = None) -> list:
     """fn(chunk, *args) over contiguous chunks of `items`, results concatenated in order; serial
-    (one call in this process) when `s.n_jobs` is 1."""
+    (one call in this process, whose own bar shows progress) when `s.n_jobs` is 1. In parallel, one bar
+    in the parent (`desc`, else fn's name) advances as each chunk's result comes back in order
+    (joblib's return_as="generator"); the workers draw none."""
     items = list(items)
     if s.serial or len(items) < 2:
         return list(fn(items, *args))
@@ -100,6 +117,11 @@ def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *ar
 
     _register(s.backend)
     chunks = chunked(items, s.workers() * s.chunks_per_job)
+    parts = []
     with parallel_config(backend=s.backend, n_jobs=s.workers()):
-        parts = Parallel()(delayed(fn)(chunk, *args) for chunk in chunks)
+        results = Parallel(return_as="generator")(delayed(_quiet_chunk)(fn, chunk, *args) for chunk in chunks)
+        with stage_bar(desc or fn.__name__.replace("_", " "), len(items)) as bar:
+            for chunk, part in zip(chunks, results):
+                parts.append(part)
+                bar.update(len(chunk))
     return [result for part in parts for result in part]

@@ -38,7 +38,9 @@ HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
-    ("kernel_speedup", "Claim 1: copy by one prefill against N decode steps (this machine's kernel)"),
+    ("kernel_speedup_h200", "Claim 1 (key chart): copy by one prefill against N decode steps on one H200 (frozen run, "
+                            "bf16), one line per model, AR loop and context"),
+    ("kernel_speedup", "Claim 1 beside it: the same on this machine's fitted profile"),
     ("bounds", "Claims 3 and 4: the closed-form bound per corpus with this machine's fitted kernel, with 95% CIs"),
     ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
     ("perturbation", "Claim 6: exact match under off-by-one span noise"),
@@ -70,6 +72,7 @@ svg, img { max-width: 100%; height: auto; }
 .cd-prov th { text-align: left; padding: 2px 16px 2px 0; font-weight: 600; } .cd-prov td { padding: 2px 0; word-break: break-all; }
 .cd-copy { background: #c8f7c5; } .cd-gen { background: #ffd59e; }
 .cd-figures { display: grid; grid-template-columns: 1fr; gap: 20px; }
+.cd-figures-pair { grid-template-columns: 1fr 1fr; margin-bottom: 20px; } .cd-note { color: var(--muted); font-size: 13px; }
 .cd-figures figure { margin: 0; } .cd-figures figcaption { color: var(--muted); font-size: 13px; }
 .cd-links { columns: 3; } .cd-links li { break-inside: avoid; }
 .cd-verdict-reproduced { color: #116329; font-weight: 600; } .cd-verdict-differs { color: #9a6700; font-weight: 600; }
@@ -265,14 +268,71 @@ def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
         f"<li><a href='{esc(rel / p.name)}'>{esc(p.name)}</a></li>" for p in files) + "</ul>"
 
 
-def index_html(pages: list[Page], root: Path = Path(".")) -> str:
+def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
+    """This run's corpora and each corpus's case count (line level, its reported framing), from the
+    coverage table; (None, {}) when the table is absent."""
+    import polars as pl
+
+    from analysis.layout import POOLED, framing_filter
+    from analysis.outputs import table
+
+    try:
+        cov = table("coverage", root / TABLES)
+    except ParamsError:
+        return None, {}
+    line = cov.filter((pl.col("level") == "line") & framing_filter("body"))
+    return set(cov["corpus"].to_list()) - {POOLED}, {r["corpus"]: r["n_cases"] for r in line.iter_rows(named=True)}
+
+
+def _own_corpora(root: Path, corpora: set[str]) -> str:
+    """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
     from analysis import present
+    from analysis.outputs import bounds_frame, table
+
+    def optional(read):
+        try:
+            return read()
+        except ParamsError:
+            return None
+
+    coverage = optional(lambda: table("coverage", root / TABLES))
+    if coverage is None or not corpora:
+        return ""
+    from analysis.layout import framing_filter
+    from analysis.pages import corpus_table
+
+    frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
+                         optional(lambda: table("edit_formats", root / TABLES)), sorted(corpora))
+    return present.show(frame, lift_constants=False).as_raw_html()
+
+
+def index_html(pages: list[Page], root: Path = Path(".")) -> str:
+    """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
+    has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
+    own corpus table first; then key charts, report links, tables, metrics and provenance."""
+    from analysis import present
+    from analysis.layout import PAPER_CORPORA
+    from analysis.pages import claims_grid, grid_rows
     from analysis.present import esc
 
     items = present.claims(root / TABLES, root / METRICS)
     counts = present.claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
+    corpora, cases = _claims_inputs(root)
+    paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
+    grid = claims_grid(grid_rows(items, corpora or (), cases), lambda name: str(rel_html / f"{name}.html")).text
+    claims_block = ("<h2>Paper versus ours</h2>" + grid
+                    + f"<p class='cd-note'>{esc(present.STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
+                      f"the page with the method and caveats. The full claim table: "
+                      f"<a href='{esc(rel_html / 'summary.html')}'>summary</a>.</p>")
+    own = _own_corpora(root, (corpora or set()) - set(PAPER_CORPORA))
+    if paper_run:
+        opening = claims_block + (f"<h2>This run's other corpora</h2>{own}" if own else "")
+    else:
+        opening = (f"<h2>Your corpora</h2>{own or '<p>no coverage table in this run</p>'}"
+                   + "<p>This run holds none of the paper's corpora, so the paper's claims below do not apply to it.</p>"
+                   + claims_block)
     body = (
         "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
         + present.lead(
@@ -282,9 +342,10 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
             "the provenance below, not the paper's A100.",
             [(f"claims {'that differ' if v == present.DIFFERS else v}", str(n)) for v, n in counts.items()
              if n or v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)]).text
-        + "<h2>Paper versus ours</h2>" + present.summary_table(items).as_raw_html()
-        + "<h2>Key charts</h2><div class='cd-figures'>"
-        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES) + "</div>"
+        + opening
+        + "<h2>Key charts</h2><div class='cd-figures cd-figures-pair'>"
+        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[:2]) + "</div><div class='cd-figures'>"
+        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[2:]) + "</div>"
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))

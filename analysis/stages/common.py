@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import sys
+import tempfile
+import threading
 import time
 from contextlib import contextmanager
 
@@ -11,8 +15,24 @@ from analysis.io import write_json
 from analysis.layout import TIMINGS
 
 
+_WORKER = threading.local()
+
+
+@contextmanager
+def worker_bars_off():
+    """Inside a joblib worker (analysis.parallel.map_cases): `progress` draws nothing there, since a worker's
+    bar is never refreshed on the parent's terminal; the parent draws one bar for the stage instead."""
+    before = getattr(_WORKER, "quiet", False)
+    _WORKER.quiet = True
+    try:
+        yield
+    finally:
+        _WORKER.quiet = before
+
+
 def progress(iterable, desc: str, total: int | None = None, unit: str = "case"):
-    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, leave=False)
+    return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, leave=False,
+                disable=getattr(_WORKER, "quiet", False))
 
 
 @contextmanager
@@ -24,3 +44,30 @@ def timed(stage: str):
     yield box
     box["seconds"] = round(time.perf_counter() - started, 3)
     write_json(box, TIMINGS / f"{stage}.json")
+
+
+# Lines a notebook kernel writes on every successful run (ipykernel, started by papermill): the plain-TCP
+# notice (a local kernel on the loopback interface) and the interrupt logged when papermill shuts it down.
+KERNEL_NOISE = ("Kernel is running over TCP without encryption", "KeyboardInterrupt caught in kernel")
+
+
+@contextmanager
+def kernel_noise_filtered(noise: tuple[str, ...] = KERNEL_NOISE):
+    """Collect what this process and the kernels it starts write to stderr (file descriptor 2), then
+    write it back without the lines holding one of `noise`; everything else, errors included, is kept
+    (also when the block raises)."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            captured.seek(0)
+            text = captured.read().decode("utf-8", errors="replace")
+            sys.stderr.write("".join(line for line in text.splitlines(keepends=True)
+                                     if not any(phrase in line for phrase in noise)))
+            sys.stderr.flush()

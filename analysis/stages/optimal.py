@@ -179,7 +179,8 @@ def chunk_span_columns(chunk, levels: tuple[str, ...], oracle: str, param, direc
 def parallel_span_frame(cases: list[OracleCase], levels: tuple[str, ...], oracle: str, param, directives,
                         parallel: ParallelSettings) -> pl.DataFrame:
     """span_frame of one oracle's programs for every case, computed over chunks of cases (in order)."""
-    parts = map_cases(chunk_span_columns, cases, parallel, levels, oracle, param, directives)
+    parts = map_cases(chunk_span_columns, cases, parallel, levels, oracle, param, directives,
+                      desc=f"{oracle} programs")
     columns = {name: [v for part in parts for v in part[name]] for name in SPAN_COLUMNS}
     return pl.DataFrame(columns, schema=SPAN_COLUMNS)
 

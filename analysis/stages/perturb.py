@@ -108,7 +108,7 @@ def chunk_results(chunk, kinds: list, rates: list, seeds: list, definition: str)
 
 def perturbation_results(cases: list[PerturbCase], s: PerturbSettings, definition: str) -> pl.DataFrame:
     parts = map_cases(chunk_results, cases, s.parallel,
-                      list(s.kinds), list(s.rates), list(s.seeds), definition)
+                      list(s.kinds), list(s.rates), list(s.seeds), definition, desc=f"perturbation ({definition})")
     return pl.concat(parts, rechunk=True) if len(parts) > 1 else parts[0]
 
 

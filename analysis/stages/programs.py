@@ -64,7 +64,7 @@ def oracle_programs(cases: list[Case], tokenizer, token_min_copy: int,
                     parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
-    rows = map_cases(program_rows, list(zip(cases, sources, targets)), parallel, token_min_copy)
+    rows = map_cases(program_rows, list(zip(cases, sources, targets)), parallel, token_min_copy, desc="oracle programs")
     return pl.DataFrame(rows, schema=PROGRAMS_SCHEMA)
 
 

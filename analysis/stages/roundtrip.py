@@ -24,7 +24,7 @@ def roundtrip_failures(table: pl.DataFrame, tokenizer, parallel: ParallelSetting
     """`case@framing/level` of every program that does not resolve to its target (with the error,
     when it does not resolve at all)."""
     sources = tokenizer.encode_many(table["source"].to_list())
-    return map_cases(chunk_failures, list(zip(table.iter_rows(named=True), sources)), parallel)
+    return map_cases(chunk_failures, list(zip(table.iter_rows(named=True), sources)), parallel, desc="roundtrip")
 
 
 def chunk_failures(chunk) -> list[str]:

@@ -64,7 +64,7 @@ def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0,
     sources = tokenizer.encode_many(table["source"].to_list())
     targets = tokenizer.encode_many(table["target"].to_list())
     rows = list(zip(table.iter_rows(named=True), sources, targets))
-    parts = map_cases(span_columns, rows, parallel, tokenizer, prompt_overhead_tokens)
+    parts = map_cases(span_columns, rows, parallel, tokenizer, prompt_overhead_tokens, desc="spans")
     columns = {name: [value for part in parts for value in part[name]] for name in SPANS_SCHEMA}
     return pl.DataFrame(columns, schema=SPANS_SCHEMA)
 

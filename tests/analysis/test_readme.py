@@ -313,3 +313,15 @@ def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
     assert ("Frozen run of the `pilot-long` preset (`copydecode pilot --preset pilot-long`, commit abc1234, 2026-11-30, "
             "41 minutes on 2 shared cores), LoRA rank 16: held-out EM before fine-tuning 0 / 33; "
             "held-out EM after 256 steps (seed 0) 5 / 33") in sentence
+
+
+def test_the_readme_is_short_and_its_docs_links_resolve():
+    """The README is the front door (<= ~150 lines); reference sections live in docs/, one file per topic."""
+    assert len(README.splitlines()) <= 155
+    links = re.findall(r"\]\((docs/[^)#]+)\)", README)
+    assert len(set(links)) >= 5
+    for link in links:
+        assert (ROOT / link).is_file(), link
+    for doc in (ROOT / "docs").glob("*.md"):
+        for target in re.findall(r"\]\((\.\./README\.md|[\w-]+\.md)\)", doc.read_text()):
+            assert (doc.parent / target).is_file(), (doc.name, target)

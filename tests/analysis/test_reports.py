@@ -304,3 +304,80 @@ def test_reports_params_name_every_report_with_its_notebook_parameters():
         params = next(c.source for c in book.cells if "parameters" in c.metadata.get("tags", []))
         for key in values or {}:
             assert re.search(rf"^{key} = ", params, flags=re.M), (name, key)
+
+
+# ---------------------------------------------------------------- the index's claims grid
+
+
+def _grid_cells(text: str) -> list[str]:
+    import html as htmllib
+
+    grid = re.search(r"<table class='cd-grid'>(.*?)</table>", text, flags=re.S)
+    assert grid, "no claims grid on the index"
+    return [htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip()
+            for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", grid.group(1), flags=re.S)]
+
+
+def _outputs_copy(tmp_path):
+    for folder in (TABLES, METRICS, FIGURES):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / LATENCY_MODEL, tmp_path / LATENCY_MODEL)
+    return [Page(name, name.title(), tmp_path / HTML / f"{name}.html") for name in REPORTS]
+
+
+def test_index_opens_with_a_compact_claims_grid(tmp_path):
+    """One row per claim (per corpus where it has several): paper | ours | verdict chip | link, no cell
+    over ~200 characters, before the charts; every claim and verdict of the run is in it."""
+    pages = _outputs_copy(tmp_path)
+    text = index_html(pages, tmp_path)
+    cells = _grid_cells(text)
+    assert max(len(c) for c in cells) <= 200, max(cells, key=len)
+    assert text.index("cd-grid") < text.index("Key charts")
+    items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
+    for item in items:
+        assert item.claim[:60] in " ".join(cells), item.claim
+        assert f"cd-chip" in text and f">{item.verdict}</span>" in text
+    assert re.search(r"<a href='html/(\w+)\.html'>\1 →</a>", text)
+    links = set(re.findall(r"<a href='html/(\w+)\.html'>\w+ →</a>", text))
+    assert links <= set(REPORTS) and {"coverage", "bounds", "perturbation"} <= links
+
+
+def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
+    import dataclasses as dc
+
+    from analysis.pages import CELL_LIMIT, grid_rows
+
+    @dc.dataclass(frozen=True)
+    class Later(present.Claim):  # a Claim with a field added later by claims.py
+        setup_differences: str = "bf16 on an H200, not an A100"
+
+    ours = ("paper kernel x this suite's spans: ProbeEdit-S* 61.7x [53.8, 70.5]; HEvalFix-Py 3.5x [3.0, 3.9]; "
+            "pooled 25.5x (ratio of sums). Beside it, fit: ProbeEdit-S* 13.5x")
+    bound = Later(claim="3. bound", paper="29.0x ProbeEdit / 3.4x HEvalFix-Py / 13.0x pooled", ours=ours,
+                  verdict=present.DIFFERS, reason="r", method="spans x kernel [bounds]")
+    long = present.Claim(claim="9. long", paper="p", ours="; ".join(f"figure {i} " + "x" * 30 for i in range(12)),
+                         verdict=present.REPRODUCED, reason="r", method="m [spans]")
+    rows = grid_rows([bound, long], {"ProbeEdit-S", "HEvalFix-Py"}, {"ProbeEdit-S": 154, "HEvalFix-Py": 164})
+    by_scope = {r.scope: r for r in rows if r.claim == "3. bound"}
+    assert set(by_scope) == {"ProbeEdit-S*", "HEvalFix-Py", "pooled"}
+    assert by_scope["ProbeEdit-S*"].ours == "61.7x [53.8, 70.5] · 154 cases"
+    assert by_scope["ProbeEdit-S*"].paper == "29.0x ProbeEdit" and by_scope["pooled"].paper == "13.0x pooled"
+    assert all("Beside it" not in r.ours for r in rows) and by_scope["HEvalFix-Py"].page == "bounds"
+    clipped = [r for r in rows if r.claim == "9. long"][0]
+    assert len(clipped.ours) <= CELL_LIMIT and clipped.ours.endswith("… (more on the page)")
+
+
+def test_an_index_without_the_papers_corpora_leads_with_the_users_corpora(tmp_path):
+    pages = _outputs_copy(tmp_path)
+    mine = "CommitEdits-express"
+    for name in ("coverage", "bounds", "edit_formats"):
+        path = tmp_path / TABLES / f"{name}.csv"
+        frame = pl.read_csv(path, infer_schema_length=10000)
+        frame.filter(pl.col("corpus") == mine).write_csv(path)
+    text = index_html(pages, tmp_path)
+    assert "Your corpora" in text and text.index("Your corpora") < text.index("cd-grid")
+    own = text[text.index("Your corpora"):text.index("cd-grid")]
+    cov = pl.read_csv(tmp_path / TABLES / "coverage.csv").filter(pl.col("level") == "line").row(0, named=True)
+    assert mine in own and present.fmt_pct(cov["coverage"]) in own
+    assert "none of the paper's corpora" in own

@@ -1,15 +1,19 @@
-"""params.yaml stays in block style, with comments on their own line above the key they explain.
+"""params.yaml stays in block style, with comments on their own line above the key they explain, in
+the layout DVC's YAML writer keeps: `dvc exp run -S key=value` changes that one line and drops no comment.
 
 Flow collections (`{a: 1}`, `[x, y]`) and trailing comments make `dvc exp run -S` rewrites and
 merges of new keys error-prone; only the empty collections `{}` and `[]` (which have no block form)
-are allowed. The conversion to block style (commit 0a512d0) changed no key or value (checked then
-against c7feace with yaml.safe_load).
+are allowed. DVC rewrites every list (ruamel attaches a comment after a list to the list, so it goes
+too), so a key after a list has its comment at the top of its group. The conversion to block style
+(the commits after c7feace) changed no key or value (checked then with yaml.safe_load; keys have
+moved since, by design).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,3 +67,32 @@ def test_params_yaml_is_block_style_with_comments_above_keys():
     text = PARAMS.read_text()
     assert flow_collections(text) == [], "params.yaml: write these in block style (one item a line)"
     assert trailing_comments(text) == [], "params.yaml: put these comments on their own line above the key"
+
+
+def _dvc_set(tmp_path, text: str, override: str) -> list[str]:
+    """The diff lines (- old, + new) that `dvc exp run -S override` makes to a params file with `text`."""
+    import difflib
+
+    hydra = pytest.importorskip("dvc.utils.hydra")
+    path = tmp_path / "params.yaml"
+    path.write_text(text)
+    hydra.apply_overrides(str(path), [override])
+    return [line for line in difflib.unified_diff(text.splitlines(), path.read_text().splitlines(), lineterm="", n=0)
+            if line[:1] in "+-" and not line.startswith(("---", "+++"))]
+
+
+def test_dvc_exp_run_set_changes_one_line_and_drops_no_comment(tmp_path):
+    """What `dvc exp run -S` writes into params.yaml: the overridden value's line and nothing else, except
+    `null`, which DVC's writer renders as an empty value (the same YAML null)."""
+    text = PARAMS.read_text()
+    for override, changed in (("kernel.latency_form=quadratic", ["-  latency_form: interp", "+  latency_form: quadratic"]),
+                              ("e2e.pld.sweep_k=[64,256]", ["-    sweep_k: []", "+    sweep_k:", "+    - 64", "+    - 256"])):
+        diff = _dvc_set(tmp_path, text, override)
+        nulls = [line for line in diff if line.rstrip().endswith(("threads: null", "threads:"))]
+        assert sorted(set(diff) - set(nulls)) == sorted(changed), (override, diff)
+        assert not [line for line in diff if line.lstrip("-+ ").startswith("#")], override
+
+
+def test_the_dvc_check_catches_a_comment_after_a_list(tmp_path):
+    text = "a:\n  xs:\n  - 1\n  # lost\n  s: 2\n"
+    assert "-  # lost" in _dvc_set(tmp_path, text, "a.s=3")

@@ -1,0 +1,69 @@
+"""The command line's own conveniences: --version, --set KEY=VALUE for one run (params.yaml untouched,
+validated, named errors), and a --help for every command that says what it reads and writes."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tomllib
+
+import pytest
+from conftest import ROOT
+
+from analysis.cli import apply_overrides, build_parser, main
+from analysis.errors import ParamsError
+
+
+def test_version_prints_the_package_version():
+    done = subprocess.run([sys.executable, "-m", "analysis.cli", "--version"], capture_output=True, text=True, cwd=ROOT)
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert done.returncode == 0 and done.stdout.strip() == f"copydecode {version}"
+
+
+def _commands(parser: argparse.ArgumentParser, path=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                has_sub = any(isinstance(a, argparse._SubParsersAction) for a in sub._actions)
+                if has_sub:
+                    yield from _commands(sub, (*path, name))
+                else:
+                    yield (*path, name), sub
+
+
+def test_every_command_help_says_what_it_reads_and_writes():
+    commands = dict(_commands(build_parser()))
+    assert len(commands) >= 18 and ("kernels", "profile") in commands and ("bench", "mask") in commands
+    for path, parser in commands.items():
+        text = " ".join(parser.format_help().split())
+        assert " reads " in text and "writes " in text, " ".join(path)
+
+
+def test_set_overrides_nested_keys_with_yaml_values_without_touching_the_input():
+    params = {"bounds": {"latency_form": "interp", "context": 256}, "perturb": {"rates": [0.0, 0.5]}}
+    out = apply_overrides(params, ["bounds.latency_form=quadratic", "perturb.rates=[0.0, 1.0]", "bounds.context=2048"])
+    assert out == {"bounds": {"latency_form": "quadratic", "context": 2048}, "perturb": {"rates": [0.0, 1.0]}}
+    assert params["bounds"]["latency_form"] == "interp"
+
+
+@pytest.mark.parametrize("item, message", [
+    ("bounds.latency_fom=quadratic", "no such setting in the params file; did you mean 'bounds.latency_form'"),
+    ("bounds", "--set expects KEY=VALUE"),
+    ("=3", "--set expects KEY=VALUE"),
+    ("bounds.context.deeper=1", "no such setting"),
+    ("bounds.context=[1, 2", "is not valid YAML"),
+])
+def test_set_errors_are_named(item, message):
+    with pytest.raises(ParamsError, match=message.replace("(", "\\(").replace("[", "\\[")):
+        apply_overrides({"bounds": {"latency_form": "interp", "context": 256}}, [item])
+
+
+def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tmp_path, capsys):
+    params = ROOT / "params.yaml"
+    before = params.read_bytes()
+    for where in (["--set", "bounds.latency_form=cubic", "bounds"], ["bounds", "--set", "bounds.latency_form=cubic"]):
+        assert main(["--params", str(params), *where]) == 2
+        err = capsys.readouterr().err
+        assert "'bounds.latency_form' must be one of" in err and "cubic" in err
+    assert params.read_bytes() == before

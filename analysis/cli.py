@@ -265,7 +265,8 @@ def _add_compare(sub) -> None:
         description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
                     "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
                     "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
-                    "checkout). Settings: params `compare` and `headline`. See docs/compare.md.")
+                    "checkout). It reads those per-case outputs of A and B and params `compare` and `headline`; it "
+                    "writes the comparison to the terminal and to STEM.md and STEM.html. See docs/compare.md.")
     compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
     compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
     compare.add_argument("b", metavar="B", help="the run compared with it")

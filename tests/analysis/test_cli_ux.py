@@ -62,8 +62,8 @@ def test_set_errors_are_named(item, message):
 def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tmp_path, capsys):
     params = ROOT / "params.yaml"
     before = params.read_bytes()
-    for where in (["--set", "bounds.latency_form=cubic", "bounds"], ["bounds", "--set", "bounds.latency_form=cubic"]):
+    for where in (["--set", "kernel.latency_form=cubic", "bounds"], ["bounds", "--set", "kernel.latency_form=cubic"]):
         assert main(["--params", str(params), *where]) == 2
         err = capsys.readouterr().err
-        assert "'bounds.latency_form' must be one of" in err and "cubic" in err
+        assert "'kernel.latency_form' must be one of" in err and "cubic" in err
     assert params.read_bytes() == before

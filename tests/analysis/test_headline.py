@@ -228,6 +228,6 @@ def test_readme_documents_the_tested_experiment_commands():
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Metrics, plots and experiments"):readme.index("<!-- results:start -->")]
     assert f"dvc exp show --only-changed --drop '{README_DROP}'" in section
-    assert "dvc exp run -S bounds.latency_form=quadratic" in section and "dvc queue start -j 1" in section
+    assert "dvc exp run -S kernel.latency_form=quadratic" in section and "dvc queue start -j 1" in section
     for row in ("cov_line", "bound_<source>_ideal", "kernel_<source>_c<context>", "em_line", "pilot_before", "roundtrip_fail"):
         assert f"`{row}`" in section

@@ -705,3 +705,90 @@ def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message)
     with pytest.raises(ParamsError, match=message) as info:
         load_params(path)
     assert str(path) in str(info.value) and time.perf_counter() - started < 10
+
+
+# ---------------------------------------------------------------- item 11: bounds byte-identical across machines
+
+BOUNDS_SCRIPT = """
+import sys
+from dataclasses import replace
+import numpy as np, polars as pl
+from analysis.config import Config
+from analysis.stages.bounds import bounds_for, settings
+rng = np.random.default_rng(3)
+rows = []
+for corpus in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S"):
+    for k in range(60):
+        for level in ("line", "token"):
+            for _ in range(int(rng.integers(1, 30))):
+                kind = "copy" if rng.random() < 0.6 else "gen"
+                n = int(rng.integers(0, 900))
+                rows.append((f"{corpus}/{k}", corpus, "body", level, kind, n, n, int(rng.integers(2, 12))))
+spans = pl.DataFrame(rows, orient="row", schema={"case_id": pl.String, "corpus": pl.String, "framing": pl.String,
+    "level": pl.String, "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64, "directive_tokens": pl.Int64})
+spans = spans.with_columns(op_index=pl.int_range(pl.len()).over("case_id", "framing", "level").cast(pl.Int64),
+                           prompt_tokens=pl.lit(120, dtype=pl.Int64))
+s = settings(Config.load("params.yaml").params)
+s = replace(s, bootstrap=replace(s.bootstrap, resamples=50))
+table, costs, tok, pools = bounds_for(spans, s)
+table.write_csv(sys.argv[1] + ".bounds.csv")
+costs.write_csv(sys.argv[1] + ".costs.csv")
+"""
+
+
+def _dispatched_cpu_features() -> str:
+    """The SIMD levels numpy dispatches to on this CPU (disabling them gives another machine's code paths)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f))
+
+
+@pytest.mark.slow
+def test_bounds_are_byte_identical_across_threads_and_cpus(tmp_path):
+    """The shipped kernel sources (this run's fit, the paper, the frozen H200 curves) priced on the same
+    spans under 1 vs 4 polars/BLAS threads and with numpy's AVX-512/AVX2 code paths on vs off (what
+    another machine runs): the tables must be the same bytes. Before: np.log/np.exp in the latency
+    curves took the CPU's SIMD path and the last digit moved."""
+    import os
+    import subprocess
+    import sys
+
+    runs = {"one": {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            "other": {"POLARS_MAX_THREADS": "4", "OMP_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "4",
+                      "NPY_DISABLE_CPU_FEATURES": _dispatched_cpu_features()}}
+    for name, env in runs.items():
+        done = subprocess.run([sys.executable, "-c", BOUNDS_SCRIPT, str(tmp_path / name)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    for table in ("bounds", "costs"):
+        one, other = (tmp_path / f"{name}.{table}.csv" for name in runs)
+        assert one.read_bytes() == other.read_bytes(), table
+
+
+def test_portable_functions_match_the_c_library_bit_for_bit():
+    import math
+
+    import numpy as np
+
+    from analysis.latency import GridCurve
+    from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
+
+    x = np.random.default_rng(0).uniform(1e-6, 5e3, 2000)
+    assert portable_log(x).tolist() == [math.log(v) for v in x]
+    assert portable_log1p(x).tolist() == [math.log1p(v) for v in x]
+    assert portable_exp(-x / 100).tolist() == [math.exp(-v / 100) for v in x]
+    assert portable_power(x, 0.37).tolist() == [math.pow(v, 0.37) for v in x]
+    assert portable_log(np.array([0.0, -1.0])).tolist()[0] == -math.inf and math.isnan(portable_log(np.array([-1.0]))[0])
+    assert portable_exp(np.array([1e4])).tolist() == [math.inf]
+    curve = GridCurve(ns=(1.0, 64.0, 512.0), contexts=(0.0, 4096.0), seconds=((1e-3, 2e-3, 9e-3), (2e-3, 3e-3, 2e-2)))
+    n, c = np.array([3.0, 100.0, 700.0]), np.array([10.0, 2000.0, 5000.0])
+    expected = []
+    for nv, cv in zip(n, c):
+        ln = [math.log(v) for v in curve.ns]
+        i = min(max(int(np.searchsorted(ln, math.log(nv), side="right")) - 1, 0), len(ln) - 2)
+        t = (math.log(nv) - ln[i]) / (ln[i + 1] - ln[i])
+        rows = [math.log(r[i]) + t * (math.log(r[i + 1]) - math.log(r[i])) for r in curve.seconds]
+        lc = [math.log1p(v) for v in curve.contexts]
+        u = (math.log1p(cv) - lc[0]) / (lc[1] - lc[0])
+        expected.append(math.exp(rows[0] + u * (rows[1] - rows[0])))
+    assert curve.evaluate(n, c).tolist() == pytest.approx(expected, rel=1e-13)

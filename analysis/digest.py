@@ -29,9 +29,20 @@ def file_digest(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+# The stage that writes each input a stage records (named when the input is missing).
+WRITERS = {"data/corpora/cases.parquet": "copydecode corpora", "data/programs/programs.parquet": "copydecode programs",
+           "data/spans/spans.parquet": "copydecode spans", "reports/kernels/latency_model.json": "copydecode kernels fit"}
+
+
 def input_digests(paths: Iterable[str | Path]) -> dict[str, str]:
-    """{path: sha256} of each input (as the path is spelt in `analysis.layout`)."""
-    return {str(Path(p)): file_digest(p) for p in paths}
+    """{path: sha256} of each input (as the path is spelt in `analysis.layout`); a missing input is named
+    with the stage that writes it, before any output is opened."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        if not path.is_file():
+            writer = WRITERS.get(path.as_posix(), "the stage that writes it")
+            raise StaleInputError(f"{path} not found; run `{writer}` first (or `dvc repro`)")
+    return {str(p): file_digest(p) for p in paths}
 
 
 def parquet_metadata(paths: Iterable[str | Path]) -> dict[str, str]:

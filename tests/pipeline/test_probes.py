@@ -213,6 +213,16 @@ PROBES = [
     Probe("kernels-profile-out", cli("--out", "run", "kernels", "profile"), "not supported here"),
     Probe("N2-cli-code-key", cli("--params", "hostile.yaml", "--out", "run", "reports", setup=hostile_params),
           "unknown parameter"),
+    Probe("N6-programs-before-corpora", cli("--out", "run", "programs"),
+          "data/corpora/cases.parquet not found; run `copydecode corpora` first"),
+    Probe("N9-out-filesystem-root", cli("--out", "/", "programs"), "a folder above the current one"),
+    Probe("N9-out-parent", cli("--out", "..", "programs"), "a folder above the current one"),
+    Probe("N9-out-the-projects-reports", cli("--out", "reports", "programs", setup=lambda f: (f / "dvc.yaml").write_text(
+        "stages: {}\n")), "lies in the project's own reports/ folder"),
+    Probe("N9-out-the-projects-notebooks", cli("--out", "notebooks/x", "programs", setup=lambda f: (
+        f / "dvc.yaml").write_text("stages: {}\n")), "lies in the project's own notebooks/ folder"),
+    Probe("N9-out-under-a-file", cli("--out", "f/x", "programs", setup=lambda f: (f / "f").write_text("x")),
+          "cannot create the folder"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -237,7 +247,8 @@ def test_probe(probe, tmp_path, monkeypatch):
     else:
         assert error == "", error
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
-                                                              "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl"))} - {"cwd"}
+                                                              "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
+                                                              "cwd/dvc.yaml"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -250,5 +261,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N10", "N18", "D2", "D10", "D13"):
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N18", "D2", "D10", "D13"):
         assert f"{defect}-" in ids, defect

@@ -792,3 +792,15 @@ def test_portable_functions_match_the_c_library_bit_for_bit():
         u = (math.log1p(cv) - lc[0]) / (lc[1] - lc[0])
         expected.append(math.exp(rows[0] + u * (rows[1] - rows[0])))
     assert curve.evaluate(n, c).tolist() == pytest.approx(expected, rel=1e-13)
+
+
+# ---------------------------------------------------------------- N7: `repos:` entries follow --out
+
+def test_out_rebases_repos_folders_in_the_params(tmp_path):
+    from analysis.oneoff import absolute_params
+
+    (tmp_path / "qa/git").mkdir(parents=True)
+    params = {"corpora": {"commits": [{"repos": "qa/git", "name": "team"}, {"repo": "qa/git/x.bundle"}]}}
+    moved = absolute_params(params, tmp_path)
+    assert moved["corpora"]["commits"][0]["repos"] == str(tmp_path / "qa/git")
+    assert params["corpora"]["commits"][0]["repos"] == "qa/git"  # the caller's copy is untouched

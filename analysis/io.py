@@ -7,8 +7,12 @@ new or whole and old, never truncated.
 Inside `output_set`, a stage's outputs are replaced as a set: each file is written to its temporary
 name, and only when the stage finishes is a journal (data/.pending/<stage>.json, the list of renames)
 written and the renames done. A run killed before the journal leaves the old set (its temporary files
-are swept by the next run); one killed after it is completed by `finish_pending`, which the CLI runs
-before every stage. Either way the set is all old or all new, never a mix.
+are swept by the next run: `sweep_temporaries`); one killed after it is completed by `finish_pending`,
+which the CLI runs before every stage. Either way the set is all old or all new, never a mix.
+
+One run per output root: `run_lock` holds data/.lock (an exclusive flock, the holder's pid written in
+it) while a stage runs, so a second run into the same folder is refused, naming the holder; the kernel
+drops the lock when its holder dies, so a killed run never blocks the next one. Only the holder sweeps.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import contextvars
 import json
 import math
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -97,6 +102,56 @@ def finish_pending() -> list[str]:
             _apply(journal)
             done.append(journal.stem)
     return done
+
+
+LOCK = Path("data/.lock")  # one run per output root (untracked, under data/)
+SWEPT = (Path("data"), Path("reports"))  # where atomic writes leave their temporary files
+# atomic_path's temporary names: "." + stem + "." + mkstemp's 8 characters + suffix
+TEMPORARY = re.compile(r"^\..+\.[a-z0-9_]{8}(\.[A-Za-z0-9]+)?$")
+
+
+class RunLockedError(CopyDecodeError):
+    """Another copydecode run holds this output root."""
+
+
+@contextmanager
+def run_lock(stage: str, lock: Path = LOCK) -> Iterator[None]:
+    """Hold the output root's lock for the block (see the module docstring); refuse while another
+    live process holds it."""
+    import fcntl
+
+    ensure_parent(lock)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            raise RunLockedError(f"another copydecode run ({holder}) is writing into this output root "
+                                 f"({Path.cwd()}); wait for it to finish, or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}, `{stage}`".encode(), 0)
+        try:
+            yield
+        finally:
+            os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+def sweep_temporaries(folders=SWEPT) -> list[Path]:
+    """Remove the temporary files that killed runs left beside their outputs (under data/ and
+    reports/, DVC directory outputs included); run under `run_lock`, after `finish_pending`."""
+    swept = []
+    for folder in folders:
+        if not Path(folder).is_dir():
+            continue
+        for path in sorted(Path(folder).rglob(".*")):
+            if path.is_file() and not path.is_symlink() and TEMPORARY.match(path.name) and path != LOCK:
+                path.unlink(missing_ok=True)
+                swept.append(path)
+    return swept
 
 
 def _umask() -> int:

@@ -430,6 +430,7 @@ def test_kernels_profile_refuses_a_one_off_root(capsys):
 
 # ---------------------------------------------------------------- issue 29: reports run only the project's code
 
+import os  # noqa: E402
 import shutil  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -804,3 +805,53 @@ def test_out_rebases_repos_folders_in_the_params(tmp_path):
     moved = absolute_params(params, tmp_path)
     assert moved["corpora"]["commits"][0]["repos"] == str(tmp_path / "qa/git")
     assert params["corpora"]["commits"][0]["repos"] == "qa/git"  # the caller's copy is untouched
+
+
+# ---------------------------------------------------------------- N5, N11: one run per output root; leftovers swept
+
+def test_a_second_run_into_a_held_output_root_is_refused(tmp_path, monkeypatch, capsys):
+    from analysis.io import run_lock
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()
+    with run_lock("spans", tmp_path / "run/data/.lock"):
+        assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2
+        err = capsys.readouterr().err
+        assert f"another copydecode run (pid {os.getpid()}, `spans`)" in err and "Traceback" not in err
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2  # free again: only
+    assert "cases.parquet not found" in capsys.readouterr().err                            # the missing input
+
+
+def test_a_killed_holder_does_not_block_the_next_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from analysis.io import run_lock
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom analysis.io import run_lock\n"
+                               "with run_lock('spans'):\n    print('held', flush=True)\n    time.sleep(120)\n"],
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Exception, match=f"pid {holder.pid}"), run_lock("programs", tmp_path / "data/.lock"):
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with run_lock("programs", tmp_path / "data/.lock"):
+        assert (tmp_path / "data/.lock").read_text().startswith(f"pid {os.getpid()}")
+
+
+def test_temporaries_of_killed_runs_are_swept_by_the_next_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    left = [tmp_path / "run/data/spans/.spans.yra0806c.parquet", tmp_path / "run/reports/tables/.coverage.k2_x9a0b.md",
+            tmp_path / "run/data/corpora/commits/.CommitEdits-x.abcdefgh.parquet"]
+    kept = [tmp_path / "run/data/.keep", tmp_path / "run/reports/tables/coverage.md",
+            tmp_path / "run/data/spans/.notes.txt"]
+    for path in left + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2  # refused, yet swept
+    assert [p.exists() for p in left] == [False] * 3 and all(p.exists() for p in kept)

@@ -59,7 +59,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         raise
 
 
-_BATCH: contextvars.ContextVar[list[tuple[Path, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
+_BATCH: contextvars.ContextVar[list[tuple[Path | None, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
 PENDING = Path("data/.pending")  # journals of output sets being renamed (untracked, under data/)
 
 
@@ -69,26 +69,39 @@ def output_set(stage: str) -> Iterator[None]:
     if _BATCH.get() is not None:  # nested: the outer set decides
         yield
         return
-    batch: list[tuple[Path, Path]] = []
+    batch: list[tuple[Path | None, Path]] = []  # (temporary, output); (None, output): remove it
     token = _BATCH.set(batch)
     try:
         yield
     except BaseException:
         for tmp, _ in batch:
-            tmp.unlink(missing_ok=True)
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
         raise
     finally:
         _BATCH.reset(token)
     if not batch:
         return
     journal = PENDING / f"{stage}.json"
-    write_text(json.dumps([[str(t), str(p)] for t, p in batch]), journal)
+    write_text(json.dumps([[None if t is None else str(t), str(p)] for t, p in batch]), journal)
     _apply(journal)
+
+
+def remove_output(path: str | Path) -> None:
+    """Delete an output that this run no longer writes (a stale shard): inside `output_set`, with the
+    set (a run that fails keeps it, like every other old output); outside, now."""
+    batch = _BATCH.get()
+    if batch is None:
+        Path(path).unlink(missing_ok=True)
+    else:
+        batch.append((None, Path(path)))
 
 
 def _apply(journal: Path) -> None:
     for tmp, path in json.loads(journal.read_text(encoding="utf-8")):
-        if Path(tmp).exists():
+        if tmp is None:  # a removal (remove_output)
+            Path(path).unlink(missing_ok=True)
+        elif Path(tmp).exists():
             os.replace(tmp, path)
     journal.unlink()
 

@@ -21,7 +21,7 @@ from analysis.corpora import commits, humanevalpack, probeedit, registry
 from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
 from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import write_json, write_parquet, write_table
+from analysis.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
 from analysis.params import choice, choices, get, get_or, typed_entry
 from analysis.shards import CASE_ROW_GROUP, ShardWriter
@@ -217,13 +217,14 @@ def commit_corpora(frame: pl.DataFrame) -> list[str]:
 
 
 def remove_stale_commit_shards(names: list[str]) -> None:
-    """Remove the files of repositories no longer configured (not in `names`); the temporary files of
-    writes in progress (analysis.io: dot files) are left to their writers."""
+    """Remove the files of repositories no longer configured (not in `names`) with the stage's output
+    set (a run that fails keeps them); the temporary files of writes in progress (analysis.io: dot
+    files) are left to their writers."""
     COMMIT_CASES.mkdir(parents=True, exist_ok=True)
     wanted = {f"{name}.parquet" for name in names}
     for stale in COMMIT_CASES.glob("*.parquet"):
         if stale.name not in wanted and not stale.name.startswith("."):
-            stale.unlink()
+            remove_output(stale)
 
 
 def write_commit_shards(frame: pl.DataFrame) -> None:

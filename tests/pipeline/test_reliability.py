@@ -855,3 +855,16 @@ def test_temporaries_of_killed_runs_are_swept_by_the_next_run(tmp_path, monkeypa
         path.write_text("x")
     assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2  # refused, yet swept
     assert [p.exists() for p in left] == [False] * 3 and all(p.exists() for p in kept)
+
+
+def test_a_failing_corpora_run_keeps_the_previous_commit_shards(pairs_only, capsys):
+    """N5: the stale-shard removal went straight to disk once the first build succeeded."""
+    shard = pairs_only / "data/corpora/commits/CommitEdits-old.parquet"
+    shard.parent.mkdir(parents=True)
+    pl.DataFrame({"x": [1]}).write_parquet(shard)
+    write_jsonl(pairs_only / "bad.jsonl", [{"source": "a\n", "target": ""}])
+    assert cli("corpora", "--only", "--pairs", "a.jsonl", "--pairs", "bad.jsonl") == 2
+    assert "field 'target' is empty" in capsys.readouterr().err
+    assert shard.is_file() and not list(shard.parent.glob(".*"))
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0  # a run that succeeds removes it with its set
+    assert not shard.exists()

@@ -16,6 +16,7 @@ from contextlib import nullcontext
 
 from analysis.config import Config
 from analysis.errors import CopyDecodeError
+from analysis.digest import record_corpus
 from analysis.io import finish_pending, output_set, run_lock, sweep_temporaries
 from analysis.params import DEFAULT_PARAMS
 
@@ -224,8 +225,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
             sweep_temporaries()
             module = importlib.import_module(args.module)
-            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
+            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
                 result = run_stage(module, args, cfg)
+            if args.stage in OUTPUT_SETS:  # which corpus these outputs were built from (headline, reports)
+                record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

@@ -64,15 +64,17 @@ PENDING = Path("data/.pending")  # journals of output sets being renamed (untrac
 
 
 @contextmanager
-def output_set(stage: str) -> Iterator[None]:
-    """Replace every output written inside the block as one set (see the module docstring)."""
+def output_set(stage: str) -> Iterator[list[Path]]:
+    """Replace every output written inside the block as one set (see the module docstring); yields the
+    list that holds the outputs written once the set is applied."""
+    written: list[Path] = []  # filled with the outputs written once the set is applied
     if _BATCH.get() is not None:  # nested: the outer set decides
-        yield
+        yield written
         return
     batch: list[tuple[Path | None, Path]] = []  # (temporary, output); (None, output): remove it
     token = _BATCH.set(batch)
     try:
-        yield
+        yield written
     except BaseException:
         for tmp, _ in batch:
             if tmp is not None:
@@ -85,6 +87,7 @@ def output_set(stage: str) -> Iterator[None]:
     journal = PENDING / f"{stage}.json"
     write_text(json.dumps([[None if t is None else str(t), str(p)] for t, p in batch]), journal)
     _apply(journal)
+    written.extend(p for t, p in batch if t is not None)
 
 
 def remove_output(path: str | Path) -> None:

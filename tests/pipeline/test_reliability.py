@@ -868,3 +868,56 @@ def test_a_failing_corpora_run_keeps_the_previous_commit_shards(pairs_only, caps
     assert shard.is_file() and not list(shard.parent.glob(".*"))
     assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0  # a run that succeeds removes it with its set
     assert not shard.exists()
+
+
+# ---------------------------------------------------------------- N3: outputs of two corpora never mix silently
+
+def _two_corpora_root(root: Path) -> None:
+    """perturb's outputs recorded against one cases table, then `corpora` rebuilt another."""
+    from analysis.digest import record_corpus
+
+    cases, table = root / "data/corpora/cases.parquet", root / "reports/tables/perturb_probe.csv"
+    for path, text in ((cases, "Mine"), (table, "rate,em\n")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    record_corpus("perturb", [Path("reports/tables/perturb_probe.csv")])
+    record_corpus("spans", [])
+    cases.write_text("Other")
+
+
+def test_a_stage_built_from_another_corpus_is_named(tmp_path, monkeypatch):
+    from analysis.digest import stale_stages
+
+    monkeypatch.chdir(tmp_path)
+    _two_corpora_root(tmp_path)
+    assert list(stale_stages()) == ["perturb"] and "rerun `copydecode perturb`" in stale_stages()["perturb"]
+    (tmp_path / "reports/tables/perturb_probe.csv").write_text("rate,em\n1,0\n")  # not the output it recorded
+    assert stale_stages() == {}
+
+
+def test_headline_refuses_outputs_of_two_corpora(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _two_corpora_root(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), "headline"]) == 2
+    err = capsys.readouterr().err
+    assert "stale: built from another corpus (`perturb` ran on a different data/corpora/cases.parquet" in err
+    assert not (tmp_path / "reports/metrics/headline").exists()
+
+
+def test_reports_mark_pages_built_from_another_corpus(tmp_path, monkeypatch, fake_papermill):
+    from analysis.reports import HTML, INDEX, run_reports
+
+    monkeypatch.chdir(tmp_path)
+    for folder in ("reports/tables", "reports/metrics"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    _two_corpora_root(tmp_path)
+    run_reports({}, tmp_path)
+    marked = {p.stem for p in (tmp_path / HTML).glob("*.html") if "stale: built from another corpus" in p.read_text()}
+    assert marked == {"summary", "perturbation"}
+    assert "stale: built from another corpus" in (tmp_path / INDEX).read_text()
+
+
+def test_every_output_set_stage_records_its_corpus(pairs_only):
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
+    record = json.loads((pairs_only / "data/.corpus/corpora.json").read_text())
+    assert "data/corpora/cases.parquet" in record["outputs"] and len(record["cases_sha256"]) == 64

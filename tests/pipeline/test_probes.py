@@ -8,6 +8,7 @@ Rows come from ../shared/docs/reviews/qa-review.md (probe numbers in the ids: `p
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,6 +224,11 @@ PROBES = [
         f / "dvc.yaml").write_text("stages: {}\n")), "lies in the project's own notebooks/ folder"),
     Probe("N9-out-under-a-file", cli("--out", "f/x", "programs", setup=lambda f: (f / "f").write_text("x")),
           "cannot create the folder"),
+    Probe("N13-a-text-above-max-text-bytes", cli("--params", "small.yaml", "--out", "run", "corpora", "--only", "--pairs",
+                                                 "big.jsonl", setup=lambda f: (
+        (f / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.max_text_bytes": 1000}))),
+        (f / "big.jsonl").write_text(json.dumps({"source": "a = 1\n", "target": "b = 2\n" * 500}) + "\n"))),
+        "its target holds 3,000 bytes, above corpora.max_text_bytes = 1,000"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -248,7 +254,7 @@ def test_probe(probe, tmp_path, monkeypatch):
         assert error == "", error
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
-                                                              "cwd/dvc.yaml"))} - {"cwd"}
+                                                              "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -262,5 +268,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N18", "D2", "D10", "D13"):
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N18", "D2", "D10", "D13"):
         assert f"{defect}-" in ids, defect

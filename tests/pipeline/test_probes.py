@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -109,11 +110,16 @@ def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Pa
         if setup is not None:
             setup(folder)
         err = io.StringIO()
+        previous = signal.signal(signal.SIGALRM, _hung)
+        signal.alarm(60)  # a probe that blocks (a FIFO read) fails instead of hanging the suite
         with contextlib.redirect_stderr(err):
             try:
                 code = main(["--params", str(ROOT / "params.yaml"), *argv] if "--params" not in argv else list(argv))
             except SystemExit as exc:  # argparse
                 code = exc.code
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, previous)
         os.chdir(folder)  # --out moves into the run folder
         assert "Traceback" not in err.getvalue(), err.getvalue()
         if code == 0:
@@ -121,6 +127,10 @@ def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Pa
         assert code == 2, (code, err.getvalue())
         return err.getvalue() or f"exit {code}"
     return run
+
+
+def _hung(signum, frame):
+    raise TimeoutError("the probe blocked for 60 s")
 
 
 def hostile_params(folder: Path) -> None:
@@ -229,6 +239,9 @@ PROBES = [
         (f / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.max_text_bytes": 1000}))),
         (f / "big.jsonl").write_text(json.dumps({"source": "a = 1\n", "target": "b = 2\n" * 500}) + "\n"))),
         "its target holds 3,000 bytes, above corpora.max_text_bytes = 1,000"),
+    Probe("N14-a-fifo-named-like-a-bundle", cli("--out", "run", "corpora", "--only", "--repo", "x.bundle",
+                                                setup=lambda f: os.mkfifo(f / "x.bundle")),
+          "is neither a git repository folder nor a git bundle file"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -254,7 +267,8 @@ def test_probe(probe, tmp_path, monkeypatch):
         assert error == "", error
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
-                                                              "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl"))} - {"cwd"}
+                                                              "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
+                                                              "cwd/x.bundle"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -268,5 +282,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N18", "D2", "D10", "D13"):
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13"):
         assert f"{defect}-" in ids, defect

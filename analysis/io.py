@@ -12,11 +12,13 @@ which the CLI runs before every stage. Either way the set is all old or all new,
 
 One run per output root: `run_lock` holds data/.lock (an exclusive flock, the holder's pid written in
 it) while a stage runs, so a second run into the same folder is refused, naming the holder; the kernel
-drops the lock when its holder dies, so a killed run never blocks the next one. Only the holder sweeps.
+drops the lock when its holder dies, so a killed run never blocks the next one (its file is reused).
+Only the holder sweeps.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import json
 import math
@@ -133,27 +135,47 @@ class RunLockedError(CopyDecodeError):
 @contextmanager
 def run_lock(stage: str, lock: Path = LOCK) -> Iterator[None]:
     """Hold the output root's lock for the block (see the module docstring); refuse while another
-    live process holds it."""
+    live process holds it. The lock file (and a data/ folder made for it) is removed on release, so
+    a refused run leaves nothing behind."""
+    created = not lock.parent.exists()
+    fd = _acquire(lock, stage)
+    try:
+        os.pwrite(fd, f"pid {os.getpid()}, `{stage}`".encode(), 0)
+        yield
+    finally:
+        import fcntl
+
+        Path(lock).unlink(missing_ok=True)  # while still held: a waiting opener of this file re-checks the inode
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+        if created:
+            with contextlib.suppress(OSError):  # only when the folder made for the lock is still empty
+                lock.parent.rmdir()
+
+
+def _acquire(lock: Path, stage: str) -> int:
+    """An open descriptor of `lock` holding its exclusive flock (the file on disk, not an unlinked one)."""
     import fcntl
 
-    ensure_parent(lock)
-    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
-    try:
+    for _ in range(5):
+        ensure_parent(lock)
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = os.pread(fd, 200, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
             raise RunLockedError(f"another copydecode run ({holder}) is writing into this output root "
                                  f"({Path.cwd()}); wait for it to finish, or use another --out") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, `{stage}`".encode(), 0)
         try:
-            yield
-        finally:
+            same = os.fstat(fd).st_ino == os.stat(lock).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
             os.ftruncate(fd, 0)
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+            return fd
+        os.close(fd)  # the holder removed the file between our open and our lock: take the new one
+    raise RunLockedError(f"could not take the lock {lock} (it kept changing); is another run starting?")
 
 
 def sweep_temporaries(folders=SWEPT) -> list[Path]:

@@ -106,6 +106,9 @@ def _parquet_records(path: Path) -> list[tuple[str, dict[str, Any]]]:
     missing = [name for name in REQUIRED if name not in frame.columns]
     if missing:
         raise CorpusError(f"{path}: missing column(s) {missing} (columns: {frame.columns})")
+    # dictionary-encoded strings (pyarrow dictionary, pandas category) are read as Categorical: strings all the same
+    frame = frame.with_columns(pl.col(name).cast(pl.String) for name in frame.columns
+                               if isinstance(frame[name].dtype, (pl.Categorical, pl.Enum)))
     for name in (*REQUIRED, *OPTIONAL):
         if name in frame.columns and frame[name].dtype not in (pl.String, pl.Null):
             raise CorpusError(f"{path}: column {name!r} must hold strings, got {frame[name].dtype}")

@@ -99,6 +99,30 @@ def pairs_file(text: str | bytes, suffix: str = ".jsonl") -> Callable[[Path], st
     return run
 
 
+def pairs_parquet(categorical: bool = False, dictionary: bool = False, binary: bool = False) -> Callable[[Path], str]:
+    """A Parquet pairs file whose text columns are Categorical (polars), pyarrow dictionaries, or bytes."""
+    def run(folder: Path) -> str:
+        import polars as pl
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from analysis.corpora.pairs import PairsSettings, load_pairs
+
+        path = folder / "pairs.parquet"
+        texts = {"source": ["a = 1\n", "b = 2\n"], "target": ["a = 2\n", "b = 3\n"]}
+        if categorical:
+            pl.DataFrame(texts).with_columns(pl.all().cast(pl.Categorical)).write_parquet(path)
+        elif dictionary:
+            pq.write_table(pa.table({k: pa.array(v).dictionary_encode() for k, v in texts.items()}), path)
+        else:
+            pq.write_table(pa.table({k: pa.array([x.encode() for x in v]) if binary else v for k, v in texts.items()}),
+                           path)
+        cases, _ = load_pairs(PairsSettings(path=str(path)))
+        assert [c.source for c in cases] == texts["source"]
+        return ""
+    return run
+
+
 def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Path], str]:
     """`copydecode ARGV` (the shipped params unless ARGV names others); the error text is stderr."""
     def run(folder: Path) -> str:
@@ -197,7 +221,12 @@ PROBES = [
     Probe("p1-source-int", pairs_file('{"source": 1, "target": "b"}\n'), "field 'source' must be a string, got int"),
     Probe("p2-missing-source", pairs_file('{"target": "b"}\n'), "missing field 'source'"),
     Probe("p2-null-source", pairs_file('{"source": null, "target": "b"}\n'), "missing field 'source' (null)"),
-    Probe("p4-raw-tab", pairs_file('{"source": "a\tb", "target": "b"}\n'), ":1: not valid JSON"),
+    Probe("p4-raw-tab", pairs_file('{"source": "a\tb", "target": "b"}\n'),
+          ":1: not valid JSON (Invalid control character at column 14)"),
+    Probe("p9-truncated-string", pairs_file('{"source": "a", "tar'), "(Unterminated string starting at column 17)"),
+    Probe("D17-categorical-parquet", pairs_parquet(categorical=True), ""),
+    Probe("D17-dictionary-parquet", pairs_parquet(dictionary=True), ""),
+    Probe("p24-binary-column-parquet", pairs_parquet(binary=True), "column 'source' must hold strings, got Binary"),
     Probe("p6-latin1", pairs_file(b'{"source": "caf\xe9", "target": "b"}\n'), "not valid UTF-8 (byte 0xe9"),
     Probe("p7-bom-on-line-2", pairs_file('{"source": "a", "target": "b"}\n\ufeff{"source": "a", "target": "c"}\n'),
           ":2: not valid JSON"),
@@ -282,5 +311,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13"):
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13", "D17"):
         assert f"{defect}-" in ids, defect

@@ -17,7 +17,8 @@ from contextlib import nullcontext
 
 from analysis.config import Config
 from analysis.errors import CopyDecodeError
-from analysis.io import finish_pending, output_set
+from analysis.digest import record_corpus
+from analysis.io import finish_pending, output_set, run_lock, sweep_temporaries
 from analysis.params import DEFAULT_PARAMS
 
 # subcommand -> (stage module, help)
@@ -367,11 +368,15 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
-        for stage in finish_pending():
-            print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
-        module = importlib.import_module(args.module)
-        with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
-            result = run_stage(module, args, cfg)
+        with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
+            for stage in finish_pending():
+                print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
+            sweep_temporaries()
+            module = importlib.import_module(args.module)
+            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
+                result = run_stage(module, args, cfg)
+            if args.stage in OUTPUT_SETS:  # which corpus these outputs were built from (headline, reports)
+                record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

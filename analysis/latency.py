@@ -62,7 +62,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.stats import quartiles
+from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power, quartiles
 
 GROUP = ["model", "weights", "dtype", "device"]
 KEY_FIELDS = (*GROUP, "baseline")
@@ -234,15 +234,15 @@ class GridCurve:
     def evaluate(self, n, c) -> np.ndarray:
         n, c = _broadcast(n, c)
         flat_n, flat_c = n.ravel(), c.ravel()
-        log_t = np.log(np.asarray(self.seconds, dtype=float))
-        rows = _lerp_rows(log_t, np.log(np.maximum(flat_n, 1e-300)), np.log(np.asarray(self.ns)))
+        log_t = portable_log(np.asarray(self.seconds, dtype=float))  # portable_*: the same bits on every CPU
+        rows = _lerp_rows(log_t, portable_log(np.maximum(flat_n, 1e-300)), portable_log(np.asarray(self.ns)))
         if len(self.contexts) == 1:
             out = rows[0]
         else:
-            i, t = _segments(np.log1p(flat_c), np.log1p(np.asarray(self.contexts)))
+            i, t = _segments(portable_log1p(flat_c), portable_log1p(np.asarray(self.contexts)))
             cols = np.arange(len(flat_n))
             out = rows[i, cols] + t * (rows[i + 1, cols] - rows[i, cols])
-        return np.exp(out).reshape(n.shape)
+        return portable_exp(out).reshape(n.shape)
 
     def t_step(self, c) -> np.ndarray:
         return self.evaluate(np.ones_like(np.asarray(c, dtype=float)), c)
@@ -337,7 +337,7 @@ def paper_speedup(n) -> np.ndarray:
     """The abstract's two points joined by a line in log-log (no range check)."""
     (n0, s0), (n1, s1) = PAPER_POINTS
     exponent = math.log(s1 / s0) / math.log(n1 / n0)
-    return s0 * (np.asarray(n, dtype=float) / n0) ** exponent
+    return s0 * portable_power(np.asarray(n, dtype=float) / n0, exponent)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,9 @@ from analysis.layout import LATENCY_MODEL
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
-             "corpora.pairs[].path", "corpora.datasets[].dataset", "tokenizer.spec")
+             "corpora.commits[].repos", "corpora.pairs[].path", "corpora.datasets[].dataset", "tokenizer.spec")
+# The project's own folders (in a checkout, beside dvc.yaml): a one-off run never writes into them.
+PROJECT_FOLDERS = ("analysis", "kernels_profile", "notebooks", "reports", "tests", "data", ".git", ".dvc")
 KEEP = ("auto",)  # values that are not paths
 
 
@@ -54,6 +56,21 @@ def absolute_params(params: dict, start: Path) -> dict:
     return params
 
 
+def check_out_root(out: str | Path, root: Path, start: Path) -> None:
+    """Refuse an output root that is a file, a folder above the current one (`/`, `..`: the run would
+    write data/ and reports/ there), or one of the project's own folders (`reports`, `notebooks`, ...)."""
+    if root.exists() and not root.is_dir():
+        raise ParamsError(f"--out {out}: exists and is not a folder")
+    resolved, here = root.resolve(), start.resolve()
+    if resolved in here.parents:
+        raise ParamsError(f"--out {out}: a folder above the current one; give a separate folder for a one-off run")
+    if (here / "dvc.yaml").is_file() and resolved.is_relative_to(here):
+        first = resolved.relative_to(here).parts[0]
+        if first in PROJECT_FOLDERS:
+            raise ParamsError(f"--out {out}: lies in the project's own {first}/ folder; give a separate folder "
+                              "(for example runs/NAME)")
+
+
 def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     """Resolve what the run reads, create DIR and move into it; returns the config to use there."""
     start = Path.cwd()
@@ -61,13 +78,17 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     root = root if root.is_absolute() else start / root
     if root.resolve() == start.resolve():
         raise ParamsError("--out names the current folder; give a separate folder for a one-off run")
-    if root.exists() and not root.is_dir():
-        raise ParamsError(f"--out {out}: exists and is not a folder")
+    check_out_root(out, root, start)
     for name in ("pairs", "repo"):
         given = getattr(args, name, None)
         if given:
             setattr(args, name, [str(start / p) if not Path(p).is_absolute() else p for p in given])
-    root.mkdir(parents=True, exist_ok=True)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParamsError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise ParamsError(f"--out {out}: the folder is not writable")
     model = root / LATENCY_MODEL
     if (start / LATENCY_MODEL).is_file() and not model.exists():
         model.parent.mkdir(parents=True, exist_ok=True)

@@ -27,6 +27,12 @@ from analysis.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
+# The stages (with output sets, analysis.digest.record_corpus) whose outputs each page reads: a page is
+# marked "stale: built from another corpus" when one of them ran on another cases table.
+CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
+REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
+                 "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs",),
+                 "e2e": (), "pilot": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[1] / "notebooks"
@@ -218,23 +224,34 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
     return executed
 
 
-def render_html(executed: Path, root: Path, out_name: str) -> Page:
+def stale_banner(reasons: list[str]) -> str:
+    """The warning a page built from another corpus's outputs carries at its top."""
+    from analysis.present import esc
+
+    if not reasons:
+        return ""
+    return ("<div class='cd-lead cd-stale'><p><strong>stale: built from another corpus.</strong> "
+            + " ".join(f"{esc(r)}." for r in reasons) + "</p></div>")
+
+
+def render_html(executed: Path, root: Path, out_name: str, stale: list[str] | None = None) -> Page:
     import nbformat
 
     notebook = nbformat.read(executed, as_version=4)
     title = _title_of(notebook)
     nav = "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"
     target = root / HTML / f"{out_name}.html"
-    write_text(page(title, notebook_body(notebook), nav), target)
+    write_text(page(title, stale_banner(stale or []) + notebook_body(notebook), nav), target)
     return Page(out_name, title, target)
 
 
 def render_notebook(name: str, parameters: Mapping[str, Any], root: Path = Path("."), out_name: str | None = None,
-                    templates: Path = TEMPLATES) -> Page:
-    """Execute the project's notebooks/<name>.ipynb with `parameters` and write its standalone HTML page."""
+                    templates: Path = TEMPLATES, stale: list[str] | None = None) -> Page:
+    """Execute the project's notebooks/<name>.ipynb with `parameters` and write its standalone HTML page
+    (with `stale`'s reasons on top when the outputs it reads came from another corpus)."""
     out_name = out_name or name
     executed = execute_notebook(name, parameters, Path(root), out_name, templates)
-    return render_html(executed, Path(root), out_name)
+    return render_html(executed, Path(root), out_name, stale)
 
 
 # ---------------------------------------------------------------- the dashboard
@@ -354,10 +371,23 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     return page("copydecode: Copy-as-Decode reports", body)
 
 
-def write_index(pages: list[Page], root: Path = Path(".")) -> Path:
+def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | None = None) -> Path:
     target = Path(root) / INDEX
-    write_text(index_html(pages, Path(root)), target)
+    text = index_html(pages, Path(root))
+    if stale:  # the claims combine every stage's outputs: say which were built from another corpus
+        text = text.replace("<main>", "<main>" + stale_banner(stale), 1)
+    write_text(text, target)
     return target
+
+
+def stale_pages_reasons(root: Path) -> dict[str, str]:
+    """analysis.digest.stale_stages of the output root `root` (its records hold relative paths)."""
+    import contextlib
+
+    from analysis.digest import stale_stages
+
+    with contextlib.chdir(root):
+        return stale_stages()
 
 
 # ---------------------------------------------------------------- the stage
@@ -426,6 +456,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     if unknown:
         raise ParamsError(f"reports.parameters names unknown reports {sorted(unknown)}; known: {', '.join(REPORTS)}")
     checked = {name: check_parameters(name, per_report.get(name) or {}, templates) for name in REPORTS}
+    stale = stale_pages_reasons(Path(root))
     before = os.environ.get(PARAMS_ENV)
     if params is not None:
         os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
@@ -434,7 +465,8 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         for name in REPORTS:
             t0 = time.perf_counter()
             try:
-                pages.append(render_notebook(name, checked[name], Path(root), templates=templates))
+                reasons = [stale[stage] for stage in REPORT_STAGES.get(name, CORPUS_STAGES) if stage in stale]
+                pages.append(render_notebook(name, checked[name], Path(root), templates=templates, stale=reasons))
             except Exception as exc:  # papermill's PapermillExecutionError, or writing the page
                 missing = missing_input(exc)
                 if missing is not None:  # a stage output the report reads is absent from this run
@@ -444,7 +476,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
                     pages.append(failed_page(name, failed[name], Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
         write_headline(Path(root))  # before the index, which links every metrics file
-        write_index(pages, Path(root))
+        write_index(pages, Path(root), list(stale.values()))
     finally:
         if before is None:
             os.environ.pop(PARAMS_ENV, None)

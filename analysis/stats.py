@@ -28,12 +28,18 @@ Paired ratios (the one pairing and median/IQR summary of timings). `ratio_pairs`
 time with the baseline's time from the same repeat (ratio = baseline seconds / method seconds);
 `summarize_ratios` gives their median, quartiles and IQR per (keys, method); `quartiles` is the
 median/quartile aggregation (linear interpolation) every timing summary uses.
+
+Portable elementary functions (`portable_log`, `portable_log1p`, `portable_exp`, `portable_power`).
+numpy picks the implementation of log, exp, log1p and power by CPU at run time (AVX-512 on one machine,
+AVX2 or plain C on another), and they differ in the last bit: the latency models' log-log curves, and
+so reports/tables/bounds.csv, differed in the 16th digit between two machines. These go through the C
+library (Python's math) on each distinct value, which gives the same bits on every machine.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -314,3 +320,56 @@ def paired_difference_text(before: int, after: int, n: int, before_only: int | N
     p = mcnemar_exact(before_only, after_only)
     verdict = "significant" if p < SIGNIFICANCE else "not significant"
     return text + f"; McNemar exact p = {p:.2g}, {verdict} at {SIGNIFICANCE:g}"
+
+
+# ---------------------------------------------------------------- portable elementary functions
+
+
+def _libm_log(v: float) -> float:
+    return math.log(v) if v > 0 else (-math.inf if v == 0 else math.nan)
+
+
+def _libm_log1p(v: float) -> float:
+    return math.log1p(v) if v > -1 else (-math.inf if v == -1 else math.nan)
+
+
+def _libm_exp(v: float) -> float:
+    try:
+        return math.exp(v)
+    except OverflowError:
+        return math.inf
+
+
+def _portable(function: Callable[[float], float], x) -> np.ndarray:
+    """`function` on every element of `x`, evaluated once per distinct value (spans repeat their sizes)."""
+    values = np.asarray(x, dtype=float)
+    distinct, inverse = np.unique(values.ravel(), return_inverse=True)
+    out = np.fromiter((function(float(v)) for v in distinct), dtype=float, count=distinct.size)
+    return out[inverse].reshape(values.shape)
+
+
+def portable_log(x) -> np.ndarray:
+    """np.log with the same bits on every CPU (-inf at 0, nan below)."""
+    return _portable(_libm_log, x)
+
+
+def portable_log1p(x) -> np.ndarray:
+    """np.log1p with the same bits on every CPU."""
+    return _portable(_libm_log1p, x)
+
+
+def portable_exp(x) -> np.ndarray:
+    """np.exp with the same bits on every CPU (inf on overflow)."""
+    return _portable(_libm_exp, x)
+
+
+def portable_power(x, exponent: float) -> np.ndarray:
+    """x ** exponent (a scalar exponent) with the same bits on every CPU."""
+    return _portable(lambda v: _libm_pow(v, exponent), x)
+
+
+def _libm_pow(v: float, exponent: float) -> float:
+    try:
+        return math.pow(v, exponent)
+    except (ValueError, OverflowError):
+        return float(np.power(v, exponent))

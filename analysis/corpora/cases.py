@@ -50,11 +50,33 @@ class Case:
     instruction: str | None = None  # the edit request, when the corpus has one (HEvalFix, commits, pairs)
 
 
-def cases_frame(cases: list[Case]) -> pl.DataFrame:
+# Peak memory of the per-case stages per byte of one case's text (programs: 4.4 GB for a 22 MB target).
+MEMORY_PER_TEXT_BYTE = 200
+
+
+def check_text_sizes(frame: pl.DataFrame, max_text_bytes: int) -> None:
+    """Refuse a case whose source or target is above `max_text_bytes` (params corpora.max_text_bytes),
+    naming it with the memory the per-case stages would need for it."""
+    for column in ("source", "target"):
+        sizes = frame[column].str.len_bytes()
+        over = sizes > max_text_bytes
+        if over.any():
+            row = int(over.arg_true()[0])
+            size = int(sizes[row])
+            need = size * MEMORY_PER_TEXT_BYTE / 1e9
+            raise CorpusError(f"case {frame['case_id'][row]!r}: its {column} holds {size:,} bytes, above "
+                              f"corpora.max_text_bytes = {max_text_bytes:,} ({int(over.sum())} case(s) over); the "
+                              f"per-case stages would need about {need:.1f} GB of memory for it; raise the limit "
+                              "in params if this machine has that, or split the edit")
+
+
+def cases_frame(cases: list[Case], max_text_bytes: int | None = None) -> pl.DataFrame:
     frame = pl.DataFrame(
         {name: [getattr(c, name) for c in cases] for name in CASES_SCHEMA}, schema=CASES_SCHEMA
     )
     check_no_nulls(frame, "the cases table")
+    if max_text_bytes is not None:
+        check_text_sizes(frame, max_text_bytes)
     empty = frame.filter(pl.col("target") == "")
     if empty.height:  # one rule for every stage: refused here, so no stage counts a case another drops
         raise CorpusError(f"{empty.height} case(s) have an empty target, e.g. {empty['case_id'].to_list()[:5]}: "

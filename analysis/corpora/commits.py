@@ -247,6 +247,8 @@ def _run(command: list[str], stdin: bytes | None, what: str) -> bytes:
 
 
 def is_bundle(path: Path) -> bool:
+    if not path.is_file():  # a FIFO or device named like a bundle would block the open() forever
+        return False
     with path.open("rb") as fh:
         head = fh.read(max(len(s) for s in BUNDLE_SIGNATURES))
     return any(head.startswith(s) for s in BUNDLE_SIGNATURES)

@@ -84,7 +84,8 @@ def parse_line(path: Path, lineno: int, line: str) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         hint = "; this looks like a JSON array, but JSON Lines needs one object per line" if (
             lineno == 1 and line.lstrip(_BOM + _JSON_BLANK).startswith("[")) else ""
-        raise CorpusError(f"{path}:{lineno}: not valid JSON ({exc.msg} at column {exc.colno}){hint}") from None
+        what = exc.msg.removesuffix(" at")  # json's own messages may end in "at" ("Invalid control character at")
+        raise CorpusError(f"{path}:{lineno}: not valid JSON ({what} at column {exc.colno}){hint}") from None
     except RecursionError:
         raise CorpusError(f"{path}:{lineno}: not valid JSON (nested too deeply)") from None
     except _DuplicateKey as exc:

@@ -144,6 +144,9 @@ def _parquet_records(path: Path, fields: dict[str, str] | None = None) -> list[t
     missing = [column[name] for name in REQUIRED if column[name] not in frame.columns]
     if missing:
         raise CorpusError(f"{path}: missing column(s) {missing} (columns: {frame.columns})")
+    # dictionary-encoded strings (pyarrow dictionary, pandas category) are read as Categorical: strings all the same
+    frame = frame.with_columns(pl.col(name).cast(pl.String) for name in frame.columns
+                               if isinstance(frame[name].dtype, (pl.Categorical, pl.Enum)))
     for name in (*REQUIRED, *OPTIONAL):
         if column[name] in frame.columns and frame[column[name]].dtype not in (pl.String, pl.Null):
             raise CorpusError(f"{path}: column {column[name]!r} must hold strings, got {frame[column[name]].dtype}")

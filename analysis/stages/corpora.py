@@ -22,9 +22,9 @@ from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
 from analysis.corpora.hfdataset import HFDatasetSettings
 from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import write_json, write_parquet, write_table
+from analysis.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
-from analysis.params import choice, choices, get, get_or, typed_entry
+from analysis.params import choice, choices, get, get_or, positive_int, typed_entry
 from analysis.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.stages.common import timed
 
@@ -34,6 +34,7 @@ HEP_SOURCES = ("auto", "local", "hub")
 @dataclass(frozen=True)
 class CorporaSettings:
     builds: tuple[tuple[str, object], ...]  # (registry kind, its settings), in build order
+    max_text_bytes: int                     # params corpora.max_text_bytes: the largest source or target of a case
 
 
 def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
@@ -134,7 +135,7 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
         raise ParamsError("params: no corpus selected (no HumanEvalPack language, ProbeEdit-S disabled, no commits "
                           "or pairs); an empty corpus has nothing to analyse")
     check_names(builds, user)
-    return CorporaSettings(tuple(builds))
+    return CorporaSettings(tuple(builds), positive_int(p, "corpora.max_text_bytes"))
 
 
 def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[Case], pl.DataFrame | None, list[dict]]]:
@@ -187,7 +188,7 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
     with ExitStack() as stack:
         out = None
         for built, table, reports in iter_builds(s, seconds):
-            frame = cases_frame(built)  # checks empty targets and ids within the build
+            frame = cases_frame(built, s.max_text_bytes)  # checks empty targets, sizes and ids within the build
             if out is None:  # opened after the first build, so a corpus refused up front leaves no data/ behind
                 remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits"
                                             for n in registry.corpus_names(kind, b)])
@@ -221,13 +222,14 @@ def commit_corpora(frame: pl.DataFrame) -> list[str]:
 
 
 def remove_stale_commit_shards(names: list[str]) -> None:
-    """Remove the files of repositories no longer configured (not in `names`); the temporary files of
-    writes in progress (analysis.io: dot files) are left to their writers."""
+    """Remove the files of repositories no longer configured (not in `names`) with the stage's output
+    set (a run that fails keeps them); the temporary files of writes in progress (analysis.io: dot
+    files) are left to their writers."""
     COMMIT_CASES.mkdir(parents=True, exist_ok=True)
     wanted = {f"{name}.parquet" for name in names}
     for stale in COMMIT_CASES.glob("*.parquet"):
         if stale.name not in wanted and not stale.name.startswith("."):
-            stale.unlink()
+            remove_output(stale)
 
 
 def write_commit_shards(frame: pl.DataFrame) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from analysis.errors import ParamsError
+from analysis.digest import stale_stages
+from analysis.errors import ParamsError, StaleInputError
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
 from analysis.kernel_sources import names_from_params
 from analysis.params import get, known_keys, number, number_list, positive_int
@@ -35,6 +36,9 @@ def settings(params: dict) -> HeadlineStageSettings:
 
 
 def run(s: HeadlineStageSettings) -> dict:
+    stale = stale_stages()
+    if stale:  # the headline figures would combine outputs of two corpora
+        raise StaleInputError("; ".join(stale.values()))
     with timed("headline"):
         head = build_headline(s.chosen, list(s.kernel_sources))
         written = write_headline(head, HEADLINE_DIR)

@@ -432,6 +432,7 @@ def test_kernels_profile_refuses_a_one_off_root(capsys):
 
 # ---------------------------------------------------------------- issue 29: reports run only the project's code
 
+import os  # noqa: E402
 import shutil  # noqa: E402
 from dataclasses import replace  # noqa: E402
 from pathlib import Path  # noqa: E402
@@ -707,3 +708,218 @@ def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message)
     with pytest.raises(ParamsError, match=message) as info:
         load_params(path)
     assert str(path) in str(info.value) and time.perf_counter() - started < 10
+
+
+# ---------------------------------------------------------------- item 11: bounds byte-identical across machines
+
+BOUNDS_SCRIPT = """
+import sys
+from dataclasses import replace
+import numpy as np, polars as pl
+from analysis.config import Config
+from analysis.stages.bounds import bounds_for, settings
+rng = np.random.default_rng(3)
+rows = []
+for corpus in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S"):
+    for k in range(60):
+        for level in ("line", "token"):
+            for _ in range(int(rng.integers(1, 30))):
+                kind = "copy" if rng.random() < 0.6 else "gen"
+                n = int(rng.integers(0, 900))
+                rows.append((f"{corpus}/{k}", corpus, "body", level, kind, n, n, int(rng.integers(2, 12))))
+spans = pl.DataFrame(rows, orient="row", schema={"case_id": pl.String, "corpus": pl.String, "framing": pl.String,
+    "level": pl.String, "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64, "directive_tokens": pl.Int64})
+spans = spans.with_columns(op_index=pl.int_range(pl.len()).over("case_id", "framing", "level").cast(pl.Int64),
+                           prompt_tokens=pl.lit(120, dtype=pl.Int64))
+s = settings(Config.load("params.yaml").params)
+s = replace(s, bootstrap=replace(s.bootstrap, resamples=50))
+table, costs, tok, pools = bounds_for(spans, s)
+table.write_csv(sys.argv[1] + ".bounds.csv")
+costs.write_csv(sys.argv[1] + ".costs.csv")
+"""
+
+
+def _dispatched_cpu_features() -> str:
+    """The SIMD levels numpy dispatches to on this CPU (disabling them gives another machine's code paths)."""
+    from numpy._core._multiarray_umath import __cpu_dispatch__, __cpu_features__
+
+    return " ".join(f for f in __cpu_dispatch__ if __cpu_features__.get(f))
+
+
+@pytest.mark.slow
+def test_bounds_are_byte_identical_across_threads_and_cpus(tmp_path):
+    """The shipped kernel sources (this run's fit, the paper, the frozen H200 curves) priced on the same
+    spans under 1 vs 4 polars/BLAS threads and with numpy's AVX-512/AVX2 code paths on vs off (what
+    another machine runs): the tables must be the same bytes. Before: np.log/np.exp in the latency
+    curves took the CPU's SIMD path and the last digit moved."""
+    import os
+    import subprocess
+    import sys
+
+    runs = {"one": {"POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"},
+            "other": {"POLARS_MAX_THREADS": "4", "OMP_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "4",
+                      "NPY_DISABLE_CPU_FEATURES": _dispatched_cpu_features()}}
+    for name, env in runs.items():
+        done = subprocess.run([sys.executable, "-c", BOUNDS_SCRIPT, str(tmp_path / name)], cwd=ROOT,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), **env}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-3000:]
+    for table in ("bounds", "costs"):
+        one, other = (tmp_path / f"{name}.{table}.csv" for name in runs)
+        assert one.read_bytes() == other.read_bytes(), table
+
+
+def test_portable_functions_match_the_c_library_bit_for_bit():
+    import math
+
+    import numpy as np
+
+    from analysis.latency import GridCurve
+    from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
+
+    x = np.random.default_rng(0).uniform(1e-6, 5e3, 2000)
+    assert portable_log(x).tolist() == [math.log(v) for v in x]
+    assert portable_log1p(x).tolist() == [math.log1p(v) for v in x]
+    assert portable_exp(-x / 100).tolist() == [math.exp(-v / 100) for v in x]
+    assert portable_power(x, 0.37).tolist() == [math.pow(v, 0.37) for v in x]
+    assert portable_log(np.array([0.0, -1.0])).tolist()[0] == -math.inf and math.isnan(portable_log(np.array([-1.0]))[0])
+    assert portable_exp(np.array([1e4])).tolist() == [math.inf]
+    curve = GridCurve(ns=(1.0, 64.0, 512.0), contexts=(0.0, 4096.0), seconds=((1e-3, 2e-3, 9e-3), (2e-3, 3e-3, 2e-2)))
+    n, c = np.array([3.0, 100.0, 700.0]), np.array([10.0, 2000.0, 5000.0])
+    expected = []
+    for nv, cv in zip(n, c):
+        ln = [math.log(v) for v in curve.ns]
+        i = min(max(int(np.searchsorted(ln, math.log(nv), side="right")) - 1, 0), len(ln) - 2)
+        t = (math.log(nv) - ln[i]) / (ln[i + 1] - ln[i])
+        rows = [math.log(r[i]) + t * (math.log(r[i + 1]) - math.log(r[i])) for r in curve.seconds]
+        lc = [math.log1p(v) for v in curve.contexts]
+        u = (math.log1p(cv) - lc[0]) / (lc[1] - lc[0])
+        expected.append(math.exp(rows[0] + u * (rows[1] - rows[0])))
+    assert curve.evaluate(n, c).tolist() == pytest.approx(expected, rel=1e-13)
+
+
+# ---------------------------------------------------------------- N7: `repos:` entries follow --out
+
+def test_out_rebases_repos_folders_in_the_params(tmp_path):
+    from analysis.oneoff import absolute_params
+
+    (tmp_path / "qa/git").mkdir(parents=True)
+    params = {"corpora": {"commits": [{"repos": "qa/git", "name": "team"}, {"repo": "qa/git/x.bundle"}]}}
+    moved = absolute_params(params, tmp_path)
+    assert moved["corpora"]["commits"][0]["repos"] == str(tmp_path / "qa/git")
+    assert params["corpora"]["commits"][0]["repos"] == "qa/git"  # the caller's copy is untouched
+
+
+# ---------------------------------------------------------------- N5, N11: one run per output root; leftovers swept
+
+def test_a_second_run_into_a_held_output_root_is_refused(tmp_path, monkeypatch, capsys):
+    from analysis.io import run_lock
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "run").mkdir()
+    with run_lock("spans", tmp_path / "run/data/.lock"):
+        assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2
+        err = capsys.readouterr().err
+        assert f"another copydecode run (pid {os.getpid()}, `spans`)" in err and "Traceback" not in err
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2  # free again: only
+    assert "cases.parquet not found" in capsys.readouterr().err                            # the missing input
+
+
+def test_a_killed_holder_does_not_block_the_next_run(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    from analysis.io import run_lock
+
+    holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom analysis.io import run_lock\n"
+                               "with run_lock('spans'):\n    print('held', flush=True)\n    time.sleep(120)\n"],
+                              cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(Exception, match=f"pid {holder.pid}"), run_lock("programs", tmp_path / "data/.lock"):
+            pass
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    with run_lock("programs", tmp_path / "data/.lock"):
+        assert (tmp_path / "data/.lock").read_text().startswith(f"pid {os.getpid()}")
+
+
+def test_temporaries_of_killed_runs_are_swept_by_the_next_run(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    left = [tmp_path / "run/data/spans/.spans.yra0806c.parquet", tmp_path / "run/reports/tables/.coverage.k2_x9a0b.md",
+            tmp_path / "run/data/corpora/commits/.CommitEdits-x.abcdefgh.parquet"]
+    kept = [tmp_path / "run/data/.keep", tmp_path / "run/reports/tables/coverage.md",
+            tmp_path / "run/data/spans/.notes.txt"]
+    for path in left + kept:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x")
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "programs"]) == 2  # refused, yet swept
+    assert [p.exists() for p in left] == [False] * 3 and all(p.exists() for p in kept)
+
+
+def test_a_failing_corpora_run_keeps_the_previous_commit_shards(pairs_only, capsys):
+    """N5: the stale-shard removal went straight to disk once the first build succeeded."""
+    shard = pairs_only / "data/corpora/commits/CommitEdits-old.parquet"
+    shard.parent.mkdir(parents=True)
+    pl.DataFrame({"x": [1]}).write_parquet(shard)
+    write_jsonl(pairs_only / "bad.jsonl", [{"source": "a\n", "target": ""}])
+    assert cli("corpora", "--only", "--pairs", "a.jsonl", "--pairs", "bad.jsonl") == 2
+    assert "field 'target' is empty" in capsys.readouterr().err
+    assert shard.is_file() and not list(shard.parent.glob(".*"))
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0  # a run that succeeds removes it with its set
+    assert not shard.exists()
+
+
+# ---------------------------------------------------------------- N3: outputs of two corpora never mix silently
+
+def _two_corpora_root(root: Path) -> None:
+    """perturb's outputs recorded against one cases table, then `corpora` rebuilt another."""
+    from analysis.digest import record_corpus
+
+    cases, table = root / "data/corpora/cases.parquet", root / "reports/tables/perturb_probe.csv"
+    for path, text in ((cases, "Mine"), (table, "rate,em\n")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    record_corpus("perturb", [Path("reports/tables/perturb_probe.csv")])
+    record_corpus("spans", [])
+    cases.write_text("Other")
+
+
+def test_a_stage_built_from_another_corpus_is_named(tmp_path, monkeypatch):
+    from analysis.digest import stale_stages
+
+    monkeypatch.chdir(tmp_path)
+    _two_corpora_root(tmp_path)
+    assert list(stale_stages()) == ["perturb"] and "rerun `copydecode perturb`" in stale_stages()["perturb"]
+    (tmp_path / "reports/tables/perturb_probe.csv").write_text("rate,em\n1,0\n")  # not the output it recorded
+    assert stale_stages() == {}
+
+
+def test_headline_refuses_outputs_of_two_corpora(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _two_corpora_root(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), "headline"]) == 2
+    err = capsys.readouterr().err
+    assert "stale: built from another corpus (`perturb` ran on a different data/corpora/cases.parquet" in err
+    assert not (tmp_path / "reports/metrics/headline").exists()
+
+
+def test_reports_mark_pages_built_from_another_corpus(tmp_path, monkeypatch, fake_papermill):
+    from analysis.reports import HTML, INDEX, run_reports
+
+    monkeypatch.chdir(tmp_path)
+    for folder in ("reports/tables", "reports/metrics"):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    _two_corpora_root(tmp_path)
+    run_reports({}, tmp_path)
+    marked = {p.stem for p in (tmp_path / HTML).glob("*.html") if "stale: built from another corpus" in p.read_text()}
+    assert marked == {"summary", "perturbation"}
+    assert "stale: built from another corpus" in (tmp_path / INDEX).read_text()
+
+
+def test_every_output_set_stage_records_its_corpus(pairs_only):
+    assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
+    record = json.loads((pairs_only / "data/.corpus/corpora.json").read_text())
+    assert "data/corpora/cases.parquet" in record["outputs"] and len(record["cases_sha256"]) == 64

@@ -1,0 +1,315 @@
+"""The standing probe suite (issue 29): every input kind the QA reviews tried, as one table row each:
+an input, the named error it must give (or the result), and the check that nothing stray was written
+and no planted code ran. New input kinds get a row. No models; the slow rows are marked.
+
+Rows come from ../shared/docs/reviews/qa-review.md (probe numbers in the ids: `p48` is its probe 48,
+`N2` its defect N2). Each runner returns the error text (or "" for success); the test matches it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import yaml
+from conftest import ROOT, params_with
+
+from analysis.errors import CopyDecodeError
+
+MARKER = "PWNED"  # every planted payload writes this file name; it must never appear
+WRITE_MARKER = f"__import__('pathlib').Path('{MARKER}').write_text('owned')"
+LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+
+
+@dataclass(frozen=True)
+class Probe:
+    id: str
+    run: Callable[[Path], str]  # in a scratch folder (the cwd); returns the error text, "" when accepted
+    expect: str                 # a substring of the error ("" : must be accepted)
+
+
+# ---------------------------------------------------------------- runners
+
+
+def params_file(text: str | bytes) -> Callable[[Path], str]:
+    """load_params on a file holding `text`."""
+    def run(folder: Path) -> str:
+        from analysis.params import load_params
+
+        path = folder / "p.yaml"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        load_params(path)
+        return ""
+    return run
+
+
+def params_path(make: Callable[[Path], Path]) -> Callable[[Path], str]:
+    def run(folder: Path) -> str:
+        from analysis.params import load_params
+
+        load_params(make(folder))
+        return ""
+    return run
+
+
+def shipped_params_with(**changes) -> Callable[[Path], str]:
+    """The shipped params.yaml with `changes`, loaded with the key check (a typo is named)."""
+    def run(folder: Path) -> str:
+        from analysis.params import load_params
+
+        path = folder / "p.yaml"
+        params = yaml.safe_load((ROOT / "params.yaml").read_text())
+        for dotted, value in changes.items():
+            node = params
+            *parents, last = dotted.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[last] = value
+        path.write_text(yaml.safe_dump(params))
+        load_params(path)
+        return ""
+    return run
+
+
+def report_parameters(report: str, values) -> Callable[[Path], str]:
+    """The reports stage's settings with `reports.parameters.<report>` = values (refused before papermill)."""
+    def run(folder: Path) -> str:
+        from analysis.stages.reports import settings
+
+        settings(params_with(**{f"reports.parameters.{report}": values}))
+        return ""
+    return run
+
+
+def pairs_file(text: str | bytes, suffix: str = ".jsonl") -> Callable[[Path], str]:
+    """A pairs file read as `corpora` reads it."""
+    def run(folder: Path) -> str:
+        from analysis.corpora.pairs import PairsSettings, load_pairs
+
+        path = folder / f"pairs{suffix}"
+        path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+        load_pairs(PairsSettings(path=str(path)))
+        return ""
+    return run
+
+
+def pairs_parquet(categorical: bool = False, dictionary: bool = False, binary: bool = False) -> Callable[[Path], str]:
+    """A Parquet pairs file whose text columns are Categorical (polars), pyarrow dictionaries, or bytes."""
+    def run(folder: Path) -> str:
+        import polars as pl
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from analysis.corpora.pairs import PairsSettings, load_pairs
+
+        path = folder / "pairs.parquet"
+        texts = {"source": ["a = 1\n", "b = 2\n"], "target": ["a = 2\n", "b = 3\n"]}
+        if categorical:
+            pl.DataFrame(texts).with_columns(pl.all().cast(pl.Categorical)).write_parquet(path)
+        elif dictionary:
+            pq.write_table(pa.table({k: pa.array(v).dictionary_encode() for k, v in texts.items()}), path)
+        else:
+            pq.write_table(pa.table({k: pa.array([x.encode() for x in v]) if binary else v for k, v in texts.items()}),
+                           path)
+        cases, _ = load_pairs(PairsSettings(path=str(path)))
+        assert [c.source for c in cases] == texts["source"]
+        return ""
+    return run
+
+
+def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Path], str]:
+    """`copydecode ARGV` (the shipped params unless ARGV names others); the error text is stderr."""
+    def run(folder: Path) -> str:
+        import contextlib
+        import io
+
+        from analysis.cli import main
+
+        if setup is not None:
+            setup(folder)
+        err = io.StringIO()
+        previous = signal.signal(signal.SIGALRM, _hung)
+        signal.alarm(60)  # a probe that blocks (a FIFO read) fails instead of hanging the suite
+        with contextlib.redirect_stderr(err):
+            try:
+                code = main(["--params", str(ROOT / "params.yaml"), *argv] if "--params" not in argv else list(argv))
+            except SystemExit as exc:  # argparse
+                code = exc.code
+            finally:
+                signal.alarm(0)
+                signal.signal(signal.SIGALRM, previous)
+        os.chdir(folder)  # --out moves into the run folder
+        assert "Traceback" not in err.getvalue(), err.getvalue()
+        if code == 0:
+            return ""
+        assert code == 2, (code, err.getvalue())
+        return err.getvalue() or f"exit {code}"
+    return run
+
+
+def _hung(signum, frame):
+    raise TimeoutError("the probe blocked for 60 s")
+
+
+def hostile_params(folder: Path) -> None:
+    path = folder / "hostile.yaml"
+    path.write_text(yaml.safe_dump(params_with(**{"reports.parameters.summary": {f"x = {WRITE_MARKER}; y": 1}})))
+
+
+def checkpoint(state_of: Callable[[Path], object]) -> Callable[[Path], str]:
+    """A pilot checkpoint holding `state_of(folder)`, loaded as the pilot stage loads it."""
+    def run(folder: Path) -> str:
+        import torch
+
+        from kernels_profile.pilot import load_checkpoint
+
+        path = folder / "adapter.pt"
+        torch.save(state_of(folder), path)
+        load_checkpoint(path)
+        return ""
+    return run
+
+
+class _Planted:
+    def __init__(self, folder):
+        self.folder = folder
+
+    def __reduce__(self):
+        return (Path.write_text, (Path(self.folder) / MARKER, "owned"))
+
+
+# ---------------------------------------------------------------- the table
+
+PROBES = [
+    # params files (qa-review probes 47-53, N4)
+    Probe("p48-python-object-tag", params_file(f"x: !!python/object/apply:os.system ['touch {MARKER}']\n"),
+          "could not determine a constructor"),
+    Probe("p48-python-name-tag", params_file("x: !!python/name:os.system\n"), "could not determine a constructor"),
+    Probe("p48-recursive-alias", params_file("a: &a [*a]\n"), "anchors (&a)"),
+    Probe("N4-anchor-and-alias", params_file("spans: &s {seed: 0}\nbounds: *s\n"), "not allowed in params"),
+    Probe("N4-billion-laughs-unknown-key", params_file(
+        "spanz:\n" + "".join(f"  {line}\n" for line in LAUGHS.splitlines())), "not allowed in params"),
+    Probe("N4-billion-laughs-report-parameters", params_file(
+        "reports:\n  parameters:\n    summary:\n" + "".join(f"      {line}\n" for line in LAUGHS.splitlines())),
+        "not allowed in params"),
+    Probe("N4-20000-brackets", params_file("x: " + "[" * 20000 + "]" * 20000 + "\n"), "not valid YAML (nested too deeply"),
+    Probe("N4-20000-braces", params_file("x: " + "{a: " * 20000 + "1" + "}" * 20000 + "\n"), "nested too deeply"),
+    Probe("p47-duplicate-group", params_file("spans: {seed: 0}\nspans: {seed: 1}\n"), "given twice in one mapping"),
+    Probe("p47-typo", shipped_params_with(**{"spans.bootstrap_resample": 10}), "did you mean 'spans.bootstrap_resamples'"),
+    Probe("p47-unknown-group", shipped_params_with(**{"spanz": {"seed": 0}}), "unknown setting ['spanz']"),
+    Probe("p53-not-utf8", params_file(b"spans:\n  seed: \xff\n"), "not UTF-8 text"),
+    Probe("p53-empty", params_file(""), "expected a mapping of stage names"),
+    Probe("p53-a-list", params_file("- 1\n- 2\n"), "expected a mapping of stage names"),
+    Probe("p53-tab-indent", params_file("spans:\n\tseed: 0\n"), "not valid YAML"),
+    Probe("p53-a-folder", params_path(lambda f: f), "it is a folder"),
+    Probe("p53-missing", params_path(lambda f: f / "nope.yaml"), "no params file"),
+    # report parameters (N2, N10, D10)
+    Probe("N2-code-in-a-parameter-name", report_parameters("summary", {f"x = {WRITE_MARKER}; y": 1}), "unknown parameter"),
+    Probe("N10-root-is-not-a-parameter", report_parameters("coverage", {"root": "/elsewhere"}), "set by the stage"),
+    Probe("D10-unknown-parameter", report_parameters("coverage", {"colour": "red"}), "'colour'"),
+    Probe("N4-list-parameter-value", report_parameters("kernel", {"model": ["a", "b"]}), "must be a string, number"),
+    Probe("reports-unknown-report", report_parameters("summry", {}), "unknown reports ['summry']"),
+    Probe("reports-known-parameter", report_parameters("explore", {"case_id": "x", "widgets": False}), ""),
+    # pairs files (probes 1-12, D2, D13)
+    Probe("p3-empty-target", pairs_file('{"source": "a\\n", "target": ""}\n'), "field 'target' is empty"),
+    Probe("p1-source-int", pairs_file('{"source": 1, "target": "b"}\n'), "field 'source' must be a string, got int"),
+    Probe("p2-missing-source", pairs_file('{"target": "b"}\n'), "missing field 'source'"),
+    Probe("p2-null-source", pairs_file('{"source": null, "target": "b"}\n'), "missing field 'source' (null)"),
+    Probe("p4-raw-tab", pairs_file('{"source": "a\tb", "target": "b"}\n'),
+          ":1: not valid JSON (Invalid control character at column 14)"),
+    Probe("p9-truncated-string", pairs_file('{"source": "a", "tar'), "(Unterminated string starting at column 17)"),
+    Probe("D17-categorical-parquet", pairs_parquet(categorical=True), ""),
+    Probe("D17-dictionary-parquet", pairs_parquet(dictionary=True), ""),
+    Probe("p24-binary-column-parquet", pairs_parquet(binary=True), "column 'source' must hold strings, got Binary"),
+    Probe("p6-latin1", pairs_file(b'{"source": "caf\xe9", "target": "b"}\n'), "not valid UTF-8 (byte 0xe9"),
+    Probe("p7-bom-on-line-2", pairs_file('{"source": "a", "target": "b"}\n\ufeff{"source": "a", "target": "c"}\n'),
+          ":2: not valid JSON"),
+    Probe("p9-empty-file", pairs_file(""), "the file is empty"),
+    Probe("p9-truncated-record", pairs_file('{"source": "a", "target": "b"}\n{"source": "a", "tar'), ":2: not valid JSON"),
+    Probe("p10-top-level-number", pairs_file("5\n"), "expected a JSON object, got int"),
+    Probe("p11-duplicate-case-id", pairs_file('{"case_id": "x", "source": "a", "target": "b"}\n'
+                                              '{"case_id": "x", "source": "a", "target": "c"}\n'), "duplicate case_id 'x'"),
+    Probe("p12-100000-deep", pairs_file('{"source": ' + "[" * 100000 + "]" * 100000 + ', "target": "b"}\n'),
+          "nested too deeply"),
+    Probe("p12-lone-surrogate", pairs_file('{"source": "\\ud800", "target": "b"}\n'), "lone surrogate"),
+    Probe("D13-json-array", pairs_file('[{"source": "a", "target": "b"}]\n'), "not a JSON array"),
+    Probe("p14-source-equals-target", pairs_file('{"source": "a\\n", "target": "a\\n"}\n'), ""),
+    # pilot checkpoints (N18)
+    Probe("N18-planted-checkpoint", checkpoint(lambda f: {"weights": {}, "optimizer": {}, "losses": [_Planted(f)]}),
+          "objects other than tensors"),
+    Probe("N18-other-schema", checkpoint(lambda f: {"weights": {}}), "not a pilot checkpoint of this schema"),
+    Probe("N18-a-list", checkpoint(lambda f: [1, 2, 3]), "expected a checkpoint mapping"),
+    # the command line (probes 57, 61, 73, N2 end to end)
+    Probe("p57-out-an-existing-file", cli("--out", "f", "programs", setup=lambda f: (f / "f").write_text("x")),
+          "exists and is not a folder"),
+    Probe("p57-out-the-current-folder", cli("--out", ".", "programs"), "names the current folder"),
+    Probe("p73-unknown-stage", cli("corpra"), "invalid choice: 'corpra'"),
+    Probe("kernels-profile-out", cli("--out", "run", "kernels", "profile"), "not supported here"),
+    Probe("N2-cli-code-key", cli("--params", "hostile.yaml", "--out", "run", "reports", setup=hostile_params),
+          "unknown parameter"),
+    Probe("N6-programs-before-corpora", cli("--out", "run", "programs"),
+          "data/corpora/cases.parquet not found; run `copydecode corpora` first"),
+    Probe("N9-out-filesystem-root", cli("--out", "/", "programs"), "a folder above the current one"),
+    Probe("N9-out-parent", cli("--out", "..", "programs"), "a folder above the current one"),
+    Probe("N9-out-the-projects-reports", cli("--out", "reports", "programs", setup=lambda f: (f / "dvc.yaml").write_text(
+        "stages: {}\n")), "lies in the project's own reports/ folder"),
+    Probe("N9-out-the-projects-notebooks", cli("--out", "notebooks/x", "programs", setup=lambda f: (
+        f / "dvc.yaml").write_text("stages: {}\n")), "lies in the project's own notebooks/ folder"),
+    Probe("N9-out-under-a-file", cli("--out", "f/x", "programs", setup=lambda f: (f / "f").write_text("x")),
+          "cannot create the folder"),
+    Probe("N13-a-text-above-max-text-bytes", cli("--params", "small.yaml", "--out", "run", "corpora", "--only", "--pairs",
+                                                 "big.jsonl", setup=lambda f: (
+        (f / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.max_text_bytes": 1000}))),
+        (f / "big.jsonl").write_text(json.dumps({"source": "a = 1\n", "target": "b = 2\n" * 500}) + "\n"))),
+        "its target holds 3,000 bytes, above corpora.max_text_bytes = 1,000"),
+    Probe("N14-a-fifo-named-like-a-bundle", cli("--out", "run", "corpora", "--only", "--repo", "x.bundle",
+                                                setup=lambda f: os.mkfifo(f / "x.bundle")),
+          "is neither a git repository folder nor a git bundle file"),
+    Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
+        f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+]
+
+
+def _files(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")}
+
+
+@pytest.mark.parametrize("probe", PROBES, ids=[p.id for p in PROBES])
+def test_probe(probe, tmp_path, monkeypatch):
+    folder = tmp_path / "cwd"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    try:
+        error = probe.run(folder)
+    except CopyDecodeError as exc:
+        error = str(exc)
+    if probe.expect:
+        assert error and probe.expect in error, error
+    else:
+        assert error == "", error
+    stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
+                                                              "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
+                                                              "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
+                                                              "cwd/x.bundle"))} - {"cwd"}
+    assert stray == set(), stray  # nothing written beside the inputs and the run folder
+    assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
+    if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
+        assert not [f for f in _files(folder / "run") if f.startswith(("data/", "reports/html", "reports/notebooks"))
+                    and f not in ("data", "data/.lock")]
+
+
+def test_every_probe_id_is_unique():
+    assert len({p.id for p in PROBES}) == len(PROBES)
+
+
+def test_the_probe_table_names_every_fixed_defect():
+    ids = " ".join(p.id for p in PROBES)
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13", "D17"):
+        assert f"{defect}-" in ids, defect

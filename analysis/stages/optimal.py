@@ -47,7 +47,7 @@ from analysis.optimal import (
     program_span_rows,
 )
 from analysis.oracle import token_oracle
-from analysis.parallel import ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
 from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
@@ -370,7 +370,7 @@ def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
 
 
 def run(s: OptimalSettings) -> dict:
-    with timed("optimal"):
+    with timed("optimal"), cluster_session(s.parallel):  # dask/ray: one cluster for the whole stage
         kernels = select_kernels(s.kernel_sources, s.model, s.dtype, s.device, [s.baseline], s.latency_form)
         tokenizer = load_tokenizer(s.tokenizer)
         directives = TokenizerDirectives(tokenizer)

@@ -14,7 +14,7 @@ from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import choice, positive_int
 from analysis.program import parse
 from analysis.spans import (
@@ -119,7 +119,7 @@ def coverage_metrics(coverage: pl.DataFrame) -> dict:
 
 
 def run(s: SpansSettings) -> dict:
-    with timed("spans"):
+    with timed("spans"), cluster_session(s.parallel):  # dask/ray: one cluster for the whole stage
         tokenizer = load_tokenizer(s.tokenizer)
         shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any
         inputs = parquet_metadata([CASES, PROGRAMS])

@@ -192,12 +192,17 @@ class TokenizerDirectives:
         self._check()
 
     def _number_counts(self, upto: int) -> np.ndarray:
-        if upto >= len(self._numbers):
-            new = range(len(self._numbers), max(upto + 1, 2 * len(self._numbers)))
+        # grown on a local copy and published whole, so threads (the threading backend) sharing this
+        # object never see, or build on, an array another thread is extending
+        numbers = self._numbers
+        if upto >= len(numbers):
+            new = range(len(numbers), max(upto + 1, 2 * len(numbers)))
             counts = [len(e.ids) for e in self.tokenizer.backend.encode_batch([str(x) for x in new],
                                                                               add_special_tokens=False)]
-            self._numbers = np.concatenate([self._numbers, np.array(counts, dtype=float)])
-        return self._numbers
+            numbers = np.concatenate([numbers, np.array(counts, dtype=float)])
+            if len(numbers) > len(self._numbers):
+                self._numbers = numbers
+        return numbers
 
     def _check(self) -> None:
         for unit in ("lines", "tokens"):

@@ -28,7 +28,7 @@ from analysis.spans import (
     prompt_tokens,
     span_bin_counts,
 )
-from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
+from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, Spill, shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import case_shards, program_shards
 from analysis.tokenization import (
@@ -124,16 +124,16 @@ def run(s: SpansSettings) -> dict:
         shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any
         inputs = parquet_metadata([CASES, PROGRAMS])
         per_case_parts, bin_counts = [], []
-        with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out:
+        with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out, Spill() as spill:
             for table in shards:  # one shard's programs and spans in memory at a time
                 spans = build_spans(table, tokenizer, s.prompt_overhead_tokens, s.parallel)
                 out.write(spans)
-                per_case_parts.append(per_case_coverage(spans))  # a few numbers per case
+                per_case_parts.append(spill.put(per_case_coverage(spans)))  # a few numbers per case, on disk
                 bin_counts.append(span_bin_counts(spans))
-        if not per_case_parts:  # no program: the empty tables, as one empty shard gives them
-            empty = pl.DataFrame(schema=SPANS_SCHEMA)
-            per_case_parts, bin_counts = [per_case_coverage(empty)], [span_bin_counts(empty)]
-        per_case = merge_per_case(per_case_parts)
+            if not per_case_parts:  # no program: the empty tables, as one empty shard gives them
+                empty = pl.DataFrame(schema=SPANS_SCHEMA)
+                per_case_parts, bin_counts = [per_case_coverage(empty)], [span_bin_counts(empty)]
+            per_case = merge_per_case([Spill.concat(per_case_parts)])
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
         hist = histogram_from_counts(*bin_counts)

@@ -57,7 +57,7 @@ import platform
 import resource
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -96,9 +96,9 @@ class BenchSettings:
     optimal: OptimalSettings      # the optimal stage's settings
     shard_cases: int              # params parallel.shard_cases
     chunks_per_job: int           # params parallel.chunks_per_job
-    backends: tuple[str, ...] = ()       # --backend a,b or params bench.backends (first: `runs`; `backend` is backends[0])
-    memory_sizes: tuple[int, ...] = field(default=())  # --memory-sizes or params bench.memory_sizes
-    address: str = ""             # params parallel.address (dask/ray)
+    backends: tuple[str, ...]     # --backend a,b or params bench.backends (first: `runs`; `backend` is backends[0])
+    memory_sizes: tuple[int, ...]  # --memory-sizes or params bench.memory_sizes
+    address: str                  # params parallel.address (dask/ray)
 
     def parallel(self, jobs: int, backend: str | None = None) -> ParallelSettings:
         backend = backend or self.backend

@@ -24,6 +24,21 @@ worker (`getrusage`, RUSAGE_SELF and RUSAGE_CHILDREN).
 Size: params `bench.cases` (20,000 in the shipped params.yaml), or `--cases N` for one run (tests use
 a few cases).
 
+CPU seconds: beside each step's wall seconds, the CPU seconds of this process (`time.process_time`):
+at 1 worker they are the work itself, so cases per CPU second is the per-core throughput even on a
+busy machine, where wall time also counts the time other processes held the core.
+
+Backends (params `bench.backends`, or `--backend a,b`): the 1-worker run once, and every worker count
+above 1 with each backend; `runs` holds the first backend's (the README quotes them) and
+`backend_runs` the others' at the same worker counts, with their total time over the first backend's
+at the same count (`overhead_vs_first`: a dask LocalCluster's scheduling and transfers against
+loky's; the cluster's start is timed apart, as the pool's).
+
+Memory by size (params `bench.memory_sizes`, `--memory-sizes N,M` or `none`): for each size, the
+three steps at 1 worker on that many cases in a fresh process (spawned), whose peak resident memory
+(`getrusage` of that process: exact, not sampled) shows whether memory grows with the corpus;
+`memory_growth_largest_vs_previous` is the ratio of the two largest sizes' peaks.
+
 The extrapolation (an ESTIMATE, labelled so): hours for 1M cases on 1, 16 and 64 cores, from the
 measured per-case time at 1 worker, under (a) linear scaling and (b) the parallel efficiency measured
 here from 1 to 2 workers held at every core count. Neither accounts for I/O, a cluster's scheduling or
@@ -35,6 +50,8 @@ Writes reports/bench/throughput.json and .md (`--out` to change the folder).
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
 import os
 import platform
 import resource
@@ -52,7 +69,7 @@ from analysis.stages.optimal import OptimalSettings
 from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
-from analysis.parallel import ParallelSettings, check_parallel, parallel_settings
+from analysis.parallel import ParallelSettings, check_parallel, cluster_session, parallel_settings
 from analysis.params import get_or
 from analysis.program import parse
 from analysis.shards import shard_cases
@@ -62,6 +79,7 @@ STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
 EXTRAPOLATE_CORES = (1, 16, 64)
 DEFAULT_CASES = 20_000
+DEFAULT_BACKENDS = ("loky",)
 SAMPLE_SECONDS = 0.05
 
 
@@ -78,6 +96,13 @@ class BenchSettings:
     optimal: OptimalSettings      # the optimal stage's settings
     shard_cases: int              # params parallel.shard_cases
     chunks_per_job: int           # params parallel.chunks_per_job
+    backends: tuple[str, ...]     # --backend a,b or params bench.backends (first: `runs`; `backend` is backends[0])
+    memory_sizes: tuple[int, ...]  # --memory-sizes or params bench.memory_sizes
+    address: str                  # params parallel.address (dask/ray)
+
+    def parallel(self, jobs: int, backend: str | None = None) -> ParallelSettings:
+        backend = backend or self.backend
+        return ParallelSettings(jobs, backend, self.chunks_per_job, self.address if backend in ("dask", "ray") else "")
 
 
 def synthetic_cases(corpora: CorporaSettings, n: int) -> list[Case]:
@@ -165,17 +190,23 @@ def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
     return round(time.perf_counter() - t0, 3)
 
 
-def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
-    """Seconds of each step over `cases` with `parallel`, `s.shard_cases` cases at a time."""
+def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer,
+              cpu: dict[str, float] | None = None) -> dict[str, float]:
+    """Seconds of each step over `cases` with `parallel`, `s.shard_cases` cases at a time; this
+    process's CPU seconds of each step are added to `cpu` when given."""
     seconds = dict.fromkeys(STEPS, 0.0)
+    cpu_seconds = dict.fromkeys(STEPS, 0.0)
     for start in range(0, len(cases), s.shard_cases):
-        for step, took in shard_steps(cases[start:start + s.shard_cases], s, parallel, tokenizer).items():
+        for step, took in shard_steps(cases[start:start + s.shard_cases], s, parallel, tokenizer, cpu_seconds).items():
             seconds[step] += took
+    if cpu is not None:
+        cpu.update({k: round(v, 3) for k, v in cpu_seconds.items()})
     return {k: round(v, 3) for k, v in seconds.items()}
 
 
-def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict[str, float]:
-    """Seconds of each step over one shard of cases."""
+def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer,
+                cpu: dict[str, float] | None = None) -> dict[str, float]:
+    """Seconds of each step over one shard of cases (this process's CPU seconds added to `cpu`)."""
     from analysis.optimal import TokenizerDirectives
     from analysis.kernel_sources import FIT_SOURCE, kernels_for
     from analysis.stages import optimal as optimal_stage
@@ -183,16 +214,19 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
     from analysis.stages.spans import build_spans
 
     seconds: dict[str, float] = {}
-    t0 = time.perf_counter()
+    cpu = {} if cpu is None else cpu
+    c0, t0 = time.process_time(), time.perf_counter()
     programs = oracle_programs(cases, tokenizer, s.token_min_copy, parallel)
     seconds["programs"] = time.perf_counter() - t0
+    cpu["programs"] = cpu.get("programs", 0.0) + time.process_time() - c0
     joined = programs.join(cases_frame(cases).select("case_id", "framing", "source", "target"),
                            on=["case_id", "framing"], how="left")
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     build_spans(joined, tokenizer, s.prompt_overhead_tokens, parallel)
     seconds["spans"] = time.perf_counter() - t0
+    cpu["spans"] = cpu.get("spans", 0.0) + time.process_time() - c0
     o = s.optimal
-    t0 = time.perf_counter()
+    c0, t0 = time.process_time(), time.perf_counter()
     kernel, = kernels_for(o.kernel, (FIT_SOURCE,), [o.baseline])
     cost = optimal_stage.cost_model(kernel.model, o)
     directives = TokenizerDirectives(tokenizer)
@@ -204,6 +238,7 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
                     for c, src, tgt in zip(cases, sources, targets)]
     optimal_stage.parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
     seconds["optimal"] = time.perf_counter() - t0
+    cpu["optimal"] = cpu.get("optimal", 0.0) + time.process_time() - c0
     return seconds
 
 
@@ -219,10 +254,27 @@ def extrapolation(per_case_s: float, efficiency: float | None) -> pl.DataFrame:
                                       "hours_at_measured_efficiency_estimate": pl.Float64})
 
 
+def _int_list(value, what: str) -> tuple[int, ...]:
+    """A comma-separated string or a list of positive integers ("none" or empty: no value)."""
+    if value is None or value == "none" or value == "":
+        return ()
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)):
+        raise ParamsError(f"bench throughput: {what} must be a list of positive integers, got {value!r}")
+    try:
+        sizes = tuple(int(x) for x in items if not isinstance(x, bool))
+    except (TypeError, ValueError):
+        raise ParamsError(f"bench throughput: {what} must be positive integers, got {value!r}") from None
+    if len(sizes) != len(items) or any(n < 1 for n in sizes):
+        raise ParamsError(f"bench throughput: {what} must be positive integers, got {value!r}")
+    return sizes
+
+
 def settings(params: dict, cases: int | None, jobs: str | None, backend: str | None,
-             bench_out: str | Path | None = None) -> BenchSettings:
-    """The command line's --cases/--jobs/--backend/--out, and what the timed steps read from params
-    (through the programs, spans, corpora and optimal stages' own settings)."""
+             bench_out: str | Path | None = None, memory_sizes: str | None = None) -> BenchSettings:
+    """The command line's --cases/--jobs/--backend/--out/--memory-sizes (params bench.* where absent),
+    and what the timed steps read from params (through the programs, spans, corpora and optimal stages'
+    own settings)."""
     from analysis.stages import corpora as corpora_stage
     from analysis.stages import optimal as optimal_stage
     from analysis.stages import programs as programs_stage
@@ -232,7 +284,9 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
         cases = get_or(params, "bench.cases", DEFAULT_CASES)
     if isinstance(cases, bool) or not isinstance(cases, int):
         raise ParamsError(f"bench throughput: the case count (--cases or params bench.cases) must be an integer, got {cases!r}")
-    backend = backend or "loky"
+    backends = backend.split(",") if backend else get_or(params, "bench.backends", list(DEFAULT_BACKENDS))
+    if not isinstance(backends, (list, tuple)) or not backends or len(set(backends)) != len(backends):
+        raise ParamsError(f"bench throughput: --backend or params bench.backends must list distinct joblib backends, got {backends!r}")
     try:
         jobs = tuple(int(j) for j in str(jobs or "1,2").split(","))
     except ValueError:
@@ -241,14 +295,69 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")
     if not jobs or any(j < 1 for j in jobs) or 1 not in jobs:
         raise ParamsError(f"bench throughput: --jobs must list positive worker counts including 1, got {jobs}")
-    chunks = parallel_settings(params).chunks_per_job
-    for j in jobs:
-        check_parallel(ParallelSettings(j, backend, chunks))
-    return BenchSettings(cases, jobs, backend, Path(bench_out or BENCH_DIR), tokenizer_spec(params),
+    sizes = _int_list(get_or(params, "bench.memory_sizes", []) if memory_sizes is None else memory_sizes,
+                      "--memory-sizes or params bench.memory_sizes")
+    base = parallel_settings(params)
+    for name in backends:
+        for j in jobs:
+            check_parallel(ParallelSettings(j, name, base.chunks_per_job, base.address if name in ("dask", "ray") else ""))
+    return BenchSettings(cases, jobs, backends[0], Path(bench_out or BENCH_DIR), tokenizer_spec(params),
                          programs_stage.settings(params).token_min_copy,
                          spans_stage.settings(params).prompt_overhead_tokens,
                          corpora_stage.settings(params), optimal_stage.settings(params),
-                         shard_cases(params), chunks)
+                         shard_cases(params), base.chunks_per_job, tuple(backends), tuple(sorted(set(sizes))),
+                         base.address)
+
+
+def _timed_run(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer) -> dict:
+    """One timed run of the three steps with `parallel` (a cluster backend's session and the pool started
+    before the timed steps, their start timed apart)."""
+    load = [round(x, 2) for x in os.getloadavg()]
+    with contextlib.ExitStack() as stack:
+        t0 = time.perf_counter()
+        stack.enter_context(cluster_session(parallel))
+        cluster_start = round(time.perf_counter() - t0, 3)
+        pool_start = start_pool(parallel, tokenizer)
+        cpu: dict[str, float] = {}
+        with TreePeak() as tree:
+            seconds = run_steps(cases, s, parallel, tokenizer, cpu)
+    own, workers = _peak_mb()
+    total, cpu_total = sum(seconds.values()), sum(cpu.values())
+    return {"n_jobs": parallel.n_jobs, "backend": parallel.backend, "seconds": seconds, "total_seconds": round(total, 3),
+            "cpu_seconds_main": cpu, "cases_per_cpu_second_main": round(s.cases / cpu_total, 2) if cpu_total else None,
+            "cases_per_second": {k: round(s.cases / v, 2) for k, v in seconds.items()}
+            | {"all_three": round(s.cases / total, 2)},
+            "pool_start_seconds": pool_start,
+            "cluster_start_seconds": cluster_start if parallel.backend in ("dask", "ray") and not parallel.serial else None,
+            "peak_rss_mb_tree_sampled": tree.peak_mb,
+            "peak_rss_mb_main": own, "peak_rss_mb_workers_floor": workers, "load_average_at_start": load}
+
+
+def _memory_child(s: BenchSettings, n: int, queue) -> None:
+    from analysis.parallel import SERIAL
+    from analysis.tokenization import load_tokenizer
+
+    tokenizer = load_tokenizer(s.tokenizer)
+    cases = synthetic_cases(s.corpora, n)
+    t0 = time.perf_counter()
+    run_steps(cases, replace(s, cases=n), SERIAL, tokenizer)
+    queue.put({"cases": n, "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": _peak_mb()[0]})
+
+
+def memory_by_size(s: BenchSettings) -> list[dict]:
+    """Peak resident memory of the three steps at 1 worker, per size, each in a fresh spawned process."""
+    context = multiprocessing.get_context("spawn")
+    rows = []
+    for n in s.memory_sizes:
+        queue = context.Queue()
+        child = context.Process(target=_memory_child, args=(s, n, queue))
+        child.start()
+        row = queue.get()
+        child.join()
+        if child.exitcode:
+            raise RuntimeError(f"bench throughput: the memory run at {n} cases failed (exit code {child.exitcode})")
+        rows.append(row)
+    return rows
 
 
 def run(s: BenchSettings) -> dict:
@@ -259,19 +368,18 @@ def run(s: BenchSettings) -> dict:
     t0 = time.perf_counter()
     cases = synthetic_cases(s.corpora, s.cases)
     build_s = round(time.perf_counter() - t0, 3)
-    runs = []
-    for jobs in s.jobs:
-        load = [round(x, 2) for x in os.getloadavg()]
-        pool_start = start_pool(ParallelSettings(jobs, s.backend, s.chunks_per_job), tokenizer)
-        with TreePeak() as tree:
-            seconds = run_steps(cases, s, ParallelSettings(jobs, s.backend, s.chunks_per_job), tokenizer)
-        own, workers = _peak_mb()
-        total = sum(seconds.values())
-        runs.append({"n_jobs": jobs, "seconds": seconds, "total_seconds": round(total, 3),
-                     "cases_per_second": {k: round(s.cases / v, 2) for k, v in seconds.items()}
-                     | {"all_three": round(s.cases / total, 2)},
-                     "pool_start_seconds": pool_start, "peak_rss_mb_tree_sampled": tree.peak_mb,
-                     "peak_rss_mb_main": own, "peak_rss_mb_workers_floor": workers, "load_average_at_start": load})
+    backends = s.backends or (s.backend,)
+    runs = [_timed_run(cases, s, s.parallel(jobs, backends[0]), tokenizer) for jobs in s.jobs]
+    backend_runs = []
+    for backend in backends[1:]:
+        for jobs in s.jobs:
+            if jobs == 1:
+                continue  # one serial run: the backend is not used
+            r = _timed_run(cases, s, s.parallel(jobs, backend), tokenizer)
+            first = next(x for x in runs if x["n_jobs"] == jobs)
+            backend_runs.append(r | {"overhead_vs_first": round(r["total_seconds"] / first["total_seconds"], 3)})
+    memory = memory_by_size(s)
+    growth = (round(memory[-1]["peak_rss_mb"] / memory[-2]["peak_rss_mb"], 3) if len(memory) >= 2 else None)
     serial = next(r for r in runs if r["n_jobs"] == 1)
     two = next((r for r in runs if r["n_jobs"] == 2), None)
     speedup = None if two is None else round(serial["total_seconds"] / two["total_seconds"], 3)
@@ -281,10 +389,12 @@ def run(s: BenchSettings) -> dict:
     result = {
         "what": "per-case work of programs + spans + optimal on a synthetic corpus cycled from the CommitEdits bundles",
         "cases": s.cases, "shard_cases": s.shard_cases, "distinct_cases": len({c.case_id.rsplit('#', 1)[0] for c in cases}),
-        "backend": s.backend, "cpu_count": os.cpu_count(), "load_average_before": load_before,
+        "backend": backends[0], "backends": list(backends), "cpu_count": os.cpu_count(), "load_average_before": load_before,
         "load_average_after": [round(x, 2) for x in os.getloadavg()], "corpus_build_seconds": build_s,
-        "runs": runs, "speedup_2_vs_1": speedup, "parallel_efficiency_1_to_2": efficiency,
+        "runs": runs, "backend_runs": backend_runs, "speedup_2_vs_1": speedup, "parallel_efficiency_1_to_2": efficiency,
         "per_case_seconds_1_worker": round(per_case, 6),
+        "cases_per_cpu_second_1_worker": serial["cases_per_cpu_second_main"],
+        "memory_by_size": memory, "memory_growth_largest_vs_previous": growth,
         "extrapolation_estimate": table.to_dicts(),
         "note": "extrapolation is an ESTIMATE from this run's per-case time; the machine's load average is "
                 "recorded: numbers taken on a shared machine are not quiet",
@@ -293,15 +403,33 @@ def run(s: BenchSettings) -> dict:
     write_json(result, s.out / "throughput.json")
     write_text(report_markdown(result, runs, table), s.out / "throughput.md")
     return {"cases": s.cases, "speedup_2_vs_1": speedup,
-            "cases_per_second": {r["n_jobs"]: r["cases_per_second"]["all_three"] for r in runs}}
+            "cases_per_second": {r["n_jobs"]: r["cases_per_second"]["all_three"] for r in runs},
+            "backend_overhead": {f"{r['backend']}/{r['n_jobs']}": r["overhead_vs_first"] for r in backend_runs},
+            "memory_by_size": {m["cases"]: m["peak_rss_mb"] for m in memory}}
 
 
 def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
-    steps = pl.DataFrame([{"n_jobs": r["n_jobs"], **{f"{k}_s": v for k, v in r["seconds"].items()},
+    every = runs + result.get("backend_runs", [])
+    steps = pl.DataFrame([{"n_jobs": r["n_jobs"], "backend": r.get("backend", result["backend"]),
+                           **{f"{k}_s": v for k, v in r["seconds"].items()},
                            "cases_per_s": r["cases_per_second"]["all_three"],
+                           "cpu_s_main": round(sum(r.get("cpu_seconds_main", {}).values()), 3),
+                           "cases_per_cpu_s_main": r.get("cases_per_cpu_second_main"),
+                           "overhead_vs_first": r.get("overhead_vs_first"),
+                           "cluster_start_s": r.get("cluster_start_seconds"),
                            "pool_start_s": r["pool_start_seconds"], "peak_rss_mb_tree": r["peak_rss_mb_tree_sampled"], "peak_rss_mb_main": r["peak_rss_mb_main"],
                            "peak_rss_mb_workers_floor": r["peak_rss_mb_workers_floor"],
-                           "load_1min_at_start": r["load_average_at_start"][0]} for r in runs])
+                           "load_1min_at_start": r["load_average_at_start"][0]} for r in every])
+    memory = result.get("memory_by_size") or []
+    memory_lines = ([] if not memory else [
+        "## Peak memory by corpus size",
+        "",
+        "The three steps at 1 worker, each size in a fresh process (peak resident memory of that process, "
+        f"`getrusage`); ratio of the two largest sizes' peaks: {result['memory_growth_largest_vs_previous']}.",
+        "",
+        markdown_table(pl.DataFrame(memory), 1),
+        "",
+    ])
     return "\n".join([
         "# Throughput: programs + spans + optimal per-case work",
         "",
@@ -311,10 +439,14 @@ def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
         f"Speedup of 2 workers against 1 worker, same {result['cases']:,} cases: {result['speedup_2_vs_1']}.",
         "Step times exclude the worker pool's start (`pool_start_s`, timed before the steps). `peak_rss_mb_tree`: "
         "the largest summed resident memory of this process and its workers, sampled every "
-        f"{SAMPLE_SECONDS} s; `peak_rss_mb_main` / `_workers_floor`: getrusage maxima (the latter of ended workers only).",
+        f"{SAMPLE_SECONDS} s; `peak_rss_mb_main` / `_workers_floor`: getrusage maxima (the latter of ended workers only). "
+        "`cpu_s_main`: CPU seconds of this process (at 1 worker: the work itself; `cases_per_cpu_s_main` is the "
+        "per-core rate, which a busy machine does not lower); `overhead_vs_first`: total seconds over the first "
+        "backend's at the same worker count; `cluster_start_s`: a cluster backend's start, not in the step times.",
         "",
         markdown_table(steps, 3),
         "",
+        *memory_lines,
         f"## Extrapolation to {EXTRAPOLATE_CASES:,} cases (ESTIMATE)",
         "",
         f"From {result['per_case_seconds_1_worker']} s per case at 1 worker; linear scaling, and scaling at the "

@@ -58,7 +58,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "formats": (),
     "headline": (),
     "reports": ("params_path",),
-    "bench throughput": ("cases", "jobs", "backend", "bench_out"),
+    "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
     "compare": ("a", "b", "repo", "compare_out"),
 }
 
@@ -242,7 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--cases", type=int, default=None,
                             help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
     throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
-    throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
+    throughput.add_argument("--backend", default=None,
+                            help="joblib backends, comma-separated: 1 worker once, more workers with each "
+                                 "(default: params bench.backends)")
+    throughput.add_argument("--memory-sizes", default=None, dest="memory_sizes",
+                            help="case counts whose peak memory is measured in a fresh process, comma-separated, "
+                                 "or none (default: params bench.memory_sizes)")
     throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")

@@ -43,6 +43,13 @@ walk stops, since every longer prefix has that occurrence too. Work is O(sum_j M
 operations (quadratic in the worst case of two near-identical texts, a few million elements for a
 400-line file) plus O(sum_j u(j)) Python steps, u(j) the length at which target[j:] becomes unique.
 
+Compiled. With `TokenizerDirectives` (any directive model with `copy_token_table`), both DPs run as
+numba loops (`_line_dp`, `_token_dp`, on `analysis.oracle.CompiledAutomaton`): the same candidates,
+the same float expression per candidate in the same order, the same tie-breaks, so programs and
+seconds are bit for bit those of the numpy/Python versions kept as `_reference_optimal_*_program`
+(which any other directive model still uses; tests/analysis/test_optimal.py compares the two). The
+work bounds above hold, as compiled element steps instead of numpy calls and Python steps.
+
 Coverage oracle vs floor (token level). `programs.token_min_copy` stays 1: the programs stage's token
 oracle maximises coverage, which is what the paper's coverage claim measures. It is not the fastest
 program: with min_copy = 1 a large share of token copies are 1-2 tokens, each paying a prefill and a
@@ -78,11 +85,10 @@ from typing import Protocol
 
 import numpy as np
 import polars as pl
+from numba import njit
 
 from analysis.errors import ParamsError, ProgramError, TokenizerError
 from analysis.layout import POOLED, pool_framings, pool_rows
-from numba import njit
-
 from analysis.oracle import CompiledAutomaton, SuffixAutomaton, _sam_get, token_oracle
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
 from analysis.spans import SpanRow, program_spans
@@ -192,12 +198,17 @@ class TokenizerDirectives:
         self._check()
 
     def _number_counts(self, upto: int) -> np.ndarray:
-        if upto >= len(self._numbers):
-            new = range(len(self._numbers), max(upto + 1, 2 * len(self._numbers)))
+        # grown on a local copy and published whole, so threads (the threading backend) sharing this
+        # object never see, or build on, an array another thread is extending
+        numbers = self._numbers
+        if upto >= len(numbers):
+            new = range(len(numbers), max(upto + 1, 2 * len(numbers)))
             counts = [len(e.ids) for e in self.tokenizer.backend.encode_batch([str(x) for x in new],
                                                                               add_special_tokens=False)]
-            self._numbers = np.concatenate([self._numbers, np.array(counts, dtype=float)])
-        return self._numbers
+            numbers = np.concatenate([numbers, np.array(counts, dtype=float)])
+            if len(numbers) > len(self._numbers):
+                self._numbers = numbers
+        return numbers
 
     def _check(self) -> None:
         for unit in ("lines", "tokens"):

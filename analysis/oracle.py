@@ -37,13 +37,18 @@ where L(i) is the longest suffix of target[:i] that occurs in the source (matchi
 a suffix automaton of the source, linear time). f[j] + i - j = (f[j] - j) + i, and the window's left
 edge i - L(i) never moves left, so a monotone deque gives the inner max in amortised O(1): O(n + m)
 per case. Copy spans start and end on boundaries that fall between UTF-8 characters, so every span
-is copyable as text. Ties prefer generating, then the longest copy.
+is copyable as text. Ties prefer generating, then the longest copy. The automaton and this DP run
+compiled (numba: `CompiledAutomaton`, `_token_oracle_choices`); `SuffixAutomaton` and
+`_reference_token_oracle` are the plain-Python versions the tests hold them to.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
 
 from analysis.errors import ProgramError
 from analysis.program import Copy, Gen, Op, Program, merge_adjacent
@@ -449,11 +454,6 @@ def _token_program(source, target, choice, match_state, first_end, src_ok) -> Pr
 # open-addressing hash table keyed by (state, token), and each state's outgoing tokens in a linked
 # list (a clone copies them). `SuffixAutomaton` stays as the readable reference; the tests compare
 # the two on random sequences.
-
-import numpy as np  # noqa: E402
-from numba import njit  # noqa: E402
-
-_EMPTY = np.int64(-1)
 
 
 @njit(cache=True)

@@ -106,6 +106,8 @@ class Program:
 
 def escape(text: str) -> str:
     """Escape a <gen> body (see the module docstring)."""
+    if "<" not in text and "&" not in text:  # nothing to rewrite (the common case, without a loop)
+        return text
     out: list[str] = []
     for i, ch in enumerate(text):
         if ch == "<" and text.startswith(TAG_STARTS, i):
@@ -121,6 +123,8 @@ def unescape(body: str, *, offset: int = 0) -> str:
     """Inverse of `escape`; `offset` is the body's position in the program, for error messages.
 
     Rejects every body `escape` could not have written (see the module docstring)."""
+    if "<" not in body and "&" not in body:  # no escape and no tag: the body as is, without a loop
+        return body
     out: list[str] = []
     i = 0
     while i < len(body):

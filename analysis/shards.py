@@ -20,12 +20,17 @@ What still grows with the corpus (numbers and ids, no texts, tokens or spans): s
 coverage rows, optimal's per-case costs (per kernel and oracle: the bootstrap resamples cases),
 perturb's per-draw results, the corpora stage's set of case ids (to refuse a duplicate). The corpora
 stage holds one build's cases at a time: one repository, one pairs file, one HumanEvalPack language.
+  spill   `Spill` writes such per-shard rows to parquet files in a temporary folder as each shard
+          ends (spans' per-case coverage rows, optimal's per-case costs and copy counts), so the shard
+          loop holds none of them; they are read back (`scan_parquet`) once, for the summary that needs
+          them all (a bootstrap over cases), and the folder is removed when the stage ends.
 
 Param: `parallel.shard_cases` (cases per shard; default DEFAULT_SHARD_CASES).
 """
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -176,3 +181,31 @@ class _RowBuffer:
                 first = frame["case_id"][0]
             rows += frame.height
         return rows, first
+
+
+class Spill:
+    """Frames kept on disk instead of in memory until the stage reads them back: `put(frame)` writes
+    it to a parquet file of a temporary folder and returns a lazy scan of it; `concat(scans)` reads
+    several back as one frame (in the given order: the same frame `pl.concat` of the originals
+    gives, dtypes included, which parquet keeps). A context manager: the folder goes on exit."""
+
+    def __init__(self, prefix: str = "copydecode-spill-"):
+        self._dir = tempfile.TemporaryDirectory(prefix=prefix)
+        self._count = 0
+
+    def put(self, frame: pl.DataFrame) -> pl.LazyFrame:
+        path = Path(self._dir.name) / f"{self._count:06d}.parquet"
+        self._count += 1
+        frame.write_parquet(path)
+        return pl.scan_parquet(path)
+
+    @staticmethod
+    def concat(parts: list[pl.DataFrame | pl.LazyFrame]) -> pl.DataFrame:
+        frames = [p.collect() if isinstance(p, pl.LazyFrame) else p for p in parts]
+        return frames[0] if len(frames) == 1 else pl.concat(frames)
+
+    def __enter__(self) -> "Spill":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._dir.cleanup()

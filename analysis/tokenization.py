@@ -105,6 +105,7 @@ class Tokenizer:
         self.backend = backend
         self.name = name
         self._piece_cache: dict[int, bytes] = {}
+        self._piece_cache_full = False  # every vocabulary token's bytes, filled on the first `_wrap`
         self._added = {
             tok_id: added.content for tok_id, added in backend.get_added_tokens_decoder().items()
         }
@@ -182,11 +183,25 @@ class Tokenizer:
     def decode_bytes(self, ids) -> bytes:
         return b"".join(self.piece(i) for i in ids)
 
+    def _fill_piece_cache(self) -> None:
+        """Every vocabulary token's bytes, once per process, so `_wrap` looks each id up without a call
+        (tokens that are not byte-level are left to `piece`, which names them)."""
+        cache = self._piece_cache
+        for token, token_id in self.backend.get_vocab(with_added_tokens=False).items():
+            if token_id not in cache and token_id not in self._added:
+                try:
+                    cache[token_id] = bytes([_UNICODE_TO_BYTE[ch] for ch in token])
+                except KeyError:
+                    pass
+        self._piece_cache_full = True
+
     def _wrap(self, text: str, ids: list[int]) -> TokenizedText:
         cache = self._piece_cache
+        if not self._piece_cache_full:
+            self._fill_piece_cache()
         try:
             pieces = tuple([cache[i] for i in ids])
-        except KeyError:  # a token not seen yet: checked and cached by `piece`
+        except KeyError:  # an added token, or one `piece` must name
             pieces = tuple([self.piece(i) for i in ids])
         byte_bounds = list(accumulate(map(len, pieces), initial=0))
         raw = text.encode("utf-8")
@@ -195,8 +210,7 @@ class Tokenizer:
         if len(raw) == len(text):  # ASCII: byte and character offsets coincide
             char_bounds: tuple[int | None, ...] = tuple(byte_bounds)
         else:
-            char_at = _char_offsets_by_byte(text)
-            char_bounds = tuple(char_at.get(b) for b in byte_bounds)
+            char_bounds = _char_bounds(raw, byte_bounds)
         return TokenizedText(
             text=text,
             ids=tuple(ids),
@@ -204,6 +218,19 @@ class Tokenizer:
             byte_bounds=tuple(byte_bounds),
             char_bounds=char_bounds,
         )
+
+
+def _char_bounds(raw: bytes, byte_bounds: list[int]) -> tuple[int | None, ...]:
+    """The character offset of each byte bound, None inside a character: a byte starts a character
+    unless it is a UTF-8 continuation byte (0b10xxxxxx), and the offset is the characters started
+    before it (the same values as `_char_offsets_by_byte`, vectorised)."""
+    import numpy as np
+
+    data = np.frombuffer(raw, dtype=np.uint8)
+    starts = np.append((data & 0xC0) != 0x80, True)   # byte b starts a character (the end counts)
+    before = np.concatenate([[0], np.cumsum(starts[:-1])])  # characters started before byte b
+    bounds = np.asarray(byte_bounds, dtype=np.int64)
+    return tuple(int(c) if ok else None for c, ok in zip(before[bounds].tolist(), starts[bounds].tolist()))
 
 
 def _char_offsets_by_byte(text: str) -> dict[int, int]:

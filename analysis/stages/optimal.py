@@ -47,10 +47,10 @@ from analysis.optimal import (
     program_span_rows,
 )
 from analysis.oracle import token_oracle
-from analysis.parallel import ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
-from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
+from analysis.shards import Spill, shard_cases
 from analysis.spans import pooled_groups
 from analysis.kernel_sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
 from analysis.stages.common import progress, timed
@@ -231,8 +231,8 @@ class PerCase:
     """One oracle's programs reduced to per-case rows: the bound's costs (`case_costs`, sorted by
     case) and copy span counts; `add` gathers a shard's, `summary` tables them."""
 
-    costs: list[pl.DataFrame]
-    copies: list[pl.DataFrame]
+    costs: list[pl.DataFrame | pl.LazyFrame]   # lazy: spilled to disk (`spill`), read back by `summary`
+    copies: list[pl.DataFrame | pl.LazyFrame]
 
     @classmethod
     def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
@@ -245,12 +245,20 @@ class PerCase:
         self.copies += other.copies
         return self
 
+    def spill(self, spill: Spill) -> "PerCase":
+        """The rows held in memory written to disk; `summary` reads them back."""
+        self.costs = [spill.put(f) if isinstance(f, pl.DataFrame) else f for f in self.costs]
+        self.copies = [spill.put(f) if isinstance(f, pl.DataFrame) else f for f in self.copies]
+        return self
+
     def summary(self, s: OptimalSettings) -> pl.DataFrame:
         """bounds_table of these programs (both variants, pooled both ways) with copy spans per case."""
-        costs = self.costs[0] if len(self.costs) == 1 else pl.concat(self.costs).sort(COST_ORDER)
+        costs = Spill.concat(self.costs)
+        if len(self.costs) > 1:
+            costs = costs.sort(COST_ORDER)
         boot = s.bootstrap
         table = bounds_table(costs, boot.resamples, boot.seed, boot.ci)
-        return table.join(mean_copy_spans(pl.concat(self.copies)), on=["level", "corpus", "framing"], how="left")
+        return table.join(mean_copy_spans(Spill.concat(self.copies)), on=["level", "corpus", "framing"], how="left")
 
 
 COST_ORDER = ["level", "corpus", "framing", "case_id"]  # case_costs' row order (unique per row)
@@ -324,6 +332,11 @@ class KernelRows:
             self.sweep[k].add(rows)
         return self
 
+    def spill(self, spill: Spill) -> "KernelRows":
+        for per_case in (self.covmax, self.optimal, *self.sweep.values()):
+            per_case.spill(spill)
+        return self
+
 
 def kernel_rows(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
                 model: LatencyModel) -> KernelRows:
@@ -368,7 +381,7 @@ def optimal_metrics(table: pl.DataFrame, sweep: pl.DataFrame | None) -> dict:
 
 
 def run(s: OptimalSettings) -> dict:
-    with timed("optimal"):
+    with timed("optimal"), cluster_session(s.parallel), Spill() as spill:  # dask/ray: one cluster for the stage
         kernels = kernels_for(s.kernel, s.kernel_sources, [s.baseline])
         tokenizer = load_tokenizer(s.tokenizer)
         directives = TokenizerDirectives(tokenizer)
@@ -377,7 +390,8 @@ def run(s: OptimalSettings) -> dict:
         for cases in case_shards(s.framings, s.levels, tokenizer, s.shard_cases):  # one shard's spans at a time
             n_cases += len(cases)
             programs = model_free_programs(cases, s, directives)
-            shard = [kernel_rows(cases, programs, s, directives, k.source, k.baseline, k.model) for k in kernels]
+            shard = [kernel_rows(cases, programs, s, directives, k.source, k.baseline, k.model).spill(spill)
+                     for k in kernels]  # the shard's per-case rows on disk until the summaries
             rows = shard if not rows else [mine.add(theirs) for mine, theirs in zip(rows, shard)]
         if not n_cases:
             raise ParamsError(f"optimal: no case at the framings {list(s.framings)} and levels {list(s.levels)}; "

@@ -19,7 +19,7 @@ from analysis.config import tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.layout import CASES, PROGRAMS
 from analysis.oracle import line_oracle, token_oracle
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import positive_int
 from analysis.program import render
 from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
@@ -69,7 +69,7 @@ def oracle_programs(cases: list[Case], tokenizer, token_min_copy: int,
 
 
 def run(s: ProgramsSettings) -> dict:
-    with timed("programs"):
+    with timed("programs"), cluster_session(s.parallel):  # dask/ray: one cluster for the whole stage
         tokenizer = load_tokenizer(s.tokenizer)
         with ShardWriter(PROGRAMS, PROGRAMS_SCHEMA, metadata=parquet_metadata([CASES])) as out:
             for frame in case_shards(s.shard_cases):  # one shard of cases in memory at a time

@@ -14,7 +14,7 @@ from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import choice, positive_int
 from analysis.program import parse
 from analysis.spans import (
@@ -28,7 +28,7 @@ from analysis.spans import (
     prompt_tokens,
     span_bin_counts,
 )
-from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
+from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, Spill, shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import case_shards, program_shards
 from analysis.tokenization import (
@@ -119,21 +119,21 @@ def coverage_metrics(coverage: pl.DataFrame) -> dict:
 
 
 def run(s: SpansSettings) -> dict:
-    with timed("spans"):
+    with timed("spans"), cluster_session(s.parallel):  # dask/ray: one cluster for the whole stage
         tokenizer = load_tokenizer(s.tokenizer)
         shards = program_shards(s.shard_cases)  # checks the two inputs exist and agree, before reading any
         inputs = parquet_metadata([CASES, PROGRAMS])
         per_case_parts, bin_counts = [], []
-        with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out:
+        with ShardWriter(SPANS, SPANS_SCHEMA, metadata=inputs) as out, Spill() as spill:
             for table in shards:  # one shard's programs and spans in memory at a time
                 spans = build_spans(table, tokenizer, s.prompt_overhead_tokens, s.parallel)
                 out.write(spans)
-                per_case_parts.append(per_case_coverage(spans))  # a few numbers per case
+                per_case_parts.append(spill.put(per_case_coverage(spans)))  # a few numbers per case, on disk
                 bin_counts.append(span_bin_counts(spans))
-        if not per_case_parts:  # no program: the empty tables, as one empty shard gives them
-            empty = pl.DataFrame(schema=SPANS_SCHEMA)
-            per_case_parts, bin_counts = [per_case_coverage(empty)], [span_bin_counts(empty)]
-        per_case = merge_per_case(per_case_parts)
+            if not per_case_parts:  # no program: the empty tables, as one empty shard gives them
+                empty = pl.DataFrame(schema=SPANS_SCHEMA)
+                per_case_parts, bin_counts = [per_case_coverage(empty)], [span_bin_counts(empty)]
+            per_case = merge_per_case([Spill.concat(per_case_parts)])
         boot = s.bootstrap
         coverage = coverage_table(per_case, resamples=boot.resamples, seed=boot.seed, ci=boot.ci)
         hist = histogram_from_counts(*bin_counts)

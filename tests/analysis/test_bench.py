@@ -22,7 +22,8 @@ def test_extrapolation_is_linear_and_efficiency_scaled():
 
 @pytest.mark.parametrize("args, match", [
     (dict(cases=0), "--cases"), (dict(jobs="2"), "including 1"), (dict(jobs="1,0"), "--jobs"),
-    (dict(backend="spark"), "backend"),
+    (dict(backend="spark"), "backend"), (dict(backend="loky,loky"), "distinct"),
+    (dict(memory_sizes="0"), "memory-sizes"), (dict(memory_sizes="a,4"), "memory-sizes"),
 ])
 def test_bad_arguments_are_named(args, match):
     with pytest.raises(ParamsError, match=match):
@@ -50,6 +51,17 @@ def test_bench_size_comes_from_params_unless_given():
         size(**{"bench.cases": "many"})
 
 
+def test_backends_and_memory_sizes_come_from_params_unless_given():
+    shipped = bench.settings(params_with(), cases=None, jobs="1,2", backend=None)
+    assert shipped.backends == ("loky", "dask") and shipped.backend == "loky"
+    assert shipped.memory_sizes == (400, 4000, 20000)
+    given = bench.settings(params_with(), cases=3, jobs="1,2", backend="threading", memory_sizes="9,3")
+    assert given.backends == ("threading",) and given.memory_sizes == (3, 9)
+    assert bench.settings(params_with(), cases=3, jobs="1", backend="loky", memory_sizes="none").memory_sizes == ()
+    args = build_parser().parse_args(["bench", "throughput", "--backend", "loky,dask", "--memory-sizes", "4,8"])
+    assert (args.backend, args.memory_sizes) == ("loky,dask", "4,8")
+
+
 def test_tree_peak_counts_a_child_process():
     import subprocess
     import sys
@@ -70,7 +82,7 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
 
     out = tmp_path / "reports/bench"
     summary = bench.run(bench.settings(params_with(**{"parallel.shard_cases": 4}), cases=6, jobs="1,2",
-                                       backend="loky", bench_out=str(out)))
+                                       backend="loky,threading", bench_out=str(out), memory_sizes="2,6"))
     result = json.loads((out / "throughput.json").read_text())
     assert result["cases"] == 6 and result["shard_cases"] == 4 and summary["cases"] == 6
     assert [r["n_jobs"] for r in result["runs"]] == [1, 2]
@@ -80,6 +92,13 @@ def test_bench_runs_at_a_tiny_size(tmp_path):
     one, two = result["runs"]
     assert two["peak_rss_mb_tree_sampled"] > one["peak_rss_mb_tree_sampled"]  # the two workers' memory counts
     assert [row["cores"] for row in result["extrapolation_estimate"]] == list(bench.EXTRAPOLATE_CORES)
+    assert all(v >= 0 for v in one["cpu_seconds_main"].values()) and one["cases_per_cpu_second_main"] > 0
+    other, = result["backend_runs"]  # the second backend at 2 workers, beside the first's
+    assert (other["backend"], other["n_jobs"]) == ("threading", 2)
+    assert other["overhead_vs_first"] == pytest.approx(other["total_seconds"] / two["total_seconds"], abs=1e-3)
+    assert [m["cases"] for m in result["memory_by_size"]] == [2, 6] and all(m["peak_rss_mb"] > 50 for m in result["memory_by_size"])
+    assert result["memory_growth_largest_vs_previous"] > 0
+    assert "Peak memory by corpus size" in (out / "throughput.md").read_text()
     assert "ESTIMATE" in (out / "throughput.md").read_text()
     sentence = _throughput_sentence(tmp_path)
     assert "6 synthetic CommitEdits cases" in sentence and "ESTIMATE for 1,000,000 cases" in sentence

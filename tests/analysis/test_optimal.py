@@ -339,3 +339,16 @@ def test_compiled_dps_match_the_reference_with_the_tokenizer(qwen, source, targe
     src, tgt, directives = qwen.encode(source + target[::3]), qwen.encode(target), TokenizerDirectives(qwen)
     reference = _reference_optimal_line_program if level == "line" else _reference_optimal_token_program
     _same(optimal_program(level, src, tgt, cost, directives), reference(src, tgt, cost, directives))
+
+
+def test_directive_numbers_grow_safely_across_threads(qwen):
+    """Threads sharing one TokenizerDirectives (the threading backend) each get a consistent table."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    shared, fresh = TokenizerDirectives(qwen), TokenizerDirectives(qwen)
+    sizes = [5, 3000, 40, 70000, 900, 12000, 200000, 7] * 3
+    with ThreadPoolExecutor(8) as pool:
+        tables = list(pool.map(lambda n: shared.copy_token_table("tokens", n)[1][:n + 1].copy(), sizes))
+    for n, table in zip(sizes, tables):
+        assert np.array_equal(table, fresh.copy_token_table("tokens", n)[1][:n + 1])
+    assert shared.monotone("tokens", 200000)

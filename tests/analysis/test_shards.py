@@ -2,6 +2,7 @@
 per-case stages giving the same outputs for any shard size."""
 
 import json
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -140,3 +141,21 @@ def test_stages_give_the_same_outputs_for_any_shard_size(tmp_path, monkeypatch, 
         for name in METRICS:
             path = f"reports/metrics/{name}.json"
             assert (other / path).read_text() == (one / path).read_text(), (other.name, path)
+
+
+def test_spill_keeps_frames_on_disk_and_reads_them_back_identically():
+    from analysis.shards import Spill
+
+    parts = [pl.DataFrame({"case_id": ["a", "b"], "copied": [1, 2], "share": [0.5, None]},
+                          schema={"case_id": pl.String, "copied": pl.UInt32, "share": pl.Float64}),
+             pl.DataFrame({"case_id": ["c"], "copied": [7], "share": [1.25]},
+                          schema={"case_id": pl.String, "copied": pl.UInt32, "share": pl.Float64})]
+    with Spill() as spill:
+        scans = [spill.put(p) for p in parts]
+        assert all(isinstance(s, pl.LazyFrame) for s in scans)  # nothing held in memory
+        folder = Path(spill._dir.name)
+        assert len(list(folder.glob("*.parquet"))) == 2
+        back = Spill.concat(scans)
+        assert back.schema == parts[0].schema and back.equals(pl.concat(parts))
+        assert Spill.concat([parts[0]]).equals(parts[0])
+    assert not folder.exists()  # removed with the stage

@@ -91,3 +91,26 @@ def test_program_text_without_added_tokens_tokenizes_as_before(qwen, hep_dir):
     for text in texts:
         assert qwen.encode_program(text).ids == qwen.encode(text).ids
     assert qwen.encode_program("a<|im_end|>b").ids != qwen.encode("a<|im_end|>b").ids
+
+
+# ---------------------------------------------------------------- fast wrapping against the per-character reference
+
+from hypothesis import given as _given  # noqa: E402
+from hypothesis import strategies as _st  # noqa: E402
+
+
+@_given(_st.text(alphabet=_st.sampled_from(list("ab \n\u00e9\u4e2d\U0001f600\u0301x=(")), max_size=60))
+def test_char_bounds_equal_the_per_character_offsets(text):
+    from analysis.tokenization import _char_bounds, _char_offsets_by_byte
+
+    raw = text.encode("utf-8")
+    bounds = list(range(len(raw) + 1))  # every byte offset, inside characters too
+    reference = _char_offsets_by_byte(text)
+    assert _char_bounds(raw, bounds) == tuple(reference.get(b) for b in bounds)
+
+
+def test_encode_many_shares_repeated_texts_and_matches_encode(qwen):
+    texts = ["x = 1\n", "caf\u00e9 \U0001f600\n", "x = 1\n", ""]
+    many = qwen.encode_many(texts)
+    assert many[0] is many[2]  # tokenized once
+    assert many == [qwen.encode(t) for t in texts]

@@ -271,6 +271,8 @@ PROBES = [
     Probe("N14-a-fifo-named-like-a-bundle", cli("--out", "run", "corpora", "--only", "--repo", "x.bundle",
                                                 setup=lambda f: os.mkfifo(f / "x.bundle")),
           "is neither a git repository folder nor a git bundle file"),
+    Probe("N17-headline-on-an-empty-root", cli("--out", "run", "headline"), "nothing to report"),
+    Probe("N17-reports-on-an-empty-root", cli("--out", "run", "reports"), "nothing to report"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -311,5 +313,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13", "D17"):
+    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "N17", "D2", "D10", "D13", "D17"):
         assert f"{defect}-" in ids, defect

@@ -273,6 +273,13 @@ PROBES = [
           "is neither a git repository folder nor a git bundle file"),
     Probe("N17-headline-on-an-empty-root", cli("--out", "run", "headline"), "nothing to report"),
     Probe("N17-reports-on-an-empty-root", cli("--out", "run", "reports"), "nothing to report"),
+    Probe("N8-a-latin1-pairs-file-name", cli("--out", "run", "corpora", "--only", "--pairs", os.fsdecode(b"n\xe9.jsonl"),
+                                             setup=lambda f: (f / os.fsdecode(b"n\xe9.jsonl")).write_text(
+                                                 '{"source": "a\\n", "target": "b\\n"}\n')),
+          "the path is not valid UTF-8 (byte 0xe9)"),
+    Probe("N8-a-latin1-repo-folder-name", cli("--out", "run", "corpora", "--only", "--repo", os.fsdecode(b"caf\xe9"),
+                                              setup=lambda f: (f / os.fsdecode(b"caf\xe9")).mkdir()),
+          "the path is not valid UTF-8 (byte 0xe9)"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -299,7 +306,7 @@ def test_probe(probe, tmp_path, monkeypatch):
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
-                                                              "cwd/x.bundle"))} - {"cwd"}
+                                                              "cwd/x.bundle", "cwd/n", "cwd/caf"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -313,5 +320,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "N17", "D2", "D10", "D13", "D17"):
+    for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N17", "D2", "D10", "D13", "D17"):
         assert f"{defect}-" in ids, defect

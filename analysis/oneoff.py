@@ -97,3 +97,21 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     # never from DIR, which holds outputs only
     os.chdir(root)
     return replace(cfg, params=absolute_params(cfg.params, start), path=(start / cfg.path).resolve())
+
+
+def discard_unused_root(root: Path) -> bool:
+    """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root`
+    put there (the latency model copy) and empty folders; returns whether it was removed."""
+    root = Path(root)
+    if not root.is_dir() or root.is_symlink():
+        return False
+    files = [p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()]
+    if any(p != root / LATENCY_MODEL for p in files):
+        return False
+    if Path.cwd().resolve().is_relative_to(root.resolve()):
+        os.chdir(root.resolve().parent)  # the run moved into it
+    (root / LATENCY_MODEL).unlink(missing_ok=True)
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        folder.rmdir()
+    root.rmdir()
+    return True

@@ -953,3 +953,17 @@ def test_ctrl_c_on_a_parallel_stage_exits_130(tmp_path, monkeypatch, capsys):
     assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "spans"]) == 130
     err = capsys.readouterr().err
     assert "interrupted; finished outputs and checkpoints are kept" in err and "Traceback" not in err
+
+
+def test_out_runs_keep_no_machine_paths(pairs_only, monkeypatch):
+    """N16: --out made every input absolute, so reports and metrics held this machine's folders."""
+    assert cli("--out", "runs/x", "corpora", "--only", "--pairs", "a.jsonl") == 0
+    monkeypatch.chdir(pairs_only)
+    text = (pairs_only / "runs/x/reports/metrics/corpora.json").read_text()
+    assert "pairs:../../a.jsonl" in text and str(pairs_only) not in text
+    args = build_parser().parse_args(["--out", "runs/y", "corpora", "--pairs", "a.jsonl"])
+    from analysis.oneoff import enter_out_root
+
+    cfg = enter_out_root("runs/y", Config.load("params.yaml"), args)
+    assert str(cfg.path) == "../../params.yaml" and args.pairs == ["../../a.jsonl"]
+    assert Path(cfg.path).resolve() == pairs_only / "params.yaml"

@@ -13,6 +13,7 @@ import argparse
 import importlib
 import json
 import sys
+from pathlib import Path
 from contextlib import nullcontext
 
 from analysis.config import Config
@@ -351,6 +352,12 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(cfg, args)
 
 
+def interrupted_workers(exc: BaseException) -> bool:
+    """Ctrl-C reaches the parallel workers too: joblib then raises TerminatedWorkerError (exit codes
+    {SIGINT(-2)}) in place of KeyboardInterrupt; it is the same interrupt (N12)."""
+    return type(exc).__name__ == "TerminatedWorkerError" and "SIGINT" in str(exc)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
@@ -363,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = args.out
     overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
+    # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
+    new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
     try:
         cfg = Config.load(args.params)
         if overrides:
@@ -384,8 +393,17 @@ def main(argv: list[str] | None = None) -> int:
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
+        if new_root is not None:
+            from analysis.oneoff import discard_unused_root
+
+            discard_unused_root(new_root)
         return 2
     except KeyboardInterrupt:
+        print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        if not interrupted_workers(exc):
+            raise
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     if result is not None:

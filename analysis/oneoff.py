@@ -2,8 +2,9 @@
 
 The stage runs with DIR as its working folder, so every path of `analysis.layout` (data/, reports/)
 lands under DIR and the committed reports/ stay untouched. What the run reads keeps its meaning: the
-params file, the --pairs/--repo paths and the input paths inside the params file are made absolute
-against the folder the command was started in. The bounds and optimal stages read the committed
+params file, the --pairs/--repo paths and the input paths inside the params file, given relative to
+the folder the command was started in, are rewritten relative to DIR (no machine path reaches its
+reports); absolute ones stay as given. The bounds and optimal stages read the committed
 latency model; it is copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent).
 """
 
@@ -28,16 +29,29 @@ PROJECT_FOLDERS = ("analysis", "kernels_profile", "notebooks", "reports", "tests
 KEEP = ("auto",)  # values that are not paths
 
 
-def _absolute(value: Any, start: Path) -> Any:
+def from_root(path: Path, root: Path | None) -> str:
+    """`path` (absolute) as the run inside `root` reads it: relative to the resolved root, so reports and
+    metrics of a one-off run hold no machine paths (its folders resolved, its own name kept: a link stays
+    a link); absolute when `root` is None or on another drive."""
+    if root is None:
+        return str(path)
+    try:
+        return os.path.relpath(Path(path).parent.resolve() / Path(path).name, Path(root).resolve())
+    except ValueError:
+        return str(path)
+
+
+def _absolute(value: Any, start: Path, root: Path | None = None) -> Any:
     if not isinstance(value, str) or value in KEEP or not value or Path(value).is_absolute():
         return value
     candidate = start / value
     # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
-    return str(candidate) if candidate.exists() or value.startswith(".") else value
+    return from_root(candidate, root) if candidate.exists() or value.startswith(".") else value
 
 
-def absolute_params(params: dict, start: Path) -> dict:
-    """A copy of `params` whose input paths are absolute against `start`."""
+def absolute_params(params: dict, start: Path, root: Path | None = None) -> dict:
+    """A copy of `params` whose relative input paths are absolute against `start` (with `root`: relative
+    to the run root instead, pointing at the same files)."""
     params = copy.deepcopy(params)
     for dotted in PATH_KEYS:
         head, _, tail = dotted.partition("[].")
@@ -50,9 +64,9 @@ def absolute_params(params: dict, start: Path) -> dict:
         if tail:
             for entry in node[last] or []:
                 if isinstance(entry, dict) and tail in entry:
-                    entry[tail] = _absolute(entry[tail], start)
+                    entry[tail] = _absolute(entry[tail], start, root)
         else:
-            node[last] = _absolute(node[last], start)
+            node[last] = _absolute(node[last], start, root)
     return params
 
 
@@ -82,7 +96,7 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     for name in ("pairs", "repo"):
         given = getattr(args, name, None)
         if given:
-            setattr(args, name, [str(start / p) if not Path(p).is_absolute() else p for p in given])
+            setattr(args, name, [from_root(start / p, root) if not Path(p).is_absolute() else p for p in given])
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -96,4 +110,23 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     # no notebooks/ link: the reports stage reads its templates from the project (analysis.reports.TEMPLATES),
     # never from DIR, which holds outputs only
     os.chdir(root)
-    return replace(cfg, params=absolute_params(cfg.params, start), path=(start / cfg.path).resolve())
+    params_path = Path(cfg.path) if Path(cfg.path).is_absolute() else Path(from_root(start / cfg.path, root))
+    return replace(cfg, params=absolute_params(cfg.params, start, root), path=params_path)
+
+
+def discard_unused_root(root: Path) -> bool:
+    """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root`
+    put there (the latency model copy) and empty folders; returns whether it was removed."""
+    root = Path(root)
+    if not root.is_dir() or root.is_symlink():
+        return False
+    files = [p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()]
+    if any(p != root / LATENCY_MODEL for p in files):
+        return False
+    if Path.cwd().resolve().is_relative_to(root.resolve()):
+        os.chdir(root.resolve().parent)  # the run moved into it
+    (root / LATENCY_MODEL).unlink(missing_ok=True)
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        folder.rmdir()
+    root.rmdir()
+    return True

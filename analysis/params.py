@@ -136,12 +136,17 @@ def positive_int(params: dict[str, Any], dotted: str, minimum: int = 1) -> int:
     return value
 
 
+def _range_text(lo: float | None, hi: float | None) -> str:
+    """'[1, inf)', '(-inf, 5]' or '[1, 5]': an open side is written as infinity, never as None."""
+    return f"{'(-inf' if lo is None else f'[{lo}'}, {'inf)' if hi is None else f'{hi}]'}"
+
+
 def number(params: dict[str, Any], dotted: str, lo: float | None = None, hi: float | None = None) -> float:
     value = get(params, dotted, (int, float))
     if not math.isfinite(value):
         raise ParamsError(f"params: {dotted!r} must be a finite number, got {value!r}")
     if (lo is not None and value < lo) or (hi is not None and value > hi):
-        raise ParamsError(f"params: {dotted!r} must lie in [{lo}, {hi}], got {value!r}")
+        raise ParamsError(f"params: {dotted!r} must lie in {_range_text(lo, hi)}, got {value!r}")
     return float(value)
 
 
@@ -193,7 +198,7 @@ def number_list(params: dict[str, Any], dotted: str, lo: float | None = None, hi
         if isinstance(v, bool) or not isinstance(v, kind) or not math.isfinite(v):
             raise ParamsError(f"params: {dotted!r} must hold {'integers' if integer else 'numbers'}, got {v!r}")
         if (lo is not None and v < lo) or (hi is not None and v > hi):
-            raise ParamsError(f"params: {dotted!r} values must lie in [{lo}, {hi}], got {v!r}")
+            raise ParamsError(f"params: {dotted!r} values must lie in {_range_text(lo, hi)}, got {v!r}")
     if distinct and len(set(values)) != len(values):
         raise ParamsError(f"params: {dotted!r} lists a value twice: {values}")
     return tuple(int(v) if integer else float(v) for v in values)
@@ -271,6 +276,8 @@ def typed_entry(kind: type, entry: object, where: str, defaults: dict | None = N
     values = {}
     for key, value in {**(defaults or {}), **entry}.items():
         full = f"{where}.{key}" if key in entry else f"{defaults_where}.{key}"
+        if key in entry and where.startswith("--") and key in ("name", "language"):
+            full = f"--{key}"  # a command-line input's --name/--language, not a params key
         values[key] = check_annotated(hints[key], value, full)
         if key in NON_NEGATIVE and values[key] < 0:
             raise ParamsError(f"params: {full!r} must be >= 0, got {value!r}")

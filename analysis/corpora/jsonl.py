@@ -36,8 +36,9 @@ def decode_utf8(path: Path, data: bytes) -> str:
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        utf16 = "; it looks like UTF-16 (a byte-order mark): save it as UTF-8" if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ""
         raise CorpusError(
-            f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte column {column}: {exc.reason})"
+            f"{path}:{line}: not valid UTF-8 (byte 0x{data[exc.start]:02x} at byte column {column}: {exc.reason}){utf16}"
         ) from None
 
 

@@ -75,7 +75,8 @@ def file_format(settings: PairsSettings) -> str:
     if found is None:
         raise CorpusError(
             f"{path}: cannot tell the format from the suffix {path.suffix!r} "
-            f"(known: {', '.join(FORMATS)}); set the pairs format to jsonl or parquet"
+            f"(known: {', '.join(FORMATS)}); rename it to .jsonl (one JSON object per line) or .parquet, or set "
+            "`format: jsonl` or `format: parquet` in its corpora.pairs entry of params"
         )
     return found
 
@@ -158,7 +159,7 @@ def _parquet_records(path: Path, fields: dict[str, str] | None = None) -> list[t
 def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     path = Path(settings.path)
     if not path.is_file():
-        raise CorpusError(f"{path}: no such pairs file")
+        raise CorpusError(f"{path}: {'a folder, not a pairs file' if path.is_dir() else 'no such pairs file'}")
     fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)

@@ -1,4 +1,4 @@
-"""What every stage module shares: progress bars and run timings."""
+"""What every stage module shares: progress bars, run timings, the check that a root holds outputs."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
+from analysis.errors import CorpusError
 from analysis.io import write_json
-from analysis.layout import TIMINGS
+from analysis.layout import CASES, TABLES, TIMINGS
 
 
 _WORKER = threading.local()
@@ -71,3 +72,11 @@ def kernel_noise_filtered(noise: tuple[str, ...] = KERNEL_NOISE):
             sys.stderr.write("".join(line for line in text.splitlines(keepends=True)
                                      if not any(phrase in line for phrase in noise)))
             sys.stderr.flush()
+
+
+def require_outputs(stage: str) -> None:
+    """`headline` and `reports` summarise other stages' outputs: on a root that holds none (no cases
+    table, no report table) there is nothing to report, which is an error, not an empty success."""
+    if not CASES.is_file() and not any(TABLES.glob("*.csv")):
+        raise CorpusError(f"nothing to report: this output root holds no stage output (no {CASES}, no {TABLES}/*.csv); "
+                          f"run `copydecode corpora` and the stages after it before `copydecode {stage}`")

@@ -72,6 +72,22 @@ class CommandLine:
             raise ParamsError(f"--name names one input, but {given} --pairs/--repo inputs were given")
         if (self.language is not None or self.name is not None) and not given:
             raise ParamsError("--language and --name apply to --pairs/--repo inputs, and none was given")
+        for option, paths in (("--pairs", self.pairs), ("--repo", self.repos)):
+            for path in paths:
+                check_utf8_name(path, option)
+
+
+def check_utf8_name(path: str, where: str) -> None:
+    """A file or folder name that is not UTF-8 (Python holds its bytes as surrogates) cannot become a
+    corpus name, a case id or a table cell: refused by name, with the offending byte."""
+    try:
+        str(path).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        byte = ord(str(path)[exc.start]) - 0xDC00 if 0xDC80 <= ord(str(path)[exc.start]) <= 0xDCFF else None
+        shown = str(path).encode("utf-8", "backslashreplace").decode("ascii", "backslashreplace")
+        raise ParamsError(f"{where} {shown}: the path is not valid UTF-8"
+                          + (f" (byte 0x{byte:02x})" if byte is not None else "")
+                          + "; rename it to UTF-8") from None
 
 
 def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple[str, object]]:
@@ -134,6 +150,10 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
     if not builds:
         raise ParamsError("params: no corpus selected (no HumanEvalPack language, ProbeEdit-S disabled, no commits "
                           "or pairs); an empty corpus has nothing to analyse")
+    for kind, build in builds:  # the paths params name (corpora.pairs[].path, corpora.commits[].repo)
+        for field in ("path", "repo"):
+            if isinstance(getattr(build, field, None), str):
+                check_utf8_name(getattr(build, field), f"{kind} {field}")
     check_names(builds, user)
     return CorporaSettings(tuple(builds), positive_int(p, "corpora.max_text_bytes"))
 

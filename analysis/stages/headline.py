@@ -9,7 +9,7 @@ from analysis.errors import ParamsError, StaleInputError
 from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
 from analysis.kernel_sources import names_from_params
 from analysis.params import get, known_keys, number, number_list, positive_int
-from analysis.stages.common import timed
+from analysis.stages.common import require_outputs, timed
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ def settings(params: dict) -> HeadlineStageSettings:
 
 
 def run(s: HeadlineStageSettings) -> dict:
+    require_outputs("headline")
     stale = stale_stages()
     if stale:  # the headline figures would combine outputs of two corpora
         raise StaleInputError("; ".join(stale.values()))

@@ -13,7 +13,7 @@ from typing import Any
 from analysis.errors import ParamsError
 from analysis.params import DEFAULT_PARAMS, get
 from analysis.reports import REPORTS, check_parameters, run_reports
-from analysis.stages.common import kernel_noise_filtered, timed
+from analysis.stages.common import kernel_noise_filtered, require_outputs, timed
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,7 @@ def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
 
 
 def run(s: ReportsSettings) -> dict:
+    require_outputs("reports")
     with timed("reports"), kernel_noise_filtered():
         result = run_reports(explore_case(s.parameters), Path("."), s.params_path)
     return result

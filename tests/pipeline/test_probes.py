@@ -77,6 +77,16 @@ def shipped_params_with(**changes) -> Callable[[Path], str]:
     return run
 
 
+def shipped_params_range() -> Callable[[Path], str]:
+    """optimal.min_copies: [0]: a list checked against an open range."""
+    def run(folder: Path) -> str:
+        from analysis.stages.optimal import settings
+
+        settings(params_with(**{"optimal.min_copies": [0]}))
+        return ""
+    return run
+
+
 def report_parameters(report: str, values) -> Callable[[Path], str]:
     """The reports stage's settings with `reports.parameters.<report>` = values (refused before papermill)."""
     def run(folder: Path) -> str:
@@ -271,6 +281,24 @@ PROBES = [
     Probe("N14-a-fifo-named-like-a-bundle", cli("--out", "run", "corpora", "--only", "--repo", "x.bundle",
                                                 setup=lambda f: os.mkfifo(f / "x.bundle")),
           "is neither a git repository folder nor a git bundle file"),
+    Probe("N17-headline-on-an-empty-root", cli("--out", "run", "headline"), "nothing to report"),
+    Probe("N17-reports-on-an-empty-root", cli("--out", "run", "reports"), "nothing to report"),
+    Probe("N8-a-latin1-pairs-file-name", cli("--out", "run", "corpora", "--only", "--pairs", os.fsdecode(b"n\xe9.jsonl"),
+                                             setup=lambda f: (f / os.fsdecode(b"n\xe9.jsonl")).write_text(
+                                                 '{"source": "a\\n", "target": "b\\n"}\n')),
+          "the path is not valid UTF-8 (byte 0xe9)"),
+    Probe("N8-a-latin1-repo-folder-name", cli("--out", "run", "corpora", "--only", "--repo", os.fsdecode(b"caf\xe9"),
+                                              setup=lambda f: (f / os.fsdecode(b"caf\xe9")).mkdir()),
+          "the path is not valid UTF-8 (byte 0xe9)"),
+    Probe("N15-utf16-pairs", pairs_file('{"source": "a", "target": "b"}\n'.encode("utf-16")), "looks like UTF-16"),
+    Probe("N15-open-range-wording", shipped_params_range(), "values must lie in [1, inf), got 0"),
+    Probe("N15-name-option-wording", cli("--out", "run", "corpora", "--only", "--pairs", "ok.jsonl", "--name", "../x",
+                                         setup=lambda f: (f / "ok.jsonl").write_text('{"source": "a", "target": "b"}\n')),
+          "'--name' must be letters"),
+    Probe("D13-pairs-json-suffix", pairs_file('{"source": "a", "target": "b"}\n', suffix=".json"),
+          "rename it to .jsonl"),
+    Probe("D14-a-folder-as-pairs", cli("--out", "run", "corpora", "--only", "--pairs", "d",
+                                       setup=lambda f: (f / "d").mkdir()), "a folder, not a pairs file"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -297,7 +325,7 @@ def test_probe(probe, tmp_path, monkeypatch):
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
-                                                              "cwd/x.bundle"))} - {"cwd"}
+                                                              "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -311,5 +339,5 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N9", "N10", "N13", "N14", "N18", "D2", "D10", "D13", "D17"):
+    for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N15", "N17", "D2", "D10", "D13", "D14", "D17"):
         assert f"{defect}-" in ids, defect

@@ -923,3 +923,49 @@ def test_every_output_set_stage_records_its_corpus(pairs_only):
     assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
     record = json.loads((pairs_only / "data/.corpus/corpora.json").read_text())
     assert "data/corpora/cases.parquet" in record["outputs"] and len(record["cases_sha256"]) == 64
+
+
+# ---------------------------------------------------------------- N17, N12: failed one-off runs, Ctrl-C
+
+def test_a_failed_run_into_a_new_out_root_leaves_nothing_behind(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "reports/kernels").mkdir(parents=True)
+    shutil.copy(ROOT / "reports/kernels/latency_model.json", tmp_path / "reports/kernels/latency_model.json")
+    write_jsonl(tmp_path / "bad.jsonl", [{"source": "a\n", "target": ""}])
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "new", "corpora", "--only", "--pairs", "bad.jsonl"]) == 2
+    assert "field 'target' is empty" in capsys.readouterr().err
+    assert not (tmp_path / "new").exists()
+    (tmp_path / "kept/data").mkdir(parents=True)  # a root that existed before the run is never removed
+    monkeypatch.chdir(tmp_path)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "kept", "corpora", "--only", "--pairs", "bad.jsonl"]) == 2
+    assert (tmp_path / "kept/data").is_dir()
+
+
+def test_ctrl_c_on_a_parallel_stage_exits_130(tmp_path, monkeypatch, capsys):
+    from joblib.externals.loky.process_executor import TerminatedWorkerError
+
+    import analysis.cli as cli_module
+
+    def interrupted(*args, **kwargs):
+        raise TerminatedWorkerError("A worker process managed by the executor was unexpectedly terminated. "
+                                    "The exit codes of the workers are {SIGINT(-2)}")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "run_stage", interrupted)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "run", "spans"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted; finished outputs and checkpoints are kept" in err and "Traceback" not in err
+
+
+def test_out_runs_keep_no_machine_paths(pairs_only, monkeypatch):
+    """N16: --out made every input absolute, so reports and metrics held this machine's folders."""
+    assert cli("--out", "runs/x", "corpora", "--only", "--pairs", "a.jsonl") == 0
+    monkeypatch.chdir(pairs_only)
+    text = (pairs_only / "runs/x/reports/metrics/corpora.json").read_text()
+    assert "pairs:../../a.jsonl" in text and str(pairs_only) not in text
+    args = build_parser().parse_args(["--out", "runs/y", "corpora", "--pairs", "a.jsonl"])
+    from analysis.oneoff import enter_out_root
+
+    cfg = enter_out_root("runs/y", Config.load("params.yaml"), args)
+    assert str(cfg.path) == "../../params.yaml" and args.pairs == ["../../a.jsonl"]
+    assert Path(cfg.path).resolve() == pairs_only / "params.yaml"

@@ -353,7 +353,8 @@ def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
 
     params = {"corpora": {"humanevalpack": {"languages": []}, "probeedit": {"enabled": False},
                           "commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
-                          "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": []}}
+                          "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": [],
+                          "max_text_bytes": 8_000_000}}
     s = stage.settings(params)
     names = [b[1].name for b in s.builds]
     assert names == ["team-alpha", "team-beta"]  # notes.txt is no repository: ignored

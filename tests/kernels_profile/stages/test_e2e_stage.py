@@ -46,7 +46,7 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
 @pytest.mark.parametrize("key, value, message", [
     ("e2e.pld.policies", ["nearest"], "'e2e.pld.policies' has unknown values ['nearest']"),
     ("e2e.pld.k", [10, 10], "'e2e.pld.k' lists a value twice"),
-    ("e2e.pld.k", [0], "'e2e.pld.k' values must lie in [1, None]"),
+    ("e2e.pld.k", [0], "'e2e.pld.k' values must lie in [1, inf)"),
     ("e2e.pld.sweep_models", ["gpt-9"], "'e2e.pld.sweep_models' has unknown values ['gpt-9']"),
     ("e2e.overhead", ["char"], "'e2e.overhead' has unknown values ['char']"),
     ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),

@@ -1,8 +1,11 @@
-"""`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
+"""`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage), plus the tools.
 
 STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
 (`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
-for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
+for the others). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
+`moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
+them (`command(args) -> exit status`); this is the project's one console script and its one
+`__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params` and `--out` may come before or after the subcommand.
 """
 
@@ -67,6 +70,16 @@ TOOLS: dict[str, tuple[str, str]] = {
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
+}
+
+# maintenance commands (no dvc.yaml stage): command -> (module with add_arguments and command, help)
+MAINTENANCE: dict[str, tuple[str, str]] = {
+    "readme": ("analysis.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
+                                  "block (--check: list its stale lines, write nothing)"),
+    "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines) -> reports/tables/line_moves.*"),
+    "depgraph": ("analysis.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"),
+    "pilot-sweep": ("kernels_profile.pilot_sweep", "the pilot's training-settings sweep, an interrupted run's "
+                                                    "checkpoint curve, decoded range errors, or freezing a preset run"),
 }
 
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
@@ -177,6 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     mask.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
     mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
     mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
+    for command in MAINTENANCE:
+        _add_maintenance(sub, command)
+    return parser
+
+
+def _add_maintenance(sub, command: str) -> argparse.ArgumentParser:
+    module, text = MAINTENANCE[command]
+    parser = sub.add_parser(command, help=text, description=text[0].upper() + text[1:] + ".")
+    parser.set_defaults(stage=command, module=module, maintenance=True)
+    parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    importlib.import_module(module).add_arguments(parser)
     return parser
 
 
@@ -202,8 +226,25 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(cfg, args)
 
 
+def run_maintenance(args: argparse.Namespace) -> int:
+    """A MAINTENANCE command: its module's `command(args)`, a CopyDecodeError reported by name (exit 2)."""
+    if args.out is not None:
+        print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
+        return 2
+    try:
+        return importlib.import_module(args.module).command(args)
+    except CopyDecodeError as exc:
+        print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"copydecode {args.stage}: interrupted", file=sys.stderr)
+        return 130
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "maintenance", False):
+        return run_maintenance(args)
     if args.stage == "kernels profile":  # its own --out names the raw timings file, kept as `out` for the stage
         if args.out is not None:
             print("copydecode kernels profile: error: --out before the subcommand (a one-off output root) is not "

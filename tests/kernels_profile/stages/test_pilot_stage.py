@@ -389,7 +389,7 @@ def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
     assert frame["seed"].to_list() == [0, 1]
     assert frame["first_end_off"].to_list() == [1, 0] and frame["copies_off"].to_list() == [-1, 0]
     assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
-    with pytest.raises(SystemExit, match="c/0 is not a held-out case"):
+    with pytest.raises(CorpusError, match="c/0 is not a held-out case"):
         range_errors(records, [])
 
 
@@ -398,7 +398,7 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
 
     source = tmp_path / "data" / "pilot-long"
     source.mkdir(parents=True)
-    with pytest.raises(SystemExit, match="has not finished"):
+    with pytest.raises(CorpusError, match="has not finished"):
         freeze("pilot-long", RUN, source, tmp_path / "frozen")
     (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
     stage.records_frame([_record()]).write_parquet(source / "records.parquet")

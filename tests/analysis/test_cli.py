@@ -1,0 +1,54 @@
+"""The console script: one `copydecode` with every command, and no other `__main__` in the packages."""
+
+import ast
+
+import pytest
+from conftest import ROOT
+
+from analysis.cli import MAINTENANCE, build_parser, main
+
+
+def _has_main_guard(path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__":
+            return True
+    return False
+
+
+def test_the_cli_is_the_only_module_with_a_main():
+    mains = sorted(str(p.relative_to(ROOT)) for package in ("analysis", "kernels_profile")
+                   for p in (ROOT / package).rglob("*.py") if _has_main_guard(p))
+    assert mains == ["analysis/cli.py"]
+
+
+@pytest.mark.parametrize("line, module", [
+    ("readme --check", "analysis.readme"),
+    ("moves", "analysis.moves"),
+    ("depgraph", "analysis.depgraph"),
+    ("pilot-sweep --from-checkpoints", "kernels_profile.pilot_sweep"),
+])
+def test_the_maintenance_tools_are_copydecode_subcommands(line, module):
+    args = build_parser().parse_args(line.split())
+    assert args.module == module and args.maintenance and MAINTENANCE[args.stage][0] == module
+
+
+def test_readme_check_on_a_folder_without_a_readme_is_a_named_error(tmp_path, capsys):
+    assert main(["readme", "--check", str(tmp_path)]) == 2
+    assert "copydecode readme: error: cannot read" in capsys.readouterr().err
+
+
+def test_a_maintenance_command_refuses_a_one_off_output_root(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "moves"]) == 2
+    assert "not supported" in capsys.readouterr().err
+
+
+def test_pilot_sweep_needs_a_job_and_names_a_bad_setting(capsys):
+    from kernels_profile.pilot_sweep import parse_config
+
+    assert main(["pilot-sweep"]) == 2 and "name at least one CONFIG" in capsys.readouterr().err
+    from analysis.errors import ParamsError
+
+    with pytest.raises(ParamsError, match="unknown setting 'depth'"):
+        parse_config("a:depth=3")
+    assert parse_config("a:steps=8,lr=0.5") == ("a", {"steps": 8, "lr": 0.5})

@@ -1,8 +1,7 @@
 """`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage), plus the tools.
 
-STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
-(`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
-for the others). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
+STAGES maps each subcommand to the module that runs it; a stage module's `run(settings)` returns its
+metrics, and the CLI builds those settings (SETTINGS_OPTIONS: the command-line options each takes). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
 `moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
 them (`command(args) -> exit status`); this is the project's one console script and its one
 `__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
@@ -41,14 +40,16 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
-# Stages whose module builds its typed settings from the params dict and these command-line options
-# (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
-# `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
+# Every stage and every benchmark but `bench busy` and `bench mask`: the module builds its typed settings
+# from the params dict and these command-line options (`settings(params, **options)`) and runs on them
+# alone (`run(settings)`); those two still take `run(cfg, args)`. `params_path` is the params file read
+# (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": (),
+    "pilot": ("preset",),
     "corpora": ("pairs", "repo", "only", "language", "name"),
     "programs": (),
     "roundtrip": (),

@@ -32,8 +32,9 @@ more cores busy than the run left free, plus `contention_slack`); the sidecar's 
 which.
 
 Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
-ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
-and transformers versions, the measurement code's version, torch's thread count), written atomically
+ProfileSpec fields that change what is measured, the measurement code's version and
+kernels_profile.runtime.fingerprint: the model's configuration or weights file, the torch,
+transformers and peft versions, torch's thread count), written atomically
 with its key and seconds and verified on load (kernels_profile.runtime: readable, the expected
 columns, row count and key); a file that fails is discarded with a message and measured again.
 Each profiling session's environment is written beside the pairs as run-<run_id>.json.
@@ -69,17 +70,15 @@ from kernels_profile.machine import (
 )
 from kernels_profile.models import (
     DTYPES,
-    SMOLLM2,
     LoadedModel,
     build_model,
     cache_kwarg,
-    published_config,
-    smollm2_gguf_path,
     torch_dtype,
 )
 from kernels_profile.runtime import (
     FromScratch,
     checkpoint_key,
+    fingerprint,
     read_frame_checkpoint,
     set_threads,
     write_frame_checkpoint,
@@ -470,26 +469,7 @@ def environment(lm: LoadedModel, spec: ProfileSpec) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- checkpoint keys
-
-def model_fingerprint(name: str, weights: str) -> str:
-    """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
-    if name == SMOLLM2:
-        path = smollm2_gguf_path()
-        return f"{path.name}:{path.stat().st_size}"
-    if weights == "random":
-        return json.dumps(published_config(name), sort_keys=True)
-    published_config(name)
-    config = Path(weights) / "config.json"
-    return f"{weights}:{config.read_text()}" if config.is_file() else weights
-
-
-def software_fingerprint() -> dict[str, Any]:
-    import torch
-    import transformers
-
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "threads": torch.get_num_threads()}
-
+# ---------------------------------------------------------------- pairs
 
 @dataclass(frozen=True)
 class Pair:
@@ -578,10 +558,9 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    software = software_fingerprint()
-    fingerprints = {m: model_fingerprint(m, spec.weights) for m in spec.models}
+    fingerprints = {m: fingerprint(m, spec.weights) for m in spec.models}  # after set_threads: its count
     units = pair_units(spec)
-    keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model], software) for u in units}
+    keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model]) for u in units}
     rows = (1 + len(spec.prefills)) * len(spec.ns)
     frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:

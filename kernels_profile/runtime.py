@@ -13,6 +13,11 @@ back from its checkpoint) plus the run's own time outside the units measured now
 take with nothing to resume from. Stages write it as `from_scratch_s` beside their run time
 (analysis.stages.common.timed), which the README's stage-time line reads.
 
+Fingerprint. `fingerprint(model, weights)` is what every checkpoint key holds besides the unit's own
+settings: the model's shapes and weights (without building it), the library versions (torch,
+transformers, peft) and torch's thread count in force. The profile, e2e and pilot keys all use it, so a
+library upgrade or another thread count measures every stage's units again.
+
 Threads: `set_threads` (and the `threads` block) is the one place torch's intra-op thread count is set.
 Models: `load_model` builds a registry model and its transformers tokenizer, checks that the two agree
 and gives the model's EOS ids. The seeded run order is `kernels_profile.interleave.interleaved_order`;
@@ -149,6 +154,38 @@ def read_json_checkpoint(path: Path, key: str, *, fields: set[str] | frozenset[s
     return Checkpoint(payload, seconds)
 
 
+# ---------------------------------------------------------------- fingerprint
+
+def model_fingerprint(name: str, weights: str) -> str:
+    """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
+    from kernels_profile.models import SMOLLM2, published_config, smollm2_gguf_path
+
+    if name == SMOLLM2:
+        path = smollm2_gguf_path()
+        return f"{path.name}:{path.stat().st_size}"
+    if weights == "random":
+        return json.dumps(published_config(name), sort_keys=True)
+    published_config(name)
+    config = Path(weights) / "config.json"
+    return f"{weights}:{config.read_text()}" if config.is_file() else weights
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of the libraries a measured unit ran on."""
+    import peft
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
+
+
+def fingerprint(model: str, weights: str) -> dict[str, Any]:
+    """The one fingerprint of checkpoint keys: model (shapes and weights), library versions, torch threads."""
+    import torch
+
+    return {"model": model_fingerprint(model, weights), **library_versions(), "threads": torch.get_num_threads()}
+
+
 class FromScratch:
     """What a run would take with no checkpoint to resume from: its own elapsed time, minus the units
     it measured, plus every unit's recorded seconds (measured now or read back).
@@ -171,6 +208,14 @@ class FromScratch:
         self.measured_now += seconds
         self.recorded += seconds
         return seconds
+
+    def resumed(self, seconds: float) -> None:
+        """A unit finished now that resumed from its checkpoint: the seconds since the last mark or unit
+        were measured now, and `seconds` is what the whole unit recorded (earlier runs' part included)."""
+        now = time.perf_counter()
+        self.measured_now += now - self.last
+        self.last = now
+        self.recorded += _check_seconds(seconds)
 
     def read_back(self, seconds: float) -> None:
         """A unit read back from its checkpoint, which recorded `seconds`."""

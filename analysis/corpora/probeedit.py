@@ -106,9 +106,15 @@ class ProbeEditParams:
 
 def probeedit_params(p: dict) -> ProbeEditParams | None:
     """params `corpora.probeedit` (None when disabled), every value checked by name."""
-    group = "corpora.probeedit"
-    if not get(p, f"{group}.enabled", bool):
+    if not get(p, "corpora.probeedit.enabled", bool):
         return None
+    return probeedit_recipe(p)
+
+
+def probeedit_recipe(p: dict) -> ProbeEditParams:
+    """The ProbeEdit-S recipe of params `corpora.probeedit`, enabled or not (the fine-tuning pilot draws
+    its cases disjoint from it either way), every value checked by name."""
+    group = "corpora.probeedit"
     mix = get(p, f"{group}.mix", dict)
     for kind, weight in mix.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):

@@ -40,10 +40,9 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
-# Every stage and every benchmark but `bench busy` and `bench mask`: the module builds its typed settings
-# from the params dict and these command-line options (`settings(params, **options)`) and runs on them
-# alone (`run(settings)`); those two still take `run(cfg, args)`. `params_path` is the params file read
-# (for the reports' provenance), not an option.
+# Every stage and benchmark: its module builds its typed settings from the params dict and these
+# command-line options (`settings(params, **options)`) and runs on them alone (`run(settings)`).
+# `params_path` is the params file read (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out"),
     "kernels fit": (),
@@ -61,6 +60,8 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "headline": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out"),
+    "bench busy": ("quiet", "busy", "stem"),
+    "bench mask": ("programs", "lines", "models", "json"),
 }
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
@@ -222,9 +223,7 @@ def stage_settings(module, args: argparse.Namespace, cfg: Config):
 
 def run_stage(module, args: argparse.Namespace, cfg: Config):
     """The stage's settings built here, from the params and its command-line options, then its run."""
-    if args.stage in SETTINGS_OPTIONS:
-        return module.run(stage_settings(module, args, cfg))
-    return module.run(cfg, args)
+    return module.run(stage_settings(module, args, cfg))
 
 
 def run_maintenance(args: argparse.Namespace) -> int:

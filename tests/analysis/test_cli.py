@@ -52,3 +52,27 @@ def test_pilot_sweep_needs_a_job_and_names_a_bad_setting(capsys):
     with pytest.raises(ParamsError, match="unknown setting 'depth'"):
         parse_config("a:depth=3")
     assert parse_config("a:steps=8,lr=0.5") == ("a", {"steps": 8, "lr": 0.5})
+
+
+def test_every_stage_and_benchmark_is_on_the_settings_layer():
+    import importlib
+    import inspect
+
+    from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS
+
+    assert set(SETTINGS_OPTIONS) == set(STAGES) | set(TOOLS)
+    for command, (module, _) in {**STAGES, **TOOLS}.items():
+        run = inspect.signature(importlib.import_module(module).run)
+        assert len(run.parameters) == 1, f"{command}: run takes its settings alone, has {list(run.parameters)}"
+
+
+def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what_it_names():
+    from conftest import params_with
+
+    from kernels_profile.stages.bench_mask import settings
+
+    params = params_with(**{"decode.mask_benchmark.threads": 2})
+    plain = settings(params)
+    assert plain.threads == 2 and plain.programs == params["decode"]["mask_benchmark"]["programs"]
+    over = settings(params, programs=3, models=["smollm2-135m"])
+    assert (over.programs, over.models, over.lines) == (3, ("smollm2-135m",), plain.lines)

@@ -53,7 +53,7 @@ from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
 from analysis.parallel import ParallelSettings, check_parallel, parallel_settings
-from analysis.params import get_or
+from analysis.params import get, number_list
 from analysis.program import parse
 from analysis.shards import shard_cases
 
@@ -61,7 +61,6 @@ BENCH_DIR = Path("reports/bench")
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
 EXTRAPOLATE_CORES = (1, 16, 64)
-DEFAULT_CASES = 20_000
 SAMPLE_SECONDS = 0.05
 
 
@@ -229,12 +228,13 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
     from analysis.stages import spans as spans_stage
 
     if cases is None:
-        cases = get_or(params, "bench.cases", DEFAULT_CASES)
+        cases = get(params, "bench.cases")
     if isinstance(cases, bool) or not isinstance(cases, int):
         raise ParamsError(f"bench throughput: the case count (--cases or params bench.cases) must be an integer, got {cases!r}")
-    backend = backend or "loky"
+    backend = backend or get(params, "bench.backend", str)
     try:
-        jobs = tuple(int(j) for j in str(jobs or "1,2").split(","))
+        jobs = (tuple(int(j) for j in str(jobs).split(",")) if jobs is not None
+                else number_list(params, "bench.jobs", integer=True))
     except ValueError:
         raise ParamsError(f"bench throughput: --jobs must be comma-separated integers, got {jobs!r}") from None
     if cases < 1:

@@ -177,8 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
     throughput.add_argument("--cases", type=int, default=None,
                             help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
-    throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
-    throughput.add_argument("--backend", default="loky", help="joblib backend (default loky)")
+    throughput.add_argument("--jobs", default=None, help="worker counts to time, comma-separated (default: params "
+                                                          "bench.jobs, 1,2 as shipped)")
+    throughput.add_argument("--backend", default=None, help="joblib backend (default: params bench.backend, loky as shipped)")
     throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")

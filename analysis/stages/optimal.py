@@ -50,7 +50,7 @@ from analysis.oracle import token_oracle
 from analysis.parallel import ParallelSettings, map_cases, parallel_settings
 from analysis.params import choice, choices, get, number_list, positive_int
 from analysis.program import Program, parse
-from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
+from analysis.shards import shard_cases
 from analysis.spans import pooled_groups
 from analysis.kernel_sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
 from analysis.stages.common import progress, timed

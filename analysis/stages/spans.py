@@ -28,7 +28,7 @@ from analysis.spans import (
     prompt_tokens,
     span_bin_counts,
 )
-from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
+from analysis.shards import ShardWriter, shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import case_shards, program_shards
 from analysis.tokenization import (

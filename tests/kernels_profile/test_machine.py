@@ -114,7 +114,7 @@ def test_drift_rejects_bad_input(samples, threshold, fragment):
 def test_recorder_with_injected_timings():
     times = iter([1.0, 1.05, 1.3])
     loads = iter([(0.5, 0.4, 0.3), (2.5, 1.0, 0.5)])
-    recorder = EnvironmentRecorder(threshold=0.2, reference=lambda: next(times), load=lambda: next(loads),
+    recorder = EnvironmentRecorder(threshold=0.2, contention_slack=0.5, reference=lambda: next(times), load=lambda: next(loads),
                                    other=lambda: 0.1, threads=lambda: 1, usable_cores=lambda: 2)
     assert recorder.start() == 1.0
     assert recorder.sample() == 1.05
@@ -133,7 +133,7 @@ def test_recorder_with_injected_timings():
 
 def test_recorder_end_before_start_is_an_error():
     with pytest.raises(ParamsError, match="start"):
-        EnvironmentRecorder(reference=lambda: 1.0).end()
+        EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: 1.0).end()
 
 
 # ---------------------------------------------------------------- other processes' CPU use
@@ -182,7 +182,7 @@ def test_other_busy_cores_are_every_busy_core_less_this_process():
 
 def test_without_proc_stat_the_load_is_not_guessed(tmp_path):
     assert other_load(0.01, tmp_path / "no-stat") is None
-    contention = Contention.of([None, None], usable_cores=2, threads=1)
+    contention = Contention.of([None, None], usable_cores=2, threads=1, slack=0.5)
     assert contention.contended is None and contention.other_busy_cores is None
     assert "not found" in contention.unmeasured and contention.reason is None
 
@@ -224,7 +224,7 @@ def test_contention_judges_the_median_sample_and_explains_itself():
 
 def test_a_contended_run_is_noisy_with_both_reasons():
     times = iter([1.0, 1.3])
-    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(times), load=lambda: (1.0, 1.0, 1.0),
+    recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(times), load=lambda: (1.0, 1.0, 1.0),
                                    other=lambda: 1.0, threads=lambda: 2, usable_cores=lambda: 2)
     recorder.start()
     env = recorder.end()
@@ -235,7 +235,7 @@ def test_a_contended_run_is_noisy_with_both_reasons():
 
 
 def test_a_constant_load_alone_makes_a_quiet_drift_noisy():
-    recorder = EnvironmentRecorder(reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0), other=lambda: 1.0,
+    recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0), other=lambda: 1.0,
                                    threads=lambda: 2, usable_cores=lambda: 2)
     recorder.start()
     env = recorder.end()
@@ -324,3 +324,16 @@ def test_ratios_group_by_keys_and_methods():
 def test_unpairable_records_are_timing_errors(records, fragment):
     with pytest.raises(TimingError, match=fragment):
         ratio_pairs(records, "ar", keys=["case_id"] if "case_id" in records[0] else [])
+
+
+def test_the_drift_threshold_and_contention_slack_have_no_default_in_code():
+    """They change whether a run is marked noisy: params (kernels.profile, e2e) is their one source."""
+    import inspect
+
+    import kernels_profile.machine as machine
+
+    assert inspect.signature(Drift.of).parameters["threshold"].default is inspect.Parameter.empty
+    assert inspect.signature(Contention.of).parameters["slack"].default is inspect.Parameter.empty
+    with pytest.raises(TypeError, match="contention_slack"):
+        EnvironmentRecorder(threshold=0.15)
+    assert not hasattr(machine, "DEFAULT_NOISY_DRIFT") and not hasattr(machine, "run_environment_start")

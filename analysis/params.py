@@ -274,10 +274,12 @@ def typed_entry(kind: type, entry: object, where: str, defaults: dict | None = N
         if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
             raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
                               f"letter or digit), got {value!r}")
-    try:
-        return kind(**values)
-    except TypeError as exc:
-        raise ParamsError(f"params: {where}: {exc}") from exc
+    missing = [name for name, f in known.items() if name not in values
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        also = f" or {defaults_where}" if defaults_where else ""
+        raise ParamsError(f"params: {where}{also} must set {missing}")
+    return kind(**values)
 
 
 def _kind_name(kind) -> str:

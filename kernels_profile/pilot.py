@@ -42,10 +42,12 @@ TEMPLATE_OF = {"program": PROGRAM_TEMPLATE, "rewrite": REWRITE_TEMPLATE}
 
 @dataclass(frozen=True)
 class LoraSettings:
-    rank: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
-    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """params pilot.lora (no default in code)."""
+
+    rank: int
+    alpha: int
+    dropout: float
+    targets: tuple[str, ...]
 
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -57,10 +59,10 @@ class TrainSettings:
     lr: float
     seed: int
     max_tokens: int  # sequences longer than this are left out of training (counted, never clipped)
-    checkpoint_every: int = 10
-    warmup: int = 0             # steps of linear warmup from lr / (warmup + 1) to lr
-    schedule: str = "constant"  # after warmup: constant, or linear / cosine decay to 0 at `steps`
-    batch: int = 1              # sequences per step (gradients accumulated, loss averaged per sequence)
+    checkpoint_every: int
+    warmup: int                 # steps of linear warmup from lr / (warmup + 1) to lr
+    schedule: str               # after warmup: constant, or linear / cosine decay to 0 at `steps`
+    batch: int                  # sequences per step (gradients accumulated, loss averaged per sequence)
 
     def lr_at(self, step: int) -> float:
         """The learning rate of 0-based `step`."""

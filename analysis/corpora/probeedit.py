@@ -95,13 +95,15 @@ class Edit:
 
 @dataclass(frozen=True)
 class ProbeEditParams:
-    n_cases: int = 154
-    seed: int = 0
-    min_lines: int = 40
-    max_lines: int = 400
-    mix: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in EDIT_KINDS)
-    stdlib_dir: str = "auto"  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
-    manifest: str = str(MANIFEST)
+    """params corpora.probeedit (no default in code)."""
+
+    n_cases: int
+    seed: int
+    min_lines: int
+    max_lines: int
+    mix: tuple[tuple[str, float], ...]
+    stdlib_dir: str  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
+    manifest: str    # the pinned files' manifest (MANIFEST, shipped with the package)
 
 
 def probeedit_params(p: dict) -> ProbeEditParams | None:
@@ -130,7 +132,7 @@ def probeedit_recipe(p: dict) -> ProbeEditParams:
         n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
         min_lines=min_lines, max_lines=max_lines,
         mix=tuple((str(k), float(v)) for k, v in mix.items()),
-        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
+        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)), manifest=str(MANIFEST),
     )
 
 

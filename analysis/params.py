@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import math
 import re
 import types
@@ -101,10 +100,6 @@ def check_known_keys(params: dict, schema: dict, path: str | Path) -> None:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ParamsError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {unknown} (not in the shipped "
                           f"params.yaml, so no stage reads {'them' if len(unknown) > 1 else 'it'}){hint}")
-
-
-def params_hash(path: str | Path = DEFAULT_PARAMS) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def get(params: dict[str, Any], dotted: str, kind: type | tuple[type, ...] | None = None) -> Any:

@@ -430,9 +430,3 @@ def rewrite_record(lm, tok: ModelTokenizer, case, budget: int) -> dict:
     return {**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
             "stopped": stopped, "seconds": seconds, "decode_s": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
             "program": text, "output": text}
-
-
-def evaluate_program(lm, tok: ModelTokenizer, cases, budget: int, template: PromptTemplate = PROGRAM_TEMPLATE) -> list[dict]:
-    """`program_record` over cases with one budget."""
-    masks: dict[int, MaskTable] = {}
-    return [program_record(lm, tok, case, budget, masks, template) for case in cases]

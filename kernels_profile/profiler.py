@@ -89,7 +89,6 @@ from kernels_profile.runtime import (
 MEASUREMENT_VERSION = "pairs-2"  # pairs-2: prefill kinds, the static cache built inside inference_mode
 BASELINES = ("eager", "static", "static_compiled")
 AR_MODES = ("prefix", "separate")
-PAIR_METHODS = ("ar", "prefill")  # with the default eager prefill; see pair_methods
 # prefill kind -> the method name it runs under in a pair's order (the eager one keeps its old name, so a
 # profile with only it orders each pair exactly as before)
 PREFILL_METHODS = {"eager": "prefill", "compiled": "prefill_compiled"}
@@ -734,7 +733,3 @@ def read_environment(raw_path: Path) -> dict[str, Any] | None:
     """The sidecar of a raw parquet, or None for files written before sidecars existed."""
     path = environment_path(raw_path)
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-# ---------------------------------------------------------------- per-pair kernel ratios
-

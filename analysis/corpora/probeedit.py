@@ -7,7 +7,7 @@ reproducible archive, `analysis/data/probeedit_stdlib.tar.gz`, that also holds C
 (`LICENSE.txt`). `stdlib_dir: auto` reads that archive, so the corpus is byte-identical on every
 interpreter; `stdlib_dir: <path>` reads another CPython 3.11.7 `Lib` folder. Either way each file is
 checked against its pin, and any difference fails with the file, both hashes and the interpreter
-version. `write_manifest` and `write_archive` re-pin and re-pack (e.g. from a CPython `Lib` folder).
+version. `write_archive` re-packs (e.g. from a CPython `Lib` folder).
 
 Recipe (all choices from one seeded `random.Random`, stable across platforms):
 1. Units: every top-level function or class (decorators included) of the pinned files whose length
@@ -214,12 +214,7 @@ def load_pinned_sources(params: ProbeEditParams) -> dict[str, str]:
     return texts
 
 
-def write_manifest(files: list[str], root: Path, out: Path) -> None:
-    """Pin `files` (paths relative to the stdlib folder `root`) at their current contents."""
-    pins = {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in files}
-    manifest = {"python": sys.version.split()[0], "files": pins}
-    with atomic_path(out) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+
 
 
 # ---------------------------------------------------------------- units

@@ -118,7 +118,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         LoraSettings,
         TrainSettings,
         add_lora,
-        evaluate_program,
+        program_record,
         train,
         trained_seconds,
         training_sequences,
@@ -147,7 +147,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     _, _, first = run(4, tmp_path / "b.pt")
     _, _, resumed = run(8, tmp_path / "b.pt")  # picks up at step 4 from the checkpoint
     assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
-    records = evaluate_program(lm, tok, cases, budget=80)
+    records = [program_record(lm, tok, case, 80, {}) for case in cases]
     assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
     # a checkpoint keeps its training seconds and, apart, its curve evaluations' seconds (the stage's
     # from-scratch time counts both)

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.stats import TimingError, paired_ratios, ratio_pairs
+from analysis.stats import TimingError, ratio_pairs, summarize_ratios
 from kernels_profile.interleave import interleaved_order, williams_rows
 from analysis.latency import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
@@ -298,7 +298,7 @@ def test_ratios_are_taken_within_each_repeat():
     ar, line = [2.0, 30.0, 200.0], [1.0, 10.0, 100.0]
     pairs = ratio_pairs(_records(ar, line), "ar", keys=["case_id"])
     assert pairs["ratio"].to_list() == [a / b for a, b in zip(ar, line)]
-    summary = paired_ratios(_records(ar, line), "ar", keys=["case_id"]).row(0, named=True)
+    summary = summarize_ratios(ratio_pairs(_records(ar, line), "ar", ["case_id"]), ["case_id"]).row(0, named=True)
     per_pair = sorted(a / b for a, b in zip(ar, line))
     assert summary["ratio_median"] == per_pair[1]
     assert summary["ratio_median"] != sorted(ar)[1] / sorted(line)[1]  # not a ratio of medians
@@ -309,7 +309,7 @@ def test_ratios_are_taken_within_each_repeat():
 def test_ratios_group_by_keys_and_methods():
     records = _records([2.0, 4.0], [1.0, 1.0], case="a") + _records([9.0, 9.0], [3.0, 3.0], case="b")
     records += [{"case_id": c, "method": "pld", "repeat": r, "seconds": 1.0} for c in "ab" for r in range(2)]
-    summary = paired_ratios(pl.DataFrame(records), "ar", keys=["case_id"])
+    summary = summarize_ratios(ratio_pairs(pl.DataFrame(records), "ar", ["case_id"]), ["case_id"])
     got = {(r["case_id"], r["method"]): r["ratio_median"] for r in summary.iter_rows(named=True)}
     assert got == {("a", "line"): 3.0, ("a", "pld"): 3.0, ("b", "line"): 3.0, ("b", "pld"): 9.0}
 

@@ -15,13 +15,15 @@ What it does, in order (each step resumable; nothing finished is recomputed on a
    a `schedule` decay, `batch` sequences a step. Every `checkpoint_every` steps the adapter's
    teacher-forced held-out metrics join the curve. Checkpoints (weights, optimiser, losses, curve) under
    data/pilot/checkpoints/, keyed by a hash of the training and held-out sequences, LoRA and training
-   settings, model and library versions; an interrupted run resumes at its last checkpoint.
+   settings and kernels_profile.runtime.fingerprint (model, torch/transformers/peft versions, threads);
+   an interrupted run resumes at its last checkpoint.
 4. Greedy decoding ("before": the base model on the held-out cases and the HEvalFix-Py sample; "after":
    each of `decode_seeds`' program adapters on the held-out cases, paired per case with the seed's
    rewrite adapter where it has one (program and rewrite back to back in a seeded order, so their
    wall-clock ratio is measured per case), and the `humaneval_seeds` program adapters on HEvalFix-Py).
-   Every evaluation is cached as one JSON per job, keyed by its adapter and everything that decides
-   its records.
+   Every evaluation (and the base model's teacher-forced metrics) is a runtime JSON checkpoint, keyed
+   by its adapter and everything that decides its records; a resumed run's from-scratch time counts
+   each at its recorded seconds (runtime.FromScratch).
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the

@@ -76,3 +76,20 @@ def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what
     assert plain.threads == 2 and plain.programs == params["decode"]["mask_benchmark"]["programs"]
     over = settings(params, programs=3, models=["smollm2-135m"])
     assert (over.programs, over.models, over.lines) == (3, ("smollm2-135m",), plain.lines)
+
+
+def test_the_cli_builds_the_pilot_settings_with_its_preset():
+    from pathlib import Path
+
+    from conftest import params_with
+
+    from analysis.cli import stage_settings
+    from analysis.config import Config
+    from kernels_profile.stages import pilot
+
+    cfg = Config(params_with(), Path("params.yaml"))
+    plain = stage_settings(pilot, build_parser().parse_args(["pilot"]), cfg)
+    long = stage_settings(pilot, build_parser().parse_args(["pilot", "--preset", "pilot-long"]), cfg)
+    assert plain.preset is None and long.preset == "pilot-long"
+    assert long.steps == cfg.params["pilot"]["presets"]["pilot-long"]["steps"] != plain.steps
+    assert long.lora_dropout == plain.lora_dropout == cfg.params["pilot"]["lora"]["dropout"]  # merged key by key

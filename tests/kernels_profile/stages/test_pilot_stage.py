@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import polars as pl
@@ -415,3 +416,29 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
     assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
     runs = pilotreport.read_frozen(tmp_path / "frozen")
     assert runs["pilot-long"]["run"] == RUN and runs["pilot-long"]["metrics"]["heldout_em_after"] == {"0": 5}
+
+
+def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(tmp_path, monkeypatch, capsys):
+    import contextlib
+    from types import SimpleNamespace
+
+    from analysis.layout import PILOT_CHECKPOINTS
+    from kernels_profile import pilot as measure
+    from kernels_profile.runtime import KEY_FIELD, FromScratch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})
+    calls = []
+    metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
+    monkeypatch.setattr(measure, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)
+    loaded = SimpleNamespace(peft=SimpleNamespace(disable_adapter=contextlib.nullcontext))
+    s = stage.settings(cfg().params)
+    first = stage.before_metrics(s, loaded, "program", [], FromScratch())
+    scratch = FromScratch()
+    again = stage.before_metrics(s, loaded, "program", [], scratch)
+    assert first == again == dataclasses.asdict(metrics) and calls == [1] and scratch.recorded > 0  # read back
+    (path,) = PILOT_CHECKPOINTS.glob("forced-before-program-*.json")
+    payload = json.loads(path.read_text())
+    path.write_text(json.dumps({**payload, KEY_FIELD: "another", "complete": True}))
+    stage.before_metrics(s, loaded, "program", [], FromScratch())
+    assert calls == [1, 1] and "keyed 'another'" in capsys.readouterr().err

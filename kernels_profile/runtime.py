@@ -8,6 +8,11 @@ checkpoint is written atomically (analysis.io) with its key and the seconds the 
 from scratch, and read back only if whole: readable, carrying the same key, the expected columns (or
 JSON fields) and rows; anything else is discarded with a message and measured again.
 
+Torch checkpoints. A unit whose state is tensors (the pilot's adapter weights and optimiser) is
+`write_torch_checkpoint`ed atomically and read back by `read_torch_checkpoint` with torch's weights-only
+unpickler: tensors, numbers, strings and containers, so a planted file runs no code; anything else is a
+CheckpointError naming the file (the caller checks its own schema).
+
 From-scratch seconds. `FromScratch` adds up, for a run, the seconds of every unit (measured now or read
 back from its checkpoint) plus the run's own time outside the units measured now: what the run would
 take with nothing to resume from. Stages write it as `from_scratch_s` beside their run time
@@ -39,7 +44,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.io import atomic_path, write_json
+from analysis.errors import CopyDecodeError
+from analysis.io import atomic_path, write_json, write_with
 
 KEY_LENGTH = 20               # hex digits of sha256 kept in a checkpoint key
 KEY_FIELD = "copydecode.checkpoint_key"          # parquet metadata / JSON field holding the key
@@ -184,6 +190,49 @@ def fingerprint(model: str, weights: str) -> dict[str, Any]:
     import torch
 
     return {"model": model_fingerprint(model, weights), **library_versions(), "threads": torch.get_num_threads()}
+
+
+# ---------------------------------------------------------------- torch checkpoints
+
+class CheckpointError(CopyDecodeError):
+    """A checkpoint that is not one this project wrote: unreadable, holding code or other objects than
+    tensors and plain values, or (the caller's check) of another schema."""
+
+
+def write_torch_checkpoint(state: dict[str, Any], path: Path) -> Path:
+    """Write a state of tensors and plain values atomically (torch.save to a temporary file, renamed)."""
+    import torch
+
+    write_with(lambda tmp: torch.save(state, tmp), Path(path))
+    return Path(path)
+
+
+def _unpickler_error(exc: BaseException) -> str:
+    import re
+
+    found = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
+    return found.group(1).strip()[:200] if found else type(exc).__name__
+
+
+def read_torch_checkpoint(path: Path, remedy: str) -> Any:
+    """The object in the torch checkpoint at `path`, read with the weights-only unpickler; an unreadable
+    file or one holding other objects is a CheckpointError naming it and `remedy` (what to do)."""
+    import pickle
+    import re
+
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if found is None:
+            raise CheckpointError(f"{path}: not a readable checkpoint ({_unpickler_error(exc)}); {remedy}") from None
+        raise CheckpointError(f"{path}: refused: the checkpoint holds objects other than tensors and plain values "
+                              f"({found.group(1)}); {remedy}") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
+                              f"{remedy}") from None
 
 
 class FromScratch:

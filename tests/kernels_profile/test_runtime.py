@@ -145,3 +145,26 @@ def test_profile_e2e_and_pilot_keys_use_the_one_fingerprint():
     versions = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
                       if "peft.__version__" in p.read_text())
     assert versions == ["kernels_profile/runtime.py"]
+
+
+def test_a_torch_checkpoint_round_trips_and_a_planted_object_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+    from kernels_profile.runtime import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
+
+    path = write_torch_checkpoint({"w": torch.ones(2), "losses": [1.0]}, tmp_path / "a.pt")
+    back = read_torch_checkpoint(path, "delete it")
+    assert torch.equal(back["w"], torch.ones(2)) and back["losses"] == [1.0]
+    torch.save({"x": FRAME.__class__}, tmp_path / "b.pt")  # a class: not a tensor or plain value
+    with pytest.raises(CheckpointError, match="refused: .*delete it"):
+        read_torch_checkpoint(tmp_path / "b.pt", "delete it")
+    (tmp_path / "c.pt").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_torch_checkpoint(tmp_path / "c.pt", "delete it")
+
+
+def test_only_the_runtime_saves_and_loads_torch_checkpoints():
+    from conftest import ROOT
+
+    users = sorted(str(p.relative_to(ROOT)) for folder in ("kernels_profile", "analysis")
+                   for p in (ROOT / folder).rglob("*.py") if "torch.load(" in p.read_text() or "torch.save(" in p.read_text())
+    assert users == ["kernels_profile/runtime.py"]

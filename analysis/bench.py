@@ -70,7 +70,7 @@ from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
 from analysis.parallel import ParallelSettings, check_parallel, cluster_session, parallel_settings
-from analysis.params import get_or
+from analysis.params import get, number_list
 from analysis.program import parse
 from analysis.shards import shard_cases
 
@@ -78,8 +78,6 @@ BENCH_DIR = Path("reports/bench")
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
 EXTRAPOLATE_CORES = (1, 16, 64)
-DEFAULT_CASES = 20_000
-DEFAULT_BACKENDS = ("loky",)
 SAMPLE_SECONDS = 0.05
 
 
@@ -281,21 +279,22 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
     from analysis.stages import spans as spans_stage
 
     if cases is None:
-        cases = get_or(params, "bench.cases", DEFAULT_CASES)
+        cases = get(params, "bench.cases")
     if isinstance(cases, bool) or not isinstance(cases, int):
         raise ParamsError(f"bench throughput: the case count (--cases or params bench.cases) must be an integer, got {cases!r}")
-    backends = backend.split(",") if backend else get_or(params, "bench.backends", list(DEFAULT_BACKENDS))
+    backends = backend.split(",") if backend else get(params, "bench.backends", list)
     if not isinstance(backends, (list, tuple)) or not backends or len(set(backends)) != len(backends):
         raise ParamsError(f"bench throughput: --backend or params bench.backends must list distinct joblib backends, got {backends!r}")
     try:
-        jobs = tuple(int(j) for j in str(jobs or "1,2").split(","))
+        jobs = (tuple(int(j) for j in str(jobs).split(",")) if jobs is not None
+                else number_list(params, "bench.jobs", integer=True))
     except ValueError:
         raise ParamsError(f"bench throughput: --jobs must be comma-separated integers, got {jobs!r}") from None
     if cases < 1:
         raise ParamsError(f"bench throughput: --cases must be >= 1, got {cases}")
     if not jobs or any(j < 1 for j in jobs) or 1 not in jobs:
         raise ParamsError(f"bench throughput: --jobs must list positive worker counts including 1, got {jobs}")
-    sizes = _int_list(get_or(params, "bench.memory_sizes", []) if memory_sizes is None else memory_sizes,
+    sizes = _int_list(get(params, "bench.memory_sizes", list) if memory_sizes is None else memory_sizes,
                       "--memory-sizes or params bench.memory_sizes")
     base = parallel_settings(params)
     for name in backends:

@@ -149,11 +149,6 @@ def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
 # ---------------------------------------------------------------- corpora
 
 
-def distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = False):
-    """Box plot of one per-case measure per corpus (whiskers 1.5 IQR; points beyond them)."""
-    return readable(_distribution(sizes, column, title, log))
-
-
 def _distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = False):
     alt = _alt()
     scale = alt.Scale(type="symlog") if log else alt.Scale(zero=True)

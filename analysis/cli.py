@@ -1,8 +1,10 @@
-"""`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage).
+"""`copydecode`: one subcommand per pipeline stage (each is one dvc.yaml stage), plus the tools.
 
-STAGES maps each subcommand to the module that runs it; a stage module's `run` returns its metrics
-(`run(settings)` for the stages in SETTINGS_OPTIONS, whose settings the CLI builds; `run(cfg, args)`
-for the others). Modules are imported on use, so torch is loaded only by the commands that run a model.
+STAGES maps each subcommand to the module that runs it; a stage module's `run(settings)` returns its
+metrics, and the CLI builds those settings (SETTINGS_OPTIONS: the command-line options each takes). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
+`moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
+them (`command(args) -> exit status`); this is the project's one console script and its one
+`__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version` prints
 the installed version.
 """
@@ -41,14 +43,15 @@ STAGES: dict[str, tuple[str, str]] = {
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
 }
 
-# Stages whose module builds its typed settings from the params dict and these command-line options
-# (`settings(params, **options)`) and runs on them alone (`run(settings)`); the others take
-# `run(cfg, args)`. `params_path` is the params file read (for the reports' provenance), not an option.
+# Every stage and benchmark: its module builds its typed settings from the params dict and these
+# command-line options (`settings(params, **options)`) and runs on them alone (`run(settings)`).
+# `params_path` is the params file read (for the reports' provenance), not an option.
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": ("preset", "out"),
+    "pilot": ("preset",),
     "corpora": ("pairs", "repo", "only", "language", "name"),
     "programs": (),
     "roundtrip": (),
@@ -61,6 +64,8 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
     "compare": ("a", "b", "repo", "compare_out"),
+    "bench busy": ("quiet", "busy", "stem"),
+    "bench mask": ("programs", "lines", "models", "json"),
 }
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
@@ -73,6 +78,16 @@ TOOLS: dict[str, tuple[str, str]] = {
                                     "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
+}
+
+# maintenance commands (no dvc.yaml stage): command -> (module with add_arguments and command, help)
+MAINTENANCE: dict[str, tuple[str, str]] = {
+    "readme": ("analysis.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
+                                  "block (--check: list its stale lines, write nothing)"),
+    "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines) -> reports/tables/line_moves.*"),
+    "depgraph": ("analysis.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"),
+    "pilot-sweep": ("kernels_profile.pilot_sweep", "the pilot's training-settings sweep, an interrupted run's "
+                                                    "checkpoint curve, decoded range errors, or freezing a preset run"),
 }
 
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
@@ -242,7 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.set_defaults(stage="bench throughput", module=TOOLS["bench throughput"][0])
     throughput.add_argument("--cases", type=int, default=None,
                             help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
-    throughput.add_argument("--jobs", default="1,2", help="worker counts to time, comma-separated (default 1,2)")
+    throughput.add_argument("--jobs", default=None, help="worker counts to time, comma-separated (default: params "
+                                                          "bench.jobs, 1,2 as shipped)")
     throughput.add_argument("--backend", default=None,
                             help="joblib backends, comma-separated: 1 worker once, more workers with each "
                                  "(default: params bench.backends)")
@@ -263,6 +279,17 @@ def build_parser() -> argparse.ArgumentParser:
     mask.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
     mask.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
     _add_compare(sub)
+    for command in MAINTENANCE:
+        _add_maintenance(sub, command)
+    return parser
+
+
+def _add_maintenance(sub, command: str) -> argparse.ArgumentParser:
+    module, text = MAINTENANCE[command]
+    parser = sub.add_parser(command, help=text, description=text[0].upper() + text[1:] + ".")
+    parser.set_defaults(stage=command, module=module, maintenance=True)
+    parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    importlib.import_module(module).add_arguments(parser)
     return parser
 
 
@@ -347,9 +374,22 @@ def stage_settings(module, args: argparse.Namespace, cfg: Config):
 
 def run_stage(module, args: argparse.Namespace, cfg: Config):
     """The stage's settings built here, from the params and its command-line options, then its run."""
-    if args.stage in SETTINGS_OPTIONS:
-        return module.run(stage_settings(module, args, cfg))
-    return module.run(cfg, args)
+    return module.run(stage_settings(module, args, cfg))
+
+
+def run_maintenance(args: argparse.Namespace) -> int:
+    """A MAINTENANCE command: its module's `command(args)`, a CopyDecodeError reported by name (exit 2)."""
+    if args.out is not None:
+        print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
+        return 2
+    try:
+        return importlib.import_module(args.module).command(args)
+    except CopyDecodeError as exc:
+        print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"copydecode {args.stage}: interrupted", file=sys.stderr)
+        return 130
 
 
 def interrupted_workers(exc: BaseException) -> bool:
@@ -360,6 +400,8 @@ def interrupted_workers(exc: BaseException) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "maintenance", False):
+        return run_maintenance(args)
     if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
         if args.out is not None:
             print(f"copydecode {args.stage}: error: --out before the subcommand (a one-off output root) is not "

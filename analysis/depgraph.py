@@ -2,6 +2,7 @@
 
 Every `import` (module level or inside a function) of a project module is followed, so a stage
 depends on each file it could execute; a package's __init__ counts as imported with it.
+`copydecode depgraph` rewrites dvc.yaml's code deps from it (`sync_dvc_yaml`).
 """
 
 from __future__ import annotations
@@ -98,5 +99,11 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     return changed
 
 
-if __name__ == "__main__":
+def add_arguments(parser) -> None:
+    """`copydecode depgraph` takes no options of its own."""
+
+
+def command(args) -> int:
+    """Rewrite dvc.yaml's code deps from the import graph and say which stages changed."""
     print("dvc.yaml code deps updated for:", ", ".join(sync_dvc_yaml()) or "nothing")
+    return 0

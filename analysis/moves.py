@@ -7,7 +7,7 @@ This module measures how much a move-aware line oracle would add: a target line 
 in the source can be copied (as a one-line span, in any order, as often as needed), so the share of
 target lines and bytes that occur in the source is the ceiling of any line-level copy program.
 
-`python -m analysis.moves` reads data/corpora/cases.parquet (run `copydecode corpora` first) and writes
+`copydecode moves` reads data/corpora/cases.parquet (run `copydecode corpora` first) and writes
 reports/tables/line_moves.{csv,md}: per corpus and framing, the diff-based and the move-aware share
 of target lines and of target bytes, and the difference in percentage points.
 """
@@ -62,13 +62,15 @@ def moves_table(cases: list[Case]) -> pl.DataFrame:
             .sort("corpus", "framing"))
 
 
-def main() -> None:
+def add_arguments(parser) -> None:
+    """`copydecode moves` takes no options of its own."""
+
+
+def command(args) -> int:
+    """Write reports/tables/line_moves.{csv,md} from data/corpora/cases.parquet and print the table."""
     from analysis.io import write_table
 
     table = moves_table(cases_from_frame(read_cases(CASES)))
     write_table(table, TABLES / "line_moves")
     print(table)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.errors import ParamsError
-from analysis.params import get_or
+from analysis.params import get
 
 LOCAL_BACKENDS = ("loky", "multiprocessing", "threading")
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}  # backend -> the package it needs
@@ -99,12 +99,12 @@ def check_address(s: ParallelSettings) -> None:
 
 
 def parallel_settings(params: dict) -> ParallelSettings:
-    """`parallel.*` from params (absent keys: the serial defaults)."""
+    """`parallel.*` from params (every key required: params.yaml is their one source)."""
     return check_parallel(ParallelSettings(
-        n_jobs=get_or(params, "parallel.n_jobs", 1),
-        backend=get_or(params, "parallel.backend", "loky"),
-        chunks_per_job=get_or(params, "parallel.chunks_per_job", 4),
-        address=get_or(params, "parallel.address", ""),
+        n_jobs=get(params, "parallel.n_jobs"),
+        backend=get(params, "parallel.backend"),
+        chunks_per_job=get(params, "parallel.chunks_per_job"),
+        address=get(params, "parallel.address"),
     ))
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import math
 import re
 import types
@@ -101,10 +100,6 @@ def check_known_keys(params: dict, schema: dict, path: str | Path) -> None:
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ParamsError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {unknown} (not in the shipped "
                           f"params.yaml, so no stage reads {'them' if len(unknown) > 1 else 'it'}){hint}")
-
-
-def params_hash(path: str | Path = DEFAULT_PARAMS) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def get(params: dict[str, Any], dotted: str, kind: type | tuple[type, ...] | None = None) -> Any:
@@ -284,10 +279,12 @@ def typed_entry(kind: type, entry: object, where: str, defaults: dict | None = N
         if key == "name" and value is not None and not NAME_PATTERN.fullmatch(value):
             raise ParamsError(f"params: {full!r} must be letters, digits, '.', '_', '+' or '-' (starting with a "
                               f"letter or digit), got {value!r}")
-    try:
-        return kind(**values)
-    except TypeError as exc:
-        raise ParamsError(f"params: {where}: {exc}") from exc
+    missing = [name for name, f in known.items() if name not in values
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        also = f" or {defaults_where}" if defaults_where else ""
+        raise ParamsError(f"params: {where}{also} must set {missing}")
+    return kind(**values)
 
 
 def _kind_name(kind) -> str:

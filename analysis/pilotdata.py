@@ -179,12 +179,12 @@ def _draw(pool: list[Function], count: int, kinds: tuple[str, ...], split: str, 
     return cases
 
 
-def build_pilot_cases(params: PilotDataParams, probeedit: ProbeEditParams | None = None) -> list[PilotCase]:
-    """Training and held-out cases (module docstring); deterministic in the params."""
+def build_pilot_cases(params: PilotDataParams, probeedit: ProbeEditParams) -> list[PilotCase]:
+    """Training and held-out cases (module docstring), disjoint from `probeedit`'s evaluation units
+    (params corpora.probeedit's recipe); deterministic in the params."""
     unknown = [k for k in params.kinds if k not in EDIT_KINDS]
     if unknown or not params.kinds:
         raise CorpusError(f"pilot data: kinds must be a non-empty subset of {', '.join(EDIT_KINDS)}, got {params.kinds}")
-    probeedit = probeedit or ProbeEditParams()
     sources = load_pinned_sources(probeedit)
     ranges = evaluation_ranges(probeedit, sources)
     files = sorted(sources)

@@ -9,7 +9,7 @@ in the notebooks) or data: URIs (figures on the index). `external_references` ch
 before it is written.
 
 Stage order: run_reports (notebooks -> html -> index). The README's Results block is written after
-`dvc repro`, outside it, by `python -m analysis.readme`.
+`dvc repro`, outside it, by `copydecode readme`.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ stage holds one build's cases at a time: one repository, one pairs file, one Hum
           loop holds none of them; they are read back (`scan_parquet`) once, for the summary that needs
           them all (a bootstrap over cases), and the folder is removed when the stage ends.
 
-Param: `parallel.shard_cases` (cases per shard; default DEFAULT_SHARD_CASES).
+Param: `parallel.shard_cases` (cases per shard).
 """
 
 from __future__ import annotations
@@ -39,15 +39,14 @@ import polars as pl
 
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import atomic_path
-from analysis.params import get_or
+from analysis.params import get
 
-DEFAULT_SHARD_CASES = 2000
 CASE_ROW_GROUP = 1000  # cases.parquet's row groups (storage layout only: a shard read touches a few)
 
 
 def shard_cases(params: dict) -> int:
-    """`parallel.shard_cases` from params: a positive integer (absent: DEFAULT_SHARD_CASES)."""
-    value = get_or(params, "parallel.shard_cases", DEFAULT_SHARD_CASES)
+    """`parallel.shard_cases` from params: a positive integer."""
+    value = get(params, "parallel.shard_cases")
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ParamsError(f"params: 'parallel.shard_cases' must be a positive integer, got {value!r}")
     return value

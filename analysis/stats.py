@@ -225,12 +225,6 @@ def summarize_ratios(pairs: pl.DataFrame, keys: Sequence[str] = ()) -> pl.DataFr
     )
 
 
-def paired_ratios(records: Iterable[Mapping[str, Any]] | pl.DataFrame, baseline_method: str,
-                  keys: Sequence[str] = ()) -> pl.DataFrame:
-    """Speedup of every method over `baseline_method`, per repeat pair, summarised per (keys, method)."""
-    return summarize_ratios(ratio_pairs(records, baseline_method, keys), keys)
-
-
 # ---------------------------------------------------------------- small counts: exact tests and intervals
 #
 # For exact-match counts on a few dozen cases (the pilot): a before/after difference is judged by the

@@ -242,13 +242,24 @@ def write_benchmark(quiet_root: Path, busy_root: Path, stem: Path = DEFAULT_STEM
     return result
 
 
-def run(cfg, args) -> dict[str, Any]:
-    """`copydecode bench busy QUIET_DIR BUSY_DIR [--stem OUT_STEM]` (cfg is unused: the two runs
-    carry their own settings); a missing run or a mismatch is a ParamsError naming it."""
-    stem = Path(args.stem) if args.stem else DEFAULT_STEM
-    result = write_benchmark(Path(args.quiet), Path(args.busy), stem)
-    print(f"{stem}.md / .json: kernel max |change| {result['kernel']['max_abs_change']:.1%}, "
+@dataclass(frozen=True)
+class BusySettings:
+    quiet: Path    # repository root of the quiet run
+    busy: Path     # ... and of the run beside the busy loop
+    stem: Path     # report path without suffix
+
+
+def settings(params: dict, quiet: str, busy: str, stem: str | None = None) -> BusySettings:
+    """`copydecode bench busy QUIET_DIR BUSY_DIR [--stem OUT_STEM]`: no params (the two runs carry
+    their own settings)."""
+    return BusySettings(Path(quiet), Path(busy), Path(stem) if stem else DEFAULT_STEM)
+
+
+def run(s: BusySettings) -> dict[str, Any]:
+    """Compare the two runs; a missing run or a mismatch is a ParamsError naming it."""
+    result = write_benchmark(s.quiet, s.busy, s.stem)
+    print(f"{s.stem}.md / .json: kernel max |change| {result['kernel']['max_abs_change']:.1%}, "
           f"e2e max |change| {result['e2e']['max_abs_change']:.1%}, {_verdict(result['passed'])}", file=sys.stderr)
-    return {"report": f"{stem}.md", "passed": result["passed"],
+    return {"report": f"{s.stem}.md", "passed": result["passed"],
             "kernel_max_abs_change": result["kernel"]["max_abs_change"],
             "e2e_max_abs_change": result["e2e"]["max_abs_change"]}

@@ -15,9 +15,9 @@ whatever else runs beside it. This module records both, next to every timing fil
   /proc/stat over a short window while this process sleeps (its own CPU time is subtracted). A
   constant competing load (a busy loop pinned to one core) slows every measurement alike, so it does
   not move the reference drift; it is measured directly instead (`Contention`).
-- `EnvironmentRecorder` (and `run_environment_start` / `run_environment_end`): load average, other
-  processes' CPU use and the reference workload at the start, between measured parts and at the end
-  of a run, as a frozen `RunEnvironment` that serialises to flat columns and to JSON. A run is
+- `EnvironmentRecorder`: load average, other processes' CPU use and the reference workload at the
+  start, between measured parts and at the end of a run (its drift threshold and contention slack from
+  params: `kernels.profile` or `e2e` `noisy_drift` and `contention_slack`), as a frozen `RunEnvironment` that serialises to flat columns and to JSON. A run is
   `noisy` when its reference drifted past a threshold or it was contended; `noisy_reasons` says which.
 
 Every measurement here takes well under 2 s (a contention sample sleeps CONTENTION_WINDOW_S); torch is
@@ -41,16 +41,12 @@ from analysis.params import check_slack, check_threads, check_threshold  # noqa:
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 CPUINFO = Path("/proc/cpuinfo")
-DEFAULT_NOISY_DRIFT = 0.15
 # The reference block: REFERENCE_INNER products of REFERENCE_SIZE^3 in float32 (about 2 GFLOP, ~10 ms at 200 GFLOP/s):
 # long enough that perf_counter resolution and one-off cache misses do not dominate, short enough to
 # run between every measured pair.
 REFERENCE_SIZE = 256
 REFERENCE_INNER = 64
 PROC_STAT = Path("/proc/stat")
-# Other processes may keep this many cores busy beyond the cores a run leaves free before it counts as
-# contended: below half a core, a shell, a logger or a short compile does not slow a measuring thread.
-DEFAULT_CONTENTION_SLACK = 0.5
 # The /proc/stat window: jiffies tick at 100 Hz, so 1 s resolves a busy core to about 1%, and a run
 # pays it only at its start, between measured parts and at its end.
 CONTENTION_WINDOW_S = 1.0
@@ -411,7 +407,7 @@ class Contention:
 
     @classmethod
     def of(cls, samples: Iterable[LoadSample | float | None], usable_cores: int, threads: int | None,
-           slack: float = DEFAULT_CONTENTION_SLACK) -> "Contention":
+           slack: float) -> "Contention":
         check_slack(slack)
         values = [s.other_busy_cores if isinstance(s, LoadSample) else s for s in samples]
         if not values:
@@ -493,7 +489,7 @@ class Drift:
     noisy: bool
 
     @classmethod
-    def of(cls, samples: list[float] | tuple[float, ...], threshold: float = DEFAULT_NOISY_DRIFT) -> "Drift":
+    def of(cls, samples: list[float] | tuple[float, ...], threshold: float) -> "Drift":
         check_threshold(threshold)
         if len(samples) < 2:
             raise ParamsError(f"drift needs a reference sample at the start and the end, got {len(samples)}")
@@ -572,13 +568,13 @@ class EnvironmentRecorder:
     `reference`, `load`, `other` and `threads` are injectable so the noisy logic can be tested with
     known timings and loads. `threads` is read at start(): set torch's thread count before."""
 
-    threshold: float = DEFAULT_NOISY_DRIFT
+    threshold: float                 # params kernels.profile.noisy_drift / e2e.noisy_drift
+    contention_slack: float          # params ... contention_slack (other busy cores allowed beyond the free ones)
     reference: Callable[[], float] = reference_workload
     load: Callable[[], tuple[float, float, float]] = load_average
     other: Callable[[], LoadSample | float | None] = other_load
     threads: Callable[[], int | None] = _torch_threads
     usable_cores: Callable[[], int] = _usable_cores
-    contention_slack: float = DEFAULT_CONTENTION_SLACK
     measure_roofline: bool = False
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
     samples: list[float] = field(default_factory=list)
@@ -630,17 +626,3 @@ class EnvironmentRecorder:
             reference_samples_s=tuple(self.samples), drift=Drift.of(self.samples, self.threshold),
             roofline=self._roofline, contention=self.contention(),
         )
-
-
-def run_environment_start(threshold: float = DEFAULT_NOISY_DRIFT, measure_roofline: bool = False,
-                          contention_slack: float = DEFAULT_CONTENTION_SLACK) -> EnvironmentRecorder:
-    """Start recording (load average, other processes' CPU use, reference workload); pass the result
-    to run_environment_end."""
-    recorder = EnvironmentRecorder(threshold=threshold, measure_roofline=measure_roofline,
-                                   contention_slack=contention_slack)
-    recorder.start()
-    return recorder
-
-
-def run_environment_end(recorder: EnvironmentRecorder) -> RunEnvironment:
-    return recorder.end()

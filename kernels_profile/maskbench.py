@@ -148,15 +148,14 @@ def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[d
             "states": len(table.cached())}, table
 
 
-def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
+def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_count: int) -> dict:
     """Applying a cached mask to one float32 logits row, the three ways interleaved per repeat (so a
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
-    llguidance's bit-packed mask (when given)."""
+    llguidance's bit-packed mask (when given), with `thread_count` torch threads (params
+    decode.mask_benchmark.threads)."""
     from kernels_profile.runtime import threads
 
-    # one intra-op thread: on a shared 2-core machine a second thread waits for a busy core and
-    # every variant then measures the scheduler (~12 ms) instead of the operation
-    with threads(1):
+    with threads(thread_count):
         return _apply_costs(width, masks, bitmask, repeats)
 
 
@@ -234,8 +233,8 @@ def llguidance_available() -> bool:
     return importlib.util.find_spec("llguidance") is not None
 
 
-def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str] = ("full", "none"),
-              apply_repeats: int = 500) -> dict:
+def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str],
+              apply_repeats: int, threads: int) -> dict:
     """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines)."""
     too_long = [k for k, p in enumerate(programs) if not fits(p, n_lines)]
     if too_long:
@@ -251,7 +250,7 @@ def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes:
             result["llguidance"][mode], bitmask = llguidance_side(vocab, sequences, n_lines, mode)
     else:
         result["llguidance_note"] = LLGUIDANCE_MISSING
-    result["apply"] = apply_costs(vocab.width, table.cached(), bitmask, apply_repeats)
+    result["apply"] = apply_costs(vocab.width, table.cached(), bitmask, apply_repeats, threads)
     return result
 
 
@@ -300,6 +299,9 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
     return [p for p in table["program"].to_list() if fits(p, n_lines)][:limit]
 
 
-def run_models(models: Sequence[str], programs: list[str], n_lines: int, range_modes: Sequence[str] = ("full", "none"),
-               apply_repeats: int = 500) -> list[dict]:
-    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats) for m in models]
+RANGE_MODES = ("full", "none")  # llguidance's grammar with its line-range regex, and without (a lower bound)
+
+
+def run_models(models: Sequence[str], programs: list[str], n_lines: int, apply_repeats: int, threads: int,
+               range_modes: Sequence[str] = RANGE_MODES) -> list[dict]:
+    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads) for m in models]

@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.errors import CopyDecodeError, ParamsError
-from analysis.io import write_with
+from analysis.errors import ParamsError
 from analysis.program import Copy, parse
 from analysis.resolver import resolve
 from kernels_profile.decoder import DecodeError, MaskTable, decode, decode_rewrite
+from kernels_profile.runtime import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
 from kernels_profile.sequence import (
     LOSS_KINDS,
     PROGRAM_TEMPLATE,
@@ -42,10 +42,12 @@ TEMPLATE_OF = {"program": PROGRAM_TEMPLATE, "rewrite": REWRITE_TEMPLATE}
 
 @dataclass(frozen=True)
 class LoraSettings:
-    rank: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
-    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    """params pilot.lora (no default in code)."""
+
+    rank: int
+    alpha: int
+    dropout: float
+    targets: tuple[str, ...]
 
 
 SCHEDULES = ("constant", "linear", "cosine")
@@ -57,10 +59,10 @@ class TrainSettings:
     lr: float
     seed: int
     max_tokens: int  # sequences longer than this are left out of training (counted, never clipped)
-    checkpoint_every: int = 10
-    warmup: int = 0             # steps of linear warmup from lr / (warmup + 1) to lr
-    schedule: str = "constant"  # after warmup: constant, or linear / cosine decay to 0 at `steps`
-    batch: int = 1              # sequences per step (gradients accumulated, loss averaged per sequence)
+    checkpoint_every: int
+    warmup: int                 # steps of linear warmup from lr / (warmup + 1) to lr
+    schedule: str               # after warmup: constant, or linear / cosine decay to 0 at `steps`
+    batch: int                  # sequences per step (gradients accumulated, loss averaged per sequence)
 
     def lr_at(self, step: int) -> float:
         """The learning rate of 0-based `step`."""
@@ -177,52 +179,20 @@ def add_lora(lm, settings: LoraSettings, seed: int):
     return get_peft_model(lm.model, config)
 
 
-class CheckpointError(CopyDecodeError):
-    """A pilot checkpoint that is not one this module wrote: unreadable, holding code or other objects
-    than tensors and plain values, or of another schema or adapter."""
-
-
 # The one checkpoint schema: key -> what it holds (`curve`, `seconds` and `eval_seconds` came later).
 CHECKPOINT_KEYS = {"weights": dict, "optimizer": dict, "losses": list, "curve": list, "seconds": float,
                    "eval_seconds": float}
 CHECKPOINT_REQUIRED = ("weights", "optimizer", "losses")
 
 
-def _save_atomic(state: dict, path: Path) -> None:
-    import torch
-
-    write_with(lambda tmp: torch.save(state, tmp), path)
-
-
-def _unpickler_error(exc: BaseException) -> str:
-    import re
-
-    found = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
-    return found.group(1).strip()[:200] if found else type(exc).__name__
-
-
 def load_checkpoint(path: Path, model=None) -> dict:
     """A checkpoint written by `train`, read with torch's weights-only unpickler (tensors, numbers,
-    strings and containers: a planted file cannot run code), its schema checked; with `model`, its
-    weights must be the model's trainable parameters, name by name and shape by shape."""
-    import pickle
-
+    strings and containers: a planted file cannot run code; kernels_profile.runtime), its schema
+    checked; with `model`, its weights must be the model's trainable parameters, name by name and
+    shape by shape."""
     import torch
 
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError as exc:
-        import re
-
-        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
-        if found is None:
-            raise CheckpointError(f"{path}: not a readable checkpoint ({_unpickler_error(exc)}); delete it to "
-                                  "train from scratch") from None
-        raise CheckpointError(f"{path}: refused: the checkpoint holds objects other than tensors and plain values "
-                              f"({found.group(1)}); delete it to train from scratch") from None
-    except (RuntimeError, EOFError, OSError, ValueError) as exc:
-        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
-                              "delete it to train from scratch") from None
+    state = read_torch_checkpoint(path, "delete it to train from scratch")
     if not isinstance(state, dict):
         raise CheckpointError(f"{path}: expected a checkpoint mapping, got {type(state).__name__}")
     missing = [k for k in CHECKPOINT_REQUIRED if k not in state]
@@ -310,7 +280,7 @@ def train(model, sequences: Sequence[TrainingSequence], s: TrainSettings, checkp
                 evaluating += time.perf_counter() - e0
                 model.train()
             if checkpoint is not None:
-                _save_atomic({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
+                write_torch_checkpoint({"weights": _trainable_state(model), "optimizer": optimizer.state_dict(),
                               "losses": losses, "curve": curve,
                               "seconds": spent + time.perf_counter() - started - evaluating,
                               "eval_seconds": evaluated + evaluating}, checkpoint)
@@ -428,9 +398,3 @@ def rewrite_record(lm, tok: ModelTokenizer, case, budget: int) -> dict:
     return {**base, "error": None, "exact_match": text == case.target, "valid": stopped == "eos",
             "stopped": stopped, "seconds": seconds, "decode_s": seconds, "program_tokens": tokens, "forwards": 1 + tokens,
             "program": text, "output": text}
-
-
-def evaluate_program(lm, tok: ModelTokenizer, cases, budget: int, template: PromptTemplate = PROGRAM_TEMPLATE) -> list[dict]:
-    """`program_record` over cases with one budget."""
-    masks: dict[int, MaskTable] = {}
-    return [program_record(lm, tok, case, budget, masks, template) for case in cases]

@@ -1,6 +1,6 @@
 """A small sweep of the pilot's training settings, judged by teacher-forced held-out metrics.
 
-    python -m kernels_profile.pilot_sweep --threads 1 NAME:steps=96,lr=0.003,warmup=8,schedule=cosine ...
+    copydecode pilot-sweep --threads 1 NAME:steps=96,lr=0.003,warmup=8,schedule=cosine ...
 
 Each NAME trains one program adapter (seed `--seed`) from the params' `pilot` group with the given
 overrides (steps, lr, warmup, schedule, batch, rank, alpha) and measures kernels_profile.pilot's
@@ -9,13 +9,13 @@ teacher-forced metrics on every held-out case before training and every `--every
 reports/pilot/sweep.{csv,md} (one row per config and step) and prints each row as it comes; a rerun
 appends nothing, it rewrites the table from the configs given.
 
-    python -m kernels_profile.pilot_sweep --from-checkpoints
+    copydecode pilot-sweep --from-checkpoints
 
 reads the curve (and the losses so far) kept in every adapter checkpoint under data/pilot/checkpoints/,
 finished or not, and writes reports/pilot/checkpoint_curve.{csv,md}: what an interrupted `copydecode
 pilot` had measured (the stage itself writes data/pilot/curve.parquet only when it finishes).
 
-    python -m kernels_profile.pilot_sweep --diagnose data/pilot/records.parquet
+    copydecode pilot-sweep --diagnose data/pilot/records.parquet
 
 compares each held-out program an adapter decoded with its gold (line-level oracle) program, rebuilt from
 the params' pilot data: copy ranges, how far the first copy's end is off, missing or extra copies, the
@@ -25,7 +25,6 @@ and prints the counts: where greedy decoding goes wrong, read without running a 
 
 from __future__ import annotations
 
-import argparse
 import time
 from dataclasses import asdict
 from pathlib import Path
@@ -33,6 +32,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.config import Config
+from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_table
 from analysis.pilotdata import build_pilot_cases, with_split
 
@@ -46,7 +46,7 @@ def parse_config(text: str) -> tuple[str, dict]:
     for item in filter(None, body.split(",")):
         key, _, value = item.partition("=")
         if key not in KEYS:
-            raise SystemExit(f"pilot_sweep: unknown setting {key!r}; known: {', '.join(KEYS)}")
+            raise ParamsError(f"pilot-sweep: unknown setting {key!r} in {text!r}; known: {', '.join(KEYS)}")
         values[key] = KEYS[key](value)
     return name, values
 
@@ -87,7 +87,7 @@ def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
     for r in decoded.iter_rows(named=True):
         case = gold.get(r["case_id"])
         if case is None:
-            raise SystemExit(f"pilot_sweep: {r['case_id']} is not a held-out case of the params' pilot data")
+            raise CorpusError(f"pilot-sweep: {r['case_id']} is not a held-out case of the params' pilot data")
         want, got = _ranges(case.program), _ranges(r["program"])
         rows.append({"seed": r["seed"], "case_id": r["case_id"], "kind": case.kind, "site_line": case.site_line,
                      "gold_ranges": str(want), "ranges": str(got),
@@ -109,7 +109,7 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
     if missing:
-        raise SystemExit(f"pilot_sweep: {source} lacks {', '.join(missing)}: the {preset} run has not finished")
+        raise CorpusError(f"pilot-sweep: {source} lacks {', '.join(missing)}: the {preset} run has not finished")
     out = target / preset
     out.mkdir(parents=True, exist_ok=True)
     metrics = json.loads((source / "metrics.json").read_text())
@@ -135,59 +135,75 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     return out
 
 
-def main(argv=None) -> None:
+def add_arguments(parser) -> None:
+    """`copydecode pilot-sweep`'s options (one of: CONFIGs, --from-checkpoints, --diagnose, --freeze)."""
+    parser.add_argument("configs", nargs="*", metavar="CONFIG",
+                        help="NAME:key=value,... (keys: " + ", ".join(KEYS) + "); one adapter trained per CONFIG")
+    parser.add_argument("--from-checkpoints", action="store_true",
+                        help="write the curve kept in data/pilot/checkpoints/ (an interrupted run's)")
+    parser.add_argument("--diagnose", type=Path, default=None, help="a pilot records.parquet to compare with gold")
+    parser.add_argument("--freeze", default=None, metavar="PRESET",
+                        help="copy data/pilot/PRESET/ to reports/pilot/frozen/PRESET/ with a run.json of --run")
+    parser.add_argument("--run", default=None, help="JSON: command, commit, started, ended, seconds, minutes, machine")
+    parser.add_argument("--out", type=Path, default=None, dest="table_out",
+                        help="table path without suffix (default: reports/pilot/{sweep,checkpoint_curve,range_errors})")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch threads for the sweep (default: params pilot.threads)")
+    parser.add_argument("--seed", type=int, default=0, help="the adapters' seed (default 0)")
+    parser.add_argument("--every", type=int, default=None,
+                        help="steps between curve points (default: params pilot.checkpoint_every)")
+
+
+def command(args) -> int:
+    """Run the one job `args` names; named errors (ParamsError, CorpusError) propagate to the CLI."""
+    import json
+
+    from analysis.params import DEFAULT_PARAMS
     from kernels_profile.pilot import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
     from kernels_profile.runtime import set_threads
     from kernels_profile.stages.pilot import load_models, settings
 
-    ap = argparse.ArgumentParser()
-    ap.add_argument("configs", nargs="*")
-    ap.add_argument("--from-checkpoints", action="store_true")
-    ap.add_argument("--diagnose", type=Path, default=None, help="a pilot records.parquet to compare with gold")
-    ap.add_argument("--freeze", default=None, metavar="PRESET",
-                    help="copy data/pilot/PRESET/ to reports/pilot/frozen/PRESET/ with a run.json of --run")
-    ap.add_argument("--run", default=None, help="JSON: command, commit, started, ended, seconds, minutes, machine")
-    ap.add_argument("--out", type=Path, default=None,
-                    help="table path without suffix (default: reports/pilot/{sweep,checkpoint_curve,range_errors})")
-    ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--every", type=int, default=24)
-    args = ap.parse_args(argv)
+    args.out = args.table_out
     if args.freeze:
-        import json
-
         from analysis.layout import PILOT_DIR, PILOT_FROZEN
 
-        print(freeze(args.freeze, json.loads(args.run or "{}"), PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
-        return
+        try:
+            run = json.loads(args.run or "{}")
+        except json.JSONDecodeError as exc:
+            raise ParamsError(f"pilot-sweep: --run is not JSON ({exc})") from exc
+        print(freeze(args.freeze, run, PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
+        return 0
     if args.from_checkpoints:
         from analysis.layout import PILOT_CHECKPOINTS
 
         write_table(checkpoint_curve(PILOT_CHECKPOINTS), args.out or OUT.with_name("checkpoint_curve"), digits=3)
-        return
-    s = settings(Config.load("params.yaml"))
+        return 0
+    s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)
     if args.diagnose is not None:
         frame = range_errors(pl.read_parquet(args.diagnose), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
         write_table(frame, args.out or OUT.with_name("range_errors"), digits=3)
         for column in ("first_end_off", "copies_off", "ranges_exact", "gen_exact", "exact_match"):
             print(column, dict(sorted(frame[column].value_counts().iter_rows(), key=str)))
-        return
-    set_threads(args.threads)
+        return 0
+    if not args.configs:
+        raise ParamsError("pilot-sweep: name at least one CONFIG (NAME:key=value,...), or --from-checkpoints, "
+                          "--diagnose or --freeze")
+    set_threads(s.threads if args.threads is None else args.threads)
     cases = build_pilot_cases(s.data, s.probeedit)
     rows = []
     for text in args.configs:
         name, over = parse_config(text)
         lora = LoraSettings(rank=over.get("rank", s.lora_rank), alpha=over.get("alpha", s.lora_alpha),
-                            targets=s.lora_targets)
+                            dropout=s.lora().dropout, targets=s.lora_targets)
         loaded = load_models(s)
         loaded.peft = add_lora(loaded.lm, lora, seed=args.seed) if lora != s.lora() else loaded.peft
         tok = loaded.tok
         train_seqs, _ = training_sequences(tok, with_split(cases, "train"), "program", s.max_tokens)
         held, _ = training_sequences(tok, with_split(cases, "heldout"), "program", 10 ** 9)
         ts = TrainSettings(steps=over.get("steps", s.steps), lr=over.get("lr", s.lr), seed=args.seed,
-                           max_tokens=s.max_tokens, checkpoint_every=args.every,
-                           warmup=over.get("warmup", 0), schedule=over.get("schedule", "constant"),
-                           batch=over.get("batch", 1))
+                           max_tokens=s.max_tokens, checkpoint_every=args.every or s.checkpoint_every,
+                           warmup=over.get("warmup", s.warmup), schedule=over.get("schedule", s.schedule),
+                           batch=over.get("batch", s.batch))
         started = time.perf_counter()
 
         def measure(step: int) -> dict:
@@ -205,7 +221,4 @@ def main(argv=None) -> None:
         rows[-1]["train_loss_last10"] = sum(losses[-10:]) / len(losses[-10:])
         frame = pl.DataFrame(rows)
         write_table(frame, args.out or OUT, digits=3)
-
-
-if __name__ == "__main__":
-    main()
+    return 0

@@ -32,8 +32,9 @@ more cores busy than the run left free, plus `contention_slack`); the sidecar's 
 which.
 
 Checkpoints: one parquet file per pair, named by a hash of everything that determines it (the
-ProfileSpec fields that change what is measured, the model's configuration or weights file, torch
-and transformers versions, the measurement code's version, torch's thread count), written atomically
+ProfileSpec fields that change what is measured, the measurement code's version and
+kernels_profile.runtime.fingerprint: the model's configuration or weights file, the torch,
+transformers and peft versions, torch's thread count), written atomically
 with its key and seconds and verified on load (kernels_profile.runtime: readable, the expected
 columns, row count and key); a file that fails is discarded with a message and measured again.
 Each profiling session's environment is written beside the pairs as run-<run_id>.json.
@@ -69,19 +70,15 @@ from kernels_profile.machine import (
 )
 from kernels_profile.models import (
     DTYPES,
-    SMOLLM2,
     LoadedModel,
     build_model,
     cache_kwarg,
-    is_registered,
-    model_config,
-    published_config,
-    smollm2_gguf_path,
     torch_dtype,
 )
 from kernels_profile.runtime import (
     FromScratch,
     checkpoint_key,
+    fingerprint,
     read_frame_checkpoint,
     set_threads,
     write_frame_checkpoint,
@@ -92,7 +89,6 @@ from kernels_profile.runtime import (
 MEASUREMENT_VERSION = "pairs-2"  # pairs-2: prefill kinds, the static cache built inside inference_mode
 BASELINES = ("eager", "static", "static_compiled")
 AR_MODES = ("prefix", "separate")
-PAIR_METHODS = ("ar", "prefill")  # with the default eager prefill; see pair_methods
 # prefill kind -> the method name it runs under in a pair's order (the eager one keeps its old name, so a
 # profile with only it orders each pair exactly as before)
 PREFILL_METHODS = {"eager": "prefill", "compiled": "prefill_compiled"}
@@ -472,31 +468,7 @@ def environment(lm: LoadedModel, spec: ProfileSpec) -> dict[str, Any]:
     }
 
 
-# ---------------------------------------------------------------- checkpoint keys
-
-def model_fingerprint(name: str, weights: str) -> str:
-    """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
-    if name == SMOLLM2:
-        path = smollm2_gguf_path()
-        return f"{path.name}:{path.stat().st_size}"
-    if weights == "random":
-        config = published_config(name) if is_registered(name) else model_config(name)
-        return json.dumps(config, sort_keys=True, default=str)
-    if weights == "real":
-        model_config(name)  # fails early on a name that is no folder or hub id
-        config = Path(name) / "config.json"
-        return f"{name}:{config.read_text()}" if config.is_file() else name
-    model_config(name)
-    config = Path(weights) / "config.json"
-    return f"{weights}:{config.read_text()}" if config.is_file() else weights
-
-
-def software_fingerprint() -> dict[str, Any]:
-    import torch
-    import transformers
-
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "threads": torch.get_num_threads()}
-
+# ---------------------------------------------------------------- pairs
 
 @dataclass(frozen=True)
 class Pair:
@@ -585,10 +557,9 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
-    software = software_fingerprint()
-    fingerprints = {m: model_fingerprint(m, spec.weights) for m in spec.models}
+    fingerprints = {m: fingerprint(m, spec.weights) for m in spec.models}  # after set_threads: its count
     units = pair_units(spec)
-    keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model], software) for u in units}
+    keys = {u: spec.key(u.model, u.context, u.baseline, u.repeat, fingerprints[u.model]) for u in units}
     rows = (1 + len(spec.prefills)) * len(spec.ns)
     frames: dict[Pair, pl.DataFrame] = {}
     for unit in units:
@@ -762,7 +733,3 @@ def read_environment(raw_path: Path) -> dict[str, Any] | None:
     """The sidecar of a raw parquet, or None for files written before sidecars existed."""
     path = environment_path(raw_path)
     return json.loads(path.read_text()) if path.is_file() else None
-
-
-# ---------------------------------------------------------------- per-pair kernel ratios
-

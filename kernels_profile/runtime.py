@@ -8,10 +8,20 @@ checkpoint is written atomically (analysis.io) with its key and the seconds the 
 from scratch, and read back only if whole: readable, carrying the same key, the expected columns (or
 JSON fields) and rows; anything else is discarded with a message and measured again.
 
+Torch checkpoints. A unit whose state is tensors (the pilot's adapter weights and optimiser) is
+`write_torch_checkpoint`ed atomically and read back by `read_torch_checkpoint` with torch's weights-only
+unpickler: tensors, numbers, strings and containers, so a planted file runs no code; anything else is a
+CheckpointError naming the file (the caller checks its own schema).
+
 From-scratch seconds. `FromScratch` adds up, for a run, the seconds of every unit (measured now or read
 back from its checkpoint) plus the run's own time outside the units measured now: what the run would
 take with nothing to resume from. Stages write it as `from_scratch_s` beside their run time
 (analysis.stages.common.timed), which the README's stage-time line reads.
+
+Fingerprint. `fingerprint(model, weights)` is what every checkpoint key holds besides the unit's own
+settings: the model's shapes and weights (without building it), the library versions (torch,
+transformers, peft) and torch's thread count in force. The profile, e2e and pilot keys all use it, so a
+library upgrade or another thread count measures every stage's units again.
 
 Threads: `set_threads` (and the `threads` block) is the one place torch's intra-op thread count is set.
 Models: `load_model` builds a registry model and its transformers tokenizer, checks that the two agree
@@ -34,7 +44,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.io import atomic_path, write_json
+from analysis.errors import CopyDecodeError
+from analysis.io import atomic_path, write_json, write_with
 
 KEY_LENGTH = 20               # hex digits of sha256 kept in a checkpoint key
 KEY_FIELD = "copydecode.checkpoint_key"          # parquet metadata / JSON field holding the key
@@ -149,6 +160,86 @@ def read_json_checkpoint(path: Path, key: str, *, fields: set[str] | frozenset[s
     return Checkpoint(payload, seconds)
 
 
+# ---------------------------------------------------------------- fingerprint
+
+def model_fingerprint(name: str, weights: str) -> str:
+    """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
+    from kernels_profile.models import SMOLLM2, is_registered, model_config, published_config, smollm2_gguf_path
+
+    if name == SMOLLM2:
+        path = smollm2_gguf_path()
+        return f"{path.name}:{path.stat().st_size}"
+    if weights == "random":  # a registered name, or any causal LM's config (a folder or a hub id)
+        config = published_config(name) if is_registered(name) else model_config(name)
+        return json.dumps(config, sort_keys=True, default=str)
+    if weights == "real":
+        model_config(name)  # fails early on a name that is no folder or hub id
+        config = Path(name) / "config.json"
+        return f"{name}:{config.read_text()}" if config.is_file() else name
+    model_config(name)
+    config = Path(weights) / "config.json"
+    return f"{weights}:{config.read_text()}" if config.is_file() else weights
+
+
+def library_versions() -> dict[str, str]:
+    """The versions of the libraries a measured unit ran on."""
+    import peft
+    import torch
+    import transformers
+
+    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
+
+
+def fingerprint(model: str, weights: str) -> dict[str, Any]:
+    """The one fingerprint of checkpoint keys: model (shapes and weights), library versions, torch threads."""
+    import torch
+
+    return {"model": model_fingerprint(model, weights), **library_versions(), "threads": torch.get_num_threads()}
+
+
+# ---------------------------------------------------------------- torch checkpoints
+
+class CheckpointError(CopyDecodeError):
+    """A checkpoint that is not one this project wrote: unreadable, holding code or other objects than
+    tensors and plain values, or (the caller's check) of another schema."""
+
+
+def write_torch_checkpoint(state: dict[str, Any], path: Path) -> Path:
+    """Write a state of tensors and plain values atomically (torch.save to a temporary file, renamed)."""
+    import torch
+
+    write_with(lambda tmp: torch.save(state, tmp), Path(path))
+    return Path(path)
+
+
+def _unpickler_error(exc: BaseException) -> str:
+    import re
+
+    found = re.search(r"WeightsUnpickler error:\s*(.+)", str(exc))
+    return found.group(1).strip()[:200] if found else type(exc).__name__
+
+
+def read_torch_checkpoint(path: Path, remedy: str) -> Any:
+    """The object in the torch checkpoint at `path`, read with the weights-only unpickler; an unreadable
+    file or one holding other objects is a CheckpointError naming it and `remedy` (what to do)."""
+    import pickle
+    import re
+
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as exc:
+        found = re.search(r"Unsupported global: GLOBAL (\S+)", str(exc))
+        if found is None:
+            raise CheckpointError(f"{path}: not a readable checkpoint ({_unpickler_error(exc)}); {remedy}") from None
+        raise CheckpointError(f"{path}: refused: the checkpoint holds objects other than tensors and plain values "
+                              f"({found.group(1)}); {remedy}") from None
+    except (RuntimeError, EOFError, OSError, ValueError) as exc:
+        raise CheckpointError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {str(exc)[:200]}); "
+                              f"{remedy}") from None
+
+
 class FromScratch:
     """What a run would take with no checkpoint to resume from: its own elapsed time, minus the units
     it measured, plus every unit's recorded seconds (measured now or read back).
@@ -171,6 +262,14 @@ class FromScratch:
         self.measured_now += seconds
         self.recorded += seconds
         return seconds
+
+    def resumed(self, seconds: float) -> None:
+        """A unit finished now that resumed from its checkpoint: the seconds since the last mark or unit
+        were measured now, and `seconds` is what the whole unit recorded (earlier runs' part included)."""
+        now = time.perf_counter()
+        self.measured_now += now - self.last
+        self.last = now
+        self.recorded += _check_seconds(seconds)
 
     def read_back(self, seconds: float) -> None:
         """A unit read back from its checkpoint, which recorded `seconds`."""

@@ -7,7 +7,7 @@ reproducible archive, `analysis/data/probeedit_stdlib.tar.gz`, that also holds C
 (`LICENSE.txt`). `stdlib_dir: auto` reads that archive, so the corpus is byte-identical on every
 interpreter; `stdlib_dir: <path>` reads another CPython 3.11.7 `Lib` folder. Either way each file is
 checked against its pin, and any difference fails with the file, both hashes and the interpreter
-version. `write_manifest` and `write_archive` re-pin and re-pack (e.g. from a CPython `Lib` folder).
+version. `write_archive` re-packs (e.g. from a CPython `Lib` folder).
 
 Recipe (all choices from one seeded `random.Random`, stable across platforms):
 1. Units: every top-level function or class (decorators included) of the pinned files whose length
@@ -95,20 +95,28 @@ class Edit:
 
 @dataclass(frozen=True)
 class ProbeEditParams:
-    n_cases: int = 154
-    seed: int = 0
-    min_lines: int = 40
-    max_lines: int = 400
-    mix: tuple[tuple[str, float], ...] = tuple((k, 1.0) for k in EDIT_KINDS)
-    stdlib_dir: str = "auto"  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
-    manifest: str = str(MANIFEST)
+    """params corpora.probeedit (no default in code)."""
+
+    n_cases: int
+    seed: int
+    min_lines: int
+    max_lines: int
+    mix: tuple[tuple[str, float], ...]
+    stdlib_dir: str  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
+    manifest: str    # the pinned files' manifest (MANIFEST, shipped with the package)
 
 
 def probeedit_params(p: dict) -> ProbeEditParams | None:
     """params `corpora.probeedit` (None when disabled), every value checked by name."""
-    group = "corpora.probeedit"
-    if not get(p, f"{group}.enabled", bool):
+    if not get(p, "corpora.probeedit.enabled", bool):
         return None
+    return probeedit_recipe(p)
+
+
+def probeedit_recipe(p: dict) -> ProbeEditParams:
+    """The ProbeEdit-S recipe of params `corpora.probeedit`, enabled or not (the fine-tuning pilot draws
+    its cases disjoint from it either way), every value checked by name."""
+    group = "corpora.probeedit"
     mix = get(p, f"{group}.mix", dict)
     for kind, weight in mix.items():
         if isinstance(weight, bool) or not isinstance(weight, (int, float)):
@@ -124,7 +132,7 @@ def probeedit_params(p: dict) -> ProbeEditParams | None:
         n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
         min_lines=min_lines, max_lines=max_lines,
         mix=tuple((str(k), float(v)) for k, v in mix.items()),
-        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)),
+        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)), manifest=str(MANIFEST),
     )
 
 
@@ -206,12 +214,7 @@ def load_pinned_sources(params: ProbeEditParams) -> dict[str, str]:
     return texts
 
 
-def write_manifest(files: list[str], root: Path, out: Path) -> None:
-    """Pin `files` (paths relative to the stdlib folder `root`) at their current contents."""
-    pins = {rel: hashlib.sha256((root / rel).read_bytes()).hexdigest() for rel in files}
-    manifest = {"python": sys.version.split()[0], "files": pins}
-    with atomic_path(out) as tmp:
-        tmp.write_text(json.dumps(manifest, indent=2) + "\n")
+
 
 
 # ---------------------------------------------------------------- units

@@ -28,11 +28,13 @@ from analysis.errors import CorpusError
 
 @dataclass(frozen=True)
 class HumanEvalPackSettings:
-    languages: tuple[str, ...] = ("python", "js")
-    framings: tuple[str, ...] = humanevalpack.FRAMINGS
-    local_dir: str | None = "../shared/data/humanevalpack"
-    source: str = "auto"  # auto | local | hub (see analysis.corpora)
-    verify_sha256: bool = True
+    """params corpora.humanevalpack (no default in code)."""
+
+    languages: tuple[str, ...]
+    framings: tuple[str, ...]
+    local_dir: str | None
+    source: str  # auto | local | hub (see analysis.corpora)
+    verify_sha256: bool
 
 
 @dataclass(frozen=True)

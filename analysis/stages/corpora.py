@@ -128,7 +128,7 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
     line = CommandLine(tuple(pairs or ()), tuple(repo or ()), bool(only), language, name)
     line.check()
     builds: list[tuple[str, object]] = []
-    commit_defaults = get_or(p, "corpora.commit_defaults", {}, dict)
+    commit_defaults = get(p, "corpora.commit_defaults", dict)
     if not line.only:
         if (hep := _humanevalpack(p)) is not None:
             builds.append(("humanevalpack", hep))

@@ -143,12 +143,8 @@ def oracle_cases(table: pl.DataFrame, framings: tuple[str, ...], levels: tuple[s
             for r, src, tgt in zip(per_case.iter_rows(named=True), sources, targets)]
 
 
-def span_frame(entries, directives) -> pl.DataFrame:
-    """Span rows (the bound's input) of (case, level, program) entries."""
-    return pl.DataFrame(span_columns(entries, directives), schema=SPAN_COLUMNS)
-
-
 def span_columns(entries, directives) -> dict[str, list]:
+    """Span rows (the bound's input) of (case, level, program) entries, as columns."""
     columns: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
     for case, level, program in entries:
         for row in program_span_rows(program, case.source, case.target, directives):
@@ -178,7 +174,7 @@ def chunk_span_columns(chunk, levels: tuple[str, ...], oracle: str, param, direc
 
 def parallel_span_frame(cases: list[OracleCase], levels: tuple[str, ...], oracle: str, param, directives,
                         parallel: ParallelSettings) -> pl.DataFrame:
-    """span_frame of one oracle's programs for every case, computed over chunks of cases (in order)."""
+    """The span rows of one oracle's programs for every case, computed over chunks of cases (in order)."""
     parts = map_cases(chunk_span_columns, cases, parallel, levels, oracle, param, directives,
                       desc=f"{oracle} programs")
     columns = {name: [v for part in parts for v in part[name]] for name in SPAN_COLUMNS}

@@ -41,7 +41,7 @@ from analysis.perturb import (
     run_perturbation,
 )
 from analysis.program import parse
-from analysis.shards import DEFAULT_SHARD_CASES, shard_cases
+from analysis.shards import shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import joined_programs, program_shards
 from analysis.tokenization import load_tokenizer

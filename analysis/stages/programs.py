@@ -22,7 +22,7 @@ from analysis.oracle import line_oracle, token_oracle
 from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
 from analysis.params import positive_int
 from analysis.program import render
-from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, shard_cases
+from analysis.shards import ShardWriter, shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import case_shards
 from analysis.tokenization import load_tokenizer

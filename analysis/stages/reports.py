@@ -1,7 +1,7 @@
 """`copydecode reports`: render the papermill report templates into reports/ (see analysis.reports).
 
 Writes only its declared outputs (dvc.yaml). README.md's Results block and reports/timings.json are
-tracked files that no stage writes: `python -m analysis.readme`, run after `dvc repro`, refreshes them.
+tracked files that no stage writes: `copydecode readme`, run after `dvc repro`, refreshes them.
 """
 
 from __future__ import annotations

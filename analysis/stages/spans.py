@@ -9,7 +9,6 @@ import polars as pl
 
 from analysis import charts
 from analysis.corpora import humanevalpack
-from analysis.corpora.cases import read_cases
 from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.io import save_chart, write_json, write_parquet, write_table
@@ -28,7 +27,7 @@ from analysis.spans import (
     prompt_tokens,
     span_bin_counts,
 )
-from analysis.shards import DEFAULT_SHARD_CASES, ShardWriter, Spill, shard_cases
+from analysis.shards import ShardWriter, Spill, shard_cases
 from analysis.stages.common import progress, timed
 from analysis.stages.tables import case_shards, program_shards
 from analysis.tokenization import (

@@ -1,29 +1,50 @@
 """`copydecode bench mask [--programs N] [--lines N] [--models M ...] [--json FILE]`: the decode stage's
 mask benchmark (kernels_profile.maskbench) outside the pipeline, on the settings of params
-decode.mask_benchmark (read by the decode stage's settings), each overridable on the command line.
-Prints the summary table (stderr) and returns each vocabulary's mask-apply costs."""
+decode.mask_benchmark, each overridable on the command line. Prints the summary table (stderr) and
+returns each vocabulary's mask-apply costs."""
 
 from __future__ import annotations
 
 import sys
+from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.config import Config
 from analysis.io import write_json
+from analysis.params import choices, positive_int
 from kernels_profile import maskbench
-from kernels_profile.stages.decode import settings
+from kernels_profile.models import known_models
+
+GROUP = "decode.mask_benchmark"
 
 
-def run(cfg: Config, args) -> dict:
-    s = settings(cfg.params)
-    models = tuple(args.models) if args.models else s.mask_models
-    programs = args.programs if args.programs is not None else s.mask_programs
-    lines = args.lines if args.lines is not None else s.mask_lines
-    results = maskbench.run_models(models, maskbench.line_programs(programs, lines), lines,
-                                   apply_repeats=s.mask_apply_repeats)
+@dataclass(frozen=True)
+class MaskBenchSettings:
+    models: tuple[str, ...]     # vocabularies walked beside llguidance
+    programs: int               # line-level oracle programs whose states are walked
+    lines: int                  # the grammar's line limit
+    apply_repeats: int
+    threads: int                # torch threads while a mask is applied
+    json: str | None            # also write the full results here
+
+
+def settings(params: dict, programs: int | None = None, lines: int | None = None,
+             models: list[str] | None = None, json: str | None = None) -> MaskBenchSettings:
+    """params decode.mask_benchmark, validated; the command line's values replace the params'."""
+    over = {"programs": programs, "lines": lines, "models": list(models) if models else None}
+    p = {"decode": {"mask_benchmark": {**params.get("decode", {}).get("mask_benchmark", {}),
+                                       **{k: v for k, v in over.items() if v is not None}}}}
+    return MaskBenchSettings(models=choices(p, f"{GROUP}.models", tuple(known_models())),
+                             programs=positive_int(p, f"{GROUP}.programs"), lines=positive_int(p, f"{GROUP}.lines"),
+                             apply_repeats=positive_int(p, f"{GROUP}.apply_repeats"),
+                             threads=positive_int(p, f"{GROUP}.threads"), json=json)
+
+
+def run(s: MaskBenchSettings) -> dict:
+    results = maskbench.run_models(s.models, maskbench.line_programs(s.programs, s.lines), s.lines,
+                                   apply_repeats=s.apply_repeats, threads=s.threads)
     with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
         print(pl.DataFrame(maskbench.summary_rows(results)), file=sys.stderr)
-    if args.json:
-        write_json({"results": results}, args.json)
+    if s.json:
+        write_json({"results": results}, s.json)
     return {r["vocabulary"]: r["apply"] for r in results}

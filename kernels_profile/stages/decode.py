@@ -39,6 +39,7 @@ class DecodeSettings:
     mask_programs: int
     mask_lines: int
     mask_apply_repeats: int
+    mask_threads: int                # torch threads while a mask is applied
     from_command_line: bool          # a case, model or framing given on the command line: print only
 
 
@@ -62,6 +63,7 @@ def settings(params: dict, case_id: str | None = None, model: str | None = None,
         mask_programs=positive_int(p, "decode.mask_benchmark.programs"),
         mask_lines=positive_int(p, "decode.mask_benchmark.lines"),
         mask_apply_repeats=positive_int(p, "decode.mask_benchmark.apply_repeats"),
+        mask_threads=positive_int(p, "decode.mask_benchmark.threads"),
         from_command_line=bool(case_id or model or framing),
     )
 
@@ -98,7 +100,7 @@ def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
         from kernels_profile import maskbench
 
         results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
-                                       s.mask_lines, apply_repeats=s.mask_apply_repeats)
+                                       s.mask_lines, apply_repeats=s.mask_apply_repeats, threads=s.mask_threads)
         write_table(pl.DataFrame(maskbench.summary_rows(results)), TABLES / "mask_benchmark", digits=1)
         write_json({**record, "mask_benchmark": results}, METRICS / "decode.json")
     return record

@@ -71,6 +71,7 @@ from kernels_profile.runtime import (
     FromScratch,
     ModelAndTokenizer,
     checkpoint_key,
+    fingerprint,
     load_model,
     read_frame_checkpoint,
     read_json_checkpoint,
@@ -248,6 +249,7 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
         "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
         "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
         "context": context, "lossless": [run_lossless, s.losslessness_tolerance], "threads": s.threads,
+        "fingerprint": fingerprint(choice.name, choice.weights),
     }
 
 

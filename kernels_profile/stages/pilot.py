@@ -15,13 +15,15 @@ What it does, in order (each step resumable; nothing finished is recomputed on a
    a `schedule` decay, `batch` sequences a step. Every `checkpoint_every` steps the adapter's
    teacher-forced held-out metrics join the curve. Checkpoints (weights, optimiser, losses, curve) under
    data/pilot/checkpoints/, keyed by a hash of the training and held-out sequences, LoRA and training
-   settings, model and library versions; an interrupted run resumes at its last checkpoint.
+   settings and kernels_profile.runtime.fingerprint (model, torch/transformers/peft versions, threads);
+   an interrupted run resumes at its last checkpoint.
 4. Greedy decoding ("before": the base model on the held-out cases and the HEvalFix-Py sample; "after":
    each of `decode_seeds`' program adapters on the held-out cases, paired per case with the seed's
    rewrite adapter where it has one (program and rewrite back to back in a seeded order, so their
    wall-clock ratio is measured per case), and the `humaneval_seeds` program adapters on HEvalFix-Py).
-   Every evaluation is cached as one JSON per job, keyed by its adapter and everything that decides
-   its records.
+   Every evaluation (and the base model's teacher-forced metrics) is a runtime JSON checkpoint, keyed
+   by its adapter and everything that decides its records; a resumed run's from-scratch time counts
+   each at its recorded seconds (runtime.FromScratch).
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
@@ -40,21 +42,17 @@ pilot_steps and pilot_runs tables).
 
 from __future__ import annotations
 
-import json
 import random
 import re
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from analysis.corpora import humanevalpack
 from analysis.corpora.cases import read_cases
-from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
+from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
     FIGURES,
@@ -67,14 +65,19 @@ from analysis.layout import (
     PILOT_RECORDS,
     TABLES,
 )
-from analysis.params import choice, get, get_or, positive_int
+from analysis.params import choice, get, merge_preset, number, number_list, positive_int
 from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
-from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams
+from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams, probeedit_recipe
 from analysis.stages.common import progress, timed
-from analysis.corpora.probeedit import probeedit_params
 from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
-from kernels_profile.runtime import checkpoint_key
+from kernels_profile.runtime import (
+    FromScratch,
+    checkpoint_key,
+    fingerprint,
+    read_json_checkpoint,
+    write_json_checkpoint,
+)
 
 GROUP = "pilot"
 DEVICES = ("cpu", "cuda")
@@ -105,6 +108,7 @@ class PilotSettings:
     probeedit: ProbeEditParams
     lora_rank: int
     lora_alpha: int
+    lora_dropout: float
     lora_targets: tuple[str, ...]
     steps: int
     lr: float
@@ -129,16 +133,17 @@ class PilotSettings:
             stray = sorted(set(getattr(self, key)) - set(self.seeds))
             if stray:
                 raise ParamsError(f"params: '{GROUP}.{key}' {stray} are not program seeds ({list(self.seeds)})")
+        if not self.lr > 0:
+            raise ParamsError(f"params: '{GROUP}.lr' must be a number > 0, got {self.lr!r}")
         if self.warmup >= self.steps:
             raise ParamsError(f"params: '{GROUP}.warmup' ({self.warmup}) must be below steps ({self.steps})")
-        if self.humaneval_cases < 0:
-            raise ParamsError(f"params: '{GROUP}.humaneval_cases' must be >= 0, got {self.humaneval_cases}")
         return self
 
     def lora(self):
         from kernels_profile.pilot import LoraSettings
 
-        return LoraSettings(rank=self.lora_rank, alpha=self.lora_alpha, targets=self.lora_targets)
+        return LoraSettings(rank=self.lora_rank, alpha=self.lora_alpha, dropout=self.lora_dropout,
+                            targets=self.lora_targets)
 
     def training(self, seed: int):
         from kernels_profile.pilot import TrainSettings
@@ -150,59 +155,32 @@ class PilotSettings:
 
 # ---------------------------------------------------------------- settings
 
-def _group(params: dict, preset: str | None) -> dict:
-    group = dict(get(params, GROUP, dict))
-    presets = group.pop("presets", {}) or {}
-    if preset is None:
-        return group
-    if preset not in presets:
-        raise ParamsError(f"unknown pilot preset {preset!r}; known: {', '.join(presets) or 'none'}")
-    merged = {**group, **presets[preset]}
-    for key in ("data", "lora"):  # nested groups merge key by key
-        if key in presets[preset]:
-            merged[key] = {**group.get(key, {}), **presets[preset][key]}
-    return merged
-
-
-def _int_list(group: dict, key: str, allow_empty: bool = False) -> tuple[int, ...]:
-    value = group.get(key)
-    if not isinstance(value, list) or (not value and not allow_empty) or \
-            any(isinstance(v, bool) or not isinstance(v, int) for v in value):
-        raise ParamsError(f"params: '{GROUP}.{key}' must be a {'' if allow_empty else 'non-empty '}list of "
-                          f"integers, got {value!r}")
-    if len(set(value)) != len(value):
-        raise ParamsError(f"params: '{GROUP}.{key}' repeats a seed: {value!r}")
-    return tuple(value)
-
-
-def _data(group: dict) -> PilotDataParams:
-    data = {"pilot": group.get("data")}
-    if not isinstance(data["pilot"], dict):
-        raise ParamsError(f"params: '{GROUP}.data' must be a mapping, got {data['pilot']!r}")
-    kinds = data["pilot"].get("kinds", "all")
-    kinds = EDIT_KINDS if kinds == "all" else kinds
-    if not isinstance(kinds, list | tuple) or not kinds or any(k not in EDIT_KINDS for k in kinds):
-        raise ParamsError(f"params: '{GROUP}.data.kinds' must be 'all' or a list of {', '.join(EDIT_KINDS)}, "
-                          f"got {data['pilot'].get('kinds')!r}")
-    lo, hi = positive_int(data, "pilot.min_lines"), positive_int(data, "pilot.max_lines")
+def _data(p: dict) -> PilotDataParams:
+    group = f"{GROUP}.data"
+    kinds = get(p, f"{group}.kinds", (str, list))
+    kinds = list(EDIT_KINDS) if kinds == "all" else kinds
+    if not isinstance(kinds, list) or not kinds or any(k not in EDIT_KINDS for k in kinds):
+        raise ParamsError(f"params: '{group}.kinds' must be 'all' or a list of {', '.join(EDIT_KINDS)}, got {kinds!r}")
+    lo, hi = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if hi < lo:
-        raise ParamsError(f"params: '{GROUP}.data.max_lines' ({hi}) is below min_lines ({lo})")
-    return PilotDataParams(seed=get(data, "pilot.seed", int), min_lines=lo, max_lines=hi,
-                           n_train=positive_int(data, "pilot.n_train"), n_heldout=positive_int(data, "pilot.n_heldout"),
-                           heldout_files=positive_int(data, "pilot.heldout_files"), kinds=tuple(kinds))
+        raise ParamsError(f"params: '{group}.max_lines' ({hi}) is below min_lines ({lo})")
+    return PilotDataParams(seed=get(p, f"{group}.seed", int), min_lines=lo, max_lines=hi,
+                           n_train=positive_int(p, f"{group}.n_train"), n_heldout=positive_int(p, f"{group}.n_heldout"),
+                           heldout_files=positive_int(p, f"{group}.heldout_files"), kinds=tuple(kinds))
 
 
-def _positive_float(group: dict, key: str) -> float:
-    value = group.get(key)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
-        raise ParamsError(f"params: '{GROUP}.{key}' must be a number > 0, got {value!r}")
-    return float(value)
+def _seeds(p: dict, key: str, nonempty: bool = True) -> tuple[int, ...]:
+    return number_list(p, f"{GROUP}.{key}", integer=True, nonempty=nonempty, distinct=True)
 
 
-def settings(cfg: Config, args=None) -> PilotSettings:
-    preset = getattr(args, "preset", None)
-    g = _group(cfg.params, preset)
-    p = {GROUP: g}
+def settings(params: dict, preset: str | None = None) -> PilotSettings:
+    """The pilot's settings: params `pilot` overlaid with the preset `preset` of `pilot.presets`
+    (params.merge_preset), every value checked by name."""
+    from kernels_profile.pilot import SCHEDULES
+
+    group = merge_preset(params, GROUP, f"{GROUP}.presets", preset)
+    group.pop("presets", None)
+    p = {GROUP: group}
     model = get(p, f"{GROUP}.model", str)
     if model not in known_models():
         raise ParamsError(f"params: '{GROUP}.model': unknown model {model!r}; known: {', '.join(known_models())}")
@@ -210,31 +188,26 @@ def settings(cfg: Config, args=None) -> PilotSettings:
     if weights == "random":
         raise ParamsError(f"params: '{GROUP}.weights' is 'random': fine-tuning random weights measures nothing; "
                           "name real weights (gguf for smollm2-135m, or a local folder / hub id)")
-    threads = check_threads(g.get("threads"), f"params: '{GROUP}.threads'")
-    lora = {"lora": g.get("lora")}
-    if not isinstance(lora["lora"], dict):
-        raise ParamsError(f"params: '{GROUP}.lora' must be a mapping, got {lora['lora']!r}")
-    targets = lora["lora"].get("targets")
-    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+    targets = get(p, f"{GROUP}.lora.targets", list)
+    if not targets or not all(isinstance(t, str) for t in targets):
         raise ParamsError(f"params: '{GROUP}.lora.targets' must be a non-empty list of module names, got {targets!r}")
     choice(p, f"{GROUP}.level", ("line",))  # token-level targets are not built (see the README's pilot section)
-    warmup = get(p, f"{GROUP}.warmup", int)
-    if isinstance(warmup, bool) or warmup < 0:
-        raise ParamsError(f"params: '{GROUP}.warmup' must be an integer >= 0, got {warmup!r}")
-    from kernels_profile.pilot import SCHEDULES
     return PilotSettings(
         model=model, weights=weights, dtype=choice(p, f"{GROUP}.dtype", DTYPES),
-        device=choice(p, f"{GROUP}.device", DEVICES), threads=threads, data=_data(g),
-        probeedit=probeedit_params(cfg.params) or ProbeEditParams(),
-        lora_rank=positive_int(lora, "lora.rank"), lora_alpha=positive_int(lora, "lora.alpha"),
-        lora_targets=tuple(targets), steps=positive_int(p, f"{GROUP}.steps"), lr=_positive_float(g, "lr"),
-        warmup=warmup, schedule=choice(p, f"{GROUP}.schedule", SCHEDULES), batch=positive_int(p, f"{GROUP}.batch"),
+        device=choice(p, f"{GROUP}.device", DEVICES),
+        threads=check_threads(get(p, f"{GROUP}.threads", (int, type(None))), f"params: '{GROUP}.threads'"),
+        data=_data(p), probeedit=probeedit_recipe(params),
+        lora_rank=positive_int(p, f"{GROUP}.lora.rank"), lora_alpha=positive_int(p, f"{GROUP}.lora.alpha"),
+        lora_dropout=number(p, f"{GROUP}.lora.dropout", lo=0.0, hi=1.0), lora_targets=tuple(targets),
+        steps=positive_int(p, f"{GROUP}.steps"), lr=number(p, f"{GROUP}.lr"),
+        warmup=positive_int(p, f"{GROUP}.warmup", minimum=0),
+        schedule=choice(p, f"{GROUP}.schedule", SCHEDULES), batch=positive_int(p, f"{GROUP}.batch"),
         max_tokens=positive_int(p, f"{GROUP}.max_tokens"),
         checkpoint_every=positive_int(p, f"{GROUP}.checkpoint_every"),
-        seeds=_int_list(g, "seeds"), decode_seeds=_int_list(g, "decode_seeds"),
-        rewrite_seeds=_int_list(g, "rewrite_seeds", allow_empty=True),
-        humaneval_seeds=_int_list(g, "humaneval_seeds", allow_empty=True),
-        humaneval_cases=get(p, f"{GROUP}.humaneval_cases", int),
+        seeds=_seeds(p, "seeds"), decode_seeds=_seeds(p, "decode_seeds"),
+        rewrite_seeds=_seeds(p, "rewrite_seeds", nonempty=False),
+        humaneval_seeds=_seeds(p, "humaneval_seeds", nonempty=False),
+        humaneval_cases=positive_int(p, f"{GROUP}.humaneval_cases", minimum=0),
         humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
         humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", humanevalpack.FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
@@ -298,47 +271,29 @@ def read_humaneval(s: PilotSettings) -> list[EvalCase]:
 
 # ---------------------------------------------------------------- keys and checkpoints
 
-CHECKPOINT_VERSION = "pilot-1"  # bump when what a pilot checkpoint holds changes
+CHECKPOINT_VERSION = "pilot-2"  # bump when what a pilot checkpoint holds changes (2: runtime JSON, fingerprint)
 
 
 def digest(parts: Any) -> str:
     return checkpoint_key(CHECKPOINT_VERSION, parts)
 
 
-def versions() -> dict[str, str]:
-    import peft
-    import torch
-    import transformers
-
-    return {"torch": torch.__version__, "transformers": transformers.__version__, "peft": peft.__version__}
-
-
-def model_key(s: PilotSettings, lm) -> dict:
+def model_key(s: PilotSettings) -> dict:
+    """The model a checkpoint ran: its settings and runtime.fingerprint (shapes and weights, library
+    versions incl. peft, torch threads)."""
     return {"model": s.model, "weights": s.weights, "dtype": s.dtype, "device": s.device,
-            "weights_note": lm.info.get("weights_note"), **versions()}
+            "fingerprint": fingerprint(s.model, s.weights)}
 
 
 def sequences_hash(sequences) -> str:
     return checkpoint_key("sequences", [[q.ids, q.labels] for q in sequences])
 
 
-def adapter_key(s: PilotSettings, lm, mode: str, seed: int, sequences, heldout=()) -> str:
+def adapter_key(s: PilotSettings, mode: str, seed: int, sequences, heldout=()) -> str:
     """Everything that decides an adapter checkpoint: its weights and the held-out curve it keeps."""
-    return digest({"model": model_key(s, lm), "mode": mode, "sequences": sequences_hash(sequences),
+    return digest({"model": model_key(s), "mode": mode, "sequences": sequences_hash(sequences),
                    "heldout": sequences_hash(heldout), "lora": asdict(s.lora()),
                    "training": asdict(s.training(seed))})
-
-
-def read_job(path: Path) -> dict | None:
-    """A finished evaluation job (records and the seconds it took), or None when absent or unreadable
-    (then it reruns)."""
-    if not path.is_file():
-        return None
-    try:
-        payload = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return payload if isinstance(payload, dict) and payload.get("complete") else None
 
 
 # ---------------------------------------------------------------- budgets
@@ -363,26 +318,26 @@ def forced_row(metrics) -> dict:
     return asdict(metrics)
 
 
-def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs) -> tuple[dict, float | None]:
-    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, cached, and
-    the seconds they took (None when the cache did not record them)."""
+def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs, scratch: FromScratch) -> dict:
+    """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, a
+    runtime JSON checkpoint (its seconds counted by `scratch`)."""
     from kernels_profile.pilot import teacher_forced
 
-    path = PILOT_CHECKPOINTS / (f"forced-before-{mode}-"
-                                f"{digest({'model': model_key(s, loaded.lm), 'heldout': sequences_hash(heldout_seqs)})}.json")
-    cached = read_job(path)
-    if cached is not None:
-        return cached["metrics"], cached.get("seconds")
-    started = time.perf_counter()
+    key = digest({"model": model_key(s), "heldout": sequences_hash(heldout_seqs)})
+    path = PILOT_CHECKPOINTS / f"forced-before-{mode}-{key}.json"
+    found = read_json_checkpoint(path, key, fields={"metrics"}, what="pilot")
+    if found is not None:
+        scratch.read_back(found.seconds)
+        return found.content["metrics"]
+    scratch.mark()
     with loaded.peft.disable_adapter():
         metrics = forced_row(teacher_forced(loaded.peft, heldout_seqs))
-    seconds = time.perf_counter() - started
-    write_json({"complete": True, "metrics": metrics, "seconds": seconds}, path)
-    return metrics, seconds
+    write_json_checkpoint({"metrics": metrics}, path, key, scratch.measured())
+    return metrics
 
 
-def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase],
-                   heldout_cases: list[PilotCase]) -> tuple[dict, pl.DataFrame, dict, pl.DataFrame]:
+def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase], heldout_cases: list[PilotCase],
+                   scratch: FromScratch) -> tuple[dict, pl.DataFrame, dict, pl.DataFrame]:
     """Every adapter's trained weights by (mode, seed), the loss per step, how many sequences each mode
     kept (and left out as longer than max_tokens), and the teacher-forced held-out curve: the base
     model at step 0, then every `checkpoint_every` steps of every program adapter (33 forwards a point,
@@ -402,13 +357,13 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
         sequences[mode], dropped = training_sequences(loaded.tok, train_cases, mode, s.max_tokens)
         heldout[mode], _ = training_sequences(loaded.tok, heldout_cases, mode, 10 ** 9)  # every case, any length
         kept[mode] = {"kept": len(sequences[mode]), "too_long": dropped}
-    states, losses, seconds, curve = {}, [], [], []
+    states, losses, curve = {}, [], []
     for mode in sorted(sequences):
-        before[mode], spent = before_metrics(s, loaded, mode, heldout[mode])
-        seconds.append(spent)
+        before[mode] = before_metrics(s, loaded, mode, heldout[mode], scratch)
+    kept["from_scratch_known"] = True
     bar = progress(None, "pilot: training", total=len(plan) * s.steps, unit="step")
     for mode, seed in plan:
-        key = adapter_key(s, loaded.lm, mode, seed, sequences[mode], heldout[mode])
+        key = adapter_key(s, mode, seed, sequences[mode], heldout[mode])
         reset_adapter(loaded.peft, seed)
         start = bar.n
         bar.set_description(f"pilot: training {mode} seed {seed}")
@@ -423,16 +378,21 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
             return forced_row(teacher_forced(loaded.peft, heldout[mode]))
 
         checkpoint = PILOT_CHECKPOINTS / f"{mode}-seed{seed}-{key}.pt"
+        scratch.mark()
         steps, points = train(loaded.peft, sequences[mode], s.training(seed), checkpoint, on_step=on_step,
                               on_checkpoint=on_checkpoint)
-        seconds.append(trained_seconds(checkpoint, with_curve=True))  # training and its curve's evaluations
+        recorded = trained_seconds(checkpoint, with_curve=True)  # training and its curve's evaluations
+        if recorded is None:  # a checkpoint written before it recorded its seconds
+            kept["from_scratch_known"] = False
+            scratch.measured()
+        else:
+            scratch.resumed(recorded)
         bar.update(s.steps - (bar.n - start))  # steps resumed from a checkpoint
         states[(mode, seed)] = (key, adapter_state(loaded.peft))
         losses += [{"mode": mode, "seed": seed, "step": i + 1, "loss": v} for i, v in enumerate(steps)]
         curve += [{"mode": mode, "seed": seed, "step": 0, **before[mode]}]
         curve += [{"mode": mode, "seed": seed, **point} for point in points]
     bar.close()
-    kept["train_seconds"] = None if None in seconds else sum(seconds)
     return states, pl.DataFrame(losses, schema={"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64,
                                                  "loss": pl.Float64}), kept, curve_frame(curve)
 
@@ -456,23 +416,24 @@ def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: d
 
 
 def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], states: dict,
-            bar) -> tuple[list[dict], float | None]:
+            bar, scratch: FromScratch) -> list[dict]:
     """One evaluation job: `job` names phase, seed and modes (one adapter each, or the base model);
-    with two modes, each case runs both back to back in a seeded order. Cached by its key. Returns the
-    records and the seconds the job took when it ran (None if its cache did not record them)."""
+    with two modes, each case runs both back to back in a seeded order. A runtime JSON checkpoint
+    keyed by everything that decides its records (its seconds counted by `scratch`)."""
     from kernels_profile.pilot import load_adapter_state
 
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
     adapters = {m: (states[(m, job["seed"])][0] if job["phase"] == "after" else "base") for m in job["modes"]}
-    key = digest({"model": model_key(s, loaded.lm), "job": job, "adapters": adapters, "threads": s.threads,
+    key = digest({"model": model_key(s), "job": job, "adapters": adapters, "threads": s.threads,
                   "order_seed": s.order_seed,
                   "cases": [[c.case_id, c.source, c.target, c.instruction, budgets[c.case_id]] for c in cases]})
     path = PILOT_CHECKPOINTS / f"eval-{job['phase']}-{job['split']}-seed{job['seed']}-{key}.json"
-    cached = read_job(path)
-    if cached is not None:
+    found = read_json_checkpoint(path, key, fields={"job", "records"}, what="pilot")
+    if found is not None:
         bar.update(len(cases) * len(job["modes"]))
-        return cached["records"], cached.get("seconds")
-    started = time.perf_counter()
+        scratch.read_back(found.seconds)
+        return found.content["records"]
+    scratch.mark()
     rng = random.Random(f"{s.order_seed}/{job['seed']}/{job['split']}")
     masks: dict = {}
     records = []
@@ -489,9 +450,8 @@ def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], 
             records.append({**record, "phase": job["phase"], "seed": job["seed"], "split": job["split"],
                             "kind": case.kind, "position": position, "paired": len(order) > 1})
             bar.update(1)
-    seconds = time.perf_counter() - started
-    write_json({"complete": True, "job": job, "records": records, "seconds": seconds}, path)
-    return records, seconds
+    write_json_checkpoint({"job": job, "records": records}, path, key, scratch.measured())
+    return records
 
 
 def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
@@ -537,32 +497,28 @@ def load_models(s: PilotSettings) -> Loaded:
     return loaded
 
 
-def run(cfg: Config, args=None) -> dict:
+def run(s: PilotSettings) -> dict:
     from analysis import pilotreport
 
-    s = settings(cfg, args)
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
-        started = time.perf_counter()  # setup: the cases (ProbeEdit-S rebuilt for disjointness) and the model
+        scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
         cases = build_pilot_cases(s.data, s.probeedit)
         train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
         heldout = [eval_case(c) for c in heldout_cases]
         humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
         loaded = load_models(s)
-        setup = time.perf_counter() - started
-        states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases)
+        states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases, scratch)
         jobs = evaluation_jobs(s, len(humaneval))
         total = sum(len(humaneval if j["split"] != HELDOUT else heldout) * len(j["modes"]) for j in jobs)
         bar = progress(None, "pilot: decoding", total=total, unit="decode")
-        records, spent = [], [setup, kept.pop("train_seconds")]
+        records = []
         for job in jobs:
             bar.set_description(f"pilot: {job['phase']} {'+'.join(job['modes'])} seed {job['seed']} {job['split']}")
-            done, seconds = run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar)
-            records += done
-            spent.append(seconds)
+            records += run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar, scratch)
         bar.close()
-        if None not in spent:  # what this run would take with no checkpoint to resume from
-            timing["from_scratch_s"] = round(sum(spent), 3)
+        if kept.pop("from_scratch_known"):  # what this run would take with no checkpoint to resume from
+            timing["from_scratch_s"] = scratch.seconds()
     frame = records_frame(records)
     out_dir = PILOT_DIR if s.preset is None else PILOT_DIR / s.preset
     write_parquet(frame, out_dir / PILOT_RECORDS.name)
@@ -586,8 +542,3 @@ def run(cfg: Config, args=None) -> dict:
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")
     write_json(metrics, METRICS / "pilot.json")
     return metrics
-
-
-def read_records(path: Path = PILOT_RECORDS) -> pl.DataFrame:
-    return read_parquet(path, "copydecode pilot", CorpusError)
-

@@ -47,6 +47,8 @@ def test_bench_size_comes_from_params_unless_given():
     assert size(**{"bench.cases": 7, "parallel.shard_cases": 3}).cases == 7
     assert size(**{"parallel.shard_cases": 3}).shard_cases == 3
     assert size(5, **{"bench.cases": 7}).cases == 5
+    plain = bench.settings(params_with(**{"bench.jobs": [1, 3], "bench.backends": ["threading"]}), None, None, None)
+    assert (plain.jobs, plain.backend) == ((1, 3), "threading")  # no --jobs/--backend: params bench.*
     with pytest.raises(ParamsError, match="must be an integer"):
         size(**{"bench.cases": "many"})
 

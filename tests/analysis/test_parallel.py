@@ -143,11 +143,15 @@ def test_cluster_backend_names_the_extra(monkeypatch):
     assert check_parallel(ParallelSettings(n_jobs=2, backend="dask", chunks_per_job=4), need_packages=False).backend == "dask"
 
 
-def test_parallel_params_default_to_serial():
-    assert parallel_settings({}) == ParallelSettings(1, "loky", 4)
-    assert parallel_settings({"parallel": {"n_jobs": 2, "backend": "threading"}}).workers() == 2
+def test_parallel_params_have_no_default_in_code():
+    with pytest.raises(ParamsError, match="missing 'parallel.n_jobs'"):
+        parallel_settings({})
+    with pytest.raises(ParamsError, match="missing 'parallel.chunks_per_job'"):
+        parallel_settings({"parallel": {"n_jobs": 2, "backend": "threading"}})
+    two = {"n_jobs": 2, "backend": "threading", "chunks_per_job": 4}
+    assert parallel_settings({"parallel": two}) == ParallelSettings(2, "threading", 4)
     with pytest.raises(ParamsError, match="n_jobs"):
-        parallel_settings({"parallel": {"n_jobs": 0}})
+        parallel_settings({"parallel": {**two, "n_jobs": 0}})
 
 
 def test_tokenizer_travels_to_workers_as_its_spec(qwen):

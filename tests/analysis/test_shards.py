@@ -86,7 +86,8 @@ def test_an_orphan_or_reordered_program_is_named(files, tmp_path):
 
 
 def test_shard_size_param_is_checked():
-    assert shard_cases({}) == 2000
+    with pytest.raises(ParamsError, match="missing 'parallel.shard_cases'"):
+        shard_cases({})  # no default in code: params.yaml is its one source
     assert shard_cases({"parallel": {"shard_cases": 3}}) == 3
     for bad in (0, -1, True, "2", 1.5):
         with pytest.raises(ParamsError, match="shard_cases"):

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.stats import TimingError, paired_ratios, ratio_pairs
+from analysis.stats import TimingError, ratio_pairs, summarize_ratios
 from kernels_profile.interleave import interleaved_order, williams_rows
 from analysis.latency import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
@@ -114,7 +114,7 @@ def test_drift_rejects_bad_input(samples, threshold, fragment):
 def test_recorder_with_injected_timings():
     times = iter([1.0, 1.05, 1.3])
     loads = iter([(0.5, 0.4, 0.3), (2.5, 1.0, 0.5)])
-    recorder = EnvironmentRecorder(threshold=0.2, reference=lambda: next(times), load=lambda: next(loads),
+    recorder = EnvironmentRecorder(threshold=0.2, contention_slack=0.5, reference=lambda: next(times), load=lambda: next(loads),
                                    other=lambda: 0.1, threads=lambda: 1, usable_cores=lambda: 2)
     assert recorder.start() == 1.0
     assert recorder.sample() == 1.05
@@ -133,7 +133,7 @@ def test_recorder_with_injected_timings():
 
 def test_recorder_end_before_start_is_an_error():
     with pytest.raises(ParamsError, match="start"):
-        EnvironmentRecorder(reference=lambda: 1.0).end()
+        EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: 1.0).end()
 
 
 # ---------------------------------------------------------------- other processes' CPU use
@@ -182,7 +182,7 @@ def test_other_busy_cores_are_every_busy_core_less_this_process():
 
 def test_without_proc_stat_the_load_is_not_guessed(tmp_path):
     assert other_load(0.01, tmp_path / "no-stat") is None
-    contention = Contention.of([None, None], usable_cores=2, threads=1)
+    contention = Contention.of([None, None], usable_cores=2, threads=1, slack=0.5)
     assert contention.contended is None and contention.other_busy_cores is None
     assert "not found" in contention.unmeasured and contention.reason is None
 
@@ -224,7 +224,7 @@ def test_contention_judges_the_median_sample_and_explains_itself():
 
 def test_a_contended_run_is_noisy_with_both_reasons():
     times = iter([1.0, 1.3])
-    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(times), load=lambda: (1.0, 1.0, 1.0),
+    recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(times), load=lambda: (1.0, 1.0, 1.0),
                                    other=lambda: 1.0, threads=lambda: 2, usable_cores=lambda: 2)
     recorder.start()
     env = recorder.end()
@@ -235,7 +235,7 @@ def test_a_contended_run_is_noisy_with_both_reasons():
 
 
 def test_a_constant_load_alone_makes_a_quiet_drift_noisy():
-    recorder = EnvironmentRecorder(reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0), other=lambda: 1.0,
+    recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0), other=lambda: 1.0,
                                    threads=lambda: 2, usable_cores=lambda: 2)
     recorder.start()
     env = recorder.end()
@@ -298,7 +298,7 @@ def test_ratios_are_taken_within_each_repeat():
     ar, line = [2.0, 30.0, 200.0], [1.0, 10.0, 100.0]
     pairs = ratio_pairs(_records(ar, line), "ar", keys=["case_id"])
     assert pairs["ratio"].to_list() == [a / b for a, b in zip(ar, line)]
-    summary = paired_ratios(_records(ar, line), "ar", keys=["case_id"]).row(0, named=True)
+    summary = summarize_ratios(ratio_pairs(_records(ar, line), "ar", ["case_id"]), ["case_id"]).row(0, named=True)
     per_pair = sorted(a / b for a, b in zip(ar, line))
     assert summary["ratio_median"] == per_pair[1]
     assert summary["ratio_median"] != sorted(ar)[1] / sorted(line)[1]  # not a ratio of medians
@@ -309,7 +309,7 @@ def test_ratios_are_taken_within_each_repeat():
 def test_ratios_group_by_keys_and_methods():
     records = _records([2.0, 4.0], [1.0, 1.0], case="a") + _records([9.0, 9.0], [3.0, 3.0], case="b")
     records += [{"case_id": c, "method": "pld", "repeat": r, "seconds": 1.0} for c in "ab" for r in range(2)]
-    summary = paired_ratios(pl.DataFrame(records), "ar", keys=["case_id"])
+    summary = summarize_ratios(ratio_pairs(pl.DataFrame(records), "ar", ["case_id"]), ["case_id"])
     got = {(r["case_id"], r["method"]): r["ratio_median"] for r in summary.iter_rows(named=True)}
     assert got == {("a", "line"): 3.0, ("a", "pld"): 3.0, ("b", "line"): 3.0, ("b", "pld"): 9.0}
 
@@ -324,3 +324,16 @@ def test_ratios_group_by_keys_and_methods():
 def test_unpairable_records_are_timing_errors(records, fragment):
     with pytest.raises(TimingError, match=fragment):
         ratio_pairs(records, "ar", keys=["case_id"] if "case_id" in records[0] else [])
+
+
+def test_the_drift_threshold_and_contention_slack_have_no_default_in_code():
+    """They change whether a run is marked noisy: params (kernels.profile, e2e) is their one source."""
+    import inspect
+
+    import kernels_profile.machine as machine
+
+    assert inspect.signature(Drift.of).parameters["threshold"].default is inspect.Parameter.empty
+    assert inspect.signature(Contention.of).parameters["slack"].default is inspect.Parameter.empty
+    with pytest.raises(TypeError, match="contention_slack"):
+        EnvironmentRecorder(threshold=0.15)
+    assert not hasattr(machine, "DEFAULT_NOISY_DRIFT") and not hasattr(machine, "run_environment_start")

@@ -59,7 +59,7 @@ def test_a_small_benchmark_reports_both_sides(qwen):
     vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
     programs = [p for p in PROGRAMS if fits(p, 12)]
     assert len(programs) == 3  # inverted, out of range, bad escapes, raw tag, empty body, leading zero: out
-    result = benchmark(vocab, programs[:2], 12, range_modes=("full",), apply_repeats=20)
+    result = benchmark(vocab, programs[:2], 12, range_modes=("full",), apply_repeats=20, threads=1)
     assert result["ours"]["warm"]["n"] == result["ours"]["cold"]["n"] == result["steps_per_pass"]
     assert result["ours"]["first_visit"]["n"] == result["ours"]["states"] > 0
     assert result["apply"]["ours"]["n"] == 20

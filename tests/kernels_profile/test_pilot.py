@@ -25,14 +25,23 @@ pytestmark = pytest.mark.slow  # builds ProbeEdit-S and the pilot's cases (and o
 SMALL = PilotDataParams(seed=1, min_lines=10, max_lines=40, n_train=30, n_heldout=12, heldout_files=6, kinds=EDIT_KINDS)
 
 
+def probeedit() -> ProbeEditParams:
+    """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
+    from conftest import params_with
+
+    from analysis.corpora.probeedit import probeedit_recipe
+
+    return probeedit_recipe(params_with())
+
+
 @pytest.fixture(scope="module")
 def cases():
-    return build_pilot_cases(SMALL)
+    return build_pilot_cases(SMALL, probeedit())
 
 
 @pytest.fixture(scope="module")
 def ranges():
-    params = ProbeEditParams()
+    params = probeedit()
     return evaluation_ranges(params, load_pinned_sources(params))
 
 
@@ -54,9 +63,9 @@ def test_programs_resolve_to_targets_and_name_the_site(cases):
 
 
 def test_cases_are_deterministic_in_the_seed(cases):
-    again = build_pilot_cases(SMALL)
+    again = build_pilot_cases(SMALL, probeedit())
     assert again == cases
-    other = build_pilot_cases(dataclasses.replace(SMALL, seed=2))
+    other = build_pilot_cases(dataclasses.replace(SMALL, seed=2), probeedit())
     assert [c.source for c in other] != [c.source for c in cases]
 
 
@@ -80,11 +89,11 @@ def test_instruction_words():
 
 def test_bad_params_are_clear_errors():
     with pytest.raises(CorpusError, match="kinds must be"):
-        build_pilot_cases(dataclasses.replace(SMALL, kinds=("nope",)))
+        build_pilot_cases(dataclasses.replace(SMALL, kinds=("nope",)), probeedit())
     with pytest.raises(CorpusError, match="heldout_files must lie in 1..33"):
-        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=34))
+        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=34), probeedit())
     with pytest.raises(CorpusError, match="heldout cases could be drawn"):
-        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=1, n_heldout=500))
+        build_pilot_cases(dataclasses.replace(SMALL, heldout_files=1, n_heldout=500), probeedit())
 
 
 # ---------------------------------------------------------------- training and evaluation (tiny model)
@@ -109,7 +118,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         LoraSettings,
         TrainSettings,
         add_lora,
-        evaluate_program,
+        program_record,
         train,
         trained_seconds,
         training_sequences,
@@ -124,8 +133,9 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     assert sum(rewrite[0].loss_mask) == len(cases[0].target.encode()) + 1
     with pytest.raises(ParamsError, match="longer than max_tokens=10"):
         training_sequences(tok, cases, "program", max_tokens=10)
-    lora = LoraSettings(rank=4, alpha=8, targets=("q_proj", "v_proj"))
-    settings = TrainSettings(steps=8, lr=5e-3, seed=0, max_tokens=2000, checkpoint_every=4)
+    lora = LoraSettings(rank=4, alpha=8, dropout=0.0, targets=("q_proj", "v_proj"))
+    settings = TrainSettings(steps=8, lr=5e-3, seed=0, max_tokens=2000, checkpoint_every=4, warmup=0,
+                             schedule="constant", batch=1)
 
     def run(steps, checkpoint):
         lm = build_model("tiny-qwen2", "random", "float32", "cpu")
@@ -137,7 +147,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     _, _, first = run(4, tmp_path / "b.pt")
     _, _, resumed = run(8, tmp_path / "b.pt")  # picks up at step 4 from the checkpoint
     assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
-    records = evaluate_program(lm, tok, cases, budget=80)
+    records = [program_record(lm, tok, case, 80, {}) for case in cases]
     assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
     # a checkpoint keeps its training seconds and, apart, its curve evaluations' seconds (the stage's
     # from-scratch time counts both)
@@ -151,7 +161,8 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
 def test_learning_rate_warms_up_then_decays_to_zero():
     from kernels_profile.pilot import TrainSettings
 
-    s = TrainSettings(steps=10, lr=1.0, seed=0, max_tokens=1, warmup=4, schedule="cosine")
+    s = TrainSettings(steps=10, lr=1.0, seed=0, max_tokens=1, checkpoint_every=10, warmup=4, schedule="cosine",
+                      batch=1)
     rates = [s.lr_at(i) for i in range(10)]
     assert rates[:4] == pytest.approx([0.2, 0.4, 0.6, 0.8]) and rates[4] == 1.0
     assert all(a > b for a, b in zip(rates[4:], rates[5:])) and rates[-1] < 0.1

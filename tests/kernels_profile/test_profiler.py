@@ -150,8 +150,10 @@ def test_a_field_that_matters_remeasures_every_pair(measured, tmp_path, change):
 
 def test_another_torch_version_remeasures(measured, tmp_path, monkeypatch):
     root = copy_of(measured, tmp_path)
-    real = profiler.software_fingerprint
-    monkeypatch.setattr(profiler, "software_fingerprint", lambda: {**real(), "torch": "0.0-other"})
+    from kernels_profile import runtime
+
+    real = runtime.library_versions
+    monkeypatch.setattr(runtime, "library_versions", lambda: {**real(), "torch": "0.0-other"})
     before = set(pair_files(root))
     run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
     assert len(set(pair_files(root)) - before) == 1
@@ -159,8 +161,10 @@ def test_another_torch_version_remeasures(measured, tmp_path, monkeypatch):
 
 def test_a_changed_model_config_remeasures(measured, tmp_path, monkeypatch):
     root = copy_of(measured, tmp_path)
-    real = profiler.published_config
-    monkeypatch.setattr(profiler, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
+    from kernels_profile import models
+
+    real = models.published_config
+    monkeypatch.setattr(models, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
     before = set(pair_files(root))
     run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
     assert len(set(pair_files(root)) - before) == 1

@@ -110,3 +110,61 @@ def test_one_key_hash_one_thread_setter_one_ratio_summary():
     assert [p for p, text in code.items() if "set_num_threads(" in text] == [runtime]
     assert [p for p, text in code.items() if "sha256(" in text and p.is_relative_to(ROOT / "kernels_profile")] == [runtime]
     assert [p for p, text in code.items() if "quantile(0.25" in text or "np.quantile(" in text] == [stats]
+
+
+def test_from_scratch_counts_a_resumed_unit_at_its_recorded_seconds():
+    scratch = FromScratch()
+    scratch.mark()
+    time.sleep(0.05)
+    scratch.resumed(7.0)  # 0.05 s now, 7 s over all its runs (this one included)
+    assert scratch.measured_now >= 0.05 and scratch.recorded == pytest.approx(7.0)
+    assert scratch.seconds() == pytest.approx(time.perf_counter() - scratch.started - scratch.measured_now + 7.0,
+                                              abs=0.01)
+    with pytest.raises(ValueError, match="finite number"):
+        scratch.resumed(float("nan"))
+
+
+def test_one_fingerprint_holds_model_libraries_and_threads(monkeypatch):
+    torch = pytest.importorskip("torch")
+    from kernels_profile import runtime
+
+    found = runtime.fingerprint("tiny-qwen2", "random")
+    assert set(found) == {"model", "torch", "transformers", "peft", "threads"}
+    assert found["threads"] == torch.get_num_threads() and found["peft"]
+    monkeypatch.setattr(runtime, "library_versions", lambda: {"torch": "x", "transformers": "y", "peft": "z"})
+    assert runtime.fingerprint("tiny-qwen2", "random") != found
+
+
+def test_profile_e2e_and_pilot_keys_use_the_one_fingerprint():
+    """No stage or measurement module writes its own library-version fingerprint."""
+    from conftest import ROOT
+
+    users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
+                   if "fingerprint(" in p.read_text() and p.name != "runtime.py")
+    assert users == ["kernels_profile/profiler.py", "kernels_profile/stages/e2e.py", "kernels_profile/stages/pilot.py"]
+    versions = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
+                      if "peft.__version__" in p.read_text())
+    assert versions == ["kernels_profile/runtime.py"]
+
+
+def test_a_torch_checkpoint_round_trips_and_a_planted_object_is_refused(tmp_path):
+    torch = pytest.importorskip("torch")
+    from kernels_profile.runtime import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
+
+    path = write_torch_checkpoint({"w": torch.ones(2), "losses": [1.0]}, tmp_path / "a.pt")
+    back = read_torch_checkpoint(path, "delete it")
+    assert torch.equal(back["w"], torch.ones(2)) and back["losses"] == [1.0]
+    torch.save({"x": FRAME.__class__}, tmp_path / "b.pt")  # a class: not a tensor or plain value
+    with pytest.raises(CheckpointError, match="refused: .*delete it"):
+        read_torch_checkpoint(tmp_path / "b.pt", "delete it")
+    (tmp_path / "c.pt").write_bytes(b"garbage")
+    with pytest.raises(CheckpointError, match="not a readable checkpoint"):
+        read_torch_checkpoint(tmp_path / "c.pt", "delete it")
+
+
+def test_only_the_runtime_saves_and_loads_torch_checkpoints():
+    from conftest import ROOT
+
+    users = sorted(str(p.relative_to(ROOT)) for folder in ("kernels_profile", "analysis")
+                   for p in (ROOT / folder).rglob("*.py") if "torch.load(" in p.read_text() or "torch.save(" in p.read_text())
+    assert users == ["kernels_profile/runtime.py"]

@@ -45,7 +45,7 @@ def test_stage_code_deps_are_declared(name):
     needed = set(stage_code_deps(command, STAGES[command][0], ROOT))
     declared = set(stage["deps"])
     missing = sorted(needed - declared)
-    assert not missing, f"dvc.yaml stage {name!r} does not declare {missing}; run `python -m analysis.depgraph`"
+    assert not missing, f"dvc.yaml stage {name!r} does not declare {missing}; run `copydecode depgraph`"
 
 
 @pytest.mark.parametrize("name", sorted(DVC))

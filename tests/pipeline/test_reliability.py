@@ -646,7 +646,7 @@ def test_a_planted_checkpoint_runs_no_code(tmp_path):
     marker, planted = tmp_path / "PWNED", tmp_path / "ckpt.pt"
     torch.save({"weights": {}, "optimizer": {}, "losses": [_Planted(marker)]}, planted)
     for load in (lambda: load_checkpoint(planted), lambda: trained_seconds(planted),
-                 lambda: train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), planted)):
+                 lambda: train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100, 10, 0, "constant", 1), planted)):
         with pytest.raises(CheckpointError, match="objects other than tensors"):
             load()
     assert not marker.exists()
@@ -669,13 +669,13 @@ def test_a_checkpoint_of_another_schema_or_adapter_is_refused(tmp_path):
         load_checkpoint(path)
     torch.save({"weights": {"v": torch.zeros(3)}, "optimizer": {}, "losses": [0.5]}, path)  # another adapter
     with pytest.raises(CheckpointError, match="not this adapter's trainable parameters"):
-        train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100), path)
+        train(_Tiny(), [_tiny_sequence()], TrainSettings(2, 0.1, 0, 100, 10, 0, "constant", 1), path)
 
 
 def test_a_checkpoint_train_wrote_resumes(tmp_path):
     from kernels_profile.pilot import TrainSettings, load_checkpoint, train, trained_seconds
 
-    path, settings = tmp_path / "c.pt", TrainSettings(4, 0.1, 0, 100, checkpoint_every=2)
+    path, settings = tmp_path / "c.pt", TrainSettings(4, 0.1, 0, 100, checkpoint_every=2, warmup=0, schedule="constant", batch=1)
     whole, _ = train(_Tiny(), [_tiny_sequence()], settings, tmp_path / "whole.pt", on_checkpoint=lambda s: {"x": s})
     train(_Tiny(), [_tiny_sequence()], replace(settings, steps=2), path, on_checkpoint=lambda s: {"x": s})
     resumed, curve = train(_Tiny(), [_tiny_sequence()], settings, path, on_checkpoint=lambda s: {"x": s})

@@ -139,8 +139,15 @@ def scripted(tmp_path_factory) -> Repo:
 SMALL = dict(min_lines=5, max_lines=100, language="python")
 
 
+def commit_defaults() -> dict:
+    """params.yaml's corpora.commit_defaults (lists as the dataclass's tuples)."""
+    from conftest import params_with
+
+    return {k: tuple(v) if isinstance(v, list) else v for k, v in params_with()["corpora"]["commit_defaults"].items()}
+
+
 def settings(path, **overrides) -> CommitSettings:
-    return CommitSettings(str(path), **{**SMALL, **overrides})
+    return CommitSettings(**{**commit_defaults(), "repo": str(path), **SMALL, **overrides})
 
 
 def snapshot(folder: Path) -> dict[str, str]:
@@ -278,7 +285,7 @@ def test_click_bundle_round_trips():
     bundle = SHARED_GIT / "click.bundle"
     if not bundle.is_file():
         pytest.skip(f"{bundle} not found")
-    cases, report = mine_commits(CommitSettings(str(bundle), sha256=CLICK_SHA256))
+    cases, report = mine_commits(CommitSettings(**{**commit_defaults(), "repo": str(bundle), "sha256": CLICK_SHA256}))
     assert len(cases) >= 250 and report.cases == len(cases)
     assert len({c.case_id for c in cases}) == len(cases)
     for case in cases:
@@ -353,7 +360,7 @@ def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
 
     params = {"corpora": {"humanevalpack": {"languages": []}, "probeedit": {"enabled": False},
                           "commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
-                          "commit_defaults": {"min_lines": 5, "max_lines": 100}, "pairs": [],
+                          "commit_defaults": {**commit_defaults(), "min_lines": 5, "max_lines": 100}, "pairs": [],
                           "max_text_bytes": 8_000_000}}
     s = stage.settings(params)
     names = [b[1].name for b in s.builds]

@@ -1,3 +1,4 @@
+import dataclasses
 import json
 
 import polars as pl
@@ -196,7 +197,6 @@ def test_shared_files_load_and_match_their_pins(hep_dir):
 
 def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
     from analysis.corpora import registry
-    from analysis.corpora.probeedit import ProbeEditParams
 
     write(tmp_path, "python", [json.dumps(record(instruction="Fix f."))])
     settings = registry.HumanEvalPackSettings(languages=("python",), framings=("body",), local_dir=str(tmp_path),
@@ -205,7 +205,11 @@ def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
     assert [(c.case_id, c.instruction) for c in build.cases] == [("HEvalFix-Py/7", "Fix f.")]
     assert build.report[0]["origin"] == f"local:{tmp_path / 'python.jsonl'}"
     with pytest.raises(CorpusError, match="languages is empty"):
-        registry.build_corpus("humanevalpack", registry.HumanEvalPackSettings(languages=()))
-    pe = registry.build_corpus("probeedit", ProbeEditParams(n_cases=7))
+        registry.build_corpus("humanevalpack", dataclasses.replace(settings, languages=()))
+    from conftest import params_with
+
+    from analysis.corpora.probeedit import probeedit_recipe
+
+    pe = registry.build_corpus("probeedit", dataclasses.replace(probeedit_recipe(params_with()), n_cases=7))
     assert len(pe.cases) == 7 and pe.tables["probeedit_edits"].height == 7
     assert pe.report["origin"].startswith("shipped:")

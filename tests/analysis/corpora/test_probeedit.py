@@ -1,4 +1,5 @@
 import ast
+import dataclasses
 import gzip
 from collections import Counter
 
@@ -8,9 +9,16 @@ from analysis.corpora import probeedit
 from analysis.errors import CorpusError
 
 
+def recipe() -> "probeedit.ProbeEditParams":
+    """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
+    from conftest import params_with
+
+    return probeedit.probeedit_recipe(params_with())
+
+
 @pytest.fixture(scope="module")
 def corpus():
-    return probeedit.build_probeedit(probeedit.ProbeEditParams())
+    return probeedit.build_probeedit(recipe())
 
 
 def test_size_mix_and_labels(corpus):
@@ -32,12 +40,12 @@ def test_every_edit_is_single_site_valid_python(corpus):
 
 @pytest.mark.slow
 def test_deterministic(corpus):
-    again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams())
+    again, _ = probeedit.build_probeedit(recipe())
     assert [(c.source, c.target) for c in again] == [(c.source, c.target) for c in corpus[0]]
 
 
 def test_seed_changes_the_corpus(corpus):
-    other, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(n_cases=10, seed=1))
+    other, _ = probeedit.build_probeedit(dataclasses.replace(recipe(), n_cases=10, seed=1))
     assert [c.target for c in other] != [c.target for c in corpus[0][:10]]
 
 
@@ -55,7 +63,7 @@ def test_hash_mismatch_is_a_clear_error(tmp_path):
     first = next(iter(manifest["files"]))
     with open(tmp_path / first, "a") as fh:
         fh.write("# changed\n")
-    params = probeedit.ProbeEditParams(stdlib_dir=str(tmp_path))
+    params = dataclasses.replace(recipe(), stdlib_dir=str(tmp_path))
     with pytest.raises(CorpusError, match=f"{first}: sha256 .* differs from the pinned"):
         probeedit.build_probeedit(params)
 
@@ -69,19 +77,19 @@ def test_a_changed_archive_member_is_a_clear_error(tmp_path, monkeypatch):
     probeedit.write_archive(tmp_path / "lib", files[1:] + files[:1], tmp_path / "changed.tar.gz")
     monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "changed.tar.gz")
     with pytest.raises(CorpusError, match=f"changed.tar.gz:{files[0]}: sha256 .* differs from the pinned"):
-        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
+        probeedit.load_pinned_sources(recipe())
     monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "absent.tar.gz")
     with pytest.raises(CorpusError, match="archive .*absent.tar.gz is missing"):
-        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
+        probeedit.load_pinned_sources(recipe())
     (tmp_path / "broken.tar.gz").write_bytes(b"not a gzip file")
     monkeypatch.setattr(probeedit, "SHIPPED_STDLIB", tmp_path / "broken.tar.gz")
     with pytest.raises(CorpusError, match="broken.tar.gz cannot be read"):
-        probeedit.load_pinned_sources(probeedit.ProbeEditParams())
+        probeedit.load_pinned_sources(recipe())
 
 
 def test_missing_source_and_bad_mix(tmp_path):
     with pytest.raises(CorpusError, match="is missing"):
-        probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(tmp_path)))
+        probeedit.build_probeedit(dataclasses.replace(recipe(), stdlib_dir=str(tmp_path)))
     with pytest.raises(CorpusError, match="unknown edit kinds"):
         probeedit.allocate(10, (("swap_files", 1.0),))
 
@@ -115,9 +123,9 @@ def test_each_kind_edits_a_known_snippet():
 @pytest.mark.slow
 def test_mix_order_does_not_matter(corpus):
     cases, edits = corpus
-    kinds = list(probeedit.ProbeEditParams().mix)
+    kinds = list(recipe().mix)
     for shuffled in (kinds[::-1], kinds[3:] + kinds[:3]):
-        again, again_edits = probeedit.build_probeedit(probeedit.ProbeEditParams(mix=tuple(shuffled)))
+        again, again_edits = probeedit.build_probeedit(dataclasses.replace(recipe(), mix=tuple(shuffled)))
         assert again == cases and again_edits.equals(edits)
     uneven = (("edit_docstring", 2.0), ("change_literal", 1.0), ("flip_operator", 1.0))
     assert list(probeedit.allocate(10, uneven)) == ["change_literal", "flip_operator", "edit_docstring"]
@@ -138,7 +146,7 @@ def test_auto_reads_the_shipped_archive_which_matches_the_pins():
     shipped = probeedit.shipped_files()
     assert sorted(shipped) == sorted([*manifest["files"], probeedit.LICENCE]) and len(shipped) == 35
     assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in shipped[probeedit.LICENCE].decode()
-    assert len(probeedit.load_pinned_sources(probeedit.ProbeEditParams())) == 34
+    assert len(probeedit.load_pinned_sources(recipe())) == 34
 
 
 def test_no_python_file_ships_under_analysis_data():
@@ -158,5 +166,5 @@ def test_the_archive_is_reproducible(tmp_path):
 
 @pytest.mark.slow
 def test_a_given_lib_folder_gives_the_same_corpus(corpus, tmp_path):
-    again, _ = probeedit.build_probeedit(probeedit.ProbeEditParams(stdlib_dir=str(_lib_folder(tmp_path))))
+    again, _ = probeedit.build_probeedit(dataclasses.replace(recipe(), stdlib_dir=str(_lib_folder(tmp_path))))
     assert again == corpus[0]

@@ -256,7 +256,7 @@ def test_environment_metrics_mark_a_drifting_run_noisy():
     from kernels_profile.profiler import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
-    recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
+    recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
                                    other=lambda: 0.0, threads=lambda: 1, usable_cores=lambda: 2)
     recorder.start()
     recorder.sample()

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import polars as pl
@@ -22,13 +23,13 @@ def cfg(**changes) -> Config:
 # ---------------------------------------------------------------- settings
 
 def test_defaults_validate_and_a_preset_overlays_them():
-    s = stage.settings(cfg())
+    s = stage.settings(cfg().params)
     group = cfg().params["pilot"]
     assert s.model == group["model"] and s.seeds == tuple(group["seeds"]) and s.data.n_heldout == group["data"]["n_heldout"]
-    gpu = stage.settings(cfg(), type("A", (), {"preset": "pilot-gpu"})())
+    gpu = stage.settings(cfg().params, "pilot-gpu")
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
-    long = stage.settings(cfg(), type("A", (), {"preset": "pilot-long"})())
+    long = stage.settings(cfg().params, "pilot-long")
     assert long.steps > s.steps and long.decode_seeds == long.seeds == (0,) and long.lr == s.lr
 
 
@@ -37,7 +38,7 @@ def test_defaults_validate_and_a_preset_overlays_them():
 def test_the_default_and_preset_data_can_be_drawn(preset):
     from analysis.pilotdata import build_pilot_cases, with_split
 
-    s = stage.settings(cfg(), type("A", (), {"preset": preset})())
+    s = stage.settings(cfg().params, preset)
     cases = build_pilot_cases(s.data, s.probeedit)
     assert len(with_split(cases, "train")) == s.data.n_train and len(with_split(cases, "heldout")) == 33
 
@@ -45,13 +46,15 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
 @pytest.mark.parametrize("dotted, value, message", [
     ("pilot.model", "gpt-9", "unknown model 'gpt-9'"),
     ("pilot.weights", "random", "fine-tuning random weights"),
-    ("pilot.seeds", [], "non-empty list"),
-    ("pilot.seeds", [0, 0], "repeats a seed"),
+    ("pilot.seeds", [], "'pilot.seeds' must not be empty"),
+    ("pilot.seeds", [0, 0], "'pilot.seeds' lists a value twice"),
+    ("pilot.lora.dropout", 1.5, "'pilot.lora.dropout' must lie in"),
+    ("pilot.humaneval_cases", -1, "'pilot.humaneval_cases' must be >= 0"),
     ("pilot.humaneval_seeds", [5], r"\[5\] are not program seeds"),
     ("pilot.decode_seeds", [7], r"'pilot.decode_seeds' \[7\] are not program seeds"),
     ("pilot.schedule", "step", "pilot.schedule"),
     ("pilot.warmup", 10_000, "'pilot.warmup' .* must be below steps"),
-    ("pilot.warmup", -1, "'pilot.warmup' must be an integer >= 0"),
+    ("pilot.warmup", -1, "'pilot.warmup' must be >= 0"),
     ("pilot.batch", 0, "pilot.batch"),
     ("pilot.humaneval_framing", "whole", "pilot.humaneval_framing"),
     ("pilot.lr", 0, "'pilot.lr' must be a number > 0"),
@@ -63,12 +66,12 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
 ])
 def test_bad_params_name_the_field(dotted, value, message):
     with pytest.raises(ParamsError, match=message):
-        stage.settings(cfg(**{dotted: value}))
+        stage.settings(cfg(**{dotted: value}).params)
 
 
 def test_unknown_preset_is_named():
-    with pytest.raises(ParamsError, match="unknown pilot preset 'nope'"):
-        stage.settings(cfg(), type("A", (), {"preset": "nope"})())
+    with pytest.raises(ParamsError, match="unknown preset 'nope' in 'pilot.presets'"):
+        stage.settings(cfg().params, "nope")
 
 
 # ---------------------------------------------------------------- cases and budgets
@@ -117,7 +120,7 @@ def test_budget_covers_the_longer_of_target_and_program():
 
 def test_jobs_pair_the_seeds_that_have_both_adapters():
     s = stage.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
-                              "pilot.humaneval_seeds": [0]}))
+                              "pilot.humaneval_seeds": [0]}).params)
     jobs = stage.evaluation_jobs(s, n_humaneval=4)
     assert jobs[0] == {"phase": "before", "seed": None, "split": "heldout", "modes": ["program"]}
     assert jobs[1] == {"phase": "before", "seed": None, "split": "HEvalFix-Py", "modes": ["program"]}
@@ -249,12 +252,12 @@ def test_steps_and_runs_tables_put_the_frozen_run_beside_the_default(tmp_path):
 
 def test_the_decoding_plan_says_what_decodes_and_what_does_not():
     s = stage.settings(cfg(**{"pilot.seeds": [0, 1], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [],
-                              "pilot.humaneval_seeds": []}))
+                              "pilot.humaneval_seeds": []}).params)
     plan = pilotreport.decoding_plan(s)
     assert "base model and program seed 0" in plan and "no rewrite adapter" in plan
     assert "no HEvalFix-Py decoding" in plan and "program seed 1: teacher-forced metrics only" in plan
     s = stage.settings(cfg(**{"pilot.seeds": [0], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [0],
-                              "pilot.humaneval_seeds": [0], "pilot.humaneval_cases": 33}))
+                              "pilot.humaneval_seeds": [0], "pilot.humaneval_cases": 33}).params)
     plan = pilotreport.decoding_plan(s)
     assert "rewrite seed 0" in plan and "HEvalFix-Py (33 cases): base model and program seed 0" in plan
 
@@ -311,7 +314,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     from analysis.layout import PILOT_FROZEN
 
     _write_frozen(PILOT_FROZEN, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
-    metrics = stage.run(config)
+    metrics = stage.run(stage.settings(config.params))
     assert metrics["frozen"]["pilot-long"]["run"]["commit"] == "abc1234"
     runs = pl.read_csv(TABLES / "pilot_runs.csv")
     assert runs["run"].to_list()[0] == "default (this run)" and runs["heldout_em_after"].to_list()[-1] == 5
@@ -339,6 +342,11 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     assert (TABLES / "pilot_curve.md").is_file()
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
+    from kernels_profile.runtime import KEY_FIELD, SECONDS_FIELD
+
+    for path in PILOT_CHECKPOINTS.glob("*.json"):  # runtime JSON checkpoints: keyed as named, with their seconds
+        payload = json.loads(path.read_text())
+        assert path.stem.endswith(payload[KEY_FIELD]) and payload[SECONDS_FIELD] > 0 and "complete" not in payload
 
     def refuse(*args, **kwargs):
         raise AssertionError("a finished step ran again")
@@ -348,7 +356,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     from analysis.layout import TIMINGS
 
     first = json.loads((TIMINGS / "pilot.json").read_text())
-    again = stage.run(config)
+    again = stage.run(stage.settings(config.params))
     assert pl.read_parquet(PILOT_RECORDS).equals(records)
     assert again["before"] == metrics["before"] and loads == [1, 1]
     resumed = json.loads((TIMINGS / "pilot.json").read_text())
@@ -389,7 +397,7 @@ def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
     assert frame["seed"].to_list() == [0, 1]
     assert frame["first_end_off"].to_list() == [1, 0] and frame["copies_off"].to_list() == [-1, 0]
     assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
-    with pytest.raises(SystemExit, match="c/0 is not a held-out case"):
+    with pytest.raises(CorpusError, match="c/0 is not a held-out case"):
         range_errors(records, [])
 
 
@@ -398,7 +406,7 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
 
     source = tmp_path / "data" / "pilot-long"
     source.mkdir(parents=True)
-    with pytest.raises(SystemExit, match="has not finished"):
+    with pytest.raises(CorpusError, match="has not finished"):
         freeze("pilot-long", RUN, source, tmp_path / "frozen")
     (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
     stage.records_frame([_record()]).write_parquet(source / "records.parquet")
@@ -408,3 +416,29 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
     assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
     runs = pilotreport.read_frozen(tmp_path / "frozen")
     assert runs["pilot-long"]["run"] == RUN and runs["pilot-long"]["metrics"]["heldout_em_after"] == {"0": 5}
+
+
+def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(tmp_path, monkeypatch, capsys):
+    import contextlib
+    from types import SimpleNamespace
+
+    from analysis.layout import PILOT_CHECKPOINTS
+    from kernels_profile import pilot as measure
+    from kernels_profile.runtime import KEY_FIELD, FromScratch
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})
+    calls = []
+    metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
+    monkeypatch.setattr(measure, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)
+    loaded = SimpleNamespace(peft=SimpleNamespace(disable_adapter=contextlib.nullcontext))
+    s = stage.settings(cfg().params)
+    first = stage.before_metrics(s, loaded, "program", [], FromScratch())
+    scratch = FromScratch()
+    again = stage.before_metrics(s, loaded, "program", [], scratch)
+    assert first == again == dataclasses.asdict(metrics) and calls == [1] and scratch.recorded > 0  # read back
+    (path,) = PILOT_CHECKPOINTS.glob("forced-before-program-*.json")
+    payload = json.loads(path.read_text())
+    path.write_text(json.dumps({**payload, KEY_FIELD: "another", "complete": True}))
+    stage.before_metrics(s, loaded, "program", [], FromScratch())
+    assert calls == [1, 1] and "keyed 'another'" in capsys.readouterr().err

@@ -1,0 +1,95 @@
+"""The console script: one `copydecode` with every command, and no other `__main__` in the packages."""
+
+import ast
+
+import pytest
+from conftest import ROOT
+
+from analysis.cli import MAINTENANCE, build_parser, main
+
+
+def _has_main_guard(path) -> bool:
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and \
+                isinstance(node.test.left, ast.Name) and node.test.left.id == "__name__":
+            return True
+    return False
+
+
+def test_the_cli_is_the_only_module_with_a_main():
+    mains = sorted(str(p.relative_to(ROOT)) for package in ("analysis", "kernels_profile")
+                   for p in (ROOT / package).rglob("*.py") if _has_main_guard(p))
+    assert mains == ["analysis/cli.py"]
+
+
+@pytest.mark.parametrize("line, module", [
+    ("readme --check", "analysis.readme"),
+    ("moves", "analysis.moves"),
+    ("depgraph", "analysis.depgraph"),
+    ("pilot-sweep --from-checkpoints", "kernels_profile.pilot_sweep"),
+])
+def test_the_maintenance_tools_are_copydecode_subcommands(line, module):
+    args = build_parser().parse_args(line.split())
+    assert args.module == module and args.maintenance and MAINTENANCE[args.stage][0] == module
+
+
+def test_readme_check_on_a_folder_without_a_readme_is_a_named_error(tmp_path, capsys):
+    assert main(["readme", "--check", str(tmp_path)]) == 2
+    assert "copydecode readme: error: cannot read" in capsys.readouterr().err
+
+
+def test_a_maintenance_command_refuses_a_one_off_output_root(tmp_path, capsys):
+    assert main(["--out", str(tmp_path), "moves"]) == 2
+    assert "not supported" in capsys.readouterr().err
+
+
+def test_pilot_sweep_needs_a_job_and_names_a_bad_setting(capsys):
+    from kernels_profile.pilot_sweep import parse_config
+
+    assert main(["pilot-sweep"]) == 2 and "name at least one CONFIG" in capsys.readouterr().err
+    from analysis.errors import ParamsError
+
+    with pytest.raises(ParamsError, match="unknown setting 'depth'"):
+        parse_config("a:depth=3")
+    assert parse_config("a:steps=8,lr=0.5") == ("a", {"steps": 8, "lr": 0.5})
+
+
+def test_every_stage_and_benchmark_is_on_the_settings_layer():
+    import importlib
+    import inspect
+
+    from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS
+
+    assert set(SETTINGS_OPTIONS) == set(STAGES) | set(TOOLS)
+    for command, (module, _) in {**STAGES, **TOOLS}.items():
+        run = inspect.signature(importlib.import_module(module).run)
+        assert len(run.parameters) == 1, f"{command}: run takes its settings alone, has {list(run.parameters)}"
+
+
+def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what_it_names():
+    from conftest import params_with
+
+    from kernels_profile.stages.bench_mask import settings
+
+    params = params_with(**{"decode.mask_benchmark.threads": 2})
+    plain = settings(params)
+    assert plain.threads == 2 and plain.programs == params["decode"]["mask_benchmark"]["programs"]
+    over = settings(params, programs=3, models=["smollm2-135m"])
+    assert (over.programs, over.models, over.lines) == (3, ("smollm2-135m",), plain.lines)
+
+
+def test_the_cli_builds_the_pilot_settings_with_its_preset():
+    from pathlib import Path
+
+    from conftest import params_with
+
+    from analysis.cli import stage_settings
+    from analysis.config import Config
+    from kernels_profile.stages import pilot
+
+    cfg = Config(params_with(), Path("params.yaml"))
+    plain = stage_settings(pilot, build_parser().parse_args(["pilot"]), cfg)
+    long = stage_settings(pilot, build_parser().parse_args(["pilot", "--preset", "pilot-long"]), cfg)
+    assert plain.preset is None and long.preset == "pilot-long"
+    assert long.steps == cfg.params["pilot"]["presets"]["pilot-long"]["steps"] != plain.steps
+    assert long.lora_dropout == plain.lora_dropout == cfg.params["pilot"]["lora"]["dropout"]  # merged key by key

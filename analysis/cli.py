@@ -83,11 +83,16 @@ TOOLS: dict[str, tuple[str, str]] = {
 # maintenance commands (no dvc.yaml stage): command -> (module with add_arguments and command, help)
 MAINTENANCE: dict[str, tuple[str, str]] = {
     "readme": ("analysis.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
-                                  "block (--check: list its stale lines, write nothing)"),
-    "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines) -> reports/tables/line_moves.*"),
-    "depgraph": ("analysis.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"),
+                                  "block (--check: list its stale lines, write nothing). It reads data/timings and the "
+                                  "committed stage outputs; it writes reports/timings.json and README.md"),
+    "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines). It reads the cases and "
+                                "programs; it writes reports/tables/line_moves.*"),
+    "depgraph": ("analysis.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
+                                      "the package sources; it writes dvc.yaml"),
     "pilot-sweep": ("kernels_profile.pilot_sweep", "the pilot's training-settings sweep, an interrupted run's "
-                                                    "checkpoint curve, decoded range errors, or freezing a preset run"),
+                                                    "checkpoint curve, decoded range errors, or freezing a preset run. "
+                                                    "It reads params pilot and the pilot's checkpoints; it writes "
+                                                    "under the job's output folder"),
 }
 
 # What each stage reads and writes, for its --help (paths as in analysis.layout).

@@ -49,7 +49,7 @@ class ParallelSettings:
     n_jobs: int
     backend: str
     chunks_per_job: int
-    address: str = ""  # dask/ray only; "" (the params default) = a local cluster for the stage
+    address: str  # dask/ray only; "" = a local cluster for the stage
 
     @property
     def serial(self) -> bool:
@@ -108,7 +108,7 @@ def parallel_settings(params: dict) -> ParallelSettings:
     ))
 
 
-SERIAL = ParallelSettings(1, "loky", 4)  # in-process: backend and chunks are not used
+SERIAL = ParallelSettings(1, "loky", 4, "")  # in-process: backend and chunks are not used
 
 
 def chunked(items: Sequence, n_chunks: int) -> list[Sequence]:

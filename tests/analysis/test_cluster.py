@@ -64,16 +64,16 @@ def test_bad_cluster_addresses_are_named(backend, address, match):
 
 
 def test_address_is_read_from_params():
-    params = {"parallel": {"n_jobs": 2, "backend": "dask", "address": "tcp://sched:8786"}}
+    params = {"parallel": {"n_jobs": 2, "backend": "dask", "chunks_per_job": 4, "address": "tcp://sched:8786"}}
     assert parallel_settings(params).address == "tcp://sched:8786"
     with pytest.raises(ParamsError, match="parallel.address"):
-        parallel_settings({"parallel": {"n_jobs": 2, "backend": "loky", "address": "tcp://sched:8786"}})
+        parallel_settings({"parallel": {"n_jobs": 2, "backend": "loky", "chunks_per_job": 4, "address": "tcp://sched:8786"}})
 
 
 def test_local_backends_open_no_cluster():
-    with cluster_session(ParallelSettings(2, "loky", 4)):
+    with cluster_session(ParallelSettings(2, "loky", 4, "")):
         pass  # a no-op: nothing to start or close
-    with cluster_session(ParallelSettings(1, "ray", 4)):
+    with cluster_session(ParallelSettings(1, "ray", 4, "")):
         pass  # serial: ray is not even imported
 
 

@@ -17,8 +17,8 @@ from analysis.stages.programs import oracle_programs
 from analysis.stages.roundtrip import roundtrip_failures
 from analysis.stages.spans import build_spans
 
-SERIAL = ParallelSettings(n_jobs=1, backend="loky", chunks_per_job=4)
-TWO = ParallelSettings(n_jobs=2, backend="loky", chunks_per_job=3)
+SERIAL = ParallelSettings(n_jobs=1, backend="loky", chunks_per_job=4, address="")
+TWO = ParallelSettings(n_jobs=2, backend="loky", chunks_per_job=3, address="")
 
 
 def parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -129,7 +129,7 @@ def test_perturbation_byte_identical(qwen, tables):
 ])
 def test_bad_parallel_settings_are_named(bad):
     with pytest.raises(ParamsError, match="parallel"):
-        check_parallel(ParallelSettings(**{"n_jobs": 2, "backend": "loky", "chunks_per_job": 4, **bad}))
+        check_parallel(ParallelSettings(**{"n_jobs": 2, "backend": "loky", "chunks_per_job": 4, "address": "", **bad}))
 
 
 def test_cluster_backend_names_the_extra(monkeypatch):
@@ -138,9 +138,9 @@ def test_cluster_backend_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     for backend in ("dask", "ray"):
         with pytest.raises(ParamsError, match=r"\[cluster\]"):
-            check_parallel(ParallelSettings(n_jobs=2, backend=backend, chunks_per_job=4))
+            check_parallel(ParallelSettings(n_jobs=2, backend=backend, chunks_per_job=4, address=""))
     # without the package check (e.g. a cluster launcher validating a params file) the name is accepted
-    assert check_parallel(ParallelSettings(n_jobs=2, backend="dask", chunks_per_job=4), need_packages=False).backend == "dask"
+    assert check_parallel(ParallelSettings(n_jobs=2, backend="dask", chunks_per_job=4, address=""), need_packages=False).backend == "dask"
 
 
 def test_parallel_params_have_no_default_in_code():
@@ -148,8 +148,8 @@ def test_parallel_params_have_no_default_in_code():
         parallel_settings({})
     with pytest.raises(ParamsError, match="missing 'parallel.chunks_per_job'"):
         parallel_settings({"parallel": {"n_jobs": 2, "backend": "threading"}})
-    two = {"n_jobs": 2, "backend": "threading", "chunks_per_job": 4}
-    assert parallel_settings({"parallel": two}) == ParallelSettings(2, "threading", 4)
+    two = {"n_jobs": 2, "backend": "threading", "chunks_per_job": 4, "address": ""}
+    assert parallel_settings({"parallel": two}) == ParallelSettings(2, "threading", 4, "")
     with pytest.raises(ParamsError, match="n_jobs"):
         parallel_settings({"parallel": {**two, "n_jobs": 0}})
 

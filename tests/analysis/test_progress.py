@@ -14,7 +14,7 @@ def doubled(chunk, factor):
 
 
 def test_parallel_run_draws_one_parent_bar_that_reaches_the_total(capsys):
-    out = map_cases(doubled, list(range(40)), ParallelSettings(2, "threading", 4), 3, desc="stage bar")
+    out = map_cases(doubled, list(range(40)), ParallelSettings(2, "threading", 4, ""), 3, desc="stage bar")
     assert out == [3 * x for x in range(40)]
     err = capsys.readouterr().err
     assert "stage bar" in err and "40/40" in err
@@ -22,20 +22,20 @@ def test_parallel_run_draws_one_parent_bar_that_reaches_the_total(capsys):
 
 
 def test_serial_run_keeps_the_chunk_functions_own_bar(capsys):
-    out = map_cases(doubled, list(range(5)), ParallelSettings(1, "loky", 4), 2, desc="stage bar")
+    out = map_cases(doubled, list(range(5)), ParallelSettings(1, "loky", 4, ""), 2, desc="stage bar")
     assert out == [2 * x for x in range(5)]
     err = capsys.readouterr().err
     assert "worker bar" in err and "stage bar" not in err
 
 
 def test_process_workers_return_results_in_order_under_the_parent_bar(capsys):
-    out = map_cases(doubled, list(range(12)), ParallelSettings(2, "loky", 2), 1, desc="loky stage")
+    out = map_cases(doubled, list(range(12)), ParallelSettings(2, "loky", 2, ""), 1, desc="loky stage")
     assert out == list(range(12))
     assert "12/12" in capsys.readouterr().err
 
 
 def test_the_bar_is_named_after_the_function_without_desc(capsys):
-    map_cases(doubled, list(range(6)), ParallelSettings(2, "threading", 1), 1)
+    map_cases(doubled, list(range(6)), ParallelSettings(2, "threading", 1, ""), 1)
     assert "doubled" in capsys.readouterr().err
 
 

@@ -69,8 +69,8 @@ STILL_DEFAULTED = {
     "PairsSettings": "analysis/corpora/pairs.py: a --pairs FILE entry has no params group of entry defaults",
 }
 
-# every command's argv for a plain run (bench busy needs its two run folders)
-ARGV = {"bench busy": "bench busy QUIET BUSY"}
+# every command's argv for a plain run (bench busy and compare need their two run folders)
+ARGV = {"bench busy": "bench busy QUIET BUSY", "compare": "compare A B"}
 
 
 def _defaulted(cls) -> list[str]:

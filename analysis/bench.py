@@ -36,7 +36,8 @@ loky's; the cluster's start is timed apart, as the pool's).
 
 Memory by size (params `bench.memory_sizes`, `--memory-sizes N,M` or `none`): for each size, the
 three steps at 1 worker on that many cases in a fresh process (spawned), whose peak resident memory
-(`getrusage` of that process: exact, not sampled) shows whether memory grows with the corpus;
+(`own_peak_mb`: the kernel's high-water mark of that process, exact, not sampled) shows whether memory
+grows with the corpus;
 `memory_growth_largest_vs_previous` is the ratio of the two largest sizes' peaks.
 
 The extrapolation (an ESTIMATE, labelled so): hours for 1M cases on 1, 16 and 64 cores, from the
@@ -340,7 +341,21 @@ def _memory_child(s: BenchSettings, n: int, queue) -> None:
     cases = synthetic_cases(s.corpora, n)
     t0 = time.perf_counter()
     run_steps(cases, replace(s, cases=n), SERIAL, tokenizer)
-    queue.put({"cases": n, "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": _peak_mb()[0]})
+    queue.put({"cases": n, "seconds": round(time.perf_counter() - t0, 3), "peak_rss_mb": own_peak_mb()})
+
+
+def own_peak_mb() -> float:
+    """This process's peak resident memory: VmHWM of /proc/self/status where there is one (the
+    high-water mark of this process's own memory map, which an exec starts afresh), else getrusage's
+    ru_maxrss (which on Linux keeps the forking parent's peak across fork and exec, so a spawned
+    child would report its parent's)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)  # kB
+    except OSError:
+        pass
+    return _peak_mb()[0]
 
 
 def memory_by_size(s: BenchSettings) -> list[dict]:
@@ -424,7 +439,7 @@ def report_markdown(result: dict, runs: list[dict], table: pl.DataFrame) -> str:
         "## Peak memory by corpus size",
         "",
         "The three steps at 1 worker, each size in a fresh process (peak resident memory of that process, "
-        f"`getrusage`); ratio of the two largest sizes' peaks: {result['memory_growth_largest_vs_previous']}.",
+        f"its VmHWM); ratio of the two largest sizes' peaks: {result['memory_growth_largest_vs_previous']}.",
         "",
         markdown_table(pl.DataFrame(memory), 1),
         "",

@@ -296,13 +296,36 @@ def _middle_snake(a: list, b: list) -> tuple[int, int] | None:
 
 
 def line_oracle(source: str, target: str, *, trace_bytes: int = MYERS_TRACE_BYTES) -> Program:
+    """The LCS program: matched target lines copied (consecutive matches in both texts as one copy),
+    the others generated (adjacent ones as one gen). Built run by run: the program
+    `merge_adjacent` makes of one op per target line (tested), without the per-line ops."""
     src_lines, tgt_lines = split_lines(source), split_lines(target)
     matched = dict((j, i) for i, j in myers_matches(src_lines, tgt_lines, trace_bytes=trace_bytes))
     ops: list[Op] = []
+    gen: list[str] = []
+    first = last = -1  # the copy run being built: source lines first..last (0-based), none if -1
     for j, line in enumerate(tgt_lines):
         i = matched.get(j)
-        ops.append(Gen(line) if i is None else Copy(i + 1, i + 1, "lines"))
-    return merge_adjacent(ops)
+        if i is None:
+            if first >= 0:
+                ops.append(Copy(first + 1, last + 1, "lines"))
+                first = -1
+            gen.append(line)
+            continue
+        if gen:
+            ops.append(Gen("".join(gen)))
+            gen = []
+        if first >= 0 and last + 1 == i:
+            last = i
+            continue
+        if first >= 0:
+            ops.append(Copy(first + 1, last + 1, "lines"))
+        first = last = i
+    if first >= 0:
+        ops.append(Copy(first + 1, last + 1, "lines"))
+    if gen:
+        ops.append(Gen("".join(gen)))
+    return Program(tuple(ops))
 
 
 # ---------------------------------------------------------------- token level: suffix automaton

@@ -173,7 +173,9 @@ class Tokenizer:
         """`encode` of every text, through the fast tokenizer's batch call; a text that recurs (a case's
         source on its line and token rows) is tokenized once and its TokenizedText shared."""
         distinct = list(dict.fromkeys(texts))
-        encodings = self.backend.encode_batch(distinct, add_special_tokens=False)
+        # the ids only: encode_batch_fast skips the offsets, which nothing here reads (a third less CPU)
+        encode = getattr(self.backend, "encode_batch_fast", self.backend.encode_batch)
+        encodings = encode(distinct, add_special_tokens=False)
         done = {t: self._wrap(t, e.ids) for t, e in zip(distinct, encodings)}
         return [done[t] for t in texts]
 

@@ -121,3 +121,23 @@ def test_a_small_synthetic_corpus_spreads_over_every_repository(monkeypatch):
     assert [c.case_id for c in small] == ["CommitEdits-x/0#0", "CommitEdits-x/5#0", "CommitEdits-y/0#0", "CommitEdits-y/5#0"]
     large = bench.synthetic_cases(one_build, 45)
     assert len({c.case_id for c in large}) == 45 and large[20].case_id == "CommitEdits-x/0#1"
+
+
+def test_a_spawned_child_reports_its_own_peak_not_its_parents():
+    """The memory-by-size runs measure fresh processes: a child's peak must not inherit this process's."""
+    import multiprocessing
+
+    ballast = bytearray(300 * 2**20)  # this process: >= 300 MiB resident
+    ballast[::4096] = b"x" * len(ballast[::4096])
+    context = multiprocessing.get_context("spawn")
+    queue = context.Queue()
+    child = context.Process(target=_report_peak, args=(queue,))
+    child.start()
+    child_peak = queue.get()
+    child.join()
+    assert bench.own_peak_mb() >= 300
+    assert 0 < child_peak < 250, child_peak
+
+
+def _report_peak(queue):
+    queue.put(bench.own_peak_mb())

@@ -229,3 +229,19 @@ WORDS = ["x", " = ", "1", "\n", "y", "(", ")", "é", "😀", "def f():\n", "    
 def test_compiled_token_oracle_is_the_reference(qwen, source, target, min_copy):
     src, tgt = qwen.encode(source), qwen.encode(target)
     assert render(token_oracle(src, tgt, min_copy)) == render(_reference_token_oracle(src, tgt, min_copy))
+
+
+LINE_CHOICES = ["a\n", "b\n", "c\n", "a", "x = 1\n", "\n", "caf\u00e9\n"]
+
+
+@given(st.lists(st.sampled_from(LINE_CHOICES), max_size=30).map("".join),
+       st.lists(st.sampled_from(LINE_CHOICES), max_size=30).map("".join))
+def test_line_oracle_is_the_merge_of_one_op_per_line(source, target):
+    from analysis.program import Gen, merge_adjacent
+    from analysis.text import split_lines
+
+    src_lines, tgt_lines = split_lines(source), split_lines(target)
+    matched = dict((j, i) for i, j in myers_matches(src_lines, tgt_lines))
+    per_line = [Gen(line) if matched.get(j) is None else Copy(matched[j] + 1, matched[j] + 1, "lines")
+                for j, line in enumerate(tgt_lines)]
+    assert line_oracle(source, target) == merge_adjacent(per_line)

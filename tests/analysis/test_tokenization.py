@@ -114,3 +114,8 @@ def test_encode_many_shares_repeated_texts_and_matches_encode(qwen):
     many = qwen.encode_many(texts)
     assert many[0] is many[2]  # tokenized once
     assert many == [qwen.encode(t) for t in texts]
+
+
+def test_encode_many_gives_the_ids_of_encode_on_real_text(qwen):
+    texts = ["def f(x):\n    return x + 1  # caf\u00e9 \U0001f600\n" * 3, "  \t\n\n", "<gen>&lt;</gen>", "\u4e2d\u6587\n"]
+    assert [t.ids for t in qwen.encode_many(texts)] == [qwen.encode(t).ids for t in texts]

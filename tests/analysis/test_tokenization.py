@@ -109,11 +109,13 @@ def test_char_bounds_equal_the_per_character_offsets(text):
     assert _char_bounds(raw, bounds) == tuple(reference.get(b) for b in bounds)
 
 
-def test_encode_many_shares_repeated_texts_and_matches_encode(qwen):
-    texts = ["x = 1\n", "caf\u00e9 \U0001f600\n", "x = 1\n", ""]
+def test_encode_many_shares_repeated_neighbours_and_matches_encode(qwen):
+    texts = ["x = 1\n", "x = 1\n", "caf\u00e9 \U0001f600\n", "x = 1\n", "", ""]
     many = qwen.encode_many(texts)
-    assert many[0] is many[2]  # tokenized once
+    assert many[0] is many[1] and many[4] is many[5]  # a case's text on its two rows: tokenized once
+    assert many[3] is not many[0]  # far apart (a benchmark's cycled copy): tokenized again, as a distinct case
     assert many == [qwen.encode(t) for t in texts]
+    assert qwen.encode_many([]) == []
 
 
 def test_encode_many_gives_the_ids_of_encode_on_real_text(qwen):

@@ -12,7 +12,7 @@ from analysis.config import Config
 from analysis.cli import build_parser, stage_settings
 from analysis.errors import ParamsError
 from analysis.params import load_params
-from conftest import ROOT
+from fixtures import ROOT
 from kernels_profile.models import ModelError, build_model, model_label
 
 TINY_LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,

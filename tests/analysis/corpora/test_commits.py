@@ -454,7 +454,7 @@ def test_commit_costs_sum_the_files_of_a_commit():
     assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)
 
 
-@pytest.mark.slow  # corpora -> bounds on 2 workers: ~10 s
+@pytest.mark.slow  # corpora -> bounds, starting 2 joblib workers: ~10 s in the quick subset
 def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, monkeypatch):
     """The params change of issue 23: a folder of repositories, multi-file commits and 2 workers,
     through corpora, programs, roundtrip, spans and bounds (commit-level rows)."""

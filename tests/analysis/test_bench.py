@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import params_with
+from fixtures import params_with
 
 from analysis import bench
 from analysis.cli import STAGES, TOOLS, build_parser

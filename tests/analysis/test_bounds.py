@@ -3,7 +3,7 @@ import json
 import numpy as np
 import polars as pl
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.bounds import (
     COST_COLUMNS,
@@ -262,7 +262,7 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
 def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
     """bounds_pools: per kernel source, the paper's three corpora (pool = paper, judged) beside every corpus
     (pool = all); before, only bounds_paper_pool held the 482-case pool and nothing named both (issue 28.5)."""
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.stages.bounds import paper_pool, pools_for, settings
 

@@ -8,7 +8,7 @@ import re
 import nbformat
 import polars as pl
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis import charts
 from analysis.layout import NOTEBOOKS

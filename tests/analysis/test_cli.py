@@ -3,7 +3,7 @@
 import ast
 
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.cli import MAINTENANCE, build_parser, main
 
@@ -67,7 +67,7 @@ def test_every_stage_and_benchmark_is_on_the_settings_layer():
 
 
 def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what_it_names():
-    from conftest import params_with
+    from fixtures import params_with
 
     from kernels_profile.stages.bench_mask import settings
 
@@ -81,7 +81,7 @@ def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what
 def test_the_cli_builds_the_pilot_settings_with_its_preset():
     from pathlib import Path
 
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.cli import stage_settings
     from analysis.config import Config

@@ -9,7 +9,7 @@ import sys
 import tomllib
 
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.cli import apply_overrides, build_parser, main
 from analysis.errors import ParamsError

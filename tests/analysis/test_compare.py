@@ -202,7 +202,7 @@ def test_e2e_speedup_is_paired_on_cases(runs, tmp_path):
 
 
 def test_settings_come_from_params():
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.compare import settings
 

@@ -9,7 +9,7 @@ import shutil
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with, sources_held
+from fixtures import ROOT, params_with, sources_held
 
 from analysis.cli import main
 from analysis.errors import ParamsError

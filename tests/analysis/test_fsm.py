@@ -5,11 +5,11 @@ from collections import deque
 
 import numpy as np
 import pytest
-from conftest import FSM_EOS as EOS
-from conftest import FSM_LINES as L
-from conftest import FSM_VOCAB as VOCAB
-from conftest import ToyTokenizer
-from conftest import fsm_reference as reference
+from fixtures import FSM_EOS as EOS
+from fixtures import FSM_LINES as L
+from fixtures import FSM_VOCAB as VOCAB
+from fixtures import ToyTokenizer
+from fixtures import fsm_reference as reference
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

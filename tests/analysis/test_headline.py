@@ -12,7 +12,7 @@ import subprocess
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.errors import ParamsError
 from analysis.headline import (
@@ -156,7 +156,7 @@ def test_absent_inputs_are_named_and_stale_files_removed(tmp_path):
 @pytest.mark.parametrize("bad", [{"kernel_ns": []}, {"kernel_ns": [8, -1]}, {"perturb_rate": 2}, {"decimals": "3"},
                                  {"decimals": 9}, {"framing": ""}, {"kernal_ns": [8]}])
 def test_bad_headline_settings_are_named_errors(bad):
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.stages.headline import settings
 
@@ -223,7 +223,7 @@ def test_dvc_metrics_show_is_one_narrow_grid():
 
 
 def test_readme_documents_the_tested_experiment_commands():
-    from test_experiments import README_DROP
+    from fixtures import README_DROP
 
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Metrics, plots and experiments"):readme.index("<!-- results:start -->")]

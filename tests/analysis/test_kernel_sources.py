@@ -8,7 +8,7 @@ import json
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from fixtures import ROOT, params_with
 
 from analysis.cli import main
 from analysis.errors import ParamsError

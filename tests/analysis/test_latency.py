@@ -250,7 +250,7 @@ def test_select_model_by_key_and_form():
 
 def test_the_speedup_table_keeps_its_column_order():
     """The kernel_speedup table's columns, in order (the median/quartile aggregation is analysis.stats')."""
-    from conftest import ROOT
+    from fixtures import ROOT
 
     table = speedup_table(pl.read_parquet(ROOT / "reports/kernels/frozen/h200/gpu-eager.parquet"))
     assert table.columns == ["model", "weights", "dtype", "device", "context", "n", "baseline", "prefill", "t_ar",

@@ -341,6 +341,7 @@ def test_compiled_dps_match_the_reference_with_the_tokenizer(qwen, source, targe
     _same(optimal_program(level, src, tgt, cost, directives), reference(src, tgt, cost, directives))
 
 
+@pytest.mark.slow  # tables up to 200,000 copy numbers on 8 threads: ~9 s
 def test_directive_numbers_grow_safely_across_threads(qwen):
     """Threads sharing one TokenizerDirectives (the threading backend) each get a consistent table."""
     from concurrent.futures import ThreadPoolExecutor

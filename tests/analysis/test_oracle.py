@@ -2,7 +2,7 @@ import json
 import random
 
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 from hypothesis import given
 from hypothesis import strategies as st
 

@@ -10,7 +10,7 @@ import statistics
 
 import polars as pl
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis import claims, present
 from analysis.layout import LATENCY_MODEL, METRICS, TABLES

@@ -5,7 +5,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 README = (ROOT / "README.md").read_text()
 CI = (ROOT / ".ci" / "run").read_text()

@@ -14,7 +14,7 @@ import sys
 import nbformat
 import polars as pl
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis import present
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES

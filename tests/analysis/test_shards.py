@@ -7,7 +7,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 import yaml
-from conftest import params_with
+from fixtures import params_with
 
 from analysis.cli import main
 from analysis.digest import recorded_inputs
@@ -114,7 +114,8 @@ def test_stages_give_the_same_outputs_for_any_shard_size(tmp_path, monkeypatch, 
     """corpora -> programs -> roundtrip -> spans -> optimal -> perturb with 7-case shards (every file in
     many row groups), with one shard, and with 60-case shards on 2 joblib workers: the same tables, parquet
     contents and metrics."""
-    from test_stage_optimal import ONE_CONTEXT, SMALL, write_model
+    from fixtures import SCRATCH_STAGE_PARAMS as SMALL
+    from fixtures import one_context_model, write_model
 
     results = {}
     for shard, jobs in ((7, 1), (5000, 1), (60, 2)):
@@ -125,7 +126,7 @@ def test_stages_give_the_same_outputs_for_any_shard_size(tmp_path, monkeypatch, 
             **SMALL, "corpora.humanevalpack.framings": ["body", "decl"], "corpora.humanevalpack.local_dir": str(hep_dir),
             "spans.bootstrap_resamples": 20, "optimal.kernel_sources": ["fit"], "optimal.min_copies": [1, 4],
             "parallel.shard_cases": shard, "parallel.n_jobs": jobs})))
-        write_model(folder, ONE_CONTEXT)
+        write_model(folder, one_context_model())
         for stage in STAGES:
             assert main(["--params", "params.yaml", stage]) == 0, (shard, stage)
         results[shard] = folder

@@ -2,7 +2,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.errors import ParamsError
 from analysis.stats import (

@@ -5,7 +5,7 @@ import json
 
 import polars as pl
 import pytest
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.cli import build_parser, main as copydecode
 from analysis.errors import ParamsError

@@ -83,10 +83,10 @@ def test_tokens_only_limits_complete_a_started_copy(qwen_fsms):
 
 
 def test_tiny_vocabulary_adapter_never_lets_an_invalid_program_out():
-    from conftest import FSM_EOS as EOS
-    from conftest import FSM_VOCAB as VOCAB
-    from conftest import ToyTokenizer
-    from conftest import fsm_reference as reference
+    from fixtures import FSM_EOS as EOS
+    from fixtures import FSM_VOCAB as VOCAB
+    from fixtures import ToyTokenizer
+    from fixtures import fsm_reference as reference
 
     fsm = ProgramFSM(ToyTokenizer.words_then_eos(VOCAB), {"lines": 12}, eos_ids=(EOS,))
     for seed in range(40):

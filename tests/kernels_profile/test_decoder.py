@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from conftest import toy_model_tokenizer
+from fixtures import toy_model_tokenizer
 
 from analysis.errors import CopyDecodeError
 from analysis.program import Copy, Gen, Program, render
@@ -16,7 +16,7 @@ from kernels_profile.decoder import (
     decode,
     decode_rewrite,
 )
-from kernels_profile.models import LoadedModel, build_model, cache_kwarg
+from kernels_profile.models import LoadedModel, cache_kwarg
 from kernels_profile.sequence import (
     PROGRAM_TEMPLATE,
     REWRITE_TEMPLATE,
@@ -26,7 +26,7 @@ from kernels_profile.sequence import (
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
 INSTRUCTION = "on line 2, change 2 to 5"
-EOS = 256  # the byte-level toy's EOS (conftest.ToyTokenizer.bytes_then)
+EOS = 256  # the byte-level toy's EOS (fixtures.ToyTokenizer.bytes_then)
 toy = toy_model_tokenizer
 
 
@@ -49,11 +49,6 @@ class Scripted(torch.nn.Module):
             out.logits[0, -1, self.expected[nxt]] += self.bonus
         self.calls.append(int(input_ids.shape[1]))
         return out
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return build_model("tiny-qwen2", "random", "float32", "cpu")
 
 
 def scripted(tiny, program):

@@ -17,17 +17,12 @@ from kernels_profile.models import (  # noqa: E402
     published_config,
 )
 from kernels_profile.profiler import CacheBench, ProfileSpec, profile_run  # noqa: E402
-from conftest import profile_spec  # noqa: E402
+from fixtures import profile_spec  # noqa: E402
 
 
 def profile(spec, root, progress=False):
     """The raw timings, with no other load injected: each real contention sample sleeps 1 s."""
     return profile_run(spec, root, progress, other=lambda: 0.0).raw
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return build_model("tiny-qwen2", "random", "float32", "cpu", seed=0)
 
 
 def test_published_configs_are_data():
@@ -132,7 +127,7 @@ def test_profile_grid_shape_and_resume(tmp_path):
 
 @pytest.mark.slow
 def test_preset_shape_runs_on_cpu(tmp_path):
-    from conftest import ROOT
+    from fixtures import ROOT
 
     from analysis.params import load_params
     from kernels_profile.stages.profile import settings

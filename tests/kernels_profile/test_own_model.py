@@ -12,7 +12,7 @@ from analysis.config import Config
 from analysis.cli import build_parser, stage_settings
 from analysis.errors import ParamsError
 from analysis.params import load_params
-from conftest import ROOT
+from fixtures import ROOT
 from kernels_profile.models import ModelError, build_model, model_label
 
 TINY_LLAMA = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 32,
@@ -67,6 +67,7 @@ def test_bad_models_and_options_are_named_errors(tmp_path):
         _settings(["kernels", "profile", "--weights", "real"])
 
 
+@pytest.mark.slow  # a kernel profile on the tiny model: ~4.5 s
 def test_the_profile_runs_on_cpu_and_writes_a_kernel_source(tiny, tmp_path, monkeypatch):
     from kernels_profile.stages.profile import run
 

@@ -27,7 +27,7 @@ SMALL = PilotDataParams(seed=1, min_lines=10, max_lines=40, n_train=30, n_heldou
 
 def probeedit() -> ProbeEditParams:
     """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.corpora.probeedit import probeedit_recipe
 
@@ -123,7 +123,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
         trained_seconds,
         training_sequences,
     )
-    from conftest import toy_model_tokenizer as toy
+    from fixtures import toy_model_tokenizer as toy
 
     tok = toy()
     cases = _tiny_cases()
@@ -179,7 +179,7 @@ def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_m
 
     from kernels_profile.models import build_model
     from kernels_profile.pilot import teacher_forced, training_sequences
-    from test_decoder import toy
+    from fixtures import toy_model_tokenizer as toy
 
     tok = toy()
     seqs, _ = training_sequences(tok, _tiny_cases(), "program", max_tokens=2000)
@@ -211,7 +211,7 @@ def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_m
 def test_copy_coverage_is_a_share_of_output_tokens():
     from analysis.program import Copy, Gen, Program
     from kernels_profile.pilot import copy_coverage
-    from test_decoder import toy
+    from fixtures import toy_model_tokenizer as toy
 
     tok = toy()  # one token per byte
     source = "aaaa\nbb\n"

@@ -23,7 +23,7 @@ from kernels_profile.profiler import (  # noqa: E402
     read_environment,
     write_profile,
 )
-from conftest import profile_spec  # noqa: E402
+from fixtures import profile_spec  # noqa: E402
 from kernels_profile.runtime import (  # noqa: E402
     KEY_FIELD,
     SECONDS_FIELD,

@@ -12,14 +12,9 @@ torch = pytest.importorskip("torch")
 
 from transformers import StaticCache  # noqa: E402
 
-from kernels_profile.models import build_model, cache_kwarg  # noqa: E402
+from kernels_profile.models import cache_kwarg  # noqa: E402
 from kernels_profile.profiler import CacheBench, rewind_static  # noqa: E402
-from conftest import profile_spec  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def tiny():
-    return build_model("tiny-qwen2", "random", "float32", "cpu", 0)
+from fixtures import profile_spec  # noqa: E402
 
 
 def filled_cache(lm, context: int, capacity: int):

@@ -102,7 +102,7 @@ def test_threads_block_restores_the_count():
 def test_one_key_hash_one_thread_setter_one_ratio_summary():
     """kernels_profile hashes checkpoint keys and sets torch threads only in the runtime; the median and
     quartiles of timings are aggregated only by analysis.stats.quartiles."""
-    from conftest import ROOT
+    from fixtures import ROOT
 
     code = {p: p.read_text() for folder in ("kernels_profile", "analysis") for p in (ROOT / folder).rglob("*.py")
             if "data" not in p.relative_to(ROOT).parts}
@@ -137,7 +137,7 @@ def test_one_fingerprint_holds_model_libraries_and_threads(monkeypatch):
 
 def test_profile_e2e_and_pilot_keys_use_the_one_fingerprint():
     """No stage or measurement module writes its own library-version fingerprint."""
-    from conftest import ROOT
+    from fixtures import ROOT
 
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
                    if "fingerprint(" in p.read_text() and p.name != "runtime.py")
@@ -163,7 +163,7 @@ def test_a_torch_checkpoint_round_trips_and_a_planted_object_is_refused(tmp_path
 
 
 def test_only_the_runtime_saves_and_loads_torch_checkpoints():
-    from conftest import ROOT
+    from fixtures import ROOT
 
     users = sorted(str(p.relative_to(ROOT)) for folder in ("kernels_profile", "analysis")
                    for p in (ROOT / folder).rglob("*.py") if "torch.load(" in p.read_text() or "torch.save(" in p.read_text())

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 import yaml
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.cli import SETTINGS_OPTIONS, STAGES
 from analysis.config import Config

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT
+from fixtures import ROOT, Browser, chromium_binary, page_problems
 
 pytestmark = pytest.mark.slow
 
@@ -85,9 +85,7 @@ def page(tmp_path_factory) -> Path:
 
 
 def test_dvc_plots_page_shows_every_plot_offline_in_chromium(page):
-    from test_browser import Browser, _chromium, _problems
-
-    binary = _chromium()
+    binary = chromium_binary()
     if binary is None:
         if os.environ.get("COPYDECODE_REQUIRE_BROWSER") == "1":
             pytest.fail("COPYDECODE_REQUIRE_BROWSER=1 but no chromium binary on PATH")
@@ -97,7 +95,7 @@ def test_dvc_plots_page_shows_every_plot_offline_in_chromium(page):
     browser = Browser(binary)
     try:
         url = page.resolve().as_uri()
-        problems = _problems(browser.open(url), url)
+        problems = page_problems(browser.open(url), url)
         dom = browser.evaluate(PROBE)
     finally:
         browser.close()

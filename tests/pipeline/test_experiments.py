@@ -14,14 +14,13 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, sources_held, write_scratch_shared
+from fixtures import README_DROP, ROOT, sources_held, write_scratch_shared
 
 from analysis.headline import HEADLINE_DIR
 from analysis.layout import LATENCY_MODEL
 
 pytestmark = pytest.mark.slow
 STAGES = ("corpora", "programs", "roundtrip", "spans", "bounds", "headline")
-README_DROP = r"(?!Experiment$|bounds\.|kernel\.|.*bound_fit_.*:pooled$)"  # the README's `dvc exp show --drop` filter
 
 
 def dvc(*args, cwd, columns: int | None = None):

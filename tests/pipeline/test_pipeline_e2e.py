@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import ROOT, write_scratch_shared
+from fixtures import ROOT, write_scratch_shared
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from fixtures import ROOT, params_with
 
 from analysis.errors import CopyDecodeError
 

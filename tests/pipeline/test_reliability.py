@@ -39,7 +39,7 @@ def test_blank_and_newline_case_ids_are_refused(tmp_path, case_id, message):
 import json  # noqa: E402
 
 import yaml  # noqa: E402
-from conftest import ROOT, params_with, sources_held  # noqa: E402
+from fixtures import ROOT, params_with, sources_held  # noqa: E402
 
 from analysis.cli import build_parser, main  # noqa: E402
 from analysis.config import Config  # noqa: E402

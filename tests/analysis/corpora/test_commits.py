@@ -141,7 +141,7 @@ SMALL = dict(min_lines=5, max_lines=100, language="python")
 
 def commit_defaults() -> dict:
     """params.yaml's corpora.commit_defaults (lists as the dataclass's tuples)."""
-    from conftest import params_with
+    from fixtures import params_with
 
     return {k: tuple(v) if isinstance(v, list) else v for k, v in params_with()["corpora"]["commit_defaults"].items()}
 
@@ -454,6 +454,7 @@ def test_commit_costs_sum_the_files_of_a_commit():
     assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)
 
 
+@pytest.mark.slow  # corpora -> bounds, starting 2 joblib workers: ~10 s in the quick subset
 def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, monkeypatch):
     """The params change of issue 23: a folder of repositories, multi-file commits and 2 workers,
     through corpora, programs, roundtrip, spans and bounds (commit-level rows)."""
@@ -461,8 +462,8 @@ def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, mon
 
     import polars as pl
     import yaml
-    from conftest import params_with
-    from test_stage_optimal import ONE_CONTEXT, write_model
+    from fixtures import params_with
+    from fixtures import one_context_model, write_model
 
     from analysis.cli import main
 
@@ -477,7 +478,7 @@ def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, mon
         "bounds.context": 256,
     })
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
-    write_model(tmp_path, ONE_CONTEXT)
+    write_model(tmp_path, one_context_model())
     for stage in ("corpora", "programs", "roundtrip", "spans", "bounds"):
         assert main(["--params", "params.yaml", stage]) == 0, stage
     repos = pl.read_csv("reports/tables/commit_repositories.csv")

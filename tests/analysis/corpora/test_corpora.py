@@ -206,7 +206,7 @@ def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
     assert build.report[0]["origin"] == f"local:{tmp_path / 'python.jsonl'}"
     with pytest.raises(CorpusError, match="languages is empty"):
         registry.build_corpus("humanevalpack", dataclasses.replace(settings, languages=()))
-    from conftest import params_with
+    from fixtures import params_with
 
     from analysis.corpora.probeedit import probeedit_recipe
 

@@ -11,7 +11,7 @@ from analysis.errors import CorpusError
 
 def recipe() -> "probeedit.ProbeEditParams":
     """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
-    from conftest import params_with
+    from fixtures import params_with
 
     return probeedit.probeedit_recipe(params_with())
 

@@ -7,7 +7,7 @@ import importlib
 from pathlib import Path
 
 import pytest
-from conftest import params_with
+from fixtures import params_with
 
 from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, stage_settings
 from analysis.config import Config

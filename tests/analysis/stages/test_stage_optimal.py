@@ -9,32 +9,24 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from fixtures import (
+    ROOT,
+    SCRATCH_STAGE_PARAMS,
+    one_context_model,
+    params_model_key,
+    params_with,
+    write_model,
+)
 
 from analysis.cli import main
 from analysis.config import Config
 from analysis.errors import ParamsError
-from analysis.latency import (
-    GridCurve,
-    LatencyModel,
-    ModelKey,
-    QuadraticAR,
-    QuadraticPrefill,
-    to_document,
-)
+from analysis.latency import GridCurve, LatencyModel
 
 pytestmark = pytest.mark.slow  # a corpora -> programs -> spans build in a scratch folder
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
-SMALL = {
-    "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
-    "corpora.probeedit.enabled": False, "corpora.commits": [],
-    "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit", "paper"],
-    "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic",
-    "optimal.bootstrap_resamples": 20, "optimal.framings": ["body"],
-    "perturb.seeds": 1, "perturb.rates": [0.0, 0.5, 1.0], "perturb.levels": ["line"],
-    "perturb.kinds": ["start", "shift"],
-}
+SMALL = SCRATCH_STAGE_PARAMS
 
 
 def write_params(folder, **changes) -> None:
@@ -45,26 +37,15 @@ def run(*args) -> int:
     return main(["--params", "params.yaml", *args])
 
 
-def key(form="quadratic") -> ModelKey:
-    return ModelKey(BASE["kernel"]["model"], "random", BASE["kernel"]["dtype"], BASE["kernel"]["device"], "eager")
-
-
-def write_model(folder, model: LatencyModel) -> None:
-    path = folder / "reports/kernels/latency_model.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(to_document([model], "synthetic", [])))
-
-
 # t_step = 1 ms; T_prefill(n) = 3 ms + 0.02 ms * n: a 1-token copy costs more than decoding it
-ONE_CONTEXT = LatencyModel(key(), "quadratic", QuadraticAR(1e-3, 0.0), QuadraticPrefill(3e-3, 2e-5, 0.0, 0.0),
-                           (1.0, 512.0), (256.0,))
+ONE_CONTEXT = one_context_model()
 
 
 def two_context_model() -> LatencyModel:
     """Interpolated over N in [1, 4096] and c in {0, 8192}: decode and prefill both slow down with c."""
     ar = GridCurve((1.0, 4096.0), (0.0, 8192.0), ((1e-3, 4.096), (3e-3, 12.288)))
     prefill = GridCurve((1.0, 4096.0), (0.0, 8192.0), ((2e-3, 0.4), (6e-3, 1.6)))
-    return LatencyModel(key(), "interp", ar, prefill, (1.0, 4096.0), (0.0, 8192.0))
+    return LatencyModel(params_model_key(), "interp", ar, prefill, (1.0, 4096.0), (0.0, 8192.0))
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import sys
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, params_with
+from fixtures import ROOT, params_with
 
 from analysis.cli import main
 from analysis.config import Config

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import pytest
 import yaml
-from conftest import ROOT, ToyTokenizer, params_with
+from fixtures import ROOT, ToyTokenizer, params_with
 
 from analysis.config import Config
 from analysis.errors import ParamsError

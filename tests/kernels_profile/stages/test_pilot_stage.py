@@ -13,7 +13,7 @@ from analysis import pilotreport
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from kernels_profile.stages import pilot as stage
-from conftest import ROOT, params_with
+from fixtures import ROOT, params_with
 
 
 def cfg(**changes) -> Config:
@@ -109,7 +109,7 @@ def test_humaneval_sample_is_seeded_ordered_and_asks_for_a_bug_fix_of_the_named_
 
 
 def test_budget_covers_the_longer_of_target_and_program():
-    from conftest import toy_model_tokenizer as toy
+    from fixtures import toy_model_tokenizer as toy
 
     tok = toy()
     case = stage.EvalCase("c/0", "heldout", "k", "a\n", "b" * 10, "do it", "<gen>" + "b" * 30 + "</gen>")
@@ -277,7 +277,7 @@ def tiny_run(tmp_path, monkeypatch):
     pytest.importorskip("peft")
     from kernels_profile.models import build_model
     from kernels_profile.pilot import add_lora
-    from conftest import toy_model_tokenizer as toy
+    from fixtures import toy_model_tokenizer as toy
 
     monkeypatch.chdir(tmp_path)
     loads = []
@@ -368,7 +368,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     from kernels_profile.models import build_model
     from kernels_profile.pilot import program_record, rewrite_record
-    from conftest import toy_model_tokenizer as toy
+    from fixtures import toy_model_tokenizer as toy
 
     lm, tok = build_model("tiny-qwen2", "random", "float32", "cpu"), toy()
     case = stage.EvalCase("pilot-heldout/7", "heldout", "k", "a = 1\n", "a = 2\n", "on line 1, change 1 to 2", "")

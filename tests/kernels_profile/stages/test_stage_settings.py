@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 import yaml
-from conftest import ROOT
+from fixtures import ROOT
 
 from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, build_parser, run_stage
 from analysis.config import Config

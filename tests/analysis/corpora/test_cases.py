@@ -1,0 +1,61 @@
+"""analysis.corpora.cases: the cases table every stage reads; each defect is a CorpusError naming the
+case, the column or the file."""
+
+import polars as pl
+import pytest
+
+from analysis.corpora.cases import (
+    CASES_SCHEMA,
+    MEMORY_PER_TEXT_BYTE,
+    Case,
+    cases_frame,
+    cases_from_frame,
+    read_cases,
+)
+from analysis.errors import CorpusError
+
+CASES = [Case("c1", "toy", "python", "body", "a\n", "b\n", "fix it"), Case("c2", "toy", "python", "body", "x", "y")]
+
+
+def test_a_cases_table_round_trips_through_parquet(tmp_path):
+    frame = cases_frame(CASES)
+    assert list(frame.schema) == list(CASES_SCHEMA) and frame["instruction"].to_list() == ["fix it", None]
+    frame.write_parquet(tmp_path / "cases.parquet")
+    assert cases_from_frame(read_cases(tmp_path / "cases.parquet")) == CASES
+
+
+def test_empty_targets_and_duplicate_ids_are_refused():
+    with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['c3'\]"):
+        cases_frame([*CASES, Case("c3", "toy", "python", "body", "a", "")])
+    with pytest.raises(CorpusError, match=r"duplicate case ids: \['c1'\]"):
+        cases_frame([*CASES, CASES[0]])
+    # the same id in another framing is another case
+    assert cases_frame([*CASES, Case("c1", "toy", "python", "decl", "a", "b")]).height == 3
+
+
+def test_a_null_required_column_names_the_case():
+    with pytest.raises(CorpusError, match=r"column 'source' is null in 1 row\(s\), first at row 1 \(case 'c2'\)"):
+        cases_frame([CASES[0], Case("c2", "toy", "python", "body", None, "y")])
+
+
+def test_a_text_above_the_size_limit_names_the_memory_it_would_need():
+    big = Case("big", "toy", "python", "body", "s", "t" * 1000)
+    need = 1000 * MEMORY_PER_TEXT_BYTE / 1e9
+    with pytest.raises(CorpusError, match=rf"case 'big': its target holds 1,000 bytes, above corpora.max_text_bytes "
+                                          rf"= 999 .*about {need:.1f} GB"):
+        cases_frame([*CASES, big], max_text_bytes=999)
+    assert cases_frame([*CASES, big], max_text_bytes=1000).height == 3
+
+
+def test_a_bad_cases_file_is_named(tmp_path):
+    with pytest.raises(CorpusError, match="no cases table; run `copydecode corpora`"):
+        read_cases(tmp_path / "cases.parquet")
+    (tmp_path / "garbage.parquet").write_bytes(b"not parquet")
+    with pytest.raises(CorpusError, match="garbage.parquet: not a readable parquet file"):
+        read_cases(tmp_path / "garbage.parquet")
+    cases_frame(CASES).drop("target").write_parquet(tmp_path / "short.parquet")
+    with pytest.raises(CorpusError, match=r"short.parquet: missing columns \['target'\]"):
+        read_cases(tmp_path / "short.parquet")
+    cases_frame(CASES).with_columns(pl.lit(1).alias("language")).write_parquet(tmp_path / "typed.parquet")
+    with pytest.raises(CorpusError, match=r"columns must hold strings, got \{'language': 'Int"):
+        read_cases(tmp_path / "typed.parquet")

@@ -1,0 +1,79 @@
+"""analysis.outputs: the stages' outputs read back for the reports; an absent output is a ParamsError
+naming the command that writes it; `pick`/`pick_framing`/`pick_view` filter as a notebook parameter does."""
+
+import json
+
+import polars as pl
+import pytest
+
+from analysis.errors import ParamsError
+from analysis.layout import POOLED
+from analysis.outputs import (
+    bounds_frame,
+    latency_model,
+    metrics,
+    pick,
+    pick_framing,
+    pick_view,
+    read_parquet_output,
+    table,
+)
+
+
+def test_absent_outputs_name_the_command_that_writes_them(tmp_path):
+    with pytest.raises(ParamsError, match=r"coverage.csv not found; run `dvc repro` first"):
+        table("coverage", tmp_path)
+    with pytest.raises(ParamsError, match=r"spans.json not found; run `dvc repro` first"):
+        metrics("spans", tmp_path)
+    with pytest.raises(ParamsError, match=r"latency_model.json not found; run `copydecode kernels fit` first"):
+        latency_model(tmp_path / "latency_model.json")
+    with pytest.raises(ParamsError, match=r"spans.parquet not found; run `copydecode spans`"):
+        read_parquet_output(tmp_path / "spans.parquet", "copydecode spans")
+
+
+def test_present_outputs_are_read(tmp_path):
+    pl.DataFrame({"corpus": ["a"], "coverage": [0.5]}).write_csv(tmp_path / "coverage.csv")
+    (tmp_path / "spans.json").write_text(json.dumps({"n": 3}))
+    assert table("coverage", tmp_path).to_dicts() == [{"corpus": "a", "coverage": 0.5}]
+    assert metrics("spans", tmp_path) == {"n": 3}
+
+
+def test_a_bounds_table_before_kernel_sources_is_refused(tmp_path):
+    pl.DataFrame({"corpus": ["a"], "bound": [2.0]}).write_csv(tmp_path / "bounds.csv")
+    with pytest.raises(ParamsError, match="has no kernel_source, pooling, extrapolated_spans column"):
+        bounds_frame(tmp_path)
+    pl.DataFrame({"corpus": ["a"], "bound": [2.0], "kernel_source": ["fit"], "pooling": ["x"],
+                  "extrapolated_spans": [0]}).write_csv(tmp_path / "bounds.csv")
+    assert bounds_frame(tmp_path).height == 1
+
+
+FRAME = pl.DataFrame({
+    "corpus": ["HEvalFix-Py", "HEvalFix-Py", "ProbeEdit-S", "mine", POOLED, POOLED, POOLED],
+    "framing": ["body", "decl", "unit", "pair", "body", "decl", "unit"],
+    "level": [1, 1, 1, 2, 1, 1, 1],
+})
+
+
+def test_pick_filters_each_column_and_all_keeps_everything():
+    assert pick(FRAME, corpus="all", framing=None).height == FRAME.height
+    assert pick(FRAME, corpus="HEvalFix-Py", framing="decl").height == 1
+    assert pick(FRAME, level=2)["corpus"].to_list() == ["mine"]  # compared as text
+    with pytest.raises(ParamsError, match="unknown corpus 'nope'; known: HEvalFix-Py, ProbeEdit-S, mine, pooled"):
+        pick(FRAME, corpus="nope")
+
+
+def test_a_framing_view_adds_the_single_framing_corpora():
+    body = pick_framing(FRAME, "body")
+    assert sorted(zip(body["corpus"], body["framing"])) == [
+        ("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("mine", "pair"), (POOLED, "body"), (POOLED, "unit")]
+    view = pick_view(FRAME, "body")  # only the framing's own pooled row
+    assert sorted(zip(view["corpus"], view["framing"])) == [
+        ("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("mine", "pair"), (POOLED, "body")]
+    assert pick_framing(FRAME, "all").height == pick_view(FRAME, None).height == FRAME.height
+    with pytest.raises(ParamsError, match="unknown framing 'prompt'"):
+        pick_framing(FRAME, "prompt")
+
+
+def test_a_run_of_single_framing_corpora_joins_every_framing_view():
+    only_pairs = pl.DataFrame({"corpus": ["mine", POOLED], "framing": ["pair", "pair"]})
+    assert pick_framing(only_pairs, "body").height == 2

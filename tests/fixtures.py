@@ -1,0 +1,371 @@
+"""The shared test helpers: imported by test modules as `from fixtures import ...` (pytest puts tests/ on
+the path: `pythonpath` in pyproject.toml). The pytest fixtures and hooks live in conftest.py; no test
+module imports another test module.
+
+Sections: paths and params; the toy tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines;
+the headless browser (a minimal DevTools client)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.request
+from functools import cache
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
+
+
+# ---------------------------------------------------------------- paths and params
+
+def params_with(**changes) -> dict:
+    """The repository's params.yaml with dotted keys replaced (`spans.ci=0.9` as `**{"spans.ci": 0.9}`)."""
+    import yaml
+
+    params = yaml.safe_load((ROOT / "params.yaml").read_text())
+    for dotted, value in changes.items():
+        node = params
+        *parents, last = dotted.split(".")
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return json.loads(json.dumps(params))
+
+
+def sources_held(params: dict, model_path: Path) -> dict:
+    """`params` with kernel.sources cut to those the latency model at `model_path` holds: tests that copy
+    the committed model as a plain input may meet a source params.yaml names before `kernels fit` reran."""
+    from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, load_fitted_models, measured_names
+
+    held = set(measured_names(load_fitted_models(model_path))) | {FIT_SOURCE, PAPER_SOURCE}
+    params["kernel"]["sources"] = [s for s in params["kernel"]["sources"] if s in held]
+    return params
+
+
+# ---------------------------------------------------------------- the one toy tokenizer
+
+class ToyTokenizer:
+    """The toy tokenizer every test builds on: token ids spell `pieces` (bytes); `eos` spells nothing.
+
+    It offers the slice of a tokenizer that the FSM uses (`vocab_size`, `piece`, `added_token_ids`) and
+    the HF-style call the e2e stage uses (`tok(text)["input_ids"]`, one id per byte: the first 256
+    pieces must then be the bytes themselves, as in `ToyTokenizer.bytes_then`).
+    """
+
+    added_token_ids = frozenset()
+
+    def __init__(self, pieces: list[bytes], eos: int):
+        if not 0 <= eos < len(pieces) or pieces[eos] != b"":
+            raise ValueError(f"toy tokenizer: the EOS id {eos} must hold an empty piece")
+        self.pieces, self.eos = list(pieces), eos
+        self.vocab_size = len(self.pieces)
+
+    @classmethod
+    def words_then_eos(cls, words: list[bytes]) -> "ToyTokenizer":
+        """A hand-made vocabulary; the last id is EOS."""
+        return cls([*words, b""], eos=len(words))
+
+    @classmethod
+    def bytes_then(cls, extra: list[bytes] = ()) -> "ToyTokenizer":
+        """Byte level: ids 0..255 are the bytes, 256 is EOS, then the multi-byte `extra` pieces."""
+        return cls([bytes([b]) for b in range(256)] + [b""] + list(extra), eos=256)
+
+    def piece(self, token_id: int) -> bytes:
+        return self.pieces[token_id]
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode())
+
+    def __call__(self, text: str, add_special_tokens: bool = False) -> dict:
+        return {"input_ids": self.encode(text)}
+
+
+def toy_model_tokenizer(extra: list[bytes] = (b'"/><', b'"/>')):
+    """The byte-level toy as a kernels_profile ModelTokenizer (the decoder's and the pilot's tests).
+    The default `extra` pieces: one closes a directive and starts the next op at once."""
+    from kernels_profile.sequence import ModelTokenizer
+
+    tok = ToyTokenizer.bytes_then(list(extra))
+    return ModelTokenizer("toy", tok, tok.encode, None, (tok.eos,))
+
+
+# ---------------------------------------------------------------- the FSM tests' vocabulary and oracle
+
+FSM_LINES = 12  # the line count the FSM tests' programs may copy from
+
+
+def fsm_reference(data, limits=None) -> bool:
+    """The parser's verdict, with the copy-range check; bytes that are not UTF-8 are rejected."""
+    from analysis.errors import ProgramError
+    from analysis.program import parse
+
+    limits = {"lines": FSM_LINES} if limits is None else limits
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+    try:
+        program = parse(data)
+    except ProgramError:
+        return False
+    return all(op.unit in limits and 1 <= op.start <= op.end <= limits[op.unit] for op in program.copies)
+
+
+FSM_WORDS = ["<", "copy", " lines=\"", "<copy lines=\"", "1", "2", "0", "12", "-", "\"/>", "\"", "/>", "<gen>",
+         "</gen>", "</", "gen", ">", "a", " b", "\n", "&lt;", "&", "x</gen>", "<g", "<c", "e", "n", "&amp;",
+         "lt;", "&lt;copy", "é", "中"]
+# every single byte is a token too, as in byte-level BPE, so no live state is stuck
+FSM_VOCAB = [w.encode() for w in FSM_WORDS] + [bytes([b]) for b in range(256)
+                                               if bytes([b]) not in {w.encode() for w in FSM_WORDS}]
+FSM_EOS = len(FSM_VOCAB)  # ToyTokenizer.words_then_eos(FSM_VOCAB) puts EOS last
+
+
+def profile_spec(**changes):
+    """The kernel profile's ProfileSpec as params.yaml gives it, with `changes`; torch's own thread count
+    unless `threads` is given (what the tests measured with before the spec lost its code defaults)."""
+    from dataclasses import replace
+
+    import yaml
+
+    from kernels_profile.stages.profile import settings
+
+    spec = settings(yaml.safe_load((ROOT / "params.yaml").read_text())).spec
+    return replace(spec, **{"threads": None, **changes})
+
+
+# ---------------------------------------------------------------- scratch pipelines
+
+def write_scratch_shared(top: Path, hep_dir: Path, python_cases: int) -> None:
+    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records
+    and an empty git folder (declared by the corpora stage; no bundle mined)."""
+    data = top / "shared" / "data" / "humanevalpack"
+    data.mkdir(parents=True)
+    lines = (hep_dir / "python.jsonl").read_text().splitlines()[:python_cases]
+    (data / "python.jsonl").write_text("\n".join(lines) + "\n")
+    (top / "shared" / "data" / "git").mkdir()
+    (top / "shared" / "data" / "git" / "README").write_text("empty\n")
+
+
+# small analysis-stage settings for a scratch corpora -> programs -> spans -> ... build (the `optimal`,
+# perturbation and shards tests)
+SCRATCH_STAGE_PARAMS = {
+    "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
+    "corpora.probeedit.enabled": False, "corpora.commits": [],
+    "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit", "paper"],
+    "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic",
+    "optimal.bootstrap_resamples": 20, "optimal.framings": ["body"],
+    "perturb.seeds": 1, "perturb.rates": [0.0, 0.5, 1.0], "perturb.levels": ["line"],
+    "perturb.kinds": ["start", "shift"],
+}
+
+
+def params_model_key(form="quadratic"):
+    """The latency ModelKey of params.yaml's kernel model on random weights, eager baseline."""
+    import yaml
+
+    from analysis.latency import ModelKey
+
+    base = yaml.safe_load((ROOT / "params.yaml").read_text())
+    return ModelKey(base["kernel"]["model"], "random", base["kernel"]["dtype"], base["kernel"]["device"], "eager")
+
+
+def write_model(folder, model) -> None:
+    """`model` (a LatencyModel) as the scratch folder's committed latency model."""
+    from analysis.latency import to_document
+
+    path = folder / "reports/kernels/latency_model.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_document([model], "synthetic", [])))
+
+
+@cache
+def one_context_model():
+    """t_step = 1 ms; T_prefill(n) = 3 ms + 0.02 ms * n: a 1-token copy costs more than decoding it."""
+    from analysis.latency import LatencyModel, QuadraticAR, QuadraticPrefill
+
+    return LatencyModel(params_model_key(), "quadratic", QuadraticAR(1e-3, 0.0),
+                        QuadraticPrefill(3e-3, 2e-5, 0.0, 0.0), (1.0, 512.0), (256.0,))
+
+
+README_DROP = r"(?!Experiment$|bounds\.|kernel\.|.*bound_fit_.*:pooled$)"  # the README's `dvc exp show --drop` filter
+
+
+# ---------------------------------------------------------------- the headless browser
+
+BROWSER_WIDTH = 1280
+
+
+def chromium_binary() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable"):
+        if shutil.which(name):
+            return shutil.which(name)
+    return None
+
+
+# ---------------------------------------------------------------- a minimal websocket client (RFC 6455)
+
+
+class WebSocket:
+    def __init__(self, url: str, timeout: float = 30.0):
+        parts = urlparse(url)
+        self.sock = socket.create_connection((parts.hostname, parts.port), timeout=timeout)
+        key = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET {parts.path} HTTP/1.1\r\nHost: {parts.hostname}:{parts.port}\r\n"
+                           "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        response = b""
+        while b"\r\n\r\n" not in response:
+            chunk = self.sock.recv(4096)
+            if not chunk:
+                raise ConnectionError("websocket handshake: connection closed")
+            response += chunk
+        if b" 101 " not in response.split(b"\r\n", 1)[0]:
+            raise ConnectionError(f"websocket handshake refused: {response[:200]!r}")
+        self.buffer = response.split(b"\r\n\r\n", 1)[1]
+
+    def _read(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            chunk = self.sock.recv(max(65536, n - len(self.buffer)))
+            if not chunk:
+                raise ConnectionError("websocket closed")
+            self.buffer += chunk
+        out, self.buffer = self.buffer[:n], self.buffer[n:]
+        return out
+
+    def _frame(self, opcode: int, payload: bytes) -> None:
+        mask = os.urandom(4)
+        n = len(payload)
+        header = bytes([0x80 | opcode])
+        if n < 126:
+            header += bytes([0x80 | n])
+        elif n < 1 << 16:
+            header += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+        else:
+            header += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+        self.sock.sendall(header + mask + masked)
+
+    def send(self, text: str) -> None:
+        self._frame(0x1, text.encode())
+
+    def recv(self) -> str:
+        message = b""
+        while True:
+            first, second = self._read(2)
+            opcode, n = first & 0x0F, second & 0x7F
+            if n == 126:
+                n = int.from_bytes(self._read(2), "big")
+            elif n == 127:
+                n = int.from_bytes(self._read(8), "big")
+            payload = self._read(n)
+            if opcode == 0x8:
+                raise ConnectionError("websocket closed by the browser")
+            if opcode == 0x9:
+                self._frame(0xA, payload)
+                continue
+            message += payload
+            if first & 0x80:
+                return message.decode("utf-8")
+
+
+class Browser:
+    """One headless Chromium and one page target, spoken to over the DevTools protocol."""
+
+    def __init__(self, binary: str):
+        self.profile = tempfile.mkdtemp(prefix="copydecode-chromium-")
+        self.proc = subprocess.Popen(
+            [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
+             "--remote-debugging-port=0", f"--user-data-dir={self.profile}", f"--window-size={BROWSER_WIDTH},900",
+             "about:blank"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        port = self._port()
+        targets = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10).read())
+        page = next(t for t in targets if t["type"] == "page")
+        self.ws = WebSocket(page["webSocketDebuggerUrl"])
+        self.next_id, self.events = 0, []
+        for domain in ("Page", "Network", "Runtime", "Log"):
+            self.call(f"{domain}.enable")
+        self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
+
+    def _port(self) -> int:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            line = self.proc.stderr.readline()
+            if "DevTools listening on ws://" in line:
+                return urlparse(line.split("listening on ")[1].strip()).port
+            if not line and self.proc.poll() is not None:
+                break
+        raise RuntimeError("chromium did not open its DevTools port")
+
+    def call(self, method: str, **params):
+        self.next_id += 1
+        self.ws.send(json.dumps({"id": self.next_id, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.ws.recv())
+            if message.get("id") == self.next_id:
+                if "error" in message:
+                    raise RuntimeError(f"{method}: {message['error']}")
+                return message.get("result", {})
+            self.events.append(message)
+
+    def wait_for(self, event: str, timeout: float = 30.0) -> None:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            message = json.loads(self.ws.recv())
+            self.events.append(message)
+            if message.get("method") == event:
+                return
+        raise TimeoutError(event)
+
+    def open(self, url: str) -> list[dict]:
+        """Load `url` and return the events it caused."""
+        self.events = []
+        self.call("Page.navigate", url=url)
+        self.wait_for("Page.loadEventFired")
+        self.call("Runtime.evaluate", expression="1", awaitPromise=True)  # drain what the load queued
+        return self.events
+
+    def evaluate(self, expression: str):
+        result = self.call("Runtime.evaluate", expression=expression, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in result:
+            raise RuntimeError(result["exceptionDetails"])
+        return result["result"]["value"]
+
+    def screenshot(self, path: Path) -> None:
+        height = int(self.evaluate("document.documentElement.scrollHeight"))
+        self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=min(height, 8000), deviceScaleFactor=1,
+                  mobile=False)
+        shot = self.call("Page.captureScreenshot", format="png")
+        self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(base64.b64decode(shot["data"]))
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+def page_problems(events: list[dict], url: str) -> dict[str, list[str]]:
+    requests = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
+    errors = [e["params"]["exceptionDetails"].get("text", "exception") for e in events
+              if e.get("method") == "Runtime.exceptionThrown"]
+    errors += [" ".join(str(a.get("value", a.get("description", ""))) for a in e["params"]["args"])
+               for e in events if e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] in ("error", "assert")]
+    errors += [e["params"]["entry"]["text"] for e in events
+               if e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"]
+    outside = [r for r in requests if r != url and not r.startswith("data:")]
+    return {"outside requests": outside, "console errors": errors}
+

@@ -35,7 +35,8 @@ EXPLORE_CSS = """
 .cd-explore .cd-pre { background: #f6f8fa; padding: 10px 12px; border-radius: 6px; white-space: pre-wrap; word-break: break-word; }
 .cd-explore .cd-copy { background: #c8f7c5; } .cd-explore .cd-gen { background: #ffd59e; }
 .cd-explore .cd-table { border-collapse: collapse; font-size: 13px; }
-.cd-explore .cd-table th, .cd-explore .cd-table td { border-bottom: 1px solid #d0d7de; padding: 3px 10px; text-align: right; }
+.cd-explore .cd-table th, .cd-explore .cd-table td { border-bottom: 1px solid #d0d7de; padding: 3px 8px; text-align: right; }
+.cd-explore .cd-table th { overflow-wrap: anywhere; max-width: 9em; vertical-align: bottom; }
 .cd-explore .cd-error { color: #9a1c1c; }
 """
 

@@ -267,8 +267,9 @@ class StepSplit:
         flat = c.ravel()
         if len(self.contexts) == 1:
             return np.full(c.shape, self.overhead[0]), np.full(c.shape, self.steady[0])
-        x, knots = np.log1p(flat), np.log1p(np.asarray(self.contexts))
-        steady = np.exp(_lerp_rows(np.log(np.asarray([self.steady])), x, knots)[0])
+        # the portable functions (analysis.stats): the same bits on every CPU, as in GridCurve.evaluate
+        x, knots = portable_log1p(flat), portable_log1p(np.asarray(self.contexts))
+        steady = portable_exp(_lerp_rows(portable_log(np.asarray([self.steady])), x, knots)[0])
         overhead = np.interp(x, knots, np.asarray(self.overhead))  # held at the end values outside
         return overhead.reshape(c.shape), steady.reshape(c.shape)
 
@@ -280,10 +281,27 @@ def fit_step_split(curve: GridCurve, max_n: int) -> StepSplit:
     if len(ns) < 2:
         raise ParamsError(f"steady decode step: the profile has {len(ns)} N <= {max_n} (profiled N: "
                           f"{[int(n) for n in curve.ns]}); raise bounds.steady_max_n to include at least two")
-    design = np.column_stack([np.ones_like(ns), ns])
-    fits = [_lsq(design, curve.evaluate(ns, np.full(ns.shape, c))) for c in curve.contexts]
-    return StepSplit(tuple(curve.contexts), tuple(float(f[0]) for f in fits), tuple(float(f[1]) for f in fits),
-                     float(max_n))
+    fits = [_overhead_and_step(ns.tolist(), curve.evaluate(ns, np.full(ns.shape, c)).tolist()) for c in curve.contexts]
+    return StepSplit(tuple(curve.contexts), tuple(f[0] for f in fits), tuple(f[1] for f in fits), float(max_n))
+
+
+def _overhead_and_step(ns: list[float], ys: list[float]) -> tuple[float, float]:
+    """o, s >= 0 minimising sum(((o + n s) - y) / y)^2: the 2x2 normal equations in plain floats with
+    math.fsum (no BLAS: the same bits on every CPU, so the bounds tables are byte-identical across
+    machines), and the one-term fit when the unconstrained optimum has a negative term."""
+    a = [1.0 / y for y in ys]  # d(residual)/do
+    b = [n / y for n, y in zip(ns, ys)]  # d(residual)/ds
+    saa, sbb = math.fsum(x * x for x in a), math.fsum(x * x for x in b)
+    sab = math.fsum(x * z for x, z in zip(a, b))
+    sa, sb = math.fsum(a), math.fsum(b)
+    det = saa * sbb - sab * sab
+    if det > 0:
+        o, s = (sa * sbb - sb * sab) / det, (saa * sb - sab * sa) / det
+        if o >= 0 and s >= 0:
+            return o, s
+    step_only, overhead_only = (0.0, sb / sbb), (sa / saa, 0.0)
+    loss = lambda o, s: math.fsum((o * x + s * z - 1.0) ** 2 for x, z in zip(a, b))  # noqa: E731
+    return min(step_only, overhead_only, key=lambda f: loss(*f))
 
 
 @dataclass(frozen=True)

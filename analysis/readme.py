@@ -32,6 +32,7 @@ from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
 from analysis.layout import (
+    FROZEN_KERNELS,
     LATENCY_MODEL,
     METRICS,
     POOLED,
@@ -81,7 +82,6 @@ def _kernel_setup(root: Path) -> str:
         lm = present.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    from analysis.layout import FROZEN_KERNELS
     from analysis.provenance import kernel_provenance, kernel_provenance_text
 
     return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
@@ -360,7 +360,8 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
 
 
 # every output the block reads (results_block and its helpers); a path absent at a revision is left out
-BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"))
+# every output the block reads, the frozen GPU sources' environment files included (their provenance line)
+BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS)
 
 
 def _git(root: Path, *args: str) -> str:

@@ -299,9 +299,9 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
     return [p for p in table["program"].to_list() if fits(p, n_lines)][:limit]
 
 
-RANGE_MODES = ("full", "none")  # llguidance's grammar with its line-range regex, and without (a lower bound)
+BENCH_RANGE_MODES = ("full", "none")  # the benchmark's: llguidance's grammar with its line-range regex, and without (a lower bound)
 
 
 def run_models(models: Sequence[str], programs: list[str], n_lines: int, apply_repeats: int, threads: int,
-               range_modes: Sequence[str] = RANGE_MODES) -> list[dict]:
+               range_modes: Sequence[str] = BENCH_RANGE_MODES) -> list[dict]:
     return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads) for m in models]

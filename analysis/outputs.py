@@ -19,9 +19,10 @@ def table(name: str, root: Path = TABLES) -> pl.DataFrame:
     path = Path(root) / f"{name}.csv"
     if not path.is_file():
         raise ParamsError(f"{path} not found; run `dvc repro` first")
-    if path.stat().st_size == 0:  # a stage wrote a table with no rows and no columns (e.g. no paper corpora)
+    try:
+        return pl.read_csv(path)
+    except pl.exceptions.NoDataError:  # a stage wrote a table with no rows and no columns (e.g. no paper corpora)
         return pl.DataFrame()
-    return pl.read_csv(path)
 
 
 def metrics(name: str, root: Path = METRICS) -> dict:

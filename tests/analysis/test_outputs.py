@@ -77,3 +77,10 @@ def test_a_framing_view_adds_the_single_framing_corpora():
 def test_a_run_of_single_framing_corpora_joins_every_framing_view():
     only_pairs = pl.DataFrame({"corpus": ["mine", POOLED], "framing": ["pair", "pair"]})
     assert pick_framing(only_pairs, "body").height == 2
+
+
+def test_a_table_a_stage_wrote_empty_reads_as_empty(tmp_path):
+    """A stage writes a frame with no rows and no columns as an empty file (bounds_paper_pool on a run
+    without the paper's corpora); the report pages read it as an empty table, not a NoDataError."""
+    pl.DataFrame().write_csv(tmp_path / "bounds_paper_pool.csv")
+    assert table("bounds_paper_pool", tmp_path).is_empty()

@@ -89,7 +89,7 @@ from numba import njit
 
 from analysis.errors import ParamsError, ProgramError, TokenizerError
 from analysis.layout import POOLED, pool_framings, pool_rows
-from analysis.oracle import CompiledAutomaton, SuffixAutomaton, _sam_get, token_oracle
+from analysis.oracle import CompiledAutomaton, SuffixAutomaton, sam_get, token_oracle
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
 from analysis.spans import SpanRow, program_spans
 from analysis.text import split_lines
@@ -764,7 +764,7 @@ def _token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_u
             # leftmost start of target[j:j+L] for L = 1..m (the reference's `_leftmost_starts`)
             state = 0
             for k in range(m):
-                state = _sam_get(keys, values, state, ids[j + k], mask)
+                state = sam_get(keys, values, state, ids[j + k], mask)
                 starts[k] = first_end[state] - k
                 if counts[state] == 1:
                     for r in range(k + 1, m):

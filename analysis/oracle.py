@@ -490,7 +490,9 @@ def _hash_slot(keys, state, token, mask):
 
 
 @njit(cache=True)
-def _sam_get(keys, values, state, token, mask):
+def sam_get(keys, values, state, token, mask):
+    """The compiled automaton's transition from `state` on `token` (-1: none); public because the
+    cost-optimal token DP (analysis.optimal) walks the same automaton."""
     slot, key = _hash_slot(keys, state, token, mask)
     if keys[slot] == key:
         return values[slot]
@@ -536,7 +538,7 @@ def _sam_build(seq):
             n_edges += 1
             p = link[p]
         if p != -1:
-            q = _sam_get(keys, values, p, c, mask)
+            q = sam_get(keys, values, p, c, mask)
             if length[p] + 1 == length[q]:
                 link[cur] = q
             else:
@@ -547,7 +549,7 @@ def _sam_build(seq):
                     t = edge_token[e]
                     slot, key = _hash_slot(keys, clone, t, mask)
                     keys[slot] = key
-                    values[slot] = _sam_get(keys, values, q, t, mask)
+                    values[slot] = sam_get(keys, values, q, t, mask)
                     edge_token[n_edges] = t
                     edge_next[n_edges] = head[clone]
                     head[clone] = n_edges
@@ -577,11 +579,11 @@ def _sam_matching_statistics(keys, values, mask, link, length, seq):
     cur_len = 0
     for i in range(n):
         c = seq[i]
-        nxt = _sam_get(keys, values, state, c, mask)
+        nxt = sam_get(keys, values, state, c, mask)
         while state != 0 and nxt == -1:
             state = link[state]
             cur_len = length[state]
-            nxt = _sam_get(keys, values, state, c, mask)
+            nxt = sam_get(keys, values, state, c, mask)
         if nxt != -1:
             state = nxt
             cur_len += 1
@@ -610,7 +612,7 @@ class CompiledAutomaton:
 
     def transition(self, state: int, token: int) -> int:
         """The state reached from `state` by `token`, or -1."""
-        return int(_sam_get(self.keys, self.values, state, token, self.mask))
+        return int(sam_get(self.keys, self.values, state, token, self.mask))
 
     def matching_statistics(self, seq) -> tuple[np.ndarray, np.ndarray]:
         """As `SuffixAutomaton.matching_statistics`, as int64 arrays."""

@@ -51,7 +51,7 @@ from numbers import Real
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.layout import LEVELS, PAPER_CORPORA, POOLED, pool_framings, pool_rows
+from analysis.layout import ALL_POOL, LEVELS, PAPER_CORPORA, PAPER_POOL, POOLED, pool_framings, pool_rows
 from analysis.program import Copy, Program
 from analysis.resolver import resolve
 from analysis.text import split_lines
@@ -276,7 +276,7 @@ def crossing_rate(rates: Sequence[float], ems: Sequence[float], target: float = 
 
 # The pools a pooled EM is taken over: the paper's three corpora (482 cases; the default wherever a
 # figure is set beside the paper's 15.48%) and every corpus of the run (labelled wherever shown).
-PAPER_POOL, ALL_POOL = "paper", "all"
+# the perturbation page's wording of layout's two pools
 POOL_LABELS = {PAPER_POOL: "the paper's three corpora", ALL_POOL: "every corpus of this run"}
 
 CROSSING_SCHEMA = {

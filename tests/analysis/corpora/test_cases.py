@@ -59,3 +59,38 @@ def test_a_bad_cases_file_is_named(tmp_path):
     cases_frame(CASES).with_columns(pl.lit(1).alias("language")).write_parquet(tmp_path / "typed.parquet")
     with pytest.raises(CorpusError, match=r"columns must hold strings, got \{'language': 'Int"):
         read_cases(tmp_path / "typed.parquet")
+
+
+def cases_table():
+    """Two cases, one with an instruction."""
+    return cases_frame([
+        Case("C/1", "C", "python", "body", "a\n", "b\n", "do it"),
+        Case("C/2", "C", "python", "body", "c\n", "d\n"),
+    ])
+
+
+@pytest.mark.parametrize("column", ["source", "target", "case_id"])
+def test_read_cases_null_is_named(tmp_path, column):
+    path = tmp_path / "cases.parquet"
+    cases_table().with_columns(pl.when(pl.col("case_id") == "C/2").then(None).otherwise(pl.col(column))
+                               .alias(column)).write_parquet(path)
+    with pytest.raises(CorpusError, match=f"{path}: column '{column}' is null in 1 row\\(s\\), first at row 1"):
+        read_cases(path)
+
+
+def test_read_cases_bad_files(tmp_path):
+    path = tmp_path / "cases.parquet"
+    cases_table().write_parquet(path)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
+        read_cases(path)
+    path.write_bytes(b"garbage" * 20)
+    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
+        read_cases(path)
+    cases_table().drop("instruction").write_parquet(path)
+    with pytest.raises(CorpusError, match=f"{path}: missing columns \\['instruction'\\]"):
+        read_cases(path)
+    cases_table().with_columns(pl.lit(3).alias("source")).write_parquet(path)
+    with pytest.raises(CorpusError, match="columns must hold strings, got {'source': 'Int32'}"):
+        read_cases(path)

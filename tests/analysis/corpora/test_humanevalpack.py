@@ -1,11 +1,12 @@
-import dataclasses
+"""analysis.corpora.humanevalpack: the HEvalFix cases of each language and framing; every defect of a
+local file, a missing folder or the hub is a CorpusError naming the file, line and field."""
+
 import json
 
-import polars as pl
 import pytest
 
 from analysis.corpora import humanevalpack
-from analysis.corpora.cases import Case, cases_frame, cases_from_frame, read_cases
+from analysis.corpora.cases import cases_frame
 from analysis.errors import CorpusError
 
 
@@ -146,70 +147,9 @@ def test_lone_surrogate_and_bad_instruction(tmp_path):
         humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
 
 
-def cases_table():
-    return cases_frame([
-        Case("C/1", "C", "python", "body", "a\n", "b\n", "do it"),
-        Case("C/2", "C", "python", "body", "c\n", "d\n"),
-    ])
-
-
-def test_read_cases_round_trip(tmp_path):
-    path = tmp_path / "cases.parquet"
-    cases_table().write_parquet(path)
-    frame = read_cases(path)
-    assert cases_from_frame(frame) == cases_from_frame(cases_table())
-
-
-@pytest.mark.parametrize("column", ["source", "target", "case_id"])
-def test_read_cases_null_is_named(tmp_path, column):
-    path = tmp_path / "cases.parquet"
-    cases_table().with_columns(pl.when(pl.col("case_id") == "C/2").then(None).otherwise(pl.col(column))
-                               .alias(column)).write_parquet(path)
-    with pytest.raises(CorpusError, match=f"{path}: column '{column}' is null in 1 row\\(s\\), first at row 1"):
-        read_cases(path)
-
-
-def test_read_cases_bad_files(tmp_path):
-    path = tmp_path / "cases.parquet"
-    cases_table().write_parquet(path)
-    data = path.read_bytes()
-    path.write_bytes(data[: len(data) // 2])
-    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
-        read_cases(path)
-    path.write_bytes(b"garbage" * 20)
-    with pytest.raises(CorpusError, match=f"{path}: not a readable parquet file"):
-        read_cases(path)
-    cases_table().drop("instruction").write_parquet(path)
-    with pytest.raises(CorpusError, match=f"{path}: missing columns \\['instruction'\\]"):
-        read_cases(path)
-    cases_table().with_columns(pl.lit(3).alias("source")).write_parquet(path)
-    with pytest.raises(CorpusError, match="columns must hold strings, got {'source': 'Int32'}"):
-        read_cases(path)
-
-
 def test_shared_files_load_and_match_their_pins(hep_dir):
     for language in ("python", "js"):
         records, origin = humanevalpack.load_humanevalpack(language, hep_dir, "local", verify_sha256=True)
         assert len(records) == 164 and origin.sha256 == humanevalpack.KNOWN_SHA256[language]
         cases = humanevalpack.hevalfix_cases(records, language, ["body"])
         assert all(c.instruction and c.instruction == r["instruction"] for c, r in zip(cases, records))
-
-
-def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
-    from analysis.corpora import registry
-
-    write(tmp_path, "python", [json.dumps(record(instruction="Fix f."))])
-    settings = registry.HumanEvalPackSettings(languages=("python",), framings=("body",), local_dir=str(tmp_path),
-                                              source="local", verify_sha256=False)
-    build = registry.build_corpus("humanevalpack", settings)
-    assert [(c.case_id, c.instruction) for c in build.cases] == [("HEvalFix-Py/7", "Fix f.")]
-    assert build.report[0]["origin"] == f"local:{tmp_path / 'python.jsonl'}"
-    with pytest.raises(CorpusError, match="languages is empty"):
-        registry.build_corpus("humanevalpack", dataclasses.replace(settings, languages=()))
-    from fixtures import params_with
-
-    from analysis.corpora.probeedit import probeedit_recipe
-
-    pe = registry.build_corpus("probeedit", dataclasses.replace(probeedit_recipe(params_with()), n_cases=7))
-    assert len(pe.cases) == 7 and pe.tables["probeedit_edits"].height == 7
-    assert pe.report["origin"].startswith("shipped:")

@@ -168,6 +168,42 @@ SCRATCH_STAGE_PARAMS = {
 }
 
 
+def write_scratch_params(folder: Path, **changes) -> None:
+    """params.yaml in a scratch folder: the repository's with SCRATCH_STAGE_PARAMS and `changes` (dotted keys)."""
+    import yaml
+
+    (folder / "params.yaml").write_text(yaml.safe_dump(params_with(**{**SCRATCH_STAGE_PARAMS, **changes})))
+
+
+# Three small cases of two corpora for the analysis stages' unit tests: a one-line change, a case whose
+# target shares no line with its source, and one that copies a line out of order.
+TOY_CASES = (
+    ("T/1", "Toy", "python", "body", "def f(x):\n    y = x + 1\n    return y\n",
+     "def f(x):\n    y = x + 2\n    return y\n"),
+    ("T/2", "Toy", "python", "body", "a = 1\n", "print('hello')\n"),
+    ("U/1", "Other", "python", "body", "one\ntwo\nthree\n", "three\none\ntwo\nfour\n"),
+)
+
+
+def toy_cases():
+    """TOY_CASES as analysis.corpora.cases.Case values."""
+    from analysis.corpora.cases import Case
+
+    return [Case(*row) for row in TOY_CASES]
+
+
+def toy_program_table(tokenizer, token_min_copy: int = 1):
+    """The oracle programs of the toy cases with each case's source and target joined on (the frame
+    `analysis.stages.tables.joined_programs` reads from disk), built in memory."""
+    from analysis.corpora.cases import cases_frame
+    from analysis.stages.programs import oracle_programs
+
+    cases = toy_cases()
+    programs = oracle_programs(cases, tokenizer, token_min_copy)
+    texts = cases_frame(cases).select("case_id", "framing", "source", "target")
+    return programs.join(texts, on=["case_id", "framing"], how="left", maintain_order="left")
+
+
 def params_model_key(form="quadratic"):
     """The latency ModelKey of params.yaml's kernel model on random weights, eager baseline."""
     import yaml

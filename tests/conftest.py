@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from fixtures import SHARED_HEP
+from fixtures import SHARED_HEP, write_scratch_params
 
 settings.register_profile("ci", max_examples=150, deadline=None)
 settings.register_profile("dev", max_examples=60, deadline=None)
@@ -34,3 +34,33 @@ def tiny():
     from kernels_profile.models import build_model
 
     return build_model("tiny-qwen2", "random", "float32", "cpu", seed=0)
+
+
+@pytest.fixture(scope="session")
+def stages_built(tmp_path_factory, hep_dir) -> Path:
+    """corpora, programs and spans run once on SCRATCH_STAGE_PARAMS (HumanEvalPack Python body cases);
+    each test that uses `stage_scratch` gets a copy of its data/."""
+    from analysis.cli import main
+
+    folder = tmp_path_factory.mktemp("stages_built")
+    here = os.getcwd()
+    os.chdir(folder)
+    try:
+        write_scratch_params(folder, **{"corpora.humanevalpack.local_dir": str(hep_dir)})
+        for stage in ("corpora", "programs", "spans"):
+            assert main(["--params", "params.yaml", stage]) == 0, stage
+    finally:
+        os.chdir(here)
+    return folder
+
+
+@pytest.fixture()
+def stage_scratch(stages_built, tmp_path, monkeypatch, hep_dir) -> Path:
+    """A scratch output root (the working directory) holding the built cases, programs and spans."""
+    import shutil
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("COPYDECODE_HUMANEVALPACK_DIR", raising=False)
+    shutil.copytree(stages_built / "data", tmp_path / "data")
+    write_scratch_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir)})
+    return tmp_path

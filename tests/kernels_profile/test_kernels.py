@@ -1,4 +1,5 @@
-"""The profiler, its cache discipline, the latency fit and the correctness of copy-by-prefill."""
+"""The profiler and its cache discipline, and the latency summaries of its timings. (The models: test_models.py;
+copy-by-prefill's losslessness: test_equivalence.py.)"""
 
 
 import numpy as np
@@ -9,13 +10,6 @@ torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
 from analysis.latency import QuadraticAR, QuadraticPrefill, speedup_table, summarize  # noqa: E402
-from kernels_profile.equivalence import prefill_vs_steps  # noqa: E402
-from kernels_profile.models import (  # noqa: E402
-    ModelError,
-    build_model,
-    known_models,
-    published_config,
-)
 from kernels_profile.profiler import CacheBench, ProfileSpec, profile_run  # noqa: E402
 from fixtures import profile_spec  # noqa: E402
 
@@ -23,40 +17,6 @@ from fixtures import profile_spec  # noqa: E402
 def profile(spec, root, progress=False):
     """The raw timings, with no other load injected: each real contention sample sleeps 1 s."""
     return profile_run(spec, root, progress, other=lambda: 0.0).raw
-
-
-def test_published_configs_are_data():
-    assert {"qwen2.5-0.5b", "qwen2.5-1.5b", "qwen2.5-3b", "qwen2.5-7b", "smollm2-135m"} <= set(known_models())
-    cfg = published_config("qwen2.5-7b")
-    assert (cfg["hidden_size"], cfg["num_hidden_layers"], cfg["num_key_value_heads"]) == (3584, 28, 4)
-
-
-def test_random_7b_architecture_builds_without_weight_init():
-    # on the meta device: the published 7B config and the no-init path, without 15 GB of memory
-    from transformers import AutoConfig, AutoModelForCausalLM
-    from transformers.initialization import no_init_weights
-
-    raw = published_config("qwen2.5-7b")
-    raw.pop("_source")
-    with no_init_weights(), torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**raw), dtype=torch.bfloat16)
-    assert 7.0e9 < sum(p.numel() for p in model.parameters()) < 7.9e9
-
-
-@pytest.mark.parametrize(
-    "kwargs, fragment",
-    [
-        ({"name": "qwen9-1b"}, "unknown model 'qwen9-1b'"),
-        ({"name": "tiny-qwen2", "dtype": "float16"}, "float16 is not supported on the CPU"),
-        ({"name": "tiny-qwen2", "dtype": "int3"}, "unknown dtype 'int3'"),
-        ({"name": "tiny-qwen2", "device": "cuda"}, "CUDA is not available"),
-    ],
-)
-def test_bad_model_params_are_clear_errors(kwargs, fragment):
-    if "cuda" in kwargs.get("device", "") and torch.cuda.is_available():
-        pytest.skip("this machine has CUDA")
-    with pytest.raises(ModelError, match=fragment):
-        build_model(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -172,26 +132,6 @@ def test_speedup_table_pairs_repeats_and_marks_the_strongest():
     assert row["speedup"] == pytest.approx(0.5 * float(ar.evaluate(64, 0)) / float(prefill.evaluate(64, 0)))
     assert row["is_strongest"] and row["overhead_share"] == pytest.approx(0.5)
     assert summarize(raw)["repeats"].unique().to_list() == [3]
-
-
-@pytest.mark.parametrize("context, n", [(0, 1), (0, 7), (9, 16)])
-def test_prefill_is_lossless_on_a_tiny_model(tiny, context, n):
-    gen = torch.Generator().manual_seed(context + n)
-    ctx = torch.randint(0, 512, (1, context), generator=gen)
-    copy = torch.randint(0, 512, (1, n), generator=gen)
-    result = prefill_vs_steps(tiny, ctx, copy)
-    assert result.ok, result
-
-
-@pytest.mark.model
-def test_prefill_is_lossless_on_smollm2():
-    lm = build_model("smollm2-135m", "gguf", "float32", "cpu")
-    gen = torch.Generator().manual_seed(0)
-    ctx = torch.randint(0, lm.config.vocab_size, (1, 24), generator=gen)
-    copy = torch.randint(0, lm.config.vocab_size, (1, 12), generator=gen)
-    result = prefill_vs_steps(lm, ctx, copy)
-    assert result.ok, result
-    assert result.logits_rel_diff < result.tolerance
 
 
 @pytest.mark.slow

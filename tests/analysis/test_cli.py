@@ -66,18 +66,6 @@ def test_every_stage_and_benchmark_is_on_the_settings_layer():
         assert len(run.parameters) == 1, f"{command}: run takes its settings alone, has {list(run.parameters)}"
 
 
-def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what_it_names():
-    from fixtures import params_with
-
-    from kernels_profile.stages.bench_mask import settings
-
-    params = params_with(**{"decode.mask_benchmark.threads": 2})
-    plain = settings(params)
-    assert plain.threads == 2 and plain.programs == params["decode"]["mask_benchmark"]["programs"]
-    over = settings(params, programs=3, models=["smollm2-135m"])
-    assert (over.programs, over.models, over.lines) == (3, ("smollm2-135m",), plain.lines)
-
-
 def test_the_cli_builds_the_pilot_settings_with_its_preset():
     from pathlib import Path
 

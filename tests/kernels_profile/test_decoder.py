@@ -150,19 +150,3 @@ def test_rewrite_decoding_stops_at_the_budget_or_eos(tiny):
     tok = toy()
     _, seconds, tokens, stopped = decode_rewrite(tiny, tok, SOURCE, INSTRUCTION, REWRITE_TEMPLATE, budget=7)
     assert seconds > 0 and (stopped == "budget" and tokens == 7 or stopped == "eos" and tokens <= 7)
-
-
-def test_decode_stage_finds_one_case_and_names_what_is_missing():
-    import polars as pl
-
-    from analysis.errors import CorpusError
-    from kernels_profile.stages.decode import find_case
-
-    cases = pl.DataFrame({"case_id": ["A/1", "A/1", "B/1"], "framing": ["body", "decl", "unit"],
-                          "source": ["s1", "s2", "s3"]})
-    assert find_case(cases, "A/1", "decl")["source"] == "s2"
-    assert find_case(cases, "B/1", "body")["source"] == "s3"  # single-framing corpora ignore the framing
-    with pytest.raises(CorpusError, match="no case 'C/9'"):
-        find_case(cases, "C/9", "body")
-    with pytest.raises(CorpusError, match="has no framing 'prompt'"):
-        find_case(cases, "A/1", "prompt")

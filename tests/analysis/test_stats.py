@@ -1,6 +1,8 @@
 import json
+import math
 
 import numpy as np
+import polars as pl
 import pytest
 from fixtures import ROOT
 
@@ -158,3 +160,44 @@ def test_a_paired_difference_that_is_not_significant_is_called_so():
     assert "significant at 0.05" in paired_difference_text(0, 12, 33, 0, 12)
     assert "not significant" not in paired_difference_text(0, 12, 33, 0, 12)
     assert "not computable" in paired_difference_text(3, 5, 33, None, None)
+
+
+# ---------------------------------------------------------------- per-pair ratios (the profiler's and e2e's paired timings)
+
+from analysis.stats import TimingError, ratio_pairs, summarize_ratios  # noqa: E402
+
+def _records(ar, other, method="line", case="c1"):
+    rows = [{"case_id": case, "method": "ar", "repeat": r, "seconds": s} for r, s in enumerate(ar)]
+    return rows + [{"case_id": case, "method": method, "repeat": r, "seconds": s} for r, s in enumerate(other)]
+
+
+def test_ratios_are_taken_within_each_repeat():
+    ar, line = [2.0, 30.0, 200.0], [1.0, 10.0, 100.0]
+    pairs = ratio_pairs(_records(ar, line), "ar", keys=["case_id"])
+    assert pairs["ratio"].to_list() == [a / b for a, b in zip(ar, line)]
+    summary = summarize_ratios(ratio_pairs(_records(ar, line), "ar", ["case_id"]), ["case_id"]).row(0, named=True)
+    per_pair = sorted(a / b for a, b in zip(ar, line))
+    assert summary["ratio_median"] == per_pair[1]
+    assert summary["ratio_median"] != sorted(ar)[1] / sorted(line)[1]  # not a ratio of medians
+    assert summary["pairs"] == 3
+    assert math.isclose(summary["ratio_iqr"], summary["ratio_q75"] - summary["ratio_q25"])
+
+
+def test_ratios_group_by_keys_and_methods():
+    records = _records([2.0, 4.0], [1.0, 1.0], case="a") + _records([9.0, 9.0], [3.0, 3.0], case="b")
+    records += [{"case_id": c, "method": "pld", "repeat": r, "seconds": 1.0} for c in "ab" for r in range(2)]
+    summary = summarize_ratios(ratio_pairs(pl.DataFrame(records), "ar", ["case_id"]), ["case_id"])
+    got = {(r["case_id"], r["method"]): r["ratio_median"] for r in summary.iter_rows(named=True)}
+    assert got == {("a", "line"): 3.0, ("a", "pld"): 3.0, ("b", "line"): 3.0, ("b", "pld"): 9.0}
+
+
+@pytest.mark.parametrize("records, fragment", [
+    (_records([1.0, 2.0], [1.0]), "without every method"),
+    (_records([1.0], [1.0]) + _records([1.0], [1.0]), "more than one time"),
+    (_records([1.0], [0.0]), "> 0 s"),
+    ([{"method": "line", "repeat": 0, "seconds": 1.0}], "baseline method 'ar'"),
+    ([{"method": "ar", "seconds": 1.0}], "missing \\['repeat'\\]"),
+])
+def test_unpairable_records_are_timing_errors(records, fragment):
+    with pytest.raises(TimingError, match=fragment):
+        ratio_pairs(records, "ar", keys=["case_id"] if "case_id" in records[0] else [])

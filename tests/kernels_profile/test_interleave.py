@@ -20,12 +20,6 @@ def test_williams_rows_are_a_latin_square_balanced_for_first_order_carry_over(n)
         assert len(set(follows.values())) == 1, follows
 
 
-def test_two_methods_alternate_and_each_runs_once_per_repeat():
-    order = interleaved_order(["eager", "static"], 6, seed=3)
-    assert all(sorted(row) == ["eager", "static"] for row in order)
-    assert all(a != b for a, b in zip(order, order[1:]))  # alternates: [A, B], [B, A], ...
-
-
 def test_the_order_is_seeded_and_more_repeats_extend_it():
     methods = ["ar", "pld", "program"]
     assert interleaved_order(methods, 4, "s") == interleaved_order(methods, 4, "s")
@@ -43,3 +37,25 @@ def test_the_order_is_seeded_and_more_repeats_extend_it():
 def test_bad_arguments_are_named_params_errors(methods, repeats, message):
     with pytest.raises(ParamsError, match=message):
         interleaved_order(methods, repeats, 0)
+
+
+def test_two_methods_alternate_and_the_seed_decides_who_starts():
+    starts = set()
+    for seed in range(8):
+        order = interleaved_order(["ar", "prefill"], 6, seed)
+        assert all(sorted(row) == ["ar", "prefill"] for row in order)
+        assert all(order[r][0] != order[r + 1][0] for r in range(5))
+        assert order == interleaved_order(["ar", "prefill"], 6, seed)
+        starts.add(order[0][0])
+    assert starts == {"ar", "prefill"}
+
+
+@pytest.mark.parametrize("methods", [["ar", "pld", "line", "token"], ["a", "b", "c"]])
+def test_williams_order_balances_position_and_carry_over(methods):
+    rows = len(williams_rows(len(methods)))
+    order = interleaved_order(methods, rows, seed="e2e/case-1")  # one full square: balanced at every position
+    for position in range(len(methods)):
+        assert Counter(row[position] for row in order) == Counter({m: rows // len(methods) for m in methods})
+    follows = Counter((row[i], row[i + 1]) for row in order for i in range(len(methods) - 1))
+    assert len(follows) == len(methods) * (len(methods) - 1)
+    assert len(set(follows.values())) == 1

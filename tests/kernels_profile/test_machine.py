@@ -1,16 +1,13 @@
-"""Machine description, reference workload and drift, and the interleaving/pairing helpers."""
+"""Machine description, reference workload and drift, other processes' CPU use and the contention rule.
+(The interleaving: test_interleave.py; the per-pair ratios: tests/analysis/test_stats.py.)"""
 
 import json
 import math
 import re
-from collections import Counter
 
-import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.stats import TimingError, ratio_pairs, summarize_ratios
-from kernels_profile.interleave import interleaved_order, williams_rows
 from analysis.latency import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
     CPU_FLAGS,
@@ -249,81 +246,6 @@ def test_threads_are_a_positive_integer_or_null(value, ok):
     else:
         with pytest.raises(ParamsError, match="positive integer or null"):
             check_threads(value)
-
-
-# ---------------------------------------------------------------- interleaving
-
-def test_two_methods_alternate_and_the_seed_decides_who_starts():
-    starts = set()
-    for seed in range(8):
-        order = interleaved_order(["ar", "prefill"], 6, seed)
-        assert all(sorted(row) == ["ar", "prefill"] for row in order)
-        assert all(order[r][0] != order[r + 1][0] for r in range(5))
-        assert order == interleaved_order(["ar", "prefill"], 6, seed)
-        starts.add(order[0][0])
-    assert starts == {"ar", "prefill"}
-
-
-@pytest.mark.parametrize("methods", [["ar", "pld", "line", "token"], ["a", "b", "c"]])
-def test_williams_order_balances_position_and_carry_over(methods):
-    rows = len(williams_rows(len(methods)))
-    order = interleaved_order(methods, rows, seed="e2e/case-1")
-    for position in range(len(methods)):
-        assert Counter(row[position] for row in order) == Counter({m: rows // len(methods) for m in methods})
-    follows = Counter((row[i], row[i + 1]) for row in order for i in range(len(methods) - 1))
-    assert len(follows) == len(methods) * (len(methods) - 1)
-    assert len(set(follows.values())) == 1
-
-
-def test_more_repeats_extend_the_schedule_without_changing_it():
-    short = interleaved_order(["ar", "pld", "line", "token"], 3, 7)
-    assert interleaved_order(["ar", "pld", "line", "token"], 9, 7)[:3] == short
-    assert any(interleaved_order(["ar", "pld", "line", "token"], 3, s) != short for s in range(8, 12))
-
-
-@pytest.mark.parametrize("methods, repeats", [([], 2), (["ar", "ar"], 2), (["ar"], -1)])
-def test_bad_orders_are_params_errors(methods, repeats):
-    with pytest.raises(ParamsError):
-        interleaved_order(methods, repeats, 0)
-
-
-# ---------------------------------------------------------------- per-pair ratios
-
-def _records(ar, other, method="line", case="c1"):
-    rows = [{"case_id": case, "method": "ar", "repeat": r, "seconds": s} for r, s in enumerate(ar)]
-    return rows + [{"case_id": case, "method": method, "repeat": r, "seconds": s} for r, s in enumerate(other)]
-
-
-def test_ratios_are_taken_within_each_repeat():
-    ar, line = [2.0, 30.0, 200.0], [1.0, 10.0, 100.0]
-    pairs = ratio_pairs(_records(ar, line), "ar", keys=["case_id"])
-    assert pairs["ratio"].to_list() == [a / b for a, b in zip(ar, line)]
-    summary = summarize_ratios(ratio_pairs(_records(ar, line), "ar", ["case_id"]), ["case_id"]).row(0, named=True)
-    per_pair = sorted(a / b for a, b in zip(ar, line))
-    assert summary["ratio_median"] == per_pair[1]
-    assert summary["ratio_median"] != sorted(ar)[1] / sorted(line)[1]  # not a ratio of medians
-    assert summary["pairs"] == 3
-    assert math.isclose(summary["ratio_iqr"], summary["ratio_q75"] - summary["ratio_q25"])
-
-
-def test_ratios_group_by_keys_and_methods():
-    records = _records([2.0, 4.0], [1.0, 1.0], case="a") + _records([9.0, 9.0], [3.0, 3.0], case="b")
-    records += [{"case_id": c, "method": "pld", "repeat": r, "seconds": 1.0} for c in "ab" for r in range(2)]
-    summary = summarize_ratios(ratio_pairs(pl.DataFrame(records), "ar", ["case_id"]), ["case_id"])
-    got = {(r["case_id"], r["method"]): r["ratio_median"] for r in summary.iter_rows(named=True)}
-    assert got == {("a", "line"): 3.0, ("a", "pld"): 3.0, ("b", "line"): 3.0, ("b", "pld"): 9.0}
-
-
-@pytest.mark.parametrize("records, fragment", [
-    (_records([1.0, 2.0], [1.0]), "without every method"),
-    (_records([1.0], [1.0]) + _records([1.0], [1.0]), "more than one time"),
-    (_records([1.0], [0.0]), "> 0 s"),
-    ([{"method": "line", "repeat": 0, "seconds": 1.0}], "baseline method 'ar'"),
-    ([{"method": "ar", "seconds": 1.0}], "missing \\['repeat'\\]"),
-])
-def test_unpairable_records_are_timing_errors(records, fragment):
-    with pytest.raises(TimingError, match=fragment):
-        ratio_pairs(records, "ar", keys=["case_id"] if "case_id" in records[0] else [])
 
 
 def test_the_drift_threshold_and_contention_slack_have_no_default_in_code():

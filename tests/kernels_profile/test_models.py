@@ -1,7 +1,6 @@
 """kernels_profile.models: the model registry and published configs, the names a model has in the
 timings, the dtype/device checks, the EOS ids and the vocabulary check; bad input is a ModelError."""
 
-import inspect
 import json
 from types import SimpleNamespace
 
@@ -106,20 +105,27 @@ def test_eos_ids_come_from_the_registry_else_from_the_tokenizer():
         eos_ids("smollm2-135m", SimpleNamespace(eos_token_id=None))
 
 
-def test_a_vocabulary_smaller_than_the_tokenizer_is_refused(tiny):
-    rows = tiny.model.get_input_embeddings().weight.shape[0]
-    check_vocabulary(tiny, [0] * rows)
-    with pytest.raises(ModelError, match=f"tiny-qwen2: its vocabulary \\({rows} embedding rows\\) is smaller than "
-                                         f"its tokenizer's \\({rows + 1} ids\\)"):
-        check_vocabulary(tiny, [0] * (rows + 1))
+def fake_model(rows: int, forward=None) -> SimpleNamespace:
+    """What check_vocabulary and cache_kwarg read of a model: its embedding rows, its forward()."""
+    embeddings = SimpleNamespace(weight=SimpleNamespace(shape=(rows, 8)))
+    return SimpleNamespace(get_input_embeddings=lambda: embeddings, forward=forward)
 
 
-def test_cache_kwarg_follows_the_forward_signature(tiny):
-    assert cache_kwarg(tiny.model) in inspect.signature(tiny.model.forward).parameters
+def test_a_vocabulary_smaller_than_the_tokenizer_is_refused():
+    lm = SimpleNamespace(name="toy", model=fake_model(300))
+    check_vocabulary(lm, [0] * 300)
+    with pytest.raises(ModelError, match="toy: its vocabulary \\(300 embedding rows\\) is smaller than "
+                                         "its tokenizer's \\(301 ids\\)"):
+        check_vocabulary(lm, [0] * 301)
+
+
+def test_cache_kwarg_follows_the_forward_signature():
+    def old(input_ids, past_key_values=None): ...
 
     def renamed(input_ids, cache=None): ...
 
     def both(input_ids, cache=None, past_key_values=None): ...
 
+    assert cache_kwarg(SimpleNamespace(forward=old)) == "past_key_values"
     assert cache_kwarg(SimpleNamespace(forward=renamed)) == "cache"
     assert cache_kwarg(SimpleNamespace(forward=both)) == "past_key_values"

@@ -57,7 +57,7 @@ def test_files_of_one_source_are_stacked_and_labelled(tmp_path):
 def test_a_timing_two_files_of_one_source_hold_is_refused(tmp_path):
     raw_frame((0, 1)).write_parquet(tmp_path / "a.parquet")
     raw_frame((1,)).write_parquet(tmp_path / "b.parquet")
-    with pytest.raises(ParamsError, match="kernel source 's': .* both hold ar timings of m/eager at c=0, N=8, repeat 1"):
+    with pytest.raises(ParamsError, match="kernel source 's': .* both hold (ar|prefill) timings of m/eager at c=0, N=8, repeat 1"):
         by_source((RawSource("s", tmp_path / "a.parquet"), RawSource("s", tmp_path / "b.parquet")))
 
 

@@ -80,8 +80,11 @@ def model_entry(name: str) -> ModelEntry:
 
 def published_config(name: str) -> dict[str, Any]:
     path = CONFIG_DIR / f"{name}.json"
-    if name not in registry() or not path.is_file():
+    if name not in registry():
         raise ModelError(f"unknown model {name!r}; known: {', '.join(known_models())}")
+    if not path.is_file():
+        raise ModelError(f"model {name!r} is registered but has no published config ({path.name} is not in "
+                         f"{CONFIG_DIR}); it loads its config with its weights")
     return json.loads(path.read_text())
 
 

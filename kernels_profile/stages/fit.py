@@ -129,7 +129,8 @@ def read_source(entries: list[RawSource]) -> pl.DataFrame:
     raw = pl.concat(frames, how="diagonal_relaxed")
     keys = [c for c in ("model", "weights", "dtype", "device", "method", "baseline", "pair_baseline", "context", "n",
                         "repeat") if c in raw.columns]
-    clash = raw.group_by(keys).agg(files=pl.col("raw_file").unique()).filter(pl.col("files").list.len() > 1)
+    clash = (raw.group_by(keys, maintain_order=True).agg(files=pl.col("raw_file").unique(maintain_order=True))
+             .filter(pl.col("files").list.len() > 1))
     if clash.height:
         row = clash.row(0, named=True)
         raise ParamsError(f"kernel source {entries[0].source!r}: {sorted(row['files'])} both hold {row['method']} "

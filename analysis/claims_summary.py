@@ -22,7 +22,7 @@ from analysis.claims import (
 from analysis.errors import ParamsError
 from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import METRICS, POOLED, RATIO_OF_SUMS, TABLES
-from analysis.outputs import bounds_frame, metrics, table
+from analysis.present.outputs import bounds_frame, metrics, table
 
 
 def _round(value: Any, digits: int = 4) -> Any:

@@ -56,7 +56,7 @@ NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"
-HEADLINE_METRICS = Path("metrics")                      # analysis.headline: the dvc metrics, one short path per row
+HEADLINE_METRICS = Path("metrics")                      # analysis.present.headline: the dvc metrics, one short path per row
 
 # ---------------------------------------------------------------- pooling
 POOLED = "pooled"

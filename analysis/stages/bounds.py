@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from analysis import charts
+from analysis.present import charts
 from analysis.corpora import commits
 from analysis.bounds import (
     CONTEXT_MODES,

@@ -15,7 +15,7 @@ import yaml
 from fixtures import ROOT
 
 from analysis.errors import ParamsError
-from analysis.headline import (
+from analysis.present.headline import (
     CORPUS_KEYS,
     HEADLINE_DIR,
     HeadlineSettings,

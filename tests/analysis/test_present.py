@@ -1,4 +1,4 @@
-"""analysis.present's computations: the corpus report's frames, claim 3 like with like, the kernel
+"""analysis.present.notebook's computations: the corpus report's frames, claim 3 like with like, the kernel
 run environment and roofline explanation, the headline metrics. Inputs are small frames built here;
 expected values are computed independently in the test, never typed from a run."""
 
@@ -12,7 +12,8 @@ import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis import claims, present
+from analysis import claims
+from analysis.present import notebook as present
 from analysis.layout import LATENCY_MODEL, METRICS, TABLES
 
 PAPER = present.paper_claims()

@@ -16,9 +16,9 @@ import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis import present
+from analysis.present import notebook as present
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
-from analysis.reports import REPORTS, Page, external_references, index_html, notebook_body, page
+from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
 ATTACK = "<img src=x onerror=alert(1)>"
 
@@ -171,7 +171,7 @@ def test_provenance_hashes_the_params_file_in_use(tmp_path, monkeypatch):
 
 
 def test_provenance_names_the_commit_and_what_differs_from_it():
-    from analysis.provenance import commit_text
+    from analysis.present.provenance import commit_text
 
     assert commit_text("abc", []) == "abc"
     outputs_only = commit_text("abc", ["reports/tables/bounds.csv", "dvc.lock", "README.md"])
@@ -181,7 +181,7 @@ def test_provenance_names_the_commit_and_what_differs_from_it():
 
 
 def test_provenance_never_imports_torch():
-    code = ("import sys; from analysis import present; present.provenance(); "
+    code = ("import sys; from analysis.present import provenance; provenance.provenance(); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -256,7 +256,7 @@ def test_notebooks_keep_parameters_and_read_paths_only_through_layout():
 @pytest.mark.slow
 def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypatch):
     """Render a tiny report through papermill and nbconvert with a hostile parameter."""
-    from analysis.reports import render_notebook
+    from analysis.present.reports import render_notebook
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel runs in tmp_path: import this checkout's package
 
@@ -264,7 +264,7 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
     params = nbformat.v4.new_code_cell('case_id = "x"')
     params.metadata["tags"] = ["parameters"]
     book.cells = [nbformat.v4.new_markdown_cell("# Probe"), params, nbformat.v4.new_code_cell(
-        "import polars as pl\nfrom analysis import present\n"
+        "import polars as pl\nfrom analysis.present import notebook as present\n"
         "display(present.note('<b>{c}</b>', c=case_id))\npresent.show(pl.DataFrame({'case_id': [case_id]}))")]
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (tmp_path / NOTEBOOKS).mkdir(parents=True)
@@ -281,7 +281,7 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
 def test_write_headline_writes_the_short_summary_file_dvc_declares(tmp_path):
     import yaml
 
-    from analysis.reports import HEADLINE, write_headline
+    from analysis.present.reports import HEADLINE, write_headline
 
     for folder in (TABLES, METRICS):
         shutil.copytree(ROOT / folder, tmp_path / folder)
@@ -346,7 +346,7 @@ def test_index_opens_with_a_compact_claims_grid(tmp_path):
 def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
     import dataclasses as dc
 
-    from analysis.pages import CELL_LIMIT, grid_rows
+    from analysis.present.pages import CELL_LIMIT, grid_rows
 
     @dc.dataclass(frozen=True)
     class Later(present.Claim):  # a Claim with a field added later by claims.py

@@ -208,9 +208,9 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model (analysis.e2eview): per corpus the
+    """Measured end to end against the AR loop of the same model (analysis.present.e2eview): per corpus the
     ratio of summed times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
-    from analysis.e2eview import pooled_from_speedup, primary_pld
+    from analysis.present.e2eview import pooled_from_speedup, primary_pld
 
     out: dict[str, dict] = {}
     pld = primary_pld(e2e["method"].unique().to_list())
@@ -236,7 +236,7 @@ def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> di
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
-    from analysis.e2eview import read_frozen
+    from analysis.present.e2eview import read_frozen
 
     run = read_frozen(frozen, E2E_WIDE)
     return {} if run is None else e2e_rows(run.speedup, s, prefix="e2e_wide-")

@@ -1,10 +1,10 @@
 """What the reports show: the public names the notebooks and the reports stage import, gathered from
 the modules that own them, plus the kernel report's roofline block and the case explorer.
 
-Owners: reading stage outputs analysis.outputs; number formatting analysis.numbers; tables and page
-blocks (HTML) analysis.pages; provenance analysis.provenance; the paper's claims and their verdicts
-analysis.claims (torch-free, no HTML); corpus views analysis.corpusviews; kernel run environment and
-latency fits analysis.kernelviews; headline.json analysis.claims_summary.
+Owners: reading stage outputs analysis.present.outputs; number formatting analysis.present.numbers; tables and page
+blocks (HTML) analysis.present.pages; provenance analysis.present.provenance; the paper's claims and their verdicts
+analysis.claims (torch-free, no HTML); corpus views analysis.present.corpusviews; kernel run environment and
+latency fits analysis.present.kernelviews; headline.json analysis.present.claims_summary.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from analysis.claims import (  # noqa: F401
     paper_points,
     rules_frame,
 )
-from analysis.corpusviews import (  # noqa: F401
+from analysis.present.corpusviews import (  # noqa: F401
     BENCHMARK,
     COMMITS_PREFIX,
     GIT_HISTORY,
@@ -55,8 +55,8 @@ from analysis.corpusviews import (  # noqa: F401
     tokenization_wide,
 )
 from analysis.errors import ParamsError
-from analysis.claims_summary import headline  # noqa: F401
-from analysis.kernelviews import (  # noqa: F401
+from analysis.present.claims_summary import headline  # noqa: F401
+from analysis.present.kernelviews import (  # noqa: F401
     RunEnvironmentView,
     break_even_n,
     latency_fits,
@@ -74,8 +74,8 @@ from analysis.layout import (  # noqa: F401
     pooling_label,
 )
 from analysis.layout import PAPER_NAMES as PAPER_CORPORA  # noqa: F401
-from analysis.numbers import MISSING, fmt_ci, fmt_count, fmt_int, fmt_num, fmt_pct, fmt_x  # noqa: F401
-from analysis.outputs import (  # noqa: F401
+from analysis.present.numbers import MISSING, fmt_ci, fmt_count, fmt_int, fmt_num, fmt_pct, fmt_x  # noqa: F401
+from analysis.present.outputs import (  # noqa: F401
     bounds_frame,
     latency_model,
     metrics,
@@ -85,7 +85,7 @@ from analysis.outputs import (  # noqa: F401
     read_parquet_output,
     table,
 )
-from analysis.pages import (  # noqa: F401
+from analysis.present.pages import (  # noqa: F401
     STAND_IN_NOTE,
     VERDICT_COLOURS,
     Html,
@@ -99,7 +99,7 @@ from analysis.pages import (  # noqa: F401
     summary_table,
 )
 from analysis.params import DEFAULT_PARAMS  # noqa: F401
-from analysis.provenance import PARAMS_ENV, Provenance, cpu_model, provenance, provenance_html  # noqa: F401
+from analysis.present.provenance import PARAMS_ENV, Provenance, cpu_model, provenance, provenance_html  # noqa: F401
 
 # ---------------------------------------------------------------- kernels: roofline
 

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.numbers import MISSING, fmt_num, fmt_pct
+from analysis.present.numbers import MISSING, fmt_num, fmt_pct
 
 
 @dataclass(frozen=True)

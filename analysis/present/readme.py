@@ -2,7 +2,7 @@
 reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- results:end -->`.
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
-helpers the reports use (analysis.present), so the README cannot drift from the metrics.
+helpers the reports use (analysis.present.notebook), so the README cannot drift from the metrics.
 tests/analysis/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
 `committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
 machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import present
+from analysis.present import notebook as present
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_text
 from analysis.layout import (
@@ -58,9 +58,9 @@ CLAIM_LINKS = "reports/html/{}.html"  # each claim row links the report page tha
 def _claims_table(root: Path) -> list[str]:
     """The claims as the index's grid: one row per claim (per corpus or kernel source where its judged figure
     lists several), paper | ours (judged figure, CI, cases) | verdict | page; cells of at most ~200 characters
-    (analysis.pages.grid_rows), the reason and method on the linked page."""
-    from analysis.pages import grid_rows
-    from analysis.outputs import table
+    (analysis.present.pages.grid_rows), the reason and method on the linked page."""
+    from analysis.present.pages import grid_rows
+    from analysis.present.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -82,7 +82,7 @@ def _kernel_setup(root: Path) -> str:
         lm = present.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    from analysis.provenance import kernel_provenance, kernel_provenance_text
+    from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 
     return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
 
@@ -203,8 +203,8 @@ def _mask_sentence(root: Path) -> str:
 
 
 def _pilot_sentence(root: Path) -> str:
-    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilotreport.headline)."""
-    from analysis.pilotreport import headline
+    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.present.pilotreport.headline)."""
+    from analysis.present.pilotreport import headline
 
     try:
         m = present.metrics("pilot", root / METRICS)

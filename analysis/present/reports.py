@@ -40,7 +40,7 @@ TEMPLATES = Path(__file__).resolve().parents[1] / "notebooks"
 INJECTED = ("root",)
 # The value types a report parameter may take (papermill writes each as a Python literal).
 PARAMETER_TYPES = (str, int, float, bool, type(None))
-HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.headline's files)
+HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.present.headline's files)
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
@@ -111,7 +111,7 @@ def external_references(text: str) -> list[str]:
 
 
 def page(title: str, body: str, nav: str = "") -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     document = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -226,7 +226,7 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
 
 def stale_banner(reasons: list[str]) -> str:
     """The warning a page built from another corpus's outputs carries at its top."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     if not reasons:
         return ""
@@ -263,7 +263,7 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"
@@ -275,7 +275,7 @@ def _figure(stem: str, caption: str, root: Path) -> str:
 
 
 def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
     if not files:
@@ -291,7 +291,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     import polars as pl
 
     from analysis.layout import POOLED, framing_filter
-    from analysis.outputs import table
+    from analysis.present.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -303,8 +303,8 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
 
 def _own_corpora(root: Path, corpora: set[str]) -> str:
     """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
-    from analysis import present
-    from analysis.outputs import bounds_frame, table
+    from analysis.present import notebook as present
+    from analysis.present.outputs import bounds_frame, table
 
     def optional(read):
         try:
@@ -316,7 +316,7 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     if coverage is None or not corpora:
         return ""
     from analysis.layout import framing_filter
-    from analysis.pages import corpus_table
+    from analysis.present.pages import corpus_table
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
                          optional(lambda: table("edit_formats", root / TABLES)), sorted(corpora))
@@ -327,10 +327,10 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis import present
+    from analysis.present import notebook as present
     from analysis.layout import PAPER_CORPORA
-    from analysis.pages import claims_grid, grid_rows
-    from analysis.present import esc
+    from analysis.present.pages import claims_grid, grid_rows
+    from analysis.present.pages import esc
 
     items = present.claims(root / TABLES, root / METRICS)
     counts = present.claim_counts(items)
@@ -406,7 +406,7 @@ def missing_input(exc: BaseException) -> str | None:
 
 def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
     """A report page that says which input this run lacks, in place of a half-executed notebook."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: not run in this run"
@@ -431,7 +431,7 @@ def failure_reason(exc: BaseException) -> str:
 
 def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
     """A report page that says it failed and why, in place of a half-executed notebook."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: failed"
@@ -449,7 +449,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages."""
     import os
 
-    from analysis.provenance import PARAMS_ENV
+    from analysis.present.provenance import PARAMS_ENV
 
     started = time.perf_counter()
     unknown = set(per_report) - set(REPORTS)
@@ -490,7 +490,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 
 def write_headline(root: Path = Path(".")) -> Path:
     """reports/metrics/headline.json from the other stages' metrics and tables (analysis.present.headline)."""
-    from analysis import present
+    from analysis.present import notebook as present
     from analysis.io import write_json
 
     target = Path(root) / HEADLINE

@@ -75,21 +75,21 @@ class ExploreData:
     def load(cls, params: str | Path | None = None, root: Path = Path(".")) -> "ExploreData":
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
         (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
+        from analysis.bounds import cost_settings
         from analysis.config import Config
-        from analysis.kernel_sources import is_fit, kernels_for
+        from analysis.kernel_sources import is_fit, kernel_settings, kernels_for
         from analysis.present.provenance import params_in_use
-        from analysis.stages.bounds import settings
 
         params = params_in_use(None if params is None else Path(params))
 
         for path in (CASES, PROGRAMS, SPANS):
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
-        s = settings(Config.load(params).params)
+        values = Config.load(params).params
         kernels = [KernelSource(f"{k.source} {k.baseline}" if is_fit(k.source) else k.source, k.model)
-                   for k in kernels_for(s.kernel)]
+                   for k in kernels_for(kernel_settings(values))]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),
-                   pl.read_parquet(Path(root) / SPANS), kernels, s.cost)
+                   pl.read_parquet(Path(root) / SPANS), kernels, cost_settings(values))
 
     # the choices each dropdown offers, given the others
     def corpora(self) -> list[str]:
@@ -206,7 +206,8 @@ def _table_html(frame: pl.DataFrame, digits: int = 4) -> str:
 def render_view(view: CaseView) -> "Html":
     """The case as one escaped HTML block: figures, input, gold, program, output with spans
     highlighted, per-span costs (each column in its kernel source's unit) and the case's bounds."""
-    from analysis.present.notebook import Html, esc, fmt_pct, lead, pre
+    from analysis.present.numbers import fmt_pct
+    from analysis.present.pages import Html, esc, lead, pre
 
     s = view.selection
     share = view.copied_share

@@ -249,7 +249,7 @@ def _formats_sentences(root: Path) -> list[str]:
 def _throughput_sentence(root: Path) -> str | None:
     """The throughput benchmark's figures (`copydecode bench throughput`, reports/bench/throughput.json),
     or None when it has not been run here."""
-    from analysis.bench import BENCH_DIR
+    from analysis.layout import BENCH_DIR
 
     path = root / BENCH_DIR / "throughput.json"
     if not path.is_file():

@@ -35,7 +35,7 @@ REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "b
                  "e2e": (), "pilot": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
-TEMPLATES = Path(__file__).resolve().parents[1] / "notebooks"
+TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
 # Parameters the stage sets itself (the output root every notebook moves into); not a user parameter.
 INJECTED = ("root",)
 # The value types a report parameter may take (papermill writes each as a Python literal).
@@ -489,10 +489,11 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 
 
 def write_headline(root: Path = Path(".")) -> Path:
-    """reports/metrics/headline.json from the other stages' metrics and tables (analysis.present.headline)."""
-    from analysis.present import notebook as present
+    """reports/metrics/headline.json from the other stages' metrics and tables
+    (analysis.present.headline.claims_summary, the one producer of headline figures)."""
     from analysis.io import write_json
+    from analysis.present.headline import claims_summary
 
     target = Path(root) / HEADLINE
-    write_json(present.headline(Path(root) / TABLES, Path(root) / METRICS), target)
+    write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS), target)
     return target

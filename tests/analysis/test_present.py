@@ -5,7 +5,6 @@ expected values are computed independently in the test, never typed from a run."
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 
 import polars as pl
@@ -287,28 +286,6 @@ def test_latency_fits_read_both_schemas():
     assert present.latency_fits(doc)["form"].to_list() == [paper_model().form]
     with pytest.raises(present.ParamsError, match="no fit"):
         present.latency_fits(doc, "no-such-model")
-
-
-def test_headline_is_short_and_taken_from_the_other_outputs(tmp_path):
-    for folder in (TABLES, METRICS):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    (tmp_path / METRICS / "headline.json").unlink(missing_ok=True)
-    head = present.headline(tmp_path / TABLES, tmp_path / METRICS)
-    items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
-    assert head["reproduced"] == sum(c.verdict == present.REPRODUCED for c in items)
-    assert head["differ"] == sum(c.verdict == present.DIFFERS for c in items)
-    assert head["not_reproduced_at_scale"] == sum(c.verdict == present.NOT_AT_SCALE for c in items)
-    cov = pl.read_csv(tmp_path / TABLES / "coverage.csv")
-    pooled = cov.filter((pl.col("corpus") == "pooled") & (pl.col("framing") == "body") & (pl.col("level") == "line"))
-    assert head["cov_line_pooled"] == pytest.approx(pooled["coverage"][0], abs=1e-4)
-    bounds = pl.read_csv(tmp_path / TABLES / "bounds.csv").filter(
-        (pl.col("kernel_source") == "paper") & (pl.col("corpus") == "pooled") & (pl.col("pooling") == "ratio_of_sums")
-        & (pl.col("level") == "line") & (pl.col("variant") == "ideal") & (pl.col("framing") == "body"))
-    assert head["bound_paper_pooled"] == pytest.approx(bounds["bound"][0], abs=0.01)
-    # one short row in `dvc metrics show`: flat, few keys
-    assert len(head) <= 12 and not any(isinstance(v, (dict, list)) for v in head.values())
-    (tmp_path / TABLES / "coverage.csv").unlink()
-    assert "cov_line_pooled" not in present.headline(tmp_path / TABLES, tmp_path / METRICS)
 
 
 def test_bounds_wide_and_tokenization_wide_are_narrow_and_put_pools_last():

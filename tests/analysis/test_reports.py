@@ -281,13 +281,14 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
 def test_write_headline_writes_the_short_summary_file_dvc_declares(tmp_path):
     import yaml
 
+    from analysis.present.headline import claims_summary
     from analysis.present.reports import HEADLINE, write_headline
 
     for folder in (TABLES, METRICS):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / HEADLINE).unlink(missing_ok=True)
     path = write_headline(tmp_path)
-    assert json.loads(path.read_text()) == json.loads(json.dumps(present.headline(tmp_path / TABLES, tmp_path / METRICS)))
+    assert json.loads(path.read_text()) == json.loads(json.dumps(claims_summary(tmp_path / TABLES, tmp_path / METRICS)))
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["reports"]
     declared = {k: v for entry in stage["outs"] if isinstance(entry, dict) for k, v in entry.items()}
     assert declared[str(HEADLINE)] == {"cache": False}  # a plain output: `dvc metrics show` prints the headline stage's files

@@ -12,8 +12,9 @@ import pytest
 from fixtures import ROOT
 
 from analysis import claims
-from analysis.present import notebook as present
+from analysis.errors import ParamsError
 from analysis.layout import LATENCY_MODEL, METRICS, TABLES
+from analysis.present import notebook as present
 
 PAPER = present.paper_claims()
 
@@ -66,7 +67,7 @@ def test_case_sizes_follow_the_framing_and_sum_line_level_gen_spans():
     zero = sizes.filter(pl.col("case_id") == "CommitEdits-click/1").row(0, named=True)
     assert (zero["changed_lines"], zero["gen_tokens"], zero["source_lines"]) == (0, 0, 5)
     assert zero["source_tokens"] == len("1\n2\n3\n4\n5\n") and len(counted) == sizes.height
-    with pytest.raises(present.ParamsError, match="framing"):
+    with pytest.raises(ParamsError, match="framing"):
         present.case_sizes(_cases(), _spans(), "prompt", token_counts=fake_counts)
 
 
@@ -189,7 +190,7 @@ def test_claim_3_explains_a_bound_above_the_papers_from_the_generated_share(tmp_
 def test_old_bounds_table_is_a_clear_error(tmp_path):
     old = _paper_bounds(29.0, extra=False).drop("kernel_source", "pooling")
     tables = _write_tables(tmp_path, old)
-    with pytest.raises(present.ParamsError, match="predates kernel sources"):
+    with pytest.raises(ParamsError, match="predates kernel sources"):
         present.bounds_frame(tables)
     verdicts = present.claims(tables, tmp_path / METRICS)
     assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [present.NOT_RUN]
@@ -284,7 +285,7 @@ def test_latency_fits_read_both_schemas():
     assert fits.height == len(legacy.get("fits") or legacy.get("models"))
     doc = json.loads(json.dumps(to_document([paper_model()], "test", [])))
     assert present.latency_fits(doc)["form"].to_list() == [paper_model().form]
-    with pytest.raises(present.ParamsError, match="no fit"):
+    with pytest.raises(ParamsError, match="no fit"):
         present.latency_fits(doc, "no-such-model")
 
 

@@ -16,8 +16,9 @@ import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis.present import notebook as present
+from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
+from analysis.present import notebook as present
 from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
 ATTACK = "<img src=x onerror=alert(1)>"
@@ -78,7 +79,7 @@ def test_pivot_wide_makes_one_column_per_value_in_first_seen_order():
 def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
     frame = pl.DataFrame({"framing": ["body", "decl", "unit"], "v": [1, 2, 3]})
     assert present.pick_framing(frame, "body")["v"].to_list() == [1, 3]
-    with pytest.raises(present.ParamsError, match="bogus"):
+    with pytest.raises(ParamsError, match="bogus"):
         present.pick_framing(frame, "bogus")
 
 
@@ -199,7 +200,7 @@ def test_external_references_are_found_and_namespaces_are_not():
         assert external_references(text), text
     ok = "<svg xmlns='http://www.w3.org/2000/svg'><a href='html/summary.html'>x</a><img src='data:image/png;base64,AA'></svg>"
     assert external_references(ok) == []
-    with pytest.raises(present.ParamsError, match="outside"):
+    with pytest.raises(ParamsError, match="outside"):
         page("t", bad[0])
 
 

@@ -303,7 +303,6 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
 
 def _own_corpora(root: Path, corpora: set[str]) -> str:
     """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
-    from analysis.present import notebook as present
     from analysis.present.outputs import bounds_frame, table
 
     def optional(read):
@@ -316,31 +315,31 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     if coverage is None or not corpora:
         return ""
     from analysis.layout import framing_filter
-    from analysis.present.pages import corpus_table
+    from analysis.present.pages import corpus_table, show
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
                          optional(lambda: table("edit_formats", root / TABLES)), sorted(corpora))
-    return present.show(frame, lift_constants=False).as_raw_html()
+    return show(frame, lift_constants=False).as_raw_html()
 
 
 def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis.present import notebook as present
+    from analysis.claims import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
     from analysis.layout import PAPER_CORPORA
-    from analysis.present.pages import claims_grid, grid_rows
-    from analysis.present.pages import esc
+    from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
+    from analysis.present.provenance import provenance, provenance_html
 
-    items = present.claims(root / TABLES, root / METRICS)
-    counts = present.claim_counts(items)
+    items = claims(root / TABLES, root / METRICS)
+    counts = claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
     grid = claims_grid(grid_rows(items, corpora or (), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
-                    + f"<p class='cd-note'>{esc(present.STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
+                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
                       f"the page with the method and caveats. The full claim table: "
                       f"<a href='{esc(rel_html / 'summary.html')}'>summary</a>.</p>")
     own = _own_corpora(root, (corpora or set()) - set(PAPER_CORPORA))
@@ -352,13 +351,13 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
                    + claims_block)
     body = (
         "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
-        + present.lead(
+        + lead(
             "Each claim of arXiv 2604.18170 beside what this suite measured, with a verdict computed from the "
             "stage outputs under the thresholds stated in analysis/data/paper_claims.json. ProbeEdit-S* is a "
             "stand-in for the paper's unpublished ProbeEdit corpus; kernel timings come from the machine in "
             "the provenance below, not the paper's A100.",
-            [(f"claims {'that differ' if v == present.DIFFERS else v}", str(n)) for v, n in counts.items()
-             if n or v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)]).text
+            [(f"claims {'that differ' if v == DIFFERS else v}", str(n)) for v, n in counts.items()
+             if n or v in (REPRODUCED, DIFFERS, NOT_RUN)]).text
         + opening
         + "<h2>Key charts</h2><div class='cd-figures cd-figures-pair'>"
         + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[:2]) + "</div><div class='cd-figures'>"
@@ -366,7 +365,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))
-        + present.provenance_html(present.provenance(root)).text
+        + provenance_html(provenance(root)).text
     )
     return page("copydecode: Copy-as-Decode reports", body)
 

@@ -70,12 +70,13 @@ from analysis.stages.optimal import OptimalSettings
 from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, write_json, write_text
+from analysis.layout import BENCH_DIR
 from analysis.parallel import ParallelSettings, check_parallel, cluster_session, parallel_settings
 from analysis.params import get, number_list
 from analysis.program import parse
 from analysis.shards import shard_cases
 
-BENCH_DIR = Path("reports/bench")
+
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
 EXTRAPOLATE_CORES = (1, 16, 64)

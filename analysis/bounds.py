@@ -95,6 +95,19 @@ class CostSettings:
         return self
 
 
+def cost_settings(params: dict) -> CostSettings:
+    """The `bounds` params that price a program (the bounds stage and the case explorer read them here)."""
+    from analysis.params import choice, get, positive_int
+
+    return CostSettings(
+        context_mode=choice(params, "bounds.context_mode", CONTEXT_MODES),
+        context=positive_int(params, "bounds.context", minimum=0),
+        extrapolate=get(params, "bounds.extrapolate", bool),
+        step_cost=choice(params, "bounds.step_cost", STEP_COSTS),
+        steady_max_n=positive_int(params, "bounds.steady_max_n", minimum=2),
+    ).validate()
+
+
 # ---------------------------------------------------------------- per-case costs
 
 def _refuse(spans: pl.DataFrame, flags: np.ndarray, what: str, model: LatencyModel) -> None:

@@ -35,8 +35,8 @@ from analysis.layout import (
     paper_view,
     star,
 )
-from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
-from analysis.outputs import BOUNDS_COLUMNS, bounds_frame, table
+from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
+from analysis.present.outputs import BOUNDS_COLUMNS, bounds_frame, table
 
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 
@@ -839,8 +839,8 @@ def _pilot_runs(m: dict) -> list[tuple[str, dict]]:
 
 def _counted_change(m: dict, split: str) -> str | None:
     """Each decoded seed's 'k / n -> k / n (after x%, 95% CI [..]; McNemar exact p = .., not significant)'
-    (analysis.pilotreport), when the run recorded its counts; None otherwise (older metrics)."""
-    from analysis.pilotreport import em_change_text
+    (analysis.present.pilotreport), when the run recorded its counts; None otherwise (older metrics)."""
+    from analysis.present.pilotreport import em_change_text
 
     after = m.get(f"{split}_em_after")
     if not isinstance(after, dict) or not m.get(f"{split}_cases") or m.get(f"{split}_em_before") is None:
@@ -912,10 +912,10 @@ def e2e_noise(metrics_dir: Path) -> str:
 
 
 def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None = None) -> Claim:
-    """Pooled over every measured case (ratio of summed times, with the case count; analysis.e2eview),
+    """Pooled over every measured case (ratio of summed times, with the case count; analysis.present.e2eview),
     never the best case; the frozen e2e-wide run beside it when committed (`frozen`: default
     reports/e2e/frozen beside `tables`), else "not yet run"."""
-    from analysis.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
+    from analysis.present.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
     from analysis.layout import E2E_FROZEN, REPORTS
 
     e2e = metric_input(spec, 0, tables, metrics_dir)

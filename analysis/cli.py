@@ -74,7 +74,7 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "compare": ("analysis.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
+    "compare": ("analysis.present.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
                                     "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
@@ -82,7 +82,7 @@ TOOLS: dict[str, tuple[str, str]] = {
 
 # maintenance commands (no dvc.yaml stage): command -> (module with add_arguments and command, help)
 MAINTENANCE: dict[str, tuple[str, str]] = {
-    "readme": ("analysis.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
+    "readme": ("analysis.present.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
                                   "block (--check: list its stale lines, write nothing). It reads data/timings and the "
                                   "committed stage outputs; it writes reports/timings.json and README.md"),
     "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines). It reads the cases and "

@@ -52,11 +52,12 @@ PILOT_FROZEN = REPORTS / "pilot/frozen"                 # committed preset runs:
 E2E_FROZEN = REPORTS / "e2e/frozen"                     # committed e2e preset runs: <preset>/{run.json,metrics.json,e2e_*.csv}
 E2E_WIDE = "e2e-wide"                                   # the wide e2e preset the reports show beside the default
 BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy"    # `copydecode bench busy`: .md and .json, quiet vs busy
+BENCH_DIR = REPORTS / "bench"                           # `copydecode bench throughput`: throughput.json, .md
 NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"
-HEADLINE_METRICS = Path("metrics")                      # analysis.headline: the dvc metrics, one short path per row
+HEADLINE_METRICS = Path("metrics")                      # analysis.present.headline: the dvc metrics, one short path per row
 
 # ---------------------------------------------------------------- pooling
 POOLED = "pooled"

@@ -12,15 +12,15 @@ from dataclasses import dataclass, replace
 
 import polars as pl
 
-from analysis import charts
+from analysis.present import charts
 from analysis.corpora import commits
 from analysis.bounds import (
-    CONTEXT_MODES,
     POOLED_BOOTSTRAPS,
     STEP_COSTS,
     CostSettings,
     bounds_table,
     case_costs,
+    cost_settings,
     repeat_costs,
 )
 from analysis.config import Bootstrap, bootstrap_settings
@@ -49,7 +49,7 @@ from analysis.layout import (
     context_label,
     paper_corpora,
 )
-from analysis.params import choice, choices, get, positive_int
+from analysis.params import choice, choices, get
 from analysis.stages.common import timed
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
@@ -66,16 +66,9 @@ class BoundsSettings:
 
 def settings(params: dict) -> BoundsSettings:
     p = params
-    cost = CostSettings(
-        context_mode=choice(p, "bounds.context_mode", CONTEXT_MODES),
-        context=positive_int(p, "bounds.context", minimum=0),
-        extrapolate=get(p, "bounds.extrapolate", bool),
-        step_cost=choice(p, "bounds.step_cost", STEP_COSTS),
-        steady_max_n=positive_int(p, "bounds.steady_max_n", minimum=2),
-    ).validate()
     return BoundsSettings(
         kernel=kernel_settings(p),
-        cost=cost,
+        cost=cost_settings(p),
         kernel_repeats=get(p, "bounds.kernel_repeats", bool),
         pooled_bootstrap=choice(p, "bounds.pooled_bootstrap", POOLED_BOOTSTRAPS),
         bootstrap=bootstrap_settings(p, "bounds"),

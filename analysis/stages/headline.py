@@ -1,4 +1,4 @@
-"""`copydecode headline`: the headline metrics files that `dvc metrics show` prints (analysis.headline)."""
+"""`copydecode headline`: the headline metrics files that `dvc metrics show` prints (analysis.present.headline)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from dataclasses import dataclass, fields
 
 from analysis.digest import stale_stages
 from analysis.errors import ParamsError, StaleInputError
-from analysis.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
+from analysis.present.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
 from analysis.kernel_sources import names_from_params
 from analysis.params import get, known_keys, number, number_list, positive_int
 from analysis.stages.common import require_outputs, timed

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts
+from analysis.present import charts
 from analysis.corpora import humanevalpack
 from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError

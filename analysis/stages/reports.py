@@ -1,4 +1,4 @@
-"""`copydecode reports`: render the papermill report templates into reports/ (see analysis.reports).
+"""`copydecode reports`: render the papermill report templates into reports/ (see analysis.present.reports).
 
 Writes only its declared outputs (dvc.yaml). README.md's Results block and reports/timings.json are
 tracked files that no stage writes: `copydecode readme`, run after `dvc repro`, refreshes them.
@@ -12,7 +12,7 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.params import DEFAULT_PARAMS, get
-from analysis.reports import REPORTS, check_parameters, run_reports
+from analysis.present.reports import REPORTS, check_parameters, run_reports
 from analysis.stages.common import kernel_noise_filtered, require_outputs, timed
 
 

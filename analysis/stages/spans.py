@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis import charts
+from analysis.present import charts
 from analysis.corpora import humanevalpack
 from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.digest import parquet_metadata

@@ -7,7 +7,7 @@ with the case count), e2e_cases (per case and method, with PLD's acceptance hist
 reports/metrics/e2e.json. `copydecode e2e --preset NAME [--out DIR]` overlays `e2e.presets.NAME` and
 writes the same tables, metrics.json and run.json (command, commit, dates, wall-clock, machine) under
 DIR (default data/e2e/NAME/) and nothing under reports/; DIR copied to reports/e2e/frozen/NAME/ is the
-frozen run the reports show beside the default (analysis.e2eview).
+frozen run the reports show beside the default (analysis.present.e2eview).
 
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
@@ -36,7 +36,7 @@ from typing import Any
 import polars as pl
 from tqdm import tqdm
 
-from analysis import charts
+from analysis.present import charts
 from analysis.corpora import humanevalpack
 from analysis.corpora.cases import read_cases
 from analysis.config import tokenizer_spec

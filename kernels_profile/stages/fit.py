@@ -8,7 +8,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import charts
+from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency import (

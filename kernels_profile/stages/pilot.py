@@ -498,7 +498,7 @@ def load_models(s: PilotSettings) -> Loaded:
 
 
 def run(s: PilotSettings) -> dict:
-    from analysis import pilotreport
+    from analysis.present import pilotreport
 
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
@@ -536,7 +536,7 @@ def run(s: PilotSettings) -> dict:
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
-    from analysis import charts
+    from analysis.present import charts
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")

@@ -80,7 +80,7 @@ def test_tree_peak_counts_a_child_process():
 def test_bench_runs_at_a_tiny_size(tmp_path):
     """The command end to end on 6 cases in shards of 4, 1 and 2 workers: its report and the README sentence."""
     from analysis.config import Config
-    from analysis.readme import _throughput_sentence
+    from analysis.present.readme import _throughput_sentence
 
     out = tmp_path / "reports/bench"
     summary = bench.run(bench.settings(params_with(**{"parallel.shard_cases": 4}), cases=6, jobs="1,2",

@@ -1,4 +1,4 @@
-"""analysis.charts: every chart a report shows comes from one function there, honours the
+"""analysis.present.charts: every chart a report shows comes from one function there, honours the
 parameters it is given, and fits a laptop page; notebooks hold no chart code."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis import charts
+from analysis.present import charts
 from analysis.layout import NOTEBOOKS
-from analysis.reports import REPORTS
+from analysis.present.reports import REPORTS
 
-PAGE_WIDTH = 1200  # the reports' column (analysis.reports.PAGE_CSS: main max-width)
+PAGE_WIDTH = 1200  # the reports' column (analysis.present.reports.PAGE_CSS: main max-width)
 
 
 def _hist() -> pl.DataFrame:

@@ -432,7 +432,7 @@ def test_optimal_line_sets_both_oracles_beside_the_papers_floors(tmp_path):
 
 def test_framing_view_keeps_single_framing_corpora_and_only_the_framings_pool():
     from analysis.layout import framing_view
-    from analysis.outputs import pick_view
+    from analysis.present.outputs import pick_view
 
     frame = pl.DataFrame({"corpus": ["HEvalFix-Py", "HEvalFix-Py", "ProbeEdit-S", "pooled", "pooled"],
                           "framing": ["body", "decl", "unit", "body", "decl"]})
@@ -444,7 +444,7 @@ def test_framing_view_keeps_single_framing_corpora_and_only_the_framings_pool():
 
 
 def test_break_even_n_is_the_smallest_n_where_prefill_wins():
-    from analysis.kernelviews import break_even_n
+    from analysis.present.kernelviews import break_even_n
 
     table = pl.DataFrame({"n": [16, 1, 4, 2], "speedup_strongest": [3.0, 0.9, 1.2, 0.99]})
     assert break_even_n(table) == 4
@@ -459,7 +459,7 @@ def test_context_label_names_the_mode():
 
 
 def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
-    from analysis import perturbviews
+    from analysis.present import perturbviews
 
     em_of = {k: (lambda r: 1 - r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
     tables = _tables(tmp_path)
@@ -473,7 +473,7 @@ def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
 
 
 def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them(tmp_path):
-    from analysis.outputs import pick_framing
+    from analysis.present.outputs import pick_framing
 
     tables = _tables(tmp_path)
     pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],

@@ -23,7 +23,7 @@ def test_the_cli_is_the_only_module_with_a_main():
 
 
 @pytest.mark.parametrize("line, module", [
-    ("readme --check", "analysis.readme"),
+    ("readme --check", "analysis.present.readme"),
     ("moves", "analysis.moves"),
     ("depgraph", "analysis.depgraph"),
     ("pilot-sweep --from-checkpoints", "kernels_profile.pilot_sweep"),

@@ -11,7 +11,7 @@ import pytest
 from analysis.errors import ParamsError
 
 from analysis import cli
-from analysis.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
+from analysis.present.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
                               paired_bootstrap, to_html, to_markdown)
 from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS
 
@@ -204,7 +204,7 @@ def test_e2e_speedup_is_paired_on_cases(runs, tmp_path):
 def test_settings_come_from_params():
     from fixtures import params_with
 
-    from analysis.compare import settings
+    from analysis.present.compare import settings
 
     s = settings(params_with(), "a", "b")
     assert (s.stats.resamples, s.stats.ci, s.stats.alpha, str(s.out)) == (2000, 0.95, 0.05, "runs/compare/a-vs-b")

@@ -10,9 +10,9 @@ import polars as pl
 import pytest
 
 from analysis import claims
-from analysis.e2eview import FROZEN_FILES, not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
+from analysis.present.e2eview import FROZEN_FILES, not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
 from analysis.errors import CorpusError
-from analysis.headline import HeadlineSettings, build_headline
+from analysis.present.headline import HeadlineSettings, build_headline
 from analysis.layout import E2E_FROZEN, E2E_WIDE, METRICS, REPORTS, TABLES
 
 # one short case that wins 19.5x (the old "up to" headline) and three longer ones that win less
@@ -116,7 +116,7 @@ def test_the_headline_rows_carry_the_pool_and_the_frozen_run(tmp_path):
 
 
 def test_the_per_case_rows_carry_ar_pld_and_program_seconds_with_plds_acceptance():
-    from analysis.e2eview import case_rows
+    from analysis.present.e2eview import case_rows
 
     rows = []
     for case, ar in (("P/1", 10.0), ("P/2", 20.0)):

@@ -1,4 +1,4 @@
-"""The case explorer (analysis.explore): the view is a function of the selection, every cost column
+"""The case explorer (analysis.present.explore): the view is a function of the selection, every cost column
 names its unit (the paper's kernel is in decode steps, a fitted one in seconds), the widgets re-render
 the case when a dropdown changes, and the notebook still renders one case under papermill."""
 
@@ -46,14 +46,14 @@ def scratch(tmp_path_factory, hep_dir):
 
 @pytest.fixture()
 def data(scratch, monkeypatch):
-    from analysis.explore import ExploreData
+    from analysis.present.explore import ExploreData
 
     monkeypatch.chdir(scratch)
     return ExploreData.load("params.yaml")
 
 
 def test_view_has_a_cost_column_per_kernel_source_with_its_unit(data):
-    from analysis.explore import build_view, render_view
+    from analysis.present.explore import build_view, render_view
 
     sel = data.selection_for("HEvalFix-Py/0", "body", "line")
     view = build_view(data, sel)
@@ -78,7 +78,7 @@ def test_view_has_a_cost_column_per_kernel_source_with_its_unit(data):
 
 
 def test_view_changes_with_the_selection_and_bad_selections_are_named(data):
-    from analysis.explore import Selection, build_view
+    from analysis.present.explore import Selection, build_view
 
     a = build_view(data, data.selection_for("HEvalFix-Py/0", "body", "line"))
     b = build_view(data, data.selection_for("HEvalFix-Py/1", "decl", "token"))
@@ -92,7 +92,7 @@ def test_view_changes_with_the_selection_and_bad_selections_are_named(data):
 
 
 def test_case_text_is_escaped(data):
-    from analysis.explore import build_view, render_view
+    from analysis.present.explore import build_view, render_view
 
     view = build_view(data, data.selection_for("HEvalFix-Py/0", "body", "line"))
     view.source = "<script>alert(1)</script>"
@@ -103,7 +103,7 @@ def test_case_text_is_escaped(data):
 
 def test_widgets_rerender_the_case_on_each_change(data):
     pytest.importorskip("ipywidgets")
-    from analysis.explore import explorer
+    from analysis.present.explore import explorer
 
     box = explorer(data, data.selection_for("HEvalFix-Py/0", "body", "line"))
     c = box.controls
@@ -122,7 +122,7 @@ def test_the_corpus_dropdown_crosses_multi_and_single_framing_corpora_and_back(d
     """ipywidgets resets a Dropdown's value when its options change; inside hold_trait_notifications the old
     value was validated against the new options (TraitError: Invalid selection) on every corpus change."""
     pytest.importorskip("ipywidgets")
-    from analysis.explore import explorer
+    from analysis.present.explore import explorer
 
     assert set(data.corpora()) >= {"HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S"}
     assert len(data.framings("HEvalFix-Py")) > 1 and len(data.framings("ProbeEdit-S")) == 1

@@ -14,8 +14,10 @@ import pytest
 import yaml
 from fixtures import ROOT
 
+from analysis.claims import DIFFERS, NOT_AT_SCALE, REPRODUCED, claims
 from analysis.errors import ParamsError
-from analysis.headline import (
+from analysis.present.headline import (
+    claims_summary,
     CORPUS_KEYS,
     HEADLINE_DIR,
     HeadlineSettings,
@@ -233,3 +235,26 @@ def test_readme_documents_the_tested_experiment_commands():
     assert "dvc exp run -S kernel.latency_form=quadratic" in section and "dvc queue start -j 1" in section
     for row in ("cov_line", "bound_<source>_ideal", "kernel_<source>_c<context>", "em_line", "pilot_before", "roundtrip_fail"):
         assert f"`{row}`" in section
+
+
+def test_claims_summary_is_short_and_taken_from_the_other_outputs(tmp_path):
+    """reports/metrics/headline.json's figures, built beside the metrics/ rows (one producer)."""
+    for folder in (TABLES, METRICS):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / METRICS / "headline.json").unlink(missing_ok=True)
+    head = claims_summary(tmp_path / TABLES, tmp_path / METRICS)
+    items = claims(tmp_path / TABLES, tmp_path / METRICS)
+    assert head["reproduced"] == sum(c.verdict == REPRODUCED for c in items)
+    assert head["differ"] == sum(c.verdict == DIFFERS for c in items)
+    assert head["not_reproduced_at_scale"] == sum(c.verdict == NOT_AT_SCALE for c in items)
+    cov = pl.read_csv(tmp_path / TABLES / "coverage.csv")
+    pooled = cov.filter((pl.col("corpus") == "pooled") & (pl.col("framing") == "body") & (pl.col("level") == "line"))
+    assert head["cov_line_pooled"] == pytest.approx(pooled["coverage"][0], abs=1e-4)
+    bounds = pl.read_csv(tmp_path / TABLES / "bounds.csv").filter(
+        (pl.col("kernel_source") == "paper") & (pl.col("corpus") == "pooled") & (pl.col("pooling") == "ratio_of_sums")
+        & (pl.col("level") == "line") & (pl.col("variant") == "ideal") & (pl.col("framing") == "body"))
+    assert head["bound_paper_pooled"] == pytest.approx(bounds["bound"][0], abs=0.01)
+    # one short row in `dvc metrics show`: flat, few keys
+    assert len(head) <= 12 and not any(isinstance(v, (dict, list)) for v in head.values())
+    (tmp_path / TABLES / "coverage.csv").unlink()
+    assert "cov_line_pooled" not in claims_summary(tmp_path / TABLES, tmp_path / METRICS)

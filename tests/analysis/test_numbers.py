@@ -1,10 +1,10 @@
-"""analysis.numbers: numbers formatted for reading; a missing value (None or NaN) is shown as MISSING."""
+"""analysis.present.numbers: numbers formatted for reading; a missing value (None or NaN) is shown as MISSING."""
 
 import math
 
 import pytest
 
-from analysis.numbers import (
+from analysis.present.numbers import (
     MISSING,
     fmt_ci,
     fmt_count,

@@ -1,4 +1,4 @@
-"""analysis.outputs: the stages' outputs read back for the reports; an absent output is a ParamsError
+"""analysis.present.outputs: the stages' outputs read back for the reports; an absent output is a ParamsError
 naming the command that writes it; `pick`/`pick_framing`/`pick_view` filter as a notebook parameter does."""
 
 import json
@@ -8,7 +8,7 @@ import pytest
 
 from analysis.errors import ParamsError
 from analysis.layout import POOLED
-from analysis.outputs import (
+from analysis.present.outputs import (
     bounds_frame,
     latency_model,
     metrics,

@@ -184,7 +184,7 @@ def test_crossing_table_puts_the_papers_pool_first_and_labels_every_corpus_pool(
 
 
 def test_the_perturbation_tiles_pool_the_papers_corpora_unless_told_and_say_which():
-    from analysis import perturbviews
+    from analysis.present import perturbviews
 
     paper = [case(f"P/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="HEvalFix-Py") for i in range(3)]
     paper += [case("P/nocopy", Program((Gen("z\n"),)), SOURCE, "z\n", corpus="HEvalFix-Py")]

@@ -1,4 +1,4 @@
-"""analysis.pilotreport's statistics: every pilot EM with a 95% interval and every before/after difference
+"""analysis.present.pilotreport's statistics: every pilot EM with a 95% interval and every before/after difference
 with an exact McNemar p-value, from the paired per-case outcomes (or from the counts when one side is 0)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from analysis import pilotreport
+from analysis.present import pilotreport
 from analysis.stats import clopper_pearson, mcnemar_exact
 
 

@@ -1,19 +1,20 @@
-"""analysis.present's computations: the corpus report's frames, claim 3 like with like, the kernel
+"""analysis.present.notebook's computations: the corpus report's frames, claim 3 like with like, the kernel
 run environment and roofline explanation, the headline metrics. Inputs are small frames built here;
 expected values are computed independently in the test, never typed from a run."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import statistics
 
 import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis import claims, present
+from analysis import claims
+from analysis.errors import ParamsError
 from analysis.layout import LATENCY_MODEL, METRICS, TABLES
+from analysis.present import notebook as present
 
 PAPER = present.paper_claims()
 
@@ -66,7 +67,7 @@ def test_case_sizes_follow_the_framing_and_sum_line_level_gen_spans():
     zero = sizes.filter(pl.col("case_id") == "CommitEdits-click/1").row(0, named=True)
     assert (zero["changed_lines"], zero["gen_tokens"], zero["source_lines"]) == (0, 0, 5)
     assert zero["source_tokens"] == len("1\n2\n3\n4\n5\n") and len(counted) == sizes.height
-    with pytest.raises(present.ParamsError, match="framing"):
+    with pytest.raises(ParamsError, match="framing"):
         present.case_sizes(_cases(), _spans(), "prompt", token_counts=fake_counts)
 
 
@@ -189,7 +190,7 @@ def test_claim_3_explains_a_bound_above_the_papers_from_the_generated_share(tmp_
 def test_old_bounds_table_is_a_clear_error(tmp_path):
     old = _paper_bounds(29.0, extra=False).drop("kernel_source", "pooling")
     tables = _write_tables(tmp_path, old)
-    with pytest.raises(present.ParamsError, match="predates kernel sources"):
+    with pytest.raises(ParamsError, match="predates kernel sources"):
         present.bounds_frame(tables)
     verdicts = present.claims(tables, tmp_path / METRICS)
     assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [present.NOT_RUN]
@@ -284,30 +285,8 @@ def test_latency_fits_read_both_schemas():
     assert fits.height == len(legacy.get("fits") or legacy.get("models"))
     doc = json.loads(json.dumps(to_document([paper_model()], "test", [])))
     assert present.latency_fits(doc)["form"].to_list() == [paper_model().form]
-    with pytest.raises(present.ParamsError, match="no fit"):
+    with pytest.raises(ParamsError, match="no fit"):
         present.latency_fits(doc, "no-such-model")
-
-
-def test_headline_is_short_and_taken_from_the_other_outputs(tmp_path):
-    for folder in (TABLES, METRICS):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    (tmp_path / METRICS / "headline.json").unlink(missing_ok=True)
-    head = present.headline(tmp_path / TABLES, tmp_path / METRICS)
-    items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
-    assert head["reproduced"] == sum(c.verdict == present.REPRODUCED for c in items)
-    assert head["differ"] == sum(c.verdict == present.DIFFERS for c in items)
-    assert head["not_reproduced_at_scale"] == sum(c.verdict == present.NOT_AT_SCALE for c in items)
-    cov = pl.read_csv(tmp_path / TABLES / "coverage.csv")
-    pooled = cov.filter((pl.col("corpus") == "pooled") & (pl.col("framing") == "body") & (pl.col("level") == "line"))
-    assert head["cov_line_pooled"] == pytest.approx(pooled["coverage"][0], abs=1e-4)
-    bounds = pl.read_csv(tmp_path / TABLES / "bounds.csv").filter(
-        (pl.col("kernel_source") == "paper") & (pl.col("corpus") == "pooled") & (pl.col("pooling") == "ratio_of_sums")
-        & (pl.col("level") == "line") & (pl.col("variant") == "ideal") & (pl.col("framing") == "body"))
-    assert head["bound_paper_pooled"] == pytest.approx(bounds["bound"][0], abs=0.01)
-    # one short row in `dvc metrics show`: flat, few keys
-    assert len(head) <= 12 and not any(isinstance(v, (dict, list)) for v in head.values())
-    (tmp_path / TABLES / "coverage.csv").unlink()
-    assert "cov_line_pooled" not in present.headline(tmp_path / TABLES, tmp_path / METRICS)
 
 
 def test_bounds_wide_and_tokenization_wide_are_narrow_and_put_pools_last():

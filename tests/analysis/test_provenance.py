@@ -1,8 +1,8 @@
-"""analysis.provenance's kernel line: each kernel source named with its own device, threads and versions."""
+"""analysis.present.provenance's kernel line: each kernel source named with its own device, threads and versions."""
 
 from __future__ import annotations
 
-from analysis.provenance import frozen_versions, kernel_provenance, kernel_provenance_text
+from analysis.present.provenance import frozen_versions, kernel_provenance, kernel_provenance_text
 
 ENVIRONMENT_TXT = """Mon Nov 30 02:25:12 PM UTC 2026
 name, memory.total [MiB], driver_version, clocks.max.sm [MHz]

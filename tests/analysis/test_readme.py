@@ -73,7 +73,7 @@ def _generated_figures(block: str) -> list[str]:
 def committed(tmp_path_factory):
     """(README text, folder of stage outputs), both as committed at HEAD."""
     from analysis.errors import ParamsError
-    from analysis.readme import committed_outputs, committed_readme
+    from analysis.present.readme import committed_outputs, committed_readme
 
     try:
         return committed_readme(ROOT), committed_outputs(tmp_path_factory.mktemp("committed"), ROOT)
@@ -82,7 +82,7 @@ def committed(tmp_path_factory):
 
 
 def test_readme_results_match_the_committed_stage_outputs(committed):
-    from analysis.readme import stale_lines
+    from analysis.present.readme import stale_lines
 
     readme, outputs = committed
     stale = stale_lines(readme, outputs)
@@ -100,7 +100,7 @@ def test_a_users_own_repro_does_not_fail_the_readme_check(tmp_path, committed):
     import shutil
 
     from analysis.layout import TIMINGS_REPORT
-    from analysis.readme import committed_stale_lines, stale_lines
+    from analysis.present.readme import committed_stale_lines, stale_lines
 
     readme, outputs = committed
     repo = tmp_path / "repo"
@@ -133,7 +133,7 @@ def test_the_check_command_reports_a_stale_workspace(tmp_path, committed, capsys
 
 
 def test_a_hand_edited_figure_in_the_readme_is_caught(committed):
-    from analysis.readme import readme_block, stale_lines
+    from analysis.present.readme import readme_block, stale_lines
 
     readme, outputs = committed
     block = readme_block(readme)
@@ -152,8 +152,8 @@ def test_the_block_shows_the_metrics_own_figures(committed):
     import json
 
     from analysis.layout import METRICS
-    from analysis.present import fmt_int, fmt_x
-    from analysis.readme import readme_block
+    from analysis.present.notebook import fmt_int, fmt_x
+    from analysis.present.readme import readme_block
 
     readme, outputs = committed
     block = readme_block(readme)
@@ -169,7 +169,7 @@ def test_write_readme_results_rewrites_only_the_block(tmp_path):
     import shutil
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES
-    from analysis.readme import END, START, readme_block, results_block, write_readme_results
+    from analysis.present.readme import END, START, readme_block, results_block, write_readme_results
 
     for folder in (METRICS, TABLES):
         shutil.copytree(ROOT / folder, tmp_path / folder)
@@ -191,7 +191,7 @@ def test_the_readme_command_gathers_run_times_then_writes_the_block(tmp_path, ca
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
     from analysis.cli import main
-    from analysis.readme import END, START, readme_block, results_block
+    from analysis.present.readme import END, START, readme_block, results_block
 
     for folder in (METRICS, TABLES):
         shutil.copytree(ROOT / folder, tmp_path / folder)
@@ -223,14 +223,14 @@ def test_the_reports_stage_writes_no_tracked_file_it_does_not_declare():
     declared = {next(iter(o)) if isinstance(o, dict) else o
                 for stage in stages.values() for key in ("outs", "metrics", "plots") for o in stage.get(key, [])}
     assert not declared & {"README.md", "reports/timings.json"}
-    assert "analysis/readme.py" not in closure("analysis.stages.reports", ROOT)
+    assert "analysis/present/readme.py" not in closure("analysis.stages.reports", ROOT)
 
 
 def test_the_block_labels_fsm_validity_as_a_property_of_the_mask(committed):
     import json
 
     from analysis.layout import METRICS
-    from analysis.readme import readme_block
+    from analysis.present.readme import readme_block
 
     readme, outputs = committed
     block = readme_block(readme)
@@ -245,7 +245,7 @@ def _block_in(tmp_path):
     import shutil
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES
-    from analysis.readme import results_block
+    from analysis.present.readme import results_block
 
     for folder in (METRICS, TABLES):
         shutil.copytree(ROOT / folder, tmp_path / folder, dirs_exist_ok=True)
@@ -257,8 +257,8 @@ def _block_in(tmp_path):
 def test_the_block_states_the_spread_from_the_busy_benchmark(tmp_path):
     import json
 
-    from analysis.present import fmt_pct
-    from analysis.readme import BUSY_BENCHMARK
+    from analysis.present.notebook import fmt_pct
+    from analysis.present.readme import BUSY_BENCHMARK
 
     assert "no quiet-vs-busy benchmark recorded" in _block_in(tmp_path)
     bench = {"kernel": {"ns": [8, 128, 512], "tolerance": 0.15, "max_abs_change": 0.0734, "passed": True},
@@ -278,7 +278,7 @@ def test_the_block_states_the_spread_from_the_busy_benchmark(tmp_path):
 def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
     import json
 
-    from analysis.readme import results_block
+    from analysis.present.readme import results_block
 
     _block_in(tmp_path)  # copies this repository's metrics and tables; then without the pilot's
     (tmp_path / "reports/metrics/pilot.json").unlink(missing_ok=True)

@@ -16,9 +16,10 @@ import polars as pl
 import pytest
 from fixtures import ROOT
 
-from analysis import present
+from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
-from analysis.reports import REPORTS, Page, external_references, index_html, notebook_body, page
+from analysis.present import notebook as present
+from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
 ATTACK = "<img src=x onerror=alert(1)>"
 
@@ -78,7 +79,7 @@ def test_pivot_wide_makes_one_column_per_value_in_first_seen_order():
 def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
     frame = pl.DataFrame({"framing": ["body", "decl", "unit"], "v": [1, 2, 3]})
     assert present.pick_framing(frame, "body")["v"].to_list() == [1, 3]
-    with pytest.raises(present.ParamsError, match="bogus"):
+    with pytest.raises(ParamsError, match="bogus"):
         present.pick_framing(frame, "bogus")
 
 
@@ -171,7 +172,7 @@ def test_provenance_hashes_the_params_file_in_use(tmp_path, monkeypatch):
 
 
 def test_provenance_names_the_commit_and_what_differs_from_it():
-    from analysis.provenance import commit_text
+    from analysis.present.provenance import commit_text
 
     assert commit_text("abc", []) == "abc"
     outputs_only = commit_text("abc", ["reports/tables/bounds.csv", "dvc.lock", "README.md"])
@@ -181,7 +182,7 @@ def test_provenance_names_the_commit_and_what_differs_from_it():
 
 
 def test_provenance_never_imports_torch():
-    code = ("import sys; from analysis import present; present.provenance(); "
+    code = ("import sys; from analysis.present import provenance; provenance.provenance(); "
             "print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
@@ -199,7 +200,7 @@ def test_external_references_are_found_and_namespaces_are_not():
         assert external_references(text), text
     ok = "<svg xmlns='http://www.w3.org/2000/svg'><a href='html/summary.html'>x</a><img src='data:image/png;base64,AA'></svg>"
     assert external_references(ok) == []
-    with pytest.raises(present.ParamsError, match="outside"):
+    with pytest.raises(ParamsError, match="outside"):
         page("t", bad[0])
 
 
@@ -256,7 +257,7 @@ def test_notebooks_keep_parameters_and_read_paths_only_through_layout():
 @pytest.mark.slow
 def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypatch):
     """Render a tiny report through papermill and nbconvert with a hostile parameter."""
-    from analysis.reports import render_notebook
+    from analysis.present.reports import render_notebook
 
     monkeypatch.setenv("PYTHONPATH", str(ROOT))  # the kernel runs in tmp_path: import this checkout's package
 
@@ -264,7 +265,7 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
     params = nbformat.v4.new_code_cell('case_id = "x"')
     params.metadata["tags"] = ["parameters"]
     book.cells = [nbformat.v4.new_markdown_cell("# Probe"), params, nbformat.v4.new_code_cell(
-        "import polars as pl\nfrom analysis import present\n"
+        "import polars as pl\nfrom analysis.present import notebook as present\n"
         "display(present.note('<b>{c}</b>', c=case_id))\npresent.show(pl.DataFrame({'case_id': [case_id]}))")]
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (tmp_path / NOTEBOOKS).mkdir(parents=True)
@@ -281,13 +282,14 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
 def test_write_headline_writes_the_short_summary_file_dvc_declares(tmp_path):
     import yaml
 
-    from analysis.reports import HEADLINE, write_headline
+    from analysis.present.headline import claims_summary
+    from analysis.present.reports import HEADLINE, write_headline
 
     for folder in (TABLES, METRICS):
         shutil.copytree(ROOT / folder, tmp_path / folder)
     (tmp_path / HEADLINE).unlink(missing_ok=True)
     path = write_headline(tmp_path)
-    assert json.loads(path.read_text()) == json.loads(json.dumps(present.headline(tmp_path / TABLES, tmp_path / METRICS)))
+    assert json.loads(path.read_text()) == json.loads(json.dumps(claims_summary(tmp_path / TABLES, tmp_path / METRICS)))
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]["reports"]
     declared = {k: v for entry in stage["outs"] if isinstance(entry, dict) for k, v in entry.items()}
     assert declared[str(HEADLINE)] == {"cache": False}  # a plain output: `dvc metrics show` prints the headline stage's files
@@ -346,7 +348,7 @@ def test_index_opens_with_a_compact_claims_grid(tmp_path):
 def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
     import dataclasses as dc
 
-    from analysis.pages import CELL_LIMIT, grid_rows
+    from analysis.present.pages import CELL_LIMIT, grid_rows
 
     @dc.dataclass(frozen=True)
     class Later(present.Claim):  # a Claim with a field added later by claims.py

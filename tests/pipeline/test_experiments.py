@@ -16,7 +16,7 @@ import pytest
 import yaml
 from fixtures import README_DROP, ROOT, sources_held, write_scratch_shared
 
-from analysis.headline import HEADLINE_DIR
+from analysis.present.headline import HEADLINE_DIR
 from analysis.layout import LATENCY_MODEL
 
 pytestmark = pytest.mark.slow

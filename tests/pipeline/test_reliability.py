@@ -314,7 +314,7 @@ def test_a_killed_runs_temp_clone_is_removed_by_the_next_run(tmp_path):
 # ---------------------------------------------------------------- D1: reports for a run without the paper's corpora
 
 def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
-    from analysis import present
+    from analysis.present import notebook as present
 
     tables = tmp_path / "tables"
     tables.mkdir()
@@ -467,7 +467,7 @@ def fake_papermill(monkeypatch):
 
 
 def test_report_parameter_names_come_from_each_templates_parameters_cell():
-    from analysis.reports import REPORTS, template_parameters
+    from analysis.present.reports import REPORTS, template_parameters
 
     assert template_parameters("explore") == ("case_id", "framing", "level", "widgets")
     assert template_parameters("summary") == ()
@@ -504,7 +504,7 @@ def test_a_code_key_in_report_parameters_runs_nothing(tmp_path, monkeypatch, cap
 
 
 def test_run_reports_checks_names_itself(tmp_path, fake_papermill):
-    from analysis.reports import run_reports
+    from analysis.present.reports import run_reports
 
     with pytest.raises(ParamsError, match="unknown parameter"):
         run_reports({"summary": {HOSTILE_NAME: 1}}, tmp_path)
@@ -513,7 +513,7 @@ def test_run_reports_checks_names_itself(tmp_path, fake_papermill):
 
 def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, monkeypatch, fake_papermill):
     from analysis.oneoff import enter_out_root
-    from analysis.reports import TEMPLATES, render_notebook
+    from analysis.present.reports import TEMPLATES, render_notebook
 
     run = tmp_path / "run"
     (run / "notebooks").mkdir(parents=True)
@@ -532,7 +532,7 @@ def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, mon
 def test_a_failing_page_is_marked_and_the_index_still_written(tmp_path, monkeypatch):
     import papermill
 
-    from analysis.reports import EXECUTED, HTML, INDEX, ReportError, run_reports
+    from analysis.present.reports import EXECUTED, HTML, INDEX, ReportError, run_reports
 
     for folder in ("reports/tables", "reports/metrics"):
         shutil.copytree(ROOT / folder, tmp_path / folder)
@@ -549,7 +549,7 @@ def test_a_failing_page_is_marked_and_the_index_still_written(tmp_path, monkeypa
 def test_a_failed_rerun_removes_the_previous_executed_notebook(tmp_path, monkeypatch):
     import papermill
 
-    from analysis.reports import EXECUTED, execute_notebook
+    from analysis.present.reports import EXECUTED, execute_notebook
 
     monkeypatch.setattr(papermill, "execute_notebook", FakePapermill())
     assert execute_notebook("summary", {}, tmp_path, "summary").is_file()
@@ -561,9 +561,9 @@ def test_a_failed_rerun_removes_the_previous_executed_notebook(tmp_path, monkeyp
 
 def test_explore_reads_the_params_file_in_use(tmp_path, monkeypatch):
     """The explore page read ./params.yaml whatever --params said (a run folder has none: N1)."""
-    from analysis import explore
+    from analysis.present import explore
     from analysis.layout import CASES, PROGRAMS, SPANS
-    from analysis.provenance import PARAMS_ENV
+    from analysis.present.provenance import PARAMS_ENV
 
     for path in (CASES, PROGRAMS, SPANS):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
@@ -907,7 +907,7 @@ def test_headline_refuses_outputs_of_two_corpora(tmp_path, monkeypatch, capsys):
 
 
 def test_reports_mark_pages_built_from_another_corpus(tmp_path, monkeypatch, fake_papermill):
-    from analysis.reports import HTML, INDEX, run_reports
+    from analysis.present.reports import HTML, INDEX, run_reports
 
     monkeypatch.chdir(tmp_path)
     for folder in ("reports/tables", "reports/metrics"):

@@ -425,8 +425,8 @@ def test_the_cli_passes_the_preset_and_its_folder():
 
 def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path, monkeypatch):
     """`copydecode e2e --preset e2e-wide --out DIR` (the measurement faked): every output lands in DIR,
-    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.e2eview reads."""
-    from analysis.e2eview import FROZEN_FILES, read_frozen
+    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.present.e2eview reads."""
+    from analysis.present.e2eview import FROZEN_FILES, read_frozen
 
     frames = []
     for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):

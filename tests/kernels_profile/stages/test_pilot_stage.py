@@ -9,7 +9,7 @@ import json
 import polars as pl
 import pytest
 
-from analysis import pilotreport
+from analysis.present import pilotreport
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from kernels_profile.stages import pilot as stage

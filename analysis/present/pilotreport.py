@@ -90,7 +90,7 @@ def significance(p: float | None) -> str | None:
 
 def em_change_text(m: dict, split: str, seed: str) -> str:
     """'0 / 33 -> 2 / 33 (after 6.1%, 95% CI [0.7%, 20.2%]; McNemar exact p = 0.5, not significant)'."""
-    from analysis.numbers import fmt_pct
+    from analysis.present.numbers import fmt_pct
 
     n = m.get(f"{split}_cases")
     before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
@@ -351,7 +351,7 @@ def examples(records: pl.DataFrame, seed: int, n: int = 3, split: str = "heldout
 
 def headline(m: dict) -> list[tuple[str, str]]:
     """The pilot's figures for a report lead and the summary claim, formatted (from metrics only)."""
-    from analysis.numbers import fmt_pct, fmt_x
+    from analysis.present.numbers import fmt_pct, fmt_x
 
     def em(summary: dict) -> str:
         return f"{summary.get('exact_match', 0)} / {summary.get('cases', 0)}" if summary.get("cases") else "not run"

@@ -35,12 +35,12 @@ REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "b
                  "e2e": (), "pilot": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
-TEMPLATES = Path(__file__).resolve().parents[1] / "notebooks"
+TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
 # Parameters the stage sets itself (the output root every notebook moves into); not a user parameter.
 INJECTED = ("root",)
 # The value types a report parameter may take (papermill writes each as a Python literal).
 PARAMETER_TYPES = (str, int, float, bool, type(None))
-HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.headline's files)
+HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.present.headline's files)
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
@@ -111,7 +111,7 @@ def external_references(text: str) -> list[str]:
 
 
 def page(title: str, body: str, nav: str = "") -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     document = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
@@ -226,7 +226,7 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
 
 def stale_banner(reasons: list[str]) -> str:
     """The warning a page built from another corpus's outputs carries at its top."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     if not reasons:
         return ""
@@ -263,7 +263,7 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"
@@ -275,7 +275,7 @@ def _figure(stem: str, caption: str, root: Path) -> str:
 
 
 def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
     if not files:
@@ -291,7 +291,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     import polars as pl
 
     from analysis.layout import POOLED, framing_filter
-    from analysis.outputs import table
+    from analysis.present.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -303,8 +303,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
 
 def _own_corpora(root: Path, corpora: set[str]) -> str:
     """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
-    from analysis import present
-    from analysis.outputs import bounds_frame, table
+    from analysis.present.outputs import bounds_frame, table
 
     def optional(read):
         try:
@@ -316,31 +315,31 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     if coverage is None or not corpora:
         return ""
     from analysis.layout import framing_filter
-    from analysis.pages import corpus_table
+    from analysis.present.pages import corpus_table, show
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
                          optional(lambda: table("edit_formats", root / TABLES)), sorted(corpora))
-    return present.show(frame, lift_constants=False).as_raw_html()
+    return show(frame, lift_constants=False).as_raw_html()
 
 
 def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis import present
+    from analysis.claims import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
     from analysis.layout import PAPER_CORPORA
-    from analysis.pages import claims_grid, grid_rows
-    from analysis.present import esc
+    from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
+    from analysis.present.provenance import provenance, provenance_html
 
-    items = present.claims(root / TABLES, root / METRICS)
-    counts = present.claim_counts(items)
+    items = claims(root / TABLES, root / METRICS)
+    counts = claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
     grid = claims_grid(grid_rows(items, corpora or (), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
-                    + f"<p class='cd-note'>{esc(present.STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
+                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
                       f"the page with the method and caveats. The full claim table: "
                       f"<a href='{esc(rel_html / 'summary.html')}'>summary</a>.</p>")
     own = _own_corpora(root, (corpora or set()) - set(PAPER_CORPORA))
@@ -352,13 +351,13 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
                    + claims_block)
     body = (
         "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
-        + present.lead(
+        + lead(
             "Each claim of arXiv 2604.18170 beside what this suite measured, with a verdict computed from the "
             "stage outputs under the thresholds stated in analysis/data/paper_claims.json. ProbeEdit-S* is a "
             "stand-in for the paper's unpublished ProbeEdit corpus; kernel timings come from the machine in "
             "the provenance below, not the paper's A100.",
-            [(f"claims {'that differ' if v == present.DIFFERS else v}", str(n)) for v, n in counts.items()
-             if n or v in (present.REPRODUCED, present.DIFFERS, present.NOT_RUN)]).text
+            [(f"claims {'that differ' if v == DIFFERS else v}", str(n)) for v, n in counts.items()
+             if n or v in (REPRODUCED, DIFFERS, NOT_RUN)]).text
         + opening
         + "<h2>Key charts</h2><div class='cd-figures cd-figures-pair'>"
         + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[:2]) + "</div><div class='cd-figures'>"
@@ -366,7 +365,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))
-        + present.provenance_html(present.provenance(root)).text
+        + provenance_html(provenance(root)).text
     )
     return page("copydecode: Copy-as-Decode reports", body)
 
@@ -406,7 +405,7 @@ def missing_input(exc: BaseException) -> str | None:
 
 def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
     """A report page that says which input this run lacks, in place of a half-executed notebook."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: not run in this run"
@@ -431,7 +430,7 @@ def failure_reason(exc: BaseException) -> str:
 
 def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
     """A report page that says it failed and why, in place of a half-executed notebook."""
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: failed"
@@ -449,7 +448,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages."""
     import os
 
-    from analysis.provenance import PARAMS_ENV
+    from analysis.present.provenance import PARAMS_ENV
 
     started = time.perf_counter()
     unknown = set(per_report) - set(REPORTS)
@@ -489,10 +488,11 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 
 
 def write_headline(root: Path = Path(".")) -> Path:
-    """reports/metrics/headline.json from the other stages' metrics and tables (analysis.present.headline)."""
-    from analysis import present
+    """reports/metrics/headline.json from the other stages' metrics and tables
+    (analysis.present.headline.claims_summary, the one producer of headline figures)."""
     from analysis.io import write_json
+    from analysis.present.headline import claims_summary
 
     target = Path(root) / HEADLINE
-    write_json(present.headline(Path(root) / TABLES, Path(root) / METRICS), target)
+    write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS), target)
     return target

@@ -2,7 +2,7 @@
 reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- results:end -->`.
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
-helpers the reports use (analysis.present), so the README cannot drift from the metrics.
+helpers the reports use (analysis.present.notebook), so the README cannot drift from the metrics.
 tests/analysis/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
 `committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
 machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import present
+from analysis import claims
 from analysis.errors import ParamsError
 from analysis.io import write_json, write_text
 from analysis.layout import (
@@ -41,6 +41,7 @@ from analysis.layout import (
     TIMINGS_REPORT,
     framing_filter,
 )
+from analysis.present import corpusviews, numbers, outputs, pages
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -58,9 +59,9 @@ CLAIM_LINKS = "reports/html/{}.html"  # each claim row links the report page tha
 def _claims_table(root: Path) -> list[str]:
     """The claims as the index's grid: one row per claim (per corpus or kernel source where its judged figure
     lists several), paper | ours (judged figure, CI, cases) | verdict | page; cells of at most ~200 characters
-    (analysis.pages.grid_rows), the reason and method on the linked page."""
-    from analysis.pages import grid_rows
-    from analysis.outputs import table
+    (analysis.present.pages.grid_rows), the reason and method on the linked page."""
+    from analysis.present.pages import grid_rows
+    from analysis.present.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -70,7 +71,7 @@ def _claims_table(root: Path) -> list[str]:
     except ParamsError:
         corpora, cases = set(), {}
     rows = ["| claim | | paper | ours | verdict | page |", "|---|---|---|---|---|---|"]
-    for r in grid_rows(present.claims(root / TABLES, root / METRICS), corpora, cases):
+    for r in grid_rows(claims.claims(root / TABLES, root / METRICS), corpora, cases):
         claim, verdict = (r.claim, f"**{r.verdict}**") if r.first else ("", "")
         page = f"[{r.page}]({CLAIM_LINKS.format(r.page)})" if r.first else ""
         rows.append(f"| {_cell(claim)} | {_cell(r.scope)} | {_cell(r.paper)} | {_cell(r.ours)} | {verdict} | {page} |")
@@ -79,10 +80,10 @@ def _claims_table(root: Path) -> list[str]:
 
 def _kernel_setup(root: Path) -> str:
     try:
-        lm = present.latency_model(root / LATENCY_MODEL)
+        lm = outputs.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    from analysis.provenance import kernel_provenance, kernel_provenance_text
+    from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 
     return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
 
@@ -113,10 +114,10 @@ def _spread_sentence(root: Path) -> str:
 
     return (f"Run-to-run spread [`{BUSY_BENCHMARK}`]: the same kernel profile and e2e run on a quiet machine and "
             f"beside a busy loop pinned to one core ({_threads(bench['runs'])}) gave per-pair kernel ratios "
-            f"(N = {', '.join(str(n) for n in kernel['ns'])}) at most {present.fmt_pct(kernel['max_abs_change'])} apart "
-            f"({verdict(kernel)} the {present.fmt_pct(kernel['tolerance'], 0)} tolerance) and e2e line-program ratios "
-            f"at most {present.fmt_pct(e2e['max_abs_change'])} apart ({verdict(e2e)} "
-            f"{present.fmt_pct(e2e['tolerance'], 0)}); expect differences of this size between runs on a shared CPU.")
+            f"(N = {', '.join(str(n) for n in kernel['ns'])}) at most {numbers.fmt_pct(kernel['max_abs_change'])} apart "
+            f"({verdict(kernel)} the {numbers.fmt_pct(kernel['tolerance'], 0)} tolerance) and e2e line-program ratios "
+            f"at most {numbers.fmt_pct(e2e['max_abs_change'])} apart ({verdict(e2e)} "
+            f"{numbers.fmt_pct(e2e['tolerance'], 0)}); expect differences of this size between runs on a shared CPU.")
 
 
 METHOD_HEADERS = {
@@ -130,7 +131,7 @@ METHOD_HEADERS = {
 
 def _e2e_table(root: Path) -> list[str]:
     """One row per (model, corpus), one column per method of METHODS the run measured (params choose them)."""
-    s = present.table("e2e_speedup", root / TABLES)
+    s = outputs.table("e2e_speedup", root / TABLES)
     cases = s.filter(pl.col("method") == "ar").select("model", "corpus", "cases")
     methods = [m for m in METHODS if m in set(s["method"].to_list())]
     rows = ["| model, corpus | " + " | ".join(METHOD_HEADERS[m] for m in methods) + " |",
@@ -141,12 +142,12 @@ def _e2e_table(root: Path) -> list[str]:
         for method in methods:
             m = one.filter(pl.col("method") == method)
             if m.height == 0:
-                cells.append(present.MISSING)
+                cells.append(numbers.MISSING)
                 continue
             row = m.row(0, named=True)
-            cells.append(present.fmt_x(row["speedup_total"])
-                         + (f" [{present.fmt_x(row['predicted'])}]" if row["predicted"] is not None else ""))
-        label = f"{r['model']}, {present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}"
+            cells.append(numbers.fmt_x(row["speedup_total"])
+                         + (f" [{numbers.fmt_x(row['predicted'])}]" if row["predicted"] is not None else ""))
+        label = f"{r['model']}, {pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}"
         rows.append(f"| {_cell(label)} ({r['cases']} {'case' if r['cases'] == 1 else 'cases'}) | " + " | ".join(cells) + " |")
     return rows
 
@@ -156,7 +157,7 @@ def _fmt_us(us: float) -> str:
 
 
 def _e2e_sentences(root: Path) -> list[str]:
-    m = present.metrics("e2e", root / METRICS)
+    m = outputs.metrics("e2e", root / METRICS)
     out = []
     lossless = m.get("lossless") or {}
     if lossless:
@@ -167,7 +168,7 @@ def _e2e_sentences(root: Path) -> list[str]:
                    f"(max relative difference {worst:.1e}).")
     for model, runs in sorted((m.get("hf_pld") or {}).items()):
         for r in runs:
-            out.append(f"transformers' own `generate(prompt_lookup_num_tokens=k)` ran at {present.fmt_x(r['speedup'], 2)} "
+            out.append(f"transformers' own `generate(prompt_lookup_num_tokens=k)` ran at {numbers.fmt_x(r['speedup'], 2)} "
                        f"of plain greedy `generate` for {model} on {r['case_id']} "
                        f"({'identical' if r['identical_output'] else 'different'} output).")
     c = m.get("constrained")
@@ -184,7 +185,7 @@ def _e2e_sentences(root: Path) -> list[str]:
 def _mask_sentence(root: Path) -> str:
     """The decoder's per-step mask cost beside llguidance, from the decode stage's benchmark table."""
     try:
-        table = present.table("mask_benchmark", root / TABLES)
+        table = outputs.table("mask_benchmark", root / TABLES)
     except ParamsError:
         return ""
     parts = []
@@ -203,11 +204,11 @@ def _mask_sentence(root: Path) -> str:
 
 
 def _pilot_sentence(root: Path) -> str:
-    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilotreport.headline)."""
-    from analysis.pilotreport import headline
+    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.present.pilotreport.headline)."""
+    from analysis.present.pilotreport import headline
 
     try:
-        m = present.metrics("pilot", root / METRICS)
+        m = outputs.metrics("pilot", root / METRICS)
     except ParamsError:
         return "The fine-tuning pilot [pilot] has not been run."
     figures = "; ".join(f"{what} {value}" for what, value in headline(m))
@@ -227,19 +228,19 @@ def _pilot_sentence(root: Path) -> str:
 def _formats_sentences(root: Path) -> list[str]:
     out = []
     try:
-        ef = present.table("edit_formats", root / TABLES).filter(framing_filter("body")).sort("corpus")
+        ef = outputs.table("edit_formats", root / TABLES).filter(framing_filter("body")).sort("corpus")
         out.append("Copy programs (line level) cost " + ", ".join(
-            f"{present.fmt_x(r['copy_line_vs_rewrite'], 2)} ({present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
+            f"{numbers.fmt_x(r['copy_line_vs_rewrite'], 2)} ({pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
             for r in ef.iter_rows(named=True)) + " of a whole rewrite's tokens; a unified diff costs "
-            + ", ".join(f"{present.fmt_x(r['unified_diff_vs_rewrite'], 2)}" for r in ef.iter_rows(named=True))
+            + ", ".join(f"{numbers.fmt_x(r['unified_diff_vs_rewrite'], 2)}" for r in ef.iter_rows(named=True))
             + " in the same order (`reports/tables/edit_formats.md`).")
     except ParamsError:
         pass
     try:
-        tb = present.table("token_boundaries", root / TABLES).filter(
+        tb = outputs.table("token_boundaries", root / TABLES).filter(
             (pl.col("level") == "line") & framing_filter("body") & (pl.col("corpus") != POOLED)).sort("corpus")
         out.append("Line copies whose own tokens differ from the gold output's tokenization: " + ", ".join(
-            f"{present.fmt_pct(r['mismatch_share'])} ({present.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
+            f"{numbers.fmt_pct(r['mismatch_share'])} ({pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]})"
             for r in tb.iter_rows(named=True)) + " of copy spans.")
     except ParamsError:
         pass
@@ -249,22 +250,22 @@ def _formats_sentences(root: Path) -> list[str]:
 def _throughput_sentence(root: Path) -> str | None:
     """The throughput benchmark's figures (`copydecode bench throughput`, reports/bench/throughput.json),
     or None when it has not been run here."""
-    from analysis.bench import BENCH_DIR
+    from analysis.layout import BENCH_DIR
 
     path = root / BENCH_DIR / "throughput.json"
     if not path.is_file():
         return None
     b = json.loads(path.read_text())
     runs = {r["n_jobs"]: r for r in b["runs"]}
-    rates = ", ".join(f"{present.fmt_num(r['cases_per_second']['all_three'], 2)} cases/s with {n} worker{'' if n == 1 else 's'}"
+    rates = ", ".join(f"{numbers.fmt_num(r['cases_per_second']['all_three'], 2)} cases/s with {n} worker{'' if n == 1 else 's'}"
                       for n, r in sorted(runs.items()))
     peaks = [r["peak_rss_mb_tree_sampled"] for r in runs.values() if "peak_rss_mb_tree_sampled" in r]
-    peak = (f"; peak memory {present.fmt_num(max(peaks), 0)} MB (resident, this process and its workers, sampled)"
+    peak = (f"; peak memory {numbers.fmt_num(max(peaks), 0)} MB (resident, this process and its workers, sampled)"
             if peaks else "")
-    speedup = (f" (2 workers against 1 on the same {b['cases']:,} cases: {present.fmt_x(b['speedup_2_vs_1'], 2)})"
+    speedup = (f" (2 workers against 1 on the same {b['cases']:,} cases: {numbers.fmt_x(b['speedup_2_vs_1'], 2)})"
                if b.get("speedup_2_vs_1") is not None else "")
     estimate = {r["cores"]: r["hours_linear_estimate"] for r in b["extrapolation_estimate"]}
-    hours = ", ".join(f"{present.fmt_num(h, 1)} h on {c} core{'' if c == 1 else 's'}" for c, h in sorted(estimate.items()))
+    hours = ", ".join(f"{numbers.fmt_num(h, 1)} h on {c} core{'' if c == 1 else 's'}" for c, h in sorted(estimate.items()))
     return (f"Throughput [bench throughput]: programs + spans + optimal on {b['cases']:,} synthetic CommitEdits cases "
             f"({b['cpu_count']} CPUs, load average {b['load_average_before'][0]} at the start): {rates}{speedup}{peak}. "
             f"ESTIMATE for 1,000,000 cases from the measured per-case time, linear scaling: {hours} "
@@ -288,7 +289,7 @@ def results_block(root: Path = Path(".")) -> str:
         "",
         *_claims_table(root),
         "",
-        "\\" + present.STAND_IN_NOTE,
+        "\\" + pages.STAND_IN_NOTE,
     ]
     setup = _kernel_setup(root)
     if setup:
@@ -304,8 +305,8 @@ def results_block(root: Path = Path(".")) -> str:
         lines += ["", "The end-to-end stage [e2e] has not been run."]
     lines += ["", _pilot_sentence(root)]
     try:
-        lines += ["", "Corpora [corpora report]: " + present.real_vs_benchmarks(
-            present.table("coverage", root / TABLES), present.bounds_frame(root / TABLES))]
+        lines += ["", "Corpora [corpora report]: " + corpusviews.real_vs_benchmarks(
+            outputs.table("coverage", root / TABLES), outputs.bounds_frame(root / TABLES))]
     except ParamsError:
         pass
     formats = _formats_sentences(root)
@@ -327,12 +328,12 @@ def _stage_times(root: Path) -> list[str]:
     import json
 
     times = json.loads(path.read_text())
-    cells = [f"{name} {present.fmt_num(record['seconds'], 1)} s" + (
-        f" ({present.fmt_num(record['from_scratch_s'], 1)} s from scratch)" if "from_scratch_s" in record else "")
+    cells = [f"{name} {numbers.fmt_num(record['seconds'], 1)} s" + (
+        f" ({numbers.fmt_num(record['from_scratch_s'], 1)} s from scratch)" if "from_scratch_s" in record else "")
         for name, record in sorted(times.items())]
     # a resumed stage counts what a run from scratch took, so the total is the from-scratch cost
     total = sum(record.get("from_scratch_s", record["seconds"]) for record in times.values())
-    return ["", f"Each stage's last run time ({present.fmt_num(total / 60, 1)} minutes in all from scratch; a stage resumed from its "
+    return ["", f"Each stage's last run time ({numbers.fmt_num(total / 60, 1)} minutes in all from scratch; a stage resumed from its "
                 "checkpoints counts only what was left to measure, and says what a run from scratch took where its "
                 "checkpoints recorded it; times vary between machines and with load): " + "; ".join(cells) + "."]
 

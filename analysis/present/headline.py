@@ -31,6 +31,10 @@ LOOP_KEYS, the default eager loop left out, anything else slugged).
 
 Every figure is read from another stage's committed output (reports/tables, reports/metrics). An
 output that is absent leaves its rows out, and `build_headline` says which (`missing`).
+
+`claims_summary` is the other headline file, reports/metrics/headline.json (written by the reports
+stage before its index): the claim verdict counts and about ten flat figures. This module is the one
+producer of headline figures; both files are built here.
 """
 
 from __future__ import annotations
@@ -43,8 +47,21 @@ from typing import Any
 
 import polars as pl
 
-from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
+from analysis.claims import (
+    DIFFERS,
+    NOT_AT_SCALE,
+    NOT_RUN,
+    REPRODUCED,
+    STALE,
+    UNDERDETERMINED,
+    claims,
+    line_ideal,
+    pooled_rows,
+)
+from analysis.errors import ParamsError
+from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.present.outputs import bounds_frame, metrics, table
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -208,9 +225,9 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model (analysis.e2eview): per corpus the
+    """Measured end to end against the AR loop of the same model (analysis.present.e2eview): per corpus the
     ratio of summed times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
-    from analysis.e2eview import pooled_from_speedup, primary_pld
+    from analysis.present.e2eview import pooled_from_speedup, primary_pld
 
     out: dict[str, dict] = {}
     pld = primary_pld(e2e["method"].unique().to_list())
@@ -236,7 +253,7 @@ def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> di
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
-    from analysis.e2eview import read_frozen
+    from analysis.present.e2eview import read_frozen
 
     run = read_frozen(frozen, E2E_WIDE)
     return {} if run is None else e2e_rows(run.speedup, s, prefix="e2e_wide-")
@@ -340,3 +357,51 @@ def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
         if stale not in written:
             stale.unlink()
     return written
+
+
+# ---------------------------------------------------------------- reports/metrics/headline.json
+
+
+def _round(value: Any, digits: int = 4) -> Any:
+    return round(float(value), digits) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
+    """reports/metrics/headline.json: about ten flat figures, so that `dvc metrics show` prints them as
+    one short table row; each is taken from another stage's output, and a figure whose output is
+    absent is left out. Pools are body framing, line level, ideal variant, ratio of sums."""
+    items = claims(tables, metrics_dir)
+    out: dict[str, Any] = {"reproduced": sum(c.verdict == REPRODUCED for c in items),
+                           "differ": sum(c.verdict == DIFFERS for c in items),
+                           "underdetermined": sum(c.verdict == UNDERDETERMINED for c in items),
+                           "not_reproduced_at_scale": sum(c.verdict == NOT_AT_SCALE for c in items),
+                           "stale": sum(c.verdict == STALE for c in items),
+                           "not_run": sum(c.verdict == NOT_RUN for c in items)}
+    try:
+        kern = metrics("kernels", metrics_dir)
+        env = kern.get("run_environment")
+        out["kernel_max"] = _round(kern["speedup_range_strongest"][1], 2)
+        out["noisy"] = env.get("noisy") if isinstance(env, dict) else "not recorded"
+    except ParamsError:
+        pass
+    try:
+        cov = table("coverage", tables).filter((pl.col("corpus") == POOLED) & (pl.col("framing") == "body")
+                                               & (pl.col("level") == "line"))
+        if cov.height:
+            out["cov_line_pooled"] = _round(cov["coverage"][0])
+    except ParamsError:
+        pass
+    try:
+        b = bounds_frame(tables)
+        for source, key, baseline in ((PAPER_SOURCE, "bound_paper_pooled", None), (FIT_SOURCE, "bound_fit_pooled", "eager")):
+            pooled = pooled_rows(line_ideal(b, source, baseline))
+            if RATIO_OF_SUMS in pooled:
+                out[key] = _round(pooled[RATIO_OF_SUMS]["bound"], 2)
+    except ParamsError:
+        pass
+    try:
+        out["roundtrip_failed"] = metrics("roundtrip", metrics_dir)["failed"]
+    except ParamsError:
+        pass
+    return out
+

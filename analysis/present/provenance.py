@@ -14,7 +14,7 @@ from importlib import metadata
 from pathlib import Path
 
 from analysis.layout import LATENCY_MODEL
-from analysis.pages import Html, esc
+from analysis.present.pages import Html, esc
 from analysis.params import DEFAULT_PARAMS
 
 

@@ -1,6 +1,6 @@
 """Pages: how a report shows a table or a block. Every value a report writes passes through `esc` or
 great_tables (which escapes cell text, titles and notes): a case id or corpus name can never inject
-markup into a page. Numbers are formatted by analysis.numbers."""
+markup into a page. Numbers are formatted by analysis.present.numbers."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from analysis.claims import (
     claims_frame,
 )
 from analysis.layout import STAND_IN
-from analysis.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
+from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
 STAND_IN_NOTE = "* ProbeEdit-S is this suite's stand-in for the paper's unpublished ProbeEdit corpus."
 

@@ -14,10 +14,10 @@ Exact-match figures also get the exact McNemar test on the discordant pairs. A d
 significant when its CI excludes 0 and, for exact match, McNemar's p < `compare.alpha`.
 
 Figures (`figure`, per corpus and `pooled`, at the headline framing `headline.framing` plus the
-single-framing corpora, as in analysis.headline):
+single-framing corpora, as in analysis.present.headline):
   cov_<level>                    copied / gold tokens (case_costs)
   bound_<source>_<ideal|dir>     regen / program time, line level (case_costs); <source> as in the
-                                 headline rows (analysis.headline.source_key), plus -<AR loop> where a
+                                 headline rows (analysis.present.headline.source_key), plus -<AR loop> where a
                                  source has several
   em_<level>                     exact match under span noise at `headline.perturb_rate` (kind both)
   pilot_<mode>_<phase>           pilot exact match per split (records)
@@ -315,7 +315,7 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
         rows += _ratio_rows(f"cov_{level}", rows_level, "copied_tokens", "gold_tokens", s)
     line = part.filter(pl.col("level") == "line")
     if "kernel_source" in line.columns:
-        from analysis.headline import LOOP_KEYS, source_key
+        from analysis.present.headline import LOOP_KEYS, source_key
 
         loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
         several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
@@ -347,7 +347,7 @@ def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
 
 
 def e2e_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    from analysis.headline import slug
+    from analysis.present.headline import slug
 
     rows: list[Difference] = []
     for (model, method), group in sorted(joined.group_by("model", "method"), key=lambda g: (str(g[0][0]), str(g[0][1]))):

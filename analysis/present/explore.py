@@ -75,21 +75,21 @@ class ExploreData:
     def load(cls, params: str | Path | None = None, root: Path = Path(".")) -> "ExploreData":
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
         (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
+        from analysis.bounds import cost_settings
         from analysis.config import Config
-        from analysis.kernel_sources import is_fit, kernels_for
-        from analysis.provenance import params_in_use
-        from analysis.stages.bounds import settings
+        from analysis.kernel_sources import is_fit, kernel_settings, kernels_for
+        from analysis.present.provenance import params_in_use
 
         params = params_in_use(None if params is None else Path(params))
 
         for path in (CASES, PROGRAMS, SPANS):
             if not (Path(root) / path).is_file():
                 raise ParamsError(f"{path} not found; run `copydecode corpora`, `programs` and `spans` (or `dvc repro`) first")
-        s = settings(Config.load(params).params)
+        values = Config.load(params).params
         kernels = [KernelSource(f"{k.source} {k.baseline}" if is_fit(k.source) else k.source, k.model)
-                   for k in kernels_for(s.kernel)]
+                   for k in kernels_for(kernel_settings(values))]
         return cls(pl.read_parquet(Path(root) / CASES), pl.read_parquet(Path(root) / PROGRAMS),
-                   pl.read_parquet(Path(root) / SPANS), kernels, s.cost)
+                   pl.read_parquet(Path(root) / SPANS), kernels, cost_settings(values))
 
     # the choices each dropdown offers, given the others
     def corpora(self) -> list[str]:
@@ -183,7 +183,7 @@ def build_view(data: ExploreData, sel: Selection) -> CaseView:
 # ---------------------------------------------------------------- HTML
 
 def highlighted_html(view: CaseView) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     spans = "".join(f'<span class="cd-{kind}" title="{esc(title)}">{esc(text)}</span>' for kind, title, text in view.pieces)
     return ('<pre class="cd-pre">' + spans + "</pre>"
@@ -191,7 +191,7 @@ def highlighted_html(view: CaseView) -> str:
 
 
 def _table_html(frame: pl.DataFrame, digits: int = 4) -> str:
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     def cell(value: Any) -> str:
         if isinstance(value, float):
@@ -206,7 +206,8 @@ def _table_html(frame: pl.DataFrame, digits: int = 4) -> str:
 def render_view(view: CaseView) -> "Html":
     """The case as one escaped HTML block: figures, input, gold, program, output with spans
     highlighted, per-span costs (each column in its kernel source's unit) and the case's bounds."""
-    from analysis.present import Html, esc, fmt_pct, lead, pre
+    from analysis.present.numbers import fmt_pct
+    from analysis.present.pages import Html, esc, lead, pre
 
     s = view.selection
     share = view.copied_share
@@ -252,7 +253,7 @@ def explorer(data: ExploreData, start: Selection):
     re-renders it (an error for a selection is shown in place of the case, escaped)."""
     import ipywidgets as w
 
-    from analysis.present import esc
+    from analysis.present.pages import esc
 
     corpus = w.Dropdown(description="corpus", options=data.corpora(), value=start.corpus)
     framing = w.Dropdown(description="framing", options=data.framings(start.corpus), value=start.framing)

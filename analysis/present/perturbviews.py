@@ -11,8 +11,8 @@ from analysis.errors import ParamsError
 
 from analysis.claims import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
 from analysis.layout import POOLED, TABLES
-from analysis.numbers import fmt_int, fmt_pct
-from analysis.outputs import pick, pick_view
+from analysis.present.numbers import fmt_int, fmt_pct
+from analysis.present.outputs import pick, pick_view
 from analysis.perturb import ALL_POOL, PAPER_POOL, POOL_LABELS, paper_pool_rows
 
 POOLS = (PAPER_POOL, ALL_POOL)
@@ -47,7 +47,7 @@ def lead_figures(rows: pl.DataFrame, pool: str = PAPER_POOL, rate: float = 1.0) 
 
 def em_wide(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per (level, corpus, framing, kind): EM at each rate, and the no-copy and invalid shares at rate 1."""
-    from analysis.pages import pivot_wide
+    from analysis.present.pages import pivot_wide
 
     keys = ["level", "corpus", "framing", "kind"]
     wide = pivot_wide(rows.with_columns(rate=pl.format("EM at {}", pl.col("rate"))), index=keys, on="rate", values="em")

@@ -20,9 +20,9 @@ from analysis.layout import (
     pooling_label,
     star,
 )
-from analysis.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
-from analysis.outputs import pick, pick_framing, pick_view
-from analysis.pages import pivot_wide
+from analysis.present.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
+from analysis.present.outputs import pick, pick_framing, pick_view
+from analysis.present.pages import pivot_wide
 
 __all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
 

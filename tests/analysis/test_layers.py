@@ -1,0 +1,39 @@
+"""The layers of analysis/ as rules on the import graph (analysis.depgraph.closure follows every import,
+module level or in a function): the presentation is one package, analysis/present/, with an empty
+__init__; it reaches no stage and no model code; the domain modules at the top reach no HTML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fixtures import ROOT
+
+from analysis.depgraph import closure
+
+PRESENT = ROOT / "analysis" / "present"
+HTML_MODULES = ("analysis/present/pages.py", "analysis/present/notebook.py")  # page blocks; the notebooks' facade
+TOOLS_AT_TOP = ("cli",)  # the console script wires every command, presentation included
+
+
+def _modules(folder: Path, package: str) -> list[str]:
+    return sorted(f"{package}.{path.stem}" for path in folder.glob("*.py") if path.stem != "__init__")
+
+
+def test_present_is_a_package_with_an_empty_init():
+    assert (PRESENT / "__init__.py").is_file()
+    # a facade in __init__ would make every stage that draws a chart depend on every view (dvc deps)
+    assert (PRESENT / "__init__.py").read_text().strip() == ""
+    assert {"pages", "outputs", "explore", "headline", "reports", "readme"} <= {p.stem for p in PRESENT.glob("*.py")}
+
+
+def test_no_presentation_module_reaches_a_stage_or_model_code():
+    reached = {module: [path for path in closure(module, ROOT) if path.startswith(("analysis/stages/", "kernels_profile/"))]
+               for module in _modules(PRESENT, "analysis.present")}
+    assert not {module: paths for module, paths in reached.items() if paths}
+
+
+def test_no_domain_module_at_the_top_reaches_html():
+    assert all((ROOT / path).is_file() for path in HTML_MODULES)
+    top = [m for m in _modules(ROOT / "analysis", "analysis") if m.rsplit(".", 1)[1] not in TOOLS_AT_TOP]
+    reached = {module: [path for path in closure(module, ROOT) if path in HTML_MODULES] for module in top}
+    assert not {module: paths for module, paths in reached.items() if paths}

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
+from analysis.errors import CorpusError, ParamsError
+from analysis.layout import CASES, LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
@@ -83,3 +83,11 @@ def pick_view(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
     if framing in (None, "all"):
         return frame
     return pick_framing(frame, framing).filter(framing_view(framing))
+
+
+def require_outputs(stage: str) -> None:
+    """`headline` and `reports` summarise other stages' outputs: on a root that holds none (no cases
+    table, no report table) there is nothing to report, which is an error, not an empty success."""
+    if not CASES.is_file() and not any(TABLES.glob("*.csv")):
+        raise CorpusError(f"nothing to report: this output root holds no stage output (no {CASES}, no {TABLES}/*.csv); "
+                          f"run `copydecode corpora` and the stages after it before `copydecode {stage}`")

@@ -50,7 +50,7 @@ from analysis.layout import (
     paper_corpora,
 )
 from analysis.params import choice, choices, get, positive_int
-from analysis.stages.common import timed
+from analysis.progress import timed
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 

@@ -13,7 +13,8 @@ from typing import Any
 from analysis.errors import ParamsError
 from analysis.params import DEFAULT_PARAMS, get
 from analysis.reports import REPORTS, check_parameters, run_reports
-from analysis.stages.common import kernel_noise_filtered, require_outputs, timed
+from analysis.outputs import require_outputs
+from analysis.progress import kernel_noise_filtered, timed
 
 
 @dataclass(frozen=True)

@@ -65,11 +65,10 @@ from analysis.layout import (
     PILOT_RECORDS,
     TABLES,
 )
-from analysis.params import choice, get, merge_preset, number, number_list, positive_int
+from analysis.params import check_threads, choice, get, merge_preset, number, number_list, positive_int
 from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
 from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams, probeedit_recipe
-from analysis.stages.common import progress, timed
-from kernels_profile.machine import check_threads
+from analysis.progress import progress, timed
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.runtime import (
     FromScratch,

@@ -84,3 +84,20 @@ def test_a_table_a_stage_wrote_empty_reads_as_empty(tmp_path):
     without the paper's corpora); the report pages read it as an empty table, not a NoDataError."""
     pl.DataFrame().write_csv(tmp_path / "bounds_paper_pool.csv")
     assert table("bounds_paper_pool", tmp_path).is_empty()
+
+
+def test_require_outputs_refuses_an_empty_root(tmp_path, monkeypatch):
+    from analysis.errors import CorpusError
+    from analysis.layout import CASES, TABLES
+    from analysis.outputs import require_outputs
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CorpusError, match="nothing to report: .* before `copydecode headline`"):
+        require_outputs("headline")
+    TABLES.mkdir(parents=True)
+    (TABLES / "coverage.csv").write_text("a\n1\n")
+    require_outputs("headline")
+    (TABLES / "coverage.csv").unlink()
+    CASES.parent.mkdir(parents=True)
+    CASES.write_bytes(b"")
+    require_outputs("reports")

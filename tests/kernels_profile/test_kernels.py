@@ -16,7 +16,8 @@ from kernels_profile.models import (  # noqa: E402
     known_models,
     published_config,
 )
-from kernels_profile.profiler import CacheBench, ProfileSpec, profile_run  # noqa: E402
+from kernels_profile.profile_session import profile_run  # noqa: E402
+from kernels_profile.profiler import CacheBench, ProfileSpec  # noqa: E402
 from fixtures import profile_spec  # noqa: E402
 
 

@@ -44,6 +44,7 @@ from typing import Any
 import polars as pl
 
 from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
+from analysis.outputs import optional_table
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = HEADLINE_METRICS
@@ -124,11 +125,10 @@ def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, flo
 
 
 def _read_csv(tables: Path, name: str, missing: list[str]) -> pl.DataFrame | None:
-    path = Path(tables) / f"{name}.csv"
-    if not path.is_file():
-        missing.append(str(path))
-        return None
-    return pl.read_csv(path, infer_schema_length=None)
+    found = optional_table(name, tables, infer_all_rows=True)
+    if found is None:
+        missing.append(str(Path(tables) / f"{name}.csv"))
+    return found
 
 
 def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

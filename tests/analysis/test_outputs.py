@@ -101,3 +101,19 @@ def test_require_outputs_refuses_an_empty_root(tmp_path, monkeypatch):
     CASES.parent.mkdir(parents=True)
     CASES.write_bytes(b"")
     require_outputs("reports")
+
+
+def test_table_is_the_one_report_table_reader(tmp_path):
+    """Absent: `table` names it (a MissingOutputError, still a ParamsError), `optional_table` is None;
+    an empty file is an empty frame; `infer_all_rows` types a column that is empty in its first rows."""
+    from analysis.errors import MissingOutputError
+    from analysis.outputs import optional_table, table
+
+    with pytest.raises(MissingOutputError, match="absent.csv not found; run `dvc repro` first"):
+        table("absent", tmp_path)
+    assert optional_table("absent", tmp_path) is None
+    (tmp_path / "empty.csv").write_text("")
+    assert table("empty", tmp_path).shape == (0, 0)
+    (tmp_path / "late.csv").write_text("a,b\n" + "1,\n" * 150 + "2,0.5\n")
+    late = optional_table("late", tmp_path, infer_all_rows=True)
+    assert late.schema["b"] == pl.Float64 and late["b"][-1] == 0.5

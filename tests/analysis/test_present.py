@@ -199,7 +199,7 @@ def test_old_bounds_table_is_a_clear_error(tmp_path):
 
 
 def _sidecar(reference: list[float], threshold: float = 0.15, roofline: dict | None = None) -> dict:
-    """A sidecar as kernels_profile.profiler.environment_record writes it, from the machine module's own types."""
+    """A sidecar as kernels_profile.profile_session.environment_record writes it, from the contention module's own types."""
     from kernels_profile.contention import Drift, RunEnvironment
 
     drift = Drift.of(reference, threshold)

@@ -20,6 +20,8 @@ DEVICES = ("cpu", "cuda")
 
 @dataclass(frozen=True)
 class PilotSettings:
+    """params `pilot` with a preset overlaid, each value checked by `settings` (no default in code)."""
+
     model: str
     weights: str
     dtype: str

@@ -44,8 +44,8 @@ from typing import Any
 import polars as pl
 
 from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
-from analysis.outputs import optional_table
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.outputs import optional_table
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).

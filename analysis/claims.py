@@ -36,7 +36,7 @@ from analysis.layout import (
     star,
 )
 from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
-from analysis.present.outputs import BOUNDS_COLUMNS, bounds_frame, table
+from analysis.present.outputs import BOUNDS_COLUMNS, bounds_frame, optional_table, table
 
 PAPER = Path(__file__).parent / "data" / "paper_claims.json"
 
@@ -267,14 +267,6 @@ def bounds_input(spec: dict, index: int, tables: Path, metrics_dir: Path) -> pl.
     return frame
 
 
-def read_table(name: str, tables: Path) -> pl.DataFrame:
-    """A supporting table a claim reads beside its metric; absent is a MissingOutputError."""
-    path = Path(tables) / f"{name}.csv"
-    if not path.is_file():
-        raise MissingOutputError(f"{path} not found; run `dvc repro` first")
-    return pl.read_csv(path)
-
-
 # ---------------------------------------------------------------- 1. kernel speedup
 
 
@@ -485,10 +477,10 @@ def paper_pool(tables: Path, kernel_source: str, baseline: str | None = None,
         rows = line_ideal(bounds, kernel_source, baseline).filter((pl.col("corpus") == POOLED) & _paper_pool_expr(bounds))
         if rows.height:
             return {r["pooling"]: r for r in rows.iter_rows(named=True)}
-    path = Path(tables) / "bounds_paper_pool.csv"
-    if not path.is_file() or path.stat().st_size == 0:
+    frame = optional_table("bounds_paper_pool", tables)
+    if frame is None or frame.is_empty():
         return {}
-    return {r["pooling"]: r for r in line_ideal(pl.read_csv(path), kernel_source, baseline).iter_rows(named=True)}
+    return {r["pooling"]: r for r in line_ideal(frame, kernel_source, baseline).iter_rows(named=True)}
 
 
 def _cases(pooled: dict[str, dict]) -> str:
@@ -506,7 +498,7 @@ def pooled_text(pooled: dict[str, dict]) -> str:
 
 def generated_share(tables: Path, corpus: str, level: str = "line") -> float | None:
     """Share of a corpus's gold tokens that no copy produces (1 - coverage), body framing or its own."""
-    cov = read_table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
+    cov = table("coverage", tables).filter(framing_filter("body") & (pl.col("corpus") != POOLED)
                                            & (pl.col("level") == level) & (pl.col("corpus") == corpus))
     return None if cov.height == 0 else 1.0 - float(cov["coverage"][0])
 
@@ -705,10 +697,10 @@ def paper_pool_crossings(tables: Path, target: float) -> pl.DataFrame:
 
     out = []
     for definition, name in PERTURBATION_TABLES.items():
-        path = Path(tables) / f"{name}.csv"
-        if not path.is_file():
+        frame = optional_table(name, tables)
+        if frame is None:
             continue
-        pooled = paper_pool_em(pl.read_csv(path))
+        pooled = paper_pool_em(frame)
         for (kind,), rows in pooled.group_by("kind", maintain_order=True):
             out.append({"definition": definition, "kind": kind, "n_cases": int(rows["n_cases"].max()),
                         "crossing_rate": crossing_rate(rows["rate"].to_list(), rows["em"].to_list(), target)})
@@ -936,7 +928,7 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None 
 
 def optimal_rows(tables: Path = TABLES) -> pl.DataFrame:
     """optimal.csv over the paper's three corpora (per corpus, body framing and the single-framing ones)."""
-    return paper_view(read_table("optimal", tables)).filter(pl.col("pooling") == "corpus")
+    return paper_view(table("optimal", tables)).filter(pl.col("pooling") == "corpus")
 
 
 def _optimal_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:

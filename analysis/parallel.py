@@ -175,7 +175,7 @@ def _ray_session(s: ParallelSettings) -> Iterator[None]:
 
 def _quiet_chunk(fn: Callable[..., list], chunk: Sequence, *args: Any) -> list:
     """fn(chunk, *args) in a worker, with the worker's own progress bars off (the parent draws the stage's)."""
-    from analysis.stages.common import worker_bars_off
+    from analysis.progress import worker_bars_off
 
     with worker_bars_off():
         return fn(chunk, *args)
@@ -183,9 +183,9 @@ def _quiet_chunk(fn: Callable[..., list], chunk: Sequence, *args: Any) -> list:
 
 def stage_bar(desc: str, total: int):
     """The one progress bar of a parallel stage, drawn by the parent and advanced per finished chunk."""
-    from tqdm import tqdm
+    from analysis.progress import progress_bar
 
-    return tqdm(desc=desc, total=total, unit="case", mininterval=0.5, leave=True)  # the log keeps its final count
+    return progress_bar(total=total, desc=desc, unit="case", leave=True)  # the log keeps its final count
 
 
 def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *args: Any, desc: str | None = None) -> list:

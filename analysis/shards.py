@@ -118,7 +118,7 @@ class ShardWriter:
 
 def iter_joined_programs(cases_path: str | Path, programs_path: str | Path, shard: int) -> Iterator[pl.DataFrame]:
     """programs.parquet's rows, in its order, with each case's source and target joined on (as
-    `analysis.stages.tables.joined_programs` gives them at once), about `shard` cases at a time.
+    `analysis.stage_tables.joined_programs` gives them at once), about `shard` cases at a time.
 
     A merge of the two files: cases are read `shard` at a time, and the programs that follow in
     programs.parquet while they name a case of the current shard are joined to it. A program whose

@@ -39,7 +39,7 @@ from analysis.io import markdown_table, read_parquet, write_json, write_text
 from analysis.latency import GROUP, speedup_table
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile.e2e import BASELINE, cad_method, per_pair_ratios
-from kernels_profile.profiler import environment_path
+from kernels_profile.profile_session import environment_path
 
 FORMAT = "copydecode.busybench/1"
 DEFAULT_STEM = BUSY_BENCHMARK

@@ -161,7 +161,7 @@ def command(args) -> int:
     from analysis.params import DEFAULT_PARAMS
     from kernels_profile.pilot import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
     from kernels_profile.runtime import set_threads
-    from kernels_profile.stages.pilot import load_models, settings
+    from kernels_profile.pilot_settings import load_models, settings
 
     args.out = args.table_out
     if args.freeze:

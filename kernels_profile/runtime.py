@@ -16,7 +16,7 @@ CheckpointError naming the file (the caller checks its own schema).
 From-scratch seconds. `FromScratch` adds up, for a run, the seconds of every unit (measured now or read
 back from its checkpoint) plus the run's own time outside the units measured now: what the run would
 take with nothing to resume from. Stages write it as `from_scratch_s` beside their run time
-(analysis.stages.common.timed), which the README's stage-time line reads.
+(analysis.progress.timed), which the README's stage-time line reads.
 
 Fingerprint. `fingerprint(model, weights)` is what every checkpoint key holds besides the unit's own
 settings: the model's shapes and weights (without building it), the library versions (torch,

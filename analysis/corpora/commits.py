@@ -70,6 +70,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from analysis.corpora.cases import Case
+from analysis.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
 from analysis.scratch import owned_temp_dir
@@ -252,14 +253,6 @@ def is_bundle(path: Path) -> bool:
     with path.open("rb") as fh:
         head = fh.read(max(len(s) for s in BUNDLE_SIGNATURES))
     return any(head.startswith(s) for s in BUNDLE_SIGNATURES)
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def repository_git_dir(path: Path) -> Path:
@@ -488,7 +481,7 @@ def mine_commits(settings: CommitSettings) -> tuple[list[Case], MiningReport]:
         return _mine(repository_git_dir(path), f"repo:{path}", None, settings, extensions, started, 0.0)
     if not is_bundle(path):
         raise CorpusError(f"commits: {path} is neither a git repository folder nor a git bundle file")
-    digest = file_sha256(path)
+    digest = file_digest(path)
     if settings.sha256 is not None and digest != settings.sha256.lower():
         raise CorpusError(f"commits: bundle {path} has sha256 {digest}, not the pinned {settings.sha256}")
     with owned_temp_dir("copydecode-commits-") as tmp:  # a SIGKILLed run's clone is removed by the next run

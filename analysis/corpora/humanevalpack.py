@@ -17,13 +17,13 @@ in the metrics. `source`:
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.corpora.cases import Case
 from analysis.corpora.jsonl import read_jsonl as read_jsonl_records
+from analysis.digest import file_digest
 from analysis.errors import CorpusError
 
 HUMANEVALPACK_LANGUAGES: dict[str, str] = {
@@ -119,7 +119,7 @@ def load_humanevalpack(
         )
     path = folder / f"{language}.jsonl"
     records = read_jsonl(path)
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_digest(path)
     expected = KNOWN_SHA256.get(language)
     if verify_sha256 and expected and digest != expected:
         raise CorpusError(f"{path}: sha256 {digest} differs from the pinned {expected}")

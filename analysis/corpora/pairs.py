@@ -20,7 +20,6 @@ UTF-8 or a lone surrogate (analysis.jsonl).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from typing import Any
 import polars as pl
 
 from analysis.corpora.cases import Case, read_parquet_file
+from analysis.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
 
@@ -164,7 +164,7 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)
     cases, ignored = cases_from_records(records, corpus_name(settings), settings.language, fields, str(path))
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = file_digest(path)
     report = PairsReport(corpus_name(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
     return cases, report
 

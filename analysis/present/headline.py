@@ -61,7 +61,7 @@ from analysis.claims import (
 from analysis.errors import ParamsError
 from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
-from analysis.present.outputs import bounds_frame, metrics, table
+from analysis.present.outputs import bounds_frame, metrics, optional_table, table
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -141,11 +141,10 @@ def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, flo
 
 
 def _read_csv(tables: Path, name: str, missing: list[str]) -> pl.DataFrame | None:
-    path = Path(tables) / f"{name}.csv"
-    if not path.is_file():
-        missing.append(str(path))
-        return None
-    return pl.read_csv(path, infer_schema_length=None)
+    found = optional_table(name, tables, infer_all_rows=True)
+    if found is None:
+        missing.append(str(Path(tables) / f"{name}.csv"))
+    return found
 
 
 def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

@@ -9,19 +9,30 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
+from analysis.errors import CorpusError, MissingOutputError, ParamsError
+from analysis.layout import CASES, LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
 
-def table(name: str, root: Path = TABLES) -> pl.DataFrame:
+def table(name: str, root: Path = TABLES, infer_all_rows: bool = False) -> pl.DataFrame:
+    """The report table `name` (reports/tables/<name>.csv); an absent one is a MissingOutputError."""
+    found = optional_table(name, root, infer_all_rows)
+    if found is None:
+        raise MissingOutputError(f"{Path(root) / f'{name}.csv'} not found; run `dvc repro` first")
+    return found
+
+
+def optional_table(name: str, root: Path = TABLES, infer_all_rows: bool = False) -> pl.DataFrame | None:
+    """The report table `name`, or None when no stage wrote it (an optional stage not run). A table with
+    no rows and no columns (e.g. no paper corpora) is an empty frame. `infer_all_rows` reads every row
+    before choosing a column's type (a column empty in its first rows)."""
     path = Path(root) / f"{name}.csv"
     if not path.is_file():
-        raise ParamsError(f"{path} not found; run `dvc repro` first")
+        return None
     try:
-        return pl.read_csv(path)
-    except pl.exceptions.NoDataError:  # a stage wrote a table with no rows and no columns (e.g. no paper corpora)
+        return pl.read_csv(path, infer_schema_length=None if infer_all_rows else 100)
+    except pl.exceptions.NoDataError:
         return pl.DataFrame()
 
 
@@ -83,3 +94,11 @@ def pick_view(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
     if framing in (None, "all"):
         return frame
     return pick_framing(frame, framing).filter(framing_view(framing))
+
+
+def require_outputs(stage: str) -> None:
+    """`headline` and `reports` summarise other stages' outputs: on a root that holds none (no cases
+    table, no report table) there is nothing to report, which is an error, not an empty success."""
+    if not CASES.is_file() and not any(TABLES.glob("*.csv")):
+        raise CorpusError(f"nothing to report: this output root holds no stage output (no {CASES}, no {TABLES}/*.csv); "
+                          f"run `copydecode corpora` and the stages after it before `copydecode {stage}`")

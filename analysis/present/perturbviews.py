@@ -12,7 +12,7 @@ from analysis.errors import ParamsError
 from analysis.claims import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
 from analysis.layout import POOLED, TABLES
 from analysis.present.numbers import fmt_int, fmt_pct
-from analysis.present.outputs import pick, pick_view
+from analysis.present.outputs import optional_table, pick, pick_view
 from analysis.perturb import ALL_POOL, PAPER_POOL, POOL_LABELS, paper_pool_rows
 
 POOLS = (PAPER_POOL, ALL_POOL)
@@ -59,9 +59,9 @@ def definition_tables(level: str, framing: str, corpus: str = "all", tables: Pat
     """Per perturbation definition whose table the stage wrote: its rows at `level` and `framing`."""
     out = {}
     for definition, name in PERTURBATION_TABLES.items():
-        path = Path(tables) / f"{name}.csv"
-        if path.is_file():
-            rows = pick(pick_view(pl.read_csv(path), framing), level=level)
+        frame = optional_table(name, tables)
+        if frame is not None:
+            rows = pick(pick_view(frame, framing), level=level)
             out[definition] = rows if corpus == "all" else pick(rows, corpus=corpus)
     return out
 
@@ -70,9 +70,9 @@ def paper_pool_table(level: str = "line", tables: Path = TABLES) -> pl.DataFrame
     """EM at rate 1 pooled over the paper's three corpora, per definition and kind (claim 6's figure)."""
     parts = []
     for definition, name in PERTURBATION_TABLES.items():
-        path = Path(tables) / f"{name}.csv"
-        if path.is_file():
-            pooled = paper_pool_em(pl.read_csv(path), level).filter(pl.col("rate") == 1.0)
+        frame = optional_table(name, tables)
+        if frame is not None:
+            pooled = paper_pool_em(frame, level).filter(pl.col("rate") == 1.0)
             parts.append(pooled.select(pl.lit(definition).alias("definition"), "kind", "n_cases", "em", "no_copy"))
     return pl.concat(parts) if parts else pl.DataFrame()
 
@@ -81,10 +81,10 @@ def crossings_table(target: float, tables: Path = TABLES) -> pl.DataFrame:
     """Where pooled EM first falls to `target`, per definition and kind: over the paper's three corpora
     (claim 6) beside the stage's own pool of every corpus (perturbation_crossing.csv)."""
     ours = paper_pool_crossings(tables, target).rename({"crossing_rate": "crossing, paper's corpora"})
-    path = Path(tables) / "perturbation_crossing.csv"
-    if not path.is_file():
+    stage = optional_table("perturbation_crossing", tables)
+    if stage is None:
         return ours
-    stage = pl.read_csv(path).filter((pl.col("level") == "line") & (pl.col("framing") == "body"))
+    stage = stage.filter((pl.col("level") == "line") & (pl.col("framing") == "body"))
     if "pool" in stage.columns:  # the stage writes both pools; the paper's is computed above
         stage = stage.filter(pl.col("pool") == ALL_POOL)
     stage = stage.select("definition", "kind", pl.col("crossing_rate").alias("crossing, every corpus"))

@@ -3,7 +3,6 @@ machine and the library versions), shown at the foot of every page."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -13,6 +12,8 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
+from analysis.cpuinfo import CPUINFO, read_cpuinfo
+from analysis.digest import file_digest
 from analysis.layout import LATENCY_MODEL
 from analysis.present.pages import Html, esc
 from analysis.params import DEFAULT_PARAMS
@@ -69,14 +70,11 @@ def _git_commit(root: Path) -> str:
     return commit_text(head.stdout.strip()[:12], changed)
 
 
-def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+def cpu_model(cpuinfo: Path = CPUINFO) -> str:
     """The CPU's model name and logical core count ('AMD EPYC 7B13, 2 cores'), not the architecture."""
-    if cpuinfo.is_file():
-        lines = cpuinfo.read_text(errors="replace").splitlines()
-        names = [ln.split(":", 1)[1].strip() for ln in lines if ln.lower().startswith(("model name", "hardware"))]
-        cores = sum(1 for ln in lines if ln.lower().startswith("processor"))
-        if names:
-            return f"{names[0]}, {cores} logical cores"
+    cpu = read_cpuinfo(cpuinfo)
+    if cpu is not None and cpu.model:
+        return f"{cpu.model}, {cpu.processors} logical cores"
     return platform.processor() or f"unknown CPU ({platform.machine()})"
 
 
@@ -106,7 +104,7 @@ def provenance(root: Path = Path("."), params: Path | None = None, model_path: P
     root = Path(root)
     used = params_in_use(params)
     params_file = used if used.is_absolute() else root / used
-    digest = hashlib.sha256(params_file.read_bytes()).hexdigest() if params_file.is_file() else f"no {used}"
+    digest = file_digest(params_file) if params_file.is_file() else f"no {used}"
     recorded = _recorded_versions(root / model_path)
     torch, transformers, source = recorded or (_installed("torch"), _installed("transformers"),
                                                "installed packages (no recorded environment)")

@@ -49,8 +49,8 @@ from analysis.layout import (
     context_label,
     paper_corpora,
 )
-from analysis.params import choice, choices, get
-from analysis.stages.common import timed
+from analysis.params import choice, choices, get, positive_int
+from analysis.progress import timed
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 

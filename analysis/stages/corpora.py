@@ -26,7 +26,7 @@ from analysis.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
 from analysis.params import choice, choices, get, get_or, positive_int, typed_entry
 from analysis.shards import CASE_ROW_GROUP, ShardWriter
-from analysis.stages.common import timed
+from analysis.progress import timed
 
 HEP_SOURCES = ("auto", "local", "hub")
 

@@ -12,8 +12,8 @@ from analysis.io import write_json, write_table
 from analysis.layout import LEVELS, METRICS, TABLES
 from analysis.params import positive_int
 from analysis.program import parse
-from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs
+from analysis.progress import progress, timed
+from analysis.stage_tables import joined_programs
 from analysis.tokenization import load_tokenizer
 
 

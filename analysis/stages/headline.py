@@ -9,7 +9,8 @@ from analysis.errors import ParamsError, StaleInputError
 from analysis.present.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
 from analysis.kernel_sources import names_from_params
 from analysis.params import get, known_keys, number, number_list, positive_int
-from analysis.stages.common import require_outputs, timed
+from analysis.present.outputs import require_outputs
+from analysis.progress import timed
 
 
 @dataclass(frozen=True)

@@ -53,8 +53,8 @@ from analysis.program import Program, parse
 from analysis.shards import Spill, shard_cases
 from analysis.spans import pooled_groups
 from analysis.kernel_sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
-from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs, program_shards
+from analysis.progress import progress, timed
+from analysis.stage_tables import joined_programs, program_shards
 from analysis.tokenization import TokenizedText, load_tokenizer
 
 SPAN_COLUMNS = {"case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,

@@ -42,8 +42,8 @@ from analysis.perturb import (
 )
 from analysis.program import parse
 from analysis.shards import shard_cases
-from analysis.stages.common import progress, timed
-from analysis.stages.tables import joined_programs, program_shards
+from analysis.progress import progress, timed
+from analysis.stage_tables import joined_programs, program_shards
 from analysis.tokenization import load_tokenizer
 
 

@@ -23,8 +23,8 @@ from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cas
 from analysis.params import positive_int
 from analysis.program import render
 from analysis.shards import ShardWriter, shard_cases
-from analysis.stages.common import progress, timed
-from analysis.stages.tables import case_shards
+from analysis.progress import progress, timed
+from analysis.stage_tables import case_shards
 from analysis.tokenization import load_tokenizer
 
 

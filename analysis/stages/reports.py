@@ -12,8 +12,9 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.params import DEFAULT_PARAMS, get
+from analysis.present.outputs import require_outputs
 from analysis.present.reports import REPORTS, check_parameters, run_reports
-from analysis.stages.common import kernel_noise_filtered, require_outputs, timed
+from analysis.progress import kernel_noise_filtered, timed
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ from analysis.layout import METRICS
 from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
 from analysis.program import parse
 from analysis.resolver import resolve
-from analysis.stages.common import timed
+from analysis.progress import timed
 from analysis.shards import shard_cases
-from analysis.stages.tables import program_shards
+from analysis.stage_tables import program_shards
 from analysis.tokenization import load_tokenizer
 
 

@@ -28,8 +28,8 @@ from analysis.spans import (
     span_bin_counts,
 )
 from analysis.shards import ShardWriter, Spill, shard_cases
-from analysis.stages.common import progress, timed
-from analysis.stages.tables import case_shards, program_shards
+from analysis.progress import progress, timed
+from analysis.stage_tables import case_shards, program_shards
 from analysis.tokenization import (
     count_split_boundaries,
     line_byte_starts,

@@ -20,7 +20,7 @@ from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_table
 from analysis.layout import CASES, METRICS, TABLES
 from analysis.params import choice, choices, get, positive_int
-from analysis.stages.common import timed
+from analysis.progress import timed
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.sequence import TEMPLATES
 

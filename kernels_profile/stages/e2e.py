@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from tqdm import tqdm
 
 from analysis.present import charts
 from analysis.corpora import humanevalpack
@@ -51,22 +50,27 @@ from analysis.layout import (
     METRICS,
     TABLES,
 )
-from analysis.params import choice, choices, get, merge_preset, number, number_list, positive_int
-from analysis.program import parse
-from analysis.stages.common import timed
-from analysis.stages.tables import joined_programs
-from kernels_profile import e2e
-from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
-from kernels_profile.executor import MATCH_POLICIES
-from kernels_profile.machine import (
-    EnvironmentRecorder,
-    RunEnvironment,
+from analysis.params import (
     check_slack,
     check_threads,
     check_threshold,
-    reference_workload,
+    choice,
+    choices,
+    get,
+    merge_preset,
+    number,
+    number_list,
+    positive_int,
 )
-from kernels_profile.profiler import environment_path
+from analysis.program import parse
+from analysis.progress import log_above_bars, progress_bar, timed
+from analysis.stage_tables import joined_programs
+from kernels_profile import e2e
+from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
+from kernels_profile.executor import MATCH_POLICIES
+from kernels_profile.contention import EnvironmentRecorder, RunEnvironment
+from kernels_profile.machine import reference_workload
+from kernels_profile.profile_session import environment_path
 from kernels_profile.runtime import (
     FromScratch,
     ModelAndTokenizer,
@@ -265,7 +269,7 @@ def cached_curve(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, co
                                               "ar_steps": s.ar_steps, "contexts": list(contexts),
                                               "repeats": s.repeats, "threads": s.threads})
     path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
-    found = read_json_checkpoint(path, key, fields=CURVE_FIELDS, what="e2e", log=tqdm.write)
+    found = read_json_checkpoint(path, key, fields=CURVE_FIELDS, what="e2e", log=log_above_bars)
     if found is not None:
         scratch.read_back(found.seconds)
         return found.content
@@ -348,7 +352,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
         found = read_frame_checkpoint(path, key, rows=len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats,
-                                      columns=CHECKPOINT_COLUMNS, what="e2e", log=tqdm.write)
+                                      columns=CHECKPOINT_COLUMNS, what="e2e", log=log_above_bars)
         if found is not None:
             frame = found.content
             scratch.read_back(found.seconds)
@@ -468,7 +472,7 @@ def run(s: E2ESettings) -> dict:
         recorder = EnvironmentRecorder(threshold=s.noisy_drift, contention_slack=s.contention_slack,
                                        reference=lambda: reference_workload(budget_s=s.reference_budget_s))
         recorder.start()
-        bar = tqdm(total=total, desc="e2e" if s.preset is None else f"e2e {s.preset}", unit="case")
+        bar = progress_bar(total=total, desc="e2e" if s.preset is None else f"e2e {s.preset}", unit="case")
         results = {c.name: run_model(c, s, table, bar, recorder, scratch) for c in s.models}
         bar.close()
         environment = recorder.end()

@@ -46,7 +46,7 @@ from analysis.kernel_sources import (
 )
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.params import choice, choices, get, number_list, positive_int
-from analysis.stages.common import timed
+from analysis.progress import timed
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
 
@@ -181,7 +181,7 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
 
 
 def read_sidecar(raw_path) -> dict | None:
-    from kernels_profile.profiler import read_environment
+    from kernels_profile.profile_session import read_environment
 
     return read_environment(raw_path)
 

@@ -22,7 +22,7 @@ from typing import Any
 from analysis.errors import ParamsError
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
 from analysis.params import merge_preset
-from analysis.stages.common import timed
+from analysis.progress import timed
 from kernels_profile.profiler import ProfileSpec
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
@@ -108,7 +108,7 @@ def spec_of(group: dict[str, Any]) -> ProfileSpec:
 
 
 def run(s: ProfileSettings) -> dict:
-    from kernels_profile.profiler import profile_run, write_profile
+    from kernels_profile.profile_session import profile_run, write_profile
 
     with timed("kernels_profile") as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)

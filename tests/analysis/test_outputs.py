@@ -84,3 +84,36 @@ def test_a_table_a_stage_wrote_empty_reads_as_empty(tmp_path):
     without the paper's corpora); the report pages read it as an empty table, not a NoDataError."""
     pl.DataFrame().write_csv(tmp_path / "bounds_paper_pool.csv")
     assert table("bounds_paper_pool", tmp_path).is_empty()
+
+
+def test_require_outputs_refuses_an_empty_root(tmp_path, monkeypatch):
+    from analysis.errors import CorpusError
+    from analysis.layout import CASES, TABLES
+    from analysis.present.outputs import require_outputs
+
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(CorpusError, match="nothing to report: .* before `copydecode headline`"):
+        require_outputs("headline")
+    TABLES.mkdir(parents=True)
+    (TABLES / "coverage.csv").write_text("a\n1\n")
+    require_outputs("headline")
+    (TABLES / "coverage.csv").unlink()
+    CASES.parent.mkdir(parents=True)
+    CASES.write_bytes(b"")
+    require_outputs("reports")
+
+
+def test_table_is_the_one_report_table_reader(tmp_path):
+    """Absent: `table` names it (a MissingOutputError, still a ParamsError), `optional_table` is None;
+    an empty file is an empty frame; `infer_all_rows` types a column that is empty in its first rows."""
+    from analysis.errors import MissingOutputError
+    from analysis.present.outputs import optional_table, table
+
+    with pytest.raises(MissingOutputError, match="absent.csv not found; run `dvc repro` first"):
+        table("absent", tmp_path)
+    assert optional_table("absent", tmp_path) is None
+    (tmp_path / "empty.csv").write_text("")
+    assert table("empty", tmp_path).shape == (0, 0)
+    (tmp_path / "late.csv").write_text("a,b\n" + "1,\n" * 150 + "2,0.5\n")
+    late = optional_table("late", tmp_path, infer_all_rows=True)
+    assert late.schema["b"] == pl.Float64 and late["b"][-1] == 0.5

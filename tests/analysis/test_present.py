@@ -200,8 +200,8 @@ def test_old_bounds_table_is_a_clear_error(tmp_path):
 
 
 def _sidecar(reference: list[float], threshold: float = 0.15, roofline: dict | None = None) -> dict:
-    """A sidecar as kernels_profile.profiler.environment_record writes it, from the machine module's own types."""
-    from kernels_profile.machine import Drift, RunEnvironment
+    """A sidecar as kernels_profile.profile_session.environment_record writes it, from the contention module's own types."""
+    from kernels_profile.contention import Drift, RunEnvironment
 
     drift = Drift.of(reference, threshold)
     run = RunEnvironment(run_id="r1", started_at=1_700_000_000.0, ended_at=1_700_000_100.0,

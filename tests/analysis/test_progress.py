@@ -5,7 +5,7 @@ terminal and sat at 0%)."""
 from __future__ import annotations
 
 from analysis.parallel import ParallelSettings, map_cases
-from analysis.stages.common import progress
+from analysis.progress import progress, progress_bar, timed
 
 
 def doubled(chunk, factor):
@@ -47,7 +47,7 @@ def test_kernel_noise_is_dropped_from_stderr_and_everything_else_kept(capfd):
 
     import pytest
 
-    from analysis.stages.common import kernel_noise_filtered
+    from analysis.progress import kernel_noise_filtered
 
     child = ("import sys; w = sys.stderr.write; "
              "w('[IPKernelApp] WARNING | Kernel is running over TCP without encryption. All communication\\n'); "
@@ -62,3 +62,27 @@ def test_kernel_noise_is_dropped_from_stderr_and_everything_else_kept(capfd):
         print("said before failing", file=sys.stderr)
         raise RuntimeError("boom")
     assert "said before failing" in capfd.readouterr().err
+
+
+def test_timed_writes_the_run_time_under_data_timings(tmp_path, monkeypatch):
+    import json
+
+    from analysis.layout import TIMINGS
+
+    monkeypatch.chdir(tmp_path)
+    with timed("spans") as box:
+        assert box == {}
+    written = json.loads((tmp_path / TIMINGS / "spans.json").read_text())
+    assert written == box and set(box) == {"seconds"} and box["seconds"] >= 0
+
+
+def test_a_hand_advanced_bar_counts_from_its_initial_units_and_is_off_in_a_worker():
+    from analysis.progress import worker_bars_off
+
+    bar = progress_bar(total=5, initial=2, desc="pairs", unit="pair")
+    bar.update(1)
+    assert (bar.n, bar.total) == (3, 5)
+    bar.close()
+    assert progress_bar(total=1, desc="x", unit="case", disable=True).disable
+    with worker_bars_off():
+        assert progress_bar(total=1, desc="x", unit="case").disable

@@ -12,7 +12,8 @@ from analysis.errors import ParamsError
 from analysis.layout import E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile import busybench
 from kernels_profile.busybench import compare, compare_e2e, e2e_medians
-from kernels_profile.profiler import RAW_SCHEMA, environment_path
+from kernels_profile.profile_session import environment_path
+from kernels_profile.profiler import RAW_SCHEMA
 
 
 def raw(ar_scale: float, ns=(8, 128, 512), contexts=(256,)) -> pl.DataFrame:

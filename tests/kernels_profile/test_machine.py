@@ -9,20 +9,22 @@ import pytest
 
 from analysis.errors import ParamsError
 from analysis.latency import copy_speedup_ceiling  # noqa: E402
-from kernels_profile.machine import (
-    CPU_FLAGS,
+from analysis.cpuinfo import parse_cpuinfo  # noqa: E402
+from analysis.params import check_threads  # noqa: E402
+from kernels_profile.contention import (  # noqa: E402
     Contention,
     CpuTimes,
     Drift,
     EnvironmentRecorder,
     LoadSample,
     ProcStatError,
-    check_threads,
+    other_load,
+    parse_proc_stat,
+)
+from kernels_profile.machine import (  # noqa: E402
+    CPU_FLAGS,
     machine_info,
     matmul_throughput,
-    other_load,
-    parse_cpuinfo,
-    parse_proc_stat,
     reference_workload,
     stream_bandwidth,
 )
@@ -40,7 +42,7 @@ flags\t\t: fpu
 # ---------------------------------------------------------------- machine
 
 def test_cpuinfo_flags_that_matter_are_read_from_the_first_processor():
-    model, flags = parse_cpuinfo(CPUINFO)
+    model = parse_cpuinfo(CPUINFO).model
     assert model == "Intel(R) Xeon(R) Platinum 8480+"
     info = machine_info(CPUINFO)
     assert info["cpu_model"] == model

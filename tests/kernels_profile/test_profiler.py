@@ -13,16 +13,13 @@ import pytest
 pytest.importorskip("torch")
 
 from analysis.latency import paired_kernel_ratios  # noqa: E402
-from kernels_profile import profiler  # noqa: E402
-from kernels_profile.profiler import (  # noqa: E402
-    PAIR_SCHEMA,
-    RAW_SCHEMA,
+from kernels_profile.profile_session import (  # noqa: E402
     environment_path,
-    pair_order,
     profile_run,
     read_environment,
     write_profile,
 )
+from kernels_profile.profiler import PAIR_SCHEMA, RAW_SCHEMA, pair_order  # noqa: E402
 from fixtures import profile_spec  # noqa: E402
 from kernels_profile.runtime import (  # noqa: E402
     KEY_FIELD,

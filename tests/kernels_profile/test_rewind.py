@@ -64,7 +64,8 @@ def test_profile_times_both_prefill_kinds_in_each_pair(tmp_path):
     import polars as pl
 
     from analysis.latency import FitOptions, fit_latency, speedup_table
-    from kernels_profile.profiler import pair_order, profile_run
+    from kernels_profile.profile_session import profile_run
+    from kernels_profile.profiler import pair_order
 
     spec = profile_spec(models=("tiny-qwen2",), dtype="float32", contexts=(4,), ns=(1, 2), baselines=("eager",),
                        repeats=2, warmup=1, roofline=False, prefills=("eager", "compiled"), warmup_ar_steps=2)
@@ -84,7 +85,7 @@ def test_gpu_profile_uses_a_gpu_reference_and_records_the_gpu():
     from dataclasses import replace
 
     from kernels_profile import machine
-    from kernels_profile.profiler import default_reference
+    from kernels_profile.profile_session import default_reference
 
     spec = profile_spec(models=("tiny-qwen2",), dtype="float32", device="cuda", prefills=("eager",))
     assert default_reference(spec).__code__.co_names.count("gpu_reference_workload") == 1

@@ -8,6 +8,7 @@ import pytest
 
 from analysis.corpora import commits
 from analysis.corpora.commits import CommitSettings, mine_commits
+from analysis.digest import file_digest
 from analysis.errors import CorpusError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -208,10 +209,10 @@ def test_bundle_gives_the_same_cases(scripted, tmp_path):
     bundle = tmp_path / "demo.bundle"
     scripted.git("bundle", "create", str(bundle), "main")  # one branch, no HEAD: like the shared bundles
     direct, _ = mine_commits(settings(scripted.path))
-    from_bundle, report = mine_commits(settings(bundle, sha256=commits.file_sha256(bundle)))
+    from_bundle, report = mine_commits(settings(bundle, sha256=file_digest(bundle)))
     assert [(c.case_id, c.source, c.target, c.instruction) for c in from_bundle] == \
         [(c.case_id, c.source, c.target, c.instruction) for c in direct]
-    assert report.origin == f"bundle:{bundle}" and report.sha256 == commits.file_sha256(bundle)
+    assert report.origin == f"bundle:{bundle}" and report.sha256 == file_digest(bundle)
     assert report.seconds["clone"] > 0
 
 

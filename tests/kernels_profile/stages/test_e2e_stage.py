@@ -252,8 +252,8 @@ def test_a_prediction_that_matches_every_case_has_no_gap_on_either_basis():
 # ---------------------------------------------------------------- run environment
 
 def test_environment_metrics_mark_a_drifting_run_noisy():
-    from kernels_profile.machine import EnvironmentRecorder
-    from kernels_profile.profiler import environment_path
+    from kernels_profile.contention import EnvironmentRecorder
+    from kernels_profile.profile_session import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
     recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
@@ -278,7 +278,7 @@ def synthetic_model():
 
 
 def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
-    from kernels_profile.machine import EnvironmentRecorder
+    from kernels_profile.contention import EnvironmentRecorder
 
     recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0),
                                    other=lambda: 1.9, threads=lambda: 1, usable_cores=lambda: 2, contention_slack=0.5)

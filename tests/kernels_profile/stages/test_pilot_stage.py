@@ -12,6 +12,7 @@ import pytest
 from analysis.present import pilotreport
 from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
+from kernels_profile import pilot_settings
 from kernels_profile.stages import pilot as stage
 from fixtures import ROOT, params_with
 
@@ -23,13 +24,13 @@ def cfg(**changes) -> Config:
 # ---------------------------------------------------------------- settings
 
 def test_defaults_validate_and_a_preset_overlays_them():
-    s = stage.settings(cfg().params)
+    s = pilot_settings.settings(cfg().params)
     group = cfg().params["pilot"]
     assert s.model == group["model"] and s.seeds == tuple(group["seeds"]) and s.data.n_heldout == group["data"]["n_heldout"]
-    gpu = stage.settings(cfg().params, "pilot-gpu")
+    gpu = pilot_settings.settings(cfg().params, "pilot-gpu")
     assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
     assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
-    long = stage.settings(cfg().params, "pilot-long")
+    long = pilot_settings.settings(cfg().params, "pilot-long")
     assert long.steps > s.steps and long.decode_seeds == long.seeds == (0,) and long.lr == s.lr
 
 
@@ -38,7 +39,7 @@ def test_defaults_validate_and_a_preset_overlays_them():
 def test_the_default_and_preset_data_can_be_drawn(preset):
     from analysis.pilotdata import build_pilot_cases, with_split
 
-    s = stage.settings(cfg().params, preset)
+    s = pilot_settings.settings(cfg().params, preset)
     cases = build_pilot_cases(s.data, s.probeedit)
     assert len(with_split(cases, "train")) == s.data.n_train and len(with_split(cases, "heldout")) == 33
 
@@ -66,12 +67,12 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
 ])
 def test_bad_params_name_the_field(dotted, value, message):
     with pytest.raises(ParamsError, match=message):
-        stage.settings(cfg(**{dotted: value}).params)
+        pilot_settings.settings(cfg(**{dotted: value}).params)
 
 
 def test_unknown_preset_is_named():
     with pytest.raises(ParamsError, match="unknown preset 'nope' in 'pilot.presets'"):
-        stage.settings(cfg().params, "nope")
+        pilot_settings.settings(cfg().params, "nope")
 
 
 # ---------------------------------------------------------------- cases and budgets
@@ -119,7 +120,7 @@ def test_budget_covers_the_longer_of_target_and_program():
 
 
 def test_jobs_pair_the_seeds_that_have_both_adapters():
-    s = stage.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
+    s = pilot_settings.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
                               "pilot.humaneval_seeds": [0]}).params)
     jobs = stage.evaluation_jobs(s, n_humaneval=4)
     assert jobs[0] == {"phase": "before", "seed": None, "split": "heldout", "modes": ["program"]}
@@ -251,12 +252,12 @@ def test_steps_and_runs_tables_put_the_frozen_run_beside_the_default(tmp_path):
 
 
 def test_the_decoding_plan_says_what_decodes_and_what_does_not():
-    s = stage.settings(cfg(**{"pilot.seeds": [0, 1], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [],
+    s = pilot_settings.settings(cfg(**{"pilot.seeds": [0, 1], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [],
                               "pilot.humaneval_seeds": []}).params)
     plan = pilotreport.decoding_plan(s)
     assert "base model and program seed 0" in plan and "no rewrite adapter" in plan
     assert "no HEvalFix-Py decoding" in plan and "program seed 1: teacher-forced metrics only" in plan
-    s = stage.settings(cfg(**{"pilot.seeds": [0], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [0],
+    s = pilot_settings.settings(cfg(**{"pilot.seeds": [0], "pilot.decode_seeds": [0], "pilot.rewrite_seeds": [0],
                               "pilot.humaneval_seeds": [0], "pilot.humaneval_cases": 33}).params)
     plan = pilotreport.decoding_plan(s)
     assert "rewrite seed 0" in plan and "HEvalFix-Py (33 cases): base model and program seed 0" in plan
@@ -284,7 +285,7 @@ def tiny_run(tmp_path, monkeypatch):
 
     def load_models(s):
         lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-        loaded = stage.Loaded(lm, toy())
+        loaded = pilot_settings.Loaded(lm, toy())
         loaded.peft = add_lora(lm, s.lora(), seed=s.seeds[0])
         lm.model = loaded.peft
         loads.append(1)
@@ -314,7 +315,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     from analysis.layout import PILOT_FROZEN
 
     _write_frozen(PILOT_FROZEN, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
-    metrics = stage.run(stage.settings(config.params))
+    metrics = stage.run(pilot_settings.settings(config.params))
     assert metrics["frozen"]["pilot-long"]["run"]["commit"] == "abc1234"
     runs = pl.read_csv(TABLES / "pilot_runs.csv")
     assert runs["run"].to_list()[0] == "default (this run)" and runs["heldout_em_after"].to_list()[-1] == 5
@@ -356,7 +357,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     from analysis.layout import TIMINGS
 
     first = json.loads((TIMINGS / "pilot.json").read_text())
-    again = stage.run(stage.settings(config.params))
+    again = stage.run(pilot_settings.settings(config.params))
     assert pl.read_parquet(PILOT_RECORDS).equals(records)
     assert again["before"] == metrics["before"] and loads == [1, 1]
     resumed = json.loads((TIMINGS / "pilot.json").read_text())
@@ -432,7 +433,7 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
     monkeypatch.setattr(measure, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)
     loaded = SimpleNamespace(peft=SimpleNamespace(disable_adapter=contextlib.nullcontext))
-    s = stage.settings(cfg().params)
+    s = pilot_settings.settings(cfg().params)
     first = stage.before_metrics(s, loaded, "program", [], FromScratch())
     scratch = FromScratch()
     again = stage.before_metrics(s, loaded, "program", [], scratch)

@@ -1,4 +1,5 @@
-"""What every stage module shares: progress bars, run timings, the check that a root holds outputs."""
+"""What the stages of both packages (analysis.stages, kernels_profile.stages) share around their work: progress
+bars, the run time of a stage, and a notebook kernel's stderr noise filtered out."""
 
 from __future__ import annotations
 
@@ -11,9 +12,8 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
-from analysis.errors import CorpusError
 from analysis.io import write_json
-from analysis.layout import CASES, TABLES, TIMINGS
+from analysis.layout import TIMINGS
 
 
 _WORKER = threading.local()
@@ -34,6 +34,19 @@ def worker_bars_off():
 def progress(iterable, desc: str, total: int | None = None, unit: str = "case"):
     return tqdm(iterable, desc=desc, total=total, unit=unit, mininterval=0.5, leave=False,
                 disable=getattr(_WORKER, "quiet", False))
+
+
+def progress_bar(total: int, desc: str, unit: str, initial: int = 0, disable: bool = False, leave: bool = False):
+    """A bar advanced by hand (`update`) over `total` units, for a loop that is not one iterable (the
+    kernels profile's pairs, e2e's cases, a parallel stage's chunks); drawn like `progress`. `leave`
+    keeps the final count in the log."""
+    return tqdm(total=total, initial=initial, desc=desc, unit=unit, mininterval=0.5, leave=leave,
+                disable=disable or getattr(_WORKER, "quiet", False))
+
+
+def log_above_bars(message: str) -> None:
+    """Print a line without breaking the progress bars drawn below it."""
+    tqdm.write(message)
 
 
 @contextmanager
@@ -72,11 +85,3 @@ def kernel_noise_filtered(noise: tuple[str, ...] = KERNEL_NOISE):
             sys.stderr.write("".join(line for line in text.splitlines(keepends=True)
                                      if not any(phrase in line for phrase in noise)))
             sys.stderr.flush()
-
-
-def require_outputs(stage: str) -> None:
-    """`headline` and `reports` summarise other stages' outputs: on a root that holds none (no cases
-    table, no report table) there is nothing to report, which is an error, not an empty success."""
-    if not CASES.is_file() and not any(TABLES.glob("*.csv")):
-        raise CorpusError(f"nothing to report: this output root holds no stage output (no {CASES}, no {TABLES}/*.csv); "
-                          f"run `copydecode corpora` and the stages after it before `copydecode {stage}`")

@@ -1,4 +1,4 @@
-"""analysis.stages.tables: the case and program tables read back by the stages that start from them,
+"""analysis.stage_tables: the case and program tables read back by the stages that start from them,
 whole or shard by shard, refusing a stale, incomplete or orphaned programs table."""
 
 import polars as pl
@@ -8,7 +8,7 @@ from analysis.corpora.cases import Case, cases_frame
 from analysis.digest import parquet_metadata
 from analysis.errors import CorpusError, StaleInputError
 from analysis.layout import CASES, PROGRAMS
-from analysis.stages.tables import case_shards, joined_programs, program_shards, read_programs
+from analysis.stage_tables import case_shards, joined_programs, program_shards, read_programs
 
 CASE_LIST = [Case(f"c{i}", "toy", "python", "body", f"a{i}\n", f"b{i}\n") for i in range(5)]
 

@@ -1,0 +1,67 @@
+"""The package's shape as rules: no stage module imports another stage module, and no other module
+imports a stage (what stages share lives outside `stages/`: analysis.progress, analysis.stage_tables,
+kernels_profile.pilot_settings); the CLI's dispatch is the one way in. No kernels_profile module is
+over 600 lines (issue 30)."""
+
+import ast
+
+from fixtures import ROOT
+
+PACKAGES = ("analysis", "kernels_profile")
+STAGE_PACKAGES = ("analysis.stages", "kernels_profile.stages")
+DISPATCH = {"analysis/cli.py"}  # names every stage module to run it
+# Modules that still import a stage, each with why (issue 30 names the change that removes it).
+STILL_IMPORTING = {
+    "analysis/bench.py": "`bench throughput` times the programs, spans and optimal stages' own steps (their "
+                         "per-case work moves out of the stages with the optimal split, change 9)",
+    "analysis/explore.py": "takes the bounds stage's settings; gets them from the latency layer in change 2",
+}
+MAX_LINES = 600
+
+
+def module_name(path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+
+
+def is_stage(module: str) -> bool:
+    return any(module.startswith(f"{p}.") for p in STAGE_PACKAGES)
+
+
+def imported(path) -> set[str]:
+    """Every module `path` imports (at the top or inside a function), as dotted names."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return found
+
+
+def stage_imports() -> dict[str, list[str]]:
+    """{file: the stage modules it imports} over both packages."""
+    out = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            stages = sorted(m for m in imported(path) if is_stage(m) and m != module_name(path))
+            if stages:
+                out[str(path.relative_to(ROOT))] = stages
+    return out
+
+
+def test_no_stage_module_imports_another_stage_module():
+    offenders = {f: m for f, m in stage_imports().items() if is_stage(module_name(ROOT / f))}
+    assert not offenders, f"stage modules importing stage modules (move what they share out of stages/): {offenders}"
+
+
+def test_only_the_cli_dispatch_imports_stage_modules():
+    others = {f: m for f, m in stage_imports().items()
+              if not is_stage(module_name(ROOT / f)) and f not in DISPATCH}
+    assert set(others) <= set(STILL_IMPORTING), f"modules importing stage modules: {others}"
+
+
+def test_no_kernels_profile_module_is_over_600_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "kernels_profile").rglob("*.py")
+            if (n := len(p.read_text().splitlines())) > MAX_LINES}
+    assert not long, f"kernels_profile modules over {MAX_LINES} lines: {long}"

@@ -11,23 +11,17 @@ import polars as pl
 from analysis import charts
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
-from analysis.latency import (
+from analysis.kernel_tables import ar_step_segments, ar_step_shifts, speedup_table, summarize
+from analysis.latency import FORMS, to_document
+from analysis.latency_fit import FitOptions, fit_latency, holdout_table
+from analysis.roofline import (
     BYTES_PER_PARAM,
     DEVICES_FILE,
-    FORMS,
-    FitOptions,
     Roof,
-    ar_step_segments,
-    ar_step_shifts,
     copy_speedup_ceiling,
     decoder_weights,
     device_roof,
-    fit_latency,
-    holdout_table,
     roofline_table,
-    speedup_table,
-    summarize,
-    to_document,
 )
 from analysis.kernel_sources import (
     DEVICE_TIME,

@@ -8,7 +8,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
-from analysis.latency import QuadraticAR, QuadraticPrefill, speedup_table, summarize  # noqa: E402
+from analysis.kernel_tables import speedup_table, summarize
+from analysis.latency import QuadraticAR, QuadraticPrefill  # noqa: E402
 from kernels_profile.equivalence import prefill_vs_steps  # noqa: E402
 from kernels_profile.models import (  # noqa: E402
     ModelError,

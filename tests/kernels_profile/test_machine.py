@@ -11,7 +11,7 @@ import pytest
 from analysis.errors import ParamsError
 from analysis.stats import TimingError, ratio_pairs, summarize_ratios
 from kernels_profile.interleave import interleaved_order, williams_rows
-from analysis.latency import copy_speedup_ceiling  # noqa: E402
+from analysis.roofline import copy_speedup_ceiling  # noqa: E402
 from kernels_profile.machine import (
     CPU_FLAGS,
     Contention,

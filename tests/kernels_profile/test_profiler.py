@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from analysis.latency import paired_kernel_ratios  # noqa: E402
+from analysis.kernel_tables import paired_kernel_ratios  # noqa: E402
 from kernels_profile import profiler  # noqa: E402
 from kernels_profile.profiler import (  # noqa: E402
     PAIR_SCHEMA,

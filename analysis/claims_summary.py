@@ -20,7 +20,7 @@ from analysis.claims import (
     pooled_rows,
 )
 from analysis.errors import ParamsError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import METRICS, POOLED, RATIO_OF_SUMS, TABLES
 from analysis.outputs import bounds_frame, metrics, table
 

@@ -43,7 +43,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.kernel_sources import PAPER_SOURCE, with_kernel_source
+from analysis.kernel_names import PAPER_SOURCE
+from analysis.kernel_sources import with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 
 HEADLINE_DIR = HEADLINE_METRICS

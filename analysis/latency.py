@@ -55,21 +55,39 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import ParamsError
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
 GROUP = ["model", "weights", "dtype", "device"]
 KEY_FIELDS = (*GROUP, "baseline")
 FORMS = ("interp", "quadratic", "roofline")
 SCHEMA = "copydecode.latency_model/2"
+PAPER_FORM = PAPER_SOURCE  # the paper source's model is the one of form `paper`
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
+PAPER_CLAIMS = Path(__file__).parent / "data" / "paper_claims.json"  # the paper's figures (analysis.claims reads the rest)
 
 
-def paper_kernel_points(path: Path = Path(__file__).parent / "data" / "paper_claims.json") -> tuple[tuple[int, float], ...]:
-    """The paper's kernel points (N, speedup), read from paper_claims.json, their one home."""
+def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
+    """The paper's kernel points (N, speedup) at the ends of its N range, from paper_claims.json's
+    `kernel_speedup` entry: the one reader of them (the paper kernel below and the claims use it)."""
+    points = spec.get("points") if isinstance(spec, dict) else None
+    try:
+        ends = [(int(n), float(s)) for n, s in points[:1] + points[-1:]]
+    except (TypeError, ValueError) as exc:
+        raise ParamsError(f"paper_claims.json kernel_speedup.points must be a list of [N, speedup] pairs, "
+                          f"got {points!r}") from exc
+    if len(points) < 2 or not (0 < ends[0][0] < ends[1][0] and ends[0][1] > 0 and ends[1][1] > 0):
+        raise ParamsError(f"paper_claims.json kernel_speedup.points needs two or more [N, speedup] pairs, "
+                          f"N rising, speedups > 0; got {points!r}")
+    return ends[0], ends[1]
+
+
+def paper_kernel_points(path: Path = PAPER_CLAIMS) -> tuple[tuple[int, float], tuple[int, float]]:
+    """The paper's kernel points read from paper_claims.json (`paper_points`)."""
     import json
 
-    return tuple((int(n), float(s)) for n, s in json.loads(Path(path).read_text())["kernel_speedup"]["points"])
+    return paper_points(json.loads(Path(path).read_text())["kernel_speedup"])
 
 
 PAPER_POINTS = paper_kernel_points()
@@ -78,7 +96,7 @@ FORMULAS = {
     "interp": "T(N, c): bilinear in (log N, log(1 + c)) through the running-max medians; t_step(c) = T_ar(1, c)",
     "quadratic": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + p1*N + p2*N*c + p3*N^2",
     "roofline": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + max(w, k1*N + k2*N*c)",
-    "paper": "speedup(N) = 6.8*(N/8)^(log(303/6.8)/log(64)); t_step = 1; T_ar = N; T_prefill = N / speedup(N)",
+    PAPER_FORM: "speedup(N) = 6.8*(N/8)^(log(303/6.8)/log(64)); t_step = 1; T_ar = N; T_prefill = N / speedup(N)",
 }
 
 # ---------------------------------------------------------------- evaluation results
@@ -93,11 +111,6 @@ class Evaluation:
     @property
     def n_extrapolated(self) -> int:
         return int(self.extrapolated.sum())
-
-
-FIT_SOURCE = "fit"          # this run's own profile (kernels.fit.raw entries without another source)
-PAPER_SOURCE = "paper"      # the abstract's curve; not a fit
-# (the names' one spelling; analysis.kernel_sources formats, parses and selects them and re-exports these two)
 
 
 @dataclass(frozen=True)
@@ -445,7 +458,7 @@ class LatencyModel:
 
 def paper_model() -> LatencyModel:
     """The `paper` kernel source (see the module docstring): dimensionless, N in [8, 512], any c."""
-    return LatencyModel(key=PAPER_KEY, form="paper", ar=PaperAR(), prefill=PaperPrefill(),
+    return LatencyModel(key=PAPER_KEY, form=PAPER_FORM, ar=PaperAR(), prefill=PaperPrefill(),
                         ns=(float(PAPER_POINTS[0][0]), float(PAPER_POINTS[1][0])), contexts=None,
                         diagnostics={"notes": [PAPER_NOTE]})
 

@@ -31,9 +31,9 @@ from analysis.claims import (  # noqa: F401
     generated_share,
     paper_claims,
     paper_comparison,
-    paper_points,
     rules_frame,
 )
+from analysis.latency import paper_points  # noqa: F401
 from analysis.corpusviews import (  # noqa: F401
     BENCHMARK,
     COMMITS_PREFIX,

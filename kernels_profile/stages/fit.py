@@ -23,11 +23,10 @@ from analysis.roofline import (
     device_roof,
     roofline_table,
 )
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.kernel_sources import (
     DEVICE_TIME,
     DEVICE_TIME_BUILT,
-    FIT_SOURCE,
-    PAPER_SOURCE,
     SOURCE_NAME,
     DeviceTimeFile,
     device_time_files,

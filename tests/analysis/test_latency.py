@@ -14,7 +14,9 @@ from analysis.latency import (
     QuadraticPrefill,
     RooflinePrefill,
     from_document,
+    paper_kernel_points,
     paper_model,
+    paper_points,
     paper_speedup,
     select_model,
     to_document,
@@ -352,3 +354,27 @@ def test_no_point_of_the_committed_fit_profile_beats_its_floor():
         assert r["t_prefill"] >= floor, f"fit c={r['context']} N={r['n']}: {r['t_prefill']} s beats {floor} s"
         checked += 1
     assert checked > 0
+
+
+# ---------------------------------------------------------------- the paper's kernel points (one reader)
+
+def test_paper_kernel_points_follow_the_json(tmp_path):
+    from analysis.latency import PAPER_CLAIMS
+
+    doc = json.loads(PAPER_CLAIMS.read_text())
+    doc["kernel_speedup"]["points"] = [[4, 2.0], [256, 100.0]]
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(doc))
+    assert paper_kernel_points(path) == ((4, 2.0), (256, 100.0))
+
+
+def test_paper_points_are_the_ends_of_the_n_range():
+    assert paper_points({"points": [[4, 2.0], [16, 5.5], [256, 100.0]]}) == ((4, 2.0), (256, 100.0))
+
+
+@pytest.mark.parametrize("points", [None, [], [[8, 6.8]], [[512, 303.0], [8, 6.8]], [[8, 0.0], [512, 303.0]],
+                                    [[8, "x"], [512, 303.0]], [[8], [512, 303.0]]])
+def test_malformed_paper_points_are_a_named_error(points):
+    with pytest.raises(ParamsError, match="kernel_speedup.points"):
+        paper_points({"points": points})
+

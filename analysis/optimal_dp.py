@@ -17,6 +17,16 @@ from analysis.oracle import sam_get
 
 
 @njit(cache=True)
+def close_unit(j, value, gen_unit, tags, f_c, f_g):
+    """F_G[j] and F_C[j] from the best copy's `value` at unit j (inf: none) and the gen terms
+    (`analysis.optimal._solve`'s step, the same comparisons; a gen wins a tie)."""
+    gen_g = gen_unit[j] + f_g[j + 1]
+    f_g[j] = gen_g if gen_g <= value else value
+    gen_c = gen_unit[j] + tags + f_g[j + 1]
+    f_c[j] = gen_c if gen_c <= value else value
+
+
+@njit(cache=True)
 def line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, numbers):
     n_src = src_ids.shape[0]
     m = tgt_ids.shape[0]
@@ -82,11 +92,7 @@ def line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, num
             choice_len[j] = best_len
             choice_start[j] = best_s
             values_out[j] = best
-        value = values_out[j]
-        gen_g = gen_unit[j] + f_g[j + 1]
-        f_g[j] = gen_g if gen_g <= value else value
-        gen_c = gen_unit[j] + tags + f_g[j + 1]
-        f_c[j] = gen_c if gen_c <= value else value
+        close_unit(j, values_out[j], gen_unit, tags, f_c, f_g)
     return f_c, f_g, choice_len, choice_start, values_out
 
 
@@ -167,9 +173,5 @@ def token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_un
             choice_len[j] = best_k + 1
             choice_start[j] = starts[best_k]
             values_out[j] = best
-        value = values_out[j]
-        gen_g = gen_unit[j] + f_g[j + 1]
-        f_g[j] = gen_g if gen_g <= value else value
-        gen_c = gen_unit[j] + tags + f_g[j + 1]
-        f_c[j] = gen_c if gen_c <= value else value
+        close_unit(j, values_out[j], gen_unit, tags, f_c, f_g)
     return f_c, f_g, choice_len, choice_start, values_out

@@ -44,7 +44,7 @@ operations (quadratic in the worst case of two near-identical texts, a few milli
 400-line file) plus O(sum_j u(j)) Python steps, u(j) the length at which target[j:] becomes unique.
 
 Compiled. With `TokenizerDirectives` (any directive model with `copy_token_table`), both DPs run as
-numba loops (`analysis.optimal_dp`, on `analysis.oracle.CompiledAutomaton`): the same candidates,
+numba loops (`analysis.optimal_dp`, on `analysis.automaton.CompiledAutomaton`): the same candidates,
 the same float expression per candidate in the same order, the same tie-breaks, so programs and
 seconds are bit for bit those of the numpy/Python versions kept as `_reference_optimal_*_program`
 (which any other directive model still uses; tests/analysis/test_optimal.py compares the two). The
@@ -86,10 +86,10 @@ from typing import Protocol
 
 import numpy as np
 
+from analysis.automaton import CompiledAutomaton, SuffixAutomaton
 from analysis.errors import ParamsError, ProgramError, TokenizerError
 from analysis.layout import LEVELS
 from analysis.optimal_dp import compiled_longest_prefix_matches, compiled_occurrence_counts, line_dp, token_dp
-from analysis.oracle import CompiledAutomaton, SuffixAutomaton
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
 from analysis.spans import SpanRow, program_spans
 from analysis.text import split_lines

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from analysis.oracle import sam_get
+from analysis.automaton import sam_get
 
 
 @njit(cache=True)

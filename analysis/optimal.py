@@ -416,19 +416,6 @@ def _occurrence_counts(sam: SuffixAutomaton) -> np.ndarray:
     return counts
 
 
-def _longest_prefix_matches(match_len: list[int], n: int) -> np.ndarray:
-    """M(j) = longest L with target[j:j+L] in the source, from the suffix matching statistics:
-    target[j:e] occurs iff left(e) = e - match_len[e-1] <= j, and left never decreases."""
-    longest = np.zeros(n + 1, dtype=int)
-    e = 0
-    for j in range(n):
-        e = max(e, j)
-        while e < n and (e + 1) - match_len[e] <= j:
-            e += 1
-        longest[j] = e - j
-    return longest
-
-
 def _leftmost_starts(sam: SuffixAutomaton, counts: np.ndarray, ids: Sequence[int], j: int, m: int) -> np.ndarray:
     """0-based source start of the leftmost occurrence of target[j:j+L], for L = 1..m."""
     starts = np.empty(m, dtype=int)
@@ -503,7 +490,7 @@ def _reference_optimal_token_program(source: TokenizedText, target: TokenizedTex
     sam = SuffixAutomaton.build(source.ids)
     counts = _occurrence_counts(sam)
     match_len, _ = sam.matching_statistics(target.ids)
-    longest = _longest_prefix_matches(match_len, n)
+    longest = compiled_longest_prefix_matches(np.asarray(match_len, dtype=np.int64), n)  # M(j), defined once
     tgt_ok = np.array([c is not None for c in target.char_bounds], dtype=bool)
     extra = _token_escape_extra(target, directives)
     gen_unit = cost.t_step + extra * cost.t_dir

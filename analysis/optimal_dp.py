@@ -125,6 +125,9 @@ def compiled_occurrence_counts(link, length, first_end):
 
 @njit(cache=True)
 def compiled_longest_prefix_matches(match_len, n):
+    """M(j) = longest L with target[j:j+L] in the source, from the suffix matching statistics:
+    target[j:e] occurs iff left(e) = e - match_len[e-1] <= j, and left never decreases (the reference
+    DP in analysis.optimal uses it too)."""
     longest = np.zeros(n + 1, dtype=np.int64)
     e = 0
     for j in range(n):

@@ -186,7 +186,7 @@ def _median(values: list[float]) -> float | None:
 
 def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
     """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
-    implies for the profiled dtype (analysis.latency.copy_speedup_ceiling), beside the ratio
+    implies for the profiled dtype (analysis.roofline.copy_speedup_ceiling), beside the ratio
     measured at the largest N. "not recorded" when no session measured a roofline."""
     roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
     if not roofs:

@@ -208,7 +208,8 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
                 cpu: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds of each step over one shard of cases (this process's CPU seconds added to `cpu`)."""
     from analysis.optimal import TokenizerDirectives
-    from analysis.kernel_sources import FIT_SOURCE, kernels_for
+    from analysis.kernel_names import FIT_SOURCE
+    from analysis.kernel_sources import kernels_for
     from analysis.stages import optimal as optimal_stage
     from analysis.stages.programs import oracle_programs
     from analysis.stages.spans import build_spans

@@ -53,7 +53,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency import Evaluation, LatencyModel
+from analysis.latency import PAPER_FORM, Evaluation, LatencyModel
 from analysis.layout import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS
 from analysis.spans import pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
@@ -290,7 +290,7 @@ def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings)
 def cost_unit(model: LatencyModel) -> str:
     """The unit of a model's times: the paper's kernel is in decode steps (t_step = 1 by definition),
     a fitted model in seconds."""
-    return "decode steps" if model.form == "paper" else "seconds"
+    return "decode steps" if model.form == PAPER_FORM else "seconds"
 
 
 def repeat_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> list[pl.DataFrame]:

@@ -22,11 +22,14 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_sources import with_kernel_source
+from analysis.latency import PAPER_CLAIMS, paper_points
 from analysis.layout import (
     METRICS,
     PAPER_CORPORA,
     PAPER_NAMES,
+    PER_CORPUS,
     POOLED,
     POOLINGS,
     RATIO_OF_SUMS,
@@ -35,10 +38,11 @@ from analysis.layout import (
     paper_view,
     star,
 )
+from analysis.layout import PAPER_POOL as PAPER_CORPORA_POOL  # a table's `pool` value; PAPER_POOL below is a claim's
 from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_pct, fmt_range, fmt_x
 from analysis.present.outputs import BOUNDS_COLUMNS, bounds_frame, optional_table, table
 
-PAPER = Path(__file__).parent / "data" / "paper_claims.json"
+PAPER = PAPER_CLAIMS
 
 REPRODUCED, DIFFERS, NOT_RUN = "reproduced", "differs", "not run"
 NOT_AT_SCALE, BEYOND = "not reproduced at this scale", "beyond the paper"
@@ -74,12 +78,6 @@ def paper_claims(path: Path = PAPER) -> dict:
             raise ParamsError(f"{path}: claim {key!r} has comparator {spec.get('comparator')!r}; "
                               f"known: {', '.join(COMPARATORS)}")
     return doc
-
-
-def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
-    """The paper's kernel points (N, speedup) at the ends of its N range."""
-    (n0, s0), (n1, s1) = (tuple(p) for p in spec["points"][:1] + spec["points"][-1:])
-    return (int(n0), float(s0)), (int(n1), float(s1))
 
 
 DEVICES = Path(__file__).parent / "data" / "devices.json"  # GPU datasheets, their one home
@@ -452,10 +450,10 @@ def line_ideal(bounds: pl.DataFrame, kernel_source: str, baseline: str | None = 
 
 
 def per_corpus(rows: pl.DataFrame) -> dict[str, dict]:
-    return {r["corpus"]: r for r in rows.filter(pl.col("pooling") == "corpus").iter_rows(named=True)}
+    return {r["corpus"]: r for r in rows.filter(pl.col("pooling") == PER_CORPUS).iter_rows(named=True)}
 
 
-PAPER_POOL_VALUES = ("paper", "paper corpora")  # a bounds table's `pool` for the paper's three corpora (482 cases)
+PAPER_POOL_VALUES = (PAPER_CORPORA_POOL, "paper corpora")  # a bounds table's `pool` for the paper's three corpora (482 cases)
 
 
 def _paper_pool_expr(rows: pl.DataFrame) -> pl.Expr:
@@ -928,7 +926,7 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None 
 
 def optimal_rows(tables: Path = TABLES) -> pl.DataFrame:
     """optimal.csv over the paper's three corpora (per corpus, body framing and the single-framing ones)."""
-    return paper_view(table("optimal", tables)).filter(pl.col("pooling") == "corpus")
+    return paper_view(table("optimal", tables)).filter(pl.col("pooling") == PER_CORPUS)
 
 
 def _optimal_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:

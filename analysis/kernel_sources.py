@@ -1,7 +1,7 @@
 """Kernel sources: the one vocabulary of the latency layer for what a bound, the optimal oracle, the
 headline and the claims are composed with, and what each source measured.
 
-Names (this module formats and parses them; no other module spells one):
+Names (this module formats and parses them; `fit` and `paper` are spelled once, in analysis.kernel_names):
 
 * `fit`: this run's own profile (kernels.fit.raw entries without another source);
 * `paper`: the abstract's kernel curve (6.8x at N=8, 303x at N=512), not a measurement;
@@ -31,10 +31,9 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.latency import (
-    FIT_SOURCE,
     FORMS,
-    PAPER_SOURCE,
     GridCurve,
     LatencyModel,
     ModelKey,
@@ -45,8 +44,6 @@ from analysis.latency import (
 )
 from analysis.layout import LATENCY_MODEL
 from analysis.params import choice, choices, get
-
-__all__ = ["FIT_SOURCE", "PAPER_SOURCE"]  # re-exported: the names' one home for every other module
 
 REPORT_NS = (8, 64, 512)
 SHIFT_RATIO = 1.5  # a run whose later steps take this many times its first steps' time "slowed part-way"

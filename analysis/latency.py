@@ -1,18 +1,15 @@
-"""The latency model: T_ar(N, c), T_prefill(N, c) and t_step(c), its fit, and its JSON record.
+"""The latency model: T_ar(N, c), T_prefill(N, c) and t_step(c) per kernel, and its JSON document.
 
 This module is the one owner of the latency model (pure, torch-free). The profiler
-(kernels_profile.profiler) writes raw timings; the fit stage turns them into models here and writes
-them as one JSON document; the bounds stage and the end-to-end prediction rebuild the models from it.
+(kernels_profile.profiler) writes raw timings; the fit stage turns them into models
+(analysis.latency_fit) and writes them as one JSON document (`to_document`); the bounds stage and
+the end-to-end prediction rebuild the models from it (`from_document`).
 
 Quantities (seconds), for one (model, weights, dtype, device, AR baseline):
 
     T_ar(N, c)       N decode steps starting from a KV cache of c tokens
     T_prefill(N, c)  one forward of N tokens on a KV cache of c tokens (what a copy costs)
     t_step(c)        one decode step at context c
-
-Summaries. `summarize` gives median, quartiles and IQR over repeats per grid point;
-`speedup_table` gives Speedup(N, c) = T_ar / T_prefill per repeat (repeat r of the AR loop over
-repeat r of the prefill), its median and IQR over repeats, and which AR baseline is strongest.
 
 Forms (`FORMS`):
 
@@ -46,9 +43,6 @@ N = 0 (a copy that forwards nothing) costs 0 and is always in range.
 
 Kernel uncertainty. A model fitted from raw timings with a `repeat` column also carries one curve
 pair per repeat (`repeat_models()`), so a bootstrap can resample kernel repeats as well as cases.
-
-Hold-out check. For every form, refit without the held-out N values and predict them; the worst
-relative error is in the diagnostics (`holdout_max_rel_error`).
 """
 
 from __future__ import annotations
@@ -59,26 +53,41 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
-import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power, quartiles
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
 GROUP = ["model", "weights", "dtype", "device"]
 KEY_FIELDS = (*GROUP, "baseline")
 FORMS = ("interp", "quadratic", "roofline")
-ONE_CONTEXT_RULES = ("drop", "keep")
 SCHEMA = "copydecode.latency_model/2"
-AR_TERMS = ("a", "b")
+PAPER_FORM = PAPER_SOURCE  # the paper source's model is the one of form `paper`
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
+PAPER_CLAIMS = Path(__file__).parent / "data" / "paper_claims.json"  # the paper's figures (analysis.claims reads the rest)
 
 
-def paper_kernel_points(path: Path = Path(__file__).parent / "data" / "paper_claims.json") -> tuple[tuple[int, float], ...]:
-    """The paper's kernel points (N, speedup), read from paper_claims.json, their one home."""
+def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
+    """The paper's kernel points (N, speedup) at the ends of its N range, from paper_claims.json's
+    `kernel_speedup` entry: the one reader of them (the paper kernel below and the claims use it)."""
+    points = spec.get("points") if isinstance(spec, dict) else None
+    try:
+        ends = [(int(n), float(s)) for n, s in points[:1] + points[-1:]]
+    except (TypeError, ValueError) as exc:
+        raise ParamsError(f"paper_claims.json kernel_speedup.points must be a list of [N, speedup] pairs, "
+                          f"got {points!r}") from exc
+    if len(points) < 2 or not (0 < ends[0][0] < ends[1][0] and ends[0][1] > 0 and ends[1][1] > 0):
+        raise ParamsError(f"paper_claims.json kernel_speedup.points needs two or more [N, speedup] pairs, "
+                          f"N rising, speedups > 0; got {points!r}")
+    return ends[0], ends[1]
+
+
+def paper_kernel_points(path: Path = PAPER_CLAIMS) -> tuple[tuple[int, float], tuple[int, float]]:
+    """The paper's kernel points read from paper_claims.json (`paper_points`)."""
     import json
 
-    return tuple((int(n), float(s)) for n, s in json.loads(Path(path).read_text())["kernel_speedup"]["points"])
+    return paper_points(json.loads(Path(path).read_text())["kernel_speedup"])
 
 
 PAPER_POINTS = paper_kernel_points()
@@ -87,80 +96,8 @@ FORMULAS = {
     "interp": "T(N, c): bilinear in (log N, log(1 + c)) through the running-max medians; t_step(c) = T_ar(1, c)",
     "quadratic": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + p1*N + p2*N*c + p3*N^2",
     "roofline": "T_ar = a*N + b*(N*c + N*(N-1)/2); t_step = a + b*c; T_prefill = p0 + max(w, k1*N + k2*N*c)",
-    "paper": "speedup(N) = 6.8*(N/8)^(log(303/6.8)/log(64)); t_step = 1; T_ar = N; T_prefill = N / speedup(N)",
+    PAPER_FORM: "speedup(N) = 6.8*(N/8)^(log(303/6.8)/log(64)); t_step = 1; T_ar = N; T_prefill = N / speedup(N)",
 }
-
-
-# ---------------------------------------------------------------- summaries (moved from kernels_profile)
-
-PREFILL_KINDS = ("eager", "compiled")  # a prefill row's `baseline`: dynamic cache, or static shapes through torch.compile
-
-
-def summarize(raw: pl.DataFrame) -> pl.DataFrame:
-    """Median, quartiles and IQR over repeats for every (model, ..., method, baseline, c, N) and, in
-    paired raw files, the AR loop a prefill grid was paired with (`pair_baseline`)."""
-    keys = GROUP + ["method", "baseline"] + (["pair_baseline"] if "pair_baseline" in raw.columns else []) + ["context", "n"]
-    return (
-        raw.group_by(keys)
-        .agg(
-            *quartiles("seconds", "median", "q25", "q75"),
-            repeats=pl.len(),
-        )
-        .with_columns(iqr=pl.col("q75") - pl.col("q25"))
-        .sort(keys)
-    )
-
-
-def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
-    """One row per AR timing and prefill kind, with the prefill timing of its own pair: t_ar,
-    t_prefill, ratio, and `prefill` (the prefill kind: the prefill rows' `baseline`).
-
-    Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
-    every baseline; they pair on the repeat alone, as before."""
-    keys = ["model", "weights", "dtype", "device", "context", "n"]
-    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
-    prefill = raw.filter(pl.col("method") == "prefill")
-    if "pair_baseline" in raw.columns:
-        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), pl.col("baseline").alias("prefill"),
-                                         "repeat", pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["baseline", "repeat"], "1:m"
-    else:
-        prefill = prefill.select(keys + [pl.col("baseline").alias("prefill"), "repeat", pl.col("seconds").alias("t_prefill")])
-        on, validate = keys + ["repeat"], "m:m"
-    return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
-        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "prefill", "repeat"])
-
-
-def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
-    """One row per (model, dtype, device, c, N, AR baseline, prefill kind), plus which AR baseline is
-    strongest (fastest T_ar) and whether the row pairs it with the fastest prefill kind."""
-    keys = GROUP + ["context", "n"]
-    paired = paired_kernel_ratios(raw)
-    table = (
-        paired.group_by(keys + ["baseline", "prefill"])
-        .agg(
-            pl.col("t_ar").median(), pl.col("t_prefill").median(),
-            *quartiles("ratio", "speedup", "speedup_q25", "speedup_q75"),
-            pl.len().alias("repeats"),
-        )
-        .sort(keys + ["baseline", "prefill"])
-    )
-    eager = (table.filter(pl.col("baseline") == "eager").group_by(keys).agg(pl.col("t_ar").first().alias("t_ar_eager")))
-    best = table.sort("t_ar").group_by(keys, maintain_order=True).first().select(keys + [pl.col("baseline").alias("strongest")])
-    fastest = (table.sort("t_prefill").group_by(keys + ["baseline"], maintain_order=True).first()
-               .select(keys + ["baseline", pl.col("prefill").alias("fastest_prefill")]))
-    return (
-        table.join(best, on=keys, how="left")
-        .join(eager, on=keys, how="left")
-        .join(fastest, on=keys + ["baseline"], how="left")
-        .with_columns(
-            is_strongest=(pl.col("baseline") == pl.col("strongest")) & (pl.col("prefill") == pl.col("fastest_prefill")),
-            overhead_share=1 - pl.col("t_ar") / pl.col("t_ar_eager"),
-        )
-        .drop("t_ar_eager", "fastest_prefill")
-        .sort(keys + ["baseline", "prefill"])
-    )
-
 
 # ---------------------------------------------------------------- evaluation results
 
@@ -174,11 +111,6 @@ class Evaluation:
     @property
     def n_extrapolated(self) -> int:
         return int(self.extrapolated.sum())
-
-
-FIT_SOURCE = "fit"          # this run's own profile (kernels.fit.raw entries without another source)
-PAPER_SOURCE = "paper"      # the abstract's curve; not a fit
-# (the names' one spelling; analysis.kernel_sources formats, parses and selects them and re-exports these two)
 
 
 @dataclass(frozen=True)
@@ -526,248 +458,9 @@ class LatencyModel:
 
 def paper_model() -> LatencyModel:
     """The `paper` kernel source (see the module docstring): dimensionless, N in [8, 512], any c."""
-    return LatencyModel(key=PAPER_KEY, form="paper", ar=PaperAR(), prefill=PaperPrefill(),
+    return LatencyModel(key=PAPER_KEY, form=PAPER_FORM, ar=PaperAR(), prefill=PaperPrefill(),
                         ns=(float(PAPER_POINTS[0][0]), float(PAPER_POINTS[1][0])), contexts=None,
                         diagnostics={"notes": [PAPER_NOTE]})
-
-
-# ---------------------------------------------------------------- fitting
-
-@dataclass(frozen=True)
-class FitOptions:
-    form: str = "interp"
-    holdout_ns: tuple[int, ...] = ()
-    one_context: str = "drop"  # parametric forms with one profiled context: drop the N*c term, or keep it
-
-    def validate(self) -> FitOptions:
-        if self.form not in FORMS:
-            raise ParamsError(f"latency form must be one of {FORMS}, got {self.form!r}")
-        if self.one_context not in ONE_CONTEXT_RULES:
-            raise ParamsError(f"latency one_context rule must be one of {ONE_CONTEXT_RULES}, got {self.one_context!r}")
-        return self
-
-
-@dataclass(frozen=True)
-class Points:
-    """Measured medians of one curve: n, c, seconds (1-D float arrays of one length)."""
-
-    n: np.ndarray
-    c: np.ndarray
-    y: np.ndarray
-
-    @classmethod
-    def of(cls, frame: pl.DataFrame) -> Points:
-        return cls(frame["n"].to_numpy().astype(float), frame["context"].to_numpy().astype(float),
-                   frame["median"].to_numpy().astype(float))
-
-    def subset(self, keep: np.ndarray) -> Points:
-        return Points(self.n[keep], self.c[keep], self.y[keep])
-
-
-def _lsq(design: np.ndarray, y: np.ndarray) -> np.ndarray:
-    from scipy.optimize import lsq_linear
-
-    weights = 1.0 / y
-    return lsq_linear(design * weights[:, None], y * weights, bounds=(0, np.inf)).x
-
-
-def _fit_quadratic_ar(p: Points, notes: list[str]) -> QuadraticAR:
-    design = np.column_stack([p.n, p.n * p.c + p.n * (p.n - 1) / 2])
-    return QuadraticAR(*map(float, _lsq(design, p.y)))
-
-
-def _fit_quadratic_prefill(p: Points, notes: list[str], one_context: str) -> QuadraticPrefill:
-    columns = {"p0": np.ones_like(p.n), "p1": p.n, "p2": p.n * p.c, "p3": p.n * p.n}
-    if len(set(p.c.tolist())) == 1:
-        if one_context == "drop":
-            del columns["p2"]
-            notes.append("one profiled context: N and N*c are collinear, so the N*c term (p2) is dropped (p2 = 0); "
-                         "the model does not depend on c")
-        else:
-            notes.append("one profiled context: N and N*c are collinear, so p1 and p2 are not separately identified "
-                         "(kept as fitted; do not evaluate at another c)")
-    coef = dict(zip(columns, map(float, _lsq(np.column_stack(list(columns.values())), p.y))))
-    return QuadraticPrefill(**{k: coef.get(k, 0.0) for k in PREFILL_TERMS})
-
-
-def _fit_roofline_prefill(p: Points, notes: list[str]) -> RooflinePrefill:
-    from scipy.optimize import least_squares
-
-    one_context = len(set(p.c.tolist())) == 1
-    if one_context:
-        notes.append("one profiled context: the N*c term (k2) is dropped (k2 = 0)")
-
-    def unpack(x):
-        return (*x, 0.0) if one_context else tuple(x)
-
-    def residual(x):
-        return RooflinePrefill(*unpack(x)).evaluate(p.n, p.c) / p.y - 1
-
-    y_min, slope = float(p.y.min()), float((p.y.max() - p.y.min()) / max(p.n.max() - p.n.min(), 1))
-    starts = [[0.5 * y_min, 0.5 * y_min, slope], [0.9 * y_min, 0.1 * y_min, slope], [0.1 * y_min, 0.9 * y_min, slope]]
-    best = None
-    for start in starts:
-        x0 = np.asarray(start + ([] if one_context else [slope / max(p.c.max(), 1) * 0.1]))
-        fit = least_squares(residual, x0, bounds=(0, np.inf))
-        if best is None or fit.cost < best.cost:
-            best = fit
-    return RooflinePrefill(*map(float, unpack(best.x)))
-
-
-def _running_max_grid(p: Points, what: str, notes: list[str]) -> GridCurve:
-    ns, contexts = sorted(set(p.n.tolist())), sorted(set(p.c.tolist()))
-    table = np.full((len(contexts), len(ns)), np.nan)
-    for n, c, y in zip(p.n, p.c, p.y):
-        table[contexts.index(c), ns.index(n)] = y
-    if np.isnan(table).any():
-        gaps = [(ns[j], contexts[i]) for i, j in zip(*np.nonzero(np.isnan(table)))]
-        raise ParamsError(f"{what}: interpolation needs every (N, c) of the grid; missing (N, c) = {gaps[:5]}")
-    if (table <= 0).any():
-        raise ParamsError(f"{what}: measured times must be > 0 for log-log interpolation")
-    monotone = np.maximum.accumulate(np.maximum.accumulate(table, axis=1), axis=0)
-    for i, j in zip(*np.nonzero(monotone > table)):
-        notes.append(f"{what}: median at N={ns[j]:g}, c={contexts[i]:g} raised from {table[i, j]:.6g} "
-                     f"to {monotone[i, j]:.6g} to keep the curve non-decreasing")
-    return GridCurve(tuple(ns), tuple(contexts), tuple(tuple(map(float, row)) for row in monotone))
-
-
-def fit_curve(p: Points, which: str, options: FitOptions, notes: list[str]):
-    """One curve ('ar' or 'prefill') of the chosen form through the points."""
-    if len(p.y) == 0:
-        raise ParamsError(f"latency fit: no {which} points")
-    if options.form == "interp":
-        return _running_max_grid(p, f"T_{which}", notes)
-    minimum = {"ar": 2, "prefill": 4 if options.form == "quadratic" else 3}[which]
-    if len(p.y) < minimum + 1:
-        raise ParamsError(f"latency fit ({options.form}, {which}) needs more than {minimum} grid points, got {len(p.y)}")
-    if which == "ar":
-        return _fit_quadratic_ar(p, notes)
-    if options.form == "quadratic":
-        return _fit_quadratic_prefill(p, notes, options.one_context)
-    return _fit_roofline_prefill(p, notes)
-
-
-def _r2(y: np.ndarray, pred: np.ndarray) -> float:
-    ss_res = float(((y - pred) ** 2).sum())
-    ss_tot = float(((y - y.mean()) ** 2).sum())
-    return 1.0 - ss_res / ss_tot if ss_tot > 0 else float("nan")
-
-
-def holdout_error(p: Points, which: str, options: FitOptions) -> float | None:
-    """Worst relative error at the held-out N values of a curve refitted without them (None when
-    nothing is held out or too few points remain). Held-out N beyond the kept range are predicted
-    by extension of the end segment (interp)."""
-    keep = ~np.isin(p.n, np.asarray(options.holdout_ns, dtype=float))
-    if not options.holdout_ns or keep.all() or len(set(p.n[keep].tolist())) < 2:
-        return None
-    try:
-        curve = fit_curve(p.subset(keep), which, options, [])
-    except ParamsError:
-        return None
-    held = p.subset(~keep)
-    pred = curve.evaluate(held.n, held.c)
-    return float(np.max(np.abs(pred - held.y) / held.y))
-
-
-def curve_diagnostics(p: Points, curve, which: str, options: FitOptions, notes: list[str]) -> dict:
-    pred = np.asarray(curve.evaluate(p.n, p.c), dtype=float)
-    rel = (pred - p.y) / p.y
-    return {
-        "r2": _r2(p.y, pred), "r2_log": _r2(np.log(p.y), np.log(np.maximum(pred, 1e-12))),
-        "max_rel_residual": float(np.max(np.abs(rel))),
-        "residuals": [{"n": int(a), "context": int(b), "measured": float(m), "predicted": float(q), "rel_error": float(r)}
-                      for a, b, m, q, r in zip(p.n, p.c, p.y, pred, rel)],
-        "holdout_ns": [int(h) for h in options.holdout_ns],
-        "holdout_max_rel_error": holdout_error(p, which, options),
-        "notes": notes,
-    }
-
-
-def fit_points(ar_points: pl.DataFrame, prefill_points: pl.DataFrame, key: ModelKey, options: FitOptions,
-               repeats: Sequence[tuple[pl.DataFrame, pl.DataFrame]] = ()) -> LatencyModel:
-    """A model from summarized points (columns n, context, median) of T_ar and of T_prefill, plus the
-    same per kernel repeat (each repeat's own values as `median`)."""
-    options = options.validate()
-    ar_p, pre_p = Points.of(ar_points), Points.of(prefill_points)
-    ar_notes, pre_notes = [], []
-    ar, prefill = fit_curve(ar_p, "ar", options, ar_notes), fit_curve(pre_p, "prefill", options, pre_notes)
-    per_repeat = tuple((fit_curve(Points.of(a), "ar", options, []), fit_curve(Points.of(b), "prefill", options, []))
-                       for a, b in repeats)
-    ns = np.concatenate([ar_p.n, pre_p.n])
-    contexts = sorted(set(ar_p.c.tolist()) | set(pre_p.c.tolist()))
-    return LatencyModel(
-        key=key, form=options.form, ar=ar, prefill=prefill, ns=(float(ns.min()), float(ns.max())),
-        contexts=tuple(contexts), repeats=per_repeat,
-        diagnostics={"ar": curve_diagnostics(ar_p, ar, "ar", options, ar_notes),
-                     "prefill": curve_diagnostics(pre_p, prefill, "prefill", options, pre_notes),
-                     "one_context_rule": options.one_context},
-    )
-
-
-def _prefill_rows(summary: pl.DataFrame, baseline: str, prefill: str) -> pl.DataFrame:
-    """The prefill points of one prefill kind, from the grids paired with AR loop `baseline` (files
-    from before pairs share one grid among every loop)."""
-    rows = summary.filter((pl.col("method") == "prefill") & (pl.col("baseline") == prefill))
-    return rows.filter(pl.col("pair_baseline") == baseline) if "pair_baseline" in summary.columns else rows
-
-
-def _ar_rows(summary: pl.DataFrame, baseline: str) -> pl.DataFrame:
-    return summary.filter((pl.col("method") == "ar") & (pl.col("baseline") == baseline))
-
-
-def _combinations(group: pl.DataFrame) -> list[tuple[str, str]]:
-    """(AR loop, prefill kind) of every latency model a group's timings support."""
-    kinds = sorted(set(group.filter(pl.col("method") == "prefill")["baseline"]))
-    return [(baseline, kind) for baseline in sorted(set(group.filter(pl.col("method") == "ar")["baseline"]))
-            for kind in kinds if _prefill_rows(group, baseline, kind).height]
-
-
-def _repeat_points(raw: pl.DataFrame, group_filter: pl.Expr, baseline: str, prefill: str
-                   ) -> list[tuple[pl.DataFrame, pl.DataFrame]]:
-    """Each kernel repeat's own AR and prefill points (repeats that measured both)."""
-    if "repeat" not in raw.columns:
-        return []
-    out = []
-    for repeat in sorted(set(raw["repeat"].to_list())):
-        summary = summarize(raw.filter(group_filter & (pl.col("repeat") == repeat)))
-        ar, pre = _ar_rows(summary, baseline), _prefill_rows(summary, baseline, prefill)
-        if ar.height and pre.height:
-            out.append((ar, pre))
-    return out
-
-
-def fit_latency(raw: pl.DataFrame, options: FitOptions) -> list[LatencyModel]:
-    """One model per (model, weights, dtype, device, AR baseline, prefill kind), each from the prefill
-    grids paired with its AR loop."""
-    options = options.validate()
-    summary = summarize(raw)
-    models = []
-    for key, group in summary.group_by(GROUP, maintain_order=True):
-        in_group = pl.all_horizontal([pl.col(k) == v for k, v in zip(GROUP, key)])
-        for baseline, prefill in _combinations(group):
-            models.append(fit_points(_ar_rows(group, baseline), _prefill_rows(group, baseline, prefill),
-                                     ModelKey(*key, baseline, prefill=prefill), options,
-                                     _repeat_points(raw, in_group, baseline, prefill)))
-    return models
-
-
-def holdout_table(summary: pl.DataFrame, holdout_ns: Sequence[int], forms: Sequence[str] = FORMS,
-                  one_context: str = "drop") -> pl.DataFrame:
-    """Worst hold-out relative error per (key, form, curve), from a `summarize` table."""
-    rows = []
-    for key, group in summary.group_by(GROUP, maintain_order=True):
-        for baseline, prefill_kind in _combinations(group):
-            ar, prefill = Points.of(_ar_rows(group, baseline)), Points.of(_prefill_rows(group, baseline, prefill_kind))
-            for form in forms:
-                options = FitOptions(form, tuple(holdout_ns), one_context)
-                for which, p in (("ar", ar), ("prefill", prefill)):
-                    rows.append({**dict(zip(GROUP, key)), "baseline": baseline,
-                                 **({} if prefill_kind == "eager" else {"prefill": prefill_kind}),
-                                 "form": form, "curve": which,
-                                 "holdout_ns": ",".join(map(str, holdout_ns)),
-                                 "holdout_max_rel_error": holdout_error(p, which, options)})
-    return pl.DataFrame(rows, infer_schema_length=None)
-
 
 # ---------------------------------------------------------------- documents
 
@@ -814,170 +507,3 @@ def select_model(models: Sequence[LatencyModel], model: str, dtype: str, device:
                           f"{'' if form is None else f' of form {form}'}; have: {have}")
     raise ParamsError(f"several latency models for {model}/{dtype}/{device}/{baseline}; name the form; have: {have}")
 
-
-# ---------------------------------------------------------------- the roofline: physical floors and the ceiling ratio
-
-BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
-DEVICES_FILE = "devices.json"
-
-
-def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
-    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
-
-    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
-    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
-    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). When both run
-    at their floors the ratio is N while prefill stays memory-bound and saturates at the machine's
-    ridge point times bytes_per_param / 2 beyond it. A loop slower than its floor (host overhead, an
-    eager decode step) can measure a larger ratio than this: the ceiling holds for floor-bound kernels."""
-    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
-        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
-                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
-    ridge = gflops / stream_gbps  # FLOP per byte
-    return min(float(n), ridge * bytes_per_param / 2)
-
-
-@dataclass(frozen=True)
-class Roof:
-    """One device's two ceilings, and where the figures come from (a datasheet or a measurement)."""
-
-    device: str
-    bandwidth_gbps: float
-    gflops: float
-    source: str
-
-
-@dataclass(frozen=True)
-class WeightCount:
-    """Parameters of a dense decoder, those a decode step must read (the embedding table is read one
-    row per token unless it is tied to the output head), and what a prefill computes with.
-
-    A prefill token passes through the layers' weights (`layers`: every weight but the embedding and
-    the head; the embedding is a gather, no FLOPs), the profiler's prefill keeps ONE logit
-    (`logits_to_keep=1`), so the LM head (`head`: vocab x hidden) runs once per prefill, and
-    attention costs 4 FLOPs per (query token, key, head dimension) (`attention_width`: layers x
-    query heads x head_dim; QK^T and AV). A count built without the breakdown (`layers` None) charges
-    every weight per token and no attention: an over-count, kept only for hand-made counts."""
-
-    total: int
-    read_per_step: int
-    layers: int | None = None   # weights a prefill token multiplies with (all layers and the final norm)
-    head: int = 0               # LM head weights, applied to the kept logits only
-    attention_width: int = 0    # layers * query heads * head_dim
-
-
-def decoder_weights(config: dict) -> WeightCount:
-    """Weight count of a Qwen2/Llama-style decoder from its published config (q/k/v biases when
-    `model_type` is qwen2; norms included; rotary and buffers are not weights)."""
-    try:
-        h, inter, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
-        heads, vocab = config["num_attention_heads"], config["vocab_size"]
-        kv_heads = config.get("num_key_value_heads", heads)
-    except KeyError as exc:
-        raise ParamsError(f"model config lacks {exc.args[0]!r}; cannot count its weights") from exc
-    head_dim = config.get("head_dim") or h // heads
-    q, kv = heads * head_dim, kv_heads * head_dim
-    bias = (q + 2 * kv) if config.get("model_type") == "qwen2" else 0
-    per_layer = h * q + 2 * h * kv + q * h + bias + 3 * h * inter + 2 * h
-    embed = vocab * h
-    tied = bool(config.get("tie_word_embeddings", False))
-    total = layers * per_layer + h + embed + (0 if tied else embed)
-    return WeightCount(total, total - (0 if tied else embed), layers=layers * per_layer + h, head=embed,
-                       attention_width=layers * q)
-
-
-PREFILL_LOGITS_KEPT = 1  # the profiler's prefill asks for the last position's logits only (logits_to_keep=1)
-
-
-def prefill_flops(weights: WeightCount, n, c=0, logits_kept: int = PREFILL_LOGITS_KEPT):
-    """FLOPs of one prefill of N tokens on a KV cache of c tokens: 2 per layer weight per token,
-    2 per head weight per kept logit, and causal attention (token i of the N attends to c + i + 1
-    keys: 4 x attention_width FLOPs per key). Without a breakdown (`layers` None): 2 x total x N."""
-    n, c = _broadcast(n, c)
-    if weights.layers is None:
-        return 2.0 * weights.total * n
-    keys = n * c + n * (n + 1) / 2
-    head = np.where(n > 0, 2.0 * weights.head * logits_kept, 0.0)
-    return 2.0 * weights.layers * n + head + 4.0 * weights.attention_width * keys
-
-
-def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> float:
-    """The fastest a decode step can be: every weight read once at the device's bandwidth."""
-    return weights.read_per_step * bytes_per_param / (roof.bandwidth_gbps * 1e9)
-
-
-def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float, c=0):
-    """The fastest a prefill of N tokens on c cached tokens can be: the weights read once, or its
-    FLOPs (`prefill_flops`: the layers for N tokens, the head for the one kept logit, attention over
-    the cache) at peak throughput, whichever is slower."""
-    return np.maximum(step_floor_s(weights, roof, bytes_per_param), prefill_flops(weights, n, c) / (roof.gflops * 1e9))
-
-
-def device_roofs(document: dict) -> list[tuple[str, Roof]]:
-    """(substring of the device name, Roof) for every datasheet entry of analysis/data/devices.json."""
-    roofs = []
-    for name, entry in document.items():
-        if name.startswith("_"):
-            continue
-        try:
-            roofs.append((entry["match"], Roof(name, float(entry["hbm_gbps"]), float(entry["bf16_tflops"]) * 1000,
-                                               f"datasheet: {entry['source']}")))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ParamsError(f"{DEVICES_FILE}: entry {name!r} lacks match/hbm_gbps/bf16_tflops/source ({exc})") from exc
-    return roofs
-
-
-def device_roof(device_name: str, document: dict) -> Roof | None:
-    """The datasheet roof of a GPU by its torch device name; None when the file does not know it."""
-    return next((roof for match, roof in device_roofs(document) if match in device_name), None)
-
-
-def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roofs: dict[str, Roof]) -> pl.DataFrame:
-    """Each measured (kernel source, context, N) beside its physical floors: the ceiling ratio when
-    both kernels run at their floors, and the share of each floor the measurement reached
-    (floor / measured: 1 means at the floor). `roofs` maps kernel_source -> Roof; sources without a
-    roof or a weight count are left out (the caller says so)."""
-    rows = []
-    for r in speedups.iter_rows(named=True):
-        roof, count = roofs.get(r["kernel_source"]), weights.get(r["model"])
-        if roof is None or count is None or r["dtype"] not in BYTES_PER_PARAM:
-            continue
-        bpp = BYTES_PER_PARAM[r["dtype"]]
-        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp, r["context"]))
-        rows.append({
-            "kernel_source": r["kernel_source"], "model": r["model"], "dtype": r["dtype"], "device": r["device"],
-            "roof": roof.device, "roof_source": roof.source, "baseline": r["baseline"], "context": r["context"],
-            "n": r["n"], "speedup": r["speedup"], "ceiling": r["n"] * step / pre,
-            "ar_step_ms": r["t_ar"] / r["n"] * 1000, "step_floor_ms": step * 1000,
-            "ar_share_of_floor": r["n"] * step / r["t_ar"],
-            "prefill_ms": r["t_prefill"] * 1000, "prefill_floor_ms": pre * 1000,
-            "prefill_share_of_floor": pre / r["t_prefill"],
-        })
-    return pl.DataFrame(rows) if rows else pl.DataFrame()
-
-
-# ---------------------------------------------------------------- AR runs step by step
-
-def ar_step_segments(raw: pl.DataFrame) -> pl.DataFrame:
-    """Mean milliseconds per decode step between consecutive profiled N of each AR run (ar_mode
-    prefix: T_ar(N) is the cumulative time of one run), so a run that slows part-way shows where."""
-    keys = [c for c in ("source", "model", "dtype", "device", "baseline", "context", "repeat") if c in raw.columns]
-    ar = raw.filter(pl.col("method") == "ar").sort(keys + ["n"])
-    prev_n = pl.col("n").shift(1, fill_value=0).over(keys)
-    prev_s = pl.col("seconds").shift(1, fill_value=0.0).over(keys)
-    return ar.select(keys + [prev_n.alias("from_step"), pl.col("n").alias("to_step"),
-                             ((pl.col("seconds") - prev_s) / (pl.col("n") - prev_n) * 1000).alias("ms_per_step")])
-
-
-def ar_step_shifts(segments: pl.DataFrame, early_until: int, late_from: int) -> pl.DataFrame:
-    """Per AR run: ms per step over steps 1..early_until and over the steps after late_from, and
-    their ratio (a run that slows part-way has ratio well above 1)."""
-    keys = [c for c in segments.columns if c not in ("from_step", "to_step", "ms_per_step")]
-    steps = pl.col("to_step") - pl.col("from_step")
-    weighted = pl.col("ms_per_step") * steps
-    early = pl.col("to_step") <= early_until
-    late = pl.col("from_step") >= late_from
-    return (segments.group_by(keys, maintain_order=True)
-            .agg(early_ms=weighted.filter(early).sum() / steps.filter(early).sum(),
-                 late_ms=weighted.filter(late).sum() / steps.filter(late).sum())
-            .with_columns(late_over_early=pl.col("late_ms") / pl.col("early_ms")))

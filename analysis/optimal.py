@@ -44,7 +44,7 @@ operations (quadratic in the worst case of two near-identical texts, a few milli
 400-line file) plus O(sum_j u(j)) Python steps, u(j) the length at which target[j:] becomes unique.
 
 Compiled. With `TokenizerDirectives` (any directive model with `copy_token_table`), both DPs run as
-numba loops (`_line_dp`, `_token_dp`, on `analysis.oracle.CompiledAutomaton`): the same candidates,
+numba loops (`analysis.optimal_dp`, on `analysis.automaton.CompiledAutomaton`): the same candidates,
 the same float expression per candidate in the same order, the same tie-breaks, so programs and
 seconds are bit for bit those of the numpy/Python versions kept as `_reference_optimal_*_program`
 (which any other directive model still uses; tests/analysis/test_optimal.py compares the two). The
@@ -69,8 +69,9 @@ What is exact, and what is not:
   At line level the escapes themselves are additive (no escaped sequence spans a newline) but the
   tokens an escaped body costs are not quite (BPE); at token level a sequence cut by a copy boundary
   is charged though the body would not escape it. So for targets containing those sequences the DP
-  minimises that approximation. `program_seconds` evaluates any program exactly; for targets without
-  those sequences it equals the DP's value (tested).
+  minimises that approximation. Any program is priced exactly from its span rows
+  (`program_span_rows`, what the bound's `case_costs` reads); for targets without those sequences
+  that price equals the DP's value (tested).
 - Tie-breaks: a gen wins a tie with a copy; among copies the longest, then (line level) the first
   source position.
 """
@@ -84,19 +85,15 @@ from numbers import Real
 from typing import Protocol
 
 import numpy as np
-import polars as pl
-from numba import njit
 
+from analysis.automaton import CompiledAutomaton, SuffixAutomaton
 from analysis.errors import ParamsError, ProgramError, TokenizerError
-from analysis.layout import POOLED, pool_framings, pool_rows
-from analysis.oracle import CompiledAutomaton, SuffixAutomaton, sam_get, token_oracle
+from analysis.layout import LEVELS
+from analysis.optimal_dp import compiled_longest_prefix_matches, compiled_occurrence_counts, line_dp, token_dp
 from analysis.program import Copy, Gen, Op, Program, escape, render_op
 from analysis.spans import SpanRow, program_spans
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText, Tokenizer, tokens_per_line
-
-MIN_COPIES = (1, 2, 4, 8, 16)
-LEVELS = ("line", "token")
 
 
 # ---------------------------------------------------------------- cost model and directives
@@ -264,18 +261,6 @@ def program_span_rows(program: Program, source: TokenizedText, target: Tokenized
     return program_spans(program, source, target, _OfAdapter(directives))
 
 
-def program_seconds(program: Program, source: TokenizedText, target: TokenizedText,
-                    cost: CostModel, directives: Directives) -> float:
-    """Predicted time of any program under the cost model, op by op (spans' token accounting)."""
-    rows = program_spans(program, source, target, _OfAdapter(directives))
-    n_src = np.array([r.n_tokens_src for r in rows if r.kind == "copy"], dtype=int)
-    table = cost.prefill_table(int(n_src.max(initial=0)))
-    seconds = float(table[n_src].sum())
-    seconds += sum(r.n_tokens for r in rows if r.kind == "gen") * cost.t_step
-    seconds += sum(r.directive_tokens for r in rows) * cost.t_dir
-    return seconds
-
-
 # ---------------------------------------------------------------- the DP
 
 @dataclass(frozen=True)
@@ -310,6 +295,12 @@ def _solve(n_units: int, gen_unit: np.ndarray, tags: float,
         f_g[j] = gen_g if gen_g <= value else value
         gen_c = gen_unit[j] + tags + f_g[j + 1]
         f_c[j] = gen_c if gen_c <= value else value
+    return _Tables(f_c, f_g, choices, values)
+
+
+def _tables(f_c, f_g, choice_len, choice_start, values) -> _Tables:
+    choices = [None if length < 0 else (length, start)
+               for length, start in zip(choice_len.tolist(), choice_start.tolist())]
     return _Tables(f_c, f_g, choices, values)
 
 
@@ -350,7 +341,7 @@ def optimal_line_program(source: TokenizedText, target: TokenizedText,
     """Time-minimising line-level program (module docstring). `source`/`target` are gold tokenizations.
 
     With a directive model that has a `copy_token_table` (`TokenizerDirectives`) the DP runs compiled
-    (`_line_dp`), the same arithmetic in the same order as `_reference_optimal_line_program`, which
+    (`analysis.optimal_dp.line_dp`), the same arithmetic in the same order as `_reference_optimal_line_program`, which
     any other directive model uses."""
     if getattr(directives, "copy_token_table", None) is None:
         return _reference_optimal_line_program(source, target, cost, directives)
@@ -365,7 +356,7 @@ def optimal_line_program(source: TokenizedText, target: TokenizedText,
     ids: dict[str, int] = {}
     src_ids = np.array([ids.setdefault(line, len(ids)) for line in src_lines], dtype=np.int64)
     tgt_ids = np.array([ids.get(line, -1) for line in tgt_lines], dtype=np.int64)
-    tables = _tables(*_line_dp(src_ids, tgt_ids, src_tok, gen_unit, float(tags), prefill, float(cost.t_dir),
+    tables = _tables(*line_dp(src_ids, tgt_ids, src_tok, gen_unit, float(tags), prefill, float(cost.t_dir),
                                float(base), numbers))
     program = _program(_walk(tables, gen_unit, tags), "lines", lambda lo, hi: "".join(tgt_lines[lo:hi]))
     return Optimal("line", program, float(tables.f_c[0]) if tgt_lines else 0.0)
@@ -425,19 +416,6 @@ def _occurrence_counts(sam: SuffixAutomaton) -> np.ndarray:
     return counts
 
 
-def _longest_prefix_matches(match_len: list[int], n: int) -> np.ndarray:
-    """M(j) = longest L with target[j:j+L] in the source, from the suffix matching statistics:
-    target[j:e] occurs iff left(e) = e - match_len[e-1] <= j, and left never decreases."""
-    longest = np.zeros(n + 1, dtype=int)
-    e = 0
-    for j in range(n):
-        e = max(e, j)
-        while e < n and (e + 1) - match_len[e] <= j:
-            e += 1
-        longest[j] = e - j
-    return longest
-
-
 def _leftmost_starts(sam: SuffixAutomaton, counts: np.ndarray, ids: Sequence[int], j: int, m: int) -> np.ndarray:
     """0-based source start of the leftmost occurrence of target[j:j+L], for L = 1..m."""
     starts = np.empty(m, dtype=int)
@@ -474,7 +452,7 @@ def optimal_token_program(source: TokenizedText, target: TokenizedText,
     """Time-minimising token-level program (module docstring); copies use 1-based token indices.
 
     With a directive model that has a `copy_token_table` (`TokenizerDirectives`) the automaton and the
-    DP run compiled (`CompiledAutomaton`, `_token_dp`), the same arithmetic in the same order as
+    DP run compiled (`CompiledAutomaton`, `analysis.optimal_dp.token_dp`), the same arithmetic in the same order as
     `_reference_optimal_token_program`, which any other directive model uses."""
     if getattr(directives, "copy_token_table", None) is None:
         return _reference_optimal_token_program(source, target, cost, directives)
@@ -484,17 +462,17 @@ def optimal_token_program(source: TokenizedText, target: TokenizedText,
                            "optimal only if directive tokens never fall as a span bound grows; this directive "
                            "model does not say so (OpDirectives(is_monotone=...)) or its counts are not monotone")
     sam = CompiledAutomaton.build(source.ids)
-    counts = _compiled_occurrence_counts(sam.link, sam.length, sam.first_end)
+    counts = compiled_occurrence_counts(sam.link, sam.length, sam.first_end)
     target_ids = np.asarray(target.ids, dtype=np.int64)
     match_len, _ = sam.matching_statistics(target_ids)
-    longest = _compiled_longest_prefix_matches(match_len, n)
+    longest = compiled_longest_prefix_matches(match_len, n)
     tgt_ok = np.array([c is not None for c in target.char_bounds], dtype=np.bool_)
     extra = _token_escape_extra(target, directives)
     gen_unit = cost.t_step + extra * cost.t_dir
     tags = directives.gen_tags * cost.t_dir
     prefill = cost.prefill_table(int(longest.max(initial=0)))
     base, numbers = directives.copy_token_table("tokens", len(source.ids) + 1)
-    tables = _tables(*_token_dp(sam.keys, sam.values, sam.mask, sam.first_end, counts, target_ids, longest, tgt_ok,
+    tables = _tables(*token_dp(sam.keys, sam.values, sam.mask, sam.first_end, counts, target_ids, longest, tgt_ok,
                                 gen_unit, float(tags), prefill, float(cost.t_dir), float(base), numbers))
     program = _program(_walk(tables, gen_unit, tags), "tokens",
                        lambda lo, hi: b"".join(target.pieces[lo:hi]).decode("utf-8"))
@@ -512,7 +490,7 @@ def _reference_optimal_token_program(source: TokenizedText, target: TokenizedTex
     sam = SuffixAutomaton.build(source.ids)
     counts = _occurrence_counts(sam)
     match_len, _ = sam.matching_statistics(target.ids)
-    longest = _longest_prefix_matches(match_len, n)
+    longest = compiled_longest_prefix_matches(np.asarray(match_len, dtype=np.int64), n)  # M(j), defined once
     tgt_ok = np.array([c is not None for c in target.char_bounds], dtype=bool)
     extra = _token_escape_extra(target, directives)
     gen_unit = cost.t_step + extra * cost.t_dir
@@ -543,252 +521,3 @@ def optimal_program(level: str, source: TokenizedText, target: TokenizedText,
     if level == "token":
         return optimal_token_program(source, target, cost, directives)
     raise ParamsError(f"unknown level {level!r}; known: {', '.join(LEVELS)}")
-
-
-# ---------------------------------------------------------------- min_copy sweep
-
-@dataclass(frozen=True)
-class SweepCase:
-    case_id: str
-    corpus: str
-    framing: str
-    source: TokenizedText
-    target: TokenizedText
-
-
-SWEEP_SCHEMA = {
-    "case_id": pl.String, "corpus": pl.String, "framing": pl.String, "oracle": pl.String,
-    "min_copy": pl.Int64, "gold_tokens": pl.Int64, "copied_tokens": pl.Int64, "n_copy_spans": pl.Int64,
-    "seconds": pl.Float64, "regen_seconds": pl.Float64,
-}
-
-
-def check_min_copies(min_copies) -> list[int]:
-    values = list(min_copies)
-    if not values:
-        raise ParamsError("min_copies is empty; give at least one minimum copy length, e.g. [1, 2, 4, 8, 16]")
-    for k in values:
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ParamsError(f"min_copies: {k!r} is not an integer >= 1")
-    if len(set(values)) != len(values):
-        raise ParamsError(f"min_copies: {values} repeats a value")
-    return values
-
-
-def _sweep_row(case: SweepCase, oracle: str, min_copy, program: Program, cost, directives) -> dict:
-    rows = program_spans(program, case.source, case.target, _OfAdapter(directives))
-    gold = len(case.target.ids)
-    return {
-        "case_id": case.case_id, "corpus": case.corpus, "framing": case.framing, "oracle": oracle,
-        "min_copy": min_copy, "gold_tokens": gold,
-        "copied_tokens": sum(r.n_tokens for r in rows if r.kind == "copy"),
-        "n_copy_spans": sum(1 for r in rows if r.kind == "copy"),
-        "seconds": program_seconds(program, case.source, case.target, cost, directives),
-        "regen_seconds": gold * cost.t_step,
-    }
-
-
-def min_copy_sweep(cases: Sequence[SweepCase], cost: CostModel, directives: Directives,
-                   min_copies: Sequence[int] = MIN_COPIES, include_optimal: bool = True) -> pl.DataFrame:
-    """Per case: coverage and predicted time of token_oracle(min_copy) for each min_copy (oracle
-    "coverage"), and of the time-optimal token program (oracle "optimal", min_copy null)."""
-    values = check_min_copies(min_copies)
-    records = []
-    for case in cases:
-        for k in values:
-            records.append(_sweep_row(case, "coverage", k, token_oracle(case.source, case.target, k), cost, directives))
-        if include_optimal:
-            best = optimal_token_program(case.source, case.target, cost, directives)
-            records.append(_sweep_row(case, "optimal", None, best.program, cost, directives))
-    return pl.DataFrame(records, schema=SWEEP_SCHEMA)
-
-
-def sweep_table(per_case: pl.DataFrame) -> pl.DataFrame:
-    """Per (corpus | pooled, framing, oracle, min_copy): coverage and bound as ratios of sums."""
-    pooled = [pool_rows(per_case, f).with_columns(corpus=pl.lit(POOLED), framing=pl.lit(f))
-              for f in pool_framings(per_case["framing"])] if per_case.height else []
-    both = pl.concat([per_case, *pooled])
-    keys = ["corpus", "framing", "oracle", "min_copy"]
-    return (
-        both.group_by(keys)
-        .agg(n_cases=pl.len(), gold_tokens=pl.col("gold_tokens").sum(), copied_tokens=pl.col("copied_tokens").sum(),
-             seconds=pl.col("seconds").sum(), regen_seconds=pl.col("regen_seconds").sum(),
-             copy_spans_per_case=pl.col("n_copy_spans").mean())
-        .with_columns(coverage=pl.col("copied_tokens") / pl.col("gold_tokens"),
-                      bound=pl.col("regen_seconds") / pl.col("seconds"))
-        .sort(keys, nulls_last=True)
-    )
-
-
-# ---------------------------------------------------------------- the compiled DPs (numba)
-#
-# `_line_dp` and `_token_dp` are `_solve` with the reference programs' `best_copy`, in compiled loops:
-# every candidate's value is the same float expression evaluated in the same order
-# (prefill + t_dir * ((base + numbers[a]) + numbers[b])) + f_c[j + L], and ties break the same way,
-# so the tables, the programs and the seconds are bit for bit the reference's (tests/analysis/test_optimal.py
-# compares them on random cases).
-
-
-def _tables(f_c, f_g, choice_len, choice_start, values) -> _Tables:
-    choices = [None if length < 0 else (length, start)
-               for length, start in zip(choice_len.tolist(), choice_start.tolist())]
-    return _Tables(f_c, f_g, choices, values)
-
-
-@njit(cache=True)
-def _line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, numbers):
-    n_src = src_ids.shape[0]
-    m = tgt_ids.shape[0]
-    # source positions of each line id, ascending (the reference's `positions`)
-    n_ids = 0
-    for s in range(n_src):
-        n_ids = max(n_ids, src_ids[s] + 1)
-    starts_of = np.zeros(n_ids + 1, dtype=np.int64)
-    for s in range(n_src):
-        starts_of[src_ids[s] + 1] += 1
-    for k in range(n_ids):
-        starts_of[k + 1] += starts_of[k]
-    fill = starts_of[:-1].copy()
-    positions = np.empty(n_src, dtype=np.int64)
-    for s in range(n_src):
-        positions[fill[src_ids[s]]] = s
-        fill[src_ids[s]] += 1
-    f_c = np.zeros(m + 1)
-    f_g = np.zeros(m + 1)
-    choice_len = np.full(m, -1, dtype=np.int64)
-    choice_start = np.zeros(m, dtype=np.int64)
-    values_out = np.full(m, np.inf)
-    ext_next = np.zeros(n_src + 2, dtype=np.int64)  # ext(s, j + 1), 0 where s was not a match
-    ext_cur = np.zeros(n_src + 2, dtype=np.int64)
-    touched_next = np.empty(n_src, dtype=np.int64)
-    n_touched_next = 0
-    for j in range(m - 1, -1, -1):
-        line = tgt_ids[j]
-        lo = 0
-        hi = 0
-        if line >= 0 and line < n_ids:
-            lo = starts_of[line]
-            hi = starts_of[line + 1]
-        best = np.inf
-        best_s = -1
-        best_len = -1
-        for k in range(lo, hi):
-            s = positions[k]
-            run = 1 + ext_next[s + 1]
-            ext_cur[s] = run
-            for length in range(1, run + 1):
-                n_tok = src_tok[s + length] - src_tok[s]
-                value = prefill[n_tok] + t_dir * ((base + numbers[s + 1]) + numbers[s + length])
-                value = value + f_c[j + length]
-                # the first source position attaining the minimum, then its longest length attaining it
-                if value < best:
-                    best = value
-                    best_s = s
-                    best_len = length
-                elif value == best and s == best_s:
-                    best_len = length
-        # roll the extension rows: ext_next := ext_cur for this line's positions only
-        for k in range(n_touched_next):
-            ext_next[touched_next[k]] = 0
-        n_touched_next = 0
-        for k in range(lo, hi):
-            s = positions[k]
-            ext_next[s] = ext_cur[s]
-            ext_cur[s] = 0
-            touched_next[n_touched_next] = s
-            n_touched_next += 1
-        if best_len > 0:
-            choice_len[j] = best_len
-            choice_start[j] = best_s
-            values_out[j] = best
-        value = values_out[j]
-        gen_g = gen_unit[j] + f_g[j + 1]
-        f_g[j] = gen_g if gen_g <= value else value
-        gen_c = gen_unit[j] + tags + f_g[j + 1]
-        f_c[j] = gen_c if gen_c <= value else value
-    return f_c, f_g, choice_len, choice_start, values_out
-
-
-@njit(cache=True)
-def _compiled_occurrence_counts(link, length, first_end):
-    """`_occurrence_counts` on the compiled automaton's arrays (states by decreasing length)."""
-    n = length.shape[0]
-    counts = np.zeros(n, dtype=np.int64)
-    for state in range(1, n):
-        if length[state] == first_end[state] + 1:
-            counts[state] = 1
-    max_len = 0
-    for state in range(n):
-        max_len = max(max_len, length[state])
-    by_len = np.zeros(max_len + 2, dtype=np.int64)
-    for state in range(n):
-        by_len[length[state] + 1] += 1
-    for k in range(max_len + 1):
-        by_len[k + 1] += by_len[k]
-    order = np.empty(n, dtype=np.int64)
-    for state in range(n):
-        order[by_len[length[state]]] = state
-        by_len[length[state]] += 1
-    for k in range(n - 1, -1, -1):
-        state = order[k]
-        if link[state] >= 0:
-            counts[link[state]] += counts[state]
-    return counts
-
-
-@njit(cache=True)
-def _compiled_longest_prefix_matches(match_len, n):
-    longest = np.zeros(n + 1, dtype=np.int64)
-    e = 0
-    for j in range(n):
-        e = max(e, j)
-        while e < n and (e + 1) - match_len[e] <= j:
-            e += 1
-        longest[j] = e - j
-    return longest
-
-
-@njit(cache=True)
-def _token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_unit, tags, prefill, t_dir,
-              base, numbers):
-    n = ids.shape[0]
-    f_c = np.zeros(n + 1)
-    f_g = np.zeros(n + 1)
-    choice_len = np.full(n, -1, dtype=np.int64)
-    choice_start = np.zeros(n, dtype=np.int64)
-    values_out = np.full(n, np.inf)
-    starts = np.empty(n + 1, dtype=np.int64)
-    for j in range(n - 1, -1, -1):
-        m = longest[j]
-        if m > 0 and tgt_ok[j]:
-            # leftmost start of target[j:j+L] for L = 1..m (the reference's `_leftmost_starts`)
-            state = 0
-            for k in range(m):
-                state = sam_get(keys, values, state, ids[j + k], mask)
-                starts[k] = first_end[state] - k
-                if counts[state] == 1:
-                    for r in range(k + 1, m):
-                        starts[r] = starts[k]
-                    break
-            best = np.inf
-            best_k = m - 1
-            for k in range(m - 1, -1, -1):  # the longest length among ties
-                length = k + 1
-                if tgt_ok[j + length]:
-                    s = starts[k]
-                    value = prefill[length] + t_dir * ((base + numbers[s + 1]) + numbers[s + length])
-                    value = value + f_c[j + length]
-                else:
-                    value = np.inf
-                if value < best:
-                    best = value
-                    best_k = k
-            choice_len[j] = best_k + 1
-            choice_start[j] = starts[best_k]
-            values_out[j] = best
-        value = values_out[j]
-        gen_g = gen_unit[j] + f_g[j + 1]
-        f_g[j] = gen_g if gen_g <= value else value
-        gen_c = gen_unit[j] + tags + f_g[j + 1]
-        f_c[j] = gen_c if gen_c <= value else value
-    return f_c, f_g, choice_len, choice_start, values_out

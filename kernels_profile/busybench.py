@@ -36,7 +36,8 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.io import markdown_table, read_parquet, write_json, write_text
-from analysis.latency import GROUP, speedup_table
+from analysis.kernel_tables import speedup_table
+from analysis.latency import GROUP
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile.e2e import BASELINE, cad_method, per_pair_ratios
 from kernels_profile.profile_session import environment_path

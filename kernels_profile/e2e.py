@@ -179,7 +179,8 @@ def latency_curve(lm, grid: tuple[int, ...], ar_steps: int, contexts: tuple[int,
 
 def curve_model(curve: dict, name: str):
     """The interpolated latency model (analysis.latency) of an e2e curve."""
-    from analysis.latency import FitOptions, ModelKey, fit_points
+    from analysis.latency import ModelKey
+    from analysis.latency_fit import FitOptions, fit_points
 
     key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
     return fit_points(pl.DataFrame(curve["ar"]), pl.DataFrame(curve["prefill"]), key, FitOptions("interp"))

@@ -43,7 +43,8 @@ def params_with(**changes) -> dict:
 def sources_held(params: dict, model_path: Path) -> dict:
     """`params` with kernel.sources cut to those the latency model at `model_path` holds: tests that copy
     the committed model as a plain input may meet a source params.yaml names before `kernels fit` reran."""
-    from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, load_fitted_models, measured_names
+    from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+    from analysis.kernel_sources import load_fitted_models, measured_names
 
     held = set(measured_names(load_fitted_models(model_path))) | {FIT_SOURCE, PAPER_SOURCE}
     params["kernel"]["sources"] = [s for s in params["kernel"]["sources"] if s in held]

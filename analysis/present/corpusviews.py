@@ -8,7 +8,7 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import (
     BENCHMARK,
     COMMITS_PREFIX,

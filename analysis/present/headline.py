@@ -59,7 +59,8 @@ from analysis.claims import (
     pooled_rows,
 )
 from analysis.errors import ParamsError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE, with_kernel_source
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_sources import with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
 from analysis.present.outputs import bounds_frame, metrics, optional_table, table
 

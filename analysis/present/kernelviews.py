@@ -138,7 +138,7 @@ def gpu_reference(path: Path = PAPER) -> dict:
 
 
 def _ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
-    from analysis.latency import copy_speedup_ceiling  # the one owner of the roofline theorem
+    from analysis.roofline import copy_speedup_ceiling  # the one owner of the roofline theorem
 
     return copy_speedup_ceiling(n, stream_gbps, gflops, bytes_per_param)
 

@@ -27,14 +27,8 @@ from analysis.config import Bootstrap, bootstrap_settings
 from analysis.digest import check_fresh, parquet_metadata
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
-from analysis.kernel_sources import (
-    FIT_SOURCE,
-    Kernel,
-    KernelSettings,
-    kernel_settings,
-    kernels_for,
-    needs_fit_document,
-)
+from analysis.kernel_names import FIT_SOURCE
+from analysis.kernel_sources import Kernel, KernelSettings, kernel_settings, kernels_for, needs_fit_document
 from analysis.layout import (
     CASE_COSTS,
     FIGURES,

@@ -11,29 +11,22 @@ import polars as pl
 from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
-from analysis.latency import (
+from analysis.kernel_tables import ar_step_segments, ar_step_shifts, speedup_table, summarize
+from analysis.latency import FORMS, to_document
+from analysis.latency_fit import FitOptions, fit_latency, holdout_table
+from analysis.roofline import (
     BYTES_PER_PARAM,
     DEVICES_FILE,
-    FORMS,
-    FitOptions,
     Roof,
-    ar_step_segments,
-    ar_step_shifts,
     copy_speedup_ceiling,
     decoder_weights,
     device_roof,
-    fit_latency,
-    holdout_table,
     roofline_table,
-    speedup_table,
-    summarize,
-    to_document,
 )
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from analysis.kernel_sources import (
     DEVICE_TIME,
     DEVICE_TIME_BUILT,
-    FIT_SOURCE,
-    PAPER_SOURCE,
     SOURCE_NAME,
     DeviceTimeFile,
     device_time_files,
@@ -194,7 +187,7 @@ def _median(values: list[float]) -> float | None:
 
 def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
     """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
-    implies for the profiled dtype (analysis.latency.copy_speedup_ceiling), beside the ratio
+    implies for the profiled dtype (analysis.roofline.copy_speedup_ceiling), beside the ratio
     measured at the largest N. "not recorded" when no session measured a roofline."""
     roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
     if not roofs:

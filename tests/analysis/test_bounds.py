@@ -16,14 +16,7 @@ from analysis.bounds import (
     repeat_costs,
 )
 from analysis.errors import ParamsError
-from analysis.latency import (
-    LatencyModel,
-    ModelKey,
-    QuadraticAR,
-    QuadraticPrefill,
-    paper_model,
-    paper_speedup,
-)
+from analysis.latency import LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, paper_model, paper_speedup
 
 KEY = ModelKey("m", "random", "float32", "cpu", "eager")
 
@@ -367,7 +360,8 @@ def test_steady_pricing_needs_its_window():
 def test_h200_graph_loop_pays_its_first_step_once_per_run():
     """The evidence for the split, from the committed raw per-step data: in every H200 static_compiled
     run the first step is the slow one and every later segment is flat; the split recovers it."""
-    from analysis.latency import FitOptions, ar_step_segments, fit_latency
+    from analysis.kernel_tables import ar_step_segments
+    from analysis.latency_fit import FitOptions, fit_latency
 
     raw = pl.read_parquet(ROOT / "reports/kernels/frozen/h200/gpu-compiled.parquet")
     segments = ar_step_segments(raw)

@@ -10,6 +10,7 @@ import pytest
 
 from analysis import claims
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
+from analysis.latency import paper_points
 from analysis.layout import METRICS, TABLES
 
 PAPER = claims.paper_claims()
@@ -22,22 +23,6 @@ def _tables(tmp_path):
 
 
 # ---------------------------------------------------------------- the JSON is the single source
-
-
-def test_paper_kernel_points_have_one_home():
-    from analysis.latency import PAPER_POINTS, paper_kernel_points
-
-    assert PAPER_POINTS == claims.paper_points(PAPER["kernel_speedup"]) == paper_kernel_points(claims.PAPER)
-
-
-def test_paper_kernel_points_follow_the_json(tmp_path):
-    from analysis.latency import paper_kernel_points
-
-    doc = json.loads(claims.PAPER.read_text())
-    doc["kernel_speedup"]["points"] = [[4, 2.0], [256, 100.0]]
-    path = tmp_path / "claims.json"
-    path.write_text(json.dumps(doc))
-    assert paper_kernel_points(path) == ((4, 2.0), (256, 100.0))
 
 
 def test_an_unknown_comparator_is_a_named_error(tmp_path):
@@ -182,7 +167,7 @@ def test_claim_1_on_the_cpu_fit_alone_says_the_hardware_is_not_comparable(tmp_pa
 
 
 def test_claim_1_is_judged_on_comparisons_built_alike_never_on_graph_vs_eager(tmp_path):
-    (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
+    (_, low), (_, high) = paper_points(PAPER["kernel_speedup"])
     gpu = ("h200/qwen2.5-1.5b", "cuda", "qwen2.5-1.5b")
     rows = (_judged_rows("fit", "cpu", "qwen2.5-0.5b", "eager/eager", 3.0, 18.0, True)
             + _judged_rows(*gpu, "eager/eager", low * 1.1, high * 1.2, True)
@@ -202,7 +187,7 @@ def test_claim_1_is_judged_on_comparisons_built_alike_never_on_graph_vs_eager(tm
 
 
 def test_a_range_end_from_a_shifted_ar_run_carries_the_flag(tmp_path):
-    (_, low), (_, high) = claims.paper_points(PAPER["kernel_speedup"])
+    (_, low), (_, high) = paper_points(PAPER["kernel_speedup"])
     rows = (_judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "eager/eager", low, high * 4.7, True, shift_at=512)
             + _judged_rows("h200/qwen2.5-7b", "cuda", "qwen2.5-7b", "device/device", low, high, True))
     tables = _tables(tmp_path)

@@ -13,17 +13,15 @@ from fixtures import ROOT, params_with
 from analysis.cli import main
 from analysis.errors import ParamsError
 from analysis.kernel_sources import format_name, key_name, names_from_params, select_kernels, select_measured
-from analysis.latency import (
+from analysis.kernel_tables import ar_step_segments, ar_step_shifts, speedup_table
+from analysis.latency import from_document
+from analysis.roofline import (
     Roof,
     WeightCount,
-    ar_step_segments,
-    ar_step_shifts,
     decoder_weights,
     device_roof,
-    from_document,
     prefill_floor_s,
     roofline_table,
-    speedup_table,
     step_floor_s,
 )
 

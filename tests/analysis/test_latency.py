@@ -6,24 +6,22 @@ import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
+from analysis.kernel_tables import speedup_table, summarize
 from analysis.latency import (
-    FitOptions,
     LatencyModel,
     ModelKey,
     QuadraticAR,
     QuadraticPrefill,
     RooflinePrefill,
-    fit_latency,
-    fit_points,
     from_document,
-    holdout_table,
+    paper_kernel_points,
     paper_model,
+    paper_points,
     paper_speedup,
     select_model,
-    speedup_table,
-    summarize,
     to_document,
 )
+from analysis.latency_fit import FitOptions, fit_latency, fit_points, holdout_table
 
 NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
 KEY = ModelKey("m", "random", "float32", "cpu", "eager")
@@ -264,7 +262,7 @@ def test_prefill_flops_count_the_layers_per_token_and_the_head_once():
     """Qwen2.5-1.5B: 28 layers of 1,310,340,608 weights (with the final norm) per token, the tied head
     (151,936 x 1,536) for the one kept logit, attention 4 x 28 x 1,536 FLOPs per (token, key). The old
     floor charged 2 x all 1,543,714,304 weights per token (17.8% too many at N = 512)."""
-    from analysis.latency import decoder_weights, prefill_flops
+    from analysis.roofline import decoder_weights, prefill_flops
     from kernels_profile.models import published_config
 
     w = decoder_weights(published_config("qwen2.5-1.5b"))
@@ -279,7 +277,7 @@ def test_prefill_flops_count_the_layers_per_token_and_the_head_once():
 
 
 def test_prefill_floor_is_at_least_the_weight_read_and_uses_the_context():
-    from analysis.latency import Roof, WeightCount, prefill_floor_s, step_floor_s
+    from analysis.roofline import Roof, WeightCount, prefill_floor_s, step_floor_s
 
     roof = Roof("gpu", 1000.0, 100_000.0, "test")
     w = WeightCount(1_000_000_000, 1_000_000_000, layers=900_000_000, head=100_000_000, attention_width=1000)
@@ -306,7 +304,7 @@ def test_no_measured_h200_prefill_beats_its_floor():
     import json
     from pathlib import Path
 
-    from analysis.latency import BYTES_PER_PARAM, decoder_weights, device_roof, prefill_floor_s
+    from analysis.roofline import BYTES_PER_PARAM, decoder_weights, device_roof, prefill_floor_s
     from kernels_profile.models import published_config
 
     devices = json.loads(Path("analysis/data/devices.json").read_text())
@@ -321,7 +319,7 @@ def test_no_measured_h200_prefill_beats_its_floor():
 def test_the_cpu_point_the_audit_found_no_longer_beats_its_floor():
     """The committed CPU fit point (qwen2.5-0.5b float32, c=256, N=512: 7.021 s) against the roofline this
     run measured (20.96 GB/s, 66.96 GFLOP/s float32): the old 2 x total x N floor was 7.555 s (share 1.076)."""
-    from analysis.latency import Roof, decoder_weights, prefill_floor_s
+    from analysis.roofline import Roof, decoder_weights, prefill_floor_s
     from kernels_profile.models import published_config
 
     roof = Roof("AMD EPYC", 20.957507941239403, 66.9601121098581, "measured")
@@ -337,7 +335,7 @@ def test_no_point_of_the_committed_fit_profile_beats_its_floor():
     import json
     from pathlib import Path
 
-    from analysis.latency import BYTES_PER_PARAM, Roof, decoder_weights, prefill_floor_s
+    from analysis.roofline import BYTES_PER_PARAM, Roof, decoder_weights, prefill_floor_s
     from kernels_profile.models import published_config
 
     metrics, table = Path("reports/metrics/kernels.json"), Path("reports/tables/kernel_speedup.csv")
@@ -356,3 +354,27 @@ def test_no_point_of_the_committed_fit_profile_beats_its_floor():
         assert r["t_prefill"] >= floor, f"fit c={r['context']} N={r['n']}: {r['t_prefill']} s beats {floor} s"
         checked += 1
     assert checked > 0
+
+
+# ---------------------------------------------------------------- the paper's kernel points (one reader)
+
+def test_paper_kernel_points_follow_the_json(tmp_path):
+    from analysis.latency import PAPER_CLAIMS
+
+    doc = json.loads(PAPER_CLAIMS.read_text())
+    doc["kernel_speedup"]["points"] = [[4, 2.0], [256, 100.0]]
+    path = tmp_path / "claims.json"
+    path.write_text(json.dumps(doc))
+    assert paper_kernel_points(path) == ((4, 2.0), (256, 100.0))
+
+
+def test_paper_points_are_the_ends_of_the_n_range():
+    assert paper_points({"points": [[4, 2.0], [16, 5.5], [256, 100.0]]}) == ((4, 2.0), (256, 100.0))
+
+
+@pytest.mark.parametrize("points", [None, [], [[8, 6.8]], [[512, 303.0], [8, 6.8]], [[8, 0.0], [512, 303.0]],
+                                    [[8, "x"], [512, 303.0]], [[8], [512, 303.0]]])
+def test_malformed_paper_points_are_a_named_error(points):
+    with pytest.raises(ParamsError, match="kernel_speedup.points"):
+        paper_points({"points": points})
+

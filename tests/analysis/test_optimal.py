@@ -1,7 +1,6 @@
 import random
 
 import numpy as np
-import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -10,14 +9,11 @@ from analysis.errors import ParamsError, ProgramError
 from analysis.optimal import (
     CostModel,
     OpDirectives,
-    SweepCase,
     TokenizerDirectives,
-    min_copy_sweep,
     optimal_line_program,
     optimal_program,
     optimal_token_program,
-    program_seconds,
-    sweep_table,
+    program_span_rows,
 )
 from analysis.oracle import line_oracle, token_oracle
 from analysis.program import Copy, Gen, Program, escape, parse, render, render_op
@@ -25,6 +21,18 @@ from analysis.resolver import resolve
 from analysis.spans import DirectiveCounter
 from analysis.text import split_lines
 from analysis.tokenization import TokenizedText
+
+
+def program_seconds(program, source, target, cost, directives) -> float:
+    """Predicted time of any program under the cost model, op by op from its span rows (the spans'
+    token accounting, as the bound's `case_costs` prices it): the DP's objective, priced without the DP."""
+    rows = program_span_rows(program, source, target, directives)
+    n_src = np.array([r.n_tokens_src for r in rows if r.kind == "copy"], dtype=int)
+    table = cost.prefill_table(int(n_src.max(initial=0)))
+    seconds = float(table[n_src].sum())
+    seconds += sum(r.n_tokens for r in rows if r.kind == "gen") * cost.t_step
+    seconds += sum(r.directive_tokens for r in rows) * cost.t_dir
+    return seconds
 
 
 def fake(ids) -> TokenizedText:
@@ -244,27 +252,6 @@ def test_bad_inputs_are_named():
         CostModel(-1.0, lambda n: n)
     with pytest.raises(ParamsError, match="chars"):
         optimal_program("chars", src, tgt, CostModel(1.0, lambda n: n * 1.0), SYNTH)
-
-
-def test_min_copy_sweep(qwen):
-    pairs = [("def f(x):\n    return x + 1\n", "def f(x):\n    return x + 2\n"),
-             ("a = [1, 2, 3]\nprint(a)\n", "a = [1, 2, 3, 4]\nprint(a)\n")]
-    cases = [SweepCase(f"T/{i}", "T", "body", qwen.encode(s), qwen.encode(t)) for i, (s, t) in enumerate(pairs)]
-    cases.append(SweepCase("P/0", "P", "unit", qwen.encode(pairs[0][1]), qwen.encode(pairs[0][0])))
-    cost = CostModel(0.02, lambda n: np.where(n > 0, 0.05 + 0.001 * n, 0.0))
-    frame = min_copy_sweep(cases, cost, TokenizerDirectives(qwen), (1, 4, 16))
-    assert frame.height == len(cases) * 4
-    for case_id, rows in frame.group_by("case_id"):
-        coverage = rows.filter(pl.col("oracle") == "coverage").sort("min_copy")["copied_tokens"].to_list()
-        assert coverage == sorted(coverage, reverse=True)
-        optimal = rows.filter(pl.col("oracle") == "optimal")["seconds"].item()
-        assert optimal <= rows["seconds"].min() + 1e-12
-    table = sweep_table(frame)
-    pooled = table.filter((pl.col("corpus") == "pooled") & (pl.col("min_copy") == 1))
-    assert pooled["n_cases"].item() == 3
-    assert pooled["gold_tokens"].item() == sum(len(c.target) for c in cases)
-    with pytest.raises(ParamsError, match="'x'"):
-        min_copy_sweep(cases, cost, TokenizerDirectives(qwen), (1, "x"))
 
 
 # ---------------------------------------------------------------- compiled DPs against the reference

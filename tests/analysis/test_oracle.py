@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
-from analysis.oracle import SuffixAutomaton, line_oracle, myers_matches, token_oracle
+from analysis.automaton import SuffixAutomaton
+from analysis.oracle import line_oracle, myers_matches, token_oracle
 from analysis.program import Copy, parse, render
 from analysis.resolver import resolve
 from analysis.text import split_lines
@@ -200,7 +201,8 @@ def test_myers_memory_stays_linear_on_a_large_file():
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from analysis.oracle import CompiledAutomaton, _reference_token_oracle  # noqa: E402
+from analysis.automaton import CompiledAutomaton  # noqa: E402
+from analysis.oracle import _reference_token_oracle  # noqa: E402
 from analysis.program import render  # noqa: E402
 
 SEQS = st.lists(st.integers(0, 4), max_size=60) | st.lists(st.integers(0, 300), max_size=60)

@@ -244,7 +244,7 @@ def _speedups(top: float) -> pl.DataFrame:
 
 
 def test_fit_writes_the_roofline_ceiling_of_the_profiled_dtype():
-    from analysis.latency import copy_speedup_ceiling
+    from analysis.roofline import copy_speedup_ceiling
     from kernels_profile.stages.fit import environment_metrics, roofline_metrics
 
     assert roofline_metrics(None, _speedups(10.0)) == "not recorded"

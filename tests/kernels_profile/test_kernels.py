@@ -9,7 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
-from analysis.latency import QuadraticAR, QuadraticPrefill, speedup_table, summarize  # noqa: E402
+from analysis.kernel_tables import speedup_table, summarize  # noqa: E402
+from analysis.latency import QuadraticAR, QuadraticPrefill  # noqa: E402
 from kernels_profile.profile_session import profile_run  # noqa: E402
 from kernels_profile.profiler import CacheBench, ProfileSpec  # noqa: E402
 from fixtures import profile_spec  # noqa: E402

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.latency import copy_speedup_ceiling  # noqa: E402
+from analysis.roofline import copy_speedup_ceiling  # noqa: E402
 from analysis.cpuinfo import parse_cpuinfo  # noqa: E402
 from analysis.params import check_threads  # noqa: E402
 from kernels_profile.contention import (  # noqa: E402

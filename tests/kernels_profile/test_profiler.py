@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from analysis.latency import paired_kernel_ratios  # noqa: E402
+from analysis.kernel_tables import paired_kernel_ratios  # noqa: E402
 from kernels_profile.profile_session import (  # noqa: E402
     environment_path,
     profile_run,

@@ -63,7 +63,8 @@ def test_profile_times_both_prefill_kinds_in_each_pair(tmp_path):
     and each kind gets its own latency model and kernel source name."""
     import polars as pl
 
-    from analysis.latency import FitOptions, fit_latency, speedup_table
+    from analysis.kernel_tables import speedup_table
+    from analysis.latency_fit import FitOptions, fit_latency
     from kernels_profile.profile_session import profile_run
     from kernels_profile.profiler import pair_order
 

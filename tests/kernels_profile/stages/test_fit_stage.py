@@ -9,7 +9,7 @@ import pytest
 from fixtures import params_with
 
 from analysis.errors import ParamsError
-from analysis.kernel_sources import FIT_SOURCE, PAPER_SOURCE
+from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
 from kernels_profile.stages.fit import RAW_COLUMNS, RawSource, by_source, raw_sources, speedup_range
 
 

@@ -1,0 +1,153 @@
+"""The roofline: physical floors of a decode step and a prefill, and the ceiling on their ratio.
+
+Pure and torch-free: weight counts of a dense decoder from its published config, FLOPs of a prefill,
+the floors on a device's bandwidth and peak throughput (datasheet figures, analysis/data/devices.json),
+and the table of each measured kernel speedup beside its floors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+from analysis.errors import ParamsError
+
+BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
+DEVICES_FILE = "devices.json"
+
+
+def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
+    """The roofline bound on T_ar(N) / T_prefill(N) for a dense model whose weights dominate traffic.
+
+    A decode step reads every weight once for 2 FLOPs per weight (intensity 2 / bytes_per_param
+    FLOP/byte), so it is memory-bound: t_step >= W / bandwidth. A prefill of N tokens reads the
+    weights once for 2N FLOPs per weight: t_prefill >= max(W / bandwidth, 2 N P / flops). When both run
+    at their floors the ratio is N while prefill stays memory-bound and saturates at the machine's
+    ridge point times bytes_per_param / 2 beyond it. A loop slower than its floor (host overhead, an
+    eager decode step) can measure a larger ratio than this: the ceiling holds for floor-bound kernels."""
+    if n < 1 or stream_gbps <= 0 or gflops <= 0 or bytes_per_param <= 0:
+        raise ParamsError(f"copy_speedup_ceiling needs positive inputs, got n={n}, "
+                          f"stream_gbps={stream_gbps}, gflops={gflops}, bytes_per_param={bytes_per_param}")
+    ridge = gflops / stream_gbps  # FLOP per byte
+    return min(float(n), ridge * bytes_per_param / 2)
+
+
+@dataclass(frozen=True)
+class Roof:
+    """One device's two ceilings, and where the figures come from (a datasheet or a measurement)."""
+
+    device: str
+    bandwidth_gbps: float
+    gflops: float
+    source: str
+
+
+@dataclass(frozen=True)
+class WeightCount:
+    """Parameters of a dense decoder, those a decode step must read (the embedding table is read one
+    row per token unless it is tied to the output head), and what a prefill computes with.
+
+    A prefill token passes through the layers' weights (`layers`: every weight but the embedding and
+    the head; the embedding is a gather, no FLOPs), the profiler's prefill keeps ONE logit
+    (`logits_to_keep=1`), so the LM head (`head`: vocab x hidden) runs once per prefill, and
+    attention costs 4 FLOPs per (query token, key, head dimension) (`attention_width`: layers x
+    query heads x head_dim; QK^T and AV). A count built without the breakdown (`layers` None) charges
+    every weight per token and no attention: an over-count, kept only for hand-made counts."""
+
+    total: int
+    read_per_step: int
+    layers: int | None = None   # weights a prefill token multiplies with (all layers and the final norm)
+    head: int = 0               # LM head weights, applied to the kept logits only
+    attention_width: int = 0    # layers * query heads * head_dim
+
+
+def decoder_weights(config: dict) -> WeightCount:
+    """Weight count of a Qwen2/Llama-style decoder from its published config (q/k/v biases when
+    `model_type` is qwen2; norms included; rotary and buffers are not weights)."""
+    try:
+        h, inter, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+        heads, vocab = config["num_attention_heads"], config["vocab_size"]
+        kv_heads = config.get("num_key_value_heads", heads)
+    except KeyError as exc:
+        raise ParamsError(f"model config lacks {exc.args[0]!r}; cannot count its weights") from exc
+    head_dim = config.get("head_dim") or h // heads
+    q, kv = heads * head_dim, kv_heads * head_dim
+    bias = (q + 2 * kv) if config.get("model_type") == "qwen2" else 0
+    per_layer = h * q + 2 * h * kv + q * h + bias + 3 * h * inter + 2 * h
+    embed = vocab * h
+    tied = bool(config.get("tie_word_embeddings", False))
+    total = layers * per_layer + h + embed + (0 if tied else embed)
+    return WeightCount(total, total - (0 if tied else embed), layers=layers * per_layer + h, head=embed,
+                       attention_width=layers * q)
+
+
+PREFILL_LOGITS_KEPT = 1  # the profiler's prefill asks for the last position's logits only (logits_to_keep=1)
+
+
+def prefill_flops(weights: WeightCount, n, c=0, logits_kept: int = PREFILL_LOGITS_KEPT):
+    """FLOPs of one prefill of N tokens on a KV cache of c tokens: 2 per layer weight per token,
+    2 per head weight per kept logit, and causal attention (token i of the N attends to c + i + 1
+    keys: 4 x attention_width FLOPs per key). Without a breakdown (`layers` None): 2 x total x N."""
+    n, c = np.broadcast_arrays(np.asarray(n, dtype=float), np.asarray(c, dtype=float))
+    if weights.layers is None:
+        return 2.0 * weights.total * n
+    keys = n * c + n * (n + 1) / 2
+    head = np.where(n > 0, 2.0 * weights.head * logits_kept, 0.0)
+    return 2.0 * weights.layers * n + head + 4.0 * weights.attention_width * keys
+
+
+def step_floor_s(weights: WeightCount, roof: Roof, bytes_per_param: float) -> float:
+    """The fastest a decode step can be: every weight read once at the device's bandwidth."""
+    return weights.read_per_step * bytes_per_param / (roof.bandwidth_gbps * 1e9)
+
+
+def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float, c=0):
+    """The fastest a prefill of N tokens on c cached tokens can be: the weights read once, or its
+    FLOPs (`prefill_flops`: the layers for N tokens, the head for the one kept logit, attention over
+    the cache) at peak throughput, whichever is slower."""
+    return np.maximum(step_floor_s(weights, roof, bytes_per_param), prefill_flops(weights, n, c) / (roof.gflops * 1e9))
+
+
+def device_roofs(document: dict) -> list[tuple[str, Roof]]:
+    """(substring of the device name, Roof) for every datasheet entry of analysis/data/devices.json."""
+    roofs = []
+    for name, entry in document.items():
+        if name.startswith("_"):
+            continue
+        try:
+            roofs.append((entry["match"], Roof(name, float(entry["hbm_gbps"]), float(entry["bf16_tflops"]) * 1000,
+                                               f"datasheet: {entry['source']}")))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParamsError(f"{DEVICES_FILE}: entry {name!r} lacks match/hbm_gbps/bf16_tflops/source ({exc})") from exc
+    return roofs
+
+
+def device_roof(device_name: str, document: dict) -> Roof | None:
+    """The datasheet roof of a GPU by its torch device name; None when the file does not know it."""
+    return next((roof for match, roof in device_roofs(document) if match in device_name), None)
+
+
+def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roofs: dict[str, Roof]) -> pl.DataFrame:
+    """Each measured (kernel source, context, N) beside its physical floors: the ceiling ratio when
+    both kernels run at their floors, and the share of each floor the measurement reached
+    (floor / measured: 1 means at the floor). `roofs` maps kernel_source -> Roof; sources without a
+    roof or a weight count are left out (the caller says so)."""
+    rows = []
+    for r in speedups.iter_rows(named=True):
+        roof, count = roofs.get(r["kernel_source"]), weights.get(r["model"])
+        if roof is None or count is None or r["dtype"] not in BYTES_PER_PARAM:
+            continue
+        bpp = BYTES_PER_PARAM[r["dtype"]]
+        step, pre = step_floor_s(count, roof, bpp), float(prefill_floor_s(count, r["n"], roof, bpp, r["context"]))
+        rows.append({
+            "kernel_source": r["kernel_source"], "model": r["model"], "dtype": r["dtype"], "device": r["device"],
+            "roof": roof.device, "roof_source": roof.source, "baseline": r["baseline"], "context": r["context"],
+            "n": r["n"], "speedup": r["speedup"], "ceiling": r["n"] * step / pre,
+            "ar_step_ms": r["t_ar"] / r["n"] * 1000, "step_floor_ms": step * 1000,
+            "ar_share_of_floor": r["n"] * step / r["t_ar"],
+            "prefill_ms": r["t_prefill"] * 1000, "prefill_floor_ms": pre * 1000,
+            "prefill_share_of_floor": pre / r["t_prefill"],
+        })
+    return pl.DataFrame(rows) if rows else pl.DataFrame()

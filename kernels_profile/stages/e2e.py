@@ -42,6 +42,7 @@ from analysis.corpora.cases import read_cases
 from analysis.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.latency import FORMS
 from analysis.layout import (
     CASES,
     E2E_CHECKPOINTS,
@@ -55,13 +56,11 @@ from analysis.params import choice, choices, get, merge_preset, number, number_l
 from analysis.program import parse
 from analysis.stages.common import timed
 from analysis.stages.tables import joined_programs
-from analysis.latency import FORMS
 from kernels_profile import e2e, e2e_predict, e2e_summary, maskbench
 from kernels_profile.constrained import constrained_generation
 from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
 from kernels_profile.executor import MATCH_POLICIES
 from kernels_profile.hf import PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
-from kernels_profile.models import known_models
 from kernels_profile.machine import (
     EnvironmentRecorder,
     RunEnvironment,
@@ -70,6 +69,7 @@ from kernels_profile.machine import (
     check_threshold,
     reference_workload,
 )
+from kernels_profile.models import known_models
 from kernels_profile.profiler import environment_path
 from kernels_profile.runtime import (
     FromScratch,
@@ -234,6 +234,7 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 
 # Bump when the measurement code changes what a checkpoint holds.
+KEYLESS_FIT = "interp"  # the fit form of the checkpoints written before e2e.fit (left out of their key)
 CHECKPOINT_VERSION = "e2e-4"  # 4: PLD drafts from the unnumbered source, keeps a logit per verified token, records acceptance
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
@@ -253,14 +254,17 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
                    context: int, run_lossless: bool) -> dict:
     """Everything that determines one case's checkpoint: a change to any of it re-measures the case.
     The plan holds every measured method's settings (PLD policies, k, n-gram, overhead levels); the
-    seed fixes the run order."""
-    return {
+    seed fixes the run order. The fit form (params e2e.fit) prices the stored predictions: it enters
+    the key when it is not `interp`, the form of every checkpoint written before it was a setting (so
+    those keys stay valid)."""
+    parts = {
         "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
         "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
         "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
         "context": context, "lossless": [run_lossless, s.losslessness_tolerance], "threads": s.threads,
         "fingerprint": fingerprint(choice.name, choice.weights),
     }
+    return parts if s.fit == KEYLESS_FIT else {**parts, "fit": s.fit}
 
 
 CURVE_FIELDS = frozenset({"prefill", "ar", "contexts"})
@@ -308,16 +312,6 @@ PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "p
                      "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
 
 
-def case_predictions(segments: dict, model, prompt_tokens: int, plan: MethodPlan) -> pl.DataFrame:
-    return pl.DataFrame(e2e_predict.method_predictions(segments, model, prompt_tokens, plan), schema=PREDICTION_SCHEMA)
-
-
-def with_fresh_predictions(frame: pl.DataFrame, predictions: pl.DataFrame) -> pl.DataFrame:
-    """A read-back case with its predictions recomputed (the fit form, params e2e.fit, is not part of a
-    case's key: it changes no measurement), in the checkpoint's column order."""
-    return frame.drop(PREDICTION_SCHEMA.keys() - {"method"}).join(predictions, on="method", how="left").select(frame.columns)
-
-
 def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
                 model, context: int, run_lossless: bool, qwen, run_id: str) -> pl.DataFrame:
     from kernels_profile.executor import Executor
@@ -330,7 +324,8 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
              else {"logits_rel_diff": None, "ok": None})
-    predictions = case_predictions(segments, model, len(prompt), plan)
+    predictions = pl.DataFrame(e2e_predict.method_predictions(segments, model, len(prompt), plan),
+                               schema=PREDICTION_SCHEMA)
     directives = pl.DataFrame(
         [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
          for level in LEVELS for overhead in (False, True)], schema={"method": pl.String, "directive_tokens": pl.Int64})
@@ -372,12 +367,10 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
                              case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
         path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
-        plan = s.plan(choice.name, line["corpus"])
-        found = read_frame_checkpoint(path, key, rows=len(plan.methods()) * s.repeats,
+        found = read_frame_checkpoint(path, key, rows=len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats,
                                       columns=CHECKPOINT_COLUMNS, what="e2e", log=tqdm.write)
         if found is not None:
-            frame = with_fresh_predictions(found.content, case_predictions(
-                case_segments(loaded, line, token, qwen), model, len(prompts[case_id]), plan))
+            frame = found.content
             scratch.read_back(found.seconds)
         else:
             scratch.mark()  # a unit's seconds are its measurement's (a resumed run loads the model too)

@@ -55,6 +55,9 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.threads", 0, "'e2e.threads' must be a positive integer or null"),
     ("e2e.threads", 1.5, "'e2e.threads' must be a positive integer or null"),
     ("e2e.contention_slack", -0.5, "'e2e.contention_slack' must be a number of cores >= 0"),
+    ("e2e.fit", "cubic", "'e2e.fit' must be one of interp, quadratic, roofline"),
+    ("e2e.ar_grid", [0, 4], "'e2e.ar_grid' values must lie in [1, inf)"),
+    ("e2e.mask_cost.model", "gpt-9", "'e2e.mask_cost.model' must be one of"),
 ])
 def test_bad_e2e_params_are_named(key, value, message):
     with pytest.raises(ParamsError) as info:
@@ -84,12 +87,16 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "repeats": key(**{"e2e.repeats": 3}),
         "threads": key(**{"e2e.threads": 2}),
         "default threads": key(**{"e2e.threads": None}),
+        "fit": key(**{"e2e.fit": "quadratic"}),
     }
     assert all(k != base for k in changed.values()), changed
     assert len(set(changed.values())) == len(changed)
     # the noisy threshold judges a run; it does not change what is measured
     assert key(**{"e2e.noisy_drift": 0.3}) == base
     assert key(**{"e2e.contention_slack": 1.0}) == base
+    # the default fit form is not in the key: checkpoints written before it was a setting stay valid
+    s = stage.settings(cfg())
+    assert s.fit == stage.KEYLESS_FIT and "fit" not in stage.case_key_parts(s.models[0], s, line, token, [1], {}, 2, True)
 
 
 def test_threads_default_to_one_and_null_means_torch_default():
@@ -359,6 +366,46 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
     assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before
+
+
+def test_the_curve_keeps_the_ar_steps_params_name():
+    assert e2e_predict.ar_points((1, 2, 4, 8, 16, 32), 32) == [1, 2, 4, 8, 16, 32]
+    assert e2e_predict.ar_points((1, 4, 64), 10) == [1, 4, 10]
+    s = stage.settings(cfg(**{"e2e.ar_grid": [1, 3], "e2e.fit": "quadratic"}))
+    assert s.ar_grid == (1, 3) and s.fit == "quadratic"
+
+
+def test_a_changed_ar_grid_measures_the_curve_again(tmp_path, monkeypatch):
+    """The AR grid is not part of the curve's key (the key format is kept): a curve holding other AR
+    steps than params ask for is measured again, and its new timings then re-key every case."""
+    monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
+    calls = []
+
+    def fake_curve(lm, grid, ar_grid, ar_steps, contexts, repeats):
+        calls.append(ar_grid)
+        return {"prefill": [], "contexts": list(contexts),
+                "ar": [{"n": n, "context": c, "median": 0.01 * n} for c in contexts for n in e2e_predict.ar_points(ar_grid, ar_steps)]}
+
+    monkeypatch.setattr(e2e_predict, "latency_curve", fake_curve)
+    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
+    default = stage.settings(cfg())
+    first = stage.cached_curve(loaded, default.models[0], default, (300, 900))
+    assert stage.cached_curve(loaded, default.models[0], default, (300, 900)) == first and len(calls) == 1
+    coarse = stage.settings(cfg(**{"e2e.ar_grid": [1, 8]}))
+    again = stage.cached_curve(loaded, coarse.models[0], coarse, (300, 900))
+    assert len(calls) == 2 and e2e_predict.curve_ar_points(again) == [1, 8, 32]
+
+
+def test_the_fit_form_changes_the_prediction_and_a_bad_one_is_named():
+    from analysis.errors import ParamsError
+
+    curve = {"prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
+             "ar": [{"n": n, "context": 16, "median": 0.01 * n + 0.0001 * n * n} for n in (1, 2, 4, 8, 16, 32)]}
+    interp = e2e_predict.curve_model(curve, "tiny", "interp")
+    quadratic = e2e_predict.curve_model(curve, "tiny", "quadratic")
+    assert float(interp.t_prefill(100, 16, extrapolate=True).seconds) != float(quadratic.t_prefill(100, 16, extrapolate=True).seconds)
+    with pytest.raises(ParamsError, match="latency form must be one of"):
+        e2e_predict.curve_model(curve, "tiny", "cubic")
 
 
 # ---------------------------------------------------------------- the sample and the wide preset

@@ -39,7 +39,8 @@ from analysis.io import markdown_table, read_parquet, write_json, write_text
 from analysis.kernel_tables import speedup_table
 from analysis.latency import GROUP
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
-from kernels_profile.e2e import BASELINE, cad_method, per_pair_ratios
+from kernels_profile.e2e import BASELINE, cad_method
+from kernels_profile.e2e_summary import per_pair_ratios
 from kernels_profile.profile_session import environment_path
 
 FORMAT = "copydecode.busybench/1"
@@ -109,7 +110,7 @@ def compare(quiet: pl.DataFrame, busy: pl.DataFrame, ns=KERNEL_NS) -> pl.DataFra
 
 def line_program_ratios(measurements: pl.DataFrame) -> pl.DataFrame:
     """AR seconds / line-program seconds within one repeat of one case (model, corpus, case_id,
-    repeat, ratio), by kernels_profile.e2e's own pairing."""
+    repeat, ratio), by kernels_profile.e2e_summary's own pairing."""
     methods = set(measurements["method"].to_list())
     if not {BASELINE, LINE_PROGRAM} <= methods:
         raise ParamsError(f"busybench: e2e measurements need methods {BASELINE!r} and {LINE_PROGRAM!r}, "

@@ -1,65 +1,54 @@
-"""Grammar-constrained generation of copy programs: the FSM walker as a transformers LogitsProcessor.
-
-The processor advances an `analysis.fsm.FsmWalker` on every token the model appended since its last
-call and sets the logits of every token the walker forbids to -inf, so whatever `generate` returns is
-a valid program prefix; the walker's budget logic (no new op within its margin of the end, then only
-the completion's tokens) makes it a whole program. Only the walker's public API is used here.
-"""
+"""Grammar-constrained generation of copy programs with transformers' `generate`: the prompt and the
+mask come from kernels_profile.hf (`prompt_ids`, `ProgramLogitsProcessor`); each generated program is
+judged for validity (the FSM accepts it: a property of the mask, not a model result) and exact match
+(its resolved output equals the target: the model's result)."""
 
 from __future__ import annotations
 
+import time
+
+import polars as pl
+
 from analysis.errors import ProgramError
-from analysis.fsm import FsmWalker, ProgramFSM
-from analysis.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
+from analysis.fsm import ProgramFSM
+from analysis.program import parse
+from analysis.resolver import resolve
 from analysis.text import split_lines
-from analysis.tokenization import Tokenizer
+from kernels_profile.hf import PROGRAM_TEMPLATE, ModelTokenizer, ProgramLogitsProcessor, prompt_ids
 
 
-class ProgramLogitsProcessor:
-    """A transformers LogitsProcessor (the call signature is all transformers asks for); batch size 1."""
-
-    def __init__(self, fsm: ProgramFSM, prompt_length: int, max_new_tokens: int, margin: int | None = None):
-        self.walker = FsmWalker(fsm, budget=max_new_tokens, margin=margin)
-        self.prompt_length = prompt_length
-        self.seen = prompt_length
-
-    @property
-    def state(self) -> tuple:
-        return self.walker.state
-
-    def __call__(self, input_ids, scores):
-        import torch
-
-        if input_ids.shape[0] != 1:
-            raise ProgramError(f"ProgramLogitsProcessor walks one sequence; got a batch of {input_ids.shape[0]}")
-        for token in input_ids[0, self.seen:].tolist():
-            self.walker.advance(token)
-        self.seen = input_ids.shape[1]
-        mask = self.walker.allowed()
-        allowed = torch.from_numpy(mask[: scores.shape[-1]]).to(scores.device)
-        if scores.shape[-1] > mask.shape[0]:  # embedding rows past the tokenizer's vocabulary
-            allowed = torch.cat([allowed, torch.zeros(scores.shape[-1] - mask.shape[0], dtype=torch.bool, device=scores.device)])
-        return scores.masked_fill(~allowed, float("-inf"))
+def constrained_generation(lm, tok: ModelTokenizer, rows: pl.DataFrame, max_new: int) -> list[dict]:
+    """Per row (`case_id`, `corpus`, `source`, `instruction`, `target`): greedy `generate` under the
+    line-level program grammar of the row's source, within `max_new` tokens."""
+    return [generate_one(lm, tok, row, max_new) for row in rows.iter_rows(named=True)]
 
 
-# ---------------------------------------------------------------- SmolLM2 and the prompt
+def generate_one(lm, tok: ModelTokenizer, row: dict, max_new: int) -> dict:
+    import torch
 
-def suite_tokenizer(hf_tokenizer, name: str) -> Tokenizer:
-    return Tokenizer(hf_tokenizer.backend_tokenizer, name)
+    eos = tok.eos_ids
+    fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": len(split_lines(row["source"]))}, eos_ids=eos)
+    prompt = prompt_ids(tok, PROGRAM_TEMPLATE, row["source"], row["instruction"])
+    processor = ProgramLogitsProcessor(fsm, len(prompt), max_new)
+    started = time.perf_counter()
+    out = lm.model.generate(torch.tensor([prompt]), max_new_tokens=max_new, do_sample=False,
+                            logits_processor=[processor], pad_token_id=eos[0] if eos else None)
+    seconds = time.perf_counter() - started
+    new = [t for t in out[0, len(prompt):].tolist() if t not in eos]
+    raw = tok.decode_bytes(new)
+    text = raw.decode("utf-8", errors="backslashreplace")  # shown in the report; validity is checked strictly
+    valid, em = judged(fsm, raw, text, row)
+    return {"case_id": row["case_id"], "corpus": row["corpus"], "valid": valid, "exact_match": em,
+            "new_tokens": len(new), "seconds": seconds, "program": text}
 
 
-INSTRUCTION = (
-    f"Rewrite the input as an edit program. Use {COPY_TAGS['lines']}i{RANGE_SEP}j{COPY_END} to copy input "
-    f"lines i to j (numbered below) and {GEN_OPEN}text{GEN_CLOSE} to write new text. Output only the program."
-)
-
-
-def numbered(source: str) -> str:
-    return "".join(f"{k}: {line}" for k, line in enumerate(split_lines(source), start=1))
-
-
-def edit_messages(source: str, instruction: str) -> list[dict]:
-    return [
-        {"role": "system", "content": INSTRUCTION},
-        {"role": "user", "content": f"{instruction}\n\nInput:\n{numbered(source)}"},
-    ]
+def judged(fsm: ProgramFSM, raw: bytes, text: str, row: dict) -> tuple[bool, bool]:
+    """(valid, exact match) of a generated program: bytes that are not UTF-8 or do not parse are neither."""
+    try:
+        raw.decode("utf-8")
+        program = parse(text)
+        valid = fsm.accepts(text)
+        output = resolve(program, row["source"])
+    except (ProgramError, UnicodeDecodeError):
+        return False, False
+    return valid, output == row["target"]

@@ -32,7 +32,7 @@ from analysis.program import COPY_END, COPY_OPEN, Copy, Program, parse
 from analysis.resolver import resolve
 from analysis.text import split_lines
 from kernels_profile.models import LoadedModel, cache_kwarg
-from kernels_profile.sequence import ModelTokenizer, PromptTemplate, prompt_ids
+from kernels_profile.hf import ModelTokenizer, PromptTemplate, prompt_ids
 
 _END = COPY_END.encode("ascii")
 _COPY_STATES = ("n2", "lit")  # the states from which a byte can close a copy directive

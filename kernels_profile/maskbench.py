@@ -148,11 +148,11 @@ def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[d
             "states": len(table.cached())}, table
 
 
-def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_count: int) -> dict:
+def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_count: int | None) -> dict:
     """Applying a cached mask to one float32 logits row, the three ways interleaved per repeat (so a
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
     llguidance's bit-packed mask (when given), with `thread_count` torch threads (params
-    decode.mask_benchmark.threads)."""
+    decode.mask_benchmark.threads; None: the count in force)."""
     from kernels_profile.runtime import threads
 
     with threads(thread_count):
@@ -233,13 +233,18 @@ def llguidance_available() -> bool:
     return importlib.util.find_spec("llguidance") is not None
 
 
-def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str],
-              apply_repeats: int, threads: int) -> dict:
-    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines)."""
+def program_sequences(vocab: Vocabulary, programs: list[str], n_lines: int) -> list[list[int]]:
+    """The programs as token sequences; each must fit `n_lines` (its copies within 1..n_lines)."""
     too_long = [k for k, p in enumerate(programs) if not fits(p, n_lines)]
     if too_long:
         raise ParamsError(f"maskbench: programs {too_long[:5]} copy past line {n_lines} (or do not parse)")
-    sequences = [list(vocab.suite_tokenizer.encode_program(p).ids) for p in programs]
+    return [list(vocab.suite_tokenizer.encode_program(p).ids) for p in programs]
+
+
+def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str],
+              apply_repeats: int, threads: int) -> dict:
+    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines)."""
+    sequences = program_sequences(vocab, programs, n_lines)
     result = {"vocabulary": vocab.name, "vocab_size": vocab.suite_tokenizer.vocab_size, "n_lines": n_lines,
               "programs": len(programs), "steps_per_pass": sum(len(s) + 1 for s in sequences),
               "llguidance": {}}
@@ -254,6 +259,21 @@ def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes:
     return result
 
 
+STATISTIC = "p50 and p99 microseconds per decoding step (kernels_profile.maskbench)"
+
+
+def suite_costs(vocab: Vocabulary, programs: list[str], n_lines: int, apply_repeats: int,
+                threads: int | None) -> dict:
+    """This suite's side alone on one vocabulary (the e2e stage's mask cost), in the benchmark's own
+    statistic: mask steps of the first pass (cold), of the steps that computed a mask (first_visit), of
+    the second pass (warm) and of advancing the walker; applying a cached additive mask row (apply)."""
+    side, table = ours(vocab, program_sequences(vocab, programs, n_lines), n_lines)
+    apply = apply_costs(vocab.width, table.cached(), None, apply_repeats, threads)
+    return {"statistic": STATISTIC, "vocabulary": vocab.name, "vocab_size": vocab.suite_tokenizer.vocab_size,
+            "n_lines": n_lines, "programs": len(programs), "states": side["states"],
+            **{phase: side[phase] for phase in ("cold", "first_visit", "warm", "advance")}, "apply": apply["ours"]}
+
+
 def vocabulary(model: str) -> Vocabulary:
     """The vocabulary of a registry model (its tokenizer and EOS ids)."""
     from kernels_profile.models import (
@@ -262,7 +282,7 @@ def vocabulary(model: str) -> Vocabulary:
         load_hf_tokenizer,
         published_config,
     )
-    from kernels_profile.sequence import ModelTokenizer
+    from kernels_profile.hf import ModelTokenizer
 
     hf = load_hf_tokenizer(model)
     tok = ModelTokenizer.from_hf(hf, eos_ids(model, hf), model)

@@ -24,17 +24,8 @@ from analysis.program import Copy, parse
 from analysis.resolver import resolve
 from kernels_profile.decoder import DecodeError, MaskTable, decode, decode_rewrite
 from kernels_profile.runtime import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
-from kernels_profile.sequence import (
-    LOSS_KINDS,
-    PROGRAM_TEMPLATE,
-    REWRITE_TEMPLATE,
-    ModelTokenizer,
-    PromptTemplate,
-    TrainingSequence,
-    program_sequence,
-    prompt_ids,
-    rewrite_sequence,
-)
+from kernels_profile.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, ModelTokenizer, PromptTemplate, prompt_ids
+from kernels_profile.sequence import LOSS_KINDS, TrainingSequence, program_sequence, rewrite_sequence
 
 MODES = ("program", "rewrite")
 TEMPLATE_OF = {"program": PROGRAM_TEMPLATE, "rewrite": REWRITE_TEMPLATE}

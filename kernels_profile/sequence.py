@@ -13,93 +13,23 @@ the model writes the whole edited text). The loss covers the tokens the model wr
 and the final EOS (without it a model never learns to stop); never the prompt nor the copied text,
 which the decoder feeds in, not the model.
 
-A `ModelTokenizer` is the one tokenizer interface the decoder and the training code use: plain
-encoding (added-token strings spelled with ordinary tokens, so text never turns into control tokens),
-the chat prompt, the FSM's byte-level view and the EOS ids. `from_hf` builds it from a transformers
-tokenizer; tests build one over a toy byte vocabulary.
+The prompt ids come from kernels_profile.hf (`prompt_ids`), as does the tokenizer interface
+(`ModelTokenizer`) whose plain encoding tokenizes each op here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from analysis.errors import ProgramError
 from analysis.program import Copy, Program, render_op
 from analysis.resolver import resolve
+from kernels_profile.hf import ModelTokenizer
 
 KINDS = ("prompt", "directive", "gen", "copied", "eos", "text")
 LOSS_KINDS = frozenset({"directive", "gen", "eos", "text"})
 IGNORE = -100  # the label transformers' loss skips
-
-
-@dataclass(frozen=True)
-class PromptTemplate:
-    """How an edit is asked for: a system text, and the user turn (`{instruction}`, `{source}`)."""
-
-    name: str
-    system: str
-    user: str = "{instruction}\n\nInput:\n{source}"
-    numbered: bool = True  # source lines written "k: line" so that the instruction can name them
-
-
-def _program_template() -> PromptTemplate:
-    from kernels_profile.constrained import INSTRUCTION
-
-    return PromptTemplate("program", INSTRUCTION)
-
-
-PROGRAM_TEMPLATE = _program_template()  # the e2e stage's prompt (kernels_profile.e2e.prompt_ids)
-REWRITE_TEMPLATE = PromptTemplate(
-    "rewrite", "Rewrite the input with the edit applied. Output only the edited text, without line numbers."
-)
-TEMPLATES = {t.name: t for t in (PROGRAM_TEMPLATE, REWRITE_TEMPLATE)}
-
-
-@dataclass(frozen=True)
-class ModelTokenizer:
-    """What the decoder and the trainer need of a model's tokenizer (see the module docstring)."""
-
-    name: str
-    fsm_tokenizer: object  # vocab_size, piece(id) -> bytes, added_token_ids (analysis.fsm.ProgramFSM)
-    encode: Callable[[str], list[int]]  # plain text -> ids, no special tokens
-    chat: Callable[[list[dict]], list[int]] | None  # messages -> ids ending in the assistant turn
-    eos_ids: tuple[int, ...]
-
-    @classmethod
-    def from_hf(cls, hf_tok, eos_ids: Sequence[int], name: str = "") -> ModelTokenizer:
-        from kernels_profile.constrained import suite_tokenizer
-
-        suite = suite_tokenizer(hf_tok, name or type(hf_tok).__name__)
-        chat = None
-        if getattr(hf_tok, "chat_template", None):
-            def chat(messages: list[dict]) -> list[int]:
-                ids = hf_tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=True)
-                return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
-        return cls(suite.name, suite, lambda text: list(suite.encode_program(text).ids), chat, tuple(eos_ids))
-
-    def decode_bytes(self, ids: Sequence[int]) -> bytes:
-        return b"".join(self.fsm_tokenizer.piece(i) for i in ids)
-
-
-def numbered(source: str) -> str:
-    from kernels_profile.constrained import numbered as number_lines
-
-    return number_lines(source)
-
-
-def messages(template: PromptTemplate, source: str, instruction: str) -> list[dict]:
-    shown = numbered(source) if template.numbered else source
-    return [{"role": "system", "content": template.system},
-            {"role": "user", "content": template.user.format(instruction=instruction, source=shown)}]
-
-
-def prompt_ids(tok: ModelTokenizer, template: PromptTemplate, source: str, instruction: str) -> list[int]:
-    """The prompt: the chat template where the tokenizer has one, else the turns joined by blank lines."""
-    turns = messages(template, source, instruction)
-    if tok.chat is not None:
-        return tok.chat(turns)
-    return tok.encode("\n\n".join(m["content"] for m in turns) + "\n\n")
 
 
 @dataclass(frozen=True)

@@ -92,7 +92,7 @@ class ToyTokenizer:
 def toy_model_tokenizer(extra: list[bytes] = (b'"/><', b'"/>')):
     """The byte-level toy as a kernels_profile ModelTokenizer (the decoder's and the pilot's tests).
     The default `extra` pieces: one closes a directive and starts the next op at once."""
-    from kernels_profile.sequence import ModelTokenizer
+    from kernels_profile.hf import ModelTokenizer
 
     tok = ToyTokenizer.bytes_then(list(extra))
     return ModelTokenizer("toy", tok, tok.encode, None, (tok.eos,))

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -24,6 +24,9 @@ from analysis.bounds import CostSettings, case_costs, cost_unit, span_costs
 from analysis.errors import ParamsError
 from analysis.latency import LatencyModel
 from analysis.layout import CASES, PROGRAMS, SPANS
+
+if TYPE_CHECKING:
+    from analysis.present.pages import Html
 
 UNIT_ABBREVIATION = {"seconds": "s", "decode steps": "steps"}
 # The view carries its own styles (scoped to .cd-explore): JupyterLab has none of the report pages' CSS.

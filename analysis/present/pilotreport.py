@@ -351,7 +351,7 @@ def examples(records: pl.DataFrame, seed: int, n: int = 3, split: str = "heldout
 
 def headline(m: dict) -> list[tuple[str, str]]:
     """The pilot's figures for a report lead and the summary claim, formatted (from metrics only)."""
-    from analysis.present.numbers import fmt_pct, fmt_x
+    from analysis.present.numbers import fmt_x
 
     def em(summary: dict) -> str:
         return f"{summary.get('exact_match', 0)} / {summary.get('cases', 0)}" if summary.get("cases") else "not run"

@@ -5,9 +5,8 @@ beside the paper's bounds on equal terms."""
 
 from __future__ import annotations
 
-import json
-import re
 import sys
+from typing import TYPE_CHECKING
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -43,8 +42,11 @@ from analysis.layout import (
     context_label,
     paper_corpora,
 )
-from analysis.params import choice, choices, get, positive_int
+from analysis.params import choice, get
 from analysis.progress import timed
+
+if TYPE_CHECKING:
+    from analysis.latency import LatencyModel
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.corpora.cases import Case, cases_from_frame, read_cases
+from analysis.corpora.cases import Case, cases_from_frame
 from analysis.config import tokenizer_spec
 from analysis.digest import parquet_metadata
 from analysis.layout import CASES, PROGRAMS

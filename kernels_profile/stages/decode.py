@@ -22,7 +22,7 @@ from analysis.layout import CASES, METRICS, TABLES
 from analysis.params import choice, choices, get, positive_int
 from analysis.progress import timed
 from kernels_profile.models import DTYPES, known_models
-from kernels_profile.sequence import TEMPLATES
+from kernels_profile.hf import TEMPLATES
 
 
 @dataclass(frozen=True)

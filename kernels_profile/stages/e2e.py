@@ -41,6 +41,7 @@ from analysis.corpora.cases import read_cases
 from analysis.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.latency import FORMS
 from analysis.layout import (
     CASES,
     E2E_CHECKPOINTS,
@@ -65,11 +66,14 @@ from analysis.params import (
 from analysis.program import parse
 from analysis.progress import log_above_bars, progress_bar, timed
 from analysis.stage_tables import joined_programs
-from kernels_profile import e2e
+from kernels_profile import e2e, e2e_predict, e2e_summary, maskbench
+from kernels_profile.constrained import constrained_generation
+from kernels_profile.contention import EnvironmentRecorder, RunEnvironment
 from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
 from kernels_profile.executor import MATCH_POLICIES
-from kernels_profile.contention import EnvironmentRecorder, RunEnvironment
+from kernels_profile.hf import PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 from kernels_profile.machine import reference_workload
+from kernels_profile.models import known_models
 from kernels_profile.profile_session import environment_path
 from kernels_profile.runtime import (
     FromScratch,
@@ -120,12 +124,15 @@ class E2ESettings:
     constrained_cases: int
     constrained_max_new_tokens: int
     prefill_grid: tuple[int, ...]
+    ar_grid: tuple[int, ...]          # the AR step counts the latency curve keeps (up to ar_steps, and ar_steps)
     ar_steps: int
+    fit: str                          # the latency curve's fit form (analysis.latency.FORMS)
     losslessness_tolerance: float
     lossless_cases: int
+    mask_model: str                   # the registry model whose vocabulary the mask cost is measured on
     mask_programs: int
     mask_lines_limit: int
-    mask_repeats: int
+    mask_apply_repeats: int
     preset: str | None                # the e2e.presets entry overlaid on e2e, if any
     out: Path | None                  # a preset run's folder (every output goes there, none to reports/)
 
@@ -201,12 +208,15 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         constrained_cases=positive_int(p, "e2e.constrained.cases", minimum=0),
         constrained_max_new_tokens=positive_int(p, "e2e.constrained.max_new_tokens"),
         prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
+        ar_grid=number_list(p, "e2e.ar_grid", lo=1, integer=True),
         ar_steps=positive_int(p, "e2e.ar_steps"),
+        fit=choice(p, "e2e.fit", FORMS),
         losslessness_tolerance=number(p, "e2e.losslessness_tolerance"),
         lossless_cases=positive_int(p, "e2e.lossless_cases", minimum=0),
+        mask_model=choice(p, "e2e.mask_cost.model", tuple(known_models())),
         mask_programs=positive_int(p, "e2e.mask_cost.programs"),
         mask_lines_limit=positive_int(p, "e2e.mask_cost.lines_limit"),
-        mask_repeats=positive_int(p, "e2e.mask_cost.repeats"),
+        mask_apply_repeats=positive_int(p, "e2e.mask_cost.apply_repeats"),
         preset=preset,
         out=None if preset is None else Path(out) if out is not None else E2E_PRESETS / preset,
     )
@@ -228,6 +238,7 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 
 # Bump when the measurement code changes what a checkpoint holds.
+KEYLESS_FIT = "interp"  # the fit form of the checkpoints written before e2e.fit (left out of their key)
 CHECKPOINT_VERSION = "e2e-4"  # 4: PLD drafts from the unnumbered source, keeps a logit per verified token, records acceptance
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
@@ -247,14 +258,17 @@ def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, pr
                    context: int, run_lossless: bool) -> dict:
     """Everything that determines one case's checkpoint: a change to any of it re-measures the case.
     The plan holds every measured method's settings (PLD policies, k, n-gram, overhead levels); the
-    seed fixes the run order."""
-    return {
+    seed fixes the run order. The fit form (params e2e.fit) prices the stored predictions: it enters
+    the key when it is not `interp`, the form of every checkpoint written before it was a setting (so
+    those keys stay valid)."""
+    parts = {
         "model": asdict(choice), "tokenizer": s.tokenizer, "case": line["case_id"], "source": line["source"],
         "target": line["target"], "programs": [line["program"], token["program"]], "prompt": prompt,
         "repeats": s.repeats, "plan": asdict(s.plan(choice.name, line["corpus"])), "order_seed": s.seed, "curve": curve,
         "context": context, "lossless": [run_lossless, s.losslessness_tolerance], "threads": s.threads,
         "fingerprint": fingerprint(choice.name, choice.weights),
     }
+    return parts if s.fit == KEYLESS_FIT else {**parts, "fit": s.fit}
 
 
 CURVE_FIELDS = frozenset({"prefill", "ar", "contexts"})
@@ -263,18 +277,23 @@ CURVE_FIELDS = frozenset({"prefill", "ar", "contexts"})
 def cached_curve(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, contexts: tuple[int, ...],
                  scratch: FromScratch | None = None) -> dict:
     """The model's latency curve, measured once and checkpointed like a case: its timings are part of
-    every case's key (the predictions come from it), so a resumed run must reuse the same curve."""
+    every case's key (the predictions come from it), so a resumed run must reuse the same curve. The
+    AR step counts it holds are checked against params e2e.ar_grid on load (not part of its key)."""
     scratch = FromScratch() if scratch is None else scratch
     key = checkpoint_key(CHECKPOINT_VERSION, {"curve_of": asdict(choice), "grid": s.prefill_grid,
                                               "ar_steps": s.ar_steps, "contexts": list(contexts),
                                               "repeats": s.repeats, "threads": s.threads})
     path = E2E_CHECKPOINTS / f"{choice.name}-curve-{key}.json"
     found = read_json_checkpoint(path, key, fields=CURVE_FIELDS, what="e2e", log=log_above_bars)
-    if found is not None:
+    points = e2e_predict.ar_points(s.ar_grid, s.ar_steps)
+    if found is not None and e2e_predict.curve_ar_points(found.content) == points:
         scratch.read_back(found.seconds)
         return found.content
+    if found is not None:
+        log_above_bars(f"e2e: {path.name} holds AR steps {e2e_predict.curve_ar_points(found.content)}, "
+                   f"params e2e.ar_grid asks for {points}: measured again")
     scratch.mark()
-    curve = e2e.latency_curve(loaded.lm, s.prefill_grid, s.ar_steps, contexts, s.repeats)
+    curve = e2e_predict.latency_curve(loaded.lm, s.prefill_grid, s.ar_grid, s.ar_steps, contexts, s.repeats)
     write_json_checkpoint(curve, path, key, scratch.measured())
     return curve
 
@@ -309,7 +328,7 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
                                e2e.order_seed(s.seed, choice.name, line["case_id"]))
     check = (e2e.losslessness(executor, segments["line"], s.losslessness_tolerance) if run_lossless
              else {"logits_rel_diff": None, "ok": None})
-    predictions = pl.DataFrame(e2e.method_predictions(segments, model, len(prompt), plan),
+    predictions = pl.DataFrame(e2e_predict.method_predictions(segments, model, len(prompt), plan),
                                schema=PREDICTION_SCHEMA)
     directives = pl.DataFrame(
         [{"method": e2e.cad_method(level, overhead), "directive_tokens": sum(seg.directive_tokens for seg in segments[level])}
@@ -335,14 +354,15 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
     loaded = load_model(choice.name, choice.weights, choice.dtype, "cpu")
     case_ids = sorted(set(rows["case_id"].to_list()))
     by_case = {c: rows.filter(pl.col("case_id") == c) for c in case_ids}
-    prompts = {c: e2e.prompt_ids(loaded.hf_tok, by_case[c]["source"][0], by_case[c]["instruction"][0])
+    tok = ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, choice.name)
+    prompts = {c: prompt_ids(tok, PROGRAM_TEMPLATE, by_case[c]["source"][0], by_case[c]["instruction"][0])
                for c in case_ids}
     gold = {c: len(loaded.hf_tok(by_case[c]["target"][0], add_special_tokens=False)["input_ids"]) for c in case_ids}
     contexts = (min(len(p) for p in prompts.values()), max(len(prompts[c]) + gold[c] for c in case_ids))
     context = contexts[0]  # kept in each case's key and record: the curve's shortest context
     bar.set_postfix_str(f"{choice.name} prefill curve")
     curve = cached_curve(loaded, choice, s, contexts, scratch)
-    model = e2e.curve_model(curve, choice.name)
+    model = e2e_predict.curve_model(curve, choice.name, s.fit)
     measured = []
     for index, case_id in enumerate(case_ids):
         line, token = (by_case[case_id].filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
@@ -371,13 +391,11 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
                             for c in case_ids[:s.hf_pld_cases]]
     if s.constrained_cases and choice.name in s.constrained_models:
         bar.set_postfix_str(f"{choice.name} constrained generation")
-        result["constrained"] = constrained_for(loaded, choice, s, table)
+        result["constrained"] = constrained_for(loaded, tok, s, table)
     return result
 
 
-def constrained_for(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
-    from kernels_profile.constrained import suite_tokenizer
-
+def constrained_for(loaded: ModelAndTokenizer, tok: ModelTokenizer, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
     pool = table.filter((pl.col("corpus") == s.constrained_corpus) & (pl.col("framing") == s.framing)
                         & (pl.col("level") == "line"))
     ids = sorted(pool["case_id"].to_list())
@@ -385,9 +403,7 @@ def constrained_for(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings,
         raise ParamsError(f"e2e.constrained.corpus {s.constrained_corpus!r} has no case at framing {s.framing!r}")
     chosen = random.Random(f"{s.seed}/constrained").sample(ids, min(s.constrained_cases, len(ids)))
     pool = pool.filter(pl.col("case_id").is_in(chosen))
-    suite_tok = suite_tokenizer(loaded.hf_tok, choice.name)
-    return e2e.constrained_generation(loaded.lm, loaded.hf_tok, suite_tok, pool, s.constrained_max_new_tokens,
-                                      loaded.eos_ids)
+    return constrained_generation(loaded.lm, tok, pool, s.constrained_max_new_tokens)
 
 
 def lossless_summary(measurements: pl.DataFrame) -> dict:
@@ -398,19 +414,13 @@ def lossless_summary(measurements: pl.DataFrame) -> dict:
             "max_rel_diff": checked["diff"].max() if checked.height else None}
 
 
-def mask_benchmark(s: E2ESettings, table: pl.DataFrame) -> dict:
-    from analysis.fsm import ProgramFSM
-    from analysis.tokenization import load_tokenizer
-    from kernels_profile.models import model_entry
-
-    qwen = load_tokenizer(s.tokenizer)
-    from kernels_profile.maskbench import fits
-
-    lines = table.filter(pl.col("level") == "line").sort("case_id", "framing")["program"].to_list()
-    programs = [p for p in lines if fits(p, s.mask_lines_limit)][:s.mask_programs]  # copies past the limit would die
-    eos = model_entry("qwen2.5-0.5b").eos_ids or ()
-    fsm = ProgramFSM(qwen, {"lines": s.mask_lines_limit}, eos_ids=eos)
-    return e2e.mask_cost(fsm, programs, s.mask_repeats)
+def mask_benchmark(s: E2ESettings) -> dict:
+    """This suite's per-step mask cost on the vocabulary of params e2e.mask_cost.model, in the mask
+    benchmark's own definition and statistic (kernels_profile.maskbench.suite_costs; the decode stage
+    runs the same benchmark beside llguidance), at the run's torch threads (params e2e.threads)."""
+    programs = maskbench.line_programs(s.mask_programs, s.mask_lines_limit)
+    return maskbench.suite_costs(maskbench.vocabulary(s.mask_model), programs, s.mask_lines_limit,
+                                 s.mask_apply_repeats, s.threads)
 
 
 def environment_metrics(env: RunEnvironment) -> dict:
@@ -477,11 +487,11 @@ def run(s: E2ESettings) -> dict:
         bar.close()
         environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
-        summary = e2e.speedup_summary(measurements)
-        cases = e2e.case_table(measurements)
-        pooled = e2e.pooled_summary(cases)
+        summary = e2e_summary.speedup_summary(measurements)
+        cases = e2e_summary.case_table(measurements)
+        pooled = e2e_summary.pooled_summary(cases)
         constrained = [dict(r, model=m) for m, res in results.items() for r in res.get("constrained", [])]
-        mask = mask_benchmark(s, table) if s.preset is None else None
+        mask = mask_benchmark(s) if s.preset is None else None
         tables = TABLES if s.out is None else s.out
         raw = E2E_MEASUREMENTS if s.out is None else s.out / E2E_MEASUREMENTS.name
         write_parquet(measurements, raw)

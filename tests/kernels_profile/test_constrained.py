@@ -1,118 +1,39 @@
-"""The LogitsProcessor over the FSM walker: never an all -inf row, always a whole program within budget."""
+"""Grammar-constrained generation on the tiny random model with the byte-level toy tokenizer: every
+generated program is valid (the mask's guarantee), judged strictly, within the token budget."""
 
-import random
-
-import numpy as np
+import polars as pl
 import pytest
-
-from analysis.errors import ProgramError
-from analysis.fsm import ProgramFSM
-from analysis.program import parse
-from kernels_profile.constrained import ProgramLogitsProcessor
 
 torch = pytest.importorskip("torch")
 
-QWEN_EOS = 151643
+from fixtures import toy_model_tokenizer  # noqa: E402
+
+from analysis.fsm import ProgramFSM  # noqa: E402
+from kernels_profile.constrained import constrained_generation, judged  # noqa: E402
+
+SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\n"
 
 
-def parses_within(data: bytes, limits: dict[str, int]) -> bool:
-    try:
-        program = parse(data.decode("utf-8"))
-    except (UnicodeDecodeError, ProgramError):
-        return False
-    return all(op.unit in limits and 1 <= op.start <= op.end <= limits[op.unit] for op in program.copies)
+def test_every_program_generated_under_the_mask_is_valid(tiny):
+    tok = toy_model_tokenizer()
+    tiny.model.generation_config.eos_token_id = tok.eos_ids[0]  # generate stops at EOS, as a real model's config says
+    rows = pl.DataFrame({"case_id": ["C/1", "C/2"], "corpus": ["C", "C"], "source": [SOURCE, SOURCE + "delta = 4\n"],
+                         "instruction": ["on line 2, change 2 to 5", "delete line 4"],
+                         "target": [SOURCE.replace("2", "5"), SOURCE]})
+    records = constrained_generation(tiny, tok, rows, max_new=40)
+    assert [r["case_id"] for r in records] == ["C/1", "C/2"]
+    for record, source in zip(records, rows["source"]):
+        assert record["valid"] is True and isinstance(record["exact_match"], bool)
+        assert 0 < record["new_tokens"] <= 40 and record["seconds"] > 0
+        fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": source.count("\n")}, eos_ids=tok.eos_ids)
+        assert fsm.accepts(record["program"])
 
 
-def generate(processor, fsm, budget: int, rng: random.Random, eos: int, prompt: int = 3) -> list[int]:
-    """Drive the processor as `generate` does, picking a random allowed token each step (EOS rarely)."""
-    ids = torch.zeros((1, prompt), dtype=torch.long)
-    out: list[int] = []
-    for _ in range(budget):
-        scores = processor(ids, torch.zeros(1, fsm.vocab_size + 5))  # 5 padding rows past the vocabulary
-        finite = torch.isfinite(scores[0])
-        assert finite.any(), "an all -inf row"
-        assert not finite[fsm.vocab_size:].any()
-        allowed = torch.nonzero(finite).flatten().tolist()
-        others = [t for t in allowed if t != eos]
-        token = rng.choice(others) if others and (eos not in allowed or rng.random() < 0.97) else eos
-        if token == eos:
-            break
-        out.append(token)
-        ids = torch.cat([ids, torch.tensor([[token]])], dim=1)
-    return out
-
-
-LIMIT_CONFIGS = [{"lines": 7}, {"tokens": 40}, {"lines": 3, "tokens": 300}, {"lines": 120}]
-
-
-@pytest.fixture(scope="module")
-def qwen_fsms(qwen):
-    return [ProgramFSM(qwen, limits, eos_ids=(QWEN_EOS,)) for limits in LIMIT_CONFIGS]
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("seed", range(16))
-def test_processor_on_qwen_never_blocks_and_ends_in_a_whole_program(qwen_fsms, seed):
-    rng = random.Random(seed)
-    config = seed % len(LIMIT_CONFIGS)
-    fsm, limits = qwen_fsms[config], LIMIT_CONFIGS[config]
-    budget = rng.choice([0, 5, 17, 18, 25, 40, 80])
-    processor = ProgramLogitsProcessor(fsm, 3, budget)
-    out = generate(processor, fsm, budget, rng, QWEN_EOS)
-    data = b"".join(fsm.piece(t) for t in out)
-    assert len(out) <= budget
-    assert parses_within(data, limits), (seed, limits, budget, data)
-    if budget > processor.walker.margin:
-        assert data, "with room for an op, random choices should write one"
-
-
-def test_tokens_only_limits_complete_a_started_copy(qwen_fsms):
-    # the old completion spelled 'lines="1-1"/>' here, which a tokens-only FSM forbids: every row -inf
-    fsm = qwen_fsms[1]
-    processor = ProgramLogitsProcessor(fsm, 0, 40)
-    opening = fsm.tokenizer.encode("<copy ").ids
-    ids = torch.tensor([opening])
-    walker = processor.walker
-    for token in opening:
-        walker.advance(token)
-    processor.seen = len(opening)
-    walker.generated = 40 - walker.margin
-    scores = processor(ids, torch.zeros(1, fsm.vocab_size))
-    allowed = [fsm.piece(int(i)) for i in torch.nonzero(torch.isfinite(scores[0])).flatten()]
-    assert allowed and all(b'tokens="1-1"/>'.startswith(p) for p in allowed)
-
-
-def test_tiny_vocabulary_adapter_never_lets_an_invalid_program_out():
-    from fixtures import FSM_EOS as EOS
-    from fixtures import FSM_VOCAB as VOCAB
-    from fixtures import ToyTokenizer
-    from fixtures import fsm_reference as reference
-
-    fsm = ProgramFSM(ToyTokenizer.words_then_eos(VOCAB), {"lines": 12}, eos_ids=(EOS,))
-    for seed in range(40):
-        gen = torch.Generator().manual_seed(seed)
-        budget = 6 + seed % 40  # from budgets too small for any op to ones with room for several
-        ids = torch.zeros((1, 3), dtype=torch.long)  # a 3-token "prompt"
-        processor = ProgramLogitsProcessor(fsm, 3, budget)
-        for _ in range(budget):
-            scores = processor(ids, torch.randn(1, fsm.vocab_size, generator=gen))
-            token = int(scores.argmax())
-            assert torch.isfinite(scores[0, token])
-            if token == EOS:
-                break
-            ids = torch.cat([ids, torch.tensor([[token]])], dim=1)
-        data = b"".join(VOCAB[i] for i in ids[0, 3:].tolist())
-        assert reference(data), (seed, data)
-
-
-def test_processor_walks_one_sequence_only(qwen_fsms):
-    processor = ProgramLogitsProcessor(qwen_fsms[0], 2, 30)
-    with pytest.raises(ProgramError, match="batch of 2"):
-        processor(torch.zeros((2, 2), dtype=torch.long), torch.zeros(2, qwen_fsms[0].vocab_size))
-
-
-def test_processor_mask_is_the_walker_mask(qwen_fsms):
-    fsm = qwen_fsms[0]
-    processor = ProgramLogitsProcessor(fsm, 0, 100)
-    scores = processor(torch.zeros((1, 0), dtype=torch.long), torch.zeros(1, fsm.vocab_size))
-    assert np.array_equal(torch.isfinite(scores[0]).numpy(), fsm.mask(fsm.initial))
+def test_a_program_that_is_not_utf8_or_does_not_parse_is_neither_valid_nor_a_match():
+    tok = toy_model_tokenizer()
+    fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": 3}, eos_ids=tok.eos_ids)
+    row = {"source": SOURCE, "target": SOURCE}
+    assert judged(fsm, b'<copy lines="1-3"/>', '<copy lines="1-3"/>', row) == (True, True)
+    assert judged(fsm, b'<copy lines="1-2"/>', '<copy lines="1-2"/>', row) == (True, False)
+    assert judged(fsm, b"\xff", "\\xff", row) == (False, False)
+    assert judged(fsm, b"<copy lines=", "<copy lines=", row) == (False, False)

@@ -17,12 +17,8 @@ from kernels_profile.decoder import (
     decode_rewrite,
 )
 from kernels_profile.models import LoadedModel, cache_kwarg
-from kernels_profile.sequence import (
-    PROGRAM_TEMPLATE,
-    REWRITE_TEMPLATE,
-    program_sequence,
-    prompt_ids,
-)
+from kernels_profile.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, prompt_ids
+from kernels_profile.sequence import program_sequence
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
 INSTRUCTION = "on line 2, change 2 to 5"

@@ -5,7 +5,7 @@ torch = pytest.importorskip("torch")
 from analysis.errors import ParamsError, ProgramError  # noqa: E402
 from analysis.program import Copy, Gen, Program, escape, render_op  # noqa: E402
 from kernels_profile.equivalence import rel_diff  # noqa: E402
-from kernels_profile.constrained import numbered  # noqa: E402
+from kernels_profile.hf import numbered  # noqa: E402
 from kernels_profile.executor import Executor, Run, acceptance_histogram, lookup_draft, program_segments  # noqa: E402
 from kernels_profile.models import build_model  # noqa: E402
 
@@ -137,13 +137,8 @@ def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
 def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor):
     import polars as pl
 
-    from kernels_profile.e2e import (
-        MethodPlan,
-        PldSettings,
-        losslessness,
-        measure_case,
-        speedup_summary,
-    )
+    from kernels_profile.e2e import MethodPlan, PldSettings, losslessness, measure_case
+    from kernels_profile.e2e_summary import speedup_summary
     from kernels_profile.interleave import interleaved_order
 
     gold = encode("alpha\nbeta\nBETA\ngamma\n")

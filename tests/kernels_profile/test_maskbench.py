@@ -70,3 +70,21 @@ def test_a_small_benchmark_reports_both_sides(qwen):
         assert result["llguidance"]["full"]["warm"]["n"] == result["steps_per_pass"]
     rows = summary_rows([result])
     assert rows[0]["side"] == "ours" and rows[0]["warm_p50_us"] > 0
+
+
+@pytest.mark.slow
+def test_the_e2e_mask_cost_is_this_suites_side_of_the_benchmark_in_its_statistic(qwen):
+    from analysis.errors import ParamsError
+    from kernels_profile.maskbench import STATISTIC, suite_costs
+
+    vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
+    programs = [p for p in PROGRAMS if fits(p, 12)][:2]
+    costs = suite_costs(vocab, programs, 12, apply_repeats=20, threads=None)
+    assert costs["statistic"] == STATISTIC and costs["programs"] == 2 and costs["vocab_size"] == qwen.vocab_size
+    for phase in ("cold", "first_visit", "warm", "advance", "apply"):
+        assert set(costs[phase]) == {"p50_us", "p99_us", "n"} and costs[phase]["p50_us"] > 0
+    steps = sum(len(qwen.encode_program(p).ids) + 1 for p in programs)
+    assert costs["cold"]["n"] == costs["warm"]["n"] == steps
+    assert costs["first_visit"]["n"] == costs["states"] > 0 and costs["apply"]["n"] == 20
+    with pytest.raises(ParamsError, match="copy past line 12"):
+        suite_costs(vocab, ['<copy lines="1-13"/>'], 12, apply_repeats=20, threads=None)

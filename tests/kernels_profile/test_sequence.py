@@ -6,15 +6,8 @@ import pytest
 from analysis.errors import ProgramError
 from analysis.program import Copy, Gen, Program, render, render_op
 from analysis.resolver import resolve
-from kernels_profile.sequence import (
-    IGNORE,
-    PROGRAM_TEMPLATE,
-    REWRITE_TEMPLATE,
-    ModelTokenizer,
-    program_sequence,
-    prompt_ids,
-    rewrite_sequence,
-)
+from kernels_profile.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, ModelTokenizer, prompt_ids
+from kernels_profile.sequence import IGNORE, program_sequence, rewrite_sequence
 
 pytestmark = pytest.mark.model  # real tokenizers (Qwen's; SmolLM2's from its GGUF)
 
@@ -69,11 +62,6 @@ def test_rewrite_layout_puts_the_whole_target_in_the_loss(tok):
     masked = [t for t, m in zip(seq.ids, seq.loss_mask) if m]
     assert tok.decode_bytes(masked[:-1]).decode() == target and masked[-1] == tok.eos_ids[0]
     assert not any(seq.loss_mask[: len(prompt)])
-
-
-def test_prompt_numbers_the_source_lines(tok):
-    text = tok.decode_bytes(prompt_ids(tok, PROGRAM_TEMPLATE, SOURCE, "do it")).decode()
-    assert "2:     y = x + 3\n" in text and "5: print(f(1))\n" in text and "do it" in text
 
 
 def test_a_copy_out_of_range_is_refused(tok):

@@ -12,7 +12,7 @@ from fixtures import ROOT, ToyTokenizer, params_with
 
 from analysis.config import Config
 from analysis.errors import ParamsError
-from kernels_profile import e2e
+from kernels_profile import e2e, e2e_predict, e2e_summary
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key
 from kernels_profile.stages import e2e as stage
@@ -55,6 +55,9 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.threads", 0, "'e2e.threads' must be a positive integer or null"),
     ("e2e.threads", 1.5, "'e2e.threads' must be a positive integer or null"),
     ("e2e.contention_slack", -0.5, "'e2e.contention_slack' must be a number of cores >= 0"),
+    ("e2e.fit", "cubic", "'e2e.fit' must be one of interp, quadratic, roofline"),
+    ("e2e.ar_grid", [0, 4], "'e2e.ar_grid' values must lie in [1, inf)"),
+    ("e2e.mask_cost.model", "gpt-9", "'e2e.mask_cost.model' must be one of"),
 ])
 def test_bad_e2e_params_are_named(key, value, message):
     with pytest.raises(ParamsError) as info:
@@ -84,12 +87,16 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "repeats": key(**{"e2e.repeats": 3}),
         "threads": key(**{"e2e.threads": 2}),
         "default threads": key(**{"e2e.threads": None}),
+        "fit": key(**{"e2e.fit": "quadratic"}),
     }
     assert all(k != base for k in changed.values()), changed
     assert len(set(changed.values())) == len(changed)
     # the noisy threshold judges a run; it does not change what is measured
     assert key(**{"e2e.noisy_drift": 0.3}) == base
     assert key(**{"e2e.contention_slack": 1.0}) == base
+    # the default fit form is not in the key: checkpoints written before it was a setting stay valid
+    s = stage.settings(cfg())
+    assert s.fit == stage.KEYLESS_FIT and "fit" not in stage.case_key_parts(s.models[0], s, line, token, [1], {}, 2, True)
 
 
 def test_threads_default_to_one_and_null_means_torch_default():
@@ -159,11 +166,11 @@ def test_per_pair_ratios_come_from_the_same_repeat():
     # the machine is 10x slower in repeat 1: a ratio across repeats would be off by 10x
     _, records = measured("s", 3, speed=[1.0, 10.0, 1.0])
     frame = pl.DataFrame(records).with_columns(model=pl.lit("m"), corpus=pl.lit("C"), case_id=pl.lit("C/1"))
-    pairs = e2e.per_pair_ratios(frame)
+    pairs = e2e_summary.per_pair_ratios(frame)
     for method, cost in COSTS.items():
         if method != "ar":
             assert pairs.filter(pl.col("method") == method)["ratio"].to_list() == pytest.approx([COSTS["ar"] / cost] * 3)
-    summary = e2e.speedup_summary(frame)
+    summary = e2e_summary.speedup_summary(frame)
     line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
     assert line["pair_ratio_median"] == pytest.approx(4.0) and line["pair_ratio_iqr"] == pytest.approx(0.0)
     assert line["pairs"] == 3 and line["speedup_median"] == pytest.approx(4.0)
@@ -177,7 +184,7 @@ def test_cases_that_measure_different_methods_summarise_together():
     frame = pl.concat([pl.DataFrame(swept).with_columns(case_id=pl.lit("C/1")),
                        pl.DataFrame(plain).with_columns(case_id=pl.lit("C/2"))]).with_columns(
         model=pl.lit("m"), corpus=pl.lit("C"))
-    cases = dict(e2e.speedup_summary(frame).select("method", "cases").iter_rows())
+    cases = dict(e2e_summary.speedup_summary(frame).select("method", "cases").iter_rows())
     assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
 
 
@@ -192,14 +199,14 @@ def test_the_pooled_headline_is_the_ratio_of_summed_times_never_the_best_case():
         frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id)).with_columns(
             case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("m"), gold_tokens=pl.lit(4)))
     frame = pl.concat(frames)
-    cases = e2e.case_table(frame)
+    cases = e2e_summary.case_table(frame)
     assert cases.height == 3 * len(PLAN.methods())
     a1 = cases.filter((pl.col("case_id") == "A/1") & (pl.col("method") == "cad_line")).row(0, named=True)
     assert a1["ar_seconds"] == 8.0 and a1["seconds"] == 1.0 and a1["speedup"] == pytest.approx(8.0)
     assert a1["tokens_per_forward"] == pytest.approx(4.0) and a1["accept_hist"] is None
     pld = cases.filter(pl.col("method") == "pld_latest_k10")["accept_hist"].to_list()
     assert pld == ["0:1"] * 3  # the fake's one forward accepted no draft token
-    pooled = e2e.pooled_summary(cases)
+    pooled = e2e_summary.pooled_summary(cases)
     line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "cad_line").iter_rows(named=True)}
     assert set(line) == {"A", "B", "pooled"}
     assert line["A"]["cases"] == 2 and line["A"]["speedup_pooled"] == pytest.approx((8 + 80) / (1 + 40))
@@ -229,7 +236,7 @@ def summary_frame(ar_s, line_s, pred_ar, pred_line) -> pl.DataFrame:
 def test_predicted_and_measured_are_aggregated_the_same_way():
     ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
     pred_ar, pred_line = np.array([8.0, 4.0, 20.0]), np.array([2.0, 1.0, 4.0])
-    row = e2e.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    row = e2e_summary.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "cad_line").row(0, named=True)
     assert row["speedup_total"] == pytest.approx(ar.sum() / line.sum())
     assert row["predicted_total"] == pytest.approx(pred_ar.sum() / pred_line.sum()) == row["predicted"]
     assert row["speedup_median"] == pytest.approx(np.median(ar / line))
@@ -241,11 +248,11 @@ def test_predicted_and_measured_are_aggregated_the_same_way():
 
 def test_a_prediction_that_matches_every_case_has_no_gap_on_either_basis():
     ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
-    row = e2e.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    row = e2e_summary.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "cad_line").row(0, named=True)
     # the two bases differ (3.5x vs 3x), yet each is compared with its own kind of prediction
     assert row["speedup_total"] != pytest.approx(row["speedup_median"])
     assert row["gap_total"] == pytest.approx(0.0) and row["gap_median"] == pytest.approx(0.0)
-    ar_row = e2e.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "ar").row(0, named=True)
+    ar_row = e2e_summary.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "ar").row(0, named=True)
     assert ar_row["predicted"] is None and ar_row["gap_total"] is None and ar_row["speedup_total"] == pytest.approx(1.0)
 
 
@@ -274,7 +281,7 @@ def synthetic_model():
     curve = {"context": 16,
              "prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
              "ar": [{"n": n, "context": 16, "median": 0.01 * n} for n in (1, 2, 4, 8, 16, 32)]}
-    return e2e.curve_model(curve, "tiny")
+    return e2e_predict.curve_model(curve, "tiny", "interp")
 
 
 def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
@@ -334,12 +341,13 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
     calls = []
 
-    def fake_curve(lm, grid, ar_steps, contexts, repeats):
+    def fake_curve(lm, grid, ar_grid, ar_steps, contexts, repeats):
         calls.append(1)
-        return {"prefill": [{"n": 1, "context": contexts[0], "median": 0.1 * len(calls)}], "ar": [],
+        return {"prefill": [{"n": 1, "context": contexts[0], "median": 0.1 * len(calls)}],
+                "ar": [{"n": n, "context": contexts[0], "median": 0.01 * n} for n in e2e_predict.ar_points(ar_grid, ar_steps)],
                 "contexts": list(contexts)}
 
-    monkeypatch.setattr(e2e, "latency_curve", fake_curve)
+    monkeypatch.setattr(e2e_predict, "latency_curve", fake_curve)
     settings = stage.settings(Config.load(ROOT / "params.yaml").params)
     choice = settings.models[0]
     loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
@@ -358,6 +366,46 @@ def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monke
     stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
     assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
     assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before
+
+
+def test_the_curve_keeps_the_ar_steps_params_name():
+    assert e2e_predict.ar_points((1, 2, 4, 8, 16, 32), 32) == [1, 2, 4, 8, 16, 32]
+    assert e2e_predict.ar_points((1, 4, 64), 10) == [1, 4, 10]
+    s = stage.settings(cfg(**{"e2e.ar_grid": [1, 3], "e2e.fit": "quadratic"}))
+    assert s.ar_grid == (1, 3) and s.fit == "quadratic"
+
+
+def test_a_changed_ar_grid_measures_the_curve_again(tmp_path, monkeypatch):
+    """The AR grid is not part of the curve's key (the key format is kept): a curve holding other AR
+    steps than params ask for is measured again, and its new timings then re-key every case."""
+    monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
+    calls = []
+
+    def fake_curve(lm, grid, ar_grid, ar_steps, contexts, repeats):
+        calls.append(ar_grid)
+        return {"prefill": [], "contexts": list(contexts),
+                "ar": [{"n": n, "context": c, "median": 0.01 * n} for c in contexts for n in e2e_predict.ar_points(ar_grid, ar_steps)]}
+
+    monkeypatch.setattr(e2e_predict, "latency_curve", fake_curve)
+    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
+    default = stage.settings(cfg())
+    first = stage.cached_curve(loaded, default.models[0], default, (300, 900))
+    assert stage.cached_curve(loaded, default.models[0], default, (300, 900)) == first and len(calls) == 1
+    coarse = stage.settings(cfg(**{"e2e.ar_grid": [1, 8]}))
+    again = stage.cached_curve(loaded, coarse.models[0], coarse, (300, 900))
+    assert len(calls) == 2 and e2e_predict.curve_ar_points(again) == [1, 8, 32]
+
+
+def test_the_fit_form_changes_the_prediction_and_a_bad_one_is_named():
+    from analysis.errors import ParamsError
+
+    curve = {"prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
+             "ar": [{"n": n, "context": 16, "median": 0.01 * n + 0.0001 * n * n} for n in (1, 2, 4, 8, 16, 32)]}
+    interp = e2e_predict.curve_model(curve, "tiny", "interp")
+    quadratic = e2e_predict.curve_model(curve, "tiny", "quadratic")
+    assert float(interp.t_prefill(100, 16, extrapolate=True).seconds) != float(quadratic.t_prefill(100, 16, extrapolate=True).seconds)
+    with pytest.raises(ParamsError, match="latency form must be one of"):
+        e2e_predict.curve_model(curve, "tiny", "cubic")
 
 
 # ---------------------------------------------------------------- the sample and the wide preset

@@ -158,6 +158,13 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
     return CorporaSettings(tuple(builds), positive_int(p, "corpora.max_text_bytes"))
 
 
+def configured_corpora(params: dict) -> tuple[str, ...]:
+    """The corpus names params `corpora` configures (the paper's and the user's), in build order, known
+    before any build runs: what another stage's corpus setting (e2e.constrained.corpus) may name."""
+    s = settings(params)
+    return tuple(name for kind, build in s.builds for name in registry.corpus_names(kind, build))
+
+
 def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[Case], pl.DataFrame | None, list[dict]]]:
     """Each build's cases, its ProbeEdit-S edit table (None when it has none) and its origin records, one
     build at a time; each build's run time goes into `seconds` (kept out of the tracked metrics)."""

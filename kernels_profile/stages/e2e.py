@@ -51,7 +51,7 @@ from analysis.layout import (
     METRICS,
     TABLES,
 )
-from analysis.params import choice, choices, get, merge_preset, number, number_list, positive_int
+from analysis.params import choice, choices, did_you_mean, get, merge_preset, number, number_list, positive_int
 from analysis.program import parse
 from analysis.stages.common import timed
 from analysis.stages.tables import joined_programs
@@ -193,7 +193,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         hf_pld_cases=positive_int(p, "e2e.hf_pld.cases", minimum=0),
         hf_pld_max_new_tokens=positive_int(p, "e2e.hf_pld.max_new_tokens"),
         constrained_models=choices(p, "e2e.constrained.models", names, nonempty=False),
-        constrained_corpus=get(p, "e2e.constrained.corpus", str),
+        constrained_corpus=_configured_corpus(p, "e2e.constrained.corpus"),
         constrained_cases=positive_int(p, "e2e.constrained.cases", minimum=0),
         constrained_max_new_tokens=positive_int(p, "e2e.constrained.max_new_tokens"),
         prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
@@ -215,6 +215,18 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
 
 def _sampled_corpora(p: dict, models: tuple[E2EModel, ...]) -> tuple[str, ...]:
     return choices(p, "e2e.pld.sweep_corpora", sorted({c for m in models for c, _ in m.sample}), nonempty=False)
+
+
+def _configured_corpus(p: dict, dotted: str) -> str:
+    """A corpus name that params `corpora` configures (a typo is named before any model loads)."""
+    from analysis.stages.corpora import configured_corpora
+
+    value = get(p, dotted, str)
+    known = configured_corpora(p)
+    if value not in known:
+        raise ParamsError(f"params: {dotted!r}: unknown corpus {value!r}; params corpora configures "
+                          f"{', '.join(known)}{did_you_mean(value, known)}")
+    return value
 
 
 def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:

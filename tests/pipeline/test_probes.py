@@ -87,6 +87,16 @@ def shipped_params_range() -> Callable[[Path], str]:
     return run
 
 
+def stage_settings(module: str, **changes) -> Callable[[Path], str]:
+    """`module.settings(params)` on the shipped params with `changes`: refused before any model loads."""
+    def run(folder: Path) -> str:
+        import importlib
+
+        importlib.import_module(module).settings(params_with(**changes))
+        return ""
+    return run
+
+
 def report_parameters(report: str, values) -> Callable[[Path], str]:
     """The reports stage's settings with `reports.parameters.<report>` = values (refused before papermill)."""
     def run(folder: Path) -> str:
@@ -225,6 +235,28 @@ PROBES = [
     Probe("D10-unknown-parameter", report_parameters("coverage", {"colour": "red"}), "'colour'"),
     Probe("N4-list-parameter-value", report_parameters("kernel", {"model": ["a", "b"]}), "must be a string, number"),
     Probe("reports-unknown-report", report_parameters("summry", {}), "unknown reports ['summry']"),
+    # settings-time checks of the model stages (D10; no model loads)
+    Probe("D10-profile-ns-twice", stage_settings("kernels_profile.stages.profile", **{"kernels.profile.ns": [8, 8]}),
+          "kernels.profile.ns lists a value twice: [8, 8]"),
+    Probe("D10-profile-threads-1000", stage_settings("kernels_profile.stages.profile",
+                                                     **{"kernels.profile.threads": 100000}),
+          "above 8 threads per usable core"),
+    Probe("D10-profile-threads-0", stage_settings("kernels_profile.stages.profile", **{"kernels.profile.threads": 0}),
+          "must be a positive integer"),
+    Probe("D10-e2e-threads-negative", stage_settings("kernels_profile.stages.e2e", **{"e2e.threads": -2}),
+          "'e2e.threads' must be a positive integer"),
+    Probe("D10-e2e-threads-1000", stage_settings("kernels_profile.stages.e2e", **{"e2e.threads": 100000}),
+          "'e2e.threads' is 100000, above 8 threads per usable core"),
+    Probe("D10-e2e-constrained-corpus-unknown", stage_settings("kernels_profile.stages.e2e",
+                                                               **{"e2e.constrained.corpus": "HEvalFix-Pi"}),
+          "unknown corpus 'HEvalFix-Pi'; params corpora configures HEvalFix-Py, HEvalFix-JS"),
+    Probe("D10-e2e-constrained-corpus-suggests", stage_settings("kernels_profile.stages.e2e",
+                                                                **{"e2e.constrained.corpus": "HEvalFix-Pi"}),
+          "did you mean 'HEvalFix-Py'?"),
+    Probe("D10-decode-framing-unknown", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "sideways"}),
+          "decode: framing 'sideways' unknown; known: body, decl, prompt"),
+    Probe("D10-decode-framing-single", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "pair"}), ""),
+    Probe("D10-e2e-shipped", stage_settings("kernels_profile.stages.e2e"), ""),
     Probe("reports-known-parameter", report_parameters("explore", {"case_id": "x", "widgets": False}), ""),
     # pairs files (probes 1-12, D2, D13)
     Probe("p3-empty-target", pairs_file('{"source": "a\\n", "target": ""}\n'), "field 'target' is empty"),

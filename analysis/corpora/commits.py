@@ -63,15 +63,18 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
+from analysis.params import did_you_mean
 from analysis.scratch import owned_temp_dir
 from analysis.text import split_lines
 
@@ -175,32 +178,45 @@ class LoggedCommit:
 
 # ---------------------------------------------------------------- settings
 
-def check_settings(settings: CommitSettings) -> tuple[str, ...]:
-    """Validate the settings; returns the extensions in use."""
+def check_settings(settings: CommitSettings, key: Callable[[str], str] = str) -> tuple[str, ...]:
+    """Validate the settings; returns the extensions in use. `key(field)` names a field in a message
+    (the corpora stage passes the params key the value came from: `'corpora.commits[0].min_lines'`,
+    `'corpora.commit_defaults.min_lines'`, or `--language`)."""
     if settings.extensions is None and settings.language not in LANGUAGE_EXTENSIONS:
         raise CorpusError(
-            f"commits: unknown language {settings.language!r} (known: {', '.join(LANGUAGE_EXTENSIONS)}); "
-            f"or give the file extensions explicitly"
+            f"commits: {key('language')}: unknown language {settings.language!r} (known: {', '.join(LANGUAGE_EXTENSIONS)}"
+            f"{did_you_mean(settings.language, LANGUAGE_EXTENSIONS)}); or give the file extensions explicitly "
+            f"({key('extensions')})"
         )
     extensions = settings.extensions if settings.extensions is not None else LANGUAGE_EXTENSIONS[settings.language]
     if not extensions or any(not e.startswith(".") for e in extensions):
-        raise CorpusError(f"commits: extensions must be non-empty and start with '.', got {list(extensions)}")
+        raise CorpusError(f"commits: {key('extensions')} must be non-empty and start with '.', got {list(extensions)}")
     if not 1 <= settings.min_lines <= settings.max_lines:
-        raise CorpusError(
-            f"commits: need 1 <= min_lines <= max_lines, got {settings.min_lines}-{settings.max_lines}"
-        )
+        raise CorpusError(f"commits: {key('min_lines')} = {settings.min_lines} and {key('max_lines')} = {settings.max_lines}: "
+                          "need 1 <= min_lines <= max_lines")
     if not 0 < settings.max_changed_share <= 1:
-        raise CorpusError(f"commits: max_changed_share must be in (0, 1], got {settings.max_changed_share}")
+        raise CorpusError(f"commits: {key('max_changed_share')} must be in (0, 1], got {settings.max_changed_share}")
     if settings.max_cases < 1:
-        raise CorpusError(f"commits: max_cases must be >= 1, got {settings.max_cases}")
+        raise CorpusError(f"commits: {key('max_cases')} must be >= 1, got {settings.max_cases}")
+    if settings.sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", settings.sha256):
+        raise CorpusError(f"commits: {key('sha256')} must be 64 hex digits (the bundle file's SHA-256), got {settings.sha256!r}")
     if settings.multi_file and FILE_SEPARATOR in corpus_name(settings):
-        raise CorpusError(f"commits: a multi-file corpus name may not contain {FILE_SEPARATOR!r} "
+        raise CorpusError(f"commits: {key('name')}: a multi-file corpus name may not contain {FILE_SEPARATOR!r} "
                           f"(it separates a case id's commit from its path): {corpus_name(settings)!r}")
     if not isinstance(settings.multi_file, bool):
-        raise CorpusError(f"commits: multi_file must be true or false, got {settings.multi_file!r}")
-    if settings.max_line_chars < 1 or settings.generated_scan_lines < 0:
-        raise CorpusError("commits: max_line_chars must be >= 1 and generated_scan_lines >= 0")
+        raise CorpusError(f"commits: {key('multi_file')} must be true or false, got {settings.multi_file!r}")
+    if settings.max_line_chars < 1:
+        raise CorpusError(f"commits: {key('max_line_chars')} must be >= 1, got {settings.max_line_chars}")
+    if settings.generated_scan_lines < 0:
+        raise CorpusError(f"commits: {key('generated_scan_lines')} must be >= 0, got {settings.generated_scan_lines}")
     return tuple(extensions)
+
+
+def no_source_hint(settings: CommitSettings, extensions: tuple[str, ...]) -> str:
+    """What no_source_file looked for: the extensions of the language (or the ones given)."""
+    given = "the extensions given" if settings.extensions is not None else f"language {settings.language!r}"
+    return (f"; no_source_file: the commit changes no file ending in {', '.join(extensions)} ({given}; set "
+            "language or extensions to the repository's)")
 
 
 def corpus_name(settings: CommitSettings) -> str:
@@ -542,6 +558,7 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
         raise CorpusError(
             f"commits: {where} gives no case after filtering ({len(log)} non-merge commits from {head[:SHORT_SHA]}; "
             f"skipped{' files' if settings.multi_file else ''}: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})"
+            + (no_source_hint(settings, extensions) if skipped["no_source_file"] else "")
         )
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):

@@ -24,11 +24,12 @@ from analysis.corpora.pairs import PairsSettings
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PAPER_CORPORA, POOLED, PROBEEDIT_EDITS, TABLES
-from analysis.params import choice, choices, get, get_or, positive_int, typed_entry
+from analysis.params import choice, choices, did_you_mean, get, get_or, positive_int, typed_entry
 from analysis.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.stages.common import timed
 
 HEP_SOURCES = ("auto", "local", "hub")
+PAIRS_FORMATS = ("auto", "jsonl", "parquet")
 
 
 @dataclass(frozen=True)
@@ -90,14 +91,35 @@ def check_utf8_name(path: str, where: str) -> None:
                           + "; rename it to UTF-8") from None
 
 
+def commits_entry(entry: dict, where: str, defaults: dict) -> commits.CommitSettings:
+    """A commits entry over corpora.commit_defaults, typed and range-checked at settings time; an
+    error names the key the value came from (the entry's, the defaults', or --language/--name)."""
+    build = typed_entry(commits.CommitSettings, entry, where, defaults, "corpora.commit_defaults")
+
+    def key(field: str) -> str:
+        if where.startswith("--") and field in ("name", "language") and field in entry:
+            return f"--{field} {getattr(build, field)!r}"
+        return f"'{where}.{field}'" if field in entry and not where.startswith("--") else f"'corpora.commit_defaults.{field}'"
+
+    commits.check_settings(build, key)
+    return build
+
+
+def pairs_entry(entry: dict, where: str) -> PairsSettings:
+    build = typed_entry(PairsSettings, entry, where)
+    if build.format not in PAIRS_FORMATS:
+        raise ParamsError(f"params: '{where}.format' must be one of {', '.join(PAIRS_FORMATS)}, got {build.format!r}"
+                          + did_you_mean(build.format, PAIRS_FORMATS))
+    return build
+
+
 def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple[str, object]]:
     builds: list[tuple[str, object]] = []
     extra = {k: v for k, v in (("language", line.language), ("name", line.name)) if v is not None}
     for repo in line.repos:
-        builds.append(("commits", typed_entry(commits.CommitSettings, {"repo": repo, **extra}, f"--repo {repo}",
-                                         commit_defaults, "corpora.commit_defaults")))
+        builds.append(("commits", commits_entry({"repo": repo, **extra}, f"--repo {repo}", commit_defaults)))
     for path in line.pairs:
-        builds.append(("pairs", typed_entry(PairsSettings, {"path": path, **extra}, f"--pairs {path}")))
+        builds.append(("pairs", pairs_entry({"path": path, **extra}, f"--pairs {path}")))
     return builds
 
 
@@ -138,10 +160,9 @@ def settings(params: dict, pairs=None, repo=None, only: bool = False, language: 
             where = f"corpora.commits[{i}]"
             entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
             for one in entries:
-                builds.append(("commits", typed_entry(commits.CommitSettings, one, where, commit_defaults,
-                                                 "corpora.commit_defaults")))
+                builds.append(("commits", commits_entry(one, where, commit_defaults)))
         for i, entry in enumerate(_listed(p, "corpora.pairs")):
-            builds.append(("pairs", typed_entry(PairsSettings, entry, f"corpora.pairs[{i}]")))
+            builds.append(("pairs", pairs_entry(entry, f"corpora.pairs[{i}]")))
         for i, entry in enumerate(_listed(p, "corpora.datasets")):
             builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])

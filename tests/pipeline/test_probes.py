@@ -257,6 +257,20 @@ PROBES = [
           "decode: framing 'sideways' unknown; known: body, decl, prompt"),
     Probe("D10-decode-framing-single", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "pair"}), ""),
     Probe("D10-e2e-shipped", stage_settings("kernels_profile.stages.e2e"), ""),
+    # corpus entries: range errors name the params key, at settings time (D6)
+    Probe("D6-min-lines-0", stage_settings("analysis.stages.corpora", **{"corpora.commit_defaults.min_lines": 0}),
+          "'corpora.commit_defaults.min_lines' = 0 and 'corpora.commit_defaults.max_lines' = 600"),
+    Probe("D6-max-changed-share-2", stage_settings("analysis.stages.corpora",
+                                                   **{"corpora.commit_defaults.max_changed_share": 2}),
+          "'corpora.commit_defaults.max_changed_share' must be in (0, 1], got 2"),
+    Probe("D6-language-cobol", stage_settings("analysis.stages.corpora", **{"corpora.commits": [
+        {"name": "x", "repo": "x.bundle", "language": "cobol"}]}), "'corpora.commits[0].language': unknown language 'cobol'"),
+    Probe("D6-sha256-abc", stage_settings("analysis.stages.corpora", **{"corpora.commits": [
+        {"name": "x", "repo": "x.bundle", "sha256": "abc"}]}), "'corpora.commits[0].sha256' must be 64 hex digits"),
+    Probe("D6-pairs-format-xml", stage_settings("analysis.stages.corpora", **{"corpora.pairs": [
+        {"path": "x.jsonl", "format": "xml"}]}), "'corpora.pairs[0].format' must be one of auto, jsonl, parquet"),
+    Probe("D6-cli-language-cobol", cli("--out", "run", "corpora", "--only", "--repo", "x", "--language", "cobol"),
+          "--language 'cobol': unknown language 'cobol'"),
     Probe("reports-known-parameter", report_parameters("explore", {"case_id": "x", "widgets": False}), ""),
     # pairs files (probes 1-12, D2, D13)
     Probe("p3-empty-target", pairs_file('{"source": "a\\n", "target": ""}\n'), "field 'target' is empty"),

@@ -259,7 +259,8 @@ def test_empty_result_and_bad_settings(scripted):
 
 
 def test_other_languages_and_share_setting(scripted):
-    with pytest.raises(CorpusError, match="no_source_file"):
+    with pytest.raises(CorpusError, match=r"no_source_file: the commit changes no file ending in \.js, \.mjs, \.cjs "
+                                          r"\(language 'js'; set language or extensions"):  # D5
         mine_commits(settings(scripted.path, language="js"))
     loose, report = mine_commits(settings(scripted.path, max_changed_share=1.0))
     assert "rewrite b" in {c.instruction for c in loose} and report.skipped["too_much_changed"] == 0

@@ -96,9 +96,7 @@ def check_known_keys(params: dict, schema: dict, path: str | Path) -> None:
     known = _key_paths(schema)
     unknown = sorted(k for k in _key_paths(params) if k not in known and k.rpartition(".")[0] in known | {""})
     if unknown:
-        first = unknown[0]
-        close = difflib.get_close_matches(first, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(unknown[0], sorted(known))
         raise ParamsError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {unknown} (not in the shipped "
                           f"params.yaml, so no stage reads {'them' if len(unknown) > 1 else 'it'}){hint}")
 
@@ -168,6 +166,17 @@ def did_you_mean(value: Any, known) -> str:
     """"; did you mean 'X'?" when one of `known` is close to `value` (difflib), else ""."""
     close = difflib.get_close_matches(str(value), [str(k) for k in known], n=1)
     return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def did_you_mean_path(path: str | Path) -> str:
+    """"; did you mean 'DIR/NAME'?" when a file or folder beside the missing `path` has a close name."""
+    path = Path(path)
+    try:
+        siblings = [p.name for p in (path.parent if str(path.parent) else Path(".")).iterdir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, siblings, n=1)
+    return f"; did you mean {str(path.parent / close[0])!r}?" if close else ""
 
 
 def choice(params: dict[str, Any], dotted: str, allowed) -> str:

@@ -74,7 +74,7 @@ from pathlib import Path, PurePosixPath
 from analysis.corpora.cases import Case
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
-from analysis.params import did_you_mean
+from analysis.params import did_you_mean, did_you_mean_path
 from analysis.scratch import owned_temp_dir
 from analysis.text import split_lines
 
@@ -220,8 +220,7 @@ def no_source_hint(settings: CommitSettings, extensions: tuple[str, ...]) -> str
 
 
 def corpus_name(settings: CommitSettings) -> str:
-    name = settings.name or Path(settings.repo).resolve().name.removesuffix(".bundle").removesuffix(".git")
-    return f"{CORPUS_PREFIX}-{name}"
+    return f"{CORPUS_PREFIX}-{settings.name or repository_name(Path(settings.repo))}"
 
 
 # ---------------------------------------------------------------- git
@@ -286,6 +285,8 @@ def repository_git_dir(path: Path) -> Path:
     ).decode("utf-8", "surrogateescape").split("\n")
     git_dir, bare = Path(out[0]), out[1] == "true"
     own = path.resolve() if bare else (path / ".git").resolve()
+    if git_dir.resolve() == path.resolve():  # the repository's .git folder itself (`--repo x/.git`): the same history
+        return git_dir
     if git_dir.resolve() != own:
         raise CorpusError(
             f"{path}: not the top folder of a git repository (it lies inside the repository {git_dir}); "
@@ -497,7 +498,8 @@ def mine_commits(settings: CommitSettings) -> tuple[list[Case], MiningReport]:
     extensions = check_settings(settings)
     path = Path(settings.repo)
     if not path.exists():
-        raise CorpusError(f"commits: {path} does not exist (expected a git repository folder or a bundle file)")
+        raise CorpusError(f"commits: {path} does not exist (expected a git repository folder or a bundle file)"
+                          + did_you_mean_path(path))
     if path.is_dir():
         if settings.sha256 is not None:
             raise CorpusError(f"commits: {path} is a folder; a sha256 pin applies to bundle files only")
@@ -669,7 +671,12 @@ def list_repositories(path: str | Path) -> list[Path]:
 
 
 def repository_name(path: Path) -> str:
-    return path.resolve().name.removesuffix(".bundle").removesuffix(".git")
+    """A repository's name from its path: the stem of a bundle or a bare `NAME.git`; for a `.git`
+    folder (`--repo x/.git`), the folder that holds it."""
+    resolved = path.resolve()
+    if resolved.name == ".git":
+        resolved = resolved.parent
+    return resolved.name.removesuffix(".bundle").removesuffix(".git")
 
 
 def expand_repositories(entry: dict, where: str) -> list[dict]:

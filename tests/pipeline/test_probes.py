@@ -345,6 +345,14 @@ PROBES = [
           "rename it to .jsonl"),
     Probe("D14-a-folder-as-pairs", cli("--out", "run", "corpora", "--only", "--pairs", "d",
                                        setup=lambda f: (f / "d").mkdir()), "a folder, not a pairs file"),
+    Probe("D14-unknown-stage-did-you-mean", cli("corpra"), "did you mean 'corpora'?"),
+    Probe("D14-unknown-subcommand-did-you-mean", cli("kernels", "prof"), "did you mean 'profile'?"),
+    Probe("D14-repo-typo-did-you-mean", cli("--out", "run", "corpora", "--only", "--repo", "mixd",
+                                            setup=lambda f: (f / "mixed").mkdir()),
+          "mixd does not exist (expected a git repository folder or a bundle file); did you mean '../mixed'?"),
+    Probe("D14-pairs-typo-did-you-mean", cli("--out", "run", "corpora", "--only", "--pairs", "mine.jsnl",
+                                             setup=lambda f: (f / "mine.jsonl").write_text('{"source": "a", "target": "b"}\n')),
+          "mine.jsnl: no such pairs file; did you mean '../mine.jsonl'?"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -371,7 +379,8 @@ def test_probe(probe, tmp_path, monkeypatch):
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
-                                                              "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d"))} - {"cwd"}
+                                                              "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d",
+                                                              "cwd/mixed", "cwd/mine.jsonl"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder

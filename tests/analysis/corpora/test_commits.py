@@ -247,6 +247,14 @@ def test_bad_paths(scripted, tmp_path):
         mine_commits(settings(scripted.path, sha256="00" * 32))
 
 
+def test_the_git_folder_itself_mines_as_its_repository(scripted):
+    """`--repo x/.git` (D14): the same cases and corpus name as `--repo x`, not "not the top folder"."""
+    top, report = mine_commits(settings(scripted.path))
+    inner, inner_report = mine_commits(settings(scripted.path / ".git"))
+    assert [c.case_id for c in inner] == [c.case_id for c in top] and inner_report.corpus == report.corpus
+    assert commits.corpus_name(settings(scripted.path / ".git")) == f"CommitEdits-{scripted.path.name}"
+
+
 def test_empty_result_and_bad_settings(scripted):
     with pytest.raises(CorpusError, match=r"gives no case after filtering .*too_short"):
         mine_commits(settings(scripted.path, min_lines=90))

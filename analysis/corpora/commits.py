@@ -429,6 +429,14 @@ def source_changes(commit: LoggedCommit, extensions: tuple[str, ...]) -> list[Ch
 FILE_SEPARATOR = ":"
 
 
+def printable_path(path: str) -> str:
+    """A changed file's path as a case id holds it (multi-file mode): bytes that are not UTF-8 (git
+    paths are bytes; the log is read with surrogateescape) and control characters (a newline in a
+    file name) are escaped as \\xNN, so the id is valid text on one line (N8)."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
+
+
 def commit_of(case_id: str) -> str:
     """The commit part of a case id (`CommitEdits-x/<sha>` of `CommitEdits-x/<sha>:<path>`)."""
     return case_id.split(FILE_SEPARATOR, 1)[0]
@@ -552,7 +560,7 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
         per_commit[commit.commit] += 1
         case_id = f"{corpus}/{commit.commit[:SHORT_SHA]}"
         if settings.multi_file:
-            case_id += f"{FILE_SEPARATOR}{change.path}"
+            case_id += f"{FILE_SEPARATOR}{printable_path(change.path)}"
         cases.append(Case(case_id, corpus, settings.language, FRAMING, before, after, commit.subject or None))
     t3 = time.perf_counter()
     skipped = {reason: tally.counts.get(reason, 0) for reason in SKIP_REASONS}

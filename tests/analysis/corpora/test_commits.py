@@ -335,6 +335,24 @@ def test_multi_file_mode_gives_one_case_per_file(scripted):
     assert all(commits.commit_of(c.case_id) == c.case_id for c in one)
 
 
+def test_multi_file_escapes_file_names_that_are_not_utf8(tmp_path):
+    """N8: a commit touching `caf\\xe9.py` (latin-1) and a name with a newline: the case ids escape
+    those bytes, and the cases become a table (polars refuses the surrogates Python reads them as)."""
+    from analysis.corpora.cases import cases_frame
+
+    repo = Repo(tmp_path / "names")
+    latin, newline = os.fsdecode(b"caf\xe9.py"), "new\nline.py"
+    for name, tag in ((latin, "l"), (newline, "n")):
+        repo.write(name, lines(10, tag))
+    repo.commit("add both", "added")
+    for name, tag in ((latin, "l"), (newline, "n")):
+        repo.write(name, edit_line(lines(10, tag), 4, f"{tag}4 = 44\n"))
+    repo.commit("edit both", "case")
+    cases, _ = mine_commits(settings(repo.path, multi_file=True))
+    assert sorted(c.case_id.split(":", 1)[1] for c in cases) == ["caf\\xe9.py", "new\\x0aline.py"]
+    assert cases_frame(cases, 10**6).height == 2
+
+
 def test_multi_file_sample_keeps_whole_commits(scripted):
     cases, report = mine_commits(settings(scripted.path, multi_file=True, max_cases=2))
     commit_ids = {commits.commit_of(c.case_id) for c in cases}

@@ -412,8 +412,21 @@ def interrupted_workers(exc: BaseException) -> bool:
     return type(exc).__name__ == "TerminatedWorkerError" and "SIGINT" in str(exc)
 
 
+def interruptible() -> None:
+    """Ctrl-C or `kill -INT PID` on the main process interrupts the stage (exit 130, finished outputs
+    kept), also when it was started in the background of a script: a shell without job control starts
+    such a process with SIGINT ignored, and Python keeps an inherited SIG_IGN, so the signal was lost
+    and the stage ran to the end (N12). The parallel workers need no handler: the parent stops them."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
     if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage

@@ -396,3 +396,50 @@ def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
     for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N15", "N17", "D2", "D10", "D13", "D14", "D17"):
         assert f"{defect}-" in ids, defect
+
+
+INTERRUPTED_STAGE = """
+import sys, time
+import analysis.cli as cli
+from analysis.parallel import ParallelSettings, map_cases
+
+def slow(chunk):
+    time.sleep(0.2 * len(chunk))
+    return list(chunk)
+
+def run_stage(module, args, cfg):  # a parallel stage: 200 cases on 2 loky workers, about 20 s
+    print("started", flush=True)
+    return map_cases(slow, list(range(200)), ParallelSettings(2, "loky", 4, ""))
+
+cli.run_stage = run_stage
+sys.exit(cli.main(["--params", sys.argv[1], "--out", "run", "spans"]))
+"""
+
+
+@pytest.mark.slow
+def test_N12_sigint_to_the_main_pid_only_of_a_background_parallel_stage(tmp_path):
+    """N12: `copydecode spans ... &` from a script starts with SIGINT ignored (no job control), so
+    `kill -INT PID` (the main process only) was lost and the stage ran to the end with rc 0. Now: exit
+    130 with the documented message, no traceback, and the previous run's output kept."""
+    import subprocess
+    import sys
+    import time
+
+    old = tmp_path / "run/data/spans/spans.parquet"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"a previous run's output")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_STAGE, str(ROOT / "params.yaml")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(3)  # the workers are running chunks
+        proc.send_signal(signal.SIGINT)  # to the main pid only
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "copydecode spans: interrupted; finished outputs and checkpoints are kept" in err
+    assert "Traceback" not in err
+    assert old.read_bytes() == b"a previous run's output"

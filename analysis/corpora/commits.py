@@ -309,6 +309,9 @@ def resolve_rev(git_dir: Path, rev: str, where: str) -> str:
         if rev != "HEAD":
             raise CorpusError(f"{where}: no commit {rev!r} in the repository") from None
     branches = git(git_dir, "for-each-ref", "--format=%(refname)", "refs/heads", what=where).decode().split()
+    if not branches:
+        raise CorpusError(f"{where}: the repository has no commits (no branch, HEAD names nothing); mine a "
+                          "repository with history")
     if len(branches) != 1:
         raise CorpusError(
             f"{where}: HEAD does not name a commit and the repository has {len(branches)} branches "

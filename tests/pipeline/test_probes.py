@@ -97,6 +97,24 @@ def stage_settings(module: str, **changes) -> Callable[[Path], str]:
     return run
 
 
+def latency_model(text: str) -> Callable[[Path], str]:
+    """A latency model file holding `text`, read as every kernel-using stage reads it."""
+    def run(folder: Path) -> str:
+        from analysis.kernel_sources import load_fitted_models
+
+        path = folder / "p.yaml.json"
+        path.write_text(text)
+        load_fitted_models(path)
+        return ""
+    return run
+
+
+def empty_repository(folder: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(folder / "mixed")], check=True, env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull})
+
+
 def report_parameters(report: str, values) -> Callable[[Path], str]:
     """The reports stage's settings with `reports.parameters.<report>` = values (refused before papermill)."""
     def run(folder: Path) -> str:
@@ -353,6 +371,11 @@ PROBES = [
     Probe("D14-pairs-typo-did-you-mean", cli("--out", "run", "corpora", "--only", "--pairs", "mine.jsnl",
                                              setup=lambda f: (f / "mine.jsonl").write_text('{"source": "a", "target": "b"}\n')),
           "mine.jsnl: no such pairs file; did you mean '../mine.jsonl'?"),
+    Probe("N15-latency-model-empty-mapping", latency_model("{}"), "p.yaml.json is not a latency model file (latency "
+                                                                   "model document: unknown schema None)"),
+    Probe("N15-latency-model-a-list", latency_model("[]"), "p.yaml.json is not a latency model file"),
+    Probe("N15-empty-repository", cli("--out", "run", "corpora", "--only", "--repo", "mixed", setup=empty_repository),
+          "the repository has no commits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]

@@ -58,6 +58,7 @@ from analysis.stages.tables import joined_programs
 from kernels_profile import e2e
 from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
 from kernels_profile.executor import MATCH_POLICIES
+from kernels_profile.models import known_models
 from kernels_profile.machine import (
     EnvironmentRecorder,
     RunEnvironment,
@@ -155,6 +156,9 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     for key in ("name", "weights", "dtype"):
         if not isinstance(entry[key], str):
             raise ParamsError(f"params: {where}.{key} must be a string, got {entry[key]!r}")
+    if entry["name"] not in known_models():  # named here, before the lists that refer to the models by name
+        raise ParamsError(f"params: '{where}.name': unknown model {entry['name']!r}; known: {', '.join(known_models())}"
+                          + did_you_mean(entry["name"], known_models()))
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 

@@ -274,6 +274,9 @@ PROBES = [
     Probe("D10-decode-framing-unknown", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "sideways"}),
           "decode: framing 'sideways' unknown; known: body, decl, prompt"),
     Probe("D10-decode-framing-single", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "pair"}), ""),
+    Probe("D10-e2e-model-name-unknown", stage_settings("kernels_profile.stages.e2e", **{"e2e.models": [
+        {"name": "gpt-5", "weights": "gguf", "dtype": "float32", "sample": {"HEvalFix-Py": 1}}]}),
+        "'e2e.models[0].name': unknown model 'gpt-5'"),
     Probe("D10-e2e-shipped", stage_settings("kernels_profile.stages.e2e"), ""),
     # corpus entries: range errors name the params key, at settings time (D6)
     Probe("D6-min-lines-0", stage_settings("analysis.stages.corpora", **{"corpora.commit_defaults.min_lines": 0}),

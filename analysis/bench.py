@@ -65,7 +65,7 @@ import polars as pl
 
 from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import registry
-from analysis.stages.corpora import CorporaSettings
+from analysis.corpora.settings import CorporaSettings
 from analysis.stages.optimal import OptimalSettings
 from analysis.config import tokenizer_spec
 from analysis.errors import ParamsError

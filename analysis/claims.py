@@ -977,7 +977,7 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
         if spec.get("beside") in paper:  # an extension set beside a claim reads that claim's figures
             spec = {**spec, "beside_claim": paper[spec["beside"]]}
         label = f"{spec['id']}. {spec['title']}" if spec.get("id") else spec.get("title", key)
-        if spec.get("pool") == PAPER_POOL and corpora is not None and not corpora & set(PAPER_CORPORA):
+        if needs_paper_corpora(spec) and corpora is not None and not corpora & set(PAPER_CORPORA):
             out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_APPLICABLE,
                              reason=f"this run holds none of the paper's corpora ({', '.join(PAPER_CORPORA)}); "
                                     f"its corpora: {', '.join(sorted(corpora))}", method=MISSING))
@@ -990,6 +990,12 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
             out.append(Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_RUN,
                              reason=str(missing), method=MISSING))
     return out
+
+
+def needs_paper_corpora(spec: dict) -> bool:
+    """A claim judged over the paper's corpora, or one whose figure counts their programs (claim 5's
+    482/482, `needs_paper_corpora` in paper_claims.json): not applicable to a run without them (N19)."""
+    return spec.get("pool") == PAPER_POOL or bool(spec.get("needs_paper_corpora"))
 
 
 def run_corpora(tables: Path) -> set[str] | None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import re
 import sys
 from pathlib import Path
 from contextlib import nullcontext
@@ -22,7 +23,7 @@ from analysis.config import Config
 from analysis.errors import CopyDecodeError
 from analysis.digest import record_corpus
 from analysis.io import finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.params import DEFAULT_PARAMS
+from analysis.params import DEFAULT_PARAMS, did_you_mean
 
 # subcommand -> (stage module, help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -204,8 +205,18 @@ def version() -> str:
         return tomllib.loads(pyproject.read_text())["project"]["version"] if pyproject.is_file() else "unknown"
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with a suggestion for a mistyped stage or subcommand (`corpra`: did you mean 'corpora'?)."""
+
+    def error(self, message: str):
+        match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
+        if match:
+            message += did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)))
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="copydecode", description=__doc__.splitlines()[0],
         epilog="Each stage reads params.yaml (--params FILE) and the outputs of the stages before it, and writes "
                "under data/ and reports/ (--out DIR: under DIR); `copydecode STAGE --help` lists them.")
@@ -330,7 +341,6 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
     """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
     (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
     import copy
-    import difflib
 
     import yaml
 
@@ -354,9 +364,8 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
                 break
             node = node[part]
         if not isinstance(node, dict) or last not in node:
-            known = sorted(_dotted_keys(params))
-            close = difflib.get_close_matches(key, known, n=1)
-            raise ParamsError(f"--set {key}: no such setting in the params file" + (f"; did you mean {close[0]!r}?" if close else ""))
+            raise ParamsError(f"--set {key}: no such setting in the params file"
+                              + did_you_mean(key, sorted(_dotted_keys(params))))
         node[last] = value
     return out
 
@@ -403,8 +412,21 @@ def interrupted_workers(exc: BaseException) -> bool:
     return type(exc).__name__ == "TerminatedWorkerError" and "SIGINT" in str(exc)
 
 
+def interruptible() -> None:
+    """Ctrl-C or `kill -INT PID` on the main process interrupts the stage (exit 130, finished outputs
+    kept), also when it was started in the background of a script: a shell without job control starts
+    such a process with SIGINT ignored, and Python keeps an inherited SIG_IGN, so the signal was lost
+    and the stage ran to the end (N12). The parallel workers need no handler: the parent stops them."""
+    import signal
+    import threading
+
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
     if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage

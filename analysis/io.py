@@ -232,7 +232,14 @@ def _cell(value: Any, digits: int) -> str:
     return str(value).replace("|", "\\|").replace("\n", " ")
 
 
+EMPTY_TABLE_MD = "(no rows: this run holds none of the rows this table keeps)\n"
+
+
 def markdown_table(frame: pl.DataFrame, digits: int = 4) -> str:
+    """A markdown table; a frame with no columns (a stage's table for rows this run lacks, e.g. the
+    paper's pooled bounds on a run without the paper's corpora) says so instead of `|  |` (N19)."""
+    if not frame.columns:
+        return EMPTY_TABLE_MD
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
     rows = ["| " + " | ".join(_cell(v, digits) for v in row) + " |" for row in frame.iter_rows()]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import math
+import os
 import re
 import types
 import typing
@@ -95,9 +96,7 @@ def check_known_keys(params: dict, schema: dict, path: str | Path) -> None:
     known = _key_paths(schema)
     unknown = sorted(k for k in _key_paths(params) if k not in known and k.rpartition(".")[0] in known | {""})
     if unknown:
-        first = unknown[0]
-        close = difflib.get_close_matches(first, sorted(known), n=1)
-        hint = f"; did you mean {close[0]!r}?" if close else ""
+        hint = did_you_mean(unknown[0], sorted(known))
         raise ParamsError(f"{path}: unknown setting{'s' if len(unknown) > 1 else ''} {unknown} (not in the shipped "
                           f"params.yaml, so no stage reads {'them' if len(unknown) > 1 else 'it'}){hint}")
 
@@ -163,10 +162,28 @@ def interval_level(params: dict[str, Any], dotted: str) -> float:
     return value
 
 
+def did_you_mean(value: Any, known) -> str:
+    """"; did you mean 'X'?" when one of `known` is close to `value` (difflib), else ""."""
+    close = difflib.get_close_matches(str(value), [str(k) for k in known], n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def did_you_mean_path(path: str | Path) -> str:
+    """"; did you mean 'DIR/NAME'?" when a file or folder beside the missing `path` has a close name."""
+    path = Path(path)
+    try:
+        siblings = [p.name for p in (path.parent if str(path.parent) else Path(".")).iterdir()]
+    except OSError:
+        return ""
+    close = difflib.get_close_matches(path.name, siblings, n=1)
+    return f"; did you mean {str(path.parent / close[0])!r}?" if close else ""
+
+
 def choice(params: dict[str, Any], dotted: str, allowed) -> str:
     value = get(params, dotted, str)
     if value not in allowed:
-        raise ParamsError(f"params: {dotted!r} must be one of {', '.join(map(str, allowed))}; got {value!r}")
+        raise ParamsError(f"params: {dotted!r} must be one of {', '.join(map(str, allowed))}; got {value!r}"
+                          + did_you_mean(value, allowed))
     return value
 
 
@@ -208,12 +225,31 @@ def check_slack(slack: Any, where: str = "contention_slack") -> float:
     return float(slack)
 
 
+# A thread count above this many per usable core oversubscribes the machine so far that every timing
+# measures the scheduler (and 1000 threads is a typo): refused at settings time.
+THREADS_PER_CORE_LIMIT = 8
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity), else os.cpu_count()."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def check_threads(threads: Any, where: str = "threads") -> int | None:
-    """A torch thread count: a positive integer, or None for torch's default."""
+    """A torch thread count: an integer from 1 to THREADS_PER_CORE_LIMIT x the usable cores, or None
+    for torch's default."""
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
         raise ParamsError(f"{where} must be a positive integer or null (torch's default), got {threads!r}")
+    cores = usable_cores()
+    if threads > THREADS_PER_CORE_LIMIT * cores:
+        raise ParamsError(f"{where} is {threads}, above {THREADS_PER_CORE_LIMIT} threads per usable core "
+                          f"({THREADS_PER_CORE_LIMIT} x {cores} = {THREADS_PER_CORE_LIMIT * cores} on this machine); "
+                          "set at most that, or null for torch's default")
     return threads
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.params import check_slack, check_threshold
+from analysis.params import check_slack, check_threshold, usable_cores as usable_core_count
 from kernels_profile.machine import (
     Roofline,
     load_average,
@@ -35,7 +35,6 @@ from kernels_profile.machine import (
     reference_workload,
     roofline,
     torch_thread_count,
-    usable_core_count,
 )
 
 PROC_STAT = Path("/proc/stat")

@@ -28,6 +28,7 @@ from typing import Any
 
 from analysis.cpuinfo import CPUINFO, parse_cpuinfo
 from analysis.errors import ParamsError
+from analysis.params import usable_cores
 
 CPU_FLAGS = ("avx2", "avx512f", "avx512_bf16", "amx_tile", "amx_bf16")
 # The reference block: REFERENCE_INNER products of REFERENCE_SIZE^3 in float32 (about 2 GFLOP, ~10 ms at 200 GFLOP/s):
@@ -38,13 +39,6 @@ REFERENCE_INNER = 64
 
 
 # ---------------------------------------------------------------- machine description
-
-def usable_core_count() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not on Linux: every core counts as usable
-        return os.cpu_count() or 1
-
 
 def torch_thread_count() -> int | None:
     try:
@@ -65,7 +59,7 @@ def machine_info(cpuinfo_text: str | None = None) -> dict[str, Any]:
         **{f"cpu_{flag}": flag in flags for flag in CPU_FLAGS},
         "cpu_flags": " ".join(f for f in CPU_FLAGS if f in flags),
         "logical_cores": os.cpu_count() or 1,
-        "usable_cores": usable_core_count(),
+        "usable_cores": usable_cores(),
         "torch_threads": torch_thread_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),

@@ -114,6 +114,9 @@ class ProfileSpec:
             raise ParamsError(f"kernels.profile.ns must be integers >= 1, got {list(self.ns)}")
         if any(not isinstance(c, int) or c < 0 for c in self.contexts) or not self.contexts:
             raise ParamsError(f"kernels.profile.contexts must be integers >= 0, got {list(self.contexts)}")
+        for name, values in (("ns", self.ns), ("contexts", self.contexts)):
+            if len(set(values)) != len(values):  # a pair measured twice under one key
+                raise ParamsError(f"kernels.profile.{name} lists a value twice: {list(values)}")
         bad = [b for b in self.baselines if b not in BASELINES]
         if bad or not self.baselines:
             raise ParamsError(f"kernels.profile.baselines {bad or []} unknown or empty; known: {', '.join(BASELINES)}")

@@ -63,9 +63,11 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -73,6 +75,7 @@ from analysis.corpora.cases import Case
 from analysis.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.oracle import myers_matches
+from analysis.params import did_you_mean, did_you_mean_path
 from analysis.scratch import owned_temp_dir
 from analysis.text import split_lines
 
@@ -176,37 +179,49 @@ class LoggedCommit:
 
 # ---------------------------------------------------------------- settings
 
-def check_settings(settings: CommitSettings) -> tuple[str, ...]:
-    """Validate the settings; returns the extensions in use."""
+def check_settings(settings: CommitSettings, key: Callable[[str], str] = str) -> tuple[str, ...]:
+    """Validate the settings; returns the extensions in use. `key(field)` names a field in a message
+    (the corpora stage passes the params key the value came from: `'corpora.commits[0].min_lines'`,
+    `'corpora.commit_defaults.min_lines'`, or `--language`)."""
     if settings.extensions is None and settings.language not in LANGUAGE_EXTENSIONS:
         raise CorpusError(
-            f"commits: unknown language {settings.language!r} (known: {', '.join(LANGUAGE_EXTENSIONS)}); "
-            f"or give the file extensions explicitly"
+            f"commits: {key('language')}: unknown language {settings.language!r} (known: {', '.join(LANGUAGE_EXTENSIONS)}"
+            f"{did_you_mean(settings.language, LANGUAGE_EXTENSIONS)}); or give the file extensions explicitly "
+            f"({key('extensions')})"
         )
     extensions = settings.extensions if settings.extensions is not None else LANGUAGE_EXTENSIONS[settings.language]
     if not extensions or any(not e.startswith(".") for e in extensions):
-        raise CorpusError(f"commits: extensions must be non-empty and start with '.', got {list(extensions)}")
+        raise CorpusError(f"commits: {key('extensions')} must be non-empty and start with '.', got {list(extensions)}")
     if not 1 <= settings.min_lines <= settings.max_lines:
-        raise CorpusError(
-            f"commits: need 1 <= min_lines <= max_lines, got {settings.min_lines}-{settings.max_lines}"
-        )
+        raise CorpusError(f"commits: {key('min_lines')} = {settings.min_lines} and {key('max_lines')} = {settings.max_lines}: "
+                          "need 1 <= min_lines <= max_lines")
     if not 0 < settings.max_changed_share <= 1:
-        raise CorpusError(f"commits: max_changed_share must be in (0, 1], got {settings.max_changed_share}")
+        raise CorpusError(f"commits: {key('max_changed_share')} must be in (0, 1], got {settings.max_changed_share}")
     if settings.max_cases < 1:
-        raise CorpusError(f"commits: max_cases must be >= 1, got {settings.max_cases}")
+        raise CorpusError(f"commits: {key('max_cases')} must be >= 1, got {settings.max_cases}")
+    if settings.sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", settings.sha256):
+        raise CorpusError(f"commits: {key('sha256')} must be 64 hex digits (the bundle file's SHA-256), got {settings.sha256!r}")
     if settings.multi_file and FILE_SEPARATOR in corpus_name(settings):
-        raise CorpusError(f"commits: a multi-file corpus name may not contain {FILE_SEPARATOR!r} "
+        raise CorpusError(f"commits: {key('name')}: a multi-file corpus name may not contain {FILE_SEPARATOR!r} "
                           f"(it separates a case id's commit from its path): {corpus_name(settings)!r}")
     if not isinstance(settings.multi_file, bool):
-        raise CorpusError(f"commits: multi_file must be true or false, got {settings.multi_file!r}")
-    if settings.max_line_chars < 1 or settings.generated_scan_lines < 0:
-        raise CorpusError("commits: max_line_chars must be >= 1 and generated_scan_lines >= 0")
+        raise CorpusError(f"commits: {key('multi_file')} must be true or false, got {settings.multi_file!r}")
+    if settings.max_line_chars < 1:
+        raise CorpusError(f"commits: {key('max_line_chars')} must be >= 1, got {settings.max_line_chars}")
+    if settings.generated_scan_lines < 0:
+        raise CorpusError(f"commits: {key('generated_scan_lines')} must be >= 0, got {settings.generated_scan_lines}")
     return tuple(extensions)
 
 
+def no_source_hint(settings: CommitSettings, extensions: tuple[str, ...]) -> str:
+    """What no_source_file looked for: the extensions of the language (or the ones given)."""
+    given = "the extensions given" if settings.extensions is not None else f"language {settings.language!r}"
+    return (f"; no_source_file: the commit changes no file ending in {', '.join(extensions)} ({given}; set "
+            "language or extensions to the repository's)")
+
+
 def corpus_name(settings: CommitSettings) -> str:
-    name = settings.name or Path(settings.repo).resolve().name.removesuffix(".bundle").removesuffix(".git")
-    return f"{CORPUS_PREFIX}-{name}"
+    return f"{CORPUS_PREFIX}-{settings.name or repository_name(Path(settings.repo))}"
 
 
 # ---------------------------------------------------------------- git
@@ -263,6 +278,8 @@ def repository_git_dir(path: Path) -> Path:
     ).decode("utf-8", "surrogateescape").split("\n")
     git_dir, bare = Path(out[0]), out[1] == "true"
     own = path.resolve() if bare else (path / ".git").resolve()
+    if git_dir.resolve() == path.resolve():  # the repository's .git folder itself (`--repo x/.git`): the same history
+        return git_dir
     if git_dir.resolve() != own:
         raise CorpusError(
             f"{path}: not the top folder of a git repository (it lies inside the repository {git_dir}); "
@@ -285,6 +302,9 @@ def resolve_rev(git_dir: Path, rev: str, where: str) -> str:
         if rev != "HEAD":
             raise CorpusError(f"{where}: no commit {rev!r} in the repository") from None
     branches = git(git_dir, "for-each-ref", "--format=%(refname)", "refs/heads", what=where).decode().split()
+    if not branches:
+        raise CorpusError(f"{where}: the repository has no commits (no branch, HEAD names nothing); mine a "
+                          "repository with history")
     if len(branches) != 1:
         raise CorpusError(
             f"{where}: HEAD does not name a commit and the repository has {len(branches)} branches "
@@ -405,6 +425,14 @@ def source_changes(commit: LoggedCommit, extensions: tuple[str, ...]) -> list[Ch
 FILE_SEPARATOR = ":"
 
 
+def printable_path(path: str) -> str:
+    """A changed file's path as a case id holds it (multi-file mode): bytes that are not UTF-8 (git
+    paths are bytes; the log is read with surrogateescape) and control characters (a newline in a
+    file name) are escaped as \\xNN, so the id is valid text on one line (N8)."""
+    text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
+
+
 def commit_of(case_id: str) -> str:
     """The commit part of a case id (`CommitEdits-x/<sha>` of `CommitEdits-x/<sha>:<path>`)."""
     return case_id.split(FILE_SEPARATOR, 1)[0]
@@ -474,7 +502,8 @@ def mine_commits(settings: CommitSettings) -> tuple[list[Case], MiningReport]:
     extensions = check_settings(settings)
     path = Path(settings.repo)
     if not path.exists():
-        raise CorpusError(f"commits: {path} does not exist (expected a git repository folder or a bundle file)")
+        raise CorpusError(f"commits: {path} does not exist (expected a git repository folder or a bundle file)"
+                          + did_you_mean_path(path))
     if path.is_dir():
         if settings.sha256 is not None:
             raise CorpusError(f"commits: {path} is a folder; a sha256 pin applies to bundle files only")
@@ -527,7 +556,7 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
         per_commit[commit.commit] += 1
         case_id = f"{corpus}/{commit.commit[:SHORT_SHA]}"
         if settings.multi_file:
-            case_id += f"{FILE_SEPARATOR}{change.path}"
+            case_id += f"{FILE_SEPARATOR}{printable_path(change.path)}"
         cases.append(Case(case_id, corpus, settings.language, FRAMING, before, after, commit.subject or None))
     t3 = time.perf_counter()
     skipped = {reason: tally.counts.get(reason, 0) for reason in SKIP_REASONS}
@@ -535,6 +564,7 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
         raise CorpusError(
             f"commits: {where} gives no case after filtering ({len(log)} non-merge commits from {head[:SHORT_SHA]}; "
             f"skipped{' files' if settings.multi_file else ''}: {', '.join(f'{k} {v}' for k, v in skipped.items() if v)})"
+            + (no_source_hint(settings, extensions) if skipped["no_source_file"] else "")
         )
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):
@@ -645,7 +675,12 @@ def list_repositories(path: str | Path) -> list[Path]:
 
 
 def repository_name(path: Path) -> str:
-    return path.resolve().name.removesuffix(".bundle").removesuffix(".git")
+    """A repository's name from its path: the stem of a bundle or a bare `NAME.git`; for a `.git`
+    folder (`--repo x/.git`), the folder that holds it."""
+    resolved = path.resolve()
+    if resolved.name == ".git":
+        resolved = resolved.parent
+    return resolved.name.removesuffix(".bundle").removesuffix(".git")
 
 
 def expand_repositories(entry: dict, where: str) -> list[dict]:

@@ -30,6 +30,7 @@ from analysis.corpora.cases import Case, read_parquet_file
 from analysis.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
+from analysis.params import did_you_mean_path
 
 FRAMING = "pair"
 CORPUS_PREFIX = "Pairs"
@@ -159,7 +160,8 @@ def _parquet_records(path: Path, fields: dict[str, str] | None = None) -> list[t
 def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     path = Path(settings.path)
     if not path.is_file():
-        raise CorpusError(f"{path}: {'a folder, not a pairs file' if path.is_dir() else 'no such pairs file'}")
+        raise CorpusError(f"{path}: a folder, not a pairs file" if path.is_dir()
+                          else f"{path}: no such pairs file{did_you_mean_path(path)}")
     fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)

@@ -327,7 +327,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
     from analysis.claims import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
-    from analysis.layout import PAPER_CORPORA
+    from analysis.layout import PAPER_CORPORA, STAND_IN
     from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
     from analysis.present.provenance import provenance, provenance_html
 
@@ -337,9 +337,11 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
+    stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown (N19)
     grid = claims_grid(grid_rows(items, corpora or (), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
-                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE)} Hover a verdict for its reason; each link opens "
+                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Hover a verdict for its "
+                      "reason; each link opens "
                       f"the page with the method and caveats. The full claim table: "
                       f"<a href='{esc(rel_html / 'summary.html')}'>summary</a>.</p>")
     own = _own_corpora(root, (corpora or set()) - set(PAPER_CORPORA))
@@ -353,9 +355,9 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
         "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
         + lead(
             "Each claim of arXiv 2604.18170 beside what this suite measured, with a verdict computed from the "
-            "stage outputs under the thresholds stated in analysis/data/paper_claims.json. ProbeEdit-S* is a "
-            "stand-in for the paper's unpublished ProbeEdit corpus; kernel timings come from the machine in "
-            "the provenance below, not the paper's A100.",
+            "stage outputs under the thresholds stated in analysis/data/paper_claims.json. "
+            + ("ProbeEdit-S* is a stand-in for the paper's unpublished ProbeEdit corpus. " if stand_in else "")
+            + "Kernel timings come from the machine in the provenance below, not the paper's A100.",
             [(f"claims {'that differ' if v == DIFFERS else v}", str(n)) for v, n in counts.items()
              if n or v in (REPRODUCED, DIFFERS, NOT_RUN)]).text
         + opening

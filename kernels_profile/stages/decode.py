@@ -16,10 +16,11 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.corpora.cases import read_cases
+from analysis.corpora.humanevalpack import FRAMINGS
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_json, write_table
-from analysis.layout import CASES, METRICS, TABLES
-from analysis.params import choice, choices, get, positive_int
+from analysis.layout import CASES, METRICS, SINGLE_FRAMINGS, TABLES
+from analysis.params import choice, choices, did_you_mean, get, positive_int
 from analysis.progress import timed
 from kernels_profile.models import DTYPES, known_models
 from kernels_profile.hf import TEMPLATES
@@ -47,12 +48,18 @@ def settings(params: dict, case_id: str | None = None, model: str | None = None,
              framing: str | None = None) -> DecodeSettings:
     """decode, validated; `case_id`, `model` and `framing` (the command line's) replace the params'."""
     p = params
+    framing_given = framing
     chosen = model or get(p, "decode.model", str)
+    framing = framing or get(p, "decode.framing", str)
+    if framing not in FRAMINGS + SINGLE_FRAMINGS:
+        known = FRAMINGS + SINGLE_FRAMINGS
+        raise ParamsError(f"decode: framing {framing!r} unknown; known: {', '.join(known)}"
+                          f"{did_you_mean(framing, known)} (params decode.framing or --framing)")
     if chosen not in known_models():
         raise ParamsError(f"params: decode.model: unknown model {chosen!r}; known: {', '.join(known_models())}")
     return DecodeSettings(
         case_id=case_id or get(p, "decode.case_id", str),
-        framing=framing or get(p, "decode.framing", str),
+        framing=framing,
         model=chosen,
         weights=get(p, "decode.weights", str),
         dtype=choice(p, "decode.dtype", DTYPES),
@@ -64,7 +71,7 @@ def settings(params: dict, case_id: str | None = None, model: str | None = None,
         mask_lines=positive_int(p, "decode.mask_benchmark.lines"),
         mask_apply_repeats=positive_int(p, "decode.mask_benchmark.apply_repeats"),
         mask_threads=positive_int(p, "decode.mask_benchmark.threads"),
-        from_command_line=bool(case_id or model or framing),
+        from_command_line=bool(case_id or model or framing_given),
     )
 
 

@@ -57,6 +57,7 @@ from analysis.params import (
     check_threshold,
     choice,
     choices,
+    did_you_mean,
     get,
     merge_preset,
     number,
@@ -166,6 +167,9 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     for key in ("name", "weights", "dtype"):
         if not isinstance(entry[key], str):
             raise ParamsError(f"params: {where}.{key} must be a string, got {entry[key]!r}")
+    if entry["name"] not in known_models():  # named here, before the lists that refer to the models by name
+        raise ParamsError(f"params: '{where}.name': unknown model {entry['name']!r}; known: {', '.join(known_models())}"
+                          + did_you_mean(entry["name"], known_models()))
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 
@@ -204,7 +208,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         hf_pld_cases=positive_int(p, "e2e.hf_pld.cases", minimum=0),
         hf_pld_max_new_tokens=positive_int(p, "e2e.hf_pld.max_new_tokens"),
         constrained_models=choices(p, "e2e.constrained.models", names, nonempty=False),
-        constrained_corpus=get(p, "e2e.constrained.corpus", str),
+        constrained_corpus=_configured_corpus(p, "e2e.constrained.corpus"),
         constrained_cases=positive_int(p, "e2e.constrained.cases", minimum=0),
         constrained_max_new_tokens=positive_int(p, "e2e.constrained.max_new_tokens"),
         prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
@@ -229,6 +233,18 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
 
 def _sampled_corpora(p: dict, models: tuple[E2EModel, ...]) -> tuple[str, ...]:
     return choices(p, "e2e.pld.sweep_corpora", sorted({c for m in models for c, _ in m.sample}), nonempty=False)
+
+
+def _configured_corpus(p: dict, dotted: str) -> str:
+    """A corpus name that params `corpora` configures (a typo is named before any model loads)."""
+    from analysis.corpora.settings import configured_corpora
+
+    value = get(p, dotted, str)
+    known = configured_corpora(p)
+    if value not in known:
+        raise ParamsError(f"params: {dotted!r}: unknown corpus {value!r}; params corpora configures "
+                          f"{', '.join(known)}{did_you_mean(value, known)}")
+    return value
 
 
 def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:

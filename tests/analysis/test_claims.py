@@ -457,6 +457,21 @@ def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
     assert crossings.height == 4 and crossings["crossing, paper's corpora"].null_count() == 0
 
 
+def test_the_round_trip_claim_is_not_applicable_to_a_run_of_the_users_programs_only(tmp_path):
+    """N19: 42/42 of a pairs file's programs read "reproduced" against the paper's 482/482, so the
+    index counted a reproduced claim on a run with none of the paper's corpora."""
+    tables = _tables(tmp_path)
+    pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],
+                  "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
+                 ).write_csv(tables / "coverage.csv")
+    (tmp_path / METRICS).mkdir(parents=True, exist_ok=True)
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 42, "failed": 0}))
+    items = {c.claim: c for c in claims.claims(tables, tmp_path / METRICS)}
+    assert items["5. lossless round trip"].verdict == claims.NOT_APPLICABLE
+    assert "Pairs-a" in items["5. lossless round trip"].reason
+    assert claims.counts(list(items.values()))[claims.REPRODUCED] == 0
+
+
 def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them(tmp_path):
     from analysis.present.outputs import pick_framing
 
@@ -466,7 +481,8 @@ def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them
                  ).write_csv(tables / "coverage.csv")
     items = claims.claims(tables, tmp_path / METRICS)
     judged_on_paper = {f"{s['id']}. {s['title']}" if s.get("id") else s["title"]
-                       for k, s in PAPER.items() if not k.startswith("_") and s.get("pool") == claims.PAPER_POOL}
+                       for k, s in PAPER.items() if not k.startswith("_") and claims.needs_paper_corpora(s)}
+    assert "5. lossless round trip" in judged_on_paper  # N19: its 482/482 counts the paper's programs
     assert judged_on_paper and {c.claim for c in items if c.verdict == claims.NOT_APPLICABLE} == judged_on_paper
     assert all("Pairs-a" in c.reason for c in items if c.verdict == claims.NOT_APPLICABLE)
     assert {c.verdict for c in items if c.claim not in judged_on_paper} == {claims.NOT_RUN}

@@ -114,3 +114,15 @@ def test_parquet_round_trip_and_named_read_errors(tmp_path):
         read_parquet(tmp_path / "bad.parquet", "copydecode spans")
     with pytest.raises(CopyDecodeError, match=r"none.parquet not found; run `copydecode spans`"):
         read_parquet(tmp_path / "none.parquet", "copydecode spans")
+
+
+def test_a_table_without_columns_reads_as_empty_in_markdown(tmp_path):
+    """N19: bounds_paper_pool.md on a run without the paper's corpora was `|  |` and `||`."""
+    import polars as pl
+
+    from analysis.io import EMPTY_TABLE_MD, write_table
+
+    write_table(pl.DataFrame(), tmp_path / "t")
+    assert (tmp_path / "t.md").read_text() == EMPTY_TABLE_MD
+    write_table(pl.DataFrame({"a": [1]}), tmp_path / "u")
+    assert (tmp_path / "u.md").read_text() == "| a |\n|---|\n| 1 |\n"

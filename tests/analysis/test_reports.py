@@ -383,3 +383,5 @@ def test_an_index_without_the_papers_corpora_leads_with_the_users_corpora(tmp_pa
     cov = pl.read_csv(tmp_path / TABLES / "coverage.csv").filter(pl.col("level") == "line").row(0, named=True)
     assert mine in own and present.fmt_pct(cov["coverage"]) in own
     assert "none of the paper's corpora" in own
+    assert "stand-in" not in text  # N19: no ProbeEdit-S on this run, so no note about it
+    assert "ProbeEdit-S* is a stand-in" in index_html(_outputs_copy(tmp_path / "paper"), tmp_path / "paper")

@@ -87,6 +87,34 @@ def shipped_params_range() -> Callable[[Path], str]:
     return run
 
 
+def stage_settings(module: str, **changes) -> Callable[[Path], str]:
+    """`module.settings(params)` on the shipped params with `changes`: refused before any model loads."""
+    def run(folder: Path) -> str:
+        import importlib
+
+        importlib.import_module(module).settings(params_with(**changes))
+        return ""
+    return run
+
+
+def latency_model(text: str) -> Callable[[Path], str]:
+    """A latency model file holding `text`, read as every kernel-using stage reads it."""
+    def run(folder: Path) -> str:
+        from analysis.kernel_sources import load_fitted_models
+
+        path = folder / "p.yaml.json"
+        path.write_text(text)
+        load_fitted_models(path)
+        return ""
+    return run
+
+
+def empty_repository(folder: Path) -> None:
+    import subprocess
+
+    subprocess.run(["git", "init", "-q", str(folder / "mixed")], check=True, env={**os.environ, "GIT_CONFIG_GLOBAL": os.devnull})
+
+
 def report_parameters(report: str, values) -> Callable[[Path], str]:
     """The reports stage's settings with `reports.parameters.<report>` = values (refused before papermill)."""
     def run(folder: Path) -> str:
@@ -225,6 +253,45 @@ PROBES = [
     Probe("D10-unknown-parameter", report_parameters("coverage", {"colour": "red"}), "'colour'"),
     Probe("N4-list-parameter-value", report_parameters("kernel", {"model": ["a", "b"]}), "must be a string, number"),
     Probe("reports-unknown-report", report_parameters("summry", {}), "unknown reports ['summry']"),
+    # settings-time checks of the model stages (D10; no model loads)
+    Probe("D10-profile-ns-twice", stage_settings("kernels_profile.stages.profile", **{"kernels.profile.ns": [8, 8]}),
+          "kernels.profile.ns lists a value twice: [8, 8]"),
+    Probe("D10-profile-threads-1000", stage_settings("kernels_profile.stages.profile",
+                                                     **{"kernels.profile.threads": 100000}),
+          "above 8 threads per usable core"),
+    Probe("D10-profile-threads-0", stage_settings("kernels_profile.stages.profile", **{"kernels.profile.threads": 0}),
+          "must be a positive integer"),
+    Probe("D10-e2e-threads-negative", stage_settings("kernels_profile.stages.e2e", **{"e2e.threads": -2}),
+          "'e2e.threads' must be a positive integer"),
+    Probe("D10-e2e-threads-1000", stage_settings("kernels_profile.stages.e2e", **{"e2e.threads": 100000}),
+          "'e2e.threads' is 100000, above 8 threads per usable core"),
+    Probe("D10-e2e-constrained-corpus-unknown", stage_settings("kernels_profile.stages.e2e",
+                                                               **{"e2e.constrained.corpus": "HEvalFix-Pi"}),
+          "unknown corpus 'HEvalFix-Pi'; params corpora configures HEvalFix-Py, HEvalFix-JS"),
+    Probe("D10-e2e-constrained-corpus-suggests", stage_settings("kernels_profile.stages.e2e",
+                                                                **{"e2e.constrained.corpus": "HEvalFix-Pi"}),
+          "did you mean 'HEvalFix-Py'?"),
+    Probe("D10-decode-framing-unknown", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "sideways"}),
+          "decode: framing 'sideways' unknown; known: body, decl, prompt"),
+    Probe("D10-decode-framing-single", stage_settings("kernels_profile.stages.decode", **{"decode.framing": "pair"}), ""),
+    Probe("D10-e2e-model-name-unknown", stage_settings("kernels_profile.stages.e2e", **{"e2e.models": [
+        {"name": "gpt-5", "weights": "gguf", "dtype": "float32", "sample": {"HEvalFix-Py": 1}}]}),
+        "'e2e.models[0].name': unknown model 'gpt-5'"),
+    Probe("D10-e2e-shipped", stage_settings("kernels_profile.stages.e2e"), ""),
+    # corpus entries: range errors name the params key, at settings time (D6)
+    Probe("D6-min-lines-0", stage_settings("analysis.stages.corpora", **{"corpora.commit_defaults.min_lines": 0}),
+          "'corpora.commit_defaults.min_lines' = 0 and 'corpora.commit_defaults.max_lines' = 600"),
+    Probe("D6-max-changed-share-2", stage_settings("analysis.stages.corpora",
+                                                   **{"corpora.commit_defaults.max_changed_share": 2}),
+          "'corpora.commit_defaults.max_changed_share' must be in (0, 1], got 2"),
+    Probe("D6-language-cobol", stage_settings("analysis.stages.corpora", **{"corpora.commits": [
+        {"name": "x", "repo": "x.bundle", "language": "cobol"}]}), "'corpora.commits[0].language': unknown language 'cobol'"),
+    Probe("D6-sha256-abc", stage_settings("analysis.stages.corpora", **{"corpora.commits": [
+        {"name": "x", "repo": "x.bundle", "sha256": "abc"}]}), "'corpora.commits[0].sha256' must be 64 hex digits"),
+    Probe("D6-pairs-format-xml", stage_settings("analysis.stages.corpora", **{"corpora.pairs": [
+        {"path": "x.jsonl", "format": "xml"}]}), "'corpora.pairs[0].format' must be one of auto, jsonl, parquet"),
+    Probe("D6-cli-language-cobol", cli("--out", "run", "corpora", "--only", "--repo", "x", "--language", "cobol"),
+          "--language 'cobol': unknown language 'cobol'"),
     Probe("reports-known-parameter", report_parameters("explore", {"case_id": "x", "widgets": False}), ""),
     # pairs files (probes 1-12, D2, D13)
     Probe("p3-empty-target", pairs_file('{"source": "a\\n", "target": ""}\n'), "field 'target' is empty"),
@@ -299,6 +366,19 @@ PROBES = [
           "rename it to .jsonl"),
     Probe("D14-a-folder-as-pairs", cli("--out", "run", "corpora", "--only", "--pairs", "d",
                                        setup=lambda f: (f / "d").mkdir()), "a folder, not a pairs file"),
+    Probe("D14-unknown-stage-did-you-mean", cli("corpra"), "did you mean 'corpora'?"),
+    Probe("D14-unknown-subcommand-did-you-mean", cli("kernels", "prof"), "did you mean 'profile'?"),
+    Probe("D14-repo-typo-did-you-mean", cli("--out", "run", "corpora", "--only", "--repo", "mixd",
+                                            setup=lambda f: (f / "mixed").mkdir()),
+          "mixd does not exist (expected a git repository folder or a bundle file); did you mean '../mixed'?"),
+    Probe("D14-pairs-typo-did-you-mean", cli("--out", "run", "corpora", "--only", "--pairs", "mine.jsnl",
+                                             setup=lambda f: (f / "mine.jsonl").write_text('{"source": "a", "target": "b"}\n')),
+          "mine.jsnl: no such pairs file; did you mean '../mine.jsonl'?"),
+    Probe("N15-latency-model-empty-mapping", latency_model("{}"), "p.yaml.json is not a latency model file (latency "
+                                                                   "model document: unknown schema None)"),
+    Probe("N15-latency-model-a-list", latency_model("[]"), "p.yaml.json is not a latency model file"),
+    Probe("N15-empty-repository", cli("--out", "run", "corpora", "--only", "--repo", "mixed", setup=empty_repository),
+          "the repository has no commits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -325,7 +405,8 @@ def test_probe(probe, tmp_path, monkeypatch):
     stray = {f for f in _files(tmp_path) if not f.startswith(("cwd/run", "cwd/p.yaml", "cwd/pairs", "cwd/adapter.pt",
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
-                                                              "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d"))} - {"cwd"}
+                                                              "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d",
+                                                              "cwd/mixed", "cwd/mine.jsonl"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -339,5 +420,53 @@ def test_every_probe_id_is_unique():
 
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
-    for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N15", "N17", "D2", "D10", "D13", "D14", "D17"):
+    for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N15", "N17", "D2", "D6", "D10", "D13", "D14",
+                   "D17"):
         assert f"{defect}-" in ids, defect
+
+
+INTERRUPTED_STAGE = """
+import sys, time
+import analysis.cli as cli
+from analysis.parallel import ParallelSettings, map_cases
+
+def slow(chunk):
+    time.sleep(0.2 * len(chunk))
+    return list(chunk)
+
+def run_stage(module, args, cfg):  # a parallel stage: 200 cases on 2 loky workers, about 20 s
+    print("started", flush=True)
+    return map_cases(slow, list(range(200)), ParallelSettings(2, "loky", 4, ""))
+
+cli.run_stage = run_stage
+sys.exit(cli.main(["--params", sys.argv[1], "--out", "run", "spans"]))
+"""
+
+
+@pytest.mark.slow
+def test_N12_sigint_to_the_main_pid_only_of_a_background_parallel_stage(tmp_path):
+    """N12: `copydecode spans ... &` from a script starts with SIGINT ignored (no job control), so
+    `kill -INT PID` (the main process only) was lost and the stage ran to the end with rc 0. Now: exit
+    130 with the documented message, no traceback, and the previous run's output kept."""
+    import subprocess
+    import sys
+    import time
+
+    old = tmp_path / "run/data/spans/spans.parquet"
+    old.parent.mkdir(parents=True)
+    old.write_bytes(b"a previous run's output")
+    proc = subprocess.Popen([sys.executable, "-c", INTERRUPTED_STAGE, str(ROOT / "params.yaml")], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        time.sleep(3)  # the workers are running chunks
+        proc.send_signal(signal.SIGINT)  # to the main pid only
+        out, err = proc.communicate(timeout=15)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, (proc.returncode, err[-2000:])
+    assert "copydecode spans: interrupted; finished outputs and checkpoints are kept" in err
+    assert "Traceback" not in err
+    assert old.read_bytes() == b"a previous run's output"

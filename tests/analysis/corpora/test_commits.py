@@ -248,6 +248,14 @@ def test_bad_paths(scripted, tmp_path):
         mine_commits(settings(scripted.path, sha256="00" * 32))
 
 
+def test_the_git_folder_itself_mines_as_its_repository(scripted):
+    """`--repo x/.git` (D14): the same cases and corpus name as `--repo x`, not "not the top folder"."""
+    top, report = mine_commits(settings(scripted.path))
+    inner, inner_report = mine_commits(settings(scripted.path / ".git"))
+    assert [c.case_id for c in inner] == [c.case_id for c in top] and inner_report.corpus == report.corpus
+    assert commits.corpus_name(settings(scripted.path / ".git")) == f"CommitEdits-{scripted.path.name}"
+
+
 def test_empty_result_and_bad_settings(scripted):
     with pytest.raises(CorpusError, match=r"gives no case after filtering .*too_short"):
         mine_commits(settings(scripted.path, min_lines=90))
@@ -260,7 +268,8 @@ def test_empty_result_and_bad_settings(scripted):
 
 
 def test_other_languages_and_share_setting(scripted):
-    with pytest.raises(CorpusError, match="no_source_file"):
+    with pytest.raises(CorpusError, match=r"no_source_file: the commit changes no file ending in \.js, \.mjs, \.cjs "
+                                          r"\(language 'js'; set language or extensions"):  # D5
         mine_commits(settings(scripted.path, language="js"))
     loose, report = mine_commits(settings(scripted.path, max_changed_share=1.0))
     assert "rewrite b" in {c.instruction for c in loose} and report.skipped["too_much_changed"] == 0
@@ -325,6 +334,24 @@ def test_multi_file_mode_gives_one_case_per_file(scripted):
     # the one-file cases are all there, as files of their commits
     assert {commits.commit_of(c.case_id) for c in cases} >= {c.case_id for c in one}
     assert all(commits.commit_of(c.case_id) == c.case_id for c in one)
+
+
+def test_multi_file_escapes_file_names_that_are_not_utf8(tmp_path):
+    """N8: a commit touching `caf\\xe9.py` (latin-1) and a name with a newline: the case ids escape
+    those bytes, and the cases become a table (polars refuses the surrogates Python reads them as)."""
+    from analysis.corpora.cases import cases_frame
+
+    repo = Repo(tmp_path / "names")
+    latin, newline = os.fsdecode(b"caf\xe9.py"), "new\nline.py"
+    for name, tag in ((latin, "l"), (newline, "n")):
+        repo.write(name, lines(10, tag))
+    repo.commit("add both", "added")
+    for name, tag in ((latin, "l"), (newline, "n")):
+        repo.write(name, edit_line(lines(10, tag), 4, f"{tag}4 = 44\n"))
+    repo.commit("edit both", "case")
+    cases, _ = mine_commits(settings(repo.path, multi_file=True))
+    assert sorted(c.case_id.split(":", 1)[1] for c in cases) == ["caf\\xe9.py", "new\\x0aline.py"]
+    assert cases_frame(cases, 10**6).height == 2
 
 
 def test_multi_file_sample_keeps_whole_commits(scripted):

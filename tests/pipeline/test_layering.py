@@ -1,7 +1,7 @@
 """The package's shape as rules: no stage module imports another stage module, and no other module
 imports a stage (what stages share lives outside `stages/`: analysis.progress, analysis.stage_tables,
-kernels_profile.pilot_settings); the CLI's dispatch is the one way in. No kernels_profile module is
-over 600 lines (issue 30)."""
+kernels_profile.pilot_settings); the CLI's dispatch is the one way in. No module is
+over 600 lines but the three named (issue 30)."""
 
 import ast
 
@@ -12,11 +12,13 @@ STAGE_PACKAGES = ("analysis.stages", "kernels_profile.stages")
 DISPATCH = {"analysis/cli.py"}  # names every stage module to run it
 # Modules that still import a stage, each with why (issue 30 names the change that removes it).
 STILL_IMPORTING = {
-    "analysis/bench.py": "`bench throughput` times the programs, spans and optimal stages' own steps (their "
-                         "per-case work moves out of the stages with the optimal split, change 9)",
-    "analysis/explore.py": "takes the bounds stage's settings; gets them from the latency layer in change 2",
+    "analysis/bench.py": "`copydecode bench throughput` times the programs, spans and optimal stages' own steps: "
+                         "it is a second dispatcher of stage code, by design",
 }
 MAX_LINES = 600
+# Over MAX_LINES by decision: the grammar automaton, the claims engine (one rule per paper claim) and the
+# commit miner are each one job that reads best in one file.
+LONG_BY_DECISION = {"analysis/fsm.py", "analysis/claims.py", "analysis/corpora/commits.py"}
 
 
 def module_name(path) -> str:
@@ -61,7 +63,7 @@ def test_only_the_cli_dispatch_imports_stage_modules():
     assert set(others) <= set(STILL_IMPORTING), f"modules importing stage modules: {others}"
 
 
-def test_no_kernels_profile_module_is_over_600_lines():
-    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "kernels_profile").rglob("*.py")
+def test_no_module_is_over_600_lines_but_the_three_named():
+    long = {str(p.relative_to(ROOT)): n for package in PACKAGES for p in (ROOT / package).rglob("*.py")
             if (n := len(p.read_text().splitlines())) > MAX_LINES}
-    assert not long, f"kernels_profile modules over {MAX_LINES} lines: {long}"
+    assert set(long) <= LONG_BY_DECISION, f"modules over {MAX_LINES} lines: {long}"

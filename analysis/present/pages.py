@@ -25,6 +25,7 @@ from analysis.claims import (
     claims,
     claims_frame,
 )
+from analysis.kernel_names import FIT_SOURCE
 from analysis.layout import STAND_IN
 from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
@@ -365,7 +366,7 @@ def corpus_table(coverage: pl.DataFrame, bounds: pl.DataFrame | None, formats: p
         if bounds is not None:
             b = bounds.filter((pl.col("corpus") == corpus) & (pl.col("level") == "line") & (pl.col("variant") == "ideal"))
             if "kernel_source" in b.columns:
-                b = b.filter(pl.col("kernel_source") == "fit")
+                b = b.filter(pl.col("kernel_source") == FIT_SOURCE)
             if b.height:
                 r = b.row(0, named=True)
                 row["bound (fit kernel, line)"] = f"{fmt_x(r['bound'])} {fmt_ci(r['ci_low'], r['ci_high'])}"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from analysis.cpuinfo import CPUINFO, read_cpuinfo
 from analysis.digest import file_digest
+from analysis.kernel_names import FIT_SOURCE
 from analysis.layout import LATENCY_MODEL
 from analysis.present.pages import Html, esc
 from analysis.params import DEFAULT_PARAMS
@@ -189,7 +190,7 @@ def kernel_provenance(lm: dict, frozen_root: Path) -> list[KernelSourceProvenanc
     env = lm.get("environment") or []
     if own:
         out.append(KernelSourceProvenance(
-            "fit", ", ".join(sorted(own)), _joined(e.get("device_name") for e in env),
+            FIT_SOURCE, ", ".join(sorted(own)), _joined(e.get("device_name") for e in env),
             _joined(e.get("threads") for e in env), _joined(e.get("torch_version") for e in env),
             _joined(e.get("transformers_version") for e in env)))
     for name in sorted(frozen):

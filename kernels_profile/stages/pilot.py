@@ -4,8 +4,10 @@
     copydecode pilot --preset pilot-gpu    # params pilot.presets: a larger run, its own output folder
 
 What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
-1. Cases: analysis.pilotdata's training and held-out cases (ProbeEdit-S recipe on pinned-stdlib
-   functions disjoint from ProbeEdit-S's evaluation units; held-out files never trained on), and a
+1. Cases: analysis.pilotdata's training and held-out cases of `task` (`edit`: the ProbeEdit-S recipe,
+   worded line edits; `bugfix`: seeded bug mutations fixed on HumanEvalFix's instruction) on
+   pinned-stdlib functions disjoint from ProbeEdit-S's evaluation units (held-out files never
+   trained on), and a
    seeded sample of HEvalFix-Py cases asked as HumanEvalFix asks: the buggy function
    (`humaneval_framing`) and "Fix bugs in <name>.".
 2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.teacher_forced: one forward
@@ -51,6 +53,7 @@ import polars as pl
 
 from analysis.corpora import humanevalpack
 from analysis.corpora.cases import read_cases
+from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
@@ -66,8 +69,8 @@ from analysis.layout import (
     TABLES,
 )
 from analysis.params import choice, get, merge_preset, number, number_list, positive_int
-from analysis.pilotdata import PilotCase, PilotDataParams, build_pilot_cases, with_split
-from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams, probeedit_recipe
+from analysis.pilotdata import TASKS, PilotCase, PilotDataParams, build_pilot_data, task_kinds, with_split
+from analysis.corpora.probeedit import ProbeEditParams, probeedit_recipe
 from analysis.stages.common import progress, timed
 from kernels_profile.machine import check_threads
 from kernels_profile.models import DTYPES, known_models
@@ -157,14 +160,17 @@ class PilotSettings:
 
 def _data(p: dict) -> PilotDataParams:
     group = f"{GROUP}.data"
+    task = choice(p, f"{GROUP}.task", TASKS)
+    allowed = task_kinds(task)
     kinds = get(p, f"{group}.kinds", (str, list))
-    kinds = list(EDIT_KINDS) if kinds == "all" else kinds
-    if not isinstance(kinds, list) or not kinds or any(k not in EDIT_KINDS for k in kinds):
-        raise ParamsError(f"params: '{group}.kinds' must be 'all' or a list of {', '.join(EDIT_KINDS)}, got {kinds!r}")
+    kinds = list(allowed) if kinds == "all" else kinds
+    if not isinstance(kinds, list) or not kinds or any(k not in allowed for k in kinds):
+        raise ParamsError(f"params: '{group}.kinds' must be 'all' or a list of {', '.join(allowed)} "
+                          f"(the kinds of task {task}), got {kinds!r}")
     lo, hi = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if hi < lo:
         raise ParamsError(f"params: '{group}.max_lines' ({hi}) is below min_lines ({lo})")
-    return PilotDataParams(seed=get(p, f"{group}.seed", int), min_lines=lo, max_lines=hi,
+    return PilotDataParams(task=task, seed=get(p, f"{group}.seed", int), min_lines=lo, max_lines=hi,
                            n_train=positive_int(p, f"{group}.n_train"), n_heldout=positive_int(p, f"{group}.n_heldout"),
                            heldout_files=positive_int(p, f"{group}.heldout_files"), kinds=tuple(kinds))
 
@@ -227,12 +233,6 @@ def entry_point(declaration: str, case_id: str) -> str:
     if not names:
         raise CorpusError(f"pilot: {case_id} has no top-level def in its declaration, so no function to name")
     return names[-1]
-
-
-def bugfix_instruction(name: str) -> str:
-    """HumanEvalFix's own instruction (bigcode-evaluation-harness, humanevalfix): the buggy function is
-    the input, the request names it."""
-    return f"Fix bugs in {name}."
 
 
 def humaneval_sample(cases: pl.DataFrame, n: int, seed: int, framing: str = "decl",
@@ -503,7 +503,8 @@ def run(s: PilotSettings) -> dict:
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
-        cases = build_pilot_cases(s.data, s.probeedit)
+        data = build_pilot_data(s.data, s.probeedit)
+        cases = data.cases
         train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
         heldout = [eval_case(c) for c in heldout_cases]
         humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
@@ -525,6 +526,7 @@ def run(s: PilotSettings) -> dict:
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
     write_parquet(curve, out_dir / PILOT_CURVE.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
+    metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         return metrics

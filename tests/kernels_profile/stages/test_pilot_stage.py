@@ -61,12 +61,26 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
     ("pilot.steps", 0, "pilot.steps"),
     ("pilot.level", "token", "pilot.level"),
     ("pilot.data.kinds", ["nope"], "pilot.data.kinds"),
+    ("pilot.task", "refactor", "'pilot.task'"),
+    ("pilot.data.kinds", ["change_literal"], r"'pilot.data.kinds' must be .* \(the kinds of task bugfix\)"),
     ("pilot.data.max_lines", 3, "is below min_lines"),
     ("pilot.threads", 0, "pilot.threads"),
 ])
 def test_bad_params_name_the_field(dotted, value, message):
     with pytest.raises(ParamsError, match=message):
         stage.settings(cfg(**{dotted: value}).params)
+
+
+def test_the_task_picks_its_kinds_and_the_frozen_edit_preset_keeps_its_task():
+    from analysis.bugmutate import MUTATION_KINDS
+    from analysis.corpora.probeedit import EDIT_KINDS
+
+    assert stage.settings(cfg(**{"pilot.task": "bugfix"}).params).data.kinds == MUTATION_KINDS
+    edit = stage.settings(cfg(**{"pilot.task": "edit"}).params)
+    assert edit.data.task == "edit" and edit.data.kinds == EDIT_KINDS
+    assert stage.settings(cfg().params, "pilot-long").data.task == "edit"
+    with pytest.raises(ParamsError, match="the kinds of task edit"):
+        stage.settings(cfg(**{"pilot.task": "edit", "pilot.data.kinds": ["off_by_one"]}).params)
 
 
 def test_unknown_preset_is_named():

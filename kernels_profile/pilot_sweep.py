@@ -19,8 +19,10 @@ pilot` had measured (the stage itself writes data/pilot/curve.parquet only when 
 
 compares each held-out program an adapter decoded with its gold (line-level oracle) program, rebuilt from
 the params' pilot data: copy ranges, how far the first copy's end is off, missing or extra copies, the
-gen text right or not. Writes reports/pilot/range_errors.{csv,md} (one row per decoded held-out program)
-and prints the counts: where greedy decoding goes wrong, read without running a model.
+gen text right or not. Writes reports/pilot/range_errors.{csv,md} (one row per decoded held-out program;
+the .md opens with the diagnosis in words, counted from the rows and naming the run: model, task, steps,
+method from the run's metrics) and prints the counts: where greedy decoding goes wrong, read without
+running a model.
 """
 
 from __future__ import annotations
@@ -95,6 +97,79 @@ def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
                      "copies_off": len(got) - len(want), "ranges_exact": got == want,
                      "gen_exact": _gens(r["program"]) == _gens(case.program), "exact_match": r["exact_match"]})
     return pl.DataFrame(rows)
+
+
+def _count(flags: list[bool]) -> int:
+    return sum(bool(f) for f in flags)
+
+
+def diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> str:
+    """The diagnosis of one run in words, every figure counted from `frame` (range_errors) and the run's
+    facts (model, task, steps, LoRA method) read from its metrics `m`: the text range_errors.md opens with."""
+    lines = []
+    for seed in sorted(set(frame["seed"].to_list())):
+        rows = frame.filter(pl.col("seed") == seed)
+        n = rows.height
+        ranges, gens = rows["ranges_exact"].to_list(), rows["gen_exact"].to_list()
+        off = [v for v in rows["first_end_off"].to_list() if v is not None]
+        copies = rows["copies_off"].to_list()
+        lines.append(
+            f"- program seed {seed}, {n} held-out programs: exact match {_count(rows['exact_match'].to_list())}/{n}; "
+            f"copy ranges exactly right {_count(ranges)}/{n}, gen text exactly right {_count(gens)}/{n}, "
+            f"both {_count([a and b for a, b in zip(ranges, gens)])}/{n}. The first copy's end is right in "
+            f"{sum(v == 0 for v in off)}, off by one or two lines in {sum(1 <= abs(v) <= 2 for v in off)} "
+            f"(too short in {sum(-2 <= v < 0 for v in off)}, too long in {sum(0 < v <= 2 for v in off)}), further off "
+            f"in {sum(abs(v) > 2 for v in off)}, with no copy to compare in {n - len(off)}; copies missing in "
+            f"{sum(c < 0 for c in copies)}, extra in {sum(c > 0 for c in copies)}.")
+    from analysis.pilotreport import run_task
+
+    return (f"# Why the held-out programs are wrong\n\nWritten by `copydecode pilot-sweep --diagnose {records}` "
+            f"from that run's records and its metrics ({metrics}): {m.get('model', '?')}, task "
+            f"{run_task(m)}, {m.get('steps', '?')} steps; {m.get('method', '?')}. Each decoded held-out program "
+            "beside its gold line-level oracle program (one row per program below).\n\n"
+            + "\n".join(lines) + "\n\n")
+
+
+def check_same_run(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> None:
+    """Refuse records and metrics of different runs: each seed's exact matches must be the metrics' count."""
+    recorded = m.get("heldout_em_after") or {}
+    counted = {str(seed): _count(frame.filter(pl.col("seed") == seed)["exact_match"].to_list())
+               for seed in sorted(set(frame["seed"].to_list()))}
+    differ = {seed: (k, recorded.get(seed)) for seed, k in counted.items() if recorded.get(seed) != k}
+    if differ:
+        raise CorpusError(f"pilot-sweep: {records} and {metrics} come from different runs (held-out exact matches "
+                          f"per seed, records vs metrics: {differ})")
+
+
+def run_metrics(records: Path) -> Path:
+    """The metrics of the run that wrote `records`: a preset run's metrics.json beside them, else the
+    default run's reports/metrics/pilot.json."""
+    from analysis.layout import METRICS
+
+    beside = records.parent / "metrics.json"
+    return beside if beside.is_file() else METRICS / "pilot.json"
+
+
+def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
+    """range_errors of the run that wrote `records` (its held-out cases rebuilt from the params, whose
+    task must be the run's), written to `out`.csv and to `out`.md after the diagnosis text."""
+    import json
+
+    from analysis.io import markdown_table, write_csv, write_text
+    from analysis.pilotreport import run_task
+
+    metrics = run_metrics(records)
+    if not metrics.is_file():
+        raise CorpusError(f"pilot-sweep: no metrics for {records} (looked for {metrics}): finish the run first")
+    m = json.loads(metrics.read_text())
+    if run_task(m) != s.data.task:
+        raise CorpusError(f"pilot-sweep: {records} comes from a task {run_task(m)} run ({metrics}) but the params' "
+                          f"pilot.task is {s.data.task}: diagnose it with the params it ran with")
+    frame = range_errors(pl.read_parquet(records), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
+    check_same_run(frame, m, records, metrics)
+    write_csv(frame, out.with_suffix(".csv"))
+    write_text(diagnosis(frame, m, records, metrics) + markdown_table(frame, 3), out.with_suffix(".md"))
+    return frame
 
 
 def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
@@ -180,8 +255,7 @@ def command(args) -> int:
         return 0
     s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)
     if args.diagnose is not None:
-        frame = range_errors(pl.read_parquet(args.diagnose), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
-        write_table(frame, args.out or OUT.with_name("range_errors"), digits=3)
+        frame = diagnose(args.diagnose, s, args.out or OUT.with_name("range_errors"))
         for column in ("first_end_off", "copies_off", "ranges_exact", "gen_exact", "exact_match"):
             print(column, dict(sorted(frame[column].value_counts().iter_rows(), key=str)))
         return 0

@@ -456,3 +456,23 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     path.write_text(json.dumps({**payload, KEY_FIELD: "another", "complete": True}))
     stage.before_metrics(s, loaded, "program", [], FromScratch())
     assert calls == [1, 1] and "keyed 'another'" in capsys.readouterr().err
+
+
+def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another_runs_metrics(tmp_path):
+    from types import SimpleNamespace
+
+    from kernels_profile.pilot_sweep import check_same_run, diagnosis, range_errors
+
+    gold = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
+                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
+    records = stage.records_frame([
+        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>')])
+    frame = range_errors(records, [gold])
+    m = {"model": "smollm2-135m", "task": "bugfix", "steps": 96, "method": "LoRA r8", "heldout_em_after": {"0": 0}}
+    text = diagnosis(frame, m, tmp_path / "records.parquet", tmp_path / "pilot.json")
+    assert "smollm2-135m, task bugfix, 96 steps; LoRA r8" in text
+    assert "exact match 0/1; copy ranges exactly right 0/1, gen text exactly right 1/1, both 0/1" in text
+    assert "off by one or two lines in 1 (too short in 0, too long in 1)" in text and "copies missing in 1" in text
+    check_same_run(frame, m, tmp_path / "r", tmp_path / "m")
+    with pytest.raises(CorpusError, match="come from different runs"):
+        check_same_run(frame, {**m, "heldout_em_after": {"0": 2}}, tmp_path / "r", tmp_path / "m")

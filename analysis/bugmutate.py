@@ -50,6 +50,14 @@ class Mutation:
 
 # ---------------------------------------------------------------- line surgery
 
+def parses(text: str) -> bool:
+    """Whether `text` is Python that parses."""
+    try:
+        return ast.parse(text) is not None
+    except SyntaxError:
+        return False
+
+
 def _lines(text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
@@ -79,15 +87,17 @@ def _tokens(text: str) -> list[tokenize.TokenInfo]:
     return list(tokenize.generate_tokens(io.StringIO(text).readline))
 
 
-def _variables(tree: ast.AST) -> list[str]:
-    """Parameters and assigned names of the function, sorted (the names a variable misuse may swap)."""
+def _parsed(text: str) -> tuple[ast.AST, list[str]]:
+    """The function's tree, and its parameters and assigned names, sorted (the names a variable misuse
+    may swap in, and an excess clause may test)."""
+    tree = ast.parse(text)
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.arg):
             names.add(node.arg)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             names.add(node.id)
-    return sorted(names)
+    return tree, sorted(names)
 
 
 # ---------------------------------------------------------------- site finders
@@ -111,16 +121,11 @@ def _constant_sites(text: str) -> list[Mutation]:
 
 
 def _variable_sites(text: str) -> list[Mutation]:
-    tree = ast.parse(text)
-    variables = _variables(tree)
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables:
-            span = _span(text, node)
-            if span is not None:
-                found += [Mutation("swapped_variable", span[0], _replace(text, *span, other))
-                          for other in variables if other != node.id]
-    return found
+    tree, variables = _parsed(text)
+    reads = [(node, _span(text, node)) for node in ast.walk(tree)
+             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables]
+    return [Mutation("swapped_variable", span[0], _replace(text, *span, other))
+            for node, span in reads if span is not None for other in variables if other != node.id]
 
 
 def _is_docstring(node: ast.stmt) -> bool:
@@ -157,8 +162,7 @@ def _missing_sites(text: str) -> list[Mutation]:
 
 
 def _excess_sites(text: str) -> list[Mutation]:
-    tree = ast.parse(text)
-    variables = _variables(tree)
+    tree, variables = _parsed(text)
     found = []
     for node in ast.walk(tree):
         if not isinstance(node, (ast.If, ast.While)) or node.test.lineno != node.lineno:
@@ -177,24 +181,12 @@ def _excess_sites(text: str) -> list[Mutation]:
     return found
 
 
-SITE_FINDERS: dict[str, Callable[[str], list[Mutation]]] = {
-    "wrong_operator": _operator_sites,
-    "off_by_one": _constant_sites,
-    "swapped_variable": _variable_sites,
-    "missing_clause": _missing_sites,
-    "excess_clause": _excess_sites,
-}
+# one site finder per operator, in MUTATION_KINDS order
+SITE_FINDERS: dict[str, Callable[[str], list[Mutation]]] = dict(zip(MUTATION_KINDS, (
+    _operator_sites, _constant_sites, _variable_sites, _missing_sites, _excess_sites), strict=True))
 
 
 # ---------------------------------------------------------------- verification and the draw
-
-def parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:
-        return False
-    return True
-
 
 def fix_program(buggy: str, original: str) -> str:
     """The line-level oracle program that turns the mutant back into the original, rendered."""

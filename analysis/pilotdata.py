@@ -30,7 +30,7 @@ import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from analysis.bugmutate import MUTATION_KINDS, draw_mutation, verify
+from analysis.bugmutate import MUTATION_KINDS, draw_mutation, parses, verify
 from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
@@ -121,17 +121,9 @@ def functions(rel: str, text: str, min_lines: int, max_lines: int) -> list[Funct
         if not chunk.endswith("\n"):
             chunk += "\n"
         chunk = textwrap.dedent(chunk)  # a method stands alone, as a function does
-        if min_lines <= chunk.count("\n") <= max_lines and _parses(chunk):
+        if min_lines <= chunk.count("\n") <= max_lines and parses(chunk):  # a method whose strings reach column 0 cannot be dedented
             found.append(Function(rel, node.name, first, node.end_lineno, chunk))
     return found
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:  # a method whose strings reach column 0 cannot be dedented
-        return False
-    return True
 
 
 def evaluation_ranges(probeedit: ProbeEditParams, sources: dict[str, str]) -> dict[str, list[tuple[int, int]]]:

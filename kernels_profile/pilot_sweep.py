@@ -37,6 +37,7 @@ from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_table
 from analysis.pilotdata import build_pilot_cases, with_split
+from analysis.pilotdiagnosis import check_same_run, range_errors, write_diagnosis
 
 OUT = Path("reports/pilot/sweep")
 KEYS = {"steps": int, "lr": float, "warmup": int, "schedule": str, "batch": int, "rank": int, "alpha": int}
@@ -67,80 +68,6 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def _ranges(program: str) -> list[tuple[int, int]]:
-    import re
-
-    return [(int(a), int(b)) for a, b in re.findall(r'<copy lines="(\d+)-(\d+)"/>', program or "")]
-
-
-def _gens(program: str) -> list[str]:
-    import re
-
-    return re.findall(r"<gen>(.*?)</gen>", program or "", flags=re.S)
-
-
-def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
-    """One row per decoded held-out program ("after", program mode): gold and predicted copy ranges, the
-    first copy's end (predicted - gold), copies missing (-) or extra (+), ranges and gen text exactly right."""
-    gold = {c.case_id: c for c in cases}
-    rows = []
-    decoded = records.filter((pl.col("phase") == "after") & (pl.col("mode") == "program")
-                             & (pl.col("split") == "heldout") & pl.col("error").is_null())
-    for r in decoded.iter_rows(named=True):
-        case = gold.get(r["case_id"])
-        if case is None:
-            raise CorpusError(f"pilot-sweep: {r['case_id']} is not a held-out case of the params' pilot data")
-        want, got = _ranges(case.program), _ranges(r["program"])
-        rows.append({"seed": r["seed"], "case_id": r["case_id"], "kind": case.kind, "site_line": case.site_line,
-                     "gold_ranges": str(want), "ranges": str(got),
-                     "first_end_off": got[0][1] - want[0][1] if got and want else None,
-                     "copies_off": len(got) - len(want), "ranges_exact": got == want,
-                     "gen_exact": _gens(r["program"]) == _gens(case.program), "exact_match": r["exact_match"]})
-    return pl.DataFrame(rows)
-
-
-def _count(flags: list[bool]) -> int:
-    return sum(bool(f) for f in flags)
-
-
-def diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> str:
-    """The diagnosis of one run in words, every figure counted from `frame` (range_errors) and the run's
-    facts (model, task, steps, LoRA method) read from its metrics `m`: the text range_errors.md opens with."""
-    lines = []
-    for seed in sorted(set(frame["seed"].to_list())):
-        rows = frame.filter(pl.col("seed") == seed)
-        n = rows.height
-        ranges, gens = rows["ranges_exact"].to_list(), rows["gen_exact"].to_list()
-        off = [v for v in rows["first_end_off"].to_list() if v is not None]
-        copies = rows["copies_off"].to_list()
-        lines.append(
-            f"- program seed {seed}, {n} held-out programs: exact match {_count(rows['exact_match'].to_list())}/{n}; "
-            f"copy ranges exactly right {_count(ranges)}/{n}, gen text exactly right {_count(gens)}/{n}, "
-            f"both {_count([a and b for a, b in zip(ranges, gens)])}/{n}. The first copy's end is right in "
-            f"{sum(v == 0 for v in off)}, off by one or two lines in {sum(1 <= abs(v) <= 2 for v in off)} "
-            f"(too short in {sum(-2 <= v < 0 for v in off)}, too long in {sum(0 < v <= 2 for v in off)}), further off "
-            f"in {sum(abs(v) > 2 for v in off)}, with no copy to compare in {n - len(off)}; copies missing in "
-            f"{sum(c < 0 for c in copies)}, extra in {sum(c > 0 for c in copies)}.")
-    from analysis.pilotreport import run_task
-
-    return (f"# Why the held-out programs are wrong\n\nWritten by `copydecode pilot-sweep --diagnose {records}` "
-            f"from that run's records and its metrics ({metrics}): {m.get('model', '?')}, task "
-            f"{run_task(m)}, {m.get('steps', '?')} steps; {m.get('method', '?')}. Each decoded held-out program "
-            "beside its gold line-level oracle program (one row per program below).\n\n"
-            + "\n".join(lines) + "\n\n")
-
-
-def check_same_run(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> None:
-    """Refuse records and metrics of different runs: each seed's exact matches must be the metrics' count."""
-    recorded = m.get("heldout_em_after") or {}
-    counted = {str(seed): _count(frame.filter(pl.col("seed") == seed)["exact_match"].to_list())
-               for seed in sorted(set(frame["seed"].to_list()))}
-    differ = {seed: (k, recorded.get(seed)) for seed, k in counted.items() if recorded.get(seed) != k}
-    if differ:
-        raise CorpusError(f"pilot-sweep: {records} and {metrics} come from different runs (held-out exact matches "
-                          f"per seed, records vs metrics: {differ})")
-
-
 def run_metrics(records: Path) -> Path:
     """The metrics of the run that wrote `records`: a preset run's metrics.json beside them, else the
     default run's reports/metrics/pilot.json."""
@@ -155,7 +82,6 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
     task must be the run's), written to `out`.csv and to `out`.md after the diagnosis text."""
     import json
 
-    from analysis.io import markdown_table, write_csv, write_text
     from analysis.pilotreport import run_task
 
     metrics = run_metrics(records)
@@ -167,8 +93,7 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
                           f"pilot.task is {s.data.task}: diagnose it with the params it ran with")
     frame = range_errors(pl.read_parquet(records), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
     check_same_run(frame, m, records, metrics)
-    write_csv(frame, out.with_suffix(".csv"))
-    write_text(diagnosis(frame, m, records, metrics) + markdown_table(frame, 3), out.with_suffix(".md"))
+    write_diagnosis(frame, m, records, metrics, out)
     return frame
 
 

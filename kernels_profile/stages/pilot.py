@@ -35,8 +35,9 @@ recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
 data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
-reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
-losses, curve and metrics under data/pilot/<preset>/; a preset run committed under
+reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
+held-out programs are wrong, counted from this run (analysis.pilotdiagnosis: reports/pilot/range_errors.{csv,md}).
+A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
 reports/pilot/frozen/<preset>/ (its metrics.json and a run.json naming the command, commit, date and
 wall-clock) is read by the default run and shown beside it, labelled (pilot.json "frozen", the
 pilot_steps and pilot_runs tables).
@@ -62,6 +63,7 @@ from analysis.layout import (
     METRICS,
     PILOT_CHECKPOINTS,
     PILOT_CURVE,
+    PILOT_DIAGNOSIS,
     PILOT_DIR,
     PILOT_FROZEN,
     PILOT_LOSSES,
@@ -69,6 +71,7 @@ from analysis.layout import (
     TABLES,
 )
 from analysis.params import choice, get, merge_preset, number, number_list, positive_int
+from analysis.pilotdiagnosis import range_errors, write_diagnosis
 from analysis.pilotdata import TASKS, PilotCase, PilotDataParams, build_pilot_data, task_kinds, with_split
 from analysis.corpora.probeedit import ProbeEditParams, probeedit_recipe
 from analysis.stages.common import progress, timed
@@ -527,8 +530,11 @@ def run(s: PilotSettings) -> dict:
     write_parquet(curve, out_dir / PILOT_CURVE.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
     metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
+    diagnosis = range_errors(frame, heldout_cases)  # why the held-out programs are wrong, counted from this run
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
+        write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
+                        out_dir / PILOT_DIAGNOSIS.name)
         return metrics
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
@@ -543,4 +549,5 @@ def run(s: PilotSettings) -> dict:
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")
     write_json(metrics, METRICS / "pilot.json")
+    write_diagnosis(diagnosis, metrics, PILOT_RECORDS, METRICS / "pilot.json", PILOT_DIAGNOSIS)
     return metrics

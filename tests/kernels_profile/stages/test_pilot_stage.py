@@ -354,6 +354,13 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     assert metrics["humaneval_em_before"] is None and metrics["stopped_counts"]
     assert pl.read_csv(TABLES / "pilot_before_after.csv")["seed"].to_list() == [0, 1]
     assert (TABLES / "pilot_curve.md").is_file()
+    from analysis.layout import PILOT_DIAGNOSIS
+
+    diagnosis = PILOT_DIAGNOSIS.with_suffix(".md").read_text()  # counted from this run, naming it
+    assert f"task bugfix, 3 steps; {metrics['method']}" in diagnosis and "program seed 1, 2 held-out programs" in diagnosis
+    assert pl.read_csv(PILOT_DIAGNOSIS.with_suffix(".csv")).height == 4
+    assert metrics["task"] == "bugfix" and metrics["data"]["not_applied"] == dict(sorted(
+        metrics["data"]["not_applied"].items()))
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
     from kernels_profile.runtime import KEY_FIELD, SECONDS_FIELD

@@ -468,7 +468,7 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
 def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another_runs_metrics(tmp_path):
     from types import SimpleNamespace
 
-    from kernels_profile.pilot_sweep import check_same_run, diagnosis, range_errors
+    from analysis.pilotdiagnosis import check_same_run, diagnosis, range_errors
 
     gold = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
                            program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')

@@ -860,7 +860,9 @@ def _run_text(label: str, m: dict) -> str:
           if em.humaneval_before or em.humaneval_after else "")
     held = (held_counted if held_counted else f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"
             + (f" ({seeds} seeds)" if seeds > 1 else ""))
-    return f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {held}"
+    from analysis.pilotreport import HELDOUT_NAME, run_task
+
+    return f"{label} ({m.get('steps', MISSING)} steps): {he}{HELDOUT_NAME[run_task(m)]} EM {held}"
 
 
 def pilot_scale(m: dict, label: str) -> str:

@@ -215,9 +215,9 @@ def _seeds(seeds) -> str:
 def decoding_plan(s) -> str:
     """Which adapters decode what, in words: every program seed gets teacher-forced held-out metrics, only
     these get greedy decodes (the rest of the stage's time goes to training)."""
-    parts = [f"held-out edits: base model and program {_seeds(s.decode_seeds)}"]
+    parts = [f"{HELDOUT_NAME[s.data.task]}: base model and program {_seeds(s.decode_seeds)}"]
     if s.rewrite_seeds:
-        parts.append(f"rewrite {_seeds(s.rewrite_seeds)} on the held-out edits, paired per case")
+        parts.append(f"rewrite {_seeds(s.rewrite_seeds)} on the {HELDOUT_NAME[s.data.task]}, paired per case")
     else:
         parts.append("no rewrite adapter")
     if s.humaneval_seeds and s.humaneval_cases:
@@ -237,6 +237,9 @@ TRAINED_ON = {"edit": "worded line edits (the ProbeEdit-S recipe on pinned-stdli
               "bugfix": "synthetic bug fixes (seeded mutations of HumanEvalFix's bug types in pinned-stdlib "
                         "functions, asked \"Fix bugs in <function>.\"), the task HEvalFix-Py measures"}
 LEGACY_TASK = "edit"
+
+
+HELDOUT_NAME = {"edit": "held-out edits", "bugfix": "held-out bug fixes"}
 
 
 def run_task(m: dict) -> str:

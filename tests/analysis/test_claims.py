@@ -507,3 +507,5 @@ def test_claim_7_judges_a_bugfix_run_before_a_longer_edit_run(tmp_path):
            frozen={"pilot-long": {"run": {"commit": "abc1234"}, "metrics": long}})
     claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
     assert claim.verdict == claims.REPRODUCED and "32 steps (default), task bugfix" in claim.reason
+    assert claim.ours.startswith("default (32 steps): HEvalFix-Py EM") and "held-out bug fixes EM" in claim.ours
+    assert "(384 steps): HEvalFix-Py EM 0.0% -> 0.0%; held-out edits EM" in claim.ours

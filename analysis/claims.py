@@ -850,29 +850,46 @@ def _run_text(label: str, m: dict) -> str:
           if em.humaneval_before or em.humaneval_after else "")
     held = (held_counted if held_counted else f"{_em_text(em.heldout_before)} -> {_em_text(em.heldout_after)}"
             + (f" ({seeds} seeds)" if seeds > 1 else ""))
-    return f"{label} ({m.get('steps', MISSING)} steps): {he}held-out edits EM {held}"
+    from analysis.pilotdata import run_task
+    from analysis.present.pilotreport import HELDOUT_NAME
+
+    return f"{label} ({m.get('steps', MISSING)} steps): {he}{HELDOUT_NAME[run_task(m)]} EM {held}"
+
+
+def pilot_scale(m: dict, label: str) -> str:
+    """'<model>, <steps> steps (<label>), task <task> on <n> training sequences': what a pilot run trained,
+    read from its metrics (the task of a run written before pilot.task is pilotdata.LEGACY_TASK)."""
+    from analysis.pilotdata import run_task
+
+    kept = (m.get("train_sequences") or {}).get("program") if isinstance(m.get("train_sequences"), dict) else None
+    size = kept.get("kept") if isinstance(kept, dict) else None
+    n_train = (m.get("data") or {}).get("n_train") if isinstance(m.get("data"), dict) else None
+    data = (f"{size} training sequences" if isinstance(size, int) else
+            f"{n_train} training cases" if isinstance(n_train, int) else "training data size not recorded")
+    return (f"{m.get('model', 'unknown model')}, {m.get('steps', MISSING)} steps ({label}), "
+            f"task {run_task(m)} on {data}")
 
 
 def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     """Claim 7 from the pilot's metrics: the default run and the frozen preset runs it carries, each
     labelled. The verdict's HEvalFix-Py lift is that of the longest run that decoded HEvalFix-Py before and
     after ("not reproduced at this scale" unless it meets the paper's lift)."""
+    from analysis.pilotdata import run_task
+
     m = metric_input(spec, 0, tables, metrics_dir)
     runs = _pilot_runs(m)
     ours = "; ".join(_run_text(label, r) for label, r in runs)
     measured_runs = [(label, r) for label, r in runs
                      if pilot_em(r).humaneval_before and pilot_em(r).humaneval_after]
-    label, judged = max(measured_runs, key=lambda lr: lr[1].get("steps") or 0) if measured_runs else ("default", m)
+    label, judged = (max(measured_runs, key=lambda lr: (run_task(lr[1]) == "bugfix", lr[1].get("steps") or 0))
+                     if measured_runs else ("default", m))
     em = pilot_em(judged)
     missing = [what for what, values in (("HEvalFix-Py EM before fine-tuning", em.humaneval_before),
                                          ("HEvalFix-Py EM after fine-tuning", em.humaneval_after)) if not values]
     paper_lift = spec["em_after_low"] - spec["em_before"]
     lift = (sum(em.humaneval_after) / len(em.humaneval_after) - sum(em.humaneval_before) / len(em.humaneval_before)
             if not missing else None)
-    scale = (f"{judged.get('model', 'unknown model')}, {judged.get('steps', MISSING)} steps ({label})"
-             + (f" on {judged['train_sequences']} training sequences"
-                if isinstance(judged.get("train_sequences"), int) else "")
-             + f", against the paper's {spec.get('model', 'model')}")
+    scale = f"{pilot_scale(judged, label)}, against the paper's {spec.get('model', 'model')}"
     method = "; ".join(f"{lbl}: {r.get('method', MISSING)}" for lbl, r in runs) + " [pilot]"
     if lift is not None and judge(spec, lift, paper_lift):
         return Claim(claim=f"7. {spec['title']}", paper=spec["text"], ours=ours, verdict=REPRODUCED,

@@ -49,6 +49,7 @@ LATENCY_MODEL = REPORTS / "kernels/latency_model.json"  # kernels_profile.stages
 TIMINGS_REPORT = REPORTS / "timings.json"               # every stage's last run time, gathered by the reports stage
 FROZEN_KERNELS = REPORTS / "kernels/frozen"
 PILOT_FROZEN = REPORTS / "pilot/frozen"                 # committed preset runs: <preset>/{metrics.json,run.json,...}
+PILOT_DIAGNOSIS = REPORTS / "pilot/range_errors"          # analysis.pilotdiagnosis: the default run's .csv and .md
 E2E_FROZEN = REPORTS / "e2e/frozen"                     # committed e2e preset runs: <preset>/{run.json,metrics.json,e2e_*.csv}
 E2E_WIDE = "e2e-wide"                                   # the wide e2e preset the reports show beside the default
 BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy"    # `copydecode bench busy`: .md and .json, quiet vs busy

@@ -11,9 +11,15 @@ Disjointness, checked rather than assumed:
 - the held-out cases come from files that no training case comes from (`heldout_files` files,
   drawn with the seed); `check_disjoint` raises if either rule is broken.
 
-Each case has an instruction in words that names the line ("on line 12, change 3 to 4"), since the
-prompt numbers the source lines; the target program is the line-level oracle (analysis.oracle), or
-the token-level one when asked.
+Two tasks (params `pilot.task`):
+- `edit`: each case has an instruction in words that names the line ("on line 12, change 3 to 4"),
+  since the prompt numbers the source lines; the target is the edited function.
+- `bugfix`: each case is a function with one bug planted by a seeded mutation operator
+  (analysis.bugmutate: HumanEvalFix's bug types), asked with HumanEvalFix's own instruction
+  (analysis.corpora.humanevalpack.bugfix_instruction, "Fix bugs in <name>."); the target is the
+  original function, so the program copies the intact lines and generates the fixed one.
+The target program is the line-level oracle (analysis.oracle). A function the task's kind cannot be
+applied to is counted per split and kind (`PilotData.not_applied`), never dropped silently.
 """
 
 from __future__ import annotations
@@ -21,8 +27,11 @@ from __future__ import annotations
 import ast
 import random
 import textwrap
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+from analysis.bugmutate import MUTATION_KINDS, draw_mutation, parses, verify
+from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
 from analysis.corpora.probeedit import (
@@ -36,12 +45,31 @@ from analysis.corpora.probeedit import (
 from analysis.program import render
 
 SPLITS = ("train", "heldout")
+TASKS = ("edit", "bugfix")
+
+
+# Metrics written before pilot.task existed trained on edits, the one task then.
+LEGACY_TASK = "edit"
+
+
+def run_task(m: dict) -> str:
+    """The training task a pilot metrics file records (LEGACY_TASK for one written before pilot.task)."""
+    return m.get("task") or LEGACY_TASK
+
+
+def task_kinds(task: str) -> tuple[str, ...]:
+    """The kinds a task draws from: ProbeEdit-S's edit kinds, or the bug mutation operators."""
+    if task not in TASKS:
+        raise CorpusError(f"pilot data: task must be one of {', '.join(TASKS)}, got {task!r}")
+    return EDIT_KINDS if task == "edit" else MUTATION_KINDS
 
 
 @dataclass(frozen=True)
 class PilotDataParams:
-    """params `pilot.data` (built by the pilot stage's settings; no default here, params.yaml is the one source)."""
+    """params `pilot.data` and `pilot.task` (built by the pilot stage's settings; no default here,
+    params.yaml is the one source)."""
 
+    task: str
     seed: int
     min_lines: int
     max_lines: int
@@ -76,6 +104,14 @@ class PilotCase:
     program: str  # the line-level oracle program, rendered
 
 
+@dataclass(frozen=True)
+class PilotData:
+    """The cases, and per "split/kind" how many functions the kind could not be applied to."""
+
+    cases: list[PilotCase]
+    not_applied: dict[str, int] = field(default_factory=dict)
+
+
 # ---------------------------------------------------------------- functions and disjointness
 
 def functions(rel: str, text: str, min_lines: int, max_lines: int) -> list[Function]:
@@ -94,17 +130,9 @@ def functions(rel: str, text: str, min_lines: int, max_lines: int) -> list[Funct
         if not chunk.endswith("\n"):
             chunk += "\n"
         chunk = textwrap.dedent(chunk)  # a method stands alone, as a function does
-        if min_lines <= chunk.count("\n") <= max_lines and _parses(chunk):
+        if min_lines <= chunk.count("\n") <= max_lines and parses(chunk):  # a method whose strings reach column 0 cannot be dedented
             found.append(Function(rel, node.name, first, node.end_lineno, chunk))
     return found
-
-
-def _parses(text: str) -> bool:
-    try:
-        ast.parse(text)
-    except SyntaxError:  # a method whose strings reach column 0 cannot be dedented
-        return False
-    return True
 
 
 def evaluation_ranges(probeedit: ProbeEditParams, sources: dict[str, str]) -> dict[str, list[tuple[int, int]]]:
@@ -164,15 +192,42 @@ def _case(number: int, split: str, fn: Function, kind: str, edit: Edit) -> Pilot
     )
 
 
-def _draw(pool: list[Function], count: int, kinds: tuple[str, ...], split: str, rng: random.Random) -> list[PilotCase]:
+def _bugfix_case(number: int, split: str, fn: Function, kind: str, rng: random.Random) -> PilotCase | None:
+    mutation = draw_mutation(fn.text, kind, rng)
+    if mutation is None:
+        return None
+    return PilotCase(
+        case_id=f"pilot-{split}/{number}", split=split, file=fn.file, function=fn.name,
+        first_line=fn.first, last_line=fn.last, kind=kind, site_line=mutation.site_line,
+        instruction=bugfix_instruction(fn.name), source=mutation.text, target=fn.text,
+        program=verify(fn.text, mutation.text),
+    )
+
+
+def _edit_case(number: int, split: str, fn: Function, kind: str, rng: random.Random) -> PilotCase | None:
+    edit = draw_edit(fn.text, kind, rng)
+    return None if edit is None else _case(number, split, fn, kind, edit)
+
+
+CASE_MAKERS: dict[str, Callable[[int, str, Function, str, random.Random], PilotCase | None]] = {
+    "edit": _edit_case, "bugfix": _bugfix_case,
+}
+
+
+def _draw(pool: list[Function], count: int, kinds: tuple[str, ...], split: str, rng: random.Random,
+          task: str, not_applied: dict[str, int]) -> list[PilotCase]:
+    """`count` cases, the kinds in turn; a function the turn's kind cannot be applied to is counted in
+    `not_applied` ("split/kind") and the next function gets the same kind."""
     cases: list[PilotCase] = []
     for fn in pool:
         if len(cases) == count:
             break
         kind = kinds[len(cases) % len(kinds)]
-        edit = draw_edit(fn.text, kind, rng)
-        if edit is not None:
-            cases.append(_case(len(cases), split, fn, kind, edit))
+        case = CASE_MAKERS[task](len(cases), split, fn, kind, rng)
+        if case is None:
+            not_applied[f"{split}/{kind}"] = not_applied.get(f"{split}/{kind}", 0) + 1
+        else:
+            cases.append(case)
     if len(cases) < count:
         raise CorpusError(f"pilot data: only {len(cases)} of {count} {split} cases could be drawn from "
                           f"{len(pool)} functions; lower pilot.data.n_{split} or widen the line range")
@@ -182,9 +237,16 @@ def _draw(pool: list[Function], count: int, kinds: tuple[str, ...], split: str, 
 def build_pilot_cases(params: PilotDataParams, probeedit: ProbeEditParams) -> list[PilotCase]:
     """Training and held-out cases (module docstring), disjoint from `probeedit`'s evaluation units
     (params corpora.probeedit's recipe); deterministic in the params."""
-    unknown = [k for k in params.kinds if k not in EDIT_KINDS]
+    return build_pilot_data(params, probeedit).cases
+
+
+def build_pilot_data(params: PilotDataParams, probeedit: ProbeEditParams) -> PilotData:
+    """`build_pilot_cases` with the count of functions each kind could not be applied to."""
+    allowed = task_kinds(params.task)
+    unknown = [k for k in params.kinds if k not in allowed]
     if unknown or not params.kinds:
-        raise CorpusError(f"pilot data: kinds must be a non-empty subset of {', '.join(EDIT_KINDS)}, got {params.kinds}")
+        raise CorpusError(f"pilot data: {params.task} kinds must be a non-empty subset of {', '.join(allowed)}, "
+                          f"got {params.kinds}")
     sources = load_pinned_sources(probeedit)
     ranges = evaluation_ranges(probeedit, sources)
     files = sorted(sources)
@@ -199,10 +261,11 @@ def build_pilot_cases(params: PilotDataParams, probeedit: ProbeEditParams) -> li
                 pools["heldout" if rel in heldout else "train"].append(fn)
     for pool in pools.values():
         rng.shuffle(pool)
-    cases = (_draw(pools["train"], params.n_train, params.kinds, "train", rng)
-             + _draw(pools["heldout"], params.n_heldout, params.kinds, "heldout", rng))
+    not_applied: dict[str, int] = {}
+    cases = (_draw(pools["train"], params.n_train, params.kinds, "train", rng, params.task, not_applied)
+             + _draw(pools["heldout"], params.n_heldout, params.kinds, "heldout", rng, params.task, not_applied))
     check_disjoint(cases, ranges)
-    return cases
+    return PilotData(cases, dict(sorted(not_applied.items())))
 
 
 def check_disjoint(cases: list[PilotCase], ranges: dict[str, list[tuple[int, int]]]) -> None:

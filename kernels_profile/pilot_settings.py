@@ -8,10 +8,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.corpora import humanevalpack
-from analysis.corpora.probeedit import EDIT_KINDS, ProbeEditParams, probeedit_recipe
+from analysis.corpora.probeedit import ProbeEditParams, probeedit_recipe
 from analysis.errors import ParamsError
 from analysis.params import check_threads, choice, get, merge_preset, number, number_list, positive_int
-from analysis.pilotdata import PilotDataParams
+from analysis.pilotdata import TASKS, PilotDataParams, task_kinds
 from kernels_profile.models import DTYPES, known_models
 
 GROUP = "pilot"
@@ -80,14 +80,17 @@ class PilotSettings:
 
 def _data(p: dict) -> PilotDataParams:
     group = f"{GROUP}.data"
+    task = choice(p, f"{GROUP}.task", TASKS)
+    allowed = task_kinds(task)
     kinds = get(p, f"{group}.kinds", (str, list))
-    kinds = list(EDIT_KINDS) if kinds == "all" else kinds
-    if not isinstance(kinds, list) or not kinds or any(k not in EDIT_KINDS for k in kinds):
-        raise ParamsError(f"params: '{group}.kinds' must be 'all' or a list of {', '.join(EDIT_KINDS)}, got {kinds!r}")
+    kinds = list(allowed) if kinds == "all" else kinds
+    if not isinstance(kinds, list) or not kinds or any(k not in allowed for k in kinds):
+        raise ParamsError(f"params: '{group}.kinds' must be 'all' or a list of {', '.join(allowed)} "
+                          f"(the kinds of task {task}), got {kinds!r}")
     lo, hi = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
     if hi < lo:
         raise ParamsError(f"params: '{group}.max_lines' ({hi}) is below min_lines ({lo})")
-    return PilotDataParams(seed=get(p, f"{group}.seed", int), min_lines=lo, max_lines=hi,
+    return PilotDataParams(task=task, seed=get(p, f"{group}.seed", int), min_lines=lo, max_lines=hi,
                            n_train=positive_int(p, f"{group}.n_train"), n_heldout=positive_int(p, f"{group}.n_heldout"),
                            heldout_files=positive_int(p, f"{group}.heldout_files"), kinds=tuple(kinds))
 

@@ -19,8 +19,10 @@ pilot` had measured (the stage itself writes data/pilot/curve.parquet only when 
 
 compares each held-out program an adapter decoded with its gold (line-level oracle) program, rebuilt from
 the params' pilot data: copy ranges, how far the first copy's end is off, missing or extra copies, the
-gen text right or not. Writes reports/pilot/range_errors.{csv,md} (one row per decoded held-out program)
-and prints the counts: where greedy decoding goes wrong, read without running a model.
+gen text right or not. Writes reports/pilot/range_errors.{csv,md} (one row per decoded held-out program;
+the .md opens with the diagnosis in words, counted from the rows and naming the run: model, task, steps,
+method from the run's metrics) and prints the counts: where greedy decoding goes wrong, read without
+running a model.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.io import write_table
 from analysis.pilotdata import build_pilot_cases, with_split
+from analysis.pilotdiagnosis import check_same_run, range_errors, write_diagnosis
 
 OUT = Path("reports/pilot/sweep")
 KEYS = {"steps": int, "lr": float, "warmup": int, "schedule": str, "batch": int, "rank": int, "alpha": int}
@@ -65,36 +68,33 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
-def _ranges(program: str) -> list[tuple[int, int]]:
-    import re
+def run_metrics(records: Path) -> Path:
+    """The metrics of the run that wrote `records`: a preset run's metrics.json beside them, else the
+    default run's reports/metrics/pilot.json."""
+    from analysis.layout import METRICS
 
-    return [(int(a), int(b)) for a, b in re.findall(r'<copy lines="(\d+)-(\d+)"/>', program or "")]
-
-
-def _gens(program: str) -> list[str]:
-    import re
-
-    return re.findall(r"<gen>(.*?)</gen>", program or "", flags=re.S)
+    beside = records.parent / "metrics.json"
+    return beside if beside.is_file() else METRICS / "pilot.json"
 
 
-def range_errors(records: pl.DataFrame, cases) -> pl.DataFrame:
-    """One row per decoded held-out program ("after", program mode): gold and predicted copy ranges, the
-    first copy's end (predicted - gold), copies missing (-) or extra (+), ranges and gen text exactly right."""
-    gold = {c.case_id: c for c in cases}
-    rows = []
-    decoded = records.filter((pl.col("phase") == "after") & (pl.col("mode") == "program")
-                             & (pl.col("split") == "heldout") & pl.col("error").is_null())
-    for r in decoded.iter_rows(named=True):
-        case = gold.get(r["case_id"])
-        if case is None:
-            raise CorpusError(f"pilot-sweep: {r['case_id']} is not a held-out case of the params' pilot data")
-        want, got = _ranges(case.program), _ranges(r["program"])
-        rows.append({"seed": r["seed"], "case_id": r["case_id"], "kind": case.kind, "site_line": case.site_line,
-                     "gold_ranges": str(want), "ranges": str(got),
-                     "first_end_off": got[0][1] - want[0][1] if got and want else None,
-                     "copies_off": len(got) - len(want), "ranges_exact": got == want,
-                     "gen_exact": _gens(r["program"]) == _gens(case.program), "exact_match": r["exact_match"]})
-    return pl.DataFrame(rows)
+def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
+    """range_errors of the run that wrote `records` (its held-out cases rebuilt from the params, whose
+    task must be the run's), written to `out`.csv and to `out`.md after the diagnosis text."""
+    import json
+
+    from analysis.pilotdata import run_task
+
+    metrics = run_metrics(records)
+    if not metrics.is_file():
+        raise CorpusError(f"pilot-sweep: no metrics for {records} (looked for {metrics}): finish the run first")
+    m = json.loads(metrics.read_text())
+    if run_task(m) != s.data.task:
+        raise CorpusError(f"pilot-sweep: {records} comes from a task {run_task(m)} run ({metrics}) but the params' "
+                          f"pilot.task is {s.data.task}: diagnose it with the params it ran with")
+    frame = range_errors(pl.read_parquet(records), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
+    check_same_run(frame, m, records, metrics)
+    write_diagnosis(frame, m, records, metrics, out)
+    return frame
 
 
 def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
@@ -180,8 +180,7 @@ def command(args) -> int:
         return 0
     s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)
     if args.diagnose is not None:
-        frame = range_errors(pl.read_parquet(args.diagnose), with_split(build_pilot_cases(s.data, s.probeedit), "heldout"))
-        write_table(frame, args.out or OUT.with_name("range_errors"), digits=3)
+        frame = diagnose(args.diagnose, s, args.out or OUT.with_name("range_errors"))
         for column in ("first_end_off", "copies_off", "ranges_exact", "gen_exact", "exact_match"):
             print(column, dict(sorted(frame[column].value_counts().iter_rows(), key=str)))
         return 0

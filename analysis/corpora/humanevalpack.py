@@ -143,6 +143,16 @@ def _load_from_hub(language: str) -> tuple[list[dict], CorpusOrigin]:
     return records, CorpusOrigin(corpus_name(language), f"hub:{HUB_ID}/{language}", None, len(records))
 
 
+BUGFIX_INSTRUCTION = "Fix bugs in {name}."
+
+
+def bugfix_instruction(name: str) -> str:
+    """HumanEvalFix's own instruction (bigcode-evaluation-harness, humanevalfix): the buggy function is
+    the input, the request names it. The pilot asks its HEvalFix-Py cases and its `bugfix` training
+    cases with it."""
+    return BUGFIX_INSTRUCTION.format(name=name)
+
+
 def framed_pair(record: dict, framing: str) -> tuple[str, str]:
     buggy, fixed = record["buggy_solution"], record["canonical_solution"]
     if framing == "body":

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from analysis.pilotdata import run_task
 from analysis.stats import SIGNIFICANCE, clopper_pearson, mcnemar_exact, quartiles
 
 KEYS = ["phase", "mode", "seed", "split"]
@@ -215,9 +216,9 @@ def _seeds(seeds) -> str:
 def decoding_plan(s) -> str:
     """Which adapters decode what, in words: every program seed gets teacher-forced held-out metrics, only
     these get greedy decodes (the rest of the stage's time goes to training)."""
-    parts = [f"held-out edits: base model and program {_seeds(s.decode_seeds)}"]
+    parts = [f"{HELDOUT_NAME[s.data.task]}: base model and program {_seeds(s.decode_seeds)}"]
     if s.rewrite_seeds:
-        parts.append(f"rewrite {_seeds(s.rewrite_seeds)} on the held-out edits, paired per case")
+        parts.append(f"rewrite {_seeds(s.rewrite_seeds)} on the {HELDOUT_NAME[s.data.task]}, paired per case")
     else:
         parts.append("no rewrite adapter")
     if s.humaneval_seeds and s.humaneval_cases:
@@ -228,6 +229,23 @@ def decoding_plan(s) -> str:
     if rest:
         parts.append(f"program {_seeds(rest)}: teacher-forced metrics only")
     return "; ".join(parts)
+
+
+# pilot.task -> what its training cases are (metrics "scale" and "trained_on")
+TASK_DATA = {"edit": "worded line edits", "bugfix": "synthetic bug fixes"}
+TRAINED_ON = {"edit": "worded line edits (the ProbeEdit-S recipe on pinned-stdlib functions), not bug fixes",
+              "bugfix": "synthetic bug fixes (seeded mutations of HumanEvalFix's bug types in pinned-stdlib "
+                        "functions, asked \"Fix bugs in <function>.\"), the task HEvalFix-Py measures"}
+HELDOUT_NAME = {"edit": "held-out edits", "bugfix": "held-out bug fixes"}
+
+
+def training_note(m: dict) -> str:
+    """What the adapters were trained on and what that makes the HEvalFix-Py row measure."""
+    if run_task(m) == "bugfix":
+        return (f"The adapters were trained on {m.get('trained_on', TRAINED_ON['bugfix'])} (on functions disjoint "
+                "from every evaluation case), so the HEvalFix-Py row measures the trained task on unseen code")
+    return (f"The adapters were trained on {m.get('trained_on', 'worded line edits')}, so the HEvalFix-Py row "
+            "measures transfer to a task never trained on")
 
 
 def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_note: str,
@@ -256,13 +274,14 @@ def metrics(records: pl.DataFrame, losses: pl.DataFrame, s, kept: dict, weights_
         "under the grammar FSM ({d})".format(r=s.lora_rank, a=s.lora_alpha, t=", ".join(s.lora_targets), st=steps_text,
                                             d=decoding_plan(s)),
         "decoding": decoding_plan(s),
-        "scale": f"{s.model} (135M parameters) on CPU, {s.steps} LoRA steps on {s.data.n_train} worded line edits",
+        "task": s.data.task,
+        "scale": f"{s.model} (135M parameters) on CPU, {s.steps} LoRA steps on {s.data.n_train} {TASK_DATA[s.data.task]}",
         "steps": s.steps, "lr": s.lr, "warmup": s.warmup, "schedule": s.schedule, "batch": s.batch,
         "seeds": list(s.seeds), "decode_seeds": list(s.decode_seeds), "rewrite_seeds": list(s.rewrite_seeds),
         "train_sequences": kept, "data": {"n_train": s.data.n_train, "n_heldout": s.data.n_heldout,
                                           "min_lines": s.data.min_lines, "max_lines": s.data.max_lines,
                                           "heldout_files": s.data.heldout_files, "seed": s.data.seed},
-        "trained_on": "worded line edits (the ProbeEdit-S recipe on pinned-stdlib functions), not bug fixes",
+        "trained_on": TRAINED_ON[s.data.task],
         "budget": f"gold target tokens (or oracle program tokens, if more) + {s.budget_margin} + EOS",
         "before": _summary(before),
         "after_program": program, "after_program_em_range": em_range(program),

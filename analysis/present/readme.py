@@ -205,7 +205,7 @@ def _mask_sentence(root: Path) -> str:
 
 def _pilot_sentence(root: Path) -> str:
     """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.present.pilotreport.headline)."""
-    from analysis.present.pilotreport import headline
+    from analysis.present.pilotreport import headline, training_note
 
     try:
         m = outputs.metrics("pilot", root / METRICS)
@@ -213,16 +213,14 @@ def _pilot_sentence(root: Path) -> str:
         return "The fine-tuning pilot [pilot] has not been run."
     figures = "; ".join(f"{what} {value}" for what, value in headline(m))
     scale = m.get("scale") or f"{m['model']}, {m.get('steps')} LoRA steps"
-    trained = m.get("trained_on", "worded line edits")
     frozen = "".join(f" Frozen run of the `{name}` preset (`{f['run'].get('command', '?')}`, commit "
                      f"{f['run'].get('commit', '?')}, {f['run'].get('date', '?')}, {f['run'].get('minutes', '?')} "
                      f"minutes on {f['run'].get('machine', '?')}), {f['metrics'].get('method', '?')}: "
                      + "; ".join(f"{what} {value}" for what, value in headline(f["metrics"])) + "."
                      for name, f in sorted((m.get("frozen") or {}).items()))
     return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}.{frozen} Scale: {scale}; the paper "
-            f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. The adapters "
-            f"were trained on {trained}, so the HEvalFix-Py row measures transfer to a task never trained on "
-            "(see the pilot report).")
+            f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. "
+            f"{training_note(m)} (see the pilot report).")
 
 
 def _formats_sentences(root: Path) -> list[str]:

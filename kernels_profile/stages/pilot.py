@@ -4,8 +4,10 @@
     copydecode pilot --preset pilot-gpu    # params pilot.presets: a larger run, its own output folder
 
 What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
-1. Cases: analysis.pilotdata's training and held-out cases (ProbeEdit-S recipe on pinned-stdlib
-   functions disjoint from ProbeEdit-S's evaluation units; held-out files never trained on), and a
+1. Cases: analysis.pilotdata's training and held-out cases of `task` (`edit`: the ProbeEdit-S recipe,
+   worded line edits; `bugfix`: seeded bug mutations fixed on HumanEvalFix's instruction) on
+   pinned-stdlib functions disjoint from ProbeEdit-S's evaluation units (held-out files never
+   trained on), and a
    seeded sample of HEvalFix-Py cases asked as HumanEvalFix asks: the buggy function
    (`humaneval_framing`) and "Fix bugs in <name>.".
 2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.teacher_forced: one forward
@@ -33,8 +35,9 @@ recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
 data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
-reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json. A preset writes records,
-losses, curve and metrics under data/pilot/<preset>/; a preset run committed under
+reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
+held-out programs are wrong, counted from this run (analysis.pilotdiagnosis: reports/pilot/range_errors.{csv,md}).
+A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
 reports/pilot/frozen/<preset>/ (its metrics.json and a run.json naming the command, commit, date and
 wall-clock) is read by the default run and shown beside it, labelled (pilot.json "frozen", the
 pilot_steps and pilot_runs tables).
@@ -50,6 +53,7 @@ from typing import Any
 import polars as pl
 
 from analysis.corpora.cases import read_cases
+from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
 from analysis.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
@@ -58,13 +62,15 @@ from analysis.layout import (
     METRICS,
     PILOT_CHECKPOINTS,
     PILOT_CURVE,
+    PILOT_DIAGNOSIS,
     PILOT_DIR,
     PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
     TABLES,
 )
-from analysis.pilotdata import PilotCase, build_pilot_cases, with_split
+from analysis.pilotdata import PilotCase, build_pilot_data, with_split
+from analysis.pilotdiagnosis import range_errors, write_diagnosis
 from analysis.progress import progress, timed
 from kernels_profile.pilot_settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
 from kernels_profile.runtime import (
@@ -103,12 +109,6 @@ def entry_point(declaration: str, case_id: str) -> str:
     if not names:
         raise CorpusError(f"pilot: {case_id} has no top-level def in its declaration, so no function to name")
     return names[-1]
-
-
-def bugfix_instruction(name: str) -> str:
-    """HumanEvalFix's own instruction (bigcode-evaluation-harness, humanevalfix): the buggy function is
-    the input, the request names it."""
-    return f"Fix bugs in {name}."
 
 
 def humaneval_sample(cases: pl.DataFrame, n: int, seed: int, framing: str = "decl",
@@ -361,7 +361,8 @@ def run(s: PilotSettings) -> dict:
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
-        cases = build_pilot_cases(s.data, s.probeedit)
+        data = build_pilot_data(s.data, s.probeedit)
+        cases = data.cases
         train_cases, heldout_cases = with_split(cases, "train"), with_split(cases, HELDOUT)
         heldout = [eval_case(c) for c in heldout_cases]
         humaneval = read_humaneval(s)  # before minutes of model loading, so a missing corpus fails fast
@@ -383,8 +384,12 @@ def run(s: PilotSettings) -> dict:
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
     write_parquet(curve, out_dir / PILOT_CURVE.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
+    metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
+    diagnosis = range_errors(frame, heldout_cases)  # why the held-out programs are wrong, counted from this run
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
+        write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
+                        out_dir / PILOT_DIAGNOSIS.name)
         return metrics
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
@@ -399,4 +404,5 @@ def run(s: PilotSettings) -> dict:
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")
     write_json(metrics, METRICS / "pilot.json")
+    write_diagnosis(diagnosis, metrics, PILOT_RECORDS, METRICS / "pilot.json", PILOT_DIAGNOSIS)
     return metrics

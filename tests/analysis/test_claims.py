@@ -488,3 +488,25 @@ def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them
     assert {c.verdict for c in items if c.claim not in judged_on_paper} == {claims.NOT_RUN}
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
+
+
+def test_claim_7_label_reads_model_steps_task_and_data_size_from_the_run(tmp_path):
+    _pilot(tmp_path, task="bugfix", train_sequences={"program": {"kept": 158, "too_long": 2}},
+           data={"n_train": 160})
+    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    assert "smollm2-135m, 32 steps (default), task bugfix on 158 training sequences" in claim.reason
+    _pilot(tmp_path, data={"n_train": 160})  # a run written before pilot.task trained on edits
+    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    assert "32 steps (default), task edit on 160 training cases" in claim.reason
+
+
+def test_claim_7_judges_a_bugfix_run_before_a_longer_edit_run(tmp_path):
+    long = {"model": "smollm2-135m", "steps": 384, "method": "LoRA long", "before": {"cases": 33, "em": 0.0},
+            "after_program": {"0": {"em": 0.0}}, "humaneval_before": {"cases": 33, "em": 0.0},
+            "humaneval": {"0": {"em": 0.0}}}
+    _pilot(tmp_path, task="bugfix", humaneval={"0": {"em": 0.2}}, humaneval_before={"cases": 33, "em": 0.0},
+           frozen={"pilot-long": {"run": {"commit": "abc1234"}, "metrics": long}})
+    claim = claims._finetune_claim(PAPER["finetune"], tmp_path / TABLES, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED and "32 steps (default), task bugfix" in claim.reason
+    assert claim.ours.startswith("default (32 steps): HEvalFix-Py EM") and "held-out bug fixes EM" in claim.ours
+    assert "(384 steps): HEvalFix-Py EM 0.0% -> 0.0%; held-out edits EM" in claim.ours

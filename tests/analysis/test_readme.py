@@ -302,6 +302,13 @@ def test_the_block_states_the_pilot_from_its_metrics(tmp_path):
     assert "rewrite adapter EM (seed 0) 9 / 33" in sentence
     assert "HEvalFix-Py EM, bug-fix instruction (seed 0) 0 / 33 -> 2 / 33" in sentence
     assert "Scale: smollm2-135m (135M parameters) on CPU, 64 LoRA steps" in sentence and "not bug fixes" in sentence
+    assert "measures transfer to a task never trained on" in sentence  # a run before pilot.task: edits
+    bugfix = {**metrics, "task": "bugfix", "trained_on": "synthetic bug fixes"}
+    (tmp_path / "reports/metrics/pilot.json").write_text(json.dumps(bugfix))
+    told = next(line for line in results_block(tmp_path).splitlines() if line.startswith("Fine-tuning pilot"))
+    assert "trained on synthetic bug fixes (on functions disjoint from every evaluation case), so the HEvalFix-Py " \
+           "row measures the trained task on unseen code" in told and "never trained on" not in told
+    (tmp_path / "reports/metrics/pilot.json").write_text(json.dumps(metrics))
     # the speed figure is the both-exact subset, with its case count; the all-cases ratio stays in the report
     assert "3 cases both exact (seed 0) 2.50x (IQR 1.50x to 3.25x)" in sentence and "9.00x" not in sentence
     # a frozen preset run rides along, labelled with its command, commit, date and wall-clock

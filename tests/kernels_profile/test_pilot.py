@@ -5,12 +5,14 @@ import time
 
 import pytest
 
+from analysis.bugmutate import MUTATION_KINDS
 from analysis.errors import CorpusError, ParamsError
 from analysis.oracle import line_oracle
 from analysis.pilotdata import (
     PilotDataParams,
     _changed_span,
     build_pilot_cases,
+    build_pilot_data,
     check_disjoint,
     evaluation_ranges,
     instruction,
@@ -22,7 +24,8 @@ from analysis.resolver import resolve
 
 pytestmark = pytest.mark.slow  # builds ProbeEdit-S and the pilot's cases (and one LoRA run)
 
-SMALL = PilotDataParams(seed=1, min_lines=10, max_lines=40, n_train=30, n_heldout=12, heldout_files=6, kinds=EDIT_KINDS)
+SMALL = PilotDataParams(task="edit", seed=1, min_lines=10, max_lines=40, n_train=30, n_heldout=12, heldout_files=6, kinds=EDIT_KINDS)
+BUGFIX = dataclasses.replace(SMALL, task="bugfix", kinds=MUTATION_KINDS)
 
 
 def probeedit() -> ProbeEditParams:
@@ -87,9 +90,54 @@ def test_instruction_words():
     assert instruction("insert_guard", guard) == "before line 5, insert the line: if x is None: return None"
 
 
+@pytest.fixture(scope="module")
+def bugfix():
+    return build_pilot_data(BUGFIX, probeedit())
+
+
+def test_bugfix_cases_are_verified_mutants_fixed_on_humanevalfixs_instruction(bugfix):
+    import ast
+
+    from analysis.corpora.humanevalpack import bugfix_instruction
+
+    cases = bugfix.cases
+    assert len(with_split(cases, "train")) == 30 and len(with_split(cases, "heldout")) == 12
+    assert [c.kind for c in with_split(cases, "train")][:5] == list(MUTATION_KINDS)
+    for case in cases:
+        ast.parse(case.source)
+        assert case.source != case.target and case.instruction == bugfix_instruction(case.function)
+        assert resolve(parse(case.program), case.source) == case.target  # the fix rebuilds the original
+        assert "<gen>" in case.program or case.program.count("<copy") > 1
+    assert all(isinstance(v, int) and v > 0 for v in bugfix.not_applied.values())
+    assert set(bugfix.not_applied) <= {f"{split}/{k}" for split in ("train", "heldout") for k in MUTATION_KINDS}
+
+
+def test_bugfix_cases_are_disjoint_from_every_evaluation_unit(bugfix, ranges):
+    from analysis.corpora.probeedit import build_probeedit
+
+    cases = bugfix.cases
+    for case in cases:
+        for lo, hi in ranges.get(case.file, []):
+            assert case.last_line < lo or hi < case.first_line, (case.case_id, lo, hi)
+    assert not {c.file for c in with_split(cases, "train")} & {c.file for c in with_split(cases, "heldout")}
+    evaluated, _ = build_probeedit(probeedit())
+    texts = [e.source for e in evaluated] + [e.target for e in evaluated]
+    assert not [c.case_id for c in cases if any(c.target in t or t in c.target for t in texts)]
+
+
+def test_bugfix_cases_are_deterministic_in_the_seed(bugfix):
+    assert build_pilot_data(BUGFIX, probeedit()) == bugfix
+    other = build_pilot_cases(dataclasses.replace(BUGFIX, seed=2), probeedit())
+    assert [c.source for c in other] != [c.source for c in bugfix.cases]
+
+
 def test_bad_params_are_clear_errors():
     with pytest.raises(CorpusError, match="kinds must be"):
         build_pilot_cases(dataclasses.replace(SMALL, kinds=("nope",)), probeedit())
+    with pytest.raises(CorpusError, match="bugfix kinds must be"):
+        build_pilot_cases(dataclasses.replace(BUGFIX, kinds=("change_literal",)), probeedit())
+    with pytest.raises(CorpusError, match="task must be one of edit, bugfix"):
+        build_pilot_cases(dataclasses.replace(SMALL, task="refactor"), probeedit())
     with pytest.raises(CorpusError, match="heldout_files must lie in 1..33"):
         build_pilot_cases(dataclasses.replace(SMALL, heldout_files=34), probeedit())
     with pytest.raises(CorpusError, match="heldout cases could be drawn"):

@@ -62,12 +62,26 @@ def test_the_default_and_preset_data_can_be_drawn(preset):
     ("pilot.steps", 0, "pilot.steps"),
     ("pilot.level", "token", "pilot.level"),
     ("pilot.data.kinds", ["nope"], "pilot.data.kinds"),
+    ("pilot.task", "refactor", "'pilot.task'"),
+    ("pilot.data.kinds", ["change_literal"], r"'pilot.data.kinds' must be .* \(the kinds of task bugfix\)"),
     ("pilot.data.max_lines", 3, "is below min_lines"),
     ("pilot.threads", 0, "pilot.threads"),
 ])
 def test_bad_params_name_the_field(dotted, value, message):
     with pytest.raises(ParamsError, match=message):
         pilot_settings.settings(cfg(**{dotted: value}).params)
+
+
+def test_the_task_picks_its_kinds_and_the_frozen_edit_preset_keeps_its_task():
+    from analysis.bugmutate import MUTATION_KINDS
+    from analysis.corpora.probeedit import EDIT_KINDS
+
+    assert stage.settings(cfg(**{"pilot.task": "bugfix"}).params).data.kinds == MUTATION_KINDS
+    edit = stage.settings(cfg(**{"pilot.task": "edit"}).params)
+    assert edit.data.task == "edit" and edit.data.kinds == EDIT_KINDS
+    assert stage.settings(cfg().params, "pilot-long").data.task == "edit"
+    with pytest.raises(ParamsError, match="the kinds of task edit"):
+        stage.settings(cfg(**{"pilot.task": "edit", "pilot.data.kinds": ["off_by_one"]}).params)
 
 
 def test_unknown_preset_is_named():
@@ -341,6 +355,13 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     assert metrics["humaneval_em_before"] is None and metrics["stopped_counts"]
     assert pl.read_csv(TABLES / "pilot_before_after.csv")["seed"].to_list() == [0, 1]
     assert (TABLES / "pilot_curve.md").is_file()
+    from analysis.layout import PILOT_DIAGNOSIS
+
+    diagnosis = PILOT_DIAGNOSIS.with_suffix(".md").read_text()  # counted from this run, naming it
+    assert f"task bugfix, 3 steps; {metrics['method']}" in diagnosis and "program seed 1, 2 held-out programs" in diagnosis
+    assert pl.read_csv(PILOT_DIAGNOSIS.with_suffix(".csv")).height == 4
+    assert metrics["task"] == "bugfix" and metrics["data"]["not_applied"] == dict(sorted(
+        metrics["data"]["not_applied"].items()))
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
     from kernels_profile.runtime import KEY_FIELD, SECONDS_FIELD
@@ -443,3 +464,23 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     path.write_text(json.dumps({**payload, KEY_FIELD: "another", "complete": True}))
     stage.before_metrics(s, loaded, "program", [], FromScratch())
     assert calls == [1, 1] and "keyed 'another'" in capsys.readouterr().err
+
+
+def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another_runs_metrics(tmp_path):
+    from types import SimpleNamespace
+
+    from analysis.pilotdiagnosis import check_same_run, diagnosis, range_errors
+
+    gold = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
+                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
+    records = stage.records_frame([
+        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>')])
+    frame = range_errors(records, [gold])
+    m = {"model": "smollm2-135m", "task": "bugfix", "steps": 96, "method": "LoRA r8", "heldout_em_after": {"0": 0}}
+    text = diagnosis(frame, m, tmp_path / "records.parquet", tmp_path / "pilot.json")
+    assert "smollm2-135m, task bugfix, 96 steps; LoRA r8" in text
+    assert "exact match 0/1; copy ranges exactly right 0/1, gen text exactly right 1/1, both 0/1" in text
+    assert "off by one or two lines in 1 (too short in 0, too long in 1)" in text and "copies missing in 1" in text
+    check_same_run(frame, m, tmp_path / "r", tmp_path / "m")
+    with pytest.raises(CorpusError, match="come from different runs"):
+        check_same_run(frame, {**m, "heldout_em_after": {"0": 2}}, tmp_path / "r", tmp_path / "m")

@@ -908,14 +908,14 @@ def _finetune_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
 
 
 def e2e_noise(metrics_dir: Path) -> str:
-    """'; run marked NOISY (reasons)' when the e2e stage's own environment record says so, else ''."""
+    """'; default run marked NOISY: reasons' when the e2e stage's own environment record says so, else ''."""
     import json
 
+    from analysis.present.e2eview import noise_note
+
     path = Path(metrics_dir) / "e2e.json"
-    env = (json.loads(path.read_text()).get("environment") or {}) if path.is_file() else {}
-    if not isinstance(env, dict) or not env.get("noisy"):
-        return ""
-    return "; run marked NOISY (" + "; ".join(env.get("noisy_reasons") or []) + ")"
+    note = noise_note(json.loads(path.read_text())) if path.is_file() else ""
+    return note.replace("; marked", "; default run marked", 1)
 
 
 def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None = None) -> Claim:

@@ -117,7 +117,15 @@ class FrozenRun:
     def label(self) -> str:
         commit = str(self.run.get("commit") or "?")[:10]
         day = str(self.run.get("ended") or "?")[:10]
-        return f"{self.preset} (frozen run, commit {commit}, {day}, {self.case_count} cases)"
+        return f"{self.preset} (frozen run, commit {commit}, {day}, {self.case_count} cases{noise_note(self.metrics)})"
+
+
+def noise_note(metrics: dict) -> str:
+    """'; marked NOISY: reasons' when an e2e run's own environment record (metrics "environment") says so, else ''."""
+    env = metrics.get("environment") if isinstance(metrics, dict) else None
+    if not isinstance(env, dict) or not env.get("noisy"):
+        return ""
+    return "; marked NOISY: " + "; ".join(env.get("noisy_reasons") or ["no reason recorded"])
 
 
 def _require(frame: pl.DataFrame, columns: tuple[str, ...], path: Path) -> pl.DataFrame:

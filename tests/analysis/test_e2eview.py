@@ -81,6 +81,19 @@ def test_a_frozen_wide_run_is_read_and_a_missing_one_is_not_yet_run(tmp_path):
     assert "e2e_cases.csv" in FROZEN_FILES
 
 
+def test_a_frozen_run_that_marked_itself_noisy_says_so_in_its_label(tmp_path):
+    write_frozen(tmp_path, speedup_frame(WIDE))
+    metrics = tmp_path / E2E_WIDE / "metrics.json"
+    metrics.write_text(json.dumps({"pooled": {}, "environment": {"noisy": True, "noisy_reasons": ["other load 2.0"]}}))
+    assert read_frozen(tmp_path).label().endswith("12 cases; marked NOISY: other load 2.0)")
+    metrics.write_text(json.dumps({"pooled": {}, "environment": {"noisy": False, "noisy_reasons": []}}))
+    assert "NOISY" not in read_frozen(tmp_path).label()
+    default = tmp_path / "metrics"
+    default.mkdir()
+    (default / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["drift 20%"]}}))
+    assert claims.e2e_noise(default) == "; default run marked NOISY: drift 20%"
+
+
 def test_the_claims_row_pools_and_shows_the_frozen_run_beside_the_default(tmp_path):
     tables = tmp_path / TABLES
     tables.mkdir(parents=True)

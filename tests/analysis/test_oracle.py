@@ -7,7 +7,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analysis.errors import ProgramError
-from analysis.automaton import SuffixAutomaton
 from analysis.oracle import line_oracle, myers_matches, token_oracle
 from analysis.program import Copy, parse, render
 from analysis.resolver import resolve
@@ -103,12 +102,6 @@ def test_token_oracle_respects_min_copy():
         token_oracle(s, t, 0)
 
 
-def test_suffix_automaton_matching_statistics():
-    sam = SuffixAutomaton.build([1, 2, 3, 1, 2])
-    lengths, _ = sam.matching_statistics([2, 3, 1, 9, 1, 2, 3])
-    assert lengths == [1, 2, 3, 0, 1, 2, 3]
-
-
 def test_token_oracle_on_unicode_split_tokens(qwen):
     # an emoji is split over several byte-level tokens; spans must not cut it
     source = "x = '𓀀𓀀'\nprint(x)\n"
@@ -201,26 +194,8 @@ def test_myers_memory_stays_linear_on_a_large_file():
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from analysis.automaton import CompiledAutomaton  # noqa: E402
 from analysis.oracle import _reference_token_oracle  # noqa: E402
 from analysis.program import render  # noqa: E402
-
-SEQS = st.lists(st.integers(0, 4), max_size=60) | st.lists(st.integers(0, 300), max_size=60)
-
-
-@given(SEQS, st.lists(st.integers(0, 5), max_size=40))
-def test_compiled_automaton_is_the_reference_automaton(source, target):
-    reference, compiled = SuffixAutomaton.build(source), CompiledAutomaton.build(source)
-    assert compiled.link.tolist() == reference.link
-    assert compiled.length.tolist() == reference.length
-    assert compiled.first_end.tolist() == reference.first_end
-    transitions = {(state, token): to for state, out in enumerate(reference.next) for token, to in out.items()}
-    assert int((compiled.keys != -1).sum()) == len(transitions)  # no transition more
-    for (state, token), to in transitions.items():
-        assert compiled.transition(state, token) == to
-    lengths, states = reference.matching_statistics(target)
-    got_lengths, got_states = compiled.matching_statistics(target)
-    assert (got_lengths.tolist(), got_states.tolist()) == (lengths, states)
 
 
 WORDS = ["x", " = ", "1", "\n", "y", "(", ")", "é", "😀", "def f():\n", "    return 1\n"]

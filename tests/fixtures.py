@@ -2,7 +2,7 @@
 the path: `pythonpath` in pyproject.toml). The pytest fixtures and hooks live in conftest.py; no test
 module imports another test module.
 
-Sections: paths and params; the toy tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines;
+Sections: paths and params; synthetic kernel timings; the toy tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines;
 the headless browser (a minimal DevTools client)."""
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ import urllib.request
 from functools import cache
 from pathlib import Path
 from urllib.parse import urlparse
+
+from analysis.latency import ModelKey, QuadraticAR, QuadraticPrefill
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
@@ -50,6 +52,41 @@ def sources_held(params: dict, model_path: Path) -> dict:
     params["kernel"]["sources"] = [s for s in params["kernel"]["sources"] if s in held]
     return params
 
+
+# ---------------------------------------------------------------- synthetic kernel timings (known curves)
+
+KERNEL_NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
+KERNEL_KEY = ModelKey("m", "random", "float32", "cpu", "eager")
+TRUE_AR = QuadraticAR(a=0.02, b=2e-6)
+TRUE_PREFILL = QuadraticPrefill(p0=0.03, p1=1.5e-3, p2=4e-6, p3=2e-7)
+
+
+def raw_from(ar_curve, prefill_curve, contexts, repeats=3, noise=0.01, seed=0, baselines=("eager",)):
+    """Raw timings (the profiler's schema) generated from known curves, with multiplicative noise."""
+    import numpy as np
+    import polars as pl
+
+    rng = np.random.default_rng(seed)
+    rows = []
+    for c in contexts:
+        for n in KERNEL_NS:
+            for r in range(repeats):
+                for baseline in baselines:
+                    t = float(ar_curve.evaluate(n, c)) * (1 + noise * rng.standard_normal())
+                    rows.append(("m", "random", "float32", "cpu", "ar", baseline, c, n, r, t))
+                t = float(prefill_curve.evaluate(n, c)) * (1 + noise * rng.standard_normal())
+                rows.append(("m", "random", "float32", "cpu", "prefill", "eager", c, n, r, t))
+    return pl.DataFrame(rows, orient="row", schema={
+        "model": pl.String, "weights": pl.String, "dtype": pl.String, "device": pl.String, "method": pl.String,
+        "baseline": pl.String, "context": pl.Int64, "n": pl.Int64, "repeat": pl.Int64, "seconds": pl.Float64})
+
+
+def method_points(summary, method, baseline="eager"):
+    """One method's rows of a kernel summary (the AR rows of one baseline)."""
+    import polars as pl
+
+    frame = summary.filter(pl.col("method") == method)
+    return frame.filter(pl.col("baseline") == baseline) if method == "ar" else frame
 
 # ---------------------------------------------------------------- the one toy tokenizer
 

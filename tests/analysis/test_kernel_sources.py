@@ -12,18 +12,9 @@ from fixtures import ROOT, params_with
 
 from analysis.cli import main
 from analysis.errors import ParamsError
-from analysis.kernel_sources import format_name, key_name, names_from_params, select_kernels, select_measured
-from analysis.kernel_tables import ar_step_segments, ar_step_shifts, speedup_table
+from analysis.kernel_sources import key_name, names_from_params, select_kernels, select_measured
+from analysis.kernel_tables import speedup_table
 from analysis.latency import from_document
-from analysis.roofline import (
-    Roof,
-    WeightCount,
-    decoder_weights,
-    device_roof,
-    prefill_floor_s,
-    roofline_table,
-    step_floor_s,
-)
 
 FROZEN = ROOT / "reports/kernels/frozen/h200"
 SHA256 = {"gpu-eager.parquet": "8071a0df0c240791b06d64e1be59ebd03d093e019e7fe9277306c2b5d7f94b7b",
@@ -118,52 +109,6 @@ def test_roofline_table_and_step_shifts_from_the_frozen_run(h200_fit):
     steps = pl.read_csv(h200_fit / "reports/tables/kernel_ar_steps.csv")
     eager, compiled = (steps.filter(pl.col("baseline") == b)["late_over_early"] for b in ("eager", "static_compiled"))
     assert (eager > 2).sum() >= 4 and (compiled < 1.1).all()
-
-
-def test_decoder_weights_match_the_published_sizes():
-    from kernels_profile.models import published_config
-
-    assert decoder_weights(published_config("qwen2.5-1.5b")).total == 1_543_714_304
-    seven = decoder_weights(published_config("qwen2.5-7b"))
-    assert seven.total == 7_615_616_512 and seven.total - seven.read_per_step == 152_064 * 3584  # untied head
-
-
-def test_floors_and_ceiling():
-    roof, count = Roof("gpu", 1000.0, 100_000.0, "test"), WeightCount(1_000_000_000, 1_000_000_000)
-    step = step_floor_s(count, roof, 2)
-    assert step == pytest.approx(0.002)                       # 2 GB at 1 TB/s
-    assert prefill_floor_s(count, 1, roof, 2) == pytest.approx(step)  # memory-bound
-    assert prefill_floor_s(count, 1000, roof, 2) == pytest.approx(0.02)  # 2e12 FLOPs at 100 TFLOP/s
-    speedups = pl.DataFrame({"kernel_source": ["s"], "model": ["m"], "dtype": ["bfloat16"], "device": ["cuda"],
-                             "baseline": ["eager"], "context": [0], "n": [1000], "speedup": [50.0],
-                             "t_ar": [4.0], "t_prefill": [0.08]})
-    row = roofline_table(speedups, {"m": count}, {"s": roof}).row(0, named=True)
-    assert row["ceiling"] == pytest.approx(100.0) and row["ar_share_of_floor"] == pytest.approx(0.5)
-    assert row["prefill_share_of_floor"] == pytest.approx(0.25)
-    assert roofline_table(speedups, {}, {"s": roof}).height == 0  # no weight count, no row
-
-
-def test_device_roof_by_name():
-    doc = json.loads((ROOT / "analysis/data/devices.json").read_text())
-    assert device_roof("NVIDIA H200", doc).bandwidth_gbps == 4800
-    assert device_roof("NVIDIA GeForce RTX 4090", doc) is None
-
-
-def test_step_shift_finds_a_level_shift():
-    raw = pl.DataFrame({"model": ["m"] * 4, "baseline": ["eager"] * 4, "context": [0] * 4, "repeat": [0] * 4,
-                        "method": ["ar"] * 4, "n": [4, 8, 16, 32], "seconds": [0.04, 0.08, 0.16 + 0.24, 0.4 + 0.48]})
-    shifts = ar_step_shifts(ar_step_segments(raw), early_until=8, late_from=16)
-    assert shifts["early_ms"][0] == pytest.approx(10) and shifts["late_ms"][0] == pytest.approx(30)
-
-
-def test_prefill_kinds_pair_within_their_own_pair():
-    base = {"model": "m", "weights": "random", "dtype": "float32", "device": "cpu", "context": 0, "repeat": 0}
-    rows = [{**base, "method": "ar", "baseline": "static_compiled", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.08},
-            {**base, "method": "prefill", "baseline": "eager", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.04},
-            {**base, "method": "prefill", "baseline": "compiled", "pair_baseline": "static_compiled", "n": 8, "seconds": 0.01}]
-    table = speedup_table(pl.DataFrame(rows)).sort("prefill")
-    assert table["speedup"].to_list() == [8.0, 2.0] and table["is_strongest"].to_list() == [True, False]
-    assert format_name("h200", "m", "static_compiled", "compiled") == "h200/m/static_compiled/compiled_prefill"
 
 
 # ---------------------------------------------------------------- device time, comparisons, AR shifts (issue 28.1, 28.2)

@@ -2,15 +2,12 @@
 copy-by-prefill's losslessness: test_equivalence.py.)"""
 
 
-import numpy as np
 import polars as pl
 import pytest
 
 torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
-from analysis.kernel_tables import speedup_table, summarize  # noqa: E402
-from analysis.latency import QuadraticAR, QuadraticPrefill  # noqa: E402
 from kernels_profile.profile_session import profile_run  # noqa: E402
 from kernels_profile.profiler import CacheBench, ProfileSpec  # noqa: E402
 from fixtures import profile_spec  # noqa: E402
@@ -109,31 +106,6 @@ def test_preset_shape_runs_on_cpu(tmp_path):
     assert set(raw["context"].unique()) == set(gpu.contexts)
     with pytest.raises(ParamsError, match="unknown preset"):
         settings(params, "paper-tpu")
-
-
-def synthetic_raw(a=2e-3, b=1e-6, p=(1e-3, 1e-4, 1e-8, 1e-7), noise=0.0, seed=0):
-    rng = np.random.default_rng(seed)
-    rows = []
-    ar, prefill = QuadraticAR(a, b), QuadraticPrefill(*p)
-    for c in (0, 256, 1024):
-        for n in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512):
-            for r in range(3):
-                jitter = 1 + noise * rng.standard_normal()
-                rows.append(("m", "random", "float32", "cpu", "ar", "eager", c, n, r, float(ar.evaluate(n, c)) * jitter))
-                rows.append(("m", "random", "float32", "cpu", "prefill", "eager", c, n, r, float(prefill.evaluate(n, c)) * jitter))
-    return pl.DataFrame(rows, orient="row", schema=["model", "weights", "dtype", "device", "method", "baseline",
-                                                    "context", "n", "repeat", "seconds"])
-
-
-def test_speedup_table_pairs_repeats_and_marks_the_strongest():
-    raw = synthetic_raw()
-    static = raw.filter(pl.col("method") == "ar").with_columns(baseline=pl.lit("static"), seconds=pl.col("seconds") * 0.5)
-    table = speedup_table(pl.concat([raw, static]))
-    row = table.filter((pl.col("n") == 64) & (pl.col("context") == 0) & (pl.col("baseline") == "static")).row(0, named=True)
-    ar, prefill = QuadraticAR(2e-3, 1e-6), QuadraticPrefill(1e-3, 1e-4, 1e-8, 1e-7)
-    assert row["speedup"] == pytest.approx(0.5 * float(ar.evaluate(64, 0)) / float(prefill.evaluate(64, 0)))
-    assert row["is_strongest"] and row["overhead_share"] == pytest.approx(0.5)
-    assert summarize(raw)["repeats"].unique().to_list() == [3]
 
 
 @pytest.mark.slow

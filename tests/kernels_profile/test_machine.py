@@ -8,7 +8,6 @@ import re
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.roofline import copy_speedup_ceiling  # noqa: E402
 from analysis.cpuinfo import parse_cpuinfo  # noqa: E402
 from analysis.params import check_threads  # noqa: E402
 from kernels_profile.contention import (  # noqa: E402
@@ -72,15 +71,6 @@ def test_matmul_size_shrinks_to_fit_the_budget():
     assert tight.size == 64 and tight.gflops > 0
     with pytest.raises(ParamsError, match="float32 or bfloat16"):
         matmul_throughput("float16")
-
-
-def test_copy_ceiling_is_n_until_the_ridge_then_flat():
-    # ridge 6 FLOP/byte, float32 weights (4 bytes): decode intensity 0.5, prefill N x 0.5
-    ceiling = [copy_speedup_ceiling(n, stream_gbps=25.0, gflops=150.0, bytes_per_param=4) for n in (1, 8, 12, 64, 512)]
-    assert ceiling == [1.0, 8.0, 12.0, 12.0, 12.0]
-    assert copy_speedup_ceiling(512, 4800.0, 989_000.0, 2) > 200  # an H200 in bf16
-    with pytest.raises(ParamsError, match="positive"):
-        copy_speedup_ceiling(8, 0.0, 1.0, 4)
 
 
 # ---------------------------------------------------------------- drift

@@ -88,6 +88,16 @@ def method_points(summary, method, baseline="eager"):
     frame = summary.filter(pl.col("method") == method)
     return frame.filter(pl.col("baseline") == baseline) if method == "ar" else frame
 
+
+# ---------------------------------------------------------------- pilot records
+
+def pilot_record(**kw) -> dict:
+    """One pilot evaluation record (the stage's RECORD_SCHEMA keys) with `kw` replaced."""
+    base = {"phase": "after", "seed": 0, "split": "heldout", "mode": "program", "case_id": "c/0", "kind": "k",
+            "position": 0, "paired": True, "budget": 10, "error": None, "exact_match": True, "valid": True,
+            "stopped": "eos", "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
+    return {**base, **kw}
+
 # ---------------------------------------------------------------- the one toy tokenizer
 
 class ToyTokenizer:
@@ -442,4 +452,3 @@ def page_problems(events: list[dict], url: str) -> dict[str, list[str]]:
                if e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"]
     outside = [r for r in requests if r != url and not r.startswith("data:")]
     return {"outside requests": outside, "console errors": errors}
-

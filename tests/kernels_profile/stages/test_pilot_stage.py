@@ -14,7 +14,7 @@ from analysis.config import Config
 from analysis.errors import CorpusError, ParamsError
 from kernels_profile import pilot_settings
 from kernels_profile.stages import pilot as stage
-from fixtures import ROOT, params_with
+from fixtures import ROOT, params_with, pilot_record
 
 
 def cfg(**changes) -> Config:
@@ -148,18 +148,11 @@ def test_jobs_pair_the_seeds_that_have_both_adapters():
 
 # ---------------------------------------------------------------- tables
 
-def _record(**kw) -> dict:
-    base = {"phase": "after", "seed": 0, "split": "heldout", "mode": "program", "case_id": "c/0", "kind": "k",
-            "position": 0, "paired": True, "budget": 10, "error": None, "exact_match": True, "valid": True,
-            "stopped": "eos", "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
-    return {**base, **kw}
-
-
 def test_speed_is_a_per_case_ratio_and_failed_cases_are_left_out_of_it():
     records = stage.records_frame([
-        _record(case_id="c/0", seconds=1.0), _record(case_id="c/0", mode="rewrite", seconds=4.0),
-        _record(case_id="c/1", seconds=2.0, exact_match=False), _record(case_id="c/1", mode="rewrite", seconds=2.0),
-        _record(case_id="c/2", seconds=1.0), _record(case_id="c/2", mode="rewrite", error="too long",
+        pilot_record(case_id="c/0", seconds=1.0), pilot_record(case_id="c/0", mode="rewrite", seconds=4.0),
+        pilot_record(case_id="c/1", seconds=2.0, exact_match=False), pilot_record(case_id="c/1", mode="rewrite", seconds=2.0),
+        pilot_record(case_id="c/2", seconds=1.0), pilot_record(case_id="c/2", mode="rewrite", error="too long",
                                                       exact_match=False, seconds=None),
     ])
     pairs = pilotreport.paired(records)
@@ -175,9 +168,9 @@ def test_speed_is_a_per_case_ratio_and_failed_cases_are_left_out_of_it():
 
 def test_a_cut_off_program_is_not_counted_as_stopped():
     records = stage.records_frame([
-        _record(case_id="c/0"), _record(case_id="c/1", stopped="forced", valid=False, exact_match=False),
-        _record(case_id="c/2", mode="rewrite", stopped="budget", valid=False),
-        _record(case_id="c/3", error="too long", stopped=None, valid=False, exact_match=False)])
+        pilot_record(case_id="c/0"), pilot_record(case_id="c/1", stopped="forced", valid=False, exact_match=False),
+        pilot_record(case_id="c/2", mode="rewrite", stopped="budget", valid=False),
+        pilot_record(case_id="c/3", error="too long", stopped=None, valid=False, exact_match=False)])
     em = pilotreport.em_table(records)
     program = em.filter(pl.col("mode") == "program").row(0, named=True)
     assert (program["stopped"], program["cut_off"], program["errors"]) == (1, 1, 1)
@@ -278,7 +271,7 @@ def test_the_decoding_plan_says_what_decodes_and_what_does_not():
 
 
 def test_examples_show_right_and_wrong_programs():
-    records = stage.records_frame([_record(case_id=f"c/{i}", exact_match=i % 2 == 0, program=f"p{i}")
+    records = stage.records_frame([pilot_record(case_id=f"c/{i}", exact_match=i % 2 == 0, program=f"p{i}")
                                    for i in range(6)])
     shown = pilotreport.examples(records, seed=0, n=2)
     assert shown["result"].to_list() == ["right", "right", "wrong", "wrong"]
@@ -404,25 +397,6 @@ def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     assert frame["output"].to_list() == [None] and frame["error"].to_list() == [small["error"]]
 
 
-def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
-    from types import SimpleNamespace
-
-    from kernels_profile.pilot_sweep import range_errors
-
-    gold = SimpleNamespace(case_id="c/0", kind="change_literal", site_line=4,
-                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
-    records = stage.records_frame([
-        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>'),
-        _record(case_id="c/0", seed=1, exact_match=True, program=gold.program),
-        _record(case_id="c/0", seed=2, phase="before", program="")])  # before: not an adapter's output
-    frame = range_errors(records, [gold])
-    assert frame["seed"].to_list() == [0, 1]
-    assert frame["first_end_off"].to_list() == [1, 0] and frame["copies_off"].to_list() == [-1, 0]
-    assert frame["ranges_exact"].to_list() == [False, True] and frame["gen_exact"].to_list() == [True, True]
-    with pytest.raises(CorpusError, match="c/0 is not a held-out case"):
-        range_errors(records, [])
-
-
 def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path):
     from kernels_profile.pilot_sweep import freeze
 
@@ -431,7 +405,7 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
     with pytest.raises(CorpusError, match="has not finished"):
         freeze("pilot-long", RUN, source, tmp_path / "frozen")
     (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
-    stage.records_frame([_record()]).write_parquet(source / "records.parquet")
+    stage.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
     pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [1.0]}).write_parquet(source / "losses.parquet")
     stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
     out = freeze("pilot-long", RUN, source, tmp_path / "frozen")
@@ -464,23 +438,3 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     path.write_text(json.dumps({**payload, KEY_FIELD: "another", "complete": True}))
     stage.before_metrics(s, loaded, "program", [], FromScratch())
     assert calls == [1, 1] and "keyed 'another'" in capsys.readouterr().err
-
-
-def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another_runs_metrics(tmp_path):
-    from types import SimpleNamespace
-
-    from analysis.pilotdiagnosis import check_same_run, diagnosis, range_errors
-
-    gold = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
-                           program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
-    records = stage.records_frame([
-        _record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>')])
-    frame = range_errors(records, [gold])
-    m = {"model": "smollm2-135m", "task": "bugfix", "steps": 96, "method": "LoRA r8", "heldout_em_after": {"0": 0}}
-    text = diagnosis(frame, m, tmp_path / "records.parquet", tmp_path / "pilot.json")
-    assert "smollm2-135m, task bugfix, 96 steps; LoRA r8" in text
-    assert "exact match 0/1; copy ranges exactly right 0/1, gen text exactly right 1/1, both 0/1" in text
-    assert "off by one or two lines in 1 (too short in 0, too long in 1)" in text and "copies missing in 1" in text
-    check_same_run(frame, m, tmp_path / "r", tmp_path / "m")
-    with pytest.raises(CorpusError, match="come from different runs"):
-        check_same_run(frame, {**m, "heldout_em_after": {"0": 2}}, tmp_path / "r", tmp_path / "m")

@@ -98,6 +98,21 @@ def pilot_record(**kw) -> dict:
             "stopped": "eos", "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
     return {**base, **kw}
 
+
+# a function every bug-mutation operator finds a site in (the bugmutate and pilot-data tests)
+MUTABLE_FUNCTION = '''def window(items, size, step):
+    """Slide a window over items."""
+    out = []
+    i = 0
+    while i + size <= len(items) and step > 0:
+        out.append(items[i:i + size])
+        i += step
+    if not out or size == 1:
+        return items
+    return out
+'''
+
+
 # ---------------------------------------------------------------- the one toy tokenizer
 
 class ToyTokenizer:

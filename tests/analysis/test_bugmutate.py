@@ -11,18 +11,7 @@ from analysis.bugmutate import MUTATION_KINDS, SITE_FINDERS, draw_mutation, fix_
 from analysis.errors import CorpusError
 from analysis.program import parse
 from analysis.resolver import resolve
-
-FIXTURE = '''def window(items, size, step):
-    """Slide a window over items."""
-    out = []
-    i = 0
-    while i + size <= len(items) and step > 0:
-        out.append(items[i:i + size])
-        i += step
-    if not out or size == 1:
-        return items
-    return out
-'''
+from fixtures import MUTABLE_FUNCTION as FIXTURE
 
 
 def changed_lines(a: str, b: str) -> list[tuple[str, str]]:
@@ -96,18 +85,3 @@ def test_verify_refuses_an_unchanged_or_broken_mutant_and_names_an_unknown_opera
         draw_mutation(FIXTURE, "typo", random.Random(0))
     assert resolve(parse(fix_program(FIXTURE.replace("i = 0", "i = 1"), FIXTURE)),
                    FIXTURE.replace("i = 0", "i = 1")) == FIXTURE
-
-
-def test_a_function_a_kind_cannot_be_applied_to_is_counted_per_split_and_kind():
-    from analysis.pilotdata import Function, _draw
-
-    bare = Function("a.py", "f", 1, 2, "def f(x):\n    return x\n")
-    good = Function("a.py", "window", 3, 12, FIXTURE)
-    counted: dict[str, int] = {}
-    cases = _draw([bare, good, bare, good], 2, ("off_by_one", "wrong_operator"), "train", random.Random(0),
-                  "bugfix", counted)
-    assert [c.kind for c in cases] == ["off_by_one", "wrong_operator"]
-    assert counted == {"train/off_by_one": 1, "train/wrong_operator": 1}
-    with pytest.raises(CorpusError, match="only 0 of 1 heldout cases"):
-        _draw([bare], 1, ("off_by_one",), "heldout", random.Random(0), "bugfix", counted)
-    assert counted["heldout/off_by_one"] == 1

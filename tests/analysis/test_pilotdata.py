@@ -10,8 +10,10 @@ from analysis.bugmutate import MUTATION_KINDS
 from analysis.errors import CorpusError
 from analysis.oracle import line_oracle
 from analysis.pilotdata import (
+    Function,
     PilotDataParams,
     _changed_span,
+    _draw,
     build_pilot_cases,
     build_pilot_data,
     check_disjoint,
@@ -25,8 +27,6 @@ from analysis.resolver import resolve
 from fixtures import MUTABLE_FUNCTION as FIXTURE
 
 # the tests marked slow build ProbeEdit-S and the pilot's cases
-
-
 SMALL = PilotDataParams(task="edit", seed=1, min_lines=10, max_lines=40, n_train=30, n_heldout=12, heldout_files=6, kinds=EDIT_KINDS)
 BUGFIX = dataclasses.replace(SMALL, task="bugfix", kinds=MUTATION_KINDS)
 

@@ -295,22 +295,6 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
     assert not (tmp_path / "data/.pending/s.json").exists()
 
 
-def test_a_killed_runs_temp_clone_is_removed_by_the_next_run(tmp_path):
-    import subprocess
-    import sys
-
-    from analysis.scratch import owned_temp_dir, stale_dirs
-
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
-    left = tmp_path / f"copydecode-commits-{dead.stdout.strip()}-abcd"
-    left.mkdir()
-    (left / "objects").write_text("x")
-    assert stale_dirs("copydecode-commits-", tmp_path) == [left]
-    with owned_temp_dir("copydecode-commits-", tmp_path) as mine:
-        assert mine.is_dir() and not left.exists()
-    assert not mine.exists()
-
-
 # ---------------------------------------------------------------- D1: reports for a run without the paper's corpora
 
 def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
@@ -349,18 +333,6 @@ def test_empty_target_in_any_corpus_is_refused():
 
     with pytest.raises(CorpusError, match=r"1 case\(s\) have an empty target, e.g. \['X/1'\]"):
         cases_frame([Case("X/0", "X", "python", "pair", "a\n", "b\n", None), Case("X/1", "X", "python", "pair", "a\n", "", None)])
-
-
-# ---------------------------------------------------------------- D15: what the diff-based line oracle leaves out
-
-def test_move_aware_measure_counts_moved_blocks():
-    from analysis.moves import line_moves
-
-    first = "".join(f"a{i}\n" for i in range(5))
-    second = "".join(f"b{i}\n" for i in range(5))
-    moves = line_moves(first + second, second + first)  # two 5-line blocks swapped
-    assert (moves.lines, moves.diff_lines, moves.move_lines) == (10, 5, 10)
-    assert moves.move_bytes == moves.bytes == 2 * moves.diff_bytes
 
 
 # ---------------------------------------------------------------- D16: the line oracle's time on reordered files
@@ -795,18 +767,6 @@ def test_portable_functions_match_the_c_library_bit_for_bit():
         u = (math.log1p(cv) - lc[0]) / (lc[1] - lc[0])
         expected.append(math.exp(rows[0] + u * (rows[1] - rows[0])))
     assert curve.evaluate(n, c).tolist() == pytest.approx(expected, rel=1e-13)
-
-
-# ---------------------------------------------------------------- N7: `repos:` entries follow --out
-
-def test_out_rebases_repos_folders_in_the_params(tmp_path):
-    from analysis.oneoff import absolute_params
-
-    (tmp_path / "qa/git").mkdir(parents=True)
-    params = {"corpora": {"commits": [{"repos": "qa/git", "name": "team"}, {"repo": "qa/git/x.bundle"}]}}
-    moved = absolute_params(params, tmp_path)
-    assert moved["corpora"]["commits"][0]["repos"] == str(tmp_path / "qa/git")
-    assert params["corpora"]["commits"][0]["repos"] == "qa/git"  # the caller's copy is untouched
 
 
 # ---------------------------------------------------------------- N5, N11: one run per output root; leftovers swept

@@ -2,8 +2,9 @@
 the path: `pythonpath` in pyproject.toml). The pytest fixtures and hooks live in conftest.py; no test
 module imports another test module.
 
-Sections: paths and params; synthetic kernel timings; the toy tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines;
-the headless browser (a minimal DevTools client)."""
+Sections: paths and params; synthetic kernel timings; pilot records and a mutable function; the toy
+tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines; the headless browser (a minimal
+DevTools client)."""
 
 from __future__ import annotations
 
@@ -89,7 +90,7 @@ def method_points(summary, method, baseline="eager"):
     return frame.filter(pl.col("baseline") == baseline) if method == "ar" else frame
 
 
-# ---------------------------------------------------------------- pilot records
+# ---------------------------------------------------------------- pilot records and a mutable function
 
 def pilot_record(**kw) -> dict:
     """One pilot evaluation record (the stage's RECORD_SCHEMA keys) with `kw` replaced."""

@@ -1,4 +1,5 @@
-"""The pilot's training and evaluation on the tiny model (kernels_profile.pilot). (Its data: tests/analysis/test_pilotdata.py.)"""
+"""The pilot's training and evaluation on the tiny model (kernels_profile.pilot). (Its data:
+tests/analysis/test_pilotdata.py.)"""
 
 import dataclasses
 import time
@@ -9,6 +10,7 @@ from analysis.errors import ParamsError
 from analysis.program import render
 
 pytestmark = pytest.mark.slow  # one LoRA run on the tiny model
+
 
 # ---------------------------------------------------------------- training and evaluation (tiny model)
 

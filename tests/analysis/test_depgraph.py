@@ -49,7 +49,8 @@ def test_sync_rewrites_code_deps_keeps_data_deps_and_the_header_and_says_what_ch
     _tree(tmp_path, PROJECT)
     stage = {"cmd": "copydecode programs", "deps": ["data/corpora/cases.parquet", "analysis/unused.py"],
              "outs": ["data/programs"]}
-    (tmp_path / "dvc.yaml").write_text("# generated deps: see depgraph\n" + yaml.safe_dump({"stages": {"programs": stage}}))
+    spec = yaml.safe_dump({"stages": {"programs": stage}})
+    (tmp_path / "dvc.yaml").write_text("# generated deps: see depgraph\n" + spec)
     assert sync_dvc_yaml(tmp_path) == ["programs"]
     text = (tmp_path / "dvc.yaml").read_text()
     deps = yaml.safe_load(text)["stages"]["programs"]["deps"]

@@ -85,7 +85,8 @@ def _timing(method, baseline, repeat, seconds, pair_baseline=None):
 
 def test_each_ar_timing_is_divided_by_the_prefill_of_its_own_pair_and_repeat():
     rows = [_timing("ar", b, r, t, b) for b, r, t in (("eager", 0, 8.0), ("eager", 1, 9.0), ("static", 0, 4.0))]
-    rows += [_timing("prefill", "eager", r, t, b) for b, r, t in (("eager", 0, 2.0), ("eager", 1, 3.0), ("static", 0, 1.0))]
+    rows += [_timing("prefill", "eager", r, t, b)
+             for b, r, t in (("eager", 0, 2.0), ("eager", 1, 3.0), ("static", 0, 1.0))]
     ratios = paired_kernel_ratios(pl.DataFrame(rows))
     got = {(r["baseline"], r["repeat"]): r["ratio"] for r in ratios.iter_rows(named=True)}
     assert got == {("eager", 0): 4.0, ("eager", 1): 3.0, ("static", 0): 4.0}

@@ -3,7 +3,7 @@ the path: `pythonpath` in pyproject.toml). The pytest fixtures and hooks live in
 module imports another test module.
 
 Sections: paths and params; the toy tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines;
-the headless browser (a minimal DevTools client)."""
+the headless browser (a minimal DevTools client); small stage-output frames for the presentation tests."""
 
 from __future__ import annotations
 
@@ -406,3 +406,79 @@ def page_problems(events: list[dict], url: str) -> dict[str, list[str]]:
     outside = [r for r in requests if r != url and not r.startswith("data:")]
     return {"outside requests": outside, "console errors": errors}
 
+
+
+# ---------------------------------------------------------------- presentation: small stage-output frames
+
+ATTACK = "<img src=x onerror=alert(1)>"  # a hostile value every rendered page must escape
+
+
+def coverage_rows():
+    """A coverage.csv: line and token coverage per (corpus, framing), the two framings' pools included."""
+    import polars as pl
+
+    rows = []
+    for corpus, framing, line, token in (("HEvalFix-Py", "body", 0.74, 0.97), ("HEvalFix-Py", "decl", 0.80, 0.98),
+                                         ("ProbeEdit-S", "unit", 0.98, 0.999), ("CommitEdits-click", "file", 0.96, 0.99),
+                                         ("pooled", "body", 0.9, 0.99), ("pooled", "decl", 0.91, 0.99)):
+        for level, value in (("line", line), ("token", token)):
+            rows.append({"corpus": corpus, "framing": framing, "level": level, "n_cases": 10, "coverage": value,
+                         "ci_low": value - 0.01, "ci_high": value + 0.005})
+    return pl.DataFrame(rows)
+
+
+def bound_rows(values: dict[tuple[str, str], float], cases: dict[str, int] | None = None):
+    """A bounds.csv in the kernel-source format: line/ideal rows for (kernel_source, corpus) -> bound."""
+    import polars as pl
+
+    cases = cases or {}
+    rows = []
+    for (source, corpus), bound in values.items():
+        framing = {"ProbeEdit-S": "unit", "CommitEdits-click": "file"}.get(corpus, "body")
+        poolings = ["ratio_of_sums", "mean_of_corpora"] if corpus == "pooled" else ["corpus"]
+        for pooling in poolings:
+            rows.append({"level": "line", "corpus": corpus, "framing": framing, "variant": "ideal",
+                         "n_cases": cases.get(corpus, 164), "bound": bound, "ci_low": bound * 0.9, "ci_high": bound * 1.1,
+                         "coverage": 0.9, "pooling": pooling, "extrapolated_spans": 0, "kernel_source": source,
+                         "baseline": "eager" if source == "fit" else "paper (A100, bf16)"})
+    return pl.DataFrame(rows)
+
+
+def write_bound_tables(tmp_path: Path, bounds, coverage=None) -> Path:
+    """bounds.csv and coverage.csv (coverage_rows() unless given) under tmp_path's tables folder."""
+    from analysis.layout import TABLES
+
+    tables = tmp_path / TABLES
+    tables.mkdir(parents=True, exist_ok=True)
+    bounds.write_csv(tables / "bounds.csv")
+    (coverage if coverage is not None else coverage_rows()).write_csv(tables / "coverage.csv")
+    return tables
+
+
+def run_environment_sidecar(reference: list[float], threshold: float = 0.15, roofline: dict | None = None) -> dict:
+    """A sidecar as kernels_profile.profile_session.environment_record writes it, from the contention module's own types."""
+    from kernels_profile.contention import Drift, RunEnvironment
+
+    drift = Drift.of(reference, threshold)
+    run = RunEnvironment(run_id="r1", started_at=1_700_000_000.0, ended_at=1_700_000_100.0,
+                         machine={"cpu_model": "Test CPU", "cpu_avx2": True, "cpu_avx512f": False},
+                         load_before=(0.5, 0.4, 0.3), load_after=(1.5, 0.6, 0.4), reference_samples_s=tuple(reference),
+                         drift=drift).to_json()
+    run["roofline"] = roofline
+    return {"machine": {"cpu_model": "Test CPU", "cpu_avx2": True, "cpu_avx512f": False, "cpu_avx512_bf16": False,
+                        "cpu_amx_tile": True, "logical_cores": 2, "usable_cores": 2, "torch_threads": 2},
+            "noisy_drift": threshold, "noisy": drift.noisy, "pairs": 4, "noisy_pairs": ["p1"] if drift.noisy else [],
+            "max_pair_drift": drift.drift, "median_pair_drift": drift.drift / 2, "load1": {"min": 0.5, "max": 1.5},
+            "runs": [run]}
+
+
+ROOFLINE = {"stream_gbps": 10.0, "matmul_f32_gflops": 120.0, "matmul_f32_size": 1024, "matmul_bf16_gflops": 4.0,
+            "matmul_bf16_size": 128, "ridge_flops_per_byte": 12.0}
+
+
+def kernel_speedups(top: float):
+    """A kernel speedup table whose strongest float32 speedup at the largest n is `top`."""
+    import polars as pl
+
+    return pl.DataFrame({"n": [8, 512, 512], "dtype": ["float32"] * 3, "is_strongest": [True, True, False],
+                         "speedup": [3.0, top, top / 2], "baseline": ["static", "static", "eager"]})

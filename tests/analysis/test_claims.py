@@ -7,11 +7,14 @@ import json
 
 import polars as pl
 import pytest
+from fixtures import bound_rows, coverage_rows, write_bound_tables
 
 from analysis import claims
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.latency import paper_points
 from analysis.layout import METRICS, TABLES
+from analysis.present.numbers import fmt_pct
+from analysis.present.outputs import bounds_frame
 
 PAPER = claims.paper_claims()
 
@@ -510,3 +513,51 @@ def test_claim_7_judges_a_bugfix_run_before_a_longer_edit_run(tmp_path):
     assert claim.verdict == claims.REPRODUCED and "32 steps (default), task bugfix" in claim.reason
     assert claim.ours.startswith("default (32 steps): HEvalFix-Py EM") and "held-out bug fixes EM" in claim.ours
     assert "(384 steps): HEvalFix-Py EM 0.0% -> 0.0%; held-out edits EM" in claim.ours
+
+
+# ---------------------------------------------------------------- claim 3, like with like
+
+
+def _paper_bounds(probe: float, extra: bool) -> pl.DataFrame:
+    c = PAPER["bounds"]
+    values = {("paper", "HEvalFix-Py"): c["HEvalFix-Py"], ("paper", "HEvalFix-JS"): c["HEvalFix-JS"],
+              ("paper", "ProbeEdit-S"): probe, ("paper", "pooled"): c["pooled"], ("fit", "HEvalFix-Py"): 2.0}
+    cases = {"HEvalFix-Py": 164, "HEvalFix-JS": 164, "ProbeEdit-S": 154, "pooled": 482 + (300 if extra else 0)}
+    if extra:
+        values[("paper", "CommitEdits-click")] = 20.0
+        cases["CommitEdits-click"] = 300
+    return bound_rows(values, cases)
+
+
+def test_claim_3_compares_the_paper_kernel_and_only_a_like_pool(tmp_path):
+    c = PAPER["bounds"]
+    tables = write_bound_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=False))
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED, claim.why
+    assert "pooled" in claim.ours and "fit (eager AR" in claim.ours
+    compare = claims.paper_comparison(tables)
+    assert (compare["paper inside CI"] == "yes").sum() == 4  # three corpora and the ratio-of-sums pool
+    assert "not comparable" in compare.filter(pl.col("corpus") == "pooled (mean of corpora)")["paper inside CI"].to_list()
+
+    tables = write_bound_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=True))
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED and "pooled not compared" in claim.why and "CommitEdits-click" in claim.why
+
+
+def test_claim_3_explains_a_bound_above_the_papers_from_the_generated_share(tmp_path):
+    c = PAPER["bounds"]
+    coverage = coverage_rows().with_columns(coverage=pl.when(pl.col("corpus") == "ProbeEdit-S").then(0.99)
+                                        .otherwise(pl.col("coverage")))
+    tables = write_bound_tables(tmp_path, _paper_bounds(3 * c["ProbeEdit"], extra=False), coverage)
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS
+    assert fmt_pct(1 / c["ProbeEdit"]) in claim.why and fmt_pct(1 - 0.99) in claim.why
+
+
+def test_old_bounds_table_is_a_clear_error(tmp_path):
+    old = _paper_bounds(29.0, extra=False).drop("kernel_source", "pooling")
+    tables = write_bound_tables(tmp_path, old)
+    with pytest.raises(ParamsError, match="predates kernel sources"):
+        bounds_frame(tables)
+    verdicts = claims.claims(tables, tmp_path / METRICS)
+    assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [claims.NOT_RUN]

@@ -482,3 +482,24 @@ def kernel_speedups(top: float):
 
     return pl.DataFrame({"n": [8, 512, 512], "dtype": ["float32"] * 3, "is_strongest": [True, True, False],
                          "speedup": [3.0, top, top / 2], "baseline": ["static", "static", "eager"]})
+
+
+def perturbation_rows(em_of: dict):
+    """A perturbation.csv at line level: per corpus of the paper (and CommitEdits-click) EM by rate as em_of[corpus](rate)."""
+    import polars as pl
+
+    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
+               "CommitEdits-click": ("file", 300)}
+    rows = []
+    for corpus, (framing, n) in corpora.items():
+        for rate in (0.0, 0.5, 1.0):
+            for kind in ("start", "end"):
+                em = em_of[corpus](rate)
+                rows.append({"level": "line", "kind": kind, "rate": rate, "corpus": corpus, "framing": framing,
+                             "em": em, "em_min": em, "em_max": em, "invalid": 0.0, "no_copy": em_of[corpus](1.0),
+                             "n_cases": n, "seeds": 3})
+        rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": corpus, "framing": "decl", "em": 0.9,
+                     "em_min": 0.9, "em_max": 0.9, "invalid": 0.0, "no_copy": 0.9, "n_cases": n, "seeds": 3})
+    rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": "pooled", "framing": "body", "em": 0.5,
+                 "em_min": 0.5, "em_max": 0.5, "invalid": 0.0, "no_copy": 0.0, "n_cases": 782, "seeds": 3})
+    return pl.DataFrame(rows).filter(~((pl.col("framing") == "decl") & pl.col("corpus").is_in(["ProbeEdit-S", "CommitEdits-click"])))

@@ -7,7 +7,7 @@ import json
 
 import polars as pl
 import pytest
-from fixtures import bound_rows, coverage_rows, write_bound_tables
+from fixtures import bound_rows, coverage_rows, perturbation_rows, write_bound_tables
 
 from analysis import claims
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
@@ -260,29 +260,11 @@ def test_claim_3_judges_the_papers_pool_and_shows_both_pools_for_every_source(tm
 # ---------------------------------------------------------------- claim 6: the paper's three corpora
 
 
-def _perturbation(em_of: dict[str, callable]) -> pl.DataFrame:
-    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
-               "CommitEdits-click": ("file", 300)}
-    rows = []
-    for corpus, (framing, n) in corpora.items():
-        for rate in (0.0, 0.5, 1.0):
-            for kind in ("start", "end"):
-                em = em_of[corpus](rate)
-                rows.append({"level": "line", "kind": kind, "rate": rate, "corpus": corpus, "framing": framing,
-                             "em": em, "em_min": em, "em_max": em, "invalid": 0.0, "no_copy": em_of[corpus](1.0),
-                             "n_cases": n, "seeds": 3})
-        rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": corpus, "framing": "decl", "em": 0.9,
-                     "em_min": 0.9, "em_max": 0.9, "invalid": 0.0, "no_copy": 0.9, "n_cases": n, "seeds": 3})
-    rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": "pooled", "framing": "body", "em": 0.5,
-                 "em_min": 0.5, "em_max": 0.5, "invalid": 0.0, "no_copy": 0.0, "n_cases": 782, "seeds": 3})
-    return pl.DataFrame(rows).filter(~((pl.col("framing") == "decl") & pl.col("corpus").is_in(["ProbeEdit-S", "CommitEdits-click"])))
-
-
 def test_claim_6_pools_the_papers_three_corpora_only(tmp_path):
     em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
              "CommitEdits-click": lambda r: 1 - 0.5 * r}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     expected = (164 * 0.2 + 164 * 0.0 + 154 * 0.0) / 482  # CommitEdits, the decl framing and the pooled row left out
     assert f"{100 * expected:.2f}%" in claim.ours and "482 cases" in claim.ours
@@ -297,7 +279,7 @@ def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measu
     em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
              "CommitEdits-click": lambda r: 1 - 0.5 * r}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     spec = PAPER["perturbation"]
     claim = claims._perturb_claim(spec, tables, tmp_path / METRICS)
     assert spec["paper_states_rate"] is False and spec["comparator"] in claims.COMPARATORS
@@ -311,7 +293,7 @@ def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measu
 def test_claim_6_differs_when_no_measured_definition_reaches_the_papers_figure(tmp_path):
     em_of = {k: (lambda r: 1 - 0.5 * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     assert claim.verdict == claims.DIFFERS and "strict never" in claim.reason
 
@@ -321,7 +303,7 @@ def test_claim_6_within_tolerance_is_reproduced(tmp_path):
     em_of = {k: (lambda r: 1 - (1 - target) * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")}
     em_of["CommitEdits-click"] = lambda r: 1.0
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     assert claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS).verdict == claims.REPRODUCED
 
 
@@ -444,20 +426,6 @@ def test_context_label_names_the_mode():
 
     assert context_label("fixed", 256) == "c=256"
     assert "None" not in context_label("running", None) and "so far" in context_label("running", None)
-
-
-def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
-    from analysis.present import perturbviews
-
-    em_of = {k: (lambda r: 1 - r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
-    tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
-    _perturbation(em_of).write_csv(tables / "perturbation_clip.csv")
-    pooled = perturbviews.paper_pool_table("line", tables)
-    assert set(pooled["definition"]) == {"strict", "clip"} and set(pooled["n_cases"]) == {482}
-    assert set(perturbviews.definition_tables("line", "body", tables=tables)) == {"strict", "clip"}
-    crossings = perturbviews.crossings_table(PAPER["perturbation"]["em_pct"] / 100, tables)
-    assert crossings.height == 4 and crossings["crossing, paper's corpora"].null_count() == 0
 
 
 def test_the_round_trip_claim_is_not_applicable_to_a_run_of_the_users_programs_only(tmp_path):

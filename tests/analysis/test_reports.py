@@ -3,7 +3,6 @@ metrics under the stated thresholds, provenance, pages that load nothing from ou
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import re
@@ -14,14 +13,13 @@ import sys
 import nbformat
 import polars as pl
 import pytest
-from fixtures import ROOT
+from fixtures import ATTACK, ROOT
 
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
 from analysis.present import notebook as present
 from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
-ATTACK = "<img src=x onerror=alert(1)>"
 
 
 # ---------------------------------------------------------------- formats
@@ -37,43 +35,6 @@ def test_number_formats():
     assert [present.fmt_num(v) for v in (215.31, 1.234, 0.0234, 151669.0)] == ["215", "1.23", "0.0234", "151,669"]
     for fmt in (present.fmt_x, present.fmt_pct, present.fmt_int, present.fmt_num):
         assert fmt(None) == present.MISSING and fmt(float("nan")) == present.MISSING
-
-
-def _html(view) -> str:
-    return view.as_raw_html()
-
-
-def test_show_has_no_index_folds_the_interval_and_lifts_shared_columns():
-    frame = pl.DataFrame({"corpus": ["HEvalFix-Py", "ProbeEdit-S"], "model": ["m1", "m1"], "coverage": [0.7432, 0.987],
-                          "ci_low": [0.702, 0.985], "ci_high": [0.774, 0.989], "bound": [2.887, 11.17]})
-    view = present.show(frame, title="t", pct=["coverage"], x=["bound"], ci=[("coverage", "ci_low", "ci_high")])
-    text = _html(view)
-    assert "74.3%" in text and "[70.2, 77.4]" in text and "11.2x" in text
-    assert "ci_low" not in text and "ci low" not in text
-    assert "model m1" in text  # the shared column moved to the subtitle ...
-    assert text.count(">m1<") == 0  # ... and is not repeated on every row
-    assert "ProbeEdit-S*" in text and present.STAND_IN_NOTE.split(" is ")[0].lstrip("* ") in text
-    header = re.findall(r"<th[^>]*>(.*?)</th>", text, flags=re.S)
-    assert not any(h.strip() in ("", "0") for h in header)  # no index column
-
-
-def test_show_escapes_cell_text_titles_and_notes():
-    frame = pl.DataFrame({"case_id": [ATTACK], "value": [1.0]})
-    text = _html(present.show(frame, title=ATTACK, note=ATTACK, lift_constants=False))
-    assert ATTACK not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
-
-
-def test_page_blocks_escape_every_value():
-    blocks = [present.note("<b>{case}</b>", case=ATTACK), present.pre(ATTACK), present.lead(ATTACK, [(ATTACK, ATTACK)]),
-              present.provenance_html(present.Provenance(*([ATTACK] * len(dataclasses.fields(present.Provenance)))))]
-    for block in blocks:
-        assert ATTACK not in block._repr_html_() and "&lt;img" in block._repr_html_()
-
-
-def test_pivot_wide_makes_one_column_per_value_in_first_seen_order():
-    long = pl.DataFrame({"corpus": ["a", "a", "b", "b"], "rate": ["1.0", "0.0", "1.0", "0.0"], "em": [0.1, 1.0, 0.2, 1.0]})
-    wide = present.pivot_wide(long, index=["corpus"], on="rate", values="em")
-    assert wide.columns == ["corpus", "1.0", "0.0"] and wide.height == 2
 
 
 def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
@@ -343,31 +304,6 @@ def test_index_opens_with_a_compact_claims_grid(tmp_path):
     assert re.search(r"<a href='html/(\w+)\.html'>\1 →</a>", text)
     links = set(re.findall(r"<a href='html/(\w+)\.html'>\w+ →</a>", text))
     assert links <= set(REPORTS) and {"coverage", "bounds", "perturbation"} <= links
-
-
-def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
-    import dataclasses as dc
-
-    from analysis.present.pages import CELL_LIMIT, grid_rows
-
-    @dc.dataclass(frozen=True)
-    class Later(present.Claim):  # a Claim with a field added later by claims.py
-        setup_differences: str = "bf16 on an H200, not an A100"
-
-    ours = ("paper kernel x this suite's spans: ProbeEdit-S* 61.7x [53.8, 70.5]; HEvalFix-Py 3.5x [3.0, 3.9]; "
-            "pooled 25.5x (ratio of sums). Beside it, fit: ProbeEdit-S* 13.5x")
-    bound = Later(claim="3. bound", paper="29.0x ProbeEdit / 3.4x HEvalFix-Py / 13.0x pooled", ours=ours,
-                  verdict=present.DIFFERS, reason="r", method="spans x kernel [bounds]")
-    long = present.Claim(claim="9. long", paper="p", ours="; ".join(f"figure {i} " + "x" * 30 for i in range(12)),
-                         verdict=present.REPRODUCED, reason="r", method="m [spans]")
-    rows = grid_rows([bound, long], {"ProbeEdit-S", "HEvalFix-Py"}, {"ProbeEdit-S": 154, "HEvalFix-Py": 164})
-    by_scope = {r.scope: r for r in rows if r.claim == "3. bound"}
-    assert set(by_scope) == {"ProbeEdit-S*", "HEvalFix-Py", "pooled"}
-    assert by_scope["ProbeEdit-S*"].ours == "61.7x [53.8, 70.5] · 154 cases"
-    assert by_scope["ProbeEdit-S*"].paper == "29.0x ProbeEdit" and by_scope["pooled"].paper == "13.0x pooled"
-    assert all("Beside it" not in r.ours for r in rows) and by_scope["HEvalFix-Py"].page == "bounds"
-    clipped = [r for r in rows if r.claim == "9. long"][0]
-    assert len(clipped.ours) <= CELL_LIMIT and clipped.ours.endswith("… (more on the page)")
 
 
 def test_an_index_without_the_papers_corpora_leads_with_the_users_corpora(tmp_path):

@@ -503,3 +503,55 @@ def perturbation_rows(em_of: dict):
     rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": "pooled", "framing": "body", "em": 0.5,
                  "em_min": 0.5, "em_max": 0.5, "invalid": 0.0, "no_copy": 0.0, "n_cases": 782, "seeds": 3})
     return pl.DataFrame(rows).filter(~((pl.col("framing") == "decl") & pl.col("corpus").is_in(["ProbeEdit-S", "CommitEdits-click"])))
+
+
+# ---------------------------------------------------------------- the e2e stage: a fake executor
+
+from dataclasses import dataclass  # noqa: E402
+
+from kernels_profile.e2e import MethodPlan, PldSettings  # noqa: E402
+
+
+@dataclass(frozen=True)
+class FakeRun:
+    seconds: float
+    forwards: int
+    tokens: int
+    accepted: tuple[int, ...] = ()
+
+
+class FakeExecutor:
+    """Records which method ran when; a method's time is its cost times the machine's speed in
+    that repeat (a repeat = one call of each method), so within-repeat ratios are exact."""
+
+    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int):
+        self.costs, self.speed, self.per_repeat = costs, speed_per_repeat, methods_per_repeat
+        self.calls: list[str] = []
+
+    def _run(self, method: str) -> FakeRun:
+        repeat = len(self.calls) // self.per_repeat
+        self.calls.append(method)
+        return FakeRun(self.costs[method] * self.speed[repeat], 1, 4)
+
+    def autoregressive(self, gold):
+        return self._run("ar"), None
+
+    def pld_oracle(self, gold, k, ngram_max, policy):
+        run = self._run(f"pld_{policy}_k{k}")
+        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
+
+    def copy_as_decode(self, segments, directives=False):
+        return self._run(segments + ("_overhead" if directives else "")), None
+
+
+E2E_PLAN = MethodPlan((PldSettings(10, 3, "latest"),), ("line",))
+E2E_COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
+E2E_SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
+
+
+def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
+    """A FakeExecutor and the records of measure_case over it for one case of E2E_PLAN."""
+    from kernels_profile.e2e import measure_case
+
+    fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods()))
+    return fake, measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed)

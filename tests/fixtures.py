@@ -555,3 +555,33 @@ def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, lis
 
     fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods()))
     return fake, measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed)
+
+
+# ---------------------------------------------------------------- the pilot stage: records and frozen runs
+
+def pilot_record(**kw) -> dict:
+    """One decoded case of records.parquet (a held-out program-mode exact match unless `kw` says otherwise)."""
+    base = {"phase": "after", "seed": 0, "split": "heldout", "mode": "program", "case_id": "c/0", "kind": "k",
+            "position": 0, "paired": True, "budget": 10, "error": None, "exact_match": True, "valid": True,
+            "stopped": "eos", "copy_coverage": 0.5, "seconds": 1.0, "program_tokens": 5}
+    return {**base, **kw}
+
+
+def pilot_frozen_metrics(steps: int, em_after: int, he_after: int | None) -> dict:
+    """A pilot run's metrics.json: `steps` trained, held-out EM after of seed 0, HEvalFix-Py EM after (None: not run)."""
+    curve = [{"mode": "program", "seed": 0, "step": step, "sequences": 33, "loss": loss, "directive_accuracy": 0.9,
+              "copy_exact": 0.5, "gen_exact": 0.3, "all_exact": exact}
+             for step, loss, exact in ((0, 2.0, 0.0), (steps // 2, 0.5, 1 / 33), (steps, 0.2, 3 / 33))]
+    m = {"model": "smollm2-135m", "steps": steps, "method": f"LoRA {steps}", "heldout_cases": 33,
+         "heldout_em_before": 0, "heldout_em_after": {"0": em_after}, "curve": curve,
+         "before": {"cases": 33, "exact_match": 0}, "after_program": {"0": {"cases": 33, "exact_match": em_after}},
+         "teacher_forced_before": {"program": curve[0]}, "teacher_forced_after": {"program": {"0": curve[-1]}}}
+    if he_after is not None:
+        m.update(humaneval_cases=33, humaneval_em_before=0, humaneval_em_after={"0": he_after},
+                 humaneval_before={"cases": 33, "exact_match": 0, "em": 0.0},
+                 humaneval={"0": {"cases": 33, "exact_match": he_after, "em": he_after / 33}})
+    return m
+
+
+PILOT_RUN = {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
+             "seconds": 2400.0, "minutes": 40, "machine": "2 shared cores"}

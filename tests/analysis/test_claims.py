@@ -4,10 +4,11 @@ are computed in the test from the inputs it writes (or from paper_claims.json), 
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
-from fixtures import bound_rows, coverage_rows, perturbation_rows, write_bound_tables
+from fixtures import ROOT, bound_rows, coverage_rows, perturbation_rows, write_bound_tables
 
 from analysis import claims
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
@@ -15,6 +16,7 @@ from analysis.latency import paper_points
 from analysis.layout import METRICS, TABLES
 from analysis.present.numbers import fmt_pct
 from analysis.present.outputs import bounds_frame
+from analysis.present import notebook as present
 
 PAPER = claims.paper_claims()
 
@@ -529,3 +531,58 @@ def test_old_bounds_table_is_a_clear_error(tmp_path):
         bounds_frame(tables)
     verdicts = claims.claims(tables, tmp_path / METRICS)
     assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [claims.NOT_RUN]
+
+
+# ---------------------------------------------------------------- verdicts on the committed outputs (moved from test_reports.py)
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    """A private copy of the committed stage outputs that a test may edit."""
+    for folder in (TABLES, METRICS):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def _verdicts(root, paper=present.PAPER):
+    return {c.claim.split(".")[0] if c.claim[0].isdigit() else c.claim: c
+            for c in present.claims(root / TABLES, root / METRICS, paper)}
+
+
+def test_every_claim_of_the_paper_gets_a_verdict():
+    paper = present.paper_claims()
+    verdicts = present.claims(ROOT / TABLES, ROOT / METRICS)
+    assert {c.verdict for c in verdicts} <= set(present.VERDICTS)
+    assert len([k for k, c in paper.items() if not k.startswith("_") and not c.get("extension")]) == len(
+        [c for c in verdicts if c.claim[0].isdigit()])
+    assert all(c.verdict == present.BEYOND for c in verdicts if not c.claim[0].isdigit())  # extensions only
+    assert all(c.why for c in verdicts if c.verdict in (present.DIFFERS, present.NOT_RUN))
+
+
+def test_a_round_trip_failure_turns_the_verdict(outputs):
+    assert _verdicts(outputs)["5"].verdict == present.REPRODUCED
+    rt = json.loads((outputs / METRICS / "roundtrip.json").read_text())
+    rt["failed"], rt["passed"] = 3, rt["passed"] - 3
+    (outputs / METRICS / "roundtrip.json").write_text(json.dumps(rt))
+    claim = _verdicts(outputs)["5"]
+    assert claim.verdict == present.DIFFERS and "3 programs" in claim.why
+
+
+def test_the_threshold_in_paper_claims_decides_the_verdict(outputs, tmp_path):
+    paper = present.paper_claims()
+    cov = pl.read_csv(outputs / TABLES / "coverage.csv")
+    line = cov.filter((pl.col("level") == "line") & pl.col("framing").is_in(["body", "unit"]) & (pl.col("corpus") != "pooled"))
+    gap_pp = 100 * max(abs(line["coverage"].min() - paper["copy_ceiling"]["low"]),
+                       abs(line["coverage"].max() - paper["copy_ceiling"]["high"]))
+    for tolerance, verdict in ((gap_pp + 0.5, present.REPRODUCED), (gap_pp / 2, present.DIFFERS)):
+        paper["copy_ceiling"]["tolerance_pp"] = tolerance
+        path = tmp_path / f"claims_{verdict.replace(' ', '_')}.json"
+        path.write_text(json.dumps(paper))
+        assert _verdicts(outputs, path)["2"].verdict == verdict
+
+
+def test_a_missing_stage_output_is_not_run_not_dropped(outputs):
+    (outputs / TABLES / "perturbation.csv").unlink()
+    verdicts = present.claims(outputs / TABLES, outputs / METRICS)
+    missing = [c for c in verdicts if c.verdict == present.NOT_RUN and "perturbation.csv" in c.why]
+    assert len(missing) == 1 and len(verdicts) == len(present.claims(ROOT / TABLES, ROOT / METRICS))

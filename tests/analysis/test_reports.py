@@ -3,12 +3,9 @@ metrics under the stated thresholds, provenance, pages that load nothing from ou
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import polars as pl
@@ -20,135 +17,6 @@ from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRI
 from analysis.present import notebook as present
 from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
-
-
-# ---------------------------------------------------------------- formats
-
-
-def test_number_formats():
-    assert present.fmt_x(12.345) == "12.3x"
-    assert present.fmt_x(0.8237, 2) == "0.82x"
-    assert present.fmt_pct(0.74324) == "74.3%"
-    assert present.fmt_ci(0.70211, 0.77396, pct=True) == "[70.2, 77.4]"
-    assert present.fmt_ci(2.6005, 3.1552) == "[2.6, 3.2]"
-    assert present.fmt_int(2276) == "2,276"
-    assert [present.fmt_num(v) for v in (215.31, 1.234, 0.0234, 151669.0)] == ["215", "1.23", "0.0234", "151,669"]
-    for fmt in (present.fmt_x, present.fmt_pct, present.fmt_int, present.fmt_num):
-        assert fmt(None) == present.MISSING and fmt(float("nan")) == present.MISSING
-
-
-def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
-    frame = pl.DataFrame({"framing": ["body", "decl", "unit"], "v": [1, 2, 3]})
-    assert present.pick_framing(frame, "body")["v"].to_list() == [1, 3]
-    with pytest.raises(ParamsError, match="bogus"):
-        present.pick_framing(frame, "bogus")
-
-
-# ---------------------------------------------------------------- verdicts
-
-
-@pytest.fixture
-def outputs(tmp_path):
-    """A private copy of the committed stage outputs that a test may edit."""
-    for folder in (TABLES, METRICS):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    return tmp_path
-
-
-def _verdicts(root, paper=present.PAPER):
-    return {c.claim.split(".")[0] if c.claim[0].isdigit() else c.claim: c
-            for c in present.claims(root / TABLES, root / METRICS, paper)}
-
-
-def test_every_claim_of_the_paper_gets_a_verdict():
-    paper = present.paper_claims()
-    verdicts = present.claims(ROOT / TABLES, ROOT / METRICS)
-    assert {c.verdict for c in verdicts} <= set(present.VERDICTS)
-    assert len([k for k, c in paper.items() if not k.startswith("_") and not c.get("extension")]) == len(
-        [c for c in verdicts if c.claim[0].isdigit()])
-    assert all(c.verdict == present.BEYOND for c in verdicts if not c.claim[0].isdigit())  # extensions only
-    assert all(c.why for c in verdicts if c.verdict in (present.DIFFERS, present.NOT_RUN))
-
-
-def test_a_round_trip_failure_turns_the_verdict(outputs):
-    assert _verdicts(outputs)["5"].verdict == present.REPRODUCED
-    rt = json.loads((outputs / METRICS / "roundtrip.json").read_text())
-    rt["failed"], rt["passed"] = 3, rt["passed"] - 3
-    (outputs / METRICS / "roundtrip.json").write_text(json.dumps(rt))
-    claim = _verdicts(outputs)["5"]
-    assert claim.verdict == present.DIFFERS and "3 programs" in claim.why
-
-
-def test_the_threshold_in_paper_claims_decides_the_verdict(outputs, tmp_path):
-    paper = present.paper_claims()
-    cov = pl.read_csv(outputs / TABLES / "coverage.csv")
-    line = cov.filter((pl.col("level") == "line") & pl.col("framing").is_in(["body", "unit"]) & (pl.col("corpus") != "pooled"))
-    gap_pp = 100 * max(abs(line["coverage"].min() - paper["copy_ceiling"]["low"]),
-                       abs(line["coverage"].max() - paper["copy_ceiling"]["high"]))
-    for tolerance, verdict in ((gap_pp + 0.5, present.REPRODUCED), (gap_pp / 2, present.DIFFERS)):
-        paper["copy_ceiling"]["tolerance_pp"] = tolerance
-        path = tmp_path / f"claims_{verdict.replace(' ', '_')}.json"
-        path.write_text(json.dumps(paper))
-        assert _verdicts(outputs, path)["2"].verdict == verdict
-
-
-def test_a_missing_stage_output_is_not_run_not_dropped(outputs):
-    (outputs / TABLES / "perturbation.csv").unlink()
-    verdicts = present.claims(outputs / TABLES, outputs / METRICS)
-    missing = [c for c in verdicts if c.verdict == present.NOT_RUN and "perturbation.csv" in c.why]
-    assert len(missing) == 1 and len(verdicts) == len(present.claims(ROOT / TABLES, ROOT / METRICS))
-
-
-# ---------------------------------------------------------------- provenance
-
-
-def test_cpu_model_comes_from_cpuinfo(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\nmodel name\t: Test CPU 9000\n")
-    assert present.cpu_model(info) == "Test CPU 9000, 2 logical cores"
-
-
-def test_provenance_reads_recorded_versions_and_hashes_params(tmp_path):
-    (tmp_path / "params.yaml").write_text("seed: 1\n")
-    model = tmp_path / "latency_model.json"
-    model.write_text(json.dumps({"environment": [{"torch_version": "9.9", "transformers_version": "8.8"}]}))
-    prov = present.provenance(tmp_path, params=present.DEFAULT_PARAMS, model_path=model.relative_to(tmp_path))
-    assert (prov.torch, prov.transformers) == ("9.9", "8.8")
-    assert prov.params_sha256 == hashlib.sha256(b"seed: 1\n").hexdigest()
-    assert prov.commit.startswith("unknown") and prov.machine
-    model.unlink()
-    assert "installed packages" in present.provenance(tmp_path, model_path=model.relative_to(tmp_path)).versions_from
-
-
-def test_provenance_hashes_the_params_file_in_use(tmp_path, monkeypatch):
-    (tmp_path / "params.yaml").write_text("seed: 1\n")
-    other = tmp_path / "other.yaml"
-    other.write_text("seed: 2\n")
-    monkeypatch.setenv(present.PARAMS_ENV, str(other))
-    prov = present.provenance(tmp_path)
-    assert prov.params_sha256 == hashlib.sha256(b"seed: 2\n").hexdigest() and prov.params_file == str(other)
-    assert "seed: 2" not in present.provenance_html(prov).text and str(other) in present.provenance_html(prov).text
-    monkeypatch.delenv(present.PARAMS_ENV)
-    assert present.provenance(tmp_path).params_sha256 == hashlib.sha256(b"seed: 1\n").hexdigest()
-
-
-def test_provenance_names_the_commit_and_what_differs_from_it():
-    from analysis.present.provenance import commit_text
-
-    assert commit_text("abc", []) == "abc"
-    outputs_only = commit_text("abc", ["reports/tables/bounds.csv", "dvc.lock", "README.md"])
-    assert "uncommitted changes" not in outputs_only and "outputs" in outputs_only
-    changed = commit_text("abc", ["reports/index.html", "analysis/bounds.py"])
-    assert "1 source file(s): analysis/bounds.py" in changed
-
-
-def test_provenance_never_imports_torch():
-    code = ("import sys; from analysis.present import provenance; provenance.provenance(); "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------- pages

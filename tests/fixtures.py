@@ -4,7 +4,7 @@ module imports another test module.
 
 Sections: paths and params; synthetic kernel timings; pilot records and a mutable function; the toy
 tokenizer; the FSM tests' vocabulary and oracle; scratch pipelines; the headless browser (a minimal
-DevTools client)."""
+DevTools client); small stage-output frames for the presentation tests."""
 
 from __future__ import annotations
 
@@ -468,3 +468,175 @@ def page_problems(events: list[dict], url: str) -> dict[str, list[str]]:
                if e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error"]
     outside = [r for r in requests if r != url and not r.startswith("data:")]
     return {"outside requests": outside, "console errors": errors}
+
+
+
+# ---------------------------------------------------------------- presentation: small stage-output frames
+
+ATTACK = "<img src=x onerror=alert(1)>"  # a hostile value every rendered page must escape
+
+
+def coverage_rows():
+    """A coverage.csv: line and token coverage per (corpus, framing), the two framings' pools included."""
+    import polars as pl
+
+    rows = []
+    for corpus, framing, line, token in (("HEvalFix-Py", "body", 0.74, 0.97), ("HEvalFix-Py", "decl", 0.80, 0.98),
+                                         ("ProbeEdit-S", "unit", 0.98, 0.999), ("CommitEdits-click", "file", 0.96, 0.99),
+                                         ("pooled", "body", 0.9, 0.99), ("pooled", "decl", 0.91, 0.99)):
+        for level, value in (("line", line), ("token", token)):
+            rows.append({"corpus": corpus, "framing": framing, "level": level, "n_cases": 10, "coverage": value,
+                         "ci_low": value - 0.01, "ci_high": value + 0.005})
+    return pl.DataFrame(rows)
+
+
+def bound_rows(values: dict[tuple[str, str], float], cases: dict[str, int] | None = None):
+    """A bounds.csv in the kernel-source format: line/ideal rows for (kernel_source, corpus) -> bound."""
+    import polars as pl
+
+    cases = cases or {}
+    rows = []
+    for (source, corpus), bound in values.items():
+        framing = {"ProbeEdit-S": "unit", "CommitEdits-click": "file"}.get(corpus, "body")
+        poolings = ["ratio_of_sums", "mean_of_corpora"] if corpus == "pooled" else ["corpus"]
+        for pooling in poolings:
+            rows.append({"level": "line", "corpus": corpus, "framing": framing, "variant": "ideal",
+                         "n_cases": cases.get(corpus, 164), "bound": bound, "ci_low": bound * 0.9, "ci_high": bound * 1.1,
+                         "coverage": 0.9, "pooling": pooling, "extrapolated_spans": 0, "kernel_source": source,
+                         "baseline": "eager" if source == "fit" else "paper (A100, bf16)"})
+    return pl.DataFrame(rows)
+
+
+def write_bound_tables(tmp_path: Path, bounds, coverage=None) -> Path:
+    """bounds.csv and coverage.csv (coverage_rows() unless given) under tmp_path's tables folder."""
+    from analysis.layout import TABLES
+
+    tables = tmp_path / TABLES
+    tables.mkdir(parents=True, exist_ok=True)
+    bounds.write_csv(tables / "bounds.csv")
+    (coverage if coverage is not None else coverage_rows()).write_csv(tables / "coverage.csv")
+    return tables
+
+
+def run_environment_sidecar(reference: list[float], threshold: float = 0.15, roofline: dict | None = None) -> dict:
+    """A sidecar as kernels_profile.profile_session.environment_record writes it, from the contention module's own types."""
+    from kernels_profile.contention import Drift, RunEnvironment
+
+    drift = Drift.of(reference, threshold)
+    run = RunEnvironment(run_id="r1", started_at=1_700_000_000.0, ended_at=1_700_000_100.0,
+                         machine={"cpu_model": "Test CPU", "cpu_avx2": True, "cpu_avx512f": False},
+                         load_before=(0.5, 0.4, 0.3), load_after=(1.5, 0.6, 0.4), reference_samples_s=tuple(reference),
+                         drift=drift).to_json()
+    run["roofline"] = roofline
+    return {"machine": {"cpu_model": "Test CPU", "cpu_avx2": True, "cpu_avx512f": False, "cpu_avx512_bf16": False,
+                        "cpu_amx_tile": True, "logical_cores": 2, "usable_cores": 2, "torch_threads": 2},
+            "noisy_drift": threshold, "noisy": drift.noisy, "pairs": 4, "noisy_pairs": ["p1"] if drift.noisy else [],
+            "max_pair_drift": drift.drift, "median_pair_drift": drift.drift / 2, "load1": {"min": 0.5, "max": 1.5},
+            "runs": [run]}
+
+
+ROOFLINE = {"stream_gbps": 10.0, "matmul_f32_gflops": 120.0, "matmul_f32_size": 1024, "matmul_bf16_gflops": 4.0,
+            "matmul_bf16_size": 128, "ridge_flops_per_byte": 12.0}
+
+
+def kernel_speedups(top: float):
+    """A kernel speedup table whose strongest float32 speedup at the largest n is `top`."""
+    import polars as pl
+
+    return pl.DataFrame({"n": [8, 512, 512], "dtype": ["float32"] * 3, "is_strongest": [True, True, False],
+                         "speedup": [3.0, top, top / 2], "baseline": ["static", "static", "eager"]})
+
+
+def perturbation_rows(em_of: dict):
+    """A perturbation.csv at line level: per corpus of the paper (and CommitEdits-click) EM by rate as em_of[corpus](rate)."""
+    import polars as pl
+
+    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
+               "CommitEdits-click": ("file", 300)}
+    rows = []
+    for corpus, (framing, n) in corpora.items():
+        for rate in (0.0, 0.5, 1.0):
+            for kind in ("start", "end"):
+                em = em_of[corpus](rate)
+                rows.append({"level": "line", "kind": kind, "rate": rate, "corpus": corpus, "framing": framing,
+                             "em": em, "em_min": em, "em_max": em, "invalid": 0.0, "no_copy": em_of[corpus](1.0),
+                             "n_cases": n, "seeds": 3})
+        rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": corpus, "framing": "decl", "em": 0.9,
+                     "em_min": 0.9, "em_max": 0.9, "invalid": 0.0, "no_copy": 0.9, "n_cases": n, "seeds": 3})
+    rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": "pooled", "framing": "body", "em": 0.5,
+                 "em_min": 0.5, "em_max": 0.5, "invalid": 0.0, "no_copy": 0.0, "n_cases": 782, "seeds": 3})
+    return pl.DataFrame(rows).filter(~((pl.col("framing") == "decl") & pl.col("corpus").is_in(["ProbeEdit-S", "CommitEdits-click"])))
+
+
+# ---------------------------------------------------------------- the e2e stage: a fake executor
+
+from dataclasses import dataclass  # noqa: E402
+
+from kernels_profile.e2e import MethodPlan, PldSettings  # noqa: E402
+
+
+@dataclass(frozen=True)
+class FakeRun:
+    seconds: float
+    forwards: int
+    tokens: int
+    accepted: tuple[int, ...] = ()
+
+
+class FakeExecutor:
+    """Records which method ran when; a method's time is its cost times the machine's speed in
+    that repeat (a repeat = one call of each method), so within-repeat ratios are exact."""
+
+    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int):
+        self.costs, self.speed, self.per_repeat = costs, speed_per_repeat, methods_per_repeat
+        self.calls: list[str] = []
+
+    def _run(self, method: str) -> FakeRun:
+        repeat = len(self.calls) // self.per_repeat
+        self.calls.append(method)
+        return FakeRun(self.costs[method] * self.speed[repeat], 1, 4)
+
+    def autoregressive(self, gold):
+        return self._run("ar"), None
+
+    def pld_oracle(self, gold, k, ngram_max, policy):
+        run = self._run(f"pld_{policy}_k{k}")
+        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
+
+    def copy_as_decode(self, segments, directives=False):
+        return self._run(segments + ("_overhead" if directives else "")), None
+
+
+E2E_PLAN = MethodPlan((PldSettings(10, 3, "latest"),), ("line",))
+E2E_COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
+E2E_SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
+
+
+def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
+    """A FakeExecutor and the records of measure_case over it for one case of E2E_PLAN."""
+    from kernels_profile.e2e import measure_case
+
+    fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods()))
+    return fake, measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed)
+
+
+# ---------------------------------------------------------------- the pilot stage: frozen runs (pilot_record is above)
+
+def pilot_frozen_metrics(steps: int, em_after: int, he_after: int | None) -> dict:
+    """A pilot run's metrics.json: `steps` trained, held-out EM after of seed 0, HEvalFix-Py EM after (None: not run)."""
+    curve = [{"mode": "program", "seed": 0, "step": step, "sequences": 33, "loss": loss, "directive_accuracy": 0.9,
+              "copy_exact": 0.5, "gen_exact": 0.3, "all_exact": exact}
+             for step, loss, exact in ((0, 2.0, 0.0), (steps // 2, 0.5, 1 / 33), (steps, 0.2, 3 / 33))]
+    m = {"model": "smollm2-135m", "steps": steps, "method": f"LoRA {steps}", "heldout_cases": 33,
+         "heldout_em_before": 0, "heldout_em_after": {"0": em_after}, "curve": curve,
+         "before": {"cases": 33, "exact_match": 0}, "after_program": {"0": {"cases": 33, "exact_match": em_after}},
+         "teacher_forced_before": {"program": curve[0]}, "teacher_forced_after": {"program": {"0": curve[-1]}}}
+    if he_after is not None:
+        m.update(humaneval_cases=33, humaneval_em_before=0, humaneval_em_after={"0": he_after},
+                 humaneval_before={"cases": 33, "exact_match": 0, "em": 0.0},
+                 humaneval={"0": {"cases": 33, "exact_match": he_after, "em": he_after / 33}})
+    return m
+
+
+PILOT_RUN = {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
+             "seconds": 2400.0, "minutes": 40, "machine": "2 shared cores"}

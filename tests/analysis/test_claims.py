@@ -4,14 +4,19 @@ are computed in the test from the inputs it writes (or from paper_claims.json), 
 from __future__ import annotations
 
 import json
+import shutil
 
 import polars as pl
 import pytest
+from fixtures import ROOT, bound_rows, coverage_rows, perturbation_rows, write_bound_tables
 
 from analysis import claims
 from analysis.errors import MissingOutputError, ParamsError, StaleInputError
 from analysis.latency import paper_points
 from analysis.layout import METRICS, TABLES
+from analysis.present.numbers import fmt_pct
+from analysis.present.outputs import bounds_frame
+from analysis.present import notebook as present
 
 PAPER = claims.paper_claims()
 
@@ -257,29 +262,11 @@ def test_claim_3_judges_the_papers_pool_and_shows_both_pools_for_every_source(tm
 # ---------------------------------------------------------------- claim 6: the paper's three corpora
 
 
-def _perturbation(em_of: dict[str, callable]) -> pl.DataFrame:
-    corpora = {"HEvalFix-Py": ("body", 164), "HEvalFix-JS": ("body", 164), "ProbeEdit-S": ("unit", 154),
-               "CommitEdits-click": ("file", 300)}
-    rows = []
-    for corpus, (framing, n) in corpora.items():
-        for rate in (0.0, 0.5, 1.0):
-            for kind in ("start", "end"):
-                em = em_of[corpus](rate)
-                rows.append({"level": "line", "kind": kind, "rate": rate, "corpus": corpus, "framing": framing,
-                             "em": em, "em_min": em, "em_max": em, "invalid": 0.0, "no_copy": em_of[corpus](1.0),
-                             "n_cases": n, "seeds": 3})
-        rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": corpus, "framing": "decl", "em": 0.9,
-                     "em_min": 0.9, "em_max": 0.9, "invalid": 0.0, "no_copy": 0.9, "n_cases": n, "seeds": 3})
-    rows.append({"level": "line", "kind": "start", "rate": 1.0, "corpus": "pooled", "framing": "body", "em": 0.5,
-                 "em_min": 0.5, "em_max": 0.5, "invalid": 0.0, "no_copy": 0.0, "n_cases": 782, "seeds": 3})
-    return pl.DataFrame(rows).filter(~((pl.col("framing") == "decl") & pl.col("corpus").is_in(["ProbeEdit-S", "CommitEdits-click"])))
-
-
 def test_claim_6_pools_the_papers_three_corpora_only(tmp_path):
     em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
              "CommitEdits-click": lambda r: 1 - 0.5 * r}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     expected = (164 * 0.2 + 164 * 0.0 + 154 * 0.0) / 482  # CommitEdits, the decl framing and the pooled row left out
     assert f"{100 * expected:.2f}%" in claim.ours and "482 cases" in claim.ours
@@ -294,7 +281,7 @@ def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measu
     em_of = {"HEvalFix-Py": lambda r: 1 - 0.8 * r, "HEvalFix-JS": lambda r: 1 - r, "ProbeEdit-S": lambda r: 1 - r,
              "CommitEdits-click": lambda r: 1 - 0.5 * r}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     spec = PAPER["perturbation"]
     claim = claims._perturb_claim(spec, tables, tmp_path / METRICS)
     assert spec["paper_states_rate"] is False and spec["comparator"] in claims.COMPARATORS
@@ -308,7 +295,7 @@ def test_claim_6_is_underdetermined_when_the_papers_figure_lies_inside_the_measu
 def test_claim_6_differs_when_no_measured_definition_reaches_the_papers_figure(tmp_path):
     em_of = {k: (lambda r: 1 - 0.5 * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     claim = claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS)
     assert claim.verdict == claims.DIFFERS and "strict never" in claim.reason
 
@@ -318,7 +305,7 @@ def test_claim_6_within_tolerance_is_reproduced(tmp_path):
     em_of = {k: (lambda r: 1 - (1 - target) * r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")}
     em_of["CommitEdits-click"] = lambda r: 1.0
     tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
+    perturbation_rows(em_of).write_csv(tables / "perturbation.csv")
     assert claims._perturb_claim(PAPER["perturbation"], tables, tmp_path / METRICS).verdict == claims.REPRODUCED
 
 
@@ -443,20 +430,6 @@ def test_context_label_names_the_mode():
     assert "None" not in context_label("running", None) and "so far" in context_label("running", None)
 
 
-def test_perturbation_page_tables_cover_every_definition_written(tmp_path):
-    from analysis.present import perturbviews
-
-    em_of = {k: (lambda r: 1 - r) for k in ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S", "CommitEdits-click")}
-    tables = _tables(tmp_path)
-    _perturbation(em_of).write_csv(tables / "perturbation.csv")
-    _perturbation(em_of).write_csv(tables / "perturbation_clip.csv")
-    pooled = perturbviews.paper_pool_table("line", tables)
-    assert set(pooled["definition"]) == {"strict", "clip"} and set(pooled["n_cases"]) == {482}
-    assert set(perturbviews.definition_tables("line", "body", tables=tables)) == {"strict", "clip"}
-    crossings = perturbviews.crossings_table(PAPER["perturbation"]["em_pct"] / 100, tables)
-    assert crossings.height == 4 and crossings["crossing, paper's corpora"].null_count() == 0
-
-
 def test_the_round_trip_claim_is_not_applicable_to_a_run_of_the_users_programs_only(tmp_path):
     """N19: 42/42 of a pairs file's programs read "reproduced" against the paper's 482/482, so the
     index counted a reproduced claim on a run with none of the paper's corpora."""
@@ -510,3 +483,106 @@ def test_claim_7_judges_a_bugfix_run_before_a_longer_edit_run(tmp_path):
     assert claim.verdict == claims.REPRODUCED and "32 steps (default), task bugfix" in claim.reason
     assert claim.ours.startswith("default (32 steps): HEvalFix-Py EM") and "held-out bug fixes EM" in claim.ours
     assert "(384 steps): HEvalFix-Py EM 0.0% -> 0.0%; held-out edits EM" in claim.ours
+
+
+# ---------------------------------------------------------------- claim 3, like with like
+
+
+def _paper_bounds(probe: float, extra: bool) -> pl.DataFrame:
+    c = PAPER["bounds"]
+    values = {("paper", "HEvalFix-Py"): c["HEvalFix-Py"], ("paper", "HEvalFix-JS"): c["HEvalFix-JS"],
+              ("paper", "ProbeEdit-S"): probe, ("paper", "pooled"): c["pooled"], ("fit", "HEvalFix-Py"): 2.0}
+    cases = {"HEvalFix-Py": 164, "HEvalFix-JS": 164, "ProbeEdit-S": 154, "pooled": 482 + (300 if extra else 0)}
+    if extra:
+        values[("paper", "CommitEdits-click")] = 20.0
+        cases["CommitEdits-click"] = 300
+    return bound_rows(values, cases)
+
+
+def test_claim_3_compares_the_paper_kernel_and_only_a_like_pool(tmp_path):
+    c = PAPER["bounds"]
+    tables = write_bound_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=False))
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED, claim.why
+    assert "pooled" in claim.ours and "fit (eager AR" in claim.ours
+    compare = claims.paper_comparison(tables)
+    assert (compare["paper inside CI"] == "yes").sum() == 4  # three corpora and the ratio-of-sums pool
+    assert "not comparable" in compare.filter(pl.col("corpus") == "pooled (mean of corpora)")["paper inside CI"].to_list()
+
+    tables = write_bound_tables(tmp_path, _paper_bounds(c["ProbeEdit"], extra=True))
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.REPRODUCED and "pooled not compared" in claim.why and "CommitEdits-click" in claim.why
+
+
+def test_claim_3_explains_a_bound_above_the_papers_from_the_generated_share(tmp_path):
+    c = PAPER["bounds"]
+    coverage = coverage_rows().with_columns(coverage=pl.when(pl.col("corpus") == "ProbeEdit-S").then(0.99)
+                                        .otherwise(pl.col("coverage")))
+    tables = write_bound_tables(tmp_path, _paper_bounds(3 * c["ProbeEdit"], extra=False), coverage)
+    claim = claims._bounds_claim(PAPER["bounds"], tables, tmp_path / METRICS)
+    assert claim.verdict == claims.DIFFERS
+    assert fmt_pct(1 / c["ProbeEdit"]) in claim.why and fmt_pct(1 - 0.99) in claim.why
+
+
+def test_old_bounds_table_is_a_clear_error(tmp_path):
+    old = _paper_bounds(29.0, extra=False).drop("kernel_source", "pooling")
+    tables = write_bound_tables(tmp_path, old)
+    with pytest.raises(ParamsError, match="predates kernel sources"):
+        bounds_frame(tables)
+    verdicts = claims.claims(tables, tmp_path / METRICS)
+    assert [c.verdict for c in verdicts if c.claim.startswith(("bounds", "3."))] == [claims.NOT_RUN]
+
+
+# ---------------------------------------------------------------- verdicts on the committed outputs (moved from test_reports.py)
+
+
+@pytest.fixture
+def outputs(tmp_path):
+    """A private copy of the committed stage outputs that a test may edit."""
+    for folder in (TABLES, METRICS):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    return tmp_path
+
+
+def _verdicts(root, paper=present.PAPER):
+    return {c.claim.split(".")[0] if c.claim[0].isdigit() else c.claim: c
+            for c in present.claims(root / TABLES, root / METRICS, paper)}
+
+
+def test_every_claim_of_the_paper_gets_a_verdict():
+    paper = present.paper_claims()
+    verdicts = present.claims(ROOT / TABLES, ROOT / METRICS)
+    assert {c.verdict for c in verdicts} <= set(present.VERDICTS)
+    assert len([k for k, c in paper.items() if not k.startswith("_") and not c.get("extension")]) == len(
+        [c for c in verdicts if c.claim[0].isdigit()])
+    assert all(c.verdict == present.BEYOND for c in verdicts if not c.claim[0].isdigit())  # extensions only
+    assert all(c.why for c in verdicts if c.verdict in (present.DIFFERS, present.NOT_RUN))
+
+
+def test_a_round_trip_failure_turns_the_verdict(outputs):
+    assert _verdicts(outputs)["5"].verdict == present.REPRODUCED
+    rt = json.loads((outputs / METRICS / "roundtrip.json").read_text())
+    rt["failed"], rt["passed"] = 3, rt["passed"] - 3
+    (outputs / METRICS / "roundtrip.json").write_text(json.dumps(rt))
+    claim = _verdicts(outputs)["5"]
+    assert claim.verdict == present.DIFFERS and "3 programs" in claim.why
+
+
+def test_the_threshold_in_paper_claims_decides_the_verdict(outputs, tmp_path):
+    paper = present.paper_claims()
+    cov = pl.read_csv(outputs / TABLES / "coverage.csv")
+    line = cov.filter((pl.col("level") == "line") & pl.col("framing").is_in(["body", "unit"]) & (pl.col("corpus") != "pooled"))
+    gap_pp = 100 * max(abs(line["coverage"].min() - paper["copy_ceiling"]["low"]),
+                       abs(line["coverage"].max() - paper["copy_ceiling"]["high"]))
+    for tolerance, verdict in ((gap_pp + 0.5, present.REPRODUCED), (gap_pp / 2, present.DIFFERS)):
+        paper["copy_ceiling"]["tolerance_pp"] = tolerance
+        path = tmp_path / f"claims_{verdict.replace(' ', '_')}.json"
+        path.write_text(json.dumps(paper))
+        assert _verdicts(outputs, path)["2"].verdict == verdict
+
+
+def test_a_missing_stage_output_is_not_run_not_dropped(outputs):
+    (outputs / TABLES / "perturbation.csv").unlink()
+    verdicts = present.claims(outputs / TABLES, outputs / METRICS)
+    missing = [c for c in verdicts if c.verdict == present.NOT_RUN and "perturbation.csv" in c.why]
+    assert len(missing) == 1 and len(verdicts) == len(present.claims(ROOT / TABLES, ROOT / METRICS))

@@ -15,6 +15,7 @@ from analysis.present.numbers import (
     fmt_x,
     is_missing,
 )
+from analysis.present import notebook as present
 
 
 def test_none_and_nan_are_missing_zero_is_not():
@@ -46,3 +47,17 @@ def test_speedups_shares_intervals_and_counts():
 ])
 def test_fmt_num_keeps_three_significant_figures(value, text):
     assert fmt_num(value) == text
+
+
+# ---------------------------------------------------------------- through the notebooks' facade (moved from test_reports.py)
+
+def test_number_formats():
+    assert present.fmt_x(12.345) == "12.3x"
+    assert present.fmt_x(0.8237, 2) == "0.82x"
+    assert present.fmt_pct(0.74324) == "74.3%"
+    assert present.fmt_ci(0.70211, 0.77396, pct=True) == "[70.2, 77.4]"
+    assert present.fmt_ci(2.6005, 3.1552) == "[2.6, 3.2]"
+    assert present.fmt_int(2276) == "2,276"
+    assert [present.fmt_num(v) for v in (215.31, 1.234, 0.0234, 151669.0)] == ["215", "1.23", "0.0234", "151,669"]
+    for fmt in (present.fmt_x, present.fmt_pct, present.fmt_int, present.fmt_num):
+        assert fmt(None) == present.MISSING and fmt(float("nan")) == present.MISSING

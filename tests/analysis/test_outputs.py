@@ -18,6 +18,7 @@ from analysis.present.outputs import (
     read_parquet_output,
     table,
 )
+from analysis.present import notebook as present
 
 
 def test_absent_outputs_name_the_command_that_writes_them(tmp_path):
@@ -117,3 +118,10 @@ def test_table_is_the_one_report_table_reader(tmp_path):
     (tmp_path / "late.csv").write_text("a,b\n" + "1,\n" * 150 + "2,0.5\n")
     late = optional_table("late", tmp_path, infer_all_rows=True)
     assert late.schema["b"] == pl.Float64 and late["b"][-1] == 0.5
+
+
+def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
+    frame = pl.DataFrame({"framing": ["body", "decl", "unit"], "v": [1, 2, 3]})
+    assert present.pick_framing(frame, "body")["v"].to_list() == [1, 3]
+    with pytest.raises(ParamsError, match="bogus"):
+        present.pick_framing(frame, "bogus")

@@ -183,21 +183,6 @@ def test_crossing_table_puts_the_papers_pool_first_and_labels_every_corpus_pool(
     assert rows["all"][0]["crossing_rate"] is None  # half the cases never copy: EM never falls to 15.48%
 
 
-def test_the_perturbation_tiles_pool_the_papers_corpora_unless_told_and_say_which():
-    from analysis.present import perturbviews
-
-    paper = [case(f"P/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="HEvalFix-Py") for i in range(3)]
-    paper += [case("P/nocopy", Program((Gen("z\n"),)), SOURCE, "z\n", corpus="HEvalFix-Py")]
-    others = [case(f"C/{i}", Program((Copy(2, 2),)), SOURCE, "b\n", corpus="CommitEdits-click") for i in range(4)]
-    table = em_table(run_perturbation(paper + others, ["start"], [0.0, 1.0], [0], definition="strict"))
-    tiles = dict(perturbviews.lead_figures(table))
-    assert tiles["EM at rate 1, start, pooled over the paper's three corpora (4 cases)"] == "25.00%"
-    tiles = dict(perturbviews.lead_figures(table, "all"))
-    assert tiles["EM at rate 1, start, pooled over every corpus of this run (8 cases)"] == "12.50%"
-    with pytest.raises(ParamsError, match="unknown perturbation pool 'some'"):
-        perturbviews.lead_figures(table, "some")
-
-
 @pytest.mark.parametrize("kwargs, named", [
     ({"levels": ["line", "chars"]}, "'chars'"),
     ({"levels": ["char"]}, "'char'"),

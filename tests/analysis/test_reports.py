@@ -3,191 +3,20 @@ metrics under the stated thresholds, provenance, pages that load nothing from ou
 
 from __future__ import annotations
 
-import dataclasses
-import hashlib
 import json
 import re
 import shutil
-import subprocess
-import sys
 
 import nbformat
 import polars as pl
 import pytest
-from fixtures import ROOT
+from fixtures import ATTACK, ROOT
 
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
 from analysis.present import notebook as present
 from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
 
-ATTACK = "<img src=x onerror=alert(1)>"
-
-
-# ---------------------------------------------------------------- formats
-
-
-def test_number_formats():
-    assert present.fmt_x(12.345) == "12.3x"
-    assert present.fmt_x(0.8237, 2) == "0.82x"
-    assert present.fmt_pct(0.74324) == "74.3%"
-    assert present.fmt_ci(0.70211, 0.77396, pct=True) == "[70.2, 77.4]"
-    assert present.fmt_ci(2.6005, 3.1552) == "[2.6, 3.2]"
-    assert present.fmt_int(2276) == "2,276"
-    assert [present.fmt_num(v) for v in (215.31, 1.234, 0.0234, 151669.0)] == ["215", "1.23", "0.0234", "151,669"]
-    for fmt in (present.fmt_x, present.fmt_pct, present.fmt_int, present.fmt_num):
-        assert fmt(None) == present.MISSING and fmt(float("nan")) == present.MISSING
-
-
-def _html(view) -> str:
-    return view.as_raw_html()
-
-
-def test_show_has_no_index_folds_the_interval_and_lifts_shared_columns():
-    frame = pl.DataFrame({"corpus": ["HEvalFix-Py", "ProbeEdit-S"], "model": ["m1", "m1"], "coverage": [0.7432, 0.987],
-                          "ci_low": [0.702, 0.985], "ci_high": [0.774, 0.989], "bound": [2.887, 11.17]})
-    view = present.show(frame, title="t", pct=["coverage"], x=["bound"], ci=[("coverage", "ci_low", "ci_high")])
-    text = _html(view)
-    assert "74.3%" in text and "[70.2, 77.4]" in text and "11.2x" in text
-    assert "ci_low" not in text and "ci low" not in text
-    assert "model m1" in text  # the shared column moved to the subtitle ...
-    assert text.count(">m1<") == 0  # ... and is not repeated on every row
-    assert "ProbeEdit-S*" in text and present.STAND_IN_NOTE.split(" is ")[0].lstrip("* ") in text
-    header = re.findall(r"<th[^>]*>(.*?)</th>", text, flags=re.S)
-    assert not any(h.strip() in ("", "0") for h in header)  # no index column
-
-
-def test_show_escapes_cell_text_titles_and_notes():
-    frame = pl.DataFrame({"case_id": [ATTACK], "value": [1.0]})
-    text = _html(present.show(frame, title=ATTACK, note=ATTACK, lift_constants=False))
-    assert ATTACK not in text and "&lt;img src=x onerror=alert(1)&gt;" in text
-
-
-def test_page_blocks_escape_every_value():
-    blocks = [present.note("<b>{case}</b>", case=ATTACK), present.pre(ATTACK), present.lead(ATTACK, [(ATTACK, ATTACK)]),
-              present.provenance_html(present.Provenance(*([ATTACK] * len(dataclasses.fields(present.Provenance)))))]
-    for block in blocks:
-        assert ATTACK not in block._repr_html_() and "&lt;img" in block._repr_html_()
-
-
-def test_pivot_wide_makes_one_column_per_value_in_first_seen_order():
-    long = pl.DataFrame({"corpus": ["a", "a", "b", "b"], "rate": ["1.0", "0.0", "1.0", "0.0"], "em": [0.1, 1.0, 0.2, 1.0]})
-    wide = present.pivot_wide(long, index=["corpus"], on="rate", values="em")
-    assert wide.columns == ["corpus", "1.0", "0.0"] and wide.height == 2
-
-
-def test_pick_framing_follows_the_pooling_rule_and_rejects_unknown_framings():
-    frame = pl.DataFrame({"framing": ["body", "decl", "unit"], "v": [1, 2, 3]})
-    assert present.pick_framing(frame, "body")["v"].to_list() == [1, 3]
-    with pytest.raises(ParamsError, match="bogus"):
-        present.pick_framing(frame, "bogus")
-
-
-# ---------------------------------------------------------------- verdicts
-
-
-@pytest.fixture
-def outputs(tmp_path):
-    """A private copy of the committed stage outputs that a test may edit."""
-    for folder in (TABLES, METRICS):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    return tmp_path
-
-
-def _verdicts(root, paper=present.PAPER):
-    return {c.claim.split(".")[0] if c.claim[0].isdigit() else c.claim: c
-            for c in present.claims(root / TABLES, root / METRICS, paper)}
-
-
-def test_every_claim_of_the_paper_gets_a_verdict():
-    paper = present.paper_claims()
-    verdicts = present.claims(ROOT / TABLES, ROOT / METRICS)
-    assert {c.verdict for c in verdicts} <= set(present.VERDICTS)
-    assert len([k for k, c in paper.items() if not k.startswith("_") and not c.get("extension")]) == len(
-        [c for c in verdicts if c.claim[0].isdigit()])
-    assert all(c.verdict == present.BEYOND for c in verdicts if not c.claim[0].isdigit())  # extensions only
-    assert all(c.why for c in verdicts if c.verdict in (present.DIFFERS, present.NOT_RUN))
-
-
-def test_a_round_trip_failure_turns_the_verdict(outputs):
-    assert _verdicts(outputs)["5"].verdict == present.REPRODUCED
-    rt = json.loads((outputs / METRICS / "roundtrip.json").read_text())
-    rt["failed"], rt["passed"] = 3, rt["passed"] - 3
-    (outputs / METRICS / "roundtrip.json").write_text(json.dumps(rt))
-    claim = _verdicts(outputs)["5"]
-    assert claim.verdict == present.DIFFERS and "3 programs" in claim.why
-
-
-def test_the_threshold_in_paper_claims_decides_the_verdict(outputs, tmp_path):
-    paper = present.paper_claims()
-    cov = pl.read_csv(outputs / TABLES / "coverage.csv")
-    line = cov.filter((pl.col("level") == "line") & pl.col("framing").is_in(["body", "unit"]) & (pl.col("corpus") != "pooled"))
-    gap_pp = 100 * max(abs(line["coverage"].min() - paper["copy_ceiling"]["low"]),
-                       abs(line["coverage"].max() - paper["copy_ceiling"]["high"]))
-    for tolerance, verdict in ((gap_pp + 0.5, present.REPRODUCED), (gap_pp / 2, present.DIFFERS)):
-        paper["copy_ceiling"]["tolerance_pp"] = tolerance
-        path = tmp_path / f"claims_{verdict.replace(' ', '_')}.json"
-        path.write_text(json.dumps(paper))
-        assert _verdicts(outputs, path)["2"].verdict == verdict
-
-
-def test_a_missing_stage_output_is_not_run_not_dropped(outputs):
-    (outputs / TABLES / "perturbation.csv").unlink()
-    verdicts = present.claims(outputs / TABLES, outputs / METRICS)
-    missing = [c for c in verdicts if c.verdict == present.NOT_RUN and "perturbation.csv" in c.why]
-    assert len(missing) == 1 and len(verdicts) == len(present.claims(ROOT / TABLES, ROOT / METRICS))
-
-
-# ---------------------------------------------------------------- provenance
-
-
-def test_cpu_model_comes_from_cpuinfo(tmp_path):
-    info = tmp_path / "cpuinfo"
-    info.write_text("processor\t: 0\nmodel name\t: Test CPU 9000\n\nprocessor\t: 1\nmodel name\t: Test CPU 9000\n")
-    assert present.cpu_model(info) == "Test CPU 9000, 2 logical cores"
-
-
-def test_provenance_reads_recorded_versions_and_hashes_params(tmp_path):
-    (tmp_path / "params.yaml").write_text("seed: 1\n")
-    model = tmp_path / "latency_model.json"
-    model.write_text(json.dumps({"environment": [{"torch_version": "9.9", "transformers_version": "8.8"}]}))
-    prov = present.provenance(tmp_path, params=present.DEFAULT_PARAMS, model_path=model.relative_to(tmp_path))
-    assert (prov.torch, prov.transformers) == ("9.9", "8.8")
-    assert prov.params_sha256 == hashlib.sha256(b"seed: 1\n").hexdigest()
-    assert prov.commit.startswith("unknown") and prov.machine
-    model.unlink()
-    assert "installed packages" in present.provenance(tmp_path, model_path=model.relative_to(tmp_path)).versions_from
-
-
-def test_provenance_hashes_the_params_file_in_use(tmp_path, monkeypatch):
-    (tmp_path / "params.yaml").write_text("seed: 1\n")
-    other = tmp_path / "other.yaml"
-    other.write_text("seed: 2\n")
-    monkeypatch.setenv(present.PARAMS_ENV, str(other))
-    prov = present.provenance(tmp_path)
-    assert prov.params_sha256 == hashlib.sha256(b"seed: 2\n").hexdigest() and prov.params_file == str(other)
-    assert "seed: 2" not in present.provenance_html(prov).text and str(other) in present.provenance_html(prov).text
-    monkeypatch.delenv(present.PARAMS_ENV)
-    assert present.provenance(tmp_path).params_sha256 == hashlib.sha256(b"seed: 1\n").hexdigest()
-
-
-def test_provenance_names_the_commit_and_what_differs_from_it():
-    from analysis.present.provenance import commit_text
-
-    assert commit_text("abc", []) == "abc"
-    outputs_only = commit_text("abc", ["reports/tables/bounds.csv", "dvc.lock", "README.md"])
-    assert "uncommitted changes" not in outputs_only and "outputs" in outputs_only
-    changed = commit_text("abc", ["reports/index.html", "analysis/bounds.py"])
-    assert "1 source file(s): analysis/bounds.py" in changed
-
-
-def test_provenance_never_imports_torch():
-    code = ("import sys; from analysis.present import provenance; provenance.provenance(); "
-            "print('torch' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "False"
 
 
 # ---------------------------------------------------------------- pages
@@ -343,31 +172,6 @@ def test_index_opens_with_a_compact_claims_grid(tmp_path):
     assert re.search(r"<a href='html/(\w+)\.html'>\1 →</a>", text)
     links = set(re.findall(r"<a href='html/(\w+)\.html'>\w+ →</a>", text))
     assert links <= set(REPORTS) and {"coverage", "bounds", "perturbation"} <= links
-
-
-def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
-    import dataclasses as dc
-
-    from analysis.present.pages import CELL_LIMIT, grid_rows
-
-    @dc.dataclass(frozen=True)
-    class Later(present.Claim):  # a Claim with a field added later by claims.py
-        setup_differences: str = "bf16 on an H200, not an A100"
-
-    ours = ("paper kernel x this suite's spans: ProbeEdit-S* 61.7x [53.8, 70.5]; HEvalFix-Py 3.5x [3.0, 3.9]; "
-            "pooled 25.5x (ratio of sums). Beside it, fit: ProbeEdit-S* 13.5x")
-    bound = Later(claim="3. bound", paper="29.0x ProbeEdit / 3.4x HEvalFix-Py / 13.0x pooled", ours=ours,
-                  verdict=present.DIFFERS, reason="r", method="spans x kernel [bounds]")
-    long = present.Claim(claim="9. long", paper="p", ours="; ".join(f"figure {i} " + "x" * 30 for i in range(12)),
-                         verdict=present.REPRODUCED, reason="r", method="m [spans]")
-    rows = grid_rows([bound, long], {"ProbeEdit-S", "HEvalFix-Py"}, {"ProbeEdit-S": 154, "HEvalFix-Py": 164})
-    by_scope = {r.scope: r for r in rows if r.claim == "3. bound"}
-    assert set(by_scope) == {"ProbeEdit-S*", "HEvalFix-Py", "pooled"}
-    assert by_scope["ProbeEdit-S*"].ours == "61.7x [53.8, 70.5] · 154 cases"
-    assert by_scope["ProbeEdit-S*"].paper == "29.0x ProbeEdit" and by_scope["pooled"].paper == "13.0x pooled"
-    assert all("Beside it" not in r.ours for r in rows) and by_scope["HEvalFix-Py"].page == "bounds"
-    clipped = [r for r in rows if r.claim == "9. long"][0]
-    assert len(clipped.ours) <= CELL_LIMIT and clipped.ours.endswith("… (more on the page)")
 
 
 def test_an_index_without_the_papers_corpora_leads_with_the_users_corpora(tmp_path):

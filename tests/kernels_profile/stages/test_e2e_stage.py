@@ -2,17 +2,15 @@
 and run environment; the model-running parts on the tiny random model with a byte tokenizer."""
 
 import json
-from dataclasses import dataclass
 
-import numpy as np
 import polars as pl
 import pytest
 import yaml
-from fixtures import ROOT, ToyTokenizer, params_with
+from fixtures import E2E_COSTS, E2E_PLAN, E2E_SEGMENTS, ROOT, FakeExecutor, ToyTokenizer, e2e_measured, params_with
 
 from analysis.config import Config
 from analysis.errors import ParamsError
-from kernels_profile import e2e, e2e_predict, e2e_summary
+from kernels_profile import e2e, e2e_predict
 from kernels_profile.interleave import interleaved_order
 from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key
 from kernels_profile.stages import e2e as stage
@@ -107,153 +105,17 @@ def test_threads_default_to_one_and_null_means_torch_default():
 
 # ---------------------------------------------------------------- order and per-pair ratios
 
-@dataclass(frozen=True)
-class FakeRun:
-    seconds: float
-    forwards: int
-    tokens: int
-    accepted: tuple[int, ...] = ()
-
-
-class FakeExecutor:
-    """Records which method ran when; a method's time is its cost times the machine's speed in
-    that repeat (a repeat = one call of each method), so within-repeat ratios are exact."""
-
-    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int):
-        self.costs, self.speed, self.per_repeat = costs, speed_per_repeat, methods_per_repeat
-        self.calls: list[str] = []
-
-    def _run(self, method: str) -> FakeRun:
-        repeat = len(self.calls) // self.per_repeat
-        self.calls.append(method)
-        return FakeRun(self.costs[method] * self.speed[repeat], 1, 4)
-
-    def autoregressive(self, gold):
-        return self._run("ar"), None
-
-    def pld_oracle(self, gold, k, ngram_max, policy):
-        run = self._run(f"pld_{policy}_k{k}")
-        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
-
-    def copy_as_decode(self, segments, directives=False):
-        return self._run(segments + ("_overhead" if directives else "")), None
-
-
-PLAN = e2e.MethodPlan((e2e.PldSettings(10, 3, "latest"),), ("line",))
-COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
-SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
-
-
-def measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
-    fake = FakeExecutor(COSTS, speed or [1.0] * repeats, len(PLAN.methods()))
-    return fake, e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, repeats, seed)
-
-
 def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
     seed = e2e.order_seed(0, "tiny", "C/1")
-    fake, records = measured(seed, 4)
-    order = interleaved_order(PLAN.methods(), 4, seed)
+    fake, records = e2e_measured(seed, 4)
+    order = interleaved_order(E2E_PLAN.methods(), 4, seed)
     assert [fake.calls[i:i + 5] for i in range(0, 20, 5)] == order
     assert all(order[r["repeat"]][r["order_index"]] == r["method"] for r in records)
     assert all(order[r] != order[r - 1] for r in range(1, 4))  # no repeat runs in its predecessor's order
     assert len({row[0] for row in order}) > 1 and len({row.index("ar") for row in order}) > 1
-    assert measured(seed, 4)[0].calls == fake.calls  # the same seed, the same order
-    others = {tuple(measured(e2e.order_seed(s, "tiny", "C/1"), 4)[0].calls) for s in range(1, 6)}
+    assert e2e_measured(seed, 4)[0].calls == fake.calls  # the same seed, the same order
+    others = {tuple(e2e_measured(e2e.order_seed(s, "tiny", "C/1"), 4)[0].calls) for s in range(1, 6)}
     assert others - {tuple(fake.calls)}  # the seed chooses the order
-
-
-def test_per_pair_ratios_come_from_the_same_repeat():
-    # the machine is 10x slower in repeat 1: a ratio across repeats would be off by 10x
-    _, records = measured("s", 3, speed=[1.0, 10.0, 1.0])
-    frame = pl.DataFrame(records).with_columns(model=pl.lit("m"), corpus=pl.lit("C"), case_id=pl.lit("C/1"))
-    pairs = e2e_summary.per_pair_ratios(frame)
-    for method, cost in COSTS.items():
-        if method != "ar":
-            assert pairs.filter(pl.col("method") == method)["ratio"].to_list() == pytest.approx([COSTS["ar"] / cost] * 3)
-    summary = e2e_summary.speedup_summary(frame)
-    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
-    assert line["pair_ratio_median"] == pytest.approx(4.0) and line["pair_ratio_iqr"] == pytest.approx(0.0)
-    assert line["pairs"] == 3 and line["speedup_median"] == pytest.approx(4.0)
-
-
-def test_cases_that_measure_different_methods_summarise_together():
-    _, swept = measured("a", 2)
-    plan = e2e.MethodPlan((), ())
-    fake = FakeExecutor(COSTS, [1.0, 1.0], len(plan.methods()))
-    plain = e2e.measure_case(fake, [1], SEGMENTS, plan, 2, "b")
-    frame = pl.concat([pl.DataFrame(swept).with_columns(case_id=pl.lit("C/1")),
-                       pl.DataFrame(plain).with_columns(case_id=pl.lit("C/2"))]).with_columns(
-        model=pl.lit("m"), corpus=pl.lit("C"))
-    cases = dict(e2e_summary.speedup_summary(frame).select("method", "cases").iter_rows())
-    assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
-
-
-def test_the_pooled_headline_is_the_ratio_of_summed_times_never_the_best_case():
-    """Two corpora: a short case where line programs win 8x and a long one where they win 2x. The
-    pooled figure is (sum AR) / (sum method) over all three cases, with the count, per corpus and
-    overall; the best case's 8x is no pool's figure."""
-    frames = []
-    for case_id, corpus, scale, line_cost in (("A/1", "A", 1.0, 1.0), ("A/2", "A", 10.0, 4.0), ("B/1", "B", 5.0, 4.0)):
-        costs = {**COSTS, "cad_line": line_cost}
-        fake = FakeExecutor({k: v * scale for k, v in costs.items()}, [1.0, 1.0], len(PLAN.methods()))
-        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id)).with_columns(
-            case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("m"), gold_tokens=pl.lit(4)))
-    frame = pl.concat(frames)
-    cases = e2e_summary.case_table(frame)
-    assert cases.height == 3 * len(PLAN.methods())
-    a1 = cases.filter((pl.col("case_id") == "A/1") & (pl.col("method") == "cad_line")).row(0, named=True)
-    assert a1["ar_seconds"] == 8.0 and a1["seconds"] == 1.0 and a1["speedup"] == pytest.approx(8.0)
-    assert a1["tokens_per_forward"] == pytest.approx(4.0) and a1["accept_hist"] is None
-    pld = cases.filter(pl.col("method") == "pld_latest_k10")["accept_hist"].to_list()
-    assert pld == ["0:1"] * 3  # the fake's one forward accepted no draft token
-    pooled = e2e_summary.pooled_summary(cases)
-    line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "cad_line").iter_rows(named=True)}
-    assert set(line) == {"A", "B", "pooled"}
-    assert line["A"]["cases"] == 2 and line["A"]["speedup_pooled"] == pytest.approx((8 + 80) / (1 + 40))
-    assert line["B"]["speedup_pooled"] == pytest.approx(40 / 20)
-    assert line["pooled"]["cases"] == 3
-    assert line["pooled"]["speedup_pooled"] == pytest.approx((8 + 80 + 40) / (1 + 40 + 20))
-    assert max(r["speedup_pooled"] for r in line.values()) < 8.0
-    assert pooled["pool"].to_list()[-1] == "pooled"  # the overall pool after the corpora
-    assert stage.pooled_metrics(pooled)["m/pooled/cad_line"]["cases"] == 3
-
-
-# ---------------------------------------------------------------- like-for-like summary
-
-def summary_frame(ar_s, line_s, pred_ar, pred_line) -> pl.DataFrame:
-    rows = []
-    for i, (a, m, pa, pm) in enumerate(zip(ar_s, line_s, pred_ar, pred_line)):
-        for repeat in range(2):
-            rows.append({"case_id": f"C/{i}", "method": "ar", "repeat": repeat, "order_index": repeat,
-                         "seconds": a, "forwards": 10, "predicted_ar_seconds": None, "predicted_seconds": None,
-                         "predicted": None})
-            rows.append({"case_id": f"C/{i}", "method": "cad_line", "repeat": repeat, "order_index": 1 - repeat,
-                         "seconds": m, "forwards": 2, "predicted_ar_seconds": pa, "predicted_seconds": pm,
-                         "predicted": pa / pm})
-    return pl.DataFrame(rows).with_columns(model=pl.lit("m"), corpus=pl.lit("C"))
-
-
-def test_predicted_and_measured_are_aggregated_the_same_way():
-    ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
-    pred_ar, pred_line = np.array([8.0, 4.0, 20.0]), np.array([2.0, 1.0, 4.0])
-    row = e2e_summary.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "cad_line").row(0, named=True)
-    assert row["speedup_total"] == pytest.approx(ar.sum() / line.sum())
-    assert row["predicted_total"] == pytest.approx(pred_ar.sum() / pred_line.sum()) == row["predicted"]
-    assert row["speedup_median"] == pytest.approx(np.median(ar / line))
-    assert row["predicted_median"] == pytest.approx(np.median(pred_ar / pred_line))
-    assert row["gap_total"] == pytest.approx(row["speedup_total"] / row["predicted_total"] - 1)
-    assert row["gap_median"] == pytest.approx(row["speedup_median"] / row["predicted_median"] - 1)
-    assert row["label"] == "Copy-as-Decode, line level"
-
-
-def test_a_prediction_that_matches_every_case_has_no_gap_on_either_basis():
-    ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
-    row = e2e_summary.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "cad_line").row(0, named=True)
-    # the two bases differ (3.5x vs 3x), yet each is compared with its own kind of prediction
-    assert row["speedup_total"] != pytest.approx(row["speedup_median"])
-    assert row["gap_total"] == pytest.approx(0.0) and row["gap_median"] == pytest.approx(0.0)
-    ar_row = e2e_summary.speedup_summary(summary_frame(ar, line, ar, line)).filter(pl.col("method") == "ar").row(0, named=True)
-    assert ar_row["predicted"] is None and ar_row["gap_total"] is None and ar_row["speedup_total"] == pytest.approx(1.0)
 
 
 # ---------------------------------------------------------------- run environment
@@ -396,18 +258,6 @@ def test_a_changed_ar_grid_measures_the_curve_again(tmp_path, monkeypatch):
     assert len(calls) == 2 and e2e_predict.curve_ar_points(again) == [1, 8, 32]
 
 
-def test_the_fit_form_changes_the_prediction_and_a_bad_one_is_named():
-    from analysis.errors import ParamsError
-
-    curve = {"prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
-             "ar": [{"n": n, "context": 16, "median": 0.01 * n + 0.0001 * n * n} for n in (1, 2, 4, 8, 16, 32)]}
-    interp = e2e_predict.curve_model(curve, "tiny", "interp")
-    quadratic = e2e_predict.curve_model(curve, "tiny", "quadratic")
-    assert float(interp.t_prefill(100, 16, extrapolate=True).seconds) != float(quadratic.t_prefill(100, 16, extrapolate=True).seconds)
-    with pytest.raises(ParamsError, match="latency form must be one of"):
-        e2e_predict.curve_model(curve, "tiny", "cubic")
-
-
 # ---------------------------------------------------------------- the sample and the wide preset
 
 def _corpus_table(corpus: str, lengths: list[int]) -> pl.DataFrame:
@@ -478,8 +328,8 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
 
     frames = []
     for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):
-        fake = FakeExecutor(COSTS, [1.0, 1.0], len(PLAN.methods()))
-        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], SEGMENTS, PLAN, 2, case_id),
+        fake = FakeExecutor(E2E_COSTS, [1.0, 1.0], len(E2E_PLAN.methods()))
+        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, 2, case_id),
                                    schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
             case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("smollm2-135m"), gold_tokens=pl.lit(4),
             lossless_ok=pl.lit(None, dtype=pl.Boolean), lossless_rel_diff=pl.lit(None, dtype=pl.Float64)))
@@ -519,4 +369,4 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
     assert run["preset"] == "e2e-wide" and run["command"].startswith("copydecode e2e --preset e2e-wide --out ")
     assert run["seconds"] >= 0 and "commit" in run and run["machine"]["cpu_model"] == "test"
     frozen = read_frozen(tmp_path / "wide" / "..", "wide")
-    assert frozen.case_count == 2 and frozen.pooled.filter(pl.col("pool") == "pooled").height == len(PLAN.methods())
+    assert frozen.case_count == 2 and frozen.pooled.filter(pl.col("pool") == "pooled").height == len(E2E_PLAN.methods())

@@ -11,82 +11,14 @@ import pytest
 
 from analysis.present import pilotreport
 from analysis.config import Config
-from analysis.errors import CorpusError, ParamsError
+from analysis.errors import CorpusError
 from kernels_profile import pilot_settings
 from kernels_profile.stages import pilot as stage
-from fixtures import ROOT, params_with, pilot_record
+from fixtures import PILOT_RUN, ROOT, params_with, pilot_frozen_metrics, pilot_record
 
 
 def cfg(**changes) -> Config:
     return Config(params_with(**changes), ROOT / "params.yaml")
-
-
-# ---------------------------------------------------------------- settings
-
-def test_defaults_validate_and_a_preset_overlays_them():
-    s = pilot_settings.settings(cfg().params)
-    group = cfg().params["pilot"]
-    assert s.model == group["model"] and s.seeds == tuple(group["seeds"]) and s.data.n_heldout == group["data"]["n_heldout"]
-    gpu = pilot_settings.settings(cfg().params, "pilot-gpu")
-    assert gpu.model == "qwen2.5-coder-1.5b" and gpu.device == "cuda"
-    assert gpu.data.n_train == 500 and gpu.data.n_heldout == s.data.n_heldout  # nested groups merge key by key
-    long = pilot_settings.settings(cfg().params, "pilot-long")
-    assert long.steps > s.steps and long.decode_seeds == long.seeds == (0,) and long.lr == s.lr
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("preset", [None, "pilot-gpu"])
-def test_the_default_and_preset_data_can_be_drawn(preset):
-    from analysis.pilotdata import build_pilot_cases, with_split
-
-    s = pilot_settings.settings(cfg().params, preset)
-    cases = build_pilot_cases(s.data, s.probeedit)
-    assert len(with_split(cases, "train")) == s.data.n_train and len(with_split(cases, "heldout")) == 33
-
-
-@pytest.mark.parametrize("dotted, value, message", [
-    ("pilot.model", "gpt-9", "unknown model 'gpt-9'"),
-    ("pilot.weights", "random", "fine-tuning random weights"),
-    ("pilot.seeds", [], "'pilot.seeds' must not be empty"),
-    ("pilot.seeds", [0, 0], "'pilot.seeds' lists a value twice"),
-    ("pilot.lora.dropout", 1.5, "'pilot.lora.dropout' must lie in"),
-    ("pilot.humaneval_cases", -1, "'pilot.humaneval_cases' must be >= 0"),
-    ("pilot.humaneval_seeds", [5], r"\[5\] are not program seeds"),
-    ("pilot.decode_seeds", [7], r"'pilot.decode_seeds' \[7\] are not program seeds"),
-    ("pilot.schedule", "step", "pilot.schedule"),
-    ("pilot.warmup", 10_000, "'pilot.warmup' .* must be below steps"),
-    ("pilot.warmup", -1, "'pilot.warmup' must be >= 0"),
-    ("pilot.batch", 0, "pilot.batch"),
-    ("pilot.humaneval_framing", "whole", "pilot.humaneval_framing"),
-    ("pilot.lr", 0, "'pilot.lr' must be a number > 0"),
-    ("pilot.steps", 0, "pilot.steps"),
-    ("pilot.level", "token", "pilot.level"),
-    ("pilot.data.kinds", ["nope"], "pilot.data.kinds"),
-    ("pilot.task", "refactor", "'pilot.task'"),
-    ("pilot.data.kinds", ["change_literal"], r"'pilot.data.kinds' must be .* \(the kinds of task bugfix\)"),
-    ("pilot.data.max_lines", 3, "is below min_lines"),
-    ("pilot.threads", 0, "pilot.threads"),
-])
-def test_bad_params_name_the_field(dotted, value, message):
-    with pytest.raises(ParamsError, match=message):
-        pilot_settings.settings(cfg(**{dotted: value}).params)
-
-
-def test_the_task_picks_its_kinds_and_the_frozen_edit_preset_keeps_its_task():
-    from analysis.bugmutate import MUTATION_KINDS
-    from analysis.corpora.probeedit import EDIT_KINDS
-
-    assert stage.settings(cfg(**{"pilot.task": "bugfix"}).params).data.kinds == MUTATION_KINDS
-    edit = stage.settings(cfg(**{"pilot.task": "edit"}).params)
-    assert edit.data.task == "edit" and edit.data.kinds == EDIT_KINDS
-    assert stage.settings(cfg().params, "pilot-long").data.task == "edit"
-    with pytest.raises(ParamsError, match="the kinds of task edit"):
-        stage.settings(cfg(**{"pilot.task": "edit", "pilot.data.kinds": ["off_by_one"]}).params)
-
-
-def test_unknown_preset_is_named():
-    with pytest.raises(ParamsError, match="unknown preset 'nope' in 'pilot.presets'"):
-        pilot_settings.settings(cfg().params, "nope")
 
 
 # ---------------------------------------------------------------- cases and budgets
@@ -202,21 +134,6 @@ def test_before_after_table_and_headline_read_the_plain_metrics():
     assert not any("wall-clock" in k for k in rows)  # no both-exact case: no speed figure in the lead
 
 
-def _frozen_metrics(steps: int, em_after: int, he_after: int | None) -> dict:
-    curve = [{"mode": "program", "seed": 0, "step": step, "sequences": 33, "loss": loss, "directive_accuracy": 0.9,
-              "copy_exact": 0.5, "gen_exact": 0.3, "all_exact": exact}
-             for step, loss, exact in ((0, 2.0, 0.0), (steps // 2, 0.5, 1 / 33), (steps, 0.2, 3 / 33))]
-    m = {"model": "smollm2-135m", "steps": steps, "method": f"LoRA {steps}", "heldout_cases": 33,
-         "heldout_em_before": 0, "heldout_em_after": {"0": em_after}, "curve": curve,
-         "before": {"cases": 33, "exact_match": 0}, "after_program": {"0": {"cases": 33, "exact_match": em_after}},
-         "teacher_forced_before": {"program": curve[0]}, "teacher_forced_after": {"program": {"0": curve[-1]}}}
-    if he_after is not None:
-        m.update(humaneval_cases=33, humaneval_em_before=0, humaneval_em_after={"0": he_after},
-                 humaneval_before={"cases": 33, "exact_match": 0, "em": 0.0},
-                 humaneval={"0": {"cases": 33, "exact_match": he_after, "em": he_after / 33}})
-    return m
-
-
 def _write_frozen(root, name: str, metrics: dict, run: dict | None) -> None:
     folder = root / name
     folder.mkdir(parents=True)
@@ -225,23 +142,19 @@ def _write_frozen(root, name: str, metrics: dict, run: dict | None) -> None:
         (folder / "run.json").write_text(json.dumps(run))
 
 
-RUN = {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
-       "seconds": 2400.0, "minutes": 40, "machine": "2 shared cores"}
-
-
 def test_frozen_runs_are_read_labelled_and_a_broken_one_is_refused(tmp_path):
     assert pilotreport.read_frozen(tmp_path / "absent") == {}
-    _write_frozen(tmp_path, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
+    _write_frozen(tmp_path, "pilot-long", pilot_frozen_metrics(384, 5, 1), PILOT_RUN)
     runs = pilotreport.read_frozen(tmp_path)
     assert list(runs) == ["pilot-long"] and runs["pilot-long"]["run"]["commit"] == "abc1234"
-    _write_frozen(tmp_path, "half", _frozen_metrics(8, 0, None), None)
+    _write_frozen(tmp_path, "half", pilot_frozen_metrics(8, 0, None), None)
     with pytest.raises(CorpusError, match="half lacks run.json"):
         pilotreport.read_frozen(tmp_path)
 
 
 def test_steps_and_runs_tables_put_the_frozen_run_beside_the_default(tmp_path):
-    m = _frozen_metrics(64, 0, None)
-    _write_frozen(tmp_path, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
+    m = pilot_frozen_metrics(64, 0, None)
+    _write_frozen(tmp_path, "pilot-long", pilot_frozen_metrics(384, 5, 1), PILOT_RUN)
     m["frozen"] = pilotreport.read_frozen(tmp_path)
     steps = pilotreport.steps_table(m)
     default = steps.filter(pl.col("run") == "default (this run)")
@@ -321,7 +234,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     config, loads = tiny_run
     from analysis.layout import PILOT_FROZEN
 
-    _write_frozen(PILOT_FROZEN, "pilot-long", _frozen_metrics(384, 5, 1), RUN)
+    _write_frozen(PILOT_FROZEN, "pilot-long", pilot_frozen_metrics(384, 5, 1), PILOT_RUN)
     metrics = stage.run(pilot_settings.settings(config.params))
     assert metrics["frozen"]["pilot-long"]["run"]["commit"] == "abc1234"
     runs = pl.read_csv(TABLES / "pilot_runs.csv")
@@ -397,21 +310,6 @@ def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     assert frame["output"].to_list() == [None] and frame["error"].to_list() == [small["error"]]
 
 
-def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path):
-    from kernels_profile.pilot_sweep import freeze
-
-    source = tmp_path / "data" / "pilot-long"
-    source.mkdir(parents=True)
-    with pytest.raises(CorpusError, match="has not finished"):
-        freeze("pilot-long", RUN, source, tmp_path / "frozen")
-    (source / "metrics.json").write_text(json.dumps(_frozen_metrics(384, 5, 1)))
-    stage.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
-    pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [1.0]}).write_parquet(source / "losses.parquet")
-    stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
-    out = freeze("pilot-long", RUN, source, tmp_path / "frozen")
-    assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
-    runs = pilotreport.read_frozen(tmp_path / "frozen")
-    assert runs["pilot-long"]["run"] == RUN and runs["pilot-long"]["metrics"]["heldout_em_after"] == {"0": 5}
 
 
 def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(tmp_path, monkeypatch, capsys):

@@ -1,0 +1,121 @@
+"""analysis.present.corpusviews: the corpus report's frames (groups, cases per framing, case sizes, coverage and
+bounds per corpus, the real-vs-benchmark sentence, the wide bounds tables). Inputs are small frames built here;
+expected values are computed independently in the test, never typed from a run."""
+
+from __future__ import annotations
+
+import statistics
+
+import polars as pl
+import pytest
+from fixtures import bound_rows, coverage_rows
+
+from analysis.errors import ParamsError
+from analysis.present import notebook as present
+
+
+# ---------------------------------------------------------------- corpora
+
+
+def _cases() -> pl.DataFrame:
+    rows = [("HEvalFix-Py/0", "HEvalFix-Py", "python", "body", "a\nb\nc\n", "a\nB\nc\n"),
+            ("HEvalFix-Py/0", "HEvalFix-Py", "python", "decl", "d\na\nb\nc\n", "d\na\nB\nc\n"),
+            ("HEvalFix-Py/1", "HEvalFix-Py", "python", "body", "x\n", "y\n"),
+            ("CommitEdits-click/1", "CommitEdits-click", "python", "file", "1\n2\n3\n4\n5\n", "1\n2\n3\n4\n6\n"),
+            ("Mine/1", "Mine", "js", "pair", "p\nq\n", "p\nq\nr\n")]
+    return pl.DataFrame(rows, schema=["case_id", "corpus", "language", "framing", "source", "target"], orient="row")
+
+
+def _spans() -> pl.DataFrame:
+    rows = [("HEvalFix-Py/0", "body", "line", "copy", 2, 1), ("HEvalFix-Py/0", "body", "line", "gen", 3, 1),
+            ("HEvalFix-Py/1", "body", "line", "gen", 2, 1), ("HEvalFix-Py/1", "body", "line", "gen", 4, 2),
+            ("HEvalFix-Py/1", "body", "token", "gen", 99, 0),  # token level: not an edit size
+            ("CommitEdits-click/1", "file", "line", "copy", 8, 4)]  # no gen span: a zero-size edit
+    return pl.DataFrame(rows, schema=["case_id", "framing", "level", "kind", "n_tokens", "n_lines"], orient="row")
+
+
+def test_corpus_groups():
+    assert present.corpus_group("HEvalFix-Py", "body") == present.BENCHMARK
+    assert present.corpus_group("ProbeEdit-S", "unit") == present.BENCHMARK
+    assert present.corpus_group("CommitEdits-click", "file") == present.GIT_HISTORY
+    assert present.corpus_group("Mine", "pair") == present.USER_PAIRS
+
+
+def test_corpus_cases_counts_cases_per_framing():
+    table = present.corpus_cases(_cases())
+    row = table.filter(pl.col("corpus") == "HEvalFix-Py").row(0, named=True)
+    assert row["framings"] == "body, decl" and row["cases_per_framing"] == 2 and row["group"] == present.BENCHMARK
+    assert set(table["corpus"]) == set(_cases()["corpus"])
+
+
+def test_case_sizes_follow_the_framing_and_sum_line_level_gen_spans():
+    counted = []
+
+    def fake_counts(texts):
+        counted.extend(texts)
+        return [len(t) for t in texts]  # characters stand in for tokens: known values
+
+    sizes = present.case_sizes(_cases(), _spans(), "body", token_counts=fake_counts)
+    assert set(sizes["framing"]) == {"body", "file", "pair"}  # decl left out; single framings join
+    one = sizes.filter(pl.col("case_id") == "HEvalFix-Py/1").row(0, named=True)
+    assert (one["changed_lines"], one["gen_tokens"]) == (1 + 2, 2 + 4)  # the token-level span is not counted
+    zero = sizes.filter(pl.col("case_id") == "CommitEdits-click/1").row(0, named=True)
+    assert (zero["changed_lines"], zero["gen_tokens"], zero["source_lines"]) == (0, 0, 5)
+    assert zero["source_tokens"] == len("1\n2\n3\n4\n5\n") and len(counted) == sizes.height
+    with pytest.raises(ParamsError, match="framing"):
+        present.case_sizes(_cases(), _spans(), "prompt", token_counts=fake_counts)
+
+
+def test_size_distribution_and_its_narrow_table():
+    values = [1, 2, 3, 4, 100]
+    sizes = pl.DataFrame({"group": ["benchmark"] * 5, "corpus": ["A"] * 5, "source_lines": values,
+                          "source_tokens": values, "changed_lines": values, "gen_tokens": values})
+    dist = present.size_distribution(sizes)
+    row = dist.filter(pl.col("measure") == "source_lines").row(0, named=True)
+    assert row["median"] == statistics.median(values) and row["max"] == max(values) and row["cases"] == len(values)
+    assert row["mean"] == pytest.approx(statistics.mean(values))
+    table = present.size_table(dist)
+    assert table.columns == ["group", "corpus", "cases", *present.SIZE_MEASURES.values()]
+    assert table["source lines"][0].startswith(present.fmt_count(statistics.median(values)) + " [")
+
+
+def test_corpus_coverage_pivots_levels_and_keeps_only_the_framings_pool():
+    table = present.corpus_coverage(coverage_rows(), "body")
+    assert table.filter(pl.col("corpus") == "pooled").height == 1
+    assert table["corpus"].to_list()[-1] == "pooled"  # pools last
+    py = table.filter(pl.col("corpus") == "HEvalFix-Py").row(0, named=True)
+    assert (py["line_coverage"], py["token_coverage"]) == (0.74, 0.97)
+    assert table.filter(pl.col("corpus") == "CommitEdits-click")["group"][0] == present.GIT_HISTORY
+
+
+def test_real_vs_benchmarks_is_computed_from_the_tables():
+    bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("paper", "ProbeEdit-S"): 60.0, ("paper", "CommitEdits-click"): 25.0})
+    text = present.real_vs_benchmarks(coverage_rows(), bounds)
+    assert "CommitEdits-click" in text and present.fmt_pct(0.96) in text and present.fmt_x(25.0) in text
+    assert "above HEvalFix-Py, below ProbeEdit-S*" in text
+    higher = coverage_rows().with_columns(coverage=pl.when(pl.col("corpus") == "CommitEdits-click").then(0.999)
+                                      .otherwise(pl.col("coverage")))
+    assert "above every benchmark" in present.real_vs_benchmarks(higher, bounds)
+    benchmarks_only = coverage_rows().filter(pl.col("corpus") != "CommitEdits-click")
+    assert "No real-edit corpus" in present.real_vs_benchmarks(benchmarks_only, bounds)
+
+
+def test_corpus_bounds_has_one_column_per_kernel_and_labels_both_poolings():
+    bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("fit", "HEvalFix-Py"): 2.9, ("paper", "pooled"): 12.0,
+                          ("fit", "pooled"): 8.0})
+    table = present.corpus_bounds(bounds, "body", "line", "ideal")
+    assert {"paper kernel", "fitted, eager AR"} <= set(table.columns)
+    assert {"pooled (ratio of sums)", "pooled (mean of corpora)"} <= set(table["corpus"])
+    assert table.filter(pl.col("corpus") == "HEvalFix-Py")["paper kernel"][0].startswith(present.fmt_x(3.4))
+
+
+def test_bounds_wide_and_tokenization_wide_are_narrow_and_put_pools_last():
+    bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("paper", "pooled"): 12.0, ("paper", "ProbeEdit-S"): 60.0})
+    wide = present.bounds_wide(bounds)
+    assert wide.columns == ["corpus", "n_cases", "line ideal", "extrapolated_spans_max"]
+    assert wide["corpus"].to_list()[-2:] == ["pooled (mean of corpora)", "pooled (ratio of sums)"]
+    assert wide.filter(pl.col("corpus") == "ProbeEdit-S")["line ideal"][0] == (
+        f"{present.fmt_x(60.0)} {present.fmt_ci(60.0 * 0.9, 60.0 * 1.1)}")
+    tok = bounds.with_columns(bound_gold_prefill=pl.col("bound") * 1.1, rel_change=pl.lit(0.1))
+    narrow = present.tokenization_wide(tok)
+    assert narrow.height == bounds.height and narrow["line ideal"][0].endswith(f"(+{present.fmt_pct(0.1, 2)})")

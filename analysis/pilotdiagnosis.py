@@ -56,9 +56,10 @@ def _count(flags: list[bool]) -> int:
     return sum(bool(f) for f in flags)
 
 
-def diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> str:
+def diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path, writer: str | None = None) -> str:
     """The diagnosis of one run in words, every figure counted from `frame` (range_errors) and the run's
-    facts (model, task, steps, LoRA method) read from its metrics `m`: the text range_errors.md opens with."""
+    facts (model, task, steps, LoRA method) read from its metrics `m`: the text range_errors.md opens with.
+    `writer` names the command that writes it (default: `copydecode pilot-sweep --diagnose <records>`)."""
     lines = []
     for seed in sorted(set(frame["seed"].to_list())):
         rows = frame.filter(pl.col("seed") == seed)
@@ -74,8 +75,9 @@ def diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -> str
             f"(too short in {sum(-2 <= v < 0 for v in off)}, too long in {sum(0 < v <= 2 for v in off)}), further off "
             f"in {sum(abs(v) > 2 for v in off)}, with no copy to compare in {n - len(off)}; copies missing in "
             f"{sum(c < 0 for c in copies)}, extra in {sum(c > 0 for c in copies)}.")
-    return (f"# Why the held-out programs are wrong\n\nWritten by `copydecode pilot-sweep --diagnose {records}` "
-            f"from that run's records and its metrics ({metrics}): {m.get('model', '?')}, task "
+    writer = writer or f"`copydecode pilot-sweep --diagnose {records}`"
+    return (f"# Why the held-out programs are wrong\n\nWritten by {writer} "
+            f"from the run's records ({records}) and its metrics ({metrics}): {m.get('model', '?')}, task "
             f"{run_task(m)}, {m.get('steps', '?')} steps; {m.get('method', '?')}. Each decoded held-out program "
             "beside its gold line-level oracle program (one row per program below).\n\n"
             + ("\n".join(lines) or "No held-out program was decoded by a program adapter.") + "\n\n")
@@ -94,7 +96,8 @@ def check_same_run(frame: pl.DataFrame, m: dict, records: Path, metrics: Path) -
 
 
 
-def write_diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path, out: Path) -> None:
+def write_diagnosis(frame: pl.DataFrame, m: dict, records: Path, metrics: Path, out: Path,
+                    writer: str | None = None) -> None:
     """`out`.csv (the rows) and `out`.md (the diagnosis text, then the rows)."""
     write_csv(frame, out.with_suffix(".csv"))
-    write_text(diagnosis(frame, m, records, metrics) + markdown_table(frame, 3), out.with_suffix(".md"))
+    write_text(diagnosis(frame, m, records, metrics, writer) + markdown_table(frame, 3), out.with_suffix(".md"))

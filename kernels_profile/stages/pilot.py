@@ -389,7 +389,7 @@ def run(s: PilotSettings) -> dict:
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
-                        out_dir / PILOT_DIAGNOSIS.name)
+                        out_dir / PILOT_DIAGNOSIS.name, f"the pilot stage (`copydecode pilot --preset {s.preset}`)")
         return metrics
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
@@ -404,5 +404,6 @@ def run(s: PilotSettings) -> dict:
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")
     write_json(metrics, METRICS / "pilot.json")
-    write_diagnosis(diagnosis, metrics, PILOT_RECORDS, METRICS / "pilot.json", PILOT_DIAGNOSIS)
+    write_diagnosis(diagnosis, metrics, PILOT_RECORDS, METRICS / "pilot.json", PILOT_DIAGNOSIS,
+                    "the pilot stage (`copydecode pilot`, part of `dvc repro`)")
     return metrics

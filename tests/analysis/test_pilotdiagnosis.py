@@ -44,6 +44,9 @@ def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another
     m = {"model": "smollm2-135m", "task": "bugfix", "steps": 96, "method": "LoRA r8", "heldout_em_after": {"0": 0}}
     text = diagnosis(frame, m, tmp_path / "records.parquet", tmp_path / "pilot.json")
     assert "smollm2-135m, task bugfix, 96 steps; LoRA r8" in text
+    assert "Written by `copydecode pilot-sweep --diagnose " in text  # the default writer
+    staged = diagnosis(frame, m, tmp_path / "records.parquet", tmp_path / "pilot.json", "the pilot stage (`copydecode pilot`)")
+    assert staged.startswith("# Why the held-out programs are wrong\n\nWritten by the pilot stage (`copydecode pilot`) from")
     assert "exact match 0/1; copy ranges exactly right 0/1, gen text exactly right 1/1, both 0/1" in text
     assert "off by one or two lines in 1 (too short in 0, too long in 1)" in text and "copies missing in 1" in text
     check_same_run(frame, m, tmp_path / "r", tmp_path / "m")

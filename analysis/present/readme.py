@@ -156,6 +156,18 @@ def _fmt_us(us: float) -> str:
     return f"{us / 1000:.2f} ms" if us >= 100 else f"{us:.2f} us"
 
 
+def _e2e_pooled_sentence(root: Path) -> str:
+    """The e2e headline: pooled over every measured case (ratio of summed times, with the case count), for the
+    default run and, beside it, the committed frozen e2e-wide run (or "not yet run")."""
+    from analysis.layout import E2E_FROZEN
+    from analysis.present.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
+
+    text = "Pooled over all cases (total AR time over total method time): default run: " + pooled_sentence(
+        pooled_from_speedup(outputs.table("e2e_speedup", root / TABLES)))
+    wide = read_frozen(root / E2E_FROZEN)
+    return text + (f"; {wide.label()}: {pooled_sentence(wide.pooled)}." if wide is not None else f"; {not_yet_run()}.")
+
+
 def _e2e_sentences(root: Path) -> list[str]:
     m = outputs.metrics("e2e", root / METRICS)
     out = []
@@ -298,7 +310,7 @@ def results_block(root: Path = Path(".")) -> str:
         lines += ["", "Beyond the paper, measured end to end [e2e] on a real KV cache (teacher-forced oracle programs, "
                       "a seeded case sample; total AR time over total method time, the closed-form prediction for the "
                       "same cases in brackets):", "", *e2e]
-        lines += ["", " ".join(_e2e_sentences(root))]
+        lines += ["", _e2e_pooled_sentence(root), "", " ".join(_e2e_sentences(root))]
     except ParamsError:
         lines += ["", "The end-to-end stage [e2e] has not been run."]
     lines += ["", _pilot_sentence(root)]

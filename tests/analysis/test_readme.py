@@ -333,3 +333,37 @@ def test_the_readme_is_short_and_its_docs_links_resolve():
     for doc in (ROOT / "docs").glob("*.md"):
         for target in re.findall(r"\]\((\.\./README\.md|[\w-]+\.md)\)", doc.read_text()):
             assert (doc.parent / target).is_file(), (doc.name, target)
+
+
+def test_the_e2e_headline_is_pooled_over_all_cases_with_the_frozen_wide_run_beside_it(tmp_path):
+    import json
+
+    import polars as pl
+
+    from analysis.layout import E2E_FROZEN, E2E_WIDE, TABLES
+    from analysis.present.e2eview import pooled_from_speedup
+    from analysis.present.readme import _e2e_pooled_sentence
+
+    def speedup(cases: int, line_seconds: float) -> pl.DataFrame:
+        return pl.DataFrame({"model": ["m", "m"], "corpus": ["HEvalFix-Py"] * 2, "method": ["ar", "cad_line"],
+                             "label": ["AR", "CaD line"], "cases": [cases] * 2,
+                             "speedup_total": [1.0, 30.0 / line_seconds], "total_seconds": [30.0, line_seconds]})
+
+    (tmp_path / TABLES).mkdir(parents=True)
+    speedup(3, 10.0).write_csv(tmp_path / TABLES / "e2e_speedup.csv")
+    text = _e2e_pooled_sentence(tmp_path)
+    assert "default run: m, pooled over 3 cases" in text and "e2e-wide: not yet run" in text
+    wide = tmp_path / E2E_FROZEN / E2E_WIDE
+    wide.mkdir(parents=True)
+    speedup(12, 5.0).write_csv(wide / "e2e_speedup.csv")
+    pooled_from_speedup(speedup(12, 5.0)).write_csv(wide / "e2e_pooled.csv")
+    pl.DataFrame({"model": ["m"] * 12, "corpus": ["HEvalFix-Py"] * 12, "case_id": [f"c/{i}" for i in range(12)],
+                  "method": ["ar"] * 12, "ar_seconds": [2.5] * 12, "seconds": [2.5] * 12, "tokens": [10] * 12,
+                  "forwards": [10] * 12, "tokens_per_forward": [1.0] * 12}).write_csv(wide / "e2e_cases.csv")
+    (wide / "metrics.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
+    (wide / "run.json").write_text(json.dumps({"command": "copydecode e2e --preset e2e-wide", "commit": "abcdef123456",
+                                               "started": "2026-12-01T10:00:00+00:00",
+                                               "ended": "2026-12-01T11:00:00+00:00", "seconds": 3600.0}))
+    text = _e2e_pooled_sentence(tmp_path)
+    assert "e2e-wide (frozen run, commit abcdef1234, 2026-12-01, 12 cases; marked NOISY: busy): m, pooled over 12 cases" in text
+    assert "line 6.0x" in text and "line 3.0x" in text  # each run pooled over its own cases

@@ -32,6 +32,7 @@ from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
 from analysis.layout import (
+    E2E_FROZEN,
     FROZEN_KERNELS,
     LATENCY_MODEL,
     METRICS,
@@ -159,7 +160,6 @@ def _fmt_us(us: float) -> str:
 def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline: pooled over every measured case (ratio of summed times, with the case count), for the
     default run and, beside it, the committed frozen e2e-wide run (or "not yet run")."""
-    from analysis.layout import E2E_FROZEN
     from analysis.present.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
 
     text = "Pooled over all cases (total AR time over total method time): default run: " + pooled_sentence(
@@ -372,7 +372,8 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
 
 # every output the block reads (results_block and its helpers); a path absent at a revision is left out
 # every output the block reads, the frozen GPU sources' environment files included (their provenance line)
-BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS)
+BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS,
+                E2E_FROZEN)
 
 
 def _git(root: Path, *args: str) -> str:

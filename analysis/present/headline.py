@@ -17,7 +17,7 @@ and `dvc metrics show` fits 120 columns -> what it holds):
   e2e_<model>_line / _token / _pld / _n  measured end-to-end speedup vs AR, ratio of summed times per corpus and
                                          pooled over every measured case (never a best case), and case count;
                                          _pld: the table's PLD method (latest policy, smallest k)
-  e2e_wide-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
+  e2ew-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
@@ -252,11 +252,11 @@ def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> di
 
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
-    """The frozen `e2e-wide` preset run's rows (`e2e_wide-<model>_...`), when it is committed."""
+    """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed."""
     from analysis.present.e2eview import read_frozen
 
     run = read_frozen(frozen, E2E_WIDE)
-    return {} if run is None else e2e_rows(run.speedup, s, prefix="e2e_wide-")
+    return {} if run is None else e2e_rows(run.speedup, s, prefix="e2ew-")
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

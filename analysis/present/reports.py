@@ -395,12 +395,14 @@ def stale_pages_reasons(root: Path) -> dict[str, str]:
 
 
 MISSING_INPUT = re.compile(r"not found; run `")
+# The exceptions a notebook raises for an absent input, by name (papermill reports a cell's error by its class name).
+MISSING_INPUT_ERRORS = ("ParamsError", "MissingOutputError")
 
 
 def missing_input(exc: BaseException) -> str | None:
     """The message of a report that stopped because a stage output it reads is absent (a run that did
     not build it: a one-off root, a corpus selection without the paper's corpora), else None."""
-    if getattr(exc, "ename", None) == "ParamsError" and MISSING_INPUT.search(str(getattr(exc, "evalue", ""))):
+    if getattr(exc, "ename", None) in MISSING_INPUT_ERRORS and MISSING_INPUT.search(str(getattr(exc, "evalue", ""))):
         return str(exc.evalue)
     return None
 

@@ -121,11 +121,11 @@ def test_the_headline_rows_carry_the_pool_and_the_frozen_run(tmp_path):
     assert head.rows["e2e_m_line"] == {"hepy": 3.0, "probe": 19.5, "pooled": pytest.approx(5.75)}
     assert head.rows["e2e_m_pld"]["pooled"] == pytest.approx(1.353)
     assert head.rows["e2e_m_n"] == {"hepy": 3, "probe": 1, "pooled": 4}
-    assert not any(k.startswith("e2e_wide") for k in head.rows)
+    assert not any(k.startswith("e2ew-") for k in head.rows)
     write_frozen(frozen, speedup_frame(WIDE))
     head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
-    assert head.rows["e2e_wide-m_line"] == {"click": 6.0, "hejs": 4.0, "pooled": 5.0}
-    assert head.rows["e2e_wide-m_n"]["pooled"] == 12
+    assert head.rows["e2ew-m_line"] == {"click": 6.0, "hejs": 4.0, "pooled": 5.0}
+    assert head.rows["e2ew-m_n"]["pooled"] == 12
 
 
 def test_the_per_case_rows_carry_ar_pld_and_program_seconds_with_plds_acceptance():

@@ -40,6 +40,7 @@ ROW_PATTERNS = (
     r"kernel_[a-z0-9.-]+(_c\d+)?",
     r"em_(line|token)(_all)?",
     r"e2e_[a-z0-9.-]+_(line|token|pld|n)",
+    r"e2ew-[a-z0-9.-]+_(line|token|pld|n)",
     r"pilot_(before|after)",
     r"roundtrip_fail",
     r"noisy_(kernel|e2e)",
@@ -48,7 +49,7 @@ ROW_PATTERNS = (
 MAX_PATH = 39  # `metrics/<row>.json`: with the 9 value columns, `dvc metrics show` is 120 characters wide
 KERNEL_KEYS = {"n8", "n512"}
 MAX_FIGURES = 200  # a bounded grid: this repository's outputs give 185 (H200 kernel sources add bound and kernel rows, the
-# frozen e2e-wide run four e2e_wide rows of up to six corpora each)
+# frozen e2e-wide run four e2ew- rows of up to six corpora each)
 
 
 def _committed_headline():
@@ -147,7 +148,7 @@ def test_absent_inputs_are_named_and_stale_files_removed(tmp_path):
     tables, metrics = tmp_path / "tables", tmp_path / "metrics"
     tables.mkdir()
     shutil.copy(ROOT / TABLES / "coverage.csv", tables / "coverage.csv")
-    head = build_headline(HeadlineSettings(), [], tables, metrics)
+    head = build_headline(HeadlineSettings(), [], tables, metrics, tmp_path / "frozen")
     assert set(head.rows) == {"cov_line", "cov_token"}
     assert str(tables / "bounds.csv") in head.missing and str(metrics / "roundtrip.json") in head.missing
     out = tmp_path / "headline"

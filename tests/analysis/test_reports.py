@@ -189,3 +189,16 @@ def test_an_index_without_the_papers_corpora_leads_with_the_users_corpora(tmp_pa
     assert "none of the paper's corpora" in own
     assert "stand-in" not in text  # N19: no ProbeEdit-S on this run, so no note about it
     assert "ProbeEdit-S* is a stand-in" in index_html(_outputs_copy(tmp_path / "paper"), tmp_path / "paper")
+
+
+def test_a_notebook_stopped_by_an_absent_stage_output_becomes_a_not_run_page():
+    from types import SimpleNamespace
+
+    from analysis.errors import MissingOutputError, ParamsError
+    from analysis.present.reports import MISSING_INPUT_ERRORS, missing_input
+
+    message = "reports/tables/e2e_speedup.csv not found; run `dvc repro` first"
+    for error in (ParamsError, MissingOutputError):  # outputs.table raises the subclass
+        assert error.__name__ in MISSING_INPUT_ERRORS
+        assert missing_input(SimpleNamespace(ename=error.__name__, evalue=message)) == message
+    assert missing_input(SimpleNamespace(ename="ValueError", evalue=message)) is None

@@ -922,15 +922,13 @@ def _e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None 
     """Pooled over every measured case (ratio of summed times, with the case count; analysis.present.e2eview),
     never the best case; the frozen e2e-wide run beside it when committed (`frozen`: default
     reports/e2e/frozen beside `tables`), else "not yet run"."""
-    from analysis.present.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
+    from analysis.present.e2eview import pooled_headline
     from analysis.layout import E2E_FROZEN, REPORTS
 
     e2e = metric_input(spec, 0, tables, metrics_dir)
     if e2e.filter(pl.col("method") != "ar").height == 0:
         raise MissingOutputError("e2e_speedup.csv has no method other than AR")
-    ours = "default run: " + pooled_sentence(pooled_from_speedup(e2e))
-    wide = read_frozen(Path(tables).parent / E2E_FROZEN.relative_to(REPORTS) if frozen is None else frozen)
-    ours += f"; {wide.label()}: {pooled_sentence(wide.pooled)}" if wide is not None else f"; {not_yet_run()}"
+    ours = pooled_headline(e2e, Path(tables).parent / E2E_FROZEN.relative_to(REPORTS) if frozen is None else frozen)
     return Claim(
         claim=spec["title"], paper=spec["text"], ours=ours + e2e_noise(metrics_dir) + "; see the e2e report", verdict=BEYOND,
         reason="the paper gives no measured end-to-end figure; each figure is the ratio of summed times over the "

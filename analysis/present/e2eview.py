@@ -128,6 +128,14 @@ def noise_note(metrics: dict) -> str:
     return "; marked NOISY: " + "; ".join(env.get("noisy_reasons") or ["no reason recorded"])
 
 
+def pooled_headline(speedup: pl.DataFrame, frozen_root: Path) -> str:
+    """The e2e headline: the default run pooled over all its cases, then the frozen e2e-wide run under
+    `frozen_root` (its label, NOISY mark included) or "not yet run"; read by the claims row and the README."""
+    text = "default run: " + pooled_sentence(pooled_from_speedup(speedup))
+    wide = read_frozen(frozen_root)
+    return text + (f"; {wide.label()}: {pooled_sentence(wide.pooled)}" if wide is not None else f"; {not_yet_run()}")
+
+
 def _require(frame: pl.DataFrame, columns: tuple[str, ...], path: Path) -> pl.DataFrame:
     missing = [c for c in columns if c not in frame.columns]
     if missing:

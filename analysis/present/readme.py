@@ -160,12 +160,10 @@ def _fmt_us(us: float) -> str:
 def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline: pooled over every measured case (ratio of summed times, with the case count), for the
     default run and, beside it, the committed frozen e2e-wide run (or "not yet run")."""
-    from analysis.present.e2eview import not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
+    from analysis.present.e2eview import pooled_headline
 
-    text = "Pooled over all cases (total AR time over total method time): default run: " + pooled_sentence(
-        pooled_from_speedup(outputs.table("e2e_speedup", root / TABLES)))
-    wide = read_frozen(root / E2E_FROZEN)
-    return text + (f"; {wide.label()}: {pooled_sentence(wide.pooled)}." if wide is not None else f"; {not_yet_run()}.")
+    return ("Pooled over all cases (total AR time over total method time): "
+            + pooled_headline(outputs.table("e2e_speedup", root / TABLES), root / E2E_FROZEN) + ".")
 
 
 def _e2e_sentences(root: Path) -> list[str]:

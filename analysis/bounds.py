@@ -1,4 +1,4 @@
-"""The closed-form wall-clock bound: spans composed with a latency model (analysis.latency).
+"""The closed-form wall-clock bound: spans composed with a latency model (analysis.latency.model).
 
 This is the one implementation of the bound; the bounds stage and the end-to-end prediction
 (`case_cost`) both use it.
@@ -53,9 +53,9 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency import PAPER_FORM, Evaluation, LatencyModel
+from analysis.latency.model import PAPER_FORM, Evaluation, LatencyModel
 from analysis.layout import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS
-from analysis.spans import pooled_groups
+from analysis.coverage.spans import pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")
@@ -97,7 +97,7 @@ class CostSettings:
 
 def cost_settings(params: dict) -> CostSettings:
     """The `bounds` params that price a program (the bounds stage and the case explorer read them here)."""
-    from analysis.params import choice, get, positive_int
+    from analysis.pipeline.params import choice, get, positive_int
 
     return CostSettings(
         context_mode=choice(params, "bounds.context_mode", CONTEXT_MODES),

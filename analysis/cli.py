@@ -19,11 +19,11 @@ import sys
 from pathlib import Path
 from contextlib import nullcontext
 
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.errors import CopyDecodeError
-from analysis.digest import record_corpus
-from analysis.io import finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.params import DEFAULT_PARAMS, did_you_mean
+from analysis.pipeline.digest import record_corpus
+from analysis.pipeline.io import finish_pending, output_set, run_lock, sweep_temporaries
+from analysis.pipeline.params import DEFAULT_PARAMS, did_you_mean
 
 # subcommand -> (stage module, help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -71,11 +71,11 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
 
 # commands that are not pipeline stages (no dvc.yaml stage): command -> (module, help)
 TOOLS: dict[str, tuple[str, str]] = {
-    "bench throughput": ("analysis.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
+    "bench throughput": ("analysis.tools.bench", "cases/s of programs + spans + optimal with 1 and 2 workers, "
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
-    "bench busy": ("kernels_profile.busybench", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
+    "bench busy": ("kernels_profile.stages.bench_busy", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "compare": ("analysis.present.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
+    "compare": ("analysis.tools.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
                                     "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
@@ -86,11 +86,11 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
     "readme": ("analysis.present.readme", "after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results "
                                   "block (--check: list its stale lines, write nothing). It reads data/timings and the "
                                   "committed stage outputs; it writes reports/timings.json and README.md"),
-    "moves": ("analysis.moves", "what the diff-based line oracle leaves out (moved lines). It reads the cases and "
+    "moves": ("analysis.oracle.moves", "what the diff-based line oracle leaves out (moved lines). It reads the cases and "
                                 "programs; it writes reports/tables/line_moves.*"),
-    "depgraph": ("analysis.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
+    "depgraph": ("analysis.tools.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
                                       "the package sources; it writes dvc.yaml"),
-    "pilot-sweep": ("kernels_profile.pilot_sweep", "the pilot's training-settings sweep, an interrupted run's "
+    "pilot-sweep": ("kernels_profile.pilot.sweep", "the pilot's training-settings sweep, an interrupted run's "
                                                     "checkpoint curve, decoded range errors, or freezing a preset run. "
                                                     "It reads params pilot and the pilot's checkpoints; it writes "
                                                     "under the job's output folder"),
@@ -136,7 +136,7 @@ TOOL_READS_WRITES: dict[str, str] = {
                   "writes a summary table to the terminal (stderr) and, with --json FILE, the full results",
 }
 
-# Stages whose outputs are replaced as one set (analysis.io.output_set). Not roundtrip (its failure
+# Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
@@ -448,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
                   file=sys.stderr)
         if root is not None:
-            from analysis.oneoff import enter_out_root
+            from analysis.pipeline.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
@@ -463,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         if new_root is not None:
-            from analysis.oneoff import discard_unused_root
+            from analysis.pipeline.oneoff import discard_unused_root
 
             discard_unused_root(new_root)
         return 2

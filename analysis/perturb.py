@@ -52,9 +52,9 @@ import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
 from analysis.layout import ALL_POOL, LEVELS, PAPER_CORPORA, PAPER_POOL, POOLED, pool_framings, pool_rows
-from analysis.program import Copy, Program
-from analysis.resolver import resolve
-from analysis.text import split_lines
+from analysis.grammar.program import Copy, Program
+from analysis.grammar.resolver import resolve
+from analysis.text.lines import split_lines
 
 KINDS = ("start", "end", "both", "shift")
 DEFINITIONS = ("strict", "clip", "one_span")

@@ -16,7 +16,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 @pytest.fixture(scope="session")
 def qwen():
-    from analysis.tokenization import load_tokenizer
+    from analysis.text.tokens import load_tokenizer
 
     return load_tokenizer()
 
@@ -31,7 +31,7 @@ def hep_dir() -> Path:
 @pytest.fixture(scope="module")
 def tiny():
     """The tiny random Qwen2 (float32, CPU, seed 0) of the kernels_profile tests; a module may define its own."""
-    from kernels_profile.models import build_model
+    from kernels_profile.runtime.models import build_model
 
     return build_model("tiny-qwen2", "random", "float32", "cpu", seed=0)
 

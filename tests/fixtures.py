@@ -21,7 +21,7 @@ from functools import cache
 from pathlib import Path
 from urllib.parse import urlparse
 
-from analysis.latency import ModelKey, QuadraticAR, QuadraticPrefill
+from analysis.latency.model import ModelKey, QuadraticAR, QuadraticPrefill
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
@@ -46,8 +46,8 @@ def params_with(**changes) -> dict:
 def sources_held(params: dict, model_path: Path) -> dict:
     """`params` with kernel.sources cut to those the latency model at `model_path` holds: tests that copy
     the committed model as a plain input may meet a source params.yaml names before `kernels fit` reran."""
-    from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
-    from analysis.kernel_sources import load_fitted_models, measured_names
+    from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+    from analysis.latency.sources import load_fitted_models, measured_names
 
     held = set(measured_names(load_fitted_models(model_path))) | {FIT_SOURCE, PAPER_SOURCE}
     params["kernel"]["sources"] = [s for s in params["kernel"]["sources"] if s in held]
@@ -155,7 +155,7 @@ class ToyTokenizer:
 def toy_model_tokenizer(extra: list[bytes] = (b'"/><', b'"/>')):
     """The byte-level toy as a kernels_profile ModelTokenizer (the decoder's and the pilot's tests).
     The default `extra` pieces: one closes a directive and starts the next op at once."""
-    from kernels_profile.hf import ModelTokenizer
+    from kernels_profile.runtime.hf import ModelTokenizer
 
     tok = ToyTokenizer.bytes_then(list(extra))
     return ModelTokenizer("toy", tok, tok.encode, None, (tok.eos,))
@@ -169,7 +169,7 @@ FSM_LINES = 12  # the line count the FSM tests' programs may copy from
 def fsm_reference(data, limits=None) -> bool:
     """The parser's verdict, with the copy-range check; bytes that are not UTF-8 are rejected."""
     from analysis.errors import ProgramError
-    from analysis.program import parse
+    from analysis.grammar.program import parse
 
     limits = {"lines": FSM_LINES} if limits is None else limits
     if isinstance(data, bytes):
@@ -272,7 +272,7 @@ def params_model_key(form="quadratic"):
     """The latency ModelKey of params.yaml's kernel model on random weights, eager baseline."""
     import yaml
 
-    from analysis.latency import ModelKey
+    from analysis.latency.model import ModelKey
 
     base = yaml.safe_load((ROOT / "params.yaml").read_text())
     return ModelKey(base["kernel"]["model"], "random", base["kernel"]["dtype"], base["kernel"]["device"], "eager")
@@ -280,7 +280,7 @@ def params_model_key(form="quadratic"):
 
 def write_model(folder, model) -> None:
     """`model` (a LatencyModel) as the scratch folder's committed latency model."""
-    from analysis.latency import to_document
+    from analysis.latency.model import to_document
 
     path = folder / "reports/kernels/latency_model.json"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -290,7 +290,7 @@ def write_model(folder, model) -> None:
 @cache
 def one_context_model():
     """t_step = 1 ms; T_prefill(n) = 3 ms + 0.02 ms * n: a 1-token copy costs more than decoding it."""
-    from analysis.latency import LatencyModel, QuadraticAR, QuadraticPrefill
+    from analysis.latency.model import LatencyModel, QuadraticAR, QuadraticPrefill
 
     return LatencyModel(params_model_key(), "quadratic", QuadraticAR(1e-3, 0.0),
                         QuadraticPrefill(3e-3, 2e-5, 0.0, 0.0), (1.0, 512.0), (256.0,))
@@ -519,8 +519,8 @@ def write_bound_tables(tmp_path: Path, bounds, coverage=None) -> Path:
 
 
 def run_environment_sidecar(reference: list[float], threshold: float = 0.15, roofline: dict | None = None) -> dict:
-    """A sidecar as kernels_profile.profile_session.environment_record writes it, from the contention module's own types."""
-    from kernels_profile.contention import Drift, RunEnvironment
+    """A sidecar as kernels_profile.measure.session.environment_record writes it, from the contention module's own types."""
+    from kernels_profile.measure.contention import Drift, RunEnvironment
 
     drift = Drift.of(reference, threshold)
     run = RunEnvironment(run_id="r1", started_at=1_700_000_000.0, ended_at=1_700_000_100.0,
@@ -572,7 +572,7 @@ def perturbation_rows(em_of: dict):
 
 from dataclasses import dataclass  # noqa: E402
 
-from kernels_profile.e2e import MethodPlan, PldSettings  # noqa: E402
+from kernels_profile.e2e.methods import MethodPlan, PldSettings  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -614,7 +614,7 @@ E2E_SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor r
 
 def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
     """A FakeExecutor and the records of measure_case over it for one case of E2E_PLAN."""
-    from kernels_profile.e2e import measure_case
+    from kernels_profile.e2e.methods import measure_case
 
     fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods()))
     return fake, measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from analysis.corpora.cases import Case
 from analysis.corpora.jsonl import read_jsonl as read_jsonl_records
-from analysis.digest import file_digest
+from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 
 HUMANEVALPACK_LANGUAGES: dict[str, str] = {

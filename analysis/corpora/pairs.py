@@ -27,10 +27,10 @@ from typing import Any
 import polars as pl
 
 from analysis.corpora.cases import Case, read_parquet_file
-from analysis.digest import file_digest
+from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
-from analysis.params import did_you_mean_path
+from analysis.pipeline.params import did_you_mean_path
 
 FRAMING = "pair"
 CORPUS_PREFIX = "Pairs"

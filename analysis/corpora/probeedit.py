@@ -51,8 +51,8 @@ import polars as pl
 
 from analysis.corpora.cases import Case
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import atomic_path
-from analysis.params import get, positive_int
+from analysis.pipeline.io import atomic_path
+from analysis.pipeline.params import get, positive_int
 
 CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"

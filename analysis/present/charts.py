@@ -2,7 +2,7 @@
 
 Each function takes a table that is already filtered (by the stage's settings or the notebook's
 parameters) plus those parameters as plain labels, and returns a chart: stage modules save it
-(analysis.io.save_chart), notebooks display it. No chart code lives anywhere else, so a report and
+(analysis.pipeline.io.save_chart), notebooks display it. No chart code lives anywhere else, so a report and
 the figure a stage saves cannot draw the same data two ways.
 
 Sizes are for a laptop page (the reports' column is 1200 px wide): a faceted chart wraps its panels
@@ -173,7 +173,7 @@ def corpus_sizes(sizes: pl.DataFrame):
 
 
 # the paper's pooled EM under span noise (analysis.perturb.PAPER_EM; kept here so the stages that draw
-# charts need not import the perturbation code; tests/analysis/test_charts.py checks the two agree)
+# charts need not import the perturbation code; tests/analysis/present/test_charts.py checks the two agree)
 PAPER_PERTURB_EM = 0.1548
 
 

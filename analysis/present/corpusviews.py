@@ -8,7 +8,7 @@ from typing import Callable
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
 from analysis.layout import (
     BENCHMARK,
     COMMITS_PREFIX,
@@ -20,8 +20,8 @@ from analysis.layout import (
     pooling_label,
     star,
 )
-from analysis.present.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
-from analysis.present.outputs import pick, pick_framing, pick_view
+from analysis.results.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
+from analysis.results.outputs import pick, pick_framing, pick_view
 from analysis.present.pages import pivot_wide
 
 __all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
@@ -55,7 +55,7 @@ def case_sizes(cases: pl.DataFrame, spans: pl.DataFrame, framing: str = "body", 
     if chosen.height == 0:
         raise ParamsError(f"no cases with framing {framing!r}")
     if token_counts is None:
-        from analysis.tokenization import load_tokenizer
+        from analysis.text.tokens import load_tokenizer
 
         tokenizer = load_tokenizer()
         token_counts = lambda texts: [len(e.ids) for e in tokenizer.backend.encode_batch(texts, add_special_tokens=False)]

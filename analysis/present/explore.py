@@ -8,7 +8,7 @@ notebook (notebooks/explore.ipynb) only calls these. With `widgets=False` the no
 papermill parameters' case statically (the rendered report).
 
 Units: a fitted kernel's times are seconds; the paper's kernel (`paper`) is in decode steps, since
-its t_step is 1 by definition (analysis.latency). Each cost column names its unit; the bound (a ratio)
+its t_step is 1 by definition (analysis.latency.model). Each cost column names its unit; the bound (a ratio)
 is unit-free and comparable across sources.
 """
 
@@ -22,7 +22,7 @@ import polars as pl
 
 from analysis.bounds import CostSettings, case_costs, cost_unit, span_costs
 from analysis.errors import ParamsError
-from analysis.latency import LatencyModel
+from analysis.latency.model import LatencyModel
 from analysis.layout import CASES, PROGRAMS, SPANS
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ class ExploreData:
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
         (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
         from analysis.bounds import cost_settings
-        from analysis.config import Config
-        from analysis.kernel_sources import is_fit, kernel_settings, kernels_for
+        from analysis.pipeline.config import Config
+        from analysis.latency.sources import is_fit, kernel_settings, kernels_for
         from analysis.present.provenance import params_in_use
 
         params = params_in_use(None if params is None else Path(params))
@@ -136,9 +136,9 @@ class CaseView:
 
 
 def _pieces(program_text: str, source: str, level: str) -> list[tuple[str, str, str]]:
-    from analysis.program import Copy, parse
-    from analysis.resolver import resolve
-    from analysis.tokenization import load_tokenizer
+    from analysis.grammar.program import Copy, parse
+    from analysis.grammar.resolver import resolve
+    from analysis.text.tokens import load_tokenizer
 
     program = parse(program_text)
     bounds = load_tokenizer().encode(source).char_bounds if level == "token" else None
@@ -209,7 +209,7 @@ def _table_html(frame: pl.DataFrame, digits: int = 4) -> str:
 def render_view(view: CaseView) -> "Html":
     """The case as one escaped HTML block: figures, input, gold, program, output with spans
     highlighted, per-span costs (each column in its kernel source's unit) and the case's bounds."""
-    from analysis.present.numbers import fmt_pct
+    from analysis.results.numbers import fmt_pct
     from analysis.present.pages import Html, esc, lead, pre
 
     s = view.selection

@@ -47,7 +47,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.claims import (
+from analysis.claims.engine import (
     DIFFERS,
     NOT_AT_SCALE,
     NOT_RUN,
@@ -59,10 +59,10 @@ from analysis.claims import (
     pooled_rows,
 )
 from analysis.errors import ParamsError
-from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
-from analysis.kernel_sources import with_kernel_source
+from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.sources import with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
-from analysis.present.outputs import bounds_frame, metrics, optional_table, table
+from analysis.results.outputs import bounds_frame, metrics, optional_table, table
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -174,7 +174,7 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSettings) -> dict[str, dict]:
     """Measured ratios (reports/tables/kernel_speedup.csv, the strongest baseline, per kernel source
     and context) and the paper's curve when `paper` is one of the bound's kernel sources."""
-    from analysis.latency import paper_speedup
+    from analysis.latency.model import paper_speedup
 
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
@@ -225,9 +225,9 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
-    """Measured end to end against the AR loop of the same model (analysis.present.e2eview): per corpus the
+    """Measured end to end against the AR loop of the same model (analysis.results.e2e): per corpus the
     ratio of summed times (speedup_total) and `pooled` over every measured case; `_n` the case counts."""
-    from analysis.present.e2eview import pooled_from_speedup, primary_pld
+    from analysis.results.e2e import pooled_from_speedup, primary_pld
 
     out: dict[str, dict] = {}
     pld = primary_pld(e2e["method"].unique().to_list())
@@ -253,7 +253,7 @@ def e2e_rows(e2e: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> di
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed."""
-    from analysis.present.e2eview import read_frozen
+    from analysis.results.e2e import read_frozen
 
     run = read_frozen(frozen, E2E_WIDE)
     return {} if run is None else e2e_rows(run.speedup, s, prefix="e2ew-")
@@ -344,7 +344,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
 def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
     """One JSON file per row; files of rows no longer produced are removed, so a stale figure from
     an earlier run (another kernel source, a dropped corpus) never shows in `dvc metrics show`."""
-    from analysis.io import write_json
+    from analysis.pipeline.io import write_json
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -11,11 +11,11 @@ from typing import Iterable
 
 import polars as pl
 
-from analysis.claims import PAPER
+from analysis.claims.engine import PAPER
 from analysis.errors import ParamsError
 from analysis.layout import METRICS
-from analysis.present.numbers import MISSING, fmt_int, fmt_num, fmt_pct, fmt_x
-from analysis.present.outputs import metrics
+from analysis.results.numbers import MISSING, fmt_int, fmt_num, fmt_pct, fmt_x
+from analysis.results.outputs import metrics
 from analysis.present.pages import Html, note
 
 
@@ -84,7 +84,7 @@ def run_environment_view(model_doc: dict) -> RunEnvironmentView:
 
 def latency_fits(model_doc: dict, model: str = "all") -> pl.DataFrame:
     """One row per fitted latency model (any schema of latency_model.json): key, form, fit quality."""
-    from analysis.latency import from_document
+    from analysis.latency.model import from_document
 
     rows = []
     for m in from_document(model_doc):
@@ -102,7 +102,7 @@ def latency_fits(model_doc: dict, model: str = "all") -> pl.DataFrame:
 
 def latency_formulas(model_doc: dict) -> pl.DataFrame:
     """The formula of each fitted form (the document's own `formulas`, else the library's)."""
-    from analysis.latency import FORMULAS, from_document
+    from analysis.latency.model import FORMULAS, from_document
 
     forms = sorted({m.form for m in from_document(model_doc)})
     formulas = model_doc.get("formulas") if isinstance(model_doc.get("formulas"), dict) else FORMULAS
@@ -132,13 +132,13 @@ def roofline_metrics(metrics_dir: Path = METRICS) -> dict | None:
 def gpu_reference(path: Path = PAPER) -> dict:
     """The paper's GPU from its datasheet (paper_claims.json `_gpu_reference`; not measured here), with
     the paper's own top kernel ratio and the N it was measured at."""
-    from analysis.claims import paper_gpu
+    from analysis.claims.engine import paper_gpu
 
     return paper_gpu(path)
 
 
 def _ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
-    from analysis.roofline import copy_speedup_ceiling  # the one owner of the roofline theorem
+    from analysis.latency.roofline import copy_speedup_ceiling  # the one owner of the roofline theorem
 
     return copy_speedup_ceiling(n, stream_gbps, gflops, bytes_per_param)
 

@@ -2,15 +2,15 @@
 report templates use, gathered from the modules that own them. Only notebooks import this facade;
 code imports the owner, so a stage's dvc.yaml deps stay the views it uses.
 
-Owners: reading stage outputs analysis.present.outputs; number formatting analysis.present.numbers; tables
+Owners: reading stage outputs analysis.results.outputs; number formatting analysis.results.numbers; tables
 and page blocks (HTML) analysis.present.pages; provenance analysis.present.provenance; the paper's claims
-and their verdicts analysis.claims (torch-free, no HTML); corpus views analysis.present.corpusviews; kernel
+and their verdicts analysis.claims.engine (torch-free, no HTML); corpus views analysis.present.corpusviews; kernel
 run environment, latency fits and the roofline block analysis.present.kernelviews.
 """
 
 from __future__ import annotations
 
-from analysis.claims import (  # noqa: F401
+from analysis.claims.engine import (  # noqa: F401
     BEYOND,
     DIFFERS,
     NOT_APPLICABLE,
@@ -73,8 +73,8 @@ from analysis.layout import (  # noqa: F401
     pooling_label,
 )
 from analysis.layout import PAPER_NAMES as PAPER_CORPORA  # noqa: F401
-from analysis.present.numbers import MISSING, fmt_ci, fmt_count, fmt_int, fmt_num, fmt_pct, fmt_x  # noqa: F401
-from analysis.present.outputs import (  # noqa: F401
+from analysis.results.numbers import MISSING, fmt_ci, fmt_count, fmt_int, fmt_num, fmt_pct, fmt_x  # noqa: F401
+from analysis.results.outputs import (  # noqa: F401
     bounds_frame,
     latency_model,
     metrics,
@@ -97,5 +97,5 @@ from analysis.present.pages import (  # noqa: F401
     show,
     summary_table,
 )
-from analysis.params import DEFAULT_PARAMS  # noqa: F401
+from analysis.pipeline.params import DEFAULT_PARAMS  # noqa: F401
 from analysis.present.provenance import PARAMS_ENV, Provenance, cpu_model, provenance, provenance_html  # noqa: F401

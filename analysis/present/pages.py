@@ -1,6 +1,6 @@
 """Pages: how a report shows a table or a block. Every value a report writes passes through `esc` or
 great_tables (which escapes cell text, titles and notes): a case id or corpus name can never inject
-markup into a page. Numbers are formatted by analysis.present.numbers."""
+markup into a page. Numbers are formatted by analysis.results.numbers."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from analysis.claims import (
+from analysis.claims.engine import (
     BEYOND,
     DIFFERS,
     NOT_APPLICABLE,
@@ -25,9 +25,9 @@ from analysis.claims import (
     claims,
     claims_frame,
 )
-from analysis.kernel_names import FIT_SOURCE
+from analysis.latency.names import FIT_SOURCE
 from analysis.layout import STAND_IN
-from analysis.present.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
+from analysis.results.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
 STAND_IN_NOTE = "* ProbeEdit-S is this suite's stand-in for the paper's unpublished ProbeEdit corpus."
 

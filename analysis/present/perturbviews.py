@@ -9,10 +9,10 @@ import polars as pl
 
 from analysis.errors import ParamsError
 
-from analysis.claims import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
+from analysis.claims.engine import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
 from analysis.layout import POOLED, TABLES
-from analysis.present.numbers import fmt_int, fmt_pct
-from analysis.present.outputs import optional_table, pick, pick_view
+from analysis.results.numbers import fmt_int, fmt_pct
+from analysis.results.outputs import optional_table, pick, pick_view
 from analysis.perturb import ALL_POOL, PAPER_POOL, POOL_LABELS, paper_pool_rows
 
 POOLS = (PAPER_POOL, ALL_POOL)

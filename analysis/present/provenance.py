@@ -12,12 +12,12 @@ from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 
-from analysis.cpuinfo import CPUINFO, read_cpuinfo
-from analysis.digest import file_digest
-from analysis.kernel_names import FIT_SOURCE
+from analysis.pipeline.cpuinfo import CPUINFO, read_cpuinfo
+from analysis.pipeline.digest import file_digest
+from analysis.latency.names import FIT_SOURCE
 from analysis.layout import LATENCY_MODEL
 from analysis.present.pages import Html, esc
-from analysis.params import DEFAULT_PARAMS
+from analysis.pipeline.params import DEFAULT_PARAMS
 
 
 @dataclass(frozen=True)

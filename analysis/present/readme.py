@@ -3,7 +3,7 @@ reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- res
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
 helpers the reports use (analysis.present.notebook), so the README cannot drift from the metrics.
-tests/analysis/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
+tests/analysis/present/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
 `committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
 machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
 `copydecode readme --check`.
@@ -25,9 +25,9 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis import claims
+from analysis.claims import engine as claims
 from analysis.errors import ParamsError
-from analysis.io import write_json, write_text
+from analysis.pipeline.io import write_json, write_text
 from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
@@ -42,7 +42,9 @@ from analysis.layout import (
     TIMINGS_REPORT,
     framing_filter,
 )
-from analysis.present import corpusviews, numbers, outputs, pages
+from analysis.present import corpusviews, pages
+from analysis.results import numbers
+from analysis.results import outputs
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -62,7 +64,7 @@ def _claims_table(root: Path) -> list[str]:
     lists several), paper | ours (judged figure, CI, cases) | verdict | page; cells of at most ~200 characters
     (analysis.present.pages.grid_rows), the reason and method on the linked page."""
     from analysis.present.pages import grid_rows
-    from analysis.present.outputs import table
+    from analysis.results.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -160,7 +162,7 @@ def _fmt_us(us: float) -> str:
 def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline: pooled over every measured case (ratio of summed times, with the case count), for the
     default run and, beside it, the committed frozen e2e-wide run (or "not yet run")."""
-    from analysis.present.e2eview import pooled_headline
+    from analysis.results.e2e import pooled_headline
 
     return ("Pooled over all cases (total AR time over total method time): "
             + pooled_headline(outputs.table("e2e_speedup", root / TABLES), root / E2E_FROZEN) + ".")
@@ -214,8 +216,8 @@ def _mask_sentence(root: Path) -> str:
 
 
 def _pilot_sentence(root: Path) -> str:
-    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.present.pilotreport.headline)."""
-    from analysis.present.pilotreport import headline, training_note
+    """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilot.report.headline)."""
+    from analysis.pilot.report import headline, training_note
 
     try:
         m = outputs.metrics("pilot", root / METRICS)

@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.io import write_text
+from analysis.pipeline.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
-# The stages (with output sets, analysis.digest.record_corpus) whose outputs each page reads: a page is
+# The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
@@ -291,7 +291,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     import polars as pl
 
     from analysis.layout import POOLED, framing_filter
-    from analysis.present.outputs import table
+    from analysis.results.outputs import table
 
     try:
         cov = table("coverage", root / TABLES)
@@ -303,7 +303,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
 
 def _own_corpora(root: Path, corpora: set[str]) -> str:
     """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
-    from analysis.present.outputs import bounds_frame, table
+    from analysis.results.outputs import bounds_frame, table
 
     def optional(read):
         try:
@@ -326,7 +326,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis.claims import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
+    from analysis.claims.engine import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
     from analysis.layout import PAPER_CORPORA, STAND_IN
     from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
     from analysis.present.provenance import provenance, provenance_html
@@ -382,10 +382,10 @@ def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | No
 
 
 def stale_pages_reasons(root: Path) -> dict[str, str]:
-    """analysis.digest.stale_stages of the output root `root` (its records hold relative paths)."""
+    """analysis.pipeline.digest.stale_stages of the output root `root` (its records hold relative paths)."""
     import contextlib
 
-    from analysis.digest import stale_stages
+    from analysis.pipeline.digest import stale_stages
 
     with contextlib.chdir(root):
         return stale_stages()
@@ -494,7 +494,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 def write_headline(root: Path = Path(".")) -> Path:
     """reports/metrics/headline.json from the other stages' metrics and tables
     (analysis.present.headline.claims_summary, the one producer of headline figures)."""
-    from analysis.io import write_json
+    from analysis.pipeline.io import write_json
     from analysis.present.headline import claims_summary
 
     target = Path(root) / HEADLINE

@@ -22,12 +22,12 @@ from analysis.bounds import (
     cost_settings,
     repeat_costs,
 )
-from analysis.config import Bootstrap, bootstrap_settings
-from analysis.digest import check_fresh, parquet_metadata
+from analysis.pipeline.config import Bootstrap, bootstrap_settings
+from analysis.pipeline.digest import check_fresh, parquet_metadata
 from analysis.errors import ParamsError
-from analysis.io import read_parquet, save_chart, write_json, write_parquet, write_table
-from analysis.kernel_names import FIT_SOURCE
-from analysis.kernel_sources import Kernel, KernelSettings, kernel_settings, kernels_for, needs_fit_document
+from analysis.pipeline.io import read_parquet, save_chart, write_json, write_parquet, write_table
+from analysis.latency.names import FIT_SOURCE
+from analysis.latency.sources import Kernel, KernelSettings, kernel_settings, kernels_for, needs_fit_document
 from analysis.layout import (
     CASE_COSTS,
     FIGURES,
@@ -42,11 +42,11 @@ from analysis.layout import (
     context_label,
     paper_corpora,
 )
-from analysis.params import choice, get
-from analysis.progress import timed
+from analysis.pipeline.params import choice, get
+from analysis.parallel.progress import timed
 
 if TYPE_CHECKING:
-    from analysis.latency import LatencyModel
+    from analysis.latency.model import LatencyModel
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 

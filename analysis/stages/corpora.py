@@ -20,10 +20,10 @@ import polars as pl
 from analysis.corpora import commits, probeedit, registry
 from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
 from analysis.errors import CorpusError
-from analysis.io import remove_output, write_json, write_parquet, write_table
+from analysis.pipeline.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
-from analysis.shards import CASE_ROW_GROUP, ShardWriter
-from analysis.progress import timed
+from analysis.parallel.shards import CASE_ROW_GROUP, ShardWriter
+from analysis.parallel.progress import timed
 from analysis.corpora.settings import CommandLine, CorporaSettings, configured_corpora, settings  # noqa: F401 (the CLI's and bench's)
 
 
@@ -112,7 +112,7 @@ def commit_corpora(frame: pl.DataFrame) -> list[str]:
 
 def remove_stale_commit_shards(names: list[str]) -> None:
     """Remove the files of repositories no longer configured (not in `names`) with the stage's output
-    set (a run that fails keeps them); the temporary files of writes in progress (analysis.io: dot
+    set (a run that fails keeps them); the temporary files of writes in progress (analysis.pipeline.io: dot
     files) are left to their writers."""
     COMMIT_CASES.mkdir(parents=True, exist_ok=True)
     wanted = {f"{name}.parquet" for name in names}

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.config import tokenizer_spec
-from analysis.formats import boundary_summary, format_costs, span_boundary_rows
-from analysis.io import write_json, write_table
+from analysis.pipeline.config import tokenizer_spec
+from analysis.coverage.formats import boundary_summary, format_costs, span_boundary_rows
+from analysis.pipeline.io import write_json, write_table
 from analysis.layout import LEVELS, METRICS, TABLES
-from analysis.params import positive_int
-from analysis.program import parse
-from analysis.progress import progress, timed
-from analysis.stage_tables import joined_programs
-from analysis.tokenization import load_tokenizer
+from analysis.pipeline.params import positive_int
+from analysis.grammar.program import parse
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import joined_programs
+from analysis.text.tokens import load_tokenizer
 
 
 @dataclass(frozen=True)

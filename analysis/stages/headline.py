@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from analysis.digest import stale_stages
+from analysis.pipeline.digest import stale_stages
 from analysis.errors import ParamsError, StaleInputError
 from analysis.present.headline import HEADLINE_DIR, HeadlineSettings, build_headline, write_headline
-from analysis.kernel_sources import names_from_params
-from analysis.params import get, known_keys, number, number_list, positive_int
-from analysis.present.outputs import require_outputs
-from analysis.progress import timed
+from analysis.latency.sources import names_from_params
+from analysis.pipeline.params import get, known_keys, number, number_list, positive_int
+from analysis.results.outputs import require_outputs
+from analysis.parallel.progress import timed
 
 
 @dataclass(frozen=True)

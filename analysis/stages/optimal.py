@@ -1,4 +1,4 @@
-"""`copydecode optimal`: the cost-optimal oracle (analysis.optimal) beside the coverage-maximising one,
+"""`copydecode optimal`: the cost-optimal oracle (analysis.oracle.optimal) beside the coverage-maximising one,
 and the token-level min_copy sweep.
 
 For each kernel (this suite's fitted latency model for `optimal.baseline`, with the bounds' model,
@@ -20,7 +20,7 @@ Tables:
 
 Cases: every corpus in cases.parquet at the `optimal.framings` (single-framing corpora always join).
 
-Bounded memory: cases are read `parallel.shard_cases` at a time (analysis.shards); each shard's span
+Bounded memory: cases are read `parallel.shard_cases` at a time (analysis.parallel.shards); each shard's span
 frames (every oracle, every kernel) are reduced at once to per-case rows (the bound's costs and copy
 span counts, a few numbers per case), and the tables are built from those rows gathered across shards.
 `case_costs` sorts its rows by case, so the tables do not depend on the shard size.
@@ -35,27 +35,27 @@ import polars as pl
 
 from analysis.corpora import humanevalpack
 from analysis.bounds import FIRST_STEP, CostSettings, bounds_table, case_costs
-from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
+from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
-from analysis.io import write_json, write_table
-from analysis.latency import LatencyModel
+from analysis.pipeline.io import write_json, write_table
+from analysis.latency.model import LatencyModel
 from analysis.layout import LEVELS, MEAN_OF_CORPORA, METRICS, TABLES, framing_filter
-from analysis.optimal import (
+from analysis.oracle.optimal import (
     CostModel,
     TokenizerDirectives,
     optimal_program,
     program_span_rows,
 )
-from analysis.oracle import token_oracle
-from analysis.parallel import ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.params import choice, choices, get, number_list, positive_int
-from analysis.program import Program, parse
-from analysis.shards import Spill, shard_cases
-from analysis.spans import pooled_groups
-from analysis.kernel_sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
-from analysis.progress import progress, timed
-from analysis.stage_tables import joined_programs, program_shards
-from analysis.tokenization import TokenizedText, load_tokenizer
+from analysis.oracle.covmax import token_oracle
+from analysis.parallel.workers import ParallelSettings, cluster_session, map_cases, parallel_settings
+from analysis.pipeline.params import choice, choices, get, number_list, positive_int
+from analysis.grammar.program import Program, parse
+from analysis.parallel.shards import Spill, shard_cases
+from analysis.coverage.spans import pooled_groups
+from analysis.latency.sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import joined_programs, program_shards
+from analysis.text.tokens import TokenizedText, load_tokenizer
 
 SPAN_COLUMNS = {"case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,
                 "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64,

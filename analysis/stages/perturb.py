@@ -4,7 +4,7 @@
 Outputs: strict keeps today's paths (results parquet, `perturbation` table, plot csv, chart); every other
 definition writes `perturbation_<definition>` tables; `perturbation_crossing` holds the crossing rates.
 
-Bounded memory: programs and cases are read `parallel.shard_cases` cases at a time (analysis.shards);
+Bounded memory: programs and cases are read `parallel.shard_cases` cases at a time (analysis.parallel.shards);
 only the per-draw result rows (numbers, no texts) are kept across shards, in the order a one-shard run
 gives them."""
 
@@ -16,9 +16,9 @@ import polars as pl
 
 from analysis.present import charts
 from analysis.corpora import humanevalpack
-from analysis.config import tokenizer_spec
+from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import ParamsError
-from analysis.io import save_chart, write_csv, write_json, write_parquet, write_table
+from analysis.pipeline.io import save_chart, write_csv, write_json, write_parquet, write_table
 from analysis.layout import (
     FIGURES,
     LEVELS,
@@ -28,8 +28,8 @@ from analysis.layout import (
     TABLES,
     framing_filter,
 )
-from analysis.parallel import ParallelSettings, map_cases, parallel_settings
-from analysis.params import choices, get, number_list, positive_int
+from analysis.parallel.workers import ParallelSettings, map_cases, parallel_settings
+from analysis.pipeline.params import choices, get, number_list, positive_int
 from analysis.perturb import (
     DEFINITIONS,
     KINDS,
@@ -40,11 +40,11 @@ from analysis.perturb import (
     em_table,
     run_perturbation,
 )
-from analysis.program import parse
-from analysis.shards import shard_cases
-from analysis.progress import progress, timed
-from analysis.stage_tables import joined_programs, program_shards
-from analysis.tokenization import load_tokenizer
+from analysis.grammar.program import parse
+from analysis.parallel.shards import shard_cases
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import joined_programs, program_shards
+from analysis.text.tokens import load_tokenizer
 
 
 @dataclass(frozen=True)

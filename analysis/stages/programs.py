@@ -1,11 +1,11 @@
 """`copydecode programs`: line- and token-level oracle programs -> data/programs/programs.parquet.
 
-Cases are read and programs written `parallel.shard_cases` cases at a time (analysis.shards), in
+Cases are read and programs written `parallel.shard_cases` cases at a time (analysis.parallel.shards), in
 cases.parquet's order (the order the later stages' shard reads rely on).
 
 Schema: case_id, corpus, language, framing (as cases.parquet), level ("line" | "token"), program
-(grammar text, `analysis.program.render`), n_ops. The file's metadata records the digest of the
-cases.parquet it was built from (`analysis.digest`); the stages that read it refuse a mismatch.
+(grammar text, `analysis.grammar.program.render`), n_ops. The file's metadata records the digest of the
+cases.parquet it was built from (`analysis.pipeline.digest`); the stages that read it refuse a mismatch.
 """
 
 from __future__ import annotations
@@ -15,17 +15,17 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.corpora.cases import Case, cases_from_frame
-from analysis.config import tokenizer_spec
-from analysis.digest import parquet_metadata
+from analysis.pipeline.config import tokenizer_spec
+from analysis.pipeline.digest import parquet_metadata
 from analysis.layout import CASES, PROGRAMS
-from analysis.oracle import line_oracle, token_oracle
-from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.params import positive_int
-from analysis.program import render
-from analysis.shards import ShardWriter, shard_cases
-from analysis.progress import progress, timed
-from analysis.stage_tables import case_shards
-from analysis.tokenization import load_tokenizer
+from analysis.oracle.covmax import line_oracle, token_oracle
+from analysis.parallel.workers import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
+from analysis.pipeline.params import positive_int
+from analysis.grammar.program import render
+from analysis.parallel.shards import ShardWriter, shard_cases
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import case_shards
+from analysis.text.tokens import load_tokenizer
 
 
 @dataclass(frozen=True)

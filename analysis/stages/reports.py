@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import ParamsError
-from analysis.params import DEFAULT_PARAMS, get
-from analysis.present.outputs import require_outputs
+from analysis.pipeline.params import DEFAULT_PARAMS, get
+from analysis.results.outputs import require_outputs
 from analysis.present.reports import REPORTS, check_parameters, run_reports
-from analysis.progress import kernel_noise_filtered, timed
+from analysis.parallel.progress import kernel_noise_filtered, timed
 
 
 @dataclass(frozen=True)

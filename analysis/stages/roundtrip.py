@@ -7,17 +7,17 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.config import tokenizer_spec
+from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import CopyDecodeError, RoundTripError
-from analysis.io import write_json
+from analysis.pipeline.io import write_json
 from analysis.layout import METRICS
-from analysis.parallel import SERIAL, ParallelSettings, map_cases, parallel_settings
-from analysis.program import parse
-from analysis.resolver import resolve
-from analysis.progress import timed
-from analysis.shards import shard_cases
-from analysis.stage_tables import program_shards
-from analysis.tokenization import load_tokenizer
+from analysis.parallel.workers import SERIAL, ParallelSettings, map_cases, parallel_settings
+from analysis.grammar.program import parse
+from analysis.grammar.resolver import resolve
+from analysis.parallel.progress import timed
+from analysis.parallel.shards import shard_cases
+from analysis.parallel.tables import program_shards
+from analysis.text.tokens import load_tokenizer
 
 
 def roundtrip_failures(table: pl.DataFrame, tokenizer, parallel: ParallelSettings = SERIAL) -> list[str]:

@@ -9,14 +9,14 @@ import polars as pl
 
 from analysis.present import charts
 from analysis.corpora import humanevalpack
-from analysis.config import Bootstrap, bootstrap_settings, tokenizer_spec
-from analysis.digest import parquet_metadata
-from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
+from analysis.pipeline.digest import parquet_metadata
+from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
-from analysis.parallel import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.params import choice, positive_int
-from analysis.program import parse
-from analysis.spans import (
+from analysis.parallel.workers import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
+from analysis.pipeline.params import choice, positive_int
+from analysis.grammar.program import parse
+from analysis.coverage.spans import (
     SPANS_SCHEMA,
     DirectiveCounter,
     coverage_table,
@@ -27,10 +27,10 @@ from analysis.spans import (
     prompt_tokens,
     span_bin_counts,
 )
-from analysis.shards import ShardWriter, Spill, shard_cases
-from analysis.progress import progress, timed
-from analysis.stage_tables import case_shards, program_shards
-from analysis.tokenization import (
+from analysis.parallel.shards import ShardWriter, Spill, shard_cases
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import case_shards, program_shards
+from analysis.text.tokens import (
     count_split_boundaries,
     line_byte_starts,
     load_tokenizer,

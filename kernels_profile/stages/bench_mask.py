@@ -1,5 +1,5 @@
 """`copydecode bench mask [--programs N] [--lines N] [--models M ...] [--json FILE]`: the decode stage's
-mask benchmark (kernels_profile.maskbench) outside the pipeline, on the settings of params
+mask benchmark (kernels_profile.decode.maskbench) outside the pipeline, on the settings of params
 decode.mask_benchmark, each overridable on the command line. Prints the summary table (stderr) and
 returns each vocabulary's mask-apply costs."""
 
@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import polars as pl
 
-from analysis.io import write_json
-from analysis.params import choices, positive_int
-from kernels_profile import maskbench
-from kernels_profile.models import known_models
+from analysis.pipeline.io import write_json
+from analysis.pipeline.params import choices, positive_int
+from kernels_profile.decode import maskbench
+from kernels_profile.runtime.models import known_models
 
 GROUP = "decode.mask_benchmark"
 

@@ -18,12 +18,12 @@ import polars as pl
 from analysis.corpora.cases import read_cases
 from analysis.corpora.humanevalpack import FRAMINGS
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import write_json, write_table
+from analysis.pipeline.io import write_json, write_table
 from analysis.layout import CASES, METRICS, SINGLE_FRAMINGS, TABLES
-from analysis.params import choice, choices, did_you_mean, get, positive_int
-from analysis.progress import timed
-from kernels_profile.models import DTYPES, known_models
-from kernels_profile.hf import TEMPLATES
+from analysis.pipeline.params import choice, choices, did_you_mean, get, positive_int
+from analysis.parallel.progress import timed
+from kernels_profile.runtime.models import DTYPES, known_models
+from kernels_profile.runtime.hf import TEMPLATES
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
 
 
 def run(s: DecodeSettings) -> dict:
-    from kernels_profile.decoder import DecodeError
+    from kernels_profile.decode.decoder import DecodeError
 
     case = find_case(read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
@@ -97,14 +97,14 @@ def run(s: DecodeSettings) -> dict:
 
 
 def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
-    from kernels_profile.decoder import decode, load_for_decoding, result_record
+    from kernels_profile.decode.decoder import decode, load_for_decoding, result_record
 
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id)
     record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
     if not s.from_command_line:
-        from kernels_profile import maskbench
+        from kernels_profile.decode import maskbench
 
         results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
                                        s.mask_lines, apply_repeats=s.mask_apply_repeats, threads=s.mask_threads)

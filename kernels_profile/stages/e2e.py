@@ -7,12 +7,12 @@ with the case count), e2e_cases (per case and method, with PLD's acceptance hist
 reports/metrics/e2e.json. `copydecode e2e --preset NAME [--out DIR]` overlays `e2e.presets.NAME` and
 writes the same tables, metrics.json and run.json (command, commit, dates, wall-clock, machine) under
 DIR (default data/e2e/NAME/) and nothing under reports/; DIR copied to reports/e2e/frozen/NAME/ is the
-frozen run the reports show beside the default (analysis.present.e2eview).
+frozen run the reports show beside the default (analysis.results.e2e).
 
 Each case's measurement is checkpointed under data/e2e/checkpoints/, keyed by a hash of everything
 that determines it (model, weights, dtype, tokenizer, the case's texts, programs and prompt, the
 methods measured and their settings, the order seed, the prefill curve and the code version), written
-atomically with the seconds it took and verified on load (kernels_profile.runtime), so a rerun after any
+atomically with the seconds it took and verified on load (kernels_profile.runtime.checkpoints), so a rerun after any
 change re-measures exactly what changed, an interrupted run loses nothing, and the stage's run time
 says what a run from scratch would take (`from_scratch_s`).
 
@@ -38,10 +38,10 @@ import polars as pl
 from analysis.present import charts
 from analysis.corpora import humanevalpack
 from analysis.corpora.cases import read_cases
-from analysis.config import tokenizer_spec
+from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import CorpusError, ParamsError
-from analysis.io import save_chart, write_json, write_parquet, write_table
-from analysis.latency import FORMS
+from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.latency.model import FORMS
 from analysis.layout import (
     CASES,
     E2E_CHECKPOINTS,
@@ -51,7 +51,7 @@ from analysis.layout import (
     METRICS,
     TABLES,
 )
-from analysis.params import (
+from analysis.pipeline.params import (
     check_slack,
     check_threads,
     check_threshold,
@@ -64,30 +64,31 @@ from analysis.params import (
     number_list,
     positive_int,
 )
-from analysis.program import parse
-from analysis.progress import log_above_bars, progress_bar, timed
-from analysis.stage_tables import joined_programs
-from kernels_profile import e2e, e2e_predict, e2e_summary, maskbench
-from kernels_profile.constrained import constrained_generation
-from kernels_profile.contention import EnvironmentRecorder, RunEnvironment
-from kernels_profile.e2e import LEVELS, MethodPlan, PldSettings
-from kernels_profile.executor import MATCH_POLICIES
-from kernels_profile.hf import PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
-from kernels_profile.machine import reference_workload
-from kernels_profile.models import known_models
-from kernels_profile.profile_session import environment_path
-from kernels_profile.runtime import (
+from analysis.grammar.program import parse
+from analysis.parallel.progress import log_above_bars, progress_bar, timed
+from analysis.parallel.tables import joined_programs
+from kernels_profile.e2e import methods as e2e
+from kernels_profile.e2e import predict as e2e_predict
+from kernels_profile.e2e import summary as e2e_summary
+from kernels_profile.decode import maskbench
+from kernels_profile.decode.constrained import constrained_generation
+from kernels_profile.measure.contention import EnvironmentRecorder, RunEnvironment
+from kernels_profile.e2e.methods import LEVELS, MethodPlan, PldSettings
+from kernels_profile.e2e.executor import MATCH_POLICIES
+from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
+from kernels_profile.measure.machine import reference_workload
+from kernels_profile.runtime.models import known_models
+from kernels_profile.measure.session import environment_path
+from kernels_profile.runtime.checkpoints import (
     FromScratch,
-    ModelAndTokenizer,
     checkpoint_key,
     fingerprint,
-    load_model,
     read_frame_checkpoint,
     read_json_checkpoint,
-    set_threads,
     write_frame_checkpoint,
     write_json_checkpoint,
 )
+from kernels_profile.runtime.loading import ModelAndTokenizer, load_model, set_threads
 
 
 @dataclass(frozen=True)
@@ -127,7 +128,7 @@ class E2ESettings:
     prefill_grid: tuple[int, ...]
     ar_grid: tuple[int, ...]          # the AR step counts the latency curve keeps (up to ar_steps, and ar_steps)
     ar_steps: int
-    fit: str                          # the latency curve's fit form (analysis.latency.FORMS)
+    fit: str                          # the latency curve's fit form (analysis.latency.model.FORMS)
     losslessness_tolerance: float
     lossless_cases: int
     mask_model: str                   # the registry model whose vocabulary the mask cost is measured on
@@ -316,7 +317,7 @@ def cached_curve(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, co
 
 def case_segments(loaded: ModelAndTokenizer, line: dict, token: dict, qwen) -> dict:
     """The line and token oracle programs as the executor's segments, in the model's tokens."""
-    from kernels_profile.executor import program_segments
+    from kernels_profile.e2e.executor import program_segments
 
     bounds = qwen.encode(line["source"]).char_bounds
     encode = model_encoder(loaded)
@@ -334,7 +335,7 @@ PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "p
 
 def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int],
                 model, context: int, run_lossless: bool, qwen, run_id: str) -> pl.DataFrame:
-    from kernels_profile.executor import Executor
+    from kernels_profile.e2e.executor import Executor
 
     segments = case_segments(loaded, line, token, qwen)
     gold = model_encoder(loaded)(line["target"])
@@ -362,7 +363,7 @@ def measure_one(loaded: ModelAndTokenizer, choice: E2EModel, s: E2ESettings, lin
 
 def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder,
               scratch: FromScratch) -> dict:
-    from analysis.tokenization import load_tokenizer
+    from analysis.text.tokens import load_tokenizer
 
     rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
     qwen = load_tokenizer(s.tokenizer)
@@ -432,7 +433,7 @@ def lossless_summary(measurements: pl.DataFrame) -> dict:
 
 def mask_benchmark(s: E2ESettings) -> dict:
     """This suite's per-step mask cost on the vocabulary of params e2e.mask_cost.model, in the mask
-    benchmark's own definition and statistic (kernels_profile.maskbench.suite_costs; the decode stage
+    benchmark's own definition and statistic (kernels_profile.decode.maskbench.suite_costs; the decode stage
     runs the same benchmark beside llguidance), at the run's torch threads (params e2e.threads)."""
     programs = maskbench.line_programs(s.mask_programs, s.mask_lines_limit)
     return maskbench.suite_costs(maskbench.vocabulary(s.mask_model), programs, s.mask_lines_limit,

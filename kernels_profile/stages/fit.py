@@ -10,11 +10,11 @@ import polars as pl
 
 from analysis.present import charts
 from analysis.errors import ParamsError
-from analysis.io import read_parquet, save_chart, write_csv, write_json, write_table
-from analysis.kernel_tables import ar_step_segments, ar_step_shifts, speedup_table, summarize
-from analysis.latency import FORMS, to_document
-from analysis.latency_fit import FitOptions, fit_latency, holdout_table
-from analysis.roofline import (
+from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
+from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize
+from analysis.latency.model import FORMS, to_document
+from analysis.latency.fit import FitOptions, fit_latency, holdout_table
+from analysis.latency.roofline import (
     BYTES_PER_PARAM,
     DEVICES_FILE,
     Roof,
@@ -23,23 +23,25 @@ from analysis.roofline import (
     device_roof,
     roofline_table,
 )
-from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
-from analysis.kernel_sources import (
-    DEVICE_TIME,
-    DEVICE_TIME_BUILT,
-    SOURCE_NAME,
+from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.device_time import (
     DeviceTimeFile,
     device_time_files,
     device_time_models,
     device_time_speedups,
-    format_name,
     read_device_time,
+)
+from analysis.latency.sources import (
+    DEVICE_TIME,
+    DEVICE_TIME_BUILT,
+    SOURCE_NAME,
+    format_name,
     with_ar_shift,
     with_comparison,
 )
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
-from analysis.params import choice, choices, get, number_list, positive_int
-from analysis.progress import timed
+from analysis.pipeline.params import choice, choices, get, number_list, positive_int
+from analysis.parallel.progress import timed
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
 
@@ -174,7 +176,7 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
 
 
 def read_sidecar(raw_path) -> dict | None:
-    from kernels_profile.profile_session import read_environment
+    from kernels_profile.measure.session import read_environment
 
     return read_environment(raw_path)
 
@@ -187,7 +189,7 @@ def _median(values: list[float]) -> float | None:
 
 def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
     """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
-    implies for the profiled dtype (analysis.roofline.copy_speedup_ceiling), beside the ratio
+    implies for the profiled dtype (analysis.latency.roofline.copy_speedup_ceiling), beside the ratio
     measured at the largest N. "not recorded" when no session measured a roofline."""
     roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
     if not roofs:
@@ -281,7 +283,7 @@ def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], 
 
 
 def model_weights(models: list[str]) -> dict[str, object]:
-    from kernels_profile.models import published_config
+    from kernels_profile.runtime.models import published_config
 
     out = {}
     for name in models:

@@ -4,20 +4,20 @@
     copydecode pilot --preset pilot-gpu    # params pilot.presets: a larger run, its own output folder
 
 What it does, in order (each step resumable; nothing finished is recomputed on a rerun):
-1. Cases: analysis.pilotdata's training and held-out cases of `task` (`edit`: the ProbeEdit-S recipe,
+1. Cases: analysis.pilot.data's training and held-out cases of `task` (`edit`: the ProbeEdit-S recipe,
    worded line edits; `bugfix`: seeded bug mutations fixed on HumanEvalFix's instruction) on
    pinned-stdlib functions disjoint from ProbeEdit-S's evaluation units (held-out files never
    trained on), and a
    seeded sample of HEvalFix-Py cases asked as HumanEvalFix asks: the buggy function
    (`humaneval_framing`) and "Fix bugs in <name>.".
-2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.teacher_forced: one forward
+2. Teacher-forced held-out metrics of the base model (kernels_profile.pilot.train.teacher_forced: one forward
    per case), the curve's step 0.
 3. Training: one LoRA adapter per seed in `seeds` on the program layout (loss on directive, gen and EOS
    tokens) and one per seed in `rewrite_seeds` on the whole edited text; AdamW with `warmup` steps and
    a `schedule` decay, `batch` sequences a step. Every `checkpoint_every` steps the adapter's
    teacher-forced held-out metrics join the curve. Checkpoints (weights, optimiser, losses, curve) under
    data/pilot/checkpoints/, keyed by a hash of the training and held-out sequences, LoRA and training
-   settings and kernels_profile.runtime.fingerprint (model, torch/transformers/peft versions, threads);
+   settings and kernels_profile.runtime.checkpoints.fingerprint (model, torch/transformers/peft versions, threads);
    an interrupted run resumes at its last checkpoint.
 4. Greedy decoding ("before": the base model on the held-out cases and the HEvalFix-Py sample; "after":
    each of `decode_seeds`' program adapters on the held-out cases, paired per case with the seed's
@@ -36,7 +36,7 @@ recorded with its error and no output; the others go on.
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
 data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
-held-out programs are wrong, counted from this run (analysis.pilotdiagnosis: reports/pilot/range_errors.{csv,md}).
+held-out programs are wrong, counted from this run (analysis.pilot.diagnosis: reports/pilot/range_errors.{csv,md}).
 A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
 reports/pilot/frozen/<preset>/ (its metrics.json and a run.json naming the command, commit, date and
 wall-clock) is read by the default run and shown beside it, labelled (pilot.json "frozen", the
@@ -55,7 +55,7 @@ import polars as pl
 from analysis.corpora.cases import read_cases
 from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
-from analysis.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
     FIGURES,
@@ -69,11 +69,11 @@ from analysis.layout import (
     PILOT_RECORDS,
     TABLES,
 )
-from analysis.pilotdata import PilotCase, build_pilot_data, with_split
-from analysis.pilotdiagnosis import range_errors, write_diagnosis
-from analysis.progress import progress, timed
-from kernels_profile.pilot_settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
-from kernels_profile.runtime import (
+from analysis.pilot.data import PilotCase, build_pilot_data, with_split
+from analysis.pilot.diagnosis import range_errors, write_diagnosis
+from analysis.parallel.progress import progress, timed
+from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
+from kernels_profile.runtime.checkpoints import (
     FromScratch,
     checkpoint_key,
     fingerprint,
@@ -191,7 +191,7 @@ def forced_row(metrics) -> dict:
 def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs, scratch: FromScratch) -> dict:
     """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, a
     runtime JSON checkpoint (its seconds counted by `scratch`)."""
-    from kernels_profile.pilot import teacher_forced
+    from kernels_profile.pilot.train import teacher_forced
 
     key = digest({"model": model_key(s), "heldout": sequences_hash(heldout_seqs)})
     path = PILOT_CHECKPOINTS / f"forced-before-{mode}-{key}.json"
@@ -212,7 +212,7 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
     kept (and left out as longer than max_tokens), and the teacher-forced held-out curve: the base
     model at step 0, then every `checkpoint_every` steps of every program adapter (33 forwards a point,
     about 30 s on 2 cores) and the last step of every rewrite adapter."""
-    from kernels_profile.pilot import (
+    from kernels_profile.pilot.train import (
         adapter_state,
         reset_adapter,
         teacher_forced,
@@ -278,7 +278,7 @@ def curve_frame(rows: list[dict]) -> pl.DataFrame:
 
 
 def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: dict) -> dict:
-    from kernels_profile.pilot import program_record, rewrite_record
+    from kernels_profile.pilot.train import program_record, rewrite_record
 
     if mode == "program":
         return program_record(loaded.lm, loaded.tok, case, budget, masks)
@@ -290,7 +290,7 @@ def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], 
     """One evaluation job: `job` names phase, seed and modes (one adapter each, or the base model);
     with two modes, each case runs both back to back in a seeded order. A runtime JSON checkpoint
     keyed by everything that decides its records (its seconds counted by `scratch`)."""
-    from kernels_profile.pilot import load_adapter_state
+    from kernels_profile.pilot.train import load_adapter_state
 
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
     adapters = {m: (states[(m, job["seed"])][0] if job["phase"] == "after" else "base") for m in job["modes"]}
@@ -356,7 +356,7 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 
 def run(s: PilotSettings) -> dict:
-    from analysis.present import pilotreport
+    from analysis.pilot import report as pilotreport
 
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:

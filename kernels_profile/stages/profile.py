@@ -21,9 +21,9 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
-from analysis.params import merge_preset
-from analysis.progress import timed
-from kernels_profile.profiler import ProfileSpec
+from analysis.pipeline.params import merge_preset
+from analysis.parallel.progress import timed
+from kernels_profile.measure.profiler import ProfileSpec
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
 
@@ -41,7 +41,7 @@ class ProfileSettings:
 
 def kernel_source_name(model: str, device: str) -> str:
     """The kernel source of a --model run: the model's label and the device (`llama-3.2-1b-cuda`)."""
-    from kernels_profile.models import model_label
+    from kernels_profile.runtime.models import model_label
 
     return f"{model_label(model)}-{device}"
 
@@ -108,7 +108,7 @@ def spec_of(group: dict[str, Any]) -> ProfileSpec:
 
 
 def run(s: ProfileSettings) -> dict:
-    from kernels_profile.profile_session import profile_run, write_profile
+    from kernels_profile.measure.session import profile_run, write_profile
 
     with timed("kernels_profile") as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)

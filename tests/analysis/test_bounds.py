@@ -16,7 +16,7 @@ from analysis.bounds import (
     repeat_costs,
 )
 from analysis.errors import ParamsError
-from analysis.latency import LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, paper_model, paper_speedup
+from analysis.latency.model import LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, paper_model, paper_speedup
 
 KEY = ModelKey("m", "random", "float32", "cpu", "eager")
 
@@ -285,7 +285,7 @@ def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
 def first_step_model(o=3e-3, s=2e-3, prefill=5e-3, ns=(1.0, 2.0, 4.0, 8.0, 16.0), contexts=(0.0, 4096.0)):
     """An interpolated model whose AR runs cost o + N * s at every context (the first step o + s, every
     later one s) and whose prefill costs `prefill` for any N: the H200 graph loop's shape."""
-    from analysis.latency import GridCurve
+    from analysis.latency.model import GridCurve
 
     ar = GridCurve(ns, contexts, tuple(tuple(o + n * s for n in ns) for _ in contexts))
     pre = GridCurve(ns, contexts, tuple(tuple(prefill for _ in ns) for _ in contexts))
@@ -360,8 +360,8 @@ def test_steady_pricing_needs_its_window():
 def test_h200_graph_loop_pays_its_first_step_once_per_run():
     """The evidence for the split, from the committed raw per-step data: in every H200 static_compiled
     run the first step is the slow one and every later segment is flat; the split recovers it."""
-    from analysis.kernel_tables import ar_step_segments
-    from analysis.latency_fit import FitOptions, fit_latency
+    from analysis.latency.tables import ar_step_segments
+    from analysis.latency.fit import FitOptions, fit_latency
 
     raw = pl.read_parquet(ROOT / "reports/kernels/frozen/h200/gpu-compiled.parquet")
     segments = ar_step_segments(raw)

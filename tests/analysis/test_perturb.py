@@ -5,7 +5,7 @@ import pytest
 
 from analysis.errors import ParamsError
 from analysis.perturb import PerturbCase, em_table, perturb_program, run_perturbation
-from analysis.program import Copy, Gen, Program
+from analysis.grammar.program import Copy, Gen, Program
 
 
 def case(cid, program, source, target, corpus="T"):

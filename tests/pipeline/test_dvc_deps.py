@@ -8,8 +8,8 @@ import yaml
 from fixtures import ROOT
 
 from analysis.cli import SETTINGS_OPTIONS, STAGES
-from analysis.config import Config
-from analysis.depgraph import stage_code_deps
+from analysis.pipeline.config import Config
+from analysis.tools.depgraph import stage_code_deps
 
 DVC = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
 

@@ -40,7 +40,7 @@ class Probe:
 def params_file(text: str | bytes) -> Callable[[Path], str]:
     """load_params on a file holding `text`."""
     def run(folder: Path) -> str:
-        from analysis.params import load_params
+        from analysis.pipeline.params import load_params
 
         path = folder / "p.yaml"
         path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
@@ -51,7 +51,7 @@ def params_file(text: str | bytes) -> Callable[[Path], str]:
 
 def params_path(make: Callable[[Path], Path]) -> Callable[[Path], str]:
     def run(folder: Path) -> str:
-        from analysis.params import load_params
+        from analysis.pipeline.params import load_params
 
         load_params(make(folder))
         return ""
@@ -61,7 +61,7 @@ def params_path(make: Callable[[Path], Path]) -> Callable[[Path], str]:
 def shipped_params_with(**changes) -> Callable[[Path], str]:
     """The shipped params.yaml with `changes`, loaded with the key check (a typo is named)."""
     def run(folder: Path) -> str:
-        from analysis.params import load_params
+        from analysis.pipeline.params import load_params
 
         path = folder / "p.yaml"
         params = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -100,7 +100,7 @@ def stage_settings(module: str, **changes) -> Callable[[Path], str]:
 def latency_model(text: str) -> Callable[[Path], str]:
     """A latency model file holding `text`, read as every kernel-using stage reads it."""
     def run(folder: Path) -> str:
-        from analysis.kernel_sources import load_fitted_models
+        from analysis.latency.sources import load_fitted_models
 
         path = folder / "p.yaml.json"
         path.write_text(text)
@@ -205,7 +205,7 @@ def checkpoint(state_of: Callable[[Path], object]) -> Callable[[Path], str]:
     def run(folder: Path) -> str:
         import torch
 
-        from kernels_profile.pilot import load_checkpoint
+        from kernels_profile.pilot.train import load_checkpoint
 
         path = folder / "adapter.pt"
         torch.save(state_of(folder), path)
@@ -428,7 +428,7 @@ def test_the_probe_table_names_every_fixed_defect():
 INTERRUPTED_STAGE = """
 import sys, time
 import analysis.cli as cli
-from analysis.parallel import ParallelSettings, map_cases
+from analysis.parallel.workers import ParallelSettings, map_cases
 
 def slow(chunk):
     time.sleep(0.2 * len(chunk))

@@ -42,7 +42,7 @@ import yaml  # noqa: E402
 from fixtures import ROOT, params_with, sources_held  # noqa: E402
 
 from analysis.cli import build_parser, main  # noqa: E402
-from analysis.config import Config  # noqa: E402
+from analysis.pipeline.config import Config  # noqa: E402
 from analysis.errors import ParamsError  # noqa: E402
 
 PAIRS_A = [{"case_id": "a", "source": "x = 1\ny = 2\nz = 3\n", "target": "x = 1\ny = 20\nz = 3\n"},
@@ -102,7 +102,7 @@ def test_bounds_refuses_spans_built_from_other_programs(pairs_only, capsys):
 
 
 def test_outputs_record_their_input_digests(pairs_only):
-    from analysis.digest import file_digest, recorded_inputs
+    from analysis.pipeline.digest import file_digest, recorded_inputs
 
     assert cli("corpora", "--pairs", "a.jsonl") == 0 and cli("programs") == 0 and cli("spans") == 0
     cases = file_digest("data/corpora/cases.parquet")
@@ -260,7 +260,7 @@ def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
 def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
     import os
 
-    from analysis import io
+    from analysis.pipeline import io
 
     monkeypatch.chdir(tmp_path)
     a, b = tmp_path / "out/a.json", tmp_path / "out/b.json"
@@ -350,7 +350,7 @@ def _lcs_length(a, b) -> int:
 def test_hunt_szymanski_gives_an_exact_lcs():
     import random
 
-    from analysis.oracle import _hunt_szymanski
+    from analysis.text.diff import _hunt_szymanski
 
     rng = random.Random(0)
     for _ in range(300):
@@ -365,7 +365,7 @@ def test_hunt_szymanski_gives_an_exact_lcs():
 def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
     import time
 
-    from analysis.oracle import line_oracle
+    from analysis.oracle.covmax import line_oracle
 
     lines = [f"value_{i} = compute({i})\n" for i in range(20000)]
     started = time.perf_counter()
@@ -484,7 +484,7 @@ def test_run_reports_checks_names_itself(tmp_path, fake_papermill):
 
 
 def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, monkeypatch, fake_papermill):
-    from analysis.oneoff import enter_out_root
+    from analysis.pipeline.oneoff import enter_out_root
     from analysis.present.reports import TEMPLATES, render_notebook
 
     run = tmp_path / "run"
@@ -546,7 +546,7 @@ def test_explore_reads_the_params_file_in_use(tmp_path, monkeypatch):
         seen.append(Path(path))
         raise ParamsError("stop here")
 
-    monkeypatch.setattr("analysis.config.Config.load", classmethod(load))
+    monkeypatch.setattr("analysis.pipeline.config.Config.load", classmethod(load))
     monkeypatch.setenv(PARAMS_ENV, str(tmp_path / "mine.yaml"))
     with pytest.raises(ParamsError, match="stop here"):
         explore.ExploreData.load(root=tmp_path)
@@ -613,7 +613,7 @@ def _tiny_sequence():
 def test_a_planted_checkpoint_runs_no_code(tmp_path):
     import torch
 
-    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train, trained_seconds
+    from kernels_profile.pilot.train import CheckpointError, TrainSettings, load_checkpoint, train, trained_seconds
 
     marker, planted = tmp_path / "PWNED", tmp_path / "ckpt.pt"
     torch.save({"weights": {}, "optimizer": {}, "losses": [_Planted(marker)]}, planted)
@@ -627,7 +627,7 @@ def test_a_planted_checkpoint_runs_no_code(tmp_path):
 def test_a_checkpoint_of_another_schema_or_adapter_is_refused(tmp_path):
     import torch
 
-    from kernels_profile.pilot import CheckpointError, TrainSettings, load_checkpoint, train
+    from kernels_profile.pilot.train import CheckpointError, TrainSettings, load_checkpoint, train
 
     path = tmp_path / "c.pt"
     for state, message in (([1, 2], "expected a checkpoint mapping"), ({"weights": {}}, "missing \\['optimizer'"),
@@ -645,7 +645,7 @@ def test_a_checkpoint_of_another_schema_or_adapter_is_refused(tmp_path):
 
 
 def test_a_checkpoint_train_wrote_resumes(tmp_path):
-    from kernels_profile.pilot import TrainSettings, load_checkpoint, train, trained_seconds
+    from kernels_profile.pilot.train import TrainSettings, load_checkpoint, train, trained_seconds
 
     path, settings = tmp_path / "c.pt", TrainSettings(4, 0.1, 0, 100, checkpoint_every=2, warmup=0, schedule="constant", batch=1)
     whole, _ = train(_Tiny(), [_tiny_sequence()], settings, tmp_path / "whole.pt", on_checkpoint=lambda s: {"x": s})
@@ -672,7 +672,7 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
 def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message):
     import time
 
-    from analysis.params import load_params
+    from analysis.pipeline.params import load_params
 
     path = tmp_path / "p.yaml"
     path.write_text(text)
@@ -688,7 +688,7 @@ BOUNDS_SCRIPT = """
 import sys
 from dataclasses import replace
 import numpy as np, polars as pl
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.stages.bounds import bounds_for, settings
 rng = np.random.default_rng(3)
 rows = []
@@ -745,7 +745,7 @@ def test_portable_functions_match_the_c_library_bit_for_bit():
 
     import numpy as np
 
-    from analysis.latency import GridCurve
+    from analysis.latency.model import GridCurve
     from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
     x = np.random.default_rng(0).uniform(1e-6, 5e3, 2000)
@@ -772,7 +772,7 @@ def test_portable_functions_match_the_c_library_bit_for_bit():
 # ---------------------------------------------------------------- N5, N11: one run per output root; leftovers swept
 
 def test_a_second_run_into_a_held_output_root_is_refused(tmp_path, monkeypatch, capsys):
-    from analysis.io import run_lock
+    from analysis.pipeline.io import run_lock
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "run").mkdir()
@@ -790,9 +790,9 @@ def test_a_killed_holder_does_not_block_the_next_run(tmp_path):
     import subprocess
     import sys
 
-    from analysis.io import run_lock
+    from analysis.pipeline.io import run_lock
 
-    holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom analysis.io import run_lock\n"
+    holder = subprocess.Popen([sys.executable, "-c", "import time\nfrom analysis.pipeline.io import run_lock\n"
                                "with run_lock('spans'):\n    print('held', flush=True)\n    time.sleep(120)\n"],
                               cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE, text=True)
     try:
@@ -836,7 +836,7 @@ def test_a_failing_corpora_run_keeps_the_previous_commit_shards(pairs_only, caps
 
 def _two_corpora_root(root: Path) -> None:
     """perturb's outputs recorded against one cases table, then `corpora` rebuilt another."""
-    from analysis.digest import record_corpus
+    from analysis.pipeline.digest import record_corpus
 
     cases, table = root / "data/corpora/cases.parquet", root / "reports/tables/perturb_probe.csv"
     for path, text in ((cases, "Mine"), (table, "rate,em\n")):
@@ -848,7 +848,7 @@ def _two_corpora_root(root: Path) -> None:
 
 
 def test_a_stage_built_from_another_corpus_is_named(tmp_path, monkeypatch):
-    from analysis.digest import stale_stages
+    from analysis.pipeline.digest import stale_stages
 
     monkeypatch.chdir(tmp_path)
     _two_corpora_root(tmp_path)
@@ -924,7 +924,7 @@ def test_out_runs_keep_no_machine_paths(pairs_only, monkeypatch):
     text = (pairs_only / "runs/x/reports/metrics/corpora.json").read_text()
     assert "pairs:../../a.jsonl" in text and str(pairs_only) not in text
     args = build_parser().parse_args(["--out", "runs/y", "corpora", "--pairs", "a.jsonl"])
-    from analysis.oneoff import enter_out_root
+    from analysis.pipeline.oneoff import enter_out_root
 
     cfg = enter_out_root("runs/y", Config.load("params.yaml"), args)
     assert str(cfg.path) == "../../params.yaml" and args.pairs == ["../../a.jsonl"]

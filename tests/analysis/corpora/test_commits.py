@@ -8,7 +8,8 @@ import pytest
 
 from analysis.corpora import commits
 from analysis.corpora.commits import CommitSettings, mine_commits
-from analysis.digest import file_digest
+from analysis.corpora.git import parse_log
+from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -280,7 +281,7 @@ def test_parse_log_handles_odd_subjects():
            b":100644 100644 " + b"1" * 40 + b" " + b"2" * 40 + b" M\0f.py\0\0"
            b"\x01" + b"b" * 40 + b"\x02empty\0"
            b"\x01" + b"c" * 40 + b"\x02moved\n:100644 100644 " + b"3" * 40 + b" " + b"4" * 40 + b" R090\0o.py\0n.py\0")
-    log = commits.parse_log(raw)
+    log = parse_log(raw)
     assert [c.commit[0] for c in log] == ["a", "b", "c"]
     assert log[0].subject == "subject with \x01 inside" and log[0].changes[0].path == "f.py"
     assert log[1].changes == ()
@@ -289,8 +290,8 @@ def test_parse_log_handles_odd_subjects():
 
 @pytest.mark.slow
 def test_click_bundle_round_trips():
-    from analysis.oracle import line_oracle
-    from analysis.resolver import resolve
+    from analysis.oracle.covmax import line_oracle
+    from analysis.grammar.resolver import resolve
 
     bundle = SHARED_GIT / "click.bundle"
     if not bundle.is_file():

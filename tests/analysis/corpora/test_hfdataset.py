@@ -92,7 +92,7 @@ def test_pairs_files_take_the_same_mapping(tmp_path):
 
 def test_params_entries_are_checked(saved):
     from analysis.stages.corpora import settings
-    from analysis.params import load_params
+    from analysis.pipeline.params import load_params
 
     params = load_params()
     params["corpora"]["datasets"] = [{"dataset": str(saved), "split": "test", "fields": CANITEDIT_FIELDS, "name": "CIE"}]
@@ -104,7 +104,7 @@ def test_params_entries_are_checked(saved):
 
 
 def test_a_one_off_run_resolves_a_local_dataset_but_keeps_a_hub_id(tmp_path, saved):
-    from analysis.oneoff import absolute_params
+    from analysis.pipeline.oneoff import absolute_params
 
     params = {"corpora": {"datasets": [{"dataset": "canitedit"}, {"dataset": "nuprl/CanItEdit"}]}}
     out = absolute_params(params, saved.parent)

@@ -6,7 +6,7 @@ import polars as pl
 import pytest
 from fixtures import toy_program_table
 
-from analysis.program import parse
+from analysis.grammar.program import parse
 from analysis.stages.formats import CASE_KEYS, format_summary, per_case_formats
 
 

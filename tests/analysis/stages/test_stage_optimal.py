@@ -9,7 +9,7 @@ import pytest
 from fixtures import one_context_model, write_model, write_scratch_params
 
 from analysis.cli import main
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 
 pytestmark = pytest.mark.slow  # a corpora -> programs -> spans build in a scratch folder
@@ -68,10 +68,10 @@ def test_min_copy_sweep_agrees_with_the_optimal_table(stage_scratch):
 
 
 def test_optimal_programs_resolve_to_their_targets(stage_scratch):
-    from analysis.optimal import TokenizerDirectives, optimal_program
-    from analysis.resolver import resolve
+    from analysis.oracle.optimal import TokenizerDirectives, optimal_program
+    from analysis.grammar.resolver import resolve
     from analysis.stages.optimal import cost_model, load_cases, settings
-    from analysis.tokenization import load_tokenizer
+    from analysis.text.tokens import load_tokenizer
 
     s = settings(Config.load("params.yaml").params)
     tokenizer = load_tokenizer(s.tokenizer)

@@ -4,8 +4,8 @@ resolving to its case's target."""
 import polars as pl
 from fixtures import toy_cases
 
-from analysis.program import parse
-from analysis.resolver import resolve
+from analysis.grammar.program import parse
+from analysis.grammar.resolver import resolve
 from analysis.stages.programs import PROGRAMS_SCHEMA, oracle_programs
 
 

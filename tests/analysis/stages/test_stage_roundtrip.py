@@ -10,7 +10,7 @@ from fixtures import toy_program_table
 
 from analysis.errors import RoundTripError
 from analysis.layout import METRICS
-from analysis.parallel import SERIAL
+from analysis.parallel.workers import SERIAL
 from analysis.stages.roundtrip import RoundtripSettings, roundtrip_failures, run
 
 

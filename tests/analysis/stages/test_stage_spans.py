@@ -8,10 +8,10 @@ import yaml
 from fixtures import ROOT, toy_program_table
 
 from analysis.errors import ParamsError
-from analysis.program import parse
-from analysis.spans import SPANS_SCHEMA
+from analysis.grammar.program import parse
+from analysis.coverage.spans import SPANS_SCHEMA
 from analysis.stages.spans import boundary_counts, boundary_sums, build_spans, coverage_metrics
-from analysis.tokenization import count_split_boundaries
+from analysis.text.tokens import count_split_boundaries
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
 
@@ -67,7 +67,7 @@ def test_coverage_metrics_are_keyed_by_level_framing_corpus():
 
 @pytest.mark.slow  # a corpora -> programs -> spans build in a scratch folder
 def test_spans_carry_the_prompt_length(stage_scratch):
-    from analysis.tokenization import load_tokenizer
+    from analysis.text.tokens import load_tokenizer
 
     spans = pl.read_parquet(stage_scratch / "data/spans/spans.parquet")
     cases = pl.read_parquet(stage_scratch / "data/corpora/cases.parquet")

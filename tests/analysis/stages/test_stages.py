@@ -13,7 +13,7 @@ import yaml
 from fixtures import ROOT, params_with
 
 from analysis.cli import main
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.errors import CorpusError, ParamsError
 
 pytestmark = pytest.mark.slow  # stage runs in scratch folders, one per test
@@ -133,7 +133,7 @@ def test_null_source_in_cases_is_named(scratch, capsys):
 
 
 def test_outputs_are_written_atomically(tmp_path):
-    from analysis.io import write_json, write_table
+    from analysis.pipeline.io import write_json, write_table
 
     target = tmp_path / "t.json"
     write_json({"a": 1}, target)

@@ -7,7 +7,7 @@ import pytest
 from fixtures import params_with
 
 from analysis.errors import ParamsError
-from kernels_profile import maskbench
+from kernels_profile.decode import maskbench
 from kernels_profile.stages.bench_mask import run, settings
 
 

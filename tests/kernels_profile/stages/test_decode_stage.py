@@ -32,7 +32,7 @@ def test_an_unknown_model_is_named_with_the_known_ones():
 
 
 def test_a_case_without_an_instruction_is_refused_before_loading_a_model(tmp_path, monkeypatch):
-    from kernels_profile.decoder import DecodeError
+    from kernels_profile.decode.decoder import DecodeError
 
     monkeypatch.chdir(tmp_path)
     CASES.parent.mkdir(parents=True)

@@ -8,11 +8,13 @@ import pytest
 import yaml
 from fixtures import E2E_COSTS, E2E_PLAN, E2E_SEGMENTS, ROOT, FakeExecutor, ToyTokenizer, e2e_measured, params_with
 
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
-from kernels_profile import e2e, e2e_predict
-from kernels_profile.interleave import interleaved_order
-from kernels_profile.runtime import FromScratch, ModelAndTokenizer, checkpoint_key
+from kernels_profile.e2e import methods as e2e
+from kernels_profile.e2e import predict as e2e_predict
+from kernels_profile.measure.interleave import interleaved_order
+from kernels_profile.runtime.checkpoints import FromScratch, checkpoint_key
+from kernels_profile.runtime.loading import ModelAndTokenizer
 from kernels_profile.stages import e2e as stage
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())
@@ -121,8 +123,8 @@ def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
 # ---------------------------------------------------------------- run environment
 
 def test_environment_metrics_mark_a_drifting_run_noisy():
-    from kernels_profile.contention import EnvironmentRecorder
-    from kernels_profile.profile_session import environment_path
+    from kernels_profile.measure.contention import EnvironmentRecorder
+    from kernels_profile.measure.session import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
     recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
@@ -147,7 +149,7 @@ def synthetic_model():
 
 
 def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
-    from kernels_profile.contention import EnvironmentRecorder
+    from kernels_profile.measure.contention import EnvironmentRecorder
 
     recorder = EnvironmentRecorder(threshold=0.15, reference=lambda: 1.0, load=lambda: (1.0, 1.0, 1.0),
                                    other=lambda: 1.9, threads=lambda: 1, usable_cores=lambda: 2, contention_slack=0.5)
@@ -161,7 +163,7 @@ def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
 @pytest.mark.slow
 def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
     pytest.importorskip("torch")
-    from kernels_profile.models import build_model
+    from kernels_profile.runtime.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
     loaded = ModelAndTokenizer(lm, ToyTokenizer.bytes_then(), ())
@@ -323,8 +325,8 @@ def test_the_cli_passes_the_preset_and_its_folder():
 
 def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path, monkeypatch):
     """`copydecode e2e --preset e2e-wide --out DIR` (the measurement faked): every output lands in DIR,
-    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.present.e2eview reads."""
-    from analysis.present.e2eview import FROZEN_FILES, read_frozen
+    nothing under reports/, and DIR copied to reports/e2e/frozen/e2e-wide/ is what analysis.results.e2e reads."""
+    from analysis.results.e2e import FROZEN_FILES, read_frozen
 
     frames = []
     for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):

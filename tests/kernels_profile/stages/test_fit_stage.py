@@ -9,7 +9,7 @@ import pytest
 from fixtures import ROOFLINE, kernel_speedups, params_with, run_environment_sidecar
 
 from analysis.errors import ParamsError
-from analysis.kernel_names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
 from kernels_profile.stages.fit import RAW_COLUMNS, RawSource, by_source, raw_sources, speedup_range
 
 
@@ -83,7 +83,7 @@ def test_speedup_range_is_none_without_rows():
 
 
 def test_fit_writes_the_roofline_ceiling_of_the_profiled_dtype():
-    from analysis.roofline import copy_speedup_ceiling
+    from analysis.latency.roofline import copy_speedup_ceiling
     from kernels_profile.stages.fit import environment_metrics, roofline_metrics
 
     assert roofline_metrics(None, kernel_speedups(10.0)) == "not recorded"

@@ -9,10 +9,10 @@ import json
 import polars as pl
 import pytest
 
-from analysis.present import pilotreport
-from analysis.config import Config
+from analysis.pilot import report as pilotreport
+from analysis.pipeline.config import Config
 from analysis.errors import CorpusError
-from kernels_profile import pilot_settings
+from kernels_profile.pilot import settings as pilot_settings
 from kernels_profile.stages import pilot as stage
 from fixtures import PILOT_RUN, ROOT, params_with, pilot_frozen_metrics, pilot_record
 
@@ -196,8 +196,8 @@ def test_examples_show_right_and_wrong_programs():
 @pytest.fixture()
 def tiny_run(tmp_path, monkeypatch):
     pytest.importorskip("peft")
-    from kernels_profile.models import build_model
-    from kernels_profile.pilot import add_lora
+    from kernels_profile.runtime.models import build_model
+    from kernels_profile.pilot.train import add_lora
     from fixtures import toy_model_tokenizer as toy
 
     monkeypatch.chdir(tmp_path)
@@ -270,7 +270,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
         metrics["data"]["not_applied"].items()))
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
-    from kernels_profile.runtime import KEY_FIELD, SECONDS_FIELD
+    from kernels_profile.runtime.checkpoints import KEY_FIELD, SECONDS_FIELD
 
     for path in PILOT_CHECKPOINTS.glob("*.json"):  # runtime JSON checkpoints: keyed as named, with their seconds
         payload = json.loads(path.read_text())
@@ -294,8 +294,8 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 
 
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
-    from kernels_profile.models import build_model
-    from kernels_profile.pilot import program_record, rewrite_record
+    from kernels_profile.runtime.models import build_model
+    from kernels_profile.pilot.train import program_record, rewrite_record
     from fixtures import toy_model_tokenizer as toy
 
     lm, tok = build_model("tiny-qwen2", "random", "float32", "cpu"), toy()
@@ -317,8 +317,8 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     from types import SimpleNamespace
 
     from analysis.layout import PILOT_CHECKPOINTS
-    from kernels_profile import pilot as measure
-    from kernels_profile.runtime import KEY_FIELD, FromScratch
+    from kernels_profile.pilot import train as measure
+    from kernels_profile.runtime.checkpoints import KEY_FIELD, FromScratch
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})

@@ -10,11 +10,11 @@ import yaml
 from fixtures import ROOT
 
 from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, build_parser, run_stage
-from analysis.config import Config
+from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
-from analysis.params import merge_preset
-from kernels_profile import e2e
-from kernels_profile.profiler import ProfileSpec
+from analysis.pipeline.params import merge_preset
+from kernels_profile.e2e import methods as e2e
+from kernels_profile.measure.profiler import ProfileSpec
 from kernels_profile.stages import decode, e2e as e2e_stage, fit, profile
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())

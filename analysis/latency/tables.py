@@ -1,0 +1,108 @@
+"""Kernel timing tables: summaries, paired speedups and per-step AR segments of raw profiler timings.
+
+The profiler (kernels_profile.measure.profiler) writes one row per timing (model, weights, dtype, device,
+method ar|prefill, baseline, [pair_baseline], context c, N, repeat, seconds). Here, pure and torch-free:
+
+* `summarize`: median, quartiles and IQR over repeats per grid point (what the latency fit reads);
+* `speedup_table`: Speedup(N, c) = T_ar / T_prefill per repeat (repeat r of the AR loop over repeat r
+  of the prefill paired with it), its median and IQR over repeats, and which AR baseline is strongest;
+* `ar_step_segments` / `ar_step_shifts`: milliseconds per decode step between consecutive profiled N
+  of each AR run, and whether a run slowed part-way.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from analysis.latency.model import GROUP
+from analysis.stats import quartiles
+
+def summarize(raw: pl.DataFrame) -> pl.DataFrame:
+    """Median, quartiles and IQR over repeats for every (model, ..., method, baseline, c, N) and, in
+    paired raw files, the AR loop a prefill grid was paired with (`pair_baseline`)."""
+    keys = GROUP + ["method", "baseline"] + (["pair_baseline"] if "pair_baseline" in raw.columns else []) + ["context", "n"]
+    return (
+        raw.group_by(keys)
+        .agg(
+            *quartiles("seconds", "median", "q25", "q75"),
+            repeats=pl.len(),
+        )
+        .with_columns(iqr=pl.col("q75") - pl.col("q25"))
+        .sort(keys)
+    )
+
+
+def paired_kernel_ratios(raw: pl.DataFrame) -> pl.DataFrame:
+    """One row per AR timing and prefill kind, with the prefill timing of its own pair: t_ar,
+    t_prefill, ratio, and `prefill` (the prefill kind: the prefill rows' `baseline`).
+
+    Raw files from before pairs (no pair_baseline column) had one prefill grid per repeat shared by
+    every baseline; they pair on the repeat alone, as before."""
+    keys = ["model", "weights", "dtype", "device", "context", "n"]
+    ar = raw.filter(pl.col("method") == "ar").select(keys + ["baseline", "repeat", pl.col("seconds").alias("t_ar")])
+    prefill = raw.filter(pl.col("method") == "prefill")
+    if "pair_baseline" in raw.columns:
+        prefill = prefill.select(keys + [pl.col("pair_baseline").alias("baseline"), pl.col("baseline").alias("prefill"),
+                                         "repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["baseline", "repeat"], "1:m"
+    else:
+        prefill = prefill.select(keys + [pl.col("baseline").alias("prefill"), "repeat", pl.col("seconds").alias("t_prefill")])
+        on, validate = keys + ["repeat"], "m:m"
+    return ar.join(prefill, on=on, how="inner", validate=validate).with_columns(
+        ratio=pl.col("t_ar") / pl.col("t_prefill")).sort(keys + ["baseline", "prefill", "repeat"])
+
+
+def speedup_table(raw: pl.DataFrame) -> pl.DataFrame:
+    """One row per (model, dtype, device, c, N, AR baseline, prefill kind), plus which AR baseline is
+    strongest (fastest T_ar) and whether the row pairs it with the fastest prefill kind."""
+    keys = GROUP + ["context", "n"]
+    paired = paired_kernel_ratios(raw)
+    table = (
+        paired.group_by(keys + ["baseline", "prefill"])
+        .agg(
+            pl.col("t_ar").median(), pl.col("t_prefill").median(),
+            *quartiles("ratio", "speedup", "speedup_q25", "speedup_q75"),
+            pl.len().alias("repeats"),
+        )
+        .sort(keys + ["baseline", "prefill"])
+    )
+    eager = (table.filter(pl.col("baseline") == "eager").group_by(keys).agg(pl.col("t_ar").first().alias("t_ar_eager")))
+    best = table.sort("t_ar").group_by(keys, maintain_order=True).first().select(keys + [pl.col("baseline").alias("strongest")])
+    fastest = (table.sort("t_prefill").group_by(keys + ["baseline"], maintain_order=True).first()
+               .select(keys + ["baseline", pl.col("prefill").alias("fastest_prefill")]))
+    return (
+        table.join(best, on=keys, how="left")
+        .join(eager, on=keys, how="left")
+        .join(fastest, on=keys + ["baseline"], how="left")
+        .with_columns(
+            is_strongest=(pl.col("baseline") == pl.col("strongest")) & (pl.col("prefill") == pl.col("fastest_prefill")),
+            overhead_share=1 - pl.col("t_ar") / pl.col("t_ar_eager"),
+        )
+        .drop("t_ar_eager", "fastest_prefill")
+        .sort(keys + ["baseline", "prefill"])
+    )
+
+
+def ar_step_segments(raw: pl.DataFrame) -> pl.DataFrame:
+    """Mean milliseconds per decode step between consecutive profiled N of each AR run (ar_mode
+    prefix: T_ar(N) is the cumulative time of one run), so a run that slows part-way shows where."""
+    keys = [c for c in ("source", "model", "dtype", "device", "baseline", "context", "repeat") if c in raw.columns]
+    ar = raw.filter(pl.col("method") == "ar").sort(keys + ["n"])
+    prev_n = pl.col("n").shift(1, fill_value=0).over(keys)
+    prev_s = pl.col("seconds").shift(1, fill_value=0.0).over(keys)
+    return ar.select(keys + [prev_n.alias("from_step"), pl.col("n").alias("to_step"),
+                             ((pl.col("seconds") - prev_s) / (pl.col("n") - prev_n) * 1000).alias("ms_per_step")])
+
+
+def ar_step_shifts(segments: pl.DataFrame, early_until: int, late_from: int) -> pl.DataFrame:
+    """Per AR run: ms per step over steps 1..early_until and over the steps after late_from, and
+    their ratio (a run that slows part-way has ratio well above 1)."""
+    keys = [c for c in segments.columns if c not in ("from_step", "to_step", "ms_per_step")]
+    steps = pl.col("to_step") - pl.col("from_step")
+    weighted = pl.col("ms_per_step") * steps
+    early = pl.col("to_step") <= early_until
+    late = pl.col("from_step") >= late_from
+    return (segments.group_by(keys, maintain_order=True)
+            .agg(early_ms=weighted.filter(early).sum() / steps.filter(early).sum(),
+                 late_ms=weighted.filter(late).sum() / steps.filter(late).sum())
+            .with_columns(late_over_early=pl.col("late_ms") / pl.col("early_ms")))

@@ -1,0 +1,130 @@
+"""Input digests: every stage output records the sha256 of each input file it was built from, and a
+consumer refuses an output whose recorded inputs are no longer the files on disk, naming the input.
+
+A parquet output keeps the record in its key-value metadata (`KEY`: a JSON object, input path ->
+digest), so the table's columns and the report tables built from it do not change. `dvc repro` keeps
+the stages in step; these records catch stages run by hand out of order (a `corpora` rerun after
+`programs`, then `spans`).
+
+Corpus records (`record_corpus`, `stale_stages`): after every stage with an output set, the CLI writes
+data/.corpus/<stage>.json: the sha256 of data/corpora/cases.parquet the stage ran against and the size
+and mtime of each output it wrote. `headline` refuses and `reports` marks a page "stale: built from
+another corpus" when a stage's outputs are still the ones it wrote but the cases table has changed
+since (an output that no longer matches its record, e.g. restored by `dvc checkout`, is not judged).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import StaleInputError
+
+KEY = "copydecode.inputs"
+CASES_TABLE = Path("data/corpora/cases.parquet")  # analysis.layout.CASES (the corpus every stage reads)
+CORPUS_RECORDS = Path("data/.corpus")             # <stage>.json per stage run (untracked, under data/)
+
+
+def file_digest(path: str | Path) -> str:
+    digest = hashlib.sha256()
+    with Path(path).open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# The stage that writes each input a stage records (named when the input is missing).
+WRITERS = {"data/corpora/cases.parquet": "copydecode corpora", "data/programs/programs.parquet": "copydecode programs",
+           "data/spans/spans.parquet": "copydecode spans", "reports/kernels/latency_model.json": "copydecode kernels fit"}
+
+
+def input_digests(paths: Iterable[str | Path]) -> dict[str, str]:
+    """{path: sha256} of each input (as the path is spelt in `analysis.layout`); a missing input is named
+    with the stage that writes it, before any output is opened."""
+    paths = [Path(p) for p in paths]
+    for path in paths:
+        if not path.is_file():
+            writer = WRITERS.get(path.as_posix(), "the stage that writes it")
+            raise StaleInputError(f"{path} not found; run `{writer}` first (or `dvc repro`)")
+    return {str(p): file_digest(p) for p in paths}
+
+
+def parquet_metadata(paths: Iterable[str | Path]) -> dict[str, str]:
+    """The key-value metadata that records `paths` in a parquet output."""
+    return {KEY: json.dumps(input_digests(paths), sort_keys=True)}
+
+
+def recorded_inputs(path: str | Path) -> dict[str, str] | None:
+    """The inputs a parquet output records, or None when it records none (an older writer)."""
+    try:
+        text = pl.read_parquet_metadata(path).get(KEY)
+    except Exception:  # a damaged file: its reader names it
+        return None
+    if text is None:
+        return None
+    try:
+        record = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def check_fresh(path: str | Path, rerun: str) -> None:
+    """Refuse `path` when an input it was built from has changed (or it records none): the error names
+    the output, the input and the stage to rerun."""
+    record = recorded_inputs(path)
+    if record is None:
+        raise StaleInputError(f"{path} records no digest of the inputs it was built from (written by an older "
+                              f"version, or by hand); rerun `{rerun}`")
+    for name, digest in sorted(record.items()):
+        now = Path(name)
+        if not now.is_file():
+            raise StaleInputError(f"{path} was built from {name}, which is gone; rerun the stage that writes "
+                                  f"{name}, then `{rerun}`")
+        if file_digest(now) != digest:
+            raise StaleInputError(f"stale input: {path} was built from a different {name} "
+                                  f"(recorded sha256 {digest[:12]}, now {file_digest(now)[:12]}); rerun `{rerun}` "
+                                  f"(and the stages after it), or `dvc repro`")
+
+
+# ---------------------------------------------------------------- corpus records (headline, reports)
+
+
+def _stamp(path: Path) -> list[int]:
+    stat = path.stat()
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def record_corpus(stage: str, outputs: Iterable[str | Path]) -> None:
+    """data/.corpus/<stage>.json: the cases table `stage` ran against and the outputs it wrote."""
+    from analysis.pipeline.io import write_json
+
+    written = {str(Path(p)): _stamp(Path(p)) for p in outputs if Path(p).is_file()}
+    cases = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
+    write_json({"stage": stage, "cases_sha256": cases, "outputs": written}, CORPUS_RECORDS / f"{stage}.json")
+
+
+def stale_stages() -> dict[str, str]:
+    """{stage: reason} for each recorded stage whose outputs are the ones it wrote but whose cases
+    table is not the one on disk now (a `corpora` rerun since)."""
+    if not CORPUS_RECORDS.is_dir():
+        return {}
+    current = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
+    stale = {}
+    for path in sorted(CORPUS_RECORDS.glob("*.json")):
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            outputs = record["outputs"]
+            recorded = record["cases_sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue  # a damaged record judges nothing
+        if path.stem == "corpora" or recorded == current or not outputs:
+            continue
+        if all(Path(p).is_file() and _stamp(Path(p)) == stamp for p, stamp in outputs.items()):
+            stale[path.stem] = (f"stale: built from another corpus (`{path.stem}` ran on a different {CASES_TABLE}; "
+                                f"rerun `copydecode {path.stem}`)")
+    return stale

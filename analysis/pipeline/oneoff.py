@@ -1,0 +1,132 @@
+"""`--out DIR`: a one-off run under its own output root.
+
+The stage runs with DIR as its working folder, so every path of `analysis.layout` (data/, reports/)
+lands under DIR and the committed reports/ stay untouched. What the run reads keeps its meaning: the
+params file, the --pairs/--repo paths and the input paths inside the params file, given relative to
+the folder the command was started in, are rewritten relative to DIR (no machine path reaches its
+reports); absolute ones stay as given. The bounds and optimal stages read the committed
+latency model; it is copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import shutil
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from analysis.pipeline.config import Config
+from analysis.errors import ParamsError
+from analysis.layout import LATENCY_MODEL
+
+# Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
+PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
+             "corpora.commits[].repos", "corpora.pairs[].path", "corpora.datasets[].dataset", "tokenizer.spec")
+# The project's own folders (in a checkout, beside dvc.yaml): a one-off run never writes into them.
+PROJECT_FOLDERS = ("analysis", "kernels_profile", "notebooks", "reports", "tests", "data", ".git", ".dvc")
+KEEP = ("auto",)  # values that are not paths
+
+
+def from_root(path: Path, root: Path | None) -> str:
+    """`path` (absolute) as the run inside `root` reads it: relative to the resolved root, so reports and
+    metrics of a one-off run hold no machine paths (its folders resolved, its own name kept: a link stays
+    a link); absolute when `root` is None or on another drive."""
+    if root is None:
+        return str(path)
+    try:
+        return os.path.relpath(Path(path).parent.resolve() / Path(path).name, Path(root).resolve())
+    except ValueError:
+        return str(path)
+
+
+def _absolute(value: Any, start: Path, root: Path | None = None) -> Any:
+    if not isinstance(value, str) or value in KEEP or not value or Path(value).is_absolute():
+        return value
+    candidate = start / value
+    # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
+    return from_root(candidate, root) if candidate.exists() or value.startswith(".") else value
+
+
+def absolute_params(params: dict, start: Path, root: Path | None = None) -> dict:
+    """A copy of `params` whose relative input paths are absolute against `start` (with `root`: relative
+    to the run root instead, pointing at the same files)."""
+    params = copy.deepcopy(params)
+    for dotted in PATH_KEYS:
+        head, _, tail = dotted.partition("[].")
+        *parents, last = head.split(".")
+        node: Any = params
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or last not in node:
+            continue
+        if tail:
+            for entry in node[last] or []:
+                if isinstance(entry, dict) and tail in entry:
+                    entry[tail] = _absolute(entry[tail], start, root)
+        else:
+            node[last] = _absolute(node[last], start, root)
+    return params
+
+
+def check_out_root(out: str | Path, root: Path, start: Path) -> None:
+    """Refuse an output root that is a file, a folder above the current one (`/`, `..`: the run would
+    write data/ and reports/ there), or one of the project's own folders (`reports`, `notebooks`, ...)."""
+    if root.exists() and not root.is_dir():
+        raise ParamsError(f"--out {out}: exists and is not a folder")
+    resolved, here = root.resolve(), start.resolve()
+    if resolved in here.parents:
+        raise ParamsError(f"--out {out}: a folder above the current one; give a separate folder for a one-off run")
+    if (here / "dvc.yaml").is_file() and resolved.is_relative_to(here):
+        first = resolved.relative_to(here).parts[0]
+        if first in PROJECT_FOLDERS:
+            raise ParamsError(f"--out {out}: lies in the project's own {first}/ folder; give a separate folder "
+                              "(for example runs/NAME)")
+
+
+def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
+    """Resolve what the run reads, create DIR and move into it; returns the config to use there."""
+    start = Path.cwd()
+    root = Path(out).expanduser()
+    root = root if root.is_absolute() else start / root
+    if root.resolve() == start.resolve():
+        raise ParamsError("--out names the current folder; give a separate folder for a one-off run")
+    check_out_root(out, root, start)
+    for name in ("pairs", "repo"):
+        given = getattr(args, name, None)
+        if given:
+            setattr(args, name, [from_root(start / p, root) if not Path(p).is_absolute() else p for p in given])
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParamsError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise ParamsError(f"--out {out}: the folder is not writable")
+    model = root / LATENCY_MODEL
+    if (start / LATENCY_MODEL).is_file() and not model.exists():
+        model.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(start / LATENCY_MODEL, model)
+    # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.reports.TEMPLATES),
+    # never from DIR, which holds outputs only
+    os.chdir(root)
+    params_path = Path(cfg.path) if Path(cfg.path).is_absolute() else Path(from_root(start / cfg.path, root))
+    return replace(cfg, params=absolute_params(cfg.params, start, root), path=params_path)
+
+
+def discard_unused_root(root: Path) -> bool:
+    """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root`
+    put there (the latency model copy) and empty folders; returns whether it was removed."""
+    root = Path(root)
+    if not root.is_dir() or root.is_symlink():
+        return False
+    files = [p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()]
+    if any(p != root / LATENCY_MODEL for p in files):
+        return False
+    if Path.cwd().resolve().is_relative_to(root.resolve()):
+        os.chdir(root.resolve().parent)  # the run moved into it
+    (root / LATENCY_MODEL).unlink(missing_ok=True)
+    for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
+        folder.rmdir()
+    root.rmdir()
+    return True

@@ -1,0 +1,376 @@
+"""Copy-as-Decode as a working decoder: the model writes the program, copies are served by prefill.
+
+Greedy decoding under the grammar FSM (analysis.grammar.fsm, public walker API only). Every decoded token
+advances the walker; the logits row is masked with a boolean tensor precomputed per FSM state (cached
+for the whole decode, and across decodes through a shared `MaskTable`). When a copy directive closes
+(the walker is back between ops right after the directive's last byte), the copied lines (or tokens)
+are tokenized and appended to the KV cache in ONE forward together with the directive's last token,
+and decoding continues from that forward's logits. Decoding stops at EOS between ops, or when the
+walker's budget runs out (its margin forces a whole program first).
+
+The sequence the model sees is exactly kernels_profile.decode.sequence's layout: prompt, then each op's own
+tokens, with the copied text's tokens right after each directive. To keep op boundaries on token
+boundaries, a token may close a copy directive only with its last byte (a token such as '"/><' is
+masked in states where it would close the directive and start the next op in one go); the FSM itself
+allows such tokens, the decoder's table removes them.
+
+Timings are split into the prompt prefill, one-token decode steps, copy prefills and mask time
+(lookup or computation of the state's mask, and applying it to the logits row).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from analysis.errors import ParamsError, ProgramError
+from analysis.grammar.fsm import FsmWalker, ProgramFSM
+from analysis.grammar.program import COPY_END, COPY_OPEN, Copy, Program, parse
+from analysis.grammar.resolver import resolve
+from analysis.text.lines import split_lines
+from kernels_profile.runtime.models import LoadedModel, cache_kwarg
+from kernels_profile.runtime.hf import ModelTokenizer, PromptTemplate, prompt_ids
+
+_END = COPY_END.encode("ascii")
+_COPY_STATES = ("n2", "lit")  # the states from which a byte can close a copy directive
+
+
+class DecodeError(ParamsError):
+    """A case the decoder cannot run: empty instruction, prompt past the context, budget too small."""
+
+
+@dataclass(frozen=True)
+class DecodeTimings:
+    prompt_s: float   # the prompt's prefill
+    decode_s: float   # one-token forwards
+    copy_s: float     # copy prefills (directive's last token + copied tokens, one forward each)
+    mask_s: float     # mask lookup/computation and application
+    total_s: float
+
+
+@dataclass(frozen=True)
+class DecodeCounts:
+    prompt_tokens: int
+    program_tokens: int   # tokens the model wrote (EOS included when it stopped on one)
+    copied_tokens: int
+    decode_forwards: int
+    copy_forwards: int
+    masks_computed: int   # states whose mask was built during this decode (cold steps)
+
+
+@dataclass(frozen=True)
+class DecodeResult:
+    text: str
+    program: Program
+    output: str
+    stopped: str  # "eos" (the model ended the program) | "forced" (EOS forced by the budget margin) | "budget"
+    timings: DecodeTimings
+    counts: DecodeCounts
+    sequence: tuple[int, ...]  # every id fed to the model, prompt first
+    prompt_length: int
+    final_logits: Any = field(default=None, compare=False, repr=False)
+
+
+# ---------------------------------------------------------------- masks
+
+def _closes_copy_inside(fsm: ProgramFSM, state: tuple, piece: bytes) -> bool:
+    """Does walking `piece` from `state` close a copy directive before its last byte?"""
+    step = fsm.automaton.step
+    for k, byte in enumerate(piece):
+        nxt = step(state, byte)
+        if nxt is None:
+            return False
+        if k < len(piece) - 1 and fsm.is_accepting(nxt) and state[0] in _COPY_STATES:
+            return True
+        state = nxt
+    return False
+
+
+def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
+    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
+    piece = fsm.piece(token_id)
+    if not piece or not piece.endswith(_END[-1:]):
+        return False
+    step = fsm.automaton.step
+    for byte in piece[:-1]:
+        state = step(state, byte)
+        if state is None:
+            return False
+    return state[0] in _COPY_STATES and fsm.is_accepting(step(state, piece[-1]) or ("dead",))
+
+
+class MaskTable:
+    """Per FSM state, the boolean tensor of allowed ids (logits width wide), built once and cached,
+    with its additive form (0 where allowed, -inf where blocked) that the decoder applies.
+
+    Applying by addition: on this CPU one `add_` of a 151,936-wide float row takes ~15 us on one
+    thread where `masked_fill_` with a boolean mask takes ~380 us (kernels_profile.decode.maskbench measures
+    both). The additive form costs 4 bytes per id per visited state (~0.6 MB per state for Qwen2.5)."""
+
+    def __init__(self, fsm: ProgramFSM, width: int, device: str = "cpu"):
+        import torch
+
+        self.fsm, self.width, self.device, self.torch = fsm, width, device, torch
+        self._cache: dict[tuple, tuple] = {}
+        pieces = [fsm.piece(i) or b"" for i in range(fsm.vocab_size)]
+        gt = _END[-1]
+        # tokens that could close a directive before their last byte: from inside a number or the
+        # closing literal any token with an inner '>', from elsewhere only one holding all of '"/>'
+        self._inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
+        self._inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
+        self.computed = 0
+
+    def allowed(self, walker: FsmWalker) -> np.ndarray:
+        """The walker's mask minus the tokens that would run past a directive's end."""
+        mask = walker.allowed().copy()
+        state = walker.state
+        suspects = self._inner_gt if state[0] in _COPY_STATES else self._inner_end
+        for i in suspects[mask[suspects]]:
+            if _closes_copy_inside(self.fsm, state, self.fsm.piece(int(i))):
+                mask[i] = False
+        return mask
+
+    def _entry(self, walker: FsmWalker) -> tuple:
+        key = (walker.forcing, walker.state)
+        entry = self._cache.get(key)
+        if entry is None:
+            allowed = self.allowed(walker)
+            full = np.zeros(self.width, dtype=bool)  # ids past the tokenizer's vocabulary stay blocked
+            n = min(self.width, allowed.shape[0])
+            full[:n] = allowed[:n]
+            if not full.any():
+                raise ProgramError(f"no token is allowed in FSM state {walker.state!r} (forcing={walker.forcing})")
+            mask = self.torch.from_numpy(full).to(self.device)
+            bias = self.torch.zeros(self.width, device=self.device).masked_fill_(~mask, float("-inf"))
+            entry = (mask, bias)
+            self._cache[key] = entry
+            self.computed += 1
+        return entry
+
+    def mask(self, walker: FsmWalker):
+        """The cached boolean tensor of allowed ids for the walker's next token."""
+        return self._entry(walker)[0]
+
+    def bias(self, walker: FsmWalker):
+        """The cached additive mask (0 / -inf) for the walker's next token."""
+        return self._entry(walker)[1]
+
+    def cached(self) -> list[tuple]:
+        return list(self._cache.values())
+
+
+def apply_mask(logits, bias):
+    """Mask one logits row in place: add the state's 0 / -inf row (cheaper than masked_fill_)."""
+    return logits.add_(bias.to(logits.dtype) if bias.dtype != logits.dtype else bias)
+
+
+# ---------------------------------------------------------------- checks
+
+def model_context(lm: LoadedModel) -> int:
+    return int(getattr(lm.config, "max_position_embeddings", 0) or 0)
+
+
+def check_inputs(lm: LoadedModel, prompt: list[int], instruction: str, budget: int, margin: int,
+                 case: str) -> None:
+    if not instruction.strip():
+        raise DecodeError(f"{case}: the edit instruction is empty")
+    if budget <= margin:
+        raise DecodeError(
+            f"{case}: budget {budget} tokens is too small for any program: the walker forces the end "
+            f"within its margin of {margin} tokens, so no op could start (use a budget > {margin})"
+        )
+    context = model_context(lm)
+    if context and len(prompt) + budget > context:
+        raise DecodeError(
+            f"{case}: the prompt ({len(prompt)} tokens) plus the budget ({budget}) exceeds "
+            f"{lm.name}'s context of {context} tokens"
+        )
+
+
+def last_copy(program_bytes: bytes) -> Copy:
+    text = program_bytes.decode("utf-8")
+    op = parse(text[text.rindex(COPY_OPEN):]).ops[0]
+    assert isinstance(op, Copy)
+    return op
+
+
+# ---------------------------------------------------------------- the decoder
+
+class _Runner:
+    """The KV cache and forward counting of one decode."""
+
+    def __init__(self, lm: LoadedModel):
+        import torch
+        from transformers import DynamicCache
+
+        self.lm, self.torch = lm, torch
+        self.kw = cache_kwarg(lm.model)
+        self.cache = DynamicCache(config=lm.config)
+        self.fed: list[int] = []
+
+    def forward(self, ids: list[int]):
+        x = self.torch.tensor([ids], device=self.lm.device)
+        out = self.lm.model(input_ids=x, use_cache=True, logits_to_keep=1, **{self.kw: self.cache})
+        self.fed.extend(ids)
+        return out.logits[0, -1]
+
+    def sync(self) -> None:
+        if str(self.lm.device).startswith("cuda"):
+            self.torch.cuda.synchronize()
+
+
+def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
+           budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTable | None = None,
+           case: str = "case") -> DecodeResult:
+    """Greedy Copy-as-Decode under the FSM (module docstring). `masks` may be shared between decodes
+    of sources with the same number of units (it holds the FSM)."""
+    token_bounds = None
+    if unit == "lines":
+        limits = {"lines": len(split_lines(source))}
+    elif unit == "tokens":
+        encoded = tok.fsm_tokenizer.encode(source)
+        limits, token_bounds = {"tokens": len(encoded)}, encoded.char_bounds
+    else:
+        raise DecodeError(f"{case}: unit must be 'lines' or 'tokens', got {unit!r}")
+    width = int(lm.model.get_input_embeddings().weight.shape[0]) if hasattr(lm.model, "get_input_embeddings") else None
+    if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
+        fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
+        masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
+    walker = masks.fsm.walker(budget=budget, margin=margin)
+    prompt = prompt_ids(tok, template, source, instruction)
+    check_inputs(lm, prompt, instruction, budget, walker.margin, case)
+    return _greedy(lm, tok, masks, walker, prompt, source, token_bounds, case)
+
+
+def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt: list[int], source: str,
+            token_bounds, case: str) -> DecodeResult:
+    runner = _Runner(lm)
+    fsm, context = masks.fsm, model_context(lm)
+    computed_before = masks.computed
+    written: list[int] = []
+    program = bytearray()
+    t = {"prompt": 0.0, "decode": 0.0, "copy": 0.0, "mask": 0.0}
+    copied_tokens = decode_forwards = copy_forwards = 0
+    stopped = "budget"
+    with runner.torch.inference_mode():
+        started = time.perf_counter()
+        logits = runner.forward(prompt)
+        runner.sync()
+        t["prompt"] = time.perf_counter() - started
+        while walker.remaining is None or walker.remaining > 0:
+            m0 = time.perf_counter()
+            token = int(apply_mask(logits, masks.bias(walker)).argmax())
+            t["mask"] += time.perf_counter() - m0
+            closing = closes_copy(fsm, walker.state, token)
+            forcing = walker.forcing  # the budget's margin was forcing the program's end
+            walker.advance(token)
+            written.append(token)
+            if token in tok.eos_ids:
+                stopped = "forced" if forcing else "eos"
+                break
+            program += fsm.piece(token)
+            ids = [token]
+            if closing:
+                op = last_copy(bytes(program))
+                ids += tok.encode(resolve(Program((op,)), source, token_bounds))
+                if context and len(runner.fed) + len(ids) > context:
+                    raise DecodeError(f"{case}: copying {op.unit} {op.start}-{op.end} would take the "
+                                      f"sequence past {lm.name}'s context of {context} tokens")
+            f0 = time.perf_counter()
+            logits = runner.forward(ids)
+            runner.sync()
+            elapsed = time.perf_counter() - f0
+            if closing:
+                t["copy"] += elapsed
+                copy_forwards += 1
+                copied_tokens += len(ids) - 1
+            else:
+                t["decode"] += elapsed
+                decode_forwards += 1
+        total = time.perf_counter() - started
+    if not walker.is_accepting() and not walker.finished:
+        raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(program)[-40:]!r}); the walker "
+                           "margin should have prevented this")
+    text = bytes(program).decode("utf-8")
+    parsed = parse(text)
+    return DecodeResult(
+        text=text, program=parsed, output=resolve(parsed, source, token_bounds), stopped=stopped,
+        timings=DecodeTimings(t["prompt"], t["decode"], t["copy"], t["mask"], total),
+        counts=DecodeCounts(len(prompt), len(written), copied_tokens, decode_forwards, copy_forwards,
+                            masks.computed - computed_before),
+        sequence=tuple(runner.fed), prompt_length=len(prompt), final_logits=logits.detach().clone(),
+    )
+
+
+def stepwise_logits(lm: LoadedModel, sequence: list[int] | tuple[int, ...], prompt_length: int):
+    """The last logits after prefilling the prompt and then feeding the rest one token at a time."""
+    runner = _Runner(lm)
+    with runner.torch.inference_mode():
+        logits = runner.forward(list(sequence[:prompt_length]))
+        for token in sequence[prompt_length:]:
+            logits = runner.forward([token])
+    return logits
+
+
+def check_lossless(lm: LoadedModel, result: DecodeResult, tolerance: float):
+    """kernels_profile.measure.equivalence's criterion: decoder's final logits vs one-token steps; the
+    decoder masked its last row in place, so both rows are compared where the mask let tokens through."""
+    import torch
+
+    from kernels_profile.measure.equivalence import compare_logits
+
+    reference = stepwise_logits(lm, result.sequence, result.prompt_length)
+    ours = result.final_logits
+    finite = torch.isfinite(ours)
+    return compare_logits(ours[finite][None], reference[finite][None], tolerance)
+
+
+def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
+                   budget: int, case: str = "case") -> tuple[str, float, int, str]:
+    """Plain greedy decoding of the whole edited text (the rewrite baseline): (text, seconds, tokens, stopped)."""
+    prompt = prompt_ids(tok, template, source, instruction)
+    if not instruction.strip():
+        raise DecodeError(f"{case}: the edit instruction is empty")
+    context = model_context(lm)
+    if context and len(prompt) + budget > context:
+        raise DecodeError(f"{case}: the prompt ({len(prompt)} tokens) plus the budget ({budget}) exceeds "
+                          f"{lm.name}'s context of {context} tokens")
+    runner = _Runner(lm)
+    written: list[int] = []
+    stopped = "budget"
+    with runner.torch.inference_mode():
+        started = time.perf_counter()
+        logits = runner.forward(prompt)
+        vocab = tok.fsm_tokenizer.vocab_size  # embedding rows past the tokenizer spell nothing
+        for _ in range(budget):
+            token = int(logits[:vocab].argmax())
+            if token in tok.eos_ids:
+                stopped = "eos"
+                break
+            written.append(token)
+            logits = runner.forward([token])
+        runner.sync()
+        seconds = time.perf_counter() - started
+    text = tok.decode_bytes(written).decode("utf-8", errors="replace")
+    return text, seconds, len(written) + (stopped == "eos"), stopped
+
+
+
+def load_for_decoding(name: str, weights: str, dtype: str, device: str):
+    """The model (kernels_profile.runtime.checkpoints.load_model, the one loader) and its ModelTokenizer."""
+    from kernels_profile.runtime.loading import load_model
+
+    loaded = load_model(name, weights, dtype, device)
+    return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
+
+
+def result_record(result: DecodeResult, target: str | None = None) -> dict:
+    """A flat, JSON-able summary of one decode."""
+    from dataclasses import asdict
+
+    return {"program": result.text, "output": result.output, "stopped": result.stopped,
+            "exact_match": None if target is None else result.output == target,
+            **{f"t_{k}": v for k, v in asdict(result.timings).items()}, **asdict(result.counts)}

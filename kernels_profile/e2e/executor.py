@@ -1,0 +1,269 @@
+"""Running edits on a real model with a KV cache, three ways, from the same cached prompt.
+
+- AR: regenerate the gold output, one forward per token (teacher-forced).
+- PLD oracle: prompt lookup decoding with gold acceptance: draft up to k tokens by finding the
+  trailing n-gram (n = ngram_max..1) earlier in the draft context + output, verify the draft in one
+  forward (keeping a logit per verified position, as a real verifier must), keep
+  the prefix that equals the gold, and take the next gold token as the correction. An upper bound on
+  real PLD only for its own draft policy, which accepts by the model's own argmax instead. The match
+  policy says which earlier occurrence drafts: `latest` (the nearest one) or `earliest` (the first
+  one, as transformers' PromptLookupCandidateGenerator takes it). The draft context is the text the
+  output copies, the UNNUMBERED source (`draft_context`), not the numbered prompt the Copy-as-Decode
+  model reads: a draft from `k: line` text could never cross a line end (review F3). Each run records
+  the draft tokens accepted per forward (`Run.accepted`), PLD's acceptance statistics.
+- Copy-as-Decode executor: for each op of a program, a copy fills the cache with one forward of the
+  copied text's tokens; a gen span is decoded token by token (teacher-forced: the oracle program's
+  text). This is the upper bound the paper describes (the bound's `ideal` variant). With
+  `directives=True` it also decodes, one step each, the tokens the model would emit to write the
+  program: a copy's `<copy lines="i-j"/>` before its prefill; a gen's `<gen>` before, its body as
+  written (escaped), and `</gen>` after (the bound's `overhead` variant).
+
+Each run starts from the cache holding exactly the prompt (cropped back after every run), and the
+clock covers the forwards only. Token ids are the model tokenizer's: a copy's text is tokenized on its
+own, so the executor's sequence can differ from the gold tokenization at span edges.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from analysis.errors import ParamsError, ProgramError
+from analysis.grammar.program import GEN_CLOSE, GEN_OPEN, Copy, Program, escape, render_op
+from analysis.grammar.resolver import resolve
+from kernels_profile.runtime.models import LoadedModel, cache_kwarg
+
+MATCH_POLICIES = ("latest", "earliest")
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One op as token ids of the model's tokenizer: `ids` is the text it puts in the output;
+    `open_ids` / `close_ids` the directive tokens the model emits before / after it, and `body_ids`
+    (gen only) the body as the model writes it inside `<gen>` (escaped; equal to `ids` unless the
+    text needed an escape)."""
+
+    kind: str  # "copy" | "gen"
+    ids: tuple[int, ...]
+    open_ids: tuple[int, ...] = ()
+    close_ids: tuple[int, ...] = ()
+    body_ids: tuple[int, ...] | None = None
+
+    @property
+    def emitted(self) -> tuple[int, ...]:
+        """What the model decodes for a gen op's body."""
+        return self.ids if self.body_ids is None else self.body_ids
+
+    @property
+    def directive_tokens(self) -> int:
+        """Tokens decoded besides the payload (the bound's d_k): tags, plus the extra tokens of escapes."""
+        extra = len(self.emitted) - len(self.ids) if self.kind == "gen" else 0
+        return len(self.open_ids) + len(self.close_ids) + extra
+
+
+@dataclass(frozen=True)
+class Run:
+    """One timed run; `accepted` (PLD only) holds the draft tokens accepted by each forward."""
+
+    seconds: float
+    forwards: int
+    tokens: int
+    accepted: tuple[int, ...] = ()
+
+    @property
+    def tokens_per_forward(self) -> float | None:
+        return self.tokens / self.forwards if self.forwards else None
+
+
+def acceptance_histogram(accepted: tuple[int, ...] | list[int], k: int) -> list[int]:
+    """counts[n] = forwards that accepted exactly n draft tokens, n = 0..k."""
+    counts = [0] * (k + 1)
+    for n in accepted:
+        if not 0 <= n <= k:
+            raise ValueError(f"accepted length {n} outside 0..{k}")
+        counts[n] += 1
+    return counts
+
+
+def program_segments(program: Program, source: str, token_bounds, encode) -> list[Segment]:
+    """Resolve each op to its text and tokenize it, and its directive, with the model's tokenizer
+    (`encode`: str -> ids). Every op keeps its segment, even one whose text has no token: its
+    directive is still emitted in the overhead run."""
+    memo: dict[str, tuple[int, ...]] = {}
+
+    def tokens(text: str) -> tuple[int, ...]:
+        if text not in memo:
+            memo[text] = tuple(encode(text))
+        return memo[text]
+
+    segments = []
+    for op in program.ops:
+        ids = tuple(encode(resolve(Program((op,)), source, token_bounds)))
+        if isinstance(op, Copy):
+            segments.append(Segment("copy", ids, open_ids=tokens(render_op(op))))
+        else:
+            escaped = escape(op.text)
+            body = None if escaped == op.text else tuple(encode(escaped))
+            segments.append(Segment("gen", ids, tokens(GEN_OPEN), tokens(GEN_CLOSE), body))
+    if program.ops and not any(s.ids for s in segments):
+        raise ProgramError("the program resolves to no tokens")
+    return segments
+
+
+class Executor:
+    """Runs from the cached `prompt_ids` (the model's input); PLD drafts from `draft_context` (the
+    unnumbered source the output copies), a separate token list: it is never forwarded."""
+
+    def __init__(self, lm: LoadedModel, prompt_ids: list[int], draft_context: list[int]):
+        import torch
+        from transformers import DynamicCache
+
+        self.lm, self.torch = lm, torch
+        self.kw = cache_kwarg(lm.model)
+        self.device = lm.device
+        self.prompt_ids = list(prompt_ids)
+        self.draft_context = list(draft_context)
+        self.cache = DynamicCache(config=lm.config)
+        with torch.inference_mode():
+            out = self._forward(self.prompt_ids)
+        self.prompt_logits = out.logits[:, -1]
+
+    def _forward(self, ids: list[int], **kwargs):
+        x = self.torch.tensor([ids], device=self.device)
+        return self.lm.model(input_ids=x, use_cache=True, **{self.kw: self.cache}, **kwargs)
+
+    def reset(self) -> None:
+        extra = self.cache.get_seq_length() - len(self.prompt_ids)
+        if extra > 0:
+            self.cache.crop(-extra)
+
+    def _sync(self):
+        if self.device.startswith("cuda"):
+            self.torch.cuda.synchronize()
+
+    # ---------------------------------------------------------------- the three ways
+    def autoregressive(self, ids: list[int]) -> tuple[Run, object]:
+        self.reset()
+        self._sync()
+        with self.torch.inference_mode():
+            started = time.perf_counter()
+            out = None
+            for token in ids:
+                out = self._forward([token])
+            self._sync()
+            seconds = time.perf_counter() - started
+        return Run(seconds, len(ids), len(ids)), (out.logits[:, -1] if out is not None else self.prompt_logits)
+
+    def _decode(self, ids, out):
+        """One forward per token; returns the last output (or `out` when there is none)."""
+        for token in ids:
+            out = self._forward([token])
+        return out
+
+    def copy_as_decode(self, segments: list[Segment], directives: bool = False) -> tuple[Run, object]:
+        """Serve the program's ops; with `directives`, also decode each op's directive tokens one
+        step each (see the module docstring). `tokens` counts the output's tokens either way."""
+        self.reset()
+        self._sync()
+        forwards, tokens, out = 0, 0, None
+        with self.torch.inference_mode():
+            started = time.perf_counter()
+            for seg in segments:
+                if directives:
+                    out = self._decode(seg.open_ids, out)
+                    forwards += len(seg.open_ids)
+                if seg.kind == "copy":
+                    if seg.ids:  # a copy whose text has no token forwards nothing
+                        out = self._forward(list(seg.ids), logits_to_keep=1)
+                        forwards += 1
+                else:
+                    body = seg.emitted if directives else seg.ids
+                    out = self._decode(body, out)
+                    forwards += len(body)
+                if directives:
+                    out = self._decode(seg.close_ids, out)
+                    forwards += len(seg.close_ids)
+                tokens += len(seg.ids)
+            self._sync()
+            seconds = time.perf_counter() - started
+        return Run(seconds, forwards, tokens), (out.logits[:, -1] if out is not None else self.prompt_logits)
+
+    def pld_oracle(self, gold: list[int], k: int, ngram_max: int, policy: str = "latest") -> Run:
+        """Gold-acceptance PLD: each forward verifies the pending token and a draft looked up in
+        draft_context + the output so far, with a logit kept per verified position."""
+        self.reset()
+        self._sync()
+        forwards, accepted_runs = 0, []
+        with self.torch.inference_mode():
+            started = time.perf_counter()
+            if gold:
+                pending, i = gold[0], 1  # the first token comes from the prompt's logits
+                index = DraftIndex(self.draft_context + gold[:1], ngram_max, policy)
+                while pending is not None:
+                    draft = index.draft(k)  # = lookup_draft(self.draft_context + gold[:i], k, ngram_max, policy)
+                    draft = draft[: max(len(gold) - i, 0)]
+                    self._forward([pending] + draft, logits_to_keep=len(draft) + 1)
+                    forwards += 1
+                    accepted = 0
+                    while accepted < len(draft) and draft[accepted] == gold[i + accepted]:
+                        accepted += 1
+                    accepted_runs.append(accepted)
+                    rejected = len(draft) - accepted
+                    if rejected:
+                        self.cache.crop(-rejected)
+                    start = i
+                    i += accepted
+                    pending, i = (gold[i], i + 1) if i < len(gold) else (None, i)
+                    index.extend(gold[start:i])
+            self._sync()
+            seconds = time.perf_counter() - started
+        return Run(seconds, forwards, len(gold), tuple(accepted_runs))
+
+
+class DraftIndex:
+    """`lookup_draft` over a growing context without rescanning it: every n-gram (n = 1..ngram_max)
+    is indexed by its start positions as tokens are appended, so a lookup costs O(ngram_max) dict
+    probes instead of a Python scan of the whole context (2.5 ms per missed lookup on a 2,900-token
+    context, inside PLD's timed loop). Same drafts as `lookup_draft` for the same context."""
+
+    def __init__(self, context: list[int], ngram_max: int, policy: str = "latest"):
+        if policy not in MATCH_POLICIES:
+            raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
+        self.ngram_max, self.policy = ngram_max, policy
+        self.context: list[int] = []
+        self.starts: list[dict[tuple[int, ...], list[int]]] = [{} for _ in range(ngram_max + 1)]
+        self.extend(context)
+
+    def extend(self, tokens) -> None:
+        for token in tokens:
+            self.context.append(token)
+            end = len(self.context)
+            for n in range(1, min(self.ngram_max, end) + 1):
+                self.starts[n].setdefault(tuple(self.context[end - n:]), []).append(end - n)
+
+    def draft(self, k: int) -> list[int]:
+        n_ctx = len(self.context)
+        for n in range(min(self.ngram_max, n_ctx - 1), 0, -1):
+            starts = self.starts[n].get(tuple(self.context[n_ctx - n:]), [])
+            # the last start is the tail itself (n_ctx - n), which has nothing after it
+            earlier = starts[:-1]
+            if earlier:
+                start = earlier[-1] if self.policy == "latest" else earlier[0]
+                return self.context[start + n:start + n + k]
+        return []
+
+
+def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:
+    """Prompt lookup: the k tokens after an earlier occurrence of the trailing n-gram, longest n
+    first; `latest` takes the occurrence nearest the end, `earliest` the first one."""
+    if policy not in MATCH_POLICIES:
+        raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
+    n_ctx = len(context)
+    for n in range(min(ngram_max, n_ctx - 1), 0, -1):
+        tail = context[n_ctx - n:]
+        # a start at n_ctx - n is the tail itself, which has nothing after it
+        starts = range(n_ctx - n - 1, -1, -1) if policy == "latest" else range(n_ctx - n)
+        for start in starts:
+            if context[start:start + n] == tail:
+                return context[start + n:start + n + k]
+    return []

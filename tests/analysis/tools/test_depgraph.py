@@ -1,0 +1,59 @@
+"""Which project files a stage's code can reach (analysis.tools.depgraph), on a small project tree; the real
+project's dvc.yaml is checked against it in tests/pipeline/test_dvc_deps.py."""
+
+import json
+
+import yaml
+
+from analysis.tools.depgraph import closure, module_file, stage_code_deps, sync_dvc_yaml
+
+
+def _tree(root, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+PROJECT = {
+    "analysis/__init__.py": "",
+    "analysis/stages/__init__.py": "",
+    "analysis/stages/programs.py": "import json\nfrom . import helper\n\ndef run():\n    from analysis import late\n",
+    "analysis/stages/helper.py": "from ..base import VALUE\nimport numpy\n",
+    "analysis/base.py": "VALUE = 1\nimport analysis.gone\n",  # a module that does not exist is no file
+    "analysis/late.py": "",
+    "analysis/unused.py": "",
+    "analysis/shown.py": "",
+}
+
+
+def test_closure_follows_relative_function_level_and_from_package_imports(tmp_path):
+    _tree(tmp_path, PROJECT)
+    assert closure("analysis.stages.programs", tmp_path) == [
+        "analysis/__init__.py", "analysis/base.py", "analysis/late.py", "analysis/stages/__init__.py",
+        "analysis/stages/helper.py", "analysis/stages/programs.py"]
+    assert module_file("analysis.stages", tmp_path) == tmp_path / "analysis/stages/__init__.py"
+    assert module_file("analysis.gone", tmp_path) is None
+
+
+def test_only_the_reports_stage_adds_what_its_notebooks_import(tmp_path):
+    _tree(tmp_path, PROJECT)
+    cell = {"cell_type": "code", "source": ["import polars\n", "from analysis import shown\n"]}
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks/t.ipynb").write_text(json.dumps({"cells": [cell, {"cell_type": "markdown", "source": []}]}))
+    assert "analysis/shown.py" in stage_code_deps("reports", "analysis.late", tmp_path)
+    assert stage_code_deps("programs", "analysis.late", tmp_path) == ["analysis/__init__.py", "analysis/late.py"]
+
+
+def test_sync_rewrites_code_deps_keeps_data_deps_and_the_header_and_says_what_changed(tmp_path):
+    _tree(tmp_path, PROJECT)
+    stage = {"cmd": "copydecode programs", "deps": ["data/corpora/cases.parquet", "analysis/unused.py"],
+             "outs": ["data/programs"]}
+    spec = yaml.safe_dump({"stages": {"programs": stage}})
+    (tmp_path / "dvc.yaml").write_text("# generated deps: see depgraph\n" + spec)
+    assert sync_dvc_yaml(tmp_path) == ["programs"]
+    text = (tmp_path / "dvc.yaml").read_text()
+    deps = yaml.safe_load(text)["stages"]["programs"]["deps"]
+    assert text.startswith("# generated deps: see depgraph\n")
+    assert deps == ["data/corpora/cases.parquet", *closure("analysis.stages.programs", tmp_path)]
+    assert sync_dvc_yaml(tmp_path) == []  # nothing left to change

@@ -1,0 +1,209 @@
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from analysis.errors import ParamsError, ProgramError  # noqa: E402
+from analysis.grammar.program import Copy, Gen, Program, escape, render_op  # noqa: E402
+from kernels_profile.measure.equivalence import rel_diff  # noqa: E402
+from kernels_profile.runtime.hf import numbered  # noqa: E402
+from kernels_profile.e2e.executor import Executor, Run, acceptance_histogram, lookup_draft, program_segments  # noqa: E402
+from kernels_profile.runtime.models import build_model  # noqa: E402
+
+SOURCE = "alpha\nbeta\ngamma\n"
+
+
+def encode(text):  # a toy tokenizer: one id per byte, within the tiny model's vocabulary
+    return [b for b in text.encode()]
+
+
+@pytest.fixture(scope="module")
+def executor():
+    lm = build_model("tiny-qwen2", "random", "float32", "cpu")
+    # as in the e2e stage: the model reads the numbered source, PLD drafts from the plain one
+    return Executor(lm, encode("edit this:\n" + numbered(SOURCE)), draft_context=encode(SOURCE))
+
+
+def test_segments_spell_the_resolved_output():
+    program = Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3)))
+    segments = program_segments(program, SOURCE, None, encode)
+    assert [s.kind for s in segments] == ["copy", "gen", "copy"]
+    assert bytes(t for s in segments for t in s.ids).decode() == "alpha\nbeta\nBETA\ngamma\n"
+    with pytest.raises(ProgramError, match="out of range"):
+        program_segments(Program((Copy(2, 7),)), SOURCE, None, encode)
+
+
+def test_executor_is_lossless_and_uses_fewer_forwards(executor):
+    segments = program_segments(Program((Copy(1, 2), Gen("X\n"), Copy(3, 3))), SOURCE, None, encode)
+    run, cad_logits = executor.copy_as_decode(segments)
+    sequence = [t for s in segments for t in s.ids]
+    ar_run, ar_logits = executor.autoregressive(sequence)
+    assert run.forwards == 2 + 2 and ar_run.forwards == len(sequence) == run.tokens
+    assert rel_diff(cad_logits, ar_logits) < 1e-4
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(sequence)
+
+
+def test_pld_oracle_covers_every_gold_token(executor):
+    gold = encode("alpha\nbeta\nBETA\ngamma\n")
+    run = executor.pld_oracle(gold, k=8, ngram_max=3)
+    assert run.tokens == len(gold) and 1 <= run.forwards < len(gold)
+    # every gold token ended in the cache exactly once
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
+
+
+def test_pld_drafts_from_the_unnumbered_source_across_line_ends(executor):
+    """The output copies two whole lines: drafting from the plain source, one forward accepts a
+    10-token draft that runs through a line end (`pha\nbeta\ng`). Drafting from the numbered prompt
+    (the old behaviour), every draft stops at `\n2: `, so more forwards are needed (review F3)."""
+    gold = encode(SOURCE)
+    run = executor.pld_oracle(gold, k=10, ngram_max=3)
+    assert run.tokens == len(gold) and len(run.accepted) == run.forwards
+    assert max(run.accepted) == 10  # a full draft accepted, crossing "\n" inside it
+    assert sum(run.accepted) + run.forwards == len(gold)  # each forward also commits its pending token
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
+    plain = executor.draft_context
+    try:
+        executor.draft_context = executor.prompt_ids  # what the old code drafted from
+        old = executor.pld_oracle(gold, k=10, ngram_max=3)
+    finally:
+        executor.draft_context = plain
+    assert max(old.accepted) < 10 and old.forwards > run.forwards
+    assert run.tokens_per_forward > old.tokens_per_forward
+
+
+def test_acceptance_histogram_counts_each_forward_once():
+    assert acceptance_histogram((0, 10, 3, 0), 10) == [2, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1]
+    assert acceptance_histogram((), 2) == [0, 0, 0]
+    with pytest.raises(ValueError, match="outside 0..2"):
+        acceptance_histogram((3,), 2)
+    assert Run(1.0, 4, 10).tokens_per_forward == 2.5 and Run(0.0, 0, 0).tokens_per_forward is None
+
+
+def test_lookup_draft():
+    assert lookup_draft([1, 2, 3, 4, 1, 2], k=2, ngram_max=2) == [3, 4]
+    assert lookup_draft([5, 6, 7], k=3, ngram_max=2) == []
+
+
+def test_lookup_draft_policies_take_the_latest_or_the_earliest_match():
+    # the trailing n-gram [1, 2] occurs twice before the end, followed by different tokens
+    context = [1, 2, 7, 7, 1, 2, 8, 8, 1, 2]
+    assert lookup_draft(context, k=2, ngram_max=2, policy="latest") == [8, 8]
+    assert lookup_draft(context, k=2, ngram_max=2, policy="earliest") == [7, 7]
+    # a draft may run into the trailing n-gram itself, as transformers' lookup does
+    assert lookup_draft([4, 4, 4], k=5, ngram_max=1, policy="earliest") == [4, 4]
+    with pytest.raises(ParamsError, match="match policy must be one of"):
+        lookup_draft(context, k=2, ngram_max=2, policy="nearest")
+
+
+def test_pld_policies_differ_on_a_crafted_gold(executor):
+    """Gold repeats a block whose line `ab` has two continuations; from the second repeat on, the
+    trailing n-gram `\nab` matches both: latest drafts the nearer (right) one, earliest the first
+    (wrong) one, so earliest needs more forwards for the same gold."""
+    gold = encode("ab1\ncd2\nab3\ncd4\nab3\ncd4\n")
+    context = executor.draft_context + encode("ab1\ncd2\nab3\ncd4\nab")
+    assert bytes(lookup_draft(context, 8, 3, "latest")) == b"3\ncd4\nab"
+    assert bytes(lookup_draft(context, 8, 3, "earliest")) == b"1\ncd2\nab"
+    forwards = {policy: executor.pld_oracle(gold, k=8, ngram_max=3, policy=policy).forwards
+                for policy in ("latest", "earliest")}
+    assert forwards["latest"] < forwards["earliest"] < len(gold)
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + len(gold)
+
+
+def test_segments_carry_their_directive_tokens():
+    program = Program((Copy(1, 2), Gen("a <gen> b\n"), Copy(3, 3)))
+    segments = program_segments(program, SOURCE, None, encode)
+    assert bytes(segments[0].open_ids).decode() == render_op(Copy(1, 2)) == '<copy lines="1-2"/>'
+    gen = segments[1]
+    assert bytes(gen.open_ids).decode() == "<gen>" and bytes(gen.close_ids).decode() == "</gen>"
+    assert bytes(gen.ids).decode() == "a <gen> b\n" and bytes(gen.emitted).decode() == escape("a <gen> b\n")
+    # the escape's extra tokens count as directive tokens, as in analysis.coverage.spans
+    assert gen.directive_tokens == len("<gen></gen>") + len(escape("a <gen> b\n")) - len("a <gen> b\n")
+    assert segments[2].close_ids == () and segments[2].directive_tokens == len('<copy lines="3-3"/>')
+
+
+def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
+    program = Program((Copy(1, 2), Gen("X\n"), Copy(3, 3)))
+    segments = program_segments(program, SOURCE, None, encode)
+    ideal, _ = executor.copy_as_decode(segments)
+    overhead, _ = executor.copy_as_decode(segments, directives=True)
+    directive = sum(s.directive_tokens for s in segments)
+    assert directive == len(render_op(Copy(1, 2))) + len("<gen></gen>") + len(render_op(Copy(3, 3)))
+    assert overhead.forwards - ideal.forwards == directive
+    assert overhead.tokens == ideal.tokens == sum(len(s.ids) for s in segments)
+    # the cache holds the prompt, every directive token and every output token, once each
+    assert executor.cache.get_seq_length() == len(executor.prompt_ids) + ideal.tokens + directive
+
+
+@pytest.mark.slow
+def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor):
+    import polars as pl
+
+    from kernels_profile.e2e.methods import MethodPlan, PldSettings, losslessness, measure_case
+    from kernels_profile.e2e.summary import speedup_summary
+    from kernels_profile.measure.interleave import interleaved_order
+
+    gold = encode("alpha\nbeta\nBETA\ngamma\n")
+    program = Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3)))
+    segments = {"line": program_segments(program, SOURCE, None, encode),
+                "token": program_segments(program, SOURCE, None, encode)}
+    plan = MethodPlan((PldSettings(8, 3, "latest"), PldSettings(8, 3, "earliest")), ("line",))
+    records = measure_case(executor, gold, segments, plan, repeats=3, order_seed="0/tiny/C/1")
+    methods = plan.methods()
+    assert methods == ("ar", "pld_latest_k8", "pld_earliest_k8", "cad_line", "cad_token", "cad_line_overhead")
+    order = interleaved_order(methods, 3, "0/tiny/C/1")
+    assert [[r["method"] for r in records if r["repeat"] == k] for k in range(3)] == order
+    assert all(order[r["repeat"]][r["order_index"]] == r["method"] for r in records)
+    assert all(r["seconds"] > 0 and r["tokens"] == len(gold) for r in records)
+    check = losslessness(executor, segments["line"], tolerance=1e-4)
+    assert check["ok"] and check["logits_rel_diff"] < 1e-4
+    frame = pl.DataFrame(records).with_columns(model=pl.lit("tiny"), corpus=pl.lit("C"), case_id=pl.lit("C/1"))
+    summary = speedup_summary(frame)
+    ar = summary.filter(pl.col("method") == "ar").row(0, named=True)
+    assert ar["speedup_total"] == pytest.approx(1.0) and ar["predicted"] is None
+    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
+    assert line["forwards"] < ar["forwards"] and line["pairs"] == 3
+    assert line["label"] == "Copy-as-Decode, line level"
+
+
+def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(executor):
+    from kernels_profile.runtime.models import ModelError, check_vocabulary, load_hf_tokenizer
+
+    with pytest.raises(ModelError, match="tiny-qwen2: its vocabulary .* smaller than its tokenizer"):
+        check_vocabulary(executor.lm, load_hf_tokenizer("tiny-qwen2"))
+
+
+def test_the_draft_index_drafts_exactly_what_lookup_draft_does():
+    """The PLD loop's incremental index against the reference scan, on random token streams with many
+    repeats (small vocabularies), both policies, every prefix."""
+    import random
+
+    from kernels_profile.e2e.executor import DraftIndex
+
+    rng = random.Random(0)
+    for trial in range(30):
+        vocab, ngram_max, k = rng.choice([2, 3, 5, 20]), rng.choice([1, 2, 3, 4]), rng.choice([1, 4, 10])
+        tokens = [rng.randrange(vocab) for _ in range(rng.randrange(1, 60))]
+        for policy in ("latest", "earliest"):
+            head = rng.randrange(1, len(tokens) + 1)
+            index = DraftIndex(tokens[:head], ngram_max, policy)
+            for end in range(head, len(tokens) + 1):
+                assert index.draft(k) == lookup_draft(tokens[:end], k, ngram_max, policy), (trial, policy, end)
+                if end < len(tokens):
+                    index.extend(tokens[end:end + 1])
+    with pytest.raises(ParamsError, match="match policy must be one of"):
+        DraftIndex([1], 2, "nearest")
+
+
+def test_pld_verification_keeps_a_logit_per_verified_position(executor, monkeypatch):
+    """A real verifier compares the model's argmax at every draft position: the forward must compute
+    len(draft) + 1 logits, not 1 (which under-costed PLD)."""
+    calls = []
+    forward = executor._forward
+
+    def recording(ids, **kwargs):
+        calls.append((len(ids), kwargs.get("logits_to_keep")))
+        return forward(ids, **kwargs)
+
+    monkeypatch.setattr(executor, "_forward", recording)
+    run = executor.pld_oracle(encode(SOURCE), k=10, ngram_max=3)
+    assert len(calls) == run.forwards and any(n > 1 for n, _ in calls)
+    assert all(keep == n for n, keep in calls)

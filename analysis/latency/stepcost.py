@@ -3,14 +3,17 @@
 One step runs B sequences, sequence i adding q_i new tokens on top of its c_i cached ones. Form (first
 order, as the serving simulators Vidur and BLIS use; shared/docs/reviews/anchors-serving.md section A3):
 
-    t = c0 + c_seq * B + c_w * max(1, T / T*) + c_kv * sum_i c_i + c_a * sum_i q_i * c_i,   T = sum_i q_i
+    t = c0 + c_seq * B + c_w * max(1, T / T*) + c_kv * sum_i c_i + c_a * K,   T = sum_i q_i,
+    K = sum_i q_i * (c_i + (q_i + 1) / 2)
 
 * c0: launch and host work of a step, whatever its size;
 * c_seq: host work per scheduled sequence (this suite's engine dispatches attention once per sequence);
 * c_w * max(1, T / T*): the weights are read once per step (c_w) until the step's T tokens of matmul
   work pass the ridge count T*; past it the step is compute-bound, c_w / T* per token;
 * c_kv: reading one cached token's keys and values;
-* c_a: attention of one new token over one cached token.
+* c_a: one (query, key) pair of attention: K counts them, new token j of a chunk attending to the c_i
+  cached tokens and to the chunk's tokens up to itself (a prefill chunk's causal attention over its own
+  tokens is its q^2 / 2 part, which a decode step does not have).
 
 All terms >= 0, T* >= 1; least squares on relative error (scipy). A term can be fixed instead of fitted
 (`fixed`): what cannot be identified from the points (c_seq at batch 1; c_kv and c_a with one context)
@@ -34,11 +37,11 @@ import polars as pl
 
 from analysis.errors import ParamsError
 
-FORMULA = "t = c0 + c_seq*B + c_w*max(1, T/T*) + c_kv*sum(c_i) + c_a*sum(q_i*c_i), T = sum(q_i)"
+FORMULA = "t = c0 + c_seq*B + c_w*max(1, T/T*) + c_kv*sum(c_i) + c_a*K, T = sum(q_i), K = sum(q_i*(c_i + (q_i+1)/2))"
 TERMS = ("c0", "c_seq", "c_w", "t_star", "c_kv", "c_a")
 SCHEMA = "copydecode.step_cost/1"
 MEASURED, EXTRAPOLATED = "measured batched steps", "extrapolated from batch 1"
-POINT_COLUMNS = ("batch", "tokens", "sum_context", "sum_q_context", "seconds")
+POINT_COLUMNS = ("batch", "tokens", "sum_context", "attention_keys", "seconds")
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,10 @@ class StepCostModel:
     fixed: tuple[str, ...] = ()              # terms fixed rather than fitted
     diagnostics: dict = field(default_factory=dict, compare=False)
 
-    def seconds(self, batch: float, tokens: float, sum_context: float, sum_q_context: float) -> float:
+    def seconds(self, batch: float, tokens: float, sum_context: float, attention_keys: float) -> float:
         """The step's cost; plain floats, so a simulation prices millions of steps without numpy overhead."""
         return (self.c0 + self.c_seq * batch + self.c_w * max(1.0, tokens / self.t_star)
-                + self.c_kv * sum_context + self.c_a * sum_q_context)
+                + self.c_kv * sum_context + self.c_a * attention_keys)
 
     def predict(self, frame: pl.DataFrame) -> np.ndarray:
         """Vectorised over a frame with the POINT_COLUMNS shape columns."""
@@ -175,7 +178,7 @@ def fit_step_cost(points: pl.DataFrame, source: str, basis: str, fixed: dict[str
 def residuals(model: StepCostModel, points: pl.DataFrame) -> pl.DataFrame:
     """Each point's measured and predicted seconds and relative error."""
     predicted = model.predict(points)
-    keep = [c for c in ("step_id", "batch", "q", "context", "tokens", "sum_context", "sum_q_context") if c in points.columns]
+    keep = [c for c in ("step_id", "batch", "q", "context", "tokens", "sum_context", "attention_keys") if c in points.columns]
     return points.select(keep, measured_s=pl.col("seconds")).with_columns(
         predicted_s=pl.Series(predicted), rel_error=pl.Series(predicted / points["seconds"].to_numpy() - 1.0))
 
@@ -205,7 +208,7 @@ def diagnostics(model: StepCostModel, points: pl.DataFrame, fixed: dict[str, flo
 def step_summary(raw: pl.DataFrame) -> pl.DataFrame:
     """Timed steps (kernels_profile.measure.batched_session.STEP_SCHEMA) -> one point per step shape: the
     median seconds over repeats, the IQR, the repeat count and the noisy share."""
-    shape = ["step_id", "batch", "tokens", "sum_context", "sum_q_context", "q_max", "context_max"]
+    shape = ["step_id", "batch", "tokens", "sum_context", "attention_keys", "q_max", "context_max"]
     return (raw.group_by(shape).agg(seconds=pl.col("seconds").median(), q25=pl.col("seconds").quantile(0.25),
                                     q75=pl.col("seconds").quantile(0.75), repeats=pl.len(),
                                     noisy_share=pl.col("noisy").cast(pl.Float64).mean())

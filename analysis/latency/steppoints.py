@@ -34,7 +34,7 @@ EXTRAPOLATION_ASSUMPTIONS = (
 
 def _point(step_id: str, q: int, context: float, seconds: float) -> dict:
     return {"step_id": step_id, "batch": 1, "q": q, "context": int(round(context)), "tokens": q,
-            "sum_context": float(context), "sum_q_context": float(q * context), "context_max": int(round(context)),
+            "sum_context": float(context), "attention_keys": float(q * (context + (q + 1) / 2)), "context_max": int(round(context)),
             "seconds": seconds}
 
 

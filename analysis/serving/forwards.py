@@ -16,6 +16,7 @@ chunk at its context.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import polars as pl
@@ -47,7 +48,7 @@ class Trace:
     new_tokens: tuple[int, ...]
     emitted: tuple[int, ...]
 
-    @property
+    @cached_property  # read at every completed forward of a simulation
     def output_tokens(self) -> int:
         return sum(self.emitted)
 

@@ -13,7 +13,8 @@ chunked prefills, speculative tokens and, in future, "jump decoding" are all jus
 2. Then waiting requests, first come first served, while fewer than `max_num_seqs` run and budget is left:
    each starts its prompt prefill with what the budget allows.
 3. The step is priced by the step-cost model (analysis.latency.stepcost) on its shape: B scheduled
-   sequences, T tokens, the summed context each reads and the summed q x context.
+   sequences, T tokens, the summed context each reads and the attention's (query, key) pairs:
+   sum of q_i x (c_i + (q_i + 1) / 2), the chunk attending causally to its own tokens too.
 
 A unit completes when all its tokens have been computed; a forward's `emitted` tokens are output then
 (the first such forward's end is the request's first token). KV-cache capacity is not modelled (no
@@ -93,6 +94,9 @@ class RunResult:
     extrapolated_steps: int    # steps priced outside the step-cost model's fitted range
     end: float                 # simulated time of the last step's end
     log: StepLog
+    step_ends: list[float]     # each step's end time ...
+    output: list[float]        # ... and the output so far then, in gold tokens (a forward's emitted tokens, scaled
+                               # by its request's gold / emitted tokens: the same unit for every method)
 
 
 class Engine:
@@ -103,7 +107,9 @@ class Engine:
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
         self.steps = self.tokens = self.seqs = self.extrapolated = 0
-        self.busy = 0.0
+        self.busy = self.output = 0.0
+        self.step_ends: list[float] = []
+        self.outputs: list[float] = []
 
     def schedule(self) -> list[tuple[Request, int]]:
         budget = self.config.max_num_batched_tokens
@@ -129,11 +135,11 @@ class Engine:
         return plan
 
     def price(self, plan: list[tuple[Request, int]]) -> float:
-        tokens = sum_c = sum_qc = c_max = 0
+        tokens = sum_c = keys = c_max = 0
         for r, q in plan:
             tokens += q
             sum_c += r.cache
-            sum_qc += q * r.cache
+            keys += q * (r.cache + (q + 1) / 2)
             c_max = max(c_max, r.cache)
         batch = len(plan)
         self.steps += 1
@@ -141,7 +147,7 @@ class Engine:
         self.seqs += batch
         if self.cost.outside(batch, tokens, c_max):
             self.extrapolated += 1
-        seconds = self.cost.seconds(batch, tokens, sum_c, sum_qc)
+        seconds = self.cost.seconds(batch, tokens, sum_c, keys)
         if self.log.keep:
             self.log.shapes.append((tuple(q for _, q in plan), tuple(r.cache for r, _ in plan), seconds))
         return seconds
@@ -160,6 +166,7 @@ class Engine:
                 if out and r.first is None:
                     r.first = now
                 r.emitted += out
+                self.output += out * trace.gold_tokens / trace.output_tokens
                 # rejected draft tokens are cropped: the cache holds the prompt and the output so far
                 r.cache = trace.prompt_tokens + r.emitted
             r.unit += 1
@@ -167,6 +174,8 @@ class Engine:
             if r.unit == len(trace.new_tokens):
                 r.finish = now
                 finished.append(r)
+        self.step_ends.append(now)
+        self.outputs.append(self.output)
         if finished:
             gone = {id(r) for r in finished}
             self.running = [r for r in self.running if id(r) not in gone]
@@ -236,4 +245,4 @@ def simulate(config: EngineConfig, cost: StepCostModel, arrivals: Callable[[int]
     loop = env.process(step_loop())
     env.run(until=loop)
     return RunResult(requests, engine.steps, engine.busy, engine.tokens, engine.seqs, engine.extrapolated, env.now,
-                     engine.log)
+                     engine.log, engine.step_ends, engine.outputs)

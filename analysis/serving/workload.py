@@ -6,12 +6,13 @@ serves the same draw: its own trace of the same case, so two methods' figures ar
 * Closed loop at concurrency C: C requests in flight from time 0, each finished one replaced at once (no
   think time), `max(min_requests, requests_per_client * C)` requests in all. Figures are taken over a steady
   window: from the completion of the first `warmup_share` of the requests to the last submission (until
-  then exactly C requests are in flight; after it the run drains).
+  then exactly C requests are in flight; after it the run drains): throughput is the output the engine's
+  steps produced inside the window over its length, latencies those of the requests submitted inside it.
 * Open loop: Poisson arrivals at a rate (seeded exponential gaps); figures over every request, throughput
   over the time from the first arrival to the last completion.
 
-Per run (`run_figures`): output tokens/s (gold tokens of the edited text, the same count for every
-method), requests/s, latency, time to first token (TTFT: arrival to the end of the first forward that emits)
+Per run (`run_figures`): output tokens/s (in gold tokens of the edited text, the same count for every
+method: a forward's emitted tokens scaled by its request's gold over emitted tokens), requests/s, latency, time to first token (TTFT: arrival to the end of the first forward that emits)
 and time per output token (TPOT: first token to finish over the output tokens after the first) at p50, p90
 and p99, and goodput: requests/s that met both the TTFT and the TPOT objective.
 """
@@ -67,24 +68,39 @@ def _percentiles(values: list[float], name: str) -> dict[str, float | None]:
 
 
 def window(result: RunResult, closed: bool, warmup_share: float) -> tuple[list[Request], float, float]:
-    """The requests a run's figures are taken over, and the window's start and end."""
+    """The requests a run's latency figures are taken over, and the window its throughput is measured in.
+
+    Closed loop: from the completion of the first `warmup_share` of the requests to the last submission (until
+    then exactly C requests are in flight); the requests submitted inside it. Open loop: every request, from
+    the first arrival to the last completion."""
     done = sorted((r for r in result.requests if r.finish is not None), key=lambda r: r.finish)
     if not done:
         raise ParamsError("serving: a run finished no request")
     if not closed:
-        start = min(r.arrival for r in result.requests)
-        return done, start, done[-1].finish
-    last_submit = max(r.arrival for r in result.requests)
+        return done, min(r.arrival for r in result.requests), done[-1].finish
     skip = int(warmup_share * len(done))
     start = done[skip - 1].finish if skip > 0 else 0.0
-    end = last_submit if last_submit > start else done[-1].finish
-    kept = [r for r in done if start < r.finish <= end] or done
-    return kept, start, end
+    end = max(r.arrival for r in result.requests)
+    if end <= start:  # too few requests for a steady window: the whole run
+        return done, 0.0, done[-1].finish
+    return [r for r in done if start <= r.arrival <= end] or done, start, end
+
+
+def output_between(result: RunResult, start: float, end: float) -> float:
+    """Gold-equivalent output tokens produced by steps ending in (start, end]."""
+    from bisect import bisect_right
+
+    def at(t: float) -> float:
+        i = bisect_right(result.step_ends, t)
+        return result.output[i - 1] if i else 0.0
+
+    return at(end) - at(start)
 
 
 def run_figures(result: RunResult, closed: bool, warmup_share: float, slo: Slo | None) -> dict:
     kept, start, end = window(result, closed, warmup_share)
     span = max(end - start, 1e-12)
+    finished = sum(1 for r in result.requests if r.finish is not None and start < r.finish <= end)
     latency = [r.finish - r.arrival for r in kept]
     ttft = [r.first - r.arrival for r in kept if r.first is not None]
     tpots = [t for r in kept if (t := tpot(r)) is not None]
@@ -94,8 +110,8 @@ def run_figures(result: RunResult, closed: bool, warmup_share: float, slo: Slo |
                   and (tpot(r) is None or tpot(r) <= slo.tpot_s))
     return {
         "requests": len(kept), "window_s": span,
-        "output_tokens_per_s": sum(r.trace.gold_tokens for r in kept) / span,
-        "requests_per_s": len(kept) / span,
+        "output_tokens_per_s": output_between(result, start, end) / span,
+        "requests_per_s": finished / span,
         **_percentiles(latency, "latency_s"), **_percentiles(ttft, "ttft_s"), **_percentiles(tpots, "tpot_s"),
         "latency_mean_s": float(np.mean(latency)),
         "goodput_requests_per_s": None if met is None else met / span,

@@ -64,8 +64,6 @@ class ServingSettings:
     gain_threshold: float
     headline: tuple[int, ...]
     replay: ReplaySample
-    forwards: Path = FORWARDS
-    step_cost: Path = STEP_COST
 
 
 def _string_list(params: dict, dotted: str) -> tuple[str, ...]:
@@ -163,7 +161,7 @@ def _progress(bar):
 
 def run(s: ServingSettings) -> dict:
     with timed("serving_simulate"):
-        forwards = read_forwards(s.forwards)
+        forwards = read_forwards(FORWARDS)
         pool = pool_rows(forwards, s.framing)
         if pool.height == 0:
             raise ParamsError(f"serving.framing {s.framing!r}: the forwards table has no row of that pool "
@@ -173,7 +171,7 @@ def run(s: ServingSettings) -> dict:
         if outside and any(outside.values()):
             print(f"copydecode serving simulate: cases without a trace of every method are not drawn: {outside}",
                   file=sys.stderr)
-        models = load_sources(s.step_cost, s.sources)
+        models = load_sources(STEP_COST, s.sources)
         runs = len(models) * len(s.budgets) * (len(s.sweep.concurrency) + len(s.sweep.qps_fractions)) * len(s.methods.roles)
         bar = progress_bar(total=runs, desc="serving simulate", unit="run")
         rows, steps, meta = [], [], {}

@@ -37,7 +37,7 @@ ENVIRONMENT_FORMAT = "copydecode.kernels.batched_environment/1"
 STEP_SCHEMA = {
     "model": pl.String, "weights": pl.String, "dtype": pl.String, "device": pl.String,
     "step_id": pl.String,      # the step's name in its set (grid: b<B>-q<q>-c<c>; replay: the simulated step's id)
-    "batch": pl.Int64, "tokens": pl.Int64, "sum_context": pl.Int64, "sum_q_context": pl.Int64,
+    "batch": pl.Int64, "tokens": pl.Int64, "sum_context": pl.Int64, "attention_keys": pl.Float64,
     "q_max": pl.Int64, "context_max": pl.Int64,
     "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64),
     "repeat": pl.Int64, "seconds": pl.Float64,
@@ -97,9 +97,9 @@ class BatchedResult:
 
 
 def step_row(step: Step) -> dict[str, Any]:
-    """A step's shape columns: B, sum q, sum c, sum q*c, the largest q and c, and the lists."""
+    """A step's shape columns: B, sum q, sum c, attention (query, key) pairs, the largest q and c, the lists."""
     return {"batch": step.batch, "tokens": step.tokens, "sum_context": sum(step.contexts),
-            "sum_q_context": sum(q * c for q, c in zip(step.qs, step.contexts)),
+            "attention_keys": float(sum(q * (c + (q + 1) / 2) for q, c in zip(step.qs, step.contexts))),
             "q_max": max(step.qs), "context_max": max(step.contexts),
             "qs": list(step.qs), "contexts": list(step.contexts)}
 

@@ -48,8 +48,10 @@ class SourceGain:
         def falls(c):
             return f"below {fmt_x(threshold)} from C={c}" if c is not None else f"above {fmt_x(threshold)} up to C={top}"
 
+        rivals = (f"over the best rival {at(self.gains_vs_rival)} ({falls(self.below_vs_rival)})"
+                  if any(g is not None for g in self.gains_vs_rival.values()) else "no rival in this run")
         return (f"{self.kernel_source} ({self.basis}), {self.method}, budget {self.budget} tokens: over AR {at(self.gains_vs_ar)} "
-                f"({falls(self.below_vs_ar)}); over the best rival {at(self.gains_vs_rival)} ({falls(self.below_vs_rival)})")
+                f"({falls(self.below_vs_ar)}); {rivals}")
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,8 @@ def _solve(points: pl.DataFrame, fixed: dict[str, float]) -> dict[str, float]:
     slope = float(np.polyfit(t, y, 1)[0]) if len(set(t.tolist())) > 1 else 0.0
     best = None
     # T* is where the fit is not convex: start from several knees spread over the grid's token counts
-    for knee in sorted({1.0, *np.quantile(np.maximum(t, 1.0), [0.25, 0.5, 0.75]).tolist()}):
+    counts = sorted(set(np.maximum(t, 1.0).tolist()))
+    for knee in sorted({1.0, *(counts[len(counts) * k // 4] for k in (1, 2, 3))}):
         start = {"c0": 0.5 * y_min, "c_seq": 0.0, "c_w": 0.5 * y_min, "t_star": max(1.0, knee),
                  "c_kv": 0.0, "c_a": 0.0}
         if slope > 0:
@@ -209,8 +210,9 @@ def step_summary(raw: pl.DataFrame) -> pl.DataFrame:
     """Timed steps (kernels_profile.measure.batched_session.STEP_SCHEMA) -> one point per step shape: the
     median seconds over repeats, the IQR, the repeat count and the noisy share."""
     shape = ["step_id", "batch", "tokens", "sum_context", "attention_keys", "q_max", "context_max"]
-    return (raw.group_by(shape).agg(seconds=pl.col("seconds").median(), q25=pl.col("seconds").quantile(0.25),
-                                    q75=pl.col("seconds").quantile(0.75), repeats=pl.len(),
+    from analysis.stats import quartiles
+
+    return (raw.group_by(shape).agg(*quartiles("seconds", "seconds", "q25", "q75"), repeats=pl.len(),
                                     noisy_share=pl.col("noisy").cast(pl.Float64).mean())
             .with_columns(q=pl.col("q_max"), context=pl.col("context_max")).sort("context", "batch", "q"))
 

@@ -76,6 +76,12 @@ def rival_shapes(frame: pl.DataFrame) -> list[Shape]:
     return out
 
 
+def shape_sentence(frame: pl.DataFrame) -> str:
+    """Each rival's gain from the lowest to the highest concurrency, or that the run has no rival."""
+    shapes = rival_shapes(frame)
+    return "; ".join(x.sentence() for x in shapes) if shapes else "no rival in this run"
+
+
 def open_loop(frame: pl.DataFrame) -> pl.DataFrame:
     """Open-loop rows: offered rate, achieved throughput, latency and goodput per method."""
     return (frame.filter(pl.col("workload") == "open")

@@ -38,3 +38,4 @@ def test_a_table_without_the_copy_method_or_the_budget_is_named():
 def test_a_run_without_rivals_says_so_instead_of_a_gain():
     claim = serving_claim(serving_table([3.0] * 4, [None] * 4), ["copy-line"], 1.2, (1, 16), 4, "", 2048)
     assert "no rival in this run" in claim.ours and claim.gains[0].below_vs_rival is None
+

@@ -12,21 +12,21 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from analysis.claims.engine import (
+from analysis.claims.engine import claims, claims_frame
+from analysis.claims.verdict import (
     BEYOND,
     DIFFERS,
     NOT_APPLICABLE,
     NOT_AT_SCALE,
+    NOT_COMPARABLE,
     NOT_RUN,
     REPRODUCED,
     STALE,
     UNDERDETERMINED,
     Claim,
-    claims,
-    claims_frame,
 )
 from analysis.latency.names import FIT_SOURCE
-from analysis.layout import STAND_IN
+from analysis.pooling import STAND_IN
 from analysis.results.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
 STAND_IN_NOTE = "* ProbeEdit-S is this suite's stand-in for the paper's unpublished ProbeEdit corpus."

@@ -31,17 +31,8 @@ from analysis.pipeline.io import write_json, write_text
 from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
-from analysis.layout import (
-    E2E_FROZEN,
-    FROZEN_KERNELS,
-    LATENCY_MODEL,
-    METRICS,
-    POOLED,
-    TABLES,
-    TIMINGS,
-    TIMINGS_REPORT,
-    framing_filter,
-)
+from analysis.layout import E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs

@@ -290,7 +290,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     coverage table; (None, {}) when the table is absent."""
     import polars as pl
 
-    from analysis.layout import POOLED, framing_filter
+    from analysis.pooling import POOLED, framing_filter
     from analysis.results.outputs import table
 
     try:
@@ -314,7 +314,7 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     coverage = optional(lambda: table("coverage", root / TABLES))
     if coverage is None or not corpora:
         return ""
-    from analysis.layout import framing_filter
+    from analysis.pooling import framing_filter
     from analysis.present.pages import corpus_table, show
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
@@ -327,7 +327,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
     from analysis.claims.engine import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
-    from analysis.layout import PAPER_CORPORA, STAND_IN
+    from analysis.pooling import PAPER_CORPORA, STAND_IN
     from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
     from analysis.present.provenance import provenance, provenance_html
 

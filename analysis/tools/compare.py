@@ -41,7 +41,8 @@ import polars as pl
 from scipy.stats import binomtest
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS, POOLED, SINGLE_FRAMINGS
+from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS
+from analysis.pooling import POOLED, SINGLE_FRAMINGS
 
 # per-case table -> (path under a run, key columns a row is paired on)
 PER_CASE: dict[str, tuple[Path, tuple[str, ...]]] = {

@@ -2,7 +2,8 @@
 
 import polars as pl
 
-from analysis.layout import (
+from analysis.layout import context_label
+from analysis.pooling import (
     BENCHMARK,
     GIT_HISTORY,
     MEAN_OF_CORPORA,
@@ -10,7 +11,6 @@ from analysis.layout import (
     POOLING_LABELS,
     RATIO_OF_SUMS,
     USER_PAIRS,
-    context_label,
     corpus_group,
     group_expr,
     paper_view,

@@ -403,7 +403,7 @@ def test_optimal_line_sets_both_oracles_beside_the_papers_floors(tmp_path):
 
 
 def test_framing_view_keeps_single_framing_corpora_and_only_the_framings_pool():
-    from analysis.layout import framing_view
+    from analysis.pooling import framing_view
     from analysis.results.outputs import pick_view
 
     frame = pl.DataFrame({"corpus": ["HEvalFix-Py", "HEvalFix-Py", "ProbeEdit-S", "pooled", "pooled"],

@@ -23,7 +23,7 @@ from analysis.present.headline import (
     HeadlineSettings,
     bound_rows,
     build_headline,
-    EM_ALL_SUFFIX,
+    POOL_ALL_SUFFIX,
     corpus_key,
     em_rows,
     cpu_family,
@@ -31,7 +31,8 @@ from analysis.present.headline import (
     source_key,
     write_headline,
 )
-from analysis.layout import METRICS, POOLED, TABLES
+from analysis.layout import METRICS, TABLES
+from analysis.pooling import POOLED
 
 # Every row is one of these measures; <source>/<model>/<context> vary with the tables.
 ROW_PATTERNS = (
@@ -96,7 +97,7 @@ def test_committed_headline_files_match_a_fresh_build():
                     "`dvc repro headline` writes them)")
     head = _committed_headline()
     on_disk = {p.stem: json.loads(p.read_text()) for p in (ROOT / HEADLINE_DIR).glob("*.json")}
-    if f"em_line{EM_ALL_SUFFIX}" not in on_disk:  # written before the em rows' paper pool
+    if f"em_line{POOL_ALL_SUFFIX}" not in on_disk:  # written before the em rows' paper pool
         stale = {k for k in on_disk if k.startswith("em_")}
         on_disk = {k: v for k, v in on_disk.items() if k not in stale}
         head.rows = {k: v for k, v in head.rows.items() if k not in stale}
@@ -117,7 +118,7 @@ def test_em_rows_pool_the_papers_corpora_and_label_every_corpus_pool():
                      "em": em, "n_cases": n})
     out = em_rows(pl.DataFrame(rows), HeadlineSettings())
     assert out["em_line"]["pooled"] == round(164 * 0.2 / 482, 3)  # the paper's three corpora, 482 cases
-    assert out[f"em_line{EM_ALL_SUFFIX}"] == {"pooled": 0.03} and out["em_line"]["hepy"] == 0.2
+    assert out[f"em_line{POOL_ALL_SUFFIX}"] == {"pooled": 0.03} and out["em_line"]["hepy"] == 0.2
     assert set(out["em_line"]) == {"hepy", "hejs", "probe", "click", "pooled"}  # no extra column
 
 

@@ -52,6 +52,7 @@ NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"
+CLAIMS_JSON = REPORTS / "claims.json"                 # analysis.claims.engine.claims_document: every claim and scope
 HEADLINE_METRICS = Path("metrics")                      # analysis.present.headline: the dvc metrics, one short path per row
 
 # ---------------------------------------------------------------- levels and labels

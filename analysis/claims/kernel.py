@@ -41,8 +41,8 @@ from analysis.results.numbers import MISSING, fmt_num, fmt_range, fmt_x
 KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on
 KERNEL_METHOD = ("T_ar(N)/T_prefill(N), median of paired repeats, random weights; one range per measured family (raw "
                  "source x comparison) over every model, as the paper states it; judged only where both sides are built "
-                 "alike (eager/eager, device/device, graph/graph) on the paper's device; graph/eager shown, never judged "
-                 "[kernels fit]")
+                 "alike (eager/eager, device/device, graph/graph) on the paper's device (device ratios from the datasheets in "
+                 "analysis/data/devices.json); graph/eager shown, never judged [kernels fit]")
 SHIFT_FLAG = "a repeat of this cell slowed part-way"
 HOST_BOUND = ("both sides host-bound: an eager prefill costs about one eager decode step, so the ratio is about N "
               "and restates the grid more than the kernels")
@@ -128,7 +128,7 @@ def device_ratio(device_name: str, paper: dict) -> str:
     if sheet is None:
         return f"{device_name} is not the paper's {paper['device']}"
     return (f"{device_name} is not the paper's {paper['device']} ({fmt_num(sheet['bf16_tflops'] / paper['bf16_tflops'], 2)}x "
-            f"its bf16 FLOP/s, {fmt_num(sheet['hbm_gbps'] / paper['hbm_gbps'], 2)}x its bandwidth, devices.json datasheets)")
+            f"its bf16 FLOP/s, {fmt_num(sheet['hbm_gbps'] / paper['hbm_gbps'], 2)}x its bandwidth)")
 
 
 def _would(family: Family, spec: dict, ends: tuple[float, float]) -> str:
@@ -152,8 +152,8 @@ def family_scope(family: Family, spec: dict, paper: dict, ends: tuple[float, flo
         verdict, reason = NOT_COMPARABLE, f"{family.comparison}: {note}; shown, never judged"
     elif not same_device:
         verdict = NOT_COMPARABLE
-        reason = (f"{device_ratio(family.device_name, paper)}"
-                  + (f"; {HOST_BOUND}" if family.comparison == "eager/eager" and not family.cpu else "") + f"; read against the paper's range: {would}")
+        reason = (f"{device_ratio(family.device_name, paper)}; read against the paper's range: {would}"
+                  + (f"; {HOST_BOUND}" if family.comparison == "eager/eager" and not family.cpu else ""))
     else:
         passed = judge(spec, (family.low.speedup, family.high.speedup), ends)
         verdict, reason = (REPRODUCED if passed else DIFFERS), would

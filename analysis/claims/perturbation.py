@@ -55,15 +55,15 @@ def perturb_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     family = ", ".join(crossing_parts(crossings))
     if off and is_underdetermined(spec, crossings):
         verdict = UNDERDETERMINED
-        reason = ("the paper states neither the noise rate nor the perturbation definition; "
-                  + cannot_show(no_copy, spec["em_pct"], by_construction)
-                  + (f"; {spec['em_pct']:.2f}% lies inside the measured family (shown, not evidence: {family})"))
+        reason = (cannot_show(no_copy, spec["em_pct"], by_construction)
+                  + "; the paper states neither the noise rate nor the perturbation definition"
+                  + f"; {spec['em_pct']:.2f}% lies inside the measured family (shown, not evidence: {family})")
     elif off:
         verdict = DIFFERS
         reason = (f"{len(off)} of {pooled.height} kinds more than {tol:g} pp from {spec['em_pct']:.2f}%"
                   + (f": our EM equals the share of programs with no copy span ({fmt_pct(no_copy, 2)}), which no "
                      "perturbation touches" if by_construction else "")
-                  + f"; EM over the paper's corpora crosses {spec['em_pct']:.2f}% for {family or 'no definition'}")
+                  + f"; where EM over the paper's corpora crosses {spec['em_pct']:.2f}%: {family or 'no definition measured'}")
     else:
         verdict, reason = REPRODUCED, f"within {tol:g} pp for every kind"
     scope = Scope(f"{pool_label(PAPER_POOL)}, rate 1", f"{spec['em_pct']:.2f}%",

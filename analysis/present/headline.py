@@ -200,8 +200,8 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
         pooled_paper = (pl.DataFrame() if paper is None or paper.is_empty() else
                         _headline_slice(paper.filter((pl.col("level") == "line") & (pl.col("pooling") == RATIO_OF_SUMS)),
                                         s.framing))
-        part = pl.concat([part.filter(pl.col("corpus") != POOLED),
-                          *([pooled_paper.select(part.columns)] if pooled_paper.height else [])], how="vertical_relaxed")
+        part = pl.concat([part.filter(pl.col("corpus") != POOLED), *([pooled_paper] if pooled_paper.height else [])],
+                         how="diagonal_relaxed")
     out: dict[str, dict] = {}
     for source in sorted(part["kernel_source"].unique().to_list()):
         for variant, suffix in (("ideal", "ideal"), (DIRECTIVES_VARIANT, "dir")):

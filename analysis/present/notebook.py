@@ -23,6 +23,7 @@ from analysis.claims.verdict import (  # noqa: F401
     REPRODUCED,
     VERDICTS,
     Claim,
+    Scope,
     counts as claim_counts,
     paper_claims,
 )

@@ -147,11 +147,6 @@ def _num(value: Any, decimals: int) -> float | int | None:
     return None if value != value else round(value, decimals)
 
 
-def _headline_slice(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
-    """Rows at the headline framing, plus single-framing corpora (analysis.pooling's framing rule)."""
-    return pool_rows(frame, framing)
-
-
 def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, float | int]:
     out: dict[str, float | int] = {}
     for row in frame.sort("corpus").iter_rows(named=True):
@@ -171,7 +166,7 @@ def _read_csv(tables: Path, name: str, missing: list[str]) -> pl.DataFrame | Non
 def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     """Copy coverage per corpus; `pooled` over the paper's three corpora (summed copied over summed gold
     tokens: the gold-token-weighted mean of the corpora's coverage); `cov_<level>_all` the pool of every corpus."""
-    part = _headline_slice(cov, s.framing)
+    part = pool_rows(cov, s.framing)
     out: dict[str, dict] = {}
     for level in sorted(part["level"].unique().to_list()):
         rows = part.filter(pl.col("level") == level)
@@ -193,12 +188,12 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
     corpus stays in bounds.csv (`pool` = all). A source with several baselines keeps its strongest per
     corpus (the highest bound is against the slowest loop, so the lowest is the honest one): min over
     baselines."""
-    part = _headline_slice(bounds.filter(pl.col("level") == "line"), s.framing)
+    part = pool_rows(bounds.filter(pl.col("level") == "line"), s.framing)
     if "pooling" in part.columns:
         part = part.filter(pl.col("pooling").is_in([PER_CORPUS, RATIO_OF_SUMS]))
     if not _only_paper(part):
         pooled_paper = (pl.DataFrame() if paper is None or paper.is_empty() else
-                        _headline_slice(paper.filter((pl.col("level") == "line") & (pl.col("pooling") == RATIO_OF_SUMS)),
+                        pool_rows(paper.filter((pl.col("level") == "line") & (pl.col("pooling") == RATIO_OF_SUMS)),
                                         s.framing))
         part = pl.concat([part.filter(pl.col("corpus") != POOLED), *([pooled_paper] if pooled_paper.height else [])],
                          how="diagonal_relaxed")
@@ -249,7 +244,7 @@ def _paper_pool_em(part: pl.DataFrame) -> float | None:
 def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     """EM at `perturb_rate` per corpus; `pooled` over the paper's three corpora (482 cases, the pool set
     beside the paper's 15.48%); `em_<level>_all` holds the pool of every corpus of the run."""
-    part = _headline_slice(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
+    part = pool_rows(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
                            s.framing)
     out = {}
     for level in sorted(part["level"].unique().to_list()):

@@ -72,6 +72,13 @@ def _claims_table(root: Path) -> list[str]:
     return rows
 
 
+def _claims_or_absent(root: Path) -> list[str]:
+    try:
+        return _claims_table(root)
+    except ParamsError as exc:  # a root whose reports stage has not run (a one-off run stopped earlier)
+        return [f"The claims have not been judged in this run ({exc})."]
+
+
 def _kernel_setup(root: Path) -> str:
     try:
         lm = outputs.latency_model(root / LATENCY_MODEL)
@@ -288,9 +295,10 @@ def results_block(root: Path = Path(".")) -> str:
         "the rule and thresholds stated in `analysis/data/paper_claims.json`, per scope (a corpus, a pool, a kernel "
         "family): a judged scope (bold) is reproduced or differs; *not comparable* means the device or corpus differs "
         "from the paper's, and only judged scopes decide a claim's verdict. Every claim and scope, machine-readable: "
-        f"`{CLAIMS_JSON}`; the method and the figures beside the judged ones are in the linked section.",
+        f"`{CLAIMS_JSON}`; how each verdict is reached: [docs/claims.md](docs/claims.md); the method and the figures "
+        "beside the judged ones are in the linked section.",
         "",
-        *_claims_table(root),
+        *_claims_or_absent(root),
         "",
         "\\" + pages.STAND_IN_NOTE,
     ]

@@ -333,17 +333,18 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     return show(frame, lift_constants=False).as_raw_html()
 
 
-def index_html(pages: list[Page], root: Path = Path(".")) -> str:
+def index_html(pages: list[Page], root: Path = Path("."), items: list | None = None) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis.claims.engine import read_claims
+    from analysis.claims.engine import claims, read_claims
     from analysis.claims.verdict import DIFFERS, NOT_RUN, REPRODUCED, counts as claim_counts
     from analysis.pooling import PAPER_CORPORA, STAND_IN
     from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
     from analysis.present.provenance import provenance, provenance_html
 
-    items = read_claims(root / CLAIMS_JSON)  # written by the same stage just before (write_claims)
+    if items is None:  # the stage passes the claims it has just written to CLAIMS_JSON (write_claims)
+        items = read_claims(root / CLAIMS_JSON) if (root / CLAIMS_JSON).is_file() else claims(root / TABLES, root / METRICS)
     counts = claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
@@ -385,9 +386,10 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     return page("copydecode: Copy-as-Decode reports", body)
 
 
-def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | None = None) -> Path:
+def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | None = None,
+                items: list | None = None) -> Path:
     target = Path(root) / INDEX
-    text = index_html(pages, Path(root))
+    text = index_html(pages, Path(root), items)
     if stale:  # the claims combine every stage's outputs: say which were built from another corpus
         text = text.replace("<main>", "<main>" + stale_banner(stale), 1)
     write_text(text, target)
@@ -493,7 +495,7 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
             timings[name] = round(time.perf_counter() - t0, 2)
         items = write_claims(Path(root))
         write_headline(Path(root), items)  # before the index, which links every metrics file
-        write_index(pages, Path(root), list(stale.values()))
+        write_index(pages, Path(root), list(stale.values()), items)
     finally:
         if before is None:
             os.environ.pop(PARAMS_ENV, None)

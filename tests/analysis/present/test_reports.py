@@ -158,19 +158,19 @@ def _outputs_copy(tmp_path):
 
 
 def test_index_opens_with_a_compact_claims_grid(tmp_path):
-    """One row per claim (per corpus where it has several): paper | ours | verdict chip | link, no cell
-    over ~200 characters, before the charts; every claim and verdict of the run is in it."""
+    """One row per scope of a claim: claim | scope | paper | ours | verdict chip | why | section link, no cell
+    over ~300 characters, before the charts; every claim and verdict of the run is in it."""
     pages = _outputs_copy(tmp_path)
     text = index_html(pages, tmp_path)
     cells = _grid_cells(text)
-    assert max(len(c) for c in cells) <= 200, max(cells, key=len)
+    assert max(len(c) for c in cells) <= 300, max(cells, key=len)
     assert text.index("cd-grid") < text.index("Key charts")
     items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
     for item in items:
         assert item.claim[:60] in " ".join(cells), item.claim
         assert f"cd-chip" in text and f">{item.verdict}</span>" in text
-    assert re.search(r"<a href='html/(\w+)\.html'>\1 →</a>", text)
-    links = set(re.findall(r"<a href='html/(\w+)\.html'>\w+ →</a>", text))
+    assert re.search(r"<a href='html/(\w+)\.html#[\w-]+'>\1 →</a>", text)  # each row links its section
+    links = set(re.findall(r"<a href='html/(\w+)\.html#[\w-]+'>\w+ →</a>", text))
     assert links <= set(REPORTS) and {"coverage", "bounds", "perturbation"} <= links
 
 

@@ -144,7 +144,7 @@ def _would(family: Family, spec: dict, ends: tuple[float, float]) -> str:
 def family_scope(family: Family, spec: dict, paper: dict, ends: tuple[float, float]) -> Scope:
     """A family's scope: judged on the paper's device and a comparison built alike, else not comparable."""
     models = ", ".join(f"{m} {fmt_range(lo, hi, fmt_x)}" for m, lo, hi in family.per_model)
-    ours = f"{family.low.text()}-{family.high.text()} (" + (f"{models}; " if len(family.per_model) > 1 else "") + f"{family.setup})"
+    ours = f"{family.low.text()}-{family.high.text()} ({models if len(family.per_model) > 1 else family.setup})"
     same_device = (datasheet(family.device_name) or {}).get("match") == paper["match"]
     would = _would(family, spec, ends)
     if not family.judged:

@@ -210,13 +210,15 @@ CHIP_CLASSES = {REPRODUCED: "reproduced", DIFFERS: "differs", NOT_COMPARABLE: "n
                 NOT_AT_SCALE: "not-at-scale", NOT_RUN: "not-run", NOT_APPLICABLE: "not-applicable", BEYOND: "beyond",
                 UNDERDETERMINED: "underdetermined", STALE: "not-run"}
 GRID_CSS = """
-.cd-grid { border-collapse: collapse; width: 100%; font-size: 14px; margin: 6px 0 4px; }
+.cd-grid { border-collapse: collapse; width: 100%; font-size: 14px; margin: 6px 0 4px; table-layout: fixed; }
 .cd-grid th { text-align: left; border-bottom: 2px solid var(--rule); padding: 4px 8px; }
 .cd-grid td { border-bottom: 1px solid var(--rule); padding: 4px 8px; vertical-align: top; }
-.cd-grid td.cd-scope { color: var(--muted); white-space: nowrap; }
+.cd-grid td { overflow-wrap: anywhere; }
+.cd-grid td.cd-scope { color: var(--muted); }
 .cd-grid td.cd-why { color: var(--muted); font-size: 13px; }
 .cd-grid tr.cd-judged td.cd-scope { color: var(--ink); font-weight: 600; }
-.cd-chip { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px; font-weight: 600; white-space: nowrap; }
+.cd-chip { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px; font-weight: 600; }
+.cd-grid td.cd-link { overflow-wrap: normal; white-space: nowrap; }
 .cd-chip-reproduced { background: #dafbe1; color: #116329; } .cd-chip-differs { background: #fff8c5; color: #7d4e00; }
 .cd-chip-not-at-scale { background: #ffebe9; color: #a40e26; } .cd-chip-beyond { background: #ddf4ff; color: #0550ae; }
 .cd-chip-underdetermined { background: #fbefff; color: #6e3aa3; }
@@ -291,7 +293,8 @@ def _chip(verdict: str) -> str:
 def claims_grid(rows: list[GridRow], page_href: Callable[[str], str]) -> Html:
     """The compact claims grid: claim (with its verdict) | scope | paper | ours | the scope's verdict | why |
     link to its section. Judged scopes are marked (bold scope); the reason is in the row, not a hover."""
-    head = ("<table class='cd-grid'><thead><tr><th>claim</th><th>scope</th><th>paper</th>"
+    widths = "".join(f"<col style='width:{w}%'>" for w in (13, 12, 8, 22, 10, 26, 9))
+    head = (f"<table class='cd-grid'><colgroup>{widths}</colgroup><thead><tr><th>claim</th><th>scope</th><th>paper</th>"
             "<th>ours (figure, CI, cases)</th><th>verdict</th><th>why</th><th></th></tr></thead><tbody>")
     body = []
     for r in rows:
@@ -300,7 +303,7 @@ def claims_grid(rows: list[GridRow], page_href: Callable[[str], str]) -> Html:
         scope = r.scope + (" (judged)" if r.judged and r.rows > 1 else "")
         cells += [f"<td class='cd-scope'>{esc(scope)}</td>", f"<td>{esc(r.paper)}</td>", f"<td>{esc(r.ours)}</td>",
                   f"<td>{_chip(r.verdict)}</td>", f"<td class='cd-why'>{esc(clip_cell(r.reason, 300))}</td>",
-                  f"<td><a href='{esc(section_href(r.section, page_href))}'>{esc(r.section.partition('#')[0])} →</a></td>"]
+                  f"<td class='cd-link'><a href='{esc(section_href(r.section, page_href))}'>{esc(r.section.partition('#')[0])} →</a></td>"]
         body.append(("<tr class='cd-judged'>" if r.judged else "<tr>") + "".join(cells) + "</tr>")
     return Html(f"<style>{GRID_CSS}</style>" + head + "".join(body) + "</tbody></table>")
 

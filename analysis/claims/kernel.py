@@ -35,10 +35,10 @@ from analysis.claims.verdict import (
 )
 from analysis.errors import MissingOutputError
 from analysis.latency.model import paper_points
-from analysis.latency.names import FIT_SOURCE
+from analysis.latency.sources import with_kernel_source
 from analysis.results.numbers import MISSING, fmt_num, fmt_range, fmt_x
 
-KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on
+KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on (and `source`)
 KERNEL_METHOD = ("T_ar(N)/T_prefill(N), median of paired repeats, random weights; one range per measured family (raw "
                  "source x comparison) over every model, as the paper states it; judged only where both sides are built "
                  "alike (eager/eager, device/device, graph/graph) on the paper's device (device ratios from the datasheets in "
@@ -100,13 +100,11 @@ def device_names(doc: dict | None) -> dict[str, str]:
 
 def families(kern: pl.DataFrame, n_min: int, n_max: int, names: dict[str, str]) -> list[Family]:
     """Per raw source and comparison (rows with N in [n_min, n_max]): the union range over its models."""
-    missing = [c for c in KERNEL_CONTRACT if c not in kern.columns]
+    missing = [c for c in (*KERNEL_CONTRACT, "source") if c not in kern.columns]
     if missing:
         raise MissingOutputError(f"kernel_speedup.csv has no {', '.join(missing)} column(s): stale output, rerun "
                                  "`copydecode kernels fit` (claim 1 is judged only on comparisons built alike)")
     grid = kern.filter(pl.col("n").is_between(n_min, n_max))
-    if "source" not in grid.columns:
-        grid = grid.with_columns(source=pl.col("kernel_source"))
     out = []
     for (source, comparison, judged), rows in grid.group_by("source", "comparison", "judged", maintain_order=True):
         ordered = rows.sort("speedup")
@@ -179,7 +177,7 @@ def ceiling_sentence(doc: dict | None, paper: dict) -> str:
 def kernel_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     (_, paper_lo), (_, paper_hi) = paper_points(spec)
     kern = metric_input(spec, 0, tables, metrics_dir)
-    kern = kern if "kernel_source" in kern.columns else kern.with_columns(kernel_source=pl.lit(FIT_SOURCE))
+    kern = with_kernel_source(kern)
     doc = metric_input(spec, 1, tables, metrics_dir)
     title = f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]"
     try:

@@ -21,6 +21,9 @@ and `dvc metrics show` fits 120 columns -> what it holds):
                                          pooled over every measured case (never a best case), and case count;
                                          _pld: the table's PLD method (latest policy, smallest k)
   e2ew-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
+  sv_<source>_c<C>[r]                    batched serving (the serving stage's claims table, its smallest token budget,
+                                         its first Copy-as-Decode method): output tokens/s over AR (r: over the best
+                                         rival at that load), closed loop at concurrency C, in the `pooled` column
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
@@ -295,6 +298,23 @@ def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     return {} if run is None else e2e_rows(run.speedup, s, prefix="e2ew-")
 
 
+def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """Batched serving, the first Copy-as-Decode method of the claims table at its smallest budget: per source and
+    headline concurrency C, the gain over AR (`sv_<source>_c<C>`) and over the best rival there (`..._c<C>r`),
+    in the `pooled` column (one figure a row keeps `dvc metrics show` as narrow as the corpus grid)."""
+    budget = claim["max_num_batched_tokens"].min()
+    rows = claim.filter(pl.col("max_num_batched_tokens") == budget)
+    first = sorted(rows["method"].unique().to_list())[0]
+    out = {}
+    for r in rows.filter(pl.col("method") == first).iter_rows(named=True):
+        stem = f"sv_{source_key(r['kernel_source'])}"
+        for key, value in r.items():
+            for prefix, suffix in (("vs_ar_c", ""), ("vs_best_rival_c", "r")):
+                if key.startswith(prefix) and value is not None:
+                    out[f"{stem}_c{key[len(prefix):]}{suffix}"] = {POOLED: _num(value, s.decimals)}
+    return out
+
+
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     """Exact match of the program-writing pilot per evaluation split, before and after fine-tuning."""
     part = pilot.filter(pl.col("mode") == "program") if "mode" in pilot.columns else pilot
@@ -360,6 +380,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
         ("perturbation", lambda f: em_rows(f, s)),
         ("e2e_speedup", lambda f: e2e_rows(f, s)),
         ("pilot_em", lambda f: pilot_rows(f, s)),
+        ("serving_claim", lambda f: serving_rows(f, s)),
     )
     for name, build in readers:
         frame = _read_csv(tables, name, head.missing)

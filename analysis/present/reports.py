@@ -26,13 +26,13 @@ from analysis.errors import CopyDecodeError, ParamsError
 from analysis.pipeline.io import write_text
 from analysis.layout import CLAIMS_JSON, EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
                  "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs",),
-                 "e2e": (), "pilot": (), "explore": ("programs", "spans")}
+                 "e2e": (), "pilot": (), "serving": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"

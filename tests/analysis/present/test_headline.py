@@ -47,11 +47,12 @@ ROW_PATTERNS = (
     r"roundtrip_fail",
     r"noisy_(kernel|e2e)",
     r"machine(_cores)?",
+    r"sv_[a-z0-9.-]+_c\d+r?",
 )
 MAX_PATH = 39  # `metrics/<row>.json`: with the 9 value columns, `dvc metrics show` is 120 characters wide
 KERNEL_KEYS = {"n8", "n512"}
-MAX_FIGURES = 200  # a bounded grid: this repository's outputs give 187 (H200 kernel sources add bound and kernel rows, the
-# frozen e2e-wide run four e2ew- rows of up to six corpora each)
+MAX_FIGURES = 230  # a bounded grid: this repository's outputs gave 187 (H200 kernel sources add bound and kernel rows, the
+# frozen e2e-wide run four e2ew- rows of up to six corpora each); batched serving adds 30 (5 sources x 3 concurrencies x 2)
 
 
 def _committed_headline():

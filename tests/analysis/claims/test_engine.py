@@ -157,7 +157,9 @@ def test_the_committed_claims_document_is_the_committed_outputs_verdicts(outputs
     if not committed.is_file():
         pytest.skip(f"no committed {CLAIMS_JSON} (written by the reports stage)")
     fresh = engine.claims_document(engine.claims(outputs / TABLES, outputs / METRICS))
-    assert json.loads(committed.read_text()) == json.loads(json.dumps(fresh))
+    # a "not run" reason names the absent file under the root it was judged in: the copy's, here
+    fresh = json.loads(json.dumps(fresh).replace(f"{outputs}/", ""))
+    assert json.loads(committed.read_text()) == fresh
 
 
 def _by_key(root, paper=v.PAPER):
@@ -167,7 +169,7 @@ def _by_key(root, paper=v.PAPER):
 def test_every_claim_of_the_paper_gets_a_verdict_on_the_committed_outputs():
     items = engine.claims(ROOT / TABLES, ROOT / METRICS)
     assert {c.verdict for c in items} <= set(v.VERDICTS)
-    assert all(c.verdict == v.BEYOND for c in items if PAPER[c.key].get("extension"))
+    assert all(c.verdict in (v.BEYOND, v.NOT_RUN) for c in items if PAPER[c.key].get("extension"))
     assert all(c.verdict != v.BEYOND for c in items if not PAPER[c.key].get("extension"))
     assert all(c.reason for c in items)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.layout import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
+from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel

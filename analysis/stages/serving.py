@@ -24,7 +24,8 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.stepcost import StepCostModel, from_document
-from analysis.layout import METRICS, TABLES, pool_rows
+from analysis.layout import METRICS, TABLES
+from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
 from analysis.pipeline.io import write_json, write_parquet, write_table
 from analysis.pipeline.params import get, known_keys, number, number_list, positive_int

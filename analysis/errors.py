@@ -13,6 +13,11 @@ class ProgramError(CopyDecodeError):
     """A copy program is malformed, or does not fit the source it is resolved against."""
 
 
+class GrammarError(CopyDecodeError):
+    """A grammar cannot be exported for a source (a format that cannot say it, a size past a stated limit),
+    or an engine refused one."""
+
+
 class TokenizerError(CopyDecodeError):
     """A tokenizer cannot be found or is of a kind the suite cannot map to bytes."""
 

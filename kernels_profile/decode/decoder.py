@@ -16,6 +16,12 @@ allows such tokens, the decoder's table removes them.
 
 Timings are split into the prompt prefill, one-token decode steps, copy prefills and mask time
 (lookup or computation of the state's mask, and applying it to the logits row).
+
+Two mask engines (params decode.mask_engine): "suite", the FSM above, and "llguidance"
+(kernels_profile.decode.llguidance_engine): llguidance's matcher over the source's forced-span grammar
+(analysis.grammar.export), whose fast-forward tokens after a closed directive are the copy's prefill.
+Both run through `_greedy` below with the same op-boundary and budget rules, so on the same model
+they write the same program (tests/kernels_profile/decode/test_llguidance_engine.py).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.grammar.fsm import FsmWalker, ProgramFSM
+from analysis.grammar.fsm import OPS, ByteAutomaton, FsmWalker, ProgramFSM
 from analysis.grammar.program import COPY_END, COPY_OPEN, Copy, Program, parse
 from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
@@ -58,7 +64,8 @@ class DecodeCounts:
     copied_tokens: int
     decode_forwards: int
     copy_forwards: int
-    masks_computed: int   # states whose mask was built during this decode (cold steps)
+    masks_computed: int   # states whose mask was built during this decode (cold steps); llguidance: masks filled
+    copy_decoded_tokens: int = 0  # copied text decoded token by token (llguidance's fast-forward stopped short)
 
 
 @dataclass(frozen=True)
@@ -72,34 +79,39 @@ class DecodeResult:
     sequence: tuple[int, ...]  # every id fed to the model, prompt first
     prompt_length: int
     final_logits: Any = field(default=None, compare=False, repr=False)
+    engine: str = "suite"  # the mask engine: suite | llguidance
 
 
 # ---------------------------------------------------------------- masks
 
-def _closes_copy_inside(fsm: ProgramFSM, state: tuple, piece: bytes) -> bool:
+def closes_copy_inside(automaton: ByteAutomaton, state: tuple, piece: bytes) -> bool:
     """Does walking `piece` from `state` close a copy directive before its last byte?"""
-    step = fsm.automaton.step
+    step = automaton.step
     for k, byte in enumerate(piece):
         nxt = step(state, byte)
         if nxt is None:
             return False
-        if k < len(piece) - 1 and fsm.is_accepting(nxt) and state[0] in _COPY_STATES:
+        if k < len(piece) - 1 and nxt == OPS and state[0] in _COPY_STATES:
             return True
         state = nxt
     return False
 
 
-def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
-    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
-    piece = fsm.piece(token_id)
+def closes_copy_bytes(automaton: ByteAutomaton, state: tuple, piece: bytes | None) -> bool:
+    """Does `piece` in `state` end exactly on the last byte of a copy directive?"""
     if not piece or not piece.endswith(_END[-1:]):
         return False
-    step = fsm.automaton.step
+    step = automaton.step
     for byte in piece[:-1]:
         state = step(state, byte)
         if state is None:
             return False
-    return state[0] in _COPY_STATES and fsm.is_accepting(step(state, piece[-1]) or ("dead",))
+    return state[0] in _COPY_STATES and step(state, piece[-1]) == OPS
+
+
+def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
+    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
+    return closes_copy_bytes(fsm.automaton, state, fsm.piece(token_id))
 
 
 class MaskTable:
@@ -129,7 +141,7 @@ class MaskTable:
         state = walker.state
         suspects = self._inner_gt if state[0] in _COPY_STATES else self._inner_end
         for i in suspects[mask[suspects]]:
-            if _closes_copy_inside(self.fsm, state, self.fsm.piece(int(i))):
+            if closes_copy_inside(self.fsm.automaton, state, self.fsm.piece(int(i))):
                 mask[i] = False
         return mask
 
@@ -222,11 +234,73 @@ class _Runner:
             self.torch.cuda.synchronize()
 
 
+MASK_ENGINES = ("suite", "llguidance")
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one model-chosen token did: ended the program, closed a copy directive (whose copied
+    tokens then join its forward), or wrote copied text the engine could not fast-forward."""
+
+    eos: bool
+    forcing: bool          # the budget's margin was forcing the program's end when it was chosen
+    copied: tuple[int, ...] = ()  # tokens appended to this token's forward (a closed directive's copy)
+    closing: bool = False
+    tail: bool = False     # a token of copied text (not of the program): llguidance's held-back span end
+
+
+class SuiteEngine:
+    """The suite FSM's masks (a MaskTable) and its walker: the decoder's original engine."""
+
+    name = "suite"
+
+    def __init__(self, masks: MaskTable, walker: FsmWalker, tok: ModelTokenizer, source: str, token_bounds):
+        self.masks, self.walker, self.tok, self.source, self.token_bounds = masks, walker, tok, source, token_bounds
+        self.program = bytearray()
+        self.computed_before = masks.computed
+
+    @property
+    def remaining(self) -> int | None:
+        return self.walker.remaining
+
+    @property
+    def masks_computed(self) -> int:
+        return self.masks.computed - self.computed_before
+
+    def bias(self):
+        return self.masks.bias(self.walker)
+
+    def advance(self, token: int) -> Step:
+        fsm = self.masks.fsm
+        closing = closes_copy(fsm, self.walker.state, token)
+        forcing = self.walker.forcing
+        self.walker.advance(token)
+        if token in self.tok.eos_ids:
+            return Step(eos=True, forcing=forcing)
+        self.program += fsm.piece(token)
+        if not closing:
+            return Step(eos=False, forcing=forcing)
+        op = last_copy(bytes(self.program))
+        copied = tuple(self.tok.encode(resolve(Program((op,)), self.source, self.token_bounds)))
+        return Step(eos=False, forcing=forcing, copied=copied, closing=True)
+
+    def finish(self, case: str) -> bytes:
+        if not self.walker.is_accepting() and not self.walker.finished:
+            raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(self.program)[-40:]!r}); the walker "
+                               "margin should have prevented this")
+        return bytes(self.program)
+
+
 def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
-           budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTable | None = None,
-           case: str = "case") -> DecodeResult:
+           budget: int, *, unit: str = "lines", margin: int | None = None, masks=None,
+           case: str = "case", engine: str = "suite") -> DecodeResult:
     """Greedy Copy-as-Decode under the FSM (module docstring). `masks` may be shared between decodes
-    of sources with the same number of units (it holds the FSM)."""
+    of sources with the same number of units (a MaskTable, which holds the FSM); with engine
+    "llguidance" it may be a kernels_profile.decode.llguidance_engine.LLGuidanceVocab (the tokenizer
+    llguidance reads, built once per model)."""
+    if engine not in MASK_ENGINES:
+        raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {engine!r} "
+                          "(params decode.mask_engine)")
     token_bounds = None
     if unit == "lines":
         limits = {"lines": len(split_lines(source))}
@@ -236,72 +310,75 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
     else:
         raise DecodeError(f"{case}: unit must be 'lines' or 'tokens', got {unit!r}")
     width = int(lm.model.get_input_embeddings().weight.shape[0]) if hasattr(lm.model, "get_input_embeddings") else None
-    if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
-        fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
-        masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
-    walker = masks.fsm.walker(budget=budget, margin=margin)
     prompt = prompt_ids(tok, template, source, instruction)
-    check_inputs(lm, prompt, instruction, budget, walker.margin, case)
-    return _greedy(lm, tok, masks, walker, prompt, source, token_bounds, case)
+    if engine == "llguidance":
+        from kernels_profile.decode.llguidance_engine import LLGuidanceEngine, LLGuidanceVocab
+
+        if unit != "lines":
+            raise DecodeError(f"{case}: the llguidance engine copies lines (its forced-span grammar has no token "
+                              f"unit); unit {unit!r} needs mask_engine suite")
+        vocab = masks if isinstance(masks, LLGuidanceVocab) else LLGuidanceVocab(tok)
+        runner_engine = LLGuidanceEngine(vocab, source, budget, margin, width or vocab.vocab_size, lm.device, case)
+        check_inputs(lm, prompt, instruction, budget, runner_engine.margin, case)
+    else:
+        if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
+            fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
+            masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
+        walker = masks.fsm.walker(budget=budget, margin=margin)
+        check_inputs(lm, prompt, instruction, budget, walker.margin, case)
+        runner_engine = SuiteEngine(masks, walker, tok, source, token_bounds)
+    return _greedy(lm, runner_engine, prompt, source, token_bounds, case)
 
 
-def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt: list[int], source: str,
-            token_bounds, case: str) -> DecodeResult:
+def _greedy(lm, engine, prompt: list[int], source: str, token_bounds, case: str) -> DecodeResult:
     runner = _Runner(lm)
-    fsm, context = masks.fsm, model_context(lm)
-    computed_before = masks.computed
+    context = model_context(lm)
     written: list[int] = []
-    program = bytearray()
     t = {"prompt": 0.0, "decode": 0.0, "copy": 0.0, "mask": 0.0}
-    copied_tokens = decode_forwards = copy_forwards = 0
+    copied_tokens = decode_forwards = copy_forwards = copy_decoded = 0
     stopped = "budget"
     with runner.torch.inference_mode():
         started = time.perf_counter()
         logits = runner.forward(prompt)
         runner.sync()
         t["prompt"] = time.perf_counter() - started
-        while walker.remaining is None or walker.remaining > 0:
+        while engine.remaining is None or engine.remaining > 0:
             m0 = time.perf_counter()
-            token = int(apply_mask(logits, masks.bias(walker)).argmax())
+            token = int(apply_mask(logits, engine.bias()).argmax())
             t["mask"] += time.perf_counter() - m0
-            closing = closes_copy(fsm, walker.state, token)
-            forcing = walker.forcing  # the budget's margin was forcing the program's end
-            walker.advance(token)
-            written.append(token)
-            if token in tok.eos_ids:
-                stopped = "forced" if forcing else "eos"
+            step = engine.advance(token)
+            if step.tail:
+                copy_decoded += 1
+            else:
+                written.append(token)
+            if step.eos:
+                stopped = "forced" if step.forcing else "eos"
                 break
-            program += fsm.piece(token)
-            ids = [token]
-            if closing:
-                op = last_copy(bytes(program))
-                ids += tok.encode(resolve(Program((op,)), source, token_bounds))
-                if context and len(runner.fed) + len(ids) > context:
-                    raise DecodeError(f"{case}: copying {op.unit} {op.start}-{op.end} would take the "
-                                      f"sequence past {lm.name}'s context of {context} tokens")
+            ids = [token, *step.copied]
+            if step.copied and context and len(runner.fed) + len(ids) > context:
+                raise DecodeError(f"{case}: a copy of {len(step.copied)} tokens would take the sequence past "
+                                  f"{lm.name}'s context of {context} tokens")
             f0 = time.perf_counter()
             logits = runner.forward(ids)
             runner.sync()
             elapsed = time.perf_counter() - f0
-            if closing:
+            if step.copied:
                 t["copy"] += elapsed
                 copy_forwards += 1
-                copied_tokens += len(ids) - 1
+                copied_tokens += len(step.copied)
             else:
                 t["decode"] += elapsed
                 decode_forwards += 1
         total = time.perf_counter() - started
-    if not walker.is_accepting() and not walker.finished:
-        raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(program)[-40:]!r}); the walker "
-                           "margin should have prevented this")
-    text = bytes(program).decode("utf-8")
+    text = engine.finish(case).decode("utf-8")
     parsed = parse(text)
     return DecodeResult(
         text=text, program=parsed, output=resolve(parsed, source, token_bounds), stopped=stopped,
         timings=DecodeTimings(t["prompt"], t["decode"], t["copy"], t["mask"], total),
         counts=DecodeCounts(len(prompt), len(written), copied_tokens, decode_forwards, copy_forwards,
-                            masks.computed - computed_before),
+                            engine.masks_computed, copy_decoded),
         sequence=tuple(runner.fed), prompt_length=len(prompt), final_logits=logits.detach().clone(),
+        engine=engine.name,
     )
 
 
@@ -371,6 +448,6 @@ def result_record(result: DecodeResult, target: str | None = None) -> dict:
     """A flat, JSON-able summary of one decode."""
     from dataclasses import asdict
 
-    return {"program": result.text, "output": result.output, "stopped": result.stopped,
+    return {"program": result.text, "output": result.output, "stopped": result.stopped, "mask_engine": result.engine,
             "exact_match": None if target is None else result.output == target,
             **{f"t_{k}": v for k, v in asdict(result.timings).items()}, **asdict(result.counts)}

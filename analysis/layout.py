@@ -21,6 +21,7 @@ SPANS = DATA / "spans/spans.parquet"                    # analysis.coverage.span
 PER_CASE = DATA / "spans/coverage_per_case.parquet"     # analysis.coverage.spans.per_case_coverage
 CASE_COSTS = DATA / "bounds/case_costs.parquet"         # analysis.bounds.case_costs
 PERTURB_RESULTS = DATA / "perturb/results.parquet"      # analysis.perturb.run_perturbation
+GRAMMAR_FORCING_SPANS = DATA / "grammar/forcing_spans.parquet"  # analysis.grammar.forcing.span_rows
 KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.measure.profiler.profile
 KERNEL_CHECKPOINTS = DATA / "kernels/checkpoints"
 E2E_MEASUREMENTS = DATA / "e2e/measurements.parquet"    # kernels_profile.stages.e2e

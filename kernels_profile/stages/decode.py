@@ -37,6 +37,7 @@ class DecodeSettings:
     budget: int
     unit: str
     template: str
+    mask_engine: str                 # suite (the FSM) | llguidance (its matcher, copies as fast-forward tokens)
     mask_models: tuple[str, ...]     # vocabularies of the mask benchmark beside llguidance
     mask_programs: int
     mask_lines: int
@@ -48,6 +49,8 @@ class DecodeSettings:
 def settings(params: dict, case_id: str | None = None, model: str | None = None,
              framing: str | None = None) -> DecodeSettings:
     """decode, validated; `case_id`, `model` and `framing` (the command line's) replace the params'."""
+    from kernels_profile.decode.decoder import MASK_ENGINES
+
     p = params
     framing_given = framing
     chosen = model or get(p, "decode.model", str)
@@ -67,6 +70,7 @@ def settings(params: dict, case_id: str | None = None, model: str | None = None,
         budget=positive_int(p, "decode.budget"),
         unit=choice(p, "decode.unit", ("lines", "tokens")),
         template=choice(p, "decode.template", ("program",)),
+        mask_engine=choice(p, "decode.mask_engine", MASK_ENGINES),
         mask_models=choices(p, "decode.mask_benchmark.models", tuple(known_models())),
         mask_programs=positive_int(p, "decode.mask_benchmark.programs"),
         mask_lines=positive_int(p, "decode.mask_benchmark.lines"),
@@ -102,13 +106,15 @@ def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
 
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
-                    unit=s.unit, case=s.case_id)
+                    unit=s.unit, case=s.case_id, engine=s.mask_engine)
     record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
     if not s.from_command_line:
         from kernels_profile.decode import maskbench
 
-        results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
-                                       s.mask_lines, apply_repeats=s.mask_apply_repeats, threads=s.mask_threads)
+        pairs = maskbench.line_program_sources(s.mask_programs, s.mask_lines)
+        results = maskbench.run_models(s.mask_models, [p for p, _ in pairs], s.mask_lines,
+                                       apply_repeats=s.mask_apply_repeats, threads=s.mask_threads,
+                                       sources=[src for _, src in pairs])
         write_table(pl.DataFrame(maskbench.summary_rows(results)), TABLES / "mask_benchmark", digits=1)
         write_json({**record, "mask_benchmark": results}, METRICS / "decode.json")
     return record

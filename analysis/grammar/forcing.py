@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.errors import GrammarError
+from analysis.errors import GrammarError, ProgramError
 from analysis.grammar.export import export
 from analysis.grammar.llg import MaskBuffer, compile_matcher, consume, engine_error
 from analysis.grammar.program import Copy, Program, parse, render_op
@@ -82,13 +82,16 @@ def _non_canonical(ff: list[int], out_ids: list[int], out_bounds: list[int], a: 
 def check_case(ll_tok, tokenizer, eos: int, case_id: str, corpus: str, framing: str, source: str,
                program_text: str) -> CaseCheck:
     """The forcing check of one line-level program (module docstring)."""
-    program = parse(program_text)
-    if any(isinstance(op, Copy) and op.unit != "lines" for op in program.ops):
-        raise GrammarError(f"{case_id}: the forcing check takes line-level programs; this one copies tokens")
+    try:
+        program = parse(program_text)
+        if any(isinstance(op, Copy) and op.unit != "lines" for op in program.ops):
+            raise GrammarError(f"{case_id}: the forcing check takes line-level programs; this one copies tokens")
+        output = resolve(program, source)
+    except ProgramError as exc:
+        raise ProgramError(f"{case_id}: {exc}") from None
     compiled = compile_matcher(ll_tok, export(source, "lark", forced=True, name=case_id).text,
                                f"{case_id} ({len(split_lines(source))} lines)")
     matcher, buffer = compiled.matcher, MaskBuffer(ll_tok.vocab_size)
-    output = resolve(program, source)
     out_ids = list(tokenizer.encode_program(output).ids)
     out_bounds = _token_bounds(tokenizer, out_ids)
     masks: list[float] = []

@@ -14,7 +14,7 @@ from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 
 ANALYSIS_STAGES = ("corpora", "programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats",
-                   "headline", "reports", "bench throughput")
+                   "grammar-forcing", "headline", "reports", "bench throughput")
 COMMANDS = sorted(ANALYSIS_STAGES)
 
 

@@ -301,6 +301,9 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
     if engine not in MASK_ENGINES:
         raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {engine!r} "
                           "(params decode.mask_engine)")
+    if engine == "llguidance" and unit != "lines":
+        raise DecodeError(f"{case}: the llguidance engine copies lines (its forced-span grammar has no token "
+                          f"unit); unit {unit!r} needs mask_engine suite")
     token_bounds = None
     if unit == "lines":
         limits = {"lines": len(split_lines(source))}
@@ -314,9 +317,6 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
     if engine == "llguidance":
         from kernels_profile.decode.llguidance_engine import LLGuidanceEngine, LLGuidanceVocab
 
-        if unit != "lines":
-            raise DecodeError(f"{case}: the llguidance engine copies lines (its forced-span grammar has no token "
-                              f"unit); unit {unit!r} needs mask_engine suite")
         vocab = masks if isinstance(masks, LLGuidanceVocab) else LLGuidanceVocab(tok)
         runner_engine = LLGuidanceEngine(vocab, source, budget, margin, width or vocab.vocab_size, lm.device, case)
         check_inputs(lm, prompt, instruction, budget, runner_engine.margin, case)

@@ -37,11 +37,14 @@ from analysis.errors import ProgramError
 from analysis.grammar.export import export
 from analysis.grammar.fsm import OPS, ByteAutomaton
 from analysis.grammar.llg import MaskBuffer, compile_matcher, consume, engine_error, ll_tokenizer
+from analysis.grammar.program import COPY_END
 from analysis.text.lines import split_lines
 from kernels_profile.decode.decoder import DecodeError, Step, closes_copy_bytes, closes_copy_inside
 from kernels_profile.runtime.hf import ModelTokenizer
 
-_GT = ord(">")
+_END = COPY_END.encode("ascii")
+_GT = _END[-1]
+_COPY_STATES = ("n2", "lit")  # the byte states from which a byte can close a copy directive
 
 
 class LLGuidanceVocab:
@@ -63,7 +66,10 @@ class LLGuidanceVocab:
             if piece:
                 self.by_piece[piece].append(i)
                 self.by_first[piece[0]].append(i)
+        # the tokens that could close a directive before their last byte: from inside a number or the closing
+        # literal any token with an inner '>', from elsewhere only one holding all of '"/>' (as the MaskTable)
         self.inner_gt = np.array([i for i, p in enumerate(self.pieces) if _GT in p[:-1]], dtype=np.int64)
+        self.inner_end = np.array([i for i, p in enumerate(self.pieces) if _END in p[:-1]], dtype=np.int64)
         # llguidance reads an added token that is not special (Qwen's '<tool_call>') as its text; the
         # program grammar never does (analysis.text.tokens), so only text pieces and EOS stay usable
         self.usable = np.array([bool(p) for p in self.pieces])
@@ -144,7 +150,8 @@ class LLGuidanceEngine:
             only = np.zeros_like(mask)
             only[self.vocab.spelling_prefixes(self.tail)] = True
             return mask & only
-        for i in self.vocab.inner_gt[mask[self.vocab.inner_gt]]:
+        suspects = self.vocab.inner_gt if self.state[0] in _COPY_STATES else self.vocab.inner_end
+        for i in suspects[mask[suspects]]:
             if closes_copy_inside(self.automaton, self.state, self.vocab.pieces[int(i)]):
                 mask[i] = False
         if self.forcing:

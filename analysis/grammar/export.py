@@ -20,8 +20,8 @@ rule parameter's bits [0:16] (each node at most 11 alternatives, under llguidanc
 items per row), j is stored in bits [16:32] when its trie closes, and one rule emits line p[0:16] and
 steps on until p[0:16] == p[16:32]: O(N) rules plus the source's text, within llguidance's u16 symbol
 table up to FORCED_LARK_MAX_LINES lines (measured). GBNF has no parameters, so its forced form needs one
-alternative per pair (i, j), O(N^2), kept to O(N^1.5) rules by a two-level (block of
-BLOCK_LINES lines, line) encoding; FORCED_EBNF_MAX_LINES bounds it. A regex cannot carry the forced
+alternative per pair (i, j), O(N^2), with its rules kept to O(N + (N / BLOCK_LINES)^2) by a two-level
+(block, line) encoding; FORCED_EBNF_MAX_LINES bounds it. A regex cannot carry the forced
 form without repeating the text once per pair (O(N^3) characters): it is refused by name.
 """
 
@@ -30,10 +30,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from analysis.errors import GrammarError
+from analysis.errors import GrammarError, ProgramError
 from analysis.grammar import body
-from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
+from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP, Program, parse
 from analysis.grammar.ranges import max_with_prefix, range_gbnf, range_regex
+from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
 
 FORMATS = ("lark", "ebnf", "regex")
@@ -93,7 +94,7 @@ def _notes(n_lines: int, fmt: str, forced: bool, name: str | None) -> tuple[str,
                          f"bits [16:32] carry j; up to {FORCED_LARK_MAX_LINES} lines")
         if fmt == "ebnf":
             notes.append(f"one alternative per line pair (GBNF has no parameters): O(N^2) in size, blocks of "
-                         f"{BLOCK_LINES} lines keep the rules O(N^1.5); up to {FORCED_EBNF_MAX_LINES} lines")
+                         f"{BLOCK_LINES} lines keep the rule count down; up to {FORCED_EBNF_MAX_LINES} lines")
     return tuple(notes)
 
 
@@ -338,3 +339,36 @@ def export(source: str, fmt: str, forced: bool, name: str | None = None) -> Expo
                 "pair, O(N^3) characters): use --format lark or --format ebnf, or the symbolic regex")
         text = symbolic_regex(n)
     return ExportedGrammar(text, fmt, forced, n, notes)
+
+
+# ---------------------------------------------------------------- reading an engine's output back
+
+def program_of_forced(text: str, source: str) -> Program:
+    """The program in the output of a forced-span grammar (each directive followed by its lines' text),
+    checked: every copied text must be the source's lines; a ProgramError names the first that is not.
+    `resolve(program, source)` is then the edited file."""
+    ops = []
+    pos = 0
+    while pos < len(text):
+        if text.startswith(_COPY_OPEN, pos):
+            end = text.find(COPY_END, pos)
+            if end < 0:
+                raise ProgramError(f"forced output: the copy directive at position {pos} is never closed")
+            end += len(COPY_END)
+            op = parse(text[pos:end]).ops[0]
+            copied = resolve(Program((op,)), source)
+            if not text.startswith(copied, end):
+                raise ProgramError(f"forced output: the text after {text[pos:end]!r} (position {end}) is not "
+                                   f"lines {op.start}-{op.end} of the source")
+            pos = end + len(copied)
+        elif text.startswith(GEN_OPEN, pos):
+            close = text.find(GEN_CLOSE, pos)
+            if close < 0:
+                raise ProgramError(f"forced output: the <gen> at position {pos} is never closed")
+            op = parse(text[pos:close + len(GEN_CLOSE)]).ops[0]
+            pos = close + len(GEN_CLOSE)
+        else:
+            raise ProgramError(f"forced output: expected {_COPY_OPEN!r} or {GEN_OPEN!r} at position {pos}, "
+                               f"found {text[pos:pos + 24]!r}")
+        ops.append(op)
+    return Program(tuple(ops))

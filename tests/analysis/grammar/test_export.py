@@ -18,12 +18,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.errors import GrammarError
+from analysis.errors import GrammarError, ProgramError
 from analysis.grammar.export import (
     FORCED_EBNF_MAX_LINES,
     FORCED_LARK_MAX_LINES,
     PARAMETER_MAX_LINES,
     export,
+    program_of_forced,
     symbolic_lark,
 )
 from analysis.grammar.fsm import ProgramFSM
@@ -210,6 +211,19 @@ def test_the_forced_grammar_accepts_the_layout_and_fast_forwards_each_copy(qwen,
             assert matcher.compute_ff_tokens() == copied, fmt
             done = position
         assert matcher.consume_tokens(ids[done:]) and matcher.is_accepting(), fmt
+    assert program_of_forced(qwen.decode_bytes(ids).decode("utf-8"), SOURCE) == program
+
+
+def test_an_engines_forced_output_reads_back_as_its_program():
+    lines = split_lines(SOURCE)
+    text = '<copy lines="2-3"/>' + lines[1] + lines[2] + "<gen>x &lt;gen</gen>"
+    assert program_of_forced(text, SOURCE) == Program((Copy(2, 3), Gen("x <gen")))
+    with pytest.raises(ProgramError, match=r"the text after '<copy lines=\"2-3\"/>' \(position 19\) is not lines 2-3"):
+        program_of_forced('<copy lines="2-3"/>' + lines[1], SOURCE)
+    with pytest.raises(ProgramError, match="expected '<copy lines=\"' or '<gen>' at position 0"):
+        program_of_forced("hello", SOURCE)
+    with pytest.raises(ProgramError, match="never closed"):
+        program_of_forced("<gen>x", SOURCE)
 
 
 def test_the_forced_grammar_refuses_other_text_after_a_directive(qwen, ll):

@@ -76,3 +76,29 @@ def test_the_summary_counts_per_corpus_and_pooled():
     rows = span_rows(checks)
     assert rows.height == 3 and rows["ff_equal"].to_list() == [True, False, True]
     assert span_rows([]).height == 0 and "non_canonical" in span_rows([]).columns
+
+
+@pytest.mark.slow
+def test_where_ff_is_the_layout_non_canonical_is_the_formats_stages_mismatch(ll, qwen):
+    """The same definition computed by other code (analysis.coverage.formats.span_boundary_rows)."""
+    from fixtures import toy_program_table
+
+    from analysis.coverage.formats import span_boundary_rows
+    from analysis.grammar.program import parse
+
+    from analysis.grammar.resolver import resolve
+
+    table = toy_program_table(qwen)
+    rows = list(table.filter(table["level"] == "line").iter_rows(named=True))
+    glued = '<copy lines="1-1"/><gen>x = foo</gen><copy lines="2-3"/>'
+    rows.append({"case_id": "G/1", "corpus": "G", "framing": "body", "source": SOURCE, "program": glued,
+                 "target": resolve(parse(glued), SOURCE)})
+    verdicts = []
+    for row in rows:
+        check = check_case(ll, qwen, EOS, row["case_id"], row["corpus"], row["framing"], row["source"], row["program"])
+        boundaries = span_boundary_rows(parse(row["program"]), qwen.encode(row["source"]), qwen.encode(row["target"]), qwen)
+        for span, boundary in zip(check.spans, boundaries, strict=True):
+            if span.ff_equal:
+                assert span.non_canonical == boundary["mismatched"], row["case_id"]
+                verdicts.append(span.non_canonical)
+    assert len(verdicts) >= 4 and True in verdicts and False in verdicts

@@ -21,6 +21,7 @@ from contextlib import nullcontext
 
 from analysis.pipeline.config import Config
 from analysis.errors import CopyDecodeError
+from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import finish_pending, output_set, run_lock, sweep_temporaries
 from analysis.pipeline.params import DEFAULT_PARAMS, did_you_mean
@@ -140,6 +141,9 @@ TOOL_READS_WRITES: dict[str, str] = {
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
+# Stages whose corpus is recorded (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
+# checks: the output sets, and the round trip, recorded also when it fails (its report names the failures).
+CORPUS_RECORDED = {**{stage: () for stage in OUTPUT_SETS}, "roundtrip": ("reports/metrics/roundtrip.json",)}
 
 SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -342,20 +346,16 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
     (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
     import copy
 
-    import yaml
-
     from analysis.errors import ParamsError
+    from analysis.pipeline.params import SCHEMA_PARAMS, check_known_keys, load_params, parse_value, shown
 
     out = copy.deepcopy(params)
     for item in overrides:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ParamsError(f"--set {key}: the value {raw!r} is not valid YAML ({exc})".replace("\n", " ")) from None
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {shown(item)}")
+        value = parse_value(raw, f"--set {key}")
         node = out
         *parents, last = key.split(".")
         for depth, part in enumerate(parents):
@@ -367,6 +367,8 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
             raise ParamsError(f"--set {key}: no such setting in the params file"
                               + did_you_mean(key, sorted(_dotted_keys(params))))
         node[last] = value
+    if SCHEMA_PARAMS.is_file():  # a mapping value holds only keys a stage reads (`bootstrap_resample` is a typo)
+        check_known_keys(out, load_params(SCHEMA_PARAMS, check_keys=False), "--set")
     return out
 
 
@@ -396,6 +398,10 @@ def run_maintenance(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
+    if getattr(args, "overrides", []):  # silently ignored, a --set would look applied (L7)
+        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` takes no params settings); "
+              "drop it", file=sys.stderr)
+        return 2
     try:
         return importlib.import_module(args.module).command(args)
     except CopyDecodeError as exc:
@@ -422,6 +428,38 @@ def interruptible() -> None:
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= ERROR_CHARS else f"{text[:ERROR_CHARS]}... (message cut at {ERROR_CHARS:,} characters)"
+
+
+def os_error_text(exc: BaseException) -> str | None:
+    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    that is not UTF-8, which Python holds as surrogates), else None (a real crash: raised)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
+        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
+                "use a shorter file name, --name, or setting")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
+                "rename it to UTF-8")
+    return None
+
+
+def _discard(new_root: Path | None) -> None:
+    if new_root is not None:
+        from analysis.pipeline.oneoff import discard_unused_root
+
+        discard_unused_root(new_root)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -451,30 +489,37 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.pipeline.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
+        check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
             sweep_temporaries()
             module = importlib.import_module(args.module)
             with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
-                result = run_stage(module, args, cfg)
-            if args.stage in OUTPUT_SETS:  # which corpus these outputs were built from (headline, reports)
+                try:
+                    result = run_stage(module, args, cfg)
+                finally:  # which corpus these outputs were built from (headline, reports), a failed round trip too
+                    if args.stage in CORPUS_RECORDED and args.stage not in OUTPUT_SETS:
+                        record_corpus(args.stage, CORPUS_RECORDED[args.stage])
+            if args.stage in OUTPUT_SETS:
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
-        print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
-        if new_root is not None:
-            from analysis.pipeline.oneoff import discard_unused_root
-
-            discard_unused_root(new_root)
+        print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)
+        _discard(new_root)
         return 2
     except KeyboardInterrupt:
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not interrupted_workers(exc):
+        if interrupted_workers(exc):
+            print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
+            return 130
+        named = os_error_text(exc)
+        _discard(new_root)  # a crash leaves no new empty --out folder either (N17)
+        if named is None:
             raise
-        print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
-        return 130
+        print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
+        return 2
     if result is not None:
         print(json.dumps(result, indent=2, default=str))
     return 0

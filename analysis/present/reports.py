@@ -18,6 +18,8 @@ import ast
 import base64
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -29,9 +31,9 @@ from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
-CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
+CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
-                 "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs",),
+                 "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs", "roundtrip"),
                  "e2e": (), "pilot": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
@@ -196,10 +198,56 @@ def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path =
     return dict(parameters)
 
 
+# The project beside this package: the one folder of Python code a report kernel imports from (H2).
+PROJECT = Path(__file__).resolve().parents[2]
+INJECTED_CELL_ID = "injected-parameters"  # papermill gives its cell a random id; pages must not vary (L1)
+
+
+@contextmanager
+def kernel_environment() -> Iterator[None]:
+    """The environment a report kernel starts in: it runs in the output root (the templates read the
+    run's outputs there), but the root is never on its `sys.path`. PYTHONSAFEPATH keeps `python -m
+    ipykernel_launcher` from prepending the working folder and IPython from adding '' (sys.flags.safe_path);
+    PYTHONPATH keeps only absolute entries (a relative one, or an empty one, names the working folder), led
+    by the project. So a module planted in a run folder (`altair.py`, `analysis/`) is data, never imported."""
+    import os
+
+    saved = {key: os.environ.get(key) for key in ("PYTHONSAFEPATH", "PYTHONPATH")}
+    given = [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p and Path(p).is_absolute()]
+    os.environ["PYTHONSAFEPATH"] = "1"
+    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(PROJECT), *given]))
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def normalise_executed(path: Path, name: str, out_name: str) -> None:
+    """Make an executed notebook independent of where and when it ran, but for its timings (L1): the
+    injected parameters cell gets a fixed id, and papermill's record names the template and the output
+    as the project spells them (no machine path, no temporary name)."""
+    import nbformat
+
+    book = nbformat.read(path, as_version=4)
+    for cell in book.cells:
+        if INJECTED_CELL_ID in cell.get("metadata", {}).get("tags", []):
+            cell["id"] = INJECTED_CELL_ID
+    record = book.metadata.get("papermill")
+    if record is not None:
+        record["input_path"] = f"notebooks/{name}.ipynb"
+        record["output_path"] = (EXECUTED / f"{out_name}.ipynb").as_posix()
+    nbformat.write(book, path)
+
+
 def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str,
                      templates: Path = TEMPLATES) -> Path:
     """Run the template into reports/notebooks/<out_name>.ipynb. papermill writes into a temporary
-    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook."""
+    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook.
+    The kernel runs in `root` (so `root` is "." to the template) under `kernel_environment`."""
     import os
     import tempfile
 
@@ -212,10 +260,12 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
     handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
     os.close(handle)
     try:
-        papermill.execute_notebook(
-            str(source), temp, parameters={**parameters, "root": str(root.resolve())},
-            kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
-        )
+        with kernel_environment():
+            papermill.execute_notebook(
+                str(source), temp, parameters={**parameters, "root": "."},
+                kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
+            )
+        normalise_executed(Path(temp), name, out_name)
         os.replace(temp, executed)
     except BaseException:
         Path(temp).unlink(missing_ok=True)

@@ -39,6 +39,7 @@ from analysis.present import charts
 from analysis.corpora import humanevalpack
 from analysis.corpora.cases import read_cases
 from analysis.pipeline.config import tokenizer_spec
+from analysis.pipeline.confine import OutputRootError, confined
 from analysis.errors import CorpusError, ParamsError
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.latency.model import FORMS
@@ -225,6 +226,11 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         preset=preset,
         out=None if preset is None else Path(out) if out is not None else E2E_PRESETS / preset,
     )
+    if settings.out is not None:  # a preset run's folder stays inside the tree (H4)
+        try:
+            confined(settings.out / "run.json", "the e2e preset run's folder")
+        except OutputRootError as exc:
+            raise ParamsError(str(exc)) from None
     if not settings.losslessness_tolerance > 0:
         raise ParamsError(f"params: 'e2e.losslessness_tolerance' must be > 0, got {settings.losslessness_tolerance}")
     if not settings.reference_budget_s > 0:
@@ -269,6 +275,16 @@ def cases_with_instructions() -> pl.DataFrame:
         raise CorpusError(f"{CASES} has no instruction column; rerun `copydecode corpora`")
     table = joined_programs()
     return table.join(cases.select("case_id", "framing", "instruction"), on=["case_id", "framing"], how="left")
+
+
+CASE_STEM_BYTES = 100  # of a case id in a checkpoint name: a multi-file case id (`<sha>:<long path>`) can pass 255
+
+
+def checkpoint_stem(case_id: str) -> str:
+    """The case id as part of its checkpoint's file name: `/` as `_` (one component), cut to
+    CASE_STEM_BYTES (L2); the key beside it, a hash that holds the case id, keeps two cut ids apart."""
+    stem = case_id.replace("/", "_").replace("\x00", "_")
+    return stem.encode("utf-8")[:CASE_STEM_BYTES].decode("utf-8", "ignore")
 
 
 def case_key_parts(choice: E2EModel, s: E2ESettings, line: dict, token: dict, prompt: list[int], curve: dict,
@@ -386,7 +402,7 @@ def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, record
         run_lossless = index < s.lossless_cases
         key = checkpoint_key(CHECKPOINT_VERSION,
                              case_key_parts(choice, s, line, token, prompts[case_id], curve, context, run_lossless))
-        path = E2E_CHECKPOINTS / f"{choice.name}-{case_id.replace('/', '_')}-{key}.parquet"
+        path = E2E_CHECKPOINTS / f"{choice.name}-{checkpoint_stem(case_id)}-{key}.parquet"
         bar.set_postfix_str(f"{choice.name} {case_id}")
         found = read_frame_checkpoint(path, key, rows=len(s.plan(choice.name, line["corpus"]).methods()) * s.repeats,
                                       columns=CHECKPOINT_COLUMNS, what="e2e", log=log_above_bars)

@@ -270,7 +270,7 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
     class Boom(Exception):
         pass
 
-    with pytest.raises(Boom), io.output_set("s"):  # fails after one output: nothing replaced, no temp left
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):  # fails after one output: nothing replaced, no temp left
         io.write_json({"v": "new"}, a)
         raise Boom
     assert json.loads(a.read_text())["v"] == "old" and sorted(p.name for p in a.parent.iterdir()) == ["a.json", "b.json"]
@@ -285,12 +285,12 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
         real(src, dst)
 
     monkeypatch.setattr(io.os, "replace", killed_after_first)
-    with pytest.raises(Boom), io.output_set("s"):
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):
         io.write_json({"v": "new"}, a)
         io.write_json({"v": "new"}, b)
     monkeypatch.setattr(io.os, "replace", real)
     assert (tmp_path / "data/.pending/s.json").is_file()  # the journal says the set is committed
-    assert io.finish_pending() == ["s"]  # the next run completes it
+    assert io.finish_pending(lambda stage: ("out",)) == ["s"]  # the next run completes it
     assert [json.loads(p.read_text())["v"] for p in (a, b)] == ["new", "new"]
     assert not (tmp_path / "data/.pending/s.json").exists()
 
@@ -493,7 +493,7 @@ def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, mon
     render_notebook("summary", {}, run)
     (call,) = fake_papermill.calls
     assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
-    assert call["parameters"] == {"root": str(run.resolve())}
+    assert call["parameters"] == {"root": "."}  # the kernel runs in the root; no machine path in the notebook (L1)
     # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["--out", "fresh", "reports"])

@@ -40,13 +40,13 @@ def test_an_output_set_is_replaced_all_or_nothing(tmp_path, monkeypatch):
     write_text("a1", "a.txt")
     write_text("b1", "b.txt")
     write_text("gone", "stale.txt")
-    with pytest.raises(RuntimeError), output_set("stage"):
+    with pytest.raises(RuntimeError), output_set("stage", outputs=("a.txt", "b.txt", "stale.txt")):
         write_text("a2", "a.txt")
         remove_output("stale.txt")
         raise RuntimeError("the stage failed half way")
     assert [(tmp_path / n).read_text() for n in ("a.txt", "b.txt", "stale.txt")] == ["a1", "b1", "gone"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "stale.txt"]  # no temporaries left
-    with output_set("stage") as written:
+    with output_set("stage", outputs=("a.txt", "b.txt", "stale.txt")) as written:
         write_text("a2", "a.txt")
         write_text("b2", "b.txt")
         remove_output("stale.txt")
@@ -59,13 +59,14 @@ def test_an_output_set_is_replaced_all_or_nothing(tmp_path, monkeypatch):
 def test_finish_pending_completes_a_set_killed_after_its_journal(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_text("old", "a.txt")
-    write_text("new", ".a.killedrun.txt")
+    write_text("new", ".a.killedr1.txt")
     write_text("stale", "stale.txt")
     PENDING.mkdir(parents=True, exist_ok=True)
-    (PENDING / "spans.json").write_text(json.dumps([[".a.killedrun.txt", "a.txt"], [None, "stale.txt"]]))
-    assert finish_pending() == ["spans"]
+    (PENDING / "spans.json").write_text(json.dumps([[".a.killedr1.txt", "a.txt"], [None, "stale.txt"]]))
+    owned = {"spans": ("a.txt", "stale.txt")}.get
+    assert finish_pending(owned) == ["spans"]
     assert (tmp_path / "a.txt").read_text() == "new" and not (tmp_path / "stale.txt").exists()
-    assert finish_pending() == []  # the journal is gone once applied
+    assert finish_pending(owned) == []  # the journal is gone once applied
 
 
 def test_the_sweep_removes_only_atomic_temporaries(tmp_path):

@@ -140,10 +140,11 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
-# Stages whose corpus is recorded (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
-# checks: the output sets, and the round trip, recorded also when it fails (its report names the failures).
-CORPUS_RECORDED = {**{stage: () for stage in OUTPUT_SETS}, "roundtrip": ("reports/metrics/roundtrip.json",)}
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "kernels fit")
+# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
+# checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
+# on the cases). The round trip records its own, beside its report, which it writes also when it fails.
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
 
 SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -152,6 +153,9 @@ SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_f
 OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR instead of the current folder "
             "(paths in the params file and on the command line are still read from where you are)")
 
+
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
+CHART_STAGES = ("spans", "bounds", "perturb", "kernels fit", "e2e", "pilot", "reports")
 
 # stages whose own --out names their output (a one-off output root is refused there)
 OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a preset run's folder"}
@@ -489,6 +493,10 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.pipeline.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
+        if args.stage in CHART_STAGES:
+            from analysis.pipeline.io import check_address_space
+
+            check_address_space()  # before the stage's work, not at its first chart
         check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
@@ -496,12 +504,8 @@ def main(argv: list[str] | None = None) -> int:
             sweep_temporaries()
             module = importlib.import_module(args.module)
             with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
-                try:
-                    result = run_stage(module, args, cfg)
-                finally:  # which corpus these outputs were built from (headline, reports), a failed round trip too
-                    if args.stage in CORPUS_RECORDED and args.stage not in OUTPUT_SETS:
-                        record_corpus(args.stage, CORPUS_RECORDED[args.stage])
-            if args.stage in OUTPUT_SETS:
+                result = run_stage(module, args, cfg)
+            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)

@@ -83,7 +83,8 @@ def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[l
     try:
         yield written
         entries = [[None if t is None else _as_recorded(t), _as_recorded(p)] for t, p in batch]
-        check_journal(stage, entries, stage_outputs(stage) if outputs is None else outputs, f"the {stage} output set")
+        owned = tuple(_as_recorded(Path(o)) for o in (stage_outputs(stage) if outputs is None else outputs))
+        check_journal(stage, entries, owned, f"the {stage} output set")
     except BaseException:
         for tmp, _ in batch:
             if tmp is not None:
@@ -93,7 +94,7 @@ def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[l
         _BATCH.reset(token)
     if not batch:
         return
-    journal = PENDING / f"{stage}.json"
+    journal = PENDING / f"{dvc_stage(stage)}.json"
     write_text(json.dumps(entries), journal)
     _apply(entries, journal)
     written.extend(p for t, p in batch if t is not None)
@@ -113,6 +114,17 @@ class JournalError(CopyDecodeError):
     """A rename journal names something other than a stage's own temporary file and output."""
 
 
+def dvc_stage(stage: str) -> str:
+    """The dvc.yaml name of a command (`kernels fit` -> `kernels_fit`): also its journal's name."""
+    return stage.replace(" ", "_")
+
+
+# Outputs a command writes as one set beyond its dvc.yaml outs: a preset's or --model's raw timings and a
+# frozen profile; a frozen pilot run (`pilot-sweep --freeze`).
+OWNED_OUTSIDE_DVC = {"kernels_profile": ("data/kernels", "reports/kernels/frozen"),
+                     "pilot-sweep": ("reports/pilot/frozen",)}
+
+
 def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
     """The outputs the project's dvc.yaml declares for `stage` (outs, metrics, plots), as spelt there;
     () for a stage it does not declare. Read from the project beside this package, never from the run
@@ -124,14 +136,16 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
         stages = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {})
     except (OSError, AttributeError, yaml.YAMLError):
         return ()
-    spec = stages.get(stage) if isinstance(stages, dict) else None
+    spec = stages.get(dvc_stage(stage)) if isinstance(stages, dict) else None
+    extra = OWNED_OUTSIDE_DVC.get(dvc_stage(stage), ())
     if not isinstance(spec, dict):
-        return ()
+        return extra
     from analysis.layout import TIMINGS
 
     declared = tuple(next(iter(o)) if isinstance(o, dict) else str(o)
                      for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
-    return (*declared, (TIMINGS / f"{stage}.json").as_posix())  # its run time (untracked: analysis.parallel.progress)
+    timing = (TIMINGS / f"{dvc_stage(stage)}.json").as_posix()  # its run time (untracked: analysis.parallel.progress)
+    return (*declared, *extra, timing)
 
 
 def _as_recorded(path: Path) -> str:
@@ -375,8 +389,32 @@ def write_json(data: Any, path: str | Path) -> None:
     write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n", path)
 
 
+# vl-convert's V8 reserves its heap cages up front: under `ulimit -v` of 64 GiB or less it aborts the whole
+# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough (L4).
+CHART_ADDRESS_SPACE = 128 << 30
+
+
+class AddressSpaceError(CopyDecodeError):
+    """An address-space limit (`ulimit -v`) below what the chart renderer reserves."""
+
+
+def check_address_space() -> None:
+    """Refuse, by name, to render charts under an address-space limit V8 cannot start in, instead of the
+    process dying without a word (L4)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft < CHART_ADDRESS_SPACE:
+        raise AddressSpaceError(
+            f"an address-space limit of {soft / (1 << 30):.0f} GiB is set (ulimit -v); the charts are drawn by "
+            f"vl-convert, whose V8 engine reserves more than that up front and aborts the process without it. "
+            f"Lift it (ulimit -v unlimited, or at least {CHART_ADDRESS_SPACE >> 30} GiB) and bound memory with a "
+            "resident limit instead (systemd-run --user -p MemoryMax=8G ..., or a container's memory limit)")
+
+
 def save_chart(chart, stem: str | Path) -> None:
     """PNG and SVG through vl-convert (works offline)."""
+    check_address_space()
     stem = Path(stem)
     for suffix, extra in ((".png", {"scale_factor": 2}), (".svg", {})):
         with atomic_path(stem.with_suffix(suffix)) as tmp:

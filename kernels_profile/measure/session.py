@@ -260,10 +260,14 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_profile(result: ProfileResult, out: Path) -> Path:
-    """Write the raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
-    write_parquet(result.raw, Path(out))
+    """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
+    sidecar); returns the sidecar path."""
+    from analysis.pipeline.io import output_set
+
     sidecar = environment_path(out)
-    write_json({**result.environment, "raw": str(out)}, sidecar)
+    with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
+        write_parquet(result.raw, Path(out))
+        write_json({**result.environment, "raw": str(out)}, sidecar)
     return sidecar
 
 

@@ -219,7 +219,7 @@ def memory_estimate(name: str, dtype: str, tokens: int, prefill: int) -> MemoryE
         text = " ".join(str(exc).split())
         raise ModelError(f"model {name!r}: its config does not describe a buildable causal LM "
                          f"({type(exc).__name__}: {text[:300]})") from None
-    parameters = sum(p.numel() for p in shell.parameters())
+    parameters = sum(p.numel() for _, p in shell.named_parameters(remove_duplicate=False))  # tied ones as built: an upper bound
     size = DTYPE_BYTES.get(dtype, 4)
     layers = _config_int(raw, "num_hidden_layers", "n_layer") or 0
     heads = _config_int(raw, "num_attention_heads", "n_head") or 1

@@ -141,7 +141,7 @@ TOOL_READS_WRITES: dict[str, str] = {
 # stages (their checkpoints must land as they finish, for resuming).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
 
-SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
             "params file; the stage validates the value")
 
@@ -351,7 +351,7 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {item!r}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:

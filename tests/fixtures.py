@@ -54,6 +54,17 @@ def sources_held(params: dict, model_path: Path) -> dict:
     return params
 
 
+def committed_bytes(path: str, rev: str = "HEAD") -> bytes | None:
+    """`path` (repository-relative) as committed at `rev` in this checkout; None without git or when not
+    committed there. Tests that check physics or timing on machine-dependent outputs read these, never the
+    workspace file: a user's own `dvc repro` rewrites the workspace with this machine's (noisy) timings."""
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 # ---------------------------------------------------------------- synthetic kernel timings (known curves)
 
 KERNEL_NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]

@@ -83,12 +83,13 @@ def span_histogram(hist: pl.DataFrame, level: str, framing: str):
 
 def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
     alt = _alt()
-    data = _framed(hist.filter(pl.col("level") == level), framing)
+    data = unstacked(_framed(hist.filter(pl.col("level") == level), framing), ["corpus", "range", "kind"],
+                     "span_histogram")
     order = data.sort("bin")["range"].unique(maintain_order=True).to_list()
     chart = (
         alt.Chart(data.to_pandas()).mark_bar()
         .encode(x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
-                y=alt.Y("count:Q", title="spans"), color=alt.Color("kind:N", title="op"), xOffset="kind:N")
+                y=alt.Y("count:Q", title="spans", stack=None), color=alt.Color("kind:N", title="op"), xOffset="kind:N")
         .properties(width=PANEL, height=HEIGHT - 40)
     )
     chart = _wrap(chart, "corpus:N").resolve_scale(y="independent")  # token-level counts differ by corpus
@@ -115,17 +116,44 @@ def coverage_by_corpus(cov: pl.DataFrame, framing: str):
 # ---------------------------------------------------------------- bounds
 
 
+def kernel_name(kernel_source: pl.Expr | str = "kernel_source", baseline: pl.Expr | str = "baseline") -> pl.Expr:
+    """One label per kernel source: the source's own name where it names its AR loop (h200/qwen2.5-7b/eager),
+    else the source with its loop in brackets (`fit (eager AR)`, `paper (A100, bf16)`), never the loop twice."""
+    source = pl.col(kernel_source) if isinstance(kernel_source, str) else kernel_source
+    loop = pl.col(baseline) if isinstance(baseline, str) else baseline
+    return (pl.when(loop.str.starts_with(source)).then(loop)
+            .when(source.str.ends_with(pl.concat_str([pl.lit("/"), loop]))).then(source)
+            .when(loop == "device_time").then(source)
+            .otherwise(pl.concat_str([source, pl.lit(" ("), loop, pl.lit(" AR)")])).alias("kernel"))
+
+
+def unstacked(data: pl.DataFrame, keys: list[str], chart: str) -> pl.DataFrame:
+    """`data` when each bar position (`keys`: facet, axis and offset fields) holds one row; otherwise a
+    ValueError naming the repeated position. Two rows at one position would be summed into a bar
+    that is in no table (Vega-Lite stacks them) or drawn over each other."""
+    repeated = data.group_by(keys).len().filter(pl.col("len") > 1)
+    if repeated.height:
+        first = repeated.row(0, named=True)
+        raise ValueError(f"chart {chart}: {repeated.height} bar positions hold more than one row, e.g. "
+                         + ", ".join(f"{k}={first[k]!r}" for k in keys) + f" ({first['len']} rows)")
+    return data
+
+
 def bounds(table: pl.DataFrame, title: str, framing: str = "body"):
-    """Bound per corpus and variant with CI bars; one panel per level, one row per AR baseline (the
-    paper's kernel is its own row); each row has its own y scale (the paper kernel's bounds are an
-    order of magnitude above a CPU's)."""
+    """Bound per corpus and variant with CI bars; one panel per level (columns) and per kernel source (rows,
+    each its own y scale: the paper kernel's bounds are an order of magnitude above a CPU's). Every bar is
+    one row of `table`: nothing is stacked."""
     alt = _alt()
-    data = pooling_label(_framed(table, framing)).to_pandas()
-    base = alt.Chart(data).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)), xOffset="variant:N")
-    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)"), color=alt.Color("variant:N"))
+    data = pooling_label(_framed(table, framing)).with_columns(kernel=kernel_name())
+    data = unstacked(data, ["kernel", "level", "corpus", "variant"], "bounds")
+    base = alt.Chart(data.to_pandas()).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)),
+                                              xOffset="variant:N")
+    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)", stack=None),
+                                  color=alt.Color("variant:N"))
     errs = base.mark_errorbar().encode(y=alt.Y("ci_low:Q", title="closed-form speedup (x)"), y2="ci_high:Q")
-    return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 40)
-                    .facet(column=alt.Column("level:N", title=None), row=alt.Row("baseline:N", title="AR baseline"))
+    return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 60)
+                    .facet(column=alt.Column("level:N", title=None),
+                           row=alt.Row("kernel:N", title="kernel source", header=alt.Header(labelLimit=0)))
                     .resolve_scale(y="independent").properties(title=title))
 
 
@@ -133,7 +161,7 @@ def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
     """One level and variant: each corpus's bound under each kernel source, log scale, with CIs."""
     alt = _alt()
     data = pooling_label(table.filter((pl.col("level") == level) & (pl.col("variant") == variant)))
-    data = data.with_columns(kernel=pl.concat_str([pl.col("kernel_source"), pl.lit(": "), pl.col("baseline")]))
+    data = data.with_columns(kernel=kernel_name())
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("corpus:N", title=None, axis=alt.Axis(labelLimit=0)),
         color=alt.Color("kernel:N", title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
@@ -285,10 +313,11 @@ def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
     alt = _alt()
     data = summary.filter(pl.col("method").is_in(list(methods))).with_columns(
         method_name=pl.col("method").map_elements(method_label, return_dtype=pl.Utf8))
+    data = unstacked(data, ["corpus", "method_name", "model"], "e2e_speedup")
     order = [method_label(m) for m in methods]
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("method_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)), yOffset="model:N")
-    bars = base.mark_bar().encode(x=alt.X("speedup_total:Q", title="measured speedup over AR (x)"),
+    bars = base.mark_bar().encode(x=alt.X("speedup_total:Q", title="measured speedup over AR (x)", stack=None),
                                   color=alt.Color("model:N", legend=alt.Legend(orient="bottom", labelLimit=0)))
     pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted:Q")
     n_corpora = max(1, data["corpus"].n_unique())
@@ -317,13 +346,14 @@ def pilot_em(em: pl.DataFrame):
     """Exact match before and after fine-tuning, per adapter seed and split: bars on a fixed 0-100% axis,
     each labelled with its count ("0/33"), so a run where nothing matched still shows every bar's count."""
     alt = _alt()
-    data = (em.with_columns(run=pl.when(pl.col("phase") == "before").then(pl.lit("before"))
-                            .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))),
-                            label=pl.format("{}/{}", pl.col("exact_match"), pl.col("cases")))
-            .to_pandas())
+    before = pl.lit("before") if em["mode"].n_unique() < 2 else pl.format("before ({})", pl.col("mode"))
+    data = em.with_columns(run=pl.when(pl.col("phase") == "before").then(before)
+                           .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))),
+                           label=pl.format("{}/{}", pl.col("exact_match"), pl.col("cases")))
+    data = unstacked(data, ["split", "run"], "pilot_em").to_pandas()
     base = alt.Chart(data).encode(x=alt.X("run:N", title=None))
     bars = base.mark_bar().encode(
-        y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]), stack=None),
         color=alt.Color("mode:N"), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
     text = base.mark_text(dy=-8).encode(y=alt.Y("em:Q"), text="label:N")
     return readable(_wrap(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT), "split:N")

@@ -391,7 +391,7 @@ class WebSocket:
 class Browser:
     """One headless Chromium and one page target, spoken to over the DevTools protocol."""
 
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, offline: bool = False):
         self.profile = tempfile.mkdtemp(prefix="copydecode-chromium-")
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -405,6 +405,9 @@ class Browser:
         self.next_id, self.events = 0, []
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        if offline:  # the network off, as on a machine with none: every http(s) request fails
+            self.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,
+                      uploadThroughput=-1)
         self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
 
     def _port(self) -> int:

@@ -402,3 +402,61 @@ def test_kernel_names_never_repeat_the_loop():
                           "baseline": ["eager", "paper (A100, bf16)", "eager", "device_time"]})
     assert frame.select(charts.kernel_name())["kernel"].to_list() == [
         "fit (eager AR)", "paper (A100, bf16)", "h200/qwen2.5-7b/eager", "h200-devtime/qwen2.5-7b"]
+
+
+# ---------------------------------------------------------------- one colour per series on every page (C4)
+
+def _colour_scales(chart) -> list[dict[str, str]]:
+    """label -> colour of every colour channel of a chart."""
+    out = []
+    for _, enc, _ in _layers(chart.to_dict()):
+        colour = enc.get("color")
+        if isinstance(colour, dict) and "field" in colour:
+            scale = colour.get("scale", {})
+            out.append(dict(zip(scale.get("domain", []), scale.get("range", []))))
+    return out
+
+
+def _with_comparison(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(comparison=pl.when(pl.col("baseline") == "eager").then(pl.lit("eager/eager"))
+                              .otherwise(pl.lit("graph/eager")), judged=pl.col("baseline") == "eager")
+
+
+def test_every_colour_channel_takes_the_shared_map():
+    charts_ = {**{k: v[0] for k, v in _bar_charts().items()}, **_line_charts(),
+               "coverage": charts.coverage_by_corpus(pl.DataFrame([
+                   {"corpus": c, "framing": "body", "level": lv, "coverage": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+                   for c in ("HEvalFix-Py", "ProbeEdit-S") for lv in ("line", "token")]), "body"),
+               "bounds_by_kernel": charts.bounds_by_kernel(_bounds(), "line", "ideal")}
+    for name, chart in charts_.items():
+        scales = _colour_scales(chart)
+        assert scales and all(scales), f"{name}: a colour channel without the shared scale"
+
+
+def test_one_series_keeps_its_colour_whatever_else_the_chart_holds():
+    """The index's H200 chart (judged lines) and the kernel page's (every source, device time too) drew the
+    7B eager line red on one and green on the other."""
+    h200 = _with_comparison(_speedups())
+    devtime = h200.filter(pl.col("baseline") == "eager").with_columns(
+        baseline=pl.lit("device_time"), prefill=pl.lit("device_time"), comparison=pl.lit("device/device"),
+        kernel_source=pl.format("h200-devtime/{}", pl.col("model")))
+    index = _colour_scales(charts.kernel_speedup(charts.judged_only(h200), "H200"))[0]
+    page = _colour_scales(charts.kernel_speedup(pl.concat([h200, devtime]), "H200"))[0]
+    shared = set(index) & set(page)
+    assert "qwen2.5-7b, eager (eager/eager)" in shared
+    assert all(index[k] == page[k] for k in shared), {k: (index[k], page[k]) for k in shared}
+    assert len(set(page.values())) == len(page)  # no two series of one chart share a colour
+    assert "qwen2.5-7b, static_compiled (graph/eager, not judged)" in page  # the comparison is named, not hidden
+    # the same model and loop on the bounds chart (kernel names) is the same colour
+    from analysis.present.colours import colour_of
+
+    assert colour_of("h200/qwen2.5-7b/eager") == page["qwen2.5-7b, eager (eager/eager)"]
+    assert colour_of("h200-devtime/qwen2.5-7b") == page["qwen2.5-7b, device_time (device/device)"]
+
+
+def test_a_chart_of_unknown_series_still_gets_distinct_colours():
+    from analysis.present.colours import palette
+
+    labels = ["HEvalFix-Py", "my-corpus-a", "my-corpus-b", "my-corpus-c"]
+    colours = palette(labels)
+    assert len(set(colours)) == len(labels) and colours[0] == palette(["HEvalFix-Py"])[0]

@@ -260,3 +260,18 @@ def test_claims_summary_is_short_and_taken_from_the_other_outputs(tmp_path):
     assert len(head) <= 12 and not any(isinstance(v, (dict, list)) for v in head.values())
     (tmp_path / TABLES / "coverage.csv").unlink()
     assert "cov_line_pooled" not in claims_summary(tmp_path / TABLES, tmp_path / METRICS)
+
+
+def test_kernel_rows_are_the_judged_comparisons_not_the_graph_loop():
+    """C5: `dvc metrics show` held only the H200 graph/eager rows (the strongest AR loop, prefill not
+    graph-captured: not judged); the judged eager/eager ratios were no metric at all."""
+    from analysis.present.headline import kernel_rows
+
+    rows = []
+    for baseline, comparison, judged, t_ar in (("eager", "eager/eager", True, 2.0), ("static_compiled", "graph/eager", False, 0.2)):
+        for n in (8, 512):
+            rows.append({"kernel_source": f"h200/qwen2.5-7b/{baseline}", "source": "h200", "model": "qwen2.5-7b",
+                         "context": 256, "n": n, "baseline": baseline, "speedup": (10.0 if judged else 1.0) * n / 8,
+                         "t_ar": t_ar * n, "is_strongest": not judged, "comparison": comparison, "judged": judged})
+    out = kernel_rows(pl.DataFrame(rows), [], HeadlineSettings())
+    assert out == {"kernel_h200-q7b_c256": {"n8": 10.0, "n512": 640.0}}

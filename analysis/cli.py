@@ -181,8 +181,10 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
     stage.add_argument("--repo", action="append", metavar="PATH",
                        help="also mine this git repository or bundle for one-file commits (language: --language)")
-    stage.add_argument("--only", action="store_true",
-                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                            "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, datasets), "
+                            "e.g. --only datasets builds just params corpora.datasets")
     stage.add_argument("--language", default=None,
                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
                             "records without a language field")

@@ -23,6 +23,14 @@ HEIGHT = 220
 WRAP = 3            # panels per row before a facet wraps
 
 
+def stand_in_note(corpora) -> str:
+    """'; ProbeEdit-S is a stand-in' for a title whose chart draws ProbeEdit-S, else '' (a one-off run of the
+    user's own corpora has no stand-in to explain, C10)."""
+    from analysis.layout import STAND_IN as STAND_INS
+
+    return f"; {STAND_IN}" if set(STAND_INS) & {str(c) for c in corpora} else ""
+
+
 def _alt():
     import altair as alt
 
@@ -102,7 +110,7 @@ def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
         .properties(width=PANEL, height=HEIGHT - 40)
     )
     chart = _wrap(chart, "corpus:N").resolve_scale(y="independent")  # token-level counts differ by corpus
-    return _titled(chart, f"{level}-level oracle spans ({framing} framing; {STAND_IN})")
+    return _titled(chart, f"{level}-level oracle spans ({framing} framing{stand_in_note(data['corpus'])})")
 
 
 def span_histograms(hist: pl.DataFrame, levels: list[str], framing: str):
@@ -203,7 +211,7 @@ def corpus_sizes(sizes: pl.DataFrame):
     edits = alt.hconcat(_distribution(sizes, "changed_lines", "changed lines (gen, line level, log)", log=True),
                         _distribution(sizes, "gen_tokens", "gold tokens from gen spans (log)", log=True))
     return readable(alt.vconcat(files.properties(title="File length"), edits.properties(title="Edit size")).properties(
-        title=f"Per-case distributions ({STAND_IN})"))
+        title="Per-case distributions" + (f" ({STAND_IN})" if stand_in_note(sizes["corpus"]) else "")))
 
 
 # ---------------------------------------------------------------- perturbation
@@ -235,7 +243,8 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
     chart = _wrap(alt.layer(*lines.layer, rule, text, data=data).properties(width=PANEL - 60, height=HEIGHT - 40), "kind:N",
                   columns=WRAP + 1, title="perturbation")
     where = f"{level} level, " if level not in (None, "all") else ""
-    return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing; {STAND_IN})"))
+    return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing"
+                                   f"{stand_in_note(per_corpus['corpus'])})"))
 
 
 # ---------------------------------------------------------------- kernels

@@ -430,9 +430,10 @@ def test_context_label_names_the_mode():
     assert "None" not in context_label("running", None) and "so far" in context_label("running", None)
 
 
-def test_the_round_trip_claim_is_not_applicable_to_a_run_of_the_users_programs_only(tmp_path):
-    """N19: 42/42 of a pairs file's programs read "reproduced" against the paper's 482/482, so the
-    index counted a reproduced claim on a run with none of the paper's corpora."""
+def test_the_round_trip_claim_is_judged_on_a_run_of_the_users_programs(tmp_path):
+    """C10 (issue 41): losslessness is a property of the oracle and the resolver on any corpus, so a one-off
+    run's claim 5 is judged on that run's own programs (42/42 here), not marked 'not applicable'. (N19 had made
+    it not applicable; its figure is now the run's own count, never the paper's 482.)"""
     tables = _tables(tmp_path)
     pl.DataFrame({"level": ["line", "line"], "corpus": ["Pairs-a", "pooled"], "framing": ["pair", "pair"],
                   "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
@@ -440,9 +441,10 @@ def test_the_round_trip_claim_is_not_applicable_to_a_run_of_the_users_programs_o
     (tmp_path / METRICS).mkdir(parents=True, exist_ok=True)
     (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 42, "failed": 0}))
     items = {c.claim: c for c in claims.claims(tables, tmp_path / METRICS)}
-    assert items["5. lossless round trip"].verdict == claims.NOT_APPLICABLE
-    assert "Pairs-a" in items["5. lossless round trip"].reason
-    assert claims.counts(list(items.values()))[claims.REPRODUCED] == 0
+    assert items["5. lossless round trip"].verdict == claims.REPRODUCED
+    assert items["5. lossless round trip"].ours.startswith("42/42 programs") and "482" not in items["5. lossless round trip"].ours
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 41, "failed": 1}))
+    assert {c.claim: c for c in claims.claims(tables, tmp_path / METRICS)}["5. lossless round trip"].verdict == claims.DIFFERS
 
 
 def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them(tmp_path):
@@ -455,7 +457,7 @@ def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them
     items = claims.claims(tables, tmp_path / METRICS)
     judged_on_paper = {f"{s['id']}. {s['title']}" if s.get("id") else s["title"]
                        for k, s in PAPER.items() if not k.startswith("_") and claims.needs_paper_corpora(s)}
-    assert "5. lossless round trip" in judged_on_paper  # N19: its 482/482 counts the paper's programs
+    assert "5. lossless round trip" not in judged_on_paper  # C10: judged on the run's own programs
     assert judged_on_paper and {c.claim for c in items if c.verdict == claims.NOT_APPLICABLE} == judged_on_paper
     assert all("Pairs-a" in c.reason for c in items if c.verdict == claims.NOT_APPLICABLE)
     assert {c.verdict for c in items if c.claim not in judged_on_paper} == {claims.NOT_RUN}

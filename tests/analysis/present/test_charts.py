@@ -460,3 +460,11 @@ def test_a_chart_of_unknown_series_still_gets_distinct_colours():
     labels = ["HEvalFix-Py", "my-corpus-a", "my-corpus-b", "my-corpus-c"]
     colours = palette(labels)
     assert len(set(colours)) == len(labels) and colours[0] == palette(["HEvalFix-Py"])[0]
+
+
+def test_the_stand_in_note_appears_only_where_the_stand_in_is_drawn():
+    """C10: a one-off run of the user's own corpora had '(ProbeEdit-S is a stand-in)' in its chart titles."""
+    own = _hist().filter(pl.col("corpus") == "CommitEdits-click")
+    assert "stand-in" not in _title(charts.span_histogram(own, "line", "body").to_dict())
+    assert "stand-in" in _title(charts.span_histogram(_hist(), "line", "body").to_dict())
+    assert charts.stand_in_note(["Pairs-a"]) == "" and "stand-in" in charts.stand_in_note(["ProbeEdit-S"])

@@ -429,17 +429,6 @@ def test_a_stale_key_or_yaml_snippet_is_caught():
         check_known_keys({"bounds": {"kernel_sources": ["fit"]}}, _params(), "docs/own-model.md")
 
 
-def test_the_readme_names_every_stage_of_the_pipeline_and_no_other():
-    """Section 4 of issue 41: "runs 15 stages" stood beside a run where 12 ran; the README names the stages of
-    dvc.yaml (each once) and says `dvc repro` runs those whose inputs changed, with no count to go stale."""
-    text = re.sub(r"\s+", " ", (ROOT / "README.md").read_text())
-    listed = re.search(r"The pipeline's stages, one `copydecode` command each: ([a-z_0-9, ]+) \(", text)
-    assert listed, "the README's stage list is gone"
-    stages = list(yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"])
-    named = [s.strip() for s in listed.group(1).split(",")]
-    assert sorted(named) == sorted(stages) and len(named) == len(set(named)), (named, stages)
-
-
 def test_the_readme_says_how_to_return_to_the_committed_outputs():
     """A run rewrites the committed outputs and stages dvc.lock; the README's way back names every tracked
     output folder that a stage writes into git (dvc.yaml outs with cache: false)."""

@@ -229,7 +229,8 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
     if level not in (None, "all"):
         table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
-    pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing))
+    pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing)).with_columns(
+        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool (C3)
     data = pl.concat([per_corpus, pooled]).to_pandas()
     y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
     lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),

@@ -77,7 +77,7 @@ def test_perturbation_honours_level_and_framing():
             for c, f in (("HEvalFix-Py", "body"), ("HEvalFix-Py", "decl"), ("pooled", "body"), ("pooled", "decl"))
             for lv in ("line", "token")]
     values = [v for v in _values(charts.perturbation(pl.DataFrame(rows), "body", "line")) if "corpus" in v]  # not the paper's rule
-    assert {(v["corpus"], v["framing"]) for v in values} == {("HEvalFix-Py", "body"), ("pooled", "body")}
+    assert {(v["corpus"], v["framing"]) for v in values} == {("HEvalFix-Py", "body"), ("pooled (every corpus)", "body")}
     assert {v["level"] for v in values} == {"line"}
 
 

@@ -160,7 +160,7 @@ TOOL_READS_WRITES: dict[str, str] = {
 # stages (their checkpoints must land as they finish, for resuming).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
 
-SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
             "params file; the stage validates the value")
 
@@ -201,8 +201,10 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
     stage.add_argument("--repo", action="append", metavar="PATH",
                        help="also mine this git repository or bundle for one-file commits (language: --language)")
-    stage.add_argument("--only", action="store_true",
-                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                            "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, datasets), "
+                            "e.g. --only datasets builds just params corpora.datasets")
     stage.add_argument("--language", default=None,
                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
                             "records without a language field")
@@ -379,7 +381,7 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {item!r}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
@@ -507,8 +509,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     if result is not None:
-        print(json.dumps(result, indent=2, default=str))
+        print("\n".join(summary_lines(args.stage, result)))
     return 0
+
+
+# result keys a person acts on next: printed in full beside the one-line summary
+NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
+
+
+def summary_lines(stage: str, result) -> list[str]:
+    """What a person reads after a stage: one line (its short figures and where the full summary went: the
+    result written to data/summaries/<stage>.json) and, for a key to act on (NEXT_STEP_KEYS), one line more.
+    A stage's JSON summary used to be dumped on stdout: ~1,400 of 1,600 lines of a `dvc repro` log."""
+    from analysis.layout import SUMMARIES
+    from analysis.pipeline.io import write_json
+
+    path = SUMMARIES / f"{stage.replace(' ', '_')}.json"
+    write_json(result if isinstance(result, dict) else {"result": result}, path)
+    items = result.items() if isinstance(result, dict) else []
+    short = [(k, v) for k, v in items if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and len(str(v)) <= 40 and k not in NEXT_STEP_KEYS]
+    shown = ", ".join(f"{k.replace('_', ' ')} {_figure(v)}" for k, v in short[:5])
+    lines = [f"copydecode {stage}: done{'; ' + shown if shown else ''} (summary: {path})"]
+    lines += [f"{label}: {json.dumps(result[key], default=str)}" for key, label in NEXT_STEP_KEYS.items()
+              if isinstance(result, dict) and key in result]
+    return lines
+
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,17 @@ def sources_held(params: dict, model_path: Path) -> dict:
     return params
 
 
+def committed_bytes(path: str, rev: str = "HEAD") -> bytes | None:
+    """`path` (repository-relative) as committed at `rev` in this checkout; None without git or when not
+    committed there. Tests that check physics or timing on machine-dependent outputs read these, never the
+    workspace file: a user's own `dvc repro` rewrites the workspace with this machine's (noisy) timings."""
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 # ---------------------------------------------------------------- synthetic kernel timings (known curves)
 
 KERNEL_NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -380,7 +391,7 @@ class WebSocket:
 class Browser:
     """One headless Chromium and one page target, spoken to over the DevTools protocol."""
 
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, offline: bool = False):
         self.profile = tempfile.mkdtemp(prefix="copydecode-chromium-")
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -394,6 +405,9 @@ class Browser:
         self.next_id, self.events = 0, []
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        if offline:  # the network off, as on a machine with none: every http(s) request fails
+            self.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,
+                      uploadThroughput=-1)
         self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
 
     def _port(self) -> int:

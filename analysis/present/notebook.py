@@ -52,7 +52,9 @@ from analysis.present.corpusviews import (  # noqa: F401
 )
 from analysis.present.kernelviews import (  # noqa: F401
     RunEnvironmentView,
+    bounds_fit_caveats,
     break_even_n,
+    floor_breaches,
     gpu_reference,
     latency_fits,
     latency_formulas,

@@ -109,6 +109,8 @@ def show(
     every row shares is said once and the table stays narrow."""
     from great_tables import GT
 
+    if frame.height == 0:  # a header with no rows reads as a broken table
+        return empty_table(title)
     x, pct, ci = tuple(x), tuple(pct), tuple(ci)
     frame = mark_stand_in(frame)
     formats = dict(formats or {})
@@ -158,6 +160,11 @@ def pivot_wide(frame: pl.DataFrame, *, index: list[str], on: str, values: str) -
 
 
 # ---------------------------------------------------------------- page blocks
+
+
+def empty_table(title: str | None) -> Html:
+    """What a table with no rows shows: its title and that its stage, or that part of it, was not run."""
+    return Html(f"<p class='cd-empty'><b>{esc(title or 'table')}</b>: not run in this run (no rows).</p>")
 
 
 def note(template: str, **values: Any) -> Html:

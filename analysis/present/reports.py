@@ -45,7 +45,8 @@ HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
     ("kernel_speedup_h200", "Claim 1 (key chart): copy by one prefill against N decode steps on one H200 (frozen run, "
-                            "bf16), one line per model, AR loop and context"),
+                            "bf16), the judged comparisons (both sides built alike), one line per model and context; "
+                            "the graph-captured loop against the eager prefill is on the kernel page"),
     ("kernel_speedup", "Claim 1 beside it: the same on this machine's fitted profile"),
     ("bounds", "Claims 3 and 4: the closed-form bound per corpus with this machine's fitted kernel, with 95% CIs"),
     ("span_histogram_line", "Claim 2: line-level copy and gen span lengths"),
@@ -333,6 +334,38 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     return show(frame, lift_constants=False).as_raw_html()
 
 
+def noise_banner(root: Path = Path(".")) -> str:
+    """The NOISY line of the index: which of this run's timed stages (the kernel profile, the e2e run) flagged
+    their own run as noisy, and what tripped it; '' when neither did (or neither ran)."""
+    import json
+
+    from analysis.present.kernelviews import noisy_sources
+    from analysis.present.pages import esc
+    from analysis.results.e2e import noise_note
+
+    def read(name: str) -> dict:
+        path = root / METRICS / f"{name}.json"
+        try:
+            return json.loads(path.read_text()) if path.is_file() else {}
+        except (OSError, ValueError):
+            return {}
+
+    parts = []
+    kernel = noisy_sources(read("kernels"))
+    if kernel:
+        parts.append(f"the kernel profile (<a href='{esc(HTML.relative_to(INDEX.parent) / 'kernel.html')}'>kernel</a>): "
+                     f"{esc(kernel)}")
+    e2e = noise_note(read("e2e")).removeprefix("; marked NOISY: ")
+    if e2e:
+        parts.append(f"the end-to-end run (<a href='{esc(HTML.relative_to(INDEX.parent) / 'e2e.html')}'>e2e</a>): "
+                     f"{esc(e2e)}")
+    if not parts:
+        return ""
+    return ("<div class='cd-lead cd-stale'><p><strong>NOISY timings in this run.</strong> "
+            + "; ".join(parts) + ". The ratios built on them (claim 1, the fitted-kernel bounds, the e2e speedups) "
+            "are indicative: rerun on a quiet machine to judge them.</p></div>")
+
+
 def index_html(pages: list[Page], root: Path = Path("."), items: list | None = None) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
@@ -374,6 +407,7 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
             + "Kernel timings come from the machine in the provenance below, not the paper's A100.",
             [(f"claims {'that differ' if v == DIFFERS else v}", str(n)) for v, n in counts.items()
              if n or v in (REPRODUCED, DIFFERS, NOT_RUN)]).text
+        + noise_banner(root)
         + opening
         + "<h2>Key charts</h2><div class='cd-figures cd-figures-pair'>"
         + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[:2]) + "</div><div class='cd-figures'>"

@@ -110,3 +110,13 @@ def test_mark_stand_in_stars_probeedit_s_only_where_there_is_a_corpus_column():
     assert mark_stand_in(frame)["corpus"].to_list() == ["ProbeEdit-S*", "HEvalFix-Py"]
     other = pl.DataFrame({"name": ["ProbeEdit-S"]})
     assert mark_stand_in(other).equals(other)
+
+
+def test_a_table_with_no_rows_says_it_was_not_run():
+    """B8: the pilot page's wall-clock section drew a header and no rows."""
+    import polars as pl
+
+    from analysis.present.pages import show
+
+    shown = show(pl.DataFrame(schema={"case_id": pl.String, "ratio": pl.Float64}), title="Rewrite <s> / program s")
+    assert "not run in this run" in shown.text and "Rewrite &lt;s&gt; / program s" in shown.text

@@ -202,3 +202,20 @@ def test_a_notebook_stopped_by_an_absent_stage_output_becomes_a_not_run_page():
         assert error.__name__ in MISSING_INPUT_ERRORS
         assert missing_input(SimpleNamespace(ename=error.__name__, evalue=message)) == message
     assert missing_input(SimpleNamespace(ename="ValueError", evalue=message)) is None
+
+
+def test_the_index_says_when_a_timed_stage_ran_noisy(tmp_path):
+    """Section 4: NOISY was shown on the kernel and e2e pages only; the index carries it too, with what tripped it."""
+    from analysis.present.reports import noise_banner
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    assert noise_banner(tmp_path) == ""
+    (tmp_path / METRICS / "kernels.json").write_text(json.dumps(
+        {"run_environment": {"noisy": True, "noisy_reasons": ["run r1: reference drift 22% > 15% <x>"]}}))
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": False}}))
+    banner = noise_banner(tmp_path)
+    assert "NOISY timings" in banner and "run r1: reference drift 22% &gt; 15% &lt;x&gt;" in banner
+    assert "kernel.html" in banner and "e2e.html" not in banner
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
+    assert "e2e.html" in noise_banner(tmp_path) and "busy" in noise_banner(tmp_path)
+    assert "NOISY timings" in index_html([], tmp_path)

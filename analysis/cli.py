@@ -40,6 +40,12 @@ STAGES: dict[str, tuple[str, str]] = {
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
+    "kernels profile --batched": ("kernels_profile.stages.batched", "time batched engine steps (B sequences, q new "
+                                  "tokens each at context c) and fit the step-cost model"),
+    "serving simulate": ("analysis.stages.serving", "continuous-batching simulation of the corpora's edits per method, "
+                                                    "priced by the step-cost model"),
+    "serving replay": ("kernels_profile.stages.replay", "replay simulated steps as real batched forwards and compare "
+                                                        "measured with predicted step time"),
     "decode": ("kernels_profile.stages.decode", "the Copy-as-Decode decoder on one case (--case-id, --model)"),
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
@@ -51,6 +57,9 @@ STAGES: dict[str, tuple[str, str]] = {
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
+    "kernels profile --batched": ("preset", "out", "device", "model", "dtype", "contexts", "ns", "weights"),
+    "serving simulate": (),
+    "serving replay": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": ("preset", "out"),
     "pilot": ("preset",),
@@ -115,6 +124,16 @@ READS_WRITES: dict[str, str] = {
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
                        "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+    "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
+                                 "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
+                                 "data/kernels/batched.parquet and batched.environment.json, "
+                                 "reports/kernels/step_cost.json, reports/tables/step_cost_*.*, "
+                                 "reports/metrics/step_cost.json",
+    "serving simulate": "reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
+                        "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json",
+    "serving replay": "reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
+                      "serving.replay); writes data/serving/replay.parquet, reports/tables/serving_replay.*, "
+                      "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
                    "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
@@ -146,7 +165,7 @@ OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
 CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
 
-SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
             "params file; the stage validates the value")
 
@@ -158,7 +177,8 @@ OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR ins
 CHART_STAGES = ("spans", "bounds", "perturb", "kernels fit", "e2e", "pilot", "reports")
 
 # stages whose own --out names their output (a one-off output root is refused there)
-OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a preset run's folder"}
+OWN_OUT = {"kernels profile": "names the raw timings file", "kernels profile --batched": "names the raw timings file",
+           "e2e": "names a preset run's folder"}
 
 
 def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
@@ -189,8 +209,10 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
     stage.add_argument("--repo", action="append", metavar="PATH",
                        help="also mine this git repository or bundle for one-file commits (language: --language)")
-    stage.add_argument("--only", action="store_true",
-                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                            "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, datasets), "
+                            "e.g. --only datasets builds just params corpora.datasets")
     stage.add_argument("--language", default=None,
                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
                             "records without a language field")
@@ -270,7 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--weights", default=None, choices=("random", "real"),
                          help="random: weights drawn for the model's config (timing does not depend on them); "
                               "real: the model's own weights (from_pretrained) (default: params)")
+    importlib.import_module(STAGES["kernels profile --batched"][0]).add_arguments(profile)
     _add_stage(kernels, "kernels fit")
+    serving = sub.add_parser("serving", help="batched serving: the continuous-batching simulation and its replay check",
+                             description="Batched serving: `serving simulate` runs the corpora's edits through a "
+                                         "continuous-batching scheduler priced by the step-cost model; `serving replay` "
+                                         "times a sample of its steps as real batched forwards.")
+    serving_commands = serving.add_subparsers(dest="scommand", metavar="{simulate,replay}", required=True)
+    _add_stage(serving_commands, "serving simulate")
+    _add_stage(serving_commands, "serving replay")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
                                        "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
@@ -358,7 +388,7 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {shown(item)}")
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {shown(item)}")
         value = parse_value(raw, f"--set {key}")
         node = out
         *parents, last = key.split(".")
@@ -468,6 +498,9 @@ def _discard(new_root: Path | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "batched", False):  # `kernels profile --batched` is its own stage
+        args.stage = "kernels profile --batched"
+        args.module = STAGES[args.stage][0]
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
@@ -525,8 +558,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
         return 2
     if result is not None:
-        print(json.dumps(result, indent=2, default=str))
+        print("\n".join(summary_lines(args.stage, result)))
     return 0
+
+
+# result keys a person acts on next: printed in full beside the one-line summary
+NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
+
+
+def summary_lines(stage: str, result) -> list[str]:
+    """What a person reads after a stage: one line (its short figures and where the full summary went: the
+    result written to data/summaries/<stage>.json) and, for a key to act on (NEXT_STEP_KEYS), one line more.
+    A stage's JSON summary used to be dumped on stdout: ~1,400 of 1,600 lines of a `dvc repro` log."""
+    from analysis.layout import SUMMARIES
+    from analysis.pipeline.io import write_json
+
+    path = SUMMARIES / f"{stage.replace(' ', '_')}.json"
+    write_json(result if isinstance(result, dict) else {"result": result}, path)
+    items = result.items() if isinstance(result, dict) else []
+    short = [(k, v) for k, v in items if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and len(str(v)) <= 40 and k not in NEXT_STEP_KEYS]
+    shown = ", ".join(f"{k.replace('_', ' ')} {_figure(v)}" for k, v in short[:5])
+    lines = [f"copydecode {stage}: done{'; ' + shown if shown else ''} (summary: {path})"]
+    lines += [f"{label}: {json.dumps(result[key], default=str)}" for key, label in NEXT_STEP_KEYS.items()
+              if isinstance(result, dict) and key in result]
+    return lines
+
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ id, no registry entry) with `--device`, `--dtype`, `--contexts`, `--ns` and `--w
 overriding those params for one run. Its raw timings go to data/kernels/<source>.parquet, where the
 kernel source is `<model label>-<device>` (e.g. `llama-3.2-1b-cuda`); to fit it and use it in the
 bounds, add `{source: <source>, path: data/kernels/<source>.parquet}` to `kernels.fit.raw` (the run
-prints that entry) and `<source>/<model label>/<AR loop>` to `bounds.kernel_sources`.
+prints that entry) and `<source>/<model label>/<AR loop>` to `kernel.sources`.
 """
 
 from __future__ import annotations

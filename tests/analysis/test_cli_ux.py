@@ -3,6 +3,7 @@ validated, named errors), and a --help for every command that says what it reads
 
 from __future__ import annotations
 
+import json
 import argparse
 import subprocess
 import sys
@@ -67,3 +68,17 @@ def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tm
         err = capsys.readouterr().err
         assert "'kernel.latency_form' must be one of" in err and "cubic" in err
     assert params.read_bytes() == before
+
+
+def test_a_stage_ends_with_one_line_and_its_summary_in_a_file(tmp_path, monkeypatch):
+    """Section 4 of issue 41: stage summaries were JSON dumps on stdout (most of a `dvc repro` log)."""
+    from analysis.cli import summary_lines
+
+    monkeypatch.chdir(tmp_path)
+    result = {"cases": 1082, "seconds": 3.8354, "corpora": {"HEvalFix-Py": 164}, "note": "x" * 80,
+              "add_to_kernels_fit_raw": {"source": "m-cpu", "path": "data/kernels/m-cpu.parquet"}}
+    lines = summary_lines("kernels profile", result)
+    assert lines[0] == "copydecode kernels profile: done; cases 1,082, seconds 3.835 (summary: data/summaries/kernels_profile.json)"
+    assert lines[1] == 'add to params kernels.fit.raw: {"source": "m-cpu", "path": "data/kernels/m-cpu.parquet"}'
+    assert len(lines) == 2
+    assert json.loads((tmp_path / "data/summaries/kernels_profile.json").read_text()) == result

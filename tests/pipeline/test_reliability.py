@@ -306,9 +306,10 @@ def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
                   "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
                  ).write_csv(tables / "coverage.csv")
     items = {c.claim.split(". ")[0]: c for c in present.claims(tables, tmp_path / "metrics")}
-    for name in ("2", "3", "4", "5", "6"):  # copy ceiling, bounds, token level, round trip (N19), perturbation
+    for name in ("2", "3", "4", "6"):  # copy ceiling, bounds, token level, perturbation
         assert items[name].verdict == present.NOT_APPLICABLE, name
-        assert "Pairs-a" in items[name].why
+        assert "Pairs-a" in items[name].reason
+    assert items["5"].verdict == present.NOT_RUN  # C10: judged on the run's own programs (no roundtrip metrics here)
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
 

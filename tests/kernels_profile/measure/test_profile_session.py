@@ -387,3 +387,37 @@ def test_the_raw_file_and_its_sidecar_are_replaced_as_one_set(tmp_path, monkeypa
                                     from_scratch_s=1.0), out)
     assert pl.read_parquet(out)["seconds"].to_list() == [0.5] and read_environment(out)["run"] == "old"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name != "data") == ["raw.environment.json", "raw.parquet"]  # no temporaries
+
+
+def test_the_progress_bar_moves_once_per_timed_run_and_resumes_at_the_finished_pairs(tmp_path, monkeypatch):
+    """Section 4 of issue 41: the bar had 4 steps over a 15-minute profile (one per pair); now a step per timed
+    run (the AR run and each prefill), and a resumed run starts at its finished pairs' steps."""
+    import kernels_profile.measure.session as session
+    from kernels_profile.measure.profiler import pair_steps
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, initial, **kwargs):
+            self.total, self.n, self.initial = total, initial, initial
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(session, "progress_bar", Bar)
+    spec = replace(SPEC, repeats=1)
+    pairs = len(spec.contexts) * len(spec.baselines)
+    assert pair_steps(spec) == 1 + len(spec.ns) * len(spec.prefills)
+    run(spec, tmp_path)
+    assert bars[-1].total == pairs * pair_steps(spec) and bars[-1].n == bars[-1].total
+    first = next(tmp_path.glob("*.parquet"))
+    first.unlink()  # one pair lost: the rerun measures it alone
+    run(spec, tmp_path)
+    assert bars[-1].initial == (pairs - 1) * pair_steps(spec) and bars[-1].n == bars[-1].total

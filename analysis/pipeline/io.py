@@ -122,6 +122,7 @@ def dvc_stage(stage: str) -> str:
 # Outputs a command writes as one set beyond its dvc.yaml outs: a preset's or --model's raw timings and a
 # frozen profile; a frozen pilot run (`pilot-sweep --freeze`).
 OWNED_OUTSIDE_DVC = {"kernels_profile": ("data/kernels", "reports/kernels/frozen"),
+                     "kernels_batched": ("data/kernels", "data/serving", "reports/kernels/frozen"),
                      "pilot-sweep": ("reports/pilot/frozen",)}
 
 

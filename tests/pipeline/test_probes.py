@@ -380,6 +380,10 @@ PROBES = [
     Probe("N15-empty-repository", cli("--out", "run", "corpora", "--only", "--repo", "mixed", setup=empty_repository),
           "the repository has no commits"),
     # issue 39: settings and names (qa-review round 5)
+    Probe("S4-serving-requests-bounded", stage_settings("analysis.stages.serving", **{
+        "serving.closed_loop.min_requests": 10**9}), "would simulate 1,000,000,000 requests"),
+    Probe("S4-serving-open-loop-requests-bounded", stage_settings("analysis.stages.serving", **{
+        "serving.open_loop.requests": 10**7}), "above 100,000"),
     Probe("M5-profile-model-empty", cli("kernels", "profile", "--model", ""), "--model is empty"),
     Probe("M11-set-alias", cli("--set", "spans.seed={a: &a [x], b: *a}", "--out", "run", "spans"),
           "--set spans.seed: YAML anchors (&a) are not allowed"),
@@ -597,17 +601,27 @@ def profile_settings(**options) -> Callable[[Path, Path], str]:
     return act
 
 
-def preset_settings(module: str, group: str, name: str) -> Callable[[Path, Path], str]:
-    """A stage's settings with `group.presets` holding `name`, selected (refused before any path is made)."""
+def preset_settings(module: str, table: str, name: str) -> Callable[[Path, Path], str]:
+    """A stage's settings with the presets table `table` (dotted) holding `name`, selected (refused before any
+    path is made)."""
     def act(run: Path, outside: Path) -> str:
         import importlib
 
         params = params_with()
-        params[group].setdefault("presets", {})[name] = {}
+        group, _, key = table.partition(".")
+        params[group].setdefault(key, {})[name] = {}
         os.chdir(run)
         importlib.import_module(module).settings(params, preset=name)
         return ""
     return act
+
+
+def _inside(path: Path) -> str:
+    from analysis.pipeline.confine import confined
+
+    confined(path, "checkpoint")
+    assert path.name.startswith("tiny-"), path
+    return ""
 
 
 def pair_checkpoint(run: Path, outside: Path) -> str:
@@ -683,17 +697,28 @@ ATTACKS = [
     Attack("H4-profile-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
            profile_settings(out="OUTSIDE/raw.parquet"), "lies outside the output root"),
     Attack("H4-e2e-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
-           preset_settings("kernels_profile.stages.e2e", "e2e", "../../outside/x"), "cannot name a file"),
+           preset_settings("kernels_profile.stages.e2e", "e2e.presets", "../../outside/x"), "cannot name a file"),
     Attack("H4-e2e-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
            lambda run, out: (os.chdir(run), __import__("kernels_profile.stages.e2e", fromlist=["settings"]).settings(
                params_with(**{"e2e.presets": {"wide": {}}}), preset="wide", out=str(out / "e2e")), "")[-1],
            "lies outside the output root"),
     Attack("H4-pilot-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
-           preset_settings("kernels_profile.pilot.settings", "pilot", "../../outside/x"), "cannot name a file"),
+           preset_settings("kernels_profile.pilot.settings", "pilot.presets", "../../outside/x"), "cannot name a file"),
     Attack("H4-pilot-freeze-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
            lambda run, out: (os.chdir(run), __import__("kernels_profile.pilot.sweep", fromlist=["freeze"]).freeze(
                "../../outside/x", {}, run / "data/pilot/x", run / "reports/pilot/frozen"), "")[-1],
            "cannot name a file"),
+    # section 4: the serving work's settings and files (merged on main this round)
+    Attack("S4-batched-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           preset_settings("kernels_profile.stages.batched", "kernels.batched_presets", "../../outside/x"), "cannot name a file"),
+    Attack("S4-batched-preset-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.stages.batched", fromlist=["x"]).settings(
+               params_with(**{"kernels.batched_presets": {"mine": {"out": str(out / "evil.parquet")}}}),
+               preset="mine"), "")[-1], "lies outside the output root"),
+    Attack("S4-batched-model-folder-checkpoints-stay-inside", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), _inside(__import__("kernels_profile.measure.batched_session",
+                                                                fromlist=["x"]).unit_path(
+               Path("data/kernels/batched_checkpoints"), str(out / "models/tiny"), "c8", 0, "k")))[-1], ""),
     Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),
                                                            (out / "clone").mkdir(), (out / "clone/dvc.yaml").write_text(
                                                                "stages: {}\n"), _ok_pairs(run)),

@@ -401,8 +401,11 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
             raise ParamsError(f"--set {key}: no such setting in the params file"
                               + did_you_mean(key, sorted(_dotted_keys(params))))
         node[last] = value
-    if SCHEMA_PARAMS.is_file():  # a mapping value holds only keys a stage reads (`bootstrap_resample` is a typo)
-        check_known_keys(out, load_params(SCHEMA_PARAMS, check_keys=False), "--set")
+        if isinstance(value, dict) and SCHEMA_PARAMS.is_file():  # only keys a stage reads (`bootstrap_resample`)
+            alone: dict = value
+            for part in reversed(key.split(".")):
+                alone = {part: alone}
+            check_known_keys(alone, load_params(SCHEMA_PARAMS, check_keys=False), f"--set {key}")
     return out
 
 
@@ -433,8 +436,8 @@ def run_maintenance(args: argparse.Namespace) -> int:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
     if getattr(args, "overrides", []):  # silently ignored, a --set would look applied (L7)
-        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` takes no params settings); "
-              "drop it", file=sys.stderr)
+        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` does not apply overrides: it "
+              "would be ignored); drop it, or give a params file with --params", file=sys.stderr)
         return 2
     try:
         return importlib.import_module(args.module).command(args)

@@ -104,10 +104,11 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     import json
     import shutil
 
-    from analysis.pipeline.confine import safe_name
+    from analysis.pipeline.confine import confined, safe_name
     from analysis.pipeline.io import output_set, write_csv, write_json, write_text, write_with
 
     safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
+    confined(Path(target) / preset / "run.json", "pilot-sweep --freeze: the frozen run's folder")
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
     if missing:

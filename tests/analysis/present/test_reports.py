@@ -214,7 +214,7 @@ def test_the_report_kernel_never_has_the_run_folder_on_its_path(tmp_path, monkey
     import subprocess
     import sys
 
-    from analysis.present.reports import PROJECT, kernel_environment
+    from analysis.present.execution import PROJECT, kernel_environment
 
     (tmp_path / "json.py").write_text("raise SystemExit('planted json imported')\n")
     (tmp_path / "plantedmod.py").write_text("raise SystemExit('planted module imported')\n")
@@ -234,7 +234,7 @@ def test_the_report_kernel_never_has_the_run_folder_on_its_path(tmp_path, monkey
 def test_an_executed_notebook_holds_no_machine_path_and_a_fixed_injected_cell_id(tmp_path):
     """L1: the injected parameters cell had a random id (every page differed between two renders), and the
     notebook held the absolute root and papermill's temporary output name."""
-    from analysis.present.reports import INJECTED_CELL_ID, normalise_executed
+    from analysis.present.execution import INJECTED_CELL_ID, normalise_executed
 
     book = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell('root = "."', metadata={"tags": ["injected-parameters"]})

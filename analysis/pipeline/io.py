@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import errno
+import functools
 import json
 import math
 import os
@@ -126,17 +127,24 @@ OWNED_OUTSIDE_DVC = {"kernels_profile": ("data/kernels", "reports/kernels/frozen
                      "pilot-sweep": ("reports/pilot/frozen",)}
 
 
+@functools.lru_cache(maxsize=4)
+def _dvc_stages(dvc_yaml: Path) -> dict:
+    """dvc.yaml's stages (read once per process: libyaml's loader when present, the file is long)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        stages = yaml.load(dvc_yaml.read_text(encoding="utf-8"), Loader=loader).get("stages", {})  # noqa: S506
+    except (OSError, AttributeError, yaml.YAMLError):
+        return {}
+    return stages if isinstance(stages, dict) else {}
+
+
 def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
     """The outputs the project's dvc.yaml declares for `stage` (outs, metrics, plots), as spelt there;
     () for a stage it does not declare. Read from the project beside this package, never from the run
     folder: a run folder cannot widen what a stage owns."""
-    import yaml
-
-    dvc_yaml = dvc_yaml or Path(__file__).resolve().parents[2] / "dvc.yaml"
-    try:
-        stages = yaml.safe_load(dvc_yaml.read_text(encoding="utf-8")).get("stages", {})
-    except (OSError, AttributeError, yaml.YAMLError):
-        return ()
+    stages = _dvc_stages(dvc_yaml or Path(__file__).resolve().parents[2] / "dvc.yaml")
     spec = stages.get(dvc_stage(stage)) if isinstance(stages, dict) else None
     extra = OWNED_OUTSIDE_DVC.get(dvc_stage(stage), ())
     if not isinstance(spec, dict):

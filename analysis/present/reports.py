@@ -212,16 +212,32 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
     handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
     os.close(handle)
     try:
+        # root "." with the kernel started in the output root: the notebook names no machine path (P1)
         papermill.execute_notebook(
-            str(source), temp, parameters={**parameters, "root": str(root.resolve())},
+            str(source), temp, parameters={**parameters, "root": "."},
             kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
         )
+        scrub_machine_paths(Path(temp), name, out_name)
         os.replace(temp, executed)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         executed.unlink(missing_ok=True)  # a previous run's notebook would no longer match this run's pages
         raise
     return executed
+
+
+def scrub_machine_paths(path: Path, name: str, out_name: str) -> None:
+    """papermill records where it read the template and wrote the notebook (absolute, and the temporary
+    name): the executed notebook keeps the repository-relative names instead, so a committed notebook
+    holds no machine path and is the same on every machine."""
+    import nbformat
+
+    book = nbformat.read(path, as_version=4)
+    recorded = book.metadata.get("papermill")
+    if recorded is not None:
+        recorded["input_path"] = f"notebooks/{name}.ipynb"
+        recorded["output_path"] = str(EXECUTED / f"{out_name}.ipynb")
+    nbformat.write(book, path)
 
 
 def stale_banner(reasons: list[str]) -> str:

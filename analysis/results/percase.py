@@ -182,7 +182,7 @@ def pilot_lines(records: pl.DataFrame) -> Iterator[dict]:
         yield {"task": "pilot", "case_id": row["case_id"], "corpus": row["split"],
                "method": f"pilot_{row['mode']}_{row['phase']}", "phase": row["phase"], "seed": row["seed"],
                "mode": row["mode"], "kind": row["kind"], "exact_match": row["exact_match"], "valid": row["valid"],
-               "error": row["error"], "program": row["program"], "output": row["output"],
+               "error": row.get("error"), "program": row.get("program"), "output": row.get("output"),
                "seconds": _number(row["seconds"])}
 
 

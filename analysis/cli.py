@@ -79,7 +79,7 @@ TOOLS: dict[str, tuple[str, str]] = {
     "bench busy": ("kernels_profile.stages.bench_busy", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
     "compare": ("analysis.tools.compare", "two runs' headline figures paired on one value per shared case: B - A, "
-                                          "the change in %, a paired bootstrap CI (a sign test for exact match) and "
+                                          "the relative change, a paired bootstrap CI (a sign test for exact match) and "
                                           "the params that differ -> runs/compare/A-vs-B/compare.{md,html,json}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
@@ -107,34 +107,43 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
 READS_WRITES: dict[str, str] = {
     "corpora": "reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+               "data/corpora/probeedit_edits.parquet, data/corpora/commits/, reports/tables/commit_repositories.{csv,md}, "
                "reports/metrics/corpora.json",
     "programs": "reads data/corpora/cases.parquet; writes data/programs/programs.parquet",
     "roundtrip": "reads cases and programs; writes reports/metrics/roundtrip.json",
     "spans": "reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
-             "span histograms, reports/metrics/coverage.json",
+             "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+             "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json",
     "bounds": "reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
-              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/metrics/bounds.json",
-    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
-    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
-    "formats": "reads cases and programs; writes reports/tables/formats*.*",
+              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/figures/bounds.{png,svg}, "
+              "reports/metrics/bounds.json",
+    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+               "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json",
+    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*, "
+               "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json",
+    "formats": "reads cases and programs; writes reports/tables/edit_formats.*, reports/tables/token_boundaries.*, "
+               "reports/metrics/formats.json",
     "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
                "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
                "reports/percase/samples.jsonl and reports/percase/manifest.json",
-    "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
+    "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
+               "reports/metrics/headline.json",
     "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
-                       "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+                       "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
-                   "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
+                   "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                   "reports/metrics/kernels.json",
     "decode": "reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
               "reports/tables/mask_benchmark.*, reports/metrics/decode.json",
     "e2e": "reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
-           "reports/tables/e2e_*.*, reports/figures/e2e_speedup.svg, reports/metrics/e2e.json",
+           "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, reports/figures/e2e_speedup.{png,svg}, "
+           "reports/metrics/e2e.json",
     "pilot": "reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); writes "
-             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.svg, "
-             "reports/metrics/pilot.json",
+             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.{png,svg}, "
+             "reports/pilot/range_errors.*, reports/metrics/pilot.json",
 }
 
 # What each tool reads and writes, for its --help.
@@ -257,7 +266,7 @@ def build_parser() -> argparse.ArgumentParser:
     kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
-    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
+    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
     profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
@@ -292,7 +301,10 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--memory-sizes", default=None, dest="memory_sizes",
                             help="case counts whose peak memory is measured in a fresh process, comma-separated, "
                                  "or none (default: params bench.memory_sizes)")
-    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+    throughput.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    throughput.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")
     busy = _add_tool(bench, "bench busy")

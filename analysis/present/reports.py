@@ -26,12 +26,13 @@ from analysis.errors import CopyDecodeError, ParamsError
 from analysis.pipeline.io import write_text
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
+           "pilot", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
-                 "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs",),
+                 "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",), "losslessness": ("programs",),
                  "e2e": (), "pilot": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
@@ -461,12 +462,15 @@ def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
 
 
 def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("."),
-                params: Path | None = None, templates: Path = TEMPLATES) -> dict[str, Any]:
+                params: Path | None = None, templates: Path = TEMPLATES, progress_to=None) -> dict[str, Any]:
     """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index;
     `params` (the file in use) is what every page's provenance hashes and what every page reads.
     Every parameter name is checked against its template before any notebook runs. A page that fails
-    renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages."""
+    renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages.
+    A progress bar (one step per page, the page being rendered beside it) draws on `progress_to` (stderr)."""
     import os
+
+    from analysis.parallel.progress import progress_bar
 
     from analysis.present.provenance import PARAMS_ENV
 
@@ -481,7 +485,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
     try:
         pages, timings, failed = [], {}, {}
+        bar = progress_bar(len(REPORTS), "reports", unit="page", leave=True, file=progress_to)
         for name in REPORTS:
+            bar.set_postfix_str(name)
             t0 = time.perf_counter()
             try:
                 reasons = [stale[stage] for stage in REPORT_STAGES.get(name, CORPUS_STAGES) if stage in stale]
@@ -494,6 +500,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
                     failed[name] = failure_reason(exc)
                     pages.append(failed_page(name, failed[name], Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
+            bar.update()
+        bar.set_postfix_str("index")
+        bar.close()
         write_headline(Path(root))  # before the index, which links every metrics file
         write_index(pages, Path(root), list(stale.values()))
     finally:

@@ -12,7 +12,7 @@ from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize
-from analysis.latency.model import FORMS, to_document
+from analysis.latency.model import FORMS, paper_kernel_points, to_document
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
@@ -357,7 +357,7 @@ def run(s: FitSettings) -> dict:
             envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
             notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in envs})
             name = "kernel_speedup" if source == FIT_SOURCE else f"kernel_speedup_{source}"
-            save_chart(charts.kernel_speedup(chosen, "; ".join(notes)), FIGURES / name)
+            save_chart(charts.kernel_speedup(chosen, "; ".join(notes), list(paper_kernel_points())), FIGURES / name)
         write_csv(speedups.select("kernel_source", "model", "dtype", "device", "context", "n", "baseline", "speedup"),
                   TABLES / "kernel_speedup_plot.csv")
     is_fit = pl.col("source") == FIT_SOURCE

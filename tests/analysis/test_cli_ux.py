@@ -67,3 +67,34 @@ def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tm
         err = capsys.readouterr().err
         assert "'kernel.latency_form' must be one of" in err and "cubic" in err
     assert params.read_bytes() == before
+
+
+def test_every_stage_help_lists_every_file_the_stage_writes():
+    """P6: each dvc.yaml out of a stage matches a path its `--help` names after "writes" (globs and {a,b}
+    expanded), so the help never names a file the stage does not write or leaves one out."""
+    import fnmatch
+    import re
+
+    import yaml
+
+    from analysis.cli import build_parser
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    parser = build_parser()
+    for name, stage in stages.items():
+        words = stage["cmd"].split()[1:]
+        sub = parser
+        for word in words:
+            sub = next(a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction").choices[word]
+        text = " ".join((sub.description or "").split())
+        assert " writes " in text, name
+        patterns = []
+        for token in re.findall(r"[\w./*{},-]*/[\w./*{},-]*", text.split(" writes ", 1)[1]):
+            token = token.rstrip(",.")
+            alt = re.search(r"\{([^}]*)\}", token)
+            patterns += ([token[:alt.start()] + x + token[alt.end():] for x in alt.group(1).split(",")] if alt
+                         else [token])
+        for out in stage.get("outs", []):
+            path = out if isinstance(out, str) else next(iter(out))
+            assert any(fnmatch.fnmatch(path, p) or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatch(path + "/", p)
+                       for p in patterns), f"{name}: --help does not name {path} (names {patterns})"

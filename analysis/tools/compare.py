@@ -55,7 +55,8 @@ E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> 
 AR_METHOD = "ar"
 NAMED_IDS = 5  # unpaired case ids named in the report
 CHUNK_CELLS = 1 << 22  # bootstrap indices drawn at once (4M: ~50 MB with the gathered values)
-LARGE_WORK = 4e8  # resample x unit draws above which the command warns before it starts
+LARGE_WORK = 1.5e9  # resample x unit draws (about half a minute) above which the command warns before it starts
+DRAWS_PER_SECOND = 5e7  # draws a second on one core of the development machine (2 busy cores), for the estimate
 
 
 class CompareError(CopyDecodeError):
@@ -479,10 +480,22 @@ def _seed_note(table: str, joined: pl.DataFrame) -> str | None:
     return None if a == b else f"{table}: A averages {a} seed(s) per case, B {b}; each case's value is its seed mean"
 
 
+def _units(table: str, joined: pl.DataFrame, s: CompareSettings) -> int:
+    """Paired units the figures of `table` bootstrap, each counted once per figure, per corpus and pooled."""
+    if table == "case_costs":
+        part = _headline_slice(joined, s.framing)
+        sources = max(1, part.select("kernel_source", "baseline").n_unique())
+        return 2 * (part.height // sources + 2 * part.filter(pl.col("level") == "line").height)
+    if table == "perturb":
+        at = joined.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9))
+        return 2 * _headline_slice(at, s.framing).height
+    return 2 * joined.height
+
+
 def work(paired: dict[str, pl.DataFrame], s: CompareSettings) -> int:
-    """Bootstrap draws the comparison will make (resamples x units, over every figure's pool), an upper
-    estimate from the paired rows: stated before it starts."""
-    return sum(frame.height for frame in paired.values()) * s.resamples * 4
+    """Bootstrap draws the comparison will make (resamples x paired units, summed over figures), stated
+    before it starts."""
+    return sum(_units(table, joined, s) for table, joined in paired.items()) * s.resamples
 
 
 def compare_runs(a: Run, b: Run, s: CompareSettings, warn: Callable[[str], None] | None = None) -> Comparison:
@@ -507,9 +520,10 @@ def compare_runs(a: Run, b: Run, s: CompareSettings, warn: Callable[[str], None]
     draws = work(paired, s)
     if warn is not None:
         warn(f"compare: {sum(f.height for f in paired.values()):,} paired rows in {len(paired)} table(s), "
-             f"{s.resamples:,} resamples per figure (at most ~{draws / 1e6:,.0f}M bootstrap draws)")
+             f"{s.resamples:,} resamples per figure: {draws / 1e6:,.0f}M bootstrap draws (about "
+             f"{max(1, round(draws / DRAWS_PER_SECOND)):,} s)")
         if draws > LARGE_WORK:
-            warn(f"compare: warning: that is a large bootstrap (roughly {draws / 5e7:,.0f} s on one core); "
+            warn(f"compare: warning: that is a large bootstrap (about {draws / DRAWS_PER_SECOND / 60:,.1f} minutes); "
                  "`--resamples 200` gives a coarser CI in a tenth of the time")
     for table, joined in paired.items():
         out.rows += FIGURES[table](joined, s)

@@ -119,3 +119,16 @@ def test_bounds_wide_and_tokenization_wide_are_narrow_and_put_pools_last():
     tok = bounds.with_columns(bound_gold_prefill=pl.col("bound") * 1.1, rel_change=pl.lit(0.1))
     narrow = present.tokenization_wide(tok)
     assert narrow.height == bounds.height and narrow["line ideal"][0].endswith(f"(+{present.fmt_pct(0.1, 2)})")
+
+
+def test_a_tokenization_table_of_unchanged_rows_becomes_one_sentence():
+    """P3: 56 rows that all read "(+0.00%)" say so in one sentence; a visible change keeps the table."""
+    import polars as pl
+
+    from analysis.present.corpusviews import tokenization_note
+
+    rows = pl.DataFrame({"kernel_source": ["fit", "paper"], "corpus": ["A", "B"], "level": ["line", "token"],
+                         "variant": ["ideal", "overhead"], "rel_change": [0.0, 4e-5]})
+    text = tokenization_note(rows)
+    assert "none of the 2 bounds shown changes by 0.005% or more" in text and "4.00e-05" in text and "paper, B" in text
+    assert tokenization_note(rows.with_columns(rel_change=pl.Series([0.0, 0.002]))) is None

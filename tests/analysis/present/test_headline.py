@@ -47,7 +47,7 @@ ROW_PATTERNS = (
     r"machine(_cores)?",
 )
 MAX_PATH = 39  # `metrics/<row>.json`: with the 9 value columns, `dvc metrics show` is 120 characters wide
-KERNEL_KEYS = {"n8", "n512"}
+KERNEL_KEYS = {"n008", "n512"}
 MAX_FIGURES = 200  # a bounded grid: this repository's outputs give 185 (H200 kernel sources add bound and kernel rows, the
 # frozen e2e-wide run four e2ew- rows of up to six corpora each)
 
@@ -85,7 +85,7 @@ def test_headline_figures_are_the_tables_figures():
                            & (pl.col("corpus") == "pooled") & (pl.col("framing") == "body")
                            & (pl.col("pooling") == "ratio_of_sums"))
     assert head.rows["bound_fit_ideal"]["pooled"] == round(pooled["bound"][0], 3)
-    assert head.rows["kernel_paper"] == {"n8": 6.8, "n512": 303.0}
+    assert head.rows["kernel_paper"] == {"n008": 6.8, "n512": 303.0}
     assert head.rows["roundtrip_fail"] == {"pooled": json.loads((ROOT / METRICS / "roundtrip.json").read_text())["failed"]}
 
 
@@ -140,8 +140,8 @@ def test_kernel_rows_per_source_and_context():
                           "n": [8, 512, 8, 512, 8, 512], "speedup": [4.0, 15.0, 3.9, 15.3, 7.1, 250.0],
                           "is_strongest": [True] * 6})
     out = kernel_rows(frame, ["fit"], HeadlineSettings())
-    assert out == {"kernel_fit_c256": {"n8": 4.0, "n512": 15.0}, "kernel_fit_c2048": {"n8": 3.9, "n512": 15.3},
-                   "kernel_h200-q7b_c256": {"n8": 7.1, "n512": 250.0}}
+    assert out == {"kernel_fit_c256": {"n008": 4.0, "n512": 15.0}, "kernel_fit_c2048": {"n008": 3.9, "n512": 15.3},
+                   "kernel_h200-q7b_c256": {"n008": 7.1, "n512": 250.0}}
 
 
 def test_absent_inputs_are_named_and_stale_files_removed(tmp_path):

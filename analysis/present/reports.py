@@ -82,6 +82,7 @@ svg, img { max-width: 100%; height: auto; }
 .cd-figures-pair { grid-template-columns: 1fr 1fr; margin-bottom: 20px; } .cd-note { color: var(--muted); font-size: 13px; }
 .cd-figures figure { margin: 0; } .cd-figures figcaption { color: var(--muted); font-size: 13px; }
 .cd-links { columns: 3; } .cd-links li { break-inside: avoid; }
+.cd-files { list-style: none; padding-left: 0; margin: 2px 0 10px; columns: 2; } .cd-files li { break-inside: avoid; }
 .cd-verdict-reproduced { color: #116329; font-weight: 600; } .cd-verdict-differs { color: #9a6700; font-weight: 600; }
 .cd-verdict-not-run { color: var(--muted); font-weight: 600; }
 nav.cd-nav { font-size: 13px; color: var(--muted); }
@@ -291,15 +292,60 @@ def _figure(stem: str, caption: str, root: Path) -> str:
     return f"<figure><figcaption>{esc(caption)}: not produced by this run</figcaption></figure>"
 
 
+# The index's file lists, grouped by the claim (or stage) a file belongs to (P10): (group, stem prefixes). A stem
+# goes to the first group with a matching prefix; anything else is listed under "other".
+FILE_GROUPS = (
+    ("Claim 1: kernel speedup", ("kernel", "latency_holdout")),
+    ("Claims 2 and 4: coverage and spans", ("coverage", "span_histogram", "line_boundaries", "line_moves")),
+    ("Claims 3 and 4: bounds and the cost-optimal oracle", ("bounds", "optimal", "min_copy_sweep")),
+    ("Claim 5: round trip", ("roundtrip",)),
+    ("Claim 6: exact match under span noise", ("perturbation",)),
+    ("Claim 7: the fine-tuning pilot", ("pilot",)),
+    ("Beyond the paper: end to end, constrained decoding", ("e2e", "mask_benchmark", "decode")),
+    ("Corpora and edit formats", ("corpora", "commit_repositories", "edit_formats", "token_boundaries", "formats")),
+    ("Claims and headline figures", ("headline",)),
+)
+OTHER_FILES = "other"
+
+
+def file_group(stem: str) -> str:
+    return next((group for group, prefixes in FILE_GROUPS if stem.startswith(prefixes)), OTHER_FILES)
+
+
 def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
+    """The files of `folder` grouped by claim (FILE_GROUPS), one line per stem with a link per format."""
     from analysis.present.pages import esc
 
     files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
     if not files:
         return "<p>none produced by this run</p>"
     rel = folder.relative_to(INDEX.parent)
-    return "<ul class='cd-links'>" + "".join(
-        f"<li><a href='{esc(rel / p.name)}'>{esc(p.name)}</a></li>" for p in files) + "</ul>"
+    stems: dict[str, list[Path]] = {}
+    for path in files:
+        stems.setdefault(path.stem, []).append(path)
+    order = [g for g, _ in FILE_GROUPS] + [OTHER_FILES]
+    grouped: dict[str, list[str]] = {}
+    for stem, paths in stems.items():
+        links = " · ".join(f"<a href='{esc(rel / p.name)}'>{esc(p.suffix.lstrip('.'))}</a>" for p in paths)
+        grouped.setdefault(file_group(stem), []).append(f"<li><code>{esc(stem)}</code> {links}</li>")
+    return "".join(f"<h3>{esc(group)}</h3><ul class='cd-files'>{''.join(grouped[group])}</ul>"
+                   for group in order if group in grouped)
+
+
+def _percase_links(root: Path) -> str:
+    """The committed per-case tables (reports/percase/), when this run wrote them."""
+    from analysis.layout import PERCASE, PERCASE_MANIFEST, SAMPLES
+    from analysis.present.pages import esc
+
+    if not (root / PERCASE_MANIFEST).is_file():
+        return ""
+    rel = lambda p: esc(p.relative_to(INDEX.parent))  # noqa: E731
+    tables = sorted(p.name for p in (root / PERCASE).glob("*.parquet"))
+    return ("<h2>Per-case results</h2><p>This run's per-case tables, committed: "
+            f"<a href='{rel(SAMPLES)}'>samples.jsonl</a> (one line per case and method), "
+            f"<a href='{rel(PERCASE_MANIFEST)}'>manifest.json</a> (rows, bytes, sources) and "
+            + ", ".join(f"<a href='{rel(PERCASE / t)}'>{esc(t)}</a>" for t in tables)
+            + "; <code>copydecode compare</code> and the explorer read them on a clone without <code>data/</code>.</p>")
 
 
 def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
@@ -384,6 +430,7 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))
+        + _percase_links(root)
         + provenance_html(provenance(root)).text
     )
     return page("copydecode: Copy-as-Decode reports", body)

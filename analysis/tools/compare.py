@@ -38,23 +38,21 @@ from __future__ import annotations
 import math
 import subprocess
 import sys
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import polars as pl
-from scipy.stats import binomtest
 
 from analysis.errors import CopyDecodeError, ParamsError
 from analysis.layout import POOLED, SINGLE_FRAMINGS
 from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
+from analysis.tools.compare_stats import _ratio, _rng, mcnemar_exact, paired_bootstrap, sign_test  # noqa: F401
 
 E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
 AR_METHOD = "ar"
 NAMED_IDS = 5  # unpaired case ids named in the report
-CHUNK_CELLS = 1 << 22  # bootstrap indices drawn at once (4M: ~50 MB with the gathered values)
 LARGE_WORK = 1.5e9  # resample x unit draws (about half a minute) above which the command warns before it starts
 DRAWS_PER_SECOND = 5e7  # draws a second on one core of the development machine (2 busy cores), for the estimate
 
@@ -325,56 +323,6 @@ def pair_tables(a: pl.DataFrame, b: pl.DataFrame, keys: tuple[str, ...], labels:
         raise CompareError(f"{table}: {labels[0]} and {labels[1]} share no rows; case ids only in "
                            f"{labels[0]}: {only_a[:NAMED_IDS]}, only in {labels[1]}: {only_b[:NAMED_IDS]}")
     return joined, (len(only_a), len(only_b), only_a[:NAMED_IDS], only_b[:NAMED_IDS])
-
-
-# ---------------------------------------------------------------- statistics
-
-def _rng(seed: int, figure: str, corpus: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(f"{figure}/{corpus}".encode())])
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den != 0, num / np.where(den != 0, den, 1), np.nan)
-
-
-def paired_bootstrap(a_num, a_den, b_num, b_den, resamples: int, rng: np.random.Generator,
-                     level: float, chunk_cells: int = CHUNK_CELLS) -> tuple[float, float]:
-    """Percentile CI of ratio_b - ratio_a (ratios of sums), resampling the paired units together, in chunks
-    of at most `chunk_cells` indices (memory stays bounded whatever the case count). Resamples whose ratio is
-    undefined (a zero denominator) are dropped; all undefined -> NaN."""
-    arrays = [np.asarray(x, dtype=float) for x in (a_num, a_den, b_num, b_den)]
-    n = arrays[0].size
-    if n == 0:
-        return math.nan, math.nan
-    chunk = max(1, chunk_cells // n)
-    diffs = []
-    for start in range(0, resamples, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n), dtype=np.int64 if n > 2**31 - 1 else np.int32)
-        sums = [x[idx].sum(axis=1) for x in arrays]
-        diffs.append(_ratio(sums[2], sums[3]) - _ratio(sums[0], sums[1]))
-    values = np.concatenate(diffs)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return math.nan, math.nan
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def sign_test(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided exact sign test of paired per-case values: the binomial test of how many nonzero differences
-    favour B. With one 0/1 value per case this is McNemar's exact test on the discordant cases."""
-    diff = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
-    up, down = int((diff > 0).sum()), int((diff < 0).sum())
-    if up + down == 0:
-        return 1.0
-    return float(binomtest(up, up + down, 0.5).pvalue)
-
-
-def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided exact McNemar p-value of paired booleans (the sign test on 0/1 values)."""
-    return sign_test(np.asarray(a, dtype=bool), np.asarray(b, dtype=bool))
 
 
 # ---------------------------------------------------------------- figures

@@ -359,6 +359,9 @@ def test_bootstrap_memory_is_chunked_without_changing_the_interval():
     whole = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=10**9)
     small = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=1000)
     assert small == pytest.approx(whole)
+    from analysis.tools.compare_stats import CHUNK_CELLS
+
+    assert CHUNK_CELLS <= 1 << 22  # at most 4M indices (~50 MB with the gathered values) in memory at once
 
 
 def test_params_diff_and_relative_change(runs, tmp_path):

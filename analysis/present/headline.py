@@ -76,6 +76,7 @@ CORPUS_KEYS = {
     "CommitEdits-click": "click",
     "CommitEdits-express": "express",
     "ProbeEdit-S": "probe",
+    "heldout": "held",  # the pilot's held-out split (short: the zero-padded kernel columns need the width)
     POOLED: POOLED,
 }
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens

@@ -69,7 +69,7 @@ def test_headline_key_set_and_size_from_the_committed_outputs():
     assert any(s.startswith("kernel_fit_c") for s in stems)
     assert any(re.fullmatch(r"e2e_.+_line", s) for s in stems) and any(re.fullmatch(r"e2e_.+_token", s) for s in stems)
     columns = set().union(*(set(v) for v in head.rows.values()))
-    assert columns <= set(CORPUS_KEYS.values()) | KERNEL_KEYS | {"heldout"}, columns
+    assert columns <= set(CORPUS_KEYS.values()) | KERNEL_KEYS, columns
     assert {"hepy", "hejs", "click", "express", "probe", "pooled"} <= columns
     figures = sum(len(v) for v in head.rows.values())
     assert 30 <= figures <= MAX_FIGURES

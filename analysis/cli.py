@@ -37,6 +37,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
+    "percase": ("analysis.stages.percase", "copy the run's per-case tables into reports/percase/ (committed), with "
+                                           "samples.jsonl: one line per case and method"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
@@ -72,9 +74,10 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "perturb": (),
     "formats": (),
     "headline": (),
+    "percase": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
-    "compare": ("a", "b", "repo", "compare_out"),
+    "compare": ("a", "b", "repo", "compare_out", "resamples"),
     "bench busy": ("quiet", "busy", "stem"),
     "bench mask": ("programs", "lines", "models", "json"),
 }
@@ -85,8 +88,9 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.stages.bench_busy", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "compare": ("analysis.tools.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
-                                    "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
+    "compare": ("analysis.tools.compare", "two runs' headline figures paired on one value per shared case: B - A, "
+                                          "the relative change, a paired bootstrap CI (a sign test for exact match) and "
+                                          "the params that differ -> runs/compare/A-vs-B/compare.{md,html,json}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
@@ -100,6 +104,10 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
                                 "programs; it writes reports/tables/line_moves.*"),
     "depgraph": ("analysis.tools.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
                                       "the package sources; it writes dvc.yaml"),
+    "report": ("analysis.tools.report", "render one report page as the reports stage does, from this folder's outputs "
+                                        "(--corpus C, -p KEY=VALUE). It reads params reports.parameters and the "
+                                        "outputs the report reads; it writes runs/report/NAME[-CORPUS].html "
+                                        "(or --html OUT) and, with --notebook FILE, the executed notebook"),
     "pilot-sweep": ("kernels_profile.pilot.sweep", "the pilot's training-settings sweep, an interrupted run's "
                                                     "checkpoint curve, decoded range errors, or freezing a preset run. "
                                                     "It reads params pilot and the pilot's checkpoints; it writes "
@@ -109,21 +117,31 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
 READS_WRITES: dict[str, str] = {
     "corpora": "reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+               "data/corpora/probeedit_edits.parquet, data/corpora/commits/, reports/tables/commit_repositories.{csv,md}, "
                "reports/metrics/corpora.json",
     "programs": "reads data/corpora/cases.parquet; writes data/programs/programs.parquet",
     "roundtrip": "reads cases and programs; writes reports/metrics/roundtrip.json",
     "spans": "reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
-             "span histograms, reports/metrics/coverage.json",
+             "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+             "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json",
     "bounds": "reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
-              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/metrics/bounds.json",
-    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
-    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
-    "formats": "reads cases and programs; writes reports/tables/formats*.*",
-    "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
+              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/figures/bounds.{png,svg}, "
+              "reports/metrics/bounds.json",
+    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+               "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json",
+    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*, "
+               "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json",
+    "formats": "reads cases and programs; writes reports/tables/edit_formats.*, reports/tables/token_boundaries.*, "
+               "reports/metrics/formats.json",
+    "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
+               "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
+               "reports/percase/samples.jsonl and reports/percase/manifest.json",
+    "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
+               "reports/metrics/headline.json",
     "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
-                       "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+                       "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",
     "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
                                  "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
                                  "data/kernels/batched.parquet and batched.environment.json, "
@@ -136,14 +154,16 @@ READS_WRITES: dict[str, str] = {
                       "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
-                   "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
+                   "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                   "reports/metrics/kernels.json",
     "decode": "reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
               "reports/tables/mask_benchmark.*, reports/metrics/decode.json",
     "e2e": "reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
-           "reports/tables/e2e_*.*, reports/figures/e2e_speedup.svg, reports/metrics/e2e.json",
+           "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, reports/figures/e2e_speedup.{png,svg}, "
+           "reports/metrics/e2e.json",
     "pilot": "reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); writes "
-             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.svg, "
-             "reports/metrics/pilot.json",
+             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.{png,svg}, "
+             "reports/pilot/range_errors.*, reports/metrics/pilot.json",
 }
 
 # What each tool reads and writes, for its --help.
@@ -159,11 +179,11 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "kernels fit")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase", "kernels fit")
 # Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
 # checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
-CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase")
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -276,7 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
     kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
-    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
+    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
     profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
@@ -319,7 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--memory-sizes", default=None, dest="memory_sizes",
                             help="case counts whose peak memory is measured in a fresh process, comma-separated, "
                                  "or none (default: params bench.memory_sizes)")
-    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+    throughput.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    throughput.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")
     busy = _add_tool(bench, "bench busy")
@@ -343,25 +366,30 @@ def _add_maintenance(sub, command: str) -> argparse.ArgumentParser:
     parser = sub.add_parser(command, help=text, description=text[0].upper() + text[1:] + ".")
     parser.set_defaults(stage=command, module=module, maintenance=True)
     parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
-    importlib.import_module(module).add_arguments(parser)
+    owner = importlib.import_module(module)
+    if getattr(owner, "ACCEPTS_SET", False):
+        parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    owner.add_arguments(parser)
     return parser
 
 
 def _add_compare(sub) -> None:
+    from analysis.tools.compare import add_arguments
+
     compare = sub.add_parser(
         "compare", help=TOOLS["compare"][1],
-        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
-                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
-                    "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
-                    "checkout). It reads those per-case outputs of A and B and params `compare` and `headline`; it "
-                    "writes the comparison to the terminal and to STEM.md and STEM.html. See docs/compare.md.")
+        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder (its data/ outputs, else its "
+                    "committed per-case tables under reports/percase/), a git revision or a `dvc exp` name (its "
+                    "committed reports/percase/ tables, else its data/ outputs from the dvc cache; no checkout). It "
+                    "reads those per-case tables and params files of A and B and params `compare` and `headline`; "
+                    "it writes the comparison to the terminal and to DIR/compare.md, compare.html and compare.json. "
+                    "See docs/compare.md.")
     compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
-    compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
-    compare.add_argument("b", metavar="B", help="the run compared with it")
-    compare.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
-    compare.add_argument("--out", default=argparse.SUPPRESS, dest="compare_out", metavar="STEM",
-                         help="write STEM.md and STEM.html (default runs/compare/A-vs-B)")
+    add_arguments(compare)
     compare.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    compare.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                         default=argparse.SUPPRESS, help=SET_HELP)
 
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:
@@ -507,7 +535,11 @@ def main(argv: list[str] | None = None) -> int:
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
-    if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
+    if args.stage == "compare":  # it writes no run root: a top-level --out is its output folder, like `compare --out`
+        if getattr(args, "compare_out", None) is None:
+            args.compare_out = args.out
+        root = None
+    elif args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
         if args.out is not None:
             print(f"copydecode {args.stage}: error: --out before the subcommand (a one-off output root) is not "
                   f"supported here; `{args.stage} --out` {OWN_OUT[args.stage]}", file=sys.stderr)

@@ -54,6 +54,9 @@ EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"
 CLAIMS_JSON = REPORTS / "claims.json"                 # analysis.claims.engine.claims_document: every claim and scope
+PERCASE = REPORTS / "percase"                          # analysis.results.percase: the committed per-case tables of the run
+SAMPLES = PERCASE / "samples.jsonl"                     # analysis.results.percase.sample_lines: one line per case and method
+PERCASE_MANIFEST = PERCASE / "manifest.json"            # what each committed table was copied from, rows and bytes
 HEADLINE_METRICS = Path("metrics")                      # analysis.present.headline: the dvc metrics, one short path per row
 
 # ---------------------------------------------------------------- levels and labels

@@ -214,6 +214,26 @@ def corpus_sizes(sizes: pl.DataFrame):
         title="Per-case distributions" + (f" ({STAND_IN})" if stand_in_note(sizes["corpus"]) else "")))
 
 
+# ---------------------------------------------------------------- per-case distributions
+
+
+def share_at_least(frame: pl.DataFrame, value: str, title: str, log: bool = False, dash: str | None = None,
+                   colour: str = "corpus"):
+    """For each corpus (`colour`; `dash`: a second series such as the bound's variant), the share of its cases
+    whose `value` is at least x: a step line read as "this share of edits gets x or more". `frame` holds one
+    row per case, with `corpus`, `value` and `share` (analysis.present.distributions.survival)."""
+    alt = _alt()
+    x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    y = alt.Y("share:Q", title="share of cases at least x", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+    base = alt.Chart(frame.to_pandas())
+    encoding = {"x": x, "y": y, "color": alt.Color(f"{colour}:N", legend=alt.Legend(labelLimit=0))}
+    if dash is not None:
+        encoding["strokeDash"] = alt.StrokeDash(f"{dash}:N", legend=_dash_legend(dash))
+        encoding["detail"] = alt.Detail(f"{dash}:N")
+    lines = base.mark_line(interpolate="step-before").encode(**encoding)
+    return readable(lines.properties(width=WIDE - 160, height=HEIGHT + 40, title=title + " per case"))
+
+
 # ---------------------------------------------------------------- perturbation
 
 
@@ -275,10 +295,11 @@ def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
     return data.with_columns(c=pl.format("c = {}", pl.col("context")))
 
 
-def kernel_speedup(speedups: pl.DataFrame, note: str):
+def kernel_speedup(speedups: pl.DataFrame, note: str, paper: list[tuple[int, float]] | None = None):
     """T_ar(N) / T_prefill(N) per (model, AR loop) in colour and context as the dash, with the IQR of the
     paired repeats; the thin gray line is speedup = N. A comparison not built alike (a graph-captured loop
-    against an eager prefill) is drawn faint and labelled `not judged`: the judged lines lead."""
+    against an eager prefill) is drawn faint and labelled `not judged`: the judged lines lead. `paper`: the paper's (N, speedup) points
+    (analysis.latency.model.paper_kernel_points), drawn as labelled diamonds."""
     alt = _alt()
     keep = [c for c in (*SERIES_COLUMNS, "n", "speedup", "speedup_q25", "speedup_q75", "comparison", "judged")
             if c in speedups.columns]
@@ -302,8 +323,21 @@ def kernel_speedup(speedups: pl.DataFrame, note: str):
     ideal_text = (alt.Chart(ideal.tail(1).with_columns(label=pl.lit("speedup = N")).to_pandas())
                   .mark_text(align="right", baseline="bottom", dx=-4, color="gray").encode(x=x, y=y, text="label:N"))
     note = note.replace("; dashed: speedup = N", "").replace("dashed: speedup = N", "")
-    title = f"Copy by one prefill vs N decode steps ({note}; gray: speedup = N)"
-    return readable((ideal_line + ideal_text + bands + lines).properties(width=WIDE, height=340, title=title))
+    title = f"Copy by one prefill vs N decode steps ({note}; gray: speedup = N"
+    layers = ideal_line + ideal_text + bands + lines
+    if paper:
+        layers, title = layers + paper_reference(paper, x, y), title + "; red diamonds: the paper, A100 bf16"
+    return readable(layers.properties(width=WIDE, height=340, title=title + ")"))
+
+
+def paper_reference(paper: list[tuple[int, float]], x, y):
+    """The paper's kernel figures as labelled points, so "against what" is on the chart and not only in the text."""
+    alt = _alt()
+    points = pl.DataFrame([{"n": n, "speedup": v, "label": f"paper {v:g}x"} for n, v in paper])
+    base = alt.Chart(points.to_pandas())
+    marks = base.mark_point(shape="diamond", size=90, filled=True, color="#9a1c1c").encode(x=x, y=y)
+    text = base.mark_text(align="left", dx=7, dy=-7, color="#9a1c1c").encode(x=x, y=y, text="label:N")
+    return marks + text
 
 
 def judged_only(speedups: pl.DataFrame) -> pl.DataFrame:

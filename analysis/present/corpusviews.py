@@ -165,6 +165,21 @@ def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
     return wide.sort("kernel", pl.col("corpus").str.starts_with(POOLED), "corpus")
 
 
+def tokenization_note(rows: pl.DataFrame, digits: int = 2) -> str | None:
+    """One sentence in place of the bounds_tokenization table when no cell of it would show a change at
+    `digits` decimals of a percent (P3: rows that all read "(+0.00%)"); None when some change shows."""
+    if rows.height == 0:
+        return "No bound with gold-tokenization prefill sizes in this selection."
+    largest = rows.select(pl.col("rel_change").abs().max()).item()
+    if largest is None or round(largest * 100, digits) != 0:
+        return None
+    where = rows.filter(pl.col("rel_change").abs() == largest).row(0, named=True)
+    return (f"With prefill sizes from the gold tokenization, none of the {rows.height} bounds shown changes by "
+            f"0.005% or more (largest: {largest:.2e} relative, {where['kernel_source']}, {where['corpus']}, "
+            f"{where['level']} {where['variant']}); the table of unchanged rows is left out "
+            "(`reports/tables/bounds_tokenization.csv` has every row).")
+
+
 def _span_text(values: dict[str, float], fmt: Callable[[float], str]) -> str:
     low, high = min(values, key=values.get), max(values, key=values.get)
     if low == high:

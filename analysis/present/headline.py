@@ -2,7 +2,7 @@
 
 `dvc metrics show` prints one row per metrics file and one column per key (the union over files),
 so the files here share their keys: each file is one measure (a row) and its keys are the corpora
-(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n8`/`n512` instead. The
+(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n008`/`n512` instead (zero-padded: numeric order). The
 table stays a grid of numbers (no column of dashes per file) and its width grows with the number of
 corpora, not with the number of kernel sources, models or experiments (those are rows).
 
@@ -99,6 +99,7 @@ CORPUS_KEYS = {
     "CommitEdits-click": "click",
     "CommitEdits-express": "express",
     "ProbeEdit-S": "probe",
+    "heldout": "held",  # the pilot's held-out split (short: the zero-padded kernel columns need the width)
     POOLED: POOLED,
 }
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
@@ -210,6 +211,12 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
     return out
 
 
+def n_key(n: int, ns) -> str:
+    """A kernel row's column for copy length N, zero-padded to the widest N (`n008`, `n512`), so that `dvc
+    metrics show`, which sorts columns as text, lists them in numeric order (P8)."""
+    return f"n{n:0{len(str(max(ns)))}d}"
+
+
 def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSettings) -> dict[str, dict]:
     """Measured ratios (reports/tables/kernel_speedup.csv, per kernel source and context) of the judged
     comparisons only, both sides built alike (eager/eager, device/device; the strongest judged AR loop where a
@@ -232,11 +239,11 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
         for (source, model, context), group in frame.group_by(["kernel_source", "model", "context"], maintain_order=True):
             name = f"kernel_{source_key(source)}" + (f"_{source_key(model)}" if source in several else "") + f"_c{context}"
             by_n = {int(r["n"]): r["speedup"] for r in group.iter_rows(named=True)}
-            row = {f"n{n}": _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
+            row = {n_key(n, s.kernel_ns): _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
             if row:
                 out[name] = row
     if PAPER_SOURCE in sources:
-        out["kernel_paper"] = {f"n{n}": _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
+        out["kernel_paper"] = {n_key(n, s.kernel_ns): _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
     return dict(sorted(out.items()))
 
 

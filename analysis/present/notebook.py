@@ -48,6 +48,7 @@ from analysis.present.corpusviews import (  # noqa: F401
     real_vs_benchmarks,
     size_distribution,
     size_table,
+    tokenization_note,
     tokenization_wide,
 )
 from analysis.present.kernelviews import (  # noqa: F401
@@ -82,6 +83,7 @@ from analysis.present.pages import (  # noqa: F401
     STAND_IN_NOTE,
     VERDICT_COLOURS,
     Html,
+    claim_details,
     esc,
     lead,
     mark_stand_in,

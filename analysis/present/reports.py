@@ -27,13 +27,15 @@ from analysis.pipeline.io import write_text
 from analysis.present.execution import kernel_environment, normalise_executed
 from analysis.layout import CLAIMS_JSON, EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "serving", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
+           "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
-                 "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs", "roundtrip"),
-                 "e2e": (), "pilot": (), "serving": (), "explore": ("programs", "spans")}
+                 "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
+                 "losslessness": ("programs", "roundtrip"), "e2e": (), "pilot": (), "serving": (),
+                 "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
@@ -83,6 +85,7 @@ svg, img { max-width: 100%; height: auto; }
 .cd-figures-pair { grid-template-columns: 1fr 1fr; margin-bottom: 20px; } .cd-note { color: var(--muted); font-size: 13px; }
 .cd-figures figure { margin: 0; } .cd-figures figcaption { color: var(--muted); font-size: 13px; }
 .cd-links { columns: 3; } .cd-links li { break-inside: avoid; }
+.cd-files { list-style: none; padding-left: 0; margin: 2px 0 10px; columns: 2; } .cd-files li { break-inside: avoid; }
 .cd-verdict-reproduced { color: #116329; font-weight: 600; } .cd-verdict-differs { color: #9a6700; font-weight: 600; }
 .cd-verdict-not-run { color: var(--muted); font-weight: 600; }
 nav.cd-nav { font-size: 13px; color: var(--muted); }
@@ -290,15 +293,60 @@ def _figure(stem: str, caption: str, root: Path) -> str:
     return f"<figure><figcaption>{esc(caption)}: not produced by this run</figcaption></figure>"
 
 
+# The index's file lists, grouped by the claim (or stage) a file belongs to (P10): (group, stem prefixes). A stem
+# goes to the first group with a matching prefix; anything else is listed under "other".
+FILE_GROUPS = (
+    ("Claim 1: kernel speedup", ("kernel", "latency_holdout")),
+    ("Claims 2 and 4: coverage and spans", ("coverage", "span_histogram", "line_boundaries", "line_moves")),
+    ("Claims 3 and 4: bounds and the cost-optimal oracle", ("bounds", "optimal", "min_copy_sweep")),
+    ("Claim 5: round trip", ("roundtrip",)),
+    ("Claim 6: exact match under span noise", ("perturbation",)),
+    ("Claim 7: the fine-tuning pilot", ("pilot",)),
+    ("Beyond the paper: end to end, constrained decoding", ("e2e", "mask_benchmark", "decode")),
+    ("Corpora and edit formats", ("corpora", "commit_repositories", "edit_formats", "token_boundaries", "formats")),
+    ("Claims and headline figures", ("headline",)),
+)
+OTHER_FILES = "other"
+
+
+def file_group(stem: str) -> str:
+    return next((group for group, prefixes in FILE_GROUPS if stem.startswith(prefixes)), OTHER_FILES)
+
+
 def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
+    """The files of `folder` grouped by claim (FILE_GROUPS), one line per stem with a link per format."""
     from analysis.present.pages import esc
 
     files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
     if not files:
         return "<p>none produced by this run</p>"
     rel = folder.relative_to(INDEX.parent)
-    return "<ul class='cd-links'>" + "".join(
-        f"<li><a href='{esc(rel / p.name)}'>{esc(p.name)}</a></li>" for p in files) + "</ul>"
+    stems: dict[str, list[Path]] = {}
+    for path in files:
+        stems.setdefault(path.stem, []).append(path)
+    order = [g for g, _ in FILE_GROUPS] + [OTHER_FILES]
+    grouped: dict[str, list[str]] = {}
+    for stem, paths in stems.items():
+        links = " · ".join(f"<a href='{esc(rel / p.name)}'>{esc(p.suffix.lstrip('.'))}</a>" for p in paths)
+        grouped.setdefault(file_group(stem), []).append(f"<li><code>{esc(stem)}</code> {links}</li>")
+    return "".join(f"<h3>{esc(group)}</h3><ul class='cd-files'>{''.join(grouped[group])}</ul>"
+                   for group in order if group in grouped)
+
+
+def _percase_links(root: Path) -> str:
+    """The committed per-case tables (reports/percase/), when this run wrote them."""
+    from analysis.layout import PERCASE, PERCASE_MANIFEST, SAMPLES
+    from analysis.present.pages import esc
+
+    if not (root / PERCASE_MANIFEST).is_file():
+        return ""
+    rel = lambda p: esc(p.relative_to(INDEX.parent))  # noqa: E731
+    tables = sorted(p.name for p in (root / PERCASE).glob("*.parquet"))
+    return ("<h2>Per-case results</h2><p>This run's per-case tables, committed: "
+            f"<a href='{rel(SAMPLES)}'>samples.jsonl</a> (one line per case and method), "
+            f"<a href='{rel(PERCASE_MANIFEST)}'>manifest.json</a> (rows, bytes, sources) and "
+            + ", ".join(f"<a href='{rel(PERCASE / t)}'>{esc(t)}</a>" for t in tables)
+            + "; <code>copydecode compare</code> and the explorer read them on a clone without <code>data/</code>.</p>")
 
 
 def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
@@ -419,6 +467,7 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))
+        + _percase_links(root)
         + provenance_html(provenance(root)).text
     )
     return page("copydecode: Copy-as-Decode reports", body)
@@ -498,12 +547,15 @@ def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
 
 
 def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("."),
-                params: Path | None = None, templates: Path = TEMPLATES) -> dict[str, Any]:
+                params: Path | None = None, templates: Path = TEMPLATES, progress_to=None) -> dict[str, Any]:
     """Every report with its papermill parameters (`reports.parameters` of params.yaml), then the index;
     `params` (the file in use) is what every page's provenance hashes and what every page reads.
     Every parameter name is checked against its template before any notebook runs. A page that fails
-    renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages."""
+    renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages.
+    A progress bar (one step per page, the page being rendered beside it) draws on `progress_to` (stderr)."""
     import os
+
+    from analysis.parallel.progress import progress_bar
 
     from analysis.present.provenance import PARAMS_ENV
 
@@ -518,7 +570,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
         os.environ[PARAMS_ENV] = str(Path(params))  # relative to the root, where every notebook runs
     try:
         pages, timings, failed = [], {}, {}
+        bar = progress_bar(len(REPORTS), "reports", unit="page", leave=True, file=progress_to)
         for name in REPORTS:
+            bar.set_postfix_str(name)
             t0 = time.perf_counter()
             try:
                 reasons = [stale[stage] for stage in REPORT_STAGES.get(name, CORPUS_STAGES) if stage in stale]
@@ -531,6 +585,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
                     failed[name] = failure_reason(exc)
                     pages.append(failed_page(name, failed[name], Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
+            bar.update()
+        bar.set_postfix_str("index")
+        bar.close()
         items = write_claims(Path(root))
         write_headline(Path(root), items)  # before the index, which links every metrics file
         write_index(pages, Path(root), list(stale.values()), items)

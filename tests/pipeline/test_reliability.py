@@ -422,7 +422,8 @@ class FakePapermill:
     def __call__(self, source, output, parameters=None, **kwargs):
         import nbformat
 
-        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {})})
+        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {}),
+                           "cwd": kwargs.get("cwd")})
         book = nbformat.v4.new_notebook()
         book.cells = [nbformat.v4.new_markdown_cell("# Fake")]
         nbformat.write(book, output)
@@ -494,7 +495,8 @@ def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, mon
     render_notebook("summary", {}, run)
     (call,) = fake_papermill.calls
     assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
-    assert call["parameters"] == {"root": "."}  # the kernel runs in the root; no machine path in the notebook (L1)
+    # the kernel starts in the run folder and the notebook names it "." (no machine path in a committed notebook)
+    assert call["parameters"] == {"root": "."} and Path(call["cwd"]) == run
     # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["--out", "fresh", "reports"])

@@ -139,3 +139,16 @@ def test_an_extrapolated_spans_column_is_named_by_what_it_counts():
     every = corpus_bounds(frame, "body", "line", "ideal")
     assert every["extrapolated_spans_line_any_kernel"].to_list() == [5]
     assert not {c for c in one.columns if c.startswith("extrapolated")} & {c for c in every.columns if c.startswith("extrapolated")}
+
+
+def test_a_tokenization_table_of_unchanged_rows_becomes_one_sentence():
+    """P3: 56 rows that all read "(+0.00%)" say so in one sentence; a visible change keeps the table."""
+    import polars as pl
+
+    from analysis.present.corpusviews import tokenization_note
+
+    rows = pl.DataFrame({"kernel_source": ["fit", "paper"], "corpus": ["A", "B"], "level": ["line", "token"],
+                         "variant": ["ideal", "overhead"], "rel_change": [0.0, 4e-5]})
+    text = tokenization_note(rows)
+    assert "none of the 2 bounds shown changes by 0.005% or more" in text and "4.00e-05" in text and "paper, B" in text
+    assert tokenization_note(rows.with_columns(rel_change=pl.Series([0.0, 0.002]))) is None

@@ -53,7 +53,7 @@ ROW_PATTERNS = (
     r"sv_[a-z0-9.-]+_c\d+r?",
 )
 MAX_PATH = 39  # `metrics/<row>.json`: with the 9 value columns, `dvc metrics show` is 120 characters wide
-KERNEL_KEYS = {"n8", "n512"}
+KERNEL_KEYS = {"n008", "n512"}
 MAX_FIGURES = 230  # a bounded grid: this repository's outputs gave 187 (H200 kernel sources add bound and kernel rows, the
 # frozen e2e-wide run four e2ew- rows of up to six corpora each); batched serving adds 30 (5 sources x 3 concurrencies x 2)
 
@@ -75,7 +75,7 @@ def test_headline_key_set_and_size_from_the_committed_outputs():
     assert any(s.startswith("kernel_fit_c") for s in stems)
     assert any(re.fullmatch(r"e2e_.+_line", s) for s in stems) and any(re.fullmatch(r"e2e_.+_token", s) for s in stems)
     columns = set().union(*(set(v) for v in head.rows.values()))
-    assert columns <= set(CORPUS_KEYS.values()) | KERNEL_KEYS | {"heldout"}, columns
+    assert columns <= set(CORPUS_KEYS.values()) | KERNEL_KEYS, columns
     assert {"hepy", "hejs", "click", "express", "probe", "pooled"} <= columns
     figures = sum(len(v) for v in head.rows.values())
     assert 30 <= figures <= MAX_FIGURES
@@ -158,8 +158,8 @@ def test_kernel_rows_per_source_and_context():
                           "n": [8, 512, 8, 512, 8, 512], "speedup": [4.0, 15.0, 3.9, 15.3, 7.1, 250.0],
                           "is_strongest": [True] * 6})
     out = kernel_rows(frame, ["fit"], HeadlineSettings())
-    assert out == {"kernel_fit_c256": {"n8": 4.0, "n512": 15.0}, "kernel_fit_c2048": {"n8": 3.9, "n512": 15.3},
-                   "kernel_h200-q7b_c256": {"n8": 7.1, "n512": 250.0}}
+    assert out == {"kernel_fit_c256": {"n008": 4.0, "n512": 15.0}, "kernel_fit_c2048": {"n008": 3.9, "n512": 15.3},
+                   "kernel_h200-q7b_c256": {"n008": 7.1, "n512": 250.0}}
 
 
 def test_absent_inputs_are_named_and_stale_files_removed(tmp_path, monkeypatch):

@@ -267,3 +267,22 @@ def test_the_index_says_when_a_timed_stage_ran_noisy(tmp_path):
     (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
     assert "e2e.html" in noise_banner(tmp_path) and "busy" in noise_banner(tmp_path)
     assert "NOISY timings" in index_html([], tmp_path)
+
+
+def test_the_index_file_lists_are_grouped_by_claim_one_line_per_table(tmp_path):
+    """P10: each table stem is one line (its csv and md links), under the claim it belongs to."""
+    import re
+
+    from analysis.layout import TABLES
+    from analysis.present.reports import FILE_GROUPS, _links, file_group
+
+    (tmp_path / TABLES).mkdir(parents=True)
+    for stem in ("kernel_speedup", "bounds", "perturbation_clip", "pilot_em", "mystery"):
+        for suffix in (".csv", ".md"):
+            (tmp_path / TABLES / f"{stem}{suffix}").write_text("x")
+    html = _links(tmp_path, TABLES, (".md", ".csv"))
+    groups = re.findall(r"<h3>([^<]+)</h3>", html)
+    assert groups == [FILE_GROUPS[0][0], FILE_GROUPS[2][0], FILE_GROUPS[4][0], FILE_GROUPS[5][0], "other"]
+    lines = re.findall(r"<li>(.*?)</li>", html)
+    assert len(lines) == 5 and all(line.count("<a ") == 2 for line in lines)
+    assert file_group("e2e_cases") == FILE_GROUPS[6][0] and file_group("coverage") == FILE_GROUPS[1][0]

@@ -141,3 +141,22 @@ def test_a_model_folders_checkpoints_are_named_by_its_label(tiny):
 
     path = Pair(str(tiny), 8, "eager", 1).path(Path("data/kernels/checkpoints"), "abc")
     assert path == Path("data/kernels/checkpoints/tiny-llama-c8-eager-r1-abc.parquet")
+
+
+@pytest.mark.slow
+def test_the_profile_ends_with_its_speedup_table(tiny, tmp_path, monkeypatch, capsys):
+    """M5: `kernels profile --model DIR` prints T_ar, T_prefill and their ratio per measured point."""
+    from analysis.cli import main
+    from analysis.latency.tables import speedup_summary
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "k.parquet"
+    assert main(["--params", str(ROOT / "params.yaml"), "kernels", "profile", "--model", str(tiny), "--device", "cpu",
+                 "--dtype", "float32", "--contexts", "16", "--ns", "1", "4", "--weights", "random",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    table = speedup_summary(pl.read_parquet(out))
+    assert table.height >= 2 and "T_ar(N) / T_prefill(N) measured here" in err
+    assert "| model | baseline | prefill | context | n | t_ar_ms | t_prefill_ms | speedup | speedup_iqr | repeats |" in err
+    for row in table.iter_rows(named=True):
+        assert f"| {row['n']} | {row['t_ar_ms']:.3f} | {row['t_prefill_ms']:.3f} | {row['speedup']:.3f} |" in err

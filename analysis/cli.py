@@ -24,7 +24,7 @@ from analysis.errors import CopyDecodeError
 from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.pipeline.params import DEFAULT_PARAMS, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, _dotted_keys, apply_overrides, did_you_mean  # noqa: F401 (tests read _dotted_keys here)
 
 # subcommand -> (stage module, help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -401,49 +401,6 @@ def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after", default=argparse.SUPPRESS,
                         help=SET_HELP)
     return parser
-
-
-def apply_overrides(params: dict, overrides: list[str]) -> dict:
-    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
-    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
-    import copy
-
-    from analysis.errors import ParamsError
-    from analysis.pipeline.params import SCHEMA_PARAMS, check_known_keys, load_params, parse_value, shown
-
-    out = copy.deepcopy(params)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {shown(item)}")
-        value = parse_value(raw, f"--set {key}")
-        node = out
-        *parents, last = key.split(".")
-        for depth, part in enumerate(parents):
-            if not isinstance(node, dict) or part not in node:
-                node = None
-                break
-            node = node[part]
-        if not isinstance(node, dict) or last not in node:
-            raise ParamsError(f"--set {key}: no such setting in the params file"
-                              + did_you_mean(key, sorted(_dotted_keys(params))))
-        node[last] = value
-        if isinstance(value, dict) and SCHEMA_PARAMS.is_file():  # only keys a stage reads (`bootstrap_resample`)
-            alone: dict = value
-            for part in reversed(key.split(".")):
-                alone = {part: alone}
-            check_known_keys(alone, load_params(SCHEMA_PARAMS, check_keys=False), f"--set {key}")
-    return out
-
-
-def _dotted_keys(node, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            dotted = f"{prefix}.{key}" if prefix else str(key)
-            keys |= {dotted} | _dotted_keys(value, dotted)
-    return keys
 
 
 def stage_settings(module, args: argparse.Namespace, cfg: Config):

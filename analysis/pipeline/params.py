@@ -383,3 +383,46 @@ def _overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         both = isinstance(value, dict) and isinstance(merged.get(key), dict)
         merged[key] = _overlay(merged[key], value) if both else (_overlay(value, {}) if isinstance(value, dict) else value)
     return merged
+
+
+# ---------------------------------------------------------------- --set KEY=VALUE
+
+
+def apply_overrides(params: dict, overrides: list[str]) -> dict:
+    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
+    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
+    import copy
+
+    out = copy.deepcopy(params)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {shown(item)}")
+        value = parse_value(raw, f"--set {key}")
+        node = out
+        *parents, last = key.split(".")
+        for depth, part in enumerate(parents):
+            if not isinstance(node, dict) or part not in node:
+                node = None
+                break
+            node = node[part]
+        if not isinstance(node, dict) or last not in node:
+            raise ParamsError(f"--set {key}: no such setting in the params file"
+                              + did_you_mean(key, sorted(_dotted_keys(params))))
+        node[last] = value
+        if isinstance(value, dict) and SCHEMA_PARAMS.is_file():  # only keys a stage reads (`bootstrap_resample`)
+            alone: dict = value
+            for part in reversed(key.split(".")):
+                alone = {part: alone}
+            check_known_keys(alone, load_params(SCHEMA_PARAMS, check_keys=False), f"--set {key}")
+    return out
+
+
+def _dotted_keys(node, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            dotted = f"{prefix}.{key}" if prefix else str(key)
+            keys |= {dotted} | _dotted_keys(value, dotted)
+    return keys

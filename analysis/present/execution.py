@@ -1,5 +1,6 @@
 """How a report template runs: the environment its kernel starts in, and the executed notebook made
-independent of the machine and the moment it ran (analysis.present.reports.execute_notebook uses both).
+independent of the machine and the moment it ran; `execute_notebook` runs one template with both
+(analysis.present.reports renders its pages from the result).
 
 A run folder is data (issue 39): the kernel runs in the output root, so the templates read that run's
 outputs, but nothing in the root is ever imported (H2); and two renders of the same outputs give the same
@@ -8,9 +9,10 @@ notebook but for its timings (L1).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from analysis.layout import EXECUTED
 
@@ -57,3 +59,37 @@ def normalise_executed(path: Path, name: str, out_name: str) -> None:
         record["input_path"] = f"notebooks/{name}.ipynb"
         record["output_path"] = (EXECUTED / f"{out_name}.ipynb").as_posix()
     nbformat.write(book, path)
+
+
+def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str,
+                     templates: Path | None = None) -> Path:
+    """Run the template into reports/notebooks/<out_name>.ipynb. papermill writes into a temporary
+    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook.
+    The kernel runs in `root` (so `root` is "." to the template) under `kernel_environment`."""
+    import os
+    import tempfile
+
+    import papermill
+
+    from analysis.present.reports import TEMPLATES, check_parameters, template_path  # the page side, on use
+
+    templates = TEMPLATES if templates is None else templates
+    parameters = check_parameters(name, parameters, templates)
+    source = template_path(name, templates)
+    executed = root / EXECUTED / f"{out_name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
+    os.close(handle)
+    try:
+        with kernel_environment():
+            papermill.execute_notebook(
+                str(source), temp, parameters={**parameters, "root": "."},
+                kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
+            )
+        normalise_executed(Path(temp), name, out_name)
+        os.replace(temp, executed)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        executed.unlink(missing_ok=True)  # a previous run's notebook would no longer match this run's pages
+        raise
+    return executed

@@ -24,7 +24,7 @@ from typing import Any, Mapping
 
 from analysis.errors import CopyDecodeError, ParamsError
 from analysis.pipeline.io import write_text
-from analysis.present.execution import kernel_environment, normalise_executed
+from analysis.present.execution import execute_notebook
 from analysis.layout import CLAIMS_JSON, EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
@@ -210,37 +210,6 @@ def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path =
             raise ParamsError(f"params: reports.parameters.{name}.{key} must be a string, number, true/false or "
                               f"null, got {type(value).__name__}")
     return dict(parameters)
-
-
-def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str,
-                     templates: Path = TEMPLATES) -> Path:
-    """Run the template into reports/notebooks/<out_name>.ipynb. papermill writes into a temporary
-    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook.
-    The kernel runs in `root` (so `root` is "." to the template) under `kernel_environment`."""
-    import os
-    import tempfile
-
-    import papermill
-
-    parameters = check_parameters(name, parameters, templates)
-    source = template_path(name, templates)
-    executed = root / EXECUTED / f"{out_name}.ipynb"
-    executed.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
-    os.close(handle)
-    try:
-        with kernel_environment():
-            papermill.execute_notebook(
-                str(source), temp, parameters={**parameters, "root": "."},
-                kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
-            )
-        normalise_executed(Path(temp), name, out_name)
-        os.replace(temp, executed)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        executed.unlink(missing_ok=True)  # a previous run's notebook would no longer match this run's pages
-        raise
-    return executed
 
 
 def stale_banner(reasons: list[str]) -> str:

@@ -420,12 +420,13 @@ def run_maintenance(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
-    if getattr(args, "overrides", []):  # silently ignored, a --set would look applied (L7)
+    module = importlib.import_module(args.module)
+    if getattr(args, "overrides", []) and not getattr(module, "APPLIES_OVERRIDES", False):  # else ignored (L7)
         print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` does not apply overrides: it "
               "would be ignored); drop it, or give a params file with --params", file=sys.stderr)
         return 2
     try:
-        return importlib.import_module(args.module).command(args)
+        return module.command(args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2

@@ -138,6 +138,9 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
 ACCEPTS_SET = True  # the CLI adds --set KEY=VALUE (applied to the params before the report's defaults are read)
 
 
+APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders with the override (analysis.cli)
+
+
 def command(args) -> int:
     from analysis.cli import apply_overrides
     from analysis.pipeline.config import Config

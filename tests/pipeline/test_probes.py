@@ -402,6 +402,8 @@ PROBES = [
         "parallel.n_jobs": 10000, "parallel.backend": "dask", "parallel.address": "tcp://sched:8786"}), ""),
     Probe("L7-set-on-a-maintenance-command", cli("--set", "spans.seed=notanint", "readme", "--check"),
           "--set is not read here"),
+    Probe("L7-set-on-report-is-applied", cli("--set", "spanz.seed=1", "report", "summary"),
+          "--set spanz.seed: no such setting in the params file"),
     Probe("L3-out-not-utf8", cli("--out", os.fsdecode(b"caf\xe9"), "programs"), "the folder name is not valid UTF-8"),
     Probe("L2-pairs-name-over-255-bytes", cli("--out", "run", "corpora", "--only", "--pairs", "p" * 300 + ".jsonl"),
           "too long for the file system"),

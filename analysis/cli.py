@@ -110,7 +110,7 @@ READS_WRITES: dict[str, str] = {
     "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
     "formats": "reads cases and programs; writes reports/tables/formats*.*",
     "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
-    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
+    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
                        "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",

@@ -189,3 +189,18 @@ def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
     first = wide.row(0, named=True)
     assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5
     assert first["PLD earliest, k=64: accepted per forward (n:count)"] == "0:2 3:1 64:2" and wide.height == 2
+
+
+def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_first():
+    from analysis.results.e2e import chart_methods, page_tiles
+
+    tiles = page_tiles(pooled_frame(), "pooled", None)
+    labels = [label for label, _ in tiles]
+    assert labels[0] == "Copy-as-Decode line, directives decoded (m, HEvalFix)"
+    assert tiles[0][1] == "2.00x [1.60-2.40], 3 cases"  # numbers, not sentences
+    assert labels.index("Copy-as-Decode line, directives decoded (m, pooled)") > labels.index("suffix decoding, k=64 (m, HEvalFix)")
+    assert "PLD latest, k=64 (m, pooled)" not in labels and "PLD earliest, k=64 (m, pooled)" in labels
+    assert tiles[-1] == ("e2e-wide (frozen run)", "not yet run")
+    assert ("Copy-as-Decode line, directives decoded, including the prompt's prefill (m, HEvalFix)", "1.83x") in tiles
+    assert chart_methods(["ar", "cad_line", "cad_line_overhead"]) == [
+        ("cad_line_overhead", "Copy-as-Decode line, directives decoded"), ("cad_line", "Copy-as-Decode line, ideal (upper bound)")]

@@ -39,6 +39,12 @@ STAGES: dict[str, tuple[str, str]] = {
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
+    "kernels profile --batched": ("kernels_profile.stages.batched", "time batched engine steps (B sequences, q new "
+                                  "tokens each at context c) and fit the step-cost model"),
+    "serving simulate": ("analysis.stages.serving", "continuous-batching simulation of the corpora's edits per method, "
+                                                    "priced by the step-cost model"),
+    "serving replay": ("kernels_profile.stages.replay", "replay simulated steps as real batched forwards and compare "
+                                                        "measured with predicted step time"),
     "decode": ("kernels_profile.stages.decode", "the Copy-as-Decode decoder on one case (--case-id, --model)"),
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
@@ -50,6 +56,9 @@ STAGES: dict[str, tuple[str, str]] = {
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
+    "kernels profile --batched": ("preset", "out", "device", "model", "dtype", "contexts", "ns", "weights"),
+    "serving simulate": (),
+    "serving replay": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": ("preset", "out"),
     "pilot": ("preset",),
@@ -114,6 +123,16 @@ READS_WRITES: dict[str, str] = {
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
                        "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+    "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
+                                 "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
+                                 "data/kernels/batched.parquet and batched.environment.json, "
+                                 "reports/kernels/step_cost.json, reports/tables/step_cost_*.*, "
+                                 "reports/metrics/step_cost.json",
+    "serving simulate": "reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
+                        "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json",
+    "serving replay": "reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
+                      "serving.replay); writes data/serving/replay.parquet, reports/tables/serving_replay.*, "
+                      "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
                    "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
@@ -150,7 +169,8 @@ OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR ins
 
 
 # stages whose own --out names their output (a one-off output root is refused there)
-OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a preset run's folder"}
+OWN_OUT = {"kernels profile": "names the raw timings file", "kernels profile --batched": "names the raw timings file",
+           "e2e": "names a preset run's folder"}
 
 
 def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
@@ -262,7 +282,15 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--weights", default=None, choices=("random", "real"),
                          help="random: weights drawn for the model's config (timing does not depend on them); "
                               "real: the model's own weights (from_pretrained) (default: params)")
+    importlib.import_module(STAGES["kernels profile --batched"][0]).add_arguments(profile)
     _add_stage(kernels, "kernels fit")
+    serving = sub.add_parser("serving", help="batched serving: the continuous-batching simulation and its replay check",
+                             description="Batched serving: `serving simulate` runs the corpora's edits through a "
+                                         "continuous-batching scheduler priced by the step-cost model; `serving replay` "
+                                         "times a sample of its steps as real batched forwards.")
+    serving_commands = serving.add_subparsers(dest="scommand", metavar="{simulate,replay}", required=True)
+    _add_stage(serving_commands, "serving simulate")
+    _add_stage(serving_commands, "serving replay")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
                                        "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
@@ -426,6 +454,9 @@ def interruptible() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "batched", False):  # `kernels profile --batched` is its own stage
+        args.stage = "kernels profile --batched"
+        args.module = STAGES[args.stage][0]
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)

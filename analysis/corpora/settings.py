@@ -10,7 +10,7 @@ from analysis.corpora import commits, humanevalpack, probeedit, registry
 from analysis.corpora.hfdataset import HFDatasetSettings
 from analysis.corpora.pairs import PairsSettings
 from analysis.errors import ParamsError
-from analysis.layout import PAPER_CORPORA, POOLED
+from analysis.pooling import PAPER_CORPORA, POOLED
 from analysis.pipeline.params import choice, choices, did_you_mean, get, get_or, positive_int, typed_entry
 
 HEP_SOURCES = ("auto", "local", "hub")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.layout import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
+from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel
@@ -343,3 +343,56 @@ def pilot_curve(curve: pl.DataFrame):
     return readable(_wrap(lines.properties(width=PANEL, height=HEIGHT), "metric:N")
                     .resolve_scale(y="independent")
                     .properties(title="Pilot learning curve on the held-out cases (teacher-forced)"))
+
+# ---------------------------------------------------------------- batched serving
+
+
+def _source_label(data: pl.DataFrame) -> pl.DataFrame:
+    """`source` as shown: the kernel source and its basis (measured, or extrapolated from batch 1)."""
+    return data.with_columns(source=pl.format("{} ({})", pl.col("kernel_source"), pl.col("basis")))
+
+
+def serving_speedup(table: pl.DataFrame, title: str):
+    """Closed loop: each method's output tokens/s over AR against concurrency, one panel per kernel source."""
+    alt = _alt()
+    data = _source_label(table.filter((pl.col("workload") == "closed") & (pl.col("role") != "baseline")))
+    data = data.select("source", "method", "role", "load", "speedup_vs_ar")
+    base = alt.Chart(data.to_pandas())
+    x = alt.X("load:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)")
+    y = alt.Y("speedup_vs_ar:Q", scale=alt.Scale(type="log"), title="output tokens/s over AR (x)")
+    color = alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0, columns=4))
+    lines = _dashed_lines(base, alt.StrokeDash("role:N", legend=_dash_legend("role")), x=x, y=y, color=color)
+    one = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y=alt.datum(1.0))  # same data: a facet needs one
+    panel = (one + lines).properties(width=PANEL, height=HEIGHT)
+    return readable(_wrap(panel, "source:N", columns=2).properties(title=title))
+
+
+def serving_throughput_latency(table: pl.DataFrame, title: str):
+    """Output tokens/s against p50 latency per method along the concurrency sweep, one panel per source."""
+    alt = _alt()
+    data = _source_label(table.filter(pl.col("workload") == "closed")).select(
+        "source", "method", "load", "output_tokens_per_s", "latency_s_p50")
+    base = alt.Chart(data.to_pandas())
+    x = alt.X("output_tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s")
+    y = alt.Y("latency_s_p50:Q", scale=alt.Scale(type="log"), title="p50 latency (s)")
+    chart = base.mark_line(point=True).encode(x=x, y=y, order="load:Q", tooltip=["method", "load"],
+                                              color=alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0,
+                                                                                            columns=4)))
+    return readable(_wrap(chart.properties(width=PANEL, height=HEIGHT), "source:N", columns=2)
+                    .resolve_scale(x="independent", y="independent").properties(title=title))
+
+
+def step_cost_residuals(residuals: pl.DataFrame, title: str):
+    """Measured against predicted step seconds (log-log) per kernel source; gray: equality."""
+    alt = _alt()
+    data = residuals.select("kernel_source", "measured_s", "predicted_s")
+    top = float(max(data["measured_s"].max(), data["predicted_s"].max()))
+    low = float(min(data["measured_s"].min(), data["predicted_s"].min()))
+    scale = alt.Scale(type="log")
+    points = alt.Chart(data.to_pandas()).mark_point(filled=True).encode(
+        x=alt.X("measured_s:Q", scale=scale, title="measured step (s)"),
+        y=alt.Y("predicted_s:Q", scale=scale, title="predicted step (s)"),
+        color=alt.Color("kernel_source:N", legend=alt.Legend(orient="bottom", labelLimit=0)))
+    line = alt.Chart(pl.DataFrame({"measured_s": [low, top], "predicted_s": [low, top]}).to_pandas()).mark_line(
+        color="gray").encode(x="measured_s:Q", y="predicted_s:Q")
+    return readable((line + points).properties(width=WIDE - 260, height=320, title=title))

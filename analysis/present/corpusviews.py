@@ -9,7 +9,7 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
-from analysis.layout import (
+from analysis.pooling import (
     BENCHMARK,
     COMMITS_PREFIX,
     GIT_HISTORY,

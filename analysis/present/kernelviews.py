@@ -11,7 +11,7 @@ from typing import Iterable
 
 import polars as pl
 
-from analysis.claims.engine import PAPER
+from analysis.claims.verdict import PAPER, paper_gpu
 from analysis.errors import ParamsError
 from analysis.layout import METRICS
 from analysis.results.numbers import MISSING, fmt_int, fmt_num, fmt_pct, fmt_x
@@ -132,8 +132,6 @@ def roofline_metrics(metrics_dir: Path = METRICS) -> dict | None:
 def gpu_reference(path: Path = PAPER) -> dict:
     """The paper's GPU from its datasheet (paper_claims.json `_gpu_reference`; not measured here), with
     the paper's own top kernel ratio and the N it was measured at."""
-    from analysis.claims.engine import paper_gpu
-
     return paper_gpu(path)
 
 

@@ -9,13 +9,12 @@ import polars as pl
 
 from analysis.errors import ParamsError
 
-from analysis.claims.engine import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
-from analysis.layout import POOLED, TABLES
+from analysis.layout import TABLES
+from analysis.perturb import paper_pool_rows
+from analysis.pooling import ALL_POOL, PAPER_POOL, POOL_LABELS, POOLED, POOLS
 from analysis.results.numbers import fmt_int, fmt_pct
 from analysis.results.outputs import optional_table, pick, pick_view
-from analysis.perturb import ALL_POOL, PAPER_POOL, POOL_LABELS, paper_pool_rows
-
-POOLS = (PAPER_POOL, ALL_POOL)
+from analysis.results.perturbation import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
 
 
 def pooled_em(rows: pl.DataFrame, pool: str = PAPER_POOL) -> pl.DataFrame:

@@ -24,15 +24,15 @@ from typing import Any, Mapping
 
 from analysis.errors import CopyDecodeError, ParamsError
 from analysis.pipeline.io import write_text
-from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
+from analysis.layout import CLAIMS_JSON, EXECUTED, FIGURES, HTML, INDEX, METRICS, TABLES
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "explore")
+REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "perturbation", "losslessness", "e2e", "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
                  "bounds": ("bounds", "optimal"), "perturbation": ("perturb",), "losslessness": ("programs",),
-                 "e2e": (), "pilot": (), "explore": ("programs", "spans")}
+                 "e2e": (), "pilot": (), "serving": (), "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
@@ -144,7 +144,18 @@ def notebook_body(notebook) -> str:
     exporter = HTMLExporter(template_name="basic", exclude_input=True, exclude_input_prompt=True,
                             exclude_output_prompt=True, exclude_raw=True, exclude_anchor_links=True)
     body, _ = exporter.from_notebook_node(notebook)
-    return body
+    return with_heading_ids(body)
+
+
+HEADING = re.compile(r"<h([12])>(.*?)</h\1>", flags=re.S)
+
+
+def with_heading_ids(body: str) -> str:
+    """Each h1/h2 of a page gets its anchor id (analysis.present.pages.anchor), so a claim links to its
+    section (paper_claims.json `section`: page#anchor)."""
+    from analysis.present.pages import anchor
+
+    return HEADING.sub(lambda m: f"<h{m[1]} id='{anchor(re.sub(r'<[^>]+>', '', m[2]))}'>{m[2]}</h{m[1]}>", body)
 
 
 def template_path(name: str, templates: Path = TEMPLATES) -> Path:
@@ -290,7 +301,7 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     coverage table; (None, {}) when the table is absent."""
     import polars as pl
 
-    from analysis.layout import POOLED, framing_filter
+    from analysis.pooling import POOLED, framing_filter
     from analysis.results.outputs import table
 
     try:
@@ -314,7 +325,7 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     coverage = optional(lambda: table("coverage", root / TABLES))
     if coverage is None or not corpora:
         return ""
-    from analysis.layout import framing_filter
+    from analysis.pooling import framing_filter
     from analysis.present.pages import corpus_table, show
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
@@ -322,27 +333,30 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     return show(frame, lift_constants=False).as_raw_html()
 
 
-def index_html(pages: list[Page], root: Path = Path(".")) -> str:
+def index_html(pages: list[Page], root: Path = Path("."), items: list | None = None) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis.claims.engine import DIFFERS, NOT_RUN, REPRODUCED, claims, counts as claim_counts
-    from analysis.layout import PAPER_CORPORA, STAND_IN
+    from analysis.claims.engine import claims, read_claims
+    from analysis.claims.verdict import DIFFERS, NOT_RUN, REPRODUCED, counts as claim_counts
+    from analysis.pooling import PAPER_CORPORA, STAND_IN
     from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
     from analysis.present.provenance import provenance, provenance_html
 
-    items = claims(root / TABLES, root / METRICS)
+    if items is None:  # the stage passes the claims it has just written to CLAIMS_JSON (write_claims)
+        items = read_claims(root / CLAIMS_JSON) if (root / CLAIMS_JSON).is_file() else claims(root / TABLES, root / METRICS)
     counts = claim_counts(items)
     rel_html = HTML.relative_to(INDEX.parent)
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
     stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown (N19)
-    grid = claims_grid(grid_rows(items, corpora or (), cases), lambda name: str(rel_html / f"{name}.html")).text
+    grid = claims_grid(grid_rows(items, cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
-                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Hover a verdict for its "
-                      "reason; each link opens "
-                      f"the page with the method and caveats. The full claim table: "
+                    + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Each row is one scope the "
+                      "paper states a figure for, with its own verdict and why; a judged row is marked, and only "
+                      "judged rows decide a claim's verdict. Each link opens the section with the method and caveats "
+                      f"(every claim and scope, machine-readable: {esc(CLAIMS_JSON.name)}). The full claim table: "
                       f"<a href='{esc(rel_html / 'summary.html')}'>summary</a>.</p>")
     own = _own_corpora(root, (corpora or set()) - set(PAPER_CORPORA))
     if paper_run:
@@ -372,9 +386,10 @@ def index_html(pages: list[Page], root: Path = Path(".")) -> str:
     return page("copydecode: Copy-as-Decode reports", body)
 
 
-def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | None = None) -> Path:
+def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | None = None,
+                items: list | None = None) -> Path:
     target = Path(root) / INDEX
-    text = index_html(pages, Path(root))
+    text = index_html(pages, Path(root), items)
     if stale:  # the claims combine every stage's outputs: say which were built from another corpus
         text = text.replace("<main>", "<main>" + stale_banner(stale), 1)
     write_text(text, target)
@@ -478,8 +493,9 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
                     failed[name] = failure_reason(exc)
                     pages.append(failed_page(name, failed[name], Path(root)))
             timings[name] = round(time.perf_counter() - t0, 2)
-        write_headline(Path(root))  # before the index, which links every metrics file
-        write_index(pages, Path(root), list(stale.values()))
+        items = write_claims(Path(root))
+        write_headline(Path(root), items)  # before the index, which links every metrics file
+        write_index(pages, Path(root), list(stale.values()), items)
     finally:
         if before is None:
             os.environ.pop(PARAMS_ENV, None)
@@ -491,12 +507,23 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     return {"reports": timings, "seconds": round(time.perf_counter() - started, 1)}
 
 
-def write_headline(root: Path = Path(".")) -> Path:
-    """reports/metrics/headline.json from the other stages' metrics and tables
+def write_claims(root: Path = Path(".")) -> list:
+    """reports/claims.json: every claim and scope, evaluated once from the stage outputs under `root`
+    (analysis.claims.engine.claims_document); the index, headline.json and the README read it back."""
+    from analysis.claims.engine import claims, claims_document
+    from analysis.pipeline.io import write_json
+
+    items = claims(Path(root) / TABLES, Path(root) / METRICS)
+    write_json(claims_document(items), Path(root) / CLAIMS_JSON)
+    return items
+
+
+def write_headline(root: Path = Path("."), items: list | None = None) -> Path:
+    """reports/metrics/headline.json from the other stages' metrics and tables and the claims
     (analysis.present.headline.claims_summary, the one producer of headline figures)."""
     from analysis.pipeline.io import write_json
     from analysis.present.headline import claims_summary
 
     target = Path(root) / HEADLINE
-    write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS), target)
+    write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS, items), target)
     return target

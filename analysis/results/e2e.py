@@ -24,7 +24,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CorpusError
-from analysis.layout import E2E_FROZEN, E2E_WIDE, POOLED
+from analysis.layout import E2E_FROZEN, E2E_WIDE
+from analysis.pooling import POOLED
 from analysis.results.methods import AR, CAD, DECODED, IDEAL, PLD, STANDARD_POLICY, SUFFIX, Method, headline_order
 
 HEVALFIX_POOL = "HEvalFix"  # kernels_profile.e2e.summary.HEVALFIX_POOL

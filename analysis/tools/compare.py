@@ -41,7 +41,8 @@ import polars as pl
 from scipy.stats import binomtest
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS, POOLED, SINGLE_FRAMINGS
+from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS
+from analysis.pooling import POOLED, pool_rows
 
 # per-case table -> (path under a run, key columns a row is paired on)
 PER_CASE: dict[str, tuple[Path, tuple[str, ...]]] = {
@@ -264,10 +265,6 @@ def pair_tables(a: pl.DataFrame, b: pl.DataFrame, keys: tuple[str, ...], labels:
     return joined, (len(only_a), len(only_b), only_a[:NAMED_IDS], only_b[:NAMED_IDS])
 
 
-def _headline_slice(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
-    return frame.filter((pl.col("framing") == framing) | pl.col("framing").is_in(list(SINGLE_FRAMINGS)))
-
-
 def _groups(frame: pl.DataFrame, by: str = "corpus") -> list[tuple[str, pl.DataFrame]]:
     """(corpus, rows) per corpus, then (pooled, all rows) when there are several corpora."""
     out = [(str(name), rows) for (name,), rows in frame.group_by(by)]
@@ -303,7 +300,7 @@ def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = 
 
 
 def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    part = _headline_slice(joined, s.framing)
+    part = pool_rows(joined, s.framing)
     rows: list[Difference] = []
     if "kernel_source" in part.columns and part.height:  # coverage does not depend on the kernel: one source's rows
         first = sorted(part["kernel_source"].unique().to_list())[0]
@@ -328,7 +325,7 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
 
 
 def em_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    part = _headline_slice(joined.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
+    part = pool_rows(joined.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
                            s.framing).with_columns(match_a=pl.col("outcome_a") == "match",
                                                    match_b=pl.col("outcome_b") == "match")
     rows: list[Difference] = []

@@ -33,13 +33,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from analysis.errors import ParamsError, ProgramError
+from analysis.errors import ProgramError
 from analysis.grammar.program import GEN_CLOSE, GEN_OPEN, Copy, Program, escape, render_op
 from analysis.grammar.resolver import resolve
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
-
-MATCH_POLICIES = ("latest", "earliest")
-
 
 @dataclass(frozen=True)
 class Segment:
@@ -245,52 +242,3 @@ class Executor:
             seconds = time.perf_counter() - started
         return Run(seconds, len(log), len(gold), tuple(accepted_runs), tuple(q for q, _ in log),
                    tuple(e for _, e in log), drafting)
-
-
-class DraftIndex:
-    """`lookup_draft` over a growing context without rescanning it: every n-gram (n = 1..ngram_max)
-    is indexed by its start positions as tokens are appended, so a lookup costs O(ngram_max) dict
-    probes instead of a Python scan of the whole context (2.5 ms per missed lookup on a 2,900-token
-    context, inside PLD's timed loop). Same drafts as `lookup_draft` for the same context."""
-
-    def __init__(self, context: list[int], ngram_max: int, policy: str = "latest"):
-        if policy not in MATCH_POLICIES:
-            raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
-        self.ngram_max, self.policy = ngram_max, policy
-        self.context: list[int] = []
-        self.starts: list[dict[tuple[int, ...], list[int]]] = [{} for _ in range(ngram_max + 1)]
-        self.extend(context)
-
-    def extend(self, tokens) -> None:
-        for token in tokens:
-            self.context.append(token)
-            end = len(self.context)
-            for n in range(1, min(self.ngram_max, end) + 1):
-                self.starts[n].setdefault(tuple(self.context[end - n:]), []).append(end - n)
-
-    def draft(self, k: int) -> list[int]:
-        n_ctx = len(self.context)
-        for n in range(min(self.ngram_max, n_ctx - 1), 0, -1):
-            starts = self.starts[n].get(tuple(self.context[n_ctx - n:]), [])
-            # the last start is the tail itself (n_ctx - n), which has nothing after it
-            earlier = starts[:-1]
-            if earlier:
-                start = earlier[-1] if self.policy == "latest" else earlier[0]
-                return self.context[start + n:start + n + k]
-        return []
-
-
-def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:
-    """Prompt lookup: the k tokens after an earlier occurrence of the trailing n-gram, longest n
-    first; `latest` takes the occurrence nearest the end, `earliest` the first one."""
-    if policy not in MATCH_POLICIES:
-        raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
-    n_ctx = len(context)
-    for n in range(min(ngram_max, n_ctx - 1), 0, -1):
-        tail = context[n_ctx - n:]
-        # a start at n_ctx - n is the tail itself, which has nothing after it
-        starts = range(n_ctx - n - 1, -1, -1) if policy == "latest" else range(n_ctx - n)
-        for start in starts:
-            if context[start:start + n] == tail:
-                return context[start + n:start + n + k]
-    return []

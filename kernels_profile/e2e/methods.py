@@ -19,7 +19,7 @@ import time
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import framing_filter
+from analysis.pooling import framing_filter
 from analysis.results.methods import AR, CAD, DECODED, PLD, PROGRAM_PROMPT, REWRITE_PROMPT, SUFFIX, Method
 from kernels_profile.e2e.job import CaseJob
 from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
@@ -72,12 +72,16 @@ def _strata(ordered: list, count: int) -> list[list]:
 # ---------------------------------------------------------------- the runs
 
 def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
-    """A fresh drafter over the prompt's tokens for a speculative method."""
-    from kernels_profile.e2e.executor import DraftIndex
+    """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
+    (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
+    from analysis.rivals.pld import PromptLookup
+    from analysis.rivals.suffix import SuffixDecoder, SuffixSettings
 
     if method.kind == PLD:
-        return DraftIndex(list(prompt), plan.ngram_max, method.policy)
-    raise ParamsError(f"e2e: no drafter for {method.name} (suffix decoding's drafter is analysis.rivals.suffix)")
+        return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
+    if method.kind == SUFFIX:
+        return SuffixDecoder(list(prompt), SuffixSettings(**dict(plan.suffix_options)))
+    raise ParamsError(f"e2e: {method.name} has no drafter")
 
 
 def method_runner(method: Method, executors: dict, gold: list[int], segments: dict, plan: MethodPlan, drafters=None):

@@ -202,10 +202,20 @@ def _configured_corpus(p: dict, dotted: str) -> str:
 
 
 def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
+    """The suffix tree's settings by name (analysis.rivals.suffix.SuffixSettings), checked by it."""
+    from dataclasses import fields
+
+    from analysis.rivals.suffix import SuffixSettings
+
     options = get(p, "e2e.suffix.options", dict)
+    known = [f.name for f in fields(SuffixSettings)]
     for name, value in options.items():
+        if name not in known:
+            raise ParamsError(f"params: 'e2e.suffix.options.{name}' is not a suffix decoding setting; known: "
+                              f"{', '.join(known)}{did_you_mean(str(name), known)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParamsError(f"params: 'e2e.suffix.options.{name}' must be a number, got {value!r}")
+    SuffixSettings(**options).validate()
     return tuple(sorted(options.items()))
 
 

@@ -308,7 +308,7 @@ def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
     items = {c.claim.split(". ")[0]: c for c in present.claims(tables, tmp_path / "metrics")}
     for name in ("2", "3", "4", "5", "6"):  # copy ceiling, bounds, token level, round trip (N19), perturbation
         assert items[name].verdict == present.NOT_APPLICABLE, name
-        assert "Pairs-a" in items[name].why
+        assert "Pairs-a" in items[name].reason
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
 

@@ -8,7 +8,7 @@ import polars as pl
 import pytest
 from fixtures import perturbation_rows
 
-from analysis.claims import engine as claims
+from analysis.claims import verdict as claims
 from analysis.errors import ParamsError
 from analysis.layout import TABLES
 from analysis.perturb import PerturbCase, em_table, run_perturbation

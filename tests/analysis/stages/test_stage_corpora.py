@@ -10,7 +10,8 @@ from fixtures import params_with
 
 from analysis.corpora.cases import Case, cases_frame
 from analysis.errors import ParamsError
-from analysis.layout import COMMIT_CASES, PAPER_CORPORA
+from analysis.layout import COMMIT_CASES
+from analysis.pooling import PAPER_CORPORA
 from analysis.stages.corpora import CommandLine, build_cases, settings, write_commit_shards
 
 NO_CORPUS = {"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False, "corpora.commits": [],

@@ -6,14 +6,9 @@ from analysis.errors import ParamsError, ProgramError  # noqa: E402
 from analysis.grammar.program import Copy, Gen, Program, escape, render_op  # noqa: E402
 from kernels_profile.measure.equivalence import rel_diff  # noqa: E402
 from kernels_profile.runtime.hf import numbered  # noqa: E402
-from kernels_profile.e2e.executor import (  # noqa: E402
-    DraftIndex,
-    Executor,
-    Run,
-    acceptance_histogram,
-    lookup_draft,
-    program_segments,
-)
+from analysis.rivals.pld import PromptLookup  # noqa: E402
+from analysis.rivals.suffix import SuffixDecoder  # noqa: E402
+from kernels_profile.e2e.executor import Executor, Run, acceptance_histogram, program_segments  # noqa: E402
 from kernels_profile.runtime.models import build_model  # noqa: E402
 
 SOURCE = "alpha\nbeta\ngamma\n"
@@ -37,7 +32,11 @@ def rewriter(executor):
 
 
 def pld(executor, k, ngram_max=3, policy="latest"):
-    return DraftIndex(executor.prompt_ids, ngram_max, policy)
+    return PromptLookup(executor.prompt_ids, policy=policy, max_ngram=ngram_max)
+
+
+def lookup_draft(context, k, ngram_max, policy):
+    return PromptLookup(context, policy=policy, max_ngram=ngram_max).draft(k)
 
 
 def test_segments_spell_the_resolved_output():
@@ -126,22 +125,6 @@ def test_acceptance_histogram_counts_each_forward_once():
     assert Run(1.0, 4, 10).tokens_per_forward == 2.5 and Run(0.0, 0, 0).tokens_per_forward is None
 
 
-def test_lookup_draft():
-    assert lookup_draft([1, 2, 3, 4, 1, 2], k=2, ngram_max=2) == [3, 4]
-    assert lookup_draft([5, 6, 7], k=3, ngram_max=2) == []
-
-
-def test_lookup_draft_policies_take_the_latest_or_the_earliest_match():
-    # the trailing n-gram [1, 2] occurs twice before the end, followed by different tokens
-    context = [1, 2, 7, 7, 1, 2, 8, 8, 1, 2]
-    assert lookup_draft(context, k=2, ngram_max=2, policy="latest") == [8, 8]
-    assert lookup_draft(context, k=2, ngram_max=2, policy="earliest") == [7, 7]
-    # a draft may run into the trailing n-gram itself, as transformers' lookup does
-    assert lookup_draft([4, 4, 4], k=5, ngram_max=1, policy="earliest") == [4, 4]
-    with pytest.raises(ParamsError, match="match policy must be one of"):
-        lookup_draft(context, k=2, ngram_max=2, policy="nearest")
-
-
 def test_pld_policies_differ_on_a_crafted_gold(rewriter):
     """Gold repeats a block whose line `ab` has two continuations; from the second repeat on, the
     trailing n-gram `\nab` matches both: latest drafts the nearer (right) one, earliest the first
@@ -227,26 +210,13 @@ def test_a_model_whose_vocabulary_is_smaller_than_its_tokenizer_is_refused(execu
         check_vocabulary(executor.lm, load_hf_tokenizer("tiny-qwen2"))
 
 
-def test_the_draft_index_drafts_exactly_what_lookup_draft_does():
-    """The PLD loop's incremental index against the reference scan, on random token streams with many
-    repeats (small vocabularies), both policies, every prefix."""
-    import random
-
-    from kernels_profile.e2e.executor import DraftIndex
-
-    rng = random.Random(0)
-    for trial in range(30):
-        vocab, ngram_max, k = rng.choice([2, 3, 5, 20]), rng.choice([1, 2, 3, 4]), rng.choice([1, 4, 10])
-        tokens = [rng.randrange(vocab) for _ in range(rng.randrange(1, 60))]
-        for policy in ("latest", "earliest"):
-            head = rng.randrange(1, len(tokens) + 1)
-            index = DraftIndex(tokens[:head], ngram_max, policy)
-            for end in range(head, len(tokens) + 1):
-                assert index.draft(k) == lookup_draft(tokens[:end], k, ngram_max, policy), (trial, policy, end)
-                if end < len(tokens):
-                    index.extend(tokens[end:end + 1])
-    with pytest.raises(ParamsError, match="match policy must be one of"):
-        DraftIndex([1], 2, "nearest")
+def test_suffix_decoding_drafts_across_line_ends_and_covers_the_gold(rewriter):
+    """The suffix tree over the rewrite prompt: copying two whole lines takes few forwards, each draft at
+    most as long as its match (max_spec_factor 1.0), every gold token committed once."""
+    gold = encode(SOURCE)
+    run = rewriter.speculative(gold, SuffixDecoder(rewriter.prompt_ids), 64)
+    assert run.tokens == len(gold) and sum(run.emitted) == len(gold) and run.forwards < len(gold) / 2
+    assert rewriter.cache.get_seq_length() == len(rewriter.prompt_ids) + len(gold)
 
 
 def test_pld_verification_keeps_a_logit_per_verified_position(executor, monkeypatch):

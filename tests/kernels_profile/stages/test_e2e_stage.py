@@ -85,6 +85,8 @@ def test_the_default_plan_matches_the_rivals_standard_and_best_settings():
     ("e2e.mask_cost.model", "gpt-9", "'e2e.mask_cost.model' must be one of"),
     ("e2e.suffix.k", [64, 64], "'e2e.suffix.k' lists a value twice"),
     ("e2e.suffix.options", {"max_tree_depth": "deep"}, "'e2e.suffix.options.max_tree_depth' must be a number"),
+    ("e2e.suffix.options", {"max_depth": 64}, "'e2e.suffix.options.max_depth' is not a suffix decoding setting"),
+    ("e2e.suffix.options", {"min_token_prob": 2.0}, "min_token_prob must be in [0, 1]"),
     ("e2e.lossless_levels", ["char"], "'e2e.lossless_levels' has unknown values ['char']"),
     ("e2e.ci.level", 1.5, "'e2e.ci.level' must lie in (0, 1)"),
     ("e2e.losslessness_tolerance", 0, "'e2e.losslessness_tolerance' must be > 0"),
@@ -218,13 +220,6 @@ def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
     assert "(2 - 1 + 0.5)" in metrics["contention_rule"] and metrics["other_busy_cores"] == pytest.approx(1.9)
 
 
-def any_drafter(method, prompt, plan):
-    """Prompt lookup for both speculative kinds (the test checks the stage's plumbing, not a drafter)."""
-    from kernels_profile.e2e.executor import DraftIndex
-
-    return DraftIndex(list(prompt), plan.ngram_max, method.policy or "latest")
-
-
 @pytest.mark.slow
 def test_measure_job_on_the_tiny_model_fills_the_checkpoint_schema():
     pytest.importorskip("torch")
@@ -239,7 +234,7 @@ def test_measure_job_on_the_tiny_model_fills_the_checkpoint_schema():
     line = {"case_id": "C/1", "corpus": "C", "source": source, "target": target, "instruction": None,
             "program": '<copy lines="1-1"/><gen>BETA\n</gen><copy lines="3-3"/>'}
     job = job_for(s, line, dict(line))
-    frame, curve = e2e.measure_job(lm, job, s, "run1", any_drafter)
+    frame, curve = e2e.measure_job(lm, job, s, "run1")
     names = job.plan.names()
     assert stage.CHECKPOINT_COLUMNS <= set(frame.columns)
     assert frame.height == len(names) * 2 and set(frame["method"]) == set(names)

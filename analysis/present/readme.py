@@ -39,7 +39,6 @@ from analysis.results import outputs
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
-METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
 BUSY_BENCHMARK = BUSY_BENCHMARK_STEM.with_suffix(".json")  # `copydecode bench busy`'s machine-readable output
 
 

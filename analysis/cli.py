@@ -137,20 +137,21 @@ READS_WRITES: dict[str, str] = {
                "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
                "reports/percase/samples.jsonl and reports/percase/manifest.json",
     "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
-               "reports/metrics/headline.json",
-    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
+               "reports/metrics/headline.json, reports/claims.json",
+    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
                        "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",
     "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
                                  "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
-                                 "data/kernels/batched.parquet and batched.environment.json, "
+                                 "data/kernels/batched.parquet and data/kernels/batched.environment.json, "
                                  "reports/kernels/step_cost.json, reports/tables/step_cost_*.*, "
                                  "reports/metrics/step_cost.json",
     "serving simulate": "reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
                         "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json",
     "serving replay": "reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
-                      "serving.replay); writes data/serving/replay.parquet, reports/tables/serving_replay.*, "
+                      "serving.replay); writes data/serving/replay.parquet, data/serving/replay.environment.json, "
+                      "reports/tables/serving_replay.*, reports/tables/serving_replay_summary.*, "
                       "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
@@ -295,6 +296,7 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "prefill; `kernels fit` fits the latency model to those timings.")
     kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
+    profile.description += f" With --batched it {READS_WRITES['kernels profile --batched']}."
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
     profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "

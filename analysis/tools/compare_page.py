@@ -173,7 +173,7 @@ def to_html(c: Comparison, out_dir: Path = Path(".")) -> str:
     (significant rows highlighted), the method, notes and this comparison's provenance. Everything escaped."""
     from analysis.present.pages import esc, lead
     from analysis.present.provenance import provenance, provenance_html
-    from analysis.present.reports import page
+    from analysis.present.shell import page
 
     sig = sum(r.significant for r in c.rows)
     cases = max((r.n for r in c.rows), default=0)

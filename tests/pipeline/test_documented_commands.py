@@ -76,7 +76,8 @@ def _split_commands(block: str) -> list[str]:
         if not line or line.startswith("#"):
             continue
         for expanded in _expand_loops(line):
-            for part in re.split(r"\s*(?:&&|\|\||;)\s*", expanded):
+            # split on the operators outside quotes only (`python -c "import x; print(x)"` is one command)
+            for part in re.split(r"\s*(?:&&|\|\||;)\s*(?=(?:[^\"]*\"[^\"]*\")*[^\"]*$)", expanded):
                 if part and part not in ("break", "done") and part.split()[0] in COMMAND_WORDS:
                     out.append(part)
     return out

@@ -11,6 +11,7 @@ import pytest
 from fixtures import ROOT
 
 from analysis.present import charts
+from analysis.results.e2e import chart_methods
 from analysis.layout import NOTEBOOKS
 from analysis.present.reports import REPORTS
 
@@ -228,22 +229,32 @@ def test_no_label_is_truncated(line_svgs):
                           "framing": "file", "pooling": "corpus", "level": "line", "variant": "ideal", "bound": 3.0,
                           "ci_low": 2.0, "ci_high": 4.0}
                          for src in ("h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled")])
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": "HEvalFix-Py", "method": m, "speedup_total": 2.0,
-                         "predicted": 2.5} for m in ("pld_latest_k10", "cad_line", "cad_token_overhead")])
+    e2e = e2e_pooled(("HEvalFix-Py", "pooled"), ("pld_earliest_k64", "cad_line", "cad_token_overhead", "suffix_k64"))
     svgs = {**line_svgs, "bounds_by_kernel": _svg(charts.bounds_by_kernel(long, "line", "ideal")),
-            "e2e": _svg(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line", "cad_token_overhead")))}
+            "e2e": _svg(charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k64", "cad_line", "cad_token_overhead",
+                                                                 "suffix_k64"))))}
     for name, svg in svgs.items():
         assert "…" not in svg, name
 
 
-def test_e2e_labels_are_readable_method_names():
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": c, "method": m, "speedup_total": 2.0, "predicted": 2.5}
-                        for c in ("HEvalFix-Py", "ProbeEdit-S") for m in ("pld_latest_k10", "cad_line_overhead")])
-    spec = charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")).to_dict()
-    names = {v["method_name"] for v in _values(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")))}
-    assert names == {"PLD latest, k=10", "copy program, line + directives"}
+def e2e_pooled(pools, methods) -> pl.DataFrame:
+    """e2e_pooled.csv rows: every method 2x over 3 cases, CI 1.5-2.5, predicted 2.5x."""
+    return pl.DataFrame([{"model": "smollm2-135m", "pool": p, "method": m, "cases": 3, "speedup_pooled": 2.0,
+                          "ci_low": 1.5, "ci_high": 2.5, "speedup_with_prompt": 1.8, "predicted_pooled": 2.5}
+                         for p in pools for m in methods])
+
+
+def test_e2e_labels_are_readable_method_names_in_headline_order_with_case_counts():
+    e2e = e2e_pooled(("HEvalFix-Py", "ProbeEdit-S"), ("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead"))
+    chart = charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead")))
+    spec = chart.to_dict()
+    values = _values(chart)
+    assert {v["method_name"] for v in values} == {"PLD earliest, k=10", "Copy-as-Decode line, directives decoded",
+                                                  "Copy-as-Decode line, ideal (upper bound)"}
+    assert {v["cases_text"] for v in values} == {"3 cases"}  # the count stands on the chart
+    sort = next(layer["encoding"]["y"]["sort"] for layer in spec["spec"]["layer"] if "y" in layer.get("encoding", {}))
+    assert sort[0] == "Copy-as-Decode line, directives decoded" and sort[-1].endswith("(upper bound)")
     assert "labelAngle" not in str(spec)  # horizontal bars: labels are read level, never rotated
-    assert charts.method_label("something_new") == "something_new"
 
 
 def test_perturbation_chart_marks_the_papers_em():

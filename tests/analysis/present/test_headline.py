@@ -44,8 +44,8 @@ ROW_PATTERNS = (
     r"bound_[a-z0-9.-]+_(ideal|dir)",
     r"kernel_[a-z0-9.-]+(_c\d+)?",
     r"em_(line|token)(_all)?",
-    r"e2e_[a-z0-9.-]+_(line|token|pld|n)",
-    r"e2ew-[a-z0-9.-]+_(line|token|pld|n)",
+    r"e2e_[a-z0-9.-]+_(line_dec|tok_dec|line|token|pld|suffix|n)",
+    r"e2ew-[a-z0-9.-]+_(line_dec|tok_dec|line|token|pld|suffix|n)",
     r"pilot_(before|after)",
     r"roundtrip_fail",
     r"noisy_(kernel|e2e)",
@@ -106,7 +106,7 @@ def test_the_paper_kernel_row_is_the_log_log_line_through_the_papers_two_points(
     """Between its two points the paper kernel is a power law: at N=64, halfway in log N from 8 to 512, the
     ratio is the geometric mean of 6.8x and 303x (hand-computed: 45.392); not the paper's own points read back."""
     head = build_headline(HeadlineSettings(kernel_ns=(8, 64, 512)), ["paper"], ROOT / TABLES, ROOT / METRICS)
-    assert head.rows["kernel_paper"]["n64"] == pytest.approx((6.8 * 303.0) ** 0.5, abs=1e-3) == pytest.approx(45.392, abs=1e-3)
+    assert head.rows["kernel_paper"]["n064"] == pytest.approx((6.8 * 303.0) ** 0.5, abs=1e-3) == pytest.approx(45.392, abs=1e-3)
 
 
 def test_committed_headline_files_match_a_fresh_build():

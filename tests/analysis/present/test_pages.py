@@ -126,7 +126,7 @@ def test_the_summary_table_cells_stay_short_and_the_full_text_follows():
     """P2: no summary-table cell over CELL_LIMIT characters (plus its marker); claim_details keeps every word."""
     import re
 
-    from analysis.claims.engine import REPRODUCED, Claim
+    from analysis.claims.verdict import REPRODUCED, Claim
     from analysis.present.pages import CELL_LIMIT, FULL_TEXT_BELOW, claim_details, summary_table
 
     long = "; ".join(f"HEvalFix-Py body {i}: 12.3x [11.0, 13.5] · 164 cases" for i in range(40))

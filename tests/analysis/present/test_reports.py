@@ -15,7 +15,9 @@ from fixtures import ATTACK, ROOT
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
 from analysis.present import notebook as present
-from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
+from analysis.present.index import index_html
+from analysis.present.reports import REPORTS, notebook_body
+from analysis.present.shell import Page, external_references, page
 
 
 
@@ -254,7 +256,7 @@ def test_an_executed_notebook_holds_no_machine_path_and_a_fixed_injected_cell_id
 
 def test_the_index_says_when_a_timed_stage_ran_noisy(tmp_path):
     """Section 4: NOISY was shown on the kernel and e2e pages only; the index carries it too, with what tripped it."""
-    from analysis.present.reports import noise_banner
+    from analysis.present.index import noise_banner
 
     (tmp_path / METRICS).mkdir(parents=True)
     assert noise_banner(tmp_path) == ""
@@ -274,7 +276,7 @@ def test_the_index_file_lists_are_grouped_by_claim_one_line_per_table(tmp_path):
     import re
 
     from analysis.layout import TABLES
-    from analysis.present.reports import FILE_GROUPS, _links, file_group
+    from analysis.present.index import FILE_GROUPS, _links, file_group
 
     (tmp_path / TABLES).mkdir(parents=True)
     for stem in ("kernel_speedup", "bounds", "perturbation_clip", "pilot_em", "mystery"):

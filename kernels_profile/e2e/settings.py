@@ -220,10 +220,20 @@ def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(options.items()))
 
 
+def _ngram_max(p: dict) -> int:
+    """e2e.pld.ngram_max, bounded as the drafter bounds it (analysis.rivals.pld.NGRAM_LIMIT), at settings time."""
+    from analysis.rivals.pld import NGRAM_LIMIT
+
+    value = positive_int(p, "e2e.pld.ngram_max")
+    if value > NGRAM_LIMIT:
+        raise ParamsError(f"params: 'e2e.pld.ngram_max' is {value}, above {NGRAM_LIMIT} (transformers' default: 2)")
+    return value
+
+
 def _drafts(p: dict, models: tuple[E2EModel, ...]) -> DraftSettings:
     names = [m.name for m in models]
     return DraftSettings(
-        ngram_max=positive_int(p, "e2e.pld.ngram_max"),
+        ngram_max=_ngram_max(p),
         policies=choices(p, "e2e.pld.policies", POLICIES, nonempty=False),
         k=_distinct(number_list(p, "e2e.pld.k", lo=1, integer=True), "e2e.pld.k"),
         sweep_k=_distinct(number_list(p, "e2e.pld.sweep_k", lo=1, integer=True, nonempty=False), "e2e.pld.sweep_k"),

@@ -380,6 +380,13 @@ PROBES = [
     Probe("N15-empty-repository", cli("--out", "run", "corpora", "--only", "--repo", "mixed", setup=empty_repository),
           "the repository has no commits"),
     # issue 39: settings and names (qa-review round 5)
+    Probe("S4-rivals-pld-ngram-bounded", stage_settings("kernels_profile.stages.e2e", **{"e2e.pld.ngram_max": 10**9}),
+          "'e2e.pld.ngram_max' is 1000000000, above 64"),
+    Probe("S4-rivals-suffix-tree-depth-bounded", stage_settings("kernels_profile.stages.e2e", **{
+        "e2e.suffix.options": {"max_tree_depth": 10**9}}), "max_tree_depth must be an integer in [1, 4096]"),
+    Probe("S4-rivals-pld-drafter-refuses-a-huge-ngram", lambda f: (__import__("analysis.rivals.pld", fromlist=["x"])
+                                                                  .PromptLookup([1, 2, 3], max_ngram=10**9), "")[-1],
+          "above 64"),
     Probe("S4-serving-requests-bounded", stage_settings("analysis.stages.serving", **{
         "serving.closed_loop.min_requests": 10**9}), "would simulate 1,000,000,000 requests"),
     Probe("S4-serving-open-loop-requests-bounded", stage_settings("analysis.stages.serving", **{

@@ -21,9 +21,10 @@ from contextlib import nullcontext
 
 from analysis.pipeline.config import Config
 from analysis.errors import CopyDecodeError
+from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.pipeline.params import DEFAULT_PARAMS, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, _dotted_keys, apply_overrides, did_you_mean  # noqa: F401 (tests read _dotted_keys here)
 
 # subcommand -> (stage module, help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -179,7 +180,11 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase", "kernels fit")
+# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
+# checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
+# on the cases). The round trip records its own, beside its report, which it writes also when it fails.
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase")
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -188,6 +193,9 @@ SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_f
 OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR instead of the current folder "
             "(paths in the params file and on the command line are still read from where you are)")
 
+
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
+CHART_STAGES = ("spans", "bounds", "perturb", "kernels fit", "e2e", "pilot", "reports")
 
 # stages whose own --out names their output (a one-off output root is refused there)
 OWN_OUT = {"kernels profile": "names the raw timings file", "kernels profile --batched": "names the raw timings file",
@@ -397,48 +405,6 @@ def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     return parser
 
 
-def apply_overrides(params: dict, overrides: list[str]) -> dict:
-    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
-    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
-    import copy
-
-    import yaml
-
-    from analysis.errors import ParamsError
-
-    out = copy.deepcopy(params)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {item!r}")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ParamsError(f"--set {key}: the value {raw!r} is not valid YAML ({exc})".replace("\n", " ")) from None
-        node = out
-        *parents, last = key.split(".")
-        for depth, part in enumerate(parents):
-            if not isinstance(node, dict) or part not in node:
-                node = None
-                break
-            node = node[part]
-        if not isinstance(node, dict) or last not in node:
-            raise ParamsError(f"--set {key}: no such setting in the params file"
-                              + did_you_mean(key, sorted(_dotted_keys(params))))
-        node[last] = value
-    return out
-
-
-def _dotted_keys(node, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            dotted = f"{prefix}.{key}" if prefix else str(key)
-            keys |= {dotted} | _dotted_keys(value, dotted)
-    return keys
-
-
 def stage_settings(module, args: argparse.Namespace, cfg: Config):
     """The settings of a SETTINGS_OPTIONS stage, built from the params and its command-line options."""
     options = {name: cfg.path if name == "params_path" else getattr(args, name, None)
@@ -456,8 +422,13 @@ def run_maintenance(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
+    module = importlib.import_module(args.module)
+    if getattr(args, "overrides", []) and not getattr(module, "APPLIES_OVERRIDES", False):  # else ignored (L7)
+        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` does not apply overrides: it "
+              "would be ignored); drop it, or give a params file with --params", file=sys.stderr)
+        return 2
     try:
-        return importlib.import_module(args.module).command(args)
+        return module.command(args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2
@@ -482,6 +453,38 @@ def interruptible() -> None:
 
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= ERROR_CHARS else f"{text[:ERROR_CHARS]}... (message cut at {ERROR_CHARS:,} characters)"
+
+
+def os_error_text(exc: BaseException) -> str | None:
+    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    that is not UTF-8, which Python holds as surrogates), else None (a real crash: raised)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
+        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
+                "use a shorter file name, --name, or setting")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
+                "rename it to UTF-8")
+    return None
+
+
+def _discard(new_root: Path | None) -> None:
+    if new_root is not None:
+        from analysis.pipeline.oneoff import discard_unused_root
+
+        discard_unused_root(new_root)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -518,6 +521,11 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.pipeline.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
+        if args.stage in CHART_STAGES:
+            from analysis.pipeline.io import check_address_space
+
+            check_address_space()  # before the stage's work, not at its first chart
+        check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
@@ -525,23 +533,25 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module(args.module)
             with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
                 result = run_stage(module, args, cfg)
-            if args.stage in OUTPUT_SETS:  # which corpus these outputs were built from (headline, reports)
+            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
-        print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
-        if new_root is not None:
-            from analysis.pipeline.oneoff import discard_unused_root
-
-            discard_unused_root(new_root)
+        print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)
+        _discard(new_root)
         return 2
     except KeyboardInterrupt:
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not interrupted_workers(exc):
+        if interrupted_workers(exc):
+            print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
+            return 130
+        named = os_error_text(exc)
+        _discard(new_root)  # a crash leaves no new empty --out folder either (N17)
+        if named is None:
             raise
-        print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
-        return 130
+        print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
+        return 2
     if result is not None:
         print("\n".join(summary_lines(args.stage, result)))
     return 0

@@ -420,18 +420,19 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
 def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
     """One JSON file per row; files of rows no longer produced are removed, so a stale figure from
     an earlier run (another kernel source, a dropped corpus) never shows in `dvc metrics show`."""
-    from analysis.pipeline.io import write_json
+    from analysis.pipeline.io import output_set, remove_output, write_json
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for stem, values in head.rows.items():
-        path = out_dir / f"{stem}.json"
-        write_json(values, path)
-        written.append(path)
-    for stale in out_dir.glob("*.json"):
-        if stale not in written:
-            stale.unlink()
+    with output_set("headline", outputs=(out_dir.as_posix(),)):  # every row file and removal as one set (L6)
+        for stem, values in head.rows.items():
+            path = out_dir / f"{stem}.json"
+            write_json(values, path)
+            written.append(path)
+        for stale in out_dir.glob("*.json"):
+            if stale not in written and stale.is_file() and not stale.is_symlink():
+                remove_output(stale)
     return written
 
 

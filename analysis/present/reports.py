@@ -23,6 +23,7 @@ from typing import Any, Mapping
 from analysis.errors import CopyDecodeError, ParamsError
 from analysis.pipeline.io import write_text
 from analysis.layout import CLAIMS_JSON, EXECUTED, HTML, INDEX, METRICS, TABLES
+from analysis.present.execution import execute_notebook
 from analysis.present.index import stale_pages_reasons, write_index
 from analysis.present.shell import Page, page, stale_banner
 
@@ -30,10 +31,11 @@ REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions"
            "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
-CORPUS_STAGES = ("programs", "spans", "bounds", "optimal", "perturb", "formats")
+CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
                  "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
-                 "losslessness": ("programs",), "e2e": (), "pilot": (), "serving": (), "explore": ("programs", "spans")}
+                 "losslessness": ("programs", "roundtrip"), "e2e": (), "pilot": (), "serving": (),
+                 "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
@@ -123,50 +125,6 @@ def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path =
             raise ParamsError(f"params: reports.parameters.{name}.{key} must be a string, number, true/false or "
                               f"null, got {type(value).__name__}")
     return dict(parameters)
-
-
-def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_name: str,
-                     templates: Path = TEMPLATES) -> Path:
-    """Run the template into reports/notebooks/<out_name>.ipynb. papermill writes into a temporary
-    file beside it, renamed only once every cell ran: a failed run leaves no half-executed notebook."""
-    import os
-    import tempfile
-
-    import papermill
-
-    parameters = check_parameters(name, parameters, templates)
-    source = template_path(name, templates)
-    executed = root / EXECUTED / f"{out_name}.ipynb"
-    executed.parent.mkdir(parents=True, exist_ok=True)
-    handle, temp = tempfile.mkstemp(prefix=f".{out_name}.", suffix=".ipynb", dir=executed.parent)
-    os.close(handle)
-    try:
-        # root "." with the kernel started in the output root: the notebook names no machine path (P1)
-        papermill.execute_notebook(
-            str(source), temp, parameters={**parameters, "root": "."},
-            kernel_name="python3", cwd=str(root), progress_bar=False, log_output=False,
-        )
-        scrub_machine_paths(Path(temp), name, out_name)
-        os.replace(temp, executed)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        executed.unlink(missing_ok=True)  # a previous run's notebook would no longer match this run's pages
-        raise
-    return executed
-
-
-def scrub_machine_paths(path: Path, name: str, out_name: str) -> None:
-    """papermill records where it read the template and wrote the notebook (absolute, and the temporary
-    name): the executed notebook keeps the repository-relative names instead, so a committed notebook
-    holds no machine path and is the same on every machine."""
-    import nbformat
-
-    book = nbformat.read(path, as_version=4)
-    recorded = book.metadata.get("papermill")
-    if recorded is not None:
-        recorded["input_path"] = f"notebooks/{name}.ipynb"
-        recorded["output_path"] = str(EXECUTED / f"{out_name}.ipynb")
-    nbformat.write(book, path)
 
 
 def render_html(executed: Path, root: Path, out_name: str, stale: list[str] | None = None) -> Page:

@@ -32,6 +32,7 @@ POLICIES = ("earliest", "latest")
 STANDARD_POLICY = "earliest"
 MAX_NGRAM = 2   # transformers: generation_config.max_matching_ngram_size or 2
 MIN_NGRAM = 1   # transformers: range(..., 0, -1) stops at n = 1
+NGRAM_LIMIT = 64  # one table per size is built up front: a typo (10**9) would exhaust memory, not fail (issue 39)
 
 
 class PromptLookup:
@@ -41,6 +42,8 @@ class PromptLookup:
                  min_ngram: int = MIN_NGRAM):
         if policy not in POLICIES:
             raise ParamsError(f"prompt lookup policy must be one of {POLICIES}, got {policy!r}")
+        if isinstance(max_ngram, int) and max_ngram > NGRAM_LIMIT:
+            raise ParamsError(f"prompt lookup max_ngram is {max_ngram}, above {NGRAM_LIMIT} (transformers' default: 2)")
         if not (isinstance(min_ngram, int) and isinstance(max_ngram, int) and 1 <= min_ngram <= max_ngram):
             raise ParamsError(f"prompt lookup n-gram sizes need 1 <= min_ngram <= max_ngram, got "
                               f"min_ngram={min_ngram!r}, max_ngram={max_ngram!r}")

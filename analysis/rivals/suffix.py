@@ -41,6 +41,9 @@ from analysis.errors import ParamsError
 F32 = np.float32
 
 
+MAX_TREE_DEPTH = 4096  # a tree holds up to depth nodes per token: a bound, not a setting (Arctic's default: 64)
+
+
 @dataclass(frozen=True)
 class SuffixSettings:
     """Arctic Inference's defaults (vLLM's `suffix_decoding_*` settings)."""
@@ -52,8 +55,9 @@ class SuffixSettings:
     max_cached_requests: int = 10000   # cross-request cache: the most recent responses kept
 
     def validate(self) -> SuffixSettings:
-        if not isinstance(self.max_tree_depth, int) or self.max_tree_depth < 1:
-            raise ParamsError(f"suffix decoding max_tree_depth must be a positive integer, got {self.max_tree_depth!r}")
+        if not isinstance(self.max_tree_depth, int) or not 1 <= self.max_tree_depth <= MAX_TREE_DEPTH:
+            raise ParamsError(f"suffix decoding max_tree_depth must be an integer in [1, {MAX_TREE_DEPTH}], got "
+                              f"{self.max_tree_depth!r}")
         if self.max_spec_factor < 0:
             raise ParamsError(f"suffix decoding max_spec_factor must be >= 0, got {self.max_spec_factor!r}")
         if not 0 <= self.min_token_prob <= 1:

@@ -96,7 +96,8 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
     from analysis.pipeline.scratch import owned_temp_dir
     from analysis.present.provenance import PARAMS_ENV
     from analysis.present.reports import (REPORT_STAGES, CORPUS_STAGES, _title_of, missing_input, notebook_body,
-                                          page, scrub_machine_paths, stale_banner, stale_pages_reasons, template_path)
+                                          page, stale_banner, stale_pages_reasons, template_path)
+    from analysis.present.execution import kernel_environment, normalise_executed
 
     s.html.parent.mkdir(parents=True, exist_ok=True)
     before = os.environ.get(PARAMS_ENV)
@@ -105,9 +106,10 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
         with owned_temp_dir(".copydecode-report-", s.html.parent) as tmp:
             executed = tmp / f"{s.name}.ipynb"
             try:
-                papermill.execute_notebook(str(template_path(s.name)), str(executed),
-                                           parameters={**s.parameters, "root": "."}, kernel_name="python3",
-                                           cwd=str(root), progress_bar=False, log_output=False)
+                with kernel_environment():  # the folder's modules are data, never imported (issue 39, H2)
+                    papermill.execute_notebook(str(template_path(s.name)), str(executed),
+                                               parameters={**s.parameters, "root": "."}, kernel_name="python3",
+                                               cwd=str(root), progress_bar=False, log_output=False)
             except Exception as exc:  # papermill's PapermillExecutionError carries the cell's exception
                 missing = missing_input(exc)
                 if missing is not None:
@@ -115,7 +117,7 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
                 if getattr(exc, "ename", None):
                     raise ParamsError(f"the {s.name} report failed: {exc.ename}: {exc.evalue}") from None
                 raise
-            scrub_machine_paths(executed, s.name, s.name)
+            normalise_executed(executed, s.name, s.name)
             book = nbformat.read(executed, as_version=4)
             stale = stale_pages_reasons(root)
             reasons = [stale[st] for st in REPORT_STAGES.get(s.name, CORPUS_STAGES) if st in stale]
@@ -134,6 +136,9 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
 
 
 ACCEPTS_SET = True  # the CLI adds --set KEY=VALUE (applied to the params before the report's defaults are read)
+
+
+APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders with the override (analysis.cli)
 
 
 def command(args) -> int:

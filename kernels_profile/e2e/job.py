@@ -48,7 +48,14 @@ class CaseJob:
                 "fingerprint": fingerprint}
 
     def file_stem(self) -> str:
-        return f"{self.model.name}-{self.case_id.replace('/', '_')}"
+        """The checkpoint's name before its key: `/` as `_` (one path component), the case id cut to
+        CASE_STEM_BYTES (issue 39, L2: a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
+        after it, a hash holding the case id, keeps two cut ids apart."""
+        case = self.case_id.replace("/", "_").replace("\x00", "_").encode("utf-8")[:CASE_STEM_BYTES]
+        return f"{self.model.name}-{case.decode('utf-8', 'ignore')}"
+
+
+CASE_STEM_BYTES = 100  # of a case id in a checkpoint's file name
 
 
 def order_seed(seed: int, model: str, case_id: str) -> str:

@@ -13,6 +13,7 @@ from analysis.errors import ParamsError
 from analysis.latency.model import FORMS
 from analysis.layout import E2E_PRESETS, LEVELS
 from analysis.pipeline.config import tokenizer_spec
+from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import (
     check_slack,
     check_threads,
@@ -219,10 +220,20 @@ def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
     return tuple(sorted(options.items()))
 
 
+def _ngram_max(p: dict) -> int:
+    """e2e.pld.ngram_max, bounded as the drafter bounds it (analysis.rivals.pld.NGRAM_LIMIT), at settings time."""
+    from analysis.rivals.pld import NGRAM_LIMIT
+
+    value = positive_int(p, "e2e.pld.ngram_max")
+    if value > NGRAM_LIMIT:
+        raise ParamsError(f"params: 'e2e.pld.ngram_max' is {value}, above {NGRAM_LIMIT} (transformers' default: 2)")
+    return value
+
+
 def _drafts(p: dict, models: tuple[E2EModel, ...]) -> DraftSettings:
     names = [m.name for m in models]
     return DraftSettings(
-        ngram_max=positive_int(p, "e2e.pld.ngram_max"),
+        ngram_max=_ngram_max(p),
         policies=choices(p, "e2e.pld.policies", POLICIES, nonempty=False),
         k=_distinct(number_list(p, "e2e.pld.k", lo=1, integer=True), "e2e.pld.k"),
         sweep_k=_distinct(number_list(p, "e2e.pld.sweep_k", lo=1, integer=True, nonempty=False), "e2e.pld.sweep_k"),
@@ -269,6 +280,11 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     under `out` (default data/e2e/<preset>/) and nothing under reports/."""
     if out is not None and preset is None:
         raise ParamsError("copydecode e2e: --out names a preset run's folder; name the preset too (--preset e2e-wide)")
+    if out is not None:  # a preset run's folder stays inside the tree (issue 39, H4)
+        try:
+            confined(Path(out) / "run.json", "the e2e preset run's folder")
+        except OutputRootError as exc:
+            raise ParamsError(str(exc)) from None
     group = merge_preset(params, "e2e", "e2e.presets", preset)
     group.pop("presets", None)
     p = {**params, "e2e": group}

@@ -465,7 +465,12 @@ class Pair:
         return f"{self.model}/c{self.context}/{self.baseline}/r{self.repeat}"
 
     def path(self, root: Path, key: str) -> Path:
-        return root / f"{self.model}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
+        """The pair's checkpoint under `root`, named by the model's label (a --model folder or hub id is a
+        path: its raw string would put the file beside the model, outside the tree: H4); `key` keeps two
+        models of one label apart."""
+        from kernels_profile.runtime.models import model_label
+
+        return root / f"{model_label(self.model)}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
 
 
 def pair_units(spec: ProfileSpec) -> list[Pair]:

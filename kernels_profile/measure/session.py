@@ -31,7 +31,7 @@ from analysis.pipeline.io import write_json, write_parquet
 from analysis.parallel.progress import progress_bar
 from kernels_profile.measure.contention import Contention, Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.machine import gpu_info, gpu_reference_workload, machine_info, reference_workload
-from kernels_profile.runtime.models import build_model, torch_dtype
+from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 from kernels_profile.measure.profiler import (
     CacheBench,
     Pair,
@@ -112,6 +112,8 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     set_threads(spec.threads)
     scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
+    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation (M4)
+        check_fits(model, spec.dtype, spec.device, max(spec.contexts) + spec.n_max, spec.n_max)
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     fingerprints = {m: fingerprint(m, spec.weights) for m in spec.models}  # after set_threads: its count
@@ -259,10 +261,14 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_profile(result: ProfileResult, out: Path) -> Path:
-    """Write the raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
-    write_parquet(result.raw, Path(out))
+    """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
+    sidecar); returns the sidecar path."""
+    from analysis.pipeline.io import output_set
+
     sidecar = environment_path(out)
-    write_json({**result.environment, "raw": str(out)}, sidecar)
+    with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
+        write_parquet(result.raw, Path(out))
+        write_json({**result.environment, "raw": str(out)}, sidecar)
     return sidecar
 
 

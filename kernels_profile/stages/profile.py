@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
+from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
@@ -63,9 +64,12 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     """The params group with the command line's --model/--device/--dtype/--contexts/--ns/--weights."""
     if weights is not None and weights not in WEIGHTS_CHOICES:
         raise ParamsError(f"--weights must be one of {', '.join(WEIGHTS_CHOICES)}, got {weights!r}")
+    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model (M5)
+        raise ParamsError("--model is empty; name a model folder or hub id (or leave --model out to profile "
+                          "params kernels.profile.models)")
     if weights == "real" and model is None:
         raise ParamsError("--weights real loads the weights of --model; name the model (a folder or hub id)")
-    over = {"models": [model] if model else None, "device": device, "dtype": dtype,
+    over = {"models": [model] if model is not None else None, "device": device, "dtype": dtype,
             "contexts": _numbers(contexts, "--contexts"), "ns": _numbers(ns, "--ns"), "weights": weights}
     return {**group, **{k: v for k, v in over.items() if v is not None}}
 
@@ -85,7 +89,12 @@ def settings(params: dict[str, Any], preset: str | None = None, out: str | Path 
     if model is not None:
         source = kernel_source_name(model, spec.device)
         named_out = KERNELS_RAW.parent / f"{source}.parquet"
-    return ProfileSettings(spec, Path(out) if out else named_out, preset, source)
+    raw = Path(out) if out else named_out
+    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree (H4)
+        confined(raw, "the raw timings file")
+    except OutputRootError as exc:
+        raise ParamsError(f"{exc} (kernels profile --out / the preset's out: give a path under this folder)") from None
+    return ProfileSettings(spec, raw, preset, source)
 
 
 def spec_of(group: dict[str, Any]) -> ProfileSpec:

@@ -270,7 +270,7 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
     class Boom(Exception):
         pass
 
-    with pytest.raises(Boom), io.output_set("s"):  # fails after one output: nothing replaced, no temp left
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):  # fails after one output: nothing replaced, no temp left
         io.write_json({"v": "new"}, a)
         raise Boom
     assert json.loads(a.read_text())["v"] == "old" and sorted(p.name for p in a.parent.iterdir()) == ["a.json", "b.json"]
@@ -285,12 +285,12 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
         real(src, dst)
 
     monkeypatch.setattr(io.os, "replace", killed_after_first)
-    with pytest.raises(Boom), io.output_set("s"):
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):
         io.write_json({"v": "new"}, a)
         io.write_json({"v": "new"}, b)
     monkeypatch.setattr(io.os, "replace", real)
     assert (tmp_path / "data/.pending/s.json").is_file()  # the journal says the set is committed
-    assert io.finish_pending() == ["s"]  # the next run completes it
+    assert io.finish_pending(lambda stage: ("out",)) == ["s"]  # the next run completes it
     assert [json.loads(p.read_text())["v"] for p in (a, b)] == ["new", "new"]
     assert not (tmp_path / "data/.pending/s.json").exists()
 
@@ -902,6 +902,39 @@ def test_a_failed_run_into_a_new_out_root_leaves_nothing_behind(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["--params", str(ROOT / "params.yaml"), "--out", "kept", "corpora", "--only", "--pairs", "bad.jsonl"]) == 2
     assert (tmp_path / "kept/data").is_dir()
+
+
+def test_a_crash_into_a_new_out_root_leaves_no_folder_behind(tmp_path, monkeypatch):
+    """N17 remnant (issue 39): a raw exception (L2, M8) left the new --out folder behind."""
+    import analysis.cli as cli_module
+
+    def crash(module, args, cfg):
+        raise RuntimeError("a bug")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "run_stage", crash)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["--params", str(ROOT / "params.yaml"), "--out", "new", "programs"])
+    monkeypatch.chdir(tmp_path)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_path_too_long_for_the_file_system_is_named(tmp_path, monkeypatch, capsys):
+    """L2: a name over 255 bytes gave a raw `OSError: [Errno 36] File name too long`."""
+    import errno
+
+    import analysis.cli as cli_module
+
+    def too_long(module, args, cfg):
+        raise OSError(errno.ENAMETOOLONG, "File name too long", "x" * 300 + ".jsonl")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "run_stage", too_long)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "new", "programs"]) == 2
+    err = capsys.readouterr().err
+    assert "a path is too long for the file system" in err and "(306 bytes)" in err and "Traceback" not in err
+    monkeypatch.chdir(tmp_path)
+    assert not (tmp_path / "new").exists()
 
 
 def test_ctrl_c_on_a_parallel_stage_exits_130(tmp_path, monkeypatch, capsys):

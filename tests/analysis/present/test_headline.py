@@ -10,6 +10,7 @@ import os
 import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import polars as pl
 import pytest
@@ -161,7 +162,8 @@ def test_kernel_rows_per_source_and_context():
                    "kernel_h200-q7b_c256": {"n008": 7.1, "n512": 250.0}}
 
 
-def test_absent_inputs_are_named_and_stale_files_removed(tmp_path):
+def test_absent_inputs_are_named_and_stale_files_removed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the row files are one output set inside the output root
     tables, metrics = tmp_path / "tables", tmp_path / "metrics"
     tables.mkdir()
     shutil.copy(ROOT / TABLES / "coverage.csv", tables / "coverage.csv")
@@ -297,6 +299,37 @@ def test_claims_summary_is_short_and_taken_from_the_other_outputs(tmp_path):
     assert len(head) <= 13 and not any(isinstance(v, (dict, list)) for v in head.values())
     (tmp_path / TABLES / "coverage.csv").unlink()
     assert "cov_line_pooled" not in claims_summary(tmp_path / TABLES, tmp_path / METRICS)
+
+
+def test_headline_files_are_written_and_removed_as_one_set(tmp_path, monkeypatch):
+    """L6: the row files were written one by one and the stale ones then deleted; a failure half way left
+    a mix of two runs' figures."""
+    import json
+
+    from analysis.pipeline import io
+    from analysis.present.headline import Headline, write_headline
+
+    monkeypatch.chdir(tmp_path)
+    old = Headline()
+    old.rows = {"cov_line": {"a": 1}, "gone": {"a": 2}}
+    write_headline(old, Path("metrics"))
+    new = Headline()
+    new.rows = {"cov_line": {"a": 3}, "em_line": {"a": 4}}
+    real = io.write_text
+
+    def failing(text, path):
+        if str(path).endswith("em_line.json"):
+            raise OSError("disk full")
+        real(text, path)
+
+    monkeypatch.setattr(io, "write_text", failing)
+    with pytest.raises(OSError):
+        write_headline(new, Path("metrics"))
+    assert {p.name: json.loads(p.read_text()) for p in (tmp_path / "metrics").glob("*.json")} == {
+        "cov_line.json": {"a": 1}, "gone.json": {"a": 2}}  # the old set whole
+    monkeypatch.setattr(io, "write_text", real)
+    write_headline(new, Path("metrics"))
+    assert sorted(p.name for p in (tmp_path / "metrics").iterdir()) == ["cov_line.json", "em_line.json"]
 
 
 def test_kernel_rows_are_the_judged_comparisons_not_the_graph_loop():

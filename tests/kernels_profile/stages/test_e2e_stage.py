@@ -342,7 +342,9 @@ def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_case
     rehearsal = stage.settings(BASE, preset="e2e-rehearsal")
     assert sum(n for _, n in rehearsal.models[0].sample) == 2 and rehearsal.plan("smollm2-135m", "HEvalFix-Py") == \
         wide.plan("smollm2-135m", "HEvalFix-Py")  # the rehearsal measures what the wide run measures
-    assert str(stage.settings(BASE, preset="e2e-wide", out="/tmp/w").out) == "/tmp/w"
+    assert str(stage.settings(BASE, preset="e2e-wide", out="runs/w").out) == "runs/w"
+    with pytest.raises(ParamsError, match="lies outside the output root"):  # issue 39, H4: inside the tree only
+        stage.settings(BASE, preset="e2e-wide", out="/tmp/w")
     with pytest.raises(ParamsError, match="unknown preset 'e2e-huge'"):
         stage.settings(BASE, preset="e2e-huge")
     with pytest.raises(ParamsError, match="--out names a preset run's folder"):
@@ -352,10 +354,10 @@ def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_case
 def test_the_cli_passes_the_preset_and_its_folder():
     from analysis import cli
 
-    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "/tmp/wide"])
+    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "data/e2e/wide"])
     args.out = getattr(args, "raw_out", None)
     s = cli.stage_settings(stage, args, Config.load(ROOT / "params.yaml"))
-    assert s.preset == "e2e-wide" and str(s.out) == "/tmp/wide"
+    assert s.preset == "e2e-wide" and str(s.out) == "data/e2e/wide"
     assert cli.main(["--out", "/tmp/x", "e2e", "--preset", "e2e-wide"]) == 2  # not a one-off output root
 
 

@@ -1,0 +1,97 @@
+"""llguidance as this suite uses it: a tokenizer for its matcher, and matchers over the exported grammars.
+
+`LLMatcher` never raises on a bad grammar: it enters an error state. `compile_grammar` turns that state
+into a named error (GrammarLimitError where llguidance's symbol table overflowed, else GrammarError),
+so that a caller never walks a matcher that refuses everything.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from analysis.errors import GrammarError, GrammarLimitError
+from analysis.grammar.export import FORMATS, Exported
+
+SYMBOL_LIMIT_MESSAGE = "symbols.len() < u16::MAX"
+
+
+class _PiecesTokenizer:
+    """What llguidance's `LLTokenizer` reads from a tokenizer that is not a Hugging Face one (the tests'
+    byte-level toy): the bytes of every id, EOS, and an encoder for the text it fast-forwards."""
+
+    is_tokenizer_wrapper = True
+
+    def __init__(self, tokenizer, encode, eos_ids: Sequence[int], n_vocab: int):
+        self.tokens = [tokenizer.piece(i) if i < tokenizer.vocab_size else b"" for i in range(n_vocab)]
+        self.eos_token_id = eos_ids[0]
+        self.bos_token_id = None
+        self.special_token_ids = sorted(set(eos_ids) | set(getattr(tokenizer, "added_token_ids", ())))
+        self._encode = encode
+
+    def __call__(self, text) -> list[int]:
+        return list(self._encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text))
+
+
+def ll_tokenizer(tokenizer, eos_ids: Sequence[int], n_vocab: int | None = None, encode=None):
+    """llguidance's tokenizer for a suite tokenizer (analysis.text.tokens: its backend's JSON, without
+    the normalizer the suite drops too) or any tokenizer with `piece` and an `encode` function.
+    `n_vocab`: the logits width, when the model has more rows than the tokenizer has ids."""
+    import llguidance
+
+    if not eos_ids:
+        raise GrammarError("llguidance needs at least one EOS id")
+    backend = getattr(tokenizer, "backend", None)
+    if backend is not None:
+        return llguidance.LLTokenizer(backend.to_str(), n_vocab=n_vocab, eos_token=list(eos_ids))
+    if encode is None:
+        raise GrammarError("a tokenizer without a tokenizers backend needs an `encode` function for llguidance")
+    wrapper = _PiecesTokenizer(tokenizer, encode, eos_ids, n_vocab or tokenizer.vocab_size)
+    return llguidance.LLTokenizer(wrapper, n_vocab=n_vocab, eos_token=list(eos_ids))
+
+
+def lark_of(exported: Exported) -> str:
+    """The grammar as llguidance reads it: Lark as is, GBNF through llguidance's own converter (the
+    parser test of the EBNF export), a regex through `grammar_from_regex`."""
+    import llguidance
+
+    if exported.format == "lark":
+        return llguidance.LLMatcher.grammar_from_lark(exported.text())
+    if exported.format == "ebnf":
+        from llguidance.gbnf_to_lark import gbnf_to_lark
+
+        return llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(exported.text()))
+    if exported.format == "regex":
+        return llguidance.LLMatcher.grammar_from_regex(exported.grammar)
+    raise GrammarError(f"grammar format must be one of {', '.join(FORMATS)}, got {exported.format!r}")
+
+
+@dataclass
+class Compiled:
+    matcher: object   # llguidance.LLMatcher
+    seconds: float    # building the matcher: parsing, grammar and lexer construction
+
+
+def compile_grammar(lltok, exported: Exported) -> Compiled:
+    import llguidance
+
+    started = time.perf_counter()
+    matcher = llguidance.LLMatcher(lltok, lark_of(exported), log_level=0)
+    seconds = time.perf_counter() - started
+    if matcher.is_error():
+        error = matcher.get_error()
+        head = error.splitlines()[0] if error else "unknown error"
+        if SYMBOL_LIMIT_MESSAGE in error:
+            raise GrammarLimitError(f"llguidance refused the {exported.form} {exported.format} grammar of a "
+                                    f"{exported.n_lines}-line source: its symbol table (u16) is full ({head})")
+        raise GrammarError(f"llguidance refused the {exported.form} {exported.format} grammar of a "
+                           f"{exported.n_lines}-line source: {head}")
+    return Compiled(matcher, seconds)
+
+
+def accepts(matcher, ids: Sequence[int]) -> bool:
+    """Does a copy of the (fresh) matcher take `ids` and end in an accepting state? A copy, because a
+    rejected token leaves a matcher in an error state that `reset()` does not clear."""
+    walk = matcher.deep_copy()
+    return bool(walk.consume_tokens(list(ids))) and walk.is_accepting()

@@ -2,7 +2,7 @@
 
 STAGES maps each subcommand to the module that runs it; a stage module's `run(settings)` returns its
 metrics, and the CLI builds those settings (SETTINGS_OPTIONS: the command-line options each takes). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
-`moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
+`moves`, `depgraph`, `grammar`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
 them (`command(args) -> exit status`); this is the project's one console script and its one
 `__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version` prints
@@ -90,6 +90,11 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
                                 "programs; it writes reports/tables/line_moves.*"),
     "depgraph": ("analysis.tools.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
                                       "the package sources; it writes dvc.yaml"),
+    "grammar": ("analysis.tools.grammar", "the program grammar of one source for a structured-output engine: "
+                                          "symbolic or forced spans, in llguidance Lark, GBNF (xgrammar) or a "
+                                          "regex (outlines-core); see docs/grammar.md. It reads "
+                                          "data/corpora/cases.parquet (--case-id) or --source FILE; it writes "
+                                          "stdout or --out FILE"),
     "pilot-sweep": ("kernels_profile.pilot.sweep", "the pilot's training-settings sweep, an interrupted run's "
                                                     "checkpoint curve, decoded range errors, or freezing a preset run. "
                                                     "It reads params pilot and the pilot's checkpoints; it writes "

@@ -174,62 +174,90 @@ def _digits(position: int) -> range:
     return range(1, 10) if position == 0 else range(10)
 
 
-def _i_rules(n_digits: list[int]) -> list[str]:
-    """i, digit by digit, for each length K; 'h': the digits so far equal N's (only then is N a bound)."""
-    top = len(n_digits)
-    rules = ["inum::_ : " + " | ".join(f"i{k}_0{'h' if k == top else 'f'}::_" for k in range(1, top + 1))]
-    for k in range(1, top + 1):
-        for p in range(k):
-            for tight in ("hf" if k == top else "f"):
-                options = []
-                for d in _digits(p):
-                    if tight == "h" and d > n_digits[p]:
-                        continue
-                    nxt = "h" if tight == "h" and d == n_digits[p] else "f"
-                    expr = _or(d << (I_BITS[0] + 4 * (k - 1 - p)))
-                    if p + 1 < k:
-                        options.append(f'"{d}" i{k}_{p + 1}{nxt}::{expr}')
-                    else:
-                        options.append(f'"{d}" {lark_literal(RANGE_SEP)} jnum::{expr}')
-                rules.append(f"i{k}_{p}{tight}::_ : " + " | ".join(options))
+def _reachable(starts: list[str], expand) -> list[str]:
+    """The rules reachable from `starts`: `expand(name)` gives (rule text, names it refers to)."""
+    rules, seen, todo = [], set(starts), list(starts)
+    while todo:
+        text, refs = expand(todo.pop(0))
+        rules.append(text)
+        for ref in refs:
+            if ref not in seen:
+                seen.add(ref)
+                todo.append(ref)
     return rules
+
+
+def _i_rules(n_digits: list[int]) -> list[str]:
+    """i, digit by digit, for each length k: rule `i{k}_{p}{t}` reads digit p, where t = 'h' while the
+    digits so far equal N's (only then does N bound the next digit)."""
+    top = len(n_digits)
+    heads = [f"i{k}_0{'h' if k == top else 'f'}" for k in range(1, top + 1)]
+
+    def expand(name: str):
+        if name == "inum":
+            return "inum::_ : " + " | ".join(f"{h}::_" for h in heads), heads
+        k, p = (int(x) for x in name[1:-1].split("_"))
+        tight = name[-1]
+        options, refs = [], []
+        for d in _digits(p):
+            if tight == "h" and d > n_digits[p]:
+                continue
+            nxt = "h" if tight == "h" and d == n_digits[p] else "f"
+            expr = _or(d << (I_BITS[0] + 4 * (k - 1 - p)))
+            if p + 1 < k:
+                refs.append(f"i{k}_{p + 1}{nxt}")
+                options.append(f'"{d}" {refs[-1]}::{expr}')
+            else:
+                options.append(f'"{d}" {lark_literal(RANGE_SEP)} jnum::{expr}')
+        return f"{name}::_ : " + " | ".join(options), refs
+
+    return _reachable(["inum"], expand)
 
 
 def _j_rules(n_digits: list[int]) -> list[str]:
-    """j, digit by digit: 'l' the digits so far equal i's (read from the parameter), 'h' equal N's."""
+    """j, digit by digit: rule `j{k}_{p}{l}{h}` reads digit p of a k-digit j, where l = 'l' while the
+    digits so far equal i's (read from the parameter: j may not go below i), h = 'h' while they equal N's."""
     top = len(n_digits)
-    starts = []
-    for k in range(1, top + 1):
-        h = "h" if k == top else "f"
-        same = f"and(ge({_field(I_BITS)}, {bcd(10 ** (k - 1))}), le({_field(I_BITS)}, {bcd(10 ** k - 1)}))"
-        starts.append(f"j{k}_0l{h}::_ %if {same}")
-        if k > 1:  # i has fewer digits than j: j > i whatever its digits
-            starts.append(f"j{k}_0f{h}::_ %if le({_field(I_BITS)}, {bcd(10 ** (k - 1) - 1)})")
-    rules = ["jnum::_ : " + " | ".join(starts)]
-    for k in range(1, top + 1):
-        for p in range(k):
-            for low in ("l", "f"):
-                for tight in ("hf" if k == top else "f"):
-                    rules.append(_j_rule(k, p, low, tight, n_digits))
-    return rules
+
+    def expand(name: str):
+        if name == "jnum":
+            options, refs = [], []
+            for k in range(1, top + 1):
+                h = "h" if k == top else "f"
+                same = f"and(ge({_field(I_BITS)}, {bcd(10 ** (k - 1))}), le({_field(I_BITS)}, {bcd(10 ** k - 1)}))"
+                refs.append(f"j{k}_0l{h}")
+                options.append(f"{refs[-1]}::_ %if {same}")
+                if k > 1:  # i has fewer digits than j: j > i whatever its digits
+                    refs.append(f"j{k}_0f{h}")
+                    options.append(f"{refs[-1]}::_ %if le({_field(I_BITS)}, {bcd(10 ** (k - 1) - 1)})")
+            return "jnum::_ : " + " | ".join(options), refs
+        k, p = (int(x) for x in name[1:-2].split("_"))
+        return _j_rule(k, p, name[-2], name[-1], n_digits)
+
+    return _reachable(["jnum"], expand)
 
 
-def _j_rule(k: int, p: int, low: str, tight: str, n_digits: list[int]) -> str:
-    i_digit = _field(I_BITS, k - 1 - p, 1)  # i's digit at this position (i has k digits when low == 'l')
-    options = []
+def _j_rule(k: int, p: int, low: str, tight: str, n_digits: list[int]) -> tuple[str, list[str]]:
+    i_digit = _field(I_BITS, k - 1 - p, 1)  # i's digit at this position (i has k digits while low == 'l')
+    options, refs = [], []
     for d in _digits(p):
         if tight == "h" and d > n_digits[p]:
             continue
         nxt_h = "h" if tight == "h" and d == n_digits[p] else "f"
         expr = _or(d << (J_BITS[0] + 4 * (k - 1 - p)))
-        branches = [("l", f"eq({i_digit}, {d})"), ("f", f"lt({i_digit}, {d})" if d else None)] if low == "l" \
-            else [("f", "")]
+        if low == "l":  # d may not be below i's digit; equal keeps j tight with i
+            branches = [("l", f"eq({i_digit}, {d})")]
+            if d > (1 if p == 0 else 0):  # i's digit can be below d (its first digit is at least 1)
+                branches.append(("f", f"lt({i_digit}, {d})"))
+        else:
+            branches = [("f", "")]
         for nxt_l, cond in branches:
-            if cond is None:
-                continue
-            target = f"j{k}_{p + 1}{nxt_l}{nxt_h}" if p + 1 < k else "close"
+            target = "close"
+            if p + 1 < k:
+                target = f"j{k}_{p + 1}{nxt_l}{nxt_h}"
+                refs.append(target)
             options.append(f'"{d}" {target}::{expr}' + (f" %if {cond}" if cond else ""))
-    return f"j{k}_{p}{low}{tight}::_ : " + " | ".join(options)
+    return f"j{k}_{p}{low}{tight}::_ : " + " | ".join(options), refs
 
 
 def forced_lark(lines: list[str]) -> str:

@@ -35,6 +35,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "optimal": ("analysis.stages.optimal", "cost-optimal oracle beside the coverage oracle; token min_copy sweep"),
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
+    "forcing": ("analysis.stages.forcing", "llguidance under each source's forced-span grammar: does it fast-forward "
+                                          "every copy of every line-level oracle program?"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
@@ -61,6 +63,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "optimal": (),
     "perturb": (),
     "formats": (),
+    "forcing": (),
     "headline": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
@@ -114,6 +117,8 @@ READS_WRITES: dict[str, str] = {
     "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
     "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
     "formats": "reads cases and programs; writes reports/tables/formats*.*",
+    "forcing": "reads cases and programs; writes data/grammar/forcing_spans.parquet, "
+               "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json",
     "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
     "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
@@ -144,7 +149,7 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing")
 
 SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "

@@ -95,3 +95,78 @@ def accepts(matcher, ids: Sequence[int]) -> bool:
     rejected token leaves a matcher in an error state that `reset()` does not clear."""
     walk = matcher.deep_copy()
     return bool(walk.consume_tokens(list(ids))) and walk.is_accepting()
+
+
+class StepMasks:
+    """The next-token mask of a matcher as a byte-level decoder needs it, in llguidance's bitmask layout.
+
+    Where nothing is forced this is llguidance's own mask. Where bytes are forced (`compute_ff_bytes()`
+    is not empty: a tag after its first letters, a directive's close once its end line is unambiguous, a
+    copied span) llguidance's mask holds only the first token of the forced bytes' canonical tokenization.
+    A decoder that keeps op boundaries on token boundaries (kernels_profile.decode.sequence) needs every
+    token spelling a prefix of the forced bytes (`"/>` where llguidance offers `"/>\\n`), and those that
+    run past them where the matcher takes them, exactly as this suite's FSM allows; so there the mask is
+    built from the token pieces and `validate_tokens`."""
+
+    def __init__(self, pieces: Sequence[bytes | None], n_vocab: int):
+        import numpy as np
+
+        self.n_vocab = n_vocab
+        self._by_piece: dict[bytes, list[int]] = {}
+        for i, piece in enumerate(pieces):
+            if piece:
+                self._by_piece.setdefault(piece, []).append(i)
+        self._sorted = sorted((p, i) for i, p in enumerate(pieces) if p)
+        self._keys = [p for p, _ in self._sorted]
+        self._longest = max((len(p) for p in self._keys), default=0)
+        self.forced_steps = 0
+        self.np = np
+
+    def allocate(self):
+        from llguidance.numpy import allocate_token_bitmask
+
+        return allocate_token_bitmask(1, self.n_vocab)
+
+    def fill(self, matcher, bitmask) -> bytes:
+        """Fill `bitmask` (1 x words) for the matcher's next token; returns the forced bytes (b'' if none)."""
+        from llguidance.numpy import fill_next_token_bitmask
+
+        forced = matcher.compute_ff_bytes()
+        if not forced:
+            fill_next_token_bitmask(matcher, bitmask)
+            return forced
+        self.forced_steps += 1
+        bitmask[:] = 0
+        words = bitmask.view(self.np.uint32)
+        for token in self.forced_ids(matcher, forced):
+            words[0, token >> 5] |= self.np.uint32(1 << (token & 31))
+        return forced
+
+    def forced_ids(self, matcher, forced: bytes) -> list[int]:
+        import bisect
+
+        ids = [i for k in range(1, min(len(forced), self._longest) + 1) for i in self._by_piece.get(forced[:k], ())]
+        lo = bisect.bisect_right(self._keys, forced)
+        hi = bisect.bisect_left(self._keys, forced + b"\xff" * (self._longest + 1), lo)
+        longer = [self._sorted[k][1] for k in range(lo, hi) if self._keys[k].startswith(forced)]
+        return ids + [t for t in longer if matcher.validate_tokens([t]) == 1]
+
+
+def allowed(bitmask, token: int) -> bool:
+    return bool((int(bitmask[0, token >> 5]) >> (token & 31)) & 1)
+
+
+def suite_pieces(tokenizer, eos_ids: Sequence[int], n_vocab: int) -> list[bytes | None]:
+    """Each id's bytes as program text (None for EOS, added tokens and ids past the vocabulary), as the
+    suite's FSM reads them."""
+    excluded = set(eos_ids) | set(getattr(tokenizer, "added_token_ids", ()))
+    out: list[bytes | None] = []
+    for i in range(n_vocab):
+        if i in excluded or i >= tokenizer.vocab_size:
+            out.append(None)
+            continue
+        try:
+            out.append(tokenizer.piece(i))
+        except Exception:  # an id with no vocabulary entry
+            out.append(None)
+    return out

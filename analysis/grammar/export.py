@@ -38,7 +38,6 @@ from analysis.grammar.regular import (
     body_parts,
     gbnf_literal,
     number_range,
-    plus,
     seq,
     star,
     to_gbnf,

@@ -122,6 +122,10 @@ class StepMasks:
         self.forced_steps = 0
         self.np = np
 
+    def ids_spelling(self, data: bytes) -> list[int]:
+        """The ids whose piece is exactly `data`."""
+        return self._by_piece.get(data, [])
+
     def allocate(self):
         from llguidance.numpy import allocate_token_bitmask
 
@@ -154,6 +158,15 @@ class StepMasks:
 
 def allowed(bitmask, token: int) -> bool:
     return bool((int(bitmask[0, token >> 5]) >> (token & 31)) & 1)
+
+
+def allowed_among(bitmask, ids):
+    """The ids (a numpy int array) whose bit is set."""
+    import numpy as np
+
+    ids = np.asarray(ids, dtype=np.int64)
+    words = bitmask.view(np.uint32)[0]
+    return ids[((words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1).astype(bool)]
 
 
 def suite_pieces(tokenizer, eos_ids: Sequence[int], n_vocab: int) -> list[bytes | None]:

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.errors import GrammarError, GrammarLimitError
-from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
+from analysis.errors import GrammarError, GrammarLimitError, ProgramError
+from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP, Copy, Program, parse
 from analysis.grammar.regular import (
     Lit,
     Node,
@@ -342,3 +342,35 @@ def export(source: str, fmt: str, forced: bool, label: str = "source") -> Export
     else:
         grammar = {"lark": symbolic_lark, "ebnf": symbolic_ebnf, "regex": symbolic_regex}[fmt](len(lines))
     return Exported("forced" if forced else "symbolic", fmt, len(lines), grammar, notes(len(lines), fmt, forced, label))
+
+
+def split_stream(stream: str, source: str) -> Program:
+    """The program a forced-span stream holds: each directive's copied text, checked against the source and
+    removed. `resolve(split_stream(text, source), source)` is the edited file an engine's output stands for;
+    a ProgramError names the first directive whose following text is not the lines it copies."""
+    lines = split_lines(source)
+    ops, pos = [], 0
+    while pos < len(stream):
+        end = _op_end(stream, pos)
+        (op,) = parse(stream[pos:end]).ops
+        ops.append(op)
+        pos = end
+        if isinstance(op, Copy):
+            if not 1 <= op.start <= op.end <= len(lines):
+                raise ProgramError(f"stream position {pos}: copy lines {op.start}-{op.end} is outside the "
+                                   f"{len(lines)}-line source")
+            text = "".join(lines[op.start - 1:op.end])
+            if not stream.startswith(text, pos):
+                raise ProgramError(f"stream position {pos}: the text after <copy lines=\"{op.start}-{op.end}\"/> is "
+                                   f"not those lines ({stream[pos:pos + 24]!r})")
+            pos += len(text)
+    return Program(tuple(ops))
+
+
+def _op_end(stream: str, pos: int) -> int:
+    """Where the op starting at `pos` ends (a directive at its '"/>', a gen op at its first '</gen>')."""
+    closer = COPY_END if stream.startswith(COPY_OPEN_LINES, pos) else GEN_CLOSE
+    end = stream.find(closer, pos)
+    if end < 0:
+        raise ProgramError(f"stream position {pos}: an op that never closes ({stream[pos:pos + 24]!r})")
+    return end + len(closer)

@@ -265,3 +265,19 @@ def test_a_grammar_llguidance_refuses_is_a_named_error(llg):
 
     with pytest.raises(GrammarError, match="llguidance refused"):
         compile_grammar(llg, Exported("symbolic", "lark", 1, "start: nothing_defined\n", ()))
+
+
+def test_a_forced_stream_splits_back_into_its_program():
+    from analysis.errors import ProgramError
+    from analysis.grammar.export import split_stream
+
+    program = Program((Copy(2, 3), Gen("x &lt;gen\n"), Copy(1, 1)))
+    stream = "".join(render_op(op) + (resolve(Program((op,)), SOURCE) if isinstance(op, Copy) else "")
+                     for op in program.ops)
+    assert split_stream(stream, SOURCE) == program
+    with pytest.raises(ProgramError, match="is not those lines"):
+        split_stream('<copy lines="1-1"/>nope\n', SOURCE)
+    with pytest.raises(ProgramError, match="outside the 12-line source"):
+        split_stream('<copy lines="1-13"/>', SOURCE)
+    with pytest.raises(ProgramError, match="never closes"):
+        split_stream("<gen>abc", SOURCE)

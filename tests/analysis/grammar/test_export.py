@@ -281,3 +281,21 @@ def test_a_forced_stream_splits_back_into_its_program():
         split_stream('<copy lines="1-13"/>', SOURCE)
     with pytest.raises(ProgramError, match="never closes"):
         split_stream("<gen>abc", SOURCE)
+
+
+@pytest.mark.slow
+def test_the_stated_lark_limit_is_llguidances_own(llg, qwen):
+    """MAX_FORCED_LARK_LINES distinct lines compile and fast-forward; 10% more overflow llguidance's symbol
+    table, which compile_grammar names (the export itself refuses anything past the stated limit)."""
+    from analysis.grammar.export import Exported, forced_lark
+
+    def lines(n):
+        return [f"    value_{k} = compute({k}, 'x')\n" for k in range(1, n + 1)]
+
+    n = MAX_FORCED_LARK_LINES
+    m = compile_grammar(llg, export("".join(lines(n)), "lark", forced=True)).matcher
+    assert m.consume_tokens(list(qwen.encode(f'<copy lines="{n - 1}-{n}"/>').ids))
+    assert m.compute_ff_tokens() == list(qwen.encode("".join(lines(n)[-2:])).ids)
+    over = int(n * 1.1)
+    with pytest.raises(GrammarLimitError, match="symbol table"):
+        compile_grammar(llg, Exported("forced", "lark", over, forced_lark(lines(over)), ()))

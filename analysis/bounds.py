@@ -54,8 +54,7 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.model import PAPER_FORM, Evaluation, LatencyModel
-from analysis.layout import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS
-from analysis.coverage.spans import pooled_groups
+from analysis.pooling import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")

@@ -38,9 +38,17 @@ STAGES: dict[str, tuple[str, str]] = {
     "forcing": ("analysis.stages.forcing", "llguidance under each source's forced-span grammar: does it fast-forward "
                                           "every copy of every line-level oracle program?"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
+    "percase": ("analysis.stages.percase", "copy the run's per-case tables into reports/percase/ (committed), with "
+                                           "samples.jsonl: one line per case and method"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
+    "kernels profile --batched": ("kernels_profile.stages.batched", "time batched engine steps (B sequences, q new "
+                                  "tokens each at context c) and fit the step-cost model"),
+    "serving simulate": ("analysis.stages.serving", "continuous-batching simulation of the corpora's edits per method, "
+                                                    "priced by the step-cost model"),
+    "serving replay": ("kernels_profile.stages.replay", "replay simulated steps as real batched forwards and compare "
+                                                        "measured with predicted step time"),
     "decode": ("kernels_profile.stages.decode", "the Copy-as-Decode decoder on one case (--case-id, --model)"),
     "e2e": ("kernels_profile.stages.e2e", "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"),
     "pilot": ("kernels_profile.stages.pilot", "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"),
@@ -52,6 +60,9 @@ STAGES: dict[str, tuple[str, str]] = {
 SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "kernels profile": ("preset", "out", "model", "device", "dtype", "contexts", "ns", "weights"),
     "kernels fit": (),
+    "kernels profile --batched": ("preset", "out", "device", "model", "dtype", "contexts", "ns", "weights"),
+    "serving simulate": (),
+    "serving replay": (),
     "decode": ("case_id", "model", "framing"),
     "e2e": ("preset", "out"),
     "pilot": ("preset",),
@@ -65,9 +76,10 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "formats": (),
     "forcing": (),
     "headline": (),
+    "percase": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
-    "compare": ("a", "b", "repo", "compare_out"),
+    "compare": ("a", "b", "repo", "compare_out", "resamples"),
     "bench busy": ("quiet", "busy", "stem"),
     "bench mask": ("programs", "lines", "models", "json"),
 }
@@ -78,8 +90,9 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.stages.bench_busy", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "compare": ("analysis.tools.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
-                                    "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
+    "compare": ("analysis.tools.compare", "two runs' headline figures paired on one value per shared case: B - A, "
+                                          "the relative change, a paired bootstrap CI (a sign test for exact match) and "
+                                          "the params that differ -> runs/compare/A-vs-B/compare.{md,html,json}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
@@ -98,6 +111,10 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
                                           "regex (outlines-core); see docs/grammar.md. It reads "
                                           "data/corpora/cases.parquet (--case-id) or --source FILE; it writes "
                                           "stdout or --out FILE"),
+    "report": ("analysis.tools.report", "render one report page as the reports stage does, from this folder's outputs "
+                                        "(--corpus C, -p KEY=VALUE). It reads params reports.parameters and the "
+                                        "outputs the report reads; it writes runs/report/NAME[-CORPUS].html "
+                                        "(or --html OUT) and, with --notebook FILE, the executed notebook"),
     "pilot-sweep": ("kernels_profile.pilot.sweep", "the pilot's training-settings sweep, an interrupted run's "
                                                     "checkpoint curve, decoded range errors, or freezing a preset run. "
                                                     "It reads params pilot and the pilot's checkpoints; it writes "
@@ -107,33 +124,56 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
 READS_WRITES: dict[str, str] = {
     "corpora": "reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+               "data/corpora/probeedit_edits.parquet, data/corpora/commits/, reports/tables/commit_repositories.{csv,md}, "
                "reports/metrics/corpora.json",
     "programs": "reads data/corpora/cases.parquet; writes data/programs/programs.parquet",
     "roundtrip": "reads cases and programs; writes reports/metrics/roundtrip.json",
     "spans": "reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
-             "span histograms, reports/metrics/coverage.json",
+             "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+             "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json",
     "bounds": "reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
-              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/metrics/bounds.json",
-    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
-    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
-    "formats": "reads cases and programs; writes reports/tables/formats*.*",
+              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/figures/bounds.{png,svg}, "
+              "reports/metrics/bounds.json",
+    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+               "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json",
+    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*, "
+               "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json",
+    "formats": "reads cases and programs; writes reports/tables/edit_formats.*, reports/tables/token_boundaries.*, "
+               "reports/metrics/formats.json",
     "forcing": "reads cases and programs; writes data/grammar/forcing_spans.parquet, "
                "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json",
-    "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
+    "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
+               "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
+               "reports/percase/samples.jsonl and reports/percase/manifest.json",
+    "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
+               "reports/metrics/headline.json, reports/claims.json",
     "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
-                       "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+                       "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",
+    "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
+                                 "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
+                                 "data/kernels/batched.parquet and data/kernels/batched.environment.json, "
+                                 "reports/kernels/step_cost.json, reports/tables/step_cost_*.*, "
+                                 "reports/metrics/step_cost.json",
+    "serving simulate": "reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
+                        "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json",
+    "serving replay": "reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
+                      "serving.replay); writes data/serving/replay.parquet, data/serving/replay.environment.json, "
+                      "reports/tables/serving_replay.*, reports/tables/serving_replay_summary.*, "
+                      "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
-                   "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
+                   "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                   "reports/metrics/kernels.json",
     "decode": "reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
               "reports/tables/mask_benchmark.*, reports/metrics/decode.json",
     "e2e": "reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
-           "reports/tables/e2e_*.*, reports/figures/e2e_speedup.svg, reports/metrics/e2e.json",
+           "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, reports/figures/e2e_speedup.{png,svg}, "
+           "reports/metrics/e2e.json",
     "pilot": "reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); writes "
-             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.svg, "
-             "reports/metrics/pilot.json",
+             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.{png,svg}, "
+             "reports/pilot/range_errors.*, reports/metrics/pilot.json",
 }
 
 # What each tool reads and writes, for its --help.
@@ -149,9 +189,9 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase")
 
-SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
             "params file; the stage validates the value")
 
@@ -160,7 +200,8 @@ OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR ins
 
 
 # stages whose own --out names their output (a one-off output root is refused there)
-OWN_OUT = {"kernels profile": "names the raw timings file", "e2e": "names a preset run's folder"}
+OWN_OUT = {"kernels profile": "names the raw timings file", "kernels profile --batched": "names the raw timings file",
+           "e2e": "names a preset run's folder"}
 
 
 def _common(parser: argparse.ArgumentParser, top: bool, out: bool = True) -> None:
@@ -191,8 +232,10 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
     stage.add_argument("--repo", action="append", metavar="PATH",
                        help="also mine this git repository or bundle for one-file commits (language: --language)")
-    stage.add_argument("--only", action="store_true",
-                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                            "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, datasets), "
+                            "e.g. --only datasets builds just params corpora.datasets")
     stage.add_argument("--language", default=None,
                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
                             "records without a language field")
@@ -255,8 +298,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "prefill; `kernels fit` fits the latency model to those timings.")
     kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
+    profile.description += f" With --batched it {READS_WRITES['kernels profile --batched']}."
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
-    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
+    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
     profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
@@ -272,7 +316,15 @@ def build_parser() -> argparse.ArgumentParser:
     profile.add_argument("--weights", default=None, choices=("random", "real"),
                          help="random: weights drawn for the model's config (timing does not depend on them); "
                               "real: the model's own weights (from_pretrained) (default: params)")
+    importlib.import_module(STAGES["kernels profile --batched"][0]).add_arguments(profile)
     _add_stage(kernels, "kernels fit")
+    serving = sub.add_parser("serving", help="batched serving: the continuous-batching simulation and its replay check",
+                             description="Batched serving: `serving simulate` runs the corpora's edits through a "
+                                         "continuous-batching scheduler priced by the step-cost model; `serving replay` "
+                                         "times a sample of its steps as real batched forwards.")
+    serving_commands = serving.add_subparsers(dest="scommand", metavar="{simulate,replay}", required=True)
+    _add_stage(serving_commands, "serving simulate")
+    _add_stage(serving_commands, "serving replay")
     bench = sub.add_parser("bench", help="benchmarks outside the pipeline",
                            description="Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes "
                                        "its own report.").add_subparsers(dest="bcommand", metavar="{throughput,busy,mask}",
@@ -291,7 +343,10 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--memory-sizes", default=None, dest="memory_sizes",
                             help="case counts whose peak memory is measured in a fresh process, comma-separated, "
                                  "or none (default: params bench.memory_sizes)")
-    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+    throughput.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    throughput.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")
     busy = _add_tool(bench, "bench busy")
@@ -315,25 +370,30 @@ def _add_maintenance(sub, command: str) -> argparse.ArgumentParser:
     parser = sub.add_parser(command, help=text, description=text[0].upper() + text[1:] + ".")
     parser.set_defaults(stage=command, module=module, maintenance=True)
     parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
-    importlib.import_module(module).add_arguments(parser)
+    owner = importlib.import_module(module)
+    if getattr(owner, "ACCEPTS_SET", False):
+        parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    owner.add_arguments(parser)
     return parser
 
 
 def _add_compare(sub) -> None:
+    from analysis.tools.compare import add_arguments
+
     compare = sub.add_parser(
         "compare", help=TOOLS["compare"][1],
-        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
-                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
-                    "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
-                    "checkout). It reads those per-case outputs of A and B and params `compare` and `headline`; it "
-                    "writes the comparison to the terminal and to STEM.md and STEM.html. See docs/compare.md.")
+        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder (its data/ outputs, else its "
+                    "committed per-case tables under reports/percase/), a git revision or a `dvc exp` name (its "
+                    "committed reports/percase/ tables, else its data/ outputs from the dvc cache; no checkout). It "
+                    "reads those per-case tables and params files of A and B and params `compare` and `headline`; "
+                    "it writes the comparison to the terminal and to DIR/compare.md, compare.html and compare.json. "
+                    "See docs/compare.md.")
     compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
-    compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
-    compare.add_argument("b", metavar="B", help="the run compared with it")
-    compare.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
-    compare.add_argument("--out", default=argparse.SUPPRESS, dest="compare_out", metavar="STEM",
-                         help="write STEM.md and STEM.html (default runs/compare/A-vs-B)")
+    add_arguments(compare)
     compare.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    compare.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                         default=argparse.SUPPRESS, help=SET_HELP)
 
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:
@@ -361,7 +421,7 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {item!r}")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as exc:
@@ -436,10 +496,17 @@ def interruptible() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "batched", False):  # `kernels profile --batched` is its own stage
+        args.stage = "kernels profile --batched"
+        args.module = STAGES[args.stage][0]
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
-    if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
+    if args.stage == "compare":  # it writes no run root: a top-level --out is its output folder, like `compare --out`
+        if getattr(args, "compare_out", None) is None:
+            args.compare_out = args.out
+        root = None
+    elif args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
         if args.out is not None:
             print(f"copydecode {args.stage}: error: --out before the subcommand (a one-off output root) is not "
                   f"supported here; `{args.stage} --out` {OWN_OUT[args.stage]}", file=sys.stderr)
@@ -486,8 +553,39 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     if result is not None:
-        print(json.dumps(result, indent=2, default=str))
+        print("\n".join(summary_lines(args.stage, result)))
     return 0
+
+
+# result keys a person acts on next: printed in full beside the one-line summary
+NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
+
+
+def summary_lines(stage: str, result) -> list[str]:
+    """What a person reads after a stage: one line (its short figures and where the full summary went: the
+    result written to data/summaries/<stage>.json) and, for a key to act on (NEXT_STEP_KEYS), one line more.
+    A stage's JSON summary used to be dumped on stdout: ~1,400 of 1,600 lines of a `dvc repro` log."""
+    from analysis.layout import SUMMARIES
+    from analysis.pipeline.io import write_json
+
+    path = SUMMARIES / f"{stage.replace(' ', '_')}.json"
+    write_json(result if isinstance(result, dict) else {"result": result}, path)
+    items = result.items() if isinstance(result, dict) else []
+    short = [(k, v) for k, v in items if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and len(str(v)) <= 40 and k not in NEXT_STEP_KEYS]
+    shown = ", ".join(f"{k.replace('_', ' ')} {_figure(v)}" for k, v in short[:5])
+    lines = [f"copydecode {stage}: done{'; ' + shown if shown else ''} (summary: {path})"]
+    lines += [f"{label}: {json.dumps(result[key], default=str)}" for key, label in NEXT_STEP_KEYS.items()
+              if isinstance(result, dict) and key in result]
+    return lines
+
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,8 @@ from numbers import Real
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.layout import ALL_POOL, LEVELS, PAPER_CORPORA, PAPER_POOL, POOLED, pool_framings, pool_rows
+from analysis.layout import LEVELS
+from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, paper_pool, pool_framings, pool_rows
 from analysis.grammar.program import Copy, Program
 from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
@@ -274,11 +275,6 @@ def crossing_rate(rates: Sequence[float], ems: Sequence[float], target: float = 
     return None
 
 
-# The pools a pooled EM is taken over: the paper's three corpora (482 cases; the default wherever a
-# figure is set beside the paper's 15.48%) and every corpus of the run (labelled wherever shown).
-# the perturbation page's wording of layout's two pools
-POOL_LABELS = {PAPER_POOL: "the paper's three corpora", ALL_POOL: "every corpus of this run"}
-
 CROSSING_SCHEMA = {
     "pool": pl.String, "n_cases": pl.Int64,
     "definition": pl.String, "level": pl.String, "kind": pl.String, "framing": pl.String,
@@ -287,26 +283,11 @@ CROSSING_SCHEMA = {
 
 
 def paper_pool_rows(table: pl.DataFrame) -> pl.DataFrame:
-    """An `em_table` output's pooled rows recomputed over the paper's three corpora only: per (level,
-    kind, rate, framing) the case-weighted EM, no-copy and invalid shares of the per-corpus rows at that
-    framing plus the single-framing corpora (which equals the share over the pooled cases), with the
-    case count and the number of corpora; corpus = pooled."""
-    corpora = table.filter(pl.col("corpus").is_in(list(PAPER_CORPORA)))
-    parts = []
-    for framing in pool_framings(table.filter(pl.col("corpus") != POOLED)["framing"]):
-        rows = pool_rows(corpora, framing)
-        if rows.height == 0:
-            continue
-        weight = pl.col("n_cases")
-        parts.append(rows.group_by("level", "kind", "rate", maintain_order=True).agg(
-            em=(pl.col("em") * weight).sum() / weight.sum(), no_copy=(pl.col("no_copy") * weight).sum() / weight.sum(),
-            invalid=(pl.col("invalid") * weight).sum() / weight.sum(), n_cases=weight.sum(), corpora=pl.len(),
-        ).with_columns(corpus=pl.lit(POOLED), framing=pl.lit(framing)))
-    schema = {"level": pl.String, "kind": pl.String, "rate": pl.Float64, "em": pl.Float64, "no_copy": pl.Float64,
-              "invalid": pl.Float64, "n_cases": pl.Int64, "corpora": pl.UInt32, "corpus": pl.String, "framing": pl.String}
-    if not parts:
-        return pl.DataFrame(schema=schema)
-    return pl.concat(parts).with_columns(pl.col("n_cases").cast(pl.Int64), pl.col("corpora").cast(pl.UInt32)).sort(
+    """An `em_table` output's pooled rows over the paper's three corpora only (analysis.pooling.paper_pool):
+    per (level, kind, rate, framing) the case-weighted EM, no-copy and invalid shares, the case count
+    and the number of corpora; corpus = pooled."""
+    pooled = paper_pool(table, "n_cases", ("em", "no_copy", "invalid"), by=("level", "kind", "rate"))
+    return pooled.drop("pool").with_columns(pl.col("n_cases").cast(pl.Int64), pl.col("corpora").cast(pl.UInt32)).sort(
         "level", "kind", "framing", "rate")
 
 

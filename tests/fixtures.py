@@ -54,6 +54,17 @@ def sources_held(params: dict, model_path: Path) -> dict:
     return params
 
 
+def committed_bytes(path: str, rev: str = "HEAD") -> bytes | None:
+    """`path` (repository-relative) as committed at `rev` in this checkout; None without git or when not
+    committed there. Tests that check physics or timing on machine-dependent outputs read these, never the
+    workspace file: a user's own `dvc repro` rewrites the workspace with this machine's (noisy) timings."""
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 # ---------------------------------------------------------------- synthetic kernel timings (known curves)
 
 KERNEL_NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -422,7 +433,7 @@ class WebSocket:
 class Browser:
     """One headless Chromium and one page target, spoken to over the DevTools protocol."""
 
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, offline: bool = False):
         self.profile = tempfile.mkdtemp(prefix="copydecode-chromium-")
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -436,6 +447,9 @@ class Browser:
         self.next_id, self.events = 0, []
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        if offline:  # the network off, as on a machine with none: every http(s) request fails
+            self.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,
+                      uploadThroughput=-1)
         self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
 
     def _port(self) -> int:
@@ -682,3 +696,66 @@ def pilot_frozen_metrics(steps: int, em_after: int, he_after: int | None) -> dic
 
 PILOT_RUN = {"command": "copydecode pilot --preset pilot-long", "commit": "abc1234", "date": "2026-11-30",
              "seconds": 2400.0, "minutes": 40, "machine": "2 shared cores"}
+
+
+# ---------------------------------------------------------------- serving: a forwards table and a step-cost model
+
+def forwards_frame(cases: int = 6, seed: int = 0):
+    """A forwards table (data/rivals/forwards.parquet's schema) of `cases` made-up edits: AR (one decode per gold
+    token), a prompt-lookup rival (verifies of k + 1 = 5 tokens, seeded acceptance), Copy-as-Decode (copy
+    prefills between decoded stretches, with directive decodes that emit nothing) and its ideal variant."""
+    import random
+
+    import polars as pl
+
+    from analysis.serving.forwards import FORWARDS_SCHEMA
+
+    rng = random.Random(seed)
+    rows = []
+    for i in range(cases):
+        prompt, spans = 40 + 10 * i, [("copy", 12 + i), ("gen", 3), ("copy", 20), ("gen", 2 + i % 3)]
+        gold = sum(n for _, n in spans)
+        corpus = "HEvalFix-Py" if i % 2 else "ProbeEdit-S"
+        framing = "body" if i % 2 else "unit"
+        base = {"case_id": f"case/{i}", "corpus": corpus, "framing": framing, "prompt_tokens": prompt, "gold_tokens": gold}
+        rows.append({**base, "method": "ar", "new_tokens": [1] * gold, "emitted": [1] * gold})
+        new, out, left = [], [], gold
+        while left:
+            take = min(rng.randint(1, 5), left)
+            new.append(5)
+            out.append(take)
+            left -= take
+        rows.append({**base, "method": "pld-k4", "new_tokens": new, "emitted": out})
+        for method, directive in (("copy-line", 4), ("copy-line-ideal", 0)):
+            new, out = [], []
+            for kind, n in spans:
+                new += [1] * directive
+                out += [0] * directive
+                if kind == "copy":
+                    new.append(n)
+                    out.append(n)
+                else:
+                    new += [1] * n
+                    out += [1] * n
+            rows.append({**base, "method": method, "new_tokens": new, "emitted": out})
+    return pl.DataFrame(rows, schema=FORWARDS_SCHEMA)
+
+
+def step_cost_model(source: str = "batched", **terms):
+    """A step-cost model with round terms: 10 ms a step, 1 ms a token past T* = 8, small KV and attention terms."""
+    from analysis.latency.stepcost import MEASURED, StepCostModel, StepRange
+
+    values = {"c0": 0.010, "c_seq": 0.0002, "c_w": 0.008, "t_star": 8.0, "c_kv": 1e-6, "c_a": 1e-8, **terms}
+    return StepCostModel(source=source, **values, basis=MEASURED, fitted_range=StepRange(16, 1024, 1024))
+
+
+def serving_params(**changes) -> dict:
+    """The shipped params with the serving sweep shrunk to a test's size and the fixture's methods."""
+    shrink = {"serving.methods": {"ar": "baseline", "pld-k4": "rival", "copy-line": "copy", "copy-line-ideal": "ideal"},
+              "serving.best_of": {"pld-best": ["pld-k4"]}, "serving.speculative": ["pld-k4"],
+              "serving.sources": ["batched"], "serving.engine.max_num_batched_tokens": [64],
+              "serving.engine.max_num_seqs": 8, "serving.closed_loop.concurrency": [1, 2, 8],
+              "serving.closed_loop.min_requests": 12, "serving.open_loop.qps_fractions": [0.5],
+              "serving.open_loop.requests": 12, "serving.headline_concurrency": [1, 8],
+              "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_point": 2}
+    return params_with(**{**shrink, **changes})

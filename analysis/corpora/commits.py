@@ -3,7 +3,7 @@
 Every non-merge commit that changes exactly one source file of the chosen language gives a case:
 source = the file before the commit, target = the file after it, instruction = the subject line of
 the commit message, case id `CommitEdits-<name>/<first 12 hex digits of the commit id>`, framing
-"file" (a single-framing corpus, pooled by `analysis.layout.pool_rows`).
+"file" (a single-framing corpus, pooled by `analysis.pooling.pool_rows`).
 
 Why the `git` command (through `subprocess` with argument lists, never a shell): it adds no
 dependency (pygit2 needs libgit2, dulwich is pure Python and slow on 6,000-commit histories), git is

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import POOLED, pool_framings, pool_rows
+from analysis.pooling import pooled_groups
 from analysis.grammar.program import Copy, Gen, Program, escape, render_op
 from analysis.stats import ratio_of_sums_ci
 from analysis.text.tokens import TokenizedText, Tokenizer
@@ -148,20 +148,6 @@ def per_case_coverage(spans: pl.DataFrame) -> pl.DataFrame:
 def merge_per_case(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """per_case_coverage of shards (disjoint cases) -> that of their union."""
     return pl.concat(parts).sort(*PER_CASE_ORDER)
-
-
-def pooled_groups(cases: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:
-    """(corpus, framing, rows) groups: each corpus and framing, plus a pooled row per HEvalFix framing.
-
-    ProbeEdit-S has the single framing "unit"; it joins every framing's pool, so that
-    "pooled / body" is HEvalFix body cases plus ProbeEdit-S, the set the paper pools.
-    """
-    groups = []
-    for (corpus, framing), rows in cases.group_by("corpus", "framing", maintain_order=True):
-        groups.append((corpus, framing, rows))
-    for framing in pool_framings(cases["framing"]):
-        groups.append((POOLED, framing, pool_rows(cases, framing)))
-    return groups
 
 
 def coverage_table(per_case: pl.DataFrame, resamples: int, seed: int, ci: float) -> pl.DataFrame:

@@ -129,6 +129,15 @@ def device_roof(device_name: str, document: dict) -> Roof | None:
     return next((roof for match, roof in device_roofs(document) if match in device_name), None)
 
 
+def device_ceilings(weights: dict[str, WeightCount], contexts, n: int, roof: Roof, dtype: str = "bfloat16") -> list[dict]:
+    """The copy-speedup ceiling N x step floor / prefill floor on `roof` at N = n, per model and context:
+    what floor-bound kernels could reach on that device (claim 1 sets the paper's top ratio beside its GPU's)."""
+    bpp = BYTES_PER_PARAM[dtype]
+    return [{"model": model, "context": int(c), "n": int(n),
+             "ceiling": float(n * step_floor_s(w, roof, bpp) / float(prefill_floor_s(w, n, roof, bpp, c)))}
+            for model, w in sorted(weights.items()) for c in sorted(set(contexts))]
+
+
 def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roofs: dict[str, Roof]) -> pl.DataFrame:
     """Each measured (kernel source, context, N) beside its physical floors: the ceiling ratio when
     both kernels run at their floors, and the share of each floor the measurement reached

@@ -18,7 +18,8 @@ Device-time probe files (kernel.device_time) are read by analysis.latency.device
 
 Comparisons: each kernel ratio row says how its two sides were built (`comparison`: eager/eager,
 device/device, graph/graph, graph/eager, eager/graph) and whether a claim may be judged on it (`judged`:
-both sides built alike); `ar_shift` marks a ratio that depends on an AR run that slowed part-way.
+both sides built alike); `ar_shift` marks a cell with a repeat whose AR run slowed part-way,
+`shifted_repeats` names those repeats and `speedup_unshifted` is the median without them.
 
 Below: what each source measured, read for the kernel report and the claims (pure, torch-free)."""
 
@@ -285,9 +286,10 @@ def with_comparison(speedups: pl.DataFrame) -> pl.DataFrame:
 
 
 def with_ar_shift(speedups: pl.DataFrame, shifts: pl.DataFrame, early_until: int) -> pl.DataFrame:
-    """kernel_speedup rows with `ar_shift`: the ratio depends on an AR run that slowed part-way (a repeat
-    of its source, model, loop and context whose late steps took SHIFT_RATIO times its first
-    `early_until` steps' time), at an N past those first steps (T_ar(N) is read off the run's prefix)."""
+    """kernel_speedup rows with `ar_shift`: a repeat of this cell slowed part-way (a repeat of its source,
+    model, loop and context whose late steps took SHIFT_RATIO times its first `early_until` steps' time),
+    at an N past those first steps (T_ar(N) is read off the run's prefix); which repeats, and the median
+    without them, are `with_unshifted`'s."""
     keys = ["source", "model", "baseline", "context"]
     if shifts.is_empty() or not all(k in shifts.columns for k in keys):
         return speedups.with_columns(ar_shift=pl.lit(False))
@@ -297,6 +299,18 @@ def with_ar_shift(speedups: pl.DataFrame, shifts: pl.DataFrame, early_until: int
             .join(shifted, on=keys, how="left")
             .with_columns(ar_shift=pl.col("any_shift").fill_null(False) & (pl.col("n") > early_until))
             .sort("_row").drop("any_shift", "_row"))
+
+
+def with_unshifted(speedups: pl.DataFrame, unshifted: pl.DataFrame) -> pl.DataFrame:
+    """kernel_speedup rows with `shifted_repeats` and `speedup_unshifted` (analysis.latency.tables.
+    unshifted_speedups, per source): the median without the repeats that slowed part-way, beside the
+    median of every repeat (`speedup`); rows without paired repeats (device time) get '' and null."""
+    keys = ["source", "model", "weights", "dtype", "device", "context", "n", "baseline", "prefill"]
+    if unshifted.is_empty():
+        return speedups.with_columns(shifted_repeats=pl.lit(""), speedup_unshifted=pl.lit(None, dtype=pl.Float64))
+    joined = speedups.with_row_index("_row").join(unshifted.with_columns(pl.col("context").cast(speedups.schema["context"])),
+                                                  on=keys, how="left")
+    return joined.with_columns(pl.col("shifted_repeats").fill_null("")).sort("_row").drop("_row")
 
 
 # ---------------------------------------------------------------- what each source measured (kernel report)

@@ -106,3 +106,34 @@ def ar_step_shifts(segments: pl.DataFrame, early_until: int, late_from: int) -> 
             .agg(early_ms=weighted.filter(early).sum() / steps.filter(early).sum(),
                  late_ms=weighted.filter(late).sum() / steps.filter(late).sum())
             .with_columns(late_over_early=pl.col("late_ms") / pl.col("early_ms")))
+
+
+def unshifted_speedups(raw: pl.DataFrame, shifts: pl.DataFrame, early_until: int, shift_ratio: float) -> pl.DataFrame:
+    """Per speedup row (model, ..., context, n, baseline, prefill): `shifted_repeats`, the repeats whose AR
+    run slowed part-way (late/early steps above `shift_ratio`, at an N past the first `early_until` steps;
+    '' for none), and `speedup_unshifted`, the median paired ratio over the other repeats (null when no
+    repeat shifted, or every one did)."""
+    keys = GROUP + ["context", "n", "baseline", "prefill"]
+    run_keys = [k for k in ("model", "dtype", "device", "baseline", "context", "repeat") if k in shifts.columns]
+    paired = paired_kernel_ratios(raw)
+    if shifts.is_empty() or "late_over_early" not in shifts.columns:
+        flags = paired.with_columns(shifted=pl.lit(False))
+    else:
+        runs = shifts.select(*run_keys, (pl.col("late_over_early") > shift_ratio).alias("run_shifted")).with_columns(
+            pl.col("context").cast(paired.schema["context"]), pl.col("repeat").cast(paired.schema["repeat"]))
+        flags = paired.join(runs, on=run_keys, how="left").with_columns(
+            shifted=pl.col("run_shifted").fill_null(False) & (pl.col("n") > early_until))
+    return flags.group_by(keys).agg(
+        shifted_repeats=pl.col("repeat").filter(pl.col("shifted")).sort().cast(pl.String).str.join(", "),
+        speedup_unshifted=pl.when(pl.col("shifted").any() & ~pl.col("shifted").all())
+        .then(pl.col("ratio").filter(~pl.col("shifted")).median()).otherwise(None))
+def speedup_summary(raw: pl.DataFrame) -> pl.DataFrame:
+    """The table a profile run ends with (its result, before any fit): per model, AR loop, prefill kind,
+    context and N, the median T_ar and T_prefill over the paired repeats in milliseconds, the median
+    speedup T_ar / T_prefill with its IQR, and the repeat count."""
+    table = speedup_table(raw)
+    return table.select(
+        "model", "baseline", "prefill", "context", "n",
+        t_ar_ms=pl.col("t_ar") * 1e3, t_prefill_ms=pl.col("t_prefill") * 1e3,
+        speedup="speedup", speedup_iqr=pl.format("[{}, {}]", pl.col("speedup_q25").round(2), pl.col("speedup_q75").round(2)),
+        repeats="repeats")

@@ -22,7 +22,7 @@ DEFAULT_PARAMS = Path("params.yaml")
 # The shipped params file is the schema of known keys: a key it does not hold is a typo or a
 # setting no stage reads. Below these keys the names are free (presets) or checked by their stage.
 SCHEMA_PARAMS = Path(__file__).resolve().parents[2] / "params.yaml"
-FREE_KEYS = ("kernels.presets", "kernels.profile", "pilot.presets", "reports.parameters", "corpora.commit_defaults")
+FREE_KEYS = ("kernels.presets", "kernels.batched_presets", "serving.methods", "serving.best_of", "kernels.profile", "pilot.presets", "reports.parameters", "corpora.commit_defaults")
 SEED_KEY = re.compile(r"(^|_)seed$")
 
 

@@ -2,15 +2,18 @@
 
 `dvc metrics show` prints one row per metrics file and one column per key (the union over files),
 so the files here share their keys: each file is one measure (a row) and its keys are the corpora
-(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n8`/`n512` instead. The
+(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n008`/`n512` instead (zero-padded: numeric order). The
 table stays a grid of numbers (no column of dashes per file) and its width grows with the number of
 corpora, not with the number of kernel sources, models or experiments (those are rows).
 
 Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
 and `dvc metrics show` fits 120 columns -> what it holds):
-  cov_line / cov_token                   copy coverage of gold tokens (headline framing), per corpus
+  cov_line / cov_token                   copy coverage of gold tokens (headline framing), per corpus; pooled =
+                                         the paper's three corpora (summed copied / summed gold tokens);
+                                         cov_<level>_all: the pool of every corpus of the run
   bound_<source>_ideal / bound_<source>_dir  closed-form bound, line level, ideal / with directive
-                                         tokens (variant `overhead`), per corpus; pooled = ratio of sums
+                                         tokens (variant `overhead`), per corpus; pooled = the paper's three
+                                         corpora, ratio of sums (the pool of every corpus: bounds.csv, pool=all)
   kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
   em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`);
                                          pooled = the paper's three corpora (482 cases); em_<level>_all: every corpus
@@ -18,6 +21,9 @@ and `dvc metrics show` fits 120 columns -> what it holds):
                                          pooled over every measured case (never a best case), and case count;
                                          _pld: the table's PLD method (latest policy, smallest k)
   e2ew-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
+  sv_<source>_c<C>[r]                    batched serving (the serving stage's claims table, its smallest token budget,
+                                         its first Copy-as-Decode method): output tokens/s over AR (r: over the best
+                                         rival at that load), closed loop at concurrency C, in the `pooled` column
   pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
   roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
@@ -28,6 +34,10 @@ and `dvc metrics show` fits 120 columns -> what it holds):
 <source> is the kernel source's short key (`source_key`): `h200/qwen2.5-1.5b/static_compiled` ->
 `h200-q1.5b-sc`, `h200/qwen2.5-7b/eager` -> `h200-q7b` (model and AR-loop names in MODEL_KEYS and
 LOOP_KEYS, the default eager loop left out, anything else slugged).
+
+One pool rule: a `pooled` figure of a cov, bound or em row pools the paper's three corpora (the pool
+set beside the paper's figures; 482 cases in this repository); the `_all` rows pool every corpus. The e2e
+rows' `pooled` is every measured case of the e2e sample (no paper corpus pool: the sample is small).
 
 Every figure is read from another stage's committed output (reports/tables, reports/metrics). An
 output that is absent leaves its rows out, and `build_headline` says which (`missing`).
@@ -47,21 +57,34 @@ from typing import Any
 
 import polars as pl
 
-from analysis.claims.engine import (
+from analysis.claims.engine import claims
+from analysis.claims.verdict import (
     DIFFERS,
     NOT_AT_SCALE,
+    NOT_COMPARABLE,
     NOT_RUN,
     REPRODUCED,
     STALE,
     UNDERDETERMINED,
-    claims,
-    line_ideal,
-    pooled_rows,
+    Claim,
+    counts,
 )
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
 from analysis.latency.sources import with_kernel_source
-from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, PAPER_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, SINGLE_FRAMINGS, TABLES, pooled_share
+from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, TABLES
+from analysis.pooling import (
+    ALL_POOL,
+    PAPER_CORPORA,
+    PAPER_POOL,
+    PER_CORPUS,
+    POOL_LABELS,
+    POOLED,
+    RATIO_OF_SUMS,
+    paper_pool,
+    pool_rows,
+)
+from analysis.results.bounds import line_ideal, paper_pool_rows, pooled_rows
 from analysis.results.outputs import bounds_frame, metrics, optional_table, table
 
 HEADLINE_DIR = HEADLINE_METRICS
@@ -76,6 +99,7 @@ CORPUS_KEYS = {
     "CommitEdits-click": "click",
     "CommitEdits-express": "express",
     "ProbeEdit-S": "probe",
+    "heldout": "held",  # the pilot's held-out split (short: the zero-padded kernel columns need the width)
     POOLED: POOLED,
 }
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
@@ -127,11 +151,6 @@ def _num(value: Any, decimals: int) -> float | int | None:
     return None if value != value else round(value, decimals)
 
 
-def _headline_slice(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
-    """Rows at the headline framing, plus single-framing corpora (which join every framing's pool)."""
-    return frame.filter((pl.col("framing") == framing) | pl.col("framing").is_in(list(SINGLE_FRAMINGS)))
-
-
 def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, float | int]:
     out: dict[str, float | int] = {}
     for row in frame.sort("corpus").iter_rows(named=True):
@@ -149,18 +168,39 @@ def _read_csv(tables: Path, name: str, missing: list[str]) -> pl.DataFrame | Non
 
 
 def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    part = _headline_slice(cov, s.framing)
-    return {f"cov_{level}": _per_corpus(part.filter(pl.col("level") == level), "coverage", s.decimals)
-            for level in sorted(part["level"].unique().to_list())}
+    """Copy coverage per corpus; `pooled` over the paper's three corpora (summed copied over summed gold
+    tokens: the gold-token-weighted mean of the corpora's coverage); `cov_<level>_all` the pool of every corpus."""
+    part = pool_rows(cov, s.framing)
+    out: dict[str, dict] = {}
+    for level in sorted(part["level"].unique().to_list()):
+        rows = part.filter(pl.col("level") == level)
+        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "coverage", s.decimals)
+        everything = rows.filter(pl.col("corpus") == POOLED)
+        if everything.height:
+            out[f"cov_{level}{POOL_ALL_SUFFIX}"] = {POOLED: _num(everything["coverage"][0], s.decimals)}
+        paper = paper_pool(rows, "gold_tokens", ["coverage"]) if "gold_tokens" in rows.columns else pl.DataFrame()
+        if paper.height:
+            values[POOLED] = _num(paper["coverage"][0], s.decimals)
+        out[f"cov_{level}"] = values
+    return out
 
 
-def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Line level, per kernel source (every source the table holds), ideal and with directives.
-    A source with several baselines keeps its strongest per corpus (the highest bound is against
-    the slowest loop, so the lowest is the honest one): min over baselines."""
-    part = _headline_slice(bounds.filter(pl.col("level") == "line"), s.framing)
+def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | None = None) -> dict[str, dict]:
+    """Line level, per kernel source (every source the table holds), ideal and with directives, per
+    corpus and `pooled` over the paper's three corpora (ratio of sums: bounds_paper_pool.csv, `paper`;
+    when the run holds only the paper's corpora, bounds.csv's pool is that pool). The pool of every
+    corpus stays in bounds.csv (`pool` = all). A source with several baselines keeps its strongest per
+    corpus (the highest bound is against the slowest loop, so the lowest is the honest one): min over
+    baselines."""
+    part = pool_rows(bounds.filter(pl.col("level") == "line"), s.framing)
     if "pooling" in part.columns:
         part = part.filter(pl.col("pooling").is_in([PER_CORPUS, RATIO_OF_SUMS]))
+    if not _only_paper(part):
+        pooled_paper = (pl.DataFrame() if paper is None or paper.is_empty() else
+                        pool_rows(paper.filter((pl.col("level") == "line") & (pl.col("pooling") == RATIO_OF_SUMS)),
+                                        s.framing))
+        part = pl.concat([part.filter(pl.col("corpus") != POOLED), *([pooled_paper] if pooled_paper.height else [])],
+                         how="diagonal_relaxed")
     out: dict[str, dict] = {}
     for source in sorted(part["kernel_source"].unique().to_list()):
         for variant, suffix in (("ideal", "ideal"), (DIRECTIVES_VARIANT, "dir")):
@@ -171,44 +211,57 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     return out
 
 
+def n_key(n: int, ns) -> str:
+    """A kernel row's column for copy length N, zero-padded to the widest N (`n008`, `n512`), so that `dvc
+    metrics show`, which sorts columns as text, lists them in numeric order (P8)."""
+    return f"n{n:0{len(str(max(ns)))}d}"
+
+
 def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSettings) -> dict[str, dict]:
-    """Measured ratios (reports/tables/kernel_speedup.csv, the strongest baseline, per kernel source
-    and context) and the paper's curve when `paper` is one of the bound's kernel sources."""
+    """Measured ratios (reports/tables/kernel_speedup.csv, per kernel source and context) of the judged
+    comparisons only, both sides built alike (eager/eager, device/device; the strongest judged AR loop where a
+    source has several), and the paper's curve when `paper` is one of the bound's kernel sources. A
+    graph-captured loop against an eager prefill is not judged and gets no headline row (C5)."""
     from analysis.latency.model import paper_speedup
 
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
         frame = with_kernel_source(speedup)
-        if "is_strongest" in frame.columns:
+        if "judged" in frame.columns:
+            frame = frame.filter(pl.col("judged").cast(pl.Boolean))
+            if "t_ar" in frame.columns:  # the strongest judged loop per point
+                frame = frame.sort("t_ar").unique(["kernel_source", "model", "context", "n"], keep="first",
+                                                  maintain_order=True).sort("kernel_source", "context", "n")
+        elif "is_strongest" in frame.columns:  # a table from before the comparison columns
             frame = frame.filter(pl.col("is_strongest"))
         multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)
         several = set(multi_model["kernel_source"].to_list())
         for (source, model, context), group in frame.group_by(["kernel_source", "model", "context"], maintain_order=True):
             name = f"kernel_{source_key(source)}" + (f"_{source_key(model)}" if source in several else "") + f"_c{context}"
             by_n = {int(r["n"]): r["speedup"] for r in group.iter_rows(named=True)}
-            row = {f"n{n}": _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
+            row = {n_key(n, s.kernel_ns): _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
             if row:
                 out[name] = row
     if PAPER_SOURCE in sources:
-        out["kernel_paper"] = {f"n{n}": _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
+        out["kernel_paper"] = {n_key(n, s.kernel_ns): _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
     return dict(sorted(out.items()))
 
 
 # em rows over the paper's three corpora are `em_<level>` (column `pooled`); the pool of every corpus is its own
 # row `em_<level>_all` (column `pooled`), so `dvc metrics show` gains no column and stays within 120 characters
-EM_ALL_SUFFIX = "_all"
+POOL_ALL_SUFFIX = "_all"
 
 
 def _paper_pool_em(part: pl.DataFrame) -> float | None:
-    """EM pooled over the paper's three corpora (case-weighted per-corpus rows of the headline slice)."""
-    rows = part.filter(pl.col("corpus").is_in(list(PAPER_CORPORA)))
-    return pooled_share(rows, "em") if rows.height else None
+    """EM pooled over the paper's corpora the slice holds (analysis.pooling.paper_pool: case-weighted)."""
+    pooled = paper_pool(part, "n_cases", ["em"])
+    return float(pooled["em"][0]) if pooled.height else None
 
 
 def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     """EM at `perturb_rate` per corpus; `pooled` over the paper's three corpora (482 cases, the pool set
     beside the paper's 15.48%); `em_<level>_all` holds the pool of every corpus of the run."""
-    part = _headline_slice(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
+    part = pool_rows(perturb.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
                            s.framing)
     out = {}
     for level in sorted(part["level"].unique().to_list()):
@@ -216,7 +269,7 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
         values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "em", s.decimals)
         everything = rows.filter(pl.col("corpus") == POOLED)
         if everything.height and everything["em"][0] is not None:
-            out[f"em_{level}{EM_ALL_SUFFIX}"] = {POOLED: _num(everything["em"][0], s.decimals)}
+            out[f"em_{level}{POOL_ALL_SUFFIX}"] = {POOLED: _num(everything["em"][0], s.decimals)}
         paper = _paper_pool_em(rows.filter(pl.col("corpus") != POOLED))
         if paper is not None:
             values[POOLED] = _num(paper, s.decimals)
@@ -257,6 +310,23 @@ def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
 
     run = read_frozen(frozen, E2E_WIDE)
     return {} if run is None else e2e_rows(run.speedup, s, prefix="e2ew-")
+
+
+def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
+    """Batched serving, the first Copy-as-Decode method of the claims table at its smallest budget: per source and
+    headline concurrency C, the gain over AR (`sv_<source>_c<C>`) and over the best rival there (`..._c<C>r`),
+    in the `pooled` column (one figure a row keeps `dvc metrics show` as narrow as the corpus grid)."""
+    budget = claim["max_num_batched_tokens"].min()
+    rows = claim.filter(pl.col("max_num_batched_tokens") == budget)
+    first = sorted(rows["method"].unique().to_list())[0]
+    out = {}
+    for r in rows.filter(pl.col("method") == first).iter_rows(named=True):
+        stem = f"sv_{source_key(r['kernel_source'])}"
+        for key, value in r.items():
+            for prefix, suffix in (("vs_ar_c", ""), ("vs_best_rival_c", "r")):
+                if key.startswith(prefix) and value is not None:
+                    out[f"{stem}_c{key[len(prefix):]}{suffix}"] = {POOLED: _num(value, s.decimals)}
+    return out
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
@@ -320,10 +390,11 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
     head = Headline()
     readers = (
         ("coverage", lambda f: coverage_rows(f, s)),
-        ("bounds", lambda f: bound_rows(f, s)),
+        ("bounds", lambda f: bound_rows(f, s, optional_table("bounds_paper_pool", tables, infer_all_rows=True))),
         ("perturbation", lambda f: em_rows(f, s)),
         ("e2e_speedup", lambda f: e2e_rows(f, s)),
         ("pilot_em", lambda f: pilot_rows(f, s)),
+        ("serving_claim", lambda f: serving_rows(f, s)),
     )
     for name, build in readers:
         frame = _read_csv(tables, name, head.missing)
@@ -366,17 +437,17 @@ def _round(value: Any, digits: int = 4) -> Any:
     return round(float(value), digits) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
 
 
-def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
+def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS, items: list[Claim] | None = None) -> dict:
     """reports/metrics/headline.json: about ten flat figures, so that `dvc metrics show` prints them as
-    one short table row; each is taken from another stage's output, and a figure whose output is
-    absent is left out. Pools are body framing, line level, ideal variant, ratio of sums."""
-    items = claims(tables, metrics_dir)
-    out: dict[str, Any] = {"reproduced": sum(c.verdict == REPRODUCED for c in items),
-                           "differ": sum(c.verdict == DIFFERS for c in items),
-                           "underdetermined": sum(c.verdict == UNDERDETERMINED for c in items),
-                           "not_reproduced_at_scale": sum(c.verdict == NOT_AT_SCALE for c in items),
-                           "stale": sum(c.verdict == STALE for c in items),
-                           "not_run": sum(c.verdict == NOT_RUN for c in items)}
+    one short table row; each is taken from another stage's output (the claims: `items`, as written to
+    reports/claims.json), and a figure whose output is absent is left out. Coverage and bounds are body
+    framing, line level, ideal variant, ratio of sums, pooled over the paper's three corpora (`pool`)."""
+    items = claims(tables, metrics_dir) if items is None else items
+    tally = counts(items)
+    out: dict[str, Any] = {"reproduced": tally[REPRODUCED], "differ": tally[DIFFERS],
+                           "not_comparable": tally[NOT_COMPARABLE], "underdetermined": tally[UNDERDETERMINED],
+                           "not_reproduced_at_scale": tally[NOT_AT_SCALE], "stale": tally[STALE],
+                           "not_run": tally[NOT_RUN]}
     try:
         kern = metrics("kernels", metrics_dir)
         env = kern.get("run_environment")
@@ -385,16 +456,16 @@ def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
     except ParamsError:
         pass
     try:
-        cov = table("coverage", tables).filter((pl.col("corpus") == POOLED) & (pl.col("framing") == "body")
-                                               & (pl.col("level") == "line"))
-        if cov.height:
-            out["cov_line_pooled"] = _round(cov["coverage"][0])
+        cov = coverage_rows(table("coverage", tables), HeadlineSettings(decimals=4)).get("cov_line", {})
+        if POOLED in cov:
+            out["cov_line_pooled"] = cov[POOLED]
     except ParamsError:
         pass
     try:
         b = bounds_frame(tables)
         for source, key, baseline in ((PAPER_SOURCE, "bound_paper_pooled", None), (FIT_SOURCE, "bound_fit_pooled", "eager")):
-            pooled = pooled_rows(line_ideal(b, source, baseline))
+            rows = line_ideal(b, source, baseline)
+            pooled = paper_pool_rows(tables, source, baseline, b) or (pooled_rows(rows) if _only_paper(rows) else {})
             if RATIO_OF_SUMS in pooled:
                 out[key] = _round(pooled[RATIO_OF_SUMS]["bound"], 2)
     except ParamsError:
@@ -405,3 +476,7 @@ def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS) -> dict:
         pass
     return out
 
+
+def _only_paper(rows: pl.DataFrame) -> bool:
+    """Every per-corpus row is one of the paper's corpora (then the pool of every corpus is the paper's)."""
+    return bool(rows.filter(pl.col("corpus") != POOLED)["corpus"].is_in(list(PAPER_CORPORA)).all())

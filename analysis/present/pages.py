@@ -12,21 +12,21 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from analysis.claims.engine import (
+from analysis.claims.engine import claims, claims_frame
+from analysis.claims.verdict import (
     BEYOND,
     DIFFERS,
     NOT_APPLICABLE,
     NOT_AT_SCALE,
+    NOT_COMPARABLE,
     NOT_RUN,
     REPRODUCED,
     STALE,
     UNDERDETERMINED,
     Claim,
-    claims,
-    claims_frame,
 )
 from analysis.latency.names import FIT_SOURCE
-from analysis.layout import STAND_IN
+from analysis.pooling import STAND_IN
 from analysis.results.numbers import MISSING, fmt_ci, fmt_int, fmt_num, fmt_pct, fmt_x, is_missing
 
 STAND_IN_NOTE = "* ProbeEdit-S is this suite's stand-in for the paper's unpublished ProbeEdit corpus."
@@ -109,6 +109,8 @@ def show(
     every row shares is said once and the table stays narrow."""
     from great_tables import GT
 
+    if frame.height == 0:  # a header with no rows reads as a broken table
+        return empty_table(title)
     x, pct, ci = tuple(x), tuple(pct), tuple(ci)
     frame = mark_stand_in(frame)
     formats = dict(formats or {})
@@ -160,6 +162,11 @@ def pivot_wide(frame: pl.DataFrame, *, index: list[str], on: str, values: str) -
 # ---------------------------------------------------------------- page blocks
 
 
+def empty_table(title: str | None) -> Html:
+    """What a table with no rows shows: its title and that its stage, or that part of it, was not run."""
+    return Html(f"<p class='cd-empty'><b>{esc(title or 'table')}</b>: not run in this run (no rows).</p>")
+
+
 def note(template: str, **values: Any) -> Html:
     """`template` is trusted markup written in the notebook; every value is escaped into it."""
     return Html(template.format(**{k: esc(v) for k, v in values.items()}))
@@ -178,8 +185,9 @@ def lead(what: str, figures: Iterable[tuple[str, str]], headline: str | None = N
 
 
 
-VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_AT_SCALE: "#ffebe9", NOT_RUN: "#eaeef2",
-                   NOT_APPLICABLE: "#eaeef2", BEYOND: "#ddf4ff", UNDERDETERMINED: "#fbefff", STALE: "#eaeef2"}
+VERDICT_COLOURS = {REPRODUCED: "#dafbe1", DIFFERS: "#fff8c5", NOT_COMPARABLE: "#f6f8fa", NOT_AT_SCALE: "#ffebe9",
+                   NOT_RUN: "#eaeef2", NOT_APPLICABLE: "#eaeef2", BEYOND: "#ddf4ff", UNDERDETERMINED: "#fbefff",
+                   STALE: "#eaeef2"}
 
 
 def summary_table(items: list[Claim] | None = None):
@@ -189,6 +197,9 @@ def summary_table(items: list[Claim] | None = None):
     items = claims() if items is None else items
     frame = claims_frame(items).with_columns(
         pl.concat_str([pl.col("verdict"), pl.lit(": "), pl.col("reason")]).alias("verdict")).drop("reason")
+    # each cell at most CELL_LIMIT characters (P2); the full texts follow the table (claim_details)
+    frame = frame.with_columns([pl.col(c).map_elements(lambda t: clip_cell(t, more=FULL_TEXT_BELOW), return_dtype=pl.String)
+                                for c in ("paper", "ours", "verdict", "method")])
     view = show(frame.select("claim", "paper", "ours", "verdict", "method"), lift_constants=False,
                 note=STAND_IN_NOTE).cols_width({"claim": "14%", "paper": "19%", "ours": "25%", "verdict": "27%",
                                                 "method": "15%"})
@@ -199,153 +210,125 @@ def summary_table(items: list[Claim] | None = None):
     return view
 
 
+def claim_details(items: list[Claim] | None = None) -> Html:
+    """Every claim's full texts (paper, ours, verdict and reason, method), the ones the summary table cuts."""
+    items = claims() if items is None else items
+    parts = ["<h2>Each claim in full</h2>"]
+    for item in items:
+        rows = [("paper", item.paper), ("ours", item.ours), ("verdict", f"{item.verdict}: {item.reason}"),
+                ("method", item.method)]
+        parts.append(f"<h3>{esc(item.claim)}</h3><dl class='cd-claim'>"
+                     + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows if v) + "</dl>")
+    return Html("<style>.cd-claim dt { font-weight: 600; } .cd-claim dd { margin: 0 0 6px 16px; }</style>"
+                + "".join(parts))
+
 
 # ---------------------------------------------------------------- the index's claims grid
-# Built from the Claim objects' fields only (claim, paper, ours, verdict, reason, method; any field added
-# later, e.g. setup_differences, is ignored here): the judged figure is the first part of `ours`, split
-# into one row per corpus or kernel source where it lists several.
+# Built from each Claim's scopes (reports/claims.json): one row per scope the paper states a figure for,
+# each with its own verdict, the reason in plain sight and a link to the report section that explains it.
 
 CELL_LIMIT = 200  # characters a grid cell may show; longer text ends with a marked cut and a link
-CHIP_CLASSES = {REPRODUCED: "reproduced", DIFFERS: "differs", NOT_AT_SCALE: "not-at-scale", NOT_RUN: "not-run",
-                NOT_APPLICABLE: "not-applicable", BEYOND: "beyond"}
-# the report page that explains a claim: by the last stage its method names in brackets ("[spans, bounds]"),
-# else by a keyword of its title
-STAGE_PAGES = {"spans": "coverage", "bounds": "bounds", "optimal": "bounds", "roundtrip": "losslessness",
-               "perturb": "perturbation", "e2e": "e2e", "pilot": "pilot", "kernels": "kernel"}
-TITLE_PAGES = (("kernel", "kernel"), ("round trip", "losslessness"), ("noise", "perturbation"), ("fine-tun", "pilot"),
-               ("end to end", "e2e"), ("bound", "bounds"), ("ceiling", "coverage"), ("coverage", "coverage"))
+CHIP_CLASSES = {REPRODUCED: "reproduced", DIFFERS: "differs", NOT_COMPARABLE: "not-comparable",
+                NOT_AT_SCALE: "not-at-scale", NOT_RUN: "not-run", NOT_APPLICABLE: "not-applicable", BEYOND: "beyond",
+                UNDERDETERMINED: "underdetermined", STALE: "not-run"}
 GRID_CSS = """
-.cd-grid { border-collapse: collapse; width: 100%; font-size: 14px; margin: 6px 0 4px; }
+.cd-grid { border-collapse: collapse; width: 100%; font-size: 14px; margin: 6px 0 4px; table-layout: fixed; }
 .cd-grid th { text-align: left; border-bottom: 2px solid var(--rule); padding: 4px 8px; }
 .cd-grid td { border-bottom: 1px solid var(--rule); padding: 4px 8px; vertical-align: top; }
-.cd-grid td.cd-scope { color: var(--muted); white-space: nowrap; }
-.cd-chip { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px; font-weight: 600; white-space: nowrap; }
+.cd-grid td { overflow-wrap: anywhere; }
+.cd-grid td.cd-scope { color: var(--muted); }
+.cd-grid td.cd-why { color: var(--muted); font-size: 13px; }
+.cd-grid tr.cd-judged td.cd-scope { color: var(--ink); font-weight: 600; }
+.cd-chip { display: inline-block; border-radius: 10px; padding: 1px 9px; font-size: 12px; font-weight: 600; }
+.cd-grid td.cd-link { overflow-wrap: normal; white-space: nowrap; }
 .cd-chip-reproduced { background: #dafbe1; color: #116329; } .cd-chip-differs { background: #fff8c5; color: #7d4e00; }
 .cd-chip-not-at-scale { background: #ffebe9; color: #a40e26; } .cd-chip-beyond { background: #ddf4ff; color: #0550ae; }
+.cd-chip-underdetermined { background: #fbefff; color: #6e3aa3; }
+.cd-chip-not-comparable { background: #f6f8fa; color: #59636e; border: 1px solid #d0d7de; }
 .cd-chip-not-run, .cd-chip-not-applicable { background: #eaeef2; color: #59636e; }
 """
 
 
 @dataclass(frozen=True)
 class GridRow:
-    """One row of the claims grid: a claim, or one corpus (or kernel source) of a claim that lists several."""
+    """One row of the claims grid: one scope of a claim (or the claim itself when it has none)."""
     claim: str
+    claim_verdict: str
     scope: str
     paper: str
     ours: str
     verdict: str
     reason: str
-    page: str
-    first: bool  # the claim's first row (the claim, verdict and link cells span its rows)
-    rows: int    # how many rows the claim has
+    section: str  # page#anchor of the report section that explains it
+    first: bool   # the claim's first row (the claim cell spans its rows)
+    rows: int     # how many rows the claim has
+
+    @property
+    def judged(self) -> bool:
+        return self.verdict in (REPRODUCED, DIFFERS)
 
 
-def clip_cell(text: str, limit: int = CELL_LIMIT) -> str:
-    """`text` if it fits, else cut at the last '; ' or ', ' before the limit and marked ' … (more on the page)'."""
+FULL_TEXT_BELOW = " … (full text below)"
+
+
+def clip_cell(text: str, limit: int = CELL_LIMIT, more: str = " … (more on the page)") -> str:
+    """`text` if it fits, else cut at the last '; ' or ', ' before the limit and marked with `more`."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
-    more = " … (more on the page)"
     room = text[: limit - len(more)]
     cut = max(room.rfind("; "), room.rfind(", "))
     return (room[:cut] if cut > limit // 3 else room.rstrip()) + more
 
 
-def claim_page(claim: Claim) -> str:
-    """The report page that explains a claim (by keywords of its title and method), else the summary."""
-    tags = re.findall(r"\[([\w, ]+)\]", claim.method or "")
-    stages = [t.strip() for t in tags[-1].split(",")] if tags else []
-    for stage in reversed(stages):
-        if stage in STAGE_PAGES:
-            return STAGE_PAGES[stage]
-    title = claim.claim.lower()
-    return next((page for key, page in TITLE_PAGES if key in title), "summary")
+def anchor(text: str) -> str:
+    """A heading's id on a report page: 'Like with like: the paper's kernel' -> 'like-with-like-the-paper-s-kernel'."""
+    return re.sub(r"[^a-z0-9]+", "-", html.unescape(text).lower()).strip("-")
 
 
-def judged_figure(ours: str) -> str:
-    """The judged part of a claim's `ours` text: what precedes the figures set beside it."""
-    for marker in (". Beside it", "; for comparison", ". For comparison"):
-        ours = ours.split(marker)[0]
-    return ours.strip()
+def section_href(section: str, page_href: Callable[[str], str]) -> str:
+    """`page#anchor` (paper_claims.json `section`) as a link: the page's file, then the anchor."""
+    page, _, fragment = (section or "summary").partition("#")
+    return page_href(page) + (f"#{fragment}" if fragment else "")
 
 
-_SOURCE_PART = re.compile(r"^(?P<scope>[\w./-]+) \((?P<setup>[^)]*)\): (?P<figure>.+)$")
-
-
-def _scoped_parts(judged: str, corpora: set[str]) -> list[tuple[str, str]]:
-    """(scope, figure) per corpus or kernel source when the judged text lists several, else [("", judged)]."""
-    body = judged
-    if ": " in judged and not _SOURCE_PART.match(judged.split("; ")[0]):
-        head, rest = judged.split(": ", 1)
-        if ";" in rest and ";" not in head:
-            body = rest
-    parts = [p.strip() for p in body.split("; ") if p.strip()]
-    if len(parts) < 2:
-        return [("", judged)]
-    names = {c.rstrip("*") for c in corpora} | {"pooled"}
-    scoped = []
-    for part in parts:
-        source = _SOURCE_PART.match(part)
-        if source:
-            scoped.append((f"{source['scope']} ({source['setup']})", source["figure"]))
-            continue
-        name = next((n for n in sorted(names, key=len, reverse=True) if part.startswith(n)), None)
-        if name is None:
-            return [("", judged)]
-        scope = part[: len(name) + (1 if part[len(name):].startswith("*") else 0)]
-        rest = part[len(scope):].strip()
-        if name == "pooled" and not rest[:1].isdigit():  # "pooled over the paper's corpora 19.0x ..."
-            words = rest.split()
-            lead = next((i for i, w in enumerate(words) if w[:1].isdigit()), len(words))
-            scope, rest = f"{scope} {' '.join(words[:lead])}".strip(), " ".join(words[lead:])
-        scoped.append((scope, rest))
-    return scoped
-
-
-def _paper_part(paper: str, scope: str) -> str:
-    """The paper's figure for one corpus when its text lists them ('29.0x ProbeEdit / 3.4x HEvalFix-Py'), else ''."""
-    name = scope.rstrip("*").removesuffix("-S").split(" (")[0]
-    if not name:
-        return ""
-    for piece in paper.split(" / "):
-        words = piece.split()
-        if len(words) >= 2 and words[-1] == name and not scope.startswith("pooled over"):
-            return piece
-    return ""
-
-
-def grid_rows(items: list[Claim], corpora: Iterable[str] = (), cases: dict[str, int] | None = None) -> list[GridRow]:
-    """The claims grid's rows: one per claim, or per corpus / kernel source where a claim's judged figure
-    lists several; `cases` (corpus -> case count) adds each corpus row's case count."""
+def grid_rows(items: list[Claim], cases: dict[str, int] | None = None) -> list[GridRow]:
+    """The claims grid's rows: one per scope of each claim (its own verdict and reason), or one for a claim
+    without scopes; `cases` (corpus -> case count) fills a scope's case count when the claim did not."""
     cases = cases or {}
     out: list[GridRow] = []
     for item in items:
-        scoped = _scoped_parts(judged_figure(item.ours), set(corpora)) if item.ours != MISSING else [("", item.ours)]
-        for i, (scope, figure) in enumerate(scoped):
-            count = cases.get(scope.rstrip("*"))
-            shown = f"{figure} · {fmt_int(count)} cases" if count is not None else figure
-            paper = _paper_part(item.paper, scope) or (item.paper if i == 0 else "″")
-            out.append(GridRow(claim=item.claim, scope=scope, paper=clip_cell(paper), ours=clip_cell(shown),
-                               verdict=item.verdict, reason=item.reason, page=claim_page(item), first=i == 0,
-                               rows=len(scoped)))
+        scopes = item.scopes or ()
+        parts = ([(s.scope, s.paper, s.ours, s.cases, s.verdict, s.reason) for s in scopes] if scopes else
+                 [("", item.paper, item.ours, None, item.verdict, item.reason)])
+        for i, (scope, paper, ours, count, verdict, reason) in enumerate(parts):
+            count = count if count is not None else cases.get(scope.rstrip("*"))
+            shown = f"{ours} · {fmt_int(count)} cases" if count is not None and "cases" not in ours else ours
+            out.append(GridRow(claim=item.claim, claim_verdict=item.verdict, scope=scope, paper=clip_cell(paper),
+                               ours=clip_cell(shown), verdict=verdict, reason=reason, section=item.section or "summary",
+                               first=i == 0, rows=len(parts)))
     return out
 
 
+def _chip(verdict: str) -> str:
+    return f"<span class='cd-chip cd-chip-{CHIP_CLASSES.get(verdict, 'not-run')}'>{esc(verdict)}</span>"
+
+
 def claims_grid(rows: list[GridRow], page_href: Callable[[str], str]) -> Html:
-    """The compact claims grid: claim | scope | paper | ours | verdict chip | link to its report page. The
-    verdict's reason is the chip's tooltip; the page explains method and caveats."""
-    head = ("<table class='cd-grid'><thead><tr><th>claim</th><th></th><th>paper</th><th>ours (judged figure, CI, cases)</th>"
-            "<th>verdict</th><th></th></tr></thead><tbody>")
+    """The compact claims grid: claim (with its verdict) | scope | paper | ours | the scope's verdict | why |
+    link to its section. Judged scopes are marked (bold scope); the reason is in the row, not a hover."""
+    widths = "".join(f"<col style='width:{w}%'>" for w in (13, 12, 8, 22, 10, 26, 9))
+    head = (f"<table class='cd-grid'><colgroup>{widths}</colgroup><thead><tr><th>claim</th><th>scope</th><th>paper</th>"
+            "<th>ours (figure, CI, cases)</th><th>verdict</th><th>why</th><th></th></tr></thead><tbody>")
     body = []
     for r in rows:
         span = f" rowspan='{r.rows}'" if r.rows > 1 else ""
-        chip = (f"<span class='cd-chip cd-chip-{CHIP_CLASSES.get(r.verdict, 'not-run')}' "
-                f"title='{esc(clip_cell(r.reason, 600))}'>{esc(r.verdict)}</span>")
-        cells = [f"<td{span}>{esc(clip_cell(r.claim))}</td>"] if r.first else []
-        cells += [f"<td class='cd-scope'>{esc(r.scope)}</td>", f"<td>{esc(r.paper)}</td>", f"<td>{esc(r.ours)}</td>"]
-        if r.first:
-            cells += [f"<td{span}>{chip}</td>", f"<td{span}><a href='{esc(page_href(r.page))}'>{esc(r.page)} →</a></td>"]
-        body.append("<tr>" + "".join(cells) + "</tr>")
+        cells = [f"<td{span}>{esc(clip_cell(r.claim))}<br>{_chip(r.claim_verdict)}</td>"] if r.first else []
+        scope = r.scope + (" (judged)" if r.judged and r.rows > 1 else "")
+        cells += [f"<td class='cd-scope'>{esc(scope)}</td>", f"<td>{esc(r.paper)}</td>", f"<td>{esc(r.ours)}</td>",
+                  f"<td>{_chip(r.verdict)}</td>", f"<td class='cd-why'>{esc(clip_cell(r.reason, 300))}</td>",
+                  f"<td class='cd-link'><a href='{esc(section_href(r.section, page_href))}'>{esc(r.section.partition('#')[0])} →</a></td>"]
+        body.append(("<tr class='cd-judged'>" if r.judged else "<tr>") + "".join(cells) + "</tr>")
     return Html(f"<style>{GRID_CSS}</style>" + head + "".join(body) + "</tbody></table>")
 
 

@@ -25,23 +25,14 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.claims import engine as claims
+from analysis.claims.engine import read_claims
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_text
 from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
-from analysis.layout import (
-    E2E_FROZEN,
-    FROZEN_KERNELS,
-    LATENCY_MODEL,
-    METRICS,
-    POOLED,
-    TABLES,
-    TIMINGS,
-    TIMINGS_REPORT,
-    framing_filter,
-)
+from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
@@ -56,29 +47,36 @@ def _cell(text: str) -> str:
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 
-CLAIM_LINKS = "reports/html/{}.html"  # each claim row links the report page that explains it
+CLAIM_LINKS = "reports/html/{}.html"  # each claim row links the report section that explains it
 
 
 def _claims_table(root: Path) -> list[str]:
-    """The claims as the index's grid: one row per claim (per corpus or kernel source where its judged figure
-    lists several), paper | ours (judged figure, CI, cases) | verdict | page; cells of at most ~200 characters
-    (analysis.present.pages.grid_rows), the reason and method on the linked page."""
-    from analysis.present.pages import grid_rows
-    from analysis.results.outputs import table
+    """The claims as the index's grid, read from reports/claims.json: one row per scope the paper states a
+    figure for (analysis.present.pages.grid_rows), claim | scope | paper | ours | verdict | why | section;
+    cells of at most ~200 characters, the method and caveats in the linked section."""
+    from analysis.present.pages import clip_cell, grid_rows, section_href
 
     try:
-        cov = table("coverage", root / TABLES)
-        corpora = set(cov["corpus"].to_list()) - {POOLED}
+        cov = outputs.table("coverage", root / TABLES)
         line = cov.filter((pl.col("level") == "line") & framing_filter("body"))
         cases = {r["corpus"]: r["n_cases"] for r in line.iter_rows(named=True)}
     except ParamsError:
-        corpora, cases = set(), {}
-    rows = ["| claim | | paper | ours | verdict | page |", "|---|---|---|---|---|---|"]
-    for r in grid_rows(claims.claims(root / TABLES, root / METRICS), corpora, cases):
-        claim, verdict = (r.claim, f"**{r.verdict}**") if r.first else ("", "")
-        page = f"[{r.page}]({CLAIM_LINKS.format(r.page)})" if r.first else ""
-        rows.append(f"| {_cell(claim)} | {_cell(r.scope)} | {_cell(r.paper)} | {_cell(r.ours)} | {verdict} | {page} |")
+        cases = {}
+    rows = ["| claim | scope | paper | ours | verdict | why | section |", "|---|---|---|---|---|---|---|"]
+    for r in grid_rows(read_claims(root / CLAIMS_JSON), cases):
+        claim = f"{r.claim} (**{r.claim_verdict}**)" if r.first else ""
+        scope = f"**{r.scope}**" if r.judged and r.rows > 1 else r.scope
+        link = f"[{r.section.partition('#')[0]}]({section_href(r.section, CLAIM_LINKS.format)})"
+        rows.append(f"| {_cell(claim)} | {_cell(scope)} | {_cell(r.paper)} | {_cell(r.ours)} | {_cell(r.verdict)} | "
+                    f"{_cell(clip_cell(r.reason))} | {link} |")
     return rows
+
+
+def _claims_or_absent(root: Path) -> list[str]:
+    try:
+        return _claims_table(root)
+    except ParamsError as exc:  # a root whose reports stage has not run (a one-off run stopped earlier)
+        return [f"The claims have not been judged in this run ({exc})."]
 
 
 def _kernel_setup(root: Path) -> str:
@@ -294,10 +292,13 @@ def results_block(root: Path = Path(".")) -> str:
         "## Results (this repository's last `dvc repro`; full tables and charts in `reports/index.html`)",
         "",
         "Paper figures come from arXiv 2604.18170's abstract. Each verdict is computed from the stage outputs under "
-        "the rule and thresholds stated in `analysis/data/paper_claims.json`; its reason, the method and the figures "
-        "beside the judged one are on the linked page (and in `reports/html/summary.html`).",
+        "the rule and thresholds stated in `analysis/data/paper_claims.json`, per scope (a corpus, a pool, a kernel "
+        "family): a judged scope (bold) is reproduced or differs; *not comparable* means the device or corpus differs "
+        "from the paper's, and only judged scopes decide a claim's verdict. Every claim and scope, machine-readable: "
+        f"`{CLAIMS_JSON}`; how each verdict is reached: [docs/claims.md](docs/claims.md); the method and the figures "
+        "beside the judged ones are in the linked section.",
         "",
-        *_claims_table(root),
+        *_claims_or_absent(root),
         "",
         "\\" + pages.STAND_IN_NOTE,
     ]
@@ -372,7 +373,7 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
 
 # every output the block reads (results_block and its helpers); a path absent at a revision is left out
 # every output the block reads, the frozen GPU sources' environment files included (their provenance line)
-BLOCK_INPUTS = (METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS,
+BLOCK_INPUTS = (CLAIMS_JSON, METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS,
                 E2E_FROZEN)
 
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CorpusError
-from analysis.layout import E2E_FROZEN, E2E_WIDE, POOLED
+from analysis.layout import E2E_FROZEN, E2E_WIDE
+from analysis.pooling import POOLED
 
 BASELINE = "ar"
 FROZEN_FILES = ("run.json", "metrics.json", "e2e_speedup.csv", "e2e_pooled.csv", "e2e_cases.csv")

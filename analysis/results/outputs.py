@@ -10,7 +10,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CorpusError, MissingOutputError, ParamsError
-from analysis.layout import CASES, LATENCY_MODEL, METRICS, TABLES, framing_filter, framing_view, is_single_framing
+from analysis.layout import CASES, LATENCY_MODEL, METRICS, TABLES
+from analysis.pooling import framing_filter, framing_view, is_single_framing
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
@@ -90,7 +91,7 @@ def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
 
 
 def pick_view(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
-    """`pick_framing`, keeping only the framing's own pooled rows (analysis.layout.framing_view)."""
+    """`pick_framing`, keeping only the framing's own pooled rows (analysis.pooling.framing_view)."""
     if framing in (None, "all"):
         return frame
     return pick_framing(frame, framing).filter(framing_view(framing))

@@ -28,20 +28,8 @@ from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_json, write_parquet, write_table
 from analysis.latency.names import FIT_SOURCE
 from analysis.latency.sources import Kernel, KernelSettings, kernel_settings, kernels_for, needs_fit_document
-from analysis.layout import (
-    CASE_COSTS,
-    FIGURES,
-    LATENCY_MODEL,
-    MEAN_OF_CORPORA,
-    METRICS,
-    PAPER_POOL,
-    ALL_POOL,
-    POOLED,
-    SPANS,
-    TABLES,
-    context_label,
-    paper_corpora,
-)
+from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES, context_label
+from analysis.pooling import MEAN_OF_CORPORA, PAPER_POOL, ALL_POOL, POOLED, paper_cases, paper_corpora
 from analysis.pipeline.params import choice, get
 from analysis.parallel.progress import timed
 
@@ -79,12 +67,12 @@ def kernel_models(s: BoundsSettings) -> list[Kernel]:
 def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
     """The pooled rows over the paper's own corpora only (PAPER_CORPORA), so the paper's pooled bound
     stays comparable when this suite pools more corpora; empty when the pool holds nothing else."""
-    mask = paper_corpora()
-    if costs.filter(~mask).height == 0 or costs.filter(mask).height == 0:
+    cases = paper_cases(costs)  # analysis.pooling: the paper pool's cases, the one membership rule
+    if cases.height == 0:
         return pl.DataFrame()
-    keep = [r.filter(mask) for r in repeats]
+    keep = [r.filter(paper_corpora()) for r in repeats]
     boot = s.bootstrap
-    table = bounds_table(costs.filter(mask), boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
+    table = bounds_table(cases, boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
                          pooled_bootstrap=s.pooled_bootstrap)
     return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
 
@@ -242,7 +230,7 @@ def run(s: BoundsSettings) -> dict:
         fitted = table.filter((pl.col("kernel_source") == FIT_SOURCE) & (pl.col("pooling") != MEAN_OF_CORPORA))
         where = context_label(s.cost.context_mode, s.cost.context)
         title = (f"Closed-form bound: {s.kernel.model} {s.kernel.dtype} {s.kernel.device}, {s.kernel.latency_form} latency model, "
-                 f"{where} ({charts.STAND_IN})")
+                 f"{where}{charts.stand_in_note(fitted['corpus'])}")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")
     write_json({"bounds": bound_metrics(table), "model": s.kernel.model, "dtype": s.kernel.dtype, "device": s.kernel.device,
                 "context": s.cost.context if s.cost.context_mode == "fixed" else None, "context_mode": s.cost.context_mode, "latency_form": s.kernel.latency_form},

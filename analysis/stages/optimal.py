@@ -39,7 +39,8 @@ from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_sp
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_table
 from analysis.latency.model import LatencyModel
-from analysis.layout import LEVELS, MEAN_OF_CORPORA, METRICS, TABLES, framing_filter
+from analysis.layout import LEVELS, METRICS, TABLES
+from analysis.pooling import MEAN_OF_CORPORA, framing_filter, pooled_groups
 from analysis.oracle.optimal import (
     CostModel,
     TokenizerDirectives,
@@ -51,7 +52,6 @@ from analysis.parallel.workers import ParallelSettings, cluster_session, map_cas
 from analysis.pipeline.params import choice, choices, get, number_list, positive_int
 from analysis.grammar.program import Program, parse
 from analysis.parallel.shards import Spill, shard_cases
-from analysis.coverage.spans import pooled_groups
 from analysis.latency.sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
 from analysis.parallel.progress import progress, timed
 from analysis.parallel.tables import joined_programs, program_shards

@@ -19,15 +19,8 @@ from analysis.corpora import humanevalpack
 from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.pipeline.io import save_chart, write_csv, write_json, write_parquet, write_table
-from analysis.layout import (
-    FIGURES,
-    LEVELS,
-    METRICS,
-    PERTURB_RESULTS,
-    POOLED,
-    TABLES,
-    framing_filter,
-)
+from analysis.layout import FIGURES, LEVELS, METRICS, PERTURB_RESULTS, TABLES
+from analysis.pooling import POOLED, framing_filter
 from analysis.parallel.workers import ParallelSettings, map_cases, parallel_settings
 from analysis.pipeline.params import choices, get, number_list, positive_int
 from analysis.perturb import (

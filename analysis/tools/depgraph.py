@@ -1,7 +1,9 @@
 """Which project source files a stage's code can reach, for checking dvc.yaml's declared deps.
 
 Every `import` (module level or inside a function) of a project module is followed, so a stage
-depends on each file it could execute; a package's __init__ counts as imported with it.
+depends on each file it could execute; a package's __init__ counts as imported with it. A module that
+discovers the modules of a package at run time (the claims engine's rule modules) says so with a
+module-level `RULE_PACKAGE = "<package>"`, and every module of that package counts as imported by it.
 `copydecode depgraph` rewrites dvc.yaml's code deps from it (`sync_dvc_yaml`).
 """
 
@@ -37,6 +39,18 @@ def _imported(tree: ast.AST, current: str) -> set[str]:
     return {n for n in names if n.split(".")[0] in PACKAGES}
 
 
+def _discovered(tree: ast.Module, root: Path) -> set[str]:
+    """The modules of the package a module names in a module-level `RULE_PACKAGE = "<package>"`."""
+    out: set[str] = set()
+    for node in tree.body:
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "RULE_PACKAGE" for t in node.targets)
+                and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)):
+            package = node.value.value
+            folder = root.joinpath(*package.split("."))
+            out |= {f"{package}.{p.stem}" for p in folder.glob("*.py") if p.stem != "__init__"}
+    return out
+
+
 def closure(module: str, root: Path = Path(".")) -> list[str]:
     """Sorted repository-relative paths of every project file reachable from `module`."""
     seen: dict[str, Path] = {}
@@ -51,7 +65,8 @@ def closure(module: str, root: Path = Path(".")) -> list[str]:
         seen[name] = path
         parts = name.split(".")
         todo += [".".join(parts[:k]) for k in range(1, len(parts))]  # parent packages run their __init__
-        todo += sorted(_imported(ast.parse(path.read_text()), name))
+        tree = ast.parse(path.read_text())
+        todo += sorted(_imported(tree, name) | _discovered(tree, root))
     return sorted(str(p.relative_to(root)) for p in seen.values())
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import framing_filter
+from analysis.pooling import framing_filter
 from kernels_profile.e2e.executor import MATCH_POLICIES
 from kernels_profile.measure.interleave import interleaved_order
 

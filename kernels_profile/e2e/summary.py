@@ -98,7 +98,7 @@ def speedup_summary(measurements: pl.DataFrame) -> pl.DataFrame:
 
 # ---------------------------------------------------------------- per case and pooled (the headline basis)
 
-POOL_ALL = "pooled"  # the pool of every measured case of a model (analysis.layout.POOLED)
+POOL_ALL = "pooled"  # the pool of every measured case of a model (analysis.pooling.POOLED)
 
 
 def _hist_text(hist) -> str | None:

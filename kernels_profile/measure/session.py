@@ -41,6 +41,7 @@ from kernels_profile.measure.profiler import (
     measure_pair,
     pair_frame,
     pair_order,
+    pair_steps,
     pair_units,
     warm_up,
 )
@@ -136,8 +137,9 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
         )
         session = _Session(recorder, checkpoint_dir, {"start": gpu_info(spec.device)} if on_gpu else {})
         recorder.start()
-        bar = progress_bar(total=len(units), initial=len(units) - len(todo), desc="kernels profile", unit="pair",
-                           disable=not progress)
+        steps = pair_steps(spec)  # a step per timed run, so the bar moves within each (minutes-long) pair
+        bar = progress_bar(total=len(units) * steps, initial=(len(units) - len(todo)) * steps, desc="kernels profile",
+                           unit="run", disable=not progress)
         for model_name in spec.models:
             _measure_model(spec, model_name, [u for u in todo if u.model == model_name], keys, frames,
                            session, checkpoint_dir, bar, scratch)
@@ -171,7 +173,7 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scr
             bar.set_postfix_str(f"{model_name} c={context} {unit.baseline} #{unit.repeat}")
             order = pair_order(spec, unit.model, unit.context, unit.baseline, unit.repeat)
             load_before, ref_before = recorder.load()[0], recorder.last
-            timings = measure_pair(bench, spec, unit.baseline, order)
+            timings = measure_pair(bench, spec, unit.baseline, order, step=lambda: bar.update(1))
             ref_after, load_after = recorder.sample(), recorder.load()[0]
             frame = pair_frame(lm, spec, unit, timings, env).with_columns(
                 run_id=pl.lit(recorder.run_id), load1_before=pl.lit(load_before, pl.Float64),
@@ -183,7 +185,6 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scr
             write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], scratch.measured())
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
-            bar.update(1)
     del lm
 
 

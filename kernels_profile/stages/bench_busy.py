@@ -166,6 +166,17 @@ def _max_abs(table: pl.DataFrame) -> float:
     return float(table["change"].abs().max())
 
 
+def shown_root(root: Path) -> str:
+    """A run's folder as the committed report names it: relative to the current folder when inside it, else
+    its name only; never the machine's absolute path."""
+    import os
+
+    here, folder = Path.cwd().resolve(), Path(root).resolve()
+    if folder == here or here in folder.parents:
+        return os.path.relpath(folder, here)
+    return f"{folder.name} (a folder outside this checkout)"
+
+
 def benchmark(quiet: BenchRun, busy: BenchRun) -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:
     """The machine-readable result and the two tables it summarises."""
     kernel, e2e_table = compare(quiet.kernels, busy.kernels), compare_e2e(quiet.e2e, busy.e2e)
@@ -176,7 +187,7 @@ def benchmark(quiet: BenchRun, busy: BenchRun) -> tuple[dict[str, Any], pl.DataF
         "e2e": {"method": LINE_PROGRAM, "baseline": BASELINE, "tolerance": E2E_TOLERANCE,
                 "max_abs_change": _max_abs(e2e_table), "passed": bool(e2e_table["passed"].all()),
                 "rows": e2e_table.to_dicts()},
-        "runs": {name: {"root": str(run.root), "kernels": kernels_environment(run), "e2e": e2e_environment(run)}
+        "runs": {name: {"root": shown_root(run.root), "kernels": kernels_environment(run), "e2e": e2e_environment(run)}
                  for name, run in (("quiet", quiet), ("busy", busy))},
     }
     result["passed"] = result["kernel"]["passed"] and result["e2e"]["passed"]

@@ -19,7 +19,8 @@ from analysis.corpora.cases import read_cases
 from analysis.corpora.humanevalpack import FRAMINGS
 from analysis.errors import CorpusError, ParamsError
 from analysis.pipeline.io import write_json, write_table
-from analysis.layout import CASES, METRICS, SINGLE_FRAMINGS, TABLES
+from analysis.layout import CASES, METRICS, TABLES
+from analysis.pooling import SINGLE_FRAMINGS
 from analysis.pipeline.params import choice, choices, did_you_mean, get, positive_int
 from analysis.parallel.progress import timed
 from kernels_profile.decode.decoder import MASK_ENGINES

@@ -10,7 +10,7 @@ id, no registry entry) with `--device`, `--dtype`, `--contexts`, `--ns` and `--w
 overriding those params for one run. Its raw timings go to data/kernels/<source>.parquet, where the
 kernel source is `<model label>-<device>` (e.g. `llama-3.2-1b-cuda`); to fit it and use it in the
 bounds, add `{source: <source>, path: data/kernels/<source>.parquet}` to `kernels.fit.raw` (the run
-prints that entry) and `<source>/<model label>/<AR loop>` to `bounds.kernel_sources`.
+prints that entry) and `<source>/<model label>/<AR loop>` to `kernel.sources`.
 """
 
 from __future__ import annotations
@@ -107,6 +107,19 @@ def spec_of(group: dict[str, Any]) -> ProfileSpec:
     return ProfileSpec(**values).validate()
 
 
+def print_result_table(raw, out, env: dict) -> None:
+    """The run's answer on the terminal (stderr): T_ar, T_prefill and their ratio per point measured, so the
+    command ends with its result (a fit and the bounds come after, from params kernels.fit.raw)."""
+    import sys
+
+    from analysis.latency.tables import speedup_summary
+    from analysis.pipeline.io import markdown_table
+
+    noisy = f" NOISY ({'; '.join(env.get('noisy_reasons') or [])})" if env.get("noisy") else ""
+    print(f"\nkernels profile: T_ar(N) / T_prefill(N) measured here, medians over paired repeats{noisy} "
+          f"(raw timings: {out}):\n" + markdown_table(speedup_summary(raw), digits=3), file=sys.stderr)
+
+
 def run(s: ProfileSettings) -> dict:
     from kernels_profile.measure.session import profile_run, write_profile
 
@@ -115,6 +128,7 @@ def run(s: ProfileSettings) -> dict:
         sidecar = write_profile(result, s.out)
         timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
+    print_result_table(result.raw, s.out, env)
     return {"rows": result.raw.height, "out": str(s.out), "environment": str(sidecar), "noisy": env.get("noisy"),
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),

@@ -41,6 +41,15 @@ def _domain_modules() -> list[str]:
     return top + [m for folder in folders for m in _modules(folder, f"analysis.{folder.name}")]
 
 
+def test_no_claims_module_reaches_the_presentation():
+    """The claims stand on analysis/results/ (stage outputs read back), never on analysis/present/."""
+    claims = _modules(ROOT / "analysis" / "claims", "analysis.claims")
+    assert {"analysis.claims.engine", "analysis.claims.verdict", "analysis.claims.kernel"} <= set(claims)
+    reached = {module: [path for path in closure(module, ROOT) if path.startswith("analysis/present/")]
+               for module in claims}
+    assert not {module: paths for module, paths in reached.items() if paths}
+
+
 def test_no_domain_module_reaches_html():
     assert all((ROOT / path).is_file() for path in HTML_MODULES)
     top = _domain_modules()

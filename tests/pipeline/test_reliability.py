@@ -306,9 +306,10 @@ def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
                   "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
                  ).write_csv(tables / "coverage.csv")
     items = {c.claim.split(". ")[0]: c for c in present.claims(tables, tmp_path / "metrics")}
-    for name in ("2", "3", "4", "5", "6"):  # copy ceiling, bounds, token level, round trip (N19), perturbation
+    for name in ("2", "3", "4", "6"):  # copy ceiling, bounds, token level, perturbation
         assert items[name].verdict == present.NOT_APPLICABLE, name
-        assert "Pairs-a" in items[name].why
+        assert "Pairs-a" in items[name].reason
+    assert items["5"].verdict == present.NOT_RUN  # C10: judged on the run's own programs (no roundtrip metrics here)
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
 
@@ -421,7 +422,8 @@ class FakePapermill:
     def __call__(self, source, output, parameters=None, **kwargs):
         import nbformat
 
-        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {})})
+        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {}),
+                           "cwd": kwargs.get("cwd")})
         book = nbformat.v4.new_notebook()
         book.cells = [nbformat.v4.new_markdown_cell("# Fake")]
         nbformat.write(book, output)
@@ -493,7 +495,8 @@ def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, mon
     render_notebook("summary", {}, run)
     (call,) = fake_papermill.calls
     assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
-    assert call["parameters"] == {"root": str(run.resolve())}
+    # the kernel starts in the run folder and the notebook names it "." (no machine path in a committed notebook)
+    assert call["parameters"] == {"root": "."} and Path(call["cwd"]) == run
     # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["--out", "fresh", "reports"])

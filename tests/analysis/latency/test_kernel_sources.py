@@ -250,3 +250,28 @@ def test_kernel_source_names_parse_and_format_round_trip():
     assert parse_name("h200-devtime/qwen2.5-7b").kind == "device_time"
     with pytest.raises(ParamsError, match="unknown kernel source"):
         parse_name("a/b/c/d/e")
+
+
+def test_the_fit_names_the_shifted_repeats_and_gives_the_median_without_them(h200_fit):
+    """D4 of the audit, from the frozen H200 raw timings: at N=512 the eager cells' repeat 0 slowed part-way
+    (repeat 1 too at 7B c=2048), and the medians of the other repeats are the audit's own recomputation:
+    370.9x / 403.7x (1.5B, c=256 / 2048) and 436.4x / 567.4x (7B)."""
+    table = pl.read_csv(h200_fit / "reports/tables/kernel_speedup.csv").filter(
+        (pl.col("n") == 512) & (pl.col("baseline") == "eager") & (pl.col("prefill") == "eager"))
+    got = {(r["model"], r["context"]): (r["shifted_repeats"], round(r["speedup_unshifted"], 1))
+           for r in table.iter_rows(named=True)}
+    assert got == {("qwen2.5-1.5b", 256): ("0", 370.9), ("qwen2.5-1.5b", 2048): ("0", 403.7),
+                   ("qwen2.5-7b", 256): ("0", 436.4), ("qwen2.5-7b", 2048): ("0, 1", 567.4)}
+    assert table["ar_shift"].all()
+    clean = pl.read_csv(h200_fit / "reports/tables/kernel_speedup.csv").filter(~pl.col("ar_shift"))
+    assert clean["speedup_unshifted"].is_null().all() and (clean["shifted_repeats"].fill_null("") == "").all()
+
+
+def test_the_fit_computes_the_paper_gpus_roofline_ceiling(h200_fit):
+    """The A100 copy-speedup ceiling at N=512 for the paper's two models (the audit's 174x, 157x, 163x, 155x),
+    computed from the datasheet and the published configs, in place of a typed "~153x"."""
+    block = json.loads((h200_fit / "reports/metrics/kernels.json").read_text())["paper_gpu_ceiling"]
+    assert block["device"] == "NVIDIA A100 80GB" and block["n"] == 512
+    got = {(c["model"], c["context"]): round(c["ceiling"]) for c in block["ceilings"]}
+    assert got == {("qwen2.5-1.5b", 256): 174, ("qwen2.5-1.5b", 2048): 157, ("qwen2.5-7b", 256): 163,
+                   ("qwen2.5-7b", 2048): 155}

@@ -1,5 +1,5 @@
 """analysis.present.pages: tables (show, pivot_wide, the stand-in mark) and page blocks as escaped HTML, the
-index's claims grid (grid_rows, clip_cell, claim_page, judged_figure). Inputs are small frames and claims
+index's claims grid (grid_rows, claims_grid, clip_cell, anchor). Inputs are small frames and claims
 built here; every value a page shows is escaped."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import polars as pl
 from fixtures import ATTACK
 
 from analysis.present import notebook as present
-from analysis.present.pages import CELL_LIMIT, claim_page, clip_cell, judged_figure, mark_stand_in
+from analysis.present.pages import CELL_LIMIT, anchor, claims_grid, clip_cell, grid_rows, mark_stand_in, section_href
 
 
 def _html(view) -> str:
@@ -51,29 +51,48 @@ def test_pivot_wide_makes_one_column_per_value_in_first_seen_order():
     assert wide.columns == ["corpus", "1.0", "0.0"] and wide.height == 2
 
 
-def test_grid_rows_split_per_corpus_clip_long_cells_and_ignore_new_fields():
-    import dataclasses as dc
+def _bound_claim():
+    scopes = (present.Scope("ProbeEdit-S*", "29.0x", "61.7x [53.8, 70.5]", present.NOT_COMPARABLE, "the stand-in",
+                            cases=154),
+              present.Scope("HEvalFix-Py", "3.4x", "3.5x [3.0, 3.9]", present.REPRODUCED, "inside the widened CI"),
+              present.Scope("pooled over the paper's three corpora", "13.0x", "19.0x", present.NOT_COMPARABLE,
+                            "holds the stand-in " + "because " * 60, cases=482))
+    return present.Claim(claim="3. bound", paper="29.0x ProbeEdit / 3.4x HEvalFix-Py / 13.0x pooled",
+                         ours="unused by the grid", verdict=present.REPRODUCED, reason="1 of 1 judged reproduced",
+                         method="m [bounds]", scopes=scopes, section="bounds#like-with-like")
 
-    from analysis.present.pages import grid_rows
 
-    @dc.dataclass(frozen=True)
-    class Later(present.Claim):  # a Claim with a field added later by claims.py
-        setup_differences: str = "bf16 on an H200, not an A100"
-
-    ours = ("paper kernel x this suite's spans: ProbeEdit-S* 61.7x [53.8, 70.5]; HEvalFix-Py 3.5x [3.0, 3.9]; "
-            "pooled 25.5x (ratio of sums). Beside it, fit: ProbeEdit-S* 13.5x")
-    bound = Later(claim="3. bound", paper="29.0x ProbeEdit / 3.4x HEvalFix-Py / 13.0x pooled", ours=ours,
-                  verdict=present.DIFFERS, reason="r", method="spans x kernel [bounds]")
+def test_grid_rows_are_the_claims_scopes_each_with_its_verdict_and_reason():
     long = present.Claim(claim="9. long", paper="p", ours="; ".join(f"figure {i} " + "x" * 30 for i in range(12)),
-                         verdict=present.REPRODUCED, reason="r", method="m [spans]")
-    rows = grid_rows([bound, long], {"ProbeEdit-S", "HEvalFix-Py"}, {"ProbeEdit-S": 154, "HEvalFix-Py": 164})
+                         verdict=present.REPRODUCED, reason="r", method="m")
+    rows = grid_rows([_bound_claim(), long], {"HEvalFix-Py": 164})
     by_scope = {r.scope: r for r in rows if r.claim == "3. bound"}
-    assert set(by_scope) == {"ProbeEdit-S*", "HEvalFix-Py", "pooled"}
+    assert list(by_scope) == ["ProbeEdit-S*", "HEvalFix-Py", "pooled over the paper's three corpora"]
     assert by_scope["ProbeEdit-S*"].ours == "61.7x [53.8, 70.5] · 154 cases"
-    assert by_scope["ProbeEdit-S*"].paper == "29.0x ProbeEdit" and by_scope["pooled"].paper == "13.0x pooled"
-    assert all("Beside it" not in r.ours for r in rows) and by_scope["HEvalFix-Py"].page == "bounds"
+    assert by_scope["HEvalFix-Py"].ours == "3.5x [3.0, 3.9] · 164 cases"  # the run's count where the scope had none
+    assert by_scope["HEvalFix-Py"].judged and not by_scope["ProbeEdit-S*"].judged
+    assert {r.verdict for r in by_scope.values()} == {present.REPRODUCED, present.NOT_COMPARABLE}
+    assert all(r.claim_verdict == present.REPRODUCED and r.section == "bounds#like-with-like" for r in by_scope.values())
     clipped = [r for r in rows if r.claim == "9. long"][0]
+    assert clipped.scope == "" and clipped.section == "summary"  # a claim without scopes is one row
     assert len(clipped.ours) <= CELL_LIMIT and clipped.ours.endswith("… (more on the page)")
+
+
+def test_the_grid_shows_why_visibly_marks_the_judged_row_and_links_each_row_to_its_section():
+    text = claims_grid(grid_rows([_bound_claim()]), lambda page: f"html/{page}.html").text
+    body = re.sub(r"<style>.*?</style>", "", text, flags=re.S)
+    assert "title=" not in body  # the reason is in the row, not only a hover
+    assert "the stand-in</td>" in body and "inside the widened CI" in body
+    assert body.count("href='html/bounds.html#like-with-like'") == 3  # every row, not only the first
+    assert body.count("<tr class='cd-judged'>") == 1 and "HEvalFix-Py (judged)" in body
+    assert "cd-chip-not-comparable" in body and body.count("rowspan='3'") == 1
+
+
+def test_a_heading_anchor_is_its_text_slugged():
+    assert anchor("Like with like: the paper&#39;s kernel, this suite&#39;s spans") == \
+        "like-with-like-the-paper-s-kernel-this-suite-s-spans"
+    assert section_href("kernel#on-a-gpu", lambda p: f"{p}.html") == "kernel.html#on-a-gpu"
+    assert section_href("", lambda p: f"{p}.html") == "summary.html"
 
 
 def test_clip_cell_keeps_short_text_and_cuts_long_text_at_a_separator():
@@ -86,24 +105,35 @@ def test_clip_cell_keeps_short_text_and_cuts_long_text_at_a_separator():
     assert len(clip_cell("z" * (CELL_LIMIT + 1))) <= CELL_LIMIT
 
 
-def test_claim_page_follows_the_methods_stage_tag_then_the_title():
-    def claim(title, method):
-        return present.Claim(claim=title, paper="p", ours="o", verdict=present.REPRODUCED, reason="r", method=method)
-
-    assert claim_page(claim("1. anything", "m [spans]")) == "coverage"
-    assert claim_page(claim("1. anything", "m [spans, bounds]")) == "bounds"  # the last known stage wins
-    assert claim_page(claim("7. the round trip", "m [nothing]")) == "losslessness"
-    assert claim_page(claim("8. other", "")) == "summary"
-
-
-def test_judged_figure_drops_the_figures_set_beside_it():
-    assert judged_figure("HEvalFix-Py 3.5x. Beside it, fit: 2.0x") == "HEvalFix-Py 3.5x"
-    assert judged_figure("74.3%; for comparison 80%") == "74.3%"
-    assert judged_figure(" 74.3% ") == "74.3%"
-
-
 def test_mark_stand_in_stars_probeedit_s_only_where_there_is_a_corpus_column():
     frame = pl.DataFrame({"corpus": ["ProbeEdit-S", "HEvalFix-Py"], "v": [1, 2]})
     assert mark_stand_in(frame)["corpus"].to_list() == ["ProbeEdit-S*", "HEvalFix-Py"]
     other = pl.DataFrame({"name": ["ProbeEdit-S"]})
     assert mark_stand_in(other).equals(other)
+
+
+def test_a_table_with_no_rows_says_it_was_not_run():
+    """B8: the pilot page's wall-clock section drew a header and no rows."""
+    import polars as pl
+
+    from analysis.present.pages import show
+
+    shown = show(pl.DataFrame(schema={"case_id": pl.String, "ratio": pl.Float64}), title="Rewrite <s> / program s")
+    assert "not run in this run" in shown.text and "Rewrite &lt;s&gt; / program s" in shown.text
+
+
+def test_the_summary_table_cells_stay_short_and_the_full_text_follows():
+    """P2: no summary-table cell over CELL_LIMIT characters (plus its marker); claim_details keeps every word."""
+    import re
+
+    from analysis.claims.verdict import REPRODUCED, Claim
+    from analysis.present.pages import CELL_LIMIT, FULL_TEXT_BELOW, claim_details, summary_table
+
+    long = "; ".join(f"HEvalFix-Py body {i}: 12.3x [11.0, 13.5] · 164 cases" for i in range(40))
+    items = [Claim("3. bound", "29.0x <ProbeEdit>", long, REPRODUCED, "within " + long, "bounds [bounds]")]
+    page = summary_table(items).as_raw_html()
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page, flags=re.S)]
+    assert cells and max(len(c) for c in cells) <= CELL_LIMIT
+    assert any(c.endswith(FULL_TEXT_BELOW.strip(" …").strip()) or FULL_TEXT_BELOW.strip() in c for c in cells)
+    details = claim_details(items).text
+    assert long in details and "29.0x &lt;ProbeEdit&gt;" in details and "<ProbeEdit>" not in details

@@ -15,7 +15,9 @@ from fixtures import ATTACK, ROOT
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
 from analysis.present import notebook as present
-from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
+from analysis.present.index import index_html
+from analysis.present.reports import REPORTS, notebook_body
+from analysis.present.shell import Page, external_references, page
 
 
 
@@ -143,7 +145,7 @@ def test_reports_params_name_every_report_with_its_notebook_parameters():
 def _grid_cells(text: str) -> list[str]:
     import html as htmllib
 
-    grid = re.search(r"<table class='cd-grid'>(.*?)</table>", text, flags=re.S)
+    grid = re.search(r"<table class='cd-grid'>.*?<tbody>(.*?)</table>", text, flags=re.S)
     assert grid, "no claims grid on the index"
     return [htmllib.unescape(re.sub(r"<[^>]+>", "", c)).strip()
             for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", grid.group(1), flags=re.S)]
@@ -158,19 +160,19 @@ def _outputs_copy(tmp_path):
 
 
 def test_index_opens_with_a_compact_claims_grid(tmp_path):
-    """One row per claim (per corpus where it has several): paper | ours | verdict chip | link, no cell
-    over ~200 characters, before the charts; every claim and verdict of the run is in it."""
+    """One row per scope of a claim: claim | scope | paper | ours | verdict chip | why | section link, no cell
+    over ~300 characters, before the charts; every claim and verdict of the run is in it."""
     pages = _outputs_copy(tmp_path)
     text = index_html(pages, tmp_path)
     cells = _grid_cells(text)
-    assert max(len(c) for c in cells) <= 200, max(cells, key=len)
+    assert max(len(c) for c in cells) <= 300, max(cells, key=len)
     assert text.index("cd-grid") < text.index("Key charts")
     items = present.claims(tmp_path / TABLES, tmp_path / METRICS)
     for item in items:
         assert item.claim[:60] in " ".join(cells), item.claim
         assert f"cd-chip" in text and f">{item.verdict}</span>" in text
-    assert re.search(r"<a href='html/(\w+)\.html'>\1 →</a>", text)
-    links = set(re.findall(r"<a href='html/(\w+)\.html'>\w+ →</a>", text))
+    assert re.search(r"<a href='html/(\w+)\.html#[\w-]+'>\1 →</a>", text)  # each row links its section
+    links = set(re.findall(r"<a href='html/(\w+)\.html#[\w-]+'>\w+ →</a>", text))
     assert links <= set(REPORTS) and {"coverage", "bounds", "perturbation"} <= links
 
 
@@ -202,3 +204,39 @@ def test_a_notebook_stopped_by_an_absent_stage_output_becomes_a_not_run_page():
         assert error.__name__ in MISSING_INPUT_ERRORS
         assert missing_input(SimpleNamespace(ename=error.__name__, evalue=message)) == message
     assert missing_input(SimpleNamespace(ename="ValueError", evalue=message)) is None
+
+
+def test_the_index_says_when_a_timed_stage_ran_noisy(tmp_path):
+    """Section 4: NOISY was shown on the kernel and e2e pages only; the index carries it too, with what tripped it."""
+    from analysis.present.index import noise_banner
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    assert noise_banner(tmp_path) == ""
+    (tmp_path / METRICS / "kernels.json").write_text(json.dumps(
+        {"run_environment": {"noisy": True, "noisy_reasons": ["run r1: reference drift 22% > 15% <x>"]}}))
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": False}}))
+    banner = noise_banner(tmp_path)
+    assert "NOISY timings" in banner and "run r1: reference drift 22% &gt; 15% &lt;x&gt;" in banner
+    assert "kernel.html" in banner and "e2e.html" not in banner
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
+    assert "e2e.html" in noise_banner(tmp_path) and "busy" in noise_banner(tmp_path)
+    assert "NOISY timings" in index_html([], tmp_path)
+
+
+def test_the_index_file_lists_are_grouped_by_claim_one_line_per_table(tmp_path):
+    """P10: each table stem is one line (its csv and md links), under the claim it belongs to."""
+    import re
+
+    from analysis.layout import TABLES
+    from analysis.present.index import FILE_GROUPS, _links, file_group
+
+    (tmp_path / TABLES).mkdir(parents=True)
+    for stem in ("kernel_speedup", "bounds", "perturbation_clip", "pilot_em", "mystery"):
+        for suffix in (".csv", ".md"):
+            (tmp_path / TABLES / f"{stem}{suffix}").write_text("x")
+    html = _links(tmp_path, TABLES, (".md", ".csv"))
+    groups = re.findall(r"<h3>([^<]+)</h3>", html)
+    assert groups == [FILE_GROUPS[0][0], FILE_GROUPS[2][0], FILE_GROUPS[4][0], FILE_GROUPS[5][0], "other"]
+    lines = re.findall(r"<li>(.*?)</li>", html)
+    assert len(lines) == 5 and all(line.count("<a ") == 2 for line in lines)
+    assert file_group("e2e_cases") == FILE_GROUPS[6][0] and file_group("coverage") == FILE_GROUPS[1][0]

@@ -9,7 +9,8 @@ import json
 import polars as pl
 import pytest
 
-from analysis.claims import engine as claims
+from analysis.claims import e2e as claims
+from analysis.claims import verdict
 from analysis.results.e2e import FROZEN_FILES, not_yet_run, pooled_from_speedup, pooled_sentence, read_frozen
 from analysis.errors import CorpusError
 from analysis.present.headline import HeadlineSettings, build_headline
@@ -91,21 +92,21 @@ def test_a_frozen_run_that_marked_itself_noisy_says_so_in_its_label(tmp_path):
     default = tmp_path / "metrics"
     default.mkdir()
     (default / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["drift 20%"]}}))
-    assert claims.e2e_noise(default) == "; default run marked NOISY: drift 20%"
+    assert claims.e2e_noise(default) == "; marked NOISY: drift 20%"
 
 
 def test_the_claims_row_pools_and_shows_the_frozen_run_beside_the_default(tmp_path):
     tables = tmp_path / TABLES
     tables.mkdir(parents=True)
     speedup_frame().write_csv(tables / "e2e_speedup.csv")
-    spec = claims.paper_claims()["end_to_end"]
-    claim = claims._e2e_claim(spec, tables, tmp_path / METRICS)
-    assert claim.verdict == claims.BEYOND
+    spec = verdict.paper_claims()["end_to_end"]
+    claim = claims.e2e_claim(spec, tables, tmp_path / METRICS)
+    assert claim.verdict == verdict.BEYOND and "pooled" in spec["rule"] and "best" not in spec["rule"].split("never")[0]
     assert "default run: m, pooled over 4 cases (HEvalFix-Py 3, ProbeEdit-S 1): Copy-as-Decode line 5.8x" in claim.ours
     assert "19.5" not in claim.ours and "up to" not in claim.ours
     assert "e2e-wide: not yet run" in claim.ours
     write_frozen(tmp_path / E2E_FROZEN, speedup_frame(WIDE))  # reports/e2e/frozen beside reports/tables
-    claim = claims._e2e_claim(spec, tables, tmp_path / METRICS)
+    claim = claims.e2e_claim(spec, tables, tmp_path / METRICS)
     assert "e2e-wide (frozen run, commit abcdef1234, 2026-12-01, 12 cases): m, pooled over 12 cases " \
            "(CommitEdits-click 3, HEvalFix-JS 9): Copy-as-Decode line 5.0x" in claim.ours
     assert "not yet run" not in claim.ours

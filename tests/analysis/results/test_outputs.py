@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 
 from analysis.errors import ParamsError
-from analysis.layout import POOLED
+from analysis.pooling import POOLED
 from analysis.results.outputs import (
     bounds_frame,
     latency_model,

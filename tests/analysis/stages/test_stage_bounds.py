@@ -10,7 +10,7 @@ from fixtures import params_model_key, params_with, write_model, write_scratch_p
 from analysis.cli import main
 from analysis.corpora.commits import SUMMED_COSTS
 from analysis.latency.model import GridCurve, LatencyModel
-from analysis.layout import ALL_POOL, MEAN_OF_CORPORA, PAPER_CORPORA, PAPER_POOL, POOLED
+from analysis.pooling import ALL_POOL, MEAN_OF_CORPORA, PAPER_CORPORA, PAPER_POOL, POOLED
 from analysis.stages.bounds import KEYS, both_pools, bound_metrics, commit_bounds, settings
 
 

@@ -10,7 +10,8 @@ from fixtures import params_with, toy_program_table, write_scratch_params
 
 from analysis.cli import main
 from analysis.errors import ParamsError
-from analysis.layout import ALL_POOL, PAPER_POOL, TABLES
+from analysis.layout import TABLES
+from analysis.pooling import ALL_POOL, PAPER_POOL
 from analysis.stages.perturb import (
     crossing_metrics,
     em_metrics,

@@ -362,3 +362,37 @@ def test_a_run_record_is_re_judged_at_todays_thresholds():
     assert judged_run(run, replace(SPEC, noisy_drift=0.15))["noisy"] is False
     loose = judged_run(run, replace(SPEC, noisy_drift=0.05))
     assert loose["noisy"] is True and loose["noisy_reasons"] and loose["contended"] is None
+
+
+def test_the_progress_bar_moves_once_per_timed_run_and_resumes_at_the_finished_pairs(tmp_path, monkeypatch):
+    """Section 4 of issue 41: the bar had 4 steps over a 15-minute profile (one per pair); now a step per timed
+    run (the AR run and each prefill), and a resumed run starts at its finished pairs' steps."""
+    import kernels_profile.measure.session as session
+    from kernels_profile.measure.profiler import pair_steps
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, initial, **kwargs):
+            self.total, self.n, self.initial = total, initial, initial
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(session, "progress_bar", Bar)
+    spec = replace(SPEC, repeats=1)
+    pairs = len(spec.contexts) * len(spec.baselines)
+    assert pair_steps(spec) == 1 + len(spec.ns) * len(spec.prefills)
+    run(spec, tmp_path)
+    assert bars[-1].total == pairs * pair_steps(spec) and bars[-1].n == bars[-1].total
+    first = next(tmp_path.glob("*.parquet"))
+    first.unlink()  # one pair lost: the rerun measures it alone
+    run(spec, tmp_path)
+    assert bars[-1].initial == (pairs - 1) * pair_steps(spec) and bars[-1].n == bars[-1].total

@@ -81,3 +81,22 @@ def test_the_profile_runs_on_cpu_and_writes_a_kernel_source(tiny, tmp_path, monk
     assert set(raw["model"]) == {"tiny-llama"} and set(raw["device"]) == {"cpu"} and set(raw["n"]) == {1, 2}
     assert set(raw["context"]) == {16} and (raw["seconds"] > 0).all()
     assert result["add_to_kernels_fit_raw"] == {"source": "tiny-llama-cpu", "path": "data/kernels/tiny-llama-cpu.parquet"}
+
+
+@pytest.mark.slow
+def test_the_profile_ends_with_its_speedup_table(tiny, tmp_path, monkeypatch, capsys):
+    """M5: `kernels profile --model DIR` prints T_ar, T_prefill and their ratio per measured point."""
+    from analysis.cli import main
+    from analysis.latency.tables import speedup_summary
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "k.parquet"
+    assert main(["--params", str(ROOT / "params.yaml"), "kernels", "profile", "--model", str(tiny), "--device", "cpu",
+                 "--dtype", "float32", "--contexts", "16", "--ns", "1", "4", "--weights", "random",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    table = speedup_summary(pl.read_parquet(out))
+    assert table.height >= 2 and "T_ar(N) / T_prefill(N) measured here" in err
+    assert "| model | baseline | prefill | context | n | t_ar_ms | t_prefill_ms | speedup | speedup_iqr | repeats |" in err
+    for row in table.iter_rows(named=True):
+        assert f"| {row['n']} | {row['t_ar_ms']:.3f} | {row['t_prefill_ms']:.3f} | {row['speedup']:.3f} |" in err

@@ -1,20 +1,25 @@
-"""analysis.layout: the pooling rules of framings and corpora, the corpus groups and the names shown."""
+"""analysis.pooling: the framing rule, the pools (the one paper pool), the corpus groups and the names shown;
+analysis.layout's context label."""
 
 import polars as pl
 
-from analysis.layout import (
+from analysis.layout import context_label
+from analysis.pooling import (
     BENCHMARK,
     GIT_HISTORY,
     MEAN_OF_CORPORA,
+    PAPER_POOL,
     POOLED,
     POOLING_LABELS,
     RATIO_OF_SUMS,
     USER_PAIRS,
-    context_label,
     corpus_group,
     group_expr,
+    paper_cases,
+    paper_pool,
     paper_view,
     pool_framings,
+    pooled_groups,
     pool_rows,
     pooled_share,
     pooling_label,
@@ -58,3 +63,31 @@ def test_names_and_labels_shown():
     assert pooling_label(frame)["corpus"].to_list() == [POOLING_LABELS[RATIO_OF_SUMS],
                                                         POOLING_LABELS[MEAN_OF_CORPORA], "a"]
     assert pooling_label(frame.drop("pooling")).equals(frame.drop("pooling"))
+
+
+def test_the_paper_pool_weights_the_papers_corpora_only_at_each_pool_framing():
+    rows = pl.DataFrame({
+        "corpus": ["HEvalFix-Py", "HEvalFix-JS", "HEvalFix-Py", "ProbeEdit-S", "CommitEdits-x", POOLED],
+        "framing": ["body", "body", "decl", "unit", "file", "body"],
+        "kind": ["k"] * 6, "em": [0.2, 0.0, 0.9, 0.5, 1.0, 0.7], "n_cases": [164, 164, 164, 154, 600, 1082]})
+    pooled = paper_pool(rows, "n_cases", ["em"], by=["kind"])
+    body = pooled.filter(pl.col("framing") == "body").row(0, named=True)
+    # by hand: (164 * 0.2 + 164 * 0.0 + 154 * 0.5) / 482; CommitEdits, the decl row and the pooled row left out
+    assert body["em"] == (164 * 0.2 + 154 * 0.5) / 482 and body["n_cases"] == 482 and body["corpora"] == 3
+    decl = pooled.filter(pl.col("framing") == "decl").row(0, named=True)
+    assert decl["em"] == (164 * 0.9 + 154 * 0.5) / 318 and decl["pool"] == PAPER_POOL
+    assert paper_pool(rows.filter(pl.col("corpus") == "CommitEdits-x"), "n_cases", ["em"]).height == 0
+
+
+def test_the_paper_pools_cases_exist_only_beside_other_corpora():
+    cases = pl.DataFrame({"corpus": ["HEvalFix-Py", "ProbeEdit-S", "CommitEdits-x"], "framing": ["body", "unit", "file"]})
+    assert paper_cases(cases)["corpus"].to_list() == ["HEvalFix-Py", "ProbeEdit-S"]
+    assert paper_cases(cases.head(2)).height == 0  # only the paper's corpora: the pool of every corpus is the paper's
+    assert paper_cases(cases.tail(1)).height == 0
+
+
+def test_pooled_groups_add_one_pool_per_multi_framing_with_the_single_framing_corpora():
+    cases = pl.DataFrame({"corpus": ["a", "a", "b"], "framing": ["body", "decl", "unit"], "x": [1, 2, 3]})
+    groups = {(corpus, framing): rows["x"].to_list() for corpus, framing, rows in pooled_groups(cases)}
+    assert groups == {("a", "body"): [1], ("a", "decl"): [2], ("b", "unit"): [3],
+                      (POOLED, "body"): [1, 3], (POOLED, "decl"): [2, 3]}

@@ -1,0 +1,133 @@
+"""The serving report's views: the serving stage's tables read back and cut for the page (no HTML here;
+the page blocks are analysis.present.pages')."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import MissingOutputError
+from analysis.layout import METRICS, TABLES
+from analysis.results.numbers import fmt_pct, fmt_x
+from analysis.results.outputs import metrics, optional_table, table
+
+STEP_COST = Path("reports/kernels/step_cost.json")
+
+
+def serving_table(budget: str | int = "default", tables: Path = TABLES) -> pl.DataFrame:
+    """reports/tables/serving.csv at one token budget (`default`: the smallest, the stage's headline budget)."""
+    frame = table("serving", tables, infer_all_rows=True)
+    budgets = sorted(set(frame["max_num_batched_tokens"].to_list()))
+    chosen = budgets[0] if budget in (None, "default") else int(budget)
+    if chosen not in budgets:
+        raise MissingOutputError(f"serving.csv has no budget {budget!r}; budgets: {budgets}")
+    return frame.filter(pl.col("max_num_batched_tokens") == chosen)
+
+
+def step_cost_document(path: Path = STEP_COST) -> dict:
+    if not Path(path).is_file():
+        raise MissingOutputError(f"{path} not found; run `copydecode kernels profile --batched`")
+    return json.loads(Path(path).read_text())
+
+
+def assumptions(document: dict) -> pl.DataFrame:
+    """One row per source and stated assumption (what a batch-1 extrapolation takes for granted)."""
+    rows = [{"kernel_source": m["source"], "basis": m["basis"], "assumption": a}
+            for m in document.get("models", []) for a in m.get("assumptions", [])]
+    return pl.DataFrame(rows) if rows else pl.DataFrame({"kernel_source": [], "basis": [], "assumption": []})
+
+
+def headline(claim: pl.DataFrame, concurrencies: tuple[int, ...] = (1, 16, 128)) -> pl.DataFrame:
+    """The claim table's gains at the headline concurrencies, one row per source and Copy-as-Decode method."""
+    keep = ["kernel_source", "basis", "method", "max_num_batched_tokens"]
+    for c in concurrencies:
+        keep += [x for x in (f"vs_ar_c{c}", f"vs_best_rival_c{c}", f"best_rival_c{c}") if x in claim.columns]
+    return claim.select(*keep, "below_vs_ar_from_c", "below_vs_best_rival_from_c")
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A rival's gain over AR at the lowest and highest concurrency of one source: the published shape says it falls."""
+
+    kernel_source: str
+    method: str
+    low: float
+    high: float
+    top: int
+
+    def sentence(self) -> str:
+        trend = "falls" if self.high < self.low else "does not fall"
+        return (f"{self.kernel_source}: {self.method} {fmt_x(self.low)} over AR at C=1, {fmt_x(self.high)} at C={self.top} "
+                f"({trend})")
+
+
+def rival_shapes(frame: pl.DataFrame) -> list[Shape]:
+    """Each rival's gain over AR from the lowest to the highest concurrency, per source (closed loop)."""
+    closed = frame.filter((pl.col("workload") == "closed") & (pl.col("role") == "rival"))
+    out = []
+    for (source, method), rows in closed.sort("kernel_source", "method", "load").group_by(
+            "kernel_source", "method", maintain_order=True):
+        rows = rows.sort("load")
+        out.append(Shape(source, method, float(rows["speedup_vs_ar"][0]), float(rows["speedup_vs_ar"][-1]),
+                         int(rows["load"][-1])))
+    return out
+
+
+def shape_sentence(frame: pl.DataFrame) -> str:
+    """Each rival's gain from the lowest to the highest concurrency, or that the run has no rival."""
+    shapes = rival_shapes(frame)
+    return "; ".join(x.sentence() for x in shapes) if shapes else "no rival in this run"
+
+
+def open_loop(frame: pl.DataFrame) -> pl.DataFrame:
+    """Open-loop rows: offered rate, achieved throughput, latency and goodput per method."""
+    return (frame.filter(pl.col("workload") == "open")
+            .select("kernel_source", "qps_fraction", pl.col("load").alias("offered_requests_per_s"), "method",
+                    "requests_per_s", "output_tokens_per_s", "latency_s_p50", "latency_s_p99", "ttft_s_p50",
+                    "tpot_s_p50", "goodput_requests_per_s", "slo_attained", "speedup_vs_ar")
+            .sort("kernel_source", "qps_fraction", "method"))
+
+
+def closed_loop(frame: pl.DataFrame, concurrencies: tuple[int, ...]) -> pl.DataFrame:
+    return (frame.filter((pl.col("workload") == "closed") & pl.col("load").is_in([float(c) for c in concurrencies]))
+            .select("kernel_source", pl.col("load").cast(pl.Int64).alias("concurrency"), "method", "best_member",
+                    "output_tokens_per_s", "latency_s_p50", "latency_s_p90", "latency_s_p99", "ttft_s_p50",
+                    "tpot_s_p50", "goodput_requests_per_s", "speedup_vs_ar", "speedup_vs_best_rival", "best_rival",
+                    "mean_batch", "extrapolated_step_share")
+            .sort("kernel_source", "concurrency", "method"))
+
+
+@dataclass(frozen=True)
+class Replay:
+    """The replay check read back: its summary, the metrics and a reading of where it misses."""
+
+    summary: pl.DataFrame | None
+    metrics: dict | None
+
+    @property
+    def run(self) -> bool:
+        return self.summary is not None and self.metrics is not None
+
+    def headline(self) -> str:
+        if not self.run:
+            return "not run in this run (`copydecode serving replay`)"
+        m = self.metrics
+        return (f"median absolute percentage error {fmt_pct(m['mdape'])} over {m['steps']} replayed steps "
+                f"(target under {fmt_pct(m['target'])}){'; NOISY: ' + '; '.join(m['noisy_reasons']) if m.get('noisy') else ''}")
+
+    def misses(self) -> list[str]:
+        """The step mixes and methods whose error is past the target, worst first, with their signed bias."""
+        if not self.run:
+            return []
+        rows = self.summary.filter(pl.col("mdape") > self.metrics["target"]).sort("mdape", descending=True)
+        return [f"{r['method']} / {r['mix']}: {fmt_pct(r['mdape'])} ({'over' if r['median_signed_error'] > 0 else 'under'}"
+                f"-predicted, median {fmt_pct(r['median_signed_error'])}, {r['steps']} steps)" for r in rows.iter_rows(named=True)]
+
+
+def replay(tables: Path = TABLES, metrics_dir: Path = METRICS) -> Replay:
+    summary = optional_table("serving_replay_summary", tables)
+    path = Path(metrics_dir) / "serving_replay.json"
+    return Replay(summary, metrics("serving_replay", metrics_dir) if path.is_file() else None)

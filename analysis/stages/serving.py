@@ -1,0 +1,213 @@
+"""`copydecode serving simulate`: the corpora's edits under continuous batching, per method and kernel source.
+
+Reads data/rivals/forwards.parquet (per case and method, its forwards: analysis.serving.forwards) and
+reports/kernels/step_cost.json (the step-cost model of each source: this CPU's batched profile, measured,
+and the H200 sources extrapolated from batch 1), params `serving`. For every source, token budget and load
+point (closed loop over the concurrencies, open loop over Poisson rates set from AR's capacity on that
+source) every method serves the same seeded requests (analysis.serving.simulate). Writes:
+
+* reports/tables/serving.csv/.md: every method at every load point of every source and budget, with its
+  speedup over AR and over the best rival there;
+* reports/tables/serving_claim.csv/.md and reports/metrics/serving.json: the claims row (analysis.serving.verdict)
+  and the headline figures for `dvc metrics show`;
+* data/serving/steps.parquet: a seeded sample of the simulated steps of the replay source, the real batched
+  forwards `copydecode serving replay` times.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import polars as pl
+
+from analysis.errors import ParamsError
+from analysis.latency.stepcost import StepCostModel, from_document
+from analysis.layout import METRICS, TABLES
+from analysis.pooling import pool_rows
+from analysis.parallel.progress import progress_bar, timed
+from analysis.pipeline.io import write_json, write_parquet, write_table
+from analysis.pipeline.params import get, known_keys, number, number_list, positive_int
+from analysis.serving.forwards import FORWARDS, read_forwards, traces
+from analysis.serving.scheduler import EngineConfig
+from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
+from analysis.serving.verdict import claim_rows, serving_claim
+
+STEP_COST = Path("reports/kernels/step_cost.json")
+REPLAY_STEPS = Path("data/serving/steps.parquet")
+GROUP_KEYS = ("methods", "best_of", "speculative", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
+              "seed", "gain_threshold", "headline_concurrency", "replay")
+REPLAY_KEYS = ("source", "concurrency", "steps_per_point", "max_context", "repeats", "warmup", "order_seed",
+               "noisy_drift", "reference_budget_s", "contention_slack")
+STEP_COLUMNS = {"step_id": pl.String, "method": pl.String, "concurrency": pl.Int64, "max_num_batched_tokens": pl.Int64,
+                "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64), "predicted_s": pl.Float64}
+
+
+@dataclass(frozen=True)
+class ReplaySample:
+    """Which simulated steps the replay times (params serving.replay; its timing keys are the replay stage's)."""
+
+    source: str
+    concurrency: tuple[int, ...]
+    steps_per_point: int
+    max_context: int
+
+
+@dataclass(frozen=True)
+class ServingSettings:
+    methods: Methods
+    framing: str
+    sources: tuple[str, ...]
+    budgets: tuple[int, ...]
+    max_num_seqs: int
+    sweep: Sweep
+    gain_threshold: float
+    headline: tuple[int, ...]
+    replay: ReplaySample
+
+
+def _string_list(params: dict, dotted: str) -> tuple[str, ...]:
+    values = get(params, dotted, list)
+    if not values or any(not isinstance(v, str) or not v for v in values) or len(set(values)) != len(values):
+        raise ParamsError(f"params: {dotted!r} must be a non-empty list of distinct names, got {values!r}")
+    return tuple(values)
+
+
+def methods_of(params: dict) -> Methods:
+    roles = get(params, "serving.methods", dict)
+    best_of = get(params, "serving.best_of", dict)
+    families = {}
+    for family, members in best_of.items():
+        if not isinstance(members, list):
+            raise ParamsError(f"params: 'serving.best_of.{family}' must be a list of rival methods, got {members!r}")
+        families[str(family)] = tuple(members)
+    speculative = get(params, "serving.speculative", list)
+    return Methods({str(k): v for k, v in roles.items()}, families, frozenset(speculative)).validate()
+
+
+def settings(params: dict) -> ServingSettings:
+    known_keys(params, "serving", GROUP_KEYS)
+    known_keys(params, "serving.replay", REPLAY_KEYS)
+    budgets = number_list(params, "serving.engine.max_num_batched_tokens", lo=1, integer=True, distinct=True)
+    max_seqs = positive_int(params, "serving.engine.max_num_seqs")
+    for budget in budgets:
+        EngineConfig(budget, max_seqs).validate()
+    sweep = Sweep(
+        concurrency=number_list(params, "serving.closed_loop.concurrency", lo=1, integer=True, distinct=True),
+        min_requests=positive_int(params, "serving.closed_loop.min_requests"),
+        requests_per_client=positive_int(params, "serving.closed_loop.requests_per_client"),
+        warmup_share=number(params, "serving.closed_loop.warmup_share", lo=0, hi=0.9),
+        qps_fractions=number_list(params, "serving.open_loop.qps_fractions", lo=1e-9, distinct=True),
+        open_requests=positive_int(params, "serving.open_loop.requests"),
+        ttft_x=number(params, "serving.slo.ttft_x"), tpot_x=number(params, "serving.slo.tpot_x"),
+        seed=positive_int(params, "serving.seed", minimum=0)).validate()
+    headline = number_list(params, "serving.headline_concurrency", lo=1, integer=True, distinct=True)
+    missing = sorted(set(headline) - set(sweep.concurrency))
+    if missing:
+        raise ParamsError(f"params: 'serving.headline_concurrency' {missing} are not in serving.closed_loop.concurrency")
+    sources = _string_list(params, "serving.sources")
+    replay = ReplaySample(get(params, "serving.replay.source", str),
+                          number_list(params, "serving.replay.concurrency", lo=1, integer=True, distinct=True),
+                          positive_int(params, "serving.replay.steps_per_point"),
+                          positive_int(params, "serving.replay.max_context"))
+    if replay.source not in sources:
+        raise ParamsError(f"params: 'serving.replay.source' {replay.source!r} is not one of serving.sources {list(sources)}")
+    if set(replay.concurrency) - set(sweep.concurrency):
+        raise ParamsError(f"params: 'serving.replay.concurrency' {sorted(set(replay.concurrency) - set(sweep.concurrency))} "
+                          "are not in serving.closed_loop.concurrency")
+    return ServingSettings(methods_of(params), get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
+                           number(params, "serving.gain_threshold", lo=1.0), headline, replay)
+
+
+def load_sources(path: Path, names: tuple[str, ...]) -> list[StepCostModel]:
+    import json
+
+    if not Path(path).is_file():
+        raise ParamsError(f"{path} not found; run `copydecode kernels profile --batched` (or `dvc repro`) first")
+    models = {m.source: m for m in from_document(json.loads(Path(path).read_text()))}
+    missing = [n for n in names if n not in models]
+    if missing:
+        raise ParamsError(f"serving.sources {missing} are not in {path} (it holds {sorted(models)}); add them to "
+                          "kernels.batched.batch1_sources or rerun the batched profile")
+    return [models[n] for n in names]
+
+
+def replay_sample(kept: dict, budget: int, sample: ReplaySample, seed: int) -> tuple[list[dict], dict]:
+    """A seeded draw of steps_per_point steps per (method, concurrency) among those within max_context."""
+    import numpy as np
+
+    rows, left_out = [], {}
+    for (method, concurrency), shapes in sorted(kept.items()):
+        fits = [s for s in shapes if max(s[1]) + max(s[0]) <= sample.max_context]
+        left_out[f"{method}/c{concurrency}"] = len(shapes) - len(fits)
+        if not fits:
+            continue
+        rng = np.random.default_rng(np.random.SeedSequence([seed, concurrency, *method.encode()]))
+        picks = sorted(rng.choice(len(fits), size=min(sample.steps_per_point, len(fits)), replace=False).tolist())
+        for k, i in enumerate(picks):
+            qs, contexts, seconds = fits[i]
+            rows.append({"step_id": f"{method}/c{concurrency}/{k}", "method": method, "concurrency": concurrency,
+                         "max_num_batched_tokens": budget, "qs": list(qs), "contexts": list(contexts),
+                         "predicted_s": seconds})
+    return rows, left_out
+
+
+def _progress(bar):
+    def say(text: str) -> None:
+        bar.set_postfix_str(text[:60])
+        bar.update(1)
+    return say
+
+
+def run(s: ServingSettings) -> dict:
+    with timed("serving_simulate"):
+        forwards = read_forwards(FORWARDS)
+        pool = pool_rows(forwards, s.framing)
+        if pool.height == 0:
+            raise ParamsError(f"serving.framing {s.framing!r}: the forwards table has no row of that pool "
+                              f"(framings: {sorted(set(forwards['framing']))})")
+        by_case = traces(pool)
+        cases, outside = shared_cases(by_case, list(s.methods.roles))
+        if outside and any(outside.values()):
+            print(f"copydecode serving simulate: cases without a trace of every method are not drawn: {outside}",
+                  file=sys.stderr)
+        models = load_sources(STEP_COST, s.sources)
+        runs = len(models) * len(s.budgets) * (len(s.sweep.concurrency) + len(s.sweep.qps_fractions)) * len(s.methods.roles)
+        bar = progress_bar(total=runs, desc="serving simulate", unit="run")
+        rows, steps, meta = [], [], {}
+        for model in models:
+            for budget in s.budgets:
+                keep = (lambda m, c: model.source == s.replay.source and budget == s.budgets[0]
+                        and c in s.replay.concurrency)
+                got, info = sweep_source(model, EngineConfig(budget, s.max_num_seqs), by_case, s.methods, s.sweep, cases,
+                                         keep, _progress(bar))
+                rows += got
+                meta[f"{model.source}/T{budget}"] = {"ar_capacity_requests_per_s": info["ar_capacity_requests_per_s"],
+                                                     "slo_ttft_s": info["slo"].ttft_s, "slo_tpot_s": info["slo"].tpot_s}
+                if info["steps"]:
+                    sampled, left_out = replay_sample(info["steps"], budget, s.replay, s.sweep.seed)
+                    steps += sampled
+                    meta["replay_left_out_past_max_context"] = left_out
+        bar.close()
+        table = with_speedups(with_families(pl.DataFrame(rows, infer_schema_length=None), s.methods), s.methods)
+        table = table.sort("kernel_source", "max_num_batched_tokens", "workload", "load", "method")
+        write_table(table, TABLES / "serving", digits=4)
+        copy_methods = s.methods.of("copy")
+        note = (f"closed loop: max({s.sweep.min_requests}, {s.sweep.requests_per_client} x C) requests per point; "
+                f"framing {s.framing}")
+        claim = serving_claim(table, copy_methods, s.gain_threshold, s.headline, len(cases), note, s.budgets[0])
+        write_table(claim_rows(claim, s.gain_threshold), TABLES / "serving_claim", digits=4)
+        write_parquet(pl.DataFrame(steps, schema=STEP_COLUMNS), REPLAY_STEPS)
+        headline: dict[str, dict] = {}
+        for g in claim.gains:
+            headline.setdefault(g.kernel_source, {})[f"{g.method}_T{g.budget}"] = {
+                **{f"vs_ar_c{c}": v for c, v in g.gains_vs_ar.items()},
+                **{f"vs_rival_c{c}": v for c, v in g.gains_vs_rival.items()},
+                "below_vs_ar_from_c": g.below_vs_ar, "below_vs_rival_from_c": g.below_vs_rival}
+        write_json({"claim": {"title": claim.claim, "verdict": claim.verdict, "ours": claim.ours, "reason": claim.reason,
+                              "method": claim.method},
+                    "gains": headline, "cases": len(cases), "runs": meta,
+                    "sim_wall_s": float(sum(r["sim_wall_s"] for r in rows))}, METRICS / "serving.json")
+    return {"rows": table.height, "cases": len(cases), "replay_steps": len(steps), "verdict": claim.verdict,
+            "ours": claim.ours}

@@ -1,0 +1,96 @@
+"""The serving sweep: paired seeded requests, speedups over AR and over the best rival, families at their best
+member, determinism, and the published shape (speculation's gain falls with load) from the model alone."""
+
+import polars as pl
+import pytest
+from fixtures import forwards_frame, step_cost_model
+
+from analysis.errors import ParamsError
+from analysis.serving.forwards import traces
+from analysis.serving.scheduler import EngineConfig
+from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
+from analysis.serving.workload import draw_cases, poisson_arrivals
+
+METHODS = Methods({"ar": "baseline", "pld-k4": "rival", "copy-line": "copy", "copy-line-ideal": "ideal"},
+                  {"pld-best": ("pld-k4",)}, frozenset({"pld-k4"})).validate()
+SWEEP = Sweep((1, 2, 8), 12, 2, 0.1, (0.5,), 12, 5.0, 2.0, 0).validate()
+
+
+def table(model=None):
+    by_case = traces(forwards_frame(6))
+    cases, outside = shared_cases(by_case, list(METHODS.roles))
+    rows, info = sweep_source(model or step_cost_model(), EngineConfig(64, 8), by_case, METHODS, SWEEP, cases,
+                              keep_steps=lambda m, c: c == 2)
+    return with_speedups(with_families(pl.DataFrame(rows), METHODS), METHODS), info, outside
+
+
+def test_every_method_at_every_load_point_with_its_speedups():
+    frame, info, outside = table()
+    assert outside == {m: 0 for m in METHODS.roles}
+    closed = frame.filter(pl.col("workload") == "closed").sort("load", "method")
+    assert closed.height == 3 * (4 + 1)  # four methods and the family, three concurrencies
+    ar = closed.filter(pl.col("method") == "ar")
+    assert ar["speedup_vs_ar"].to_list() == [1.0, 1.0, 1.0]
+    copy = closed.filter(pl.col("method") == "copy-line")
+    assert copy["speedup_vs_ar"][0] > 1 and copy["speedup_vs_best_rival"].is_not_null().all()
+    # past the ridge (T* = 8 here) a step's cost follows its tokens: copying them is no cheaper than decoding
+    # them, and the directive tokens cost extra, so the gain falls with load
+    assert copy["speedup_vs_ar"][-1] < copy["speedup_vs_ar"][0]
+    ideal = closed.filter(pl.col("method") == "copy-line-ideal")
+    assert (ideal["output_tokens_per_s"].to_numpy() >= copy["output_tokens_per_s"].to_numpy()).all()
+    family = closed.filter(pl.col("method") == "pld-best").sort("load")
+    assert family["best_member"].to_list() == ["pld-k4"] * 3
+    member = closed.filter(pl.col("method") == "pld-k4").sort("load")
+    assert family["output_tokens_per_s"].to_list() == member["output_tokens_per_s"].to_list()
+    assert closed.filter(pl.col("role") == "rival")["speedup_vs_best_rival"].is_null().all()
+    assert frame.filter(pl.col("workload") == "open").height == 5
+    assert info["slo"].ttft_s > 0 and set(info["steps"]) == {(m, 2) for m in METHODS.roles}
+
+
+def test_the_same_settings_give_the_same_table():
+    a, _, _ = table()
+    b, _, _ = table()
+    assert a.drop("sim_wall_s").equals(b.drop("sim_wall_s"))
+
+
+def test_speculation_gains_fall_with_load_when_verifies_pass_the_ridge():
+    frame, _, _ = table(step_cost_model(c0=0.002, c_seq=0.0, c_w=0.008, t_star=8.0, c_kv=0.0, c_a=0.0))
+    pld = frame.filter((pl.col("workload") == "closed") & (pl.col("method") == "pld-k4")).sort("load")
+    gains = pld["speedup_vs_ar"].to_list()
+    assert gains[0] > 1.5 and gains[-1] < gains[0]
+
+
+def test_draws_are_seeded_and_paired_and_rates_must_be_positive():
+    cases = ["a", "b", "c"]
+    assert draw_cases(cases, 20, 0, "x") == draw_cases(cases, 20, 0, "x") != draw_cases(cases, 20, 1, "x")
+    arrivals = poisson_arrivals(50, 2.0, 0, "y")
+    assert arrivals == sorted(arrivals) and 10 < arrivals[-1] < 50
+    with pytest.raises(ParamsError, match="must be > 0"):
+        poisson_arrivals(5, 0.0, 0, "y")
+    with pytest.raises(ParamsError, match="no case has a trace"):
+        draw_cases([], 3, 0, "x")
+
+
+@pytest.mark.parametrize("roles, best_of, speculative, message", [
+    ({"ar": "baseline", "c": "copy", "x": "boss"}, {}, [], "unknown roles"),
+    ({"ar": "baseline", "b": "baseline", "c": "copy"}, {}, [], "exactly one baseline"),
+    ({"ar": "baseline", "r": "rival"}, {}, [], "no Copy-as-Decode"),
+    ({"ar": "baseline", "c": "copy"}, {"fam": ("c",)}, [], "must list rival methods"),
+    ({"ar": "baseline", "c": "copy"}, {}, ["pld"], "not in serving.methods"),
+])
+def test_bad_method_roles_are_named(roles, best_of, speculative, message):
+    with pytest.raises(ParamsError, match=message):
+        Methods(roles, best_of, frozenset(speculative)).validate()
+
+
+@pytest.mark.parametrize("change, message", [({"ttft_x": -1.0}, "must be > 0"), ({"concurrency": (2, 4)}, "must include 1"),
+                                             ({"concurrency": (0, 1)}, ">= 1"), ({"warmup_share": 1.0}, r"\[0, 1\)")])
+def test_bad_sweeps_are_named(change, message):
+    values = {**SWEEP.__dict__, **change}
+    with pytest.raises(ParamsError, match=message):
+        Sweep(**values).validate()
+
+
+def test_a_method_without_traces_is_named():
+    with pytest.raises(ParamsError, match="no trace of method"):
+        shared_cases(traces(forwards_frame(2)), ["ar", "suffix"])

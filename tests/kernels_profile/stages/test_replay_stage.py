@@ -1,0 +1,53 @@
+"""`copydecode serving replay` on the tiny model: sampled steps timed as real batched forwards, each set beside
+the step-cost model's prediction, the error per method and step mix."""
+
+import json
+
+import polars as pl
+import pytest
+from fixtures import params_with, step_cost_model
+
+from analysis.errors import ParamsError
+from analysis.latency.stepcost import EXTRAPOLATED, to_document
+from kernels_profile.stages import replay
+
+
+def write_inputs(root, model=None):
+    spec = {"model": "tiny-qwen2", "weights": "random", "dtype": "float32", "device": "cpu", "threads": None, "seed": 0}
+    (root / "reports/kernels").mkdir(parents=True)
+    (root / "reports/kernels/step_cost.json").write_text(json.dumps(to_document([model or step_cost_model()], {"spec": spec})))
+    steps = pl.DataFrame({"step_id": ["ar/c1/0", "ar/c2/0", "copy/c2/0"], "method": ["ar", "ar", "copy"],
+                          "concurrency": [1, 2, 2], "max_num_batched_tokens": [64] * 3,
+                          "qs": [[1], [1, 1], [1, 24]], "contexts": [[12], [30, 8], [20, 4]], "predicted_s": [0.01] * 3})
+    (root / "data/serving").mkdir(parents=True)
+    steps.write_parquet(root / "data/serving/steps.parquet")
+
+
+def test_mix_names_what_a_step_is_made_of():
+    assert [replay.step_mix(q) for q in ([1, 1], [1, 11], [1, 64])] == ["decode only", "q <= 16", "a chunk q > 16"]
+
+
+def test_an_extrapolated_source_is_not_replayed(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    from dataclasses import replace
+
+    write_inputs(tmp_path, replace(step_cost_model(), basis=EXTRAPOLATED))
+    with pytest.raises(ParamsError, match="extrapolated from batch 1"):
+        replay.run(replay.settings(params_with(**{"serving.replay.repeats": 1})))
+
+
+@pytest.mark.slow
+def test_a_replay_times_every_sampled_step_and_reports_its_error(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path)
+    s = replay.settings(params_with(**{"serving.replay.repeats": 2, "serving.replay.reference_budget_s": 0.05}))
+    metrics = replay.run(s)
+    rows = pl.read_csv(tmp_path / "reports/tables/serving_replay.csv")
+    assert rows["step_id"].to_list() == ["ar/c1/0", "ar/c2/0", "copy/c2/0"] and (rows["repeats"] == 2).all()
+    assert (rows["seconds"] > 0).all() and rows["error"].is_not_null().all()
+    summary = pl.read_csv(tmp_path / "reports/tables/serving_replay_summary.csv")
+    overall = summary.filter((pl.col("method") == "all") & (pl.col("mix") == "all"))
+    assert overall["steps"][0] == 3 and metrics["mdape"] == pytest.approx(overall["mdape"][0])
+    assert set(metrics["per_method"]) == {"all", "ar", "copy"}
+    assert (tmp_path / "data/serving/replay.environment.json").is_file()

@@ -147,7 +147,7 @@ READS_WRITES: dict[str, str] = {
                "reports/percase/samples.jsonl and reports/percase/manifest.json",
     "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
                "reports/metrics/headline.json, reports/claims.json",
-    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
+    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
                        "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",

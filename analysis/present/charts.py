@@ -369,40 +369,33 @@ def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
 # ---------------------------------------------------------------- end to end
 
 
-def method_label(method: str) -> str:
-    """A readable name for an e2e method code (pld_latest_k10 -> "PLD latest, k=10", cad_line_overhead ->
-    "copy program, line + directives"); unknown codes are shown as they are."""
-    import re
-
-    if method == "ar":
-        return "AR"
-    pld = re.fullmatch(r"pld_(\w+?)_k(\d+)", method)
-    if pld:
-        return f"PLD {pld.group(1)}, k={pld.group(2)}"
-    cad = re.fullmatch(r"cad_(line|token)(_overhead)?", method)
-    if cad:
-        return f"copy program, {cad.group(1)}" + (" + directives" if cad.group(2) else "")
-    return method
-
-
-def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
-    """Measured speedup over AR per method (horizontal bars, readable method names) and model, one panel per
-    corpus; ticks: the closed-form prediction for the same cases."""
+def e2e_speedup(pooled: pl.DataFrame, methods: list[tuple[str, str]]):
+    """Measured pooled speedup over AR (the e2e_pooled table: ratio of summed times) per method, one panel
+    per pool (each corpus, HEvalFix, every case): horizontal bars in the order of `methods` ((name, label)
+    pairs, analysis.results.e2e.chart_methods: directives decoded first), the case-bootstrap CI as a rule,
+    the prediction as a tick, and the case count beside each bar."""
     alt = _alt()
-    data = summary.filter(pl.col("method").is_in(list(methods))).with_columns(
-        method_name=pl.col("method").map_elements(method_label, return_dtype=pl.Utf8))
-    data = unstacked(data, ["corpus", "method_name", "model"], "e2e_speedup")
-    order = [method_label(m) for m in methods]
+    labels = dict(methods)
+    data = pooled.filter(pl.col("method").is_in(list(labels))).with_columns(
+        method_name=pl.col("method").replace_strict(labels, return_dtype=pl.Utf8),
+        cases_text=pl.format("{} {}", pl.col("cases"), pl.when(pl.col("cases") == 1).then(pl.lit("case")).otherwise(pl.lit("cases"))))
+    order = [label for _, label in methods]
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("method_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)), yOffset="model:N")
-    bars = base.mark_bar().encode(x=alt.X("speedup_total:Q", title="measured speedup over AR (x)", stack=None),
-                                  color=_colour("model", data["model"], legend=alt.Legend(orient="bottom", labelLimit=0)))
-    pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted:Q")
-    n_corpora = max(1, data["corpus"].n_unique())
-    layered = (bars + pred).properties(width=PANEL - 110, height=max(HEIGHT - 60, 22 * len(order) * max(1, data["model"].n_unique())))
-    return readable(_wrap(layered, "corpus:N", columns=min(WRAP, n_corpora))
+    bars = base.mark_bar().encode(x=alt.X("speedup_pooled:Q", title="measured speedup over AR (x, pooled)", stack=None),
+                                  color=_colour("model", data["model"], legend=alt.Legend(orient="bottom", labelLimit=0)),
+                                  tooltip=["pool", "method_name", "cases", "speedup_pooled", "ci_low", "ci_high",
+                                           "speedup_with_prompt", "predicted_pooled"])
+    ci = base.mark_rule(color="#333").encode(x="ci_low:Q", x2="ci_high:Q")
+    pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted_pooled:Q")
+    text = base.mark_text(align="left", dx=4, fontSize=11).encode(x="ci_high:Q", text="cases_text:N")
+    n_pools = max(1, data["pool"].n_unique())
+    layered = (bars + ci + pred + text).properties(
+        width=PANEL - 60, height=max(HEIGHT - 60, 22 * len(order) * max(1, data["model"].n_unique())))
+    return readable(_wrap(layered, "pool:N", columns=min(WRAP, n_pools))
                     .resolve_scale(x="independent")
-                    .properties(title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)"))
+                    .properties(title="Measured end to end, pooled (bars; rules: case-bootstrap CI; ticks: prediction "
+                                      "from each case's own curve; labels: case count)"))
 
 
 def pilot_loss(losses: pl.DataFrame, window: int = 5):

@@ -39,7 +39,8 @@ from analysis.pipeline.io import markdown_table, read_parquet, write_json, write
 from analysis.latency.tables import speedup_table
 from analysis.latency.model import GROUP
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
-from kernels_profile.e2e.methods import BASELINE, cad_method
+from analysis.results.methods import AR as BASELINE
+from analysis.results.methods import IDEAL, Method
 from kernels_profile.e2e.summary import per_pair_ratios
 from kernels_profile.measure.session import environment_path
 
@@ -48,7 +49,7 @@ DEFAULT_STEM = BUSY_BENCHMARK
 KERNEL_NS = (8, 128, 512)
 KERNEL_TOLERANCE = 0.15   # issue 15: per-pair kernel ratios within 15% of each other
 E2E_TOLERANCE = 0.20      # issue 15: e2e line-program ratios within 20%
-LINE_PROGRAM = cad_method("line", overhead=False)
+LINE_PROGRAM = Method.cad("line", IDEAL).name
 KEYS = [*GROUP, "context", "n", "baseline"]
 E2E_KEYS = ["model", "corpus"]
 ALL = "all"               # the model and corpus label of the row over every case

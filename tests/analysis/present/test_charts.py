@@ -11,6 +11,7 @@ import pytest
 from fixtures import ROOT
 
 from analysis.present import charts
+from analysis.results.e2e import chart_methods
 from analysis.layout import NOTEBOOKS
 from analysis.present.reports import REPORTS
 
@@ -228,22 +229,32 @@ def test_no_label_is_truncated(line_svgs):
                           "framing": "file", "pooling": "corpus", "level": "line", "variant": "ideal", "bound": 3.0,
                           "ci_low": 2.0, "ci_high": 4.0}
                          for src in ("h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled")])
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": "HEvalFix-Py", "method": m, "speedup_total": 2.0,
-                         "predicted": 2.5} for m in ("pld_latest_k10", "cad_line", "cad_token_overhead")])
+    e2e = e2e_pooled(("HEvalFix-Py", "pooled"), ("pld_earliest_k64", "cad_line", "cad_token_overhead", "suffix_k64"))
     svgs = {**line_svgs, "bounds_by_kernel": _svg(charts.bounds_by_kernel(long, "line", "ideal")),
-            "e2e": _svg(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line", "cad_token_overhead")))}
+            "e2e": _svg(charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k64", "cad_line", "cad_token_overhead",
+                                                                 "suffix_k64"))))}
     for name, svg in svgs.items():
         assert "…" not in svg, name
 
 
-def test_e2e_labels_are_readable_method_names():
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": c, "method": m, "speedup_total": 2.0, "predicted": 2.5}
-                        for c in ("HEvalFix-Py", "ProbeEdit-S") for m in ("pld_latest_k10", "cad_line_overhead")])
-    spec = charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")).to_dict()
-    names = {v["method_name"] for v in _values(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")))}
-    assert names == {"PLD latest, k=10", "copy program, line + directives"}
+def e2e_pooled(pools, methods) -> pl.DataFrame:
+    """e2e_pooled.csv rows: every method 2x over 3 cases, CI 1.5-2.5, predicted 2.5x."""
+    return pl.DataFrame([{"model": "smollm2-135m", "pool": p, "method": m, "cases": 3, "speedup_pooled": 2.0,
+                          "ci_low": 1.5, "ci_high": 2.5, "speedup_with_prompt": 1.8, "predicted_pooled": 2.5}
+                         for p in pools for m in methods])
+
+
+def test_e2e_labels_are_readable_method_names_in_headline_order_with_case_counts():
+    e2e = e2e_pooled(("HEvalFix-Py", "ProbeEdit-S"), ("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead"))
+    chart = charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead")))
+    spec = chart.to_dict()
+    values = _values(chart)
+    assert {v["method_name"] for v in values} == {"PLD earliest, k=10", "Copy-as-Decode line, directives decoded",
+                                                  "Copy-as-Decode line, ideal (upper bound)"}
+    assert {v["cases_text"] for v in values} == {"3 cases"}  # the count stands on the chart
+    sort = next(layer["encoding"]["y"]["sort"] for layer in spec["spec"]["layer"] if "y" in layer.get("encoding", {}))
+    assert sort[0] == "Copy-as-Decode line, directives decoded" and sort[-1].endswith("(upper bound)")
     assert "labelAngle" not in str(spec)  # horizontal bars: labels are read level, never rotated
-    assert charts.method_label("something_new") == "something_new"
 
 
 def test_perturbation_chart_marks_the_papers_em():
@@ -271,9 +282,11 @@ def test_wrapped_facets_leave_no_empty_panel():
 # no table): Vega-Lite stacks bars that share a position unless told not to.
 
 def _e2e_summary() -> pl.DataFrame:
-    return pl.DataFrame([{"model": m, "corpus": c, "method": k, "speedup_total": s, "predicted": s * 1.1}
+    """e2e_pooled.csv rows with a different speedup per method and pool (so a stacked bar would show)."""
+    return pl.DataFrame([{"model": m, "pool": c, "method": k, "cases": 3, "speedup_pooled": s, "ci_low": s * 0.8,
+                          "ci_high": s * 1.2, "speedup_with_prompt": s * 0.9, "predicted_pooled": s * 1.1}
                          for m in ("smollm2-135m", "qwen2.5-0.5b") for c in ("HEvalFix-Py", "HEvalFix-JS")
-                         for k, s in (("cad_line", 2.5), ("cad_line_overhead", 1.3), ("pld_latest_k10", 2.0))])
+                         for k, s in (("cad_line", 2.5), ("cad_line_overhead", 1.3), ("pld_earliest_k10", 2.0))])
 
 
 def _pilot_em() -> pl.DataFrame:
@@ -298,8 +311,9 @@ def _bar_charts() -> dict:
     """(chart, the table it draws from, the column its bars plot) of every bar chart of the suite."""
     out = {"bounds": (charts.bounds(_bounds(), "t"), _bounds(), "bound"),
            "span_histogram": (charts.span_histogram(_hist(), "line", "body"), _hist(), "count"),
-           "e2e_speedup": (charts.e2e_speedup(_e2e_summary(), ("cad_line", "cad_line_overhead", "pld_latest_k10")),
-                           _e2e_summary(), "speedup_total"),
+           "e2e_speedup": (charts.e2e_speedup(_e2e_summary(), chart_methods(("cad_line", "cad_line_overhead",
+                                                                              "pld_earliest_k10"))),
+                           _e2e_summary(), "speedup_pooled"),
            "pilot_em": (charts.pilot_em(_pilot_em()), _pilot_em(), "em")}
     committed = _committed_bounds()
     if committed is not None:  # every kernel source of the committed run, as the bounds page draws it

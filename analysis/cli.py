@@ -2,7 +2,7 @@
 
 STAGES maps each subcommand to the module that runs it; a stage module's `run(settings)` returns its
 metrics, and the CLI builds those settings (SETTINGS_OPTIONS: the command-line options each takes). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
-`moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
+`moves`, `depgraph`, `grammar`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
 them (`command(args) -> exit status`); this is the project's one console script and its one
 `__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version` prints
@@ -36,6 +36,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "optimal": ("analysis.stages.optimal", "cost-optimal oracle beside the coverage oracle; token min_copy sweep"),
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
+    "forcing": ("analysis.stages.forcing", "llguidance under each source's forced-span grammar: does it fast-forward "
+                                          "every copy of every line-level oracle program?"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
     "percase": ("analysis.stages.percase", "copy the run's per-case tables into reports/percase/ (committed), with "
                                            "samples.jsonl: one line per case and method"),
@@ -73,6 +75,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "optimal": (),
     "perturb": (),
     "formats": (),
+    "forcing": (),
     "headline": (),
     "percase": (),
     "reports": ("params_path",),
@@ -104,6 +107,11 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
                                 "programs; it writes reports/tables/line_moves.*"),
     "depgraph": ("analysis.tools.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
                                       "the package sources; it writes dvc.yaml"),
+    "grammar": ("analysis.tools.grammar", "the program grammar of one source for a structured-output engine: "
+                                          "symbolic or forced spans, in llguidance Lark, GBNF (xgrammar) or a "
+                                          "regex (outlines-core); see docs/grammar.md. It reads "
+                                          "data/corpora/cases.parquet (--case-id) or --source FILE; it writes "
+                                          "stdout or --out FILE"),
     "report": ("analysis.tools.report", "render one report page as the reports stage does, from this folder's outputs "
                                         "(--corpus C, -p KEY=VALUE). It reads params reports.parameters and the "
                                         "outputs the report reads; it writes runs/report/NAME[-CORPUS].html "
@@ -133,6 +141,8 @@ READS_WRITES: dict[str, str] = {
                "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json",
     "formats": "reads cases and programs; writes reports/tables/edit_formats.*, reports/tables/token_boundaries.*, "
                "reports/metrics/formats.json",
+    "forcing": "reads cases and programs; writes data/grammar/forcing_spans.parquet, "
+               "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json",
     "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
                "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
                "reports/percase/samples.jsonl and reports/percase/manifest.json",
@@ -180,11 +190,11 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase", "kernels fit")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase", "kernels fit")
 # Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
 # checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
-CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "percase")
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase")
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "

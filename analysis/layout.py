@@ -31,6 +31,7 @@ PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.stages
 PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
 PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.stages.pilot.CURVE_SCHEMA (teacher-forced, held-out)
 PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
+FORCING_SPANS = DATA / "grammar/forcing_spans.parquet"  # analysis.stages.forcing.SPAN_SCHEMA
 TIMINGS = DATA / "timings"                              # run times of each stage (untracked)
 SUMMARIES = DATA / "summaries"                          # each stage's full run summary (untracked; stdout gets one line)
 MODELS_CACHE = Path("models")                           # tokenizers extracted from GGUF files

@@ -172,6 +172,48 @@ def toy_model_tokenizer(extra: list[bytes] = (b'"/><', b'"/>')):
     return ModelTokenizer("toy", tok, tok.encode, None, (tok.eos,))
 
 
+def scripted_lm(tiny, tok, program, source: str, instruction: str):
+    """The tiny model scripted to write `program` greedily (the decoder's tests): (LoadedModel, tok,
+    prompt ids, the expected TrainingSequence). The model's `calls` records each forward's length."""
+    from kernels_profile.decode.sequence import program_sequence
+    from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, prompt_ids
+    from kernels_profile.runtime.models import LoadedModel
+
+    prompt = prompt_ids(tok, PROGRAM_TEMPLATE, source, instruction)
+    expected = program_sequence(tok, prompt, program, source)
+    model = _scripted_class()(tiny.model, expected.ids)
+    return LoadedModel("tiny-scripted", model, tiny.config, "random", "float32", "cpu"), tok, prompt, expected
+
+
+@cache
+def _scripted_class():
+    import torch
+
+    from kernels_profile.runtime.models import cache_kwarg
+
+    class Scripted(torch.nn.Module):
+        """The tiny model with a large bonus on the next token of an expected sequence (by position), so
+        that greedy decoding writes a chosen program; it records the length of every forward."""
+
+        def __init__(self, inner, expected, bonus=50.0):
+            super().__init__()
+            self.inner, self.expected, self.bonus, self.calls = inner, list(expected), bonus, []
+
+        def get_input_embeddings(self):
+            return self.inner.get_input_embeddings()
+
+        def forward(self, input_ids, cache=None, **kwargs):
+            seen = cache.get_seq_length() if cache is not None else 0
+            out = self.inner(input_ids=input_ids, **{cache_kwarg(self.inner): cache}, **kwargs)
+            nxt = seen + input_ids.shape[1]
+            if nxt < len(self.expected):
+                out.logits[0, -1, self.expected[nxt]] += self.bonus
+            self.calls.append(int(input_ids.shape[1]))
+            return out
+
+    return Scripted
+
+
 # ---------------------------------------------------------------- the FSM tests' vocabulary and oracle
 
 FSM_LINES = 12  # the line count the FSM tests' programs may copy from

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.grammar.fsm import FsmWalker, ProgramFSM
+from analysis.grammar.fsm import OPS, ByteAutomaton, FsmWalker, ProgramFSM
 from analysis.grammar.program import COPY_END, COPY_OPEN, Copy, Program, parse
 from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
@@ -76,30 +76,54 @@ class DecodeResult:
 
 # ---------------------------------------------------------------- masks
 
-def _closes_copy_inside(fsm: ProgramFSM, state: tuple, piece: bytes) -> bool:
+def _closes_copy_inside(automaton: ByteAutomaton, state: tuple, piece: bytes) -> bool:
     """Does walking `piece` from `state` close a copy directive before its last byte?"""
-    step = fsm.automaton.step
+    step = automaton.step
     for k, byte in enumerate(piece):
         nxt = step(state, byte)
         if nxt is None:
             return False
-        if k < len(piece) - 1 and fsm.is_accepting(nxt) and state[0] in _COPY_STATES:
+        if k < len(piece) - 1 and nxt == OPS and state[0] in _COPY_STATES:
             return True
         state = nxt
     return False
 
 
-def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
-    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
-    piece = fsm.piece(token_id)
+def closes_copy_bytes(automaton: ByteAutomaton, state: tuple, piece: bytes | None) -> bool:
+    """Does `piece` in `state` end exactly on the last byte of a copy directive?"""
     if not piece or not piece.endswith(_END[-1:]):
         return False
-    step = fsm.automaton.step
+    step = automaton.step
     for byte in piece[:-1]:
         state = step(state, byte)
         if state is None:
             return False
-    return state[0] in _COPY_STATES and fsm.is_accepting(step(state, piece[-1]) or ("dead",))
+    return state[0] in _COPY_STATES and step(state, piece[-1]) == OPS
+
+
+def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
+    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
+    return closes_copy_bytes(fsm.automaton, state, fsm.piece(token_id))
+
+
+class LayoutRule:
+    """The decoder's rule that a token may close a copy directive only with its last byte (so that ops
+    start on token boundaries, kernels_profile.decode.sequence's layout), whichever engine gives the mask.
+    Only tokens that could break it are walked: from inside a number or the closing literal any token with
+    an inner '>', from elsewhere only one holding all of '"/>'."""
+
+    def __init__(self, pieces: list[bytes]):
+        gt = _END[-1]
+        self.pieces = pieces
+        self.inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
+        self.inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
+
+    def suspects(self, state: tuple) -> np.ndarray:
+        return self.inner_gt if state[0] in _COPY_STATES else self.inner_end
+
+    def blocked(self, automaton: ByteAutomaton, state: tuple, candidates) -> list[int]:
+        """The candidate ids that would run past a directive's end."""
+        return [int(i) for i in candidates if _closes_copy_inside(automaton, state, self.pieces[int(i)])]
 
 
 class MaskTable:
@@ -115,22 +139,14 @@ class MaskTable:
 
         self.fsm, self.width, self.device, self.torch = fsm, width, device, torch
         self._cache: dict[tuple, tuple] = {}
-        pieces = [fsm.piece(i) or b"" for i in range(fsm.vocab_size)]
-        gt = _END[-1]
-        # tokens that could close a directive before their last byte: from inside a number or the
-        # closing literal any token with an inner '>', from elsewhere only one holding all of '"/>'
-        self._inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
-        self._inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
+        self.layout = LayoutRule([fsm.piece(i) or b"" for i in range(fsm.vocab_size)])
         self.computed = 0
 
     def allowed(self, walker: FsmWalker) -> np.ndarray:
         """The walker's mask minus the tokens that would run past a directive's end."""
         mask = walker.allowed().copy()
-        state = walker.state
-        suspects = self._inner_gt if state[0] in _COPY_STATES else self._inner_end
-        for i in suspects[mask[suspects]]:
-            if _closes_copy_inside(self.fsm, state, self.fsm.piece(int(i))):
-                mask[i] = False
+        suspects = self.layout.suspects(walker.state)
+        mask[self.layout.blocked(self.fsm.automaton, walker.state, suspects[mask[suspects]])] = False
         return mask
 
     def _entry(self, walker: FsmWalker) -> tuple:
@@ -222,34 +238,94 @@ class _Runner:
             self.torch.cuda.synchronize()
 
 
+MASK_ENGINES = ("suite", "llguidance")
+
+
+class SuiteEngine:
+    """The suite's FSM as the decoder's mask engine: a walker, masks cached per FSM state (MaskTable)."""
+
+    name = "suite"
+
+    def __init__(self, masks: MaskTable, walker: FsmWalker):
+        self.masks, self.walker = masks, walker
+
+    @property
+    def remaining(self) -> int | None:
+        return self.walker.remaining
+
+    @property
+    def forcing(self) -> bool:
+        return self.walker.forcing
+
+    @property
+    def margin(self) -> int:
+        return self.walker.margin
+
+    @property
+    def computed(self) -> int:
+        return self.masks.computed
+
+    def done(self) -> bool:
+        return self.walker.is_accepting() or self.walker.finished
+
+    def mask_logits(self, logits):
+        return apply_mask(logits, self.masks.bias(self.walker))
+
+    def closing(self, token: int) -> bool:
+        return closes_copy(self.masks.fsm, self.walker.state, token)
+
+    def advance(self, token: int) -> None:
+        self.walker.advance(token)
+
+    def piece(self, token: int) -> bytes:
+        return self.masks.fsm.piece(token)
+
+    def copy_ids(self, op: Copy, text: str, tok: ModelTokenizer) -> list[int]:
+        """The tokens of a copied span: its text tokenized on its own (the sequence layout)."""
+        return list(tok.encode(text))
+
+
 def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
            budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTable | None = None,
-           case: str = "case") -> DecodeResult:
-    """Greedy Copy-as-Decode under the FSM (module docstring). `masks` may be shared between decodes
-    of sources with the same number of units (it holds the FSM)."""
+           case: str = "case", mask_engine: str = "suite", llg=None) -> DecodeResult:
+    """Greedy Copy-as-Decode under the FSM (module docstring), or under llguidance's matcher over the
+    source's forced-span grammar (`mask_engine="llguidance"`, kernels_profile.decode.llg_engine; `llg`: its
+    vocabulary, shared between decodes). `masks` may be shared between decodes of sources with the same
+    number of units (it holds the FSM)."""
+    if mask_engine not in MASK_ENGINES:
+        raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {mask_engine!r}")
     token_bounds = None
     if unit == "lines":
         limits = {"lines": len(split_lines(source))}
-    elif unit == "tokens":
+    elif unit == "tokens" and mask_engine == "suite":
         encoded = tok.fsm_tokenizer.encode(source)
         limits, token_bounds = {"tokens": len(encoded)}, encoded.char_bounds
+    elif unit == "tokens":
+        raise DecodeError(f"{case}: the llguidance engine's forced-span grammar copies lines; unit 'tokens' runs on "
+                          "the suite engine only")
     else:
         raise DecodeError(f"{case}: unit must be 'lines' or 'tokens', got {unit!r}")
     width = int(lm.model.get_input_embeddings().weight.shape[0]) if hasattr(lm.model, "get_input_embeddings") else None
-    if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
-        fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
-        masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
-    walker = masks.fsm.walker(budget=budget, margin=margin)
+    if mask_engine == "llguidance":
+        from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
+
+        if llg is None:
+            llg = LlgVocabulary.build(tok, width or tok.fsm_tokenizer.vocab_size, lm.device)
+        engine = LlguidanceEngine(llg, source, budget, margin, tok.eos_ids)
+    else:
+        if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
+            fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
+            masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
+        engine = SuiteEngine(masks, masks.fsm.walker(budget=budget, margin=margin))
     prompt = prompt_ids(tok, template, source, instruction)
-    check_inputs(lm, prompt, instruction, budget, walker.margin, case)
-    return _greedy(lm, tok, masks, walker, prompt, source, token_bounds, case)
+    check_inputs(lm, prompt, instruction, budget, engine.margin, case)
+    return _greedy(lm, tok, engine, prompt, source, token_bounds, case)
 
 
-def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt: list[int], source: str,
-            token_bounds, case: str) -> DecodeResult:
+def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, token_bounds, case: str) -> DecodeResult:
     runner = _Runner(lm)
-    fsm, context = masks.fsm, model_context(lm)
-    computed_before = masks.computed
+    context = model_context(lm)
+    computed_before = engine.computed
     written: list[int] = []
     program = bytearray()
     t = {"prompt": 0.0, "decode": 0.0, "copy": 0.0, "mask": 0.0}
@@ -260,22 +336,22 @@ def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt
         logits = runner.forward(prompt)
         runner.sync()
         t["prompt"] = time.perf_counter() - started
-        while walker.remaining is None or walker.remaining > 0:
+        while engine.remaining is None or engine.remaining > 0:
             m0 = time.perf_counter()
-            token = int(apply_mask(logits, masks.bias(walker)).argmax())
+            token = int(engine.mask_logits(logits).argmax())
             t["mask"] += time.perf_counter() - m0
-            closing = closes_copy(fsm, walker.state, token)
-            forcing = walker.forcing  # the budget's margin was forcing the program's end
-            walker.advance(token)
+            closing = engine.closing(token)
+            forcing = engine.forcing  # the budget's margin was forcing the program's end
+            engine.advance(token)
             written.append(token)
             if token in tok.eos_ids:
                 stopped = "forced" if forcing else "eos"
                 break
-            program += fsm.piece(token)
+            program += engine.piece(token)
             ids = [token]
             if closing:
                 op = last_copy(bytes(program))
-                ids += tok.encode(resolve(Program((op,)), source, token_bounds))
+                ids += engine.copy_ids(op, resolve(Program((op,)), source, token_bounds), tok)
                 if context and len(runner.fed) + len(ids) > context:
                     raise DecodeError(f"{case}: copying {op.unit} {op.start}-{op.end} would take the "
                                       f"sequence past {lm.name}'s context of {context} tokens")
@@ -291,7 +367,7 @@ def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt
                 t["decode"] += elapsed
                 decode_forwards += 1
         total = time.perf_counter() - started
-    if not walker.is_accepting() and not walker.finished:
+    if not engine.done():
         raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(program)[-40:]!r}); the walker "
                            "margin should have prevented this")
     text = bytes(program).decode("utf-8")
@@ -300,7 +376,7 @@ def _greedy(lm, tok: ModelTokenizer, masks: MaskTable, walker: FsmWalker, prompt
         text=text, program=parsed, output=resolve(parsed, source, token_bounds), stopped=stopped,
         timings=DecodeTimings(t["prompt"], t["decode"], t["copy"], t["mask"], total),
         counts=DecodeCounts(len(prompt), len(written), copied_tokens, decode_forwards, copy_forwards,
-                            masks.computed - computed_before),
+                            engine.computed - computed_before),
         sequence=tuple(runner.fed), prompt_length=len(prompt), final_logits=logits.detach().clone(),
     )
 

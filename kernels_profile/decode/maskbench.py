@@ -15,6 +15,13 @@ for a fixed n, so llguidance can take it: `range_mode="full"` spells it as one a
 with a numeric-range regex for j in [i, n]; "bounded" keeps only i, j <= n; "none" drops it (any
 positive numbers), the grammar that does not depend on the source. llguidance is optional: without
 it the benchmark reports this suite's side and says why llguidance is missing.
+
+The forced-span side ("llguidance (forced spans)", `forced_side`) is the decoder's llguidance engine
+(kernels_profile.decode.llg_engine): each program's own source gets its forced-span grammar
+(analysis.grammar.export), and the program's stream (directives followed by the copied text) is walked
+along the decoder's layout, timing the mask of every token the model writes (analysis.grammar.llg.
+StepMasks) and, per copy span, `compute_ff_tokens()`; beside it, this suite's per-span cost is tokenizing
+the copied text (what the suite engine feeds after a directive).
 """
 
 from __future__ import annotations
@@ -148,6 +155,73 @@ def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[d
             "states": len(table.cached())}, table
 
 
+def copied(op, source: str) -> str | None:
+    """The text a copy op copies (None for a gen op)."""
+    from analysis.grammar.program import Copy, Program
+    from analysis.grammar.resolver import resolve
+
+    return resolve(Program((op,)), source) if isinstance(op, Copy) else None
+
+
+def span_texts(cases: Sequence[tuple[str, str]]) -> list[str]:
+    """The copied text of every copy of the (program, source) cases."""
+    from analysis.grammar.program import parse
+
+    return [copied(c, source) for program, source in cases for c in parse(program).copies]
+
+
+def suite_span_costs(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dict:
+    """This suite's per-span cost: tokenizing the copied text on its own (the suite engine's copy)."""
+    times = []
+    for text in span_texts(cases):
+        t0 = time.perf_counter()
+        vocab.suite_tokenizer.encode_program(text)
+        times.append(time.perf_counter() - t0)
+    return quantiles_us(times)
+
+
+def forced_side(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dict:
+    """llguidance under each case's forced-span grammar, walked twice (cold: a fresh matcher; warm: the
+    same matcher reset); per step the mask, per copy `compute_ff_tokens()` (module docstring)."""
+    from analysis.grammar.export import export
+    from analysis.grammar.llg import StepMasks, compile_grammar, ll_tokenizer, suite_pieces
+    from analysis.grammar.program import parse, render_op
+
+    lltok = ll_tokenizer(vocab.suite_tokenizer, vocab.eos_ids, n_vocab=vocab.width)
+    steps = StepMasks(suite_pieces(vocab.suite_tokenizer, vocab.eos_ids, vocab.width), vocab.width)
+    bitmask = steps.allocate()
+    encode = vocab.suite_tokenizer.encode_program
+    builds, passes, ff, unequal = [], [[], []], [], 0
+    for program, source in cases:
+        compiled = compile_grammar(lltok, export(source, "lark", forced=True))
+        builds.append(compiled.seconds)
+        layout = [(list(encode(render_op(op)).ids),
+                   list(vocab.suite_tokenizer.encode(text).ids) if (text := copied(op, source)) else None)
+                  for op in parse(program).ops]
+        for k in range(2):
+            matcher = compiled.matcher
+            matcher.reset()
+            for written, copied_ids in layout:
+                for token in written:
+                    t0 = time.perf_counter()
+                    steps.fill(matcher, bitmask)
+                    passes[k].append(time.perf_counter() - t0)
+                    matcher.consume_token(token)
+                if copied_ids is not None:
+                    t0 = time.perf_counter()
+                    forced = matcher.compute_ff_tokens()
+                    if k == 0:
+                        ff.append(time.perf_counter() - t0)
+                        unequal += forced != copied_ids
+                    matcher.consume_tokens(copied_ids)
+            t0 = time.perf_counter()
+            steps.fill(matcher, bitmask)  # the step that writes EOS
+            passes[k].append(time.perf_counter() - t0)
+    return {"build_s": float(np.median(builds)) if builds else None, "cases": len(cases),
+            "cold": quantiles_us(passes[0]), "warm": quantiles_us(passes[1]), "ff": quantiles_us(ff),
+            "ff_unequal_spans": unequal, "statistic": "build_s: median matcher construction per source"}
+
+
 def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_count: int | None) -> dict:
     """Applying a cached mask to one float32 logits row, the three ways interleaved per repeat (so a
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
@@ -242,17 +316,22 @@ def program_sequences(vocab: Vocabulary, programs: list[str], n_lines: int) -> l
 
 
 def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str],
-              apply_repeats: int, threads: int) -> dict:
-    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines)."""
+              apply_repeats: int, threads: int, cases: Sequence[tuple[str, str]] = ()) -> dict:
+    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines);
+    `cases` (program, source) also get the forced-span side and the per-span costs."""
     sequences = program_sequences(vocab, programs, n_lines)
     result = {"vocabulary": vocab.name, "vocab_size": vocab.suite_tokenizer.vocab_size, "n_lines": n_lines,
               "programs": len(programs), "steps_per_pass": sum(len(s) + 1 for s in sequences),
               "llguidance": {}}
     result["ours"], table = ours(vocab, sequences, n_lines)
+    if cases:
+        result["ours"]["span"] = suite_span_costs(vocab, cases)
     bitmask = None
     if llguidance_available():
         for mode in range_modes:
             result["llguidance"][mode], bitmask = llguidance_side(vocab, sequences, n_lines, mode)
+        if cases:
+            result["llguidance_forced"] = forced_side(vocab, cases)
     else:
         result["llguidance_note"] = LLGUIDANCE_MISSING
     result["apply"] = apply_costs(vocab.width, table.cached(), bitmask, apply_repeats, threads)
@@ -298,14 +377,23 @@ def summary_rows(results: list[dict]) -> list[dict]:
     """One row per (vocabulary, side): p50/p99 of mask steps, cold and warm, and of applying a mask."""
     rows = []
     for r in results:
-        sides = [("ours", r["ours"], r["apply"]["ours"])]
-        sides += [(f"llguidance ({m})", v, r["apply"].get("llguidance")) for m, v in r["llguidance"].items()]
-        for side, v, apply in sides:
+        sides = [("ours", r["ours"], r["apply"]["ours"], r["ours"].get("span"))]
+        sides += [(f"llguidance ({m})", v, r["apply"].get("llguidance"), None) for m, v in r["llguidance"].items()]
+        if "llguidance_forced" in r:
+            forced = r["llguidance_forced"]
+            sides.append((FORCED_SIDE, forced, r["apply"].get("llguidance"), forced["ff"]))
+        for side, v, apply, span in sides:
             rows.append({"vocabulary": r["vocabulary"], "side": side,
                          **{f"{phase}_{q}": v[phase][q] for phase in ("cold", "warm") for q in ("p50_us", "p99_us")},
                          "apply_p50_us": apply["p50_us"] if apply else None,
-                         "apply_p99_us": apply["p99_us"] if apply else None, "build_s": v["build_s"]})
+                         "apply_p99_us": apply["p99_us"] if apply else None,
+                         "span_p50_us": span["p50_us"] if span else None,
+                         "span_p99_us": span["p99_us"] if span else None, "build_s": v["build_s"]})
     return rows
+
+
+# per span: ours tokenizes the copied text (the suite engine's copy), llguidance computes its ff tokens
+FORCED_SIDE = "llguidance (forced spans)"
 
 
 def line_programs(limit: int, n_lines: int) -> list[str]:
@@ -319,9 +407,21 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
     return [p for p in table["program"].to_list() if fits(p, n_lines)][:limit]
 
 
+def line_cases(limit: int, n_lines: int) -> list[tuple[str, str]]:
+    """(program, source) of the first `limit` line-level oracle programs whose copies fit 1..n_lines
+    (the same programs as `line_programs`), for the forced-span side."""
+    import polars as pl
+
+    from analysis.parallel.tables import joined_programs
+
+    table = joined_programs().filter(pl.col("level") == "line").sort("case_id", "framing")
+    rows = [(p, s) for p, s in zip(table["program"].to_list(), table["source"].to_list()) if fits(p, n_lines)]
+    return rows[:limit]
+
+
 BENCH_RANGE_MODES = ("full", "none")  # the benchmark's: llguidance's grammar with its line-range regex, and without (a lower bound)
 
 
 def run_models(models: Sequence[str], programs: list[str], n_lines: int, apply_repeats: int, threads: int,
-               range_modes: Sequence[str] = BENCH_RANGE_MODES) -> list[dict]:
-    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads) for m in models]
+               range_modes: Sequence[str] = BENCH_RANGE_MODES, cases: Sequence[tuple[str, str]] = ()) -> list[dict]:
+    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads, cases) for m in models]

@@ -42,7 +42,8 @@ def settings(params: dict, programs: int | None = None, lines: int | None = None
 
 def run(s: MaskBenchSettings) -> dict:
     results = maskbench.run_models(s.models, maskbench.line_programs(s.programs, s.lines), s.lines,
-                                   apply_repeats=s.apply_repeats, threads=s.threads)
+                                   apply_repeats=s.apply_repeats, threads=s.threads,
+                                   cases=maskbench.line_cases(s.programs, s.lines))
     with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
         print(pl.DataFrame(maskbench.summary_rows(results)), file=sys.stderr)
     if s.json:

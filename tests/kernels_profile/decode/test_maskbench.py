@@ -88,3 +88,25 @@ def test_the_e2e_mask_cost_is_this_suites_side_of_the_benchmark_in_its_statistic
     assert costs["first_visit"]["n"] == costs["states"] > 0 and costs["apply"]["n"] == 20
     with pytest.raises(ParamsError, match="copy past line 12"):
         suite_costs(vocab, ['<copy lines="1-13"/>'], 12, apply_repeats=20, threads=None)
+
+
+@pytest.mark.slow
+def test_the_forced_span_side_reports_mask_and_span_costs(qwen):
+    pytest.importorskip("llguidance")
+    from kernels_profile.decode.maskbench import FORCED_SIDE
+
+    vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
+    source = "".join(f"line_{k} = {k}\n" for k in range(1, 13))
+    cases = [('<copy lines="1-2"/><gen>a < b\n</gen><copy lines="4-12"/>', source), ('<copy lines="3-3"/>', source)]
+    result = benchmark(vocab, [c[0] for c in cases], 12, range_modes=("full",), apply_repeats=5, threads=1,
+                       cases=cases)
+    forced = result["llguidance_forced"]
+    from analysis.grammar.program import parse, render_op
+
+    written = sum(len(qwen.encode_program(render_op(op)).ids) for p, _ in cases for op in parse(p).ops) + len(cases)
+    assert forced["cold"]["n"] == forced["warm"]["n"] == written  # every token the model writes, EOS included
+    assert forced["ff"]["n"] == 3 and forced["ff_unequal_spans"] == 0
+    assert result["ours"]["span"]["n"] == 3
+    rows = {r["side"]: r for r in summary_rows([result])}
+    assert rows[FORCED_SIDE]["span_p50_us"] > 0 and rows["ours"]["span_p50_us"] > 0
+    assert rows["llguidance (full)"]["span_p50_us"] is None

@@ -2,7 +2,7 @@
 
 STAGES maps each subcommand to the module that runs it; a stage module's `run(settings)` returns its
 metrics, and the CLI builds those settings (SETTINGS_OPTIONS: the command-line options each takes). MAINTENANCE maps the commands outside the pipeline that are not benchmarks (`readme`,
-`moves`, `depgraph`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
+`moves`, `depgraph`, `grammar`, `pilot-sweep`) to modules that own their options (`add_arguments(parser)`) and run
 them (`command(args) -> exit status`); this is the project's one console script and its one
 `__main__`. Modules are imported on use, so torch is loaded only by the commands that run a model.
 `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version` prints
@@ -21,9 +21,10 @@ from contextlib import nullcontext
 
 from analysis.pipeline.config import Config
 from analysis.errors import CopyDecodeError
+from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.pipeline.params import DEFAULT_PARAMS, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, _dotted_keys, apply_overrides, did_you_mean  # noqa: F401 (tests read _dotted_keys here)
 
 # subcommand -> (stage module, help)
 STAGES: dict[str, tuple[str, str]] = {
@@ -35,9 +36,11 @@ STAGES: dict[str, tuple[str, str]] = {
     "optimal": ("analysis.stages.optimal", "cost-optimal oracle beside the coverage oracle; token min_copy sweep"),
     "perturb": ("analysis.stages.perturb", "EM under off-by-one span noise"),
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
-    "grammar-forcing": ("analysis.stages.grammar_forcing", "llguidance's fast-forward after every copy of every "
-                                                           "line-level oracle program (forced-span grammar)"),
+    "forcing": ("analysis.stages.forcing", "llguidance under each source's forced-span grammar: does it fast-forward "
+                                          "every copy of every line-level oracle program?"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
+    "percase": ("analysis.stages.percase", "copy the run's per-case tables into reports/percase/ (committed), with "
+                                           "samples.jsonl: one line per case and method"),
     "reports": ("analysis.stages.reports", "render the papermill reports into reports/ (html, notebooks, index)"),
     "kernels profile": ("kernels_profile.stages.profile", "time AR steps vs one parallel prefill"),
     "kernels fit": ("kernels_profile.stages.fit", "fit the latency model to the raw timings"),
@@ -72,11 +75,12 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "optimal": (),
     "perturb": (),
     "formats": (),
-    "grammar-forcing": (),
+    "forcing": (),
     "headline": (),
+    "percase": (),
     "reports": ("params_path",),
     "bench throughput": ("cases", "jobs", "backend", "bench_out", "memory_sizes"),
-    "compare": ("a", "b", "repo", "compare_out"),
+    "compare": ("a", "b", "repo", "compare_out", "resamples"),
     "bench busy": ("quiet", "busy", "stem"),
     "bench mask": ("programs", "lines", "models", "json"),
 }
@@ -87,8 +91,9 @@ TOOLS: dict[str, tuple[str, str]] = {
                                            "peak memory, 1M-case estimate -> reports/bench/throughput.{json,md}"),
     "bench busy": ("kernels_profile.stages.bench_busy", "quiet-vs-busy spread of the kernel and e2e per-pair ratios of two "
                                                 "runs -> reports/kernels/benchmark_busy.{md,json}"),
-    "compare": ("analysis.tools.compare", "two runs' headline figures paired on shared cases: B - A with a paired "
-                                    "bootstrap CI (McNemar for exact match) -> runs/compare/A-vs-B.{md,html}"),
+    "compare": ("analysis.tools.compare", "two runs' headline figures paired on one value per shared case: B - A, "
+                                          "the relative change, a paired bootstrap CI (a sign test for exact match) and "
+                                          "the params that differ -> runs/compare/A-vs-B/compare.{md,html,json}"),
     "bench mask": ("kernels_profile.stages.bench_mask", "grammar-mask cost per step, this suite's FSM beside llguidance "
                                                 "(params decode.mask_benchmark)"),
 }
@@ -102,10 +107,15 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
                                 "programs; it writes reports/tables/line_moves.*"),
     "depgraph": ("analysis.tools.depgraph", "rewrite every dvc.yaml stage's code deps (*.py) from the import graph. It reads "
                                       "the package sources; it writes dvc.yaml"),
-    "grammar": ("analysis.tools.grammar", "print the program grammar of one source (--case-id or --source) for a "
-                                          "serving engine: llguidance Lark, GBNF (xgrammar) or a regex (outlines-core), "
-                                          "symbolic or with forced spans. It reads data/corpora/cases.parquet (with "
-                                          "--case-id) or the --source file; it writes stdout or --out FILE"),
+    "grammar": ("analysis.tools.grammar", "the program grammar of one source for a structured-output engine: "
+                                          "symbolic or forced spans, in llguidance Lark, GBNF (xgrammar) or a "
+                                          "regex (outlines-core); see docs/grammar.md. It reads "
+                                          "data/corpora/cases.parquet (--case-id) or --source FILE; it writes "
+                                          "stdout or --out FILE"),
+    "report": ("analysis.tools.report", "render one report page as the reports stage does, from this folder's outputs "
+                                        "(--corpus C, -p KEY=VALUE). It reads params reports.parameters and the "
+                                        "outputs the report reads; it writes runs/report/NAME[-CORPUS].html "
+                                        "(or --html OUT) and, with --notebook FILE, the executed notebook"),
     "pilot-sweep": ("kernels_profile.pilot.sweep", "the pilot's training-settings sweep, an interrupted run's "
                                                     "checkpoint curve, decoded range errors, or freezing a preset run. "
                                                     "It reads params pilot and the pilot's checkpoints; it writes "
@@ -115,44 +125,56 @@ MAINTENANCE: dict[str, tuple[str, str]] = {
 # What each stage reads and writes, for its --help (paths as in analysis.layout).
 READS_WRITES: dict[str, str] = {
     "corpora": "reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+               "data/corpora/probeedit_edits.parquet, data/corpora/commits/, reports/tables/commit_repositories.{csv,md}, "
                "reports/metrics/corpora.json",
     "programs": "reads data/corpora/cases.parquet; writes data/programs/programs.parquet",
     "roundtrip": "reads cases and programs; writes reports/metrics/roundtrip.json",
     "spans": "reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
-             "span histograms, reports/metrics/coverage.json",
+             "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+             "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json",
     "bounds": "reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
-              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/metrics/bounds.json",
-    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal*.*",
-    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*",
-    "formats": "reads cases and programs; writes reports/tables/formats*.*",
-    "grammar-forcing": "reads cases and programs (params grammar_forcing, tokenizer, parallel); writes "
-                       "data/grammar/forcing_spans.parquet, reports/tables/grammar_forcing.*, "
-                       "reports/metrics/grammar_forcing.json",
-    "reports": "reads every stage's tables and metrics; writes reports/html, reports/notebooks, reports/index.html",
-    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_speedup, pilot_em) and "
+              "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/figures/bounds.{png,svg}, "
+              "reports/metrics/bounds.json",
+    "optimal": "reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+               "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json",
+    "perturb": "reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*, "
+               "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json",
+    "formats": "reads cases and programs; writes reports/tables/edit_formats.*, reports/tables/token_boundaries.*, "
+               "reports/metrics/formats.json",
+    "forcing": "reads cases and programs; writes data/grammar/forcing_spans.parquet, "
+               "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json",
+    "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
+               "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
+               "reports/percase/samples.jsonl and reports/percase/manifest.json",
+    "reports": "reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, reports/index.html, "
+               "reports/metrics/headline.json, reports/claims.json",
+    "headline": "reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
                 "reports/metrics/roundtrip.json; writes metrics/*.json",
     "kernels profile": "reads params kernels.profile (or --preset) and the model's config or weights; writes "
-                       "data/kernels/raw.parquet and raw.environment.json (or --out FILE)",
+                       "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)",
     "kernels profile --batched": "reads params kernels.batched (or --preset from kernels.batched_presets), the model's "
                                  "weights and the frozen batch-1 files of kernels.batched.batch1_sources; writes "
-                                 "data/kernels/batched.parquet and batched.environment.json, "
+                                 "data/kernels/batched.parquet and data/kernels/batched.environment.json, "
                                  "reports/kernels/step_cost.json, reports/tables/step_cost_*.*, "
                                  "reports/metrics/step_cost.json",
     "serving simulate": "reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
                         "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json",
     "serving replay": "reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
-                      "serving.replay); writes data/serving/replay.parquet, reports/tables/serving_replay.*, "
+                      "serving.replay); writes data/serving/replay.parquet, data/serving/replay.environment.json, "
+                      "reports/tables/serving_replay.*, reports/tables/serving_replay_summary.*, "
                       "reports/metrics/serving_replay.json",
     "kernels fit": "reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
                    "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
-                   "reports/figures/kernel_speedup*.svg, reports/metrics/kernels.json",
+                   "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                   "reports/metrics/kernels.json",
     "decode": "reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
               "reports/tables/mask_benchmark.*, reports/metrics/decode.json",
     "e2e": "reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
-           "reports/tables/e2e_*.*, reports/figures/e2e_speedup.svg, reports/metrics/e2e.json",
+           "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, reports/figures/e2e_speedup.{png,svg}, "
+           "reports/metrics/e2e.json",
     "pilot": "reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); writes "
-             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.svg, "
-             "reports/metrics/pilot.json",
+             "data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, reports/figures/pilot_*.{png,svg}, "
+             "reports/pilot/range_errors.*, reports/metrics/pilot.json",
 }
 
 # What each tool reads and writes, for its --help.
@@ -168,15 +190,22 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "grammar-forcing")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase", "kernels fit")
+# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
+# checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
+# on the cases). The round trip records its own, beside its report, which it writes also when it fails.
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase")
 
-SET_HELP = ("override one setting for this run only, e.g. --set bounds.latency_form=quadratic (VALUE is YAML: "
+SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
             "params file; the stage validates the value")
 
 OUT_HELP = ("a one-off output root: data/ and reports/ are written under DIR instead of the current folder "
             "(paths in the params file and on the command line are still read from where you are)")
 
+
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
+CHART_STAGES = ("spans", "bounds", "perturb", "kernels fit", "e2e", "pilot", "reports")
 
 # stages whose own --out names their output (a one-off output root is refused there)
 OWN_OUT = {"kernels profile": "names the raw timings file", "kernels profile --batched": "names the raw timings file",
@@ -211,8 +240,10 @@ def _add_corpora_options(stage: argparse.ArgumentParser) -> None:
                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
     stage.add_argument("--repo", action="append", metavar="PATH",
                        help="also mine this git repository or bundle for one-file commits (language: --language)")
-    stage.add_argument("--only", action="store_true",
-                       help="build only the --pairs/--repo inputs, none of the corpora configured in params")
+    stage.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                       help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                            "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, datasets), "
+                            "e.g. --only datasets builds just params corpora.datasets")
     stage.add_argument("--language", default=None,
                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
                             "records without a language field")
@@ -275,8 +306,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                 "prefill; `kernels fit` fits the latency model to those timings.")
     kernels = kernels_parser.add_subparsers(dest="kcommand", metavar="{profile,fit}", required=True)
     profile = _add_stage(kernels, "kernels profile")
+    profile.description += f" With --batched it {READS_WRITES['kernels profile --batched']}."
     profile.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
-    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out",
+    profile.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
                          help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
                               "supported here")
     profile.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
@@ -319,7 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
     throughput.add_argument("--memory-sizes", default=None, dest="memory_sizes",
                             help="case counts whose peak memory is measured in a fresh process, comma-separated, "
                                  "or none (default: params bench.memory_sizes)")
-    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out",
+    throughput.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    throughput.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    throughput.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
                             help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
                                  "writes DIR/reports/bench)")
     busy = _add_tool(bench, "bench busy")
@@ -343,25 +378,30 @@ def _add_maintenance(sub, command: str) -> argparse.ArgumentParser:
     parser = sub.add_parser(command, help=text, description=text[0].upper() + text[1:] + ".")
     parser.set_defaults(stage=command, module=module, maintenance=True)
     parser.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
-    importlib.import_module(module).add_arguments(parser)
+    owner = importlib.import_module(module)
+    if getattr(owner, "ACCEPTS_SET", False):
+        parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                            default=argparse.SUPPRESS, help=SET_HELP)
+    owner.add_arguments(parser)
     return parser
 
 
 def _add_compare(sub) -> None:
+    from analysis.tools.compare import add_arguments
+
     compare = sub.add_parser(
         "compare", help=TOOLS["compare"][1],
-        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder holding data/ (the per-case "
-                    "outputs data/bounds/case_costs.parquet, data/perturb/results.parquet, data/pilot/records.parquet, "
-                    "data/e2e/measurements.parquet), a git revision or a `dvc exp` name (read from the dvc cache, no "
-                    "checkout). It reads those per-case outputs of A and B and params `compare` and `headline`; it "
-                    "writes the comparison to the terminal and to STEM.md and STEM.html. See docs/compare.md.")
+        description="Compare two runs: " + TOOLS["compare"][1] + ". A run is a folder (its data/ outputs, else its "
+                    "committed per-case tables under reports/percase/), a git revision or a `dvc exp` name (its "
+                    "committed reports/percase/ tables, else its data/ outputs from the dvc cache; no checkout). It "
+                    "reads those per-case tables and params files of A and B and params `compare` and `headline`; "
+                    "it writes the comparison to the terminal and to DIR/compare.md, compare.html and compare.json. "
+                    "See docs/compare.md.")
     compare.set_defaults(stage="compare", module=TOOLS["compare"][0])
-    compare.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
-    compare.add_argument("b", metavar="B", help="the run compared with it")
-    compare.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
-    compare.add_argument("--out", default=argparse.SUPPRESS, dest="compare_out", metavar="STEM",
-                         help="write STEM.md and STEM.html (default runs/compare/A-vs-B)")
+    add_arguments(compare)
     compare.add_argument("--params", default=argparse.SUPPRESS, help="params file (default: params.yaml)")
+    compare.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after",
+                         default=argparse.SUPPRESS, help=SET_HELP)
 
 
 def _add_tool(sub, command: str) -> argparse.ArgumentParser:
@@ -373,48 +413,6 @@ def _add_tool(sub, command: str) -> argparse.ArgumentParser:
     parser.add_argument("--set", action="append", metavar="KEY=VALUE", dest="overrides_after", default=argparse.SUPPRESS,
                         help=SET_HELP)
     return parser
-
-
-def apply_overrides(params: dict, overrides: list[str]) -> dict:
-    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
-    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
-    import copy
-
-    import yaml
-
-    from analysis.errors import ParamsError
-
-    out = copy.deepcopy(params)
-    for item in overrides:
-        key, sep, raw = item.partition("=")
-        key = key.strip()
-        if not sep or not key:
-            raise ParamsError(f"--set expects KEY=VALUE (e.g. bounds.latency_form=quadratic), got {item!r}")
-        try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as exc:
-            raise ParamsError(f"--set {key}: the value {raw!r} is not valid YAML ({exc})".replace("\n", " ")) from None
-        node = out
-        *parents, last = key.split(".")
-        for depth, part in enumerate(parents):
-            if not isinstance(node, dict) or part not in node:
-                node = None
-                break
-            node = node[part]
-        if not isinstance(node, dict) or last not in node:
-            raise ParamsError(f"--set {key}: no such setting in the params file"
-                              + did_you_mean(key, sorted(_dotted_keys(params))))
-        node[last] = value
-    return out
-
-
-def _dotted_keys(node, prefix: str = "") -> set[str]:
-    keys: set[str] = set()
-    if isinstance(node, dict):
-        for key, value in node.items():
-            dotted = f"{prefix}.{key}" if prefix else str(key)
-            keys |= {dotted} | _dotted_keys(value, dotted)
-    return keys
 
 
 def stage_settings(module, args: argparse.Namespace, cfg: Config):
@@ -434,8 +432,13 @@ def run_maintenance(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
+    module = importlib.import_module(args.module)
+    if getattr(args, "overrides", []) and not getattr(module, "APPLIES_OVERRIDES", False):  # else ignored (L7)
+        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` does not apply overrides: it "
+              "would be ignored); drop it, or give a params file with --params", file=sys.stderr)
+        return 2
     try:
-        return importlib.import_module(args.module).command(args)
+        return module.command(args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
         return 2
@@ -462,6 +465,38 @@ def interruptible() -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= ERROR_CHARS else f"{text[:ERROR_CHARS]}... (message cut at {ERROR_CHARS:,} characters)"
+
+
+def os_error_text(exc: BaseException) -> str | None:
+    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    that is not UTF-8, which Python holds as surrogates), else None (a real crash: raised)."""
+    import errno
+
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
+        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
+                "use a shorter file name, --name, or setting")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
+                "rename it to UTF-8")
+    return None
+
+
+def _discard(new_root: Path | None) -> None:
+    if new_root is not None:
+        from analysis.pipeline.oneoff import discard_unused_root
+
+        discard_unused_root(new_root)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "batched", False):  # `kernels profile --batched` is its own stage
@@ -470,7 +505,11 @@ def main(argv: list[str] | None = None) -> int:
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
-    if args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
+    if args.stage == "compare":  # it writes no run root: a top-level --out is its output folder, like `compare --out`
+        if getattr(args, "compare_out", None) is None:
+            args.compare_out = args.out
+        root = None
+    elif args.stage in OWN_OUT:  # its own --out names its output, kept as `out` for the stage
         if args.out is not None:
             print(f"copydecode {args.stage}: error: --out before the subcommand (a one-off output root) is not "
                   f"supported here; `{args.stage} --out` {OWN_OUT[args.stage]}", file=sys.stderr)
@@ -492,6 +531,11 @@ def main(argv: list[str] | None = None) -> int:
             from analysis.pipeline.oneoff import enter_out_root
 
             cfg = enter_out_root(root, cfg, args)
+        if args.stage in CHART_STAGES:
+            from analysis.pipeline.io import check_address_space
+
+            check_address_space()  # before the stage's work, not at its first chart
+        check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
@@ -499,26 +543,59 @@ def main(argv: list[str] | None = None) -> int:
             module = importlib.import_module(args.module)
             with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
                 result = run_stage(module, args, cfg)
-            if args.stage in OUTPUT_SETS:  # which corpus these outputs were built from (headline, reports)
+            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
-        print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
-        if new_root is not None:
-            from analysis.pipeline.oneoff import discard_unused_root
-
-            discard_unused_root(new_root)
+        print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)
+        _discard(new_root)
         return 2
     except KeyboardInterrupt:
         print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
         return 130
     except Exception as exc:
-        if not interrupted_workers(exc):
+        if interrupted_workers(exc):
+            print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
+            return 130
+        named = os_error_text(exc)
+        _discard(new_root)  # a crash leaves no new empty --out folder either (N17)
+        if named is None:
             raise
-        print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
-        return 130
+        print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
+        return 2
     if result is not None:
-        print(json.dumps(result, indent=2, default=str))
+        print("\n".join(summary_lines(args.stage, result)))
     return 0
+
+
+# result keys a person acts on next: printed in full beside the one-line summary
+NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
+
+
+def summary_lines(stage: str, result) -> list[str]:
+    """What a person reads after a stage: one line (its short figures and where the full summary went: the
+    result written to data/summaries/<stage>.json) and, for a key to act on (NEXT_STEP_KEYS), one line more.
+    A stage's JSON summary used to be dumped on stdout: ~1,400 of 1,600 lines of a `dvc repro` log."""
+    from analysis.layout import SUMMARIES
+    from analysis.pipeline.io import write_json
+
+    path = SUMMARIES / f"{stage.replace(' ', '_')}.json"
+    write_json(result if isinstance(result, dict) else {"result": result}, path)
+    items = result.items() if isinstance(result, dict) else []
+    short = [(k, v) for k, v in items if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and len(str(v)) <= 40 and k not in NEXT_STEP_KEYS]
+    shown = ", ".join(f"{k.replace('_', ' ')} {_figure(v)}" for k, v in short[:5])
+    lines = [f"copydecode {stage}: done{'; ' + shown if shown else ''} (summary: {path})"]
+    lines += [f"{label}: {json.dumps(result[key], default=str)}" for key, label in NEXT_STEP_KEYS.items()
+              if isinstance(result, dict) and key in result]
+    return lines
+
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
 
 
 if __name__ == "__main__":

@@ -13,11 +13,6 @@ class ProgramError(CopyDecodeError):
     """A copy program is malformed, or does not fit the source it is resolved against."""
 
 
-class GrammarError(CopyDecodeError):
-    """A grammar cannot be exported for a source (a format that cannot say it, a size past a stated limit),
-    or an engine refused one."""
-
-
 class TokenizerError(CopyDecodeError):
     """A tokenizer cannot be found or is of a kind the suite cannot map to bytes."""
 
@@ -37,3 +32,11 @@ class StaleInputError(CopyDecodeError):
 class MissingOutputError(ParamsError):
     """A stage output a report reads is absent, or holds none of the rows it needs (run the stage that
     writes it). A ParamsError for the callers that already catch one; the claims engine catches only this."""
+
+
+class GrammarError(CopyDecodeError):
+    """A program grammar cannot be written in a format, or a grammar engine refused one."""
+
+
+class GrammarLimitError(GrammarError):
+    """A source is longer than a grammar form supports (the message states the limit)."""

@@ -21,7 +21,6 @@ SPANS = DATA / "spans/spans.parquet"                    # analysis.coverage.span
 PER_CASE = DATA / "spans/coverage_per_case.parquet"     # analysis.coverage.spans.per_case_coverage
 CASE_COSTS = DATA / "bounds/case_costs.parquet"         # analysis.bounds.case_costs
 PERTURB_RESULTS = DATA / "perturb/results.parquet"      # analysis.perturb.run_perturbation
-GRAMMAR_FORCING_SPANS = DATA / "grammar/forcing_spans.parquet"  # analysis.grammar.forcing.span_rows
 KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.measure.profiler.profile
 KERNEL_CHECKPOINTS = DATA / "kernels/checkpoints"
 E2E_MEASUREMENTS = DATA / "e2e/measurements.parquet"    # kernels_profile.stages.e2e
@@ -32,7 +31,9 @@ PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.stages
 PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
 PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.stages.pilot.CURVE_SCHEMA (teacher-forced, held-out)
 PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
+FORCING_SPANS = DATA / "grammar/forcing_spans.parquet"  # analysis.stages.forcing.SPAN_SCHEMA
 TIMINGS = DATA / "timings"                              # run times of each stage (untracked)
+SUMMARIES = DATA / "summaries"                          # each stage's full run summary (untracked; stdout gets one line)
 MODELS_CACHE = Path("models")                           # tokenizers extracted from GGUF files
 
 # ---------------------------------------------------------------- reports (committed)
@@ -54,6 +55,9 @@ EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"
 CLAIMS_JSON = REPORTS / "claims.json"                 # analysis.claims.engine.claims_document: every claim and scope
+PERCASE = REPORTS / "percase"                          # analysis.results.percase: the committed per-case tables of the run
+SAMPLES = PERCASE / "samples.jsonl"                     # analysis.results.percase.sample_lines: one line per case and method
+PERCASE_MANIFEST = PERCASE / "manifest.json"            # what each committed table was copied from, rows and bytes
 HEADLINE_METRICS = Path("metrics")                      # analysis.present.headline: the dvc metrics, one short path per row
 
 # ---------------------------------------------------------------- levels and labels

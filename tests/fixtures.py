@@ -54,6 +54,17 @@ def sources_held(params: dict, model_path: Path) -> dict:
     return params
 
 
+def committed_bytes(path: str, rev: str = "HEAD") -> bytes | None:
+    """`path` (repository-relative) as committed at `rev` in this checkout; None without git or when not
+    committed there. Tests that check physics or timing on machine-dependent outputs read these, never the
+    workspace file: a user's own `dvc repro` rewrites the workspace with this machine's (noisy) timings."""
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:{path}"], cwd=ROOT, capture_output=True, check=False)
+    except OSError:
+        return None
+    return done.stdout if done.returncode == 0 else None
+
+
 # ---------------------------------------------------------------- synthetic kernel timings (known curves)
 
 KERNEL_NS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512]
@@ -159,6 +170,48 @@ def toy_model_tokenizer(extra: list[bytes] = (b'"/><', b'"/>')):
 
     tok = ToyTokenizer.bytes_then(list(extra))
     return ModelTokenizer("toy", tok, tok.encode, None, (tok.eos,))
+
+
+def scripted_lm(tiny, tok, program, source: str, instruction: str):
+    """The tiny model scripted to write `program` greedily (the decoder's tests): (LoadedModel, tok,
+    prompt ids, the expected TrainingSequence). The model's `calls` records each forward's length."""
+    from kernels_profile.decode.sequence import program_sequence
+    from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, prompt_ids
+    from kernels_profile.runtime.models import LoadedModel
+
+    prompt = prompt_ids(tok, PROGRAM_TEMPLATE, source, instruction)
+    expected = program_sequence(tok, prompt, program, source)
+    model = _scripted_class()(tiny.model, expected.ids)
+    return LoadedModel("tiny-scripted", model, tiny.config, "random", "float32", "cpu"), tok, prompt, expected
+
+
+@cache
+def _scripted_class():
+    import torch
+
+    from kernels_profile.runtime.models import cache_kwarg
+
+    class Scripted(torch.nn.Module):
+        """The tiny model with a large bonus on the next token of an expected sequence (by position), so
+        that greedy decoding writes a chosen program; it records the length of every forward."""
+
+        def __init__(self, inner, expected, bonus=50.0):
+            super().__init__()
+            self.inner, self.expected, self.bonus, self.calls = inner, list(expected), bonus, []
+
+        def get_input_embeddings(self):
+            return self.inner.get_input_embeddings()
+
+        def forward(self, input_ids, cache=None, **kwargs):
+            seen = cache.get_seq_length() if cache is not None else 0
+            out = self.inner(input_ids=input_ids, **{cache_kwarg(self.inner): cache}, **kwargs)
+            nxt = seen + input_ids.shape[1]
+            if nxt < len(self.expected):
+                out.logits[0, -1, self.expected[nxt]] += self.bonus
+            self.calls.append(int(input_ids.shape[1]))
+            return out
+
+    return Scripted
 
 
 # ---------------------------------------------------------------- the FSM tests' vocabulary and oracle
@@ -380,7 +433,7 @@ class WebSocket:
 class Browser:
     """One headless Chromium and one page target, spoken to over the DevTools protocol."""
 
-    def __init__(self, binary: str):
+    def __init__(self, binary: str, offline: bool = False):
         self.profile = tempfile.mkdtemp(prefix="copydecode-chromium-")
         self.proc = subprocess.Popen(
             [binary, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run",
@@ -394,6 +447,9 @@ class Browser:
         self.next_id, self.events = 0, []
         for domain in ("Page", "Network", "Runtime", "Log"):
             self.call(f"{domain}.enable")
+        if offline:  # the network off, as on a machine with none: every http(s) request fails
+            self.call("Network.emulateNetworkConditions", offline=True, latency=0, downloadThroughput=-1,
+                      uploadThroughput=-1)
         self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=900, deviceScaleFactor=1, mobile=False)
 
     def _port(self) -> int:
@@ -572,7 +628,8 @@ def perturbation_rows(em_of: dict):
 
 from dataclasses import dataclass  # noqa: E402
 
-from kernels_profile.e2e.methods import MethodPlan, PldSettings  # noqa: E402
+from analysis.results.methods import DECODED, IDEAL, Method  # noqa: E402
+from kernels_profile.e2e.settings import MethodPlan  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -581,33 +638,57 @@ class FakeRun:
     forwards: int
     tokens: int
     accepted: tuple[int, ...] = ()
+    new_tokens: tuple[int, ...] = ()
+    emitted: tuple[int, ...] = ()
+    draft_seconds: float = 0.0
 
 
 class FakeExecutor:
     """Records which method ran when; a method's time is its cost times the machine's speed in
-    that repeat (a repeat = one call of each method), so within-repeat ratios are exact."""
+    that repeat (a repeat = one call of each method), so within-repeat ratios are exact. One fake
+    serves both prompts (its `prompt_ids` are both's), so `calls` holds every method in run order."""
 
-    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int):
+    prompt_ids = [0, 0, 0]
+
+    def __init__(self, costs: dict, speed_per_repeat: list[float], methods_per_repeat: int, prompt_seconds: float = 0.5):
         self.costs, self.speed, self.per_repeat = costs, speed_per_repeat, methods_per_repeat
+        self.prompt_seconds = prompt_seconds
         self.calls: list[str] = []
+        self.prompts = 0
 
-    def _run(self, method: str) -> FakeRun:
+    def _run(self, method: str, forwards: int = 4) -> FakeRun:
         repeat = len(self.calls) // self.per_repeat
         self.calls.append(method)
-        return FakeRun(self.costs[method] * self.speed[repeat], 1, 4)
+        ones = (1,) * forwards
+        return FakeRun(self.costs[method] * self.speed[repeat], forwards, 4, new_tokens=ones, emitted=ones)
+
+    def time_prompt(self) -> float:
+        self.prompts += 1
+        return self.prompt_seconds
 
     def autoregressive(self, gold):
         return self._run("ar"), None
 
-    def pld_oracle(self, gold, k, ngram_max, policy):
-        run = self._run(f"pld_{policy}_k{k}")
-        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards)  # no draft token accepted
+    def speculative(self, gold, drafter, k):
+        run = self._run(drafter.name)
+        return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards, run.new_tokens, run.emitted)
 
     def copy_as_decode(self, segments, directives=False):
         return self._run(segments + ("_overhead" if directives else "")), None
 
 
-E2E_PLAN = MethodPlan((PldSettings(10, 3, "latest"),), ("line",))
+@dataclass(frozen=True)
+class FakeDrafter:
+    name: str
+
+
+def fake_drafters(method, prompt, plan):
+    """The fake executor's drafter: it only names the method it drafts for."""
+    return FakeDrafter(method.name)
+
+
+E2E_PLAN = MethodPlan((Method.ar(), Method.pld("latest", 10), Method.cad("line", IDEAL), Method.cad("token", IDEAL),
+                       Method.cad("line", DECODED)), 3, ())
 E2E_COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
 E2E_SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
 
@@ -616,8 +697,9 @@ def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, lis
     """A FakeExecutor and the records of measure_case over it for one case of E2E_PLAN."""
     from kernels_profile.e2e.methods import measure_case
 
-    fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods()))
-    return fake, measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed)
+    fake = FakeExecutor(E2E_COSTS, speed or [1.0] * repeats, len(E2E_PLAN.methods))
+    executors = {"rewrite": fake, "program": fake}
+    return fake, measure_case(executors, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, repeats, seed, fake_drafters)
 
 
 # ---------------------------------------------------------------- the pilot stage: frozen runs (pilot_record is above)

@@ -50,24 +50,39 @@ class Case:
     instruction: str | None = None  # the edit request, when the corpus has one (HEvalFix, commits, pairs)
 
 
-# Peak memory of the per-case stages per byte of one case's text (programs: 4.4 GB for a 22 MB target).
+# Peak memory of the per-case stages per byte of one case's text (programs: 4.4 GB for a 22 MB target),
+# and per line on top (L5: a 6.4 MB source of 700,000 lines peaked at 4.6 GB in programs, 3.5x the bytes alone).
 MEMORY_PER_TEXT_BYTE = 200
+MEMORY_PER_LINE = 4_800
+TYPICAL_LINE_BYTES = 40  # of source code: the memory budget of corpora.max_text_bytes assumes lines this long
+
+
+def text_memory(size: int, lines: int) -> int:
+    """The per-case stages' peak memory for one text of `size` bytes in `lines` lines (bytes)."""
+    return size * MEMORY_PER_TEXT_BYTE + lines * MEMORY_PER_LINE
 
 
 def check_text_sizes(frame: pl.DataFrame, max_text_bytes: int) -> None:
     """Refuse a case whose source or target is above `max_text_bytes` (params corpora.max_text_bytes),
-    naming it with the memory the per-case stages would need for it."""
+    or whose many short lines would need more memory than a text of that many bytes in lines of
+    TYPICAL_LINE_BYTES (the limit is a memory budget). The error names the case, its size and lines and
+    the memory the per-case stages would need for it."""
+    budget = text_memory(max_text_bytes, max_text_bytes // TYPICAL_LINE_BYTES)
     for column in ("source", "target"):
         sizes = frame[column].str.len_bytes()
-        over = sizes > max_text_bytes
+        lines = frame[column].str.count_matches("\n", literal=True)
+        need = sizes.cast(pl.Int64) * MEMORY_PER_TEXT_BYTE + lines.cast(pl.Int64) * MEMORY_PER_LINE
+        over = (sizes > max_text_bytes) | (need > budget)
         if over.any():
             row = int(over.arg_true()[0])
-            size = int(sizes[row])
-            need = size * MEMORY_PER_TEXT_BYTE / 1e9
-            raise CorpusError(f"case {frame['case_id'][row]!r}: its {column} holds {size:,} bytes, above "
-                              f"corpora.max_text_bytes = {max_text_bytes:,} ({int(over.sum())} case(s) over); the "
-                              f"per-case stages would need about {need:.1f} GB of memory for it; raise the limit "
-                              "in params if this machine has that, or split the edit")
+            size, count = int(sizes[row]), int(lines[row])
+            why = (f", above corpora.max_text_bytes = {max_text_bytes:,}" if size > max_text_bytes else
+                   f" in {count:,} lines, more memory than a text of corpora.max_text_bytes = {max_text_bytes:,} "
+                   f"bytes in {TYPICAL_LINE_BYTES}-byte lines may take ({budget / 1e9:.1f} GB)")
+            raise CorpusError(f"case {frame['case_id'][row]!r}: its {column} holds {size:,} bytes{why} "
+                              f"({int(over.sum())} case(s) over); the per-case stages would need about "
+                              f"{text_memory(size, count) / 1e9:.1f} GB of memory for it; raise the limit in params "
+                              "if this machine has that, or split the edit")
 
 
 def cases_frame(cases: list[Case], max_text_bytes: int | None = None) -> pl.DataFrame:

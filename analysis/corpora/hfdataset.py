@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,10 +91,14 @@ def load_split(settings: HFDatasetSettings):
             raise CorpusError(f"{where}: no such file")
         if settings.split != "train":
             raise CorpusError(f"{where}: unknown split {settings.split!r}; a local file has the one split 'train'")
+        if path.stat().st_size == 0:
+            raise CorpusError(f"{where}: the file is empty")
         try:
             return datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
         except Exception as exc:  # noqa: BLE001 - datasets' reader errors vary by format; name the file
-            raise CorpusError(f"{where}: `datasets` cannot read it ({type(exc).__name__}: {exc})") from exc
+            hint = ("; a JSON Lines file read as corpora.pairs gets an error naming its line"
+                    if path.suffix.lower() in (".json", ".jsonl") else "")
+            raise CorpusError(f"{where}: `datasets` cannot read it ({reader_cause(exc)}){hint}") from exc
     if not HUB_ID.fullmatch(settings.dataset):
         raise CorpusError(f"{where}: not a folder, a .json/.jsonl/.parquet/.csv file or a hub id")
     try:
@@ -104,6 +109,46 @@ def load_split(settings: HFDatasetSettings):
     except (FileNotFoundError, ConnectionError, OSError) as exc:
         raise CorpusError(f"{where}: cannot load it from the hub ({type(exc).__name__}: {exc}); offline, "
                           f"save it with save_to_disk and name the folder") from exc
+
+
+def reader_cause(exc: BaseException) -> str:
+    """What actually went wrong under `datasets`' wrapper (DatasetGenerationError: "An error occurred while
+    generating the dataset"): the innermost cause, with the byte of a decoding error (L8)."""
+    seen, inner = {id(exc)}, exc
+    while (nxt := inner.__cause__ or inner.__context__) is not None and id(nxt) not in seen:
+        seen.add(id(nxt))
+        inner = nxt
+    if isinstance(inner, UnicodeDecodeError):
+        return (f"not valid {inner.encoding} text: byte 0x{inner.object[inner.start]:02x} at "
+                f"offset {inner.start:,} ({inner.reason}); save the file as UTF-8")
+    text = " ".join(str(inner).split()) or "no message"
+    if "surrogate" in text:
+        return f"a lone surrogate in the text ({text[:200]}); such a string is not valid UTF-8"
+    if "UTF8" in text or "UTF-8" in text:
+        return f"{type(inner).__name__}: {text[:200]}; save the file as UTF-8"
+    return f"{type(inner).__name__}: {text[:300]}"
+
+
+def _rows(split, where: str) -> Iterator[dict[str, Any]]:
+    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it (M2)."""
+    rows = iter(split)
+    for index in range(len(split)):
+        try:
+            yield dict(next(rows))
+        except UnicodeDecodeError as exc:  # a string column that is not UTF-8
+            raise CorpusError(f"{where} row {index}: a text field is not valid UTF-8 (byte "
+                              f"0x{exc.object[exc.start]:02x}: {exc.reason}); save the dataset as UTF-8") from None
+        except Exception as exc:  # noqa: BLE001 - arrow's readers raise ArrowInvalid and friends for bad strings
+            raise CorpusError(f"{where} row {index}: cannot be read ({reader_cause(exc)})") from exc
+
+
+def _string_id(row: dict[str, Any], column: str) -> dict[str, Any]:
+    """An integer case id as its decimal string (M3: most hub datasets, CanItEdit among them, number their
+    rows with an int64 `id`); a bool or any other type is left for check_fields to name."""
+    value = row.get(column)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return {**row, column: str(value)}
+    return row
 
 
 def records(split, fields: dict[str, str], where: str) -> list[tuple[str, dict[str, Any]]]:
@@ -119,7 +164,8 @@ def records(split, fields: dict[str, str], where: str) -> list[tuple[str, dict[s
                               f"(its columns: {columns})")
     if len(split) == 0:
         raise CorpusError(f"{where}: the dataset is empty (no rows in this split)")
-    return [(f"{where} row {i}", dict(row)) for i, row in enumerate(split)]
+    id_column = fields.get("case_id", "case_id")
+    return [(f"{where} row {i}", _string_id(row, id_column)) for i, row in enumerate(_rows(split, where))]
 
 
 def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetReport]:

@@ -40,6 +40,10 @@ def _listed(p: dict, key: str) -> list:
     return entries or []
 
 
+# the configured corpus kinds `--only KIND,...` may keep, by their params key under `corpora`
+CONFIGURED_KINDS = ("humanevalpack", "probeedit", "commits", "pairs", "datasets")
+
+
 @dataclass(frozen=True)
 class CommandLine:
     """The corpora stage's command-line inputs (`copydecode corpora --pairs/--repo/--only/--language/--name`)."""
@@ -49,11 +53,17 @@ class CommandLine:
     only: bool = False
     language: str | None = None
     name: str | None = None
+    keep: tuple[str, ...] = ()   # `--only KIND,...`: the configured corpus kinds (CONFIGURED_KINDS) built too
 
     def check(self) -> None:
         given = len(self.pairs) + len(self.repos)
-        if self.only and not given:
-            raise ParamsError("--only builds just the --pairs/--repo inputs, and none was given")
+        unknown = [k for k in self.keep if k not in CONFIGURED_KINDS]
+        if unknown:
+            raise ParamsError(f"--only {','.join(self.keep)}: unknown corpus kind {unknown[0]!r}; known: "
+                              f"{', '.join(CONFIGURED_KINDS)}" + did_you_mean(unknown[0], CONFIGURED_KINDS))
+        if self.only and not given and not self.keep:
+            raise ParamsError("--only builds just the --pairs/--repo inputs, and none was given (--only KIND,... "
+                              "builds configured kinds too, e.g. --only datasets)")
         if self.name is not None and given != 1:
             raise ParamsError(f"--name names one input, but {given} --pairs/--repo inputs were given")
         if (self.language is not None or self.name is not None) and not given:
@@ -128,28 +138,35 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
             seen[name] = index
 
 
-def settings(params: dict, pairs=None, repo=None, only: bool = False, language: str | None = None,
+def settings(params: dict, pairs=None, repo=None, only: bool | str | None = False, language: str | None = None,
              name: str | None = None) -> CorporaSettings:
-    """params `corpora`, plus the command line's --pairs/--repo/--only/--language/--name."""
+    """params `corpora`, plus the command line's --pairs/--repo/--only/--language/--name. `only`: False (every
+    configured corpus), True or "" (`--only`: the command line's inputs alone), or "KIND,..." (`--only datasets`:
+    those configured kinds beside the command line's inputs, none of the others)."""
     p = params
-    line = CommandLine(tuple(pairs or ()), tuple(repo or ()), bool(only), language, name)
+    keep = tuple(k.strip() for k in only.split(",") if k.strip()) if isinstance(only, str) else ()
+    line = CommandLine(tuple(pairs or ()), tuple(repo or ()), only is True or isinstance(only, str), language, name,
+                       keep)
     line.check()
     builds: list[tuple[str, object]] = []
     commit_defaults = get(p, "corpora.commit_defaults", dict)
-    if not line.only:
-        if (hep := _humanevalpack(p)) is not None:
-            builds.append(("humanevalpack", hep))
-        if (pe := probeedit.probeedit_params(p)) is not None:
-            builds.append(("probeedit", pe))
-        for i, entry in enumerate(_listed(p, "corpora.commits")):
-            where = f"corpora.commits[{i}]"
-            entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
-            for one in entries:
-                builds.append(("commits", commits_entry(one, where, commit_defaults)))
-        for i, entry in enumerate(_listed(p, "corpora.pairs")):
-            builds.append(("pairs", pairs_entry(entry, f"corpora.pairs[{i}]")))
-        for i, entry in enumerate(_listed(p, "corpora.datasets")):
-            builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
+
+    def wanted(kind: str) -> bool:
+        return not line.only or kind in line.keep
+
+    if wanted("humanevalpack") and (hep := _humanevalpack(p)) is not None:
+        builds.append(("humanevalpack", hep))
+    if wanted("probeedit") and (pe := probeedit.probeedit_params(p)) is not None:
+        builds.append(("probeedit", pe))
+    for i, entry in enumerate(_listed(p, "corpora.commits") if wanted("commits") else []):
+        where = f"corpora.commits[{i}]"
+        entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
+        for one in entries:
+            builds.append(("commits", commits_entry(one, where, commit_defaults)))
+    for i, entry in enumerate(_listed(p, "corpora.pairs") if wanted("pairs") else []):
+        builds.append(("pairs", pairs_entry(entry, f"corpora.pairs[{i}]")))
+    for i, entry in enumerate(_listed(p, "corpora.datasets") if wanted("datasets") else []):
+        builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)

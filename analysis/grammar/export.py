@@ -1,374 +1,376 @@
-"""The program grammar for serving engines: llguidance Lark, GBNF (xgrammar, llama.cpp) and a regex (outlines-core).
+"""The program grammar of one source, exported for structured-output engines (`copydecode grammar`).
 
-Two forms, line copies only (the token unit `<copy tokens="i-j"/>` is not exported):
+Two forms, three formats (docs/grammar.md shows what a user posts to vLLM and SGLang):
 
-- symbolic: the program language of analysis.grammar.program for a source of N lines, ops written
-  back to back, `<copy lines="i-j"/>` with 1 <= i <= j <= N, `<gen>BODY</gen>` with the canonical
-  escapes. It is the language the suite FSM (analysis.grammar.fsm) walks, no more and no less
-  (property-tested in tests/analysis/grammar/test_export.py): copies in source order are *not*
-  required, because the program language does not require them (a program may move lines). The KV
-  copy is left to the caller.
-- forced-span: each directive `<copy lines="i-j"/>` is followed by the literal text of lines i..j,
-  so the grammar's language is the sequence the model sees (kernels_profile.decode.sequence: each
-  op's text, the copied text right after its directive) and, once a directive is closed, the engine's
-  fast-forward (llguidance `compute_ff_tokens`, xgrammar `find_jump_forward_string`) returns the
-  copied text: the copy becomes "structured output with fast-forward", one prefill.
+symbolic   the program alone, exactly the language of this suite's FSM (analysis.grammar.fsm) for a source
+           of N lines: ops back to back, `<copy lines="i-j"/>` with 1 <= i <= j <= N, `<gen>BODY</gen>`
+           with the canonical escapes. In llguidance Lark (two regex lexemes), GBNF (xgrammar, llama.cpp)
+           and one regular expression (outlines-core), all written from analysis.grammar.regular's tree.
+forced     the stream a Copy-as-Decode model emits: each directive is followed by the literal text of the
+           lines it copies, so an engine with fast-forward (llguidance's `compute_ff_tokens`) forces
+           the span after the header and can run it as one prefill.
+           - Lark (llguidance): parametric rules. The header's numbers are read digit by digit into a
+             64-bit rule parameter (i and j as BCD, so that `lt`/`eq` against literals order them; a
+             digit is allowed exactly where the suite's FSM allows it), then one self-recursive rule emits
+             line m and moves on while m < j. Its size is linear in the source (one lexeme and three
+             alternatives per line); llguidance's symbol table (u16) caps it at MAX_FORCED_LARK_LINES.
+           - GBNF: the chain form (one rule per span (i, j): quadratic), up to MAX_FORCED_EBNF_LINES.
+           - regex: none; a regular expression spells every span after its header, cubic in N.
+A source longer than a form supports is a GrammarLimitError that states the limit.
 
-Sizes. The symbolic form is O(N log N) in every format. The forced form in Lark uses llguidance's
-parametric rules: the two numbers are read digit by digit through tries whose nodes carry i in the
-rule parameter's bits [0:16] (each node at most 11 alternatives, under llguidance's 2,000 Earley
-items per row), j is stored in bits [16:32] when its trie closes, and one rule emits line p[0:16] and
-steps on until p[0:16] == p[16:32]: O(N) rules plus the source's text, within llguidance's u16 symbol
-table up to FORCED_LARK_MAX_LINES lines (measured). GBNF has no parameters, so its forced form needs one
-alternative per pair (i, j), O(N^2), with its rules kept to O(N + (N / BLOCK_LINES)^2) by a two-level
-(block, line) encoding; FORCED_EBNF_MAX_LINES bounds it. A regex cannot carry the forced
-form without repeating the text once per pair (O(N^3) characters): it is refused by name.
+Not expressed, in every form: the order of copies. The suite's FSM and resolver accept copies in any
+order (a moved line is copied out of order), so a grammar that made a copy start after the previous one
+ends would reject programs the suite accepts. Only line copies are exported (`<copy tokens=...>` is the
+token-level primitive, not a serving form).
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-from analysis.errors import GrammarError, ProgramError
-from analysis.grammar import body
-from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP, Program, parse
-from analysis.grammar.ranges import max_with_prefix, range_gbnf, range_regex
-from analysis.grammar.resolver import resolve
+from analysis.errors import GrammarError, GrammarLimitError, ProgramError
+from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP, Copy, Program, parse
+from analysis.grammar.regular import (
+    Lit,
+    Node,
+    alt,
+    body,
+    body_parts,
+    gbnf_literal,
+    number_range,
+    seq,
+    star,
+    to_gbnf,
+    to_regex,
+)
 from analysis.text.lines import split_lines
 
 FORMATS = ("lark", "ebnf", "regex")
-RANGE_MODES = ("full", "bounded", "none")
-# bits [0:16] and [16:32] of the forced Lark form's rule parameter hold line numbers
-PARAMETER_MAX_LINES = 2 ** 16 - 1
-# llguidance 1.9.1 panics on a grammar of u16::MAX - 10 symbols, and it makes every reference to a terminal
-# a symbol: the forced Lark form spends about six per line whatever the text (measured on Qwen2.5: 10,000
-# lines compile in 1.5 s, 11,000 overflow the table)
-FORCED_LARK_MAX_LINES = 10_000
-# the forced GBNF form holds N (N + 1) / 2 alternatives: about 15 MB of grammar at 1,000 lines
-FORCED_EBNF_MAX_LINES = 1_000
-BLOCK_LINES = 16
+FORMS = ("symbolic", "forced")
+# llguidance 1.9.1: the forced Lark form compiled 20,000 distinct lines (2.9 s) and failed at 22,000 with
+# "assertion failed: grammar.symbols.len() < u16::MAX"; one rule parameter field holds 5 BCD digits
+MAX_FORCED_LARK_LINES = 20_000
+# the chain form has N(N+1)/2 span rules; xgrammar 0.2.8 took 521 s to compile it at 200 lines
+MAX_FORCED_EBNF_LINES = 200
+COPY_OPEN_LINES = COPY_TAGS["lines"]
 
-_COPY_OPEN = COPY_TAGS["lines"]
+# the forced Lark form's rule parameter: i and j as BCD (5 digits each), the current line m as a counter
+I_BITS, J_BITS, M_BITS = (0, 20), (20, 40), (40, 56)
 
 
 @dataclass(frozen=True)
-class ExportedGrammar:
-    text: str
-    format: str      # lark | ebnf | regex
-    forced: bool     # the forced-span form (copies followed by their text)
+class Exported:
+    form: str
+    format: str
     n_lines: int
-    notes: tuple[str, ...]  # what the grammar enforces and leaves out (the header of lark/ebnf; a regex has none)
+    grammar: str              # what an engine reads (for regex: the expression alone)
+    notes: tuple[str, ...]    # what the grammar says and leaves out (a header in lark and ebnf)
+
+    def text(self) -> str:
+        """The file `copydecode grammar` writes: the notes as the format's comments, then the grammar;
+        a regex has no comment syntax, so it is written alone (the notes go to stderr)."""
+        if self.format == "regex":
+            return self.grammar + "\n"
+        mark = "//" if self.format == "lark" else "#"
+        lines = [f"{mark} {n}" for n in self.notes]
+        if self.format == "lark":  # SGLang reads a Lark grammar only after this line; llguidance accepts it
+            return "%llguidance {}\n" + "\n".join(lines) + "\n" + self.grammar
+        return "\n".join(lines) + "\n" + self.grammar
 
 
-def check_format(fmt: str) -> str:
-    if fmt not in FORMATS:
-        raise GrammarError(f"grammar format {fmt!r} unknown; known: {', '.join(FORMATS)}")
-    return fmt
+# ---------------------------------------------------------------- the regular pieces
+
+def span_node(n_lines: int) -> Node:
+    """`i-j` for 1 <= i <= j <= n_lines."""
+    return alt(*(seq(Lit(f"{i}{RANGE_SEP}"), number_range(i, n_lines)) for i in range(1, n_lines + 1)))
 
 
-# ---------------------------------------------------------------- notes (the header)
-
-def _notes(n_lines: int, fmt: str, forced: bool, name: str | None) -> tuple[str, ...]:
-    engine = {"lark": "llguidance Lark (vLLM --structured-outputs-config.backend guidance, SGLang "
-                      "--grammar-backend llguidance, llama.cpp)",
-              "ebnf": "GBNF (xgrammar: vLLM backend xgrammar, SGLang; llama.cpp; vLLM's guidance backend reads it too)",
-              "regex": "regex (outlines-core; Rust regex syntax, no lookaround)"}[fmt]
-    notes = [f"copydecode program grammar, {'forced-span' if forced else 'symbolic'} form, {engine}",
-             f"source: {name or 'unnamed'}, {n_lines} lines",
-             "ops back to back, nothing between: <copy lines=\"i-j\"/> and <gen>BODY</gen>; the engine ends the "
-             "output (EOS) only between ops",
-             f"enforced: 1 <= i <= j <= {n_lines}, numbers without leading zeros; a <gen> body is non-empty, holds no "
-             "raw <copy, <gen or </gen before its close and only the canonical escapes &lt; &amp;",
-             "not enforced: copies in source order; the program language (and the suite FSM) allows any order, "
-             "so a program may move lines",
-             "line copies only; the token unit <copy tokens=\"i-j\"/> is not exported"]
-    if n_lines == 0:
-        notes.append("the source has no lines: only <gen> ops are possible")
-    if forced:
-        notes.append("each directive is followed by the literal text of lines i..j: after its '\"/>' the engine's "
-                     "fast-forward returns that text (one prefill); the output is the program with the copied "
-                     "text inlined, as the model sees it")
-        if fmt == "lark":
-            notes.append("parametric rules (llguidance only): bits [0:16] carry i, then the line being emitted; "
-                         f"bits [16:32] carry j; up to {FORCED_LARK_MAX_LINES} lines")
-        if fmt == "ebnf":
-            notes.append(f"one alternative per line pair (GBNF has no parameters): O(N^2) in size, blocks of "
-                         f"{BLOCK_LINES} lines keep the rule count down; up to {FORCED_EBNF_MAX_LINES} lines")
-    return tuple(notes)
+def copy_node(n_lines: int) -> Node:
+    return seq(Lit(COPY_OPEN_LINES), span_node(n_lines), Lit(COPY_END))
 
 
-def _header(notes: tuple[str, ...], marker: str) -> str:
-    return "".join(f"{marker} {line}\n" for line in notes)
+def gen_node() -> Node:
+    return seq(Lit(GEN_OPEN), body(), Lit(GEN_CLOSE))
 
 
-# ---------------------------------------------------------------- Lark (llguidance)
-
-def _lark_literal(text: str) -> str:
-    """A Lark string literal: JSON's escapes, which llguidance's Lark reads."""
-    return json.dumps(text, ensure_ascii=False)
+def program_node(n_lines: int) -> Node:
+    op = alt(copy_node(n_lines), gen_node()) if n_lines else gen_node()
+    return star(op)
 
 
-def _lark_rx(text: str) -> str:
-    return text.replace("/", "\\/")
+# ---------------------------------------------------------------- symbolic
 
-
-def lark_body() -> str:
-    """The <gen> body lexeme (closing tag included) with llguidance's regex intersection and negation."""
-    close = _lark_rx(GEN_CLOSE)
-    any_ = r"(.|\n)"
-    bad_lt = r"&lt;([^cg\/]|c[^o]|co[^p]|cop[^y]|g[^e]|ge[^n]|\/[^g]|\/g[^e]|\/ge[^n])"
-    bad_amp = r"&amp;([^la]|l[^t]|lt[^;]|a[^m]|am[^p]|amp[^;])"
-    return (f"/{any_}+{close}/ & ~/{any_}*(<copy|<gen|<\\/gen){any_}*{close}/"
-            f" & ~/{any_}*{bad_lt}{any_}*/ & ~/{any_}*{bad_amp}{any_}*/")
-
-
-def _span_regex(n_lines: int, range_mode: str) -> str:
-    sep = _lark_rx(RANGE_SEP)
-    if range_mode == "full":
-        return "|".join(f"{i}{sep}({range_regex(i, n_lines)})" for i in range(1, n_lines + 1))
-    number = range_regex(1, n_lines) if range_mode == "bounded" else "[1-9][0-9]*"
-    return f"({number}){sep}({number})"
-
-
-def symbolic_lark(n_lines: int, range_mode: str = "full") -> str:
-    """The symbolic program grammar in llguidance's Lark, without a header. `range_mode` "full" is
-    1 <= i <= j <= n; "bounded" only i, j <= n and "none" any positive numbers (the mask benchmark's
-    looser variants)."""
-    if range_mode not in RANGE_MODES:
-        raise GrammarError(f"range_mode must be one of {', '.join(RANGE_MODES)}, got {range_mode!r}")
-    if n_lines < 0:
-        raise GrammarError(f"a source has a non-negative number of lines, got {n_lines}")
-    rules = ["start: op*", f"gn: {_lark_literal(GEN_OPEN)} BODY", f"BODY: {lark_body()}"]
-    if n_lines == 0 and range_mode != "none":
-        return "\n".join(["start: op*", "op: gn", *rules[1:]]) + "\n"
-    rules[1:1] = ["op: cp | gn", f"cp: {_lark_literal(_COPY_OPEN)} SPAN {_lark_literal(COPY_END)}"]
-    rules.append(f"SPAN: /{_span_regex(n_lines, range_mode)}/")
+def symbolic_lark(n_lines: int) -> str:
+    ops = "COPY | GEN" if n_lines else "GEN"
+    rules = ["start: op*", f"op: {ops}", f"GEN: /{to_regex(gen_node(), slash=True)}/"]
+    if n_lines:
+        rules.append(f"COPY: /{to_regex(copy_node(n_lines), slash=True)}/")
     return "\n".join(rules) + "\n"
 
 
-def _children(prefix: str, n_lines: int) -> list[str]:
-    return [prefix + d for d in "0123456789" if int(prefix + d) <= n_lines]
+def _gbnf_body_rules() -> list[str]:
+    parts = body_parts()
+    return [
+        f"gen ::= {gbnf_literal(GEN_OPEN)} body {gbnf_literal(GEN_CLOSE)}",
+        "body ::= y+ r* | r+",
+        "y ::= plain | t | r+ t",
+        f"plain ::= {to_gbnf(parts['plain'])}",
+        f"t ::= {to_gbnf(parts['t'])}",
+        f"r ::= {to_gbnf(parts['r'])}",
+    ]
 
 
-# the strings of the tries, one terminal each
-_TERMINALS = [f'D{d}: "{d}"' for d in "0123456789"] + [f"SEP: {json.dumps(RANGE_SEP)}", f"END: {json.dumps(COPY_END)}"]
+def symbolic_ebnf(n_lines: int) -> str:
+    rules = ["root ::= op*", f"op ::= {'copy | gen' if n_lines else 'gen'}"]
+    if n_lines:
+        rules.append(f"copy ::= {gbnf_literal(COPY_OPEN_LINES)} span {gbnf_literal(COPY_END)}")
+        rules.append("span ::= " + " | ".join(
+            f"{gbnf_literal(f'{i}{RANGE_SEP}')} ({to_gbnf(number_range(i, n_lines))})" for i in range(1, n_lines + 1)))
+    return "\n".join(rules + _gbnf_body_rules()) + "\n"
 
 
-def _first_number_rules(n_lines: int) -> list[str]:
-    """The trie of i: rule a<p> after the digits p; SEP passes i = p on as the parameter of b."""
-    def step(q: str) -> str:
-        if _children(q, n_lines):
-            return f"D{q[-1]} a{q}"
-        return f"D{q[-1]} SEP b::{hex(int(q))}"  # a leaf: no rule of its own
-    rules = ["a: " + " | ".join(step(d) for d in "123456789" if int(d) <= n_lines)]
-    for k in range(1, n_lines + 1):
-        p = str(k)
-        kids = _children(p, n_lines)
-        if kids:
-            rules.append(f"a{p}: " + " | ".join([f"SEP b::{hex(k)}"] + [step(q) for q in kids]))
-    return rules
+def symbolic_regex(n_lines: int) -> str:
+    return to_regex(program_node(n_lines))
 
 
-def _second_number_rules(n_lines: int) -> list[str]:
-    """The trie of j under parameter i: a digit only where some j >= i still starts with the digits so
-    far (exact, as the FSM is); '"/>' where j >= i, storing j in bits [16:32]."""
-    def close(k: int) -> str:
-        return f"END ln::bit_or({k << 16}) %if le([0:16], {k})"
+# ---------------------------------------------------------------- forced: llguidance parametric Lark
 
-    def step(q: str) -> str:
-        if _children(q, n_lines):
-            return f"D{q[-1]} b{q}::_ %if le([0:16], {max_with_prefix(q, n_lines)})"
-        return f"D{q[-1]} {close(int(q))}"
-    rules = ["b::_ : " + " | ".join(step(d) for d in "123456789" if int(d) <= n_lines)]
-    for k in range(1, n_lines + 1):
-        p = str(k)
-        kids = _children(p, n_lines)
-        if kids:
-            rules.append(f"b{p}::_ : " + " | ".join([close(k)] + [step(q) for q in kids]))
-    return rules
-
-
-def _line_rules(lines: list[str]) -> list[str]:
-    """One terminal per distinct line text; rule ln emits line p[0:16] and steps on until p[16:32]."""
-    names: dict[str, str] = {}
-    for text in lines:
-        names.setdefault(text, f"L{len(names) + 1}")
-    alts = []
-    for m, text in enumerate(lines, 1):
-        alts.append(f"{names[text]} %if and(eq([0:16], {m}), eq([16:32], {m}))")
-        alts.append(f"{names[text]} ln::incr([0:16]) %if and(eq([0:16], {m}), gt([16:32], {m}))")
-    return ["ln::_ : " + "\n    | ".join(alts)] + [f"{name}: {_lark_literal(text)}" for text, name in names.items()]
-
-
-def forced_lark(lines: list[str]) -> str:
-    """The forced-span grammar in llguidance's Lark (parametric rules), without a header."""
-    n = len(lines)
-    if n > FORCED_LARK_MAX_LINES:
-        raise GrammarError(
-            f"the forced-span Lark form supports sources of up to {FORCED_LARK_MAX_LINES} lines (llguidance's "
-            f"symbol table is u16-limited); this source has {n}. Use the symbolic form (--format lark without "
-            "--forced-spans) and copy outside the grammar")
-    if n == 0:
-        return symbolic_lark(0)
-    rules = ["start: op*", "op: cp | gn", f"gn: {_lark_literal(GEN_OPEN)} BODY", f"BODY: {lark_body()}",
-             f"cp: {_lark_literal(_COPY_OPEN)} a", *_first_number_rules(n), *_second_number_rules(n),
-             *_line_rules(lines), *_TERMINALS]
-    return "\n".join(rules) + "\n"
-
-
-# ---------------------------------------------------------------- GBNF (xgrammar)
-
-def gbnf_literal(text: str) -> str:
-    """A GBNF string literal: backslash escapes for the quote, the backslash and control characters."""
+def lark_literal(text: str) -> str:
+    """A Lark string literal spelling `text` byte for byte (checked with llguidance's parser)."""
     out = []
     for ch in text:
         if ch in '"\\':
             out.append("\\" + ch)
         elif ch == "\n":
             out.append("\\n")
-        elif ch == "\r":
-            out.append("\\r")
         elif ch == "\t":
             out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
         elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\x{ord(ch):02X}")
+            out.append(f"\\u{ord(ch):04x}")
         else:
             out.append(ch)
     return '"' + "".join(out) + '"'
 
 
-def _gbnf_common(n_lines: int) -> list[str]:
-    op = "op ::= copy | gen" if n_lines else "op ::= gen"
-    return ["root ::= op*", op, f"gen ::= {gbnf_literal(GEN_OPEN)} body0", *body.gbnf_rules("body")]
+def bcd(n: int) -> int:
+    """n's decimal digits as 4-bit nibbles: BCD values order like the numbers, so literal comparisons work."""
+    return int(str(n), 16)
 
 
-def symbolic_ebnf(n_lines: int) -> str:
-    rules = _gbnf_common(n_lines)
-    if n_lines:
-        rules.append(f"copy ::= {gbnf_literal(_COPY_OPEN)} span {gbnf_literal(COPY_END)}")
-        rules.append("span ::= " + " | ".join(f"{gbnf_literal(f'{i}{RANGE_SEP}')} r{i}" for i in range(1, n_lines + 1)))
-        rules += [f"r{i} ::= {range_gbnf(i, n_lines)}" for i in range(1, n_lines + 1)]
+def _field(bits: tuple[int, int], shift_nibbles: int = 0, width_nibbles: int | None = None) -> str:
+    lo = bits[0] + 4 * shift_nibbles
+    hi = bits[1] if width_nibbles is None else lo + 4 * width_nibbles
+    return f"[{lo}:{hi}]"
+
+
+def _or(value: int) -> str:
+    return f"bit_or({value})" if value else "_"
+
+
+def _digits(position: int) -> range:
+    return range(1, 10) if position == 0 else range(10)
+
+
+def _reachable(starts: list[str], expand) -> list[str]:
+    """The rules reachable from `starts`: `expand(name)` gives (rule text, names it refers to)."""
+    rules, seen, todo = [], set(starts), list(starts)
+    while todo:
+        text, refs = expand(todo.pop(0))
+        rules.append(text)
+        for ref in refs:
+            if ref not in seen:
+                seen.add(ref)
+                todo.append(ref)
+    return rules
+
+
+def _i_rules(n_digits: list[int]) -> list[str]:
+    """i, digit by digit, for each length k: rule `i{k}_{p}{t}` reads digit p, where t = 'h' while the
+    digits so far equal N's (only then does N bound the next digit)."""
+    top = len(n_digits)
+    heads = [f"i{k}_0{'h' if k == top else 'f'}" for k in range(1, top + 1)]
+
+    def expand(name: str):
+        if name == "inum":
+            return "inum::_ : " + " | ".join(f"{h}::_" for h in heads), heads
+        k, p = (int(x) for x in name[1:-1].split("_"))
+        tight = name[-1]
+        options, refs = [], []
+        for d in _digits(p):
+            if tight == "h" and d > n_digits[p]:
+                continue
+            nxt = "h" if tight == "h" and d == n_digits[p] else "f"
+            expr = _or(d << (I_BITS[0] + 4 * (k - 1 - p)))
+            if p + 1 < k:
+                refs.append(f"i{k}_{p + 1}{nxt}")
+                options.append(f'"{d}" {refs[-1]}::{expr}')
+            else:
+                options.append(f'"{d}" {lark_literal(RANGE_SEP)} jnum::{expr}')
+        return f"{name}::_ : " + " | ".join(options), refs
+
+    return _reachable(["inum"], expand)
+
+
+def _j_rules(n_digits: list[int]) -> list[str]:
+    """j, digit by digit: rule `j{k}_{p}{l}{h}` reads digit p of a k-digit j, where l = 'l' while the
+    digits so far equal i's (read from the parameter: j may not go below i), h = 'h' while they equal N's."""
+    top = len(n_digits)
+
+    def expand(name: str):
+        if name == "jnum":
+            options, refs = [], []
+            for k in range(1, top + 1):
+                h = "h" if k == top else "f"
+                same = f"and(ge({_field(I_BITS)}, {bcd(10 ** (k - 1))}), le({_field(I_BITS)}, {bcd(10 ** k - 1)}))"
+                refs.append(f"j{k}_0l{h}")
+                options.append(f"{refs[-1]}::_ %if {same}")
+                if k > 1:  # i has fewer digits than j: j > i whatever its digits
+                    refs.append(f"j{k}_0f{h}")
+                    options.append(f"{refs[-1]}::_ %if le({_field(I_BITS)}, {bcd(10 ** (k - 1) - 1)})")
+            return "jnum::_ : " + " | ".join(options), refs
+        k, p = (int(x) for x in name[1:-2].split("_"))
+        return _j_rule(k, p, name[-2], name[-1], n_digits)
+
+    return _reachable(["jnum"], expand)
+
+
+def _j_rule(k: int, p: int, low: str, tight: str, n_digits: list[int]) -> tuple[str, list[str]]:
+    i_digit = _field(I_BITS, k - 1 - p, 1)  # i's digit at this position (i has k digits while low == 'l')
+    options, refs = [], []
+    for d in _digits(p):
+        if tight == "h" and d > n_digits[p]:
+            continue
+        nxt_h = "h" if tight == "h" and d == n_digits[p] else "f"
+        expr = _or(d << (J_BITS[0] + 4 * (k - 1 - p)))
+        if low == "l":  # d may not be below i's digit; equal keeps j tight with i
+            branches = [("l", f"eq({i_digit}, {d})")]
+            if d > (1 if p == 0 else 0):  # i's digit can be below d (its first digit is at least 1)
+                branches.append(("f", f"lt({i_digit}, {d})"))
+        else:
+            branches = [("f", "")]
+        for nxt_l, cond in branches:
+            target = "close"
+            if p + 1 < k:
+                target = f"j{k}_{p + 1}{nxt_l}{nxt_h}"
+                refs.append(target)
+            options.append(f'"{d}" {target}::{expr}' + (f" %if {cond}" if cond else ""))
+    return f"j{k}_{p}{low}{tight}::_ : " + " | ".join(options), refs
+
+
+def forced_lark(lines: list[str]) -> str:
+    n = len(lines)
+    rules = ["start: op*", f"op: {'cp | GEN' if n else 'GEN'}", f"GEN: /{to_regex(gen_node(), slash=True)}/"]
+    if not n:
+        return "\n".join(rules) + "\n"
+    digits = [int(c) for c in str(n)]
+    rules.append(f"cp: {lark_literal(COPY_OPEN_LINES)} inum::0")
+    rules += _i_rules(digits) + _j_rules(digits)
+    end = lark_literal(COPY_END)
+    rules.append("close::_ : " + " | ".join(
+        f"{end} span::{_or(m << M_BITS[0])} %if eq({_field(I_BITS)}, {bcd(m)})" for m in range(1, n + 1)))
+    span = []
+    for m, line in enumerate(lines, start=1):
+        text, at = lark_literal(line), f"eq({_field(M_BITS)}, {m})"
+        if m < n:
+            span.append(f"{text} span::incr({_field(M_BITS)}) %if and({at}, gt({_field(J_BITS)}, {bcd(m)}))")
+        span.append(f"{text} %if and({at}, eq({_field(J_BITS)}, {bcd(m)}))")
+    rules.append("span::_ : " + " | ".join(span))
     return "\n".join(rules) + "\n"
 
 
-def _block_of(m: int) -> int:
-    return (m - 1) // BLOCK_LINES
-
-
-def _block_lines(b: int, n: int) -> range:
-    return range(b * BLOCK_LINES + 1, min(n, (b + 1) * BLOCK_LINES) + 1)
-
-
-def _span_items(i: int, j: int, n: int) -> str:
-    """The rules spelling lines i..j: line by line inside one block, else tail, whole blocks, head."""
-    bi, bj = _block_of(i), _block_of(j)
-    if bi == bj:
-        return " ".join(f"l{m}" for m in range(i, j + 1))
-    items = [f"t{i}"]
-    if bj - bi > 1:
-        items.append(f"w{bi + 1}_{bj - 1}")
-    items.append(f"h{j}")
-    return " ".join(items)
-
+# ---------------------------------------------------------------- forced: GBNF chain form
 
 def forced_ebnf(lines: list[str]) -> str:
     n = len(lines)
-    if n > FORCED_EBNF_MAX_LINES:
-        raise GrammarError(
-            f"the forced-span GBNF form supports sources of up to {FORCED_EBNF_MAX_LINES} lines (one alternative "
-            f"per line pair, O(N^2)); this source has {n}. Use --format lark (parametric rules, up to "
-            f"{FORCED_LARK_MAX_LINES} lines) or the symbolic form")
-    rules = _gbnf_common(n)
-    if not n:
-        return "\n".join(rules) + "\n"
-    end = gbnf_literal(COPY_END)
-    rules.append(f"copy ::= {gbnf_literal(_COPY_OPEN)} cspan")
-    rules.append("cspan ::= " + " | ".join(f"{gbnf_literal(f'{i}{RANGE_SEP}')} c{i}" for i in range(1, n + 1)))
-    for i in range(1, n + 1):
-        alts = [f'{gbnf_literal(str(j))} {end} {_span_items(i, j, n)}' for j in range(i, n + 1)]
-        rules.append(f"c{i} ::= " + " | ".join(alts))
-    rules += [f"l{m} ::= {gbnf_literal(text)}" for m, text in enumerate(lines, 1)]
-    blocks = _block_of(n) + 1
-    for b in range(blocks):
-        members = list(_block_lines(b, n))
-        for k, m in enumerate(members):
-            rules.append(f"t{m} ::= " + " ".join(f"l{x}" for x in members[k:]))
-            rules.append(f"h{m} ::= " + " ".join(f"l{x}" for x in members[:k + 1]))
-    for a in range(blocks):
-        for b in range(a, blocks):
-            first = f"t{_block_lines(a, n)[0]}"
-            rules.append(f"w{a}_{b} ::= {first}" + (f" w{a + 1}_{b}" if b > a else ""))
-    return "\n".join(rules) + "\n"
+    rules = ["root ::= op*", f"op ::= {'copy | gen' if n else 'gen'}"]
+    if n:
+        rules.append(f"copy ::= {gbnf_literal(COPY_OPEN_LINES)} (" + " | ".join(
+            f"{gbnf_literal(f'{i}{RANGE_SEP}')} e{i}" for i in range(1, n + 1)) + ")")
+        for i in range(1, n + 1):
+            rules.append(f"e{i} ::= " + " | ".join(
+                f"{gbnf_literal(f'{j}{COPY_END}')} s{i}x{j}" for j in range(i, n + 1)))
+        for j in range(1, n + 1):
+            for i in range(1, j + 1):
+                rules.append(f"s{i}x{j} ::= l{i}" + (f" s{i + 1}x{j}" if i < j else ""))
+        rules += [f"l{m} ::= {gbnf_literal(line)}" for m, line in enumerate(lines, start=1)]
+    return "\n".join(rules + _gbnf_body_rules()) + "\n"
 
 
-# ---------------------------------------------------------------- regex (outlines-core)
+# ---------------------------------------------------------------- the entry point
 
-def _regex_literal(text: str) -> str:
-    return "".join("\\" + c if c in "\\.+*?()|[]{}^$" else c for c in text)
+def check_limit(n_lines: int, fmt: str, forced: bool) -> None:
+    if not forced:
+        return
+    if fmt == "regex":
+        raise GrammarLimitError(
+            "the forced-span form has no regex export: a regular expression must spell every span (i, j) "
+            f"in full after its header, O(N^3) characters for N lines (N = {n_lines}); use --format lark "
+            f"(llguidance, up to {MAX_FORCED_LARK_LINES:,} lines) or the symbolic regex")
+    limit = MAX_FORCED_LARK_LINES if fmt == "lark" else MAX_FORCED_EBNF_LINES
+    if n_lines > limit:
+        why = ("llguidance's symbol table is u16-limited (one lexeme and three alternatives per line)" if fmt == "lark"
+               else "the chain form has one rule per span, N(N+1)/2 of them (xgrammar took 521 s at 200 lines)")
+        raise GrammarLimitError(f"the forced-span {fmt} form supports sources of at most {limit:,} lines; this one "
+                                f"has {n_lines:,} ({why})")
 
 
-def symbolic_regex(n_lines: int) -> str:
-    gen = _regex_literal(GEN_OPEN) + f"(?:{body.regex()})"
-    if not n_lines:
-        return f"(?:{gen})*"
-    spans = "|".join(f"{i}{_regex_literal(RANGE_SEP)}(?:{range_regex(i, n_lines)})" for i in range(1, n_lines + 1))
-    copy = _regex_literal(_COPY_OPEN) + f"(?:{spans})" + _regex_literal(COPY_END)
-    return f"(?:{copy}|{gen})*"
+def notes(n_lines: int, fmt: str, forced: bool, label: str) -> tuple[str, ...]:
+    what = ("the forced-span stream: each <copy lines=\"i-j\"/> is followed by the literal text of lines i..j"
+            if forced else "the Copy-as-Decode program (copies are served outside the grammar)")
+    out = [f"copydecode grammar: {label}, {n_lines} lines, {'forced' if forced else 'symbolic'} form, {fmt}",
+           f"Language: {what}.",
+           f"Enforced: 1 <= i <= j <= {n_lines} in every copy; <gen> bodies non-empty, with the canonical escapes "
+           "(&lt; only before copy/gen//gen, &amp; only before lt;/amp;) and no raw <copy, <gen, </gen.",
+           "Not enforced: the order of copies (the suite's FSM and resolver accept any order, so this grammar "
+           "does too); only line copies are exported, not <copy tokens=...>."]
+    if forced and fmt == "lark":
+        out.append("llguidance Lark with parametric rules (llguidance only); compute_ff_tokens() after a directive "
+                   "returns the copied text's tokens.")
+    return tuple(out)
 
 
-# ---------------------------------------------------------------- the one entry
-
-def export(source: str, fmt: str, forced: bool, name: str | None = None) -> ExportedGrammar:
-    """The grammar of `source` (its lines; the text too for the forced form) in `fmt`."""
-    check_format(fmt)
+def export(source: str, fmt: str, forced: bool, label: str = "source") -> Exported:
+    """The grammar of `source` (a GrammarError names a bad format, a GrammarLimitError a size limit)."""
+    if fmt not in FORMATS:
+        raise GrammarError(f"grammar format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     lines = split_lines(source)
-    n = len(lines)
-    if n > PARAMETER_MAX_LINES:
-        raise GrammarError(f"the grammar export supports sources of up to {PARAMETER_MAX_LINES} lines; "
-                           f"this source has {n}")
-    notes = _notes(n, fmt, forced, name)
-    if fmt == "lark":
-        text = "%llguidance {}\n" + _header(notes, "//") + (forced_lark(lines) if forced else symbolic_lark(n))
-    elif fmt == "ebnf":
-        text = _header(notes, "#") + (forced_ebnf(lines) if forced else symbolic_ebnf(n))
+    check_limit(len(lines), fmt, forced)
+    if forced:
+        grammar = forced_lark(lines) if fmt == "lark" else forced_ebnf(lines)
     else:
-        if forced:
-            raise GrammarError(
-                "the forced-span form has no compact regex (a regex would repeat the source's text once per line "
-                "pair, O(N^3) characters): use --format lark or --format ebnf, or the symbolic regex")
-        text = symbolic_regex(n)
-    return ExportedGrammar(text, fmt, forced, n, notes)
+        grammar = {"lark": symbolic_lark, "ebnf": symbolic_ebnf, "regex": symbolic_regex}[fmt](len(lines))
+    return Exported("forced" if forced else "symbolic", fmt, len(lines), grammar, notes(len(lines), fmt, forced, label))
 
 
-# ---------------------------------------------------------------- reading an engine's output back
-
-def program_of_forced(text: str, source: str) -> Program:
-    """The program in the output of a forced-span grammar (each directive followed by its lines' text),
-    checked: every copied text must be the source's lines; a ProgramError names the first that is not.
-    `resolve(program, source)` is then the edited file."""
-    ops = []
-    pos = 0
-    while pos < len(text):
-        if text.startswith(_COPY_OPEN, pos):
-            end = text.find(COPY_END, pos)
-            if end < 0:
-                raise ProgramError(f"forced output: the copy directive at position {pos} is never closed")
-            end += len(COPY_END)
-            op = parse(text[pos:end]).ops[0]
-            copied = resolve(Program((op,)), source)
-            if not text.startswith(copied, end):
-                raise ProgramError(f"forced output: the text after {text[pos:end]!r} (position {end}) is not "
-                                   f"lines {op.start}-{op.end} of the source")
-            pos = end + len(copied)
-        elif text.startswith(GEN_OPEN, pos):
-            close = text.find(GEN_CLOSE, pos)
-            if close < 0:
-                raise ProgramError(f"forced output: the <gen> at position {pos} is never closed")
-            op = parse(text[pos:close + len(GEN_CLOSE)]).ops[0]
-            pos = close + len(GEN_CLOSE)
-        else:
-            raise ProgramError(f"forced output: expected {_COPY_OPEN!r} or {GEN_OPEN!r} at position {pos}, "
-                               f"found {text[pos:pos + 24]!r}")
+def split_stream(stream: str, source: str) -> Program:
+    """The program a forced-span stream holds: each directive's copied text, checked against the source and
+    removed. `resolve(split_stream(text, source), source)` is the edited file an engine's output stands for;
+    a ProgramError names the first directive whose following text is not the lines it copies."""
+    lines = split_lines(source)
+    ops, pos = [], 0
+    while pos < len(stream):
+        end = _op_end(stream, pos)
+        (op,) = parse(stream[pos:end]).ops
         ops.append(op)
+        pos = end
+        if isinstance(op, Copy):
+            if not 1 <= op.start <= op.end <= len(lines):
+                raise ProgramError(f"stream position {pos}: copy lines {op.start}-{op.end} is outside the "
+                                   f"{len(lines)}-line source")
+            text = "".join(lines[op.start - 1:op.end])
+            if not stream.startswith(text, pos):
+                raise ProgramError(f"stream position {pos}: the text after <copy lines=\"{op.start}-{op.end}\"/> is "
+                                   f"not those lines ({stream[pos:pos + 24]!r})")
+            pos += len(text)
     return Program(tuple(ops))
+
+
+def _op_end(stream: str, pos: int) -> int:
+    """Where the op starting at `pos` ends (a directive at its '"/>', a gen op at its first '</gen>')."""
+    closer = COPY_END if stream.startswith(COPY_OPEN_LINES, pos) else GEN_CLOSE
+    end = stream.find(closer, pos)
+    if end < 0:
+        raise ProgramError(f"stream position {pos}: an op that never closes ({stream[pos:pos + 24]!r})")
+    return end + len(closer)

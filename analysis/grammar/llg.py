@@ -1,10 +1,8 @@
-"""llguidance over the exported grammars: its tokenizer for a suite vocabulary, a matcher with named errors,
-its masks as boolean rows. Torch-free (llguidance's numpy helpers); llguidance is a dependency.
+"""llguidance as this suite uses it: a tokenizer for its matcher, and matchers over the exported grammars.
 
-llguidance never raises on a bad grammar, a resource limit or a refused token: its matcher enters an
-error state (`is_error`, `get_error`), and a grammar past its u16 symbol table panics inside that
-state. `compile_matcher` turns such a state into a GrammarError that names what was compiled and,
-for the symbol table, the limit (analysis.grammar.export states the measured line limits).
+`LLMatcher` never raises on a bad grammar: it enters an error state. `compile_grammar` turns that state
+into a named error (GrammarLimitError where llguidance's symbol table overflowed, else GrammarError),
+so that a caller never walks a matcher that refuses everything.
 """
 
 from __future__ import annotations
@@ -13,95 +11,175 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
+from analysis.errors import GrammarError, GrammarLimitError
+from analysis.grammar.export import FORMATS, Exported
 
-from analysis.errors import GrammarError
+SYMBOL_LIMIT_MESSAGE = "symbols.len() < u16::MAX"
 
-_SYMBOLS_PANIC = "grammar.symbols.len()"
+
+class _PiecesTokenizer:
+    """What llguidance's `LLTokenizer` reads from a tokenizer that is not a Hugging Face one (the tests'
+    byte-level toy): the bytes of every id, EOS, and an encoder for the text it fast-forwards."""
+
+    is_tokenizer_wrapper = True
+
+    def __init__(self, tokenizer, encode, eos_ids: Sequence[int], n_vocab: int):
+        self.tokens = [tokenizer.piece(i) if i < tokenizer.vocab_size else b"" for i in range(n_vocab)]
+        self.eos_token_id = eos_ids[0]
+        self.bos_token_id = None
+        self.special_token_ids = sorted(set(eos_ids) | set(getattr(tokenizer, "added_token_ids", ())))
+        self._encode = encode
+
+    def __call__(self, text) -> list[int]:
+        return list(self._encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text))
+
+
+def ll_tokenizer(tokenizer, eos_ids: Sequence[int], n_vocab: int | None = None, encode=None):
+    """llguidance's tokenizer for a suite tokenizer (analysis.text.tokens: its backend's JSON, without
+    the normalizer the suite drops too) or any tokenizer with `piece` and an `encode` function.
+    `n_vocab`: the logits width, when the model has more rows than the tokenizer has ids."""
+    import llguidance
+
+    if not eos_ids:
+        raise GrammarError("llguidance needs at least one EOS id")
+    backend = getattr(tokenizer, "backend", None)
+    if backend is not None:
+        return llguidance.LLTokenizer(backend.to_str(), n_vocab=n_vocab, eos_token=list(eos_ids))
+    if encode is None:
+        raise GrammarError("a tokenizer without a tokenizers backend needs an `encode` function for llguidance")
+    wrapper = _PiecesTokenizer(tokenizer, encode, eos_ids, n_vocab or tokenizer.vocab_size)
+    return llguidance.LLTokenizer(wrapper, n_vocab=n_vocab, eos_token=list(eos_ids))
+
+
+def lark_of(exported: Exported) -> str:
+    """The grammar as llguidance reads it: Lark as is, GBNF through llguidance's own converter (the
+    parser test of the EBNF export), a regex through `grammar_from_regex`."""
+    import llguidance
+
+    if exported.format == "lark":
+        return llguidance.LLMatcher.grammar_from_lark(exported.text())
+    if exported.format == "ebnf":
+        from llguidance.gbnf_to_lark import gbnf_to_lark
+
+        return llguidance.LLMatcher.grammar_from_lark(gbnf_to_lark(exported.text()))
+    if exported.format == "regex":
+        return llguidance.LLMatcher.grammar_from_regex(exported.grammar)
+    raise GrammarError(f"grammar format must be one of {', '.join(FORMATS)}, got {exported.format!r}")
 
 
 @dataclass
-class _Wrapper:
-    """What llguidance's TokenizerWrapper reads from a tokenizer: the byte pieces and an encoder."""
-
-    tokens: list[bytes]
-    eos_token_id: int
-    encode: object
-    special_token_ids: list[int]
-    bos_token_id: int | None = None
-
-    def __call__(self, text) -> list[int]:
-        return list(self.encode(text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text))
-
-
-def ll_tokenizer(tokenizer, eos_ids: Sequence[int], encode=None):
-    """An llguidance LLTokenizer for a suite tokenizer (analysis.text.tokens.Tokenizer: read from its
-    tokenizers JSON, the normalizer-free copy the suite tokenizes with) or any object with `vocab_size`,
-    `piece(id)` and `added_token_ids` plus an `encode(text) -> ids` (the tests' byte-level toy)."""
-    import llguidance
-
-    eos = [int(e) for e in eos_ids]
-    if not eos:
-        raise GrammarError("llguidance needs at least one EOS token id")
-    backend = getattr(tokenizer, "backend", None)
-    if backend is not None and hasattr(backend, "to_str"):
-        return llguidance.LLTokenizer(backend.to_str(), eos_token=eos)
-    if encode is None:
-        raise GrammarError(f"an llguidance tokenizer for {type(tokenizer).__name__} needs its encode function")
-    special = sorted(set(getattr(tokenizer, "added_token_ids", ())) | set(eos))
-    pieces = [b"" if i in special else tokenizer.piece(i) for i in range(tokenizer.vocab_size)]
-    wrapper = _Wrapper(pieces, eos[0], encode, special)
-    return llguidance.LLTokenizer(llguidance.TokenizerWrapper(wrapper), eos_token=eos)
-
-
-@dataclass(frozen=True)
 class Compiled:
-    matcher: object
-    seconds: float  # grammar text -> a matcher ready for its first mask (llguidance builds lazily after that)
+    matcher: object   # llguidance.LLMatcher
+    seconds: float    # building the matcher: parsing, grammar and lexer construction
 
 
-def compile_matcher(ll_tok, lark: str, what: str) -> Compiled:
-    """An LLMatcher over `lark`, timed; a GrammarError naming `what` if llguidance refuses it."""
+def compile_grammar(lltok, exported: Exported) -> Compiled:
     import llguidance
 
     started = time.perf_counter()
-    matcher = llguidance.LLMatcher(ll_tok, llguidance.LLMatcher.grammar_from_lark(lark), log_level=0)
+    matcher = llguidance.LLMatcher(lltok, lark_of(exported), log_level=0)
     seconds = time.perf_counter() - started
     if matcher.is_error():
-        raise GrammarError(f"llguidance refused the grammar of {what}: {engine_error(matcher)}")
+        error = matcher.get_error()
+        head = error.splitlines()[0] if error else "unknown error"
+        if SYMBOL_LIMIT_MESSAGE in error:
+            raise GrammarLimitError(f"llguidance refused the {exported.form} {exported.format} grammar of a "
+                                    f"{exported.n_lines}-line source: its symbol table (u16) is full ({head})")
+        raise GrammarError(f"llguidance refused the {exported.form} {exported.format} grammar of a "
+                           f"{exported.n_lines}-line source: {head}")
     return Compiled(matcher, seconds)
 
 
-def engine_error(matcher) -> str:
-    """The matcher's error, its first line (a panic brings a backtrace), the symbol limit named."""
-    message = matcher.get_error().strip().splitlines()
-    first = message[0] if message else "unknown error"
-    if _SYMBOLS_PANIC in first:
-        return (f"{first} (llguidance's symbol table holds fewer than 65,525 symbols; the forced-span form "
-                "spends about six per source line)")
-    return first
+def accepts(matcher, ids: Sequence[int]) -> bool:
+    """Does a copy of the (fresh) matcher take `ids` and end in an accepting state? A copy, because a
+    rejected token leaves a matcher in an error state that `reset()` does not clear."""
+    walk = matcher.deep_copy()
+    return bool(walk.consume_tokens(list(ids))) and walk.is_accepting()
 
 
-def consume(matcher, tokens: Sequence[int], what: str) -> None:
-    if tokens and not matcher.consume_tokens(list(tokens)):
-        raise GrammarError(f"llguidance rejected {what}: {engine_error(matcher)}")
+class StepMasks:
+    """The next-token mask of a matcher as a byte-level decoder needs it, in llguidance's bitmask layout.
 
+    Where nothing is forced this is llguidance's own mask. Where bytes are forced (`compute_ff_bytes()`
+    is not empty: a tag after its first letters, a directive's close once its end line is unambiguous, a
+    copied span) llguidance's mask holds only the first token of the forced bytes' canonical tokenization.
+    A decoder that keeps op boundaries on token boundaries (kernels_profile.decode.sequence) needs every
+    token spelling a prefix of the forced bytes (`"/>` where llguidance offers `"/>\\n`), and those that
+    run past them where the matcher takes them, exactly as this suite's FSM allows; so there the mask is
+    built from the token pieces and `validate_tokens`."""
 
-class MaskBuffer:
-    """One bit-packed mask row and its boolean view over the tokenizer's vocabulary."""
+    def __init__(self, pieces: Sequence[bytes | None], n_vocab: int):
+        import numpy as np
 
-    def __init__(self, vocab_size: int):
+        self.n_vocab = n_vocab
+        self._by_piece: dict[bytes, list[int]] = {}
+        for i, piece in enumerate(pieces):
+            if piece:
+                self._by_piece.setdefault(piece, []).append(i)
+        self._sorted = sorted((p, i) for i, p in enumerate(pieces) if p)
+        self._keys = [p for p, _ in self._sorted]
+        self._longest = max((len(p) for p in self._keys), default=0)
+        self.forced_steps = 0
+        self.np = np
+
+    def ids_spelling(self, data: bytes) -> list[int]:
+        """The ids whose piece is exactly `data`."""
+        return self._by_piece.get(data, [])
+
+    def allocate(self):
         from llguidance.numpy import allocate_token_bitmask
 
-        self.vocab_size = vocab_size
-        self.bits = allocate_token_bitmask(1, vocab_size)
+        return allocate_token_bitmask(1, self.n_vocab)
 
-    def fill(self, matcher) -> None:
-        """The next-token mask of `matcher` into the packed row (the step an engine pays per token)."""
+    def fill(self, matcher, bitmask) -> bytes:
+        """Fill `bitmask` (1 x words) for the matcher's next token; returns the forced bytes (b'' if none)."""
         from llguidance.numpy import fill_next_token_bitmask
 
-        fill_next_token_bitmask(matcher, self.bits)
+        forced = matcher.compute_ff_bytes()
+        if not forced:
+            fill_next_token_bitmask(matcher, bitmask)
+            return forced
+        self.forced_steps += 1
+        bitmask[:] = 0
+        words = bitmask.view(self.np.uint32)
+        for token in self.forced_ids(matcher, forced):
+            words[0, token >> 5] |= self.np.uint32(1 << (token & 31))
+        return forced
 
-    def allowed(self) -> np.ndarray:
-        """The packed row as booleans, one per token id (bit k of word w is id 32 w + k)."""
-        return np.unpackbits(self.bits.view(np.uint8), bitorder="little")[: self.vocab_size].astype(bool)
+    def forced_ids(self, matcher, forced: bytes) -> list[int]:
+        import bisect
+
+        ids = [i for k in range(1, min(len(forced), self._longest) + 1) for i in self._by_piece.get(forced[:k], ())]
+        lo = bisect.bisect_right(self._keys, forced)
+        hi = bisect.bisect_left(self._keys, forced + b"\xff" * (self._longest + 1), lo)
+        longer = [self._sorted[k][1] for k in range(lo, hi) if self._keys[k].startswith(forced)]
+        return ids + [t for t in longer if matcher.validate_tokens([t]) == 1]
+
+
+def allowed(bitmask, token: int) -> bool:
+    return bool((int(bitmask[0, token >> 5]) >> (token & 31)) & 1)
+
+
+def allowed_among(bitmask, ids):
+    """The ids (a numpy int array) whose bit is set."""
+    import numpy as np
+
+    ids = np.asarray(ids, dtype=np.int64)
+    words = bitmask.view(np.uint32)[0]
+    return ids[((words[ids >> 5] >> (ids & 31).astype(np.uint32)) & 1).astype(bool)]
+
+
+def suite_pieces(tokenizer, eos_ids: Sequence[int], n_vocab: int) -> list[bytes | None]:
+    """Each id's bytes as program text (None for EOS, added tokens and ids past the vocabulary), as the
+    suite's FSM reads them."""
+    excluded = set(eos_ids) | set(getattr(tokenizer, "added_token_ids", ()))
+    out: list[bytes | None] = []
+    for i in range(n_vocab):
+        if i in excluded or i >= tokenizer.vocab_size:
+            out.append(None)
+            continue
+        try:
+            out.append(tokenizer.piece(i))
+        except Exception:  # an id with no vocabulary entry
+            out.append(None)
+    return out

@@ -166,6 +166,9 @@ def _context(text: str, pos: int) -> str:
     return repr(text[pos:pos + 24])
 
 
+MAX_INDEX_DIGITS = 18  # a line or token number below 10**18: far above any source, within int64 tables
+
+
 def parse(text: str) -> Program:
     """Parse program text strictly; a ProgramError names the position and what was found there."""
     ops: list[Op] = []
@@ -179,6 +182,10 @@ def parse(text: str) -> Program:
                     f"expected {' or '.join(f'{tag}i{RANGE_SEP}j{COPY_END}' for tag in COPY_TAGS.values())} "
                     "with positive integers"
                 )
+            for digits in (m.group(2), m.group(3)):  # int() refuses over 4,300 digits with a raw ValueError (L11)
+                if len(digits) > MAX_INDEX_DIGITS:
+                    raise ProgramError(f"copy directive at position {pos}: a line or token number of {len(digits):,} "
+                                       f"digits (at most {MAX_INDEX_DIGITS}); no source is that long")
             ops.append(Copy(int(m.group(2)), int(m.group(3)), _UNIT_OF_TAG[m.group(1)]))  # type: ignore[arg-type]
             pos = m.end()
         elif text.startswith(GEN_OPEN, pos):

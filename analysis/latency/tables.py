@@ -127,3 +127,13 @@ def unshifted_speedups(raw: pl.DataFrame, shifts: pl.DataFrame, early_until: int
         shifted_repeats=pl.col("repeat").filter(pl.col("shifted")).sort().cast(pl.String).str.join(", "),
         speedup_unshifted=pl.when(pl.col("shifted").any() & ~pl.col("shifted").all())
         .then(pl.col("ratio").filter(~pl.col("shifted")).median()).otherwise(None))
+def speedup_summary(raw: pl.DataFrame) -> pl.DataFrame:
+    """The table a profile run ends with (its result, before any fit): per model, AR loop, prefill kind,
+    context and N, the median T_ar and T_prefill over the paired repeats in milliseconds, the median
+    speedup T_ar / T_prefill with its IQR, and the repeat count."""
+    table = speedup_table(raw)
+    return table.select(
+        "model", "baseline", "prefill", "context", "n",
+        t_ar_ms=pl.col("t_ar") * 1e3, t_prefill_ms=pl.col("t_prefill") * 1e3,
+        speedup="speedup", speedup_iqr=pl.format("[{}, {}]", pl.col("speedup_q25").round(2), pl.col("speedup_q75").round(2)),
+        repeats="repeats")

@@ -36,12 +36,13 @@ def progress(iterable, desc: str, total: int | None = None, unit: str = "case"):
                 disable=getattr(_WORKER, "quiet", False))
 
 
-def progress_bar(total: int, desc: str, unit: str, initial: int = 0, disable: bool = False, leave: bool = False):
+def progress_bar(total: int, desc: str, unit: str, initial: int = 0, disable: bool = False, leave: bool = False,
+                 file=None):
     """A bar advanced by hand (`update`) over `total` units, for a loop that is not one iterable (the
     kernels profile's pairs, e2e's cases, a parallel stage's chunks); drawn like `progress`. `leave`
-    keeps the final count in the log."""
+    keeps the final count in the log; `file`: where it draws (default stderr)."""
     return tqdm(total=total, initial=initial, desc=desc, unit=unit, mininterval=0.5, leave=leave,
-                disable=disable or getattr(_WORKER, "quiet", False))
+                disable=disable or getattr(_WORKER, "quiet", False), file=file)
 
 
 def log_above_bars(message: str) -> None:
@@ -69,14 +70,17 @@ KERNEL_NOISE = ("Kernel is running over TCP without encryption", "KeyboardInterr
 def kernel_noise_filtered(noise: tuple[str, ...] = KERNEL_NOISE):
     """Collect what this process and the kernels it starts write to stderr (file descriptor 2), then
     write it back without the lines holding one of `noise`; everything else, errors included, is kept
-    (also when the block raises)."""
+    (also when the block raises). Yields a stream to the terminal's stderr itself, for a progress bar that
+    must show while the block runs."""
     sys.stderr.flush()
     saved = os.dup(2)
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
+        live = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")
         try:
-            yield
+            yield live
         finally:
+            live.close()
             sys.stderr.flush()
             os.dup2(saved, 2)
             os.close(saved)

@@ -68,11 +68,36 @@ def check_parallel(s: ParallelSettings, *, need_packages: bool = True) -> Parall
     if isinstance(s.chunks_per_job, bool) or not isinstance(s.chunks_per_job, int) or s.chunks_per_job < 1:
         raise ParamsError(f"params: 'parallel.chunks_per_job' must be a positive integer, got {s.chunks_per_job!r}")
     check_address(s)
+    check_workers(s)
     package = CLUSTER_BACKENDS.get(s.backend)
     if need_packages and package is not None and importlib.util.find_spec(package) is None:
         raise ParamsError(f"params: 'parallel.backend' {s.backend!r} needs the package {package!r}, "
                           f"which is not installed; install the cluster extra: {CLUSTER_EXTRA}")
     return s
+
+
+WORKERS_PER_CORE_LIMIT = 4  # local worker processes per usable core: more only queue (and 10,000 fork the machine to a halt)
+
+
+def check_workers(s: ParallelSettings) -> None:
+    """`parallel.n_jobs` bounded by this machine's usable cores (M6): refused above WORKERS_PER_CORE_LIMIT
+    per core, warned about above one per core; unbounded for a dask or ray cluster named by
+    `parallel.address`, the override for a cluster whose cores are not this machine's."""
+    import sys
+
+    from analysis.pipeline.params import usable_cores
+
+    if s.n_jobs == -1 or (s.backend in CLUSTER_BACKENDS and s.address):
+        return
+    cores = usable_cores()
+    if s.n_jobs > WORKERS_PER_CORE_LIMIT * cores:
+        raise ParamsError(f"params: 'parallel.n_jobs' is {s.n_jobs}, above {WORKERS_PER_CORE_LIMIT} workers per usable "
+                          f"core ({WORKERS_PER_CORE_LIMIT} x {cores} = {WORKERS_PER_CORE_LIMIT * cores} on this machine); "
+                          "set at most that, or -1 for one per core. On a cluster, set parallel.backend to dask or "
+                          "ray and parallel.address to its scheduler: n_jobs is then not bounded by this machine")
+    if s.n_jobs > cores:
+        print(f"copydecode: parallel.n_jobs = {s.n_jobs} is above this machine's {cores} usable cores; the extra "
+              "workers wait for a core", file=sys.stderr)
 
 
 # dask: [scheme://]host:port; ray: auto, or [ray://]host:port (hosts: names, IPv4, [IPv6])
@@ -146,12 +171,21 @@ def cluster_session(s: ParallelSettings) -> Iterator[None]:
             _SESSION.pop()
 
 
+CONNECT_TIMEOUT_S = 10  # a scheduler that answers at all answers in well under this
+
+
 @contextlib.contextmanager
 def _dask_client(s: ParallelSettings) -> Iterator[None]:
     from distributed import Client, LocalCluster  # type: ignore[import-not-found]
 
     if s.address:
-        with Client(s.address):
+        try:  # an unreachable scheduler is named within CONNECT_TIMEOUT_S, not a raw traceback after 30 s (M7)
+            client = Client(s.address, timeout=CONNECT_TIMEOUT_S)
+        except (OSError, TimeoutError) as exc:
+            raise ParamsError(f"params: 'parallel.address' {s.address!r}: no dask scheduler answered within "
+                              f"{CONNECT_TIMEOUT_S} s ({type(exc).__name__}); start it, fix the address, or leave it "
+                              "empty for a local cluster") from None
+        with client:
             yield
         return
     with LocalCluster(n_workers=s.workers(), threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
@@ -165,7 +199,12 @@ def _ray_session(s: ParallelSettings) -> Iterator[None]:
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
+        try:
+            ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
+        except (ConnectionError, OSError, TimeoutError) as exc:
+            raise ParamsError(f"params: 'parallel.address' {s.address!r}: ray could not connect ({type(exc).__name__}: "
+                              f"{' '.join(str(exc).split())[:200]}); start the cluster, fix the address, or leave it "
+                              "empty for a local ray") from None
     try:
         yield
     finally:
@@ -201,10 +240,11 @@ def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *ar
 
     _register(s.backend)
     chunks = chunked(items, s.workers() * s.chunks_per_job)
+    workers = min(s.workers(), len(chunks))  # never more processes than chunks to give them (M6)
     parts = []
     # a cluster backend hands results back as one list; the local ones stream them to the bar
     streamed = "generator" if s.backend not in CLUSTER_BACKENDS else "list"
-    with cluster_session(s), parallel_config(backend=s.backend, n_jobs=s.workers()):
+    with cluster_session(s), parallel_config(backend=s.backend, n_jobs=workers):
         results = Parallel(return_as=streamed)(delayed(_quiet_chunk)(fn, chunk, *args) for chunk in chunks)
         with stage_bar(desc or fn.__name__.replace("_", " "), len(items)) as bar:
             for chunk, part in zip(chunks, results):

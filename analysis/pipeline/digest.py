@@ -6,11 +6,13 @@ digest), so the table's columns and the report tables built from it do not chang
 the stages in step; these records catch stages run by hand out of order (a `corpora` rerun after
 `programs`, then `spans`).
 
-Corpus records (`record_corpus`, `stale_stages`): after every stage with an output set, the CLI writes
-data/.corpus/<stage>.json: the sha256 of data/corpora/cases.parquet the stage ran against and the size
-and mtime of each output it wrote. `headline` refuses and `reports` marks a page "stale: built from
-another corpus" when a stage's outputs are still the ones it wrote but the cases table has changed
-since (an output that no longer matches its record, e.g. restored by `dvc checkout`, is not judged).
+Corpus records (`record_corpus`, `stale_stages`): after every stage with an output set, and after the
+round trip, the CLI writes data/.corpus/<stage>.json: the sha256 of data/corpora/cases.parquet the stage
+ran against and the sha256 of each output it wrote. `headline` refuses and `reports` marks a page
+"stale: built from another corpus" when a stage's outputs are still the ones it wrote but the cases
+table has changed since (an output that no longer matches its record, e.g. restored by `dvc checkout`,
+is not judged). Contents, not sizes and mtimes: a run folder copied with `cp -r`, scp, unzip or a
+checkout keeps its verdicts (M1).
 """
 
 from __future__ import annotations
@@ -94,9 +96,8 @@ def check_fresh(path: str | Path, rerun: str) -> None:
 # ---------------------------------------------------------------- corpus records (headline, reports)
 
 
-def _stamp(path: Path) -> list[int]:
-    stat = path.stat()
-    return [stat.st_size, stat.st_mtime_ns]
+def _stamp(path: Path) -> str:
+    return file_digest(path)
 
 
 def record_corpus(stage: str, outputs: Iterable[str | Path]) -> None:
@@ -106,6 +107,11 @@ def record_corpus(stage: str, outputs: Iterable[str | Path]) -> None:
     written = {str(Path(p)): _stamp(Path(p)) for p in outputs if Path(p).is_file()}
     cases = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
     write_json({"stage": stage, "cases_sha256": cases, "outputs": written}, CORPUS_RECORDS / f"{stage}.json")
+
+
+def _own_output(name: object) -> bool:
+    """A record names outputs inside the root (relative, no `..`); anything else it names is not read."""
+    return isinstance(name, str) and not Path(name).is_absolute() and ".." not in Path(name).parts
 
 
 def stale_stages() -> dict[str, str]:
@@ -120,11 +126,13 @@ def stale_stages() -> dict[str, str]:
             record = json.loads(path.read_text(encoding="utf-8"))
             outputs = record["outputs"]
             recorded = record["cases_sha256"]
+            if not isinstance(outputs, dict):
+                continue
         except (OSError, ValueError, KeyError, TypeError):
             continue  # a damaged record judges nothing
         if path.stem == "corpora" or recorded == current or not outputs:
             continue
-        if all(Path(p).is_file() and _stamp(Path(p)) == stamp for p, stamp in outputs.items()):
+        if all(_own_output(p) and Path(p).is_file() and _stamp(Path(p)) == stamp for p, stamp in outputs.items()):
             stale[path.stem] = (f"stale: built from another corpus (`{path.stem}` ran on a different {CASES_TABLE}; "
                                 f"rerun `copydecode {path.stem}`)")
     return stale

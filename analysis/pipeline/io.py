@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import errno
+import functools
 import json
 import math
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -46,8 +49,9 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     """A temporary path beside `path` (same suffix, so writers that look at it behave); renamed onto
     `path` when the block finishes, removed if it raises."""
     path = ensure_parent(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
+    fd, made = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=path.parent)
     os.close(fd)
+    tmp = path.parent / Path(made).name  # spelt like `path` (relative in an output root): what a journal records
     os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600; outputs get the permissions a plain open() gives
     try:
         yield Path(tmp)
@@ -66,9 +70,11 @@ PENDING = Path("data/.pending")  # journals of output sets being renamed (untrac
 
 
 @contextmanager
-def output_set(stage: str) -> Iterator[list[Path]]:
+def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[list[Path]]:
     """Replace every output written inside the block as one set (see the module docstring); yields the
-    list that holds the outputs written once the set is applied."""
+    list that holds the outputs written once the set is applied. `outputs`: the paths (files, or
+    folders and everything below them) the stage owns, default its dvc.yaml outs; a write elsewhere is
+    refused before anything is renamed, so a journal only ever names the stage's own outputs."""
     written: list[Path] = []  # filled with the outputs written once the set is applied
     if _BATCH.get() is not None:  # nested: the outer set decides
         yield written
@@ -77,6 +83,9 @@ def output_set(stage: str) -> Iterator[list[Path]]:
     token = _BATCH.set(batch)
     try:
         yield written
+        entries = [[None if t is None else _as_recorded(t), _as_recorded(p)] for t, p in batch]
+        owned = tuple(_as_recorded(Path(o)) for o in (stage_outputs(stage) if outputs is None else outputs))
+        check_journal(stage, entries, owned, f"the {stage} output set")
     except BaseException:
         for tmp, _ in batch:
             if tmp is not None:
@@ -86,9 +95,9 @@ def output_set(stage: str) -> Iterator[list[Path]]:
         _BATCH.reset(token)
     if not batch:
         return
-    journal = PENDING / f"{stage}.json"
-    write_text(json.dumps([[None if t is None else str(t), str(p)] for t, p in batch]), journal)
-    _apply(journal)
+    journal = PENDING / f"{dvc_stage(stage)}.json"
+    write_text(json.dumps(entries), journal)
+    _apply(entries, journal)
     written.extend(p for t, p in batch if t is not None)
 
 
@@ -102,8 +111,105 @@ def remove_output(path: str | Path) -> None:
         batch.append((None, Path(path)))
 
 
-def _apply(journal: Path) -> None:
-    for tmp, path in json.loads(journal.read_text(encoding="utf-8")):
+class JournalError(CopyDecodeError):
+    """A rename journal names something other than a stage's own temporary file and output."""
+
+
+def dvc_stage(stage: str) -> str:
+    """The dvc.yaml name of a command (`kernels fit` -> `kernels_fit`): also its journal's name."""
+    return stage.replace(" ", "_")
+
+
+# Outputs a command writes as one set beyond its dvc.yaml outs: a preset's or --model's raw timings and a
+# frozen profile; a frozen pilot run (`pilot-sweep --freeze`).
+OWNED_OUTSIDE_DVC = {"kernels_profile": ("data/kernels", "reports/kernels/frozen"),
+                     "kernels_batched": ("data/kernels", "data/serving", "reports/kernels/frozen"),
+                     "pilot-sweep": ("reports/pilot/frozen",)}
+
+
+@functools.lru_cache(maxsize=4)
+def _dvc_stages(dvc_yaml: Path) -> dict:
+    """dvc.yaml's stages (read once per process: libyaml's loader when present, the file is long)."""
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        stages = yaml.load(dvc_yaml.read_text(encoding="utf-8"), Loader=loader).get("stages", {})  # noqa: S506
+    except (OSError, AttributeError, yaml.YAMLError):
+        return {}
+    return stages if isinstance(stages, dict) else {}
+
+
+def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
+    """The outputs the project's dvc.yaml declares for `stage` (outs, metrics, plots), as spelt there;
+    () for a stage it does not declare. Read from the project beside this package, never from the run
+    folder: a run folder cannot widen what a stage owns."""
+    stages = _dvc_stages(dvc_yaml or Path(__file__).resolve().parents[2] / "dvc.yaml")
+    spec = stages.get(dvc_stage(stage)) if isinstance(stages, dict) else None
+    extra = OWNED_OUTSIDE_DVC.get(dvc_stage(stage), ())
+    if not isinstance(spec, dict):
+        return extra
+    from analysis.layout import TIMINGS
+
+    declared = tuple(next(iter(o)) if isinstance(o, dict) else str(o)
+                     for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
+    timing = (TIMINGS / f"{dvc_stage(stage)}.json").as_posix()  # its run time (untracked: analysis.parallel.progress)
+    return (*declared, *extra, timing)
+
+
+def _as_recorded(path: Path) -> str:
+    """`path` as a journal records it: relative to the output root when it lies inside (the journal is
+    checked against the stage's outputs as dvc.yaml spells them), else as given (and then refused)."""
+    from analysis.pipeline.confine import relative_to_root
+
+    rel = relative_to_root(path, Path("."))
+    return str(path) if rel is None else rel.as_posix()
+
+
+def _owned(path: Path, outputs: tuple[str, ...]) -> bool:
+    return any(path == Path(o) or path.is_relative_to(Path(o)) for o in outputs)
+
+
+def _entry_problem(tmp: object, path: object, outputs: tuple[str, ...]) -> str | None:
+    """Why one journal entry is not a rename of the stage's own temporary file onto its own output
+    (or a removal of its own output), or None when it is."""
+    from analysis.pipeline.confine import OutputRootError, confined
+
+    if not isinstance(path, str) or not (tmp is None or isinstance(tmp, str)):
+        return "is not a pair of paths"
+    out = Path(path)
+    if out.is_absolute() or ".." in out.parts or not _owned(out, outputs):
+        return f"{path!r} is not one of the stage's outputs ({', '.join(outputs) or 'none declared'})"
+    if tmp is not None:
+        temp = Path(tmp)
+        name = re.fullmatch(rf"\.{re.escape(out.stem)}\.[a-z0-9_]{{8}}{re.escape(out.suffix)}", temp.name)
+        if temp.parent != out.parent or not name:
+            return f"{tmp!r} is not the temporary file of {path!r} (.{out.stem}.XXXXXXXX{out.suffix} beside it)"
+        if temp.is_symlink():
+            return f"{tmp!r} is a symbolic link"
+    try:
+        confined(out, "output")
+    except OutputRootError as exc:
+        return str(exc)
+    return None
+
+
+def check_journal(stage: str, entries: object, outputs: tuple[str, ...], where: str) -> None:
+    """Refuse, naming the entry, a journal that is not a list of (temporary, output) renames of the
+    stage's own outputs inside the root; nothing is moved or deleted before every entry passes."""
+    if not isinstance(entries, list):
+        raise JournalError(f"{where}: not a list of renames")
+    for number, entry in enumerate(entries, 1):
+        problem = (_entry_problem(entry[0], entry[1], outputs) if isinstance(entry, list) and len(entry) == 2
+                   else "is not a pair of paths")
+        if problem is not None:
+            raise JournalError(f"{where}: entry {number} {problem}; nothing was moved or deleted. A journal "
+                               f"only renames the `{stage}` stage's own temporary files onto its outputs: if this "
+                               "run folder came from elsewhere, remove the journal (data/.pending/) and rerun")
+
+
+def _apply(entries: list, journal: Path) -> None:
+    for tmp, path in entries:
         if tmp is None:  # a removal (remove_output)
             Path(path).unlink(missing_ok=True)
         elif Path(tmp).exists():
@@ -111,13 +217,23 @@ def _apply(journal: Path) -> None:
     journal.unlink()
 
 
-def finish_pending() -> list[str]:
+def finish_pending(outputs_of: Callable[[str], tuple[str, ...]] = stage_outputs) -> list[str]:
     """Complete the renames of any output set whose stage was killed after its journal was written;
-    returns the stages completed."""
+    returns the stages completed. A journal is replayed only when every entry renames that stage's own
+    temporary file onto its own output inside the root (`check_journal`); else JournalError names it
+    and nothing is touched (a run folder from elsewhere may carry a planted one)."""
     done = []
     if PENDING.is_dir():
         for journal in sorted(PENDING.glob("*.json")):
-            _apply(journal)
+            where = str(journal)
+            if journal.is_symlink() or not journal.is_file():
+                raise JournalError(f"{where}: not a plain file; remove it")
+            try:
+                entries = json.loads(journal.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, ValueError) as exc:
+                raise JournalError(f"{where}: not a readable journal ({type(exc).__name__}); remove it") from None
+            check_journal(journal.stem, entries, outputs_of(journal.stem), where)
+            _apply(entries, journal)
             done.append(journal.stem)
     return done
 
@@ -159,7 +275,16 @@ def _acquire(lock: Path, stage: str) -> int:
 
     for _ in range(5):
         ensure_parent(lock)
-        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o666 & ~_umask())
+        try:  # never through a link: a planted data/.lock -> elsewhere would be truncated (H3)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666 & ~_umask())
+        except OSError as exc:
+            if Path(lock).is_symlink() or exc.errno == errno.ELOOP:
+                raise RunLockedError(f"{lock} is a symbolic link; the lock of an output root must be a plain "
+                                     "file: remove the link") from None
+            raise
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise RunLockedError(f"{lock} is not a plain file; remove it")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -273,8 +398,32 @@ def write_json(data: Any, path: str | Path) -> None:
     write_text(json.dumps(_finite(data), indent=2, sort_keys=True) + "\n", path)
 
 
+# vl-convert's V8 reserves its heap cages up front: under `ulimit -v` of 64 GiB or less it aborts the whole
+# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough (L4).
+CHART_ADDRESS_SPACE = 128 << 30
+
+
+class AddressSpaceError(CopyDecodeError):
+    """An address-space limit (`ulimit -v`) below what the chart renderer reserves."""
+
+
+def check_address_space() -> None:
+    """Refuse, by name, to render charts under an address-space limit V8 cannot start in, instead of the
+    process dying without a word (L4)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY and soft < CHART_ADDRESS_SPACE:
+        raise AddressSpaceError(
+            f"an address-space limit of {soft / (1 << 30):.0f} GiB is set (ulimit -v); the charts are drawn by "
+            f"vl-convert, whose V8 engine reserves more than that up front and aborts the process without it. "
+            f"Lift it (ulimit -v unlimited, or at least {CHART_ADDRESS_SPACE >> 30} GiB) and bound memory with a "
+            "resident limit instead (systemd-run --user -p MemoryMax=8G ..., or a container's memory limit)")
+
+
 def save_chart(chart, stem: str | Path) -> None:
     """PNG and SVG through vl-convert (works offline)."""
+    check_address_space()
     stem = Path(stem)
     for suffix, extra in ((".png", {"scale_factor": 2}), (".svg", {})):
         with atomic_path(stem.with_suffix(suffix)) as tmp:

@@ -45,8 +45,12 @@ def _absolute(value: Any, start: Path, root: Path | None = None) -> Any:
     if not isinstance(value, str) or value in KEEP or not value or Path(value).is_absolute():
         return value
     candidate = start / value
+    try:
+        exists = candidate.exists()
+    except OSError:  # a name too long to be a path (L2): a hub id or name, left for its reader to judge
+        exists = False
     # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
-    return from_root(candidate, root) if candidate.exists() or value.startswith(".") else value
+    return from_root(candidate, root) if exists or value.startswith(".") else value
 
 
 def absolute_params(params: dict, start: Path, root: Path | None = None) -> dict:
@@ -73,11 +77,22 @@ def absolute_params(params: dict, start: Path, root: Path | None = None) -> dict
 def check_out_root(out: str | Path, root: Path, start: Path) -> None:
     """Refuse an output root that is a file, a folder above the current one (`/`, `..`: the run would
     write data/ and reports/ there), or one of the project's own folders (`reports`, `notebooks`, ...)."""
+    try:
+        str(out).encode("utf-8")
+    except UnicodeEncodeError:  # every page and metrics file names its root: refused before anything is made (L3)
+        shown = str(out).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise ParamsError(f"--out {shown}: the folder name is not valid UTF-8; give a UTF-8 name") from None
+    if any(len(part.encode("utf-8")) > 255 for part in Path(out).parts):
+        raise ParamsError(f"--out: a folder name over 255 bytes ({str(out)[:60]}...); give a shorter name")
     if root.exists() and not root.is_dir():
         raise ParamsError(f"--out {out}: exists and is not a folder")
     resolved, here = root.resolve(), start.resolve()
     if resolved in here.parents:
         raise ParamsError(f"--out {out}: a folder above the current one; give a separate folder for a one-off run")
+    for mark in ("dvc.yaml", ".git"):  # another checkout: its committed reports/ are not a run's to overwrite (L9)
+        if (resolved / mark).exists():
+            raise ParamsError(f"--out {out}: holds {mark}, so it is a project checkout, not a run folder; a one-off "
+                              "run writes only into a folder of its own (for example runs/NAME)")
     if (here / "dvc.yaml").is_file() and resolved.is_relative_to(here):
         first = resolved.relative_to(here).parts[0]
         if first in PROJECT_FOLDERS:

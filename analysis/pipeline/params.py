@@ -79,6 +79,30 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
     return params
 
 
+def parse_value(raw: str, where: str) -> Any:
+    """A `--set` VALUE, parsed as a params file is (M11): no anchors or aliases, no key given twice, a
+    named error for nesting too deep; the empty string stays ''."""
+    if not raw.strip():
+        return ""
+    try:
+        return yaml.load(raw, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"{where}: the value {shown(raw)} is not valid YAML ({exc})".replace("\n", " ")) from None
+    except RecursionError:
+        raise ParamsError(f"{where}: the value is nested too deeply for a setting") from None
+    except ParamsError as exc:
+        raise ParamsError(f"{where}: {exc}".replace("line 1: ", "")) from None
+
+
+SHOWN_CHARS = 120  # of a value quoted in an error message: a large one would bury the message (M11)
+
+
+def shown(value: Any) -> str:
+    """`repr(value)`, cut to SHOWN_CHARS with its full length said."""
+    text = repr(value)
+    return text if len(text) <= SHOWN_CHARS else f"{text[:SHOWN_CHARS]}... ({len(text):,} characters)"
+
+
 def _key_paths(node: Any, prefix: str = "") -> set[str]:
     """Every dotted key of nested mappings (lists and the FREE_KEYS subtrees are not entered)."""
     paths: set[str] = set()
@@ -109,7 +133,7 @@ def get(params: dict[str, Any], dotted: str, kind: type | tuple[type, ...] | Non
             raise ParamsError(f"params: missing {dotted!r}")
         node = node[part]
     if kind is not None and not isinstance(node, kind) or isinstance(node, bool) and kind in (int, float, (int, float)):
-        raise ParamsError(f"params: {dotted!r} must be {_kind_name(kind)}, got {node!r}")
+        raise ParamsError(f"params: {dotted!r} must be {_kind_name(kind)}, got {shown(node)}")
     if kind is int and SEED_KEY.search(dotted.rpartition(".")[2]) and node < 0:  # every seed feeds numpy's SeedSequence
         raise ParamsError(f"params: {dotted!r} must be >= 0, got {node}")
     return node
@@ -338,6 +362,12 @@ def merge_preset(params: dict[str, Any], group: str, presets: str, name: str | N
     base = get(params, group, dict)
     if name is None:
         return _overlay(base, {})
+    from analysis.pipeline.confine import OutputRootError, safe_name
+
+    try:  # a preset's name names its output folder or file (data/e2e/<preset>/, data/kernels/<preset>.parquet)
+        safe_name(name, f"preset {presets}:")
+    except OutputRootError as exc:
+        raise ParamsError(str(exc)) from None
     table = get(params, presets, dict)
     if name not in table:
         raise ParamsError(f"params: unknown preset {name!r} in {presets!r}; known: {', '.join(map(str, table))}")
@@ -353,3 +383,46 @@ def _overlay(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         both = isinstance(value, dict) and isinstance(merged.get(key), dict)
         merged[key] = _overlay(merged[key], value) if both else (_overlay(value, {}) if isinstance(value, dict) else value)
     return merged
+
+
+# ---------------------------------------------------------------- --set KEY=VALUE
+
+
+def apply_overrides(params: dict, overrides: list[str]) -> dict:
+    """A copy of `params` with each KEY=VALUE applied (VALUE parsed as YAML). The key must already exist
+    (an unknown one is a named error with the closest known key); the stage's settings validate the value."""
+    import copy
+
+    out = copy.deepcopy(params)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {shown(item)}")
+        value = parse_value(raw, f"--set {key}")
+        node = out
+        *parents, last = key.split(".")
+        for depth, part in enumerate(parents):
+            if not isinstance(node, dict) or part not in node:
+                node = None
+                break
+            node = node[part]
+        if not isinstance(node, dict) or last not in node:
+            raise ParamsError(f"--set {key}: no such setting in the params file"
+                              + did_you_mean(key, sorted(_dotted_keys(params))))
+        node[last] = value
+        if isinstance(value, dict) and SCHEMA_PARAMS.is_file():  # only keys a stage reads (`bootstrap_resample`)
+            alone: dict = value
+            for part in reversed(key.split(".")):
+                alone = {part: alone}
+            check_known_keys(alone, load_params(SCHEMA_PARAMS, check_keys=False), f"--set {key}")
+    return out
+
+
+def _dotted_keys(node, prefix: str = "") -> set[str]:
+    keys: set[str] = set()
+    if isinstance(node, dict):
+        for key, value in node.items():
+            dotted = f"{prefix}.{key}" if prefix else str(key)
+            keys |= {dotted} | _dotted_keys(value, dotted)
+    return keys

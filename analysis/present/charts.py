@@ -14,12 +14,21 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
+from analysis.present.colours import palette
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel
 PANEL = 300         # one panel of a wrapped facet
 HEIGHT = 220
 WRAP = 3            # panels per row before a facet wraps
+
+
+def stand_in_note(corpora) -> str:
+    """'; ProbeEdit-S is a stand-in' for a title whose chart draws ProbeEdit-S, else '' (a one-off run of the
+    user's own corpora has no stand-in to explain, C10)."""
+    from analysis.pooling import STAND_IN as STAND_INS
+
+    return f"; {STAND_IN}" if set(STAND_INS) & {str(c) for c in corpora} else ""
 
 
 def _alt():
@@ -42,6 +51,14 @@ def _wrap(chart, field: str, columns: int = WRAP, title=None):
     panel with an axis and no data)."""
     alt = _alt()
     return chart.facet(facet=alt.Facet(field, title=title), columns=columns).resolve_axis(x="independent")
+
+
+def _colour(field: str, values, **kwargs):
+    """A colour channel on `field` whose colours come from the shared map (analysis.present.colours): the same
+    series is the same colour on every page, whatever else the chart holds."""
+    alt = _alt()
+    labels = sorted({str(v) for v in values if v is not None})
+    return alt.Color(f"{field}:N", scale=alt.Scale(domain=labels, range=palette(labels)), **kwargs)
 
 
 def _dash_legend(title: str | None):
@@ -83,16 +100,17 @@ def span_histogram(hist: pl.DataFrame, level: str, framing: str):
 
 def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
     alt = _alt()
-    data = _framed(hist.filter(pl.col("level") == level), framing)
+    data = unstacked(_framed(hist.filter(pl.col("level") == level), framing), ["corpus", "range", "kind"],
+                     "span_histogram")
     order = data.sort("bin")["range"].unique(maintain_order=True).to_list()
     chart = (
         alt.Chart(data.to_pandas()).mark_bar()
         .encode(x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
-                y=alt.Y("count:Q", title="spans"), color=alt.Color("kind:N", title="op"), xOffset="kind:N")
+                y=alt.Y("count:Q", title="spans", stack=None), color=_colour("kind", data["kind"], title="op"), xOffset="kind:N")
         .properties(width=PANEL, height=HEIGHT - 40)
     )
     chart = _wrap(chart, "corpus:N").resolve_scale(y="independent")  # token-level counts differ by corpus
-    return _titled(chart, f"{level}-level oracle spans ({framing} framing; {STAND_IN})")
+    return _titled(chart, f"{level}-level oracle spans ({framing} framing{stand_in_note(data['corpus'])})")
 
 
 def span_histograms(hist: pl.DataFrame, levels: list[str], framing: str):
@@ -104,7 +122,7 @@ def coverage_by_corpus(cov: pl.DataFrame, framing: str):
     """Coverage per corpus with its 95% CI, one colour per level (pooled rows included if present)."""
     alt = _alt()
     data = _framed(cov, framing).to_pandas()
-    base = alt.Chart(data).encode(y=alt.Y("corpus:N", title=None), color=alt.Color("level:N"), yOffset="level:N")
+    base = alt.Chart(data).encode(y=alt.Y("corpus:N", title=None), color=_colour("level", data["level"]), yOffset="level:N")
     x = alt.X("coverage:Q", title="gold tokens produced by copies", axis=alt.Axis(format="%"), scale=alt.Scale(zero=False))
     points = base.mark_point(filled=True, size=60).encode(x=x)
     errs = base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title="", scale=alt.Scale(zero=False)), x2="ci_high:Q")
@@ -115,17 +133,44 @@ def coverage_by_corpus(cov: pl.DataFrame, framing: str):
 # ---------------------------------------------------------------- bounds
 
 
+def kernel_name(kernel_source: pl.Expr | str = "kernel_source", baseline: pl.Expr | str = "baseline") -> pl.Expr:
+    """One label per kernel source: the source's own name where it names its AR loop (h200/qwen2.5-7b/eager),
+    else the source with its loop in brackets (`fit (eager AR)`, `paper (A100, bf16)`), never the loop twice."""
+    source = pl.col(kernel_source) if isinstance(kernel_source, str) else kernel_source
+    loop = pl.col(baseline) if isinstance(baseline, str) else baseline
+    return (pl.when(loop.str.starts_with(source)).then(loop)
+            .when(source.str.ends_with(pl.concat_str([pl.lit("/"), loop]))).then(source)
+            .when(loop == "device_time").then(source)
+            .otherwise(pl.concat_str([source, pl.lit(" ("), loop, pl.lit(" AR)")])).alias("kernel"))
+
+
+def unstacked(data: pl.DataFrame, keys: list[str], chart: str) -> pl.DataFrame:
+    """`data` when each bar position (`keys`: facet, axis and offset fields) holds one row; otherwise a
+    ValueError naming the repeated position. Two rows at one position would be summed into a bar
+    that is in no table (Vega-Lite stacks them) or drawn over each other."""
+    repeated = data.group_by(keys).len().filter(pl.col("len") > 1)
+    if repeated.height:
+        first = repeated.row(0, named=True)
+        raise ValueError(f"chart {chart}: {repeated.height} bar positions hold more than one row, e.g. "
+                         + ", ".join(f"{k}={first[k]!r}" for k in keys) + f" ({first['len']} rows)")
+    return data
+
+
 def bounds(table: pl.DataFrame, title: str, framing: str = "body"):
-    """Bound per corpus and variant with CI bars; one panel per level, one row per AR baseline (the
-    paper's kernel is its own row); each row has its own y scale (the paper kernel's bounds are an
-    order of magnitude above a CPU's)."""
+    """Bound per corpus and variant with CI bars; one panel per level (columns) and per kernel source (rows,
+    each its own y scale: the paper kernel's bounds are an order of magnitude above a CPU's). Every bar is
+    one row of `table`: nothing is stacked."""
     alt = _alt()
-    data = pooling_label(_framed(table, framing)).to_pandas()
-    base = alt.Chart(data).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)), xOffset="variant:N")
-    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)"), color=alt.Color("variant:N"))
+    data = pooling_label(_framed(table, framing)).with_columns(kernel=kernel_name())
+    data = unstacked(data, ["kernel", "level", "corpus", "variant"], "bounds")
+    base = alt.Chart(data.to_pandas()).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)),
+                                              xOffset="variant:N")
+    bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)", stack=None),
+                                  color=_colour("variant", data["variant"]))
     errs = base.mark_errorbar().encode(y=alt.Y("ci_low:Q", title="closed-form speedup (x)"), y2="ci_high:Q")
-    return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 40)
-                    .facet(column=alt.Column("level:N", title=None), row=alt.Row("baseline:N", title="AR baseline"))
+    return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 60)
+                    .facet(column=alt.Column("level:N", title=None),
+                           row=alt.Row("kernel:N", title="kernel source", header=alt.Header(labelLimit=0)))
                     .resolve_scale(y="independent").properties(title=title))
 
 
@@ -133,10 +178,10 @@ def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
     """One level and variant: each corpus's bound under each kernel source, log scale, with CIs."""
     alt = _alt()
     data = pooling_label(table.filter((pl.col("level") == level) & (pl.col("variant") == variant)))
-    data = data.with_columns(kernel=pl.concat_str([pl.col("kernel_source"), pl.lit(": "), pl.col("baseline")]))
+    data = data.with_columns(kernel=kernel_name())
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("corpus:N", title=None, axis=alt.Axis(labelLimit=0)),
-        color=alt.Color("kernel:N", title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+        color=_colour("kernel", data["kernel"], title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
         yOffset="kernel:N")
     x = alt.X("bound:Q", title="closed-form speedup (x, log scale)", scale=alt.Scale(type="log"))
     points = base.mark_point(filled=True, size=60).encode(x=x)
@@ -154,7 +199,7 @@ def _distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = Fals
     scale = alt.Scale(type="symlog") if log else alt.Scale(zero=True)
     return (alt.Chart(sizes.select("corpus", column).to_pandas()).mark_boxplot(extent=1.5, size=16)
             .encode(y=alt.Y("corpus:N", title=None), x=alt.X(f"{column}:Q", title=title, scale=scale),
-                    color=alt.Color("corpus:N", legend=None))
+                    color=_colour("corpus", sizes["corpus"], legend=None))
             .properties(width=(WIDE - 160) // 2, height=max(120, 30 * sizes["corpus"].n_unique())))
 
 
@@ -166,7 +211,27 @@ def corpus_sizes(sizes: pl.DataFrame):
     edits = alt.hconcat(_distribution(sizes, "changed_lines", "changed lines (gen, line level, log)", log=True),
                         _distribution(sizes, "gen_tokens", "gold tokens from gen spans (log)", log=True))
     return readable(alt.vconcat(files.properties(title="File length"), edits.properties(title="Edit size")).properties(
-        title=f"Per-case distributions ({STAND_IN})"))
+        title="Per-case distributions" + (f" ({STAND_IN})" if stand_in_note(sizes["corpus"]) else "")))
+
+
+# ---------------------------------------------------------------- per-case distributions
+
+
+def share_at_least(frame: pl.DataFrame, value: str, title: str, log: bool = False, dash: str | None = None,
+                   colour: str = "corpus"):
+    """For each corpus (`colour`; `dash`: a second series such as the bound's variant), the share of its cases
+    whose `value` is at least x: a step line read as "this share of edits gets x or more". `frame` holds one
+    row per case, with `corpus`, `value` and `share` (analysis.present.distributions.survival)."""
+    alt = _alt()
+    x = alt.X(f"{value}:Q", title=title, scale=alt.Scale(type="log") if log else alt.Scale(zero=False))
+    y = alt.Y("share:Q", title="share of cases at least x", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+    base = alt.Chart(frame.to_pandas())
+    encoding = {"x": x, "y": y, "color": alt.Color(f"{colour}:N", legend=alt.Legend(labelLimit=0))}
+    if dash is not None:
+        encoding["strokeDash"] = alt.StrokeDash(f"{dash}:N", legend=_dash_legend(dash))
+        encoding["detail"] = alt.Detail(f"{dash}:N")
+    lines = base.mark_line(interpolate="step-before").encode(**encoding)
+    return readable(lines.properties(width=WIDE - 160, height=HEIGHT + 40, title=title + " per case"))
 
 
 # ---------------------------------------------------------------- perturbation
@@ -184,12 +249,13 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
     if level not in (None, "all"):
         table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
-    pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing))
+    pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing)).with_columns(
+        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool (C3)
     data = pl.concat([per_corpus, pooled]).to_pandas()
     y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
     lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),
                           x=alt.X("rate:Q", title="share of copy spans perturbed"), y=y,
-                          color=alt.Color("corpus:N", legend=alt.Legend(labelLimit=0)),
+                          color=_colour("corpus", data["corpus"], legend=alt.Legend(labelLimit=0)),
                           detail=[alt.Detail("framing:N"), alt.Detail("level:N")])
     paper = pl.DataFrame({"em": [PAPER_PERTURB_EM], "label": [f"paper: {PAPER_PERTURB_EM:.2%}"]}).to_pandas()
     rule = alt.Chart(paper).mark_rule(color="#9a1c1c", strokeDash=[2, 2]).encode(y=alt.Y("em:Q"))
@@ -198,7 +264,8 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
     chart = _wrap(alt.layer(*lines.layer, rule, text, data=data).properties(width=PANEL - 60, height=HEIGHT - 40), "kind:N",
                   columns=WRAP + 1, title="perturbation")
     where = f"{level} level, " if level not in (None, "all") else ""
-    return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing; {STAND_IN})"))
+    return readable(_titled(chart, f"EM under off-by-one span noise ({where}{framing} framing"
+                                   f"{stand_in_note(per_corpus['corpus'])})"))
 
 
 # ---------------------------------------------------------------- kernels
@@ -208,18 +275,34 @@ SERIES_COLUMNS = ("kernel_source", "model", "dtype", "device", "baseline", "pref
 
 
 def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
-    """`series` (model and AR loop, plus prefill/dtype/device where they vary) for colour and `c` for the
-    dash: one line per (model, loop, context), never two models joined into one path."""
-    data = speedups.with_columns(series=_series(speedups, ["model", "baseline", "prefill", "dtype", "device"]),
-                                 c=pl.format("c = {}", pl.col("context")))
-    return data
+    """`series` for colour and `c` for the dash: one line per (model, loop, context), never two models joined
+    into one path. The label is `model, AR loop` (dtype/device where they vary) and, where the table says how
+    the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike (C5);
+    without that column the prefill is named where it varies."""
+    if "comparison" in speedups.columns:
+        varying = pl.concat_str([pl.col("model"), pl.lit(", "), pl.col("baseline").cast(pl.Utf8)]
+                                + ([pl.lit(", "), _series(speedups.drop("model"), ["dtype", "device"])]
+                                   if any(speedups[c].n_unique() > 1 for c in ("dtype", "device") if c in speedups.columns)
+                                   else []))
+        judged = pl.col("judged").cast(pl.Boolean) if "judged" in speedups.columns else pl.lit(True)
+        side = pl.when(judged).then(pl.format(" ({})", pl.col("comparison"))).otherwise(
+            pl.format(" ({}, not judged)", pl.col("comparison")))
+        data = speedups.with_columns(series=pl.concat_str([varying, side]),
+                                     judged_label=pl.when(judged).then(pl.lit("judged")).otherwise(pl.lit("not judged")))
+    else:
+        data = speedups.with_columns(series=_series(speedups, ["model", "baseline", "prefill", "dtype", "device"]),
+                                     judged_label=pl.lit("judged"))
+    return data.with_columns(c=pl.format("c = {}", pl.col("context")))
 
 
-def kernel_speedup(speedups: pl.DataFrame, note: str):
+def kernel_speedup(speedups: pl.DataFrame, note: str, paper: list[tuple[int, float]] | None = None):
     """T_ar(N) / T_prefill(N) per (model, AR loop) in colour and context as the dash, with the IQR of the
-    paired repeats; the thin gray line is speedup = N."""
+    paired repeats; the thin gray line is speedup = N. A comparison not built alike (a graph-captured loop
+    against an eager prefill) is drawn faint and labelled `not judged`: the judged lines lead. `paper`: the paper's (N, speedup) points
+    (analysis.latency.model.paper_kernel_points), drawn as labelled diamonds."""
     alt = _alt()
-    keep = [c for c in (*SERIES_COLUMNS, "n", "speedup", "speedup_q25", "speedup_q75") if c in speedups.columns]
+    keep = [c for c in (*SERIES_COLUMNS, "n", "speedup", "speedup_q25", "speedup_q75", "comparison", "judged")
+            if c in speedups.columns]
     data = _kernel_series(speedups.select(keep))
     ns = sorted(set(data["n"].to_list()))
     ideal = pl.DataFrame({"n": ns, "speedup": [float(n) for n in ns]})
@@ -227,18 +310,40 @@ def kernel_speedup(speedups: pl.DataFrame, note: str):
     x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="N (tokens copied)")
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="T_ar(N) / T_prefill(N)")
     detail = [alt.Detail(f"{c}:N") for c in SERIES_COLUMNS if c in data.columns]
-    color = alt.Color("series:N", title="model, AR loop", legend=alt.Legend(labelLimit=0))
+    color = _colour("series", data["series"], title="model, AR loop (decode loop/prefill)",
+                    legend=alt.Legend(labelLimit=0, titleLimit=0))
+    opacity = alt.Opacity("judged_label:N", scale=alt.Scale(domain=["judged", "not judged"], range=[1.0, 0.35]),
+                          legend=None)
     lines = _dashed_lines(base, alt.StrokeDash("c:N", legend=_dash_legend("context")), x=x, y=y, color=color,
-                          detail=detail)
+                          detail=detail, opacity=opacity)
     bands = base.mark_errorbar().encode(x=x, y=alt.Y("speedup_q25:Q", title=""), y2="speedup_q75:Q",
-                                        color=color, detail=detail)
+                                        color=color, detail=detail, opacity=opacity)
     ideal_chart = alt.Chart(ideal.to_pandas())
     ideal_line = ideal_chart.mark_line(color="gray", strokeWidth=1, opacity=0.7).encode(x=x, y=y)
     ideal_text = (alt.Chart(ideal.tail(1).with_columns(label=pl.lit("speedup = N")).to_pandas())
                   .mark_text(align="right", baseline="bottom", dx=-4, color="gray").encode(x=x, y=y, text="label:N"))
     note = note.replace("; dashed: speedup = N", "").replace("dashed: speedup = N", "")
-    title = f"Copy by one prefill vs N decode steps ({note}; gray: speedup = N)"
-    return readable((ideal_line + ideal_text + bands + lines).properties(width=WIDE, height=340, title=title))
+    title = f"Copy by one prefill vs N decode steps ({note}; gray: speedup = N"
+    layers = ideal_line + ideal_text + bands + lines
+    if paper:
+        layers, title = layers + paper_reference(paper, x, y), title + "; red diamonds: the paper, A100 bf16"
+    return readable(layers.properties(width=WIDE, height=340, title=title + ")"))
+
+
+def paper_reference(paper: list[tuple[int, float]], x, y):
+    """The paper's kernel figures as labelled points, so "against what" is on the chart and not only in the text."""
+    alt = _alt()
+    points = pl.DataFrame([{"n": n, "speedup": v, "label": f"paper {v:g}x"} for n, v in paper])
+    base = alt.Chart(points.to_pandas())
+    marks = base.mark_point(shape="diamond", size=90, filled=True, color="#9a1c1c").encode(x=x, y=y)
+    text = base.mark_text(align="left", dx=7, dy=-7, color="#9a1c1c").encode(x=x, y=y, text="label:N")
+    return marks + text
+
+
+def judged_only(speedups: pl.DataFrame) -> pl.DataFrame:
+    """The rows whose two sides were built alike (the `judged` column; all rows of a table without it): what
+    a headline figure draws (C5)."""
+    return speedups.filter(pl.col("judged").cast(pl.Boolean)) if "judged" in speedups.columns else speedups
 
 
 def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
@@ -253,9 +358,10 @@ def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
         label=pl.concat_str([pl.lit("measured here (strongest AR loop), "), model, pl.format("c = {}", pl.col("context"))]))
     measured = measured.select("n", "speedup", "label")
     legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
+    colour = _colour("label", [*ceilings["label"], *measured["label"]], title=None, legend=legend)
     lines = (alt.Chart(ceilings.rename({"ceiling": "speedup"}).to_pandas()).mark_line(strokeDash=[5, 3])
-             .encode(x=x, y=y, color=alt.Color("label:N", title=None, legend=legend)))
-    points = alt.Chart(measured.to_pandas()).mark_line(point=True).encode(x=x, y=y, color="label:N")
+             .encode(x=x, y=y, color=colour))
+    points = alt.Chart(measured.to_pandas()).mark_line(point=True).encode(x=x, y=y, color=colour)
     return readable((lines + points).properties(width=WIDE - 120, height=300,
                                                 title="Copy speedup against the roofline ceiling of each machine"))
 
@@ -263,39 +369,33 @@ def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
 # ---------------------------------------------------------------- end to end
 
 
-def method_label(method: str) -> str:
-    """A readable name for an e2e method code (pld_latest_k10 -> "PLD latest, k=10", cad_line_overhead ->
-    "copy program, line + directives"); unknown codes are shown as they are."""
-    import re
-
-    if method == "ar":
-        return "AR"
-    pld = re.fullmatch(r"pld_(\w+?)_k(\d+)", method)
-    if pld:
-        return f"PLD {pld.group(1)}, k={pld.group(2)}"
-    cad = re.fullmatch(r"cad_(line|token)(_overhead)?", method)
-    if cad:
-        return f"copy program, {cad.group(1)}" + (" + directives" if cad.group(2) else "")
-    return method
-
-
-def e2e_speedup(summary: pl.DataFrame, methods: tuple[str, ...]):
-    """Measured speedup over AR per method (horizontal bars, readable method names) and model, one panel per
-    corpus; ticks: the closed-form prediction for the same cases."""
+def e2e_speedup(pooled: pl.DataFrame, methods: list[tuple[str, str]]):
+    """Measured pooled speedup over AR (the e2e_pooled table: ratio of summed times) per method, one panel
+    per pool (each corpus, HEvalFix, every case): horizontal bars in the order of `methods` ((name, label)
+    pairs, analysis.results.e2e.chart_methods: directives decoded first), the case-bootstrap CI as a rule,
+    the prediction as a tick, and the case count beside each bar."""
     alt = _alt()
-    data = summary.filter(pl.col("method").is_in(list(methods))).with_columns(
-        method_name=pl.col("method").map_elements(method_label, return_dtype=pl.Utf8))
-    order = [method_label(m) for m in methods]
+    labels = dict(methods)
+    data = pooled.filter(pl.col("method").is_in(list(labels))).with_columns(
+        method_name=pl.col("method").replace_strict(labels, return_dtype=pl.Utf8),
+        cases_text=pl.format("{} {}", pl.col("cases"), pl.when(pl.col("cases") == 1).then(pl.lit("case")).otherwise(pl.lit("cases"))))
+    order = [label for _, label in methods]
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("method_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)), yOffset="model:N")
-    bars = base.mark_bar().encode(x=alt.X("speedup_total:Q", title="measured speedup over AR (x)"),
-                                  color=alt.Color("model:N", legend=alt.Legend(orient="bottom", labelLimit=0)))
-    pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted:Q")
-    n_corpora = max(1, data["corpus"].n_unique())
-    layered = (bars + pred).properties(width=PANEL - 110, height=max(HEIGHT - 60, 22 * len(order) * max(1, data["model"].n_unique())))
-    return readable(_wrap(layered, "corpus:N", columns=min(WRAP, n_corpora))
+    bars = base.mark_bar().encode(x=alt.X("speedup_pooled:Q", title="measured speedup over AR (x, pooled)", stack=None),
+                                  color=_colour("model", data["model"], legend=alt.Legend(orient="bottom", labelLimit=0)),
+                                  tooltip=["pool", "method_name", "cases", "speedup_pooled", "ci_low", "ci_high",
+                                           "speedup_with_prompt", "predicted_pooled"])
+    ci = base.mark_rule(color="#333").encode(x="ci_low:Q", x2="ci_high:Q")
+    pred = base.mark_tick(color="black", thickness=2, orient="vertical").encode(x="predicted_pooled:Q")
+    text = base.mark_text(align="left", dx=4, fontSize=11).encode(x="ci_high:Q", text="cases_text:N")
+    n_pools = max(1, data["pool"].n_unique())
+    layered = (bars + ci + pred + text).properties(
+        width=PANEL - 60, height=max(HEIGHT - 60, 22 * len(order) * max(1, data["model"].n_unique())))
+    return readable(_wrap(layered, "pool:N", columns=min(WRAP, n_pools))
                     .resolve_scale(x="independent")
-                    .properties(title="Measured end to end (bars) vs closed-form prediction for the same cases (ticks)"))
+                    .properties(title="Measured end to end, pooled (bars; rules: case-bootstrap CI; ticks: prediction "
+                                      "from each case's own curve; labels: case count)"))
 
 
 def pilot_loss(losses: pl.DataFrame, window: int = 5):
@@ -306,7 +406,7 @@ def pilot_loss(losses: pl.DataFrame, window: int = 5):
                           adapter=pl.format("{} seed {}", pl.col("mode"), pl.col("seed")))
             .to_pandas())
     base = alt.Chart(data).encode(x=alt.X("step:Q", title="training step (one sequence each)"),
-                                  color=alt.Color("adapter:N", title=None))
+                                  color=_colour("adapter", data["adapter"], title=None))
     raw = base.mark_line(opacity=0.25).encode(y=alt.Y("loss:Q", title="loss (mean over loss tokens)"))
     smooth = base.mark_line(strokeWidth=2).encode(y="smoothed:Q", tooltip=["adapter", "step", "loss", "smoothed"])
     return readable((raw + smooth).properties(width=WIDE, height=HEIGHT,
@@ -317,14 +417,15 @@ def pilot_em(em: pl.DataFrame):
     """Exact match before and after fine-tuning, per adapter seed and split: bars on a fixed 0-100% axis,
     each labelled with its count ("0/33"), so a run where nothing matched still shows every bar's count."""
     alt = _alt()
-    data = (em.with_columns(run=pl.when(pl.col("phase") == "before").then(pl.lit("before"))
-                            .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))),
-                            label=pl.format("{}/{}", pl.col("exact_match"), pl.col("cases")))
-            .to_pandas())
+    before = pl.lit("before") if em["mode"].n_unique() < 2 else pl.format("before ({})", pl.col("mode"))
+    data = em.with_columns(run=pl.when(pl.col("phase") == "before").then(before)
+                           .otherwise(pl.format("{} seed {}", pl.col("mode"), pl.col("seed"))),
+                           label=pl.format("{}/{}", pl.col("exact_match"), pl.col("cases")))
+    data = unstacked(data, ["split", "run"], "pilot_em").to_pandas()
     base = alt.Chart(data).encode(x=alt.X("run:N", title=None))
     bars = base.mark_bar().encode(
-        y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1])),
-        color=alt.Color("mode:N"), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
+        y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]), stack=None),
+        color=_colour("mode", data["mode"]), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
     text = base.mark_text(dy=-8).encode(y=alt.Y("em:Q"), text="label:N")
     return readable(_wrap(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT), "split:N")
                     .properties(title="Pilot exact match, before and after fine-tuning (labels: exact / cases)"))
@@ -345,7 +446,7 @@ def pilot_curve(curve: pl.DataFrame):
             .drop_nulls("value").to_pandas())
     lines = alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y("value:Q", title=None),
-        color=alt.Color("adapter:N", title=None), tooltip=["adapter", "metric", "step", "value"])
+        color=_colour("adapter", data["adapter"], title=None), tooltip=["adapter", "metric", "step", "value"])
     return readable(_wrap(lines.properties(width=PANEL, height=HEIGHT), "metric:N")
                     .resolve_scale(y="independent")
                     .properties(title="Pilot learning curve on the held-out cases (teacher-forced)"))

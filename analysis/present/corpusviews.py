@@ -128,18 +128,29 @@ def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "lin
     rows = pick(pick_view(bounds, framing), level=level, variant=variant)
     labelled = bound_cell(kernel_label(pooling_label(rows)))
     wide = pivot_wide(labelled, index=["corpus", "n_cases"], on="kernel", values="cell")
-    extrapolated = labelled.group_by("corpus").agg(pl.col("extrapolated_spans").max().alias("extrapolated_spans_max"))
+    extrapolated = labelled.group_by("corpus").agg(
+        pl.col("extrapolated_spans").max().alias(extrapolated_column(level, "any_kernel")))
     return wide.join(extrapolated, on="corpus").sort(pl.col("corpus").str.starts_with(POOLED), "corpus")
+
+
+def extrapolated_column(level: str, over: str | None = None) -> str:
+    """The name of a row's count of spans priced beyond the profiled N at `level`: `extrapolated_spans_line` for
+    one kernel, `extrapolated_spans_line_any_kernel` for the most under any kernel of the row (C11: one name,
+    `extrapolated_spans_max`, held a line-level max on one page and a line-and-token max on another)."""
+    return f"extrapolated_spans_{level}" + (f"_{over}" if over else "")
 
 
 def bounds_wide(rows: pl.DataFrame) -> pl.DataFrame:
     """One kernel's bounds as a narrow table: a row per corpus (pools last), a column per level and
-    variant holding `bound [CI]`, and the most extrapolated spans of any cell in the row."""
+    variant holding `bound [CI]`, and per level the most extrapolated spans of any cell in the row."""
     cells = bound_cell(pooling_label(rows)).with_columns(
         column=pl.concat_str([pl.col("level"), pl.lit(" "), pl.col("variant")])).sort("level", "variant")
     wide = pivot_wide(cells, index=["corpus", "n_cases"], on="column", values="cell")
-    extra = cells.group_by("corpus").agg(pl.col("extrapolated_spans").max().alias("extrapolated_spans_max"))
-    return wide.join(extra, on="corpus").sort(pl.col("corpus").str.starts_with(POOLED), "corpus")
+    for level in sorted(cells["level"].unique().to_list()):
+        extra = (cells.filter(pl.col("level") == level).group_by("corpus")
+                 .agg(pl.col("extrapolated_spans").max().alias(extrapolated_column(level))))
+        wide = wide.join(extra, on="corpus", how="left")
+    return wide.sort(pl.col("corpus").str.starts_with(POOLED), "corpus")
 
 
 def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
@@ -152,6 +163,21 @@ def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
             return_dtype=pl.String)).sort("level", "variant")
     wide = pivot_wide(cells, index=["kernel", "corpus"], on="column", values="cell")
     return wide.sort("kernel", pl.col("corpus").str.starts_with(POOLED), "corpus")
+
+
+def tokenization_note(rows: pl.DataFrame, digits: int = 2) -> str | None:
+    """One sentence in place of the bounds_tokenization table when no cell of it would show a change at
+    `digits` decimals of a percent (P3: rows that all read "(+0.00%)"); None when some change shows."""
+    if rows.height == 0:
+        return "No bound with gold-tokenization prefill sizes in this selection."
+    largest = rows.select(pl.col("rel_change").abs().max()).item()
+    if largest is None or round(largest * 100, digits) != 0:
+        return None
+    where = rows.filter(pl.col("rel_change").abs() == largest).row(0, named=True)
+    return (f"With prefill sizes from the gold tokenization, none of the {rows.height} bounds shown changes by "
+            f"0.005% or more (largest: {largest:.2e} relative, {where['kernel_source']}, {where['corpus']}, "
+            f"{where['level']} {where['variant']}); the table of unchanged rows is left out "
+            "(`reports/tables/bounds_tokenization.csv` has every row).")
 
 
 def _span_text(values: dict[str, float], fmt: Callable[[float], str]) -> str:

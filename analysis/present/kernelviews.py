@@ -13,10 +13,10 @@ import polars as pl
 
 from analysis.claims.verdict import PAPER, paper_gpu
 from analysis.errors import ParamsError
-from analysis.layout import METRICS
+from analysis.layout import METRICS, TABLES
 from analysis.results.numbers import MISSING, fmt_int, fmt_num, fmt_pct, fmt_x
 from analysis.results.outputs import metrics
-from analysis.present.pages import Html, note
+from analysis.present.pages import Html, esc, note
 
 
 @dataclass(frozen=True)
@@ -64,22 +64,44 @@ def run_environment_view(model_doc: dict) -> RunEnvironmentView:
             "reference start ms": 1000 * d["reference_start_s"], "reference end ms": 1000 * d["reference_end_s"],
             "drift": float(d["drift"]), "status": "NOISY" if run.get("noisy") else "quiet"})
     noisy = bool(env.get("noisy"))
-    threshold = env.get("noisy_drift")
-    reasons = env.get("noisy_reasons") or []
-    summary = ((f"NOISY ({'; '.join(reasons) or 'reference drift'}): the reference workload drifted by more than "
-                f"{fmt_pct(threshold, 0)} during {len(env.get('noisy_pairs') or [])} of {env.get('pairs', MISSING)} "
-                f"measured pairs (largest drift {fmt_pct(env.get('max_pair_drift'))}), or other processes kept more "
-                "cores busy than the run left free; treat the ratios as indicative.") if noisy else
-               (f"Quiet run: the reference workload moved by at most {fmt_pct(env.get('max_pair_drift'))} within a pair "
-                f"(median {fmt_pct(env.get('median_pair_drift'))}), under the {fmt_pct(threshold, 0)} threshold"
-                + (f", and other processes kept {fmt_num(max(env['other_busy_cores']))} cores busy at most"
-                   if env.get("other_busy_cores") else "") + "."))
+    summary = noisy_summary(env) if noisy else quiet_summary(env)
     load = env.get("load1") or {}
     if load:
         summary += f" One-minute load average between {fmt_num(load.get('min'))} and {fmt_num(load.get('max'))}."
     return RunEnvironmentView(True, noisy, summary, machine, pl.DataFrame(rows))
 
 
+
+
+def noisy_summary(env: dict) -> str:
+    """What tripped a NOISY run, in the sidecar's own words (a run's start-to-end reference drift, pairs whose
+    reference drifted within the pair, other processes' load), then the pair check's result beside it, so the
+    banner never reads as a pair count that contradicts the flag."""
+    threshold, pairs = env.get("noisy_drift"), env.get("pairs", MISSING)
+    reasons = env.get("noisy_reasons") or ["reason not recorded"]
+    noisy_pairs = len(env.get("noisy_pairs") or [])
+    within = f"{noisy_pairs} of {pairs}" if noisy_pairs else f"none of the {pairs}"
+    return (f"NOISY, tripped by: {'; '.join(reasons)}. Within pairs: {within} measured pairs drifted past "
+            f"{fmt_pct(threshold, 0)} (largest drift {fmt_pct(env.get('max_pair_drift'))}). A run is NOISY when the reference workload timed at a session's "
+            f"start and end, or within one pair, moved by more than {fmt_pct(threshold, 0)}, or when other processes "
+            "kept more cores busy than the run left free; treat the ratios as indicative.")
+
+
+def quiet_summary(env: dict) -> str:
+    threshold = env.get("noisy_drift")
+    return (f"Quiet run: the reference workload moved by at most {fmt_pct(env.get('max_pair_drift'))} within a pair "
+            f"(median {fmt_pct(env.get('median_pair_drift'))}), under the {fmt_pct(threshold, 0)} threshold"
+            + (f", and other processes kept {fmt_num(max(env['other_busy_cores']))} cores busy at most"
+               if env.get("other_busy_cores") else "") + ".")
+
+
+def noisy_sources(metrics_doc: dict) -> str | None:
+    """The NOISY line of reports/metrics/kernels.json (`run_environment`), for the index and the headline
+    figures: None for a quiet or unrecorded run."""
+    env = metrics_doc.get("run_environment") if isinstance(metrics_doc, dict) else None
+    if not isinstance(env, dict) or not env.get("noisy"):
+        return None
+    return "; ".join(env.get("noisy_reasons") or []) or "reason not recorded"
 
 
 def latency_fits(model_doc: dict, model: str = "all") -> pl.DataFrame:
@@ -98,6 +120,70 @@ def latency_fits(model_doc: dict, model: str = "all") -> pl.DataFrame:
     if not rows:
         raise ParamsError(f"latency model has no fit for model {model!r}")
     return pl.DataFrame(rows).sort("model", "baseline", "form")
+
+
+def fit_caveats(fits: pl.DataFrame, bounds: pl.DataFrame, form: str | None) -> Html:
+    """A comment under the fit-quality table on every fit with a negative r² that a bound is priced with:
+    the kernel sources of the bounds table (`bounds`: reports/tables/bounds.csv) at the form the bounds use
+    (`form`: reports/metrics/bounds.json latency_form). Empty when none."""
+    if not fits.height or not bounds.height or form is None:
+        return Html("")
+    used = bounds.select("kernel_source", "baseline", "model", "dtype", "device").unique()
+    bad = (fits.filter((pl.col("form") == form) & ((pl.col("ar_r2") < 0) | (pl.col("prefill_r2") < 0)))
+           .join(used, on=["model", "dtype", "device", "baseline"], how="inner").sort("kernel_source"))
+    if not bad.height:
+        return Html("")
+    items = "".join(
+        "<li>{}: {}</li>".format(esc(r["kernel_source"]), esc(", ".join(
+            f"{side} r² {fmt_num(r[f'{side}_r2'])} (hold-out error up to {fmt_pct(r[f'{side}_holdout_max_error'], 0)})"
+            for side in ("ar", "prefill") if r[f"{side}_r2"] is not None and r[f"{side}_r2"] < 0)))
+        for r in bad.iter_rows(named=True))
+    return Html(
+        f"<div class='cd-note'><p><b>Negative r² in fits the bounds use</b> (form <code>{esc(form)}</code>, "
+        "<code>kernel.latency_form</code>): r² below 0 means the fitted curve predicts the repeats worse than their "
+        "mean. Where the measured time barely changes with N (an eager GPU prefill is host-bound, 22-35 ms whatever N), "
+        "the repeat-to-repeat noise is all there is to explain, so the bounds priced with these sources rest on a "
+        f"flat, noisy curve: read them with the hold-out error beside them.</p><ul>{items}</ul></div>")
+
+
+def bounds_fit_caveats(fits: pl.DataFrame, tables: Path = TABLES, metrics_dir: Path = METRICS) -> Html:
+    """`fit_caveats` against this run's bounds (reports/tables/bounds.csv, reports/metrics/bounds.json); empty
+    when the bounds stage has not run."""
+    from analysis.results.outputs import optional_table
+
+    bounds = optional_table("bounds", tables)
+    path = Path(metrics_dir) / "bounds.json"
+    if bounds is None or not path.is_file():
+        return Html("")
+    import json
+
+    return fit_caveats(fits, bounds, json.loads(path.read_text()).get("latency_form"))
+
+
+def floor_breaches(roofline: pl.DataFrame) -> Html:
+    """A note naming each measured point faster than its physical floor (a share of floor above 1, in
+    reports/tables/kernel_roofline.csv). On a datasheet roof that is a measurement error; on this machine's
+    measured roof it means the peak was measured low (the throughput probe shared the cores). Empty when none."""
+    if not roofline.height or "prefill_share_of_floor" not in roofline.columns:
+        return Html("")
+    over = roofline.filter((pl.col("prefill_share_of_floor") > 1) | (pl.col("ar_share_of_floor") > 1))
+    if not over.height:
+        return Html("")
+    points = "; ".join(
+        f"{r['kernel_source']} c={r['context']} N={r['n']}: "
+        + (f"prefill {fmt_num(r['prefill_ms'])} ms against a floor of {fmt_num(r['prefill_floor_ms'])} ms"
+           if r["prefill_share_of_floor"] > 1 else
+           f"AR step {fmt_num(r['ar_step_ms'])} ms against a floor of {fmt_num(r['step_floor_ms'])} ms")
+        for r in over.head(6).iter_rows(named=True))
+    more = f" and {over.height - 6} more" if over.height > 6 else ""
+    measured = over.filter(pl.col("roof_source").str.starts_with("measured"))
+    why = ("The floors of this machine come from the peak bandwidth and matmul throughput its own profile measured; "
+           "a point under its floor means that peak was measured low (the probe ran while other work shared the cores), "
+           "not that the kernel beat physics: the ceilings below understate this machine."
+           if measured.height else
+           "These floors come from datasheet figures: a point under them is a measurement or bookkeeping error.")
+    return Html(f"<div class='cd-note'><p><b>{over.height} measured point{'s' if over.height != 1 else ''} "
+                f"faster than the floor.</b> {esc(points)}{esc(more)}. {esc(why)}</p></div>")
 
 
 def latency_formulas(model_doc: dict) -> pl.DataFrame:

@@ -48,11 +48,14 @@ from analysis.present.corpusviews import (  # noqa: F401
     real_vs_benchmarks,
     size_distribution,
     size_table,
+    tokenization_note,
     tokenization_wide,
 )
 from analysis.present.kernelviews import (  # noqa: F401
     RunEnvironmentView,
+    bounds_fit_caveats,
     break_even_n,
+    floor_breaches,
     gpu_reference,
     latency_fits,
     latency_formulas,
@@ -80,6 +83,7 @@ from analysis.present.pages import (  # noqa: F401
     STAND_IN_NOTE,
     VERDICT_COLOURS,
     Html,
+    claim_details,
     esc,
     lead,
     mark_stand_in,

@@ -109,6 +109,8 @@ def show(
     every row shares is said once and the table stays narrow."""
     from great_tables import GT
 
+    if frame.height == 0:  # a header with no rows reads as a broken table
+        return empty_table(title)
     x, pct, ci = tuple(x), tuple(pct), tuple(ci)
     frame = mark_stand_in(frame)
     formats = dict(formats or {})
@@ -160,6 +162,11 @@ def pivot_wide(frame: pl.DataFrame, *, index: list[str], on: str, values: str) -
 # ---------------------------------------------------------------- page blocks
 
 
+def empty_table(title: str | None) -> Html:
+    """What a table with no rows shows: its title and that its stage, or that part of it, was not run."""
+    return Html(f"<p class='cd-empty'><b>{esc(title or 'table')}</b>: not run in this run (no rows).</p>")
+
+
 def note(template: str, **values: Any) -> Html:
     """`template` is trusted markup written in the notebook; every value is escaped into it."""
     return Html(template.format(**{k: esc(v) for k, v in values.items()}))
@@ -190,6 +197,9 @@ def summary_table(items: list[Claim] | None = None):
     items = claims() if items is None else items
     frame = claims_frame(items).with_columns(
         pl.concat_str([pl.col("verdict"), pl.lit(": "), pl.col("reason")]).alias("verdict")).drop("reason")
+    # each cell at most CELL_LIMIT characters (P2); the full texts follow the table (claim_details)
+    frame = frame.with_columns([pl.col(c).map_elements(lambda t: clip_cell(t, more=FULL_TEXT_BELOW), return_dtype=pl.String)
+                                for c in ("paper", "ours", "verdict", "method")])
     view = show(frame.select("claim", "paper", "ours", "verdict", "method"), lift_constants=False,
                 note=STAND_IN_NOTE).cols_width({"claim": "14%", "paper": "19%", "ours": "25%", "verdict": "27%",
                                                 "method": "15%"})
@@ -199,6 +209,18 @@ def summary_table(items: list[Claim] | None = None):
             view = view.tab_style(style=style.fill(color=colour), locations=loc.body(columns="verdict", rows=rows))
     return view
 
+
+def claim_details(items: list[Claim] | None = None) -> Html:
+    """Every claim's full texts (paper, ours, verdict and reason, method), the ones the summary table cuts."""
+    items = claims() if items is None else items
+    parts = ["<h2>Each claim in full</h2>"]
+    for item in items:
+        rows = [("paper", item.paper), ("ours", item.ours), ("verdict", f"{item.verdict}: {item.reason}"),
+                ("method", item.method)]
+        parts.append(f"<h3>{esc(item.claim)}</h3><dl class='cd-claim'>"
+                     + "".join(f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rows if v) + "</dl>")
+    return Html("<style>.cd-claim dt { font-weight: 600; } .cd-claim dd { margin: 0 0 6px 16px; }</style>"
+                + "".join(parts))
 
 
 # ---------------------------------------------------------------- the index's claims grid
@@ -246,12 +268,14 @@ class GridRow:
         return self.verdict in (REPRODUCED, DIFFERS)
 
 
-def clip_cell(text: str, limit: int = CELL_LIMIT) -> str:
-    """`text` if it fits, else cut at the last '; ' or ', ' before the limit and marked ' … (more on the page)'."""
+FULL_TEXT_BELOW = " … (full text below)"
+
+
+def clip_cell(text: str, limit: int = CELL_LIMIT, more: str = " … (more on the page)") -> str:
+    """`text` if it fits, else cut at the last '; ' or ', ' before the limit and marked with `more`."""
     text = " ".join(str(text).split())
     if len(text) <= limit:
         return text
-    more = " … (more on the page)"
     room = text[: limit - len(more)]
     cut = max(room.rfind("; "), room.rfind(", "))
     return (room[:cut] if cut > limit // 3 else room.rstrip()) + more

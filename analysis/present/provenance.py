@@ -98,6 +98,14 @@ def _installed(package: str) -> str:
         return "not installed"
 
 
+def render_date() -> str:
+    """When the page was rendered: now, or $SOURCE_DATE_EPOCH (the reproducible-builds convention) when set,
+    so two renders of the same outputs are byte for byte the same page (L1)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
+    return when.strftime("%Y-%m-%d %H:%M UTC")
+
+
 def provenance(root: Path = Path("."), params: Path | None = None, model_path: Path = LATENCY_MODEL) -> Provenance:
     """Where the figures come from. The params file is the one in use (`params_in_use`). Versions are
     read from the timing files' recorded environment when present, else from the installed packages'
@@ -111,7 +119,7 @@ def provenance(root: Path = Path("."), params: Path | None = None, model_path: P
                                                "installed packages (no recorded environment)")
     return Provenance(
         commit=_git_commit(root),
-        date=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        date=render_date(),
         machine=cpu_model(),
         torch=torch,
         transformers=transformers,

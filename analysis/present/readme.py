@@ -39,7 +39,6 @@ from analysis.results import outputs
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
-METHODS = ("pld_latest_k10", "pld_earliest_k10", "cad_line", "cad_token", "cad_line_overhead")
 BUSY_BENCHMARK = BUSY_BENCHMARK_STEM.with_suffix(".json")  # `copydecode bench busy`'s machine-readable output
 
 
@@ -121,24 +120,25 @@ def _spread_sentence(root: Path) -> str:
             f"{numbers.fmt_pct(e2e['tolerance'], 0)}); expect differences of this size between runs on a shared CPU.")
 
 
-METHOD_HEADERS = {
-    "pld_latest_k10": "PLD (latest), gold acceptance, k=10",
-    "pld_earliest_k10": "PLD (earliest), gold acceptance, k=10",
-    "cad_line": "Copy-as-Decode, line [predicted]",
-    "cad_token": "Copy-as-Decode, token [predicted]",
-    "cad_line_overhead": "Copy-as-Decode, line, directives decoded [predicted]",
-}
-
-
 def _e2e_table(root: Path) -> list[str]:
-    """One row per (model, corpus), one column per method of METHODS the run measured (params choose them)."""
-    s = outputs.table("e2e_speedup", root / TABLES)
-    cases = s.filter(pl.col("method") == "ar").select("model", "corpus", "cases")
-    methods = [m for m in METHODS if m in set(s["method"].to_list())]
-    rows = ["| model, corpus | " + " | ".join(METHOD_HEADERS[m] for m in methods) + " |",
+    """One row per (model, pool) of e2e_pooled.csv (each corpus, the HEvalFix pool, every case), one column
+    per method in headline order (directives decoded first; prompt lookup at its standard policy and best k):
+    the pooled speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
+    from analysis.results.e2e import leading, stale_columns, stale_text
+    from analysis.results.methods import Method
+
+    pooled = outputs.table("e2e_pooled", root / TABLES)
+    if stale_columns(pooled):
+        return [stale_text(stale_columns(pooled)) + "."]
+    ar = pooled.filter(pl.col("method") == "ar").select("model", "pool", "cases")
+    everything = ar.filter(pl.col("pool") == POOLED)
+    if everything.height == 0:
+        return []
+    methods = [name for name, _ in leading(pooled, everything["model"][0], POOLED)]
+    rows = ["| model, pool | " + " | ".join(_cell(Method.parse(m).short) for m in methods) + " |",
             "|---|" + "---|" * len(methods)]
-    for r in cases.iter_rows(named=True):
-        one = s.filter((pl.col("model") == r["model"]) & (pl.col("corpus") == r["corpus"]))
+    for r in ar.iter_rows(named=True):
+        one = pooled.filter((pl.col("model") == r["model"]) & (pl.col("pool") == r["pool"]))
         cells = []
         for method in methods:
             m = one.filter(pl.col("method") == method)
@@ -146,9 +146,11 @@ def _e2e_table(root: Path) -> list[str]:
                 cells.append(numbers.MISSING)
                 continue
             row = m.row(0, named=True)
-            cells.append(numbers.fmt_x(row["speedup_total"])
-                         + (f" [{numbers.fmt_x(row['predicted'])}]" if row["predicted"] is not None else ""))
-        label = f"{r['model']}, {pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}"
+            ci = f" ({numbers.fmt_x(row['ci_low'])}-{numbers.fmt_x(row['ci_high'])})" if row["ci_low"] is not None else ""
+            pred = f" [{numbers.fmt_x(row['predicted_pooled'])}]" if row["predicted_pooled"] is not None else ""
+            cells.append(numbers.fmt_x(row["speedup_pooled"]) + ci + pred)
+        pool = pages.mark_stand_in(pl.DataFrame({"corpus": [r["pool"]]}))["corpus"][0]
+        label = f"{r['model']}, {pool}"
         rows.append(f"| {_cell(label)} ({r['cases']} {'case' if r['cases'] == 1 else 'cases'}) | " + " | ".join(cells) + " |")
     return rows
 
@@ -158,12 +160,12 @@ def _fmt_us(us: float) -> str:
 
 
 def _e2e_pooled_sentence(root: Path) -> str:
-    """The e2e headline: pooled over every measured case (ratio of summed times, with the case count), for the
-    default run and, beside it, the committed frozen e2e-wide run (or "not yet run")."""
+    """The e2e headline (analysis.results.e2e.pooled_headline): the default run's HEvalFix and all-case pools,
+    directives decoded first, and beside it the committed frozen e2e-wide run (or "not yet run")."""
     from analysis.results.e2e import pooled_headline
 
-    return ("Pooled over all cases (total AR time over total method time): "
-            + pooled_headline(outputs.table("e2e_speedup", root / TABLES), root / E2E_FROZEN) + ".")
+    return ("Pooled (total AR time over total method time, case-bootstrap 95% CI in brackets): "
+            + pooled_headline(outputs.table("e2e_pooled", root / TABLES), root / E2E_FROZEN) + ".")
 
 
 def _e2e_sentences(root: Path) -> list[str]:
@@ -174,13 +176,18 @@ def _e2e_sentences(root: Path) -> list[str]:
         worst = max(v["max_rel_diff"] for v in lossless.values())
         ok = sum(v["ok"] for v in lossless.values())
         total = sum(v["cases"] for v in lossless.values())
-        out.append(f"The executor's final logits match one-token steps over the same sequence in {ok}/{total} checks "
+        of = sum(v.get("of", v["cases"]) for v in lossless.values())
+        levels = sorted({lv for v in lossless.values() for lv in v.get("levels", [])})
+        out.append(f"The executor's final logits match one-token steps over the same sequence on {ok}/{total} checked "
+                   f"cases of {of}{' (' + ', '.join(levels) + ' programs)' if levels else ''} "
                    f"(max relative difference {worst:.1e}).")
     for model, runs in sorted((m.get("hf_pld") or {}).items()):
         for r in runs:
-            out.append(f"transformers' own `generate(prompt_lookup_num_tokens=k)` ran at {numbers.fmt_x(r['speedup'], 2)} "
-                       f"of plain greedy `generate` for {model} on {r['case_id']} "
-                       f"({'identical' if r['identical_output'] else 'different'} output).")
+            prompt = f" on the {r['prompt']} prompt" if r.get("prompt") else ""
+            out.append(f"Output identity check (the model writing its own output, not a speed reference): transformers' "
+                       f"`generate(prompt_lookup_num_tokens=k)` gave {'the same' if r['identical_output'] else 'a different'} "
+                       f"output as plain greedy `generate` for {model} on {r['case_id']}{prompt}, at "
+                       f"{numbers.fmt_x(r['speedup'], 2)} its speed.")
     c = m.get("constrained")
     if c:
         out.append(f"Grammar-constrained generation with a model untrained for the format: {c['valid']}/{c['cases']} "
@@ -308,9 +315,10 @@ def results_block(root: Path = Path(".")) -> str:
     lines += ["", _spread_sentence(root)]
     try:
         e2e = _e2e_table(root)
-        lines += ["", "Beyond the paper, measured end to end [e2e] on a real KV cache (teacher-forced oracle programs, "
-                      "a seeded case sample; total AR time over total method time, the closed-form prediction for the "
-                      "same cases in brackets):", "", *e2e]
+        lines += ["", "Beyond the paper, measured end to end [e2e] on a real KV cache: the decode phase of teacher-forced "
+                      "oracle programs and gold-acceptance drafters from a cached prompt, a seeded case sample; pooled "
+                      "total AR time over total method time, its case-bootstrap 95% CI in parentheses, the prediction "
+                      "from each case's own latency curve in brackets:", "", *e2e]
         lines += ["", _e2e_pooled_sentence(root), "", " ".join(_e2e_sentences(root))]
     except ParamsError:
         lines += ["", "The end-to-end stage [e2e] has not been run."]

@@ -1,17 +1,18 @@
-"""What the reports show of the end-to-end stage: pooled figures and the frozen `e2e-wide` run.
+"""What the reports show of the end-to-end stage: its pooled figures and the frozen `e2e-wide` run.
 
-The e2e headline is pooled over every measured case: per model and method, the sum of AR seconds over
-the sum of the method's seconds (each case: its median over repeats), per corpus and over all corpora,
-always with its case count. The best single case is never a headline.
-
-`e2e_speedup.csv` (the default run's table) holds per corpus `cases` and `total_seconds` (the method's
-summed seconds; the AR row's is the summed AR seconds), so the overall pool is computed from it alone;
-a method measured on only some of AR's cases (the PLD k sweep) has no overall pool.
+The e2e headline reads `e2e_pooled.csv` (kernels_profile.e2e.summary): per model, method and pool
+(each corpus, `HEvalFix` over the HEvalFix corpora, `pooled` over every case) the sum of AR seconds
+over the sum of the method's seconds (each case: its lower median over repeats), with its case count
+and case-bootstrap CI, and the same including each method's prompt prefill. A sentence leads with
+Copy-as-Decode with directive tokens decoded (what a deployment pays), then the rivals (prompt lookup at
+its standard policy and its best measured k, suffix decoding), then the ideal programs labelled as
+their upper bound; it names the HEvalFix pool beside the all-case pool, so a pool dominated by long
+files never stands alone. The best single case is never a headline.
 
 A frozen preset run (`copydecode e2e --preset e2e-wide --out DIR`, then DIR copied to
 reports/e2e/frozen/e2e-wide/) holds run.json, metrics.json and its e2e_{speedup,pooled,cases}.csv;
-`read_frozen` returns it, None when the folder does not exist ("not yet run"), and refuses by name a
-folder that lacks a file or a column.
+`read_frozen` returns it, None when the folder does not exist ("not yet run"), refuses by name a folder
+that lacks a file, and marks `stale` (with what it lacks) a run written before this code's columns.
 """
 
 from __future__ import annotations
@@ -25,28 +26,16 @@ import polars as pl
 from analysis.errors import CorpusError
 from analysis.layout import E2E_FROZEN, E2E_WIDE
 from analysis.pooling import POOLED
+from analysis.results.methods import AR, CAD, DECODED, IDEAL, PLD, STANDARD_POLICY, SUFFIX, Method, headline_order
 
-BASELINE = "ar"
+HEVALFIX_POOL = "HEvalFix"  # kernels_profile.e2e.summary.HEVALFIX_POOL
 FROZEN_FILES = ("run.json", "metrics.json", "e2e_speedup.csv", "e2e_pooled.csv", "e2e_cases.csv")
-POOLED_COLUMNS = ("model", "pool", "method", "label", "cases", "ar_seconds", "seconds", "speedup_pooled")
-CASE_COLUMNS = ("model", "corpus", "case_id", "method", "ar_seconds", "seconds", "tokens", "forwards",
-                "tokens_per_forward")
+POOLED_COLUMNS = ("model", "pool", "method", "label", "cases", "ar_seconds", "seconds", "speedup_pooled", "ci_low",
+                  "ci_high", "prompt_seconds", "speedup_with_prompt", "predicted_pooled", "abs_error")
+SPEEDUP_COLUMNS = ("model", "corpus", "method", "cases", "speedup_total", "speedup_with_prompt", "abs_error_total")
+CASE_COLUMNS = ("model", "corpus", "case_id", "method", "ar_seconds", "seconds", "speedup", "prompt_seconds",
+                "tokens", "forwards", "tokens_per_forward", "accept_hist")
 RUN_FIELDS = ("command", "commit", "started", "ended", "seconds")
-# the methods a headline sentence names, in this order (the first PLD method of the table joins them)
-SENTENCE_METHODS = (("cad_line", "Copy-as-Decode line"), ("cad_token", "token"),
-                    ("cad_line_overhead", "line with directive tokens decoded"),
-                    ("cad_token_overhead", "token with directive tokens decoded"))
-
-
-def primary_pld(methods) -> str | None:
-    """The PLD method a headline names: the `latest` policy before `earliest`, then the smallest k."""
-    plds = [m for m in methods if m.startswith("pld_")]
-
-    def order(method: str) -> tuple:
-        policy, _, k = method.removeprefix("pld_").partition("_k")
-        return (policy != "latest", int(k) if k.isdigit() else 0, method)
-
-    return min(plds, key=order) if plds else None
 
 
 def not_yet_run(preset: str = E2E_WIDE) -> str:
@@ -54,55 +43,69 @@ def not_yet_run(preset: str = E2E_WIDE) -> str:
             f"{E2E_FROZEN}/{preset}/)")
 
 
-def pooled_from_speedup(speedup: pl.DataFrame) -> pl.DataFrame:
-    """POOLED_COLUMNS from an e2e_speedup.csv: each corpus's row, plus the `pooled` row over all
-    corpora of a model for every method measured on exactly AR's cases in each corpus."""
-    if "total_seconds" not in speedup.columns:
-        raise CorpusError("e2e_speedup.csv has no total_seconds column: rerun `copydecode e2e`")
-    ar = speedup.filter(pl.col("method") == BASELINE).select(
-        "model", "corpus", pl.col("cases").alias("ar_cases"), pl.col("total_seconds").alias("ar_seconds"))
-    rows = speedup.join(ar, on=["model", "corpus"], how="left").select(
-        "model", pl.col("corpus").alias("pool"), "method", "label", "cases", "ar_cases", "ar_seconds",
-        pl.col("total_seconds").alias("seconds"))
-    complete = rows.group_by("model", "method").agg(
-        ok=(pl.col("cases") == pl.col("ar_cases")).all() & pl.col("ar_cases").is_not_null().all(),
-        corpora=pl.len())
-    ar_corpora = ar.group_by("model").agg(ar_corpora=pl.len())
-    whole = (complete.join(ar_corpora, on="model").filter(pl.col("ok") & (pl.col("corpora") == pl.col("ar_corpora")))
-             .select("model", "method"))
-    overall = (rows.join(whole, on=["model", "method"]).group_by("model", "method", "label")
-               .agg(pl.col("cases").sum(), pl.col("ar_seconds").sum(), pl.col("seconds").sum())
-               .with_columns(pool=pl.lit(POOLED)))
-    frame = pl.concat([rows.drop("ar_cases"), overall.select(rows.drop("ar_cases").columns)])
-    return (frame.with_columns(speedup_pooled=pl.col("ar_seconds") / pl.col("seconds"))
-            .select(*POOLED_COLUMNS).sort("model", pl.col("pool") == POOLED, "pool", "method"))
+def best_standard_pld(rows: pl.DataFrame) -> str | None:
+    """Prompt lookup as a headline names it: the standard policy (earliest) at its best measured k in
+    these rows (the highest pooled figure; ties: the smaller k); else the other policy the same way."""
+    plds = [(Method.parse(r["method"]), r["speedup_pooled"]) for r in rows.iter_rows(named=True)
+            if Method.parse(r["method"]).kind == PLD]
+    if not plds:
+        return None
+    standard = [p for p in plds if p[0].policy == STANDARD_POLICY] or plds
+    return max(standard, key=lambda p: (p[1], -p[0].k))[0].name
 
 
-def pooled_sentence(pooled: pl.DataFrame, pool: str = POOLED) -> str:
-    """'smollm2-135m, 5 cases (HEvalFix-JS 2, HEvalFix-Py 3): Copy-as-Decode line 9.1x, token 12.0x, ...'
-    per model, from POOLED_COLUMNS rows: every figure a ratio of summed times over the named cases."""
-    parts = []
+def _figure(row: dict) -> str:
+    ci = (f" [{row['ci_low']:.1f}, {row['ci_high']:.1f}]" if row.get("ci_low") is not None
+          and row["ci_low"] == row["ci_low"] else "")
+    return f"{row['speedup_pooled']:.1f}x{ci}"
+
+
+def pool_sentence(rows: pl.DataFrame) -> str:
+    """One pool's figures for one model, in headline order: directives decoded, the rivals, the ideal
+    programs as upper bounds, then the same leading figures including the prompt's prefill."""
+    by = {r["method"]: r for r in rows.iter_rows(named=True)}
+    pld = best_standard_pld(rows)
+    parts, with_prompt = [], []
+    for name in headline_order(by):
+        m = Method.parse(name)
+        if m.kind == AR or (m.kind == PLD and name != pld):
+            continue
+        if m.kind == CAD and m.directives == DECODED:
+            text = f"Copy-as-Decode {m.level} with directives decoded {_figure(by[name])}"
+        elif m.kind == PLD:
+            ks = sorted(Method.parse(n).k for n in by if Method.parse(n).kind == PLD and Method.parse(n).policy == m.policy)
+            text = f"PLD ({m.policy}) at its best k={m.k} of {'/'.join(map(str, ks))} {_figure(by[name])}"
+        elif m.kind == SUFFIX:
+            text = f"suffix decoding k={m.k} {_figure(by[name])}"
+        else:
+            text = f"upper bound (directives free) {m.level} {_figure(by[name])}"
+        parts.append(text)
+        if m.kind != CAD or m.directives == DECODED:
+            with_prompt.append(f"{m.short} {by[name]['speedup_with_prompt']:.1f}x")
+    return ", ".join(parts) + ("; including the prompt's prefill: " + ", ".join(with_prompt) if with_prompt else "")
+
+
+def pooled_sentence(pooled: pl.DataFrame) -> str:
+    """Per model: the HEvalFix pool, then every case pooled (said once when the two are the same cases)."""
+    out = []
     for model in sorted(pooled["model"].unique().to_list()):
         part = pooled.filter(pl.col("model") == model)
-        total = part.filter((pl.col("pool") == pool) & (pl.col("method") == BASELINE))
-        if total.height == 0:
+        ar = {r["pool"]: r["cases"] for r in part.filter(pl.col("method") == AR).iter_rows(named=True)}
+        if POOLED not in ar:
             continue
-        corpora = part.filter((pl.col("pool") != POOLED) & (pl.col("method") == BASELINE)).sort("pool")
-        counts = ", ".join(f"{r['pool']} {r['cases']}" for r in corpora.iter_rows(named=True))
-        cases = int(total["cases"][0])
-        by_method = {r["method"]: r for r in part.filter(pl.col("pool") == pool).iter_rows(named=True)}
-        pld = primary_pld(by_method)
-        named = [(m, text) for m, text in SENTENCE_METHODS if m in by_method]
-        named += [(pld, by_method[pld]["label"])] if pld else []
-        figures = ", ".join(f"{text} {by_method[m]['speedup_pooled']:.1f}x" for m, text in named)
-        where = f"{cases} {'case' if cases == 1 else 'cases'}" + (f" ({counts})" if pool == POOLED else f" of {pool}")
-        parts.append(f"{model}, pooled over {where}: {figures}")
-    return "; ".join(parts)
+        corpora = ", ".join(f"{p} {n}" for p, n in sorted(ar.items()) if p not in (POOLED, HEVALFIX_POOL))
+        texts = []
+        if ar.get(HEVALFIX_POOL) not in (None, ar[POOLED]):
+            texts.append(f"HEvalFix ({ar[HEVALFIX_POOL]} cases): "
+                         + pool_sentence(part.filter(pl.col("pool") == HEVALFIX_POOL)))
+        texts.append(f"all {ar[POOLED]} cases ({corpora}): " + pool_sentence(part.filter(pl.col("pool") == POOLED)))
+        out.append(f"{model}, pooled over " + "; ".join(texts))
+    return "; ".join(out)
 
 
 @dataclass(frozen=True)
 class FrozenRun:
-    """A committed preset run of the e2e stage."""
+    """A committed preset run of the e2e stage; `stale` names what an older run's tables lack."""
 
     preset: str
     run: dict
@@ -110,15 +113,20 @@ class FrozenRun:
     speedup: pl.DataFrame
     pooled: pl.DataFrame
     cases: pl.DataFrame
+    stale: str | None = None
 
     @property
     def case_count(self) -> int:
-        return self.cases.filter(pl.col("method") == BASELINE).select("model", "case_id").n_unique()
+        return self.cases.filter(pl.col("method") == AR).select("model", "case_id").n_unique()
 
     def label(self) -> str:
         commit = str(self.run.get("commit") or "?")[:10]
         day = str(self.run.get("ended") or "?")[:10]
         return f"{self.preset} (frozen run, commit {commit}, {day}, {self.case_count} cases{noise_note(self.metrics)})"
+
+    def stale_text(self) -> str:
+        return (f"{self.label()}: written before this code's e2e tables (it lacks {self.stale}); not shown, rerun "
+                f"`{self.run.get('command') or 'copydecode e2e --preset ' + self.preset}`")
 
 
 def noise_note(metrics: dict) -> str:
@@ -129,19 +137,26 @@ def noise_note(metrics: dict) -> str:
     return "; marked NOISY: " + "; ".join(env.get("noisy_reasons") or ["no reason recorded"])
 
 
-def pooled_headline(speedup: pl.DataFrame, frozen_root: Path) -> str:
-    """The e2e headline: the default run pooled over all its cases, then the frozen e2e-wide run under
-    `frozen_root` (its label, NOISY mark included) or "not yet run"; read by the claims row and the README."""
-    text = "default run: " + pooled_sentence(pooled_from_speedup(speedup))
+def stale_columns(pooled: pl.DataFrame) -> list[str]:
+    """The POOLED_COLUMNS an e2e_pooled.csv lacks (one written before this code's columns)."""
+    return [c for c in POOLED_COLUMNS if c not in pooled.columns]
+
+
+def stale_text(missing: list[str], where: str = "reports/tables/e2e_pooled.csv") -> str:
+    return f"{where} was written before this code's e2e tables (it lacks {', '.join(missing)}); rerun `copydecode e2e`"
+
+
+def pooled_headline(pooled: pl.DataFrame, frozen_root: Path) -> str:
+    """The e2e headline: the default run's pools, then the frozen e2e-wide run under `frozen_root` (its
+    label, NOISY mark included), "stale" or "not yet run"; read by the claims row and the README."""
+    missing = stale_columns(pooled)
+    text = "default run: " + (stale_text(missing) if missing else pooled_sentence(pooled))
     wide = read_frozen(frozen_root)
-    return text + (f"; {wide.label()}: {pooled_sentence(wide.pooled)}" if wide is not None else f"; {not_yet_run()}")
-
-
-def _require(frame: pl.DataFrame, columns: tuple[str, ...], path: Path) -> pl.DataFrame:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        raise CorpusError(f"e2e: frozen run file {path} lacks columns {', '.join(missing)}")
-    return frame
+    if wide is None:
+        return f"{text}; {not_yet_run()}"
+    if wide.stale:
+        return f"{text}; {wide.stale_text()}"
+    return f"{text}; {wide.label()}: {pooled_sentence(wide.pooled)}"
 
 
 def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | None:
@@ -159,30 +174,78 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
     lacking = [k for k in RUN_FIELDS if k not in run]
     if lacking:
         raise CorpusError(f"e2e: frozen run {folder / 'run.json'} lacks {', '.join(lacking)}")
-
-    def csv(name: str, columns: tuple[str, ...]) -> pl.DataFrame:
-        path = folder / name
-        return _require(pl.read_csv(path, infer_schema_length=None), columns, path)
-
-    return FrozenRun(preset, run, metrics, csv("e2e_speedup.csv", ("model", "corpus", "method", "cases", "speedup_total")),
-                     csv("e2e_pooled.csv", POOLED_COLUMNS), csv("e2e_cases.csv", CASE_COLUMNS))
+    frames = {name: pl.read_csv(folder / f"{name}.csv", infer_schema_length=None)
+              for name in ("e2e_speedup", "e2e_pooled", "e2e_cases")}
+    wanted = {"e2e_speedup": SPEEDUP_COLUMNS, "e2e_pooled": POOLED_COLUMNS, "e2e_cases": CASE_COLUMNS}
+    stale = [f"{name}.csv {c}" for name, columns in wanted.items() for c in columns if c not in frames[name].columns]
+    return FrozenRun(preset, run, metrics, frames["e2e_speedup"], frames["e2e_pooled"], frames["e2e_cases"],
+                     ", ".join(stale) if stale else None)
 
 
 def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
-    """One row per case from an e2e_cases.csv: output tokens, AR seconds, the PLD method's and each
-    program's seconds (medians over repeats), and PLD's tokens per forward and acceptance histogram
-    (`n:count`: forwards that accepted n draft tokens)."""
+    """One row per case from an e2e_cases.csv: output tokens, AR seconds and its prompt's prefill, every
+    method's speedup in headline order, and the best standard PLD's tokens per forward and acceptance
+    histogram (`n:count`: forwards that accepted n draft tokens)."""
     keys = ["model", "corpus", "case_id"]
-    pld = primary_pld(cases["method"].unique().to_list())
-    wanted = [("cad_line", "line program s"), ("cad_token", "token program s")] + ([(pld, "PLD s")] if pld else [])
-    base = cases.filter(pl.col("method") == BASELINE).select(
-        *keys, *(["gold_tokens"] if "gold_tokens" in cases.columns else []), pl.col("ar_seconds").alias("AR s"))
-    for method, name in wanted:
-        base = base.join(cases.filter(pl.col("method") == method).select(*keys, pl.col("seconds").alias(name)),
+    names = headline_order(m for m in cases["method"].unique().to_list() if m != AR)
+    base = cases.filter(pl.col("method") == AR).select(
+        *keys, "gold_tokens", pl.col("ar_seconds").alias("AR s"), pl.col("prompt_seconds").alias("AR prompt s"))
+    for name in names:
+        base = base.join(cases.filter(pl.col("method") == name).select(*keys, pl.col("speedup").alias(f"{Method.parse(name).short} (x)")),
                          on=keys, how="left")
-    if pld:
-        extra = [pl.col("tokens_per_forward").alias("PLD tokens per forward")]
-        if "accept_hist" in cases.columns:
-            extra.append(pl.col("accept_hist").alias("PLD accepted per forward (n:count)"))
-        base = base.join(cases.filter(pl.col("method") == pld).select(*keys, *extra), on=keys, how="left")
+    speculative = [n for n in names if Method.parse(n).speculative]
+    if speculative:
+        largest = max(speculative, key=lambda n: (Method.parse(n).kind == PLD, Method.parse(n).k))
+        base = base.join(cases.filter(pl.col("method") == largest).select(
+            *keys, pl.col("tokens_per_forward").alias(f"{Method.parse(largest).short}: tokens per forward"),
+            pl.col("accept_hist").alias(f"{Method.parse(largest).short}: accepted per forward (n:count)")), on=keys, how="left")
     return base.sort(keys)
+
+
+def leading(pooled: pl.DataFrame, model: str, pool: str) -> list[tuple[str, dict]]:
+    """The figures a page's tiles lead with, for one model and pool: (method name, its row) for Copy-as-Decode
+    with directives decoded per level, the best standard PLD, suffix decoding, then the ideal line program."""
+    rows = pooled.filter((pl.col("model") == model) & (pl.col("pool") == pool))
+    by = {r["method"]: r for r in rows.iter_rows(named=True)}
+    pld = best_standard_pld(rows)
+    chosen = [n for n in headline_order(by) if n != AR and (Method.parse(n).kind != PLD or n == pld)
+              and not (Method.parse(n).kind == CAD and Method.parse(n).directives == IDEAL and Method.parse(n).level != "line")]
+    return [(n, by[n]) for n in chosen]
+
+
+def _tile_value(row: dict) -> str:
+    ci = f" [{row['ci_low']:.2f}-{row['ci_high']:.2f}]" if row.get("ci_low") == row.get("ci_low") and row.get("ci_low") is not None else ""
+    return f"{row['speedup_pooled']:.2f}x{ci}, {row['cases']} {'case' if row['cases'] == 1 else 'cases'}"
+
+
+def lead_tiles(pooled: pl.DataFrame, pool: str) -> list[tuple[str, str]]:
+    """A page's lead tiles for one pool, per model: (label, figure) in headline order, each the pooled
+    speedup with its CI and case count, then the leading method's figure including the prompt."""
+    tiles = []
+    for model in sorted(pooled["model"].unique().to_list()):
+        chosen = leading(pooled, model, pool)
+        for name, row in chosen:
+            m = Method.parse(name)
+            tiles.append((f"{m.short} ({model}, {pool})", _tile_value(row)))
+        if chosen:
+            name, row = chosen[0]
+            tiles.append((f"{Method.parse(name).short}, including the prompt's prefill ({model}, {pool})",
+                          f"{row['speedup_with_prompt']:.2f}x"))
+    return tiles
+
+
+def page_tiles(pooled: pl.DataFrame, pool: str, wide: FrozenRun | None) -> list[tuple[str, str]]:
+    """The e2e page's tiles: for the all-case pool, the HEvalFix pool first where it holds other cases
+    (a long-file pool never stands alone), then the pool asked for; then the frozen run's state."""
+    ar = pooled.filter(pl.col("method") == AR)
+    cases = dict(ar.group_by("pool").agg(pl.col("cases").max()).iter_rows())
+    pools = ([HEVALFIX_POOL] if pool == POOLED and HEVALFIX_POOL in cases and cases[HEVALFIX_POOL] != cases.get(POOLED)
+             else []) + [pool]
+    tiles = [t for p in pools for t in lead_tiles(pooled, p)]
+    state = "not yet run" if wide is None else "stale: rerun" if wide.stale else f"{wide.case_count} cases, below"
+    return tiles + [("e2e-wide (frozen run)", state)]
+
+
+def chart_methods(names) -> list[tuple[str, str]]:
+    """(name, short label) of every method but AR, in headline order: what the e2e chart draws."""
+    return [(n, Method.parse(n).short) for n in headline_order(set(names)) if n != AR]

@@ -27,6 +27,7 @@ from analysis.serving.scheduler import EngineConfig, simulate
 from analysis.serving.workload import Slo, closed_loop_requests, draw_cases, poisson_arrivals, run_figures
 
 ROLES = ("baseline", "copy", "ideal", "rival")
+MAX_REQUESTS_PER_POINT = 100_000  # about 100x the shipped largest point (1,024): a bound, not a setting
 CLOSED, OPEN = "closed", "open"
 
 
@@ -91,6 +92,12 @@ class Sweep:
             raise ParamsError(f"{where}.closed_loop.warmup_share must lie in [0, 1), got {self.warmup_share}")
         if any(f <= 0 for f in self.qps_fractions):
             raise ParamsError(f"{where}.open_loop.qps_fractions must be > 0, got {list(self.qps_fractions)}")
+        most = max(closed_loop_requests(max(self.concurrency), self.min_requests, self.requests_per_client),
+                   self.open_requests)
+        if most > MAX_REQUESTS_PER_POINT:  # a typo (an extra zero, 10**9) would run for days, not fail (issue 39)
+            raise ParamsError(f"{where}: a load point would simulate {most:,} requests (closed_loop: max(min_requests, "
+                              f"requests_per_client x concurrency); open_loop.requests), above {MAX_REQUESTS_PER_POINT:,}; "
+                              "lower them")
         return self
 
 

@@ -230,7 +230,7 @@ def run(s: BoundsSettings) -> dict:
         fitted = table.filter((pl.col("kernel_source") == FIT_SOURCE) & (pl.col("pooling") != MEAN_OF_CORPORA))
         where = context_label(s.cost.context_mode, s.cost.context)
         title = (f"Closed-form bound: {s.kernel.model} {s.kernel.dtype} {s.kernel.device}, {s.kernel.latency_form} latency model, "
-                 f"{where} ({charts.STAND_IN})")
+                 f"{where}{charts.stand_in_note(fitted['corpus'])}")
         save_chart(charts.bounds(fitted, title), FIGURES / "bounds")
     write_json({"bounds": bound_metrics(table), "model": s.kernel.model, "dtype": s.kernel.dtype, "device": s.kernel.device,
                 "context": s.cost.context if s.cost.context_mode == "fixed" else None, "context_mode": s.cost.context_mode, "latency_form": s.kernel.latency_form},

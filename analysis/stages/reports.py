@@ -61,6 +61,6 @@ def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
 
 def run(s: ReportsSettings) -> dict:
     require_outputs("reports")
-    with timed("reports"), kernel_noise_filtered():
-        result = run_reports(explore_case(s.parameters), Path("."), s.params_path)
+    with timed("reports"), kernel_noise_filtered() as live:  # the page bar draws live, past the kernels' filter
+        result = run_reports(explore_case(s.parameters), Path("."), s.params_path, progress_to=live)
     return result

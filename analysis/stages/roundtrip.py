@@ -9,6 +9,7 @@ import polars as pl
 
 from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import CopyDecodeError, RoundTripError
+from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import write_json
 from analysis.layout import METRICS
 from analysis.parallel.workers import SERIAL, ParallelSettings, map_cases, parallel_settings
@@ -74,6 +75,9 @@ def run(s: RoundtripSettings) -> dict:
         "per_level": dict(sorted(per_level.items())),
     }
     write_json({**metrics, "failures": failures}, METRICS / "roundtrip.json")
+    # which corpus this report checked, also when it fails: the losslessness page, claim 5 and roundtrip_fail
+    # are marked or refused once the cases change (H5); not an output set, so the CLI does not record it
+    record_corpus("roundtrip", [METRICS / "roundtrip.json"])
     if failures:
         raise RoundTripError(f"{len(failures)} oracle programs do not resolve to their target: {failures[:20]}")
     return metrics

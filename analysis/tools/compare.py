@@ -1,63 +1,109 @@
-"""`copydecode compare A B`: the headline figures of two runs, paired on their shared cases.
+"""`copydecode compare A B`: the headline figures of two runs, paired on one value per case.
 
-A run is a folder holding the pipeline's per-case outputs (`data/bounds/case_costs.parquet`,
-`data/perturb/results.parquet`, `data/pilot/records.parquet`, `data/e2e/measurements.parquet`; any
-may be absent), or a git revision
-or `dvc exp` name, whose dvc-tracked outputs are read through `dvc.api.open` without a checkout.
+A run is a folder (a checkout or a `--out` run root) or a git revision or `dvc exp` name. A folder's
+per-case tables are read as analysis.results.percase reads them: data/ (its own run), else the
+committed copies under reports/percase/. A revision's are its committed copies (`git show`, so a fresh
+clone compares `HEAD~1 HEAD` with no `dvc repro` and no DVC remote), else its dvc-tracked data/
+outputs from this repository's dvc cache (`dvc.api.open`, no checkout).
 
-Each figure is recomputed on the rows the two runs share (paired on their key columns: case, corpus,
-framing, level, and the kernel source or seed where the table has one) and reported as A, B and
-B - A with a 95% (params `compare.ci`) paired percentile bootstrap CI: every resample draws the same
-units in both runs, seeded per figure (`compare.seed`), so the CI of a figure does not depend on
-which other figures are compared. Ratios (coverage, bound) are ratios of sums, as in the stages.
-Exact-match figures also get the exact McNemar test on the discordant pairs. A difference is
-significant when its CI excludes 0 and, for exact match, McNemar's p < `compare.alpha`.
-
-Figures (`figure`, per corpus and `pooled`, at the headline framing `headline.framing` plus the
-single-framing corpora, as in analysis.present.headline):
-  cov_<level>                    copied / gold tokens (case_costs)
-  bound_<source>_<ideal|dir>     regen / program time, line level (case_costs); <source> as in the
-                                 headline rows (analysis.present.headline.source_key), plus -<AR loop> where a
-                                 source has several
+Pairing: each table is first reduced to one value per case (unit), then the two runs are joined on
+every key column of that unit; a key column that either run lacks, a key of another type, or a
+missing value column is a named error, never a silently looser pairing.
+  case_costs  one row per (case, corpus, framing, level, kernel source, AR loop) as written
+  perturb     per (case, corpus, framing, level, kind, rate): the share of perturbation seeds that
+              matched (seeds are replicates of one case, not cases)
+  pilot       per (phase, split, mode, case, kind, position): the share of adapter seeds that matched
+  e2e         per (model, corpus, case, method): the median seconds over repeats, beside the case's AR
+Each figure (per corpus and pooled, at the headline framing `headline.framing` plus the
+single-framing corpora, as in analysis.present.headline) is A, B, B - A, the relative change and a
+95% (params `compare.ci`) paired percentile bootstrap CI of B - A that resamples cases, seeded per
+figure (`compare.seed`). Ratios (coverage, bound, e2e speedup) are ratios of sums, as in the stages.
+Exact-match figures also get the exact sign test on the per-case differences (which is McNemar's
+exact test when each case has one seed); they are significant when the CI excludes 0 and p <
+`compare.alpha`.
+  cov_<level>                    copied / gold tokens
+  bound_<source>_<ideal|dir>     regen / program time, line level; <source> as in the headline rows
+                                 (analysis.present.headline.source_key), plus -<AR loop> where a source has several
   em_<level>                     exact match under span noise at `headline.perturb_rate` (kind both)
-  pilot_<mode>_<phase>           pilot exact match per split (records)
-  e2e_<model>_<line|token>       measured speedup over AR: sum of AR seconds / sum of method seconds,
-                                 each case at its median over repeats (as the e2e stage)
-Rows only one run has are not compared; the report names how many and the first few.
+  pilot_<mode>_<phase>           pilot exact match per split
+  e2e_<model>_<line|token>       measured speedup over AR: sum of AR seconds / sum of method seconds
+
+Cost: the bootstrap draws resamples x units per figure. The command states the work before it starts
+and warns when it is large (`--resamples` lowers it for one run); memory is bounded by drawing the
+resamples in chunks of at most CHUNK_CELLS indices.
 """
 
 from __future__ import annotations
 
-import html
 import math
 import subprocess
-import zlib
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 import numpy as np
 import polars as pl
-from scipy.stats import binomtest
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS, PILOT_RECORDS
 from analysis.pooling import POOLED, pool_rows
+from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
+from analysis.tools.compare_stats import _ratio, _rng, mcnemar_exact, paired_bootstrap, sign_test  # noqa: F401
 
-# per-case table -> (path under a run, key columns a row is paired on)
-PER_CASE: dict[str, tuple[Path, tuple[str, ...]]] = {
-    "case_costs": (CASE_COSTS, ("case_id", "corpus", "framing", "level", "kernel_source", "baseline")),
-    "perturb": (PERTURB_RESULTS, ("case_id", "corpus", "framing", "level", "kind", "rate", "seed")),
-    "pilot": (PILOT_RECORDS, ("phase", "seed", "split", "mode", "case_id", "kind", "position")),
-    "e2e": (E2E_MEASUREMENTS, ("model", "corpus", "case_id", "method")),  # after per_case_e2e
-}
 E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
 AR_METHOD = "ar"
 NAMED_IDS = 5  # unpaired case ids named in the report
+LARGE_WORK = 1.5e9  # resample x unit draws (about half a minute) above which the command warns before it starts
+DRAWS_PER_SECOND = 5e7  # draws a second on one core of the development machine (2 busy cores), for the estimate
 
 
 class CompareError(CopyDecodeError):
-    """Two runs that cannot be compared (a missing run, no shared cases, duplicate keys)."""
+    """Two runs that cannot be compared (a missing run, no shared cases, malformed tables)."""
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """How one per-case table is reduced to one row per unit before pairing."""
+
+    name: str                     # analysis.results.percase table name
+    raw: tuple[str, ...]          # columns the raw table must have
+    keys: tuple[str, ...]         # the unit: columns of the reduced table the runs are paired on
+    reduce: Callable[[pl.DataFrame], pl.DataFrame]
+
+
+def per_case_e2e(measurements: pl.DataFrame) -> pl.DataFrame:
+    """e2e measurements -> one row per (model, corpus, case, method): the median seconds over repeats
+    beside the same case's AR median (`ar_seconds`), the basis of the stage's speedup_total."""
+    keys = ["model", "corpus", "case_id"]
+    timed = measurements.group_by(*keys, "method").agg(pl.col("seconds").median())
+    ar = timed.filter(pl.col("method") == AR_METHOD).select(*keys, pl.col("seconds").alias("ar_seconds"))
+    return timed.join(ar, on=keys).filter(pl.col("method") != AR_METHOD)
+
+
+def per_case_perturb(results: pl.DataFrame) -> pl.DataFrame:
+    """Perturbation results -> the share of seeds that matched, per (case, corpus, framing, level, kind, rate)."""
+    return results.group_by("case_id", "corpus", "framing", "level", "kind", "rate").agg(
+        match=(pl.col("outcome") == "match").cast(pl.Float64).mean(), seeds=pl.len())
+
+
+def per_case_pilot(records: pl.DataFrame) -> pl.DataFrame:
+    """Pilot records -> the share of adapter seeds whose decode matched, per (phase, split, mode, case, kind, position).
+    The base model's rows carry no seed (null): they are one value already."""
+    return records.group_by("phase", "split", "mode", "case_id", "kind", "position").agg(
+        match=pl.col("exact_match").fill_null(False).cast(pl.Float64).mean(), seeds=pl.len())
+
+
+SPECS: dict[str, TableSpec] = {
+    "case_costs": TableSpec("case_costs", ("case_id", "corpus", "framing", "level", "kernel_source", "baseline",
+                                           "gold_tokens", "copied_tokens", "regen", "program_ideal", "program_overhead"),
+                            ("case_id", "corpus", "framing", "level", "kernel_source", "baseline"), lambda f: f),
+    "perturb": TableSpec("perturb", ("case_id", "corpus", "framing", "level", "kind", "rate", "seed", "outcome"),
+                         ("case_id", "corpus", "framing", "level", "kind", "rate"), per_case_perturb),
+    "pilot": TableSpec("pilot", ("phase", "seed", "split", "mode", "case_id", "kind", "position", "exact_match"),
+                       ("phase", "split", "mode", "case_id", "kind", "position"), per_case_pilot),
+    "e2e": TableSpec("e2e", ("model", "corpus", "case_id", "method", "seconds"),
+                     ("model", "corpus", "case_id", "method"), per_case_e2e),
+}
 
 
 @dataclass(frozen=True)
@@ -72,8 +118,8 @@ class CompareSettings:
     perturb_rate: float   # headline.perturb_rate: exact match under span noise at this rate
 
     def validate(self) -> "CompareSettings":
-        if self.resamples < 1:
-            raise ParamsError(f"params: 'compare.resamples' must be >= 1, got {self.resamples}")
+        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 1:
+            raise ParamsError(f"params: 'compare.resamples' must be an integer >= 1, got {self.resamples!r}")
         for name, value in (("compare.ci", self.ci), ("compare.alpha", self.alpha)):
             if not 0 < value < 1:
                 raise ParamsError(f"params: {name!r} must be between 0 and 1, got {value}")
@@ -83,37 +129,50 @@ class CompareSettings:
 @dataclass(frozen=True)
 class Run:
     label: str
-    tables: dict[str, pl.DataFrame]  # PER_CASE name -> rows (absent tables left out)
+    tables: dict[str, pl.DataFrame]          # SPECS name -> raw rows (absent tables left out)
+    where: str = ""                          # "folder X" or "revision R (commit)"
+    sources: dict[str, str] = field(default_factory=dict)  # table -> where it was read from
+    params: dict | None = None               # the run's params file, when one is known
+    params_from: str = "not recorded"        # where `params` came from
+    index: Path | None = None                # the run's reports/index.html, for a folder that has one
 
 
 @dataclass(frozen=True)
 class Difference:
     figure: str
     corpus: str
-    n: int                  # paired units
+    n: int                  # paired units (cases)
     a: float
     b: float
     diff: float             # b - a
     ci_low: float
     ci_high: float
-    p_value: float | None   # exact McNemar (exact-match figures), else None
+    p_value: float | None   # exact sign test on per-case differences (exact-match figures), else None
     significant: bool
+
+    @property
+    def change(self) -> float | None:
+        """The relative change (B - A) / |A|, None where A is 0 or undefined."""
+        if not math.isfinite(self.a) or self.a == 0 or not math.isfinite(self.b):
+            return None
+        return (self.b - self.a) / abs(self.a)
 
 
 @dataclass
 class Comparison:
-    a: str
-    b: str
+    a: Run
+    b: Run
     settings: CompareSettings
     rows: list[Difference] = field(default_factory=list)
     unpaired: dict[str, tuple[int, int, list[str], list[str]]] = field(default_factory=dict)  # table -> only A/B
     missing: list[str] = field(default_factory=list)  # tables one run lacks
+    notes: list[str] = field(default_factory=list)    # e.g. seed counts that differ between the runs
 
     def frame(self) -> pl.DataFrame:
         schema = {"figure": pl.String, "corpus": pl.String, "n": pl.Int64, "a": pl.Float64, "b": pl.Float64,
-                  "diff": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64, "p_value": pl.Float64,
-                  "significant": pl.Boolean}
-        return pl.DataFrame([vars(r) for r in self.rows], schema=schema)
+                  "diff": pl.Float64, "change": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
+                  "p_value": pl.Float64, "significant": pl.Boolean}
+        return pl.DataFrame([{**vars(r), "change": r.change} for r in self.rows], schema=schema)
 
 
 # ---------------------------------------------------------------- reading runs
@@ -128,6 +187,8 @@ def _git(args: list[str], cwd: Path) -> str | None:
 
 def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
     """A commit for a git revision or a `dvc exp` name (refs/exps/**/<name>), else None."""
+    if spec.startswith("-"):
+        return None
     commit = _git(["rev-parse", "--verify", "--quiet", f"{spec}^{{commit}}"], repo)
     if commit:
         return commit
@@ -139,106 +200,96 @@ def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
     return None
 
 
-def per_case_e2e(measurements: pl.DataFrame) -> pl.DataFrame:
-    """e2e measurements -> one row per (model, corpus, case, method): the median seconds over repeats
-    beside the same case's AR median (`ar_seconds`), the basis of the stage's speedup_total."""
-    needed = {"model", "corpus", "case_id", "method", "seconds"}
-    if not needed <= set(measurements.columns):
-        raise CompareError(f"e2e measurements lack columns {sorted(needed - set(measurements.columns))}")
-    keys = ["model", "corpus", "case_id"]
-    timed = measurements.group_by(*keys, "method").agg(pl.col("seconds").median())
-    ar = timed.filter(pl.col("method") == AR_METHOD).select(*keys, pl.col("seconds").alias("ar_seconds"))
-    return timed.join(ar, on=keys).filter(pl.col("method") != AR_METHOD)
-
-
-PREPARE: dict[str, Callable[[pl.DataFrame], pl.DataFrame]] = {"e2e": per_case_e2e}
-
-
-def _read_folder(root: Path, path: Path) -> pl.DataFrame | None:
-    full = root / path
-    if not full.is_file():
-        return None
-    try:
-        return pl.read_parquet(full)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the named error
-        raise CompareError(f"{full}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
-
-
-def _read_revision(rev: str, path: Path, repo: Path) -> pl.DataFrame | None:
+def _parquet(data: bytes, what: str) -> pl.DataFrame:
     import io
 
+    try:
+        return pl.read_parquet(io.BytesIO(data))
+    except Exception as exc:  # noqa: BLE001 - any unreadable file gets the named error
+        raise CompareError(f"{what}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
+
+
+def _read_folder(folder: Path, name: str) -> tuple[pl.DataFrame, str] | None:
+    path = where(name, folder)
+    if path is None:
+        return None
+    return _parquet(path.read_bytes(), str(path)), str(path.relative_to(folder))
+
+
+def _read_dvc_cache(rev: str, path: Path, repo: Path) -> bytes | None:
     import dvc.api
 
     try:
         with dvc.api.open(str(path), repo=str(repo), rev=rev, mode="rb") as handle:
-            return pl.read_parquet(io.BytesIO(handle.read()))
+            return handle.read()
     except Exception:  # noqa: BLE001 - an output that revision did not produce (or not in the cache) is absent
         return None
+
+
+def _read_revision(commit: str, name: str, repo: Path) -> tuple[pl.DataFrame, str] | None:
+    committed = committed_at(name, commit, repo)
+    if committed is not None:
+        return committed, f"{BY_NAME[name].committed} (committed)"
+    data = _read_dvc_cache(commit, BY_NAME[name].source, repo)
+    if data is None:
+        return None
+    return _parquet(data, f"{commit[:10]}:{BY_NAME[name].source}"), f"{BY_NAME[name].source} (dvc cache)"
+
+
+def _params_text(text: str | bytes | None, what: str) -> dict | None:
+    import yaml
+
+    if text is None:
+        return None
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    return loaded if isinstance(loaded, dict) else None
 
 
 def load_run(spec: str, repo: Path = Path(".")) -> Run:
     """A run folder, or a git revision / dvc experiment of the repository at `repo`."""
     folder = Path(spec)
     if folder.is_dir():
-        tables = {name: _read_folder(folder, path) for name, (path, _) in PER_CASE.items()}
-        where = f"folder {folder}"
+        found = {name: _read_folder(folder, name) for name in SPECS}
+        where_text = f"folder {folder}"
+        params_file = folder / "params.yaml"
+        params = _params_text(params_file.read_text(errors="replace"), str(params_file)) if params_file.is_file() else None
+        params_from = str(params_file) if params is not None else "not recorded (no params.yaml in the folder)"
+        index = folder / "reports/index.html"
+        index = index if index.is_file() else None
     else:
         commit = resolve_revision(spec, repo)
         if commit is None:
             raise CompareError(f"{spec!r} is neither a run folder nor a git revision or dvc experiment of {repo.resolve()}")
-        tables = {name: _read_revision(commit, path, repo) for name, (path, _) in PER_CASE.items()}
-        where = f"revision {spec} ({commit[:10]})"
-    tables = {k: PREPARE[k](v) if k in PREPARE else v for k, v in tables.items() if v is not None}
+        found = {name: _read_revision(commit, name, repo) for name in SPECS}
+        where_text = f"revision {spec} ({commit[:10]})"
+        params = _params_text(committed_bytes(Path("params.yaml"), commit, repo), f"{commit[:10]}:params.yaml")
+        params_from = f"params.yaml at {commit[:10]}" if params is not None else "not recorded (no params.yaml there)"
+        index = None
+    tables = {k: v[0] for k, v in found.items() if v is not None}
+    sources = {k: v[1] for k, v in found.items() if v is not None}
     if not tables:
-        names = ", ".join(str(path) for path, _ in PER_CASE.values())
+        names = ", ".join(f"{BY_NAME[n].source} or {BY_NAME[n].committed}" for n in SPECS)
         hint = ("run the pipeline there first" if folder.is_dir() else
-                "they are not in this repository's dvc cache: `dvc pull` them, or save a run with `dvc exp save` "
-                "(which caches its outputs) before comparing")
-        raise CompareError(f"{where}: none of the per-case outputs ({names}); {hint}")
-    return Run(spec, tables)
+                "that revision has no committed per-case tables (reports/percase/, written by `copydecode percase`) "
+                "and its data/ outputs are not in this repository's dvc cache: save runs with `dvc exp save` "
+                "(which caches their outputs) before comparing")
+        raise CompareError(f"{where_text}: none of the per-case tables ({names}); {hint}")
+    return Run(spec, tables, where_text, sources, params, params_from, index)
 
 
-# ---------------------------------------------------------------- statistics
+# ---------------------------------------------------------------- checking and pairing
 
-def _rng(seed: int, figure: str, corpus: str) -> np.random.Generator:
-    return np.random.default_rng([seed, zlib.crc32(f"{figure}/{corpus}".encode())])
+def check_table(frame: pl.DataFrame, spec: TableSpec, run: str) -> pl.DataFrame:
+    """The raw table reduced to one row per unit; a missing column is a named error."""
+    missing = [c for c in spec.raw if c not in frame.columns]
+    if missing:
+        raise CompareError(f"{run}: the {spec.name} table lacks column(s) {missing} (it has {frame.columns}); "
+                           f"rerun `copydecode {BY_NAME[spec.name].stage}` there")
+    return spec.reduce(frame)
 
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(den != 0, num / np.where(den != 0, den, 1), np.nan)
-
-
-def paired_bootstrap(a_num, a_den, b_num, b_den, resamples: int, rng: np.random.Generator,
-                     level: float, chunk: int = 250) -> tuple[float, float]:
-    """Percentile CI of ratio_b - ratio_a (ratios of sums), resampling the paired units together.
-    Resamples whose ratio is undefined (a zero denominator) are dropped; all undefined -> NaN."""
-    arrays = [np.asarray(x, dtype=float) for x in (a_num, a_den, b_num, b_den)]
-    n = arrays[0].size
-    diffs = []
-    for start in range(0, resamples, chunk):
-        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n))
-        sums = [x[idx].sum(axis=1) for x in arrays]
-        diffs.append(_ratio(sums[2], sums[3]) - _ratio(sums[0], sums[1]))
-    values = np.concatenate(diffs)
-    values = values[np.isfinite(values)]
-    if values.size == 0:
-        return math.nan, math.nan
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def mcnemar_exact(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided exact McNemar p-value of paired booleans (binomial test on the discordant pairs)."""
-    a, b = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    only_a, only_b = int((a & ~b).sum()), int((~a & b).sum())
-    if only_a + only_b == 0:
-        return 1.0
-    return float(binomtest(only_b, only_a + only_b, 0.5).pvalue)
-
-
-# ---------------------------------------------------------------- pairing
 
 def _check_unique(frame: pl.DataFrame, keys: list[str], run: str, table: str) -> None:
     dup = frame.group_by(keys).len().filter(pl.col("len") > 1)
@@ -248,15 +299,24 @@ def _check_unique(frame: pl.DataFrame, keys: list[str], run: str, table: str) ->
 
 def pair_tables(a: pl.DataFrame, b: pl.DataFrame, keys: tuple[str, ...], labels: tuple[str, str],
                 table: str) -> tuple[pl.DataFrame, tuple[int, int, list[str], list[str]]]:
-    """Rows of both runs joined on `keys` (columns suffixed _a/_b), and the case ids only one run has."""
-    keys = [k for k in keys if k in a.columns and k in b.columns]
-    if "case_id" not in keys:
-        raise CompareError(f"{table}: no case_id column in both runs ({labels[0]}, {labels[1]})")
+    """Rows of both runs joined on every one of `keys` (columns suffixed _a/_b), and the case ids only one run
+    has. A key column either run lacks, or whose type differs between the runs, is a named error."""
+    for key in keys:
+        absent = [label for frame, label in ((a, labels[0]), (b, labels[1])) if key not in frame.columns]
+        if absent:
+            raise CompareError(f"{table}: {', '.join(absent)} lacks the key column {key!r}; the runs cannot be paired "
+                               "on their cases without it")
+        if a[key].dtype != b[key].dtype:
+            raise CompareError(f"{table}: the key column {key!r} is {a[key].dtype} in {labels[0]} but {b[key].dtype} "
+                               f"in {labels[1]}; the two tables come from different writers")
+    keys = list(keys)
     for frame, label in ((a, labels[0]), (b, labels[1])):
         _check_unique(frame, keys, label, table)
     values = [c for c in a.columns if c not in keys and c in b.columns]
-    joined = a.select(*keys, *values).join(b.select(*keys, *values), on=keys, how="inner", suffix="_b")
-    joined = joined.rename({c: f"{c}_a" for c in values})
+    joined = a.select(*keys, *values).join(b.select(*keys, *values), on=keys, how="inner", suffix="_b",
+                                           nulls_equal=True)
+    # sorted: group_by and join orders vary, and the bootstrap's draws index rows (same runs, same CI)
+    joined = joined.rename({c: f"{c}_a" for c in values}).sort(keys, nulls_last=True)
     ids_a, ids_b = set(a["case_id"].cast(pl.String)), set(b["case_id"].cast(pl.String))
     only_a, only_b = sorted(ids_a - ids_b), sorted(ids_b - ids_a)
     if joined.height == 0:
@@ -289,10 +349,10 @@ def _ratio_rows(figure: str, frame: pl.DataFrame, num: str, den: str, s: Compare
 def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = "corpus") -> list[Difference]:
     rows = []
     for corpus, part in _groups(frame, by):
-        a, b = part["match_a"].to_numpy().astype(bool), part["match_b"].to_numpy().astype(bool)
+        a, b = part["match_a"].cast(pl.Float64).to_numpy(), part["match_b"].cast(pl.Float64).to_numpy()
         ones = np.ones(a.size)
         low, high = paired_bootstrap(a, ones, b, ones, s.resamples, _rng(s.seed, figure, corpus), s.ci)
-        p = mcnemar_exact(a, b)
+        p = sign_test(a, b)
         significant = bool(p < s.alpha and np.isfinite(low) and (low > 0 or high < 0))
         rows.append(Difference(figure, corpus, part.height, float(a.mean()), float(b.mean()),
                                float(b.mean() - a.mean()), low, high, p, significant))
@@ -300,34 +360,30 @@ def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = 
 
 
 def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
+    from analysis.present.headline import LOOP_KEYS, source_key
+
     part = pool_rows(joined, s.framing)
     rows: list[Difference] = []
-    if "kernel_source" in part.columns and part.height:  # coverage does not depend on the kernel: one source's rows
+    if part.height:  # coverage does not depend on the kernel: one source's rows
         first = sorted(part["kernel_source"].unique().to_list())[0]
         cov = part.filter((pl.col("kernel_source") == first) & (pl.col("baseline") == part.filter(
             pl.col("kernel_source") == first)["baseline"].min()))
-    else:
-        cov = part
-    for (level,), rows_level in sorted(cov.group_by("level"), key=lambda g: g[0]):
-        rows += _ratio_rows(f"cov_{level}", rows_level, "copied_tokens", "gold_tokens", s)
+        for (level,), rows_level in sorted(cov.group_by("level"), key=lambda g: g[0]):
+            rows += _ratio_rows(f"cov_{level}", rows_level, "copied_tokens", "gold_tokens", s)
     line = part.filter(pl.col("level") == "line")
-    if "kernel_source" in line.columns:
-        from analysis.present.headline import LOOP_KEYS, source_key
-
-        loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
-        several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
-        for (source, baseline), group in sorted(line.group_by("kernel_source", "baseline"), key=lambda g: g[0]):
-            # named as `dvc metrics show` names the row (the AR loop only where a source has several)
-            name = source_key(source) + (f"-{LOOP_KEYS.get(baseline) or baseline}" if source in several else "")
-            for den, suffix in (("program_ideal", "ideal"), ("program_overhead", "dir")):
-                rows += _ratio_rows(f"bound_{name}_{suffix}", group, "regen", den, s)
+    loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
+    several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
+    for (source, baseline), group in sorted(line.group_by("kernel_source", "baseline"), key=lambda g: g[0]):
+        # named as `dvc metrics show` names the row (the AR loop only where a source has several)
+        name = source_key(source) + (f"-{LOOP_KEYS.get(baseline) or baseline}" if source in several else "")
+        for den, suffix in (("program_ideal", "ideal"), ("program_overhead", "dir")):
+            rows += _ratio_rows(f"bound_{name}_{suffix}", group, "regen", den, s)
     return rows
 
 
 def em_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
     part = pool_rows(joined.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9)),
-                           s.framing).with_columns(match_a=pl.col("outcome_a") == "match",
-                                                   match_b=pl.col("outcome_b") == "match")
+                           s.framing)
     rows: list[Difference] = []
     for (level,), group in sorted(part.group_by("level"), key=lambda g: g[0]):
         rows += _match_rows(f"em_{level}", group, s)
@@ -335,10 +391,8 @@ def em_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
 
 
 def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    part = joined.with_columns(match_a=pl.col("exact_match_a").fill_null(False),
-                               match_b=pl.col("exact_match_b").fill_null(False))
     rows: list[Difference] = []
-    for (mode, phase), group in sorted(part.group_by("mode", "phase"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
+    for (mode, phase), group in sorted(joined.group_by("mode", "phase"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
         rows += _match_rows(f"pilot_{mode}_{phase}", group, s, by="split")
     return rows
 
@@ -361,114 +415,91 @@ FIGURES: dict[str, Callable[[pl.DataFrame, CompareSettings], list[Difference]]] 
 }
 
 
-def compare_runs(a: Run, b: Run, s: CompareSettings) -> Comparison:
+def _seed_note(table: str, joined: pl.DataFrame) -> str | None:
+    if "seeds_a" not in joined.columns:
+        return None
+    a, b = joined["seeds_a"].max(), joined["seeds_b"].max()
+    return None if a == b else f"{table}: A averages {a} seed(s) per case, B {b}; each case's value is its seed mean"
+
+
+def _units(table: str, joined: pl.DataFrame, s: CompareSettings) -> int:
+    """Paired units the figures of `table` bootstrap, each counted once per figure, per corpus and pooled."""
+    if table == "case_costs":
+        part = pool_rows(joined, s.framing)
+        sources = max(1, part.select("kernel_source", "baseline").n_unique())
+        return 2 * (part.height // sources + 2 * part.filter(pl.col("level") == "line").height)
+    if table == "perturb":
+        at = joined.filter((pl.col("kind") == "both") & ((pl.col("rate") - s.perturb_rate).abs() < 1e-9))
+        return 2 * pool_rows(at, s.framing).height
+    return 2 * joined.height
+
+
+def work(paired: dict[str, pl.DataFrame], s: CompareSettings) -> int:
+    """Bootstrap draws the comparison will make (resamples x paired units, summed over figures), stated
+    before it starts."""
+    return sum(_units(table, joined, s) for table, joined in paired.items()) * s.resamples
+
+
+def compare_runs(a: Run, b: Run, s: CompareSettings, warn: Callable[[str], None] | None = None) -> Comparison:
     s = s.validate()
-    out = Comparison(a.label, b.label, s)
-    for table, figures in FIGURES.items():
+    out = Comparison(a, b, s)
+    paired: dict[str, pl.DataFrame] = {}
+    for table, spec in SPECS.items():
         if table not in a.tables or table not in b.tables:
             if table in a.tables or table in b.tables:
                 out.missing.append(f"{table} ({'only ' + (a.label if table in a.tables else b.label)})")
             continue
-        joined, unpaired = pair_tables(a.tables[table], b.tables[table], PER_CASE[table][1], (a.label, b.label), table)
+        reduced = [check_table(run.tables[table], spec, run.label) for run in (a, b)]
+        joined, unpaired = pair_tables(reduced[0], reduced[1], spec.keys, (a.label, b.label), table)
         out.unpaired[table] = unpaired
-        out.rows += figures(joined, s)
-    if not out.rows:
+        paired[table] = joined
+        note = _seed_note(table, joined)
+        if note:
+            out.notes.append(note)
+    if not paired:
         raise CompareError(f"{a.label} and {b.label} have no per-case table in common "
                            f"(A: {sorted(a.tables)}, B: {sorted(b.tables)})")
+    draws = work(paired, s)
+    if warn is not None:
+        warn(f"compare: {sum(f.height for f in paired.values()):,} paired rows in {len(paired)} table(s), "
+             f"{s.resamples:,} resamples per figure: {draws / 1e6:,.0f}M bootstrap draws (about "
+             f"{max(1, round(draws / DRAWS_PER_SECOND)):,} s)")
+        if draws > LARGE_WORK:
+            warn(f"compare: warning: that is a large bootstrap (about {draws / DRAWS_PER_SECOND / 60:,.1f} minutes); "
+                 "`--resamples 200` gives a coarser CI in a tenth of the time")
+    for table, joined in paired.items():
+        out.rows += FIGURES[table](joined, s)
     return out
 
 
-# ---------------------------------------------------------------- rendering
-
-def _fmt(value: float | None, digits: int = 4) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
-        return "-"
-    return f"{value:.{digits}g}"
-
-
-def _cells(r: Difference) -> list[str]:
-    return [r.figure, r.corpus, str(r.n), _fmt(r.a), _fmt(r.b), _fmt(r.diff), f"[{_fmt(r.ci_low)}, {_fmt(r.ci_high)}]",
-            _fmt(r.p_value, 3), "yes" if r.significant else "no"]
-
-
-HEADER = ["figure", "corpus", "n", "A", "B", "B - A", "CI", "McNemar p", "significant"]
-
-
-def _named(ids: list[str], count: int) -> str:
-    return f" ({', '.join(ids)}{', ...' if count > len(ids) else ''})" if ids else ""
-
-
-def _notes(c: Comparison) -> list[str]:
-    notes = []
-    for table, (n_a, n_b, ids_a, ids_b) in c.unpaired.items():
-        if n_a or n_b:
-            notes.append(f"{table}: {n_a} case ids only in A{_named(ids_a, n_a)}, {n_b} only in B{_named(ids_b, n_b)}; "
-                         "not compared")
-    notes += [f"{m}: not compared" for m in c.missing]
-    return notes
-
-
-def _intro(c: Comparison) -> str:
-    s = c.settings
-    return (f"A = {c.a}, B = {c.b}. Paired on shared cases; {s.ci:.0%} paired percentile bootstrap CI of B - A "
-            f"({s.resamples} resamples, seed {s.seed}); exact-match figures also get exact McNemar "
-            f"(significant: CI excludes 0 and p < {s.alpha}).")
-
-
-def to_markdown(c: Comparison) -> str:
-    sig = sum(r.significant for r in c.rows)
-    lines = [f"# Comparison: {c.a} vs {c.b}", "", _intro(c), "",
-             f"{sig} of {len(c.rows)} figures differ significantly.", ""]
-    lines += ["| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in _cells(r)) + " |" for r in c.rows]
-    notes = _notes(c)
-    if notes:
-        lines += ["", *[f"- {n}" for n in notes]]
-    return "\n".join(lines) + "\n"
-
-
-def to_html(c: Comparison) -> str:
-    esc = html.escape
-    head = "".join(f"<th>{esc(h)}</th>" for h in HEADER)
-    body = "\n".join(
-        f"<tr class=\"{'sig' if r.significant else ''}\">" + "".join(f"<td>{esc(cell)}</td>" for cell in _cells(r)) + "</tr>"
-        for r in c.rows)
-    notes = "".join(f"<li>{esc(n)}</li>" for n in _notes(c))
-    sig = sum(r.significant for r in c.rows)
-    return ("<!doctype html>\n<html><head><meta charset=\"utf-8\"><title>"
-            f"{esc(f'Comparison: {c.a} vs {c.b}')}</title>\n<style>body{{font-family:sans-serif}}"
-            "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}"
-            "td:first-child,td:nth-child(2){text-align:left}tr.sig{background:#fff3c4}</style></head><body>\n"
-            f"<h1>{esc(f'Comparison: {c.a} vs {c.b}')}</h1>\n<p>{esc(_intro(c))}</p>\n"
-            f"<p>{sig} of {len(c.rows)} figures differ significantly (highlighted).</p>\n"
-            f"<table><thead><tr>{head}</tr></thead><tbody>\n{body}\n</tbody></table>\n"
-            + (f"<ul>{notes}</ul>\n" if notes else "") + "</body></html>\n")
-
+# ---------------------------------------------------------------- the command
 
 def _slug(text: str) -> str:
     import re
 
-    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-") or "run"
+    return re.sub(r"[^A-Za-z0-9.]+", "-", text).strip("-.") or "run"
 
 
 @dataclass(frozen=True)
 class CompareCommand:
-    """`copydecode compare A B [--repo R] [--out STEM]` with its statistics settings."""
+    """`copydecode compare A B [--repo R] [--out DIR] [--resamples N]` with its statistics settings."""
 
     a: str
     b: str
     repo: Path       # the repository that revisions and experiments belong to
-    out: Path        # STEM: writes STEM.md and STEM.html
+    out: Path        # DIR: writes DIR/compare.md, compare.html, compare.json
     stats: CompareSettings
 
 
-def compare_settings(params: dict) -> CompareSettings:
-    """CompareSettings from params `compare` (resamples, seed, ci, alpha) and the headline slice."""
+def compare_settings(params: dict, resamples: int | None = None) -> CompareSettings:
+    """CompareSettings from params `compare` (resamples, seed, ci, alpha; `resamples` overrides) and the headline slice."""
     from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
 
-    known_keys(params, "compare", [f for f in ("resamples", "seed", "ci", "alpha")])
+    known_keys(params, "compare", ["resamples", "seed", "ci", "alpha"])
+    if resamples is not None and (isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1):
+        raise ParamsError(f"--resamples must be an integer >= 1, got {resamples!r}")
     return CompareSettings(
-        resamples=positive_int(params, "compare.resamples"),
+        resamples=resamples if resamples is not None else positive_int(params, "compare.resamples"),
         seed=get(params, "compare.seed", int),
         ci=interval_level(params, "compare.ci"),
         alpha=interval_level(params, "compare.alpha"),
@@ -477,25 +508,47 @@ def compare_settings(params: dict) -> CompareSettings:
     ).validate()
 
 
+def add_arguments(parser) -> None:
+    """compare's own options (the CLI adds --params and --set)."""
+    parser.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")
+    parser.add_argument("b", metavar="B", help="the run compared with it")
+    parser.add_argument("--repo", default=".", help="repository that revisions and experiments belong to (default .)")
+    parser.add_argument("--out", dest="compare_out", metavar="DIR", default=None,
+                        help="the folder the comparison is written to: DIR/compare.md, compare.html and compare.json "
+                             "(default runs/compare/A-vs-B)")
+    parser.add_argument("--resamples", type=int, default=None, metavar="N",
+                        help="bootstrap resamples per figure for this run (default: params compare.resamples); "
+                             "the work grows with N x cases x figures")
+
+
 def settings(params: dict, a: str | None = None, b: str | None = None, repo: str | None = None,
-             compare_out: str | None = None) -> CompareCommand:
-    """The command's settings: the two runs (required), the repository and the output stem (default
+             compare_out: str | None = None, resamples: int | None = None) -> CompareCommand:
+    """The command's settings: the two runs (required), the repository and the output folder (default
     runs/compare/<A>-vs-<B>), and params `compare`."""
     if not a or not b:
         raise CompareError("compare needs two runs: copydecode compare A B")
     out = Path(compare_out) if compare_out else Path("runs/compare") / f"{_slug(a)}-vs-{_slug(b)}"
-    return CompareCommand(a, b, Path(repo or "."), out, compare_settings(params))
+    if out.exists() and not out.is_dir():
+        raise CompareError(f"--out {out}: exists and is not a folder")
+    return CompareCommand(a, b, Path(repo or "."), out, compare_settings(params, resamples))
 
 
-def run(s: CompareCommand) -> dict:
-    """Compare s.a with s.b, write <stem>.md and <stem>.html, print the markdown."""
-    from analysis.pipeline.io import write_text
+def run(s: CompareCommand) -> None:
+    """Compare s.a with s.b, write DIR/compare.{md,html,json}, print the markdown (stdout) and a one-line
+    summary (stderr)."""
+    from analysis.pipeline.io import write_json, write_text
+    from analysis.tools.compare_page import to_html, to_json, to_markdown
 
-    comparison = compare_runs(load_run(s.a, s.repo), load_run(s.b, s.repo), s.stats)
+    def warn(message: str) -> None:
+        print(message, file=sys.stderr)
+
+    comparison = compare_runs(load_run(s.a, s.repo), load_run(s.b, s.repo), s.stats, warn)
     markdown = to_markdown(comparison)
-    md_path, html_path = Path(f"{s.out}.md"), Path(f"{s.out}.html")
-    write_text(markdown, md_path)
-    write_text(to_html(comparison), html_path)
+    paths = {suffix: s.out / f"compare.{suffix}" for suffix in ("md", "html", "json")}
+    write_text(markdown, paths["md"])
+    write_text(to_html(comparison, paths["html"].parent), paths["html"])
+    write_json(to_json(comparison), paths["json"])
     print(markdown)
-    return {"figures": len(comparison.rows), "significant": sum(r.significant for r in comparison.rows),
-            "markdown": str(md_path), "html": str(html_path)}
+    significant = sum(r.significant for r in comparison.rows)
+    warn(f"compare: {significant} of {len(comparison.rows)} figures differ significantly; wrote "
+         f"{paths['md']}, {paths['html'].name} and {paths['json'].name}")

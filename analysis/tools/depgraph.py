@@ -110,7 +110,9 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
         if deps != stage.get("deps"):
             changed.append(name)
         stage["deps"] = deps
-    path.write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120))
+    from analysis.pipeline.io import write_text
+
+    write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked (L6)
     return changed
 
 

@@ -16,12 +16,6 @@ allows such tokens, the decoder's table removes them.
 
 Timings are split into the prompt prefill, one-token decode steps, copy prefills and mask time
 (lookup or computation of the state's mask, and applying it to the logits row).
-
-Two mask engines (params decode.mask_engine): "suite", the FSM above, and "llguidance"
-(kernels_profile.decode.llguidance_engine): llguidance's matcher over the source's forced-span grammar
-(analysis.grammar.export), whose fast-forward tokens after a closed directive are the copy's prefill.
-Both run through `_greedy` below with the same op-boundary and budget rules, so on the same model
-they write the same program (tests/kernels_profile/decode/test_llguidance_engine.py).
 """
 
 from __future__ import annotations
@@ -64,8 +58,7 @@ class DecodeCounts:
     copied_tokens: int
     decode_forwards: int
     copy_forwards: int
-    masks_computed: int   # states whose mask was built during this decode (cold steps); llguidance: masks filled
-    copy_decoded_tokens: int = 0  # copied text decoded token by token (llguidance's fast-forward stopped short)
+    masks_computed: int   # states whose mask was built during this decode (cold steps)
 
 
 @dataclass(frozen=True)
@@ -79,12 +72,11 @@ class DecodeResult:
     sequence: tuple[int, ...]  # every id fed to the model, prompt first
     prompt_length: int
     final_logits: Any = field(default=None, compare=False, repr=False)
-    engine: str = "suite"  # the mask engine: suite | llguidance
 
 
 # ---------------------------------------------------------------- masks
 
-def closes_copy_inside(automaton: ByteAutomaton, state: tuple, piece: bytes) -> bool:
+def _closes_copy_inside(automaton: ByteAutomaton, state: tuple, piece: bytes) -> bool:
     """Does walking `piece` from `state` close a copy directive before its last byte?"""
     step = automaton.step
     for k, byte in enumerate(piece):
@@ -114,6 +106,26 @@ def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
     return closes_copy_bytes(fsm.automaton, state, fsm.piece(token_id))
 
 
+class LayoutRule:
+    """The decoder's rule that a token may close a copy directive only with its last byte (so that ops
+    start on token boundaries, kernels_profile.decode.sequence's layout), whichever engine gives the mask.
+    Only tokens that could break it are walked: from inside a number or the closing literal any token with
+    an inner '>', from elsewhere only one holding all of '"/>'."""
+
+    def __init__(self, pieces: list[bytes]):
+        gt = _END[-1]
+        self.pieces = pieces
+        self.inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
+        self.inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
+
+    def suspects(self, state: tuple) -> np.ndarray:
+        return self.inner_gt if state[0] in _COPY_STATES else self.inner_end
+
+    def blocked(self, automaton: ByteAutomaton, state: tuple, candidates) -> list[int]:
+        """The candidate ids that would run past a directive's end."""
+        return [int(i) for i in candidates if _closes_copy_inside(automaton, state, self.pieces[int(i)])]
+
+
 class MaskTable:
     """Per FSM state, the boolean tensor of allowed ids (logits width wide), built once and cached,
     with its additive form (0 where allowed, -inf where blocked) that the decoder applies.
@@ -127,22 +139,14 @@ class MaskTable:
 
         self.fsm, self.width, self.device, self.torch = fsm, width, device, torch
         self._cache: dict[tuple, tuple] = {}
-        pieces = [fsm.piece(i) or b"" for i in range(fsm.vocab_size)]
-        gt = _END[-1]
-        # tokens that could close a directive before their last byte: from inside a number or the
-        # closing literal any token with an inner '>', from elsewhere only one holding all of '"/>'
-        self._inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
-        self._inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
+        self.layout = LayoutRule([fsm.piece(i) or b"" for i in range(fsm.vocab_size)])
         self.computed = 0
 
     def allowed(self, walker: FsmWalker) -> np.ndarray:
         """The walker's mask minus the tokens that would run past a directive's end."""
         mask = walker.allowed().copy()
-        state = walker.state
-        suspects = self._inner_gt if state[0] in _COPY_STATES else self._inner_end
-        for i in suspects[mask[suspects]]:
-            if closes_copy_inside(self.fsm.automaton, state, self.fsm.piece(int(i))):
-                mask[i] = False
+        suspects = self.layout.suspects(walker.state)
+        mask[self.layout.blocked(self.fsm.automaton, walker.state, suspects[mask[suspects]])] = False
         return mask
 
     def _entry(self, walker: FsmWalker) -> tuple:
@@ -237,105 +241,95 @@ class _Runner:
 MASK_ENGINES = ("suite", "llguidance")
 
 
-@dataclass(frozen=True)
-class Step:
-    """What one model-chosen token did: ended the program, closed a copy directive (whose copied
-    tokens then join its forward), or wrote copied text the engine could not fast-forward."""
-
-    eos: bool
-    forcing: bool          # the budget's margin was forcing the program's end when it was chosen
-    copied: tuple[int, ...] = ()  # tokens appended to this token's forward (a closed directive's copy)
-    closing: bool = False
-    tail: bool = False     # a token of copied text (not of the program): llguidance's held-back span end
-
-
 class SuiteEngine:
-    """The suite FSM's masks (a MaskTable) and its walker: the decoder's original engine."""
+    """The suite's FSM as the decoder's mask engine: a walker, masks cached per FSM state (MaskTable)."""
 
     name = "suite"
 
-    def __init__(self, masks: MaskTable, walker: FsmWalker, tok: ModelTokenizer, source: str, token_bounds):
-        self.masks, self.walker, self.tok, self.source, self.token_bounds = masks, walker, tok, source, token_bounds
-        self.program = bytearray()
-        self.computed_before = masks.computed
+    def __init__(self, masks: MaskTable, walker: FsmWalker):
+        self.masks, self.walker = masks, walker
 
     @property
     def remaining(self) -> int | None:
         return self.walker.remaining
 
     @property
-    def masks_computed(self) -> int:
-        return self.masks.computed - self.computed_before
+    def forcing(self) -> bool:
+        return self.walker.forcing
 
-    def bias(self):
-        return self.masks.bias(self.walker)
+    @property
+    def margin(self) -> int:
+        return self.walker.margin
 
-    def advance(self, token: int) -> Step:
-        fsm = self.masks.fsm
-        closing = closes_copy(fsm, self.walker.state, token)
-        forcing = self.walker.forcing
+    @property
+    def computed(self) -> int:
+        return self.masks.computed
+
+    def done(self) -> bool:
+        return self.walker.is_accepting() or self.walker.finished
+
+    def mask_logits(self, logits):
+        return apply_mask(logits, self.masks.bias(self.walker))
+
+    def closing(self, token: int) -> bool:
+        return closes_copy(self.masks.fsm, self.walker.state, token)
+
+    def advance(self, token: int) -> None:
         self.walker.advance(token)
-        if token in self.tok.eos_ids:
-            return Step(eos=True, forcing=forcing)
-        self.program += fsm.piece(token)
-        if not closing:
-            return Step(eos=False, forcing=forcing)
-        op = last_copy(bytes(self.program))
-        copied = tuple(self.tok.encode(resolve(Program((op,)), self.source, self.token_bounds)))
-        return Step(eos=False, forcing=forcing, copied=copied, closing=True)
 
-    def finish(self, case: str) -> bytes:
-        if not self.walker.is_accepting() and not self.walker.finished:
-            raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(self.program)[-40:]!r}); the walker "
-                               "margin should have prevented this")
-        return bytes(self.program)
+    def piece(self, token: int) -> bytes:
+        return self.masks.fsm.piece(token)
+
+    def copy_ids(self, op: Copy, text: str, tok: ModelTokenizer) -> list[int]:
+        """The tokens of a copied span: its text tokenized on its own (the sequence layout)."""
+        return list(tok.encode(text))
 
 
 def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
-           budget: int, *, unit: str = "lines", margin: int | None = None, masks=None,
-           case: str = "case", engine: str = "suite") -> DecodeResult:
-    """Greedy Copy-as-Decode under the FSM (module docstring). `masks` may be shared between decodes
-    of sources with the same number of units (a MaskTable, which holds the FSM); with engine
-    "llguidance" it may be a kernels_profile.decode.llguidance_engine.LLGuidanceVocab (the tokenizer
-    llguidance reads, built once per model)."""
-    if engine not in MASK_ENGINES:
-        raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {engine!r} "
-                          "(params decode.mask_engine)")
-    if engine == "llguidance" and unit != "lines":
-        raise DecodeError(f"{case}: the llguidance engine copies lines (its forced-span grammar has no token "
-                          f"unit); unit {unit!r} needs mask_engine suite")
+           budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTable | None = None,
+           case: str = "case", mask_engine: str = "suite", llg=None) -> DecodeResult:
+    """Greedy Copy-as-Decode under the FSM (module docstring), or under llguidance's matcher over the
+    source's forced-span grammar (`mask_engine="llguidance"`, kernels_profile.decode.llg_engine; `llg`: its
+    vocabulary, shared between decodes). `masks` may be shared between decodes of sources with the same
+    number of units (it holds the FSM)."""
+    if mask_engine not in MASK_ENGINES:
+        raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {mask_engine!r}")
     token_bounds = None
     if unit == "lines":
         limits = {"lines": len(split_lines(source))}
-    elif unit == "tokens":
+    elif unit == "tokens" and mask_engine == "suite":
         encoded = tok.fsm_tokenizer.encode(source)
         limits, token_bounds = {"tokens": len(encoded)}, encoded.char_bounds
+    elif unit == "tokens":
+        raise DecodeError(f"{case}: the llguidance engine's forced-span grammar copies lines; unit 'tokens' runs on "
+                          "the suite engine only")
     else:
         raise DecodeError(f"{case}: unit must be 'lines' or 'tokens', got {unit!r}")
     width = int(lm.model.get_input_embeddings().weight.shape[0]) if hasattr(lm.model, "get_input_embeddings") else None
-    prompt = prompt_ids(tok, template, source, instruction)
-    if engine == "llguidance":
-        from kernels_profile.decode.llguidance_engine import LLGuidanceEngine, LLGuidanceVocab
+    if mask_engine == "llguidance":
+        from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
 
-        vocab = masks if isinstance(masks, LLGuidanceVocab) else LLGuidanceVocab(tok)
-        runner_engine = LLGuidanceEngine(vocab, source, budget, margin, width or vocab.vocab_size, lm.device, case)
-        check_inputs(lm, prompt, instruction, budget, runner_engine.margin, case)
+        if llg is None:
+            llg = LlgVocabulary.build(tok, width or tok.fsm_tokenizer.vocab_size, lm.device)
+        engine = LlguidanceEngine(llg, source, budget, margin, tok.eos_ids)
     else:
         if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
             fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
             masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
-        walker = masks.fsm.walker(budget=budget, margin=margin)
-        check_inputs(lm, prompt, instruction, budget, walker.margin, case)
-        runner_engine = SuiteEngine(masks, walker, tok, source, token_bounds)
-    return _greedy(lm, runner_engine, prompt, source, token_bounds, case)
+        engine = SuiteEngine(masks, masks.fsm.walker(budget=budget, margin=margin))
+    prompt = prompt_ids(tok, template, source, instruction)
+    check_inputs(lm, prompt, instruction, budget, engine.margin, case)
+    return _greedy(lm, tok, engine, prompt, source, token_bounds, case)
 
 
-def _greedy(lm, engine, prompt: list[int], source: str, token_bounds, case: str) -> DecodeResult:
+def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, token_bounds, case: str) -> DecodeResult:
     runner = _Runner(lm)
     context = model_context(lm)
+    computed_before = engine.computed
     written: list[int] = []
+    program = bytearray()
     t = {"prompt": 0.0, "decode": 0.0, "copy": 0.0, "mask": 0.0}
-    copied_tokens = decode_forwards = copy_forwards = copy_decoded = 0
+    copied_tokens = decode_forwards = copy_forwards = 0
     stopped = "budget"
     with runner.torch.inference_mode():
         started = time.perf_counter()
@@ -344,41 +338,46 @@ def _greedy(lm, engine, prompt: list[int], source: str, token_bounds, case: str)
         t["prompt"] = time.perf_counter() - started
         while engine.remaining is None or engine.remaining > 0:
             m0 = time.perf_counter()
-            token = int(apply_mask(logits, engine.bias()).argmax())
+            token = int(engine.mask_logits(logits).argmax())
             t["mask"] += time.perf_counter() - m0
-            step = engine.advance(token)
-            if step.tail:
-                copy_decoded += 1
-            else:
-                written.append(token)
-            if step.eos:
-                stopped = "forced" if step.forcing else "eos"
+            closing = engine.closing(token)
+            forcing = engine.forcing  # the budget's margin was forcing the program's end
+            engine.advance(token)
+            written.append(token)
+            if token in tok.eos_ids:
+                stopped = "forced" if forcing else "eos"
                 break
-            ids = [token, *step.copied]
-            if step.copied and context and len(runner.fed) + len(ids) > context:
-                raise DecodeError(f"{case}: a copy of {len(step.copied)} tokens would take the sequence past "
-                                  f"{lm.name}'s context of {context} tokens")
+            program += engine.piece(token)
+            ids = [token]
+            if closing:
+                op = last_copy(bytes(program))
+                ids += engine.copy_ids(op, resolve(Program((op,)), source, token_bounds), tok)
+                if context and len(runner.fed) + len(ids) > context:
+                    raise DecodeError(f"{case}: copying {op.unit} {op.start}-{op.end} would take the "
+                                      f"sequence past {lm.name}'s context of {context} tokens")
             f0 = time.perf_counter()
             logits = runner.forward(ids)
             runner.sync()
             elapsed = time.perf_counter() - f0
-            if step.copied:
+            if closing:
                 t["copy"] += elapsed
                 copy_forwards += 1
-                copied_tokens += len(step.copied)
+                copied_tokens += len(ids) - 1
             else:
                 t["decode"] += elapsed
                 decode_forwards += 1
         total = time.perf_counter() - started
-    text = engine.finish(case).decode("utf-8")
+    if not engine.done():
+        raise ProgramError(f"{case}: the budget ran out inside an op ({bytes(program)[-40:]!r}); the walker "
+                           "margin should have prevented this")
+    text = bytes(program).decode("utf-8")
     parsed = parse(text)
     return DecodeResult(
         text=text, program=parsed, output=resolve(parsed, source, token_bounds), stopped=stopped,
         timings=DecodeTimings(t["prompt"], t["decode"], t["copy"], t["mask"], total),
         counts=DecodeCounts(len(prompt), len(written), copied_tokens, decode_forwards, copy_forwards,
-                            engine.masks_computed, copy_decoded),
+                            engine.computed - computed_before),
         sequence=tuple(runner.fed), prompt_length=len(prompt), final_logits=logits.detach().clone(),
-        engine=engine.name,
     )
 
 
@@ -448,6 +447,6 @@ def result_record(result: DecodeResult, target: str | None = None) -> dict:
     """A flat, JSON-able summary of one decode."""
     from dataclasses import asdict
 
-    return {"program": result.text, "output": result.output, "stopped": result.stopped, "mask_engine": result.engine,
+    return {"program": result.text, "output": result.output, "stopped": result.stopped,
             "exact_match": None if target is None else result.output == target,
             **{f"t_{k}": v for k, v in asdict(result.timings).items()}, **asdict(result.counts)}

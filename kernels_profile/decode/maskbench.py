@@ -16,12 +16,12 @@ with a numeric-range regex for j in [i, n]; "bounded" keeps only i, j <= n; "non
 positive numbers), the grammar that does not depend on the source. llguidance is optional: without
 it the benchmark reports this suite's side and says why llguidance is missing.
 
-Given each program's source, a third llguidance side ("llguidance (forced)") walks the same programs
-under their sources' forced-span grammars (analysis.grammar.export, the grammar of the decoder's
-llguidance engine) in the decoder's layout: the program's tokens, each copy's tokens right after its
-directive. Its masks are timed at the program's tokens only (the copied ones are never decoded), and
-each copy's cost is `compute_ff_tokens` plus consuming them (the engine's copy preparation), beside
-ours: tokenizing the copied text (the suite decoder's, `span` in the summary).
+The forced-span side ("llguidance (forced spans)", `forced_side`) is the decoder's llguidance engine
+(kernels_profile.decode.llg_engine): each program's own source gets its forced-span grammar
+(analysis.grammar.export), and the program's stream (directives followed by the copied text) is walked
+along the decoder's layout, timing the mask of every token the model writes (analysis.grammar.llg.
+StepMasks) and, per copy span, `compute_ff_tokens()`; beside it, this suite's per-span cost is tokenizing
+the copied text (what the suite engine feeds after a directive).
 """
 
 from __future__ import annotations
@@ -34,22 +34,76 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.errors import ParamsError
-from analysis.grammar.export import RANGE_MODES
+from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
 
+RANGE_MODES = ("full", "bounded", "none")
 LLGUIDANCE_MISSING = "llguidance is not installed (pip install llguidance); only this suite's masks were timed"
-FORCED_SIDE = "llguidance (forced)"
+
+
+# ---------------------------------------------------------------- the grammar for llguidance
+
+def _same_length(a: str, b: str) -> str:
+    """A regex for the digit strings of length len(a) between a and b (inclusive), a <= b."""
+    if a == b:
+        return a
+    if len(a) == 1:
+        return f"[{a}-{b}]"
+    if a[0] == b[0]:
+        return a[0] + "(" + _same_length(a[1:], b[1:]) + ")"
+    rest = len(a) - 1
+    parts = [a[0] + "(" + _same_length(a[1:], "9" * rest) + ")"]
+    if int(b[0]) - int(a[0]) > 1:
+        parts.append(f"[{int(a[0]) + 1}-{int(b[0]) - 1}][0-9]{{{rest}}}")
+    parts.append(b[0] + "(" + _same_length("0" * rest, b[1:]) + ")")
+    return "|".join(parts)
+
+
+def range_regex(lo: int, hi: int) -> str:
+    """A regex matching exactly the decimal numbers (no leading zeros) in [lo, hi], lo >= 1."""
+    if not 1 <= lo <= hi:
+        raise ParamsError(f"range_regex needs 1 <= lo <= hi, got {lo}, {hi}")
+    parts = []
+    for length in range(len(str(lo)), len(str(hi)) + 1):
+        a, b = max(lo, 10 ** (length - 1)), min(hi, 10 ** length - 1)
+        parts.append("(" + _same_length(str(a), str(b)) + ")")
+    return "|".join(parts)
+
+
+def _lit(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _rx(text: str) -> str:
+    return text.replace("/", "\\/")
 
 
 def lark_grammar(n_lines: int, range_mode: str = "full") -> str:
-    """The symbolic program grammar llguidance gets (analysis.grammar.export.symbolic_lark), with the
-    benchmark's error type for a bad range mode."""
-    from analysis.errors import GrammarError
-    from analysis.grammar.export import symbolic_lark
-
-    try:
-        return symbolic_lark(n_lines, range_mode)
-    except GrammarError as exc:
-        raise ParamsError(f"maskbench: {exc}") from None
+    """The line-level program grammar in llguidance's Lark dialect (see the module docstring)."""
+    if range_mode not in RANGE_MODES:
+        raise ParamsError(f"maskbench range_mode must be one of {', '.join(RANGE_MODES)}, got {range_mode!r}")
+    if n_lines < 1:
+        raise ParamsError(f"maskbench needs a source of at least one line, got n_lines={n_lines}")
+    sep = _rx(RANGE_SEP)
+    if range_mode == "full":
+        span = "|".join(f"{i}{sep}({range_regex(i, n_lines)})" for i in range(1, n_lines + 1))
+    else:
+        number = range_regex(1, n_lines) if range_mode == "bounded" else "[1-9][0-9]*"
+        span = f"({number}){sep}({number})"
+    close = _rx(GEN_CLOSE)
+    any_ = r"(.|\n)"
+    # a body (with its closing tag) holds no raw tag start before the close, and only canonical escapes
+    bad_lt = r"&lt;([^cg\/]|c[^o]|co[^p]|cop[^y]|g[^e]|ge[^n]|\/[^g]|\/g[^e]|\/ge[^n])"
+    bad_amp = r"&amp;([^la]|l[^t]|lt[^;]|a[^m]|am[^p]|amp[^;])"
+    body = (f"/{any_}+{close}/ & ~/{any_}*(<copy|<gen|<\\/gen){any_}*{close}/"
+            f" & ~/{any_}*{bad_lt}{any_}*/ & ~/{any_}*{bad_amp}{any_}*/")
+    return "\n".join([
+        "start: op*",
+        "op: cp | gn",
+        f"cp: {_lit(COPY_TAGS['lines'])} SPAN {_lit(COPY_END)}",
+        f"gn: {_lit(GEN_OPEN)} BODY",
+        f"SPAN: /{span}/",
+        f"BODY: {body}",
+    ]) + "\n"
 
 
 # ---------------------------------------------------------------- timing
@@ -99,6 +153,73 @@ def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[d
     return {"build_s": build, "cold": quantiles_us(passes[0]), "warm": quantiles_us(passes[1]),
             "first_visit": quantiles_us(first), "advance": quantiles_us(advance),
             "states": len(table.cached())}, table
+
+
+def copied(op, source: str) -> str | None:
+    """The text a copy op copies (None for a gen op)."""
+    from analysis.grammar.program import Copy, Program
+    from analysis.grammar.resolver import resolve
+
+    return resolve(Program((op,)), source) if isinstance(op, Copy) else None
+
+
+def span_texts(cases: Sequence[tuple[str, str]]) -> list[str]:
+    """The copied text of every copy of the (program, source) cases."""
+    from analysis.grammar.program import parse
+
+    return [copied(c, source) for program, source in cases for c in parse(program).copies]
+
+
+def suite_span_costs(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dict:
+    """This suite's per-span cost: tokenizing the copied text on its own (the suite engine's copy)."""
+    times = []
+    for text in span_texts(cases):
+        t0 = time.perf_counter()
+        vocab.suite_tokenizer.encode_program(text)
+        times.append(time.perf_counter() - t0)
+    return quantiles_us(times)
+
+
+def forced_side(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dict:
+    """llguidance under each case's forced-span grammar, walked twice (cold: a fresh matcher; warm: the
+    same matcher reset); per step the mask, per copy `compute_ff_tokens()` (module docstring)."""
+    from analysis.grammar.export import export
+    from analysis.grammar.llg import StepMasks, compile_grammar, ll_tokenizer, suite_pieces
+    from analysis.grammar.program import parse, render_op
+
+    lltok = ll_tokenizer(vocab.suite_tokenizer, vocab.eos_ids, n_vocab=vocab.width)
+    steps = StepMasks(suite_pieces(vocab.suite_tokenizer, vocab.eos_ids, vocab.width), vocab.width)
+    bitmask = steps.allocate()
+    encode = vocab.suite_tokenizer.encode_program
+    builds, passes, ff, unequal = [], [[], []], [], 0
+    for program, source in cases:
+        compiled = compile_grammar(lltok, export(source, "lark", forced=True))
+        builds.append(compiled.seconds)
+        layout = [(list(encode(render_op(op)).ids),
+                   list(vocab.suite_tokenizer.encode(text).ids) if (text := copied(op, source)) else None)
+                  for op in parse(program).ops]
+        for k in range(2):
+            matcher = compiled.matcher
+            matcher.reset()
+            for written, copied_ids in layout:
+                for token in written:
+                    t0 = time.perf_counter()
+                    steps.fill(matcher, bitmask)
+                    passes[k].append(time.perf_counter() - t0)
+                    matcher.consume_token(token)
+                if copied_ids is not None:
+                    t0 = time.perf_counter()
+                    forced = matcher.compute_ff_tokens()
+                    if k == 0:
+                        ff.append(time.perf_counter() - t0)
+                        unequal += forced != copied_ids
+                    matcher.consume_tokens(copied_ids)
+            t0 = time.perf_counter()
+            steps.fill(matcher, bitmask)  # the step that writes EOS
+            passes[k].append(time.perf_counter() - t0)
+    return {"build_s": float(np.median(builds)) if builds else None, "cases": len(cases),
+            "cold": quantiles_us(passes[0]), "warm": quantiles_us(passes[1]), "ff": quantiles_us(ff),
+            "ff_unequal_spans": unequal, "statistic": "build_s: median matcher construction per source"}
 
 
 def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_count: int | None) -> dict:
@@ -170,78 +291,6 @@ def llguidance_side(vocab: Vocabulary, sequences: list[list[int]], n_lines: int,
             "advance": quantiles_us(advance), "rejected_sequences": rejected, "range_mode": range_mode}, bitmask
 
 
-def _layout(vocab: Vocabulary, program: str, source: str) -> list[tuple[list[int], list[int], str]]:
-    """Per op: its own tokens, the copied text's tokens (empty for a gen) and the copied text."""
-    from analysis.grammar.program import Copy, Program, parse, render_op
-    from analysis.grammar.resolver import resolve
-
-    tok = vocab.suite_tokenizer
-    out = []
-    for op in parse(program).ops:
-        copied = resolve(Program((op,)), source) if isinstance(op, Copy) else ""
-        out.append((list(tok.encode_program(render_op(op)).ids), list(tok.encode_program(copied).ids) if copied else [],
-                    copied))
-    return out
-
-
-def span_costs(vocab: Vocabulary, programs: list[str], sources: list[str]) -> dict:
-    """Ours: tokenizing each copied text (the suite decoder's copy preparation), microseconds."""
-    tok = vocab.suite_tokenizer
-    times = []
-    for program, source in zip(programs, sources):
-        for _, _, copied in _layout(vocab, program, source):
-            if copied:
-                t0 = time.perf_counter()
-                tok.encode_program(copied)
-                times.append(time.perf_counter() - t0)
-    return quantiles_us(times)
-
-
-def llguidance_forced_side(vocab: Vocabulary, programs: list[str], sources: list[str]) -> dict:
-    """llguidance over each program's forced-span grammar (module docstring): two passes like the other
-    sides, masks at program tokens, each copy's ff call and commit timed."""
-    import llguidance
-
-    from analysis.grammar.export import export
-    from analysis.grammar.llg import MaskBuffer, compile_matcher, consume
-
-    tokenizer = llguidance.LLTokenizer(vocab.tokenizer_json, eos_token=list(vocab.eos_ids))
-    buffer = MaskBuffer(tokenizer.vocab_size)
-    compiled = [compile_matcher(tokenizer, export(src, "lark", forced=True).text, f"maskbench program {k}")
-                for k, src in enumerate(sources)]
-    layouts = [_layout(vocab, p, src) for p, src in zip(programs, sources)]
-    passes, spans, ff_equal, ff_total = [], [], 0, 0
-    for number in range(2):
-        times = []
-        for c, layout in zip(compiled, layouts):
-            matcher = c.matcher
-            matcher.reset()
-            for own, copied, _ in layout:
-                for token in own:
-                    t0 = time.perf_counter()
-                    buffer.fill(matcher)
-                    times.append(time.perf_counter() - t0)
-                    consume(matcher, [token], "a program token")
-                if copied:
-                    t0 = time.perf_counter()
-                    ff = matcher.compute_ff_tokens()
-                    consume(matcher, ff, "its fast-forward tokens")
-                    spans.append(time.perf_counter() - t0)
-                    ff_equal += number == 0 and ff == copied
-                    ff_total += number == 0
-                    rest = matcher.compute_ff_bytes()  # what llguidance held back of the copy, if anything
-                    if rest:
-                        consume(matcher, tokenizer.tokenize_bytes(rest), "the rest of the copied text")
-            t0 = time.perf_counter()
-            buffer.fill(matcher)
-            times.append(time.perf_counter() - t0)
-        passes.append(times)
-    compile_s = [c.seconds for c in compiled]
-    return {"build_s": float(np.median(compile_s)), "compile": quantiles_us(compile_s),
-            "cold": quantiles_us(passes[0]), "warm": quantiles_us(passes[1]), "span": quantiles_us(spans),
-            "ff_equal": ff_equal, "copy_spans": ff_total}
-
-
 def fits(program: str, n_lines: int) -> bool:
     """Does a line-level program parse with every copy within 1..n_lines?"""
     from analysis.errors import ProgramError
@@ -267,24 +316,22 @@ def program_sequences(vocab: Vocabulary, programs: list[str], n_lines: int) -> l
 
 
 def benchmark(vocab: Vocabulary, programs: list[str], n_lines: int, range_modes: Sequence[str],
-              apply_repeats: int, threads: int, sources: list[str] | None = None) -> dict:
-    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines).
-    With `sources` (each program's source), the forced-span side and the per-copy costs too."""
+              apply_repeats: int, threads: int, cases: Sequence[tuple[str, str]] = ()) -> dict:
+    """Both sides on one vocabulary; `programs` must fit `n_lines` (their copies within 1..n_lines);
+    `cases` (program, source) also get the forced-span side and the per-span costs."""
     sequences = program_sequences(vocab, programs, n_lines)
     result = {"vocabulary": vocab.name, "vocab_size": vocab.suite_tokenizer.vocab_size, "n_lines": n_lines,
               "programs": len(programs), "steps_per_pass": sum(len(s) + 1 for s in sequences),
               "llguidance": {}}
     result["ours"], table = ours(vocab, sequences, n_lines)
+    if cases:
+        result["ours"]["span"] = suite_span_costs(vocab, cases)
     bitmask = None
-    if sources is not None:
-        if len(sources) != len(programs):
-            raise ParamsError(f"maskbench: {len(programs)} programs but {len(sources)} sources")
-        result["ours"]["span"] = span_costs(vocab, programs, sources)
     if llguidance_available():
         for mode in range_modes:
             result["llguidance"][mode], bitmask = llguidance_side(vocab, sequences, n_lines, mode)
-        if sources is not None:
-            result["llguidance_forced"] = llguidance_forced_side(vocab, programs, sources)
+        if cases:
+            result["llguidance_forced"] = forced_side(vocab, cases)
     else:
         result["llguidance_note"] = LLGUIDANCE_MISSING
     result["apply"] = apply_costs(vocab.width, table.cached(), bitmask, apply_repeats, threads)
@@ -327,18 +374,15 @@ def vocabulary(model: str) -> Vocabulary:
 
 
 def summary_rows(results: list[dict]) -> list[dict]:
-    """One row per (vocabulary, side): p50/p99 of mask steps, cold and warm, of applying a mask and, where
-    the sources were given, of preparing a copy's tokens (span: ours tokenizes the copied text, the
-    forced side computes and commits its fast-forward tokens). build_s: the grammar's build; for the
-    forced side, one source's compile, p50 over the programs."""
+    """One row per (vocabulary, side): p50/p99 of mask steps, cold and warm, and of applying a mask."""
     rows = []
     for r in results:
-        sides = [("ours", r["ours"], r["apply"]["ours"])]
-        sides += [(f"llguidance ({m})", v, r["apply"].get("llguidance")) for m, v in r["llguidance"].items()]
+        sides = [("ours", r["ours"], r["apply"]["ours"], r["ours"].get("span"))]
+        sides += [(f"llguidance ({m})", v, r["apply"].get("llguidance"), None) for m, v in r["llguidance"].items()]
         if "llguidance_forced" in r:
-            sides.append((FORCED_SIDE, r["llguidance_forced"], r["apply"].get("llguidance")))
-        for side, v, apply in sides:
-            span = v.get("span")
+            forced = r["llguidance_forced"]
+            sides.append((FORCED_SIDE, forced, r["apply"].get("llguidance"), forced["ff"]))
+        for side, v, apply, span in sides:
             rows.append({"vocabulary": r["vocabulary"], "side": side,
                          **{f"{phase}_{q}": v[phase][q] for phase in ("cold", "warm") for q in ("p50_us", "p99_us")},
                          "apply_p50_us": apply["p50_us"] if apply else None,
@@ -348,31 +392,36 @@ def summary_rows(results: list[dict]) -> list[dict]:
     return rows
 
 
+# per span: ours tokenizes the copied text (the suite engine's copy), llguidance computes its ff tokens
+FORCED_SIDE = "llguidance (forced spans)"
+
+
 def line_programs(limit: int, n_lines: int) -> list[str]:
     """The first `limit` line-level oracle programs (by case) whose copies fit 1..n_lines."""
-    return [program for program, _ in line_program_sources(limit, n_lines)]
-
-
-def line_program_sources(limit: int, n_lines: int) -> list[tuple[str, str]]:
-    """`line_programs` with each program's source: (program, source)."""
     import polars as pl
 
-    from analysis.corpora.cases import read_cases
-    from analysis.layout import CASES, PROGRAMS
     from analysis.pipeline.io import read_parquet
+    from analysis.layout import PROGRAMS
 
     table = read_parquet(PROGRAMS, "copydecode programs").filter(pl.col("level") == "line").sort("case_id", "framing")
-    table = table.join(read_cases(CASES).select("case_id", "framing", "source"), on=["case_id", "framing"], how="left")
-    pairs = [(p, src) for p, src in zip(table["program"].to_list(), table["source"].to_list()) if fits(p, n_lines)]
-    missing = [p for p, src in pairs[:limit] if src is None]
-    if missing:
-        raise ParamsError(f"maskbench: {len(missing)} programs name cases missing from {CASES}; rerun `copydecode programs`")
-    return pairs[:limit]
+    return [p for p in table["program"].to_list() if fits(p, n_lines)][:limit]
+
+
+def line_cases(limit: int, n_lines: int) -> list[tuple[str, str]]:
+    """(program, source) of the first `limit` line-level oracle programs whose copies fit 1..n_lines
+    (the same programs as `line_programs`), for the forced-span side."""
+    import polars as pl
+
+    from analysis.parallel.tables import joined_programs
+
+    table = joined_programs().filter(pl.col("level") == "line").sort("case_id", "framing")
+    rows = [(p, s) for p, s in zip(table["program"].to_list(), table["source"].to_list()) if fits(p, n_lines)]
+    return rows[:limit]
 
 
 BENCH_RANGE_MODES = ("full", "none")  # the benchmark's: llguidance's grammar with its line-range regex, and without (a lower bound)
 
 
 def run_models(models: Sequence[str], programs: list[str], n_lines: int, apply_repeats: int, threads: int,
-               range_modes: Sequence[str] = BENCH_RANGE_MODES, sources: list[str] | None = None) -> list[dict]:
-    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads, sources) for m in models]
+               range_modes: Sequence[str] = BENCH_RANGE_MODES, cases: Sequence[tuple[str, str]] = ()) -> list[dict]:
+    return [benchmark(vocabulary(m), programs, n_lines, range_modes, apply_repeats, threads, cases) for m in models]

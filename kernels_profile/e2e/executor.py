@@ -1,26 +1,31 @@
-"""Running edits on a real model with a KV cache, three ways, from the same cached prompt.
+"""Running edits on a real model with a KV cache, from a cached prompt, teacher-forced on the gold output.
 
-- AR: regenerate the gold output, one forward per token (teacher-forced).
-- PLD oracle: prompt lookup decoding with gold acceptance: draft up to k tokens by finding the
-  trailing n-gram (n = ngram_max..1) earlier in the draft context + output, verify the draft in one
-  forward (keeping a logit per verified position, as a real verifier must), keep
-  the prefix that equals the gold, and take the next gold token as the correction. An upper bound on
-  real PLD only for its own draft policy, which accepts by the model's own argmax instead. The match
-  policy says which earlier occurrence drafts: `latest` (the nearest one) or `earliest` (the first
-  one, as transformers' PromptLookupCandidateGenerator takes it). The draft context is the text the
-  output copies, the UNNUMBERED source (`draft_context`), not the numbered prompt the Copy-as-Decode
-  model reads: a draft from `k: line` text could never cross a line end (review F3). Each run records
-  the draft tokens accepted per forward (`Run.accepted`), PLD's acceptance statistics.
-- Copy-as-Decode executor: for each op of a program, a copy fills the cache with one forward of the
-  copied text's tokens; a gen span is decoded token by token (teacher-forced: the oracle program's
-  text). This is the upper bound the paper describes (the bound's `ideal` variant). With
-  `directives=True` it also decodes, one step each, the tokens the model would emit to write the
-  program: a copy's `<copy lines="i-j"/>` before its prefill; a gen's `<gen>` before, its body as
-  written (escaped), and `</gen>` after (the bound's `overhead` variant).
+- AR: regenerate the gold output, one forward per token.
+- Speculative (prompt lookup, suffix decoding), gold acceptance: a drafter (an online object over token
+  ids: built from the prompt, told every committed token, asked for at most k tokens) proposes a draft;
+  one forward verifies the pending token and the draft (keeping a logit per verified position, as a
+  real verifier must); the prefix equal to the gold is kept, rejected tokens are cropped from the cache
+  and the next gold token is the correction. An upper bound on the real method for that drafter (which
+  accepts by the model's own argmax instead). Each run records the draft tokens accepted per forward
+  (`Run.accepted`) and the seconds spent inside the drafter (`Run.draft_seconds`, inside the timer).
+- Copy-as-Decode: for each op of a program, a copy fills the cache with one forward of the copied
+  text's tokens; a gen span is decoded token by token (the oracle program's text). This is the upper
+  bound the paper describes (the bound's `ideal` variant). With `directives=True` it also decodes, one
+  step each, the tokens the model would emit to write the program: a copy's `<copy lines="i-j"/>`
+  before its prefill; a gen's `<gen>` before, its body as written (escaped), and `</gen>` after (the
+  bound's `overhead` variant, what a deployment pays).
+
+Every run records its forwards as the rivals' forward log does (data/rivals/forwards.parquet):
+`new_tokens` (per forward, the tokens it appends to the cache: its query length q) and `emitted` (the
+tokens it commits: 1 for a decode step, directive steps included, accepted + 1 for a verify, n for a
+copy), so the context before forward i is the prompt + sum(emitted[:i]) and a prediction prices the
+very forwards that were timed.
 
 Each run starts from the cache holding exactly the prompt (cropped back after every run), and the
-clock covers the forwards only. Token ids are the model tokenizer's: a copy's text is tokenized on its
-own, so the executor's sequence can differ from the gold tokenization at span edges.
+clock covers the forwards and the drafts only: segment resolution, tokenization and a drafter's index of
+the prompt are built before it. `time_prompt` times the prompt's own prefill (time to first token) on a
+fresh cache. Token ids are the model tokenizer's: a copy's text is tokenized on its own, so the
+executor's sequence can differ from the gold tokenization at span edges.
 """
 
 from __future__ import annotations
@@ -28,13 +33,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from analysis.errors import ParamsError, ProgramError
+from analysis.errors import ProgramError
 from analysis.grammar.program import GEN_CLOSE, GEN_OPEN, Copy, Program, escape, render_op
 from analysis.grammar.resolver import resolve
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
-
-MATCH_POLICIES = ("latest", "earliest")
-
 
 @dataclass(frozen=True)
 class Segment:
@@ -63,12 +65,17 @@ class Segment:
 
 @dataclass(frozen=True)
 class Run:
-    """One timed run; `accepted` (PLD only) holds the draft tokens accepted by each forward."""
+    """One timed run: its forwards as a log (`new_tokens`, `emitted`: see the module docstring);
+    `accepted` (speculative only) the draft tokens each forward accepted, `draft_seconds` the time spent
+    drafting inside the timer."""
 
     seconds: float
     forwards: int
     tokens: int
     accepted: tuple[int, ...] = ()
+    new_tokens: tuple[int, ...] = ()
+    emitted: tuple[int, ...] = ()
+    draft_seconds: float = 0.0
 
     @property
     def tokens_per_forward(self) -> float | None:
@@ -111,22 +118,18 @@ def program_segments(program: Program, source: str, token_bounds, encode) -> lis
 
 
 class Executor:
-    """Runs from the cached `prompt_ids` (the model's input); PLD drafts from `draft_context` (the
-    unnumbered source the output copies), a separate token list: it is never forwarded."""
+    """Runs from the cached `prompt_ids` (the model's input: the rewrite prompt for AR and the
+    drafters, the program prompt for Copy-as-Decode)."""
 
-    def __init__(self, lm: LoadedModel, prompt_ids: list[int], draft_context: list[int]):
+    def __init__(self, lm: LoadedModel, prompt_ids: list[int]):
         import torch
-        from transformers import DynamicCache
 
         self.lm, self.torch = lm, torch
         self.kw = cache_kwarg(lm.model)
         self.device = lm.device
         self.prompt_ids = list(prompt_ids)
-        self.draft_context = list(draft_context)
-        self.cache = DynamicCache(config=lm.config)
-        with torch.inference_mode():
-            out = self._forward(self.prompt_ids)
-        self.prompt_logits = out.logits[:, -1]
+        self.cache, self.prompt_logits = None, None
+        self.time_prompt()
 
     def _forward(self, ids: list[int], **kwargs):
         x = self.torch.tensor([ids], device=self.device)
@@ -141,7 +144,22 @@ class Executor:
         if self.device.startswith("cuda"):
             self.torch.cuda.synchronize()
 
-    # ---------------------------------------------------------------- the three ways
+    def time_prompt(self) -> float:
+        """The prompt's prefill on a fresh cache (time to first token; its logits give the first output
+        token), which then becomes the cache every run starts from."""
+        from transformers import DynamicCache
+
+        self.cache = DynamicCache(config=self.lm.config)
+        self._sync()
+        with self.torch.inference_mode():
+            started = time.perf_counter()
+            out = self._forward(self.prompt_ids, logits_to_keep=1)
+            self._sync()
+            seconds = time.perf_counter() - started
+        self.prompt_logits = out.logits[:, -1]
+        return seconds
+
+    # ---------------------------------------------------------------- the ways
     def autoregressive(self, ids: list[int]) -> tuple[Run, object]:
         self.reset()
         self._sync()
@@ -152,12 +170,15 @@ class Executor:
                 out = self._forward([token])
             self._sync()
             seconds = time.perf_counter() - started
-        return Run(seconds, len(ids), len(ids)), (out.logits[:, -1] if out is not None else self.prompt_logits)
+        ones = (1,) * len(ids)
+        return (Run(seconds, len(ids), len(ids), new_tokens=ones, emitted=ones),
+                out.logits[:, -1] if out is not None else self.prompt_logits)
 
-    def _decode(self, ids, out):
+    def _decode(self, ids, out, log: list[tuple[int, int]]):
         """One forward per token; returns the last output (or `out` when there is none)."""
         for token in ids:
             out = self._forward([token])
+            log.append((1, 1))
         return out
 
     def copy_as_decode(self, segments: list[Segment], directives: bool = False) -> tuple[Run, object]:
@@ -165,105 +186,59 @@ class Executor:
         step each (see the module docstring). `tokens` counts the output's tokens either way."""
         self.reset()
         self._sync()
-        forwards, tokens, out = 0, 0, None
+        tokens, out, log = 0, None, []
         with self.torch.inference_mode():
             started = time.perf_counter()
             for seg in segments:
                 if directives:
-                    out = self._decode(seg.open_ids, out)
-                    forwards += len(seg.open_ids)
+                    out = self._decode(seg.open_ids, out, log)
                 if seg.kind == "copy":
                     if seg.ids:  # a copy whose text has no token forwards nothing
                         out = self._forward(list(seg.ids), logits_to_keep=1)
-                        forwards += 1
+                        log.append((len(seg.ids), len(seg.ids)))
                 else:
-                    body = seg.emitted if directives else seg.ids
-                    out = self._decode(body, out)
-                    forwards += len(body)
+                    out = self._decode(seg.emitted if directives else seg.ids, out, log)
                 if directives:
-                    out = self._decode(seg.close_ids, out)
-                    forwards += len(seg.close_ids)
+                    out = self._decode(seg.close_ids, out, log)
                 tokens += len(seg.ids)
             self._sync()
             seconds = time.perf_counter() - started
-        return Run(seconds, forwards, tokens), (out.logits[:, -1] if out is not None else self.prompt_logits)
+        run = Run(seconds, len(log), tokens, new_tokens=tuple(q for q, _ in log), emitted=tuple(e for _, e in log))
+        return run, (out.logits[:, -1] if out is not None else self.prompt_logits)
 
-    def pld_oracle(self, gold: list[int], k: int, ngram_max: int, policy: str = "latest") -> Run:
-        """Gold-acceptance PLD: each forward verifies the pending token and a draft looked up in
-        draft_context + the output so far, with a logit kept per verified position."""
+    def speculative(self, gold: list[int], drafter, k: int) -> Run:
+        """Gold-acceptance speculative decoding: each forward verifies the pending token and the
+        drafter's draft of at most k tokens (no longer than what is left of the gold), with a logit kept
+        per verified position; the drafter is told every committed token (the first comes from the
+        prompt's logits)."""
         self.reset()
         self._sync()
-        forwards, accepted_runs = 0, []
+        accepted_runs, log, drafting = [], [], 0.0
         with self.torch.inference_mode():
             started = time.perf_counter()
             if gold:
-                pending, i = gold[0], 1  # the first token comes from the prompt's logits
-                index = DraftIndex(self.draft_context + gold[:1], ngram_max, policy)
+                drafter.extend(gold[:1])
+                pending, i = gold[0], 1
                 while pending is not None:
-                    draft = index.draft(k)  # = lookup_draft(self.draft_context + gold[:i], k, ngram_max, policy)
-                    draft = draft[: max(len(gold) - i, 0)]
+                    asked = time.perf_counter()
+                    draft = list(drafter.draft(k))[: max(len(gold) - i, 0)]
+                    drafting += time.perf_counter() - asked
+                    if len(draft) > k:
+                        raise ValueError(f"a drafter returned {len(draft)} tokens for a cap of {k}")
                     self._forward([pending] + draft, logits_to_keep=len(draft) + 1)
-                    forwards += 1
                     accepted = 0
                     while accepted < len(draft) and draft[accepted] == gold[i + accepted]:
                         accepted += 1
                     accepted_runs.append(accepted)
-                    rejected = len(draft) - accepted
-                    if rejected:
-                        self.cache.crop(-rejected)
-                    start = i
-                    i += accepted
+                    log.append((len(draft) + 1, accepted + 1))
+                    if len(draft) > accepted:
+                        self.cache.crop(-(len(draft) - accepted))
+                    start, i = i, i + accepted
                     pending, i = (gold[i], i + 1) if i < len(gold) else (None, i)
-                    index.extend(gold[start:i])
+                    asked = time.perf_counter()
+                    drafter.extend(gold[start:i])
+                    drafting += time.perf_counter() - asked
             self._sync()
             seconds = time.perf_counter() - started
-        return Run(seconds, forwards, len(gold), tuple(accepted_runs))
-
-
-class DraftIndex:
-    """`lookup_draft` over a growing context without rescanning it: every n-gram (n = 1..ngram_max)
-    is indexed by its start positions as tokens are appended, so a lookup costs O(ngram_max) dict
-    probes instead of a Python scan of the whole context (2.5 ms per missed lookup on a 2,900-token
-    context, inside PLD's timed loop). Same drafts as `lookup_draft` for the same context."""
-
-    def __init__(self, context: list[int], ngram_max: int, policy: str = "latest"):
-        if policy not in MATCH_POLICIES:
-            raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
-        self.ngram_max, self.policy = ngram_max, policy
-        self.context: list[int] = []
-        self.starts: list[dict[tuple[int, ...], list[int]]] = [{} for _ in range(ngram_max + 1)]
-        self.extend(context)
-
-    def extend(self, tokens) -> None:
-        for token in tokens:
-            self.context.append(token)
-            end = len(self.context)
-            for n in range(1, min(self.ngram_max, end) + 1):
-                self.starts[n].setdefault(tuple(self.context[end - n:]), []).append(end - n)
-
-    def draft(self, k: int) -> list[int]:
-        n_ctx = len(self.context)
-        for n in range(min(self.ngram_max, n_ctx - 1), 0, -1):
-            starts = self.starts[n].get(tuple(self.context[n_ctx - n:]), [])
-            # the last start is the tail itself (n_ctx - n), which has nothing after it
-            earlier = starts[:-1]
-            if earlier:
-                start = earlier[-1] if self.policy == "latest" else earlier[0]
-                return self.context[start + n:start + n + k]
-        return []
-
-
-def lookup_draft(context: list[int], k: int, ngram_max: int, policy: str = "latest") -> list[int]:
-    """Prompt lookup: the k tokens after an earlier occurrence of the trailing n-gram, longest n
-    first; `latest` takes the occurrence nearest the end, `earliest` the first one."""
-    if policy not in MATCH_POLICIES:
-        raise ParamsError(f"PLD match policy must be one of {MATCH_POLICIES}, got {policy!r}")
-    n_ctx = len(context)
-    for n in range(min(ngram_max, n_ctx - 1), 0, -1):
-        tail = context[n_ctx - n:]
-        # a start at n_ctx - n is the tail itself, which has nothing after it
-        starts = range(n_ctx - n - 1, -1, -1) if policy == "latest" else range(n_ctx - n)
-        for start in starts:
-            if context[start:start + n] == tail:
-                return context[start + n:start + n + k]
-    return []
+        return Run(seconds, len(log), len(gold), tuple(accepted_runs), tuple(q for q, _ in log),
+                   tuple(e for _, e in log), drafting)

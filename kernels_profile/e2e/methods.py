@@ -1,107 +1,35 @@
-"""End-to-end measurement on a real KV cache, with plain arguments (the `e2e` stage orchestrates).
+"""End-to-end measurement of one case job on a real KV cache (the `e2e` stage orchestrates; the
+methods are analysis.results.methods' typed values).
 
-For one case, from the same cached prompt, with `repeats` repeats (a `MethodPlan` says which ran):
-  ar                    regenerate the gold output token by token
-  pld_<policy>_k<k>     prompt lookup decoding, gold acceptance ("PLD (policy) with gold acceptance"):
-                        an upper bound on PLD for that match policy and draft length only
-  cad_line, cad_token   Copy-as-Decode executor, line- / token-level oracle program (bound: `ideal`)
-  cad_<level>_overhead  the same program, also decoding every directive token (bound: `overhead`)
-plus the losslessness check (executor's final logits vs one-token steps over the same sequence) and
-transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy generate.
-
-Ratios are measured as ratios (kernels_profile.measure.interleave): inside each repeat every method runs
-once, back to back, in a seeded alternating order; a method's speedup is AR seconds / its seconds
-within the same repeat. The prediction is kernels_profile.e2e.predict's, the report rows
-kernels_profile.e2e.summary's; the prompt is kernels_profile.runtime.hf's, grammar-constrained generation
-kernels_profile.decode.constrained's and the mask cost kernels_profile.decode.maskbench's.
+Per repeat, from each prompt's cached prefill: both prompts' prefills timed (time to first token, in a
+seeded order), then every method of the job's plan once, back to back, in the seeded alternating order
+of kernels_profile.measure.interleave (a method's speedup is AR seconds / its seconds within the same
+repeat). AR and the drafters run on the rewrite prompt (what they would be given), Copy-as-Decode on
+the program prompt. After the timings: the losslessness check on every case (the executor's final
+logits against one-token steps over the same sequence, per level of params e2e.lossless_levels), then
+the case's own latency curve (kernels_profile.e2e.predict), which prices every method's forward log.
+Transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy runs on the rewrite prompt.
 """
 
 from __future__ import annotations
 
 import random
-import re
 import time
-from dataclasses import dataclass
 
 import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.pooling import framing_filter
-from kernels_profile.e2e.executor import MATCH_POLICIES
+from analysis.results.methods import AR, CAD, DECODED, PLD, PROGRAM_PROMPT, REWRITE_PROMPT, SUFFIX, Method
+from kernels_profile.e2e.job import CaseJob
+from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
+from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
 
-BASELINE = "ar"
-LEVELS = ("line", "token")
-OVERHEAD_SUFFIX = "_overhead"
-_PLD_NAME = re.compile(r"pld_(latest|earliest)_k(\d+)")
+PROMPTS = (REWRITE_PROMPT, PROGRAM_PROMPT)
 
 
-@dataclass(frozen=True)
-class PldSettings:
-    k: int
-    ngram_max: int
-    policy: str
-
-    def __post_init__(self):
-        if self.policy not in MATCH_POLICIES:
-            raise ParamsError(f"e2e.pld: match policy must be one of {MATCH_POLICIES}, got {self.policy!r}")
-        if self.k < 1 or self.ngram_max < 1:
-            raise ParamsError(f"e2e.pld: k and ngram_max must be >= 1, got k={self.k}, ngram_max={self.ngram_max}")
-
-    @property
-    def method(self) -> str:
-        return f"pld_{self.policy}_k{self.k}"
-
-
-@dataclass(frozen=True)
-class MethodPlan:
-    """What one case measures besides AR: PLD oracles, and the levels whose program also runs with
-    its directive tokens decoded."""
-
-    plds: tuple[PldSettings, ...]
-    overhead_levels: tuple[str, ...]
-
-    def __post_init__(self):
-        names = [p.method for p in self.plds]
-        if len(set(names)) != len(names):
-            raise ParamsError(f"e2e: PLD settings repeat a (policy, k): {names}")
-        bad = [lv for lv in self.overhead_levels if lv not in LEVELS]
-        if bad:
-            raise ParamsError(f"e2e.overhead has unknown levels {bad}; known: {', '.join(LEVELS)}")
-
-    def methods(self) -> tuple[str, ...]:
-        return (BASELINE, *(p.method for p in self.plds), *(cad_method(lv, False) for lv in LEVELS),
-                *(cad_method(lv, True) for lv in self.overhead_levels))
-
-
-def cad_method(level: str, overhead: bool) -> str:
-    return f"cad_{level}" + (OVERHEAD_SUFFIX if overhead else "")
-
-
-def cad_parts(method: str) -> tuple[str, bool] | None:
-    """(level, overhead) of a Copy-as-Decode method name, or None for any other method."""
-    for level in LEVELS:
-        for overhead in (False, True):
-            if method == cad_method(level, overhead):
-                return level, overhead
-    return None
-
-
-def method_label(method: str) -> str:
-    """The name a table shows for a method."""
-    if method == BASELINE:
-        return "AR (teacher-forced)"
-    pld = _PLD_NAME.fullmatch(method)
-    if pld:
-        return f"PLD ({pld.group(1)}) with gold acceptance, k={pld.group(2)}"
-    cad = cad_parts(method)
-    if cad:
-        return f"Copy-as-Decode, {cad[0]} level" + (", directive tokens decoded" if cad[1] else "")
-    raise ParamsError(f"e2e: unknown method {method!r}")
-
-
-SAMPLE_STRATA = ("target_length", "none")
-
+# ---------------------------------------------------------------- the sample
 
 def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int,
                  stratify: str = "target_length") -> pl.DataFrame:
@@ -141,56 +69,70 @@ def _strata(ordered: list, count: int) -> list[list]:
     return parts
 
 
-def method_runners(executor, gold_ids: list[int], segments: dict, plan: MethodPlan) -> dict:
-    """method -> a call that runs it once from the cached prompt and returns its Run."""
-    runners = {BASELINE: lambda: executor.autoregressive(gold_ids)[0]}
-    for pld in plan.plds:
-        runners[pld.method] = lambda pld=pld: executor.pld_oracle(gold_ids, pld.k, pld.ngram_max, pld.policy)
-    for method in plan.methods():
-        parts = cad_parts(method)
-        if parts is not None:
-            level, overhead = parts
-            runners[method] = lambda level=level, overhead=overhead: executor.copy_as_decode(
-                segments[level], directives=overhead)[0]
-    return runners
+# ---------------------------------------------------------------- the runs
+
+def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
+    """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
+    (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
+    from analysis.rivals.pld import PromptLookup
+    from analysis.rivals.suffix import SuffixDecoder, SuffixSettings
+
+    if method.kind == PLD:
+        return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
+    if method.kind == SUFFIX:
+        return SuffixDecoder(list(prompt), SuffixSettings(**dict(plan.suffix_options)))
+    raise ParamsError(f"e2e: {method.name} has no drafter")
 
 
-def measure_case(executor, gold_ids: list[int], segments: dict, plan: MethodPlan, repeats: int,
-                 order_seed: str) -> list[dict]:
-    """Every method once per repeat, from the same cached prompt, back to back in the order
-    `interleaved_order(methods, repeats, order_seed)` gives (`order_index`: position in its repeat)."""
-    runners = method_runners(executor, gold_ids, segments, plan)
-    draft_k = {p.method: p.k for p in plan.plds}
-    records = []
-    for repeat, order in enumerate(interleaved_order(plan.methods(), repeats, order_seed)):
-        for index, method in enumerate(order):
-            run = runners[method]()
-            records.append({"method": method, "repeat": repeat, "order_index": index, "seconds": run.seconds,
-                            "forwards": run.forwards, "tokens": run.tokens,
-                            "accept_hist": pld_histogram(run, draft_k.get(method))})
-    return records
+def method_runner(method: Method, executors: dict, gold: list[int], segments: dict, plan: MethodPlan, drafters=None):
+    """A call that runs `method` once from its prompt's cached prefill and returns its Run; a drafter is
+    built before the call (outside the timer, as the programs' segments are)."""
+    drafters = drafters or new_drafter
+    executor = executors[method.prompt]
+    if method.kind == AR:
+        return lambda: executor.autoregressive(gold)[0]
+    if method.kind in (PLD, SUFFIX):
+        def speculative():
+            drafter = drafters(method, executor.prompt_ids, plan)
+            return executor.speculative(gold, drafter, method.k)
+        return speculative
+    if method.kind == CAD:
+        return lambda: executor.copy_as_decode(segments[method.level], directives=method.directives == DECODED)[0]
+    raise ParamsError(f"e2e: no runner for {method.name}")
 
 
-def pld_histogram(run, k: int | None) -> list[int] | None:
-    """A PLD run's acceptance length histogram (counts[n]: forwards that accepted n draft tokens,
+def acceptance(run, method: Method) -> list[int] | None:
+    """A speculative run's acceptance histogram (counts[n]: forwards that accepted n draft tokens,
     n = 0..k); None for any other method."""
     from kernels_profile.e2e.executor import acceptance_histogram
 
-    if k is None:
+    if not method.speculative:
         return None
     if len(run.accepted) != run.forwards:
-        raise ValueError(f"a PLD run recorded {len(run.accepted)} acceptances for {run.forwards} forwards")
-    return acceptance_histogram(run.accepted, k)
+        raise ValueError(f"a {method.name} run recorded {len(run.accepted)} acceptances for {run.forwards} forwards")
+    return acceptance_histogram(run.accepted, method.k)
 
 
-def draft_context(encode, source: str) -> list[int]:
-    """What PLD drafts from: the unnumbered source text in the model's tokens (what the output copies),
-    never the numbered prompt (whose `k: ` prefixes stop every draft at a line end)."""
-    return list(encode(source))
-
-
-def order_seed(seed: int, model: str, case_id: str) -> str:
-    return f"{seed}/{model}/{case_id}"
+def measure_case(executors: dict, gold: list[int], segments: dict, plan: MethodPlan, repeats: int,
+                 order_seed: str, drafters=None) -> list[dict]:
+    """Per repeat: both prompts' prefills timed (seeded order), then every method once, back to back
+    in the order `interleaved_order(names, repeats, order_seed)` gives (`order_index`: its position in
+    the repeat). Each record carries its run's forward log and its prompt's prefill in that repeat."""
+    by_name = {m.name: m for m in plan.methods}
+    runners = {m.name: method_runner(m, executors, gold, segments, plan, drafters) for m in plan.methods}
+    prompt_orders = interleaved_order(PROMPTS, repeats, f"{order_seed}/prompt")
+    records = []
+    for repeat, order in enumerate(interleaved_order(plan.names(), repeats, order_seed)):
+        prompt_seconds = {p: executors[p].time_prompt() for p in prompt_orders[repeat]}
+        for index, name in enumerate(order):
+            method = by_name[name]
+            run = runners[name]()
+            records.append({"method": name, "repeat": repeat, "order_index": index, "seconds": run.seconds,
+                            "forwards": run.forwards, "tokens": run.tokens, "accept_hist": acceptance(run, method),
+                            "prompt_tokens": len(executors[method.prompt].prompt_ids),
+                            "prompt_seconds": prompt_seconds[method.prompt], "draft_seconds": run.draft_seconds,
+                            "new_tokens": list(run.new_tokens), "emitted": list(run.emitted)})
+    return records
 
 
 def losslessness(executor, segments, tolerance: float) -> dict:
@@ -204,17 +146,71 @@ def losslessness(executor, segments, tolerance: float) -> dict:
     return {"logits_rel_diff": check.rel_diff, "argmax_equal": check.argmax_equal, "ok": check.ok}
 
 
+# ---------------------------------------------------------------- one job
+
+PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "predicted_seconds": pl.Float64,
+                     "predicted": pl.Float64, "extrapolated_spans": pl.Int64}
+LOG_TYPE = pl.List(pl.Int32)
+
+
+def predictions(records: list[dict], model) -> pl.DataFrame:
+    """Per method: its forward log (repeat 0's: gold acceptance makes every repeat's the same) priced
+    under the case's curve, AR's likewise, and their ratio."""
+    first = {r["method"]: r for r in records if r["repeat"] == 0}
+    priced = {name: price_forwards(model, r["prompt_tokens"], r["new_tokens"], r["emitted"]) for name, r in first.items()}
+    ar = priced[AR].seconds
+    return pl.DataFrame([{"method": name, "predicted_ar_seconds": ar, "predicted_seconds": p.seconds,
+                          "predicted": ar / p.seconds if p.seconds > 0 else None, "extrapolated_spans": p.extrapolated}
+                         for name, p in priced.items()], schema=PREDICTION_SCHEMA)
+
+
+def check_logs(records: list[dict]) -> None:
+    """Gold acceptance is deterministic: every repeat of a method must log the same forwards."""
+    logs: dict[str, tuple] = {}
+    for r in records:
+        log = (tuple(r["new_tokens"]), tuple(r["emitted"]))
+        if logs.setdefault(r["method"], log) != log:
+            raise ValueError(f"e2e: {r['method']} logged different forwards in repeat {r['repeat']}")
+
+
+def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) -> tuple[pl.DataFrame, LatencyCurve]:
+    """The job's rows (CHECKPOINT_COLUMNS of the stage) and its latency curve."""
+    from kernels_profile.e2e.executor import Executor
+
+    executors = {p: Executor(lm, list(job.prompts[p])) for p in PROMPTS}
+    records = measure_case(executors, list(job.gold), job.segments, job.plan, job.repeats, job.order_seed, drafters)
+    check_logs(records)
+    checks = {level: losslessness(executors[PROGRAM_PROMPT], job.segments[level], s.checks.losslessness_tolerance)
+              for level in job.lossless_levels}
+    curve = measure_curve(lm, job.curve_sizes, s.curve.ar_grid, s.curve.ar_steps, job.curve_contexts, job.repeats)
+    predicted = predictions(records, curve.model(job.model.name, s.curve.fit))
+    directives = pl.DataFrame([{"method": m.name, "directive_tokens": sum(seg.directive_tokens for seg in job.segments[m.level])}
+                               for m in job.plan.methods if m.kind == CAD and m.directives == DECODED],
+                              schema={"method": pl.String, "directive_tokens": pl.Int64})
+    measured = pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64), "new_tokens": LOG_TYPE,
+                                                       "emitted": LOG_TYPE})
+    worst = max(checks.values(), key=lambda c: c["logits_rel_diff"]) if checks else {"logits_rel_diff": None}
+    frame = measured.join(predicted, on="method", how="left").join(directives, on="method", how="left").with_columns(
+        model=pl.lit(job.model.name), weights=pl.lit(job.model.weights), dtype=pl.lit(job.model.dtype),
+        case_id=pl.lit(job.case_id), corpus=pl.lit(job.corpus), gold_tokens=pl.lit(len(job.gold)), run_id=pl.lit(run_id),
+        lossless_levels=pl.lit(",".join(checks)), lossless_rel_diff=pl.lit(worst["logits_rel_diff"], dtype=pl.Float64),
+        lossless_ok=pl.lit(all(c["ok"] for c in checks.values()) if checks else None, dtype=pl.Boolean),
+    )
+    return frame.sort("repeat", "order_index"), curve
+
+
 def hf_pld_sanity(lm, prompt: list[int], max_new: int, k: int) -> dict:
+    """transformers' generate(prompt_lookup_num_tokens=k) against plain greedy generate on `prompt`
+    (the rewrite prompt), the model writing its own output: an output-identity check and its speed."""
     import torch
 
     x = torch.tensor([prompt])
-    timings = {}
-    outputs = {}
+    timings, outputs = {}, {}
     for name, extra in (("greedy", {}), ("prompt_lookup", {"prompt_lookup_num_tokens": k})):
         started = time.perf_counter()
         out = lm.model.generate(x, max_new_tokens=max_new, do_sample=False, **extra)
         timings[name] = time.perf_counter() - started
         outputs[name] = out[0, len(prompt):].tolist()
-    return {"greedy_s": timings["greedy"], "pld_s": timings["prompt_lookup"],
+    return {"prompt": REWRITE_PROMPT, "greedy_s": timings["greedy"], "pld_s": timings["prompt_lookup"],
             "speedup": timings["greedy"] / timings["prompt_lookup"],
             "identical_output": outputs["greedy"] == outputs["prompt_lookup"], "new_tokens": len(outputs["greedy"])}

@@ -1,37 +1,73 @@
-"""The e2e stage's prediction: each model's latency curve, measured in the same run as the cases
-(T_prefill(N) over params e2e.prefill_grid, T_ar(N) over e2e.ar_grid up to e2e.ar_steps, at the
-sample's shortest and longest context), fitted in the form params e2e.fit names, and the closed-form
-cost (analysis.bounds) of each case's own executor segments under it."""
+"""The e2e stage's prediction: a latency curve measured in each case's own unit, right after its
+methods (so the curve and the timings it predicts share the same minutes and the same machine load:
+review D7), fitted in the form params e2e.fit names, and every method's forward log priced under it.
+
+The curve: T_prefill(N) over params e2e.prefill_grid up to the smallest grid size that covers the
+case's largest forward, and T_ar(N) over e2e.ar_grid up to e2e.ar_steps, at the case's shortest prompt
+and its longest context (so every forward's context lies between; others are flagged extrapolated).
+
+The price (`price_forwards`) follows the bounds' rules (analysis.bounds): a forward of q > 1 tokens is a
+q-token prefill at its context; a q = 1 forward a decode step at the steady step cost, plus the
+first-step overhead once per decode run (a run starts after the prompt's prefill or after any q > 1
+forward); contexts run (prompt + tokens committed so far). For AR and the ideal programs this is the
+bounds' own regeneration and program cost to the bit (tests/kernels_profile/e2e/test_e2e_predict.py);
+with directives decoded the log also counts the directive tokens in the context, as the executor's
+cache does (the bound leaves them out of c).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
 
-from kernels_profile.e2e.methods import LEVELS, MethodPlan, cad_parts
+from analysis.errors import ParamsError
+
+STEADY_MAX_N = 8  # the steady step is fitted over T_ar(N) for N <= this (analysis.bounds.CostSettings' default)
 
 
-def latency_curve(lm, grid: tuple[int, ...], ar_grid: tuple[int, ...], ar_steps: int, contexts: tuple[int, ...],
-                  repeats: int) -> dict:
-    """T_prefill(N) over `grid` and T_ar(N) at `ar_points(ar_grid, ar_steps)` (params e2e.prefill_grid,
-    e2e.ar_grid, e2e.ar_steps), on this model at each context (the shortest prompt and the longest
-    prompt + output of the sample, so every op's context lies between), measured in the same run as the
-    cases (medians over repeats). The e2e prediction is composed from these alone, never from a case's
-    own measured AR time."""
-    from kernels_profile.measure.profiler import CacheBench
+@dataclass(frozen=True)
+class CurvePoint:
+    n: int
+    context: int
+    median: float
 
-    prefill, ar = [], []
-    for context in contexts:
-        bench = CacheBench(lm, context, max(max(grid), ar_steps), seed=0)
-        for n in grid:
-            bench.prefill(n)  # warm-up
-        bench.ar(min(ar_steps, 4), "eager")
-        prefill += [{"n": n, "context": context, "median": float(np.median([bench.prefill(n) for _ in range(repeats)]))}
-                    for n in grid]
-        runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
-        ar += [{"n": n, "context": context, "median": float(np.median([r[n - 1] for r in runs]))}
-               for n in ar_points(ar_grid, ar_steps)]
-    return {"prefill": prefill, "ar": ar, "contexts": list(contexts)}
+
+@dataclass(frozen=True)
+class LatencyCurve:
+    """T_prefill(N, c) and T_ar(N, c) medians over repeats, at `contexts`."""
+
+    prefill: tuple[CurvePoint, ...]
+    ar: tuple[CurvePoint, ...]
+    contexts: tuple[int, ...]
+
+    def to_json(self) -> dict:
+        return {"prefill": [asdict(p) for p in self.prefill], "ar": [asdict(p) for p in self.ar],
+                "contexts": list(self.contexts)}
+
+    @classmethod
+    def from_json(cls, record: dict) -> LatencyCurve:
+        try:
+            return cls(tuple(CurvePoint(int(p["n"]), int(p["context"]), float(p["median"])) for p in record["prefill"]),
+                       tuple(CurvePoint(int(p["n"]), int(p["context"]), float(p["median"])) for p in record["ar"]),
+                       tuple(int(c) for c in record["contexts"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParamsError(f"e2e: a latency curve record is malformed ({exc!r})") from exc
+
+    def ar_points(self) -> list[int]:
+        """The AR step counts it holds (the same at every context)."""
+        return sorted({p.n for p in self.ar})
+
+    def model(self, name: str, form: str):
+        """Its latency model (analysis.latency.model), fitted in `form` (params e2e.fit)."""
+        from analysis.latency.fit import FitOptions, fit_points
+        from analysis.latency.model import ModelKey
+
+        key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
+        frame = lambda points: pl.DataFrame([asdict(p) for p in points])  # noqa: E731
+        return fit_points(frame(self.ar), frame(self.prefill), key, FitOptions(form).validate())
 
 
 def ar_points(ar_grid: tuple[int, ...], ar_steps: int) -> list[int]:
@@ -39,49 +75,49 @@ def ar_points(ar_grid: tuple[int, ...], ar_steps: int) -> list[int]:
     return sorted(n for n in {*ar_grid, ar_steps} if n <= ar_steps)
 
 
-def curve_ar_points(curve: dict) -> list[int]:
-    """The AR step counts a measured curve holds (the same at every context)."""
-    return sorted({row["n"] for row in curve["ar"]})
+def prefill_sizes(grid: tuple[int, ...], largest: int) -> tuple[int, ...]:
+    """The grid's sizes up to the smallest one that covers `largest` (every size when none does)."""
+    ordered = sorted(set(grid))
+    cover = next((n for n in ordered if n >= largest), ordered[-1])
+    return tuple(n for n in ordered if n <= cover)
 
 
-def curve_model(curve: dict, name: str, form: str):
-    """The latency model (analysis.latency.model) of an e2e curve, fitted in `form` (params e2e.fit)."""
-    from analysis.latency.model import ModelKey
-    from analysis.latency.fit import FitOptions, fit_points
+def measure_curve(lm, sizes: tuple[int, ...], ar_grid: tuple[int, ...], ar_steps: int, contexts: tuple[int, ...],
+                  repeats: int) -> LatencyCurve:
+    """T_prefill(N) at `sizes` and T_ar(N) at `ar_points(ar_grid, ar_steps)` on this model at each
+    context (medians over `repeats`, after a warm-up), on random token ids (kernels_profile.measure.profiler)."""
+    from kernels_profile.measure.profiler import CacheBench
 
-    key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
-    return fit_points(pl.DataFrame(curve["ar"]), pl.DataFrame(curve["prefill"]), key, FitOptions(form).validate())
-
-
-def span_ops(segments) -> list:
-    """The executor's segments as the bound's ops (copy: the tokens its prefill forwards)."""
-    from analysis.bounds import SpanOp
-
-    return [SpanOp(seg.kind, len(seg.ids), len(seg.ids) if seg.kind == "copy" else 0, seg.directive_tokens)
-            for seg in segments]
-
-
-def predicted_cost(segments, model, prompt_tokens: int):
-    """The closed-form costs (analysis.bounds.case_cost) of the executor's own segments: regen, and
-    program time without (ideal) and with (overhead) the directive tokens, each op costed at the
-    context where it happens (prompt + output so far)."""
-    from analysis.bounds import CostSettings, case_cost
-
-    settings = CostSettings(context_mode="running", extrapolate=True)
-    return case_cost(span_ops(segments), model, settings, prompt_tokens=prompt_tokens)
+    prefill, ar = [], []
+    for context in contexts:
+        bench = CacheBench(lm, context, max(max(sizes), ar_steps), seed=0)
+        for n in sizes:
+            bench.prefill(n)  # warm-up
+        bench.ar(min(ar_steps, 4), "eager")
+        prefill += [CurvePoint(n, context, float(np.median([bench.prefill(n) for _ in range(repeats)]))) for n in sizes]
+        runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
+        ar += [CurvePoint(n, context, float(np.median([r[n - 1] for r in runs]))) for n in ar_points(ar_grid, ar_steps)]
+    return LatencyCurve(tuple(prefill), tuple(ar), tuple(contexts))
 
 
-def method_predictions(segments: dict, model, prompt_tokens: int, plan: MethodPlan) -> list[dict]:
-    """Per Copy-as-Decode method of the plan: predicted AR seconds (the bound's regen), predicted
-    method seconds and their ratio, so that predictions aggregate over cases as the measurements do."""
-    costs = {level: predicted_cost(segments[level], model, prompt_tokens) for level in LEVELS}
-    records = []
-    for method in plan.methods():
-        parts = cad_parts(method)
-        if parts is None:
-            continue
-        cost = costs[parts[0]]
-        seconds = cost.program_overhead if parts[1] else cost.program_ideal
-        records.append({"method": method, "predicted_ar_seconds": cost.regen, "predicted_seconds": seconds,
-                        "predicted": cost.regen / seconds, "extrapolated_spans": cost.extrapolated_spans})
-    return records
+@dataclass(frozen=True)
+class Priced:
+    seconds: float
+    extrapolated: int  # forwards priced outside the curve's measured range
+
+
+def price_forwards(model, prompt_tokens: int, new_tokens: Sequence[int], emitted: Sequence[int]) -> Priced:
+    """A forward log's seconds under `model` (see the module docstring for the rules)."""
+    if len(new_tokens) != len(emitted):
+        raise ParamsError(f"e2e: a forward log has {len(new_tokens)} query lengths and {len(emitted)} emitted counts")
+    if not len(new_tokens):
+        return Priced(0.0, 0)
+    q = np.asarray(new_tokens, dtype=np.int64)
+    contexts = prompt_tokens + np.concatenate([[0], np.cumsum(np.asarray(emitted, dtype=np.int64))[:-1]])
+    step = q == 1
+    starts = step & np.concatenate([[True], ~step[:-1]])
+    first, steady = model.step_costs(contexts.astype(float), STEADY_MAX_N, extrapolate=True)
+    prefill = model.t_prefill(np.where(step, 0, q), contexts.astype(float), extrapolate=True)
+    seconds = np.where(step, steady.seconds + starts * first.seconds, prefill.seconds)
+    flags = np.where(step, steady.extrapolated | (starts & first.extrapolated), prefill.extrapolated)
+    return Priced(float(seconds.sum()), int(flags.sum()))

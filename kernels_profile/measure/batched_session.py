@@ -105,7 +105,11 @@ def step_row(step: Step) -> dict[str, Any]:
 
 
 def unit_path(root: Path, model: str, set_name: str, repeat: int, key: str) -> Path:
-    return Path(root) / f"{model}-{set_name}-r{repeat}-{key}.parquet"
+    """A unit's checkpoint, named by the model's label: a model given as a folder or hub id is a path, and
+    its raw string would put the file beside the model, outside the tree (issue 39, as H4)."""
+    from kernels_profile.runtime.models import model_label
+
+    return Path(root) / f"{model_label(model)}-{set_name}-r{repeat}-{key}.parquet"
 
 
 @dataclass
@@ -236,8 +240,12 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_result(result: BatchedResult, out: Path) -> Path:
-    """The raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
-    write_parquet(result.raw, Path(out))
+    """The raw parquet and its environment sidecar as one set (never a new file beside an old sidecar:
+    issue 39, L6); returns the sidecar path."""
+    from analysis.pipeline.io import output_set
+
     sidecar = environment_path(out)
-    write_json({**result.environment, "raw": str(out)}, sidecar)
+    with output_set("kernels_batched", outputs=(Path(out).as_posix(), sidecar.as_posix())):
+        write_parquet(result.raw, Path(out))
+        write_json({**result.environment, "raw": str(out)}, sidecar)
     return sidecar

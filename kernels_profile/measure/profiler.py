@@ -371,26 +371,43 @@ def pair_methods(spec: ProfileSpec) -> list[str]:
 PREFILL_KIND = {method: kind for kind, method in PREFILL_METHODS.items()}
 
 
-def measure_pair(bench: CacheBench, spec: ProfileSpec, baseline: str, order: list[str]) -> list[tuple[str, str, int, float, int]]:
+def pair_steps(spec: ProfileSpec) -> int:
+    """The timed runs of one pair, one progress step each: with `ar_mode: prefix` one AR run of n_max steps
+    and one prefill per N and prefill kind; otherwise one AR run and one prefill per N and kind."""
+    prefills = len(spec.prefills) * len(spec.ns)
+    return (1 if spec.ar_mode == "prefix" else len(spec.ns)) + prefills
+
+
+def measure_pair(bench: CacheBench, spec: ProfileSpec, baseline: str, order: list[str],
+                 step: Callable[[], None] = lambda: None) -> list[tuple[str, str, int, float, int]]:
     """(method, kind, N, seconds, order_index) of one pair: the AR run and each prefill grid in `order`;
-    kind is the AR loop for AR rows and the prefill kind for prefill rows."""
+    kind is the AR loop for AR rows and the prefill kind for prefill rows. `step` is called after each
+    timed run (pair_steps of them), so a progress bar moves within a pair."""
     rows: list[tuple[str, str, int, float, int]] = []
+
+    def prefill(n: int, kind: str) -> float:
+        seconds = bench.timed_prefill(n, kind)
+        step()
+        return seconds
+
     if spec.ar_mode == "prefix":
         for index, method in enumerate(order):
             if method == "ar":
                 cumulative = bench.ar(spec.n_max, baseline)
+                step()
                 rows += [("ar", baseline, n, cumulative[n - 1], index) for n in spec.ns]
             else:
                 kind = PREFILL_KIND[method]
-                rows += [("prefill", kind, n, bench.timed_prefill(n, kind), index) for n in spec.ns]
+                rows += [("prefill", kind, n, prefill(n, kind), index) for n in spec.ns]
         return rows
     for n in spec.ns:
         for index, method in enumerate(order):
             if method == "ar":
                 rows.append(("ar", baseline, n, bench.ar(n, baseline)[-1], index))
+                step()
             else:
                 kind = PREFILL_KIND[method]
-                rows.append(("prefill", kind, n, bench.timed_prefill(n, kind), index))
+                rows.append(("prefill", kind, n, prefill(n, kind), index))
     return rows
 
 
@@ -448,7 +465,12 @@ class Pair:
         return f"{self.model}/c{self.context}/{self.baseline}/r{self.repeat}"
 
     def path(self, root: Path, key: str) -> Path:
-        return root / f"{self.model}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
+        """The pair's checkpoint under `root`, named by the model's label (a --model folder or hub id is a
+        path: its raw string would put the file beside the model, outside the tree: H4); `key` keeps two
+        models of one label apart."""
+        from kernels_profile.runtime.models import model_label
+
+        return root / f"{model_label(self.model)}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
 
 
 def pair_units(spec: ProfileSpec) -> list[Pair]:

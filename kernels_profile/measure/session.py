@@ -31,7 +31,7 @@ from analysis.pipeline.io import write_json, write_parquet
 from analysis.parallel.progress import progress_bar
 from kernels_profile.measure.contention import Contention, Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.machine import gpu_info, gpu_reference_workload, machine_info, reference_workload
-from kernels_profile.runtime.models import build_model, torch_dtype
+from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 from kernels_profile.measure.profiler import (
     CacheBench,
     Pair,
@@ -41,6 +41,7 @@ from kernels_profile.measure.profiler import (
     measure_pair,
     pair_frame,
     pair_order,
+    pair_steps,
     pair_units,
     warm_up,
 )
@@ -111,6 +112,8 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     set_threads(spec.threads)
     scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
+    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation (M4)
+        check_fits(model, spec.dtype, spec.device, max(spec.contexts) + spec.n_max, spec.n_max)
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
     fingerprints = {m: fingerprint(m, spec.weights) for m in spec.models}  # after set_threads: its count
@@ -136,8 +139,9 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
         )
         session = _Session(recorder, checkpoint_dir, {"start": gpu_info(spec.device)} if on_gpu else {})
         recorder.start()
-        bar = progress_bar(total=len(units), initial=len(units) - len(todo), desc="kernels profile", unit="pair",
-                           disable=not progress)
+        steps = pair_steps(spec)  # a step per timed run, so the bar moves within each (minutes-long) pair
+        bar = progress_bar(total=len(units) * steps, initial=(len(units) - len(todo)) * steps, desc="kernels profile",
+                           unit="run", disable=not progress)
         for model_name in spec.models:
             _measure_model(spec, model_name, [u for u in todo if u.model == model_name], keys, frames,
                            session, checkpoint_dir, bar, scratch)
@@ -171,7 +175,7 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scr
             bar.set_postfix_str(f"{model_name} c={context} {unit.baseline} #{unit.repeat}")
             order = pair_order(spec, unit.model, unit.context, unit.baseline, unit.repeat)
             load_before, ref_before = recorder.load()[0], recorder.last
-            timings = measure_pair(bench, spec, unit.baseline, order)
+            timings = measure_pair(bench, spec, unit.baseline, order, step=lambda: bar.update(1))
             ref_after, load_after = recorder.sample(), recorder.load()[0]
             frame = pair_frame(lm, spec, unit, timings, env).with_columns(
                 run_id=pl.lit(recorder.run_id), load1_before=pl.lit(load_before, pl.Float64),
@@ -183,7 +187,6 @@ def _measure_model(spec, model_name, todo, keys, frames, session, root, bar, scr
             write_frame_checkpoint(frame, unit.path(root, keys[unit]), keys[unit], scratch.measured())
             session.save()  # an interrupted run still leaves its environment beside its pairs
             frames[unit] = frame
-            bar.update(1)
     del lm
 
 
@@ -258,10 +261,14 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_profile(result: ProfileResult, out: Path) -> Path:
-    """Write the raw parquet and its environment sidecar, each atomically; returns the sidecar path."""
-    write_parquet(result.raw, Path(out))
+    """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
+    sidecar); returns the sidecar path."""
+    from analysis.pipeline.io import output_set
+
     sidecar = environment_path(out)
-    write_json({**result.environment, "raw": str(out)}, sidecar)
+    with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
+        write_parquet(result.raw, Path(out))
+        write_json({**result.environment, "raw": str(out)}, sidecar)
     return sidecar
 
 

@@ -104,8 +104,11 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     import json
     import shutil
 
-    from analysis.pipeline.io import write_json
+    from analysis.pipeline.confine import confined, safe_name
+    from analysis.pipeline.io import output_set, write_csv, write_json, write_text, write_with
 
+    safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
+    confined(Path(target) / preset / "run.json", "pilot-sweep --freeze: the frozen run's folder")
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
     if missing:
@@ -113,13 +116,19 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     out = target / preset
     out.mkdir(parents=True, exist_ok=True)
     metrics = json.loads((source / "metrics.json").read_text())
-    write_json(metrics, out / "metrics.json")
-    shutil.copyfile(source / "records.parquet", out / "records.parquet")
-    for name in ("losses", "curve"):
-        pl.read_parquet(source / f"{name}.parquet").write_csv(out / f"{name}.csv")
-    write_json(run, out / "run.json")
+    with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
+        write_json(metrics, out / "metrics.json")
+        write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
+        for name in ("losses", "curve"):
+            write_csv(pl.read_parquet(source / f"{name}.parquet"), out / f"{name}.csv")
+        write_json(run, out / "run.json")
+        write_text(_frozen_readme(preset, run, metrics), out / "README.md")
+    return out
+
+
+def _frozen_readme(preset: str, run: dict, metrics: dict) -> str:
     em = metrics.get("heldout_em_after") or {}
-    (out / "README.md").write_text(
+    return (
         f"# Frozen run: `{preset}`\n\n"
         f"- command: `{run.get('command')}` (run by hand; not part of the default `dvc repro`)\n"
         f"- code: commit {run.get('commit')}\n- started {run.get('started')}, ended {run.get('ended')}: "
@@ -132,7 +141,6 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
         "Files: metrics.json (the stage's data/pilot/<preset>/metrics.json), curve.csv (teacher-forced held-out "
         "metrics by step), losses.csv (training loss per step), records.parquet (every decoded case), run.json "
         "(this page's facts, read by the default `copydecode pilot`).\n")
-    return out
 
 
 def add_arguments(parser) -> None:

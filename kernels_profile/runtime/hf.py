@@ -41,6 +41,7 @@ class PromptTemplate:
     name: str
     system: str
     user: str = "{instruction}\n\nInput:\n{source}"
+    user_without_instruction: str = "Input:\n{source}"  # a case with no instruction (ProbeEdit-S)
     numbered: bool = True  # source lines written "k: line" so that the instruction can name them
 
 
@@ -48,7 +49,13 @@ PROGRAM_TEMPLATE = PromptTemplate("program", INSTRUCTION)
 REWRITE_TEMPLATE = PromptTemplate(
     "rewrite", "Rewrite the input with the edit applied. Output only the edited text, without line numbers."
 )
-TEMPLATES = {t.name: t for t in (PROGRAM_TEMPLATE, REWRITE_TEMPLATE)}
+# What a plain regeneration (and a drafter reading its prompt) is given: the source as it is, no line
+# numbers (which would lengthen every step's context and break every prompt-lookup draft at a line end).
+# The pilot's `rewrite` mode keeps the numbered input so that both of its modes read the same prompt.
+PLAIN_REWRITE_TEMPLATE = PromptTemplate(
+    "rewrite-plain", "Rewrite the input with the edit applied. Output only the edited text.", numbered=False
+)
+TEMPLATES = {t.name: t for t in (PROGRAM_TEMPLATE, REWRITE_TEMPLATE, PLAIN_REWRITE_TEMPLATE)}
 
 
 def numbered(source: str) -> str:
@@ -56,10 +63,15 @@ def numbered(source: str) -> str:
     return "".join(f"{k}: {line}" for k, line in enumerate(split_lines(source), start=1))
 
 
-def messages(template: PromptTemplate, source: str, instruction: str) -> list[dict]:
+def messages(template: PromptTemplate, source: str, instruction: str | None) -> list[dict]:
+    """The chat turns. A case without an instruction (ProbeEdit-S has none) gets the template's user
+    turn without its instruction paragraph, never the text "None"."""
     shown = numbered(source) if template.numbered else source
-    return [{"role": "system", "content": template.system},
-            {"role": "user", "content": template.user.format(instruction=instruction, source=shown)}]
+    if instruction is not None and instruction.strip():
+        user = template.user.format(instruction=instruction, source=shown)
+    else:
+        user = template.user_without_instruction.format(source=shown)
+    return [{"role": "system", "content": template.system}, {"role": "user", "content": user}]
 
 
 # ---------------------------------------------------------------- the tokenizer adapter
@@ -93,7 +105,7 @@ class ModelTokenizer:
         return b"".join(self.fsm_tokenizer.piece(i) for i in ids)
 
 
-def prompt_ids(tok: ModelTokenizer, template: PromptTemplate, source: str, instruction: str) -> list[int]:
+def prompt_ids(tok: ModelTokenizer, template: PromptTemplate, source: str, instruction: str | None) -> list[int]:
     """The prompt: the chat template where the tokenizer has one, else the turns joined by blank lines."""
     turns = messages(template, source, instruction)
     if tok.chat is not None:

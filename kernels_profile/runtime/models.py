@@ -115,6 +115,9 @@ def auto_config(location: str) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise ModelError(f"model {location!r}: no transformers config could be read (a folder with config.json, "
                          f"or a hub id while the hub can be reached): {exc}") from exc
+    except Exception as exc:  # transformers' own validation (StrictDataclassClassValidationError, ...)
+        text = " ".join(str(exc).split())
+        raise ModelError(f"model {location!r}: its config is not valid ({type(exc).__name__}: {text[:300]})") from None
     raw = config.to_dict()
     raw["_source"] = str(location)
     return raw
@@ -165,6 +168,112 @@ def _fill_random(model, seed: int) -> None:
             else:  # a CPU generator cannot drive a CUDA tensor; seed the device's own
                 torch.manual_seed(seed)
                 param.normal_(0.0, 0.02)
+
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+MEMORY_SHARE = 0.8  # of the memory free now that one run may plan to use (the rest: torch, the OS, others)
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """What a model needs before it is built: its weights and the KV cache of `tokens` tokens, plus one
+    prefill's logits (float32, every position: an upper bound)."""
+
+    parameters: int
+    weights_bytes: int
+    cache_bytes: int
+    logits_bytes: int
+
+    @property
+    def total(self) -> int:
+        return self.weights_bytes + self.cache_bytes + self.logits_bytes
+
+
+def _config_int(raw: dict[str, Any], *keys: str) -> int | None:
+    for key in keys:
+        value = raw.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def memory_estimate(name: str, dtype: str, tokens: int, prefill: int) -> MemoryEstimate:
+    """The memory model `name` needs at `dtype` for a KV cache of `tokens` tokens and a prefill of
+    `prefill` tokens. The parameters are counted on torch's meta device (no memory), so an invalid config
+    (a zero or negative size, heads that do not divide the width, an unknown architecture) is a named
+    ModelError here, before anything is allocated (M4)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    raw = {k: v for k, v in model_config(name).items() if k != "_source"}
+    for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", "intermediate_size",
+                "num_key_value_heads", "head_dim", "n_embd", "n_layer", "n_head"):
+        value = raw.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise ModelError(f"model {name!r}: its config's {key} must be a positive integer, got {value!r}")
+    try:
+        config = AutoConfig.for_model(**raw)
+        with torch.device("meta"):
+            shell = AutoModelForCausalLM.from_config(config)
+    except Exception as exc:  # transformers raises ValueError, ZeroDivisionError, its own validation errors
+        text = " ".join(str(exc).split())
+        raise ModelError(f"model {name!r}: its config does not describe a buildable causal LM "
+                         f"({type(exc).__name__}: {text[:300]})") from None
+    parameters = sum(p.numel() for _, p in shell.named_parameters(remove_duplicate=False))  # tied ones as built: an upper bound
+    size = DTYPE_BYTES.get(dtype, 4)
+    layers = _config_int(raw, "num_hidden_layers", "n_layer") or 0
+    heads = _config_int(raw, "num_attention_heads", "n_head") or 1
+    width = _config_int(raw, "hidden_size", "n_embd") or 0
+    kv_heads = _config_int(raw, "num_key_value_heads") or heads
+    head_dim = _config_int(raw, "head_dim") or width // heads
+    vocab = _config_int(raw, "vocab_size") or 0
+    return MemoryEstimate(parameters, parameters * size, 2 * layers * kv_heads * head_dim * tokens * size,
+                          prefill * vocab * 4)
+
+
+def free_memory(device: str) -> int | None:
+    """Bytes this process may still allocate on `device`: the GPU's free memory, or the smaller of the
+    machine's available memory and what an address-space limit (`ulimit -v`) leaves; None when unknown."""
+    import resource
+
+    if device.startswith("cuda"):
+        import torch
+
+        return int(torch.cuda.mem_get_info(torch.device(device))[0])
+    limits = []
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                limits.append(int(line.split()[1]) * 1024)
+    except OSError:
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        try:
+            used = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                            if line.startswith("VmSize:"))) * 1024
+        except (OSError, StopIteration, ValueError):
+            used = 0
+        limits.append(max(soft - used, 0))
+    return min(limits) if limits else None
+
+
+def _gb(n: int) -> str:
+    return f"{n / 1e9:,.1f} GB"
+
+
+def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int) -> MemoryEstimate:
+    """Refuse, by name and before any allocation, a model whose weights, KV cache and logits would not
+    fit in MEMORY_SHARE of the memory free on `device` (M4)."""
+    need = memory_estimate(name, dtype, tokens, prefill)
+    free = free_memory(device)
+    if free is not None and need.total > MEMORY_SHARE * free:
+        raise ModelError(
+            f"model {name!r} at {dtype} needs about {_gb(need.total)} ({need.parameters:,} parameters: "
+            f"{_gb(need.weights_bytes)} of weights; a KV cache of {tokens:,} tokens: {_gb(need.cache_bytes)}; "
+            f"logits of a {prefill:,}-token prefill: {_gb(need.logits_bytes)}), above {MEMORY_SHARE:.0%} of the "
+            f"{_gb(free)} free on {device}; use a smaller model, shorter --contexts or --ns, or a larger machine")
+    return need
 
 
 def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: int = 0) -> LoadedModel:

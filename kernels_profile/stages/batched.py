@@ -47,6 +47,7 @@ from analysis.latency.steppoints import (
     device_time_points,
 )
 from analysis.parallel.progress import timed
+from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.io import read_parquet, write_json, write_table
 from analysis.pipeline.params import get, merge_preset
 from kernels_profile.measure.batched import BatchedSpec, Step
@@ -151,7 +152,13 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     if not isinstance(names, list):
         raise ParamsError(f"kernels.batched.batch1_sources must be a list of kernel-source names, got {names!r}")
     step_cost = STEP_COST if preset is None and out is None else Path(out or named_out).with_suffix(".step_cost.json")
-    return BatchedSettings(spec, Path(out) if out else named_out, step_cost, _batch1_sources(params, names), preset)
+    raw = Path(out) if out else named_out
+    try:  # a preset's `out` (params) and --out stay inside the tree (issue 39, as H4)
+        confined(raw, "the batched timings file")
+    except OutputRootError as exc:
+        raise ParamsError(f"{exc} (kernels profile --batched --out / the preset's out: give a path under this "
+                          "folder)") from None
+    return BatchedSettings(spec, raw, step_cost, _batch1_sources(params, names), preset)
 
 
 # ---------------------------------------------------------------- the measured grid
@@ -169,10 +176,13 @@ def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     from kernels_profile.measure.batched_session import Timing, run_step_sets
     from kernels_profile.runtime.checkpoints import fingerprint
     from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.runtime.models import build_model, torch_dtype
+    from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 
     set_threads(spec.threads)
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
+    # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
+    check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
+               max(spec.batch_sizes) * max(spec.qs))
     timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,
                     spec.contention_slack)
     prints = fingerprint(spec.model, spec.weights)

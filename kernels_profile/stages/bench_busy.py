@@ -39,7 +39,8 @@ from analysis.pipeline.io import markdown_table, read_parquet, write_json, write
 from analysis.latency.tables import speedup_table
 from analysis.latency.model import GROUP
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
-from kernels_profile.e2e.methods import BASELINE, cad_method
+from analysis.results.methods import AR as BASELINE
+from analysis.results.methods import IDEAL, Method
 from kernels_profile.e2e.summary import per_pair_ratios
 from kernels_profile.measure.session import environment_path
 
@@ -48,7 +49,7 @@ DEFAULT_STEM = BUSY_BENCHMARK
 KERNEL_NS = (8, 128, 512)
 KERNEL_TOLERANCE = 0.15   # issue 15: per-pair kernel ratios within 15% of each other
 E2E_TOLERANCE = 0.20      # issue 15: e2e line-program ratios within 20%
-LINE_PROGRAM = cad_method("line", overhead=False)
+LINE_PROGRAM = Method.cad("line", IDEAL).name
 KEYS = [*GROUP, "context", "n", "baseline"]
 E2E_KEYS = ["model", "corpus"]
 ALL = "all"               # the model and corpus label of the row over every case
@@ -166,6 +167,17 @@ def _max_abs(table: pl.DataFrame) -> float:
     return float(table["change"].abs().max())
 
 
+def shown_root(root: Path) -> str:
+    """A run's folder as the committed report names it: relative to the current folder when inside it, else
+    its name only; never the machine's absolute path."""
+    import os
+
+    here, folder = Path.cwd().resolve(), Path(root).resolve()
+    if folder == here or here in folder.parents:
+        return os.path.relpath(folder, here)
+    return f"{folder.name} (a folder outside this checkout)"
+
+
 def benchmark(quiet: BenchRun, busy: BenchRun) -> tuple[dict[str, Any], pl.DataFrame, pl.DataFrame]:
     """The machine-readable result and the two tables it summarises."""
     kernel, e2e_table = compare(quiet.kernels, busy.kernels), compare_e2e(quiet.e2e, busy.e2e)
@@ -176,7 +188,7 @@ def benchmark(quiet: BenchRun, busy: BenchRun) -> tuple[dict[str, Any], pl.DataF
         "e2e": {"method": LINE_PROGRAM, "baseline": BASELINE, "tolerance": E2E_TOLERANCE,
                 "max_abs_change": _max_abs(e2e_table), "passed": bool(e2e_table["passed"].all()),
                 "rows": e2e_table.to_dicts()},
-        "runs": {name: {"root": str(run.root), "kernels": kernels_environment(run), "e2e": e2e_environment(run)}
+        "runs": {name: {"root": shown_root(run.root), "kernels": kernels_environment(run), "e2e": e2e_environment(run)}
                  for name, run in (("quiet", quiet), ("busy", busy))},
     }
     result["passed"] = result["kernel"]["passed"] and result["e2e"]["passed"]

@@ -41,9 +41,9 @@ def settings(params: dict, programs: int | None = None, lines: int | None = None
 
 
 def run(s: MaskBenchSettings) -> dict:
-    pairs = maskbench.line_program_sources(s.programs, s.lines)
-    results = maskbench.run_models(s.models, [p for p, _ in pairs], s.lines, apply_repeats=s.apply_repeats,
-                                   threads=s.threads, sources=[src for _, src in pairs])
+    results = maskbench.run_models(s.models, maskbench.line_programs(s.programs, s.lines), s.lines,
+                                   apply_repeats=s.apply_repeats, threads=s.threads,
+                                   cases=maskbench.line_cases(s.programs, s.lines))
     with pl.Config(tbl_cols=-1, tbl_width_chars=200, float_precision=1):
         print(pl.DataFrame(maskbench.summary_rows(results)), file=sys.stderr)
     if s.json:

@@ -23,6 +23,7 @@ from analysis.layout import CASES, METRICS, TABLES
 from analysis.pooling import SINGLE_FRAMINGS
 from analysis.pipeline.params import choice, choices, did_you_mean, get, positive_int
 from analysis.parallel.progress import timed
+from kernels_profile.decode.decoder import MASK_ENGINES
 from kernels_profile.runtime.models import DTYPES, known_models
 from kernels_profile.runtime.hf import TEMPLATES
 
@@ -37,7 +38,7 @@ class DecodeSettings:
     budget: int
     unit: str
     template: str
-    mask_engine: str                 # suite (the FSM) | llguidance (its matcher, copies as fast-forward tokens)
+    mask_engine: str                 # suite (this suite's FSM) | llguidance (its matcher, forced-span grammar)
     mask_models: tuple[str, ...]     # vocabularies of the mask benchmark beside llguidance
     mask_programs: int
     mask_lines: int
@@ -49,8 +50,6 @@ class DecodeSettings:
 def settings(params: dict, case_id: str | None = None, model: str | None = None,
              framing: str | None = None) -> DecodeSettings:
     """decode, validated; `case_id`, `model` and `framing` (the command line's) replace the params'."""
-    from kernels_profile.decode.decoder import MASK_ENGINES
-
     p = params
     framing_given = framing
     chosen = model or get(p, "decode.model", str)
@@ -106,15 +105,15 @@ def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
 
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
-                    unit=s.unit, case=s.case_id, engine=s.mask_engine)
-    record = {"case_id": s.case_id, "model": s.model, **result_record(result, case["target"])}
+                    unit=s.unit, case=s.case_id, mask_engine=s.mask_engine)
+    record = {"case_id": s.case_id, "model": s.model, "mask_engine": s.mask_engine,
+              **result_record(result, case["target"])}
     if not s.from_command_line:
         from kernels_profile.decode import maskbench
 
-        pairs = maskbench.line_program_sources(s.mask_programs, s.mask_lines)
-        results = maskbench.run_models(s.mask_models, [p for p, _ in pairs], s.mask_lines,
-                                       apply_repeats=s.mask_apply_repeats, threads=s.mask_threads,
-                                       sources=[src for _, src in pairs])
+        results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
+                                       s.mask_lines, apply_repeats=s.mask_apply_repeats, threads=s.mask_threads,
+                                       cases=maskbench.line_cases(s.mask_programs, s.mask_lines))
         write_table(pl.DataFrame(maskbench.summary_rows(results)), TABLES / "mask_benchmark", digits=1)
         write_json({**record, "mask_benchmark": results}, METRICS / "decode.json")
     return record

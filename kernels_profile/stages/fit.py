@@ -12,7 +12,7 @@ from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize, unshifted_speedups
-from analysis.latency.model import FORMS, PAPER_CLAIMS, to_document
+from analysis.latency.model import FORMS, PAPER_CLAIMS, paper_kernel_points, to_document
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
@@ -381,7 +381,13 @@ def run(s: FitSettings) -> dict:
             envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
             notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in envs})
             name = "kernel_speedup" if source == FIT_SOURCE else f"kernel_speedup_{source}"
-            save_chart(charts.kernel_speedup(chosen, "; ".join(notes)), FIGURES / name)
+            judged = charts.judged_only(chosen)  # the figure the index shows: comparisons built alike lead (C5)
+            left_out = sorted(set(chosen["comparison"]) - set(judged["comparison"])) if "comparison" in chosen.columns else []
+            notes += [f"not judged, on the kernel page: {', '.join(left_out)}"] if left_out else []
+            if source == FIT_SOURCE and (sidecar or {}).get("noisy"):  # a figure of a noisy run says so (N: section 4)
+                notes = [f"NOISY run: {'; '.join(sidecar.get('noisy_reasons') or ['reason not recorded'])}", *notes]
+            save_chart(charts.kernel_speedup(judged if judged.height else chosen, "; ".join(notes), list(paper_kernel_points())),
+                       FIGURES / name)
         write_csv(speedups.select("kernel_source", "model", "dtype", "device", "context", "n", "baseline", "speedup"),
                   TABLES / "kernel_speedup_plot.csv")
     is_fit = pl.col("source") == FIT_SOURCE

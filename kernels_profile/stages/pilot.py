@@ -285,58 +285,75 @@ def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: d
     return rewrite_record(loaded.lm, loaded.tok, case, budget)
 
 
-def run_job(s: PilotSettings, loaded: Loaded, job: dict, cases: list[EvalCase], states: dict,
+@dataclass(frozen=True)
+class EvalJob:
+    """One greedy decoding job: the base model (`before`) or a seed's adapters (`after`) on a split, in one
+    mode or two (each case then runs both back to back in a seeded order)."""
+
+    phase: str                 # before | after
+    seed: int | None           # the adapters' training seed; None before fine-tuning
+    split: str                 # HELDOUT | HEvalFix-Py
+    modes: tuple[str, ...]     # program and/or rewrite
+
+    def key(self) -> dict:
+        """The job as its checkpoint key part (the dict the key was built from before it was typed)."""
+        return {"phase": self.phase, "seed": self.seed, "split": self.split, "modes": list(self.modes)}
+
+    def describe(self) -> str:
+        return f"{self.phase} {'+'.join(self.modes)} seed {self.seed} {self.split}"
+
+
+def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase], states: dict,
             bar, scratch: FromScratch) -> list[dict]:
-    """One evaluation job: `job` names phase, seed and modes (one adapter each, or the base model);
-    with two modes, each case runs both back to back in a seeded order. A runtime JSON checkpoint
-    keyed by everything that decides its records (its seconds counted by `scratch`)."""
+    """One evaluation job (one adapter per mode, or the base model); a runtime JSON checkpoint keyed by
+    everything that decides its records (its seconds counted by `scratch`)."""
     from kernels_profile.pilot.train import load_adapter_state
 
+    after = job.phase == "after"
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
-    adapters = {m: (states[(m, job["seed"])][0] if job["phase"] == "after" else "base") for m in job["modes"]}
-    key = digest({"model": model_key(s), "job": job, "adapters": adapters, "threads": s.threads,
+    adapters = {m: (states[(m, job.seed)][0] if after else "base") for m in job.modes}
+    key = digest({"model": model_key(s), "job": job.key(), "adapters": adapters, "threads": s.threads,
                   "order_seed": s.order_seed,
                   "cases": [[c.case_id, c.source, c.target, c.instruction, budgets[c.case_id]] for c in cases]})
-    path = PILOT_CHECKPOINTS / f"eval-{job['phase']}-{job['split']}-seed{job['seed']}-{key}.json"
+    path = PILOT_CHECKPOINTS / f"eval-{job.phase}-{job.split}-seed{job.seed}-{key}.json"
     found = read_json_checkpoint(path, key, fields={"job", "records"}, what="pilot")
     if found is not None:
-        bar.update(len(cases) * len(job["modes"]))
+        bar.update(len(cases) * len(job.modes))
         scratch.read_back(found.seconds)
         return found.content["records"]
     scratch.mark()
-    rng = random.Random(f"{s.order_seed}/{job['seed']}/{job['split']}")
+    rng = random.Random(f"{s.order_seed}/{job.seed}/{job.split}")
     masks: dict = {}
     records = []
     for case in cases:
-        order = list(job["modes"])
+        order = list(job.modes)
         rng.shuffle(order)
         for position, mode in enumerate(order):
-            if job["phase"] == "after":
-                load_adapter_state(loaded.peft, states[(mode, job["seed"])][1])
+            if after:
+                load_adapter_state(loaded.peft, states[(mode, job.seed)][1])
                 record = decode_case(loaded, mode, case, budgets[case.case_id], masks)
             else:
                 with loaded.peft.disable_adapter():
                     record = decode_case(loaded, mode, case, budgets[case.case_id], masks)
-            records.append({**record, "phase": job["phase"], "seed": job["seed"], "split": job["split"],
+            records.append({**record, "phase": job.phase, "seed": job.seed, "split": job.split,
                             "kind": case.kind, "position": position, "paired": len(order) > 1})
             bar.update(1)
-    write_json_checkpoint({"job": job, "records": records}, path, key, scratch.measured())
+    write_json_checkpoint({"job": job.key(), "records": records}, path, key, scratch.measured())
     return records
 
 
-def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[dict]:
+def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[EvalJob]:
     """Greedy decoding jobs: the base model on the held-out cases (and HEvalFix-Py), each decode seed's
     program adapter (paired with its rewrite adapter where the seed has one), every rewrite seed, and
     the humaneval seeds' program adapters on HEvalFix-Py."""
-    jobs = [{"phase": "before", "seed": None, "split": HELDOUT, "modes": ["program"]}]
+    jobs = [EvalJob("before", None, HELDOUT, ("program",))]
     if n_humaneval:
-        jobs.append({"phase": "before", "seed": None, "split": "HEvalFix-Py", "modes": ["program"]})
+        jobs.append(EvalJob("before", None, "HEvalFix-Py", ("program",)))
     for seed in sorted(set(s.decode_seeds) | set(s.rewrite_seeds)):
-        modes = [m for m, seeds in (("program", s.decode_seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds]
-        jobs.append({"phase": "after", "seed": seed, "split": HELDOUT, "modes": modes})
+        modes = tuple(m for m, seeds in (("program", s.decode_seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds)
+        jobs.append(EvalJob("after", seed, HELDOUT, modes))
     if n_humaneval:
-        jobs += [{"phase": "after", "seed": seed, "split": "HEvalFix-Py", "modes": ["program"]}
-                 for seed in s.humaneval_seeds]
+        jobs += [EvalJob("after", seed, "HEvalFix-Py", ("program",)) for seed in s.humaneval_seeds]
     return jobs
 
 
@@ -369,12 +386,12 @@ def run(s: PilotSettings) -> dict:
         loaded = load_models(s)
         states, losses, kept, curve = train_adapters(s, loaded, train_cases, heldout_cases, scratch)
         jobs = evaluation_jobs(s, len(humaneval))
-        total = sum(len(humaneval if j["split"] != HELDOUT else heldout) * len(j["modes"]) for j in jobs)
+        total = sum(len(humaneval if j.split != HELDOUT else heldout) * len(j.modes) for j in jobs)
         bar = progress(None, "pilot: decoding", total=total, unit="decode")
         records = []
         for job in jobs:
-            bar.set_description(f"pilot: {job['phase']} {'+'.join(job['modes'])} seed {job['seed']} {job['split']}")
-            records += run_job(s, loaded, job, humaneval if job["split"] != HELDOUT else heldout, states, bar, scratch)
+            bar.set_description(f"pilot: {job.describe()}")
+            records += run_job(s, loaded, job, humaneval if job.split != HELDOUT else heldout, states, bar, scratch)
         bar.close()
         if kept.pop("from_scratch_known"):  # what this run would take with no checkpoint to resume from
             timing["from_scratch_s"] = scratch.seconds()

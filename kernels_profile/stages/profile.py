@@ -10,7 +10,7 @@ id, no registry entry) with `--device`, `--dtype`, `--contexts`, `--ns` and `--w
 overriding those params for one run. Its raw timings go to data/kernels/<source>.parquet, where the
 kernel source is `<model label>-<device>` (e.g. `llama-3.2-1b-cuda`); to fit it and use it in the
 bounds, add `{source: <source>, path: data/kernels/<source>.parquet}` to `kernels.fit.raw` (the run
-prints that entry) and `<source>/<model label>/<AR loop>` to `bounds.kernel_sources`.
+prints that entry) and `<source>/<model label>/<AR loop>` to `kernel.sources`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.layout import KERNEL_CHECKPOINTS, KERNELS_RAW
+from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
@@ -63,9 +64,12 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     """The params group with the command line's --model/--device/--dtype/--contexts/--ns/--weights."""
     if weights is not None and weights not in WEIGHTS_CHOICES:
         raise ParamsError(f"--weights must be one of {', '.join(WEIGHTS_CHOICES)}, got {weights!r}")
+    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model (M5)
+        raise ParamsError("--model is empty; name a model folder or hub id (or leave --model out to profile "
+                          "params kernels.profile.models)")
     if weights == "real" and model is None:
         raise ParamsError("--weights real loads the weights of --model; name the model (a folder or hub id)")
-    over = {"models": [model] if model else None, "device": device, "dtype": dtype,
+    over = {"models": [model] if model is not None else None, "device": device, "dtype": dtype,
             "contexts": _numbers(contexts, "--contexts"), "ns": _numbers(ns, "--ns"), "weights": weights}
     return {**group, **{k: v for k, v in over.items() if v is not None}}
 
@@ -85,7 +89,12 @@ def settings(params: dict[str, Any], preset: str | None = None, out: str | Path 
     if model is not None:
         source = kernel_source_name(model, spec.device)
         named_out = KERNELS_RAW.parent / f"{source}.parquet"
-    return ProfileSettings(spec, Path(out) if out else named_out, preset, source)
+    raw = Path(out) if out else named_out
+    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree (H4)
+        confined(raw, "the raw timings file")
+    except OutputRootError as exc:
+        raise ParamsError(f"{exc} (kernels profile --out / the preset's out: give a path under this folder)") from None
+    return ProfileSettings(spec, raw, preset, source)
 
 
 def spec_of(group: dict[str, Any]) -> ProfileSpec:
@@ -107,6 +116,19 @@ def spec_of(group: dict[str, Any]) -> ProfileSpec:
     return ProfileSpec(**values).validate()
 
 
+def print_result_table(raw, out, env: dict) -> None:
+    """The run's answer on the terminal (stderr): T_ar, T_prefill and their ratio per point measured, so the
+    command ends with its result (a fit and the bounds come after, from params kernels.fit.raw)."""
+    import sys
+
+    from analysis.latency.tables import speedup_summary
+    from analysis.pipeline.io import markdown_table
+
+    noisy = f" NOISY ({'; '.join(env.get('noisy_reasons') or [])})" if env.get("noisy") else ""
+    print(f"\nkernels profile: T_ar(N) / T_prefill(N) measured here, medians over paired repeats{noisy} "
+          f"(raw timings: {out}):\n" + markdown_table(speedup_summary(raw), digits=3), file=sys.stderr)
+
+
 def run(s: ProfileSettings) -> dict:
     from kernels_profile.measure.session import profile_run, write_profile
 
@@ -115,6 +137,7 @@ def run(s: ProfileSettings) -> dict:
         sidecar = write_profile(result, s.out)
         timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
+    print_result_table(result.raw, s.out, env)
     return {"rows": result.raw.height, "out": str(s.out), "environment": str(sidecar), "noisy": env.get("noisy"),
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),

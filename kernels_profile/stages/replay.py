@@ -104,7 +104,7 @@ def run(s: ReplaySettings) -> dict:
     from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
     from kernels_profile.runtime.checkpoints import checkpoint_key, fingerprint
     from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.runtime.models import build_model, torch_dtype
+    from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 
     with timed("serving_replay"):
         model, spec = measured_model(STEP_COST, s.source)
@@ -116,6 +116,8 @@ def run(s: ReplaySettings) -> dict:
         steps = {r["step_id"]: Step(tuple(r["qs"]), tuple(r["contexts"])) for r in sampled.iter_rows(named=True)}
         set_threads(spec["threads"])
         torch_dtype(spec["dtype"], spec["device"])
+        check_fits(spec["model"], spec["dtype"], spec["device"],  # the largest step's cache, before allocating (M4)
+                   max(sum(s.qs) + sum(s.contexts) for s in steps.values()), max(sum(s.qs) for s in steps.values()))
         timing = Timing(s.repeats, s.warmup, s.order_seed, s.noisy_drift, s.reference_budget_s, s.contention_slack)
         prints = fingerprint(spec["model"], spec["weights"])
         identity = {k: spec[k] for k in ("model", "weights", "dtype", "device")}

@@ -3,6 +3,7 @@ validated, named errors), and a --help for every command that says what it reads
 
 from __future__ import annotations
 
+import json
 import argparse
 import subprocess
 import sys
@@ -67,3 +68,50 @@ def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tm
         err = capsys.readouterr().err
         assert "'kernel.latency_form' must be one of" in err and "cubic" in err
     assert params.read_bytes() == before
+
+
+def test_a_stage_ends_with_one_line_and_its_summary_in_a_file(tmp_path, monkeypatch):
+    """Section 4 of issue 41: stage summaries were JSON dumps on stdout (most of a `dvc repro` log)."""
+    from analysis.cli import summary_lines
+
+    monkeypatch.chdir(tmp_path)
+    result = {"cases": 1082, "seconds": 3.8354, "corpora": {"HEvalFix-Py": 164}, "note": "x" * 80,
+              "add_to_kernels_fit_raw": {"source": "m-cpu", "path": "data/kernels/m-cpu.parquet"}}
+    lines = summary_lines("kernels profile", result)
+    assert lines[0] == "copydecode kernels profile: done; cases 1,082, seconds 3.835 (summary: data/summaries/kernels_profile.json)"
+    assert lines[1] == 'add to params kernels.fit.raw: {"source": "m-cpu", "path": "data/kernels/m-cpu.parquet"}'
+    assert len(lines) == 2
+    assert json.loads((tmp_path / "data/summaries/kernels_profile.json").read_text()) == result
+
+
+def test_every_stage_help_lists_every_file_the_stage_writes():
+    """P6: each dvc.yaml out of a stage matches a path its `--help` names after "writes" (globs and {a,b}
+    expanded), so the help never names a file the stage does not write or leaves one out."""
+    import fnmatch
+    import re
+
+    import yaml
+
+    from analysis.cli import build_parser
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text())["stages"]
+    parser = build_parser()
+    for name, stage in stages.items():
+        words = stage["cmd"].split()[1:]
+        sub = parser
+        for word in words:
+            if word.startswith("-"):  # `kernels profile --batched`: an option of the command, not a subcommand
+                break
+            sub = next(a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction").choices[word]
+        text = " ".join((sub.description or "").split())
+        assert " writes " in text, name
+        patterns = []
+        for token in re.findall(r"[\w./*{},-]*/[\w./*{},-]*", text.split(" writes ", 1)[1]):
+            token = token.rstrip(",.")
+            alt = re.search(r"\{([^}]*)\}", token)
+            patterns += ([token[:alt.start()] + x + token[alt.end():] for x in alt.group(1).split(",")] if alt
+                         else [token])
+        for out in stage.get("outs", []):
+            path = out if isinstance(out, str) else next(iter(out))
+            assert any(fnmatch.fnmatch(path, p) or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatch(path + "/", p)
+                       for p in patterns), f"{name}: --help does not name {path} (names {patterns})"

@@ -379,6 +379,45 @@ PROBES = [
     Probe("N15-latency-model-a-list", latency_model("[]"), "p.yaml.json is not a latency model file"),
     Probe("N15-empty-repository", cli("--out", "run", "corpora", "--only", "--repo", "mixed", setup=empty_repository),
           "the repository has no commits"),
+    # issue 39: settings and names (qa-review round 5)
+    Probe("S4-rivals-pld-ngram-bounded", stage_settings("kernels_profile.stages.e2e", **{"e2e.pld.ngram_max": 10**9}),
+          "'e2e.pld.ngram_max' is 1000000000, above 64"),
+    Probe("S4-rivals-suffix-tree-depth-bounded", stage_settings("kernels_profile.stages.e2e", **{
+        "e2e.suffix.options": {"max_tree_depth": 10**9}}), "max_tree_depth must be an integer in [1, 4096]"),
+    Probe("S4-rivals-pld-drafter-refuses-a-huge-ngram", lambda f: (__import__("analysis.rivals.pld", fromlist=["x"])
+                                                                  .PromptLookup([1, 2, 3], max_ngram=10**9), "")[-1],
+          "above 64"),
+    Probe("S4-serving-requests-bounded", stage_settings("analysis.stages.serving", **{
+        "serving.closed_loop.min_requests": 10**9}), "would simulate 1,000,000,000 requests"),
+    Probe("S4-serving-open-loop-requests-bounded", stage_settings("analysis.stages.serving", **{
+        "serving.open_loop.requests": 10**7}), "above 100,000"),
+    Probe("M5-profile-model-empty", cli("kernels", "profile", "--model", ""), "--model is empty"),
+    Probe("M11-set-alias", cli("--set", "spans.seed={a: &a [x], b: *a}", "--out", "run", "spans"),
+          "--set spans.seed: YAML anchors (&a) are not allowed"),
+    Probe("M11-set-alias-bomb", cli("--set", "spans.seed={" + ", ".join(
+        [f"{chr(97 + i)}: &{chr(97 + i)} [" + ", ".join([f"*{chr(96 + i)}" if i else "x"] * 10) + "]" for i in range(9)])
+        + "}", "--out", "run", "spans"), "YAML anchors (&a) are not allowed"),
+    Probe("M11-set-duplicate-key", cli("--set", "spans={seed: 0, seed: 1}", "--out", "run", "spans"),
+          "the key 'seed' is given twice"),
+    Probe("M11-set-unknown-key-in-a-mapping", cli("--set", "spans={seed: 0, bootstrap_resample: 3}", "--out", "run",
+                                                  "spans"), "did you mean 'spans.bootstrap_resamples'?"),
+    Probe("M11-set-huge-value-is-cut-in-the-message", stage_settings("analysis.stages.spans", **{
+        "spans.seed": list(range(100000))}), "characters)"),
+    Probe("M6-n-jobs-10000", stage_settings("analysis.stages.programs", **{"parallel.n_jobs": 10000}),
+          "above 4 workers per usable core"),
+    Probe("M6-n-jobs-on-a-named-cluster", stage_settings("analysis.stages.programs", **{
+        "parallel.n_jobs": 10000, "parallel.backend": "dask", "parallel.address": "tcp://sched:8786"}), ""),
+    Probe("L7-set-on-a-maintenance-command", cli("--set", "spans.seed=notanint", "readme", "--check"),
+          "--set is not read here"),
+    Probe("L7-set-on-report-is-applied", cli("--set", "spanz.seed=1", "report", "summary"),
+          "--set spanz.seed: no such setting in the params file"),
+    Probe("L3-out-not-utf8", cli("--out", os.fsdecode(b"caf\xe9"), "programs"), "the folder name is not valid UTF-8"),
+    Probe("L2-pairs-name-over-255-bytes", cli("--out", "run", "corpora", "--only", "--pairs", "p" * 300 + ".jsonl"),
+          "too long for the file system"),
+    Probe("L2-tokenizer-spec-over-255-bytes", lambda f: (__import__("analysis.text.tokens", fromlist=["x"]).load_tokenizer(
+        "t" * 300), "")[-1], "a name over 255 bytes"),
+    Probe("L11-a-line-number-of-5000-digits", lambda f: (__import__("analysis.grammar.program", fromlist=["parse"]).parse(
+        '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
 ]
@@ -421,7 +460,7 @@ def test_every_probe_id_is_unique():
 def test_the_probe_table_names_every_fixed_defect():
     ids = " ".join(p.id for p in PROBES)
     for defect in ("N2", "N4", "N6", "N8", "N9", "N10", "N13", "N14", "N18", "N15", "N17", "D2", "D6", "D10", "D13", "D14",
-                   "D17"):
+                   "D17", "M5", "M6", "M11", "L2", "L3", "L7", "L11"):
         assert f"{defect}-" in ids, defect
 
 
@@ -470,3 +509,320 @@ def test_N12_sigint_to_the_main_pid_only_of_a_background_parallel_stage(tmp_path
     assert "copydecode spans: interrupted; finished outputs and checkpoints are kept" in err
     assert "Traceback" not in err
     assert old.read_bytes() == b"a previous run's output"
+
+
+# ---------------------------------------------------------------- a run folder from someone else (issue 39)
+#
+# Each row plants an attack in a run folder (`run/`) beside an `outside/` folder of files the run must never
+# touch, then runs the suite on it. The test asserts the named error, that every file outside the run folder
+# is byte for byte as planted (nothing written, moved, truncated or deleted there) and that no planted code
+# ran (no MARKER anywhere). Rows come from qa-review round 5 (H1-H5, M and L ids).
+
+
+@dataclass(frozen=True)
+class Attack:
+    id: str
+    plant: Callable[[Path, Path], None]  # (run folder, outside folder): lay the trap
+    act: Callable[[Path, Path], str]     # run the suite from the run folder's parent; the error text ("" : accepted)
+    expect: str                          # a substring of the named error ("" : must be accepted)
+    check: Callable[[Path, Path], None] | None = None  # what else must hold afterwards
+
+
+def copydecode(*argv: str) -> Callable[[Path, Path], str]:
+    """`copydecode ARGV` from the folder holding `run/` (the shipped params unless ARGV names others);
+    RUN and OUTSIDE in ARGV stand for the two folders' absolute paths."""
+    def act(run: Path, outside: Path) -> str:
+        args = [a.replace("RUN", str(run)).replace("OUTSIDE", str(outside)) for a in argv]
+        return cli(*args)(run.parent)
+    return act
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | str]:
+    """Every entry under `folder`: a file's bytes, a link's target, a folder's mark."""
+    out: dict[str, bytes | str] = {}
+    for path in sorted(folder.rglob("*")):
+        key = str(path.relative_to(folder))
+        out[key] = (f"link:{os.readlink(path)}" if path.is_symlink() else "dir" if path.is_dir()
+                    else path.read_bytes())
+    return out
+
+
+def _victims(outside: Path) -> None:
+    (outside / "site-packages").mkdir(parents=True, exist_ok=True)
+    (outside / "victim_overwritten").write_text("original")
+    (outside / "victim_deleted").write_text("precious")
+    (outside / "victimdir").mkdir(exist_ok=True)
+    (outside / "victimdir/important.json").write_text("{}")
+    (outside / "victimshards").mkdir(exist_ok=True)
+    (outside / "victimshards/precious_dataset.parquet").write_bytes(b"PAR1 precious")
+
+
+def journal(entries: Callable[[Path, Path], list], stage: str = "programs") -> Callable[[Path, Path], None]:
+    """data/.pending/<stage>.json holding `entries(run, outside)`, and a payload file for it to move."""
+    def plant(run: Path, outside: Path) -> None:
+        _victims(outside)
+        (run / "data/.pending").mkdir(parents=True)
+        (run / "data/payload").write_text(f"import pathlib; pathlib.Path({str(outside / MARKER)!r}).write_text('x')\n")
+        (run / "data/.payload.abcd1234").write_text("echo PWNED")
+        (run / f"data/.pending/{stage}.json").write_text(json.dumps(entries(run, outside)))
+    return plant
+
+
+def _journal_untouched(run: Path, outside: Path) -> None:
+    assert (run / "data/payload").is_file() and list((run / "data/.pending").glob("*.json"))  # left for the user
+
+
+def link(name: str, target: Callable[[Path, Path], Path], before: Callable[[Path], None] | None = None):
+    """`run/<name>` as a symbolic link to `target(run, outside)` (after `before(run)` laid the rest)."""
+    def plant(run: Path, outside: Path) -> None:
+        _victims(outside)
+        if before is not None:
+            before(run)
+        (run / name).parent.mkdir(parents=True, exist_ok=True)
+        (run / name).symlink_to(target(run, outside))
+    return plant
+
+
+def _express_outputs(run: Path) -> None:
+    """Enough of a finished run for headline to have something to write: the committed tables and metrics."""
+    import shutil
+
+    for folder in ("reports/tables", "reports/metrics"):
+        shutil.copytree(ROOT / folder, run / folder)
+
+
+def _ok_pairs(run: Path) -> None:
+    (run.parent / "ok.jsonl").write_text('{"source": "a = 1\\n", "target": "a = 2\\n"}\n')
+
+
+def profile_settings(**options) -> Callable[[Path, Path], str]:
+    """`kernels profile`'s settings with `options` (no model is built): RUN/OUTSIDE as in `copydecode`."""
+    def act(run: Path, outside: Path) -> str:
+        from kernels_profile.stages.profile import settings
+
+        given = {k: v.replace("RUN", str(run)).replace("OUTSIDE", str(outside)) if isinstance(v, str) else v
+                 for k, v in options.items()}
+        params = params_with(**{"kernels.presets": {"../../../outside/evilpreset": {}, "mine": {
+            "out": str(outside / "evil.parquet")}}})
+        os.chdir(run)
+        settings(params, **given)
+        return ""
+    return act
+
+
+def preset_settings(module: str, table: str, name: str) -> Callable[[Path, Path], str]:
+    """A stage's settings with the presets table `table` (dotted) holding `name`, selected (refused before any
+    path is made)."""
+    def act(run: Path, outside: Path) -> str:
+        import importlib
+
+        params = params_with()
+        group, _, key = table.partition(".")
+        params[group].setdefault(key, {})[name] = {}
+        os.chdir(run)
+        importlib.import_module(module).settings(params, preset=name)
+        return ""
+    return act
+
+
+def _inside(path: Path) -> str:
+    from analysis.pipeline.confine import confined
+
+    confined(path, "checkpoint")
+    assert path.name.startswith("tiny-"), path
+    return ""
+
+
+def pair_checkpoint(run: Path, outside: Path) -> str:
+    """H4: the checkpoint of a pair measured with --model <absolute folder> lies under the root's checkpoints."""
+    from analysis.layout import KERNEL_CHECKPOINTS
+    from kernels_profile.measure.profiler import Pair
+
+    os.chdir(run)
+    path = Pair(str(outside / "models/tiny"), 8, "eager", 0).path(KERNEL_CHECKPOINTS, "k")
+    assert path.parent == KERNEL_CHECKPOINTS and path.name == "tiny-c8-eager-r0-k.parquet", path
+    from analysis.pipeline.confine import confined
+
+    confined(path, "checkpoint")
+    return ""
+
+
+def own_journal(run: Path, outside: Path) -> None:
+    """A journal this suite writes: programs killed between its journal and its renames."""
+    _victims(outside)
+    (run / "data/programs").mkdir(parents=True)
+    (run / "data/programs/.programs.abcd1234.parquet").write_bytes(b"the new set")
+    (run / "data/.pending").mkdir()
+    (run / "data/.pending/programs.json").write_text(json.dumps([["data/programs/.programs.abcd1234.parquet",
+                                                                  "data/programs/programs.parquet"]]))
+
+
+def own_journal_completed(run: Path, outside: Path) -> None:
+    assert (run / "data/programs/programs.parquet").read_bytes() == b"the new set"
+    assert not (run / "data/.pending/programs.json").exists()
+
+
+ATTACKS = [
+    Attack("H1-journal-overwrites-and-deletes-outside", journal(lambda run, out: [
+        ["data/payload", str(out / "victim_overwritten")], [None, str(out / "victim_deleted")]]),
+        copydecode("--out", "run", "headline"), "is not one of the stage's outputs", _journal_untouched),
+    Attack("H1-journal-plants-a-pth-file", journal(lambda run, out: [
+        ["data/payload", str(out / "site-packages/zz_evil.pth")]]),
+        copydecode("--out", "run", "programs"), "is not one of the stage's outputs", _journal_untouched),
+    Attack("H1-journal-climbs-out-with-dotdot", journal(lambda run, out: [
+        ["data/programs/.programs.abcd1234.parquet", "data/programs/../../../outside/victim_overwritten"]]),
+        copydecode("--out", "run", "headline"), "is not one of the stage's outputs", _journal_untouched),
+    Attack("H1-journal-moves-a-foreign-file-onto-an-output", journal(lambda run, out: [
+        ["data/payload", "data/programs/programs.parquet"]]),
+        copydecode("--out", "run", "headline"), "is not the temporary file of", _journal_untouched),
+    Attack("H1-journal-of-another-stages-output", journal(lambda run, out: [
+        [None, "reports/metrics/corpora.json"]], stage="spans"),
+        copydecode("--out", "run", "headline"), "is not one of the stage's outputs", _journal_untouched),
+    Attack("H1-journal-not-a-list", journal(lambda run, out: {"a": 1}),
+           copydecode("--out", "run", "headline"), "not a list of renames", _journal_untouched),
+    Attack("H1-journal-of-the-stages-own-output-is-completed", own_journal,
+           copydecode("--out", "run", "headline"), "nothing to report", own_journal_completed),
+    Attack("H3-lock-a-symlink-to-a-file-outside", link("data/.lock", lambda run, out: out / "victim_overwritten"),
+           copydecode("--out", "run", "headline"), "data/.lock is a symbolic link"),
+    Attack("H3-metrics-a-symlink-to-a-folder-outside", link("metrics", lambda run, out: out / "victimdir",
+                                                            before=_express_outputs),
+           copydecode("--out", "run", "headline"), "metrics is a symbolic link"),
+    Attack("H3-commit-shards-a-symlink-outside", link("data/corpora/commits", lambda run, out: out / "victimshards",
+                                                      before=_ok_pairs),
+           copydecode("--out", "run", "corpora", "--only", "--pairs", "ok.jsonl"),
+           "data/corpora/commits is a symbolic link to a folder"),
+    Attack("H3-data-a-symlink-outside", link("data", lambda run, out: out / "victimdir"),
+           copydecode("--out", "run", "programs"), "data is a symbolic link"),
+    Attack("H3-an-output-file-linked-outside", link("reports/metrics/corpora.json",
+                                                    lambda run, out: out / "victim_overwritten", before=_ok_pairs),
+           copydecode("--out", "run", "corpora", "--only", "--pairs", "ok.jsonl"),
+           "corpora.json is a symbolic link out of the output root"),
+    Attack("H4-profile-model-folder-checkpoints-stay-inside", lambda run, out: (run.mkdir(), _victims(out)),
+           pair_checkpoint, ""),
+    Attack("H4-profile-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           profile_settings(preset="../../../outside/evilpreset"), "cannot name a file"),
+    Attack("H4-profile-preset-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
+           profile_settings(preset="mine"), "lies outside the output root"),
+    Attack("H4-profile-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
+           profile_settings(out="OUTSIDE/raw.parquet"), "lies outside the output root"),
+    Attack("H4-e2e-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           preset_settings("kernels_profile.stages.e2e", "e2e.presets", "../../outside/x"), "cannot name a file"),
+    Attack("H4-e2e-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.stages.e2e", fromlist=["settings"]).settings(
+               params_with(**{"e2e.presets": {"wide": {}}}), preset="wide", out=str(out / "e2e")), "")[-1],
+           "lies outside the output root"),
+    Attack("H4-pilot-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           preset_settings("kernels_profile.pilot.settings", "pilot.presets", "../../outside/x"), "cannot name a file"),
+    Attack("H4-pilot-freeze-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.pilot.sweep", fromlist=["freeze"]).freeze(
+               "../../outside/x", {}, run / "data/pilot/x", run / "reports/pilot/frozen"), "")[-1],
+           "cannot name a file"),
+    # section 4: the serving work's settings and files (merged on main this round)
+    Attack("S4-batched-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
+           preset_settings("kernels_profile.stages.batched", "kernels.batched_presets", "../../outside/x"), "cannot name a file"),
+    Attack("S4-batched-preset-out-outside", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.stages.batched", fromlist=["x"]).settings(
+               params_with(**{"kernels.batched_presets": {"mine": {"out": str(out / "evil.parquet")}}}),
+               preset="mine"), "")[-1], "lies outside the output root"),
+    Attack("S4-batched-model-folder-checkpoints-stay-inside", lambda run, out: (run.mkdir(), _victims(out)),
+           lambda run, out: (os.chdir(run), _inside(__import__("kernels_profile.measure.batched_session",
+                                                                fromlist=["x"]).unit_path(
+               Path("data/kernels/batched_checkpoints"), str(out / "models/tiny"), "c8", 0, "k")))[-1], ""),
+    Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),
+                                                           (out / "clone").mkdir(), (out / "clone/dvc.yaml").write_text(
+                                                               "stages: {}\n"), _ok_pairs(run)),
+           copydecode("--out", "OUTSIDE/clone", "corpora", "--only", "--pairs", "ok.jsonl"),
+           "holds dvc.yaml, so it is a project checkout"),
+]
+
+
+@pytest.mark.parametrize("attack", ATTACKS, ids=[a.id for a in ATTACKS])
+def test_attack(attack, tmp_path, monkeypatch):
+    run, outside = tmp_path / "cwd/run", tmp_path / "outside"
+    run.parent.mkdir()
+    outside.mkdir()
+    monkeypatch.chdir(run.parent)
+    monkeypatch.setenv("PYTHONPATH", str(ROOT))
+    attack.plant(run, outside)
+    before = _snapshot(outside)
+    try:
+        error = attack.act(run, outside)
+    except CopyDecodeError as exc:
+        error = str(exc)
+    os.chdir(tmp_path)
+    if attack.expect:
+        assert error and attack.expect in error, error
+    else:
+        assert error == "", error
+    assert _snapshot(outside) == before  # nothing outside the run folder written, moved or deleted
+    assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
+    if attack.check is not None:
+        attack.check(run, outside)
+
+
+def test_every_high_has_an_attack_row():
+    ids = " ".join(a.id for a in [*ATTACKS, *SLOW_ATTACKS])
+    for defect in ("H1", "H2", "H3", "H4", "H5"):
+        assert f"{defect}-" in ids, defect
+
+
+PLANTED_MODULE = "import pathlib\npathlib.Path({marker!r}).write_text('owned from ' + __file__)\n"
+
+
+def planted_modules(run: Path, outside: Path) -> None:
+    """H2: a run folder (a finished run's tables and metrics) carrying modules every template imports."""
+    _victims(outside)
+    _express_outputs(run)
+    code = PLANTED_MODULE.format(marker=str(outside.parent / MARKER))
+    for name in ("altair.py", "polars.py", "nbformat.py", "sitecustomize.py", "usercustomize.py"):
+        (run / name).write_text(code)
+    (run / "analysis").mkdir()
+    (run / "analysis/__init__.py").write_text(code)
+    (run / "analysis/present").mkdir()
+    (run / "analysis/present/__init__.py").write_text(code)
+
+
+def render_one_page(run: Path, outside: Path) -> str:
+    from analysis.present.reports import render_notebook
+
+    page = render_notebook("losslessness", {}, run)
+    assert "round-trip" in page.path.read_text()
+    return ""
+
+
+def stale_round_trip(run: Path, outside: Path) -> None:
+    """H5: a run folder whose round trip checked corpus Mine; then corpora rebuilt it from Other and
+    programs ran again, but not the round trip."""
+    _victims(outside)
+    (run.parent / "mine.jsonl").write_text("".join(json.dumps({"case_id": f"m{i}", "source": f"a = {i}\n",
+                                                               "target": f"a = {i + 1}\n"}) + "\n" for i in range(3)))
+    (run.parent / "other.jsonl").write_text("".join(json.dumps({"case_id": f"o{i}", "source": f"b = {i}\n",
+                                                                "target": f"b = {i + 2}\n"}) + "\n" for i in range(2)))
+    for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",), ("roundtrip",),
+                 ("corpora", "--only", "--pairs", "other.jsonl", "--name", "Other"), ("programs",)):
+        assert cli("--out", "run", *argv)(run.parent) == "", argv
+
+
+def stale_round_trip_copied(run: Path, outside: Path) -> None:
+    """M1: the same run folder copied without its mtimes (cp -r) keeps the verdict."""
+    import shutil
+
+    stale_round_trip(run, outside)
+    shutil.copytree(run, run.parent / "copy")  # copies contents, new mtimes
+    shutil.rmtree(run)
+    (run.parent / "copy").rename(run)
+
+
+SLOW_ATTACKS = [
+    Attack("H2-reports-kernel-never-imports-from-the-run-folder", planted_modules, render_one_page, ""),
+    Attack("H5-headline-refuses-a-round-trip-of-another-corpus", stale_round_trip,
+           copydecode("--out", "run", "headline"), "stale: built from another corpus (`roundtrip` ran on a different"),
+    Attack("M1-a-copied-run-folder-keeps-its-stale-verdict", stale_round_trip_copied,
+           copydecode("--out", "run", "headline"), "`roundtrip` ran on a different"),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", SLOW_ATTACKS, ids=[a.id for a in SLOW_ATTACKS])
+def test_slow_attack(attack, tmp_path, monkeypatch):
+    test_attack(attack, tmp_path, monkeypatch)

@@ -270,7 +270,7 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
     class Boom(Exception):
         pass
 
-    with pytest.raises(Boom), io.output_set("s"):  # fails after one output: nothing replaced, no temp left
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):  # fails after one output: nothing replaced, no temp left
         io.write_json({"v": "new"}, a)
         raise Boom
     assert json.loads(a.read_text())["v"] == "old" and sorted(p.name for p in a.parent.iterdir()) == ["a.json", "b.json"]
@@ -285,12 +285,12 @@ def test_output_set_is_all_old_or_all_new(tmp_path, monkeypatch):
         real(src, dst)
 
     monkeypatch.setattr(io.os, "replace", killed_after_first)
-    with pytest.raises(Boom), io.output_set("s"):
+    with pytest.raises(Boom), io.output_set("s", outputs=("out",)):
         io.write_json({"v": "new"}, a)
         io.write_json({"v": "new"}, b)
     monkeypatch.setattr(io.os, "replace", real)
     assert (tmp_path / "data/.pending/s.json").is_file()  # the journal says the set is committed
-    assert io.finish_pending() == ["s"]  # the next run completes it
+    assert io.finish_pending(lambda stage: ("out",)) == ["s"]  # the next run completes it
     assert [json.loads(p.read_text())["v"] for p in (a, b)] == ["new", "new"]
     assert not (tmp_path / "data/.pending/s.json").exists()
 
@@ -306,9 +306,10 @@ def test_claims_need_the_papers_corpora_are_not_applicable(tmp_path):
                   "coverage": [0.5, 0.5], "ci_low": [0.4, 0.4], "ci_high": [0.6, 0.6], "n_cases": [2, 2]}
                  ).write_csv(tables / "coverage.csv")
     items = {c.claim.split(". ")[0]: c for c in present.claims(tables, tmp_path / "metrics")}
-    for name in ("2", "3", "4", "5", "6"):  # copy ceiling, bounds, token level, round trip (N19), perturbation
+    for name in ("2", "3", "4", "6"):  # copy ceiling, bounds, token level, perturbation
         assert items[name].verdict == present.NOT_APPLICABLE, name
         assert "Pairs-a" in items[name].reason
+    assert items["5"].verdict == present.NOT_RUN  # C10: judged on the run's own programs (no roundtrip metrics here)
     # a framing that this run lacks shows its single-framing corpora instead of failing
     assert present.pick_framing(pl.read_csv(tables / "coverage.csv"), "body").height == 2
 
@@ -421,7 +422,8 @@ class FakePapermill:
     def __call__(self, source, output, parameters=None, **kwargs):
         import nbformat
 
-        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {})})
+        self.calls.append({"source": Path(source), "output": Path(output), "parameters": dict(parameters or {}),
+                           "cwd": kwargs.get("cwd")})
         book = nbformat.v4.new_notebook()
         book.cells = [nbformat.v4.new_markdown_cell("# Fake")]
         nbformat.write(book, output)
@@ -493,7 +495,8 @@ def test_templates_come_from_the_project_never_from_the_run_folder(tmp_path, mon
     render_notebook("summary", {}, run)
     (call,) = fake_papermill.calls
     assert call["source"] == TEMPLATES / "summary.ipynb" and TEMPLATES == ROOT / "notebooks"
-    assert call["parameters"] == {"root": str(run.resolve())}
+    # the kernel starts in the run folder and the notebook names it "." (no machine path in a committed notebook)
+    assert call["parameters"] == {"root": "."} and Path(call["cwd"]) == run
     # --out makes no notebooks/ link in a fresh run folder: it holds outputs only
     monkeypatch.chdir(tmp_path)
     args = build_parser().parse_args(["--out", "fresh", "reports"])
@@ -899,6 +902,39 @@ def test_a_failed_run_into_a_new_out_root_leaves_nothing_behind(tmp_path, monkey
     monkeypatch.chdir(tmp_path)
     assert main(["--params", str(ROOT / "params.yaml"), "--out", "kept", "corpora", "--only", "--pairs", "bad.jsonl"]) == 2
     assert (tmp_path / "kept/data").is_dir()
+
+
+def test_a_crash_into_a_new_out_root_leaves_no_folder_behind(tmp_path, monkeypatch):
+    """N17 remnant (issue 39): a raw exception (L2, M8) left the new --out folder behind."""
+    import analysis.cli as cli_module
+
+    def crash(module, args, cfg):
+        raise RuntimeError("a bug")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "run_stage", crash)
+    with pytest.raises(RuntimeError, match="a bug"):
+        main(["--params", str(ROOT / "params.yaml"), "--out", "new", "programs"])
+    monkeypatch.chdir(tmp_path)
+    assert not (tmp_path / "new").exists()
+
+
+def test_a_path_too_long_for_the_file_system_is_named(tmp_path, monkeypatch, capsys):
+    """L2: a name over 255 bytes gave a raw `OSError: [Errno 36] File name too long`."""
+    import errno
+
+    import analysis.cli as cli_module
+
+    def too_long(module, args, cfg):
+        raise OSError(errno.ENAMETOOLONG, "File name too long", "x" * 300 + ".jsonl")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_module, "run_stage", too_long)
+    assert main(["--params", str(ROOT / "params.yaml"), "--out", "new", "programs"]) == 2
+    err = capsys.readouterr().err
+    assert "a path is too long for the file system" in err and "(306 bytes)" in err and "Traceback" not in err
+    monkeypatch.chdir(tmp_path)
+    assert not (tmp_path / "new").exists()
 
 
 def test_ctrl_c_on_a_parallel_stage_exits_130(tmp_path, monkeypatch, capsys):

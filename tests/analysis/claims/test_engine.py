@@ -108,10 +108,21 @@ def test_claims_over_the_papers_corpora_are_not_applicable_to_a_run_without_them
     (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 42, "failed": 0}))
     items = engine.claims(tables, tmp_path / METRICS)
     judged_on_paper = {k for k in KEYS if engine.needs_paper_corpora(PAPER[k])}
-    assert "losslessness" in judged_on_paper  # its 482/482 counts the paper's programs
+    assert judged_on_paper and "losslessness" not in judged_on_paper  # C10: judged on the run's own programs
     assert {c.key for c in items if c.verdict == v.NOT_APPLICABLE} == judged_on_paper
     assert all("Pairs-a" in c.reason for c in items if c.verdict == v.NOT_APPLICABLE)
-    assert v.counts(items)[v.REPRODUCED] == 0
+
+
+def test_the_round_trip_claim_is_judged_on_a_run_of_the_users_programs(tmp_path):
+    """C10 (issue 41): losslessness is a property of the oracle and the resolver on any corpus, so a one-off
+    run's claim 5 is judged on that run's own programs (42/42 here), never on the paper's 482."""
+    tables = _users_pairs_run(tmp_path)
+    (tmp_path / METRICS).mkdir(parents=True, exist_ok=True)
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 42, "failed": 0}))
+    lossless = {c.key: c for c in engine.claims(tables, tmp_path / METRICS)}["losslessness"]
+    assert lossless.verdict == v.REPRODUCED and lossless.ours.startswith("42/42 programs") and "482" not in lossless.ours
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 42, "passed": 41, "failed": 1}))
+    assert {c.key: c for c in engine.claims(tables, tmp_path / METRICS)}["losslessness"].verdict == v.DIFFERS
 
 
 def test_each_claim_carries_its_rule_inputs_and_section(tmp_path):

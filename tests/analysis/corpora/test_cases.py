@@ -47,6 +47,18 @@ def test_a_text_above_the_size_limit_names_the_memory_it_would_need():
     assert cases_frame([*CASES, big], max_text_bytes=1000).height == 3
 
 
+def test_many_short_lines_count_against_the_memory_budget():
+    """L5: the guard measured bytes only; a text of many short lines needs several times the memory."""
+    from analysis.corpora.cases import text_memory
+
+    short = Case("short", "toy", "python", "body", "s", "x\n" * 400)  # 800 bytes in 400 lines
+    with pytest.raises(CorpusError, match=rf"case 'short': its target holds 800 bytes in 400 lines, more memory than "
+                                          rf".*about {text_memory(800, 400) / 1e9:.1f} GB"):
+        cases_frame([*CASES, short], max_text_bytes=1000)
+    code = Case("code", "toy", "python", "body", "s", ("y" * 39 + "\n") * 25)  # 1,000 bytes in 40-byte lines
+    assert cases_frame([*CASES, code], max_text_bytes=1000).height == 3
+
+
 def test_a_bad_cases_file_is_named(tmp_path):
     with pytest.raises(CorpusError, match="no cases table; run `copydecode corpora`"):
         read_cases(tmp_path / "cases.parquet")

@@ -97,3 +97,15 @@ def test_unpaired_raw_shares_one_prefill_per_repeat_across_baselines():
     rows = [_timing("ar", "eager", 0, 8.0), _timing("ar", "static", 0, 4.0), _timing("prefill", "eager", 0, 2.0)]
     ratios = paired_kernel_ratios(pl.DataFrame(rows))
     assert dict(zip(ratios["baseline"], ratios["ratio"])) == {"eager": 4.0, "static": 2.0}
+
+
+def test_speedup_summary_is_the_profile_result_in_milliseconds():
+    from fixtures import TRUE_AR, TRUE_PREFILL, raw_from
+
+    from analysis.latency.tables import speedup_summary
+
+    table = speedup_summary(raw_from(TRUE_AR, TRUE_PREFILL, [256], noise=0.0))
+    for row in table.iter_rows(named=True):
+        ar, prefill = TRUE_AR.evaluate(row["n"], 256), TRUE_PREFILL.evaluate(row["n"], 256)
+        assert row["t_ar_ms"] == pytest.approx(ar * 1e3) and row["t_prefill_ms"] == pytest.approx(prefill * 1e3)
+        assert row["speedup"] == pytest.approx(ar / prefill) and row["repeats"] == 3

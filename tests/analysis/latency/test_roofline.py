@@ -91,21 +91,24 @@ def test_the_cpu_point_the_audit_found_no_longer_beats_its_floor():
 
 
 def test_no_point_of_the_committed_fit_profile_beats_its_floor():
-    """Every point of this run's committed profile (reports/tables/kernel_speedup.csv, source fit) against
-    the roofline its run measured (reports/metrics/kernels.json)."""
-    import json
-    from pathlib import Path
+    """Every point of the committed profile (reports/tables/kernel_speedup.csv, source fit, as committed in
+    git) against the roofline its run measured (reports/metrics/kernels.json, as committed). Read from git,
+    not the workspace: a user's own noisy `dvc repro` rewrites both, and a peak measured low under load can
+    put a point under its floor (the kernel page says so, `points_below_floor`); that is not a failure of
+    the committed run."""
+    import io
 
     from analysis.latency.roofline import BYTES_PER_PARAM, Roof, decoder_weights, prefill_floor_s
     from kernels_profile.runtime.models import published_config
+    from fixtures import committed_bytes
 
-    metrics, table = Path("reports/metrics/kernels.json"), Path("reports/tables/kernel_speedup.csv")
-    if not metrics.is_file() or not table.is_file():
-        pytest.skip("no committed kernel fit outputs")
-    roofline = json.loads(metrics.read_text()).get("roofline")
+    metrics, table = committed_bytes("reports/metrics/kernels.json"), committed_bytes("reports/tables/kernel_speedup.csv")
+    if metrics is None or table is None:
+        pytest.skip("no committed kernel fit outputs (no git history here)")
+    roofline = json.loads(metrics).get("roofline")
     if not isinstance(roofline, dict):
         pytest.skip(f"the committed kernel fit recorded no roofline ({roofline!r})")
-    rows = pl.read_csv(table).filter(pl.col("source") == "fit")
+    rows = pl.read_csv(io.BytesIO(table)).filter(pl.col("source") == "fit")
     checked = 0
     for r in rows.iter_rows(named=True):
         gflops = roofline["matmul_gflops_float32" if r["dtype"] == "float32" else "matmul_gflops_bfloat16"]

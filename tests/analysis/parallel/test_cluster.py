@@ -107,3 +107,56 @@ def test_spans_and_optimal_through_a_local_dask_cluster_are_byte_identical(qwen)
         on_cluster = tables(dask)
     assert all(frame.height for frame in serial)
     assert [parquet_bytes(f) for f in on_cluster] == [parquet_bytes(f) for f in serial]
+
+
+@pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="dask's distributed is not installed")
+def test_an_unreachable_scheduler_is_named_within_the_timeout(monkeypatch):
+    """M7: `tcp://127.0.0.1:1` gave two raw tracebacks after 30 s."""
+    import time
+
+    from analysis.parallel import workers
+
+    monkeypatch.setattr(workers, "CONNECT_TIMEOUT_S", 1)
+    started = time.perf_counter()
+    with pytest.raises(ParamsError, match=r"'parallel.address' 'tcp://127.0.0.1:1': no dask scheduler answered within 1 s"):
+        with cluster_session(ParallelSettings(n_jobs=2, backend="dask", chunks_per_job=2, address="tcp://127.0.0.1:1")):
+            pass
+    assert time.perf_counter() - started < 15
+
+
+def test_n_jobs_is_bounded_by_this_machines_cores_unless_a_cluster_is_named(monkeypatch, capsys):
+    """M6: n_jobs 10000 kept forking (152 processes after 20 s); 40 on 9 cases made 43 processes."""
+    import analysis.pipeline.params as params
+
+    monkeypatch.setattr(params, "usable_cores", lambda: 2)
+    with pytest.raises(ParamsError, match=r"'parallel.n_jobs' is 9, above 4 workers per usable core \(4 x 2 = 8"):
+        check_parallel(ParallelSettings(n_jobs=9, backend="loky", chunks_per_job=4, address=""))
+    with pytest.raises(ParamsError, match="above 4 workers per usable core"):  # a local dask cluster is this machine
+        check_parallel(ParallelSettings(n_jobs=9, backend="dask", chunks_per_job=4, address=""), need_packages=False)
+    check_parallel(ParallelSettings(n_jobs=3, backend="loky", chunks_per_job=4, address=""))
+    assert "parallel.n_jobs = 3 is above this machine's 2 usable cores" in capsys.readouterr().err
+    named = ParallelSettings(n_jobs=500, backend="dask", chunks_per_job=4, address="tcp://sched:8786")
+    assert check_parallel(named, need_packages=False) is named
+
+
+def test_no_more_workers_than_chunks_are_started(monkeypatch):
+    """M6: the pool is sized by the chunks there are, not by n_jobs alone."""
+    import joblib
+
+    from analysis.parallel import workers
+
+    seen = []
+    real = joblib.parallel_config
+
+    def recording(**kwargs):
+        seen.append(kwargs.get("n_jobs"))
+        return real(**kwargs)
+
+    monkeypatch.setattr(joblib, "parallel_config", recording)
+    out = workers.map_cases(_double, [1, 2, 3], ParallelSettings(n_jobs=8, backend="threading", chunks_per_job=1,
+                                                                  address=""))
+    assert out == [2, 4, 6] and seen == [3]
+
+
+def _double(chunk):
+    return [2 * x for x in chunk]

@@ -40,13 +40,13 @@ def test_an_output_set_is_replaced_all_or_nothing(tmp_path, monkeypatch):
     write_text("a1", "a.txt")
     write_text("b1", "b.txt")
     write_text("gone", "stale.txt")
-    with pytest.raises(RuntimeError), output_set("stage"):
+    with pytest.raises(RuntimeError), output_set("stage", outputs=("a.txt", "b.txt", "stale.txt")):
         write_text("a2", "a.txt")
         remove_output("stale.txt")
         raise RuntimeError("the stage failed half way")
     assert [(tmp_path / n).read_text() for n in ("a.txt", "b.txt", "stale.txt")] == ["a1", "b1", "gone"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "b.txt", "stale.txt"]  # no temporaries left
-    with output_set("stage") as written:
+    with output_set("stage", outputs=("a.txt", "b.txt", "stale.txt")) as written:
         write_text("a2", "a.txt")
         write_text("b2", "b.txt")
         remove_output("stale.txt")
@@ -59,13 +59,14 @@ def test_an_output_set_is_replaced_all_or_nothing(tmp_path, monkeypatch):
 def test_finish_pending_completes_a_set_killed_after_its_journal(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     write_text("old", "a.txt")
-    write_text("new", ".a.killedrun.txt")
+    write_text("new", ".a.killedr1.txt")
     write_text("stale", "stale.txt")
     PENDING.mkdir(parents=True, exist_ok=True)
-    (PENDING / "spans.json").write_text(json.dumps([[".a.killedrun.txt", "a.txt"], [None, "stale.txt"]]))
-    assert finish_pending() == ["spans"]
+    (PENDING / "spans.json").write_text(json.dumps([[".a.killedr1.txt", "a.txt"], [None, "stale.txt"]]))
+    owned = {"spans": ("a.txt", "stale.txt")}.get
+    assert finish_pending(owned) == ["spans"]
     assert (tmp_path / "a.txt").read_text() == "new" and not (tmp_path / "stale.txt").exists()
-    assert finish_pending() == []  # the journal is gone once applied
+    assert finish_pending(owned) == []  # the journal is gone once applied
 
 
 def test_the_sweep_removes_only_atomic_temporaries(tmp_path):
@@ -126,3 +127,98 @@ def test_a_table_without_columns_reads_as_empty_in_markdown(tmp_path):
     assert (tmp_path / "t.md").read_text() == EMPTY_TABLE_MD
     write_table(pl.DataFrame({"a": [1]}), tmp_path / "u")
     assert (tmp_path / "u.md").read_text() == "| a |\n|---|\n| 1 |\n"
+
+
+# ---------------------------------------------------------------- issue 39: journals, the lock, sets, V8
+
+
+def test_a_set_writing_outside_what_its_stage_owns_is_refused_before_any_rename(tmp_path, monkeypatch):
+    from analysis.pipeline.io import JournalError
+
+    monkeypatch.chdir(tmp_path)
+    write_text("old", "mine.txt")
+    with pytest.raises(JournalError, match=r"entry 2 'theirs.txt' is not one of the stage's outputs \(mine.txt\)"):
+        with output_set("stage", outputs=("mine.txt",)):
+            write_text("new", "mine.txt")
+            write_text("x", "theirs.txt")
+    assert (tmp_path / "mine.txt").read_text() == "old" and not (tmp_path / "theirs.txt").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["mine.txt"]  # no temporaries, no journal
+
+
+def test_a_stage_owns_its_dvc_outs_its_timing_and_nothing_else():
+    from analysis.pipeline.io import stage_outputs
+
+    assert "data/programs/programs.parquet" in stage_outputs("programs")
+    assert "data/timings/programs.json" in stage_outputs("programs")
+    assert "reports/metrics/corpora.json" not in stage_outputs("programs")
+    assert "reports/kernels/latency_model.json" in stage_outputs("kernels fit")
+    assert stage_outputs("no-such-stage") == ()  # a stage dvc.yaml does not declare owns nothing
+
+
+@pytest.mark.parametrize("entries, problem", [
+    ([["data/programs/.programs.abcd1234.parquet", "/etc/passwd"]], "is not one of the stage's outputs"),
+    ([["data/programs/.programs.abcd1234.parquet", "data/programs/../../x"]], "is not one of the stage's outputs"),
+    ([["data/x", "data/programs/programs.parquet"]], "is not the temporary file of"),
+    ([["data/.programs.abcd1234.parquet", "data/programs/programs.parquet"]], "is not the temporary file of"),
+    ([["data/programs/.programs.abcd1234.json", "data/programs/programs.parquet"]], "is not the temporary file of"),
+    ([[None, "data/spans/spans.parquet"]], "is not one of the stage's outputs"),
+    ([["a", "b", "c"]], "is not a pair of paths"),
+    ([[1, 2]], "is not a pair of paths"),
+    ({"a": "b"}, "not a list of renames"),
+])
+def test_a_journal_is_replayed_only_when_every_entry_is_the_stages_own(tmp_path, monkeypatch, entries, problem):
+    from analysis.pipeline.io import JournalError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data/programs").mkdir(parents=True)
+    (tmp_path / "data/programs/.programs.abcd1234.parquet").write_text("new")
+    (tmp_path / "data/x").write_text("payload")
+    PENDING.mkdir(parents=True)
+    (PENDING / "programs.json").write_text(json.dumps(entries))
+    with pytest.raises(JournalError, match=problem):
+        finish_pending()
+    assert (PENDING / "programs.json").is_file() and (tmp_path / "data/x").read_text() == "payload"
+    assert not (tmp_path / "data/programs/programs.parquet").exists()
+
+
+def test_a_journal_through_a_symlinked_folder_is_refused(tmp_path, monkeypatch):
+    from analysis.pipeline.io import JournalError
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/programs").symlink_to(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere/.programs.abcd1234.parquet").write_text("new")
+    PENDING.mkdir(parents=True)
+    (PENDING / "programs.json").write_text(json.dumps([["data/programs/.programs.abcd1234.parquet",
+                                                        "data/programs/programs.parquet"]]))
+    with pytest.raises(JournalError, match="is a symbolic link"):
+        finish_pending()
+    assert not (tmp_path / "elsewhere/programs.parquet").exists()
+
+
+def test_the_lock_is_never_opened_through_a_link(tmp_path):
+    """H3: `_acquire` followed a planted data/.lock link, truncated its target and wrote the pid into it."""
+    victim = tmp_path / "victim"
+    victim.write_text("precious")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data/.lock").symlink_to(victim)
+    with pytest.raises(RunLockedError, match="is a symbolic link"):
+        with run_lock("spans", tmp_path / "data/.lock"):
+            pass
+    assert victim.read_text() == "precious"
+
+
+def test_charts_under_an_address_space_limit_v8_cannot_start_in_are_named(monkeypatch):
+    """L4: under `ulimit -v` of 9 or 16 GB vl-convert's V8 aborted the stage with SIGTRAP."""
+    import resource
+
+    from analysis.pipeline.io import CHART_ADDRESS_SPACE, AddressSpaceError, check_address_space
+
+    real = resource.getrlimit
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (16 << 30, resource.RLIM_INFINITY)
+                        if which == resource.RLIMIT_AS else real(which))
+    with pytest.raises(AddressSpaceError, match="an address-space limit of 16 GiB is set"):
+        check_address_space()
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (CHART_ADDRESS_SPACE, resource.RLIM_INFINITY))
+    check_address_space()

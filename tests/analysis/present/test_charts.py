@@ -11,6 +11,7 @@ import pytest
 from fixtures import ROOT
 
 from analysis.present import charts
+from analysis.results.e2e import chart_methods
 from analysis.layout import NOTEBOOKS
 from analysis.present.reports import REPORTS
 
@@ -77,7 +78,7 @@ def test_perturbation_honours_level_and_framing():
             for c, f in (("HEvalFix-Py", "body"), ("HEvalFix-Py", "decl"), ("pooled", "body"), ("pooled", "decl"))
             for lv in ("line", "token")]
     values = [v for v in _values(charts.perturbation(pl.DataFrame(rows), "body", "line")) if "corpus" in v]  # not the paper's rule
-    assert {(v["corpus"], v["framing"]) for v in values} == {("HEvalFix-Py", "body"), ("pooled", "body")}
+    assert {(v["corpus"], v["framing"]) for v in values} == {("HEvalFix-Py", "body"), ("pooled (every corpus)", "body")}
     assert {v["level"] for v in values} == {"line"}
 
 
@@ -228,22 +229,32 @@ def test_no_label_is_truncated(line_svgs):
                           "framing": "file", "pooling": "corpus", "level": "line", "variant": "ideal", "bound": 3.0,
                           "ci_low": 2.0, "ci_high": 4.0}
                          for src in ("h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled")])
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": "HEvalFix-Py", "method": m, "speedup_total": 2.0,
-                         "predicted": 2.5} for m in ("pld_latest_k10", "cad_line", "cad_token_overhead")])
+    e2e = e2e_pooled(("HEvalFix-Py", "pooled"), ("pld_earliest_k64", "cad_line", "cad_token_overhead", "suffix_k64"))
     svgs = {**line_svgs, "bounds_by_kernel": _svg(charts.bounds_by_kernel(long, "line", "ideal")),
-            "e2e": _svg(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line", "cad_token_overhead")))}
+            "e2e": _svg(charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k64", "cad_line", "cad_token_overhead",
+                                                                 "suffix_k64"))))}
     for name, svg in svgs.items():
         assert "…" not in svg, name
 
 
-def test_e2e_labels_are_readable_method_names():
-    e2e = pl.DataFrame([{"model": "smollm2-135m", "corpus": c, "method": m, "speedup_total": 2.0, "predicted": 2.5}
-                        for c in ("HEvalFix-Py", "ProbeEdit-S") for m in ("pld_latest_k10", "cad_line_overhead")])
-    spec = charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")).to_dict()
-    names = {v["method_name"] for v in _values(charts.e2e_speedup(e2e, ("pld_latest_k10", "cad_line_overhead")))}
-    assert names == {"PLD latest, k=10", "copy program, line + directives"}
+def e2e_pooled(pools, methods) -> pl.DataFrame:
+    """e2e_pooled.csv rows: every method 2x over 3 cases, CI 1.5-2.5, predicted 2.5x."""
+    return pl.DataFrame([{"model": "smollm2-135m", "pool": p, "method": m, "cases": 3, "speedup_pooled": 2.0,
+                          "ci_low": 1.5, "ci_high": 2.5, "speedup_with_prompt": 1.8, "predicted_pooled": 2.5}
+                         for p in pools for m in methods])
+
+
+def test_e2e_labels_are_readable_method_names_in_headline_order_with_case_counts():
+    e2e = e2e_pooled(("HEvalFix-Py", "ProbeEdit-S"), ("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead"))
+    chart = charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead")))
+    spec = chart.to_dict()
+    values = _values(chart)
+    assert {v["method_name"] for v in values} == {"PLD earliest, k=10", "Copy-as-Decode line, directives decoded",
+                                                  "Copy-as-Decode line, ideal (upper bound)"}
+    assert {v["cases_text"] for v in values} == {"3 cases"}  # the count stands on the chart
+    sort = next(layer["encoding"]["y"]["sort"] for layer in spec["spec"]["layer"] if "y" in layer.get("encoding", {}))
+    assert sort[0] == "Copy-as-Decode line, directives decoded" and sort[-1].endswith("(upper bound)")
     assert "labelAngle" not in str(spec)  # horizontal bars: labels are read level, never rotated
-    assert charts.method_label("something_new") == "something_new"
 
 
 def test_perturbation_chart_marks_the_papers_em():
@@ -264,3 +275,210 @@ def test_wrapped_facets_leave_no_empty_panel():
     hist = _svg(charts.span_histogram(_hist(), "line", "body"))
     corpora = _hist().filter(pl.col("framing") != "decl")["corpus"].n_unique()
     assert hist.count(">span length in gold tokens (log2 bins)<") == corpora
+
+
+# ---------------------------------------------------------------- every bar is one row of its table (B1)
+# The bounds page once stacked three kernel sources into one bar (13.2 + 66.5 + 65.0 = 144.8x, a number in
+# no table): Vega-Lite stacks bars that share a position unless told not to.
+
+def _e2e_summary() -> pl.DataFrame:
+    """e2e_pooled.csv rows with a different speedup per method and pool (so a stacked bar would show)."""
+    return pl.DataFrame([{"model": m, "pool": c, "method": k, "cases": 3, "speedup_pooled": s, "ci_low": s * 0.8,
+                          "ci_high": s * 1.2, "speedup_with_prompt": s * 0.9, "predicted_pooled": s * 1.1}
+                         for m in ("smollm2-135m", "qwen2.5-0.5b") for c in ("HEvalFix-Py", "HEvalFix-JS")
+                         for k, s in (("cad_line", 2.5), ("cad_line_overhead", 1.3), ("pld_earliest_k10", 2.0))])
+
+
+def _pilot_em() -> pl.DataFrame:
+    rows = [{"phase": "before", "mode": m, "seed": None, "split": sp, "cases": 33, "exact_match": 0, "em": 0.0,
+             "valid": 0.5, "copy_coverage": 0.6} for m in ("program", "rewrite") for sp in ("heldout", "HEvalFix-Py")]
+    rows += [{"phase": "after", "mode": m, "seed": s, "split": sp, "cases": 33, "exact_match": 1 + s, "em": (1 + s) / 33,
+              "valid": 1.0, "copy_coverage": 0.9}
+             for m in ("program", "rewrite") for s in (0, 1) for sp in ("heldout", "HEvalFix-Py")]
+    return pl.DataFrame(rows)
+
+
+def _committed_bounds() -> pl.DataFrame | None:
+    import io
+
+    from fixtures import committed_bytes
+
+    raw = committed_bytes("reports/tables/bounds.csv")
+    return pl.read_csv(io.BytesIO(raw)) if raw else None
+
+
+def _bar_charts() -> dict:
+    """(chart, the table it draws from, the column its bars plot) of every bar chart of the suite."""
+    out = {"bounds": (charts.bounds(_bounds(), "t"), _bounds(), "bound"),
+           "span_histogram": (charts.span_histogram(_hist(), "line", "body"), _hist(), "count"),
+           "e2e_speedup": (charts.e2e_speedup(_e2e_summary(), chart_methods(("cad_line", "cad_line_overhead",
+                                                                              "pld_earliest_k10"))),
+                           _e2e_summary(), "speedup_pooled"),
+           "pilot_em": (charts.pilot_em(_pilot_em()), _pilot_em(), "em")}
+    committed = _committed_bounds()
+    if committed is not None:  # every kernel source of the committed run, as the bounds page draws it
+        out["bounds_committed"] = (charts.bounds(committed, "t"), committed, "bound")
+    return out
+
+
+def _layers(node, inherited=None):
+    """(mark, encoding, dataset name, title) of every layer of a Vega-Lite spec, with data inherited."""
+    if isinstance(node, dict):
+        data = node.get("data", {}).get("name", inherited) if isinstance(node.get("data"), dict) else inherited
+        if "mark" in node:
+            mark = node["mark"]["type"] if isinstance(node["mark"], dict) else node["mark"]
+            yield mark, node.get("encoding", {}), data
+        for key in ("layer", "spec", "vconcat", "hconcat", "concat"):
+            children = node.get(key)
+            for child in children if isinstance(children, list) else [children] if children else []:
+                yield from _layers(child, data)
+
+
+def _title(spec: dict) -> str:
+    title = spec.get("title", "")
+    return title.get("text", "") if isinstance(title, dict) else str(title)
+
+
+def test_no_bar_chart_stacks_unless_it_says_so():
+    import vl_convert
+
+    for name, (chart, _, _) in _bar_charts().items():
+        spec = chart.to_dict()
+        if "stacked" in _title(spec).lower():
+            continue
+        bars = [enc for mark, enc, _ in _layers(spec) if mark in ("bar", "area")]
+        assert bars, name
+        for enc in bars:
+            quantitative = [ch for ch in enc.values() if isinstance(ch, dict) and ch.get("type") == "quantitative"]
+            assert quantitative and all("stack" in ch and ch["stack"] is None for ch in quantitative), (name, enc)
+        compiled = vl_convert.vegalite_to_vega(chart.to_json())
+        stacks = re.findall(r'"type":\s*"stack"', __import__("json").dumps(compiled))
+        assert not stacks, f"{name}: the compiled chart stacks {len(stacks)} times"
+
+
+def test_every_plotted_bar_value_is_in_the_table_it_draws_from():
+    for name, (chart, table, column) in _bar_charts().items():
+        spec = chart.to_dict()
+        datasets = spec["datasets"]
+        table_values = {round(float(v), 9) for v in table[column].drop_nulls().to_list()}
+        checked = 0
+        for mark, enc, data in _layers(spec):
+            if mark != "bar":
+                continue
+            fields = [ch["field"] for ch in enc.values() if isinstance(ch, dict) and ch.get("type") == "quantitative"]
+            for row in datasets[data]:
+                for f in fields:
+                    assert round(float(row[f]), 9) in table_values, f"{name}: a bar plots {row[f]} ({f}), in no row of its table"
+                    checked += 1
+        assert checked, name
+        for marks in _rendered_bar_marks(chart):  # drawn from the zero line: its length is its own value
+            bottoms = {round(item.get("y2", item["y"] + item["height"]), 6) for item in marks}
+            lefts = {round(item["x"], 6) for item in marks}
+            assert len(bottoms) == 1 or len(lefts) == 1, f"{name}: bars start at {len(bottoms)} heights (stacked)"
+
+
+def _rendered_bar_marks(chart) -> list[list[dict]]:
+    """The drawn bars of a chart (Vega's scenegraph), one list per bar layer and panel."""
+    import vl_convert
+
+    found = []
+
+    def walk(node):
+        if isinstance(node, dict):
+            if node.get("marktype") == "rect" and node.get("role") == "mark":
+                items = [i for i in node.get("items", []) if i.get("ariaRoleDescription") == "bar"]
+                if items:
+                    found.append(items)
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(vl_convert.vegalite_to_scenegraph(chart.to_json()))
+    return found
+
+
+def test_a_chart_refuses_two_rows_at_one_bar_position():
+    doubled = pl.concat([_bounds(), _bounds().with_columns(bound=pl.lit(5.0))])
+    with pytest.raises(ValueError, match="more than one row"):
+        charts.bounds(doubled, "t")
+
+
+def test_the_bounds_chart_has_one_row_of_panels_per_kernel_source():
+    spec = charts.bounds(_bounds(), "t").to_dict()
+    assert spec["facet"]["row"]["field"] == "kernel"
+    assert {v["kernel"] for v in _values(charts.bounds(_bounds(), "t"))} == {"fit (eager AR)", "paper (A100, bf16)"}
+
+
+def test_kernel_names_never_repeat_the_loop():
+    frame = pl.DataFrame({"kernel_source": ["fit", "paper", "h200/qwen2.5-7b/eager", "h200-devtime/qwen2.5-7b"],
+                          "baseline": ["eager", "paper (A100, bf16)", "eager", "device_time"]})
+    assert frame.select(charts.kernel_name())["kernel"].to_list() == [
+        "fit (eager AR)", "paper (A100, bf16)", "h200/qwen2.5-7b/eager", "h200-devtime/qwen2.5-7b"]
+
+
+# ---------------------------------------------------------------- one colour per series on every page (C4)
+
+def _colour_scales(chart) -> list[dict[str, str]]:
+    """label -> colour of every colour channel of a chart."""
+    out = []
+    for _, enc, _ in _layers(chart.to_dict()):
+        colour = enc.get("color")
+        if isinstance(colour, dict) and "field" in colour:
+            scale = colour.get("scale", {})
+            out.append(dict(zip(scale.get("domain", []), scale.get("range", []))))
+    return out
+
+
+def _with_comparison(frame: pl.DataFrame) -> pl.DataFrame:
+    return frame.with_columns(comparison=pl.when(pl.col("baseline") == "eager").then(pl.lit("eager/eager"))
+                              .otherwise(pl.lit("graph/eager")), judged=pl.col("baseline") == "eager")
+
+
+def test_every_colour_channel_takes_the_shared_map():
+    charts_ = {**{k: v[0] for k, v in _bar_charts().items()}, **_line_charts(),
+               "coverage": charts.coverage_by_corpus(pl.DataFrame([
+                   {"corpus": c, "framing": "body", "level": lv, "coverage": 0.8, "ci_low": 0.7, "ci_high": 0.9}
+                   for c in ("HEvalFix-Py", "ProbeEdit-S") for lv in ("line", "token")]), "body"),
+               "bounds_by_kernel": charts.bounds_by_kernel(_bounds(), "line", "ideal")}
+    for name, chart in charts_.items():
+        scales = _colour_scales(chart)
+        assert scales and all(scales), f"{name}: a colour channel without the shared scale"
+
+
+def test_one_series_keeps_its_colour_whatever_else_the_chart_holds():
+    """The index's H200 chart (judged lines) and the kernel page's (every source, device time too) drew the
+    7B eager line red on one and green on the other."""
+    h200 = _with_comparison(_speedups())
+    devtime = h200.filter(pl.col("baseline") == "eager").with_columns(
+        baseline=pl.lit("device_time"), prefill=pl.lit("device_time"), comparison=pl.lit("device/device"),
+        kernel_source=pl.format("h200-devtime/{}", pl.col("model")))
+    index = _colour_scales(charts.kernel_speedup(charts.judged_only(h200), "H200"))[0]
+    page = _colour_scales(charts.kernel_speedup(pl.concat([h200, devtime]), "H200"))[0]
+    shared = set(index) & set(page)
+    assert "qwen2.5-7b, eager (eager/eager)" in shared
+    assert all(index[k] == page[k] for k in shared), {k: (index[k], page[k]) for k in shared}
+    assert len(set(page.values())) == len(page)  # no two series of one chart share a colour
+    assert "qwen2.5-7b, static_compiled (graph/eager, not judged)" in page  # the comparison is named, not hidden
+    # the same model and loop on the bounds chart (kernel names) is the same colour
+    from analysis.present.colours import colour_of
+
+    assert colour_of("h200/qwen2.5-7b/eager") == page["qwen2.5-7b, eager (eager/eager)"]
+    assert colour_of("h200-devtime/qwen2.5-7b") == page["qwen2.5-7b, device_time (device/device)"]
+
+
+def test_a_chart_of_unknown_series_still_gets_distinct_colours():
+    from analysis.present.colours import palette
+
+    labels = ["HEvalFix-Py", "my-corpus-a", "my-corpus-b", "my-corpus-c"]
+    colours = palette(labels)
+    assert len(set(colours)) == len(labels) and colours[0] == palette(["HEvalFix-Py"])[0]
+
+
+def test_the_stand_in_note_appears_only_where_the_stand_in_is_drawn():
+    """C10: a one-off run of the user's own corpora had '(ProbeEdit-S is a stand-in)' in its chart titles."""
+    own = _hist().filter(pl.col("corpus") == "CommitEdits-click")
+    assert "stand-in" not in _title(charts.span_histogram(own, "line", "body").to_dict())
+    assert "stand-in" in _title(charts.span_histogram(_hist(), "line", "body").to_dict())
+    assert charts.stand_in_note(["Pairs-a"]) == "" and "stand-in" in charts.stand_in_note(["ProbeEdit-S"])

@@ -112,10 +112,43 @@ def test_corpus_bounds_has_one_column_per_kernel_and_labels_both_poolings():
 def test_bounds_wide_and_tokenization_wide_are_narrow_and_put_pools_last():
     bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("paper", "pooled"): 12.0, ("paper", "ProbeEdit-S"): 60.0})
     wide = present.bounds_wide(bounds)
-    assert wide.columns == ["corpus", "n_cases", "line ideal", "extrapolated_spans_max"]
+    assert wide.columns == ["corpus", "n_cases", "line ideal", "extrapolated_spans_line"]
     assert wide["corpus"].to_list()[-2:] == ["pooled (mean of corpora)", "pooled (ratio of sums)"]
     assert wide.filter(pl.col("corpus") == "ProbeEdit-S")["line ideal"][0] == (
         f"{present.fmt_x(60.0)} {present.fmt_ci(60.0 * 0.9, 60.0 * 1.1)}")
     tok = bounds.with_columns(bound_gold_prefill=pl.col("bound") * 1.1, rel_change=pl.lit(0.1))
     narrow = present.tokenization_wide(tok)
     assert narrow.height == bounds.height and narrow["line ideal"][0].endswith(f"(+{present.fmt_pct(0.1, 2)})")
+
+
+def test_an_extrapolated_spans_column_is_named_by_what_it_counts():
+    """C11: `extrapolated_spans_max` was 1,449 on the corpora page (line level, any kernel) and 5,120 on the
+    bounds page (line and token, one kernel)."""
+    from analysis.present.corpusviews import bounds_wide, corpus_bounds
+
+    rows = []
+    for source, extra in (("fit", {"line": 3, "token": 9}), ("paper", {"line": 5, "token": 0})):
+        for level in ("line", "token"):
+            for variant in ("ideal", "overhead"):
+                rows.append({"kernel_source": source, "baseline": "eager", "corpus": "HEvalFix-Py", "framing": "body",
+                             "pooling": "corpus", "level": level, "variant": variant, "n_cases": 4, "bound": 2.0,
+                             "ci_low": 1.0, "ci_high": 3.0, "extrapolated_spans": extra[level]})
+    frame = pl.DataFrame(rows)
+    one = bounds_wide(frame.filter(pl.col("kernel_source") == "fit"))
+    assert one["extrapolated_spans_line"].to_list() == [3] and one["extrapolated_spans_token"].to_list() == [9]
+    every = corpus_bounds(frame, "body", "line", "ideal")
+    assert every["extrapolated_spans_line_any_kernel"].to_list() == [5]
+    assert not {c for c in one.columns if c.startswith("extrapolated")} & {c for c in every.columns if c.startswith("extrapolated")}
+
+
+def test_a_tokenization_table_of_unchanged_rows_becomes_one_sentence():
+    """P3: 56 rows that all read "(+0.00%)" say so in one sentence; a visible change keeps the table."""
+    import polars as pl
+
+    from analysis.present.corpusviews import tokenization_note
+
+    rows = pl.DataFrame({"kernel_source": ["fit", "paper"], "corpus": ["A", "B"], "level": ["line", "token"],
+                         "variant": ["ideal", "overhead"], "rel_change": [0.0, 4e-5]})
+    text = tokenization_note(rows)
+    assert "none of the 2 bounds shown changes by 0.005% or more" in text and "4.00e-05" in text and "paper, B" in text
+    assert tokenization_note(rows.with_columns(rel_change=pl.Series([0.0, 0.002]))) is None

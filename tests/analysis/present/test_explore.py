@@ -191,3 +191,106 @@ def test_the_lab_notebook_runs_the_dropdown_explorer(scratch, monkeypatch):
     assert namespace["case_id"] in box.controls["view"].value
     box.controls["corpus"].value = "ProbeEdit-S"
     assert box.controls["case"].value.startswith("ProbeEdit-S/")
+
+
+# ---------------------------------------------------------------- a view a reader can check (UX M4)
+
+def test_the_input_is_numbered_and_its_copied_lines_marked(data):
+    """Each `copy lines="i-j"` marks exactly source lines i..j (1-based), under their line numbers."""
+    import re
+
+    from analysis.grammar.program import Copy, parse
+    from analysis.present.explore import build_view, numbered_source_html
+    from analysis.text.lines import split_lines
+
+    view = build_view(data, data.selection_for("HEvalFix-Py/0", "body", "line"))
+    lines = split_lines(view.source)
+    copied = {n for op in parse(view.program).ops if isinstance(op, Copy) for n in range(op.start, op.end + 1)}
+    assert copied and len(copied) < len(lines)  # something copied, something not
+    html = numbered_source_html(view)
+    rows = html.split('<span class="cd-ln">')[1:]
+    assert len(rows) == len(lines)
+    for number, row in enumerate(rows, 1):
+        assert re.match(rf"\s*{number}</span>", row), row[:40]
+        assert ('class="cd-copy"' in row) == (number in copied), (number, row)
+
+
+def test_token_level_marks_name_the_first_token_of_each_line(data):
+    from analysis.grammar.program import Copy, parse
+    from analysis.present.explore import build_view
+    from analysis.text.tokens import load_tokenizer
+
+    view = build_view(data, data.selection_for("HEvalFix-Py/1", "decl", "token"))
+    bounds = load_tokenizer().encode(view.source).char_bounds
+    copies = [op for op in parse(view.program).ops if isinstance(op, Copy)]
+    assert [(lo, hi) for lo, hi, _ in view.marks] == [(bounds[op.start - 1], bounds[op.end]) for op in copies]
+    assert "".join(view.source[lo:hi] for lo, hi, _ in view.marks) == "".join(
+        text for kind, _, text in view.pieces if kind == "copy")
+    assert view.token_at_line[0] == 1 and view.token_at_line == sorted(view.token_at_line)
+
+
+def test_the_source_to_target_diff_rebuilds_both_sides():
+    from analysis.present.explore import diff_html, diff_lines
+
+    source = "".join(f"line {i}\n" for i in range(30))
+    target = source.replace("line 3\n", "line three\n").replace("line 25\n", "")
+    lines = diff_lines(source, target)
+    assert "".join(t for tag, t in lines if tag != "+") == source
+    assert "".join(t for tag, t in lines if tag != "-") == target
+    assert [(tag, t) for tag, t in lines if tag != " "] == [("-", "line 3\n"), ("+", "line three\n"), ("-", "line 25\n")]
+    html = diff_html(source, target)
+    assert "2 line(s) removed, 1 added" in html and "unchanged lines" in html and "line 15" not in html
+    assert diff_html(source, source) == "<p>The gold output equals the input.</p>"
+
+
+def test_cases_sort_by_coverage_and_bound_worst_first(data):
+    from analysis.present.explore import BY_ID, build_view, ranked_cases
+
+    by_id = data.case_ids("HEvalFix-Py", "body")
+    worst = ranked_cases(data, "HEvalFix-Py", "body", "line", "coverage, lowest first")
+    assert sorted(worst["case_id"].to_list()) == sorted(by_id) and data.case_ids("HEvalFix-Py", "body", BY_ID) == by_id
+    assert worst["coverage"].to_list() == sorted(worst["coverage"].to_list())
+    best = ranked_cases(data, "HEvalFix-Py", "body", "line", "bound, highest first")["bound"].to_list()
+    assert best == sorted(best, reverse=True) and all(b > 0 for b in best)
+    with pytest.raises(ParamsError, match="unknown sort"):
+        ranked_cases(data, "HEvalFix-Py", "body", "line", "size")
+    # the view's coverage agrees with the ranking's, and the view says where the case ranks
+    view = build_view(data, data.selection_for(worst["case_id"][0], "body", "line"))
+    assert view.copied_share == pytest.approx(worst["coverage"][0])
+    from analysis.present.explore import render_view
+
+    assert "this case is number 1" in render_view(view).text
+
+
+def test_the_sort_dropdown_reorders_the_cases_and_shows_the_worst(data):
+    pytest.importorskip("ipywidgets")
+    from analysis.present.explore import explorer, ranked_cases
+
+    box = explorer(data, data.selection_for("HEvalFix-Py/0", "body", "line"))
+    c = box.controls
+    c["order"].value = "coverage, lowest first"
+    worst = ranked_cases(data, "HEvalFix-Py", "body", "line", "coverage, lowest first")["case_id"].to_list()
+    assert list(c["case"].options) == worst and c["case"].value == worst[0]
+    assert f"{worst[0]}" in c["view"].value
+
+
+def test_a_clone_without_data_explores_the_committed_run(scratch, tmp_path, monkeypatch):
+    """No data/ (a fresh clone): the explorer reads reports/percase/, and says so."""
+    from analysis.present.explore import ExploreData, build_view
+    from analysis.results.percase import BY_NAME
+
+    clone = tmp_path / "clone"
+    for name in ("cases", "programs", "spans"):
+        target = clone / BY_NAME[name].committed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(scratch / BY_NAME[name].source, target)
+    shutil.copy(scratch / "params.yaml", clone / "params.yaml")
+    (clone / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(scratch / LATENCY_MODEL, clone / LATENCY_MODEL)
+    monkeypatch.chdir(clone)
+    data = ExploreData.load("params.yaml")
+    assert data.read_from == "reports/percase/ (the committed run)"
+    assert build_view(data, data.selection_for("HEvalFix-Py/0", "body", "line")).target
+    (clone / BY_NAME["spans"].committed).unlink()
+    with pytest.raises(ParamsError, match="data/spans not found"):
+        ExploreData.load("params.yaml")

@@ -60,3 +60,43 @@ def test_latency_fits_read_both_schemas():
     assert present.latency_fits(doc)["form"].to_list() == [paper_model().form]
     with pytest.raises(ParamsError, match="no fit"):
         present.latency_fits(doc, "no-such-model")
+
+
+def test_the_noisy_banner_names_what_tripped_it_and_agrees_with_the_pair_count():
+    """A run flagged by its start-to-end drift while no pair drifted: the banner leads with the run's reason
+    and says no pair drifted (it used to read "drifted ... during 0 of 4 measured pairs")."""
+    env = {**run_environment_sidecar([0.010, 0.0101]), "noisy": True, "noisy_pairs": [], "max_pair_drift": 0.142,
+           "noisy_reasons": ["run r1: reference drift 16% > 15%"]}
+    summary = present.run_environment_view({"run_environment": env}).summary
+    assert summary.startswith("NOISY, tripped by: run r1: reference drift 16% > 15%.")
+    assert "none of the 4 measured pairs drifted past 15% (largest drift 14.2%)" in summary
+    pairs = {**env, "noisy_pairs": ["p1", "p2"], "noisy_reasons": ["2 of 4 pairs: reference drift > 15% within the pair"]}
+    assert "Within pairs: 2 of 4 measured pairs drifted" in present.run_environment_view({"run_environment": pairs}).summary
+
+
+def _roofline_rows(prefill_ms: float, floor_ms: float, roof_source: str) -> pl.DataFrame:
+    return pl.DataFrame([{"kernel_source": "fit", "context": 256, "n": 128, "roof_source": roof_source,
+                          "prefill_ms": prefill_ms, "prefill_floor_ms": floor_ms,
+                          "prefill_share_of_floor": floor_ms / prefill_ms, "ar_step_ms": 200.0, "step_floor_ms": 80.0,
+                          "ar_share_of_floor": 0.4}])
+
+
+def test_a_point_under_its_floor_is_named_with_why():
+    measured = present.floor_breaches(_roofline_rows(814.0, 1151.0, "measured by this run's profile")).text
+    assert "1 measured point faster than the floor" in measured and "fit c=256 N=128: prefill 814 ms" in measured
+    assert "peak was measured low" in measured
+    assert "datasheet" in present.floor_breaches(_roofline_rows(814.0, 1151.0, "datasheet: x")).text
+    assert present.floor_breaches(_roofline_rows(1500.0, 1151.0, "measured")).text == ""
+
+
+def test_negative_r2_is_commented_only_where_a_bound_uses_that_fit():
+    fits = pl.DataFrame([{"model": m, "dtype": "bfloat16", "device": "cuda", "baseline": "eager", "form": form,
+                          "ar_r2": 0.9, "prefill_r2": r2, "ar_holdout_max_error": 0.1, "prefill_holdout_max_error": 0.5}
+                         for m, r2 in (("qwen2.5-7b", -1.32), ("qwen2.5-3b", -0.5)) for form in ("interp", "quadratic")])
+    bounds = pl.DataFrame([{"kernel_source": "h200/qwen2.5-7b/eager", "baseline": "eager", "model": "qwen2.5-7b",
+                            "dtype": "bfloat16", "device": "cuda"}])
+    from analysis.present.kernelviews import fit_caveats
+
+    text = fit_caveats(fits, bounds, "interp").text
+    assert "h200/qwen2.5-7b/eager: prefill r² -1.32" in text and "qwen2.5-3b" not in text  # no bound uses the 3b fit
+    assert fit_caveats(fits.with_columns(prefill_r2=pl.lit(0.5)), bounds, "interp").text == ""

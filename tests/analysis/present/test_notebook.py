@@ -62,3 +62,39 @@ def test_the_facade_only_gathers_names_it_does_not_define():
     defined_here = [name for name, value in vars(notebook).items() if not name.startswith("_")
                     and getattr(value, "__module__", None) == notebook.__name__]
     assert defined_here == []
+
+
+def _bootstrap(path) -> str:
+    """The notebook's code up to and including its `os.chdir` line: the parameters and the move to the root."""
+    code = code_of(path).splitlines()
+    last = max(i for i, line in enumerate(code) if "os.chdir(" in line)
+    return "\n".join(line for line in code[:last + 1] if line.startswith(("root =", "import os", "notebook_dir", "os.chdir")))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_running_the_cells_again_lands_in_the_same_root(path, monkeypatch):
+    """B5: a second "Run All" in the same kernel used to climb two more folders (`os.chdir('../..')` again)."""
+    import os
+
+    monkeypatch.chdir(path.parent)  # JupyterLab starts the kernel in the notebook's folder
+    namespace: dict = {}
+    for _ in range(3):
+        exec(_bootstrap(path), namespace)  # noqa: S102 (the repository's own notebook code)
+        assert os.getcwd() == str(ROOT), f"{path.name}: run {_ + 1} landed in {os.getcwd()}"
+
+
+HTML_TAGS = {"b", "i", "em", "strong", "code", "br", "sup", "sub", "a", "p", "ul", "ol", "li", "details", "summary",
+             "span", "div", "table", "tr", "td", "th", "small", "kbd", "hr"}
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_markdown_cells_escape_angle_brackets(path):
+    """B8: a markdown cell's `<name>` outside a code span is swallowed by the browser as a tag ('Fix bugs in .')."""
+    import re
+
+    for cell in json.loads(path.read_text())["cells"]:
+        if cell["cell_type"] != "markdown":
+            continue
+        text = re.sub(r"`[^`]*`", "", "".join(cell["source"]))
+        tags = {t.lower() for t in re.findall(r"</?([A-Za-z][\w-]*)", text)}
+        assert tags <= HTML_TAGS, f"{path.name}: unescaped {sorted(tags - HTML_TAGS)} (write &lt;name&gt;)"

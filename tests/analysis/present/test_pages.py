@@ -110,3 +110,30 @@ def test_mark_stand_in_stars_probeedit_s_only_where_there_is_a_corpus_column():
     assert mark_stand_in(frame)["corpus"].to_list() == ["ProbeEdit-S*", "HEvalFix-Py"]
     other = pl.DataFrame({"name": ["ProbeEdit-S"]})
     assert mark_stand_in(other).equals(other)
+
+
+def test_a_table_with_no_rows_says_it_was_not_run():
+    """B8: the pilot page's wall-clock section drew a header and no rows."""
+    import polars as pl
+
+    from analysis.present.pages import show
+
+    shown = show(pl.DataFrame(schema={"case_id": pl.String, "ratio": pl.Float64}), title="Rewrite <s> / program s")
+    assert "not run in this run" in shown.text and "Rewrite &lt;s&gt; / program s" in shown.text
+
+
+def test_the_summary_table_cells_stay_short_and_the_full_text_follows():
+    """P2: no summary-table cell over CELL_LIMIT characters (plus its marker); claim_details keeps every word."""
+    import re
+
+    from analysis.claims.verdict import REPRODUCED, Claim
+    from analysis.present.pages import CELL_LIMIT, FULL_TEXT_BELOW, claim_details, summary_table
+
+    long = "; ".join(f"HEvalFix-Py body {i}: 12.3x [11.0, 13.5] · 164 cases" for i in range(40))
+    items = [Claim("3. bound", "29.0x <ProbeEdit>", long, REPRODUCED, "within " + long, "bounds [bounds]")]
+    page = summary_table(items).as_raw_html()
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", page, flags=re.S)]
+    assert cells and max(len(c) for c in cells) <= CELL_LIMIT
+    assert any(c.endswith(FULL_TEXT_BELOW.strip(" …").strip()) or FULL_TEXT_BELOW.strip() in c for c in cells)
+    details = claim_details(items).text
+    assert long in details and "29.0x &lt;ProbeEdit&gt;" in details and "<ProbeEdit>" not in details

@@ -89,3 +89,21 @@ def test_crossings_table_without_the_stage_crossing_file_has_only_the_papers_poo
     crossings = perturbviews.crossings_table(0.5, tables)
     assert "crossing, every corpus" not in crossings.columns
     assert crossings["crossing, paper's corpora"].to_list() == pytest.approx([0.5] * crossings.height)
+
+
+def test_every_pooled_row_names_its_pool_and_case_count():
+    """C3: the tiles' 7.68% (the paper's three corpora) and the table's 3.4% (every corpus) were both 'pooled'."""
+    rows = perturbation_rows({"HEvalFix-Py": lambda r: 1 - r / 2, "HEvalFix-JS": lambda r: 1 - r / 2,
+                              "ProbeEdit-S": lambda r: 1 - r / 2, "CommitEdits-click": lambda r: 1 - r})
+    pooled_all = rows.filter((pl.col("corpus") != "pooled") & (pl.col("framing").is_in(["body", "unit", "file"])))
+    n_all = pooled_all.filter((pl.col("rate") == 1.0) & (pl.col("kind") == "start"))["n_cases"].sum()
+    rows = pl.concat([rows.filter(pl.col("corpus") != "pooled"),
+                      pooled_all.group_by("level", "kind", "rate").agg(
+                          pl.col("em").mean(), pl.col("em_min").min(), pl.col("em_max").max(), pl.col("invalid").mean(),
+                          pl.col("no_copy").mean(), pl.col("n_cases").sum(), pl.col("seeds").first())
+                      .with_columns(corpus=pl.lit("pooled"), framing=pl.lit("body"))], how="diagonal_relaxed")
+    view = rows.filter(pl.col("framing").is_in(["body", "unit", "file"]))
+    names = set(perturbviews.em_wide(view)["corpus"])
+    assert "pooled" not in names
+    assert f"pooled over every corpus of this run ({n_all:,} cases)" in names
+    assert any(n.startswith("pooled over the paper's three corpora (") for n in names)

@@ -100,3 +100,13 @@ def test_provenance_never_imports_torch():
                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def test_the_render_date_follows_source_date_epoch(monkeypatch):
+    """L1: every page carried the minute it was rendered, so two renders of one run differed."""
+    from analysis.present.provenance import render_date
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    assert render_date() == "2023-11-14 22:13 UTC"
+    monkeypatch.delenv("SOURCE_DATE_EPOCH")
+    assert render_date().endswith("UTC")

@@ -335,35 +335,46 @@ def test_the_readme_is_short_and_its_docs_links_resolve():
             assert (doc.parent / target).is_file(), (doc.name, target)
 
 
-def test_the_e2e_headline_is_pooled_over_all_cases_with_the_frozen_wide_run_beside_it(tmp_path):
+def test_the_e2e_headline_leads_with_directives_decoded_with_the_frozen_wide_run_beside_it(tmp_path):
     import json
 
     import polars as pl
 
     from analysis.layout import E2E_FROZEN, E2E_WIDE, TABLES
-    from analysis.results.e2e import pooled_from_speedup
-    from analysis.present.readme import _e2e_pooled_sentence
+    from analysis.present.readme import _e2e_pooled_sentence, _e2e_table
+    from analysis.results.e2e import POOLED_COLUMNS
 
-    def speedup(cases: int, line_seconds: float) -> pl.DataFrame:
-        return pl.DataFrame({"model": ["m", "m"], "corpus": ["HEvalFix-Py"] * 2, "method": ["ar", "cad_line"],
-                             "label": ["AR", "CaD line"], "cases": [cases] * 2,
-                             "speedup_total": [1.0, 30.0 / line_seconds], "total_seconds": [30.0, line_seconds]})
+    def pooled(cases: int, decoded_seconds: float) -> pl.DataFrame:
+        rows = [{"model": "m", "pool": pool, "method": method, "label": method, "cases": cases, "ar_seconds": 30.0,
+                 "seconds": seconds, "speedup_pooled": 30.0 / seconds, "ci_low": 1.0, "ci_high": 9.0,
+                 "prompt_seconds": 1.0, "speedup_with_prompt": 31.0 / (seconds + 1.0), "predicted_pooled": 2.0,
+                 "abs_error": -0.1}
+                for pool in ("HEvalFix-Py", "HEvalFix", "pooled")
+                for method, seconds in (("ar", 30.0), ("cad_line_overhead", decoded_seconds), ("cad_line", 5.0))]
+        return pl.DataFrame(rows).select(POOLED_COLUMNS)
 
     (tmp_path / TABLES).mkdir(parents=True)
-    speedup(3, 10.0).write_csv(tmp_path / TABLES / "e2e_speedup.csv")
+    pooled(3, 15.0).write_csv(tmp_path / TABLES / "e2e_pooled.csv")
     text = _e2e_pooled_sentence(tmp_path)
-    assert "default run: m, pooled over 3 cases" in text and "e2e-wide: not yet run" in text
+    assert "default run: m, pooled over all 3 cases (HEvalFix-Py 3): Copy-as-Decode line with directives decoded 2.0x" in text
+    assert "e2e-wide: not yet run" in text
+    table = _e2e_table(tmp_path)
+    assert table[0] == "| model, pool | Copy-as-Decode line, directives decoded | Copy-as-Decode line, ideal (upper bound) |"
+    assert "| m, pooled (3 cases) | 2.0x (1.0x-9.0x) [2.0x] | 6.0x (1.0x-9.0x) [2.0x] |" in table
     wide = tmp_path / E2E_FROZEN / E2E_WIDE
     wide.mkdir(parents=True)
-    speedup(12, 5.0).write_csv(wide / "e2e_speedup.csv")
-    pooled_from_speedup(speedup(12, 5.0)).write_csv(wide / "e2e_pooled.csv")
+    pooled(12, 10.0).write_csv(wide / "e2e_pooled.csv")
+    pl.DataFrame({"model": ["m"] * 2, "corpus": ["HEvalFix-Py"] * 2, "method": ["ar", "cad_line"], "cases": [12] * 2,
+                  "speedup_total": [1.0, 6.0], "speedup_with_prompt": [1.0, 5.0], "abs_error_total": [0.0, 0.1]}
+                 ).write_csv(wide / "e2e_speedup.csv")
     pl.DataFrame({"model": ["m"] * 12, "corpus": ["HEvalFix-Py"] * 12, "case_id": [f"c/{i}" for i in range(12)],
-                  "method": ["ar"] * 12, "ar_seconds": [2.5] * 12, "seconds": [2.5] * 12, "tokens": [10] * 12,
-                  "forwards": [10] * 12, "tokens_per_forward": [1.0] * 12}).write_csv(wide / "e2e_cases.csv")
+                  "method": ["ar"] * 12, "ar_seconds": [2.5] * 12, "seconds": [2.5] * 12, "speedup": [1.0] * 12,
+                  "prompt_seconds": [0.1] * 12, "tokens": [10] * 12, "forwards": [10] * 12,
+                  "tokens_per_forward": [1.0] * 12, "accept_hist": [None] * 12}).write_csv(wide / "e2e_cases.csv")
     (wide / "metrics.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
     (wide / "run.json").write_text(json.dumps({"command": "copydecode e2e --preset e2e-wide", "commit": "abcdef123456",
                                                "started": "2026-12-01T10:00:00+00:00",
                                                "ended": "2026-12-01T11:00:00+00:00", "seconds": 3600.0}))
     text = _e2e_pooled_sentence(tmp_path)
-    assert "e2e-wide (frozen run, commit abcdef1234, 2026-12-01, 12 cases; marked NOISY: busy): m, pooled over 12 cases" in text
-    assert "line 6.0x" in text and "line 3.0x" in text  # each run pooled over its own cases
+    assert "e2e-wide (frozen run, commit abcdef1234, 2026-12-01, 12 cases; marked NOISY: busy): m, pooled over all 12 cases" in text
+    assert "directives decoded 2.0x" in text and "directives decoded 3.0x" in text  # each run pooled over its own cases

@@ -15,7 +15,9 @@ from fixtures import ATTACK, ROOT
 from analysis.errors import ParamsError
 from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
 from analysis.present import notebook as present
-from analysis.present.reports import REPORTS, Page, external_references, index_html, notebook_body, page
+from analysis.present.index import index_html
+from analysis.present.reports import REPORTS, notebook_body
+from analysis.present.shell import Page, external_references, page
 
 
 
@@ -202,3 +204,87 @@ def test_a_notebook_stopped_by_an_absent_stage_output_becomes_a_not_run_page():
         assert error.__name__ in MISSING_INPUT_ERRORS
         assert missing_input(SimpleNamespace(ename=error.__name__, evalue=message)) == message
     assert missing_input(SimpleNamespace(ename="ValueError", evalue=message)) is None
+
+
+# ---------------------------------------------------------------- issue 39: H2, L1
+
+
+def test_the_report_kernel_never_has_the_run_folder_on_its_path(tmp_path, monkeypatch):
+    """H2: papermill starts the kernel in the output root and ipykernel put the working folder first on
+    sys.path, so a planted DIR/altair.py replaced altair. Under kernel_environment a Python started in a
+    folder holding planted modules imports none of them (PYTHONSAFEPATH; relative PYTHONPATH entries dropped)."""
+    import subprocess
+    import sys
+
+    from analysis.present.execution import PROJECT, kernel_environment
+
+    (tmp_path / "json.py").write_text("raise SystemExit('planted json imported')\n")
+    (tmp_path / "plantedmod.py").write_text("raise SystemExit('planted module imported')\n")
+    monkeypatch.setenv("PYTHONPATH", f"{ROOT}{':'}.{':'}")  # a relative and an empty entry: both the working folder
+    with kernel_environment():
+        import os
+
+        env = dict(os.environ)
+    assert env["PYTHONSAFEPATH"] == "1" and env["PYTHONPATH"].split(":") == [str(PROJECT)] + (
+        [] if str(ROOT) == str(PROJECT) else [str(ROOT)])
+    code = "import json, sys\ntry:\n    import plantedmod\nexcept ImportError:\n    print('clean', json.dumps(sys.path[:1]))\n"
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.startswith("clean"), done.stderr
+    assert os.environ.get("PYTHONPATH") == f"{ROOT}:.:"  # restored after the block
+
+
+def test_an_executed_notebook_holds_no_machine_path_and_a_fixed_injected_cell_id(tmp_path):
+    """L1: the injected parameters cell had a random id (every page differed between two renders), and the
+    notebook held the absolute root and papermill's temporary output name."""
+    from analysis.present.execution import INJECTED_CELL_ID, normalise_executed
+
+    book = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell('root = "."', metadata={"tags": ["injected-parameters"]})
+    book.cells = [nbformat.v4.new_markdown_cell("# t"), cell]
+    book.metadata["papermill"] = {"input_path": "/home/me/copydecode/notebooks/summary.ipynb",
+                                  "output_path": "/home/me/runs/x/reports/notebooks/.summary.ab12cd34.ipynb",
+                                  "parameters": {"root": "."}}
+    path = tmp_path / "summary.ipynb"
+    nbformat.write(book, path)
+    normalise_executed(path, "summary", "summary")
+    text = path.read_text()
+    again = nbformat.read(path, as_version=4)
+    assert again.cells[1]["id"] == INJECTED_CELL_ID and "/home/me" not in text and ".ab12cd34" not in text
+    assert again.metadata["papermill"]["input_path"] == "notebooks/summary.ipynb"
+    assert again.metadata["papermill"]["output_path"] == "reports/notebooks/summary.ipynb"
+
+
+def test_the_index_says_when_a_timed_stage_ran_noisy(tmp_path):
+    """Section 4: NOISY was shown on the kernel and e2e pages only; the index carries it too, with what tripped it."""
+    from analysis.present.index import noise_banner
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    assert noise_banner(tmp_path) == ""
+    (tmp_path / METRICS / "kernels.json").write_text(json.dumps(
+        {"run_environment": {"noisy": True, "noisy_reasons": ["run r1: reference drift 22% > 15% <x>"]}}))
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": False}}))
+    banner = noise_banner(tmp_path)
+    assert "NOISY timings" in banner and "run r1: reference drift 22% &gt; 15% &lt;x&gt;" in banner
+    assert "kernel.html" in banner and "e2e.html" not in banner
+    (tmp_path / METRICS / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "noisy_reasons": ["busy"]}}))
+    assert "e2e.html" in noise_banner(tmp_path) and "busy" in noise_banner(tmp_path)
+    assert "NOISY timings" in index_html([], tmp_path)
+
+
+def test_the_index_file_lists_are_grouped_by_claim_one_line_per_table(tmp_path):
+    """P10: each table stem is one line (its csv and md links), under the claim it belongs to."""
+    import re
+
+    from analysis.layout import TABLES
+    from analysis.present.index import FILE_GROUPS, _links, file_group
+
+    (tmp_path / TABLES).mkdir(parents=True)
+    for stem in ("kernel_speedup", "bounds", "perturbation_clip", "pilot_em", "mystery"):
+        for suffix in (".csv", ".md"):
+            (tmp_path / TABLES / f"{stem}{suffix}").write_text("x")
+    html = _links(tmp_path, TABLES, (".md", ".csv"))
+    groups = re.findall(r"<h3>([^<]+)</h3>", html)
+    assert groups == [FILE_GROUPS[0][0], FILE_GROUPS[2][0], FILE_GROUPS[4][0], FILE_GROUPS[5][0], "other"]
+    lines = re.findall(r"<li>(.*?)</li>", html)
+    assert len(lines) == 5 and all(line.count("<a ") == 2 for line in lines)
+    assert file_group("e2e_cases") == FILE_GROUPS[6][0] and file_group("coverage") == FILE_GROUPS[1][0]

@@ -14,7 +14,7 @@ from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 
 ANALYSIS_STAGES = ("corpora", "programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats",
-                   "grammar-forcing", "headline", "reports", "bench throughput")
+                   "headline", "reports", "bench throughput")
 COMMANDS = sorted(ANALYSIS_STAGES)
 
 

@@ -91,3 +91,19 @@ def test_commit_shards_hold_each_mined_repository_and_drop_stale_ones(tmp_path, 
     assert sorted(p.name for p in COMMIT_CASES.iterdir()) == [
         ".CommitEdits-a.parquet.tmp.parquet", "CommitEdits-a.parquet", "CommitEdits-b.parquet"]
     assert pl.read_parquet(COMMIT_CASES / "CommitEdits-b.parquet")["case_id"].to_list() == ["CommitEdits-b/1"]
+
+
+def test_only_keeps_the_configured_kinds_it_names():
+    """C9: building just a Hugging Face dataset took four --set flags; `--only datasets` is one."""
+    from analysis.cli import build_parser
+
+    params = params_with(**{"corpora.datasets": [{"dataset": "edits.jsonl", "name": "HF-edits",
+                                                  "fields": {"source": "old", "target": "new"}}]})
+    kinds = [kind for kind, _ in settings(params, only="datasets").builds]
+    assert kinds == ["hfdataset"]
+    both = [kind for kind, _ in settings(params, repo=["x.bundle"], only="datasets,probeedit").builds]
+    assert sorted(set(both)) == ["commits", "hfdataset", "probeedit"]
+    assert build_parser().parse_args(["corpora", "--only", "datasets"]).only == "datasets"
+    assert build_parser().parse_args(["corpora", "--only", "--repo", "x"]).only is True
+    with pytest.raises(ParamsError, match="unknown corpus kind 'dataset'.*did you mean 'datasets'"):
+        settings(params, only="dataset")

@@ -64,7 +64,8 @@ def test_stages_run_and_keep_run_times_out_of_tracked_metrics(scratch):
     ("spans.chart_framing", "bogus", "'spans.chart_framing' must be one of"),
     ("kernel.baselines", [], "'kernel.baselines' must not be empty"),
     ("corpora.probeedit.mix", {"delete_line": "abc"}, "'corpora.probeedit.mix.delete_line' must be a number"),
-    ("e2e.lossless_cases", -1, "'e2e.lossless_cases' must be >= 0"),
+    ("e2e.hf_pld.cases", -1, "'e2e.hf_pld.cases' must be >= 0"),
+    ("e2e.lossless_levels", ["char"], "'e2e.lossless_levels' has unknown values ['char']"),
     ("e2e.models", [{"name": "smollm2-135m", "weights": "gguf", "dtype": "float32", "sample": {"HEvalFix-Py": -2}}],
      "e2e.models[0].sample.HEvalFix-Py must be an integer >= 1"),
 ])

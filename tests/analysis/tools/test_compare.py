@@ -12,7 +12,8 @@ from analysis.errors import ParamsError
 
 from analysis import cli
 from analysis.tools.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
-                              paired_bootstrap, to_html, to_markdown)
+                                    paired_bootstrap, sign_test)
+from analysis.tools.compare_page import params_diff, to_html, to_markdown
 from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS
 
 SETTINGS = CompareSettings(resamples=400, seed=0, ci=0.95, alpha=0.05, framing="body", perturb_rate=1.0)
@@ -105,7 +106,7 @@ def test_no_shared_case_is_a_named_error(tmp_path, runs):
 
 def test_missing_run_is_a_named_error(tmp_path):
     (tmp_path / "empty").mkdir()
-    with pytest.raises(CompareError, match="none of the per-case outputs"):
+    with pytest.raises(CompareError, match="none of the per-case tables"):
         load_run(str(tmp_path / "empty"))
     with pytest.raises(CompareError, match="neither a run folder nor a git revision"):
         load_run(str(tmp_path / "absent"), repo=tmp_path)
@@ -129,19 +130,24 @@ def test_mcnemar_exact_matches_the_binomial():
 
 def test_html_is_escaped(runs):
     base, same, _ = runs
+    import dataclasses
+
     comparison = compare_runs(load_run(str(base)), load_run(str(same)), SETTINGS)
-    comparison.a = "<script>x</script>"
+    comparison.a = dataclasses.replace(comparison.a, label="<script>x</script>")
     page = to_html(comparison)
     assert "<script>x" not in page and "&lt;script&gt;x" in page
 
 
 def test_cli_writes_markdown_and_html(runs, tmp_path, capsys):
     base, _, better = runs
-    stem = tmp_path / "out" / "cmp"
-    assert cli.main(["compare", str(base), str(better), "--out", str(stem)]) == 0
-    markdown = (tmp_path / "out" / "cmp.md").read_text()
+    out = tmp_path / "out" / "cmp"
+    assert cli.main(["compare", str(base), str(better), "--out", str(out)]) == 0
+    markdown = (out / "compare.md").read_text()
     assert "| cov_line | pooled | 120 |" in markdown and "yes" in markdown
-    assert (tmp_path / "out" / "cmp.html").read_text().startswith("<!doctype html>")
+    assert (out / "compare.html").read_text().startswith("<!doctype html>")
+    captured = capsys.readouterr()
+    assert captured.out.startswith("# Comparison") and '"figures"' not in captured.out  # no JSON after the markdown
+    assert "figures differ significantly; wrote" in captured.err
     assert cli.main(["compare", str(base), str(tmp_path / "nope")]) == 2
     assert "neither a run folder" in capsys.readouterr().err
 
@@ -212,3 +218,211 @@ def test_settings_come_from_params():
         settings(params_with(**{"compare.ci": 1.5}), "a", "b")
     with pytest.raises(ParamsError, match="'compare.resampels'"):
         settings(params_with(**{"compare.resampels": 5}), "a", "b")
+
+
+# ---------------------------------------------------------------- one value per case (correctness review D6)
+
+def _seeded_perturb(ids: list[str], match: np.ndarray, seeds: int) -> pl.DataFrame:
+    """`seeds` replicate rows per case, each with the case's own outcome."""
+    frames = [_perturb(ids, match).with_columns(seed=pl.lit(seed, pl.Int64)) for seed in range(seeds)]
+    return pl.concat(frames)
+
+
+def test_perturbation_seeds_are_averaged_before_pairing(tmp_path):
+    """Ten seeds per case are replicates of one case: n counts cases, and the CI and p-value are those of
+    the cases (as wide as with one seed), not of ten times as many independent rows."""
+    rng = np.random.default_rng(4)
+    ids = [f"c/{i}" for i in range(60)]
+    copied = np.full(len(ids), 50)
+    match = rng.random(len(ids)) < 0.3
+    better = match | (rng.random(len(ids)) < 0.2)
+    rows = {}
+    for seeds in (1, 10):
+        a = _run(tmp_path / f"a{seeds}", _costs(ids, copied), _seeded_perturb(ids, match, seeds))
+        b = _run(tmp_path / f"b{seeds}", _costs(ids, copied), _seeded_perturb(ids, better, seeds))
+        rows[seeds] = _rows(compare_runs(load_run(str(a)), load_run(str(b)), SETTINGS))[("em_line", "pooled")]
+    one, ten = rows[1], rows[10]
+    assert ten.n == one.n == 60
+    assert (ten.a, ten.b, ten.p_value) == (one.a, one.b, one.p_value)
+    assert ten.ci_high - ten.ci_low == pytest.approx(one.ci_high - one.ci_low)
+
+
+def test_seed_shares_are_compared_per_case(tmp_path):
+    """A case matched by 3 of 10 seeds in A and 7 of 10 in B counts +0.4 for B in the sign test."""
+    ids = [f"c/{i}" for i in range(12)]
+    def run(name: str, hits: int) -> Path:
+        frames = [_perturb(ids, np.full(len(ids), s < hits)).with_columns(seed=pl.lit(s, pl.Int64)) for s in range(10)]
+        return _run(tmp_path / name, _costs(ids, np.full(len(ids), 50)), pl.concat(frames))
+    row = _rows(compare_runs(load_run(str(run("a", 3))), load_run(str(run("b", 7))), SETTINGS))[("em_line", "pooled")]
+    assert (row.n, row.a, row.b) == (12, pytest.approx(0.3), pytest.approx(0.7))
+    assert row.p_value == pytest.approx(2 * 0.5 ** 12) and row.significant
+
+
+def test_sign_test_is_mcnemar_on_binary_values():
+    a = np.array([True] * 10 + [False] * 10)
+    b = np.array([True] * 10 + [True] * 8 + [False] * 2)
+    assert sign_test(a.astype(float), b.astype(float)) == pytest.approx(mcnemar_exact(a, b))
+    assert sign_test(np.array([0.2, 0.5]), np.array([0.2, 0.5])) == 1.0
+
+
+def test_pilot_base_rows_without_a_seed_are_paired(tmp_path):
+    """The base model's pilot rows carry no seed (null); they pair with each other, never dropped."""
+    from fixtures import pilot_record
+
+    from analysis.layout import PILOT_RECORDS
+
+    def records(after_hits: int, seeds: int) -> pl.DataFrame:
+        rows = [pilot_record(phase="before", seed=None, split="heldout", case_id=f"h/{i}", exact_match=False)
+                for i in range(6)]
+        rows += [pilot_record(phase="after", seed=s, split="heldout", case_id=f"h/{i}", exact_match=i < after_hits)
+                 for s in range(seeds) for i in range(6)]
+        return pl.DataFrame(rows)
+    for name, hits, seeds in (("a", 0, 1), ("b", 6, 2)):
+        (tmp_path / name / PILOT_RECORDS).parent.mkdir(parents=True)
+        records(hits, seeds).write_parquet(tmp_path / name / PILOT_RECORDS)
+    comparison = compare_runs(load_run(str(tmp_path / "a")), load_run(str(tmp_path / "b")), SETTINGS)
+    rows = _rows(comparison)
+    assert rows[("pilot_program_before", "heldout")].n == 6
+    after = rows[("pilot_program_after", "heldout")]
+    assert (after.n, after.a, after.b) == (6, 0.0, 1.0)
+    assert any("A averages 1 seed(s) per case, B 2" in n for n in comparison.notes)
+
+
+# ---------------------------------------------------------------- malformed per-case files (QA M9)
+
+def _write_costs(root: Path, frame: pl.DataFrame) -> Path:
+    (root / CASE_COSTS).parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(root / CASE_COSTS)
+    return root
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda f: f.drop("copied_tokens"), r"b: the case_costs table lacks column\(s\) \['copied_tokens'\]"),
+    (lambda f: f.drop("framing"), r"b: the case_costs table lacks column\(s\) \['framing'\]"),
+    (lambda f: f.select("case_id"), r"b: the case_costs table lacks column\(s\) \['corpus', 'framing'"),
+    (lambda f: f.with_columns(pl.col("case_id").str.replace("c/", "").cast(pl.Int64)),
+     r"the key column 'case_id' is Int64 in .*a but String in .*b"),
+])
+def test_malformed_tables_are_named_errors(tmp_path, change, message):
+    ids = [f"c/{i}" for i in range(20)]
+    good = _costs(ids, np.full(len(ids), 50))
+    a, b = _write_costs(tmp_path / "a", good), _write_costs(tmp_path / "b", change(good))
+    if "Int64 in" in message:  # the odd one is A here, to check the error names the right run
+        a, b = _write_costs(tmp_path / "a", change(good)), _write_costs(tmp_path / "b", good)
+    with pytest.raises(CompareError, match=message):
+        compare_runs(load_run(str(a)), load_run(str(b)), SETTINGS)
+
+
+def test_a_key_column_is_never_dropped_from_the_pairing():
+    from analysis.tools.compare import pair_tables
+
+    a = pl.DataFrame({"case_id": ["x", "x"], "level": ["line", "token"], "v": [1, 2]})
+    b = pl.DataFrame({"case_id": ["x"], "v": [1]})
+    with pytest.raises(CompareError, match="B lacks the key column 'level'"):
+        pair_tables(a, b, ("case_id", "level"), ("A", "B"), "t")
+
+
+def test_a_damaged_file_is_named(tmp_path, runs):
+    base, _, _ = runs
+    bad = tmp_path / "bad"
+    (bad / CASE_COSTS).parent.mkdir(parents=True)
+    (bad / CASE_COSTS).write_bytes(b"not parquet")
+    with pytest.raises(CompareError, match="case_costs.parquet: not a readable parquet file"):
+        load_run(str(bad))
+
+
+# ---------------------------------------------------------------- --out, cost, params diff (QA M8, M10; UX M7)
+
+def test_top_level_out_is_the_output_folder(runs, tmp_path):
+    base, _, better = runs
+    out = tmp_path / "cmpout"
+    assert cli.main(["--out", str(out), "compare", str(base), str(better)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["compare.html", "compare.json", "compare.md"]
+
+
+def test_resamples_option_overrides_params_and_the_work_is_stated(runs, tmp_path, capsys, monkeypatch):
+    from analysis.tools import compare
+
+    base, _, better = runs
+    monkeypatch.setattr(compare, "LARGE_WORK", 1000)
+    assert cli.main(["compare", str(base), str(better), "--resamples", "50", "--out", str(tmp_path / "o")]) == 0
+    err = capsys.readouterr().err
+    assert "50 resamples per figure" in err and "warning: that is a large bootstrap" in err
+    assert "(50 resamples, seed 0)" in (tmp_path / "o" / "compare.md").read_text()
+    assert cli.main(["compare", str(base), str(better), "--resamples", "0"]) == 2
+    assert "--resamples must be an integer >= 1" in capsys.readouterr().err
+
+
+def test_bootstrap_memory_is_chunked_without_changing_the_interval():
+    rng = np.random.default_rng(2)
+    a, b, ones = rng.random(300), rng.random(300), np.ones(300)
+    whole = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=10**9)
+    small = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=1000)
+    assert small == pytest.approx(whole)
+    from analysis.tools.compare_stats import CHUNK_CELLS
+
+    assert CHUNK_CELLS <= 1 << 22  # at most 4M indices (~50 MB with the gathered values) in memory at once
+
+
+def test_params_diff_and_relative_change(runs, tmp_path):
+    import yaml
+
+    base, _, better = runs
+    (base / "params.yaml").write_text(yaml.safe_dump({"kernel": {"latency_form": "interp"}, "seed": 1}))
+    (better / "params.yaml").write_text(yaml.safe_dump({"kernel": {"latency_form": "quadratic"}, "seed": 1,
+                                                        "extra": [1, 2]}))
+    comparison = compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS)
+    assert params_diff(comparison.a.params, comparison.b.params) == [
+        ("extra", "(absent)", "[1, 2]"), ("kernel.latency_form", '"interp"', '"quadratic"')]
+    markdown = to_markdown(comparison)
+    assert '| `kernel.latency_form` | "interp" | "quadratic" |' in markdown
+    row = _rows(comparison)[("cov_line", "pooled")]
+    assert row.change == pytest.approx((row.b - row.a) / row.a)
+    assert f"| cov_line | pooled | 120 | {row.a:.4g} | {row.b:.4g} | {row.diff:.4g} | {row.change * 100:+.1f}% |" in markdown
+    page = to_html(comparison, tmp_path)
+    assert "<style>" in page and "Provenance" in page and "kernel.latency_form" in page
+    assert "folder " + str(base) in page and "data/bounds/case_costs.parquet" in page
+
+
+def test_revisions_read_the_committed_per_case_tables(tmp_path, runs):
+    """A clone with no dvc cache and no data/ (a fresh clone) compares two commits through their
+    reports/percase/ copies (`git show`), as `copydecode compare HEAD~1 HEAD` does there."""
+    import shutil
+    import subprocess
+
+    from analysis.results.percase import BY_NAME
+
+    base, _, better = runs
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git = lambda *a: subprocess.run(["git", *a], cwd=repo, check=True, capture_output=True)  # noqa: E731
+    git("init", "-q")
+    git("config", "user.email", "t@example.com")
+    git("config", "user.name", "t")
+    for label, run, form in (("first", base, "interp"), ("second", better, "quadratic")):
+        for name in ("case_costs", "perturb"):
+            target = repo / BY_NAME[name].committed
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(run / BY_NAME[name].source, target)
+        (repo / "params.yaml").write_text(f"kernel:\n  latency_form: {form}\n")
+        git("add", "-A")
+        git("commit", "-qm", label)
+    comparison = compare_runs(load_run("HEAD~1", repo), load_run("HEAD", repo), SETTINGS)
+    assert _rows(comparison)[("cov_line", "pooled")].significant
+    assert comparison.b.sources["case_costs"] == "reports/percase/case_costs.parquet (committed)"
+    assert params_diff(comparison.a.params, comparison.b.params) == [("kernel.latency_form", '"interp"', '"quadratic"')]
+
+
+def test_a_folder_without_data_reads_its_committed_copies(tmp_path, runs):
+    from analysis.results.percase import BY_NAME
+
+    base, _, _ = runs
+    clone = tmp_path / "clone"
+    for name in ("case_costs", "perturb"):
+        target = clone / BY_NAME[name].committed
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((base / BY_NAME[name].source).read_bytes())
+    run = load_run(str(clone))
+    assert run.sources == {"case_costs": "reports/percase/case_costs.parquet",
+                           "perturb": "reports/percase/perturb.parquet"}
+    assert not any(r.significant for r in compare_runs(load_run(str(base)), run, SETTINGS).rows)

@@ -1,67 +1,52 @@
-"""`copydecode grammar`: one source's grammar to stdout or a file, from a case or a file; every bad input
-is a named error (exit 2), never a traceback."""
+"""`copydecode grammar`: a case's or a file's grammar to stdout or a file; bad input is a named error."""
 
 import re
 
-import pytest
+from fixtures import toy_cases
 
 from analysis.cli import main
 from analysis.corpora.cases import Case, cases_frame
-from analysis.layout import CASES
-
-SOURCE = "def f(x):\n    return x\n"
+from analysis.grammar.export import export
 
 
-@pytest.fixture()
-def scratch(tmp_path, monkeypatch):
+def write_cases(root, cases):
+    (root / "data" / "corpora").mkdir(parents=True)
+    cases_frame(cases).write_parquet(root / "data" / "corpora" / "cases.parquet")
+
+
+def test_a_case_grammar_goes_to_stdout(tmp_path, monkeypatch, capsys):
+    write_cases(tmp_path, toy_cases())
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "src.py").write_text(SOURCE)
-    CASES.parent.mkdir(parents=True)
-    cases_frame([Case("T/1", "T", "python", "body", SOURCE, "y\n"), Case("T/1", "T", "python", "decl", "a\n", "b\n"),
-                 Case("U/1", "U", "python", "body", "one\n", "two\n")]).write_parquet(CASES)
-    return tmp_path
-
-
-def test_a_source_file_prints_its_grammar(scratch, capsys):
-    assert main(["grammar", "--source", "src.py"]) == 0
+    assert main(["grammar", "--case-id", "T/1", "--forced-spans"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("%llguidance {}\n") and "src.py, 2 lines" in out and "SPAN: /1-([1-2])|2-(2)/" in out
+    assert out == export(toy_cases()[0].source, "lark", True, "case T/1 (body)").text()
+    assert '"    y = x + 1\\n" span::incr' in out
 
 
-def test_a_case_writes_its_forced_grammar_to_a_file(scratch, capsys):
-    assert main(["grammar", "--case-id", "T/1", "--framing", "body", "--format", "ebnf", "--forced-spans",
-                 "--out", "g.gbnf"]) == 0
-    text = (scratch / "g.gbnf").read_text()
-    assert "T/1 (body), 2 lines" in text and 'l2 ::= "    return x\\n"' in text
-    assert "wrote g.gbnf" in capsys.readouterr().err
-    assert main(["grammar", "--case-id", "U/1"]) == 0  # one framing: none needed
+def test_a_file_grammar_goes_to_out_and_a_regex_is_the_expression_alone(tmp_path, capsys):
+    source = tmp_path / "s.py"
+    source.write_text("a = 1\nb = 2\n")
+    target = tmp_path / "g.regex"
+    assert main(["grammar", "--source", str(source), "--format", "regex", "--out", str(target)]) == 0
+    text = target.read_text()
+    assert text.count("\n") == 1 and re.fullmatch(text.strip(), '<copy lines="1-2"/><gen>x</gen>')
+    assert "Not enforced" in capsys.readouterr().err  # the notes a regex cannot carry
 
 
-def test_a_regex_goes_to_stdout_alone_with_its_notes_on_stderr(scratch, capsys):
-    assert main(["grammar", "--source", "src.py", "--format", "regex"]) == 0
-    captured = capsys.readouterr()
-    assert captured.out.startswith("(?:<copy lines=") and "\n" not in captured.out[-1:]
-    assert "not enforced: copies in source order" in captured.err
-
-
-@pytest.mark.parametrize("argv,message", [
-    (["--source", "src.py", "--format", "regex", "--forced-spans"], "no compact regex"),
-    (["--source", "missing.py"], "--source missing.py: no such file"),
-    (["--case-id", "T/1"], "has the framings body, decl; choose one with --framing"),
-    (["--case-id", "T/1", "--framing", "unit"], "case 'T/1' has no framing 'unit' \\(it has body, decl\\)"),
-    (["--case-id", "Z/9"], "no case 'Z/9'"),
-    (["--source", "src.py", "--framing", "body"], "--framing goes with --case-id"),
-    (["--source", "latin1.py"], "latin1.py is not UTF-8 text \\(byte 1"),
-])
-def test_bad_input_is_a_named_error(scratch, capsys, argv, message):
-    (scratch / "latin1.py").write_bytes(b"x\xe9y\n")
-    assert main(["grammar", *argv]) == 2
-    err = capsys.readouterr().err
-    assert "copydecode grammar: error:" in err and re.search(message, err), err
-    assert "Traceback" not in err
-
-
-def test_a_missing_cases_table_is_named(tmp_path, monkeypatch, capsys):
+def test_bad_input_is_a_named_error(tmp_path, monkeypatch, capsys):
+    write_cases(tmp_path, toy_cases() + [Case("T/1", "Toy", "python", "decl", "x\n", "y\n")])
     monkeypatch.chdir(tmp_path)
+    assert main(["grammar", "--case-id", "nope/1"]) == 2
+    assert "no case 'nope/1'" in capsys.readouterr().err
     assert main(["grammar", "--case-id", "T/1"]) == 2
-    assert "no cases table; run `copydecode corpora`" in capsys.readouterr().err
+    assert "2 framings (body, decl): choose one with --framing" in capsys.readouterr().err
+    assert main(["grammar", "--case-id", "T/1", "--framing", "prompt"]) == 2
+    assert "has no framing 'prompt'" in capsys.readouterr().err
+    assert main(["grammar", "--source", str(tmp_path / "missing.py")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    (tmp_path / "latin1.py").write_bytes(b"caf\xe9\n")
+    assert main(["grammar", "--source", str(tmp_path / "latin1.py")]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+    (tmp_path / "ok.py").write_text("x\n")
+    assert main(["grammar", "--source", str(tmp_path / "ok.py"), "--format", "regex", "--forced-spans"]) == 2
+    assert "no regex export" in capsys.readouterr().err

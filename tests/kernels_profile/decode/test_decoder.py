@@ -4,7 +4,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from fixtures import toy_model_tokenizer
+from fixtures import scripted_lm, toy_model_tokenizer
 
 from analysis.errors import CopyDecodeError
 from analysis.grammar.program import Copy, Gen, Program, render
@@ -16,9 +16,7 @@ from kernels_profile.decode.decoder import (
     decode,
     decode_rewrite,
 )
-from kernels_profile.runtime.models import LoadedModel, cache_kwarg
-from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, prompt_ids
-from kernels_profile.decode.sequence import program_sequence
+from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
 INSTRUCTION = "on line 2, change 2 to 5"
@@ -26,34 +24,8 @@ EOS = 256  # the byte-level toy's EOS (fixtures.ToyTokenizer.bytes_then)
 toy = toy_model_tokenizer
 
 
-class Scripted(torch.nn.Module):
-    """The tiny model with a large bonus on the next token of an expected sequence (by position), so
-    that greedy decoding writes a chosen program; it records the length of every forward."""
-
-    def __init__(self, inner, expected, bonus=50.0):
-        super().__init__()
-        self.inner, self.expected, self.bonus, self.calls = inner, list(expected), bonus, []
-
-    def get_input_embeddings(self):
-        return self.inner.get_input_embeddings()
-
-    def forward(self, input_ids, cache=None, **kwargs):
-        seen = cache.get_seq_length() if cache is not None else 0
-        out = self.inner(input_ids=input_ids, **{cache_kwarg(self.inner): cache}, **kwargs)
-        nxt = seen + input_ids.shape[1]
-        if nxt < len(self.expected):
-            out.logits[0, -1, self.expected[nxt]] += self.bonus
-        self.calls.append(int(input_ids.shape[1]))
-        return out
-
-
 def scripted(tiny, program):
-    tok = toy()
-    prompt = prompt_ids(tok, PROGRAM_TEMPLATE, SOURCE, INSTRUCTION)
-    expected = program_sequence(tok, prompt, program, SOURCE)
-    model = Scripted(tiny.model, expected.ids)
-    lm = LoadedModel("tiny-scripted", model, tiny.config, "random", "float32", "cpu")
-    return lm, tok, prompt, expected
+    return scripted_lm(tiny, toy(), program, SOURCE, INSTRUCTION)
 
 
 PROGRAM = Program((Copy(1, 1), Gen("beta = 5\n"), Copy(3, 4)))

@@ -1,8 +1,8 @@
-"""The mask benchmark: the Lark grammar llguidance gets, and one small run (with the forced-span side)."""
+"""The mask benchmark: the numeric-range regex, the Lark grammar llguidance gets, and one small run."""
+
+import re
 
 import pytest
-
-from analysis.errors import ParamsError
 
 from analysis.grammar.fsm import ProgramFSM
 from kernels_profile.decode.maskbench import (
@@ -11,10 +11,19 @@ from kernels_profile.decode.maskbench import (
     benchmark,
     fits,
     lark_grammar,
+    range_regex,
     summary_rows,
 )
 
 QWEN_EOS = 151643
+
+
+@pytest.mark.parametrize("lo,hi", [(1, 1), (1, 9), (3, 12), (7, 100), (1, 400), (95, 1203), (10, 10), (99, 100)])
+def test_range_regex_matches_exactly_the_numbers_in_range(lo, hi):
+    pattern = re.compile(f"^({range_regex(lo, hi)})$")
+    for n in range(1400):
+        assert bool(pattern.match(str(n))) == (lo <= n <= hi), (lo, hi, n)
+    assert not pattern.match("07") and not pattern.match("")
 
 
 PROGRAMS = [
@@ -63,33 +72,6 @@ def test_a_small_benchmark_reports_both_sides(qwen):
     assert rows[0]["side"] == "ours" and rows[0]["warm_p50_us"] > 0
 
 
-SOURCE_12 = "".join(f"line_{k} = {k * 7}\n" for k in range(1, 13))
-
-
-@pytest.mark.slow
-def test_the_forced_span_side_walks_the_layout_and_times_each_copy(qwen):
-    from kernels_profile.decode.maskbench import FORCED_SIDE
-
-    vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
-    programs = [p for p in PROGRAMS if fits(p, 12)]
-    result = benchmark(vocab, programs, 12, range_modes=("full",), apply_repeats=5, threads=1,
-                       sources=[SOURCE_12] * len(programs))
-    forced = result["llguidance_forced"]
-    copies = sum(p.count("<copy") for p in programs)
-    assert forced["copy_spans"] == copies == 2 and forced["ff_equal"] == copies
-    assert forced["span"]["n"] == 2 * copies and result["ours"]["span"]["n"] == copies
-    # masks at program tokens only (each op tokenized on its own, the decoder's layout) and the final EOS: the
-    # copied tokens are never decoded
-    from analysis.grammar.program import parse, render_op
-
-    steps = sum(len(qwen.encode_program(render_op(op)).ids) for p in programs for op in parse(p).ops) + len(programs)
-    assert forced["cold"]["n"] == forced["warm"]["n"] == steps
-    row = next(r for r in summary_rows([result]) if r["side"] == FORCED_SIDE)
-    assert row["span_p50_us"] > 0 and row["build_s"] > 0
-    with pytest.raises(ParamsError, match="3 programs but 1 sources"):
-        benchmark(vocab, programs, 12, range_modes=(), apply_repeats=5, threads=1, sources=[SOURCE_12])
-
-
 @pytest.mark.slow
 def test_the_e2e_mask_cost_is_this_suites_side_of_the_benchmark_in_its_statistic(qwen):
     from analysis.errors import ParamsError
@@ -106,3 +88,25 @@ def test_the_e2e_mask_cost_is_this_suites_side_of_the_benchmark_in_its_statistic
     assert costs["first_visit"]["n"] == costs["states"] > 0 and costs["apply"]["n"] == 20
     with pytest.raises(ParamsError, match="copy past line 12"):
         suite_costs(vocab, ['<copy lines="1-13"/>'], 12, apply_repeats=20, threads=None)
+
+
+@pytest.mark.slow
+def test_the_forced_span_side_reports_mask_and_span_costs(qwen):
+    pytest.importorskip("llguidance")
+    from kernels_profile.decode.maskbench import FORCED_SIDE
+
+    vocab = Vocabulary("qwen2.5", qwen, qwen.backend.to_str(), (QWEN_EOS,), qwen.vocab_size)
+    source = "".join(f"line_{k} = {k}\n" for k in range(1, 13))
+    cases = [('<copy lines="1-2"/><gen>a < b\n</gen><copy lines="4-12"/>', source), ('<copy lines="3-3"/>', source)]
+    result = benchmark(vocab, [c[0] for c in cases], 12, range_modes=("full",), apply_repeats=5, threads=1,
+                       cases=cases)
+    forced = result["llguidance_forced"]
+    from analysis.grammar.program import parse, render_op
+
+    written = sum(len(qwen.encode_program(render_op(op)).ids) for p, _ in cases for op in parse(p).ops) + len(cases)
+    assert forced["cold"]["n"] == forced["warm"]["n"] == written  # every token the model writes, EOS included
+    assert forced["ff"]["n"] == 3 and forced["ff_unequal_spans"] == 0
+    assert result["ours"]["span"]["n"] == 3
+    rows = {r["side"]: r for r in summary_rows([result])}
+    assert rows[FORCED_SIDE]["span_p50_us"] > 0 and rows["ours"]["span_p50_us"] > 0
+    assert rows["llguidance (full)"]["span_p50_us"] is None

@@ -1,56 +1,90 @@
-"""kernels_profile.e2e.predict: the AR points a curve keeps, the latency model fitted from a curve in the
-params' form, the executor's segments as the bound's ops and the per-method predictions (AR and PLD get none;
-the overhead variant costs the directive tokens). Curves and segments are synthetic."""
-
-from types import SimpleNamespace
+"""kernels_profile.e2e.predict: the latency curve as a value (its JSON round trip, its AR points, the fit
+form), the per-case prefill sizes, and the forward-log price, which for AR and the ideal programs is the
+bounds' own cost (analysis.bounds.case_cost) to the bit. Curves and logs are synthetic."""
 
 import pytest
 
+from analysis.bounds import CostSettings, SpanOp, case_cost
 from analysis.errors import ParamsError
-from kernels_profile.e2e import methods as e2e
 from kernels_profile.e2e import predict as e2e_predict
+from kernels_profile.e2e.predict import CurvePoint, LatencyCurve, price_forwards
+
+# T_ar grows with N and with the context, T_prefill with N and context: every rule shows in a price
+CURVE = LatencyCurve(
+    prefill=tuple(CurvePoint(n, c, 0.01 + 0.001 * n + 0.00001 * c * n) for c in (8, 512) for n in (1, 4, 16, 64, 256)),
+    ar=tuple(CurvePoint(n, c, 0.004 + 0.01 * n + 0.00002 * c * n) for c in (8, 512) for n in (1, 2, 4, 8, 16, 32)),
+    contexts=(8, 512))
+
+
+def test_the_curve_round_trips_through_its_json_and_a_bad_record_is_named():
+    record = CURVE.to_json()
+    assert set(record) == {"prefill", "ar", "contexts"} and record["ar"][0] == {"n": 1, "context": 8, "median": pytest.approx(0.01416)}
+    assert LatencyCurve.from_json(record) == CURVE
+    assert CURVE.ar_points() == [1, 2, 4, 8, 16, 32]
+    with pytest.raises(ParamsError, match="latency curve record is malformed"):
+        LatencyCurve.from_json({"prefill": [{"n": 1}], "ar": [], "contexts": []})
 
 
 def test_the_fit_form_changes_the_prediction_and_a_bad_one_is_named():
-    curve = {"prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
-             "ar": [{"n": n, "context": 16, "median": 0.01 * n + 0.0001 * n * n} for n in (1, 2, 4, 8, 16, 32)]}
-    interp = e2e_predict.curve_model(curve, "tiny", "interp")
-    quadratic = e2e_predict.curve_model(curve, "tiny", "quadratic")
+    interp, quadratic = CURVE.model("tiny", "interp"), CURVE.model("tiny", "quadratic")
     assert float(interp.t_prefill(100, 16, extrapolate=True).seconds) != float(quadratic.t_prefill(100, 16, extrapolate=True).seconds)
     with pytest.raises(ParamsError, match="latency form must be one of"):
-        e2e_predict.curve_model(curve, "tiny", "cubic")
+        CURVE.model("tiny", "cubic")
 
 
-CURVE = {"prefill": [{"n": n, "context": c, "median": 0.01 + 0.001 * n} for c in (8, 64) for n in (1, 4, 16, 64, 256)],
-         "ar": [{"n": n, "context": c, "median": 0.01 * n} for c in (8, 64) for n in (1, 2, 4, 8, 16, 32)]}
-
-
-def segment(kind, tokens, directive=0):
-    return SimpleNamespace(kind=kind, ids=list(range(tokens)), directive_tokens=directive)
-
-
-def test_ar_points_keep_the_grid_up_to_the_steps_and_the_steps_themselves():
+def test_ar_points_and_prefill_sizes():
     assert e2e_predict.ar_points((1, 4, 64), 10) == [1, 4, 10]
     assert e2e_predict.ar_points((2, 8), 8) == [2, 8]
-    assert e2e_predict.curve_ar_points(CURVE) == [1, 2, 4, 8, 16, 32]
+    grid = (1, 4, 16, 64, 256, 1024)
+    assert e2e_predict.prefill_sizes(grid, 65) == (1, 4, 16, 64, 256)  # a k = 64 verify forwards 65 tokens
+    assert e2e_predict.prefill_sizes(grid, 16) == (1, 4, 16)
+    assert e2e_predict.prefill_sizes(grid, 5000) == grid  # past the grid: every size, the rest is extrapolated
 
 
-def test_span_ops_forward_a_copys_tokens_and_none_for_gen():
-    ops = e2e_predict.span_ops([segment("copy", 5, 3), segment("gen", 2, 4)])
-    assert [(o.kind, o.n_tokens, o.n_tokens_src, o.directive_tokens) for o in ops] == [("copy", 5, 5, 3), ("gen", 2, 0, 4)]
+def ideal_log(ops: list[SpanOp]) -> tuple[list[int], list[int]]:
+    """The executor's forward log of an ideal program: one prefill per copy, one step per gen token."""
+    q, e = [], []
+    for op in ops:
+        if op.kind == "copy":
+            q.append(op.n_tokens_src)
+            e.append(op.n_tokens_src)
+        else:
+            q += [1] * op.n_tokens
+            e += [1] * op.n_tokens
+    return q, e
 
 
-def test_method_predictions_cost_only_copy_as_decode_and_the_overhead_costs_more():
-    model = e2e_predict.curve_model(CURVE, "tiny", "interp")
-    segments = {"line": [segment("copy", 20, 6), segment("gen", 3, 5)], "token": [segment("copy", 22, 2), segment("gen", 1, 4)]}
-    plan = e2e.MethodPlan((e2e.PldSettings(10, 3, "latest"),), ("line",))
-    records = {r["method"]: r for r in e2e_predict.method_predictions(segments, model, 8, plan)}
-    assert "ar" not in records and not any(m.startswith("pld_") for m in records)
-    assert {"cad_line", "cad_token", "cad_line_overhead"} <= set(records)
-    ideal, overhead = records["cad_line"], records["cad_line_overhead"]
-    assert ideal["predicted_ar_seconds"] == overhead["predicted_ar_seconds"]
-    assert overhead["predicted_seconds"] > ideal["predicted_seconds"]
-    for r in records.values():
-        assert r["predicted"] == pytest.approx(r["predicted_ar_seconds"] / r["predicted_seconds"])
-    cost = e2e_predict.predicted_cost(segments["token"], model, 8)
-    assert records["cad_token"]["predicted_seconds"] == cost.program_ideal
+OPS = [SpanOp("copy", 40, 40, 6), SpanOp("gen", 3, 0, 5), SpanOp("copy", 12, 12, 6), SpanOp("gen", 7, 0, 5)]
+
+
+def test_the_forward_price_is_the_bounds_cost_for_ar_and_the_ideal_program():
+    model = CURVE.model("tiny", "interp")
+    bound = case_cost(OPS, model, CostSettings(context_mode="running", extrapolate=True), prompt_tokens=20)
+    gold = sum(op.n_tokens for op in OPS)
+    ar = price_forwards(model, 20, [1] * gold, [1] * gold)
+    assert ar.seconds == pytest.approx(bound.regen, rel=1e-12)
+    program = price_forwards(model, 20, *ideal_log(OPS))
+    assert program.seconds == pytest.approx(bound.program_ideal, rel=1e-12)
+    assert ar.extrapolated == 0 and program.extrapolated == 0
+    # the first-step overhead is paid once per decode run: AR's one run costs less than 62 single steps
+    first, steady = model.step_costs(20.0, e2e_predict.STEADY_MAX_N, extrapolate=True)
+    assert float(first.seconds) > 0 and ar.seconds < gold * float(model.t_step(20.0).seconds)
+
+
+def test_a_verify_forward_is_a_prefill_at_its_context_and_rejected_tokens_do_not_count():
+    model = CURVE.model("tiny", "interp")
+    # PLD: a 1 + 10-token verify accepting 4 (5 emitted), then a lone step, then a 1 + 3 verify accepting all
+    priced = price_forwards(model, 30, [11, 1, 4], [5, 1, 4])
+    first, steady = model.step_costs(35.0, e2e_predict.STEADY_MAX_N, extrapolate=True)
+    expected = (float(model.t_prefill(11, 30.0).seconds) + float(first.seconds + steady.seconds)
+                + float(model.t_prefill(4, 36.0).seconds))
+    assert priced.seconds == pytest.approx(expected)
+    assert price_forwards(model, 30, [], []).seconds == 0.0
+    with pytest.raises(ParamsError, match="forward log"):
+        price_forwards(model, 30, [1, 2], [1])
+
+
+def test_forwards_outside_the_curve_are_counted():
+    model = CURVE.model("tiny", "interp")
+    assert price_forwards(model, 600, [1, 1], [1, 1]).extrapolated == 2  # past the longest context
+    assert price_forwards(model, 20, [300], [300]).extrapolated == 1       # past the largest prefill

@@ -203,7 +203,8 @@ def test_a_damaged_checkpoint_is_discarded_and_measured_again(measured, tmp_path
 
 # ---------------------------------------------------------------- environment and noisy flags
 
-def test_environment_sidecar_is_written_beside_the_raw_file(measured, tmp_path):
+def test_environment_sidecar_is_written_beside_the_raw_file(measured, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the raw file and its sidecar are one output set inside the output root
     result = measured[1]
     out = tmp_path / "kernels" / "raw.parquet"
     sidecar = write_profile(result, out)
@@ -346,7 +347,8 @@ def test_any_verdict_is_true_if_any_is_then_unknown_then_false():
     assert any_verdict([False, False]) is False
 
 
-def test_the_sidecar_lives_beside_the_raw_file_and_round_trips(tmp_path):
+def test_the_sidecar_lives_beside_the_raw_file_and_round_trips(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "kernels_raw.parquet"
     assert environment_path(out) == tmp_path / "kernels_raw.environment.json"
     assert read_environment(out) is None  # a raw file written before sidecars existed
@@ -362,3 +364,60 @@ def test_a_run_record_is_re_judged_at_todays_thresholds():
     assert judged_run(run, replace(SPEC, noisy_drift=0.15))["noisy"] is False
     loose = judged_run(run, replace(SPEC, noisy_drift=0.05))
     assert loose["noisy"] is True and loose["noisy_reasons"] and loose["contended"] is None
+
+
+def test_the_raw_file_and_its_sidecar_are_replaced_as_one_set(tmp_path, monkeypatch):
+    """L6: the raw timings and their sidecar were two writes; a failure between them left a new raw file
+    beside the old run's environment."""
+    from analysis.pipeline import io
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "raw.parquet"
+    write_profile(ProfileResult(raw=pl.DataFrame({"seconds": [0.5]}), environment={"run": "old"}, from_scratch_s=1.0), out)
+    real = io.write_text
+
+    def failing(text, path):  # the sidecar's write fails after the raw file was written
+        if str(path).endswith(".environment.json"):
+            raise OSError("disk full")
+        real(text, path)
+
+    monkeypatch.setattr(io, "write_text", failing)
+    with pytest.raises(OSError, match="disk full"):
+        write_profile(ProfileResult(raw=pl.DataFrame({"seconds": [9.0]}), environment={"run": "new"},
+                                    from_scratch_s=1.0), out)
+    assert pl.read_parquet(out)["seconds"].to_list() == [0.5] and read_environment(out)["run"] == "old"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name != "data") == ["raw.environment.json", "raw.parquet"]  # no temporaries
+
+
+def test_the_progress_bar_moves_once_per_timed_run_and_resumes_at_the_finished_pairs(tmp_path, monkeypatch):
+    """Section 4 of issue 41: the bar had 4 steps over a 15-minute profile (one per pair); now a step per timed
+    run (the AR run and each prefill), and a resumed run starts at its finished pairs' steps."""
+    import kernels_profile.measure.session as session
+    from kernels_profile.measure.profiler import pair_steps
+
+    bars = []
+
+    class Bar:
+        def __init__(self, total, initial, **kwargs):
+            self.total, self.n, self.initial = total, initial, initial
+            bars.append(self)
+
+        def update(self, k):
+            self.n += k
+
+        def set_postfix_str(self, text):
+            pass
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(session, "progress_bar", Bar)
+    spec = replace(SPEC, repeats=1)
+    pairs = len(spec.contexts) * len(spec.baselines)
+    assert pair_steps(spec) == 1 + len(spec.ns) * len(spec.prefills)
+    run(spec, tmp_path)
+    assert bars[-1].total == pairs * pair_steps(spec) and bars[-1].n == bars[-1].total
+    first = next(tmp_path.glob("*.parquet"))
+    first.unlink()  # one pair lost: the rerun measures it alone
+    run(spec, tmp_path)
+    assert bars[-1].initial == (pairs - 1) * pair_steps(spec) and bars[-1].n == bars[-1].total

@@ -15,7 +15,8 @@ from kernels_profile.pilot.sweep import KEYS, freeze, parse_config, run_metrics
 from kernels_profile.stages import pilot as stage
 
 
-def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path):
+def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the frozen run is one output set inside the tree
     source = tmp_path / "data" / "pilot-long"
     source.mkdir(parents=True)
     with pytest.raises(CorpusError, match="has not finished"):

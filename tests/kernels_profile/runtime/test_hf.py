@@ -66,9 +66,21 @@ def test_every_model_running_stage_renders_its_prompt_here():
     from kernels_profile.decode import constrained
     from kernels_profile.decode import decoder
     from kernels_profile.pilot import train as pilot
-    from kernels_profile.stages import e2e as e2e_stage
+    from kernels_profile.e2e import job as e2e_job
 
-    assert constrained.prompt_ids is decoder.prompt_ids is pilot.prompt_ids is e2e_stage.prompt_ids is prompt_ids
+    assert constrained.prompt_ids is decoder.prompt_ids is pilot.prompt_ids is e2e_job.prompt_ids is prompt_ids
+
+
+def test_a_case_without_an_instruction_gets_no_none_in_its_prompt():
+    """ProbeEdit-S has no instruction (review D16): the user turn is the input alone, never "None"."""
+    from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, messages
+
+    for instruction in (None, "", "  "):
+        user = messages(PROGRAM_TEMPLATE, "a\n", instruction)[1]["content"]
+        assert user == "Input:\n1: a\n" and "None" not in user
+    assert messages(PROGRAM_TEMPLATE, "a\n", "Fix it.")[1]["content"] == "Fix it.\n\nInput:\n1: a\n"
+    # the plain rewrite prompt (AR's and the drafters') shows the source unnumbered
+    assert messages(PLAIN_REWRITE_TEMPLATE, "a\nb\n", None)[1]["content"] == "Input:\na\nb\n"
 
 
 def test_numbered_writes_each_line_with_its_number_and_keeps_a_missing_final_newline_missing():

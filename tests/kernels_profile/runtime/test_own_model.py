@@ -81,3 +81,82 @@ def test_the_profile_runs_on_cpu_and_writes_a_kernel_source(tiny, tmp_path, monk
     assert set(raw["model"]) == {"tiny-llama"} and set(raw["device"]) == {"cpu"} and set(raw["n"]) == {1, 2}
     assert set(raw["context"]) == {16} and (raw["seconds"] > 0).all()
     assert result["add_to_kernels_fit_raw"] == {"source": "tiny-llama-cpu", "path": "data/kernels/tiny-llama-cpu.parquet"}
+
+
+# ---------------------------------------------------------------- issue 39: M4, M5, H4
+
+
+def _config(tmp_path, name: str, **changes) -> str:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**TINY_LLAMA, **changes}))
+    return str(folder)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"hidden_size": 0}, "config's hidden_size must be a positive integer, got 0"),
+    ({"vocab_size": -5}, "config's vocab_size must be a positive integer, got -5"),
+    ({"hidden_size": 30, "num_attention_heads": 4}, "its config is not valid"),
+    ({"num_hidden_layers": "two"}, "Field 'num_hidden_layers' expected int, got str"),
+])
+def test_an_invalid_config_is_named_before_anything_is_built(tmp_path, changes, message):
+    """M4: hidden_size 0 gave ZeroDivisionError, vocab_size -5 a negative-dimension RuntimeError."""
+    from kernels_profile.runtime.models import check_fits
+
+    with pytest.raises(ModelError, match=message):
+        check_fits(_config(tmp_path, "bad", **changes), "float32", "cpu", 16, 8)
+
+
+def test_a_model_or_cache_larger_than_free_memory_is_refused_before_allocating(tmp_path, monkeypatch):
+    """M4: a 93 GB config was built until the allocator failed with a raw RuntimeError; `--contexts 1e9`
+    and `--ns 1e8` the same. Counted on the meta device, refused against the free memory."""
+    import kernels_profile.runtime.models as models
+
+    monkeypatch.setattr(models, "free_memory", lambda device: 8 * 10**9)
+    huge = _config(tmp_path, "huge", hidden_size=8192, num_hidden_layers=24, num_attention_heads=64,
+                   num_key_value_heads=8, intermediate_size=28672, vocab_size=128256, tie_word_embeddings=False)
+    with pytest.raises(ModelError, match=r"needs about 45\.3 GB \(22,6\d\d,\d{3},\d{3} parameters.*above 80% of the 8\.0 GB"):
+        models.check_fits(huge, "bfloat16", "cpu", 16, 8)
+    tiny = _config(tmp_path, "tiny")
+    with pytest.raises(ModelError, match="a KV cache of 1,000,000,008 tokens"):
+        models.check_fits(tiny, "float32", "cpu", 10**9 + 8, 8)
+    with pytest.raises(ModelError, match="logits of a 100,000,000-token prefill"):
+        models.check_fits(tiny, "float32", "cpu", 16, 10**8)
+    need = models.check_fits(tiny, "float32", "cpu", 16, 8)
+    lm = build_model(tiny, "random", "float32", "cpu")
+    assert need.parameters == sum(p.numel() for p in lm.model.parameters())  # the meta count is the real one
+
+
+def test_an_empty_model_name_is_refused():
+    """M5: `--model ""` (an unset $MODEL) profiled params' model under the name `model-cpu`."""
+    with pytest.raises(ParamsError, match="--model is empty"):
+        _settings(["kernels", "profile", "--model", ""])
+
+
+def test_a_model_folders_checkpoints_are_named_by_its_label(tiny):
+    """H4: Pair.path joined the raw --model path onto the checkpoint folder (an absolute one replaced it)."""
+    from pathlib import Path
+
+    from kernels_profile.measure.profiler import Pair
+
+    path = Pair(str(tiny), 8, "eager", 1).path(Path("data/kernels/checkpoints"), "abc")
+    assert path == Path("data/kernels/checkpoints/tiny-llama-c8-eager-r1-abc.parquet")
+
+
+@pytest.mark.slow
+def test_the_profile_ends_with_its_speedup_table(tiny, tmp_path, monkeypatch, capsys):
+    """M5: `kernels profile --model DIR` prints T_ar, T_prefill and their ratio per measured point."""
+    from analysis.cli import main
+    from analysis.latency.tables import speedup_summary
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "k.parquet"
+    assert main(["--params", str(ROOT / "params.yaml"), "kernels", "profile", "--model", str(tiny), "--device", "cpu",
+                 "--dtype", "float32", "--contexts", "16", "--ns", "1", "4", "--weights", "random",
+                 "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    table = speedup_summary(pl.read_parquet(out))
+    assert table.height >= 2 and "T_ar(N) / T_prefill(N) measured here" in err
+    assert "| model | baseline | prefill | context | n | t_ar_ms | t_prefill_ms | speedup | speedup_iqr | repeats |" in err
+    for row in table.iter_rows(named=True):
+        assert f"| {row['n']} | {row['t_ar_ms']:.3f} | {row['t_prefill_ms']:.3f} | {row['speedup']:.3f} |" in err

@@ -34,18 +34,17 @@ def test_a_run_returns_each_vocabularys_apply_costs_and_writes_the_results(tmp_p
     results = [{"vocabulary": "llguidance", "apply": {"median_us": 1.0}},
                {"vocabulary": "smollm2-135m", "apply": {"median_us": 2.0}}]
 
-    def run_models(models, programs, lines, apply_repeats, threads, sources):
-        seen.update(models=models, programs=len(programs), lines=lines, threads=threads, sources=sources)
+    def run_models(models, programs, lines, apply_repeats, threads, cases=()):
+        seen.update(models=models, programs=len(programs), lines=lines, threads=threads, cases=len(cases))
         return results
 
     monkeypatch.setattr(maskbench, "run_models", run_models)
-    monkeypatch.setattr(maskbench, "line_program_sources",
-                        lambda n, lines: [(f"program {k}", f"source {k}") for k in range(n)])
+    monkeypatch.setattr(maskbench, "line_programs", lambda n, lines: [f"program {k}" for k in range(n)])
+    monkeypatch.setattr(maskbench, "line_cases", lambda n, lines: [(f"program {k}", "source") for k in range(n)])
     monkeypatch.setattr(maskbench, "summary_rows", lambda rs: [{"vocabulary": r["vocabulary"]} for r in rs])
     out = tmp_path / "mask.json"
     s = settings(params_with(), programs=2, lines=5, models=["smollm2-135m"], json=str(out))
     assert run(s) == {"llguidance": {"median_us": 1.0}, "smollm2-135m": {"median_us": 2.0}}
-    assert seen == {"models": ("smollm2-135m",), "programs": 2, "lines": 5, "threads": s.threads,
-                    "sources": ["source 0", "source 1"]}
+    assert seen == {"models": ("smollm2-135m",), "programs": 2, "lines": 5, "threads": s.threads, "cases": 2}
     assert json.loads(out.read_text()) == {"results": results}
     assert "llguidance" in capsys.readouterr().err

@@ -1,17 +1,31 @@
-"""The e2e stage's measurement plan, run order, per-pair ratios, like-for-like summary, checkpoint key
-and run environment; the model-running parts on the tiny random model with a byte tokenizer."""
+"""The e2e stage's settings and typed plan, the per-case job and its checkpoint key, run order, run
+environment, the per-case checkpoint pair (rows and curve) and the preset run's folder; the model-running
+parts on the tiny random model with a byte tokenizer."""
 
 import json
 
 import polars as pl
 import pytest
 import yaml
-from fixtures import E2E_COSTS, E2E_PLAN, E2E_SEGMENTS, ROOT, FakeExecutor, ToyTokenizer, e2e_measured, params_with
+from fixtures import (
+    E2E_COSTS,
+    E2E_PLAN,
+    E2E_SEGMENTS,
+    ROOT,
+    FakeExecutor,
+    ToyTokenizer,
+    e2e_measured,
+    fake_drafters,
+    params_with,
+    toy_model_tokenizer,
+)
 
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
+from analysis.results.methods import Method
 from kernels_profile.e2e import methods as e2e
-from kernels_profile.e2e import predict as e2e_predict
+from kernels_profile.e2e.job import CHECKPOINT_VERSION, build_job
+from kernels_profile.e2e.predict import CurvePoint, LatencyCurve
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.runtime.checkpoints import FromScratch, checkpoint_key
 from kernels_profile.runtime.loading import ModelAndTokenizer
@@ -31,16 +45,27 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     s = stage.settings(cfg(**{"e2e.pld.k": [10], "e2e.pld.sweep_k": [64, 256], "e2e.pld.sweep_models": ["smollm2-135m"],
                               "e2e.pld.sweep_corpora": ["HEvalFix-Py"], "e2e.pld.policies": ["latest", "earliest"],
                               "e2e.overhead": ["line", "token"]}))
-    swept = s.plan("smollm2-135m", "HEvalFix-Py").methods()
-    plain = s.plan("qwen2.5-0.5b", "HEvalFix-Py").methods()
-    assert s.plan("smollm2-135m", "ProbeEdit-S").methods() == plain
+    swept = s.plan("smollm2-135m", "HEvalFix-Py").names()
+    plain = s.plan("qwen2.5-0.5b", "HEvalFix-Py").names()
+    assert s.plan("smollm2-135m", "ProbeEdit-S").names() == plain
     assert {m for m in swept if m.startswith("pld_")} == {f"pld_{p}_k{k}" for p in ("latest", "earliest") for k in (10, 64, 256)}
     assert {m for m in plain if m.startswith("pld_")} == {"pld_latest_k10", "pld_earliest_k10"}
     for methods in (swept, plain):
         assert methods[0] == "ar" and {"cad_line", "cad_token", "cad_line_overhead", "cad_token_overhead"} <= set(methods)
-    assert stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").methods()[-1] == "cad_token"
-    assert e2e.method_label("pld_earliest_k64") == "PLD (earliest) with gold acceptance, k=64"
-    assert e2e.method_label("cad_token_overhead") == "Copy-as-Decode, token level, directive tokens decoded"
+    assert "cad_token_overhead" not in stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").names()
+    # every method is a typed value: no name is parsed back to find its k or policy
+    assert all(isinstance(m, Method) for m in s.plan("smollm2-135m", "HEvalFix-Py").methods)
+
+
+def test_the_default_plan_matches_the_rivals_standard_and_best_settings():
+    """Issue 36.2: prompt lookup at transformers' policy and n-gram size, k 10/32/64, suffix decoding at
+    the paper's tree depth, Copy-as-Decode with directives decoded beside the ideal variant."""
+    s = stage.settings(BASE)
+    assert s.plan("smollm2-135m", "HEvalFix-Py").names() == (
+        "ar", "cad_line_overhead", "cad_token_overhead", "pld_earliest_k10", "pld_earliest_k32", "pld_earliest_k64",
+        "suffix_k64", "cad_line", "cad_token")
+    assert s.drafts.ngram_max == 2 and dict(s.drafts.suffix_options)["max_tree_depth"] == 64
+    assert s.checks.lossless_levels == ("line",) and s.ci_level == 0.95
 
 
 @pytest.mark.parametrize("key, value, message", [
@@ -58,6 +83,13 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     ("e2e.fit", "cubic", "'e2e.fit' must be one of interp, quadratic, roofline"),
     ("e2e.ar_grid", [0, 4], "'e2e.ar_grid' values must lie in [1, inf)"),
     ("e2e.mask_cost.model", "gpt-9", "'e2e.mask_cost.model' must be one of"),
+    ("e2e.suffix.k", [64, 64], "'e2e.suffix.k' lists a value twice"),
+    ("e2e.suffix.options", {"max_tree_depth": "deep"}, "'e2e.suffix.options.max_tree_depth' must be a number"),
+    ("e2e.suffix.options", {"max_depth": 64}, "'e2e.suffix.options.max_depth' is not a suffix decoding setting"),
+    ("e2e.suffix.options", {"min_token_prob": 2.0}, "min_token_prob must be in [0, 1]"),
+    ("e2e.lossless_levels", ["char"], "'e2e.lossless_levels' has unknown values ['char']"),
+    ("e2e.ci.level", 1.5, "'e2e.ci.level' must lie in (0, 1)"),
+    ("e2e.losslessness_tolerance", 0, "'e2e.losslessness_tolerance' must be > 0"),
 ])
 def test_bad_e2e_params_are_named(key, value, message):
     with pytest.raises(ParamsError) as info:
@@ -65,58 +97,93 @@ def test_bad_e2e_params_are_named(key, value, message):
     assert message in str(info.value)
 
 
-def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measurement():
-    line = {"case_id": "C/1", "corpus": "HEvalFix-Py", "source": "a\n", "target": "a\n", "program": '<copy lines="1-1"/>'}
-    token = dict(line, program='<copy tokens="1-1"/>')
+LINE = {"case_id": "C/1", "corpus": "HEvalFix-Py", "source": "a\nb\n", "target": "a\nB\n", "instruction": None,
+        "program": '<copy lines="1-1"/><gen>B\n</gen>'}
+TOKEN = dict(LINE, program='<copy lines="1-1"/><gen>B\n</gen>')
 
-    def key(**changes):
+
+class ByteQwen:
+    """A stand-in for the suite tokenizer: token bounds at every character."""
+
+    def encode(self, text):
+        from types import SimpleNamespace
+
+        return SimpleNamespace(char_bounds=list(range(len(text) + 1)))
+
+
+def job_for(s, line=LINE, token=TOKEN):
+    tok = toy_model_tokenizer()
+    return build_job(s.models[0], s, line, token, tok, tok.encode, ByteQwen())
+
+
+def test_the_job_is_built_once_with_both_prompts_and_no_none_instruction():
+    s = stage.settings(cfg())
+    job = job_for(s)
+    rewrite, program = (bytes(job.prompts[p]).decode() for p in ("rewrite", "program"))
+    assert "None" not in rewrite and "None" not in program  # ProbeEdit-S has no instruction (review D16)
+    assert "1: a" in program and "1: a" not in rewrite and "a\nb\n" in rewrite  # AR and PLD get the plain source
+    with_text = job_for(s, dict(LINE, instruction="Capitalise b."))
+    assert "Capitalise b." in bytes(with_text.prompts["rewrite"]).decode()
+    assert bytes(job.gold).decode() == LINE["target"] and job.plan == s.plan("smollm2-135m", "HEvalFix-Py")
+    # the curve spans the shortest prompt to the longest context any method reaches, and covers a k = 64 verify
+    assert job.curve_contexts[0] == min(len(p) for p in job.prompts.values())
+    assert job.curve_contexts[1] >= len(job.prompts["program"]) + len(job.gold)
+    assert job.curve_sizes == (1, 4, 16, 64, 256)
+
+
+def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measurement():
+    def key(line=LINE, **changes):
         # with a k sweep and both policies, so that each of those settings has something to change
         s = stage.settings(cfg(**{"e2e.pld.sweep_k": [64, 256], "e2e.pld.policies": ["latest", "earliest"], **changes}))
-        return checkpoint_key(stage.CHECKPOINT_VERSION,
-                              stage.case_key_parts(s.models[0], s, line, token, [1, 2], {"curve": 1}, 2, True))
+        return checkpoint_key(CHECKPOINT_VERSION, job_for(s, line).key_parts(s, {"weights": "w"}))
 
     base = key()
     changed = {
         "policies": key(**{"e2e.pld.policies": ["latest"]}),
         "k": key(**{"e2e.pld.k": [12]}),
-        "sweep_k": key(**{"e2e.pld.sweep_k": [64]}),
+        "sweep_k": key(**{"e2e.pld.sweep_k": [128]}),
         "sweep_corpora": key(**{"e2e.pld.sweep_corpora": []}),
-        "ngram": key(**{"e2e.pld.ngram_max": 2}),
+        "ngram": key(**{"e2e.pld.ngram_max": 3}),
+        "suffix": key(**{"e2e.suffix.k": [32]}),
+        "suffix options": key(**{"e2e.suffix.options": {"max_tree_depth": 32}}),
         "overhead": key(**{"e2e.overhead": ["line"]}),
         "seed": key(**{"e2e.seed": 1}),
         "repeats": key(**{"e2e.repeats": 3}),
         "threads": key(**{"e2e.threads": 2}),
         "default threads": key(**{"e2e.threads": None}),
         "fit": key(**{"e2e.fit": "quadratic"}),
+        "ar grid": key(**{"e2e.ar_grid": [1, 4]}),
+        "lossless": key(**{"e2e.lossless_levels": ["line", "token"]}),
+        "instruction": key(dict(LINE, instruction="Capitalise b.")),
     }
     assert all(k != base for k in changed.values()), changed
     assert len(set(changed.values())) == len(changed)
     # the noisy threshold judges a run; it does not change what is measured
     assert key(**{"e2e.noisy_drift": 0.3}) == base
     assert key(**{"e2e.contention_slack": 1.0}) == base
-    # the default fit form is not in the key: checkpoints written before it was a setting stay valid
-    s = stage.settings(cfg())
-    assert s.fit == stage.KEYLESS_FIT and "fit" not in stage.case_key_parts(s.models[0], s, line, token, [1], {}, 2, True)
+    assert key(**{"e2e.ci.resamples": 10}) == base  # the CI is computed from the rows, after
 
 
 def test_threads_default_to_one_and_null_means_torch_default():
-    assert stage.settings(cfg()).threads == 1
-    assert stage.settings(cfg(**{"e2e.threads": None})).threads is None
-    assert stage.settings(cfg()).contention_slack == 0.5
+    assert stage.settings(cfg()).environment.threads == 1
+    assert stage.settings(cfg(**{"e2e.threads": None})).environment.threads is None
+    assert stage.settings(cfg()).environment.contention_slack == 0.5
 
 
 # ---------------------------------------------------------------- order and per-pair ratios
 
 def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
-    seed = e2e.order_seed(0, "tiny", "C/1")
+    seed = "0/tiny/C/1"
     fake, records = e2e_measured(seed, 4)
-    order = interleaved_order(E2E_PLAN.methods(), 4, seed)
+    order = interleaved_order(E2E_PLAN.names(), 4, seed)
     assert [fake.calls[i:i + 5] for i in range(0, 20, 5)] == order
     assert all(order[r["repeat"]][r["order_index"]] == r["method"] for r in records)
     assert all(order[r] != order[r - 1] for r in range(1, 4))  # no repeat runs in its predecessor's order
     assert len({row[0] for row in order}) > 1 and len({row.index("ar") for row in order}) > 1
     assert e2e_measured(seed, 4)[0].calls == fake.calls  # the same seed, the same order
-    others = {tuple(e2e_measured(e2e.order_seed(s, "tiny", "C/1"), 4)[0].calls) for s in range(1, 6)}
+    assert fake.prompts == 2 * 4  # both prompts' prefills timed in every repeat
+    assert all(r["prompt_seconds"] == 0.5 for r in records)
+    others = {tuple(e2e_measured(f"{s}/tiny/C/1", 4)[0].calls) for s in range(1, 6)}
     assert others - {tuple(fake.calls)}  # the seed chooses the order
 
 
@@ -141,13 +208,6 @@ def test_environment_metrics_mark_a_drifting_run_noisy():
 
 # ---------------------------------------------------------------- on the tiny model
 
-def synthetic_model():
-    curve = {"context": 16,
-             "prefill": [{"n": n, "context": 16, "median": 0.01 + 0.001 * n} for n in (1, 4, 16, 64, 256)],
-             "ar": [{"n": n, "context": 16, "median": 0.01 * n} for n in (1, 2, 4, 8, 16, 32)]}
-    return e2e_predict.curve_model(curve, "tiny", "interp")
-
-
 def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
     from kernels_profile.measure.contention import EnvironmentRecorder
 
@@ -161,103 +221,74 @@ def test_environment_metrics_mark_a_contended_run_noisy_with_its_rule():
 
 
 @pytest.mark.slow
-def test_measure_one_on_the_tiny_model_fills_the_checkpoint_schema(qwen):
+def test_measure_job_on_the_tiny_model_fills_the_checkpoint_schema():
     pytest.importorskip("torch")
     from kernels_profile.runtime.models import build_model
 
     lm = build_model("tiny-qwen2", "random", "float32", "cpu")
-    loaded = ModelAndTokenizer(lm, ToyTokenizer.bytes_then(), ())
-    s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [],
-                              "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"]}))
+    s = stage.settings(cfg(**{"e2e.repeats": 2, "e2e.pld.k": [4], "e2e.pld.sweep_models": [], "e2e.suffix.k": [3],
+                              "e2e.pld.policies": ["latest", "earliest"], "e2e.overhead": ["line", "token"],
+                              "e2e.lossless_levels": ["line", "token"], "e2e.prefill_grid": [1, 4, 16, 64],
+                              "e2e.ar_steps": 8, "e2e.ar_grid": [1, 2, 4, 8]}))
     source, target = "alpha\nbeta\ngamma\n", "alpha\nBETA\ngamma\n"
-    line = {"case_id": "C/1", "corpus": "C", "source": source, "target": target,
+    line = {"case_id": "C/1", "corpus": "C", "source": source, "target": target, "instruction": None,
             "program": '<copy lines="1-1"/><gen>BETA\n</gen><copy lines="3-3"/>'}
-    token = dict(line)
-    prompt = list(b"edit:\n" + source.encode())
-    frame = stage.measure_one(loaded, s.models[0], s, line, token, prompt, synthetic_model(), 16, True, qwen, "run1")
-    methods = s.plan(s.models[0].name, "C").methods()
+    job = job_for(s, line, dict(line))
+    frame, curve = e2e.measure_job(lm, job, s, "run1")
+    names = job.plan.names()
     assert stage.CHECKPOINT_COLUMNS <= set(frame.columns)
-    assert frame.height == len(methods) * 2 and set(frame["method"]) == set(methods)
-    assert frame["lossless_ok"].all() and (frame["run_id"] == "run1").all()
-    by = {m: frame.filter(pl.col("method") == m) for m in methods}
+    assert frame.height == len(names) * 2 and set(frame["method"]) == set(names)
+    assert frame["lossless_ok"].all() and (frame["run_id"] == "run1").all() and frame["lossless_levels"][0] == "line,token"
+    assert curve.contexts == job.curve_contexts and curve.ar_points() == [1, 2, 4, 8]
+    by = {m: frame.filter(pl.col("method") == m) for m in names}
     directive = by["cad_line_overhead"]["directive_tokens"][0]
     assert directive == len('<copy lines="1-1"/>') + len("<gen></gen>") + len('<copy lines="3-3"/>')
-    assert (by["cad_line_overhead"]["forwards"] - by["cad_line"].sort("repeat")["forwards"]
-            == directive).all()
-    ideal, overhead = by["cad_line"]["predicted"][0], by["cad_line_overhead"]["predicted"][0]
-    assert overhead < ideal
-    # the same regeneration cost under both variants; the overhead adds d * t_step to the program
-    assert by["cad_line"]["predicted_ar_seconds"][0] == by["cad_line_overhead"]["predicted_ar_seconds"][0]
-    t_step = float(synthetic_model().t_step(16, extrapolate=True).seconds)
-    assert (by["cad_line_overhead"]["predicted_seconds"][0] - by["cad_line"]["predicted_seconds"][0]
-            == pytest.approx(directive * t_step))
-    assert by["ar"]["predicted"].is_null().all() and by["pld_latest_k4"]["predicted"].is_null().all()
-    # PLD drafts from the plain source: its acceptance histogram (0..k) counts every forward once
-    for pld in ("pld_latest_k4", "pld_earliest_k4"):
-        for hist, forwards in zip(by[pld]["accept_hist"].to_list(), by[pld]["forwards"].to_list()):
-            assert len(hist) == 5 and sum(hist) == forwards
-    assert sum(by["pld_latest_k4"]["accept_hist"][0][1:]) > 0  # some draft was accepted
+    assert (by["cad_line_overhead"]["forwards"] - by["cad_line"].sort("repeat")["forwards"] == directive).all()
+    # every method is predicted, from its own forward log, against the same AR prediction
+    assert frame["predicted_seconds"].is_not_null().all() and frame["predicted_ar_seconds"].n_unique() == 1
+    assert by["cad_line_overhead"]["predicted_seconds"][0] > by["cad_line"]["predicted_seconds"][0]
+    assert by["ar"]["predicted"][0] == pytest.approx(1.0)
+    # AR and the drafters on the rewrite prompt, the programs on the program prompt, each prefill timed
+    assert by["ar"]["prompt_tokens"][0] == len(job.prompts["rewrite"]) == by["suffix_k3"]["prompt_tokens"][0]
+    assert by["cad_line"]["prompt_tokens"][0] == len(job.prompts["program"])
+    assert (frame["prompt_seconds"] > 0).all()
+    # the speculative methods' histograms (0..k) count every forward once
+    for name, k in (("pld_latest_k4", 4), ("pld_earliest_k4", 4), ("suffix_k3", 3)):
+        for hist, forwards in zip(by[name]["accept_hist"].to_list(), by[name]["forwards"].to_list()):
+            assert len(hist) == k + 1 and sum(hist) == forwards
     assert by["ar"]["accept_hist"].is_null().all() and by["cad_line"]["accept_hist"].is_null().all()
+    # the forward log: what the cache gained, run by run
+    assert (by["ar"]["emitted"].list.sum() == len(job.gold)).all()
 
 
-def test_the_latency_curve_is_measured_once_and_reused_on_resume(tmp_path, monkeypatch):
-    """Its timings key every case's checkpoint, so a resumed run must get the very same curve back."""
+def fake_measure(calls):
+    def measure(lm, job, s, run_id, drafters=None):
+        calls.append(job.case_id)
+        frame = pl.DataFrame({c: [1] * (len(job.plan.methods) * job.repeats) for c in stage.CHECKPOINT_COLUMNS})
+        curve = LatencyCurve((CurvePoint(1, 5, 0.1 * len(calls)),), (CurvePoint(1, 5, 0.01),), (5, 9))
+        return frame, curve
+    return measure
+
+
+def test_a_case_is_read_back_from_its_checkpoint_pair_and_measured_again_when_either_half_is_broken(tmp_path, monkeypatch):
+    """The rows and the case's own curve are one unit: a resumed run reuses both, a missing or broken
+    curve re-measures the case (its predictions came from that curve)."""
     monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
     calls = []
-
-    def fake_curve(lm, grid, ar_grid, ar_steps, contexts, repeats):
-        calls.append(1)
-        return {"prefill": [{"n": 1, "context": contexts[0], "median": 0.1 * len(calls)}],
-                "ar": [{"n": n, "context": contexts[0], "median": 0.01 * n} for n in e2e_predict.ar_points(ar_grid, ar_steps)],
-                "contexts": list(contexts)}
-
-    monkeypatch.setattr(e2e_predict, "latency_curve", fake_curve)
-    settings = stage.settings(Config.load(ROOT / "params.yaml").params)
-    choice = settings.models[0]
-    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
-    first = stage.cached_curve(loaded, choice, settings, (300, 900))
-    again = stage.cached_curve(loaded, choice, settings, (300, 900))
-    assert first == again and len(calls) == 1
-    other = stage.cached_curve(loaded, choice, settings, (301, 900))  # another context is another curve
-    assert len(calls) == 2 and other != first
-    before = {p.name for p in tmp_path.glob("*-curve-*.json")}
-    for path in tmp_path.glob("*-curve-*.json"):
-        if json.loads(path.read_text())["contexts"][0] == 300:
-            path.write_text("{truncated")
+    monkeypatch.setattr(stage.e2e, "measure_job", fake_measure(calls))
+    s = stage.settings(cfg())
+    job = job_for(s)
+    key = checkpoint_key(CHECKPOINT_VERSION, job.key_parts(s, {}))
+    first = stage.measured_case(None, job, s, key, "r", FromScratch())
     scratch = FromScratch()
-    remeasured = stage.cached_curve(loaded, choice, settings, (300, 900), scratch)
-    assert len(calls) == 3 and remeasured["prefill"][0]["median"] == pytest.approx(0.3)
-    stage.cached_curve(loaded, choice, settings, (301, 900), scratch)  # read back: its recorded seconds count
-    assert scratch.measured_now > 0 and scratch.recorded > scratch.measured_now
-    assert {p.name for p in tmp_path.glob("*-curve-*.json")} == before
-
-
-def test_the_curve_keeps_the_ar_steps_params_name():
-    assert e2e_predict.ar_points((1, 2, 4, 8, 16, 32), 32) == [1, 2, 4, 8, 16, 32]
-    assert e2e_predict.ar_points((1, 4, 64), 10) == [1, 4, 10]
-    s = stage.settings(cfg(**{"e2e.ar_grid": [1, 3], "e2e.fit": "quadratic"}))
-    assert s.ar_grid == (1, 3) and s.fit == "quadratic"
-
-
-def test_a_changed_ar_grid_measures_the_curve_again(tmp_path, monkeypatch):
-    """The AR grid is not part of the curve's key (the key format is kept): a curve holding other AR
-    steps than params ask for is measured again, and its new timings then re-key every case."""
-    monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
-    calls = []
-
-    def fake_curve(lm, grid, ar_grid, ar_steps, contexts, repeats):
-        calls.append(ar_grid)
-        return {"prefill": [], "contexts": list(contexts),
-                "ar": [{"n": n, "context": c, "median": 0.01 * n} for c in contexts for n in e2e_predict.ar_points(ar_grid, ar_steps)]}
-
-    monkeypatch.setattr(e2e_predict, "latency_curve", fake_curve)
-    loaded = ModelAndTokenizer(lm=None, hf_tok=None, eos_ids=())
-    default = stage.settings(cfg())
-    first = stage.cached_curve(loaded, default.models[0], default, (300, 900))
-    assert stage.cached_curve(loaded, default.models[0], default, (300, 900)) == first and len(calls) == 1
-    coarse = stage.settings(cfg(**{"e2e.ar_grid": [1, 8]}))
-    again = stage.cached_curve(loaded, coarse.models[0], coarse, (300, 900))
-    assert len(calls) == 2 and e2e_predict.curve_ar_points(again) == [1, 8, 32]
+    again = stage.measured_case(None, job, s, key, "r", scratch)
+    assert len(calls) == 1 and again[1] == first[1] and again[0].equals(first[0])
+    assert scratch.recorded >= 0 and scratch.measured_now == 0
+    curve_file = next(tmp_path.glob("*.curve.json"))
+    curve_file.write_text("{truncated")
+    remeasured = stage.measured_case(None, job, s, key, "r", FromScratch())
+    assert len(calls) == 2 and remeasured[1].prefill[0].median == pytest.approx(0.2)
+    assert {p.suffix for p in tmp_path.iterdir()} == {".parquet", ".json"}
 
 
 # ---------------------------------------------------------------- the sample and the wide preset
@@ -305,8 +336,15 @@ def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_case
     assert sum(sample.values()) >= 12 and all(sample[c] >= 3 for c in PAPER_CORPORA)
     assert sum(n for c, n in sample.items() if c.startswith("CommitEdits")) >= 3
     assert wide.stratify == "target_length" and wide.seed == default.seed
-    assert wide.hf_pld_cases == 0 and wide.constrained_cases == 0 and wide.repeats == default.repeats
-    assert str(stage.settings(BASE, preset="e2e-wide", out="/tmp/w").out) == "/tmp/w"
+    assert sum(n for c, n in sample.items() if c.startswith("HEvalFix")) >= 6
+    assert wide.checks.hf_pld_cases == 0 and wide.checks.constrained_cases == 0 and wide.repeats == default.repeats
+    assert wide.plan("smollm2-135m", "ProbeEdit-S").names() == default.plan("smollm2-135m", "HEvalFix-Py").names()
+    rehearsal = stage.settings(BASE, preset="e2e-rehearsal")
+    assert sum(n for _, n in rehearsal.models[0].sample) == 2 and rehearsal.plan("smollm2-135m", "HEvalFix-Py") == \
+        wide.plan("smollm2-135m", "HEvalFix-Py")  # the rehearsal measures what the wide run measures
+    assert str(stage.settings(BASE, preset="e2e-wide", out="runs/w").out) == "runs/w"
+    with pytest.raises(ParamsError, match="lies outside the output root"):  # issue 39, H4: inside the tree only
+        stage.settings(BASE, preset="e2e-wide", out="/tmp/w")
     with pytest.raises(ParamsError, match="unknown preset 'e2e-huge'"):
         stage.settings(BASE, preset="e2e-huge")
     with pytest.raises(ParamsError, match="--out names a preset run's folder"):
@@ -316,10 +354,10 @@ def test_the_default_is_cheaper_and_the_wide_preset_holds_twelve_stratified_case
 def test_the_cli_passes_the_preset_and_its_folder():
     from analysis import cli
 
-    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "/tmp/wide"])
+    args = cli.build_parser().parse_args(["e2e", "--preset", "e2e-wide", "--out", "data/e2e/wide"])
     args.out = getattr(args, "raw_out", None)
     s = cli.stage_settings(stage, args, Config.load(ROOT / "params.yaml"))
-    assert s.preset == "e2e-wide" and str(s.out) == "/tmp/wide"
+    assert s.preset == "e2e-wide" and str(s.out) == "data/e2e/wide"
     assert cli.main(["--out", "/tmp/x", "e2e", "--preset", "e2e-wide"]) == 2  # not a one-off output root
 
 
@@ -330,11 +368,14 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
 
     frames = []
     for case_id, corpus in (("HEvalFix-Py/1", "HEvalFix-Py"), ("ProbeEdit-S/1", "ProbeEdit-S")):
-        fake = FakeExecutor(E2E_COSTS, [1.0, 1.0], len(E2E_PLAN.methods()))
-        frames.append(pl.DataFrame(e2e.measure_case(fake, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, 2, case_id),
-                                   schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
+        fake = FakeExecutor(E2E_COSTS, [1.0, 1.0], len(E2E_PLAN.methods))
+        records = e2e.measure_case({"rewrite": fake, "program": fake}, [1, 2, 3, 4], E2E_SEGMENTS, E2E_PLAN, 2, case_id,
+                                   fake_drafters)
+        frames.append(pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
             case_id=pl.lit(case_id), corpus=pl.lit(corpus), model=pl.lit("smollm2-135m"), gold_tokens=pl.lit(4),
-            lossless_ok=pl.lit(None, dtype=pl.Boolean), lossless_rel_diff=pl.lit(None, dtype=pl.Float64)))
+            predicted_seconds=pl.col("seconds") * 1.1, predicted_ar_seconds=pl.lit(8.8), predicted=pl.lit(1.0),
+            extrapolated_spans=pl.lit(0), lossless_ok=pl.lit(True), lossless_rel_diff=pl.lit(1e-7),
+            lossless_levels=pl.lit("line")))
 
     class FakeEnv:
         machine, noisy = {"cpu_model": "test", "usable_cores": 2, "torch_threads": 1}, False
@@ -358,7 +399,7 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
     monkeypatch.setattr(stage, "cases_with_instructions", lambda: pl.DataFrame(
         {"corpus": ["HEvalFix-Py"], "framing": ["body"], "case_id": ["HEvalFix-Py/1"], "level": ["line"], "target": ["x"]}))
     monkeypatch.setattr(stage, "EnvironmentRecorder", FakeRecorder)
-    monkeypatch.setattr(stage, "run_model", lambda *a: {"measurements": pl.concat(frames), "latency_curve": {}})
+    monkeypatch.setattr(stage, "run_model", lambda *a: {"measurements": pl.concat(frames), "latency_curves": {}})
     monkeypatch.setattr(stage, "environment_metrics", lambda env: {"noisy": False})
     monkeypatch.setattr(stage, "set_threads", lambda threads: threads)
     monkeypatch.setattr(stage.e2e, "sample_cases", lambda table, *a: table)
@@ -371,4 +412,6 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
     assert run["preset"] == "e2e-wide" and run["command"].startswith("copydecode e2e --preset e2e-wide --out ")
     assert run["seconds"] >= 0 and "commit" in run and run["machine"]["cpu_model"] == "test"
     frozen = read_frozen(tmp_path / "wide" / "..", "wide")
-    assert frozen.case_count == 2 and frozen.pooled.filter(pl.col("pool") == "pooled").height == len(E2E_PLAN.methods())
+    assert frozen.case_count == 2 and frozen.stale is None
+    assert frozen.pooled.filter(pl.col("pool") == "pooled").height == len(E2E_PLAN.methods)
+    assert set(frozen.pooled["pool"]) == {"HEvalFix-Py", "ProbeEdit-S", "HEvalFix", "pooled"}

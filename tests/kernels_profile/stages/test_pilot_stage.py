@@ -69,13 +69,15 @@ def test_jobs_pair_the_seeds_that_have_both_adapters():
     s = pilot_settings.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
                               "pilot.humaneval_seeds": [0]}).params)
     jobs = stage.evaluation_jobs(s, n_humaneval=4)
-    assert jobs[0] == {"phase": "before", "seed": None, "split": "heldout", "modes": ["program"]}
-    assert jobs[1] == {"phase": "before", "seed": None, "split": "HEvalFix-Py", "modes": ["program"]}
-    modes = {(j["seed"], j["split"]): j["modes"] for j in jobs[2:]}
+    assert jobs[0] == stage.EvalJob("before", None, "heldout", ("program",))
+    assert jobs[1] == stage.EvalJob("before", None, "HEvalFix-Py", ("program",))
+    modes = {(j.seed, j.split): j.modes for j in jobs[2:]}
     # seed 2 is trained (teacher-forced metrics) but not decoded
-    assert modes == {(0, "heldout"): ["program"], (1, "heldout"): ["program", "rewrite"],
-                     (3, "heldout"): ["rewrite"], (0, "HEvalFix-Py"): ["program"]}
-    assert all(j["split"] == "heldout" for j in stage.evaluation_jobs(s, n_humaneval=0))
+    assert modes == {(0, "heldout"): ("program",), (1, "heldout"): ("program", "rewrite"),
+                     (3, "heldout"): ("rewrite",), (0, "HEvalFix-Py"): ("program",)}
+    assert all(j.split == "heldout" for j in stage.evaluation_jobs(s, n_humaneval=0))
+    # the checkpoint key part is the dict the jobs were keyed by before they were typed: finished jobs stay valid
+    assert jobs[3].key() == {"phase": "after", "seed": 1, "split": "heldout", "modes": ["program", "rewrite"]}
 
 
 # ---------------------------------------------------------------- tables

@@ -52,7 +52,8 @@ def test_the_spec_takes_exactly_its_fields(change, message):
         spec_of(missing)
 
 
-def test_the_raw_file_is_named_by_out_model_preset_or_params(tmp_path):
+def test_the_raw_file_is_named_by_out_model_preset_or_params(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # --out names a file inside the tree (issue 39, H4)
     params = params_with()
     assert settings(params).out == KERNELS_RAW and settings(params).source is None
     own = settings(params, model="meta-llama/Llama-3.2-1B", device="cpu")

@@ -13,13 +13,14 @@ from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, build_parser, run_stag
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 from analysis.pipeline.params import merge_preset
-from kernels_profile.e2e import methods as e2e
+from kernels_profile.e2e import settings as e2e
 from kernels_profile.measure.profiler import ProfileSpec
 from kernels_profile.stages import decode, e2e as e2e_stage, fit, profile
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 DATACLASSES = (ProfileSpec, profile.ProfileSettings, fit.FitSettings, fit.RawSource, e2e_stage.E2ESettings,
-               e2e_stage.E2EModel, e2e.PldSettings, e2e.MethodPlan, decode.DecodeSettings)
+               e2e.E2EModel, e2e.DraftSettings, e2e.CurveSettings, e2e.CheckSettings, e2e.EnvironmentSettings,
+               e2e.MaskSettings, e2e.MethodPlan, decode.DecodeSettings)
 
 
 @pytest.mark.parametrize("cls", DATACLASSES, ids=lambda c: c.__name__)
@@ -62,7 +63,8 @@ def test_the_fit_and_e2e_settings_read_params_yaml():
     assert list(f.forms) == PARAMS["kernels"]["fit"]["forms"] and list(f.holdout_ns) == PARAMS["kernels"]["fit"]["holdout_ns"]
     s = e2e_stage.settings(PARAMS)
     group = PARAMS["e2e"]
-    assert (s.seed, s.repeats, s.threads, s.framing) == (group["seed"], group["repeats"], group["threads"], group["framing"])
+    assert (s.seed, s.repeats, s.environment.threads, s.framing) == (group["seed"], group["repeats"], group["threads"], group["framing"])
+    assert list(s.drafts.k) == group["pld"]["k"] and list(s.drafts.suffix_k) == group["suffix"]["k"]
     assert s.tokenizer == PARAMS["tokenizer"]["spec"] and len(s.models) == len(group["models"])
 
 

@@ -1,0 +1,160 @@
+"""`copydecode report NAME [--corpus C] [-p KEY=VALUE] [--html OUT]`: one report page, rendered as the
+reports stage renders it (the same template, the same parameter checks, the same page and provenance),
+from the outputs in the current folder, without touching reports/.
+
+Its parameters are params `reports.parameters.NAME`, then `--corpus` (for a template that declares
+`corpus`), then each `-p KEY=VALUE` (VALUE read as a YAML scalar); every name is checked against the
+template's own parameters cell (papermill writes names as code). The notebook runs in a temporary
+folder beside OUT, which is removed afterwards unless `--notebook FILE` keeps the executed notebook.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from analysis.errors import ParamsError
+
+DEFAULT_DIR = Path("runs/report")
+
+
+@dataclass(frozen=True)
+class ReportCommand:
+    name: str
+    parameters: dict[str, Any]
+    html: Path
+    notebook: Path | None
+    params_path: Path
+
+
+def add_arguments(parser) -> None:
+    from analysis.present.reports import REPORTS
+
+    parser.add_argument("name", metavar="NAME", choices=REPORTS, help="the report: " + ", ".join(REPORTS))
+    parser.add_argument("--corpus", default=None, help="the corpus to show (reports whose template has a corpus "
+                                                       "parameter; default: params reports.parameters)")
+    parser.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE", dest="parameters",
+                        help="another template parameter, e.g. -p framing=decl or -p case_id=HEvalFix-JS/3 "
+                             "(repeatable; names from the template's parameters cell)")
+    parser.add_argument("--html", default=None, metavar="OUT",
+                        help="the page to write (default runs/report/NAME[-CORPUS].html)")
+    parser.add_argument("--notebook", default=None, metavar="FILE", help="also keep the executed notebook here")
+
+
+def _scalar(key: str, raw: str) -> Any:
+    import yaml
+
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"-p {key}: the value {raw!r} is not a YAML scalar ({exc})".replace("\n", " ")) from None
+    return value
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.]+", "-", str(text)).strip("-.") or "report"
+
+
+def settings(params: dict, name: str, corpus: str | None = None, pairs: list[str] = (), html: str | None = None,
+             notebook: str | None = None, params_path: Path = Path("params.yaml")) -> ReportCommand:
+    from analysis.pipeline.params import get_or
+    from analysis.present.reports import check_parameters, template_parameters
+
+    chosen = dict(get_or(params, f"reports.parameters.{name}", {}, dict) or {})
+    if corpus is not None:
+        if "corpus" not in template_parameters(name):
+            raise ParamsError(f"--corpus: the {name} report has no corpus parameter; it declares "
+                              f"{', '.join(template_parameters(name)) or 'none'}")
+        chosen["corpus"] = corpus
+    for item in pairs:
+        key, sep, raw = item.partition("=")
+        if not sep or not key.strip():
+            raise ParamsError(f"-p expects KEY=VALUE (e.g. -p framing=decl), got {item!r}")
+        chosen[key.strip()] = _scalar(key.strip(), raw)
+    chosen = check_parameters(name, chosen)
+    stem = name + (f"-{_slug(chosen['corpus'])}" if corpus is not None else "")
+    out = Path(html) if html else DEFAULT_DIR / f"{stem}.html"
+    if out.suffix != ".html":
+        raise ParamsError(f"--html {out}: give a file name ending in .html")
+    if out.is_dir():
+        raise ParamsError(f"--html {out}: is a folder; give the page's file name")
+    return ReportCommand(name, chosen, out, Path(notebook) if notebook else None, params_path)
+
+
+def render(s: ReportCommand, root: Path = Path(".")) -> Path:
+    """Execute the template with the chosen parameters against `root`'s outputs and write the page."""
+    import shutil
+
+    import nbformat
+    import papermill
+
+    from analysis.pipeline.io import write_text
+    from analysis.pipeline.scratch import owned_temp_dir
+    from analysis.present.provenance import PARAMS_ENV
+    from analysis.present.reports import (REPORT_STAGES, CORPUS_STAGES, _title_of, missing_input, notebook_body,
+                                          page, stale_banner, stale_pages_reasons, template_path)
+    from analysis.present.execution import kernel_environment, normalise_executed
+
+    s.html.parent.mkdir(parents=True, exist_ok=True)
+    before = os.environ.get(PARAMS_ENV)
+    os.environ[PARAMS_ENV] = str(s.params_path)
+    try:
+        with owned_temp_dir(".copydecode-report-", s.html.parent) as tmp:
+            executed = tmp / f"{s.name}.ipynb"
+            try:
+                with kernel_environment():  # the folder's modules are data, never imported (issue 39, H2)
+                    papermill.execute_notebook(str(template_path(s.name)), str(executed),
+                                               parameters={**s.parameters, "root": "."}, kernel_name="python3",
+                                               cwd=str(root), progress_bar=False, log_output=False)
+            except Exception as exc:  # papermill's PapermillExecutionError carries the cell's exception
+                missing = missing_input(exc)
+                if missing is not None:
+                    raise ParamsError(f"the {s.name} report reads an output this folder lacks: {missing}") from None
+                if getattr(exc, "ename", None):
+                    raise ParamsError(f"the {s.name} report failed: {exc.ename}: {exc.evalue}") from None
+                raise
+            normalise_executed(executed, s.name, s.name)
+            book = nbformat.read(executed, as_version=4)
+            stale = stale_pages_reasons(root)
+            reasons = [stale[st] for st in REPORT_STAGES.get(s.name, CORPUS_STAGES) if st in stale]
+            index = os.path.relpath((root / "reports/index.html").resolve(), s.html.parent.resolve())
+            nav = f"<nav class='cd-nav'><a href='{Path(index).as_posix()}'>all reports</a></nav>"
+            write_text(page(_title_of(book), stale_banner(reasons) + notebook_body(book), nav), s.html)
+            if s.notebook is not None:
+                s.notebook.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(executed, s.notebook)
+    finally:
+        if before is None:
+            os.environ.pop(PARAMS_ENV, None)
+        else:
+            os.environ[PARAMS_ENV] = before
+    return s.html
+
+
+ACCEPTS_SET = True  # the CLI adds --set KEY=VALUE (applied to the params before the report's defaults are read)
+
+
+APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders with the override (analysis.cli)
+
+
+def command(args) -> int:
+    from analysis.cli import apply_overrides
+    from analysis.pipeline.config import Config
+    from analysis.pipeline.params import DEFAULT_PARAMS
+
+    cfg = Config.load(getattr(args, "params", DEFAULT_PARAMS))
+    overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
+    params = apply_overrides(cfg.params, overrides) if overrides else cfg.params
+    s = settings(params, args.name, args.corpus, args.parameters, args.html, args.notebook, Path(cfg.path))
+    shown = ", ".join(f"{k}={v}" for k, v in s.parameters.items()) or "no parameters"
+    print(f"copydecode report {s.name}: rendering ({shown}) ...", file=sys.stderr)
+    from analysis.parallel.progress import kernel_noise_filtered
+
+    with kernel_noise_filtered():
+        path = render(s)
+    print(f"copydecode report {s.name}: wrote {path}", file=sys.stderr)
+    return 0

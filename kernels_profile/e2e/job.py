@@ -1,0 +1,87 @@
+"""One e2e case as a job, built once (`build_job`): its plan, both prompts, the gold output and the
+programs' executor segments in the model's tokens, the checkpoint key's parts, and the per-case
+curve's contexts and prefill sizes. The stage builds it, the measurement runs it, the checkpoint is
+keyed by it; nothing downstream rebuilds a part of it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from analysis.grammar.program import parse
+from analysis.layout import LEVELS
+from analysis.results.methods import PROGRAM_PROMPT, REWRITE_PROMPT
+from kernels_profile.e2e.executor import Segment, program_segments
+from kernels_profile.e2e.predict import prefill_sizes
+from kernels_profile.e2e.settings import E2EModel, E2ESettings, MethodPlan
+from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
+
+CHECKPOINT_VERSION = "e2e-5"  # 5: typed plan, rewrite prompt for AR/PLD/suffix, prompt prefill, per-case curve, forward logs
+
+
+@dataclass(frozen=True)
+class CaseJob:
+    model: E2EModel
+    case_id: str
+    corpus: str
+    source: str
+    target: str
+    programs: tuple[str, str]                  # line, token (the oracle programs' text)
+    instruction: str | None
+    prompts: dict[str, tuple[int, ...]]        # REWRITE_PROMPT / PROGRAM_PROMPT -> ids
+    gold: tuple[int, ...]                      # the target in the model's tokens
+    segments: dict[str, list[Segment]]         # level -> the program's executor segments
+    plan: MethodPlan
+    repeats: int
+    order_seed: str
+    lossless_levels: tuple[str, ...]
+    curve_contexts: tuple[int, int]            # the shortest prompt, the longest context any method reaches
+    curve_sizes: tuple[int, ...]               # prefill sizes up to the largest forward's
+
+    def key_parts(self, s: E2ESettings, fingerprint: dict) -> dict:
+        """Everything that determines this case's checkpoint: a change to any of it re-measures the case."""
+        return {"model": asdict(self.model), "tokenizer": s.tokenizer, "case": self.case_id, "source": self.source,
+                "target": self.target, "programs": list(self.programs), "prompts": {k: list(v) for k, v in self.prompts.items()},
+                "repeats": self.repeats, "plan": self.plan.key(), "order_seed": self.order_seed,
+                "lossless": [list(self.lossless_levels), s.checks.losslessness_tolerance], "threads": s.environment.threads,
+                "curve": {"contexts": list(self.curve_contexts), "sizes": list(self.curve_sizes),
+                          "ar_grid": list(s.curve.ar_grid), "ar_steps": s.curve.ar_steps, "fit": s.curve.fit},
+                "fingerprint": fingerprint}
+
+    def file_stem(self) -> str:
+        """The checkpoint's name before its key: `/` as `_` (one path component), the case id cut to
+        CASE_STEM_BYTES (issue 39, L2: a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
+        after it, a hash holding the case id, keeps two cut ids apart."""
+        case = self.case_id.replace("/", "_").replace("\x00", "_").encode("utf-8")[:CASE_STEM_BYTES]
+        return f"{self.model.name}-{case.decode('utf-8', 'ignore')}"
+
+
+CASE_STEM_BYTES = 100  # of a case id in a checkpoint's file name
+
+
+def order_seed(seed: int, model: str, case_id: str) -> str:
+    return f"{seed}/{model}/{case_id}"
+
+
+def build_job(choice: E2EModel, s: E2ESettings, line: dict, token: dict, tok: ModelTokenizer, encode,
+              qwen) -> CaseJob:
+    """The job of one case from its line- and token-level program rows (`encode`: the model's plain
+    tokenizer, str -> ids; `qwen`: the suite tokenizer whose token bounds the token programs address)."""
+    source, instruction = line["source"], line.get("instruction")
+    prompts = {REWRITE_PROMPT: tuple(prompt_ids(tok, PLAIN_REWRITE_TEMPLATE, source, instruction)),
+               PROGRAM_PROMPT: tuple(prompt_ids(tok, PROGRAM_TEMPLATE, source, instruction))}
+    bounds = qwen.encode(source).char_bounds
+    segments = {"line": program_segments(parse(line["program"]), source, None, encode),
+                "token": program_segments(parse(token["program"]), token["source"], bounds, encode)}
+    gold = tuple(encode(line["target"]))
+    plan = s.plan(choice.name, line["corpus"])
+    decoded = max(sum(seg.directive_tokens + len(seg.ids) for seg in segments[level]) for level in LEVELS)
+    longest = max(len(prompts[REWRITE_PROMPT]) + len(gold), len(prompts[PROGRAM_PROMPT]) + decoded)
+    widest = max([1, *(len(seg.ids) for level in LEVELS for seg in segments[level] if seg.kind == "copy"),
+                  *(m.k + 1 for m in plan.methods if m.speculative)])
+    return CaseJob(
+        model=choice, case_id=line["case_id"], corpus=line["corpus"], source=source, target=line["target"],
+        programs=(line["program"], token["program"]), instruction=instruction, prompts=prompts, gold=gold,
+        segments=segments, plan=plan, repeats=s.repeats, order_seed=order_seed(s.seed, choice.name, line["case_id"]),
+        lossless_levels=s.checks.lossless_levels,
+        curve_contexts=(min(len(p) for p in prompts.values()), longest),
+        curve_sizes=prefill_sizes(s.curve.prefill_grid, widest))

@@ -20,6 +20,7 @@ from typing import Any
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 from analysis.layout import LATENCY_MODEL
+from analysis.pipeline.confine import check_output_root, confined
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
@@ -118,10 +119,16 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
         raise ParamsError(f"--out {out}: cannot create the folder ({exc.strerror})") from None
     if not os.access(root, os.W_OK | os.X_OK):
         raise ParamsError(f"--out {out}: the folder is not writable")
+    # DIR is data (docs/run-folders.md): its links are refused before the first write into it, the model copy
+    # included (H3: a linked reports/ used to receive it outside the root, a dangling link its bytes)
+    check_output_root(root)
     model = root / LATENCY_MODEL
     if (start / LATENCY_MODEL).is_file() and not model.exists():
-        model.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(start / LATENCY_MODEL, model)
+        from analysis.pipeline.io import write_with
+
+        confined(model, "the latency model copy", root)
+        # a temporary file of our own, renamed onto the path: a link left there is replaced, never written through
+        write_with(lambda tmp: shutil.copy2(start / LATENCY_MODEL, tmp), model)
     # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.reports.TEMPLATES),
     # never from DIR, which holds outputs only
     os.chdir(root)

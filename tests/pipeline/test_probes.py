@@ -595,6 +595,21 @@ def _ok_pairs(run: Path) -> None:
     (run.parent / "ok.jsonl").write_text('{"source": "a = 1\\n", "target": "a = 2\\n"}\n')
 
 
+def _committed_model(run: Path) -> None:
+    """The folder the run starts from holds a latency model, which `--out` copies into the run folder."""
+    import shutil
+
+    (run.parent / "reports/kernels").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / "reports/kernels/latency_model.json", run.parent / "reports/kernels/latency_model.json")
+
+
+def _model_replaces_the_link(run: Path, outside: Path) -> None:
+    model = run / "reports/kernels/latency_model.json"
+    assert model.is_file() and not model.is_symlink()  # the copy replaced the link, never wrote through it
+    assert model.read_bytes() == (ROOT / "reports/kernels/latency_model.json").read_bytes()
+    assert not (run / "reports/planted.json").exists()
+
+
 def profile_settings(**options) -> Callable[[Path, Path], str]:
     """`kernels profile`'s settings with `options` (no model is built): RUN/OUTSIDE as in `copydecode`."""
     def act(run: Path, outside: Path) -> str:
@@ -697,6 +712,18 @@ ATTACKS = [
                                                     lambda run, out: out / "victim_overwritten", before=_ok_pairs),
            copydecode("--out", "run", "corpora", "--only", "--pairs", "ok.jsonl"),
            "corpora.json is a symbolic link out of the output root"),
+    Attack("H3-reports-a-symlink-outside-before-the-model-copy", link(
+        "reports", lambda run, out: out / "victimdir", before=_committed_model),
+        copydecode("--out", "run", "headline"), "reports is a symbolic link"),
+    Attack("H3-reports-kernels-a-symlink-outside-before-the-model-copy", link(
+        "reports/kernels", lambda run, out: out / "victimdir", before=_committed_model),
+        copydecode("--out", "run", "headline"), "reports/kernels is a symbolic link to a folder"),
+    Attack("H3-model-copy-onto-a-dangling-link-outside", link(
+        "reports/kernels/latency_model.json", lambda run, out: out / "planted.pth", before=_committed_model),
+        copydecode("--out", "run", "headline"), "latency_model.json is a symbolic link out of the output root"),
+    Attack("H3-model-copy-onto-a-dangling-link-inside-replaces-the-link", link(
+        "reports/kernels/latency_model.json", lambda run, out: run / "reports/planted.json", before=_committed_model),
+        copydecode("--out", "run", "headline"), "nothing to report", _model_replaces_the_link),
     Attack("H4-profile-model-folder-checkpoints-stay-inside", lambda run, out: (run.mkdir(), _victims(out)),
            pair_checkpoint, ""),
     Attack("H4-profile-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),

@@ -434,3 +434,44 @@ def write_with(writer: Callable[[Path], None], path: str | Path) -> None:
     """Atomic write through any writer that takes a path."""
     with atomic_path(path) as tmp:
         writer(tmp)
+
+
+class OutputPathError(CopyDecodeError):
+    """A file a command was told to write (`--out FILE`) cannot be written at that path."""
+
+
+def os_error_text(exc: BaseException) -> str | None:
+    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    that is not UTF-8, which Python holds as surrogates), else None. The same text as analysis.cli's, which
+    reports what a stage raises; here for commands that name the error themselves (`output_path_error`)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
+        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
+                "use a shorter file name, --name, or setting")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
+                "rename it to UTF-8")
+    return None
+
+
+OUTPUT_PATH_HINTS = {errno.EISDIR: "it is a folder; give a file name inside it",
+                     errno.ENOTDIR: "a part of the path is a file, not a folder",
+                     errno.EEXIST: "a part of the path is a file, not a folder",  # the parent folder's mkdir
+                     errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                     errno.EROFS: "the file system is read-only", errno.ENOSPC: "no space left on the device"}
+
+
+def output_path_error(exc: BaseException, option: str, path: str | Path) -> OutputPathError | None:
+    """The named error for `exc`, raised while writing the file the user named with `option` (`--out FILE`):
+    any OSError there is about that path (a folder, a name over 255 bytes, no permission), so it is named
+    with the path and the reason instead of a traceback; None for anything else (a real crash)."""
+    text = os_error_text(exc)
+    if text is None and isinstance(exc, OSError):
+        text = OUTPUT_PATH_HINTS.get(exc.errno) or f"cannot write it ({exc.strerror or exc})"
+    if text is None:
+        return None
+    shown = str(path) if len(str(path)) <= 120 else f"{str(path)[:60]}...{str(path)[-40:]}"
+    shown = shown.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return OutputPathError(f"{option} {shown}: {text}")

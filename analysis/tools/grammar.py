@@ -2,7 +2,8 @@
 [--out FILE]`: the program grammar of one source, for a structured-output engine (analysis.grammar.export;
 the request bodies for vLLM and SGLang are in docs/grammar.md).
 
-Printed to stdout, or written to FILE (atomically). A regex has no comment syntax, so its notes (what
+Printed to stdout, or written to FILE (atomically; a FILE that cannot be written, a folder or a name over
+255 bytes, is a named error). A regex has no comment syntax, so its notes (what
 the grammar enforces and leaves out) go to stderr; Lark and GBNF carry them as a header.
 """
 
@@ -64,8 +65,10 @@ def file_source(path: str) -> tuple[str, str]:
 
 
 def command(args) -> int:
-    from analysis.pipeline.io import write_text
+    from analysis.pipeline.io import output_path_error, write_text
 
+    if args.grammar_out == "":  # an unset $VAR: printing to stdout instead would hide it
+        raise GrammarError("--out is empty; give a file name, or leave --out out to print the grammar")
     if args.framing and not args.case_id:
         raise GrammarError("--framing chooses among a case's framings; it has no meaning with --source")
     source, label = case_source(args.case_id, args.framing) if args.case_id else file_source(args.source)
@@ -74,7 +77,13 @@ def command(args) -> int:
         for note in exported.notes:
             print(note, file=sys.stderr)
     if args.grammar_out:
-        write_text(exported.text(), args.grammar_out)
+        try:
+            write_text(exported.text(), args.grammar_out)
+        except (OSError, UnicodeEncodeError) as exc:  # about the path the user named: named here, not a traceback
+            named = output_path_error(exc, "--out", args.grammar_out)
+            if named is None:
+                raise
+            raise named from None
         print(f"copydecode grammar: wrote {args.grammar_out} ({len(exported.text()):,} characters)", file=sys.stderr)
     else:
         sys.stdout.write(exported.text())

@@ -214,6 +214,24 @@ def checkpoint(state_of: Callable[[Path], object]) -> Callable[[Path], str]:
     return run
 
 
+def grammar_limit(n_lines: int, fmt: str, forced: bool) -> Callable[[Path], str]:
+    """The export's size check for a source of `n_lines` (the grammar is never built)."""
+    def run(folder: Path) -> str:
+        from analysis.grammar.export import check_limit
+
+        check_limit(n_lines, fmt, forced)
+        return ""
+    return run
+
+
+def source_files(folder: Path) -> None:
+    """Sources for `copydecode grammar`: f.py (3 lines), fbad.py (not UTF-8), fbig.py (20,001 lines), and a folder d."""
+    (folder / "f.py").write_text("a = 1\nb = 2\nc = 3\n")
+    (folder / "fbad.py").write_bytes(b"caf\xe9 = 1\n")
+    (folder / "fbig.py").write_text("x = 1\n" * 20_001)
+    (folder / "d").mkdir()
+
+
 class _Planted:
     def __init__(self, folder):
         self.folder = folder
@@ -391,6 +409,52 @@ PROBES = [
         "serving.closed_loop.min_requests": 10**9}), "would simulate 1,000,000,000 requests"),
     Probe("S4-serving-open-loop-requests-bounded", stage_settings("analysis.stages.serving", **{
         "serving.open_loop.requests": 10**7}), "above 100,000"),
+    # section 4: the grammar export (analysis.grammar.export, `copydecode grammar`), the decoder's mask engine and
+    # the forcing stage: named errors at settings time, bounded sizes, an output path that cannot be written named
+    Probe("S4-grammar-forced-regex-refused", grammar_limit(3, "regex", True), "the forced-span form has no regex export"),
+    Probe("S4-grammar-forced-lark-over-its-limit", grammar_limit(20_001, "lark", True),
+          "the forced-span lark form supports sources of at most 20,000 lines"),
+    Probe("S4-grammar-forced-ebnf-over-its-limit", grammar_limit(201, "ebnf", True),
+          "the forced-span ebnf form supports sources of at most 200 lines"),
+    Probe("S4-grammar-symbolic-has-no-line-limit", grammar_limit(10**6, "regex", False), ""),
+    Probe("S4-grammar-unknown-format", lambda f: (__import__("analysis.grammar.export", fromlist=["x"]).export(
+        "a\n", "json", False), "")[-1], "grammar format must be one of lark, ebnf, regex, got 'json'"),
+    Probe("S4-grammar-cli-source-missing", cli("grammar", "--source", "fnone.py"), "--source fnone.py: no such file"),
+    Probe("S4-grammar-cli-source-a-folder", cli("grammar", "--source", "d", setup=source_files), "--source d: no such file"),
+    Probe("S4-grammar-cli-source-not-utf8", cli("grammar", "--source", "fbad.py", setup=source_files),
+          "--source fbad.py: not UTF-8"),
+    Probe("S4-grammar-cli-forced-source-over-the-limit", cli("grammar", "--source", "fbig.py", "--forced-spans",
+                                                             setup=source_files), "at most 20,000 lines; this one has 20,001"),
+    Probe("S4-grammar-cli-framing-with-source", cli("grammar", "--source", "f.py", "--framing", "body",
+                                                    setup=source_files), "it has no meaning with --source"),
+    Probe("S4-grammar-cli-case-id-without-cases", cli("grammar", "--case-id", "x"), "no cases table"),
+    Probe("S4-grammar-cli-unknown-format", cli("grammar", "--source", "f.py", "--format", "json", setup=source_files),
+          "argument --format: invalid choice: 'json'"),
+    Probe("S4-grammar-cli-out-an-existing-folder", cli("grammar", "--source", "f.py", "--out", "d", setup=source_files),
+          "--out d: it is a folder"),
+    Probe("S4-grammar-cli-out-name-over-255-bytes", cli("grammar", "--source", "f.py", "--out", "f" * 300 + ".lark",
+                                                        setup=source_files), "too long for the file system"),
+    Probe("S4-grammar-cli-out-under-a-file", cli("grammar", "--source", "f.py", "--out", "f.py/g.lark",
+                                                 setup=source_files), "a part of the path is a file, not a folder"),
+    Probe("S4-grammar-cli-out-empty", cli("grammar", "--source", "f.py", "--out", "", setup=source_files),
+          "--out is empty"),
+    Probe("S4-grammar-cli-out-a-file", cli("grammar", "--source", "f.py", "--out", "f.lark", setup=source_files), ""),
+    Probe("S4-decode-mask-engine-unknown", stage_settings("kernels_profile.stages.decode", **{
+        "decode.mask_engine": "xgrammar"}), "'decode.mask_engine' must be one of suite, llguidance; got 'xgrammar'"),
+    Probe("S4-decode-mask-engine-not-a-name", stage_settings("kernels_profile.stages.decode", **{
+        "decode.mask_engine": ["suite"]}), "'decode.mask_engine' must be str"),
+    Probe("S4-forcing-eos-token-empty", stage_settings("analysis.stages.forcing", **{"forcing.eos_token": ""}),
+          "forcing.eos_token is empty"),
+    Probe("S4-forcing-eos-token-not-a-string", stage_settings("analysis.stages.forcing", **{"forcing.eos_token": 0}),
+          "'forcing.eos_token' must be str"),
+    Probe("S4-forcing-eos-token-not-in-the-vocabulary", lambda f: (__import__("analysis.stages.forcing", fromlist=["x"])
+                                                                   .eos_id(__import__("analysis.text.tokens", fromlist=[
+                                                                       "x"]).load_tokenizer("qwen2.5"), "<|nope|>"),
+                                                                   "")[-1], "forcing.eos_token '<|nope|>' is not a token"),
+    Probe("S4-forcing-limit-negative", stage_settings("analysis.stages.forcing", **{"forcing.limit": -1}),
+          "'forcing.limit' must be >= 0, got -1"),
+    Probe("S4-forcing-limit-not-an-integer", stage_settings("analysis.stages.forcing", **{"forcing.limit": "all"}),
+          "'forcing.limit' must be int"),
     Probe("M5-profile-model-empty", cli("kernels", "profile", "--model", ""), "--model is empty"),
     Probe("M11-set-alias", cli("--set", "spans.seed={a: &a [x], b: *a}", "--out", "run", "spans"),
           "--set spans.seed: YAML anchors (&a) are not allowed"),

@@ -8,7 +8,9 @@ instruction_descriptive, case_id: id}`. `split` picks the split (a local file ha
 `train`; the hub accepts slices such as `train[:500]`). Every record goes through the pairs checks.
 
 Named errors (CorpusError): a missing dataset or file, an unknown split (the known ones listed), an
-empty dataset, a mapped column the dataset lacks (its columns listed), and each pairs-record defect.
+empty dataset, a mapped column the dataset lacks (its columns listed), and each pairs-record defect. A
+JSON Lines file `datasets` cannot read is read again line by line to name its first bad line, row and
+cause (not UTF-8, not JSON, not an object, a key twice, a lone surrogate: analysis.corpora.jsonl).
 """
 
 from __future__ import annotations
@@ -96,9 +98,10 @@ def load_split(settings: HFDatasetSettings):
         try:
             return datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
         except Exception as exc:  # noqa: BLE001 - datasets' reader errors vary by format; name the file
-            hint = ("; a JSON Lines file read as corpora.pairs gets an error naming its line"
-                    if path.suffix.lower() in (".json", ".jsonl") else "")
-            raise CorpusError(f"{where}: `datasets` cannot read it ({reader_cause(exc)}){hint}") from exc
+            defect = jsonl_defect(path)
+            if defect is not None:  # the row and its cause, not pandas' fallback ("Trailing data at position 29")
+                raise CorpusError(f"{where}: `datasets` cannot read it: {defect}") from exc
+            raise CorpusError(f"{where}: `datasets` cannot read it ({reader_cause(exc)})") from exc
     if not HUB_ID.fullmatch(settings.dataset):
         raise CorpusError(f"{where}: not a folder, a .json/.jsonl/.parquet/.csv file or a hub id")
     try:
@@ -109,6 +112,25 @@ def load_split(settings: HFDatasetSettings):
     except (FileNotFoundError, ConnectionError, OSError) as exc:
         raise CorpusError(f"{where}: cannot load it from the hub ({type(exc).__name__}: {exc}); offline, "
                           f"save it with save_to_disk and name the folder") from exc
+
+
+def jsonl_defect(path: Path) -> str | None:
+    """For a JSON Lines file `datasets` failed on: its first bad line, with the row and the cause
+    (analysis.corpora.jsonl.first_defect: not UTF-8, not JSON, not an object, a key twice, a lone surrogate).
+    None for other files, for a .json file that holds one JSON document over several lines (an array, a
+    pretty-printed object: not JSON Lines), and when every line reads (the failure is then `datasets`' own,
+    which `reader_cause` names)."""
+    from analysis.corpora.jsonl import first_defect
+
+    suffix = path.suffix.lower()
+    if FILE_BUILDERS.get(suffix) != "json":
+        return None
+    if suffix == ".json":
+        with path.open("rb") as lines:
+            first = next((line for line in lines if line.strip()), b"").strip().removeprefix(b"\xef\xbb\xbf")
+        if not (first.startswith(b"{") and first.endswith(b"}")):
+            return None
+    return first_defect(path)
 
 
 def reader_cause(exc: BaseException) -> str:

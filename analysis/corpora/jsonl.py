@@ -118,3 +118,28 @@ def read_jsonl(path: str | Path, missing_hint: str = "") -> list[JsonlRecord]:
     if not records:
         raise CorpusError(f"{path}: the file is empty")
     return records
+
+
+def first_defect(path: str | Path) -> str | None:
+    """The first defect `read_jsonl` would name, as `PATH:LINE (row R): cause` (R: the 0-based record, blank
+    lines skipped, as a dataset numbers its rows), read one line at a time; None when every line reads.
+    For naming the row and cause when another reader (Hugging Face `datasets`) fails on the file (L8)."""
+    path = Path(path)
+    row = 0
+    with path.open("rb") as lines:
+        for lineno, raw in enumerate(lines, start=1):
+            if lineno == 1:
+                raw = raw.removeprefix(_BOM.encode("utf-8"))
+            try:
+                line = raw.decode("utf-8").removesuffix("\n")  # as read_jsonl splits them
+            except UnicodeDecodeError as exc:
+                return (f"{path}:{lineno} (row {row}): not valid UTF-8 (byte 0x{raw[exc.start]:02x} at byte column "
+                        f"{exc.start + 1}: {exc.reason}); save the file as UTF-8")
+            if not line.strip(_JSON_BLANK):
+                continue
+            try:
+                parse_line(path, lineno, line)
+            except CorpusError as exc:
+                return str(exc).replace(f"{path}:{lineno}:", f"{path}:{lineno} (row {row}):", 1)
+            row += 1
+    return None

@@ -171,6 +171,47 @@ def test_reader_errors_name_their_cause(tmp_path):
     assert "An error occurred while generating" not in str(caught.value)
 
 
+@pytest.mark.parametrize("name, line, expect", [
+    ("surrogate", b'{"before": "\\ud800", "after": "b"}', r"surrogate.jsonl:3 \(row 1\): record\['before'\] holds a lone surrogate"),
+    ("badjson", b'{"before": "a", "after": }', r"badjson.jsonl:3 \(row 1\): not valid JSON \(Expecting value at column 26\)"),
+    ("truncated", b'{"before": "a", "af', r"truncated.jsonl:3 \(row 1\): not valid JSON \(Unterminated string"),
+    ("array", b'["a", "b"]', r"array.jsonl:3 \(row 1\): expected a JSON object, got list"),
+    ("twice", b'{"before": "a", "before": "c", "after": "b"}', r"twice.jsonl:3 \(row 1\): the key 'before' is given twice"),
+])
+def test_a_jsonl_file_datasets_cannot_read_names_the_row_and_the_cause(tmp_path, name, line, expect):
+    """L8: a lone surrogate (and any bad line) gave pandas' fallback error, "ValueError: Trailing data at
+    position 29", naming neither the row nor the cause; now the line, the row (blank lines skipped, as the
+    dataset numbers its rows) and what is wrong with it."""
+    path = tmp_path / f"{name}.jsonl"
+    path.write_bytes(b'{"before": "a", "after": "b"}\n\n' + line + b'\n{"before": "c", "after": "d"}\n')
+    with pytest.raises(CorpusError, match=expect) as caught:
+        load_hfdataset(HFDatasetSettings(str(path), fields={"source": "before", "target": "after"}))
+    assert "Trailing data" not in str(caught.value) and "position" not in str(caught.value)
+
+
+def test_a_json_lines_file_named_json_is_read_line_by_line_too_but_not_a_json_document(tmp_path):
+    """`.json` holds JSON Lines or one document: a bad line of JSON Lines is named by row; a pretty-printed
+    document keeps `datasets`' own cause (its line 1 is not a record)."""
+    fields = {"source": "before", "target": "after"}
+    (tmp_path / "lines.json").write_bytes(b'{"before": "a", "after": "b"}\n{"before": "\\udc00", "after": "b"}\n')
+    with pytest.raises(CorpusError, match=r"lines.json:2 \(row 1\): record\['before'\] holds a lone surrogate"):
+        load_hfdataset(HFDatasetSettings(str(tmp_path / "lines.json"), fields=fields))
+    (tmp_path / "doc.json").write_bytes(b'{\n  "before": "\\ud800"\n}\n')
+    with pytest.raises(CorpusError, match=r"`datasets` cannot read it \(") as caught:
+        load_hfdataset(HFDatasetSettings(str(tmp_path / "doc.json"), fields=fields))
+    assert "row" not in str(caught.value)
+
+
+def test_first_defect_reads_every_good_line_and_finds_none(tmp_path):
+    from analysis.corpora.jsonl import first_defect
+
+    path = tmp_path / "ok.jsonl"
+    path.write_bytes(b'\xef\xbb\xbf{"a": "\xc3\xa9"}\r\n\n  \n{"a": "\\ud83d\\ude00"}')
+    assert first_defect(path) is None
+    path.write_bytes(b'{"a": 1}\n{"a": "caf\xe9"}\n')
+    assert first_defect(path) == f"{path}:2 (row 1): not valid UTF-8 (byte 0xe9 at byte column 11: invalid continuation byte); save the file as UTF-8"
+
+
 def test_a_late_case_id_clash_is_found_in_linear_time(tmp_path):
     """L10: the clash search ran `ids.count` inside a scan: 30,000 rows took 8.8 s."""
     import time

@@ -114,15 +114,22 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     if missing:
         raise CorpusError(f"pilot-sweep: {source} lacks {', '.join(missing)}: the {preset} run has not finished")
     out = target / preset
-    out.mkdir(parents=True, exist_ok=True)
+    new = not out.exists()
     metrics = json.loads((source / "metrics.json").read_text())
-    with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
-        write_json(metrics, out / "metrics.json")
-        write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
-        for name in ("losses", "curve"):
-            write_csv(pl.read_parquet(source / f"{name}.parquet"), out / f"{name}.csv")
-        write_json(run, out / "run.json")
-        write_text(_frozen_readme(preset, run, metrics), out / "README.md")
+    try:
+        with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
+            write_json(metrics, out / "metrics.json")
+            write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
+            for name in ("losses", "curve"):
+                write_csv(pl.read_parquet(source / f"{name}.parquet"), out / f"{name}.csv")
+            write_json(run, out / "run.json")
+            write_text(_frozen_readme(preset, run, metrics), out / "README.md")
+    except BaseException:
+        # not at all: the folder the temporary files made is removed too (the pilot stage refuses a frozen
+        # folder without its files)
+        if new and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()
+        raise
     return out
 
 

@@ -57,3 +57,36 @@ def test_sync_rewrites_code_deps_keeps_data_deps_and_the_header_and_says_what_ch
     assert text.startswith("# generated deps: see depgraph\n")
     assert deps == ["data/corpora/cases.parquet", *closure("analysis.stages.programs", tmp_path)]
     assert sync_dvc_yaml(tmp_path) == []  # nothing left to change
+
+
+def test_sync_writes_dvc_yaml_atomically_a_failed_write_leaves_the_previous_file(tmp_path, monkeypatch):
+    """L6: dvc.yaml (tracked) was rewritten with a plain write_text: a failure half way (a full disk, a kill)
+    left it truncated. Now the new text goes to a temporary file renamed over it: a write that fails half way
+    leaves the previous dvc.yaml byte for byte and no temporary file; a finished one replaces it whole."""
+    import errno
+    import pathlib
+
+    _tree(tmp_path, PROJECT)
+    stage = {"cmd": "copydecode programs", "deps": ["data/corpora/cases.parquet", "analysis/unused.py"],
+             "outs": ["data/programs"]}
+    (tmp_path / "dvc.yaml").write_text("# header\n" + yaml.safe_dump({"stages": {"programs": stage}}))
+    previous = (tmp_path / "dvc.yaml").read_bytes()
+    real_write_text = pathlib.Path.write_text
+
+    def half_then_disk_full(self, text, *args, **kwargs):
+        real_write_text(self, text[: len(text) // 2], *args, **kwargs)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(pathlib.Path, "write_text", half_then_disk_full)
+    try:
+        sync_dvc_yaml(tmp_path)
+    except OSError:
+        pass
+    else:
+        raise AssertionError("the failed write was not raised")
+    monkeypatch.setattr(pathlib.Path, "write_text", real_write_text)
+    assert (tmp_path / "dvc.yaml").read_bytes() == previous
+    assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["dvc.yaml"]  # no temporary file left
+    assert sync_dvc_yaml(tmp_path) == ["programs"]
+    assert yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["programs"]["deps"][1:] == closure(
+        "analysis.stages.programs", tmp_path)

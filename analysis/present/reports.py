@@ -127,6 +127,13 @@ def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path =
     return dict(parameters)
 
 
+def page_stale_reasons(name: str, stale: Mapping[str, str]) -> list[str]:
+    """The banner reasons of page `name`: those of `stale` (analysis.pipeline.digest.stale_stages, stage ->
+    reason) for the stages whose outputs the page reads (REPORT_STAGES; the losslessness page: programs
+    and the round trip, H5)."""
+    return [stale[stage] for stage in REPORT_STAGES.get(name, CORPUS_STAGES) if stage in stale]
+
+
 def render_html(executed: Path, root: Path, out_name: str, stale: list[str] | None = None) -> Page:
     import nbformat
 
@@ -229,8 +236,8 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
             bar.set_postfix_str(name)
             t0 = time.perf_counter()
             try:
-                reasons = [stale[stage] for stage in REPORT_STAGES.get(name, CORPUS_STAGES) if stage in stale]
-                pages.append(render_notebook(name, checked[name], Path(root), templates=templates, stale=reasons))
+                pages.append(render_notebook(name, checked[name], Path(root), templates=templates,
+                                             stale=page_stale_reasons(name, stale)))
             except Exception as exc:  # papermill's PapermillExecutionError, or writing the page
                 missing = missing_input(exc)
                 if missing is not None:  # a stage output the report reads is absent from this run

@@ -288,3 +288,47 @@ def test_the_index_file_lists_are_grouped_by_claim_one_line_per_table(tmp_path):
     lines = re.findall(r"<li>(.*?)</li>", html)
     assert len(lines) == 5 and all(line.count("<a ") == 2 for line in lines)
     assert file_group("e2e_cases") == FILE_GROUPS[6][0] and file_group("coverage") == FILE_GROUPS[1][0]
+
+
+def _round_trip_root(tmp_path):
+    """An output root whose round trip ran on cases table "Mine" (its record, as the CLI writes it)."""
+    import contextlib
+
+    from analysis.pipeline.digest import record_corpus
+
+    (tmp_path / METRICS).mkdir(parents=True)
+    (tmp_path / METRICS / "roundtrip.json").write_text(json.dumps({"programs": 2, "passed": 2, "failed": 0}))
+    (tmp_path / "data/corpora").mkdir(parents=True)
+    (tmp_path / "data/corpora/cases.parquet").write_text("Mine")
+    with contextlib.chdir(tmp_path):
+        record_corpus("roundtrip", [METRICS / "roundtrip.json"])
+    return tmp_path
+
+
+def test_the_losslessness_page_carries_the_stale_banner_when_its_round_trip_ran_on_another_corpus(tmp_path):
+    """H5: the losslessness page showed an earlier corpus's round trip as fresh (only headline and claim 5 were
+    tested). The round trip's record makes the page, and the pages that read it, carry the banner; the
+    others do not; the rendered page shows it above the report."""
+    from analysis.present.index import stale_pages_reasons
+    from analysis.present.reports import page_stale_reasons, render_html
+
+    root = _round_trip_root(tmp_path)
+    assert page_stale_reasons("losslessness", stale_pages_reasons(root)) == []
+    (root / "data/corpora/cases.parquet").write_text("Other")  # corpora rebuilt; the round trip not rerun
+    stale = stale_pages_reasons(root)
+    assert list(stale) == ["roundtrip"]
+    reasons = page_stale_reasons("losslessness", stale)
+    assert len(reasons) == 1 and "`roundtrip` ran on a different data/corpora/cases.parquet" in reasons[0]
+    assert page_stale_reasons("summary", stale) == reasons  # the claims grid reads it too
+    assert page_stale_reasons("kernel", stale) == page_stale_reasons("coverage", stale) == []
+    book = nbformat.v4.new_notebook()
+    book.cells = [nbformat.v4.new_markdown_cell("# Losslessness\n\nEvery program round-trips.")]
+    executed = root / EXECUTED / "losslessness.ipynb"
+    executed.parent.mkdir(parents=True)
+    nbformat.write(book, executed)
+    text = render_html(executed, root, "losslessness", reasons).path.read_text()
+    assert "stale: built from another corpus" in text and "ran on a different data/corpora/cases.parquet" in text
+    assert text.index("cd-stale") < text.index("Every program round-trips")
+    fresh = render_html(executed, root, "losslessness", page_stale_reasons("losslessness", {})).path.read_text()
+    assert "cd-stale" not in fresh
+

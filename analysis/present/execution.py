@@ -9,6 +9,7 @@ notebook but for its timings (L1).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,16 +45,33 @@ def kernel_environment() -> Iterator[None]:
                 os.environ[key] = value
 
 
+# An object's default repr names its memory address (`<great_tables._gt_data.Body object at 0x7fadc753a5d0>`
+# in a table's text/plain output): a different number on every render (L1)
+ADDRESS = re.compile(r"(<[^<>\n]* at )0x[0-9a-fA-F]{4,16}>")
+
+
+def _without_addresses(text: Any) -> Any:
+    if isinstance(text, list):
+        return [_without_addresses(t) for t in text]
+    return ADDRESS.sub(r"\g<1>0x…>", text) if isinstance(text, str) else text
+
+
 def normalise_executed(path: Path, name: str, out_name: str) -> None:
     """Make an executed notebook independent of where and when it ran, but for its timings (L1): the
-    injected parameters cell gets a fixed id, and papermill's record names the template and the output
-    as the project spells them (no machine path, no temporary name)."""
+    injected parameters cell gets a fixed id, papermill's record names the template and the output
+    as the project spells them (no machine path, no temporary name), and the memory addresses in
+    outputs' plain-text reprs are blanked."""
     import nbformat
 
     book = nbformat.read(path, as_version=4)
     for cell in book.cells:
         if INJECTED_CELL_ID in cell.get("metadata", {}).get("tags", []):
             cell["id"] = INJECTED_CELL_ID
+        for output in cell.get("outputs", []):
+            if "text/plain" in output.get("data", {}):
+                output["data"]["text/plain"] = _without_addresses(output["data"]["text/plain"])
+            if "text" in output:
+                output["text"] = _without_addresses(output["text"])
     record = book.metadata.get("papermill")
     if record is not None:
         record["input_path"] = f"notebooks/{name}.ipynb"

@@ -332,3 +332,43 @@ def test_the_losslessness_page_carries_the_stale_banner_when_its_round_trip_ran_
     fresh = render_html(executed, root, "losslessness", page_stale_reasons("losslessness", {})).path.read_text()
     assert "cd-stale" not in fresh
 
+
+def test_an_executed_notebook_holds_no_memory_address():
+    """L1: a table's text/plain output is its object's repr (`<great_tables._gt_data.Body object at 0x7fad...>`):
+    a different address on every render."""
+    from analysis.present.execution import _without_addresses
+
+    text = ["GT(_body=<great_tables._gt_data.Body object at 0x7fadc753a5d0>, f=<function f at 0x7f00aa>)\n", "x"]
+    assert _without_addresses(text) == ["GT(_body=<great_tables._gt_data.Body object at 0x…>, f=<function f at "
+                                        "0x…>)\n", "x"]
+
+
+@pytest.mark.slow
+def test_two_renders_of_the_same_outputs_give_identical_pages_and_notebooks_but_for_timings(tmp_path, monkeypatch):
+    """L1: two renders of one page, from two copies of the same outputs in two folders: the HTML pages are
+    byte for byte the same (SOURCE_DATE_EPOCH set), and the executed notebooks differ only in the timings
+    papermill and the kernel record (docs/run-folders.md, byte-reproducible pages)."""
+    from analysis.present.reports import render_notebook
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    files = {}
+    for name in ("a", "b"):
+        root = tmp_path / name / "run"
+        for folder in (TABLES, METRICS):
+            shutil.copytree(ROOT / folder, root / folder)
+        render_notebook("losslessness", {}, root)
+        files[name] = {rel: (root / rel).read_bytes() for rel in (HTML / "losslessness.html",
+                                                                   EXECUTED / "losslessness.ipynb")}
+    assert files["a"][HTML / "losslessness.html"] == files["b"][HTML / "losslessness.html"]
+
+    def untimed(data: bytes) -> dict:
+        book = json.loads(data)
+        for record in [book["metadata"], *(cell["metadata"] for cell in book["cells"])]:
+            record.pop("execution", None)  # the kernel's iopub timestamps
+            for key in ("start_time", "end_time", "duration"):
+                record.get("papermill", {}).pop(key, None)
+        return book
+
+    first, second = (untimed(files[n][EXECUTED / "losslessness.ipynb"]) for n in ("a", "b"))
+    assert first == second
+    assert str(tmp_path) not in files["a"][EXECUTED / "losslessness.ipynb"].decode()

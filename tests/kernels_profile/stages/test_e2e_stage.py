@@ -291,6 +291,34 @@ def test_a_case_is_read_back_from_its_checkpoint_pair_and_measured_again_when_ei
     assert {p.suffix for p in tmp_path.iterdir()} == {".parquet", ".json"}
 
 
+def test_a_very_long_case_id_gives_checkpoint_names_within_255_bytes_and_two_cut_ids_stay_apart(tmp_path, monkeypatch):
+    """L2: an e2e checkpoint's name embedded the whole case id; a multi-file CommitEdits id (`<sha>:<long path>`,
+    here 600 bytes with multi-byte characters across the cut) passed the 255 bytes of a file name. The id is
+    cut at CASE_STEM_BYTES (on a character boundary, `/` as `_`); the key after it tells two ids apart that
+    share the cut prefix. Both checkpoint pairs are written, read back, and lie in the checkpoints folder."""
+    from kernels_profile.e2e.job import CASE_STEM_BYTES
+
+    monkeypatch.setattr(stage, "E2E_CHECKPOINTS", tmp_path)
+    calls = []
+    monkeypatch.setattr(stage.e2e, "measure_job", fake_measure(calls))
+    s = stage.settings(cfg())
+    stem = "CommitEdits-express/0123456789abcdef0123456789abcdef01234567:" + "lib/" * 20 + "é" * 200
+    ids = [stem + "a.js", stem + "b.js"]
+    jobs = [job_for(s, dict(LINE, case_id=case_id), dict(TOKEN, case_id=case_id)) for case_id in ids]
+    for job in jobs:
+        assert len(job.case_id.encode()) > 255
+        name = job.file_stem()
+        assert "/" not in name and len(name.encode()) <= len(job.model.name) + 1 + CASE_STEM_BYTES
+        name.encode("utf-8")  # the cut never splits a character
+        key = checkpoint_key(CHECKPOINT_VERSION, job.key_parts(s, {}))
+        stage.measured_case(None, job, s, key, "r", FromScratch())
+        assert stage.measured_case(None, job, s, key, "r", FromScratch())[0].height > 0  # read back
+    assert jobs[0].file_stem() == jobs[1].file_stem()  # the same cut prefix ...
+    files = sorted(tmp_path.iterdir())
+    assert len(files) == 4 and len(calls) == 2  # ... two pairs all the same: the keys differ, nothing overwritten
+    assert all(len(f.name.encode()) <= 255 and f.parent == tmp_path for f in files)
+
+
 # ---------------------------------------------------------------- the sample and the wide preset
 
 def _corpus_table(corpus: str, lengths: list[int]) -> pl.DataFrame:

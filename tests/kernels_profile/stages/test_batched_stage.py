@@ -52,3 +52,25 @@ def test_the_tiny_preset_writes_a_raw_file_and_a_fit_of_every_source(tmp_path, m
     assert all(m["basis"] == "extrapolated from batch 1" and m["assumptions"] for s, m in by_source.items() if s != "batched")
     assert document["environment"]["spec"]["model"] == "tiny-qwen2"
     assert main(["kernels", "profile", "--batched", "--model", "x"]) == 2  # a named error, exit 2
+
+
+def test_a_grid_beyond_free_memory_is_refused_before_any_model_is_built(tmp_path, monkeypatch):
+    """M4 in the batched profile: B sequences of c + q tokens are checked against the free memory (weights
+    counted on the meta device) before the model is built; the refusal names the estimate, and the run
+    writes nothing."""
+    pytest.importorskip("torch")
+    import kernels_profile.runtime.models as models
+    from kernels_profile.runtime.models import ModelError
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(models, "free_memory", lambda device: 8 * 10**9)
+    built = []
+    monkeypatch.setattr(models, "build_model", lambda *a, **k: built.append(a))
+    s = batched.settings(params_with(**{"kernels.batched.model": "tiny-qwen2", "kernels.batched.weights": "random",
+                                        "kernels.batched.contexts": [256, 100_000_000]}))
+    with pytest.raises(ModelError, match=r"model 'tiny-qwen2' at float32 needs about .* a KV cache of 1,600,001,024 "
+                                         r"tokens.*above 80% of the 8\.0 GB free on cpu"):
+        batched.run(s)
+    assert built == [] and list(tmp_path.rglob("*")) == []
+    fits = batched.settings(params_with(**{"kernels.batched.model": "tiny-qwen2", "kernels.batched.weights": "random"}))
+    assert models.check_fits(fits.spec.model, "float32", "cpu", 16 * (1024 + 64), 16 * 64).total < 0.8 * 8 * 10**9

@@ -51,3 +51,26 @@ def test_a_replay_times_every_sampled_step_and_reports_its_error(tmp_path, monke
     assert overall["steps"][0] == 3 and metrics["mdape"] == pytest.approx(overall["mdape"][0])
     assert set(metrics["per_method"]) == {"all", "ar", "copy"}
     assert (tmp_path / "data/serving/replay.environment.json").is_file()
+
+
+def test_a_sampled_step_beyond_free_memory_is_refused_before_the_model_is_built(tmp_path, monkeypatch):
+    """M4 in the replay: the largest sampled step's KV cache (every sequence's context and new tokens) is
+    checked against the free memory before the model is built; nothing is timed or written."""
+    pytest.importorskip("torch")
+    import kernels_profile.runtime.models as models
+    from kernels_profile.runtime.models import ModelError
+
+    monkeypatch.chdir(tmp_path)
+    write_inputs(tmp_path)
+    huge = pl.read_parquet(tmp_path / "data/serving/steps.parquet").with_columns(
+        contexts=pl.Series([[12], [30, 8], [400_000_000, 4]]))
+    huge.write_parquet(tmp_path / "data/serving/steps.parquet")
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    monkeypatch.setattr(models, "free_memory", lambda device: 8 * 10**9)
+    built = []
+    monkeypatch.setattr(models, "build_model", lambda *a, **k: built.append(a))
+    s = replay.settings(params_with(**{"serving.replay.repeats": 1}))
+    with pytest.raises(ModelError, match=r"model 'tiny-qwen2' at float32 needs about .* a KV cache of 400,000,029 "
+                                         r"tokens.*above 80% of the 8\.0 GB free on cpu"):
+        replay.run(s)
+    assert built == [] and sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before

@@ -38,6 +38,8 @@ STAGES: dict[str, tuple[str, str]] = {
     "formats": ("analysis.stages.formats", "edit-format token cost and token-boundary splices"),
     "forcing": ("analysis.stages.forcing", "llguidance under each source's forced-span grammar: does it fast-forward "
                                           "every copy of every line-level oracle program?"),
+    "rivals": ("analysis.stages.rivals", "Copy-as-Decode against prompt lookup, suffix decoding and edit formats: "
+                                         "each method's forwards per case, priced under every kernel source"),
     "headline": ("analysis.stages.headline", "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"),
     "percase": ("analysis.stages.percase", "copy the run's per-case tables into reports/percase/ (committed), with "
                                            "samples.jsonl: one line per case and method"),
@@ -76,6 +78,7 @@ SETTINGS_OPTIONS: dict[str, tuple[str, ...]] = {
     "perturb": (),
     "formats": (),
     "forcing": (),
+    "rivals": (),
     "headline": (),
     "percase": (),
     "reports": ("params_path",),
@@ -143,6 +146,9 @@ READS_WRITES: dict[str, str] = {
                "reports/metrics/formats.json",
     "forcing": "reads cases and programs; writes data/grammar/forcing_spans.parquet, "
                "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json",
+    "rivals": "reads cases, programs and reports/kernels/latency_model.json (params rivals, bounds); writes "
+              "data/rivals/forwards.parquet, data/rivals/percase.parquet, reports/tables/rivals*.*, "
+              "reports/figures/rivals.{png,svg}, reports/metrics/rivals.json",
     "percase": "reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, perturbation, "
                "e2e measurements, pilot records; any may be absent); writes reports/percase/*.parquet, "
                "reports/percase/samples.jsonl and reports/percase/manifest.json",
@@ -190,11 +196,12 @@ TOOL_READS_WRITES: dict[str, str] = {
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
 # stages (their checkpoints must land as they finish, for resuming).
-OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase", "kernels fit")
+OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
+               "kernels fit")
 # Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
 # checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
-CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "percase")
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase")
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "

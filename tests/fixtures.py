@@ -751,8 +751,8 @@ def forwards_frame(cases: int = 6, seed: int = 0):
             new.append(5)
             out.append(take)
             left -= take
-        rows.append({**base, "method": "pld-k4", "new_tokens": new, "emitted": out})
-        for method, directive in (("copy-line", 4), ("copy-line-ideal", 0)):
+        rows.append({**base, "method": "pld-earliest-k5", "new_tokens": new, "emitted": out})
+        for method, directive in (("copy-line-decoded", 4), ("copy-line-ideal", 0)):
             new, out = [], []
             for kind, n in spans:
                 new += [1] * directive
@@ -777,8 +777,8 @@ def step_cost_model(source: str = "batched", **terms):
 
 def serving_params(**changes) -> dict:
     """The shipped params with the serving sweep shrunk to a test's size and the fixture's methods."""
-    shrink = {"serving.methods": {"ar": "baseline", "pld-k4": "rival", "copy-line": "copy", "copy-line-ideal": "ideal"},
-              "serving.best_of": {"pld-best": ["pld-k4"]}, "serving.speculative": ["pld-k4"],
+    shrink = {"serving.methods": {"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy", "copy-line-ideal": "ideal"},
+              "serving.best_of": {"pld-best": ["pld-earliest-k5"]}, "serving.speculative": ["pld-earliest-k5"],
               "serving.sources": ["batched"], "serving.engine.max_num_batched_tokens": [64],
               "serving.engine.max_num_seqs": 8, "serving.closed_loop.concurrency": [1, 2, 8],
               "serving.closed_loop.min_requests": 12, "serving.open_loop.qps_fractions": [0.5],

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import polars as pl
@@ -216,6 +216,7 @@ class Kernel:
     model_name: str
     dtype: str
     device: str
+    built_note: str | None = None   # how a paired estimate was built (paired_kernel)
 
     @property
     def measured(self) -> bool:
@@ -224,6 +225,8 @@ class Kernel:
     @property
     def built(self) -> str:
         """How the latency model behind this kernel was built (the bounds tables' `kernel_model`)."""
+        if self.built_note:
+            return self.built_note
         if self.source == PAPER_SOURCE:
             return "paper: the abstract's two points joined in log-log, unit decode step"
         if self.model.form == DEVICE_TIME:
@@ -247,6 +250,33 @@ def select_kernels(sources, model: str, dtype: str, device: str, baselines, late
             m = select_measured(fitted, name, latency_form)
             chosen.append(Kernel(name, m.key.baseline, m, m.key.model, m.key.dtype, m.key.device))
     return chosen
+
+
+@dataclass(frozen=True)
+class PairedModel(LatencyModel):
+    """A latency model whose decode side (T_ar, t_step, the step split) is one source's and whose T_prefill is
+    another's, each checked against its own profiled range: an estimate, not a measurement."""
+
+    prefill_model: LatencyModel | None = None
+
+    def t_prefill(self, n, c, extrapolate: bool = False):
+        return self.prefill_model.t_prefill(n, c, extrapolate)
+
+    def repeat_models(self) -> list[LatencyModel]:
+        return []
+
+
+def paired_kernel(name: str, decode: Kernel, prefill: Kernel) -> Kernel:
+    """The kernel `name`: `decode`'s AR loop with `prefill`'s prefill (e.g. the H200 CUDA-graph decode loop with
+    the device-time prefill, the serving-grade pairing until a graph/graph run exists). Labelled an estimate."""
+    if decode.model_name != prefill.model_name:
+        raise ParamsError(f"kernel estimate {name!r} pairs two models ({decode.model_name}, {prefill.model_name})")
+    fields = {f: getattr(decode.model, f) for f in ("key", "form", "ar", "prefill", "ns", "contexts")}
+    model = PairedModel(**fields, prefill_model=prefill.model,
+                        diagnostics={"notes": [f"estimate: decode loop of {decode.source}, prefill of {prefill.source}"]})
+    return replace(decode, source=name, model=model,
+                   built_note=f"estimate: the decode loop of {decode.source} with the prefill of {prefill.source} "
+                              "(each priced in its own profiled range; not measured together)")
 
 
 def kernels_for(s: KernelSettings, sources=None, baselines=None) -> list[Kernel]:

@@ -503,3 +503,43 @@ def step_cost_residuals(residuals: pl.DataFrame, title: str):
     line = alt.Chart(pl.DataFrame({"measured_s": [low, top], "predicted_s": [low, top]}).to_pandas()).mark_line(
         color="gray").encode(x="measured_s:Q", y="predicted_s:Q")
     return readable((line + points).properties(width=WIDE - 260, height=320, title=title))
+
+
+# ---------------------------------------------------------------- rivals
+
+
+def rivals_chart(table: pl.DataFrame, source: str, policies: tuple[str, ...] = ("earliest",)):
+    """Speedup over AR per method under one kernel source (the rivals table: ratio of summed prices), one panel
+    per corpus and pool, log scale: a point per method coloured by family, the case-bootstrap CI as a rule,
+    ideal programs (upper bounds) hollow. Prompt lookup is drawn at the match `policies` given (the standard,
+    earliest, by default; the table holds both)."""
+    alt = _alt()
+    from analysis.rivals.methods import FAMILY_LABELS, METHOD_NAMES, parse_method
+
+    data = table.filter((pl.col("kernel_source") == source) & (pl.col("method") != "ar"))
+    keep = [n for n in data["method"].unique().to_list()
+            if parse_method(n).family != "pld" or parse_method(n).policy in policies]
+    data = data.filter(pl.col("method").is_in(keep)).with_columns(
+        panel=pl.when(pl.col("pool") == "corpus").then(pl.col("corpus"))
+        .otherwise(pl.format("pooled ({})", pl.col("pool"))),
+        family_label=pl.col("family").replace_strict(FAMILY_LABELS, default=pl.col("family")),
+        bound=pl.col("role") == "bound",
+        cases=pl.format("{} cases", pl.col("n_cases")))
+    # Copy-as-Decode first, then the rivals in the vocabulary's order (prompt lookup by k)
+    rank = {n: (parse_method(n).family != "copy", i) for i, n in enumerate(METHOD_NAMES)}
+    order = [parse_method(n).label for n in sorted(set(data["method"]), key=rank.__getitem__)]
+    axis_title = f"speedup over AR (x, log; {source})"
+    x = alt.X("speedup:Q", title=axis_title, scale=alt.Scale(type="log"))
+    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)))
+    ci = base.mark_rule(color="#555").encode(x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title=axis_title),
+                                             x2="ci_high:Q")
+    colour = _colour("family_label", data["family_label"], legend=alt.Legend(orient="bottom", title=None))
+    points = base.mark_point(size=60, strokeWidth=2).encode(
+        x=x, color=colour, fill=alt.condition("datum.bound", alt.value("white"), colour),
+        tooltip=["panel", "label", "speedup", "ci_low", "ci_high", "cases", "forwards_per_case",
+                 "gold_tokens_per_forward"])
+    panels = max(1, data["panel"].n_unique())
+    layered = (ci + points).properties(width=PANEL - 40, height=max(HEIGHT, 16 * len(order)))
+    return readable(_wrap(layered, "panel:N", columns=min(WRAP, panels)).properties(
+        title=f"Every method against AR under {source} (points; rules: case-bootstrap 95% CI; hollow: directive "
+              "tokens free, an upper bound)"))

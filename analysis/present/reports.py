@@ -28,13 +28,13 @@ from analysis.present.index import stale_pages_reasons, write_index
 from analysis.present.shell import Page, page, stale_banner
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
-           "pilot", "serving", "explore")
+           "rivals", "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
                  "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
-                 "losslessness": ("programs", "roundtrip"), "e2e": (), "pilot": (), "serving": (),
+                 "losslessness": ("programs", "roundtrip"), "e2e": (), "rivals": ("rivals",), "pilot": (), "serving": (),
                  "explore": ("programs", "spans")}
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).

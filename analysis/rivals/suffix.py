@@ -46,13 +46,13 @@ MAX_TREE_DEPTH = 4096  # a tree holds up to depth nodes per token: a bound, not 
 
 @dataclass(frozen=True)
 class SuffixSettings:
-    """Arctic Inference's defaults (vLLM's `suffix_decoding_*` settings)."""
+    """The tree's settings (vLLM's `suffix_decoding_*` settings); DEFAULTS holds Arctic Inference's values."""
 
-    max_tree_depth: int = 64
-    max_spec_factor: float = 1.0
-    max_spec_offset: float = 0.0
-    min_token_prob: float = 0.1
-    max_cached_requests: int = 10000   # cross-request cache: the most recent responses kept
+    max_tree_depth: int
+    max_spec_factor: float
+    max_spec_offset: float
+    min_token_prob: float
+    max_cached_requests: int   # cross-request cache: the most recent responses kept
 
     def validate(self) -> SuffixSettings:
         if not isinstance(self.max_tree_depth, int) or not 1 <= self.max_tree_depth <= MAX_TREE_DEPTH:
@@ -67,7 +67,8 @@ class SuffixSettings:
         return self
 
 
-DEFAULTS = SuffixSettings()
+DEFAULTS = SuffixSettings(max_tree_depth=64, max_spec_factor=1.0, max_spec_offset=0.0, min_token_prob=0.1,
+                          max_cached_requests=10000)
 
 
 @dataclass(frozen=True)

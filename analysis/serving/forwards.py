@@ -22,8 +22,9 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import CopyDecodeError
+from analysis.layout import RIVALS_FORWARDS
 
-FORWARDS = Path("data/rivals/forwards.parquet")
+FORWARDS = RIVALS_FORWARDS
 FORWARDS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "framing": pl.String, "method": pl.String,
     "prompt_tokens": pl.Int64, "gold_tokens": pl.Int64,

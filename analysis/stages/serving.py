@@ -29,6 +29,7 @@ from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
 from analysis.pipeline.io import write_json, write_parquet, write_table
 from analysis.pipeline.params import get, known_keys, number, number_list, positive_int
+from analysis.rivals.methods import parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
@@ -83,6 +84,12 @@ def methods_of(params: dict) -> Methods:
             raise ParamsError(f"params: 'serving.best_of.{family}' must be a list of rival methods, got {members!r}")
         families[str(family)] = tuple(members)
     speculative = get(params, "serving.speculative", list)
+    for name in roles:
+        parse_method(str(name))  # a name outside the rivals' vocabulary is a named error here, not a missing trace
+    wrong = sorted(n for n in roles if parse_method(str(n)).speculative != (n in speculative))
+    if wrong:
+        raise ParamsError(f"params: 'serving.speculative' must list exactly the speculative methods of serving.methods "
+                          f"(prompt lookup, suffix decoding); check {wrong}")
     return Methods({str(k): v for k, v in roles.items()}, families, frozenset(speculative)).validate()
 
 

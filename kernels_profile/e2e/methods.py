@@ -75,12 +75,14 @@ def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
     """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
     (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
     from analysis.rivals.pld import PromptLookup
-    from analysis.rivals.suffix import SuffixDecoder, SuffixSettings
+    from dataclasses import replace
+
+    from analysis.rivals.suffix import DEFAULTS, SuffixDecoder
 
     if method.kind == PLD:
         return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
     if method.kind == SUFFIX:
-        return SuffixDecoder(list(prompt), SuffixSettings(**dict(plan.suffix_options)))
+        return SuffixDecoder(list(prompt), replace(DEFAULTS, **dict(plan.suffix_options)))
     raise ParamsError(f"e2e: {method.name} has no drafter")
 
 

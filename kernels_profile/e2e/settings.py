@@ -206,7 +206,9 @@ def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
     """The suffix tree's settings by name (analysis.rivals.suffix.SuffixSettings), checked by it."""
     from dataclasses import fields
 
-    from analysis.rivals.suffix import SuffixSettings
+    from dataclasses import replace
+
+    from analysis.rivals.suffix import DEFAULTS, SuffixSettings
 
     options = get(p, "e2e.suffix.options", dict)
     known = [f.name for f in fields(SuffixSettings)]
@@ -216,7 +218,7 @@ def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
                               f"{', '.join(known)}{did_you_mean(str(name), known)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ParamsError(f"params: 'e2e.suffix.options.{name}' must be a number, got {value!r}")
-    SuffixSettings(**options).validate()
+    replace(DEFAULTS, **options).validate()  # the settings params leave out keep Arctic Inference's values
     return tuple(sorted(options.items()))
 
 

@@ -1,6 +1,8 @@
 """Suffix decoding's drafter on hand-made token sequences, paths and probabilities worked by hand, and
 against a brute-force count of substrings (what a suffix tree's node counts are)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -11,7 +13,6 @@ from analysis.rivals.suffix import (
     DEFAULTS,
     ResponseCache,
     SuffixDecoder,
-    SuffixSettings,
 )
 
 
@@ -33,7 +34,7 @@ def test_the_spec_factor_caps_a_draft_at_the_match_length():
     # 7 8 9 10 11 ... 7 8: the match (7, 8) is 2 long, so 2 tokens though 9 10 11 follow uniquely
     draft = SuffixDecoder([7, 8, 9, 10, 11, 12, 7, 8]).speculate(None)
     assert draft.tokens == (9, 10)
-    assert SuffixDecoder([7, 8, 9, 10, 11, 12, 7, 8], SuffixSettings(max_spec_offset=2)).draft(None) == [9, 10, 11, 12]
+    assert SuffixDecoder([7, 8, 9, 10, 11, 12, 7, 8], replace(DEFAULTS, max_spec_offset=2)).draft(None) == [9, 10, 11, 12]
     assert SuffixDecoder([7, 8, 9, 10, 11, 12, 7, 8]).draft(1) == [9]  # and at k
 
 
@@ -64,7 +65,7 @@ def test_a_longer_match_beats_the_majority():
 def test_the_tree_depth_bounds_pattern_and_path():
     # depth 3 (offset 10 lifts the factor's cap): the match (2) leaves 3 - 1 = 2 tokens of path, 3 4 at
     # p = 1/2 each (score 1.0); the match (1, 2) leaves 1, 3 (score 0.5): the unigram's path wins
-    settings = SuffixSettings(max_tree_depth=3, max_spec_offset=10)
+    settings = replace(DEFAULTS, max_tree_depth=3, max_spec_offset=10)
     draft = SuffixDecoder([1, 2, 3, 4, 5, 6, 1, 2], settings).speculate(None)
     assert (draft.tokens, draft.match_len) == ((3, 4), 1)
 
@@ -89,9 +90,9 @@ def test_response_cache_drafts_from_earlier_outputs():
 
 def test_bad_settings_are_named():
     with pytest.raises(ParamsError, match="max_tree_depth"):
-        SuffixDecoder([1], SuffixSettings(max_tree_depth=0))
+        SuffixDecoder([1], replace(DEFAULTS, max_tree_depth=0))
     with pytest.raises(ParamsError, match="min_token_prob"):
-        SuffixDecoder([1], SuffixSettings(min_token_prob=2))
+        SuffixDecoder([1], replace(DEFAULTS, min_token_prob=2))
 
 
 def _count(seq, s):
@@ -134,5 +135,5 @@ def test_same_drafts_as_brute_force_counting(context, k):
 
 @given(st.lists(st.integers(0, 2), min_size=1, max_size=30))
 def test_small_depth_against_brute_force(context):
-    settings = SuffixSettings(max_tree_depth=5)
+    settings = replace(DEFAULTS, max_tree_depth=5)
     assert SuffixDecoder(context, settings).draft(None) == _reference(context, None, depth=5)

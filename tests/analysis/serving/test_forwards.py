@@ -13,7 +13,7 @@ def test_the_fixture_is_a_valid_table_and_becomes_traces():
     assert len(found) == 4 * 4
     ar = found[("case/1", "ar")]
     assert ar.new_tokens == (1,) * ar.gold_tokens and ar.output_tokens == ar.gold_tokens
-    copy = found[("case/1", "copy-line")]
+    copy = found[("case/1", "copy-line-decoded")]
     assert max(copy.new_tokens) == 20 and copy.output_tokens == copy.gold_tokens
 
 

@@ -11,8 +11,8 @@ from analysis.serving.scheduler import EngineConfig
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
 from analysis.serving.workload import draw_cases, poisson_arrivals
 
-METHODS = Methods({"ar": "baseline", "pld-k4": "rival", "copy-line": "copy", "copy-line-ideal": "ideal"},
-                  {"pld-best": ("pld-k4",)}, frozenset({"pld-k4"})).validate()
+METHODS = Methods({"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy", "copy-line-ideal": "ideal"},
+                  {"pld-best": ("pld-earliest-k5",)}, frozenset({"pld-earliest-k5"})).validate()
 SWEEP = Sweep((1, 2, 8), 12, 2, 0.1, (0.5,), 12, 5.0, 2.0, 0).validate()
 
 
@@ -31,7 +31,7 @@ def test_every_method_at_every_load_point_with_its_speedups():
     assert closed.height == 3 * (4 + 1)  # four methods and the family, three concurrencies
     ar = closed.filter(pl.col("method") == "ar")
     assert ar["speedup_vs_ar"].to_list() == [1.0, 1.0, 1.0]
-    copy = closed.filter(pl.col("method") == "copy-line")
+    copy = closed.filter(pl.col("method") == "copy-line-decoded")
     assert copy["speedup_vs_ar"][0] > 1 and copy["speedup_vs_best_rival"].is_not_null().all()
     # past the ridge (T* = 8 here) a step's cost follows its tokens: copying them is no cheaper than decoding
     # them, and the directive tokens cost extra, so the gain falls with load
@@ -39,8 +39,8 @@ def test_every_method_at_every_load_point_with_its_speedups():
     ideal = closed.filter(pl.col("method") == "copy-line-ideal")
     assert (ideal["output_tokens_per_s"].to_numpy() >= copy["output_tokens_per_s"].to_numpy()).all()
     family = closed.filter(pl.col("method") == "pld-best").sort("load")
-    assert family["best_member"].to_list() == ["pld-k4"] * 3
-    member = closed.filter(pl.col("method") == "pld-k4").sort("load")
+    assert family["best_member"].to_list() == ["pld-earliest-k5"] * 3
+    member = closed.filter(pl.col("method") == "pld-earliest-k5").sort("load")
     assert family["output_tokens_per_s"].to_list() == member["output_tokens_per_s"].to_list()
     assert closed.filter(pl.col("role") == "rival")["speedup_vs_best_rival"].is_null().all()
     assert frame.filter(pl.col("workload") == "open").height == 5
@@ -55,7 +55,7 @@ def test_the_same_settings_give_the_same_table():
 
 def test_speculation_gains_fall_with_load_when_verifies_pass_the_ridge():
     frame, _, _ = table(step_cost_model(c0=0.002, c_seq=0.0, c_w=0.008, t_star=8.0, c_kv=0.0, c_a=0.0))
-    pld = frame.filter((pl.col("workload") == "closed") & (pl.col("method") == "pld-k4")).sort("load")
+    pld = frame.filter((pl.col("workload") == "closed") & (pl.col("method") == "pld-earliest-k5")).sort("load")
     gains = pld["speedup_vs_ar"].to_list()
     assert gains[0] > 1.5 and gains[-1] < gains[0]
 

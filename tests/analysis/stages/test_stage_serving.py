@@ -15,12 +15,15 @@ from analysis.stages import serving
 @pytest.mark.parametrize("changes, message", [
     ({"serving.slo.ttft_x": -1.0}, "ttft_x"),
     ({"serving.closed_loop.concurrency": [0, 1]}, r"concurrency.* must lie in \[1, inf\)"),
-    ({"serving.methods": {"ar": "baseline", "copy-line": "copy", "x": "oracle"}}, "unknown roles"),
+    ({"serving.methods": {"ar": "baseline", "copy-line-decoded": "copy", "copy-token-decoded": "oracle"}},
+     "unknown roles"),
+    ({"serving.methods": {"ar": "baseline", "copy-line": "copy"}}, "unknown rival method 'copy-line'"),
+    ({"serving.speculative": []}, r"must list exactly the speculative methods .*pld-earliest-k5"),
     ({"serving.engine.max_num_batched_tokens": [4]}, "below one step's decode tokens"),
     ({"serving.headline_concurrency": [1, 64]}, "not in serving.closed_loop.concurrency"),
     ({"serving.replay.source": "h200/x/eager"}, "not one of serving.sources"),
     ({"serving.gain_threshold": 0.5}, "gain_threshold"),
-    ({"serving.best_of": {"pld-best": ["copy-line"]}}, "must list rival methods"),
+    ({"serving.best_of": {"pld-best": ["copy-line-decoded"]}}, "must list rival methods"),
 ])
 def test_bad_settings_are_named_errors(changes, message):
     with pytest.raises(ParamsError, match=message):
@@ -43,10 +46,10 @@ def test_a_run_writes_the_table_the_claims_row_and_the_replay_sample(tmp_path, m
     result = serving.run(serving.settings(serving_params()))
     table = pl.read_csv(tmp_path / "reports/tables/serving.csv")
     closed = table.filter(pl.col("workload") == "closed")
-    assert set(closed["method"]) == {"ar", "pld-k4", "copy-line", "copy-line-ideal", "pld-best"}
+    assert set(closed["method"]) == {"ar", "pld-earliest-k5", "copy-line-decoded", "copy-line-ideal", "pld-best"}
     assert closed.group_by("method").len()["len"].to_list() == [3] * 5  # every method at C = 1, 2, 8
     claim = pl.read_csv(tmp_path / "reports/tables/serving_claim.csv")
-    assert claim["method"].to_list() == ["copy-line"] and claim["vs_ar_c1"][0] > 1
+    assert claim["method"].to_list() == ["copy-line-decoded"] and claim["vs_ar_c1"][0] > 1
     metrics = json.loads((tmp_path / "reports/metrics/serving.json").read_text())
     assert metrics["claim"]["verdict"] == "beyond the paper" and metrics["cases"] == 6
     steps = pl.read_parquet(tmp_path / "data/serving/steps.parquet")

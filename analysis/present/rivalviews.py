@@ -1,0 +1,96 @@
+"""The rivals report's views: the rivals stage's tables read back and cut for the page (no HTML here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from analysis.layout import METRICS, TABLES
+from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
+from analysis.results.numbers import fmt_x
+from analysis.results.outputs import metrics, table
+from analysis.rivals.methods import METHOD_NAMES, parse_method
+
+JUDGED = "judged"
+
+
+def rivals_table(tables: Path = TABLES) -> pl.DataFrame:
+    return table("rivals", tables)
+
+
+def facts(metrics_dir: Path = METRICS) -> dict:
+    return metrics("rivals", metrics_dir)
+
+
+def chosen_source(source: str, metrics_dir: Path = METRICS) -> str:
+    """The page's kernel source: `judged` is the stage's judged source (params rivals.judged_source)."""
+    return facts(metrics_dir)["judged_source"] if source in (None, JUDGED) else source
+
+
+def where(corpus: str, pool: str) -> str:
+    if corpus != POOLED:
+        return star(corpus)
+    return {PAPER_POOL: "pooled (paper's three)", ALL_POOL: "pooled (every corpus)"}[pool]
+
+
+def method_order(names) -> list[str]:
+    """Copy-as-Decode first, then the rivals in the vocabulary's order (prompt lookup by policy and k), AR last."""
+    rank = {n: (parse_method(n).family == "ar", parse_method(n).family != "copy", i) for i, n in enumerate(METHOD_NAMES)}
+    return sorted(set(names), key=rank.__getitem__)
+
+
+def by_corpus(frame: pl.DataFrame, source: str) -> pl.DataFrame:
+    """One row per method, one column per corpus and pool: the speedup over AR with its CI (text)."""
+    rows = frame.filter(pl.col("kernel_source") == source).with_columns(
+        where=pl.struct("corpus", "pool").map_elements(lambda r: where(r["corpus"], r["pool"]), return_dtype=pl.String),
+        cell=pl.format("{} [{}, {}]", pl.col("speedup").round(2), pl.col("ci_low").round(2), pl.col("ci_high").round(2)))
+    wide = rows.pivot(on="where", index=["method", "label", "role"], values="cell")
+    order = {m: i for i, m in enumerate(method_order(wide["method"]))}
+    return wide.with_columns(order=pl.col("method").replace_strict(order)).sort("order").drop("order", "method")
+
+
+def fastest_rows(fast: pl.DataFrame, source: str) -> pl.DataFrame:
+    """The fastest-method table of one source, readable: where, the fastest and its margin, the best of each side."""
+    rows = fast.filter(pl.col("kernel_source") == source)
+    return pl.DataFrame([{
+        "where": where(r["corpus"], r["pool"]), "cases": r["n_cases"],
+        "fastest": f"{parse_method(r['fastest']).label} {fmt_x(r['fastest_speedup'])}",
+        "margin over the next family's best": (f"{r['margin_over_runner_up']:.2f}x over {parse_method(r['runner_up']).label}"
+                                      if r["runner_up"] else "-"),
+        "best rival": f"{parse_method(r['best_rival']).label} {fmt_x(r['best_rival_speedup'])}" if r["best_rival"] else "-",
+        "Copy-as-Decode (deployable)": (f"{parse_method(r['best_copy']).label} {fmt_x(r['best_copy_speedup'])}"
+                                        if r["best_copy"] else "-"),
+        "Copy-as-Decode / best rival": (f"{r['copy_over_rival']:.2f}x [{r['copy_over_rival_ci_low']:.2f}, "
+                                        f"{r['copy_over_rival_ci_high']:.2f}]" if r["copy_over_rival"] is not None else "-"),
+    } for r in rows.iter_rows(named=True)])
+
+
+def across_sources(frame: pl.DataFrame, pool: str = ALL_POOL, methods: tuple[str, ...] | None = None) -> pl.DataFrame:
+    """One row per method, one column per kernel source: the pooled speedup over AR (`pool`)."""
+    rows = frame.filter((pl.col("corpus") == POOLED) & (pl.col("pool") == pool))
+    if methods is not None:
+        rows = rows.filter(pl.col("method").is_in(list(methods)))
+    wide = rows.pivot(on="kernel_source", index=["method", "label"], values="speedup")
+    order = {m: i for i, m in enumerate(method_order(wide["method"]))}
+    return wide.with_columns(order=pl.col("method").replace_strict(order)).sort("order").drop("order", "method")
+
+
+def headline_cards(frame: pl.DataFrame, fast: pl.DataFrame, source: str) -> list[tuple[str, str]]:
+    """The page's figures: over every corpus under `source`, Copy-as-Decode with directives decoded (what a
+    deployment pays) and jump-forwarded, the fastest rival, and the ideal program as the bound."""
+    pooled = frame.filter((pl.col("kernel_source") == source) & (pl.col("corpus") == POOLED) & (pl.col("pool") == ALL_POOL))
+    value = {r["method"]: r["speedup"] for r in pooled.iter_rows(named=True)}
+    cases = pooled["n_cases"].max() if pooled.height else 0
+    best = fast.filter((pl.col("kernel_source") == source) & (pl.col("corpus") == POOLED) & (pl.col("pool") == ALL_POOL))
+    cards = [(f"Copy-as-Decode line, directives decoded ({cases} cases)", fmt_x(value.get("copy-line-decoded"))),
+             ("Copy-as-Decode line, forced tokens jump-forwarded", fmt_x(value.get("copy-line-jump")))]
+    if best.height and best["best_rival"][0]:
+        cards.append((f"best rival: {parse_method(best['best_rival'][0]).label}", fmt_x(best["best_rival_speedup"][0])))
+    cards.append(("Copy-as-Decode line, directives free (upper bound)", fmt_x(value.get("copy-line-ideal"))))
+    return cards
+
+
+def kernels_frame(metrics_dir: Path = METRICS) -> pl.DataFrame:
+    notes = facts(metrics_dir)["kernels"]
+    return pl.DataFrame({"kernel source": list(notes), "how it was built": list(notes.values())})

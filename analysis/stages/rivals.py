@@ -1,0 +1,288 @@
+"""`copydecode rivals`: Copy-as-Decode head to head with what a user would pick instead, under every kernel.
+
+Per case of the pool (params rivals.framing with the single-framing corpora) the rival simulation
+(analysis.rivals.simulate) gives each method's forwards on the gold output's Qwen2.5 tokens: AR, prompt
+lookup (both match policies, every draft budget k), suffix decoding, the unified-diff and search/replace
+edit formats, and Copy-as-Decode at line and token level with directive tokens decoded, jump-forwarded or
+free. Each method is priced per case under every kernel source of params rivals.kernel_sources and the
+paired estimates of rivals.estimates (analysis.rivals.pricing, with the bounds' pricing rules: params
+bounds.context_mode, bounds.step_cost, bounds.steady_max_n, bounds.extrapolate), then pooled
+(analysis.rivals.table). Writes:
+
+* data/rivals/forwards.parquet: per case and method its forwards (analysis.serving.forwards, plus `prefill`):
+  the serving simulation's input;
+* data/rivals/percase.parquet: per kernel source, case and method: seconds, AR's seconds, speedup, forwards;
+* reports/tables/rivals.{csv,md}: per kernel source, method and corpus or pool: the pooled speedup with its
+  case-bootstrap CI, forwards per case, gold tokens per forward, decode steps per case, extrapolated share;
+* reports/tables/rivals_fastest.{csv,md}: per kernel source and corpus or pool, the fastest deployable method,
+  its margin, and Copy-as-Decode's best deployable variant over the best rival with a paired interval;
+* reports/figures/rivals.{png,svg}: method x corpus under the judged source, with CIs;
+* reports/metrics/rivals.json: the claims row's figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+import polars as pl
+
+from analysis.bounds import CostSettings, cost_settings
+from analysis.corpora import humanevalpack
+from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
+from analysis.errors import ParamsError
+from analysis.grammar.program import parse
+from analysis.latency.sources import Kernel, kernel_settings, kernels_for, paired_kernel
+from analysis.layout import FIGURES, METRICS, RIVALS_FORWARDS, RIVALS_PERCASE, TABLES
+from analysis.parallel.progress import progress, timed
+from analysis.parallel.tables import joined_programs
+from analysis.parallel.workers import ParallelSettings, map_cases, parallel_settings
+from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
+from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.params import choice, get, known_keys, positive_int
+from analysis.pooling import pool_rows
+from analysis.rivals.forced import ForcedCounter
+from analysis.rivals.methods import PLD_POLICIES, SUFFIX_CACHE, Method, vocabulary
+from analysis.rivals.pld import NGRAM_LIMIT
+from analysis.rivals.pricing import price
+from analysis.rivals.simulate import CaseInput, DraftSettings, forward_row, method_forwards
+from analysis.rivals.suffix import DEFAULTS, ResponseCache, SuffixSettings
+from analysis.rivals.table import fastest, headline_pairs, percase_speedups, pooled_rows, summary_counts
+from analysis.serving.forwards import FORWARDS_SCHEMA, check_forwards
+from analysis.text.lines import split_lines
+from analysis.text.tokens import load_tokenizer
+
+GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "pld", "suffix", "bootstrap_resamples",
+              "seed", "ci")
+LEVEL_UNITS = {"line": "lines", "token": "tokens"}
+FORWARDS_COLUMNS = {**FORWARDS_SCHEMA, "prefill": pl.List(pl.Boolean)}
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A kernel source paired from two measured ones: one's decode loop, the other's prefill (an estimate)."""
+
+    name: str
+    decode: str
+    prefill: str
+
+
+@dataclass(frozen=True)
+class RivalsSettings:
+    tokenizer: str
+    framing: str
+    prompt_overhead_tokens: int     # spans.prompt_overhead_tokens: the prompt every method starts from
+    udiff_context: int              # formats.udiff_context
+    drafts: DraftSettings
+    kernel_sources: tuple[str, ...]
+    estimates: tuple[Estimate, ...]
+    judged_source: str
+    cost: CostSettings
+    bootstrap: Bootstrap
+    parallel: ParallelSettings
+    kernel: object                  # analysis.latency.sources.KernelSettings (the fitted model `fit` stands for)
+
+
+def _ks(params: dict) -> tuple[int | None, ...]:
+    values = get(params, "rivals.pld.k", list)
+    bad = [v for v in values if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1)]
+    if not values or bad or len(set(values)) != len(values):
+        raise ParamsError(f"params: 'rivals.pld.k' must be a non-empty list of distinct positive integers or null "
+                          f"(unbounded), got {values!r}")
+    return tuple(values)
+
+
+def _suffix(params: dict) -> SuffixSettings:
+    options = get(params, "rivals.suffix.options", dict)
+    known = [f.name for f in fields(SuffixSettings)]
+    unknown = [k for k in options if k not in known]
+    if unknown:
+        raise ParamsError(f"params: 'rivals.suffix.options' has unknown settings {unknown}; known: {', '.join(known)}")
+    missing = [k for k in known if k not in options]
+    if missing:
+        raise ParamsError(f"params: 'rivals.suffix.options' lacks {missing} (Arctic Inference's values: "
+                          f"{ {k: getattr(DEFAULTS, k) for k in missing} })")
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in options.values()):
+        raise ParamsError(f"params: 'rivals.suffix.options' values must be numbers, got {options!r}")
+    return SuffixSettings(**options).validate()
+
+
+def _drafts(params: dict) -> DraftSettings:
+    known_keys(params, "rivals.pld", ("policies", "k", "ngram_max"))
+    known_keys(params, "rivals.suffix", ("k", "options", "response_cache"))
+    policies = get(params, "rivals.pld.policies", list)
+    if not policies or any(p not in PLD_POLICIES for p in policies) or len(set(policies)) != len(policies):
+        raise ParamsError(f"params: 'rivals.pld.policies' must be distinct names among {PLD_POLICIES}, got {policies!r}")
+    ngram = positive_int(params, "rivals.pld.ngram_max")
+    if ngram > NGRAM_LIMIT:
+        raise ParamsError(f"params: 'rivals.pld.ngram_max' is {ngram}, above {NGRAM_LIMIT} (transformers' default: 2)")
+    suffix_k = get(params, "rivals.suffix.k", (int, type(None)))
+    if suffix_k is not None and (isinstance(suffix_k, bool) or suffix_k < 1):
+        raise ParamsError(f"params: 'rivals.suffix.k' must be a positive integer or null, got {suffix_k!r}")
+    return DraftSettings(tuple(policies), _ks(params), ngram, suffix_k, _suffix(params),
+                         get(params, "rivals.suffix.response_cache", bool))
+
+
+def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
+    out = []
+    for i, entry in enumerate(get(params, "rivals.estimates", list)):
+        if not isinstance(entry, dict) or set(entry) != {"name", "decode", "prefill"}:
+            raise ParamsError(f"params: 'rivals.estimates[{i}]' must have exactly name, decode and prefill, got {entry!r}")
+        if not all(isinstance(v, str) and v for v in entry.values()):
+            raise ParamsError(f"params: 'rivals.estimates[{i}]' values must be non-empty names, got {entry!r}")
+        if entry["name"] in sources:
+            raise ParamsError(f"params: 'rivals.estimates[{i}]' name {entry['name']!r} is also a kernel source")
+        out.append(Estimate(entry["name"], entry["decode"], entry["prefill"]))
+    if len({e.name for e in out}) != len(out):
+        raise ParamsError("params: 'rivals.estimates' names two estimates alike")
+    return tuple(out)
+
+
+def settings(params: dict) -> RivalsSettings:
+    known_keys(params, "rivals", GROUP_KEYS)
+    base = kernel_settings(params)
+    from analysis.latency.sources import names_from_params
+
+    sources = names_from_params(params, "rivals.kernel_sources")
+    estimates = _estimates(params, sources)
+    judged = get(params, "rivals.judged_source", str)
+    if judged not in (*sources, *(e.name for e in estimates)):
+        raise ParamsError(f"params: 'rivals.judged_source' {judged!r} is not one of rivals.kernel_sources or "
+                          f"rivals.estimates")
+    return RivalsSettings(
+        tokenizer=tokenizer_spec(params),
+        framing=choice(params, "rivals.framing", humanevalpack.FRAMINGS),
+        prompt_overhead_tokens=positive_int(params, "spans.prompt_overhead_tokens", minimum=0),
+        udiff_context=positive_int(params, "formats.udiff_context", minimum=0),
+        drafts=_drafts(params), kernel_sources=sources, estimates=estimates, judged_source=judged,
+        cost=cost_settings(params), bootstrap=bootstrap_settings(params, "rivals"), parallel=parallel_settings(params),
+        kernel=base)
+
+
+def methods(drafts: DraftSettings) -> tuple[Method, ...]:
+    """The simulated methods, in table order (vocabulary order, the settings' policies and k only)."""
+    keep = []
+    for m in vocabulary():
+        if m.family == "pld" and (m.policy not in drafts.pld_policies or m.k not in drafts.pld_ks):
+            continue
+        if m.name == SUFFIX_CACHE and not drafts.response_cache:
+            continue
+        keep.append(m)
+    return tuple(keep)
+
+
+# ---------------------------------------------------------------- simulation (per case, in workers)
+
+def case_input(row: dict, tokenizer, directives: DirectiveCounter, overhead: int) -> CaseInput:
+    """One case's tokens, programs (spans and forcing per level) and prompt length."""
+    src, tgt = tokenizer.encode(row["source"]), tokenizer.encode(row["target"])
+    limits = {"line": len(split_lines(row["source"])), "token": len(src.ids)}
+    programs = {}
+    for level, unit in LEVEL_UNITS.items():
+        program = parse(row[level])
+        counter = ForcedCounter(tokenizer, unit, limits[level])
+        programs[level] = (tuple(program_spans(program, src, tgt, directives)),
+                           tuple(counter.of(op) for op in program.ops))
+    return CaseInput(row["case_id"], row["corpus"], row["framing"], row["source"], row["target"], tuple(src.ids),
+                     tuple(tgt.ids), prompt_tokens(src, overhead), programs)
+
+
+def simulate_chunk(chunk, tokenizer, overhead: int, udiff_context: int, drafts: DraftSettings,
+                   names: tuple[str, ...]) -> list[dict]:
+    """The forwards rows of a chunk of cases (every method but the cross-request suffix cache)."""
+    from analysis.rivals.methods import parse_method
+
+    directives = DirectiveCounter(tokenizer)
+    rows = []
+    for row in progress(chunk, "rivals", len(chunk)):
+        case = case_input(row, tokenizer, directives, overhead)
+        for method in map(parse_method, names):
+            rows.append(forward_row(method, case, method_forwards(method, case, drafts, tokenizer, udiff_context)))
+    return rows
+
+
+def cached_suffix_rows(cases: pl.DataFrame, s: RivalsSettings, tokenizer) -> list[dict]:
+    """suffix-cache: one response cache per corpus, cases in case-id order (serial: each request sees the
+    outputs of the ones before it)."""
+    from analysis.rivals.methods import parse_method
+
+    method, rows = parse_method(SUFFIX_CACHE), []
+    directives = DirectiveCounter(tokenizer)
+    for _, group in cases.sort("corpus", "case_id").group_by("corpus", maintain_order=True):
+        cache = ResponseCache(s.drafts.suffix)
+        for row in progress(group.iter_rows(named=True), "suffix cache", group.height):
+            case = case_input(row, tokenizer, directives, s.prompt_overhead_tokens)
+            rows.append(forward_row(method, case, method_forwards(method, case, s.drafts, tokenizer,
+                                                                  s.udiff_context, cache)))
+    return rows
+
+
+def pool_cases(framing: str) -> pl.DataFrame:
+    """One row per case of the pool with its source, target and line and token programs."""
+    joined = pool_rows(joined_programs(), framing)
+    if joined.height == 0:
+        raise ParamsError(f"rivals.framing {framing!r}: no program of that pool (is the corpora stage's output empty?)")
+    wide = joined.pivot(on="level", index=["case_id", "corpus", "framing", "source", "target"], values="program")
+    missing = [level for level in LEVEL_UNITS if level not in wide.columns]
+    if missing or wide.select(pl.any_horizontal(pl.col(list(LEVEL_UNITS)).is_null())).to_series().any():
+        raise ParamsError(f"data/programs/programs.parquet lacks a {' or '.join(LEVEL_UNITS)}-level program for some "
+                          "case; rerun `copydecode programs`")
+    return wide.sort("corpus", "case_id", "framing")
+
+
+def simulate(s: RivalsSettings, tokenizer) -> pl.DataFrame:
+    cases = pool_cases(s.framing)
+    names = tuple(m.name for m in methods(s.drafts) if m.name != SUFFIX_CACHE)
+    rows = map_cases(simulate_chunk, list(cases.iter_rows(named=True)), s.parallel, tokenizer,
+                     s.prompt_overhead_tokens, s.udiff_context, s.drafts, names, desc="rivals")
+    if s.drafts.response_cache:
+        rows += cached_suffix_rows(cases, s, tokenizer)
+    frame = pl.DataFrame(rows, schema=FORWARDS_COLUMNS)
+    check_forwards(frame, "the rival simulation's forwards")
+    return frame.sort("corpus", "case_id", "method")
+
+
+# ---------------------------------------------------------------- pricing
+
+def kernels(s: RivalsSettings) -> list[Kernel]:
+    """Every kernel source of the settings, then the paired estimates."""
+    plain = kernels_for(s.kernel, sources=s.kernel_sources)
+    needed = sorted({n for e in s.estimates for n in (e.decode, e.prefill)} - set(s.kernel_sources))
+    parts = {k.source: k for k in (plain + (kernels_for(s.kernel, sources=needed) if needed else []))}
+    return plain + [paired_kernel(e.name, parts[e.decode], parts[e.prefill]) for e in s.estimates]
+
+
+def priced(forwards: pl.DataFrame, s: RivalsSettings) -> pl.DataFrame:
+    counts = summary_counts(forwards)
+    parts, chosen = [], kernels(s)
+    for kernel in progress(chosen, "rivals pricing", len(chosen)):
+        costs = price(forwards.select("prompt_tokens", "new_tokens", "emitted", "prefill"), kernel.model, s.cost)
+        parts.append(counts.with_columns(kernel_source=pl.lit(kernel.source), seconds=costs["seconds"],
+                                         extrapolated_forwards=costs["extrapolated_forwards"]))
+    return percase_speedups(pl.concat(parts))
+
+
+def kernel_notes(s: RivalsSettings) -> dict[str, str]:
+    return {k.source: k.built for k in kernels(s)}
+
+
+def run(s: RivalsSettings) -> dict:
+    from analysis.present import charts
+
+    with timed("rivals"):
+        tokenizer = load_tokenizer(s.tokenizer)
+        forwards = simulate(s, tokenizer)
+        write_parquet(forwards, RIVALS_FORWARDS)
+        percase = priced(forwards, s)
+        write_parquet(percase, RIVALS_PERCASE)
+        boot = s.bootstrap
+        table = pooled_rows(percase, boot.resamples, boot.seed, boot.ci)
+        fast = fastest(table, percase, boot.resamples, boot.seed, boot.ci)
+        write_table(table, TABLES / "rivals")
+        write_table(fast, TABLES / "rivals_fastest")
+        save_chart(charts.rivals_chart(table, s.judged_source), FIGURES / "rivals")
+        write_json({"judged_source": s.judged_source, "kernels": kernel_notes(s),
+                    "cases": int(forwards["case_id"].n_unique()), "methods": sorted(set(forwards["method"])),
+                    "fastest": headline_pairs(fast)}, METRICS / "rivals.json")
+    judged = fast.filter((pl.col("kernel_source") == s.judged_source) & (pl.col("pool") == "all"))
+    return {"cases": int(forwards["case_id"].n_unique()), "methods": int(forwards["method"].n_unique()),
+            "fastest (all corpora, judged source)": judged["fastest"][0] if judged.height else None}

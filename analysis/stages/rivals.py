@@ -31,7 +31,7 @@ from analysis.corpora import humanevalpack
 from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
-from analysis.latency.sources import Kernel, kernel_settings, kernels_for, paired_kernel
+from analysis.latency.sources import Kernel, kernel_settings, kernels_for, paired_kernel, parse_name
 from analysis.layout import FIGURES, METRICS, RIVALS_FORWARDS, RIVALS_PERCASE, TABLES
 from analysis.parallel.progress import progress, timed
 from analysis.parallel.tables import joined_programs
@@ -131,6 +131,15 @@ def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
             raise ParamsError(f"params: 'rivals.estimates[{i}]' values must be non-empty names, got {entry!r}")
         if entry["name"] in sources:
             raise ParamsError(f"params: 'rivals.estimates[{i}]' name {entry['name']!r} is also a kernel source")
+        sides = {}
+        for side in ("decode", "prefill"):  # named here, not when the stage first prices a case (issue 39, section 4)
+            try:
+                sides[side] = parse_name(entry[side])
+            except ParamsError as exc:
+                raise ParamsError(f"params: 'rivals.estimates[{i}].{side}': {exc}") from None
+        if None not in (sides["decode"].model, sides["prefill"].model) and sides["decode"].model != sides["prefill"].model:
+            raise ParamsError(f"params: 'rivals.estimates[{i}]' pairs two models ({sides['decode'].model}, "
+                              f"{sides['prefill'].model}); an estimate is one model's decode loop with its own prefill")
         out.append(Estimate(entry["name"], entry["decode"], entry["prefill"]))
     if len({e.name for e in out}) != len(out):
         raise ParamsError("params: 'rivals.estimates' names two estimates alike")

@@ -455,6 +455,34 @@ PROBES = [
           "'forcing.limit' must be >= 0, got -1"),
     Probe("S4-forcing-limit-not-an-integer", stage_settings("analysis.stages.forcing", **{"forcing.limit": "all"}),
           "'forcing.limit' must be int"),
+    # section 4: the rivals stage's settings (params rivals, analysis.stages.rivals): named before any case is simulated
+    Probe("S4-rivals-stage-k-zero", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [0]}),
+          "'rivals.pld.k' must be a non-empty list of distinct positive integers or null (unbounded), got [0]"),
+    Probe("S4-rivals-stage-k-twice", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [5, 5]}),
+          "distinct positive integers"),
+    Probe("S4-rivals-stage-k-a-bool", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [True]}),
+          "distinct positive integers"),
+    Probe("S4-rivals-stage-k-not-a-list", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": 5}),
+          "'rivals.pld.k' must be list, got 5"),
+    Probe("S4-rivals-stage-ngram-bounded", stage_settings("analysis.stages.rivals", **{"rivals.pld.ngram_max": 10**9}),
+          "'rivals.pld.ngram_max' is 1000000000, above 64"),
+    Probe("S4-rivals-stage-judged-source-unknown", stage_settings("analysis.stages.rivals", **{
+        "rivals.judged_source": "nowhere"}), "'rivals.judged_source' 'nowhere' is not one of rivals.kernel_sources"),
+    Probe("S4-rivals-stage-estimate-missing-keys", stage_settings("analysis.stages.rivals", **{
+        "rivals.estimates": [{"name": "x", "decode": "h200/qwen2.5-7b/static_compiled"}]}),
+        "'rivals.estimates[0]' must have exactly name, decode and prefill"),
+    Probe("S4-rivals-stage-estimate-unknown-source", stage_settings("analysis.stages.rivals", **{
+        "rivals.estimates": [{"name": "x", "decode": "nowhere", "prefill": "h200-devtime/qwen2.5-7b"}]}),
+        "'rivals.estimates[0].decode': unknown kernel source 'nowhere'"),
+    Probe("S4-rivals-stage-estimate-pairs-two-models", stage_settings("analysis.stages.rivals", **{
+        "rivals.estimates": [{"name": "x", "decode": "h200/qwen2.5-7b/static_compiled",
+                              "prefill": "h200-devtime/qwen2.5-1.5b"}]}), "pairs two models (qwen2.5-7b, qwen2.5-1.5b)"),
+    Probe("S4-rivals-stage-estimate-named-like-a-source", stage_settings("analysis.stages.rivals", **{
+        "rivals.estimates": [{"name": "paper", "decode": "paper", "prefill": "paper"}]}), "is also a kernel source"),
+    Probe("S4-rivals-stage-kernel-source-unknown", stage_settings("analysis.stages.rivals", **{
+        "rivals.kernel_sources": ["paper", "../../x"]}), "has unknown kernel sources ['../../x']"),
+    Probe("S4-rivals-stage-unknown-key", stage_settings("analysis.stages.rivals", **{"rivals.pld.kk": [5]}),
+          "unknown setting 'rivals.pld.kk'"),
     Probe("M5-profile-model-empty", cli("kernels", "profile", "--model", ""), "--model is empty"),
     Probe("M11-set-alias", cli("--set", "spans.seed={a: &a [x], b: *a}", "--out", "run", "spans"),
           "--set spans.seed: YAML anchors (&a) are not allowed"),

@@ -160,3 +160,13 @@ def test_the_profile_ends_with_its_speedup_table(tiny, tmp_path, monkeypatch, ca
     assert "| model | baseline | prefill | context | n | t_ar_ms | t_prefill_ms | speedup | speedup_iqr | repeats |" in err
     for row in table.iter_rows(named=True):
         assert f"| {row['n']} | {row['t_ar_ms']:.3f} | {row['t_prefill_ms']:.3f} | {row['speedup']:.3f} |" in err
+
+
+def test_every_registered_model_is_sized_before_loading():
+    """The memory check (M4) sizes a model from its published config: every registered model has one, the
+    GGUF-loaded SmolLM2 included (without it the batched profile of the shipped params failed at the check)."""
+    from kernels_profile.runtime.models import known_models, memory_estimate
+
+    for name in known_models():
+        estimate = memory_estimate(name, "float32", 1024, 64)
+        assert estimate.parameters > 1e5 and estimate.cache_bytes > 0, name

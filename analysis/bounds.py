@@ -48,15 +48,24 @@ Given per-repeat costs (one per kernel repeat), each resample also redraws the k
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.model import FIRST_STEP, PAPER_FORM, STEADY, STEP_COSTS, LatencyModel
-from analysis.pooling import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, pooled_groups
+from analysis.pooling import (
+    MEAN_OF_CORPORA,
+    PAPER_POOL,
+    PER_CORPUS,
+    POOLED,
+    RATIO_OF_SUMS,
+    paper_cases,
+    paper_corpora,
+    pooled_groups,
+)
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")
@@ -337,11 +346,11 @@ def case_cost(ops: Sequence[SpanOp], model: LatencyModel, settings: CostSettings
 
 # ---------------------------------------------------------------- table
 
-def _aligned_repeats(costs: pl.DataFrame, repeats: Sequence[pl.DataFrame]) -> None:
+def _aligned(costs: pl.DataFrame, frames: Sequence[pl.DataFrame], what: str) -> None:
     keys = costs.select(CASE_KEYS)
-    for r, frame in enumerate(repeats):
+    for r, frame in enumerate(frames):
         if not frame.select(CASE_KEYS).equals(keys):
-            raise ParamsError(f"bounds: kernel repeat {r} costs do not cover the same cases in the same order")
+            raise ParamsError(f"bounds: {what} {r} costs do not cover the same cases in the same order")
 
 
 def _matrix(rows: pl.DataFrame, column: str, repeats: Sequence[pl.DataFrame]) -> np.ndarray:
@@ -363,17 +372,38 @@ def _record(level, corpus, framing, variant, rows, bound, interval: Interval, co
     }
 
 
+def _points(rows: pl.DataFrame, variant: str, point_costs: Mapping[str, pl.DataFrame | None],
+            by_corpus: np.ndarray | None) -> dict:
+    """The point bound of these rows under each other pricing (`point_costs`, aligned with the costs;
+    None: that pricing is not available, a null): ratio of sums, or with `by_corpus` the mean of corpora."""
+    index = rows["_row"].to_numpy()
+    out = {}
+    for name, frame in point_costs.items():
+        if frame is None:
+            out[name] = None
+            continue
+        regen, program = frame["regen"].to_numpy()[index], frame[f"program_{variant}"].to_numpy()[index]
+        out[name] = (float(regen.sum() / program.sum()) if by_corpus is None
+                     else mean_of_ratios(regen, program, by_corpus))
+    return out
+
+
 def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
-                 repeat_costs: Sequence[pl.DataFrame] = (), pooled_bootstrap: str = "cases") -> pl.DataFrame:
+                 repeat_costs: Sequence[pl.DataFrame] = (), pooled_bootstrap: str = "cases",
+                 point_costs: Mapping[str, pl.DataFrame | None] | None = None) -> pl.DataFrame:
     """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
 
     Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
     pooling (layout.PER_CORPUS or one of layout.POOLINGS), extrapolated_spans, extrapolated_regen
-    (cases) and kernel_repeats (0: the interval has no kernel uncertainty).
+    (cases) and kernel_repeats (0: the interval has no kernel uncertainty); then one column per
+    `point_costs` entry: the point bound of the same rows under that frame's costs (another pricing
+    of the same cases, in the same order).
     """
     if pooled_bootstrap not in POOLED_BOOTSTRAPS:
         raise ParamsError(f"bounds.pooled_bootstrap must be one of {POOLED_BOOTSTRAPS}, got {pooled_bootstrap!r}")
-    _aligned_repeats(costs, repeat_costs)
+    point_costs = point_costs or {}
+    _aligned(costs, repeat_costs, "kernel repeat")
+    _aligned(costs, [f for f in point_costs.values() if f is not None], "pricing")
     indexed = costs.with_row_index("_row")
     records = []
     for level in sorted(set(costs["level"])):
@@ -387,14 +417,80 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
                 program = _matrix(rows, f"program_{variant}", repeat_costs)
                 point_program = rows[f"program_{variant}"].to_numpy()
                 interval = ratio_of_sums_ci(regen, program, resamples, seed, ci, strata=strata)
-                records.append(_record(level, corpus, framing, variant, rows,
-                                       float(point_regen.sum() / point_program.sum()), interval, coverage,
-                                       RATIO_OF_SUMS if pooled else PER_CORPUS, len(repeat_costs)))
+                records.append({**_record(level, corpus, framing, variant, rows,
+                                          float(point_regen.sum() / point_program.sum()), interval, coverage,
+                                          RATIO_OF_SUMS if pooled else PER_CORPUS, len(repeat_costs)),
+                                **_points(rows, variant, point_costs, None)})
                 if pooled:
                     by_corpus = rows["corpus"].to_numpy()
                     mean_interval = mean_of_ratios_ci(regen, program, by_corpus, resamples, seed, ci)
                     mean_coverage = mean_of_ratios(rows["copied_tokens"].to_numpy(), rows["gold_tokens"].to_numpy(), by_corpus)
-                    records.append(_record(level, corpus, framing, variant, rows,
-                                           mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
-                                           mean_coverage, MEAN_OF_CORPORA, len(repeat_costs)))
-    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus", "pooling")
+                    records.append({**_record(level, corpus, framing, variant, rows,
+                                              mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
+                                              mean_coverage, MEAN_OF_CORPORA, len(repeat_costs)),
+                                    **_points(rows, variant, point_costs, by_corpus)})
+    schema = {name: pl.Float64 for name in point_costs}
+    return pl.DataFrame(records, schema_overrides=schema).sort("level", "variant", "framing", "corpus", "pooling")
+
+
+# ---------------------------------------------------------------- one kernel's bounds
+
+GOLD_PREFILL = "bound_gold_prefill"
+
+
+@dataclass(frozen=True)
+class KernelBounds:
+    """One kernel's bounds, each pricing of the spans computed once: the judged pricing (with its
+    kernel repeats) for the per-case costs and the intervals, the other step pricing and the gold
+    tokenization's prefill for point bounds beside them."""
+
+    costs: pl.DataFrame        # per case, the judged pricing (COST_COLUMNS)
+    table: pl.DataFrame        # bounds_table rows with bound_steady, bound_first_step, bound_gold_prefill
+    paper: pl.DataFrame        # the pooled rows over the paper's corpora alone (pool = paper); empty: no such pool
+    steps: dict                # t_step, steady_step, first_step_overhead at bounds.context (None: no split)
+    unpriced: dict             # a step pricing beside the judged one that this model cannot give: why
+
+
+def kernel_bounds(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings, resamples: int, seed: int,
+                  ci: float, *, kernel_repeats: bool, pooled_bootstrap: str) -> KernelBounds:
+    """Every bound of one kernel: per-case costs, the table (per corpus and pooled, with intervals) and
+    the paper pool's rows, each with the point bound under both step pricings (bound_steady,
+    bound_first_step: the v1 pricing beside the judged one) and under the gold tokenization's prefill
+    (bound_gold_prefill). A pricing other than the judged one that this model cannot give (a profile
+    with too few short runs for the steady split) is null, its reason in `unpriced`."""
+    costs = case_costs(spans, model, settings)
+    repeats = repeat_costs(spans, model, settings) if kernel_repeats else []
+    points: dict[str, pl.DataFrame | None] = {}
+    unpriced = {}
+    for step_cost in STEP_COSTS:
+        try:
+            points[f"bound_{step_cost}"] = (costs if step_cost == settings.step_cost
+                                            else case_costs(spans, model, replace(settings, step_cost=step_cost)))
+        except ParamsError as exc:
+            points[f"bound_{step_cost}"], unpriced[step_cost] = None, str(exc)
+    points[GOLD_PREFILL] = case_costs(spans, model, replace(settings, prefill_tokens="n_tokens"))
+    table = bounds_table(costs, resamples, seed, ci, repeat_costs=repeats, pooled_bootstrap=pooled_bootstrap,
+                         point_costs=points)
+    paper = paper_cases(costs)  # analysis.pooling: the paper pool's cases, the one membership rule
+    if paper.height:
+        keep = paper_corpora()
+        paper = bounds_table(paper, resamples, seed, ci, repeat_costs=[r.filter(keep) for r in repeats],
+                             pooled_bootstrap=pooled_bootstrap,
+                             point_costs={k: None if f is None else f.filter(keep) for k, f in points.items()})
+        paper = paper.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
+    else:
+        paper = pl.DataFrame()
+    return KernelBounds(costs, table, paper, step_prices(model, settings), unpriced)
+
+
+def step_prices(model: LatencyModel, settings: CostSettings) -> dict:
+    """The decode step at bounds.context: T_ar(1, c) (`t_step`, the v1 price of every token), the
+    steady step and the first-step overhead (None where the model has no steady split)."""
+    if settings.context is None:
+        return {"t_step": None, "steady_step": None, "first_step_overhead": None}
+    t_step = float(model.t_step(settings.context, extrapolate=True).seconds)
+    try:
+        first, steady = (float(e.seconds) for e in model.step_costs(settings.context, settings.steady_max_n, extrapolate=True))
+    except ParamsError:  # judged first_step on a profile without the steady split (`unpriced` says so)
+        first = steady = None
+    return {"t_step": t_step, "steady_step": steady, "first_step_overhead": first}

@@ -13,6 +13,7 @@ from analysis.bounds import (
     bounds_table,
     case_cost,
     case_costs,
+    kernel_bounds,
     repeat_costs,
     span_costs,
 )
@@ -262,17 +263,15 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
 def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
     """bounds_pools: per kernel source, the paper's three corpora (pool = paper, judged) beside every corpus
     (pool = all); before, only bounds_paper_pool held the 482-case pool and nothing named both (issue 28.5)."""
-    from fixtures import params_with
+    from analysis.stages.bounds import pools_for
 
-    from analysis.stages.bounds import paper_pool, pools_for, settings
-
-    s = settings(params_with(**{"bounds.bootstrap_resamples": 0}))
     rows = [(f"{c}/{i}", c, f, "line", kind, n, n, 1)
             for c, f in (("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("CommitEdits-x", "file"))
             for i in range(3) for kind, n in (("copy", 40 + i), ("gen", 5 + (c == "CommitEdits-x") * 20))]
-    costs = case_costs(spans(rows), KERNEL, FIXED0)
-    table = bounds_table(costs, 0, 0, 0.95).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
-    paper = paper_pool(costs, [], s).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    priced = kernel_bounds(spans(rows), KERNEL, FIXED0, 0, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    costs = priced.costs
+    table = priced.table.with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    paper = priced.paper.with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
     pools = pools_for(table, paper).filter(pl.col("variant") == "ideal")
     assert sorted(set(pools["pool"])) == ["all", "paper"]
     by_pool = {r["pool"]: r for r in pools.filter(pl.col("pooling") == "ratio_of_sums").iter_rows(named=True)}
@@ -407,3 +406,39 @@ def test_one_refusal_names_an_op_or_the_regeneration():
         case_costs(table, model, priced("running"))
     costs = case_costs(table, model, priced("running", True)).row(0, named=True)
     assert costs["extrapolated_spans"] == 1 and costs["extrapolated_regen"]
+
+
+def test_one_kernel_is_priced_once_per_pricing_and_every_row_derives_from_those_costs():
+    """kernel_bounds: the table's point columns are the bounds of each pricing's own costs (the judged
+    one is `bound`), its paper rows are the paper corpora's pool, and a pricing the model cannot give
+    (no steady split with steady_max_n below two profiled N) is a null column, said in `unpriced`."""
+    rep = [(QuadraticAR(1e-3, 1e-6), QuadraticPrefill(2e-3 * s, 1e-5 * s, 0.0, 0.0)) for s in (0.8, 1.2)]
+    other = random_spans(2).filter(pl.col("corpus") == "HEvalFix-Py").with_columns(
+        corpus=pl.lit("CommitEdits-x"), case_id=pl.col("case_id").str.replace("HEvalFix-Py", "CommitEdits-x"))
+    table = pl.concat([random_spans(1), other]).with_columns(prompt_tokens=pl.lit(50, dtype=pl.Int64))
+    model = first_step_model()
+    settings = priced("running", True, context=256)
+    got = kernel_bounds(table, model, settings, 100, 0, 0.95, kernel_repeats=True, pooled_bootstrap="corpus")
+    assert got.costs.equals(case_costs(table, model, settings)) and not got.unpriced
+    for name, other in (("bound_steady", settings), ("bound_first_step", priced("running", True, step_cost="first_step")),
+                        ("bound_gold_prefill", priced("running", True, prefill_tokens="n_tokens"))):
+        alone = bounds_table(case_costs(table, model, other), 0, 0, 0.95)
+        assert got.table[name].to_list() == alone["bound"].to_list(), name
+    assert got.table["bound"].to_list() == got.table["bound_steady"].to_list()
+    mine = got.costs.filter(pl.col("corpus") != "CommitEdits-x")
+    pooled = bounds_table(mine, 0, 0, 0.95).filter(pl.col("corpus") == "pooled").select("level", "framing", "variant", "pooling", "bound")
+    paper = got.paper.select("level", "framing", "variant", "pooling", "bound").join(
+        pooled, on=["level", "framing", "variant", "pooling"], suffix="_alone")
+    assert paper.height == pooled.height > 0 and set(got.paper["pool"]) == {"paper"}
+    assert paper["bound"].to_list() == paper["bound_alone"].to_list()
+    assert got.steps["t_step"] == pytest.approx(5e-3) and got.steps["steady_step"] == pytest.approx(2e-3)
+    # repeats: with the kernel's own repeats the intervals widen, the point bounds do not move
+    with_repeats = quadratic(repeats=tuple(rep))
+    plain = kernel_bounds(table, with_repeats, settings, 100, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    wide = kernel_bounds(table, with_repeats, settings, 100, 0, 0.95, kernel_repeats=True, pooled_bootstrap="corpus")
+    assert wide.table["bound"].to_list() == plain.table["bound"].to_list() and set(wide.table["kernel_repeats"]) == {2}
+    one_n = first_step_model(ns=(1.0, 16.0))
+    judged_v1 = priced("running", True, step_cost="first_step")
+    missing = kernel_bounds(table, one_n, judged_v1, 0, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    assert set(missing.unpriced) == {"steady"} and missing.table["bound_steady"].null_count() == missing.table.height
+    assert missing.steps["steady_step"] is None

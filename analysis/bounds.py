@@ -291,6 +291,39 @@ def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings)
                       "context", "op_cost", "directive_cost", "extrapolated")
 
 
+@dataclass(frozen=True)
+class PrefillAt:
+    """T_prefill(n, c) at one context, vectorised over n, extrapolation allowed (picklable)."""
+
+    model: LatencyModel
+    context: int
+
+    def __call__(self, n):
+        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
+
+
+@dataclass(frozen=True)
+class FixedPrice:
+    """The bound's price at its one context (fixed mode): what `_priced_ops` charges every op of a
+    program there, as plain values (the optimal stage's dynamic program minimises it)."""
+
+    overhead: float        # o(c): once per decode run (0 under first_step pricing)
+    step: float            # per decoded token: s(c) (steady) or T_ar(1, c) (first_step)
+    prefill: PrefillAt     # per copy: T_prefill(n, c)
+
+
+def fixed_price(model: LatencyModel, settings: CostSettings) -> FixedPrice:
+    """`FixedPrice` of a fixed-mode CostSettings, from the same `LatencyModel.prices` call the bound
+    makes; extrapolated values are allowed here: whether a program may use them is `case_costs`'
+    check (the one refusal), which also counts them."""
+    settings = settings.validate()
+    if settings.context_mode != "fixed":
+        raise ParamsError(f"fixed_price: a price at one context needs context_mode fixed, got {settings.context_mode!r}")
+    c = np.array([float(settings.context)])
+    prices = model.prices(c, np.zeros(1, dtype=np.int64), c, settings.step_cost, settings.steady_max_n)
+    return FixedPrice(float(prices.overhead.seconds[0]), float(prices.step.seconds[0]), PrefillAt(model, settings.context))
+
+
 def cost_unit(model: LatencyModel) -> str:
     """The unit of a model's times: the paper's kernel is in decode steps (t_step = 1 by definition),
     a fitted model in seconds."""

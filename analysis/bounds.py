@@ -84,11 +84,11 @@ class CostSettings:
 
     context_mode: str                     # fixed | running (params bounds.context_mode)
     extrapolate: bool                     # price past the profiled range (counted) instead of refusing
-    context: int | None = 256             # fixed mode: the one KV-cache length (params bounds.context)
+    context: int | None                   # fixed mode: the one KV-cache length (params bounds.context)
     # how a decoded token is priced (params bounds.step_cost): steady (a first-step overhead once per
     # decode run plus the steady step per token) or first_step (v1: every token costs T_ar(1, c))
-    step_cost: str = STEADY
-    steady_max_n: int = 8                 # steady: fit T_ar = o + N * s over the profiled N <= this
+    step_cost: str
+    steady_max_n: int                     # steady: fit T_ar = o + N * s over the profiled N <= this
     prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
     prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
 

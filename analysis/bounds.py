@@ -1,7 +1,8 @@
 """The closed-form wall-clock bound: spans composed with a latency model (analysis.latency.model).
 
-This is the one implementation of the bound; the bounds stage and the end-to-end prediction
-(`case_cost`) both use it.
+This is the one implementation of the bound and the one price of a program: the bounds stage
+(`kernel_bounds`), the optimal stage (`fixed_price`, `case_costs`) and the end-to-end prediction
+(`case_cost`) all use it, with CostSettings from params (docs/bounds-pricing.md, "One price").
 
 Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
 when op k starts:

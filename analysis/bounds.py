@@ -56,7 +56,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.model import FIRST_STEP, PAPER_FORM, STEADY, STEP_COSTS, LatencyModel
+from analysis.latency.model import PAPER_FORM, STEADY, STEP_COSTS, LatencyModel
 from analysis.pooling import (
     MEAN_OF_CORPORA,
     PAPER_POOL,

@@ -1,7 +1,8 @@
 """The closed-form wall-clock bound: spans composed with a latency model (analysis.latency.model).
 
-This is the one implementation of the bound; the bounds stage and the end-to-end prediction
-(`case_cost`) both use it.
+This is the one implementation of the bound and the one price of a program: the bounds stage
+(`kernel_bounds`), the optimal stage (`fixed_price`, `case_costs`) and the end-to-end prediction
+(`case_cost`) all use it, with CostSettings from params (docs/bounds-pricing.md, "One price").
 
 Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
 when op k starts:
@@ -25,8 +26,10 @@ every token at the first step's time, which overstated graph-loop bounds by 17-2
 Context (`CostSettings.context_mode`):
   * `running`: c_0 = the case's prompt tokens (column `prompt_column`), c_k = c_0 + gold tokens of
     ops 0..k-1 (what is in the cache when op k starts; directive tokens are not counted in c).
-  * `fixed` (the v1 bound): every op at one c, so regen = G * t_step(c), gen op = g_k * t_step(c).
-    With a v1 (quadratic) model this reproduces the v1 table to the bit.
+  * `fixed` (the v1 bound): every op at one c (params bounds.context), so regen = o(c) + G * s(c),
+    gen op = [o(c)] + g_k * s(c). With a v1 (quadratic) model this reproduces the v1 table to the bit.
+Both are one priced-ops path (`_priced_ops`): fixed is running with a constant context. The model is
+asked once per pricing (`LatencyModel.prices`) and one check (`_refuse`) names what lies outside it.
 
 A copy span that forwards no token (a blank line glued by BPE to the previous line's last token)
 costs nothing. The token-level **floor** is the `overhead` variant of token-level programs: every
@@ -46,22 +49,30 @@ Given per-repeat costs (one per kernel repeat), each resample also redraws the k
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.model import PAPER_FORM, Evaluation, LatencyModel
-from analysis.pooling import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, pooled_groups
+from analysis.latency.model import PAPER_FORM, STEADY, STEP_COSTS, LatencyModel
+from analysis.pooling import (
+    MEAN_OF_CORPORA,
+    PAPER_POOL,
+    PER_CORPUS,
+    POOLED,
+    RATIO_OF_SUMS,
+    paper_cases,
+    paper_corpora,
+    pooled_groups,
+)
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
 
 VARIANTS = ("ideal", "overhead")
 CONTEXT_MODES = ("fixed", "running")
-STEADY, FIRST_STEP = "steady", "first_step"
-STEP_COSTS = (STEADY, FIRST_STEP)
 POOLED_BOOTSTRAPS = ("cases", "corpus")
+PREFILL_COLUMNS = ("n_tokens_src", "n_tokens")  # what a copy forwards: its source tokens, or the gold ones
 CASE_KEYS = ["case_id", "corpus", "framing", "level"]
 COST_COLUMNS = ["case_id", "corpus", "framing", "level", "gold_tokens", "copied_tokens", "program_ideal",
                 "directive_seconds", "regen", "program_overhead", "extrapolated_spans", "extrapolated_regen"]
@@ -69,18 +80,18 @@ COST_COLUMNS = ["case_id", "corpus", "framing", "level", "gold_tokens", "copied_
 
 @dataclass(frozen=True)
 class CostSettings:
-    """How a program is priced (params `bounds.context_mode`, `bounds.extrapolate`, `bounds.context`):
-    the two that change every result have no default here; params.yaml is their one source."""
+    """How a program is priced. Every value that changes a result comes from params (`cost_settings`,
+    `fixed_cost_settings`, `log_cost_settings`): no default here. The two defaults name span columns."""
 
-    context_mode: str                     # fixed | running
-    extrapolate: bool                     # price copies past the profiled N range (counted) instead of refusing
-    context: int = 256                    # fixed mode: the one KV-cache length
-    prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
-    prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
+    context_mode: str                     # fixed | running (params bounds.context_mode)
+    extrapolate: bool                     # price past the profiled range (counted) instead of refusing
+    context: int | None                   # fixed mode: the one KV-cache length (params bounds.context)
     # how a decoded token is priced (params bounds.step_cost): steady (a first-step overhead once per
     # decode run plus the steady step per token) or first_step (v1: every token costs T_ar(1, c))
-    step_cost: str = STEADY
-    steady_max_n: int = 8                 # steady: fit T_ar = o + N * s over the profiled N <= this
+    step_cost: str
+    steady_max_n: int                     # steady: fit T_ar = o + N * s over the profiled N <= this
+    prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
+    prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
 
     def validate(self) -> CostSettings:
         if self.context_mode not in CONTEXT_MODES:
@@ -89,9 +100,18 @@ class CostSettings:
             raise ParamsError(f"bounds.step_cost must be one of {STEP_COSTS}, got {self.step_cost!r}")
         if self.step_cost == STEADY and (self.steady_max_n is None or self.steady_max_n < 2):
             raise ParamsError(f"bounds.step_cost steady needs bounds.steady_max_n >= 2, got {self.steady_max_n!r}")
-        if self.context_mode == "fixed" and self.context < 0:
+        if self.context_mode == "fixed" and (self.context is None or self.context < 0):
             raise ParamsError(f"bounds.context must be >= 0, got {self.context}")
+        if self.prefill_tokens not in PREFILL_COLUMNS:
+            raise ParamsError(f"prefill_tokens must be one of {PREFILL_COLUMNS}, got {self.prefill_tokens!r}")
         return self
+
+
+def _step_pricing(params: dict) -> dict:
+    from analysis.pipeline.params import choice, positive_int
+
+    return {"step_cost": choice(params, "bounds.step_cost", STEP_COSTS),
+            "steady_max_n": positive_int(params, "bounds.steady_max_n", minimum=2)}
 
 
 def cost_settings(params: dict) -> CostSettings:
@@ -102,29 +122,32 @@ def cost_settings(params: dict) -> CostSettings:
         context_mode=choice(params, "bounds.context_mode", CONTEXT_MODES),
         context=positive_int(params, "bounds.context", minimum=0),
         extrapolate=get(params, "bounds.extrapolate", bool),
-        step_cost=choice(params, "bounds.step_cost", STEP_COSTS),
-        steady_max_n=positive_int(params, "bounds.steady_max_n", minimum=2),
+        **_step_pricing(params),
     ).validate()
 
 
+def fixed_cost_settings(params: dict) -> CostSettings:
+    """The bounds' price at the one KV-cache length bounds.context (whatever bounds.context_mode says):
+    the optimal stage's, whose dynamic program is exact at one context."""
+    from analysis.pipeline.params import get, positive_int
+
+    return CostSettings(context_mode="fixed", context=positive_int(params, "bounds.context", minimum=0),
+                        extrapolate=get(params, "bounds.extrapolate", bool), **_step_pricing(params)).validate()
+
+
+def log_cost_settings(params: dict) -> CostSettings:
+    """The bounds' price of a measured forward log (the e2e prediction): its decode steps priced as the
+    bounds price them (bounds.step_cost, bounds.steady_max_n), each forward at its own context (running
+    from the prompt), and a forward outside the curve counted, never refused (`log_cost`)."""
+    return CostSettings(context_mode="running", context=None, extrapolate=True, **_step_pricing(params)).validate()
+
+
 # ---------------------------------------------------------------- per-case costs
-
-def _refuse(spans: pl.DataFrame, flags: np.ndarray, what: str, model: LatencyModel) -> None:
-    """ParamsError naming the first op whose cost is out of the model's range."""
-    row = spans.row(int(np.flatnonzero(flags)[0]), named=True)
-    raise ParamsError(
-        f"case {row['case_id']} ({row['framing']}, {row['level']}) op {row.get('op_index', '?')}: {what} is outside "
-        f"the profiled range of {model.key.label()} ({model._range_text()}); {int(flags.sum())} op(s) out of range; "
-        "set bounds.extrapolate to allow it (counted in extrapolated_spans)")
-
-
-def _step_pricing(model: LatencyModel, c, settings: CostSettings) -> tuple[Evaluation, Evaluation]:
-    """(first-step overhead, per-token step) at contexts c: v1 (`first_step`) charges every token
-    T_ar(1, c) and no overhead; `steady` the model's split (LatencyModel.step_costs)."""
-    if settings.step_cost == FIRST_STEP:
-        step = model.t_step(c, extrapolate=True)
-        return Evaluation(np.zeros(np.shape(step.seconds)), np.zeros(np.shape(step.seconds), dtype=bool)), step
-    return model.step_costs(c, settings.steady_max_n, extrapolate=True)
+#
+# One priced-ops path for both context modes: each op starts at a context c (running: prompt + gold
+# tokens of the ops before it; fixed: bounds.context) and a decode run of g tokens costs the step
+# summed over its contexts (running: c, c+1, ..., c+g-1; fixed: g times the step at c). The model is
+# asked once per pricing (`LatencyModel.prices`), and one check refuses what lies outside its range.
 
 
 def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
@@ -142,135 +165,120 @@ def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return ideal, overhead
 
 
-def _fixed_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings):
-    """Each op's cost at the one context: (spans with op_cost, directive_cost, extrapolated; t_step; its flag)."""
-    context = settings.context
-    first, step = _step_pricing(model, context, settings)
-    t, o = float(step.seconds), float(first.seconds)
-    if settings.step_cost == STEADY:
-        if "op_index" not in spans.columns:
-            raise ParamsError("bounds.step_cost steady needs the span column op_index (which op follows a prefill)")
-        spans = spans.sort(*CASE_KEYS, "op_index")
-        starts_ideal, starts_overhead = _run_starts(spans)
-    else:
-        starts_ideal = starts_overhead = np.zeros(spans.height, dtype=bool)
-    is_copy = spans["kind"].to_numpy() == "copy"
-    prefill = model.t_prefill(spans[settings.prefill_tokens].to_numpy(), context, extrapolate=True)
-    flags = (is_copy & prefill.extrapolated) | bool(step.extrapolated)
-    if flags.any() and not settings.extrapolate:
-        n = spans[settings.prefill_tokens].to_numpy()[int(np.flatnonzero(flags)[0])]
-        _refuse(spans, flags, f"t_step(c={context})" if bool(step.extrapolated) else f"T_prefill(N={n}, c={context})", model)
-    with_cost = spans.with_columns(
-        prefill=pl.Series(prefill.seconds), extrapolated=pl.Series(flags),
-    ).with_columns(
-        op_cost=pl.when(pl.col("kind") == "copy").then(pl.col("prefill")).otherwise(pl.col("n_tokens") * t)
-        + pl.Series(starts_ideal * o),
-        directive_cost=pl.col("directive_tokens") * t + pl.Series((starts_overhead & ~starts_ideal) * o),
-        context=pl.lit(context, dtype=pl.Int64),
-    )
-    return with_cost, (t, o), bool(step.extrapolated)
-
-
-def _fixed_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
-    with_cost, (t, o), step_extrapolated = _fixed_ops(spans, model, settings)
-    return (
-        with_cost.group_by(*CASE_KEYS)
-        .agg(
-            gold_tokens=pl.col("n_tokens").sum(),
-            copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
-            program_ideal=pl.col("op_cost").sum(),
-            directive_seconds=pl.col("directive_cost").sum(),
-            extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
-        )
-        .with_columns(
-            regen=pl.col("gold_tokens") * t + pl.when(pl.col("gold_tokens") > 0).then(o).otherwise(0.0),
-            program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
-            extrapolated_regen=pl.lit(step_extrapolated),
-        )
-        .select(COST_COLUMNS)
-        .sort("level", "corpus", "framing", "case_id")
-    )
-
-
-def _step_sums(model: LatencyModel, top: int, settings: CostSettings):
-    """Prefix sums of the per-token step (t_step, or the steady step) over contexts 0..top-1 and of
-    its extrapolation flags, so that sum_{j < g} step(c + j) = S[c + g] - S[c]."""
-    step = _step_pricing(model, np.arange(top, dtype=float), settings)[1]
-    seconds = np.concatenate([[0.0], np.cumsum(step.seconds)])
-    flags = np.concatenate([[0], np.cumsum(step.extrapolated.astype(np.int64))])
-    return seconds, flags
-
-
-def _running_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings):
-    """Each op's cost at prompt + output so far: (spans with context, op_cost, directive_cost,
-    extrapolated; the prefix sums of t_step and of its extrapolation flags)."""
-    missing = [c for c in (settings.prompt_column, "op_index") if c not in spans.columns]
+def _ordered(spans: pl.DataFrame, settings: CostSettings) -> pl.DataFrame:
+    """The spans in case and op order, with `context` (the KV-cache length when the op starts) and
+    the case's regeneration: `regen_from` (the context it starts at) and `regen_tokens` (G)."""
+    running = settings.context_mode == "running"
+    missing = [c for c in ("op_index", *([settings.prompt_column] if running else [])) if c not in spans.columns]
     if missing:
-        raise ParamsError(f"bounds.context_mode running needs span columns {missing} (prompt length per case, op order)")
-    if spans[settings.prompt_column].null_count() or (spans[settings.prompt_column] < 0).any():
+        raise ParamsError(f"bounds: pricing a program needs the span columns {missing} (op order; in running "
+                          "mode the prompt length per case)")
+    if running and (spans[settings.prompt_column].null_count() or (spans[settings.prompt_column] < 0).any()):
         raise ParamsError(f"bounds: column {settings.prompt_column} must be a non-negative token count on every span")
-    ordered = spans.sort(*CASE_KEYS, "op_index").with_columns(
-        context=(pl.col(settings.prompt_column)
-                 + pl.col("n_tokens").cum_sum().over(CASE_KEYS) - pl.col("n_tokens")).cast(pl.Int64),
-    )
-    c = ordered["context"].to_numpy()
-    g = ordered["n_tokens"].to_numpy()
+    start = pl.col(settings.prompt_column) if running else pl.lit(settings.context)
+    ordered = spans.sort(*CASE_KEYS, "op_index").with_columns(regen_from=start.cast(pl.Int64))
+    # running: prompt + gold tokens of the ops before; fixed: the one context
+    before = pl.col("n_tokens").cum_sum().over(CASE_KEYS) - pl.col("n_tokens") if running else pl.lit(0)
+    return ordered.with_columns(context=(pl.col("regen_from") + before).cast(pl.Int64),
+                                regen_tokens=pl.col("n_tokens").sum().over(CASE_KEYS).cast(pl.Int64))
+
+
+@dataclass(frozen=True)
+class _Steps:
+    """Decode costs on the contexts lo, lo + 1, ..., hi - 1 (fixed mode: the one context): the overhead
+    and the step at each, and prefix sums of the step and of its extrapolation flags."""
+
+    lo: int
+    overhead: np.ndarray
+    step: np.ndarray
+    flag: np.ndarray
+    sums: np.ndarray
+    flag_sums: np.ndarray
+    advancing: bool                       # running: each decoded token adds one to the context
+
+    @classmethod
+    def of(cls, overhead, step, lo: int, advancing: bool) -> _Steps:
+        sums = np.concatenate([[0.0], np.cumsum(step.seconds)])
+        flag_sums = np.concatenate([[0], np.cumsum(step.extrapolated.astype(np.int64))])
+        return cls(lo, overhead.seconds, step.seconds, step.extrapolated, sums, flag_sums, advancing)
+
+    def run(self, c: np.ndarray, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The steady part of g decode steps from context c: seconds, and whether any is extrapolated."""
+        i = c - self.lo
+        if not self.advancing:
+            return g * self.step[i], (g > 0) & self.flag[i]
+        return self.sums[i + g] - self.sums[i], (self.flag_sums[i + g] - self.flag_sums[i]) > 0
+
+
+def _refuse(ordered: pl.DataFrame, op_flag: np.ndarray, regen_flag: np.ndarray, step_flag: np.ndarray,
+            model: LatencyModel, settings: CostSettings) -> None:
+    """ParamsError naming the first op (else the first regeneration) whose cost is out of the model's range."""
+    k = int(np.flatnonzero(op_flag if op_flag.any() else regen_flag)[0])
+    row = ordered.row(k, named=True)
+    c, g = row["context"], row["n_tokens"]
+    last = (lambda first, n: first + max(n - 1, 0)) if settings.context_mode == "running" else (lambda first, n: first)
+    steps = lambda first, n: f"t_step(c={first})" if last(first, n) == first else f"t_step(c={first}..{last(first, n)})"  # noqa: E731
+    if not op_flag[k]:
+        what = f"regenerating {row['regen_tokens']} tokens runs {steps(row['regen_from'], row['regen_tokens'])}"
+    elif step_flag[k]:
+        what = steps(c, 1)
+    elif row["kind"] == "copy":
+        what = f"T_prefill(N={row[settings.prefill_tokens]}, c={c})"
+    else:
+        what = steps(c, g)
+    raise ParamsError(
+        f"case {row['case_id']} ({row['framing']}, {row['level']}) op {row['op_index']}: {what} is outside "
+        f"the profiled range of {model.key.label()} ({model._range_text()}); {int(op_flag.sum())} op(s) out of range; "
+        "set bounds.extrapolate to allow it (counted in extrapolated_spans)")
+
+
+def _priced_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
+    """Each op's cost where it runs: the spans in op order with context, op_cost, directive_cost and
+    extrapolated, and the case's regeneration cost (regen, regen_extrapolated) on each of its ops."""
+    ordered = _ordered(spans, settings)
+    c, g = ordered["context"].to_numpy(), ordered["n_tokens"].to_numpy()
+    start, gold = ordered["regen_from"].to_numpy(), ordered["regen_tokens"].to_numpy()
+    advancing = settings.context_mode == "running"
+    # running: every context from 0 (prefix sums); fixed: the one context
+    lo = 0 if advancing or not ordered.height else int(settings.context)
+    hi = int((c + g).max()) + 1 if advancing and ordered.height else lo + 1
+    grid = np.arange(lo, hi, dtype=float)
+    prices = model.prices(grid, ordered[settings.prefill_tokens].to_numpy(), c.astype(float),
+                          settings.step_cost, settings.steady_max_n)
+    steps = _Steps.of(prices.overhead, prices.step, lo, advancing)
     is_copy = ordered["kind"].to_numpy() == "copy"
-    top = int((c + g).max()) + 1 if ordered.height else 1
-    step_sum, step_flag = _step_sums(model, top, settings)
-    first, at_c = _step_pricing(model, c, settings)
     starts_ideal, starts_overhead = _run_starts(ordered)
-    gen_seconds = step_sum[c + g] - step_sum[c] + starts_ideal * first.seconds
-    gen_flag = (step_flag[c + g] - step_flag[c]) > 0
-    prefill = model.t_prefill(ordered[settings.prefill_tokens].to_numpy(), c, extrapolate=True)
-    op_flag = np.where(is_copy, prefill.extrapolated, gen_flag) | at_c.extrapolated
-    if op_flag.any() and not settings.extrapolate:
-        k = int(np.flatnonzero(op_flag)[0])
-        what = (f"T_prefill(N={ordered[settings.prefill_tokens][k]}, c={c[k]})" if is_copy[k]
-                else f"t_step(c={c[k]}..{c[k] + max(g[k] - 1, 0)})")
-        _refuse(ordered, op_flag, what, model)
-    per_op = ordered.with_columns(
-        op_cost=pl.Series(np.where(is_copy, prefill.seconds, gen_seconds)),
-        directive_cost=pl.col("directive_tokens") * pl.Series(at_c.seconds)
-        + pl.Series((starts_overhead & ~starts_ideal) * first.seconds),
+    gen_seconds, gen_flag = steps.run(c, g)
+    first, at_c, step_flag = steps.overhead[c - lo], steps.step[c - lo], steps.flag[c - lo]
+    op_flag = np.where(is_copy, prices.prefill.extrapolated, gen_flag) | step_flag
+    regen_seconds, regen_flag = steps.run(start, gold)
+    if (op_flag.any() or regen_flag.any()) and not settings.extrapolate:
+        _refuse(ordered, op_flag, regen_flag, step_flag, model, settings)
+    return ordered.with_columns(
+        op_cost=pl.Series(np.where(is_copy, prices.prefill.seconds, gen_seconds + starts_ideal * first)),
+        directive_cost=pl.Series(ordered["directive_tokens"].to_numpy() * at_c + (starts_overhead & ~starts_ideal) * first),
         extrapolated=pl.Series(op_flag),
+        # a regeneration is one decode run: one first-step overhead where it starts
+        regen=pl.Series(regen_seconds + np.where(gold > 0, steps.overhead[start - lo], 0.0)),
+        regen_extrapolated=pl.Series(regen_flag),
     )
-    return per_op, step_sum, step_flag
-
-
-def _running_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
-    per_op, step_sum, step_flag = _running_ops(spans, model, settings)
-    costs = per_op.group_by(*CASE_KEYS).agg(
-        gold_tokens=pl.col("n_tokens").sum(),
-        copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
-        program_ideal=pl.col("op_cost").sum(),
-        directive_seconds=pl.col("directive_cost").sum(),
-        extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
-        prompt=pl.col(settings.prompt_column).first(),
-    )
-    start, gold = costs["prompt"].to_numpy(), costs["gold_tokens"].to_numpy()
-    regen_flag = (step_flag[start + gold] - step_flag[start]) > 0
-    if regen_flag.any() and not settings.extrapolate:
-        k = int(np.flatnonzero(regen_flag)[0])
-        raise ParamsError(
-            f"case {costs['case_id'][k]}: regenerating {gold[k]} tokens runs t_step over c={start[k]}..{start[k] + gold[k] - 1}, "
-            f"outside the profiled range of {model.key.label()} ({model._range_text()}); set bounds.extrapolate to allow it")
-    # a regeneration is one decode run: one first-step overhead at the prompt
-    first = np.where(gold > 0, _step_pricing(model, start, settings)[0].seconds, 0.0)
-    return costs.with_columns(
-        regen=pl.Series(step_sum[start + gold] - step_sum[start] + first),
-        program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
-        extrapolated_regen=pl.Series(regen_flag),
-    ).select(COST_COLUMNS).sort("level", "corpus", "framing", "case_id")
 
 
 def case_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
     """Per (case, framing, level): G, regeneration time, program time (ideal and with overhead),
     and how many of its ops were costed by extrapolation (columns `COST_COLUMNS`)."""
-    settings = settings.validate()
-    if settings.context_mode == "fixed":
-        return _fixed_costs(spans, model, settings)
-    return _running_costs(spans, model, settings)
+    per_op = _priced_ops(spans, model, settings.validate())
+    return per_op.group_by(*CASE_KEYS).agg(
+        gold_tokens=pl.col("n_tokens").sum(),
+        copied_tokens=pl.col("n_tokens").filter(pl.col("kind") == "copy").sum(),
+        program_ideal=pl.col("op_cost").sum(),
+        directive_seconds=pl.col("directive_cost").sum(),
+        extrapolated_spans=pl.col("extrapolated").sum().cast(pl.Int64),
+        regen=pl.col("regen").first(),
+        extrapolated_regen=pl.col("regen_extrapolated").first(),
+    ).with_columns(
+        program_overhead=pl.col("program_ideal") + pl.col("directive_seconds"),
+    ).select(COST_COLUMNS).sort("level", "corpus", "framing", "case_id")
 
 
 def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> pl.DataFrame:
@@ -278,12 +286,43 @@ def span_costs(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings)
     (`op_cost`: one prefill for a copy, its decode steps for a gen), the cost of its directive tokens
     (`directive_cost`) and whether it was extrapolated; in the model's unit (`cost_unit`). The sums
     per case are `case_costs`' program_ideal and directive_seconds."""
+    ops = _priced_ops(spans, model, settings.validate())
+    order = [*CASE_KEYS, "op_index"]
+    return ops.select(*order, *(c for c in ("kind", "n_tokens") if c not in order),
+                      "context", "op_cost", "directive_cost", "extrapolated")
+
+
+@dataclass(frozen=True)
+class PrefillAt:
+    """T_prefill(n, c) at one context, vectorised over n, extrapolation allowed (picklable)."""
+
+    model: LatencyModel
+    context: int
+
+    def __call__(self, n):
+        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
+
+
+@dataclass(frozen=True)
+class FixedPrice:
+    """The bound's price at its one context (fixed mode): what `_priced_ops` charges every op of a
+    program there, as plain values (the optimal stage's dynamic program minimises it)."""
+
+    overhead: float        # o(c): once per decode run (0 under first_step pricing)
+    step: float            # per decoded token: s(c) (steady) or T_ar(1, c) (first_step)
+    prefill: PrefillAt     # per copy: T_prefill(n, c)
+
+
+def fixed_price(model: LatencyModel, settings: CostSettings) -> FixedPrice:
+    """`FixedPrice` of a fixed-mode CostSettings, from the same `LatencyModel.prices` call the bound
+    makes; extrapolated values are allowed here: whether a program may use them is `case_costs`'
+    check (the one refusal), which also counts them."""
     settings = settings.validate()
-    ops = (_fixed_ops(spans, model, settings)[0] if settings.context_mode == "fixed"
-           else _running_ops(spans, model, settings)[0])
-    order = [c for c in (*CASE_KEYS, "op_index") if c in ops.columns]
-    return ops.sort(order).select(*order, *(c for c in ("kind", "n_tokens") if c not in order),
-                                  "context", "op_cost", "directive_cost", "extrapolated")
+    if settings.context_mode != "fixed":
+        raise ParamsError(f"fixed_price: a price at one context needs context_mode fixed, got {settings.context_mode!r}")
+    c = np.array([float(settings.context)])
+    prices = model.prices(c, np.zeros(1, dtype=np.int64), c, settings.step_cost, settings.steady_max_n)
+    return FixedPrice(float(prices.overhead.seconds[0]), float(prices.step.seconds[0]), PrefillAt(model, settings.context))
 
 
 def cost_unit(model: LatencyModel) -> str:
@@ -341,11 +380,11 @@ def case_cost(ops: Sequence[SpanOp], model: LatencyModel, settings: CostSettings
 
 # ---------------------------------------------------------------- table
 
-def _aligned_repeats(costs: pl.DataFrame, repeats: Sequence[pl.DataFrame]) -> None:
+def _aligned(costs: pl.DataFrame, frames: Sequence[pl.DataFrame], what: str) -> None:
     keys = costs.select(CASE_KEYS)
-    for r, frame in enumerate(repeats):
+    for r, frame in enumerate(frames):
         if not frame.select(CASE_KEYS).equals(keys):
-            raise ParamsError(f"bounds: kernel repeat {r} costs do not cover the same cases in the same order")
+            raise ParamsError(f"bounds: {what} {r} costs do not cover the same cases in the same order")
 
 
 def _matrix(rows: pl.DataFrame, column: str, repeats: Sequence[pl.DataFrame]) -> np.ndarray:
@@ -367,17 +406,38 @@ def _record(level, corpus, framing, variant, rows, bound, interval: Interval, co
     }
 
 
+def _points(rows: pl.DataFrame, variant: str, point_costs: Mapping[str, pl.DataFrame | None],
+            by_corpus: np.ndarray | None) -> dict:
+    """The point bound of these rows under each other pricing (`point_costs`, aligned with the costs;
+    None: that pricing is not available, a null): ratio of sums, or with `by_corpus` the mean of corpora."""
+    index = rows["_row"].to_numpy()
+    out = {}
+    for name, frame in point_costs.items():
+        if frame is None:
+            out[name] = None
+            continue
+        regen, program = frame["regen"].to_numpy()[index], frame[f"program_{variant}"].to_numpy()[index]
+        out[name] = (float(regen.sum() / program.sum()) if by_corpus is None
+                     else mean_of_ratios(regen, program, by_corpus))
+    return out
+
+
 def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
-                 repeat_costs: Sequence[pl.DataFrame] = (), pooled_bootstrap: str = "cases") -> pl.DataFrame:
+                 repeat_costs: Sequence[pl.DataFrame] = (), pooled_bootstrap: str = "cases",
+                 point_costs: Mapping[str, pl.DataFrame | None] | None = None) -> pl.DataFrame:
     """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
 
     Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
     pooling (layout.PER_CORPUS or one of layout.POOLINGS), extrapolated_spans, extrapolated_regen
-    (cases) and kernel_repeats (0: the interval has no kernel uncertainty).
+    (cases) and kernel_repeats (0: the interval has no kernel uncertainty); then one column per
+    `point_costs` entry: the point bound of the same rows under that frame's costs (another pricing
+    of the same cases, in the same order).
     """
     if pooled_bootstrap not in POOLED_BOOTSTRAPS:
         raise ParamsError(f"bounds.pooled_bootstrap must be one of {POOLED_BOOTSTRAPS}, got {pooled_bootstrap!r}")
-    _aligned_repeats(costs, repeat_costs)
+    point_costs = point_costs or {}
+    _aligned(costs, repeat_costs, "kernel repeat")
+    _aligned(costs, [f for f in point_costs.values() if f is not None], "pricing")
     indexed = costs.with_row_index("_row")
     records = []
     for level in sorted(set(costs["level"])):
@@ -391,14 +451,80 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
                 program = _matrix(rows, f"program_{variant}", repeat_costs)
                 point_program = rows[f"program_{variant}"].to_numpy()
                 interval = ratio_of_sums_ci(regen, program, resamples, seed, ci, strata=strata)
-                records.append(_record(level, corpus, framing, variant, rows,
-                                       float(point_regen.sum() / point_program.sum()), interval, coverage,
-                                       RATIO_OF_SUMS if pooled else PER_CORPUS, len(repeat_costs)))
+                records.append({**_record(level, corpus, framing, variant, rows,
+                                          float(point_regen.sum() / point_program.sum()), interval, coverage,
+                                          RATIO_OF_SUMS if pooled else PER_CORPUS, len(repeat_costs)),
+                                **_points(rows, variant, point_costs, None)})
                 if pooled:
                     by_corpus = rows["corpus"].to_numpy()
                     mean_interval = mean_of_ratios_ci(regen, program, by_corpus, resamples, seed, ci)
                     mean_coverage = mean_of_ratios(rows["copied_tokens"].to_numpy(), rows["gold_tokens"].to_numpy(), by_corpus)
-                    records.append(_record(level, corpus, framing, variant, rows,
-                                           mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
-                                           mean_coverage, MEAN_OF_CORPORA, len(repeat_costs)))
-    return pl.DataFrame(records).sort("level", "variant", "framing", "corpus", "pooling")
+                    records.append({**_record(level, corpus, framing, variant, rows,
+                                              mean_of_ratios(point_regen, point_program, by_corpus), mean_interval,
+                                              mean_coverage, MEAN_OF_CORPORA, len(repeat_costs)),
+                                    **_points(rows, variant, point_costs, by_corpus)})
+    schema = {name: pl.Float64 for name in point_costs}
+    return pl.DataFrame(records, schema_overrides=schema).sort("level", "variant", "framing", "corpus", "pooling")
+
+
+# ---------------------------------------------------------------- one kernel's bounds
+
+GOLD_PREFILL = "bound_gold_prefill"
+
+
+@dataclass(frozen=True)
+class KernelBounds:
+    """One kernel's bounds, each pricing of the spans computed once: the judged pricing (with its
+    kernel repeats) for the per-case costs and the intervals, the other step pricing and the gold
+    tokenization's prefill for point bounds beside them."""
+
+    costs: pl.DataFrame        # per case, the judged pricing (COST_COLUMNS)
+    table: pl.DataFrame        # bounds_table rows with bound_steady, bound_first_step, bound_gold_prefill
+    paper: pl.DataFrame        # the pooled rows over the paper's corpora alone (pool = paper); empty: no such pool
+    steps: dict                # t_step, steady_step, first_step_overhead at bounds.context (None: no split)
+    unpriced: dict             # a step pricing beside the judged one that this model cannot give: why
+
+
+def kernel_bounds(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings, resamples: int, seed: int,
+                  ci: float, *, kernel_repeats: bool, pooled_bootstrap: str) -> KernelBounds:
+    """Every bound of one kernel: per-case costs, the table (per corpus and pooled, with intervals) and
+    the paper pool's rows, each with the point bound under both step pricings (bound_steady,
+    bound_first_step: the v1 pricing beside the judged one) and under the gold tokenization's prefill
+    (bound_gold_prefill). A pricing other than the judged one that this model cannot give (a profile
+    with too few short runs for the steady split) is null, its reason in `unpriced`."""
+    costs = case_costs(spans, model, settings)
+    repeats = repeat_costs(spans, model, settings) if kernel_repeats else []
+    points: dict[str, pl.DataFrame | None] = {}
+    unpriced = {}
+    for step_cost in STEP_COSTS:
+        try:
+            points[f"bound_{step_cost}"] = (costs if step_cost == settings.step_cost
+                                            else case_costs(spans, model, replace(settings, step_cost=step_cost)))
+        except ParamsError as exc:
+            points[f"bound_{step_cost}"], unpriced[step_cost] = None, str(exc)
+    points[GOLD_PREFILL] = case_costs(spans, model, replace(settings, prefill_tokens="n_tokens"))
+    table = bounds_table(costs, resamples, seed, ci, repeat_costs=repeats, pooled_bootstrap=pooled_bootstrap,
+                         point_costs=points)
+    paper = paper_cases(costs)  # analysis.pooling: the paper pool's cases, the one membership rule
+    if paper.height:
+        keep = paper_corpora()
+        paper = bounds_table(paper, resamples, seed, ci, repeat_costs=[r.filter(keep) for r in repeats],
+                             pooled_bootstrap=pooled_bootstrap,
+                             point_costs={k: None if f is None else f.filter(keep) for k, f in points.items()})
+        paper = paper.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
+    else:
+        paper = pl.DataFrame()
+    return KernelBounds(costs, table, paper, step_prices(model, settings), unpriced)
+
+
+def step_prices(model: LatencyModel, settings: CostSettings) -> dict:
+    """The decode step at bounds.context: T_ar(1, c) (`t_step`, the v1 price of every token), the
+    steady step and the first-step overhead (None where the model has no steady split)."""
+    if settings.context is None:
+        return {"t_step": None, "steady_step": None, "first_step_overhead": None}
+    t_step = float(model.t_step(settings.context, extrapolate=True).seconds)
+    try:
+        first, steady = (float(e.seconds) for e in model.step_costs(settings.context, settings.steady_max_n, extrapolate=True))
+    except ParamsError:  # judged first_step on a profile without the steady split (`unpriced` says so)
+        first = steady = None
+    return {"t_step": t_step, "steady_step": steady, "first_step_overhead": first}

@@ -66,6 +66,9 @@ PAPER_FORM = PAPER_SOURCE  # the paper source's model is the one of form `paper`
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
 PAPER_CLAIMS = Path(__file__).parents[1] / "data" / "paper_claims.json"  # the paper's figures (analysis.claims.engine reads the rest)
+# how a decoded token is priced (params bounds.step_cost; `LatencyModel.prices`)
+STEADY, FIRST_STEP = "steady", "first_step"
+STEP_COSTS = (STEADY, FIRST_STEP)
 
 
 def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
@@ -111,6 +114,16 @@ class Evaluation:
     @property
     def n_extrapolated(self) -> int:
         return int(self.extrapolated.sum())
+
+
+@dataclass(frozen=True)
+class Prices:
+    """A decode run's first-step overhead o(c) and per-token step s(c), and T_prefill(n, c), with
+    their extrapolation flags (`LatencyModel.prices`)."""
+
+    overhead: Evaluation
+    step: Evaluation
+    prefill: Evaluation
 
 
 @dataclass(frozen=True)
@@ -414,6 +427,20 @@ class LatencyModel:
         one = np.ones(c.shape) if self.form == "interp" else None
         return (self._checked("first-step overhead", overhead, one, c, extrapolate),
                 self._checked("steady step", steady, one, c, extrapolate))
+
+    def prices(self, step_contexts, prefill_n, prefill_contexts, step_cost: str, steady_max_n: int) -> Prices:
+        """What the bound prices a program with, in one call, extrapolation allowed (each value flagged):
+        the decode step at `step_contexts` under `step_cost` (STEADY: the first-step overhead o(c) and
+        the steady step s(c) of `step_costs`; FIRST_STEP, v1: o = 0 and every token at t_step(c) =
+        T_ar(1, c)) and T_prefill(prefill_n, prefill_contexts)."""
+        if step_cost == FIRST_STEP:
+            step = self.t_step(step_contexts, extrapolate=True)
+            overhead = Evaluation(np.zeros(step.seconds.shape), np.zeros(step.seconds.shape, dtype=bool))
+        elif step_cost == STEADY:
+            overhead, step = self.step_costs(step_contexts, steady_max_n, extrapolate=True)
+        else:
+            raise ParamsError(f"step_cost must be one of {STEP_COSTS}, got {step_cost!r}")
+        return Prices(overhead, step, self.t_prefill(prefill_n, prefill_contexts, extrapolate=True))
 
     def speedup(self, n, c, extrapolate: bool = False) -> Evaluation:
         """T_ar(N, c) / T_prefill(N, c), for N > 0."""

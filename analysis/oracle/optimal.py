@@ -8,6 +8,7 @@ Cost model (seconds; `CostModel`, pure, no torch):
 
     copy   prefill(n_src) + directive_tokens(copy) * t_directive
     gen    gold_tokens(body) * t_step + (gen_tags + escape_extra(body)) * t_directive
+    every op that follows a copy or opens the program: + t_overhead (a decode run's first step)
 
 `n_src` are the source tokens the copy forwards (first-byte rule, as `spans.n_tokens_src`), gold tokens
 are the target's own tokens (first-byte rule, as `spans.n_tokens`). `t_directive` is `t_step` by default
@@ -20,8 +21,8 @@ Adjacent gen ops share one `<gen>` body, so the DP has two states at each target
 was a gen (the next gen unit extends its body for free) or it was not (a gen pays the tags). Over
 target units j (backwards):
 
-    F_C[j] = min( g_j + tags + F_G[j+1],  min over copies (j, L, s) of c(s, L) + F_C[j+L] )
-    F_G[j] = min( g_j        + F_G[j+1],  the same copy term )
+    F_C[j] = o + min( g_j + tags + F_G[j+1],  min over copies (j, L, s) of c(s, L) + F_C[j+L] )
+    F_G[j] =     min( g_j        + F_G[j+1],  the same copy term )
     F_C[m] = F_G[m] = 0,  answer F_C[0]
 
 Line level: units are target lines; a copy is any run of source lines s..s+L-1 equal to target lines
@@ -103,14 +104,19 @@ class CostModel:
     """Seconds per decoded token, and seconds to forward n copied tokens (vectorised over n).
 
     `t_directive` prices each directive token (copy tags, gen tags, escapes); None means t_step.
+    `t_overhead` is a decode run's first-step overhead, paid by every op that follows a prefill (a
+    copy, or the prompt's: the program's first op), as the bound's steady pricing charges it in the
+    `overhead` variant (`analysis.bounds`; exact when every op decodes at least one token, as every
+    directive does). The optimal stage builds it from the bound's price (`analysis.bounds.fixed_price`).
     """
 
     t_step: float
     prefill: Callable[[np.ndarray], np.ndarray]
     t_directive: float | None = None
+    t_overhead: float = 0.0
 
     def __post_init__(self):
-        for name in ("t_step", "t_directive"):
+        for name in ("t_step", "t_directive", "t_overhead"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, Real) or not np.isfinite(value) or value < 0):
                 raise ParamsError(f"CostModel.{name} must be a finite number >= 0, got {value!r}")
@@ -282,7 +288,7 @@ class _Tables:
     copy_value: np.ndarray                     # per j: cost of that copy + F_C[j+L]
 
 
-def _solve(n_units: int, gen_unit: np.ndarray, tags: float,
+def _solve(n_units: int, gen_unit: np.ndarray, tags: float, overhead: float,
            best_copy: Callable[[int, np.ndarray], tuple[float, tuple[int, int] | None]]) -> _Tables:
     f_c = np.zeros(n_units + 1)
     f_g = np.zeros(n_units + 1)
@@ -294,7 +300,7 @@ def _solve(n_units: int, gen_unit: np.ndarray, tags: float,
         gen_g = gen_unit[j] + f_g[j + 1]
         f_g[j] = gen_g if gen_g <= value else value
         gen_c = gen_unit[j] + tags + f_g[j + 1]
-        f_c[j] = gen_c if gen_c <= value else value
+        f_c[j] = (gen_c if gen_c <= value else value) + overhead  # after a prefill: a new decode run
     return _Tables(f_c, f_g, choices, values)
 
 
@@ -356,7 +362,7 @@ def optimal_line_program(source: TokenizedText, target: TokenizedText,
     ids: dict[str, int] = {}
     src_ids = np.array([ids.setdefault(line, len(ids)) for line in src_lines], dtype=np.int64)
     tgt_ids = np.array([ids.get(line, -1) for line in tgt_lines], dtype=np.int64)
-    tables = _tables(*line_dp(src_ids, tgt_ids, src_tok, gen_unit, float(tags), prefill, float(cost.t_dir),
+    tables = _tables(*line_dp(src_ids, tgt_ids, src_tok, gen_unit, float(tags), float(cost.t_overhead), prefill, float(cost.t_dir),
                                float(base), numbers))
     program = _program(_walk(tables, gen_unit, tags), "lines", lambda lo, hi: "".join(tgt_lines[lo:hi]))
     return Optimal("line", program, float(tables.f_c[0]) if tgt_lines else 0.0)
@@ -399,7 +405,7 @@ def _reference_optimal_line_program(source: TokenizedText, target: TokenizedText
         k = hi - 1 - int(np.argmax(values[lo:hi][::-1] == best))
         return float(best), (int(lengths[k]), int(starts[group]))
 
-    tables = _solve(len(tgt_lines), gen_unit, tags, best_copy)
+    tables = _solve(len(tgt_lines), gen_unit, tags, cost.t_overhead, best_copy)
     program = _program(_walk(tables, gen_unit, tags), "lines", lambda lo, hi: "".join(tgt_lines[lo:hi]))
     return Optimal("line", program, float(tables.f_c[0]) if tgt_lines else 0.0)
 
@@ -473,7 +479,7 @@ def optimal_token_program(source: TokenizedText, target: TokenizedText,
     prefill = cost.prefill_table(int(longest.max(initial=0)))
     base, numbers = directives.copy_token_table("tokens", len(source.ids) + 1)
     tables = _tables(*token_dp(sam.keys, sam.values, sam.mask, sam.first_end, counts, target_ids, longest, tgt_ok,
-                                gen_unit, float(tags), prefill, float(cost.t_dir), float(base), numbers))
+                                gen_unit, float(tags), float(cost.t_overhead), prefill, float(cost.t_dir), float(base), numbers))
     program = _program(_walk(tables, gen_unit, tags), "tokens",
                        lambda lo, hi: b"".join(target.pieces[lo:hi]).decode("utf-8"))
     return Optimal("token", program, float(tables.f_c[0]) if n else 0.0)
@@ -508,7 +514,7 @@ def _reference_optimal_token_program(source: TokenizedText, target: TokenizedTex
         k = m - 1 - int(np.argmin(values[::-1]))
         return float(values[k]), (int(lengths[k]), int(starts[k]))
 
-    tables = _solve(n, gen_unit, tags, best_copy)
+    tables = _solve(n, gen_unit, tags, cost.t_overhead, best_copy)
     program = _program(_walk(tables, gen_unit, tags), "tokens",
                        lambda lo, hi: b"".join(target.pieces[lo:hi]).decode("utf-8"))
     return Optimal("token", program, float(tables.f_c[0]) if n else 0.0)

@@ -17,17 +17,18 @@ from analysis.oracle.automaton import sam_get
 
 
 @njit(cache=True)
-def close_unit(j, value, gen_unit, tags, f_c, f_g):
+def close_unit(j, value, gen_unit, tags, overhead, f_c, f_g):
     """F_G[j] and F_C[j] from the best copy's `value` at unit j (inf: none) and the gen terms
-    (`analysis.oracle.optimal._solve`'s step, the same comparisons; a gen wins a tie)."""
+    (`analysis.oracle.optimal._solve`'s step, the same comparisons; a gen wins a tie); after a
+    prefill (F_C) the op at j also opens a decode run and pays the first-step `overhead`."""
     gen_g = gen_unit[j] + f_g[j + 1]
     f_g[j] = gen_g if gen_g <= value else value
     gen_c = gen_unit[j] + tags + f_g[j + 1]
-    f_c[j] = gen_c if gen_c <= value else value
+    f_c[j] = (gen_c if gen_c <= value else value) + overhead
 
 
 @njit(cache=True)
-def line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, numbers):
+def line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, overhead, prefill, t_dir, base, numbers):
     n_src = src_ids.shape[0]
     m = tgt_ids.shape[0]
     # source positions of each line id, ascending (the reference's `positions`)
@@ -92,7 +93,7 @@ def line_dp(src_ids, tgt_ids, src_tok, gen_unit, tags, prefill, t_dir, base, num
             choice_len[j] = best_len
             choice_start[j] = best_s
             values_out[j] = best
-        close_unit(j, values_out[j], gen_unit, tags, f_c, f_g)
+        close_unit(j, values_out[j], gen_unit, tags, overhead, f_c, f_g)
     return f_c, f_g, choice_len, choice_start, values_out
 
 
@@ -139,7 +140,7 @@ def compiled_longest_prefix_matches(match_len, n):
 
 
 @njit(cache=True)
-def token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_unit, tags, prefill, t_dir,
+def token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_unit, tags, overhead, prefill, t_dir,
               base, numbers):
     n = ids.shape[0]
     f_c = np.zeros(n + 1)
@@ -176,5 +177,5 @@ def token_dp(keys, values, mask, first_end, counts, ids, longest, tgt_ok, gen_un
             choice_len[j] = best_k + 1
             choice_start[j] = starts[best_k]
             values_out[j] = best
-        close_unit(j, values_out[j], gen_unit, tags, f_c, f_g)
+        close_unit(j, values_out[j], gen_unit, tags, overhead, f_c, f_g)
     return f_c, f_g, choice_len, choice_start, values_out

@@ -6,21 +6,20 @@ beside the paper's bounds on equal terms."""
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import polars as pl
 
 from analysis.present import charts
 from analysis.corpora import commits
 from analysis.bounds import (
+    GOLD_PREFILL,
     POOLED_BOOTSTRAPS,
     STEP_COSTS,
     CostSettings,
     bounds_table,
-    case_costs,
     cost_settings,
-    repeat_costs,
+    kernel_bounds,
 )
 from analysis.pipeline.config import Bootstrap, bootstrap_settings
 from analysis.pipeline.digest import check_fresh, parquet_metadata
@@ -29,12 +28,9 @@ from analysis.pipeline.io import read_parquet, save_chart, write_json, write_par
 from analysis.latency.names import FIT_SOURCE
 from analysis.latency.sources import Kernel, KernelSettings, kernel_settings, kernels_for, needs_fit_document
 from analysis.layout import CASE_COSTS, FIGURES, LATENCY_MODEL, METRICS, SPANS, TABLES, context_label
-from analysis.pooling import MEAN_OF_CORPORA, PAPER_POOL, ALL_POOL, POOLED, paper_cases, paper_corpora
+from analysis.pooling import MEAN_OF_CORPORA, PAPER_POOL, ALL_POOL, POOLED, paper_corpora
 from analysis.pipeline.params import choice, get
 from analysis.parallel.progress import timed
-
-if TYPE_CHECKING:
-    from analysis.latency.model import LatencyModel
 
 KEYS = ["kernel_source", "level", "corpus", "framing", "variant", "baseline", "pooling"]
 
@@ -64,19 +60,6 @@ def kernel_models(s: BoundsSettings) -> list[Kernel]:
     return kernels_for(s.kernel)
 
 
-def paper_pool(costs: pl.DataFrame, repeats: list[pl.DataFrame], s: BoundsSettings) -> pl.DataFrame:
-    """The pooled rows over the paper's own corpora only (PAPER_CORPORA), so the paper's pooled bound
-    stays comparable when this suite pools more corpora; empty when the pool holds nothing else."""
-    cases = paper_cases(costs)  # analysis.pooling: the paper pool's cases, the one membership rule
-    if cases.height == 0:
-        return pl.DataFrame()
-    keep = [r.filter(paper_corpora()) for r in repeats]
-    boot = s.bootstrap
-    table = bounds_table(cases, boot.resamples, boot.seed, boot.ci, repeat_costs=keep,
-                         pooled_bootstrap=s.pooled_bootstrap)
-    return table.filter(pl.col("corpus") == POOLED).with_columns(pool=pl.lit(PAPER_POOL))
-
-
 def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
     """Every kernel source's pooled rows over the paper's corpora (`pool` = paper, the judged pool) and
     over all corpora (`pool` = all). When this run holds only the paper's corpora the two pools are
@@ -93,85 +76,41 @@ def both_pools(table: pl.DataFrame, paper: pl.DataFrame) -> pl.DataFrame:
         "pool", *KEYS, pl.exclude("pool", *KEYS))
 
 
-POINT_KEYS = ["level", "corpus", "framing", "variant", "pooling"]
-
-
-def step_cost_bounds(spans: pl.DataFrame, model: LatencyModel, s: BoundsSettings, label: str) -> pl.DataFrame:
-    """The point bound under each decode-step pricing (columns bound_steady, bound_first_step), so the
-    tables show the v1 pricing (every token at the first step's time) beside the corrected one. A
-    pricing other than the judged one that this model cannot give (a profile with too few short runs
-    for the steady split) is left null and said on stderr."""
-    out = None
-    for step_cost in sorted(STEP_COSTS, key=lambda k: k != s.cost.step_cost):  # the judged one first
-        settings = replace(s.cost, step_cost=step_cost)
-        try:
-            costs = case_costs(spans, model, settings)
-        except ParamsError as exc:
-            if step_cost == s.cost.step_cost:
-                raise
-            print(f"copydecode bounds: {label}: no bound_{step_cost} beside the judged {s.cost.step_cost} ({exc})",
-                  file=sys.stderr)
-            out = out.with_columns(pl.lit(None, dtype=pl.Float64).alias(f"bound_{step_cost}"))
-            continue
-        point = bounds_table(costs, 0, s.bootstrap.seed, s.bootstrap.ci)
-        pool = paper_pool(costs, [], replace(s, bootstrap=replace(s.bootstrap, resamples=0)))
-        rows = pl.concat([point.with_columns(pool=pl.lit(ALL_POOL)),
-                          *([pool] if pool.height else [])], how="diagonal")
-        rows = rows.select(*POINT_KEYS, "pool", pl.col("bound").alias(f"bound_{step_cost}"))
-        out = rows if out is None else out.join(rows, on=[*POINT_KEYS, "pool"], how="full", coalesce=True)
-    return out.select(*POINT_KEYS, "pool", *(f"bound_{k}" for k in STEP_COSTS))
-
-
-def step_cost_columns(model: LatencyModel, s: BoundsSettings, measured: bool) -> dict:
-    """The decode step at bounds.context, in ms: T_ar(1, c) (t_step_ms, the v1 price of every token),
-    the steady step and the first-step overhead (None for the paper kernel, whose unit is a step)."""
-    t_step = float(model.t_step(s.cost.context, extrapolate=True).seconds)
-    try:
-        first, steady = (float(e.seconds) for e in model.step_costs(s.cost.context, s.cost.steady_max_n, extrapolate=True))
-    except ParamsError:  # judged first_step on a profile without the steady split (step_cost_bounds says so)
-        first = steady = None
-    values = {"t_step_ms": t_step, "steady_step_ms": steady, "first_step_overhead_ms": first}
-    return {k: pl.lit(v * 1000 if measured and v is not None else None, dtype=pl.Float64) for k, v in values.items()}
+STEP_COLUMNS = [f"bound_{k}" for k in STEP_COSTS]  # the point bound under each decode-step pricing
 
 
 def bounds_for(spans: pl.DataFrame, s: BoundsSettings):
     """The bounds table, the per-case costs, the tokenization sensitivity and the paper-corpora
-    pool, over every kernel. `bound` (with its interval) is priced by bounds.step_cost (`step_cost`
-    column); bound_steady and bound_first_step give both pricings' point bounds side by side."""
-    tables, costs_all, tokenization, paper_pools = [], [], [], []
-    boot = s.bootstrap
-    gold_cost = replace(s.cost, prefill_tokens="n_tokens")
+    pool, over every kernel (analysis.bounds.kernel_bounds: each pricing of the spans once per kernel).
+    `bound` (with its interval) is priced by bounds.step_cost (`step_cost` column); bound_steady and
+    bound_first_step give both pricings' point bounds side by side."""
+    tables, costs_all, paper_pools = [], [], []
+    boot, cost = s.bootstrap, s.cost
     for kernel in kernel_models(s):
-        model = kernel.model
+        priced = kernel_bounds(spans, kernel.model, cost, boot.resamples, boot.seed, boot.ci,
+                               kernel_repeats=s.kernel_repeats, pooled_bootstrap=s.pooled_bootstrap)
+        for step_cost, why in priced.unpriced.items():
+            print(f"copydecode bounds: {kernel.source}: no bound_{step_cost} beside the judged {cost.step_cost} ({why})",
+                  file=sys.stderr)
         label = dict(kernel_source=pl.lit(kernel.source), baseline=pl.lit(kernel.baseline),
                      kernel_model=pl.lit(kernel.built))
-        costs = case_costs(spans, model, s.cost)
-        repeats = repeat_costs(spans, model, s.cost) if s.kernel_repeats else []
-        costs_all.append(costs.with_columns(kernel_source=label["kernel_source"], baseline=label["baseline"]))
-        both = step_cost_bounds(spans, model, s, kernel.source)
-        pool = paper_pool(costs, repeats, s)
-        if pool.height:
-            pool = pool.join(both.filter(pl.col("pool") == PAPER_POOL).drop("pool"), on=POINT_KEYS, how="left")
-            paper_pools.append(pool.with_columns(**label, step_cost=pl.lit(s.cost.step_cost)))
-        table = bounds_table(costs, boot.resamples, boot.seed, boot.ci, repeat_costs=repeats,
-                             pooled_bootstrap=s.pooled_bootstrap)
-        table = table.join(both.filter(pl.col("pool") == ALL_POOL).drop("pool"), on=POINT_KEYS, how="left")
-        tables.append(table.with_columns(
-            **label, **step_cost_columns(model, s, kernel.measured), step_cost=pl.lit(s.cost.step_cost),
+        costs_all.append(priced.costs.with_columns(kernel_source=label["kernel_source"], baseline=label["baseline"]))
+        if priced.paper.height:
+            paper_pools.append(priced.paper.select(pl.exclude(STEP_COLUMNS, GOLD_PREFILL), *STEP_COLUMNS).with_columns(
+                **label, step_cost=pl.lit(cost.step_cost)))
+        steps = {f"{k}_ms": pl.lit(v * 1000 if kernel.measured and v is not None else None, dtype=pl.Float64)
+                 for k, v in priced.steps.items()}
+        tables.append(priced.table.with_columns(
+            **label, **steps, step_cost=pl.lit(cost.step_cost),
             model=pl.lit(kernel.model_name), dtype=pl.lit(kernel.dtype), device=pl.lit(kernel.device)))
-        gold = bounds_table(case_costs(spans, model, gold_cost), 0, boot.seed, boot.ci)
-        tokenization.append(gold.select("level", "corpus", "framing", "variant", "pooling",
-                                        pl.col("bound").alias("bound_gold_prefill")).with_columns(
-            kernel_source=label["kernel_source"], baseline=label["baseline"]))
     # in running mode there is no one context: each op has its own (prompt + output so far)
-    context = s.cost.context if s.cost.context_mode == "fixed" else None
+    context = cost.context if cost.context_mode == "fixed" else None
     table = pl.concat(tables).with_columns(context=pl.lit(context, dtype=pl.Int64),
-                                           context_mode=pl.lit(s.cost.context_mode),
+                                           context_mode=pl.lit(cost.context_mode),
                                            pool=pl.when(pl.col("corpus") == POOLED).then(pl.lit(ALL_POOL)))
-    tok = table.select(*KEYS, "bound").join(pl.concat(tokenization), on=KEYS).with_columns(
-        rel_change=pl.col("bound_gold_prefill") / pl.col("bound") - 1)
+    tok = table.select(*KEYS, "bound", GOLD_PREFILL).with_columns(rel_change=pl.col(GOLD_PREFILL) / pl.col("bound") - 1)
     pools = pl.concat(paper_pools) if paper_pools else pl.DataFrame()
-    return table, pl.concat(costs_all), tok, pools
+    return table.drop(GOLD_PREFILL), pl.concat(costs_all), tok, pools
 
 
 def pools_for(table: pl.DataFrame, paper_pools: pl.DataFrame) -> pl.DataFrame:

@@ -4,16 +4,23 @@ and the token-level min_copy sweep.
 For each kernel (this suite's fitted latency model for `optimal.baseline`, with the bounds' model,
 dtype, device and form; and the paper's kernel curve), every selected case gets the program that
 minimises predicted time at line and at token level, with directive tokens decoded
-(t_directive = t_step: the `overhead` variant, the honest floor). Both oracles' programs are costed by
-the one bound (`analysis.bounds.case_costs`, fixed context `bounds.context`; `bounds.extrapolate`
-decides whether costs outside the profiled range are allowed, and every table counts the extrapolated
-spans) and summarised by `analysis.bounds.bounds_table` (per corpus, and pooled both ways under
-analysis.layout's pooling rule, with case-bootstrap CIs; kernel repeats are not resampled here).
+(t_directive = t_step: the `overhead` variant, the honest floor). One price for the DP and the tables:
+the bounds' own (`analysis.bounds.fixed_cost_settings`: bounds.step_cost, bounds.steady_max_n and
+bounds.extrapolate at the one KV-cache length bounds.context, since the DP is exact at one context).
+The DP minimises `analysis.bounds.fixed_price` (the steady step per decoded token, directives included,
+the first-step overhead once per decode run, T_prefill per copy); both oracles' programs are costed
+by the one bound (`analysis.bounds.case_costs`, whose check refuses costs outside the profiled range
+unless bounds.extrapolate is set, and every table counts the extrapolated spans) and summarised by
+`analysis.bounds.bounds_table` (per corpus, and pooled both ways under analysis.layout's pooling
+rule, with case-bootstrap CIs; kernel repeats are not resampled here). Until this round the stage
+priced every decoded token at the first step, T_ar(1, c) (review D11), with no overhead.
 
 Tables:
   optimal          one row per (kernel, level, corpus, framing, pooling): coverage and floor (overhead
                    bound) of the coverage-maximising oracle (`covmax_*`, the programs stage's programs)
-                   beside those of the cost-optimal oracle (`optimal_*`), and the covmax ideal bound
+                   beside those of the cost-optimal oracle (`optimal_*`), and the covmax ideal bound;
+                   t_step (the price of a decoded token), first_step_overhead, step_cost and context
+                   say what the DP minimised
   min_copy_sweep   token level, one row per (kernel, oracle, min_copy, corpus, framing, pooling):
                    coverage and floor of token_oracle(min_copy) for each `optimal.min_copies`, and of
                    the cost-optimal program (oracle "optimal", min_copy null)
@@ -34,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from analysis.corpora import humanevalpack
-from analysis.bounds import FIRST_STEP, CostSettings, bounds_table, case_costs
+from analysis.bounds import CostSettings, bounds_table, case_costs, fixed_cost_settings, fixed_price
 from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_table
@@ -49,7 +56,7 @@ from analysis.oracle.optimal import (
 )
 from analysis.oracle.covmax import token_oracle
 from analysis.parallel.workers import ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.pipeline.params import choice, choices, get, number_list, positive_int
+from analysis.pipeline.params import choice, choices, number_list
 from analysis.grammar.program import Program, parse
 from analysis.parallel.shards import Spill, shard_cases
 from analysis.latency.sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
@@ -69,8 +76,7 @@ class OptimalSettings:
     kernel_sources: tuple[str, ...]   # params optimal.kernel_sources (each adds a DP run)
     baseline: str
     kernel: KernelSettings            # params `kernel`: the fitted model `fit` stands for
-    context: int
-    extrapolate: bool
+    cost: CostSettings                # the bounds' price at bounds.context (fixed_cost_settings)
     levels: tuple[str, ...]
     framings: tuple[str, ...]
     min_copies: tuple[int, ...]
@@ -87,8 +93,7 @@ def settings(params: dict) -> OptimalSettings:
         kernel_sources=names_from_params(p, "optimal.kernel_sources"),
         baseline=choice(p, "optimal.baseline", AR_LOOPS),
         kernel=kernel_settings(p),
-        context=positive_int(p, "bounds.context", minimum=0),
-        extrapolate=get(p, "bounds.extrapolate", bool),
+        cost=fixed_cost_settings(p),
         levels=choices(p, "optimal.levels", LEVELS),
         framings=choices(p, "optimal.framings", humanevalpack.FRAMINGS),
         min_copies=min_copies,
@@ -181,26 +186,11 @@ def parallel_span_frame(cases: list[OracleCase], levels: tuple[str, ...], oracle
     return pl.DataFrame(columns, schema=SPAN_COLUMNS)
 
 
-@dataclass(frozen=True)
-class PrefillAt:
-    """T_prefill(n, c) at a fixed context, extrapolation allowed: a picklable CostModel.prefill."""
-
-    model: LatencyModel
-    context: int
-
-    def __call__(self, n):
-        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
-
-
-def cost_model(model: LatencyModel, s: OptimalSettings) -> CostModel:
-    """The DP's cost model at the fixed context: t_step(c) per decoded token (directives included)
-    and T_prefill(n, c) per copy. Extrapolated values are allowed here; whether the chosen programs
-    may use them is the bound's check (`case_costs`), which also counts them."""
-    step = model.t_step(s.context, extrapolate=True)
-    if bool(step.extrapolated) and not s.extrapolate:
-        raise ParamsError(f"t_step(c={s.context}) is outside the profiled range of {model.key.label()} "
-                          f"({model._range_text()}); set bounds.extrapolate or choose a profiled bounds.context")
-    return CostModel(float(step.seconds), PrefillAt(model, s.context))
+def dp_cost(model: LatencyModel, cost: CostSettings) -> CostModel:
+    """The DP's input: the bounds' price at its one context (`analysis.bounds.fixed_price`), directive
+    tokens at the decoded token's price (the overhead variant)."""
+    price = fixed_price(model, cost)
+    return CostModel(price.step, price.prefill, t_overhead=price.overhead)
 
 
 # ---------------------------------------------------------------- summaries
@@ -232,9 +222,8 @@ class PerCase:
 
     @classmethod
     def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
-        # the DP prices every decoded token at t_step(c) (v1), so its coverage-oracle row is priced alike
-        return cls([case_costs(spans, model, CostSettings("fixed", s.extrapolate, s.context, step_cost=FIRST_STEP))],
-                   [copy_span_counts(spans)])
+        # the price the DP minimises, the bounds' own (s.cost)
+        return cls([case_costs(spans, model, s.cost)], [copy_span_counts(spans)])
 
     def add(self, other: "PerCase") -> "PerCase":
         self.costs += other.costs
@@ -336,23 +325,27 @@ class KernelRows:
 
 def kernel_rows(cases, programs: Programs, s: OptimalSettings, directives, source: str, baseline: str,
                 model: LatencyModel) -> KernelRows:
-    """One shard's per-case rows for one kernel (its cost-optimal programs are computed here)."""
-    best = optimal_spans(cases, s, cost_model(model, s), directives, f"{source}/{baseline}")
-    return KernelRows(PerCase.of(programs.covmax, model, s), PerCase.of(best, model, s),
+    """One shard's per-case rows for one kernel (its cost-optimal programs are computed here). The
+    coverage oracle's programs are priced first, so a price outside the profiled range is refused
+    (case_costs, unless bounds.extrapolate) before the DP runs."""
+    covmax = PerCase.of(programs.covmax, model, s)
+    best = optimal_spans(cases, s, dp_cost(model, s.cost), directives, f"{source}/{baseline}")
+    return KernelRows(covmax, PerCase.of(best, model, s),
                       {k: PerCase.of(frame, model, s) for k, frame in programs.sweep.items()})
 
 
 def rows_tables(rows: KernelRows, s: OptimalSettings, source: str, baseline: str,
                 model: LatencyModel) -> tuple[pl.DataFrame, pl.DataFrame | None]:
     """The optimal table's and the sweep's rows of one kernel, from its per-case rows."""
-    cost = cost_model(model, s)
+    price = fixed_price(model, s.cost)
     optimal_summary = rows.optimal.summary(s)
     table = beside(rows.covmax.summary(s), optimal_summary)
     sweeps = [sweep_rows(per_case.summary(s), "coverage", k) for k, per_case in rows.sweep.items()]
     if rows.sweep:
         sweeps.append(sweep_rows(optimal_summary.filter(pl.col("level") == "token"), "optimal", None))
-    label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline),
-                 t_step=pl.lit(cost.t_step), context=pl.lit(s.context))
+    label = dict(kernel_source=pl.lit(source), baseline=pl.lit(baseline), t_step=pl.lit(price.step),
+                 first_step_overhead=pl.lit(price.overhead), step_cost=pl.lit(s.cost.step_cost),
+                 context=pl.lit(s.cost.context))
     sweep = pl.concat(sweeps).with_columns(**label) if sweeps else None
     return table.with_columns(**label), sweep
 
@@ -406,7 +399,7 @@ def run(s: OptimalSettings) -> dict:
             sweep = pl.concat(sweeps).select(*keys, pl.exclude(keys)).sort(keys, nulls_last=True)
             write_table(sweep, TABLES / "min_copy_sweep", digits=4)
     write_json({**optimal_metrics(table, sweep), "model": s.kernel.model, "dtype": s.kernel.dtype,
-                "device": s.kernel.device, "latency_form": s.kernel.latency_form, "context": s.context, "baseline": s.baseline,
+                "device": s.kernel.device, "latency_form": s.kernel.latency_form, "context": s.cost.context, "step_cost": s.cost.step_cost, "baseline": s.baseline,
                 "n_cases": n_cases, "framings": list(s.framings)},
                METRICS / "optimal.json")
     return {"cases": n_cases, "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,

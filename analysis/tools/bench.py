@@ -229,7 +229,7 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
     o = s.optimal
     c0, t0 = time.process_time(), time.perf_counter()
     kernel, = kernels_for(o.kernel, (FIT_SOURCE,), [o.baseline])
-    cost = optimal_stage.cost_model(kernel.model, o)
+    cost = optimal_stage.dp_cost(kernel.model, o.cost)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])

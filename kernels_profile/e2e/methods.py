@@ -19,6 +19,7 @@ import time
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.latency.model import ModelKey
 from analysis.pooling import framing_filter
 from analysis.results.methods import AR, CAD, DECODED, PLD, PROGRAM_PROMPT, REWRITE_PROMPT, SUFFIX, Method
 from kernels_profile.e2e.job import CaseJob
@@ -155,11 +156,12 @@ PREDICTION_SCHEMA = {"method": pl.String, "predicted_ar_seconds": pl.Float64, "p
 LOG_TYPE = pl.List(pl.Int32)
 
 
-def predictions(records: list[dict], model) -> pl.DataFrame:
+def predictions(records: list[dict], model, cost) -> pl.DataFrame:
     """Per method: its forward log (repeat 0's: gold acceptance makes every repeat's the same) priced
-    under the case's curve, AR's likewise, and their ratio."""
+    under the case's curve by the bounds' price (`cost`), AR's likewise, and their ratio."""
     first = {r["method"]: r for r in records if r["repeat"] == 0}
-    priced = {name: price_forwards(model, r["prompt_tokens"], r["new_tokens"], r["emitted"]) for name, r in first.items()}
+    priced = {name: price_forwards(model, cost, r["prompt_tokens"], r["new_tokens"], r["emitted"])
+              for name, r in first.items()}
     ar = priced[AR].seconds
     return pl.DataFrame([{"method": name, "predicted_ar_seconds": ar, "predicted_seconds": p.seconds,
                           "predicted": ar / p.seconds if p.seconds > 0 else None, "extrapolated_spans": p.extrapolated}
@@ -185,7 +187,8 @@ def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) ->
     checks = {level: losslessness(executors[PROGRAM_PROMPT], job.segments[level], s.checks.losslessness_tolerance)
               for level in job.lossless_levels}
     curve = measure_curve(lm, job.curve_sizes, s.curve.ar_grid, s.curve.ar_steps, job.curve_contexts, job.repeats)
-    predicted = predictions(records, curve.model(job.model.name, s.curve.fit))
+    key = ModelKey(job.model.name, job.model.weights, job.model.dtype, str(lm.device), "eager")
+    predicted = predictions(records, curve.model(key, s.curve.fit), s.price)
     directives = pl.DataFrame([{"method": m.name, "directive_tokens": sum(seg.directive_tokens for seg in job.segments[m.level])}
                                for m in job.plan.methods if m.kind == CAD and m.directives == DECODED],
                               schema={"method": pl.String, "directive_tokens": pl.Int64})

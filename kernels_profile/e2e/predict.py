@@ -6,13 +6,15 @@ The curve: T_prefill(N) over params e2e.prefill_grid up to the smallest grid siz
 case's largest forward, and T_ar(N) over e2e.ar_grid up to e2e.ar_steps, at the case's shortest prompt
 and its longest context (so every forward's context lies between; others are flagged extrapolated).
 
-The price (`price_forwards`) follows the bounds' rules (analysis.bounds): a forward of q > 1 tokens is a
-q-token prefill at its context; a q = 1 forward a decode step at the steady step cost, plus the
-first-step overhead once per decode run (a run starts after the prompt's prefill or after any q > 1
-forward); contexts run (prompt + tokens committed so far). For AR and the ideal programs this is the
-bounds' own regeneration and program cost to the bit (tests/kernels_profile/e2e/test_e2e_predict.py);
-with directives decoded the log also counts the directive tokens in the context, as the executor's
-cache does (the bound leaves them out of c).
+The price (`price_forwards`) is the bounds' own (analysis.bounds.case_cost under
+analysis.bounds.log_cost_settings: bounds.step_cost and bounds.steady_max_n from params): the log is
+read as a program whose ops are its forwards, a forward of q > 1 tokens a copy (a q-token prefill at its
+context, committing its emitted tokens) and a q = 1 forward a one-token gen (a decode step, plus the
+first-step overhead once per decode run: a run starts after the prompt's prefill or after any q > 1
+forward); contexts run (prompt + tokens committed so far), and a forward outside the curve is counted,
+never refused. For AR and the ideal programs this is the bounds' regeneration and program cost
+(tests/kernels_profile/e2e/test_e2e_predict.py); with directives decoded the log also counts the
+directive tokens in the context, as the executor's cache does (the bound leaves them out of c).
 """
 
 from __future__ import annotations
@@ -23,9 +25,10 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import polars as pl
 
+from analysis.bounds import CostSettings, SpanOp, case_cost
 from analysis.errors import ParamsError
-
-STEADY_MAX_N = 8  # the steady step is fitted over T_ar(N) for N <= this (analysis.bounds.CostSettings' default)
+from analysis.latency.fit import FitOptions, fit_points
+from analysis.latency.model import LatencyModel, ModelKey
 
 
 @dataclass(frozen=True)
@@ -60,12 +63,9 @@ class LatencyCurve:
         """The AR step counts it holds (the same at every context)."""
         return sorted({p.n for p in self.ar})
 
-    def model(self, name: str, form: str):
-        """Its latency model (analysis.latency.model), fitted in `form` (params e2e.fit)."""
-        from analysis.latency.fit import FitOptions, fit_points
-        from analysis.latency.model import ModelKey
-
-        key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
+    def model(self, key: ModelKey, form: str) -> LatencyModel:
+        """Its latency model (analysis.latency.model) under `key` (the model, weights, dtype and device the
+        curve was measured on), fitted in `form` (params e2e.fit)."""
         frame = lambda points: pl.DataFrame([asdict(p) for p in points])  # noqa: E731
         return fit_points(frame(self.ar), frame(self.prefill), key, FitOptions(form).validate())
 
@@ -106,18 +106,18 @@ class Priced:
     extrapolated: int  # forwards priced outside the curve's measured range
 
 
-def price_forwards(model, prompt_tokens: int, new_tokens: Sequence[int], emitted: Sequence[int]) -> Priced:
-    """A forward log's seconds under `model` (see the module docstring for the rules)."""
+def price_forwards(model: LatencyModel, cost: CostSettings, prompt_tokens: int, new_tokens: Sequence[int],
+                   emitted: Sequence[int]) -> Priced:
+    """A forward log's seconds under `model`, priced by the bounds (`cost`: analysis.bounds.log_cost_settings;
+    the module docstring says how a log is read as a program)."""
     if len(new_tokens) != len(emitted):
         raise ParamsError(f"e2e: a forward log has {len(new_tokens)} query lengths and {len(emitted)} emitted counts")
     if not len(new_tokens):
         return Priced(0.0, 0)
-    q = np.asarray(new_tokens, dtype=np.int64)
-    contexts = prompt_tokens + np.concatenate([[0], np.cumsum(np.asarray(emitted, dtype=np.int64))[:-1]])
-    step = q == 1
-    starts = step & np.concatenate([[True], ~step[:-1]])
-    first, steady = model.step_costs(contexts.astype(float), STEADY_MAX_N, extrapolate=True)
-    prefill = model.t_prefill(np.where(step, 0, q), contexts.astype(float), extrapolate=True)
-    seconds = np.where(step, steady.seconds + starts * first.seconds, prefill.seconds)
-    flags = np.where(step, steady.extrapolated | (starts & first.extrapolated), prefill.extrapolated)
-    return Priced(float(seconds.sum()), int(flags.sum()))
+    ops = []
+    for q, e in zip(new_tokens, emitted):
+        if q == 1 and e != 1:
+            raise ParamsError(f"e2e: a one-token forward logged {e} emitted tokens (a decode step commits one)")
+        ops.append(SpanOp("gen", 1, 0, 0) if q == 1 else SpanOp("copy", int(e), int(q), 0))
+    priced = case_cost(ops, model, cost, prompt_tokens=prompt_tokens)
+    return Priced(priced.program_ideal, priced.extrapolated_spans)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from analysis.bounds import CostSettings, log_cost_settings
 from analysis.corpora import humanevalpack
 from analysis.errors import ParamsError
 from analysis.latency.model import FORMS
@@ -135,6 +136,7 @@ class E2ESettings:
     mask: MaskSettings
     ci_resamples: int
     ci_level: float
+    price: CostSettings               # how a forward log is priced: the bounds' (analysis.bounds.log_cost_settings)
     preset: str | None                # the e2e.presets entry overlaid on e2e, if any
     out: Path | None                  # a preset run's folder (every output goes there, none to reports/)
 
@@ -316,6 +318,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
                           apply_repeats=positive_int(p, "e2e.mask_cost.apply_repeats")),
         ci_resamples=positive_int(p, "e2e.ci.resamples", minimum=0),
         ci_level=level,
+        price=log_cost_settings(params),
         preset=preset,
         out=None if preset is None else Path(out) if out is not None else E2E_PRESETS / preset,
     )

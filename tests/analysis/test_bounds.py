@@ -13,7 +13,9 @@ from analysis.bounds import (
     bounds_table,
     case_cost,
     case_costs,
+    kernel_bounds,
     repeat_costs,
+    span_costs,
 )
 from analysis.errors import ParamsError
 from analysis.latency.model import LatencyModel, ModelKey, QuadraticAR, QuadraticPrefill, paper_model, paper_speedup
@@ -27,7 +29,13 @@ def quadratic(a=1e-3, b=0.0, p=(2e-3, 1e-5, 0.0, 0.0), ns=(1.0, 512.0), contexts
 
 # t_step = 1 ms at any context; T_prefill(n) = 2 ms + 0.01 ms * n
 KERNEL = quadratic()
-FIXED0 = CostSettings(context_mode="fixed", extrapolate=False, context=0)
+def priced(mode: str, extrapolate: bool = False, context: int | None = None, step_cost: str = "steady", **kw) -> CostSettings:
+    """CostSettings with params.yaml's decode pricing (steady, steady_max_n 8) unless a test names another:
+    CostSettings itself has no default that changes a result."""
+    return CostSettings(mode, extrapolate, context, step_cost=step_cost, steady_max_n=8, **kw)
+
+
+FIXED0 = priced("fixed", context=0)
 
 
 def spans(rows, prompt=None):
@@ -69,7 +77,7 @@ def test_running_context_costs_each_op_where_it_happens():
         ("A/0", "A", "body", "line", "gen", 5, 0, 2),
         ("A/0", "A", "body", "line", "copy", 20, 20, 7),
     ], prompt={"A/0": 100})
-    row = case_costs(table, model, CostSettings(context_mode="running", extrapolate=False)).row(0, named=True)
+    row = case_costs(table, model, priced("running")).row(0, named=True)
     step = lambda c: 1e-3 + 1e-6 * c
     pre = lambda n, c: 2e-3 + 1e-5 * n + 1e-7 * n * c
     # contexts: op 0 at 100, op 1 at 110, op 2 at 115
@@ -77,14 +85,14 @@ def test_running_context_costs_each_op_where_it_happens():
     assert row["program_ideal"] == pytest.approx(pre(12, 100) + sum(step(110 + j) for j in range(5)) + pre(20, 115))
     assert row["directive_seconds"] == pytest.approx(7 * step(100) + 2 * step(110) + 7 * step(115))
     # the fixed mode at the prompt length differs: the later ops see a longer cache
-    fixed = case_costs(table, model, CostSettings("fixed", False, context=100)).row(0, named=True)
+    fixed = case_costs(table, model, priced("fixed", context=100)).row(0, named=True)
     assert fixed["program_ideal"] < row["program_ideal"] and fixed["regen"] < row["regen"]
 
 
 def test_running_mode_needs_the_prompt_column():
     table = spans([("A/0", "A", "body", "line", "gen", 5, 0, 2)])
     with pytest.raises(ParamsError, match="prompt_tokens"):
-        case_costs(table, KERNEL, CostSettings(context_mode="running", extrapolate=False))
+        case_costs(table, KERNEL, priced("running"))
 
 
 def test_all_gen_program_has_bound_one_and_empty_copies_are_free():
@@ -120,10 +128,10 @@ def test_spans_beyond_the_profiled_range_are_refused_or_counted():
         ("A/1", "A", "body", "line", "copy", 40, 40, 7),
     ])
     with pytest.raises(ParamsError, match=r"case A/0 .* op 0: T_prefill\(N=2761, c=256\).*N in \[1, 512\]"):
-        case_costs(table, model, CostSettings("fixed", False, context=256))
+        case_costs(table, model, priced("fixed", context=256))
     with pytest.raises(ParamsError, match=r"t_step\(c=300\)"):
-        case_costs(table, model, CostSettings("fixed", False, context=300))
-    costs = case_costs(table, model, CostSettings("fixed", True, context=256))
+        case_costs(table, model, priced("fixed", context=300))
+    costs = case_costs(table, model, priced("fixed", True, context=256))
     assert costs["extrapolated_spans"].to_list() == [1, 0]
     row = bounds_table(costs, 0, 0, 0.95).filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal")).row(0, named=True)
     assert row["extrapolated_spans"] == 1 and row["extrapolated_regen"] == 0
@@ -181,16 +189,16 @@ def test_single_program_prediction_uses_the_same_formula():
     prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
     assert cost.bound("ideal") == pytest.approx(0.160 / (prefill + 0.010))
     assert cost.bound("overhead") == pytest.approx(0.160 / (prefill + 0.026))
-    running = case_cost(ops, quadratic(b=1e-6), CostSettings(context_mode="running", extrapolate=False), prompt_tokens=500)
+    running = case_cost(ops, quadratic(b=1e-6), priced("running"), prompt_tokens=500)
     assert running.regen == pytest.approx(sum(1e-3 + 1e-6 * (500 + j) for j in range(160)))
 
 
 def test_paper_kernel_bound_is_dimensionless():
     ops = [SpanOp("copy", 64, 64, 7)]
-    cost = case_cost(ops, paper_model(), CostSettings("fixed", False, context=0))
+    cost = case_cost(ops, paper_model(), priced("fixed", context=0))
     assert cost.regen == 64 and cost.bound("ideal") == pytest.approx(float(paper_speedup(64)))
     with pytest.raises(ParamsError, match="N=4"):
-        case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), CostSettings("fixed", False, context=0))
+        case_cost([SpanOp("copy", 4, 4, 7)], paper_model(), priced("fixed", context=0))
 
 
 # ---------------------------------------------------------------- fixed mode: golden table + invariants
@@ -229,7 +237,7 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
     a, b, p = V1_FIT
     model = quadratic(a, b, p, ns=(1.0, 512.0), contexts=(256.0,))
     table = random_spans(0)
-    costs = case_costs(table, model, CostSettings("fixed", True, context=256, prefill_tokens=prefill_tokens))
+    costs = case_costs(table, model, priced("fixed", True, context=256, prefill_tokens=prefill_tokens))
     assert costs.columns == COST_COLUMNS
     if prefill_tokens == "n_tokens_src":
         golden = _golden_frame("costs", seed=0, prefill_tokens=prefill_tokens)
@@ -255,17 +263,15 @@ def test_fixed_mode_gives_the_golden_tables(prefill_tokens):
 def test_every_kernel_source_is_pooled_over_the_paper_corpora_and_over_all():
     """bounds_pools: per kernel source, the paper's three corpora (pool = paper, judged) beside every corpus
     (pool = all); before, only bounds_paper_pool held the 482-case pool and nothing named both (issue 28.5)."""
-    from fixtures import params_with
+    from analysis.stages.bounds import pools_for
 
-    from analysis.stages.bounds import paper_pool, pools_for, settings
-
-    s = settings(params_with(**{"bounds.bootstrap_resamples": 0}))
     rows = [(f"{c}/{i}", c, f, "line", kind, n, n, 1)
             for c, f in (("HEvalFix-Py", "body"), ("ProbeEdit-S", "unit"), ("CommitEdits-x", "file"))
             for i in range(3) for kind, n in (("copy", 40 + i), ("gen", 5 + (c == "CommitEdits-x") * 20))]
-    costs = case_costs(spans(rows), KERNEL, FIXED0)
-    table = bounds_table(costs, 0, 0, 0.95).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
-    paper = paper_pool(costs, [], s).with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    priced = kernel_bounds(spans(rows), KERNEL, FIXED0, 0, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    costs = priced.costs
+    table = priced.table.with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
+    paper = priced.paper.with_columns(kernel_source=pl.lit("k"), baseline=pl.lit("eager"))
     pools = pools_for(table, paper).filter(pl.col("variant") == "ideal")
     assert sorted(set(pools["pool"])) == ["all", "paper"]
     by_pool = {r["pool"]: r for r in pools.filter(pl.col("pooling") == "ratio_of_sums").iter_rows(named=True)}
@@ -317,15 +323,14 @@ def test_steady_pricing_charges_the_first_step_once_per_decode_run(mode):
     overhead once per generated span (2 x 3 ms) and 10 steady steps; with directives the first copy's
     directive opens one more run (+3 ms) and 25 directive tokens cost 2 ms each. v1 priced every token
     at the first step (5 ms): 175 / 65 instead of 73 / 41."""
-    settings = (CostSettings("fixed", False, context=0, step_cost="steady", steady_max_n=8) if mode == "fixed"
-                else CostSettings("running", False, step_cost="steady", steady_max_n=8))
+    settings = priced("fixed", context=0) if mode == "fixed" else priced("running")
     table = spans(TWO_SPANS, prompt={"A/0": 100} if mode == "running" else None)
     row = case_costs(table, first_step_model(), settings).row(0, named=True)
     assert row["regen"] == pytest.approx(3e-3 + 35 * 2e-3)
     assert row["program_ideal"] == pytest.approx(3 * 5e-3 + 2 * 3e-3 + 10 * 2e-3)
     assert row["program_overhead"] == pytest.approx(row["program_ideal"] + 3e-3 + 25 * 2e-3)
     assert row["regen"] / row["program_ideal"] == pytest.approx(73 / 41)
-    old = case_costs(table, first_step_model(), CostSettings(mode, False, context=0, step_cost="first_step")
+    old = case_costs(table, first_step_model(), priced(mode, context=0, step_cost="first_step")
                      ).row(0, named=True)
     assert (old["regen"], old["program_ideal"]) == pytest.approx((35 * 5e-3, 3 * 5e-3 + 10 * 5e-3))
 
@@ -335,8 +340,7 @@ def test_two_copies_in_a_row_are_two_decode_runs_with_directives():
                    ("A/0", "A", "body", "line", "copy", 10, 10, 7),
                    ("A/0", "A", "body", "line", "gen", 3, 0, 2),
                    ("A/0", "A", "body", "line", "gen", 3, 0, 2)])
-    row = case_costs(table, first_step_model(), CostSettings("fixed", False, context=0, step_cost="steady",
-                                                             steady_max_n=8)).row(0, named=True)
+    row = case_costs(table, first_step_model(), priced("fixed", context=0)).row(0, named=True)
     # ideal: one generated run (the two gen ops follow each other); overhead: each copy's directive opens a run
     assert row["program_ideal"] == pytest.approx(2 * 5e-3 + 3e-3 + 6 * 2e-3)
     assert row["directive_seconds"] == pytest.approx(2 * 3e-3 + 18 * 2e-3)
@@ -345,16 +349,16 @@ def test_two_copies_in_a_row_are_two_decode_runs_with_directives():
 def test_a_parametric_model_has_no_first_step_term():
     model = quadratic(a=1e-3, b=1e-6)
     table = spans(TWO_SPANS, prompt={"A/0": 100})
-    steady = case_costs(table, model, CostSettings("running", False, step_cost="steady", steady_max_n=8))
-    v1 = case_costs(table, model, CostSettings("running", False))
+    steady = case_costs(table, model, priced("running"))
+    v1 = case_costs(table, model, priced("running", step_cost="first_step"))
     assert steady.equals(v1)
 
 
 def test_steady_pricing_needs_its_window():
     with pytest.raises(ParamsError, match="steady_max_n"):
-        CostSettings("fixed", False, step_cost="steady", steady_max_n=1).validate()
+        CostSettings("fixed", False, 0, step_cost="steady", steady_max_n=1).validate()
     with pytest.raises(ParamsError, match="step_cost"):
-        CostSettings("fixed", False, step_cost="last").validate()
+        priced("fixed", context=0, step_cost="last").validate()
 
 
 def test_h200_graph_loop_pays_its_first_step_once_per_run():
@@ -375,3 +379,66 @@ def test_h200_graph_loop_pays_its_first_step_once_per_run():
     first, steady = model.step_costs(256.0, steady_max_n=8)
     assert float(steady.seconds) == pytest.approx(2.446e-3, rel=0.01)
     assert float(first.seconds) == pytest.approx(3.763e-3 - 2.446e-3, rel=0.02)
+
+
+def test_fixed_mode_is_running_mode_with_a_constant_context():
+    """One priced-ops path: with a step and a prefill that do not depend on c, the fixed context and the
+    running one price every op alike; with a context-dependent model only the contexts differ."""
+    table = spans(TWO_SPANS, prompt={"A/0": 100})
+    flat = first_step_model()
+    fixed, running = (case_costs(table, flat, priced(mode, context=100)) for mode in ("fixed", "running"))
+    for column in ("regen", "program_ideal", "program_overhead"):
+        assert fixed[column].to_list() == pytest.approx(running[column].to_list(), rel=1e-12)
+    ops = span_costs(table, quadratic(b=1e-6), priced("fixed", context=100))
+    assert ops["context"].to_list() == [100] * 5
+    assert span_costs(table, quadratic(b=1e-6), priced("running"))["context"].to_list() == [100, 110, 114, 124, 130]
+
+
+def test_one_refusal_names_an_op_or_the_regeneration():
+    model = quadratic(ns=(1.0, 512.0), contexts=(0.0, 120.0))
+    # the ops stay inside c <= 120, but regenerating 30 tokens from c = 100 runs past it
+    table = spans([("A/0", "A", "body", "line", "copy", 30, 30, 0)], prompt={"A/0": 100})
+    with pytest.raises(ParamsError, match=r"case A/0 \(body, line\) op 0: regenerating 30 tokens runs t_step\(c=100..129\)"):
+        case_costs(table, model, priced("running"))
+    table = spans([("A/0", "A", "body", "line", "copy", 5, 5, 0), ("A/0", "A", "body", "line", "gen", 30, 0, 2)],
+                  prompt={"A/0": 100})
+    with pytest.raises(ParamsError, match=r"op 1: t_step\(c=105..134\)"):
+        case_costs(table, model, priced("running"))
+    costs = case_costs(table, model, priced("running", True)).row(0, named=True)
+    assert costs["extrapolated_spans"] == 1 and costs["extrapolated_regen"]
+
+
+def test_one_kernel_is_priced_once_per_pricing_and_every_row_derives_from_those_costs():
+    """kernel_bounds: the table's point columns are the bounds of each pricing's own costs (the judged
+    one is `bound`), its paper rows are the paper corpora's pool, and a pricing the model cannot give
+    (no steady split with steady_max_n below two profiled N) is a null column, said in `unpriced`."""
+    rep = [(QuadraticAR(1e-3, 1e-6), QuadraticPrefill(2e-3 * s, 1e-5 * s, 0.0, 0.0)) for s in (0.8, 1.2)]
+    other = random_spans(2).filter(pl.col("corpus") == "HEvalFix-Py").with_columns(
+        corpus=pl.lit("CommitEdits-x"), case_id=pl.col("case_id").str.replace("HEvalFix-Py", "CommitEdits-x"))
+    table = pl.concat([random_spans(1), other]).with_columns(prompt_tokens=pl.lit(50, dtype=pl.Int64))
+    model = first_step_model()
+    settings = priced("running", True, context=256)
+    got = kernel_bounds(table, model, settings, 100, 0, 0.95, kernel_repeats=True, pooled_bootstrap="corpus")
+    assert got.costs.equals(case_costs(table, model, settings)) and not got.unpriced
+    for name, other in (("bound_steady", settings), ("bound_first_step", priced("running", True, step_cost="first_step")),
+                        ("bound_gold_prefill", priced("running", True, prefill_tokens="n_tokens"))):
+        alone = bounds_table(case_costs(table, model, other), 0, 0, 0.95)
+        assert got.table[name].to_list() == alone["bound"].to_list(), name
+    assert got.table["bound"].to_list() == got.table["bound_steady"].to_list()
+    mine = got.costs.filter(pl.col("corpus") != "CommitEdits-x")
+    pooled = bounds_table(mine, 0, 0, 0.95).filter(pl.col("corpus") == "pooled").select("level", "framing", "variant", "pooling", "bound")
+    paper = got.paper.select("level", "framing", "variant", "pooling", "bound").join(
+        pooled, on=["level", "framing", "variant", "pooling"], suffix="_alone")
+    assert paper.height == pooled.height > 0 and set(got.paper["pool"]) == {"paper"}
+    assert paper["bound"].to_list() == paper["bound_alone"].to_list()
+    assert got.steps["t_step"] == pytest.approx(5e-3) and got.steps["steady_step"] == pytest.approx(2e-3)
+    # repeats: with the kernel's own repeats the intervals widen, the point bounds do not move
+    with_repeats = quadratic(repeats=tuple(rep))
+    plain = kernel_bounds(table, with_repeats, settings, 100, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    wide = kernel_bounds(table, with_repeats, settings, 100, 0, 0.95, kernel_repeats=True, pooled_bootstrap="corpus")
+    assert wide.table["bound"].to_list() == plain.table["bound"].to_list() and set(wide.table["kernel_repeats"]) == {2}
+    one_n = first_step_model(ns=(1.0, 16.0))
+    judged_v1 = priced("running", True, step_cost="first_step")
+    missing = kernel_bounds(table, one_n, judged_v1, 0, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
+    assert set(missing.unpriced) == {"steady"} and missing.table["bound_steady"].null_count() == missing.table.height
+    assert missing.steps["steady_step"] is None

@@ -32,6 +32,9 @@ def program_seconds(program, source, target, cost, directives) -> float:
     seconds = float(table[n_src].sum())
     seconds += sum(r.n_tokens for r in rows if r.kind == "gen") * cost.t_step
     seconds += sum(r.directive_tokens for r in rows) * cost.t_dir
+    # a decode run opens at every op that follows a copy (or the prompt): the first-step overhead
+    kinds = [r.kind for r in rows]
+    seconds += sum(1 for k, _ in enumerate(kinds) if k == 0 or kinds[k - 1] == "copy") * cost.t_overhead
     return seconds
 
 
@@ -57,7 +60,7 @@ def random_cost(rng: random.Random) -> CostModel:
     # an arbitrary (not monotone, not concave) prefill table: the DP must be exact for any shape
     table = np.array([rng.choice([0.0, 0.5, 1.0, 3.0, 7.0]) * rng.random() for _ in range(400)])
     return CostModel(t_step=rng.choice([0.1, 1.0, 2.5]), prefill=lambda n: table[n],
-                     t_directive=rng.choice([None, 0.0, 0.3]))
+                     t_directive=rng.choice([None, 0.0, 0.3]), t_overhead=rng.choice([0.0, 0.0, 0.4, 3.0]))
 
 
 def merged(steps, unit, piece_of) -> Program:
@@ -165,8 +168,9 @@ PIECES = ["a", "b", " ", "\n", "é", "😀", "<gen>", "</gen>", "<copy", "&lt;",
 TEXTS = st.lists(st.sampled_from(PIECES), max_size=25).map("".join)
 PLAIN = st.lists(st.sampled_from([p for p in PIECES if escape(p) == p and "<" not in p]), max_size=25).map("".join)
 COSTS = st.builds(
-    lambda t, p0, p1, td: CostModel(t, lambda n: np.where(n > 0, p0 + p1 * n, 0.0), td),
+    lambda t, p0, p1, td, o: CostModel(t, lambda n: np.where(n > 0, p0 + p1 * n, 0.0), td, o),
     st.floats(0.01, 2), st.floats(0, 5), st.floats(0, 1), st.one_of(st.none(), st.floats(0, 2)),
+    st.sampled_from([0.0, 0.0, 0.5, 4.0]),
 )
 
 
@@ -311,9 +315,9 @@ LONG_PIECES = ["a", "b", " ", "\n", "é", "😀", "<gen>", "&lt;", "x = 1\n", "\
                "    y = 2\n", "12345", "(", ")"]
 LONG_TEXTS = st.lists(st.sampled_from(LONG_PIECES), max_size=120).map("".join)
 STEPPED = st.builds(
-    lambda t, table, td: CostModel(t, lambda n: np.asarray(table)[np.minimum(n, len(table) - 1)], td),
+    lambda t, table, td, o: CostModel(t, lambda n: np.asarray(table)[np.minimum(n, len(table) - 1)], td, o),
     st.floats(0.01, 2), st.lists(st.sampled_from([0.0, 0.25, 1.0, 3.5, 7.0]), min_size=1, max_size=30),
-    st.one_of(st.none(), st.floats(0, 2)),
+    st.one_of(st.none(), st.floats(0, 2)), st.sampled_from([0.0, 0.0, 0.5, 4.0]),
 )
 
 
@@ -340,3 +344,35 @@ def test_directive_numbers_grow_safely_across_threads(qwen):
     for n, table in zip(sizes, tables):
         assert np.array_equal(table, fresh.copy_token_table("tokens", n)[1][:n + 1])
     assert shared.monotone("tokens", 200000)
+
+
+@pytest.mark.parametrize("step_cost", ["steady", "first_step"])
+def test_the_dp_minimises_the_bounds_own_price(qwen, step_cost):
+    """One price (review D11): the DP's input is the bound's price at its one context
+    (analysis.bounds.fixed_price) and its objective is the bound's `overhead` program cost of the
+    program it writes (analysis.bounds.case_costs, fixed mode), first-step overhead included: here a
+    kernel whose decode runs cost 3 ms once plus 2 ms a token, the H200 graph loop's shape."""
+    import polars as pl
+
+    from analysis.bounds import CostSettings, case_costs, fixed_price
+    from analysis.latency.model import GridCurve, LatencyModel, ModelKey
+    from analysis.stages.optimal import dp_cost
+
+    ns, contexts = (1.0, 2.0, 4.0, 8.0, 16.0, 512.0), (0.0, 4096.0)
+    ar = GridCurve(ns, contexts, tuple(tuple(3e-3 + n * 2e-3 for n in ns) for _ in contexts))
+    pre = GridCurve(ns, contexts, tuple(tuple(6e-3 + n * 2e-5 for n in ns) for _ in contexts))
+    model = LatencyModel(ModelKey("m", "w", "float32", "cuda", "static"), "interp", ar, pre, (1.0, 512.0), contexts)
+    settings = CostSettings("fixed", True, 256, step_cost=step_cost, steady_max_n=8)
+    price = fixed_price(model, settings)
+    assert (price.overhead, price.step) == pytest.approx((3e-3, 2e-3) if step_cost == "steady" else (0.0, 5e-3))
+    source = "def f(x):\n    y = x + 1\n    return y\n\n\ndef g(a, b):\n    return a * b\n" * 3
+    target = source.replace("x + 1", "x + 2").replace("a * b", "a - b")
+    src, tgt, directives = qwen.encode(source), qwen.encode(target), TokenizerDirectives(qwen)
+    for level in ("line", "token"):
+        best = optimal_program(level, src, tgt, dp_cost(model, settings), directives)
+        rows = program_span_rows(best.program, src, tgt, directives)
+        spans = pl.DataFrame([{"case_id": "c", "corpus": "A", "framing": "body", "level": level, "op_index": r.op_index,
+                               "kind": r.kind, "n_tokens": r.n_tokens, "n_tokens_src": r.n_tokens_src,
+                               "directive_tokens": r.directive_tokens} for r in rows])
+        bound = case_costs(spans, model, settings).row(0, named=True)
+        assert best.seconds == pytest.approx(bound["program_overhead"], rel=1e-12), level

@@ -40,9 +40,12 @@ def test_close_unit_takes_the_cheaper_of_gen_and_copy_and_charges_tags_only_from
     gen_unit, tags = np.array([1.0, 1.0]), 0.5
     f_c, f_g = np.zeros(3), np.zeros(3)
     f_g[1] = 2.0
-    close_unit(0, 3.0, gen_unit, tags, f_c, f_g)  # gen 1 + 2 = 3 ties the copy
+    close_unit(0, 3.0, gen_unit, tags, 0.0, f_c, f_g)  # gen 1 + 2 = 3 ties the copy
     assert (f_g[0], f_c[0]) == (3.0, 3.0)  # from copy mode the gen pays its tags: 3.5 > 3, the copy
-    close_unit(0, 2.5, gen_unit, tags, f_c, f_g)
+    close_unit(0, 2.5, gen_unit, tags, 0.0, f_c, f_g)
     assert (f_g[0], f_c[0]) == (2.5, 2.5)
-    close_unit(0, np.inf, gen_unit, tags, f_c, f_g)  # no copy: the gen, with tags after a copy
+    close_unit(0, np.inf, gen_unit, tags, 0.0, f_c, f_g)  # no copy: the gen, with tags after a copy
     assert (f_g[0], f_c[0]) == (3.0, 3.5)
+    # after a prefill the op opens a decode run: its first-step overhead, whichever op wins
+    close_unit(0, 3.0, gen_unit, tags, 0.25, f_c, f_g)
+    assert (f_g[0], f_c[0]) == (3.0, 3.25)

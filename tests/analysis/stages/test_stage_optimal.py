@@ -47,6 +47,28 @@ def test_optimal_stage_floor_is_never_below_the_coverage_oracles(stage_scratch):
         row["optimal_bound"], rel=1e-3)
 
 
+def test_the_coverage_oracles_floor_is_the_bounds_own_price_of_its_programs(stage_scratch):
+    """One price (review D11): optimal.csv's coverage-oracle floor is the bound of the programs stage's
+    programs (spans.parquet) under the bounds' pricing at bounds.context (bounds.step_cost,
+    bounds.steady_max_n): analysis.bounds' case_costs and bounds_table, nothing of the stage's own."""
+    from analysis.bounds import bounds_table, case_costs, fixed_cost_settings
+    from analysis.latency.model import LatencyModel
+    from analysis.pooling import framing_filter
+    from analysis.stages.optimal import settings
+
+    write_model(stage_scratch, ONE_CONTEXT)
+    assert run("optimal") == 0
+    s = settings(Config.load("params.yaml").params)
+    assert s.cost == fixed_cost_settings(Config.load("params.yaml").params) and s.cost.step_cost == "steady"
+    spans = pl.read_parquet(stage_scratch / "data/spans/spans.parquet").filter(framing_filter("body"))
+    bounds = bounds_table(case_costs(spans, ONE_CONTEXT, s.cost), 0, 0, 0.95).filter(pl.col("variant") == "overhead")
+    table = pl.read_csv(stage_scratch / "reports/tables/optimal.csv").filter(pl.col("kernel_source") == "fit")
+    joined = table.join(bounds, on=["level", "corpus", "framing", "pooling"])
+    assert joined.height == table.height > 0 and isinstance(ONE_CONTEXT, LatencyModel)
+    assert joined["covmax_bound"].to_list() == pytest.approx(joined["bound"].to_list(), rel=1e-3)  # 4 digits in the csv
+    assert set(table["step_cost"]) == {"steady"} and set(table["context"]) == {s.cost.context}
+
+
 def test_min_copy_sweep_agrees_with_the_optimal_table(stage_scratch):
     write_model(stage_scratch, ONE_CONTEXT)
     assert run("optimal") == 0
@@ -70,13 +92,13 @@ def test_min_copy_sweep_agrees_with_the_optimal_table(stage_scratch):
 def test_optimal_programs_resolve_to_their_targets(stage_scratch):
     from analysis.oracle.optimal import TokenizerDirectives, optimal_program
     from analysis.grammar.resolver import resolve
-    from analysis.stages.optimal import cost_model, load_cases, settings
+    from analysis.stages.optimal import dp_cost, load_cases, settings
     from analysis.text.tokens import load_tokenizer
 
     s = settings(Config.load("params.yaml").params)
     tokenizer = load_tokenizer(s.tokenizer)
     cases = load_cases(("body",), ("line", "token"), tokenizer)[:25]
-    cost = cost_model(ONE_CONTEXT, s)
+    cost = dp_cost(ONE_CONTEXT, s.cost)
     directives = TokenizerDirectives(tokenizer)
     for case in cases:
         for level in ("line", "token"):

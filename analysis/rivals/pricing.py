@@ -10,8 +10,8 @@ the KV-cache length when a forward starts (`prompt_tokens` plus the tokens emitt
     prefill forward    T_prefill(q, c)
 
 A decode run is a stretch of decode steps: it starts at the first forward of the case (after the prompt's
-prefill) and after every prefill-type forward. `s` and `o` are the bounds' step pricing
-(analysis.bounds, params `bounds.step_cost`: `steady` splits T_ar into o + N s; `first_step` charges
+prefill) and after every prefill-type forward. `s`, `o` and T_prefill come from the model's one pricing call, the bounds' own
+(`LatencyModel.prices`, params `bounds.step_cost`: `steady` splits T_ar into o + N s; `first_step` charges
 every step T_ar(1, c) and no overhead). So AR's price is the bounds' `regen`, and a Copy-as-Decode
 program's forwards (analysis.rivals.simulate.copy_forwards) price to the bounds' `program_ideal` and
 `program_overhead`, except after a copy that forwards no token (a blank line BPE glued to the line
@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
-from analysis.bounds import CostSettings, _step_pricing
+from analysis.bounds import CostSettings
 from analysis.latency.model import LatencyModel
 
 PRICE_COLUMNS = ("seconds", "extrapolated_forwards")
@@ -63,16 +63,17 @@ def price(frame: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> p
     run_start = decode & (f["first"] | previous_prefill)
     seconds = np.zeros(len(c))
     flags = np.zeros(len(c), dtype=bool)
-    if decode.any():
-        top = int(c[decode].max()) + 1
-        first_step, step = _step_pricing(model, np.arange(top, dtype=float), settings)
-        at = c[decode]
-        seconds[decode] = step.seconds[at] + np.where(run_start[decode], first_step.seconds[at], 0.0)
-        flags[decode] = step.extrapolated[at] | (run_start[decode] & first_step.extrapolated[at])
-    if f["prefill"].any():
-        pre = model.t_prefill(f["q"][f["prefill"]], c[f["prefill"]], extrapolate=True)
-        seconds[f["prefill"]] = pre.seconds
-        flags[f["prefill"]] = pre.extrapolated
+    prefill = f["prefill"]
+    # one call to the model (the bounds' own: LatencyModel.prices): the step split on every context up to the
+    # largest a decode step starts at, and each prefill-type forward at its q and context
+    top = int(c[decode].max()) + 1 if decode.any() else 1
+    priced = model.prices(np.arange(top, dtype=float), f["q"][prefill], c[prefill], settings.step_cost,
+                          settings.steady_max_n)
+    at = c[decode]
+    seconds[decode] = priced.step.seconds[at] + np.where(run_start[decode], priced.overhead.seconds[at], 0.0)
+    flags[decode] = priced.step.extrapolated[at] | (run_start[decode] & priced.overhead.extrapolated[at])
+    seconds[prefill] = priced.prefill.seconds
+    flags[prefill] = priced.prefill.extrapolated
     n = frame.height
     return frame.with_columns(
         seconds=pl.Series(np.bincount(f["row"], weights=seconds, minlength=n)),

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.bounds import CostSettings, _step_pricing, case_costs
+from analysis.bounds import CostSettings, case_costs
 from analysis.coverage.spans import SpanRow
 from analysis.latency.sources import load_fitted_models, select_measured
 from analysis.rivals.forced import OpForcing
@@ -71,7 +71,7 @@ def test_a_verify_is_a_prefill_and_the_next_decode_starts_a_run(graph_model):
     frame = pl.DataFrame({"prompt_tokens": [300], "new_tokens": [[1, 5, 1]], "emitted": [[1, 3, 1]],
                           "prefill": [[False, True, False]]})
     seconds = price(frame, graph_model, RUNNING)["seconds"][0]
-    first, step = _step_pricing(graph_model, np.array([300.0, 304.0]), RUNNING)
+    first, step = graph_model.step_costs(np.array([300.0, 304.0]), RUNNING.steady_max_n, extrapolate=True)
     verify = graph_model.t_prefill(5, 301, extrapolate=True).seconds
     expected = first.seconds[0] + step.seconds[0] + verify + first.seconds[1] + step.seconds[1]
     assert seconds == pytest.approx(float(expected), rel=1e-12)

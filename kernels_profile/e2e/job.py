@@ -45,6 +45,8 @@ class CaseJob:
                 "lossless": [list(self.lossless_levels), s.checks.losslessness_tolerance], "threads": s.environment.threads,
                 "curve": {"contexts": list(self.curve_contexts), "sizes": list(self.curve_sizes),
                           "ar_grid": list(s.curve.ar_grid), "ar_steps": s.curve.ar_steps, "fit": s.curve.fit},
+                # the stored predictions are priced with these (bounds.step_cost, bounds.steady_max_n)
+                "price": {"step_cost": s.price.step_cost, "steady_max_n": s.price.steady_max_n},
                 "fingerprint": fingerprint}
 
     def file_stem(self) -> str:

@@ -148,6 +148,8 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "suffix options": key(**{"e2e.suffix.options": {"max_tree_depth": 32}}),
         "overhead": key(**{"e2e.overhead": ["line"]}),
         "seed": key(**{"e2e.seed": 1}),
+        "step pricing": key(**{"bounds.step_cost": "first_step"}),
+        "steady fit": key(**{"bounds.steady_max_n": 4}),
         "repeats": key(**{"e2e.repeats": 3}),
         "threads": key(**{"e2e.threads": 2}),
         "default threads": key(**{"e2e.threads": None}),

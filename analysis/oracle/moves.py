@@ -62,6 +62,11 @@ def moves_table(cases: list[Case]) -> pl.DataFrame:
             .sort("corpus", "framing"))
 
 
+# `copydecode moves`: its help line and what it reads and writes (the CLI's --help)
+HELP = "what the diff-based line oracle leaves out (moved lines)"
+READS_WRITES = "reads the cases and programs; it writes reports/tables/line_moves.*"
+
+
 def add_arguments(parser) -> None:
     """`copydecode moves` takes no options of its own."""
 

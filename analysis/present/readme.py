@@ -456,6 +456,12 @@ def gather_timings(root: Path = Path(".")) -> Path | None:
     return root / TIMINGS_REPORT
 
 
+# `copydecode readme`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results block (--check: list its "
+        "stale lines, write nothing)")
+READS_WRITES = "reads data/timings and the committed stage outputs; it writes reports/timings.json and README.md"
+
+
 def add_arguments(parser) -> None:
     """`copydecode readme`'s options."""
     parser.add_argument("root", nargs="?", default=".", metavar="ROOT",

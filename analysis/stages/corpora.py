@@ -26,6 +26,29 @@ from analysis.parallel.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.parallel.progress import timed
 from analysis.corpora.settings import CommandLine, CorporaSettings, configured_corpora, settings  # noqa: F401 (the CLI's and bench's)
 
+# `copydecode corpora`: its help line and what it reads and writes (the CLI's --help)
+HELP = "build data/corpora/cases.parquet"
+READS_WRITES = ("reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+                "data/corpora/probeedit_edits.parquet, data/corpora/commits/, "
+                "reports/tables/commit_repositories.{csv,md}, reports/metrics/corpora.json")
+
+
+def add_arguments(parser) -> None:
+    """`corpora`'s own options (settings(params, pairs, repo, only, language, name))."""
+    parser.add_argument("--pairs", action="append", metavar="FILE",
+                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
+    parser.add_argument("--repo", action="append", metavar="PATH",
+                        help="also mine this git repository or bundle for one-file commits (language: --language)")
+    parser.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                        help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                             "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, "
+                             "datasets), e.g. --only datasets builds just params corpora.datasets")
+    parser.add_argument("--language", default=None,
+                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
+                             "records without a language field")
+    parser.add_argument("--name", default=None,
+                        help="corpus name of the one --pairs or --repo input (default: from the file or folder name)")
+
 
 def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[Case], pl.DataFrame | None, list[dict]]]:
     """Each build's cases, its ProbeEdit-S edit table (None when it has none) and its origin records, one

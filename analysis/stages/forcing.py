@@ -38,6 +38,13 @@ class ForcingSettings:
     limit: int          # programs per corpus, 0: all of them (a smaller number is a rehearsal)
 
 
+# `copydecode forcing`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("llguidance under each source's forced-span grammar: does it fast-forward every copy of every line-level "
+        "oracle program?")
+READS_WRITES = ("reads cases and programs; writes data/grammar/forcing_spans.parquet, "
+                "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json")
+
+
 def settings(params: dict) -> ForcingSettings:
     eos = get(params, "forcing.eos_token", str)
     if not eos:

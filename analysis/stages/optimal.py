@@ -79,6 +79,12 @@ class OptimalSettings:
     shard_cases: int
 
 
+# `copydecode optimal`: its help line and what it reads and writes (the CLI's --help)
+HELP = "cost-optimal oracle beside the coverage oracle; token min_copy sweep"
+READS_WRITES = ("reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+                "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json")
+
+
 def settings(params: dict) -> OptimalSettings:
     p = params
     min_copies = number_list(p, "optimal.min_copies", lo=1, integer=True, distinct=True)

@@ -36,6 +36,11 @@ class ProgramsSettings:
     shard_cases: int
 
 
+# `copydecode programs`: its help line and what it reads and writes (the CLI's --help)
+HELP = "write line- and token-level oracle programs"
+READS_WRITES = "reads data/corpora/cases.parquet; writes data/programs/programs.parquet"
+
+
 def settings(params: dict) -> ProgramsSettings:
     return ProgramsSettings(tokenizer_spec(params), positive_int(params, "programs.token_min_copy"),
                             parallel_settings(params), shard_cases(params))

@@ -23,6 +23,12 @@ class ReportsSettings:
     params_path: Path                      # the params file, hashed into each report's provenance
 
 
+# `copydecode reports`: its help line and what it reads and writes (the CLI's --help)
+HELP = "render the papermill reports into reports/ (html, notebooks, index)"
+READS_WRITES = ("reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, "
+                "reports/index.html, reports/metrics/headline.json, reports/claims.json")
+
+
 def settings(params: dict, params_path: str | Path = DEFAULT_PARAMS) -> ReportsSettings:
     per_report = get(params, "reports.parameters", dict)
     unknown = sorted(set(per_report) - set(REPORTS))

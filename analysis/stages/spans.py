@@ -47,6 +47,13 @@ class SpansSettings:
     shard_cases: int
 
 
+# `copydecode spans`: its help line and what it reads and writes (the CLI's --help)
+HELP = "span table, coverage with bootstrap CIs, histograms"
+READS_WRITES = ("reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
+                "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+                "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json")
+
+
 def settings(params: dict) -> SpansSettings:
     return SpansSettings(
         tokenizer=tokenizer_spec(params),

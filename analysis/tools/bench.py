@@ -51,6 +51,7 @@ Writes reports/bench/throughput.json and .md (`--out` to change the folder).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import multiprocessing
 import os
@@ -269,6 +270,31 @@ def _int_list(value, what: str) -> tuple[int, ...]:
     if len(sizes) != len(items) or any(n < 1 for n in sizes):
         raise ParamsError(f"bench throughput: {what} must be positive integers, got {value!r}")
     return sizes
+
+
+# `copydecode bench throughput`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("cases/s of programs + spans + optimal with 1 and 2 workers, peak memory, 1M-case estimate -> "
+        "reports/bench/throughput.{json,md}")
+READS_WRITES = ("reads the git bundles of params corpora.commits (synthetic cases) and params bench, parallel; "
+                "writes reports/bench/throughput.json and throughput.md")
+DESCRIPTION = f"Throughput of the per-case stages: {HELP}. It {READS_WRITES}."
+
+
+def add_arguments(parser) -> None:
+    """`bench throughput`'s own options (settings(params, cases, jobs, backend, bench_out, memory_sizes))."""
+    parser.add_argument("--cases", type=int, default=None,
+                        help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
+    parser.add_argument("--jobs", default=None, help="worker counts to time, comma-separated (default: params "
+                                                      "bench.jobs, 1,2 as shipped)")
+    parser.add_argument("--backend", default=None,
+                        help="joblib backends, comma-separated: 1 worker once, more workers with each "
+                             "(default: params bench.backends)")
+    parser.add_argument("--memory-sizes", default=None, dest="memory_sizes",
+                        help="case counts whose peak memory is measured in a fresh process, comma-separated, "
+                             "or none (default: params bench.memory_sizes)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
+                        help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
+                             "writes DIR/reports/bench)")
 
 
 def settings(params: dict, cases: int | None, jobs: str | None, backend: str | None,

@@ -508,6 +508,17 @@ def compare_settings(params: dict, resamples: int | None = None) -> CompareSetti
     ).validate()
 
 
+# `copydecode compare`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("two runs' headline figures paired on one value per shared case: B - A, the relative change, a paired "
+        "bootstrap CI (a sign test for exact match) and the params that differ -> "
+        "runs/compare/A-vs-B/compare.{md,html,json}")
+DESCRIPTION = ("Compare two runs: " + HELP + ". A run is a folder (its data/ outputs, else its committed per-case "
+               "tables under reports/percase/), a git revision or a `dvc exp` name (its committed reports/percase/ "
+               "tables, else its data/ outputs from the dvc cache; no checkout). It reads those per-case tables and "
+               "params files of A and B and params `compare` and `headline`; it writes the comparison to the "
+               "terminal and to DIR/compare.md, compare.html and compare.json. See docs/compare.md.")
+
+
 def add_arguments(parser) -> None:
     """compare's own options (the CLI adds --params and --set)."""
     parser.add_argument("a", metavar="A", help="the baseline run: folder, git revision or dvc experiment")

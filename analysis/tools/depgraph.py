@@ -96,7 +96,7 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     Returns the stages whose deps changed."""
     import yaml
 
-    from analysis.cli import STAGES
+    from analysis.pipeline.commands import STAGES
 
     path = root / "dvc.yaml"
     text = path.read_text()
@@ -106,7 +106,7 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     for name, stage in spec["stages"].items():
         command = stage["cmd"].removeprefix("copydecode ").strip()
         data = [d for d in stage.get("deps", []) if not str(d).endswith(".py")]
-        deps = data + stage_code_deps(command, STAGES[command][0], root)
+        deps = data + stage_code_deps(command, STAGES[command], root)
         if deps != stage.get("deps"):
             changed.append(name)
         stage["deps"] = deps
@@ -114,6 +114,11 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
 
     write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked (L6)
     return changed
+
+
+# `copydecode depgraph`: its help line and what it reads and writes (the CLI's --help)
+HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"
+READS_WRITES = "reads the package sources; it writes dvc.yaml"
 
 
 def add_arguments(parser) -> None:

@@ -15,6 +15,12 @@ from analysis.errors import CorpusError, GrammarError
 from analysis.grammar.export import FORMATS, export
 
 
+# `copydecode grammar`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("the program grammar of one source for a structured-output engine: symbolic or forced spans, in llguidance "
+        "Lark, GBNF (xgrammar) or a regex (outlines-core); see docs/grammar.md")
+READS_WRITES = "reads data/corpora/cases.parquet (--case-id) or --source FILE; it writes stdout or --out FILE"
+
+
 def add_arguments(parser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--case-id", dest="case_id", help="a case of data/corpora/cases.parquet (its source)")

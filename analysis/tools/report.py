@@ -31,6 +31,12 @@ class ReportCommand:
     params_path: Path
 
 
+# `copydecode report`: its help line and what it reads and writes (the CLI's --help)
+HELP = "render one report page as the reports stage does, from this folder's outputs (--corpus C, -p KEY=VALUE)"
+READS_WRITES = ("reads params reports.parameters and the outputs the report reads; it writes "
+                "runs/report/NAME[-CORPUS].html (or --html OUT) and, with --notebook FILE, the executed notebook")
+
+
 def add_arguments(parser) -> None:
     from analysis.present.reports import REPORTS
 
@@ -142,7 +148,7 @@ APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders wit
 
 
 def command(args) -> int:
-    from analysis.cli import apply_overrides
+    from analysis.pipeline.params import apply_overrides
     from analysis.pipeline.config import Config
     from analysis.pipeline.params import DEFAULT_PARAMS
 

@@ -143,6 +143,12 @@ def _frozen_readme(preset: str, run: dict, metrics: dict) -> str:
         "(this page's facts, read by the default `copydecode pilot`).\n")
 
 
+# `copydecode pilot-sweep`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("the pilot's training-settings sweep, an interrupted run's checkpoint curve, decoded range errors, or "
+        "freezing a preset run")
+READS_WRITES = "reads params pilot and the pilot's checkpoints; it writes under the job's output folder"
+
+
 def add_arguments(parser) -> None:
     """`copydecode pilot-sweep`'s options (one of: CONFIGs, --from-checkpoints, --diagnose, --freeze)."""
     parser.add_argument("configs", nargs="*", metavar="CONFIG",

@@ -83,6 +83,15 @@ class BatchedSettings:
     preset: str | None
 
 
+# `copydecode kernels profile --batched`: its help line and what it reads and writes (the CLI's --help)
+HELP = "time batched engine steps (B sequences, q new tokens each at context c) and fit the step-cost model"
+READS_WRITES = ("reads params kernels.batched (or --preset from kernels.batched_presets), the model's weights and "
+                "the frozen batch-1 files of kernels.batched.batch1_sources; writes data/kernels/batched.parquet "
+                "and data/kernels/batched.environment.json, reports/kernels/step_cost.json, "
+                "reports/tables/step_cost_*.*, reports/metrics/step_cost.json")
+OWN_OUT = "names the raw timings file"  # `kernels profile --out` (a one-off output root is refused)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options `kernels profile` gains for the batched profile (its --preset, --device and --out apply too)."""
     parser.add_argument("--batched", action="store_true",

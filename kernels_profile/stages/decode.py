@@ -47,6 +47,19 @@ class DecodeSettings:
     from_command_line: bool          # a case, model or framing given on the command line: print only
 
 
+# `copydecode decode`: its help line and what it reads and writes (the CLI's --help)
+HELP = "the Copy-as-Decode decoder on one case (--case-id, --model)"
+READS_WRITES = ("reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
+                "reports/tables/mask_benchmark.*, reports/metrics/decode.json")
+
+
+def add_arguments(parser) -> None:
+    """`decode`'s own options (settings(params, case_id, model, framing))."""
+    parser.add_argument("--case-id", dest="case_id", help="the case to decode (default: params decode.case_id)")
+    parser.add_argument("--model", help="the model (default: params decode.model)")
+    parser.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
+
+
 def settings(params: dict, case_id: str | None = None, model: str | None = None,
              framing: str | None = None) -> DecodeSettings:
     """decode, validated; `case_id`, `model` and `framing` (the command line's) replace the params'."""

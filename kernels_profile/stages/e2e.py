@@ -29,6 +29,7 @@ its drift, contention verdict, noisy flag and noisy reasons go into the metrics.
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 from datetime import datetime, timezone
@@ -65,6 +66,22 @@ from kernels_profile.runtime.checkpoints import (
 )
 from kernels_profile.runtime.hf import ModelTokenizer
 from kernels_profile.runtime.loading import ModelAndTokenizer, load_model, set_threads
+
+# `copydecode e2e`: its help line and what it reads and writes (the CLI's --help)
+HELP = "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"
+READS_WRITES = ("reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
+                "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, "
+                "reports/figures/e2e_speedup.{png,svg}, reports/metrics/e2e.json")
+OWN_OUT = "names a preset run's folder"  # its --out (a one-off output root is refused)
+
+
+def add_arguments(parser) -> None:
+    """`e2e`'s own options (settings(params, preset, out)); `out` is `--out`, read by the CLI as raw_out."""
+    parser.add_argument("--preset", default=None, help="a preset from params e2e.presets (e.g. e2e-wide)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="DIR",
+                        help="with --preset: the run's folder (default data/e2e/<preset>); a one-off "
+                             "output root is not supported here")
+
 
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",

@@ -97,6 +97,14 @@ def raw_sources(params: dict) -> tuple[RawSource, ...]:
     return tuple(out)
 
 
+# `copydecode kernels fit`: its help line and what it reads and writes (the CLI's --help)
+HELP = "fit the latency model to the raw timings"
+READS_WRITES = ("reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
+                "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
+                "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                "reports/metrics/kernels.json")
+
+
 def settings(params: dict) -> FitSettings:
     """kernels.fit, validated (the only reader of that group), and the device-time probes of kernel.device_time."""
     p = params

@@ -81,6 +81,18 @@ from kernels_profile.runtime.checkpoints import (
     write_json_checkpoint,
 )
 
+# `copydecode pilot`: its help line and what it reads and writes (the CLI's --help)
+HELP = "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"
+READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); "
+                "writes data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, "
+                "reports/figures/pilot_*.{png,svg}, reports/pilot/range_errors.*, reports/metrics/pilot.json")
+
+
+def add_arguments(parser) -> None:
+    """`pilot`'s own option (settings(params, preset))."""
+    parser.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+
+
 HELDOUT = "heldout"
 
 

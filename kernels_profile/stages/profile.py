@@ -15,6 +15,7 @@ prints that entry) and `<source>/<model label>/<AR loop>` to `kernel.sources`.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,35 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     over = {"models": [model] if model is not None else None, "device": device, "dtype": dtype,
             "contexts": _numbers(contexts, "--contexts"), "ns": _numbers(ns, "--ns"), "weights": weights}
     return {**group, **{k: v for k, v in over.items() if v is not None}}
+
+
+# `copydecode kernels profile`: its help line and what it reads and writes (the CLI's --help)
+HELP = "time AR steps vs one parallel prefill"
+READS_WRITES = ("reads params kernels.profile (or --preset) and the model's config or weights; writes "
+                "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)")
+OWN_OUT = "names the raw timings file"  # its --out (a one-off output root is refused)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`kernels profile`'s own options (settings(params, preset, out, model, device, dtype, contexts, ns,
+    weights)); `out` is `--out`, read by the CLI as raw_out."""
+    parser.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
+                        help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
+                             "supported here")
+    parser.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
+                        help="any transformers causal LM: a folder with a config.json or a hub id (no registry "
+                             "entry); the run becomes the kernel source <model>-<device>, written to "
+                             "data/kernels/<model>-<device>.parquet (add it to params kernels.fit.raw to fit it)")
+    parser.add_argument("--device", default=None, choices=DEVICES, help="default: params")
+    parser.add_argument("--dtype", default=None, choices=("bfloat16", "float32", "float16"), help="default: params")
+    parser.add_argument("--contexts", default=None, nargs="+", metavar="C",
+                        help="KV-cache lengths, e.g. --contexts 256 2048 (default: params)")
+    parser.add_argument("--ns", default=None, nargs="+", metavar="N",
+                        help="copy lengths N, e.g. --ns 1 8 64 512 (default: params)")
+    parser.add_argument("--weights", default=None, choices=WEIGHTS_CHOICES,
+                        help="random: weights drawn for the model's config (timing does not depend on them); "
+                             "real: the model's own weights (from_pretrained) (default: params)")
 
 
 def settings(params: dict[str, Any], preset: str | None = None, out: str | Path | None = None,

@@ -44,6 +44,14 @@ class ReplaySettings:
     contention_slack: float
 
 
+# `copydecode serving replay`: its help line and what it reads and writes (the CLI's --help)
+HELP = "replay simulated steps as real batched forwards and compare measured with predicted step time"
+READS_WRITES = ("reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
+                "serving.replay); writes data/serving/replay.parquet, data/serving/replay.environment.json, "
+                "reports/tables/serving_replay.*, reports/tables/serving_replay_summary.*, "
+                "reports/metrics/serving_replay.json")
+
+
 def settings(params: dict) -> ReplaySettings:
     return ReplaySettings(
         source=get(params, "serving.replay.source", str),

@@ -122,7 +122,7 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     if (start / LATENCY_MODEL).is_file() and not model.exists():
         model.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(start / LATENCY_MODEL, model)
-    # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.reports.TEMPLATES),
+    # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.templates.TEMPLATES),
     # never from DIR, which holds outputs only
     os.chdir(root)
     params_path = Path(cfg.path) if Path(cfg.path).is_absolute() else Path(from_root(start / cfg.path, root))

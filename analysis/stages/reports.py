@@ -13,7 +13,8 @@ from typing import Any
 from analysis.errors import ParamsError
 from analysis.pipeline.params import DEFAULT_PARAMS, get
 from analysis.results.outputs import require_outputs
-from analysis.present.reports import REPORTS, check_parameters, run_reports
+from analysis.present.reports import run_reports
+from analysis.present.templates import REPORTS, check_parameters
 from analysis.parallel.progress import kernel_noise_filtered, timed
 
 

@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from analysis.tools.compare import Comparison, Difference, Run
+from analysis.tools.comparison import Comparison, Difference, Run
 
 HEADER = ["figure", "corpus", "n", "A", "B", "B - A", "change", "CI of B - A", "sign test p", "significant"]
 PARAMS_SHOWN = 40  # differing params keys listed (the rest counted)

@@ -38,7 +38,7 @@ READS_WRITES = ("reads params reports.parameters and the outputs the report read
 
 
 def add_arguments(parser) -> None:
-    from analysis.present.reports import REPORTS
+    from analysis.present.templates import REPORTS
 
     parser.add_argument("name", metavar="NAME", choices=REPORTS, help="the report: " + ", ".join(REPORTS))
     parser.add_argument("--corpus", default=None, help="the corpus to show (reports whose template has a corpus "
@@ -68,7 +68,7 @@ def _slug(text: str) -> str:
 def settings(params: dict, name: str, corpus: str | None = None, pairs: list[str] = (), html: str | None = None,
              notebook: str | None = None, params_path: Path = Path("params.yaml")) -> ReportCommand:
     from analysis.pipeline.params import get_or
-    from analysis.present.reports import check_parameters, template_parameters
+    from analysis.present.templates import check_parameters, template_parameters
 
     chosen = dict(get_or(params, f"reports.parameters.{name}", {}, dict) or {})
     if corpus is not None:
@@ -102,7 +102,8 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
     from analysis.pipeline.scratch import owned_temp_dir
     from analysis.present.provenance import PARAMS_ENV
     from analysis.present.reports import (REPORT_STAGES, CORPUS_STAGES, _title_of, missing_input, notebook_body,
-                                          page, stale_banner, stale_pages_reasons, template_path)
+                                          page, stale_banner, stale_pages_reasons)
+    from analysis.present.templates import template_path
     from analysis.present.execution import kernel_environment, normalise_executed
 
     s.html.parent.mkdir(parents=True, exist_ok=True)

@@ -127,12 +127,11 @@ class Vocabulary:
 
 
 def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[dict, object]:
-    from analysis.grammar.fsm import ProgramFSM
-    from kernels_profile.decode.decoder import MaskTable
+    from kernels_profile.decode.masks import MaskTables
 
     build = time.perf_counter()
-    fsm = ProgramFSM(vocab.suite_tokenizer, {"lines": n_lines}, eos_ids=vocab.eos_ids)
-    table = MaskTable(fsm, vocab.width)
+    table = MaskTables(vocab.suite_tokenizer, vocab.eos_ids, vocab.width).table({"lines": n_lines})
+    fsm = table.fsm
     build = time.perf_counter() - build
     passes, advance, first = [], [], []
     for _ in range(2):

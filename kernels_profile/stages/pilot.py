@@ -72,6 +72,7 @@ from analysis.layout import (
 from analysis.pilot.data import PilotCase, build_pilot_data, with_split
 from analysis.pilot.diagnosis import range_errors, write_diagnosis
 from analysis.parallel.progress import progress, timed
+from kernels_profile.decode.masks import MaskTables
 from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
 from kernels_profile.runtime.checkpoints import (
     FromScratch,
@@ -289,7 +290,7 @@ def curve_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame([{k: r.get(k) for k in CURVE_SCHEMA} for r in rows], schema=CURVE_SCHEMA)
 
 
-def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: dict) -> dict:
+def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: MaskTables) -> dict:
     from kernels_profile.pilot.train import program_record, rewrite_record
 
     if mode == "program":
@@ -335,7 +336,7 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
         return found.content["records"]
     scratch.mark()
     rng = random.Random(f"{s.order_seed}/{job.seed}/{job.split}")
-    masks: dict = {}
+    masks = MaskTables.for_model(loaded.lm, loaded.tok)
     records = []
     for case in cases:
         order = list(job.modes)

@@ -11,11 +11,11 @@ from analysis.grammar.program import Copy, Gen, Program, render
 from analysis.grammar.resolver import resolve
 from kernels_profile.decode.decoder import (
     DecodeError,
-    MaskTable,
     check_lossless,
     decode,
     decode_rewrite,
 )
+from kernels_profile.decode.masks import MaskTable, MaskTables
 from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
@@ -71,11 +71,10 @@ def test_decoder_is_lossless(tiny):
 
 def test_unscripted_greedy_decode_ends_in_a_whole_program_within_budget(tiny):
     tok = toy()
-    from analysis.grammar.fsm import ProgramFSM
-
-    masks = MaskTable(ProgramFSM(tok.fsm_tokenizer, {"lines": 4}, eos_ids=(EOS,)), 512)
+    masks = MaskTables(tok.fsm_tokenizer, (EOS,), 512)
     for budget in (40, 60):
         result = decode(tiny, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=budget, masks=masks)
+        assert masks.table({"lines": 4}).computed  # the decode filled the shared table
         assert result.counts.program_tokens <= budget
         assert result.output == resolve(result.program, SOURCE)
         # the fed sequence after the prompt is the program with copied text after each directive

@@ -88,6 +88,7 @@ import numpy as np
 
 from analysis.oracle.automaton import CompiledAutomaton, SuffixAutomaton
 from analysis.errors import ParamsError, ProgramError, TokenizerError
+from analysis.latency.model import LatencyModel
 from analysis.layout import LEVELS
 from analysis.oracle.optimal_dp import compiled_longest_prefix_matches, compiled_occurrence_counts, line_dp, token_dp
 from analysis.grammar.program import Copy, Gen, Op, Program, escape, render_op
@@ -131,6 +132,28 @@ class CostModel:
             k = int(np.argmax(bad))
             raise ParamsError(f"CostModel.prefill({k}) = {table[k]!r}; prefill times must be finite and >= 0")
         return table
+
+
+@dataclass(frozen=True)
+class PrefillAt:
+    """T_prefill(n, c) at a fixed context, extrapolation allowed: a picklable CostModel.prefill."""
+
+    model: LatencyModel
+    context: int
+
+    def __call__(self, n):
+        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
+
+
+def cost_model(model: LatencyModel, context: int, extrapolate: bool) -> CostModel:
+    """The DP's cost model at the fixed context: t_step(c) per decoded token (directives included)
+    and T_prefill(n, c) per copy. Extrapolated values are allowed here; whether the chosen programs
+    may use them is the bound's check (`case_costs`), which also counts them."""
+    step = model.t_step(context, extrapolate=True)
+    if bool(step.extrapolated) and not extrapolate:
+        raise ParamsError(f"t_step(c={context}) is outside the profiled range of {model.key.label()} "
+                          f"({model._range_text()}); set bounds.extrapolate or choose a profiled bounds.context")
+    return CostModel(float(step.seconds), PrefillAt(model, context))
 
 
 class Directives(Protocol):

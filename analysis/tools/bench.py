@@ -8,10 +8,13 @@ number of mined cases takes them evenly spaced over the mining order (every repo
 first one's oldest commits), so a small run's per-case time stands for the whole mix. For each worker
 count the three steps run on the whole corpus in this process's pool, timed separately:
 
-  programs  analysis.stages.programs.oracle_programs (tokenization + line and token oracles)
-  spans     analysis.stages.spans.build_spans on those programs
-  optimal   the cost-optimal line and token programs (analysis.stages.optimal, `optimal.baseline`'s
+  programs  analysis.oracle.programs.oracle_programs (tokenization + line and token oracles)
+  spans     analysis.coverage.spans.build_spans on those programs
+  optimal   the cost-optimal line and token programs (analysis.oracle.span_frames, `optimal.baseline`'s
             fitted kernel at `bounds.context`) and their span rows
+
+It runs the stages' own domain functions on their own settings (analysis.corpora.settings,
+analysis.oracle.settings, programs.token_min_copy, spans.prompt_overhead_tokens), and imports no stage.
 
 The steps run shard by shard (`parallel.shard_cases` cases at a time, analysis.parallel.shards), as the stages
 do, so the peak memory is that of one shard's work, not of the whole corpus.
@@ -64,19 +67,26 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import registry
+from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora.settings import CorporaSettings
-from analysis.stages.optimal import OptimalSettings
-from analysis.pipeline.config import tokenizer_spec
+from analysis.corpora.settings import settings as corpora_settings
+from analysis.coverage.spans import build_spans, prompt_overhead_tokens
 from analysis.errors import ParamsError
-from analysis.pipeline.io import markdown_table, write_json, write_text
-from analysis.layout import BENCH_DIR
-from analysis.parallel.workers import ParallelSettings, check_parallel, cluster_session, parallel_settings
-from analysis.pipeline.params import get, number_list
 from analysis.grammar.program import parse
+from analysis.latency.names import FIT_SOURCE
+from analysis.latency.sources import kernels_for
+from analysis.layout import BENCH_DIR
+from analysis.oracle.optimal import TokenizerDirectives, cost_model
+from analysis.oracle.programs import oracle_programs, token_min_copy
+from analysis.oracle.settings import OptimalSettings
+from analysis.oracle.settings import settings as optimal_settings
+from analysis.oracle.span_frames import OracleCase, parallel_span_frame
 from analysis.parallel.shards import shard_cases
-
+from analysis.parallel.workers import ParallelSettings, check_parallel, cluster_session, parallel_settings
+from analysis.pipeline.config import tokenizer_spec
+from analysis.pipeline.io import markdown_table, write_json, write_text
+from analysis.pipeline.params import get, number_list
 
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
@@ -175,7 +185,7 @@ def _load_in_worker(chunk, tokenizer) -> list[int]:
     return [len(tokenizer.encode("x = 1\n").ids) for _ in chunk]
 
 
-STEP_MODULES = ("analysis.stages.programs", "analysis.stages.spans", "analysis.stages.optimal")
+STEP_MODULES = ("analysis.oracle.programs", "analysis.coverage.spans", "analysis.oracle.span_frames")
 
 
 def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
@@ -208,13 +218,6 @@ def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, t
 def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer,
                 cpu: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds of each step over one shard of cases (this process's CPU seconds added to `cpu`)."""
-    from analysis.oracle.optimal import TokenizerDirectives
-    from analysis.latency.names import FIT_SOURCE
-    from analysis.latency.sources import kernels_for
-    from analysis.stages import optimal as optimal_stage
-    from analysis.stages.programs import oracle_programs
-    from analysis.stages.spans import build_spans
-
     seconds: dict[str, float] = {}
     cpu = {} if cpu is None else cpu
     c0, t0 = time.process_time(), time.perf_counter()
@@ -230,15 +233,15 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
     o = s.optimal
     c0, t0 = time.process_time(), time.perf_counter()
     kernel, = kernels_for(o.kernel, (FIT_SOURCE,), [o.baseline])
-    cost = optimal_stage.cost_model(kernel.model, o)
+    cost = cost_model(kernel.model, o.context, o.extrapolate)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
     texts = {(r["case_id"], r["level"]): r["program"] for r in programs.iter_rows(named=True)}
-    oracle_cases = [optimal_stage.OracleCase(c.case_id, c.corpus, c.framing, src, tgt,
-                                             {lv: parse(texts[(c.case_id, lv)]) for lv in o.levels})
+    oracle_cases = [OracleCase(c.case_id, c.corpus, c.framing, src, tgt,
+                                {lv: parse(texts[(c.case_id, lv)]) for lv in o.levels})
                     for c, src, tgt in zip(cases, sources, targets)]
-    optimal_stage.parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
+    parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
     seconds["optimal"] = time.perf_counter() - t0
     cpu["optimal"] = cpu.get("optimal", 0.0) + time.process_time() - c0
     return seconds
@@ -300,13 +303,8 @@ def add_arguments(parser) -> None:
 def settings(params: dict, cases: int | None, jobs: str | None, backend: str | None,
              bench_out: str | Path | None = None, memory_sizes: str | None = None) -> BenchSettings:
     """The command line's --cases/--jobs/--backend/--out/--memory-sizes (params bench.* where absent),
-    and what the timed steps read from params (through the programs, spans, corpora and optimal stages'
-    own settings)."""
-    from analysis.stages import corpora as corpora_stage
-    from analysis.stages import optimal as optimal_stage
-    from analysis.stages import programs as programs_stage
-    from analysis.stages import spans as spans_stage
-
+    and what the timed steps read from params (the programs, spans, corpora and optimal stages' own
+    readers)."""
     if cases is None:
         cases = get(params, "bench.cases")
     if isinstance(cases, bool) or not isinstance(cases, int):
@@ -330,9 +328,8 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
         for j in jobs:
             check_parallel(ParallelSettings(j, name, base.chunks_per_job, base.address if name in ("dask", "ray") else ""))
     return BenchSettings(cases, jobs, backends[0], Path(bench_out or BENCH_DIR), tokenizer_spec(params),
-                         programs_stage.settings(params).token_min_copy,
-                         spans_stage.settings(params).prompt_overhead_tokens,
-                         corpora_stage.settings(params), optimal_stage.settings(params),
+                         token_min_copy(params), prompt_overhead_tokens(params),
+                         corpora_settings(params), optimal_settings(params),
                          shard_cases(params), base.chunks_per_job, tuple(backends), tuple(sorted(set(sizes))),
                          base.address)
 

@@ -28,6 +28,7 @@ import polars as pl
 from analysis.claims.engine import read_claims
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_text
+from analysis.pipeline.repo import git
 from analysis.layout import (
     BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
 )
@@ -385,13 +386,11 @@ BLOCK_INPUTS = (CLAIMS_JSON, METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIM
                 E2E_FROZEN)
 
 
-def _git(root: Path, *args: str) -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
-    except OSError as exc:
-        raise ParamsError(f"git is not available to read committed outputs: {exc}") from exc
+def _git(root: Path, *args: str) -> bytes:
+    """`git ARGS`'s output in `root` (analysis.pipeline.repo), a failure as a named ParamsError."""
+    done = git(root, *args)
+    if done.error is not None:
+        raise ParamsError(f"git is not available to read committed outputs: {done.error}")
     if done.returncode != 0:
         raise ParamsError(f"git {' '.join(args)} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout

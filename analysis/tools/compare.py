@@ -35,7 +35,6 @@ resamples in chunks of at most CHUNK_CELLS indices.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import zlib
 from dataclasses import dataclass
@@ -46,6 +45,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import CopyDecodeError, ParamsError
+from analysis.pipeline.repo import git
 from analysis.pooling import POOLED, pool_rows
 from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
 from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
@@ -111,11 +111,9 @@ SPECS: dict[str, TableSpec] = {
 # ---------------------------------------------------------------- reading runs
 
 def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    except OSError:
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    """`git ARGS`'s output in `cwd` (analysis.pipeline.repo), None when it fails."""
+    done = git(cwd, *args)
+    return done.text if done.ok else None
 
 
 def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:

@@ -36,6 +36,7 @@ import polars as pl
 from analysis.pipeline.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.pipeline.io import write_table
+from analysis.pipeline.runrecord import RUN_JSON, frozen_record
 from analysis.pilot.data import build_pilot_cases, with_split
 from analysis.pilot.diagnosis import check_same_run, range_errors, write_diagnosis
 
@@ -99,7 +100,8 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
 
 def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     """Copy a finished preset run (`source`: data/pilot/<preset>/ with metrics.json, records, losses and
-    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as run.json and a
+    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as its run.json
+    (analysis.pipeline.runrecord.frozen_record: the working tree's commit where `run` names none) and a
     README naming them: the frozen run the default stage shows beside its own."""
     import json
     import shutil
@@ -108,7 +110,7 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     from analysis.pipeline.io import output_set, write_csv, write_json, write_text, write_with
 
     safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
-    confined(Path(target) / preset / "run.json", "pilot-sweep --freeze: the frozen run's folder")
+    confined(Path(target) / preset / RUN_JSON, "pilot-sweep --freeze: the frozen run's folder")
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
     if missing:
@@ -116,12 +118,13 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     out = target / preset
     out.mkdir(parents=True, exist_ok=True)
     metrics = json.loads((source / "metrics.json").read_text())
+    run = frozen_record(run)
     with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
         write_json(metrics, out / "metrics.json")
         write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
         for name in ("losses", "curve"):
             write_csv(pl.read_parquet(source / f"{name}.parquet"), out / f"{name}.csv")
-        write_json(run, out / "run.json")
+        write_json(run, out / RUN_JSON)
         write_text(_frozen_readme(preset, run, metrics), out / "README.md")
     return out
 

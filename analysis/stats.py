@@ -304,16 +304,6 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 SIGNIFICANCE = 0.05  # a before/after difference with an exact McNemar p at or above this is "not significant"
 
 
-def paired_difference_text(before: int, after: int, n: int, before_only: int | None, after_only: int | None) -> str:
-    """'0/33 -> 2/33 (6.1% [0.7%, 20.2%]); McNemar exact p = 0.50, not significant' for a pilot row; the
-    discordant counts None when not recorded (then the test is said not to be computable)."""
-    lo, hi = clopper_pearson(after, n)
-    text = f"{before}/{n} -> {after}/{n} ({100 * after / n:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%])"
-    if before_only is None or after_only is None:
-        return text + "; McNemar test not computable (paired outcomes not recorded)"
-    p = mcnemar_exact(before_only, after_only)
-    verdict = "significant" if p < SIGNIFICANCE else "not significant"
-    return text + f"; McNemar exact p = {p:.2g}, {verdict} at {SIGNIFICANCE:g}"
 
 
 # ---------------------------------------------------------------- paired runs (`copydecode compare`)

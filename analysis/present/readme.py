@@ -420,12 +420,6 @@ def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
     return _git(Path(root), "show", f"{rev}:{README}").decode("utf-8")
 
 
-def committed_stale_lines(scratch: Path, root: Path = Path("."), rev: str = "HEAD") -> list[str]:
-    """`stale_lines` of the README committed at `rev` against the outputs committed at `rev` (extracted into
-    `scratch`): what the tests check, independent of the workspace's fresh outputs."""
-    return stale_lines(committed_readme(root, rev), committed_outputs(scratch, root, rev))
-
-
 def write_readme_results(root: Path = Path(".")) -> Path:
     """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
     path = Path(root) / README

@@ -24,7 +24,7 @@ from analysis.pipeline.io import remove_output, write_json, write_parquet, write
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
 from analysis.parallel.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.parallel.progress import timed
-from analysis.corpora.settings import CommandLine, CorporaSettings, configured_corpora, settings  # noqa: F401 (the CLI's and bench's)
+from analysis.corpora.settings import CorporaSettings, settings  # noqa: F401 (settings: the CLI's)
 
 # `copydecode corpora`: its help line and what it reads and writes (the CLI's --help)
 HELP = "build data/corpora/cases.parquet"
@@ -64,20 +64,6 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
         yield build.cases, build.tables.get("probeedit_edits"), origins
-
-
-def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[Case], pl.DataFrame, list[dict]]:
-    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
-    cases: list[Case] = []
-    origins: list[dict] = []
-    edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
-    for built, table, reports in iter_builds(s, seconds):
-        cases += built
-        origins += reports
-        edits = edits if table is None else table
-    if not cases:
-        raise CorpusError("the selected corpora hold no case; nothing to analyse")
-    return cases, edits, origins
 
 
 @dataclass
@@ -142,12 +128,6 @@ def remove_stale_commit_shards(names: list[str]) -> None:
     for stale in COMMIT_CASES.glob("*.parquet"):
         if stale.name not in wanted and not stale.name.startswith("."):
             remove_output(stale)
-
-
-def write_commit_shards(frame: pl.DataFrame) -> None:
-    """The per-repository files of a whole cases table; files of repositories not in it are removed."""
-    remove_stale_commit_shards(commit_corpora(frame))
-    write_commit_shard(frame)
 
 
 def run(s: CorporaSettings) -> dict:

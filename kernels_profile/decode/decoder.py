@@ -264,29 +264,6 @@ def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, tok
     )
 
 
-def stepwise_logits(lm: LoadedModel, sequence: list[int] | tuple[int, ...], prompt_length: int):
-    """The last logits after prefilling the prompt and then feeding the rest one token at a time."""
-    runner = _Runner(lm)
-    with runner.torch.inference_mode():
-        logits = runner.forward(list(sequence[:prompt_length]))
-        for token in sequence[prompt_length:]:
-            logits = runner.forward([token])
-    return logits
-
-
-def check_lossless(lm: LoadedModel, result: DecodeResult, tolerance: float):
-    """kernels_profile.measure.equivalence's criterion: decoder's final logits vs one-token steps; the
-    decoder masked its last row in place, so both rows are compared where the mask let tokens through."""
-    import torch
-
-    from kernels_profile.measure.equivalence import compare_logits
-
-    reference = stepwise_logits(lm, result.sequence, result.prompt_length)
-    ours = result.final_logits
-    finite = torch.isfinite(ours)
-    return compare_logits(ours[finite][None], reference[finite][None], tolerance)
-
-
 def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
                    budget: int, case: str = "case") -> tuple[str, float, int, str]:
     """Plain greedy decoding of the whole edited text (the rewrite baseline): (text, seconds, tokens, stopped)."""

@@ -73,7 +73,6 @@ from analysis.claims.verdict import (
 )
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
-from analysis.latency.sources import with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, TABLES
 from analysis.pooling import (
     ALL_POOL,
@@ -229,7 +228,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
 
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
-        frame = with_kernel_source(speedup)
+        frame = speedup
         if "judged" in frame.columns:
             frame = frame.filter(pl.col("judged").cast(pl.Boolean))
             if "t_ar" in frame.columns:  # the strongest judged loop per point

@@ -56,6 +56,7 @@ from analysis.errors import ParamsError
 from analysis.latency.model import PAPER_FORM, Evaluation, LatencyModel
 from analysis.pooling import MEAN_OF_CORPORA, PER_CORPUS, POOLED, RATIO_OF_SUMS, pooled_groups
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
+from analysis.pipeline.params import choice, get, positive_int
 
 VARIANTS = ("ideal", "overhead")
 CONTEXT_MODES = ("fixed", "running")
@@ -96,8 +97,6 @@ class CostSettings:
 
 def cost_settings(params: dict) -> CostSettings:
     """The `bounds` params that price a program (the bounds stage and the case explorer read them here)."""
-    from analysis.pipeline.params import choice, get, positive_int
-
     return CostSettings(
         context_mode=choice(params, "bounds.context_mode", CONTEXT_MODES),
         context=positive_int(params, "bounds.context", minimum=0),

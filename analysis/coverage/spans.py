@@ -39,7 +39,7 @@ from analysis.parallel.workers import SERIAL, ParallelSettings, map_cases
 from analysis.pipeline.params import positive_int
 from analysis.pooling import pooled_groups
 from analysis.stats import ratio_of_sums_ci
-from analysis.text.tokens import TokenizedText, Tokenizer
+from analysis.text.tokens import TokenizedText, Tokenizer, line_byte_starts
 
 SPANS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -103,8 +103,6 @@ def program_spans(
     program: Program, source: TokenizedText, target: TokenizedText, directives: DirectiveCounter
 ) -> list[SpanRow]:
     """One SpanRow per op; n_tokens over all ops add up to len(target) exactly."""
-    from analysis.text.tokens import line_byte_starts
-
     src_line_bytes = line_byte_starts(source.text)
     src_raw = source.text.encode("utf-8")  # once per program, not once per copy
     rows, pos = [], 0

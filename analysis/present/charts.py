@@ -14,6 +14,7 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
+from analysis.pooling import STAND_IN as STAND_INS
 from analysis.present.colours import palette
 
 STAND_IN = "ProbeEdit-S is a stand-in"
@@ -26,8 +27,6 @@ WRAP = 3            # panels per row before a facet wraps
 def stand_in_note(corpora) -> str:
     """'; ProbeEdit-S is a stand-in' for a title whose chart draws ProbeEdit-S, else '' (a one-off run of the
     user's own corpora has no stand-in to explain, C10)."""
-    from analysis.pooling import STAND_IN as STAND_INS
-
     return f"; {STAND_IN}" if set(STAND_INS) & {str(c) for c in corpora} else ""
 
 

@@ -29,14 +29,18 @@ from analysis.claims.engine import read_claims
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_text
 from analysis.pipeline.repo import git
-from analysis.layout import (
-    BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
-)
+from analysis.layout import BENCH_DIR
+from analysis.layout import BUSY_BENCHMARK as BUSY_BENCHMARK_STEM
 from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
 from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
+from analysis.pilot.report import headline, training_note
+from analysis.present.pages import clip_cell, grid_rows, section_href
+from analysis.present.provenance import kernel_provenance, kernel_provenance_text
+from analysis.results.e2e import leading, pooled_headline, stale_columns, stale_text
+from analysis.results.methods import Method
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -54,8 +58,6 @@ def _claims_table(root: Path) -> list[str]:
     """The claims as the index's grid, read from reports/claims.json: one row per scope the paper states a
     figure for (analysis.present.pages.grid_rows), claim | scope | paper | ours | verdict | why | section;
     cells of at most ~200 characters, the method and caveats in the linked section."""
-    from analysis.present.pages import clip_cell, grid_rows, section_href
-
     try:
         cov = outputs.table("coverage", root / TABLES)
         line = cov.filter((pl.col("level") == "line") & framing_filter("body"))
@@ -84,7 +86,6 @@ def _kernel_setup(root: Path) -> str:
         lm = outputs.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 
     return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
 
@@ -125,9 +126,6 @@ def _e2e_table(root: Path) -> list[str]:
     """One row per (model, pool) of e2e_pooled.csv (each corpus, the HEvalFix pool, every case), one column
     per method in headline order (directives decoded first; prompt lookup at its standard policy and best k):
     the pooled speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
-    from analysis.results.e2e import leading, stale_columns, stale_text
-    from analysis.results.methods import Method
-
     pooled = outputs.table("e2e_pooled", root / TABLES)
     if stale_columns(pooled):
         return [stale_text(stale_columns(pooled)) + "."]
@@ -163,8 +161,6 @@ def _fmt_us(us: float) -> str:
 def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline (analysis.results.e2e.pooled_headline): the default run's HEvalFix and all-case pools,
     directives decoded first, and beside it the committed frozen e2e-wide run (or "not yet run")."""
-    from analysis.results.e2e import pooled_headline
-
     return ("Pooled (total AR time over total method time, case-bootstrap 95% CI in brackets): "
             + pooled_headline(outputs.table("e2e_pooled", root / TABLES), root / E2E_FROZEN) + ".")
 
@@ -223,8 +219,6 @@ def _mask_sentence(root: Path) -> str:
 
 def _pilot_sentence(root: Path) -> str:
     """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilot.report.headline)."""
-    from analysis.pilot.report import headline, training_note
-
     try:
         m = outputs.metrics("pilot", root / METRICS)
     except ParamsError:
@@ -266,8 +260,6 @@ def _formats_sentences(root: Path) -> list[str]:
 def _throughput_sentence(root: Path) -> str | None:
     """The throughput benchmark's figures (`copydecode bench throughput`, reports/bench/throughput.json),
     or None when it has not been run here."""
-    from analysis.layout import BENCH_DIR
-
     path = root / BENCH_DIR / "throughput.json"
     if not path.is_file():
         return None

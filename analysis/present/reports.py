@@ -20,12 +20,17 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.pipeline.io import write_text
+from analysis.pipeline.io import write_json, write_text
 from analysis.layout import CLAIMS_JSON, EXECUTED, HTML, INDEX, METRICS, TABLES
 from analysis.present.execution import execute_notebook
 from analysis.present.index import stale_pages_reasons, write_index
 from analysis.present.shell import Page, page, stale_banner
 from analysis.present.templates import REPORTS, TEMPLATES, check_parameters
+from analysis.claims.engine import claims, claims_document
+from analysis.parallel.progress import progress_bar
+from analysis.present.headline import claims_summary
+from analysis.present.pages import anchor, esc
+from analysis.present.provenance import PARAMS_ENV
 
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
@@ -64,8 +69,6 @@ HEADING = re.compile(r"<h([12])>(.*?)</h\1>", flags=re.S)
 def with_heading_ids(body: str) -> str:
     """Each h1/h2 of a page gets its anchor id (analysis.present.pages.anchor), so a claim links to its
     section (paper_claims.json `section`: page#anchor)."""
-    from analysis.present.pages import anchor
-
     return HEADING.sub(lambda m: f"<h{m[1]} id='{anchor(re.sub(r'<[^>]+>', '', m[2]))}'>{m[2]}</h{m[1]}>", body)
 
 
@@ -107,8 +110,6 @@ def missing_input(exc: BaseException) -> str | None:
 
 def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
     """A report page that says which input this run lacks, in place of a half-executed notebook."""
-    from analysis.present.pages import esc
-
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: not run in this run"
     body = (f"<h1>{esc(title)}</h1><p>This report reads a stage output that this run did not build: "
@@ -132,8 +133,6 @@ def failure_reason(exc: BaseException) -> str:
 
 def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
     """A report page that says it failed and why, in place of a half-executed notebook."""
-    from analysis.present.pages import esc
-
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: failed"
     body = f"<h1>{esc(title)}</h1><p>failed: <code>{esc(reason)}</code></p>"
@@ -150,10 +149,6 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages.
     A progress bar (one step per page, the page being rendered beside it) draws on `progress_to` (stderr)."""
     import os
-
-    from analysis.parallel.progress import progress_bar
-
-    from analysis.present.provenance import PARAMS_ENV
 
     started = time.perf_counter()
     unknown = set(per_report) - set(REPORTS)
@@ -201,9 +196,6 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 def write_claims(root: Path = Path(".")) -> list:
     """reports/claims.json: every claim and scope, evaluated once from the stage outputs under `root`
     (analysis.claims.engine.claims_document); the index, headline.json and the README read it back."""
-    from analysis.claims.engine import claims, claims_document
-    from analysis.pipeline.io import write_json
-
     items = claims(Path(root) / TABLES, Path(root) / METRICS)
     write_json(claims_document(items), Path(root) / CLAIMS_JSON)
     return items
@@ -212,9 +204,6 @@ def write_claims(root: Path = Path(".")) -> list:
 def write_headline(root: Path = Path("."), items: list | None = None) -> Path:
     """reports/metrics/headline.json from the other stages' metrics and tables and the claims
     (analysis.present.headline.claims_summary, the one producer of headline figures)."""
-    from analysis.pipeline.io import write_json
-    from analysis.present.headline import claims_summary
-
     target = Path(root) / HEADLINE
     write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS, items), target)
     return target

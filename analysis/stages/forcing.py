@@ -26,6 +26,7 @@ from analysis.pipeline.config import tokenizer_spec
 from analysis.pipeline.io import write_json, write_parquet, write_table
 from analysis.pipeline.params import get, positive_int
 from analysis.text.tokens import load_tokenizer
+from analysis.grammar.llg import StepMasks, ll_tokenizer, suite_pieces
 
 ALL = "all corpora"
 TABLE = TABLES / "grammar_forcing"
@@ -95,8 +96,6 @@ def summary_row(corpus: str, checks: list[tuple[dict, ProgramCheck]], spans: pl.
 
 
 def run(s: ForcingSettings) -> dict:
-    from analysis.grammar.llg import StepMasks, ll_tokenizer, suite_pieces
-
     with timed("forcing"):
         tokenizer = load_tokenizer(s.tokenizer)
         eos = eos_id(tokenizer, s.eos_token)

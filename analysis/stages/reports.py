@@ -16,6 +16,7 @@ from analysis.results.outputs import require_outputs
 from analysis.present.reports import run_reports
 from analysis.present.templates import REPORTS, check_parameters
 from analysis.parallel.progress import kernel_noise_filtered, timed
+from analysis.layout import CASES
 
 
 @dataclass(frozen=True)
@@ -50,8 +51,6 @@ def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     import sys
 
     import polars as pl
-
-    from analysis.layout import CASES
 
     want = dict(parameters.get("explore") or {})
     if not CASES.is_file() or "case_id" not in want:

@@ -36,6 +36,7 @@ from itertools import accumulate
 from pathlib import Path
 
 from analysis.errors import TokenizerError
+from analysis.text.lines import split_lines
 
 DEFAULT_TOKENIZER = "qwen2.5"
 
@@ -285,8 +286,6 @@ def _load_tokenizer(spec: str) -> Tokenizer:
 
 def line_byte_starts(text: str) -> list[int]:
     """Byte offset where each line starts (lines as in analysis.text.lines), plus the total at the end."""
-    from analysis.text.lines import split_lines
-
     lines = split_lines(text)
     if text.isascii():  # bytes and characters coincide
         return list(accumulate(map(len, lines), initial=0))

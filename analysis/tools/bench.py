@@ -83,10 +83,12 @@ from analysis.oracle.settings import OptimalSettings
 from analysis.oracle.settings import settings as optimal_settings
 from analysis.oracle.span_frames import OracleCase, parallel_span_frame
 from analysis.parallel.shards import shard_cases
-from analysis.parallel.workers import ParallelSettings, check_parallel, cluster_session, parallel_settings
+from analysis.parallel.workers import (SERIAL, ParallelSettings, check_parallel, cluster_session, map_cases,
+                                       parallel_settings)
 from analysis.pipeline.config import tokenizer_spec
 from analysis.pipeline.io import markdown_table, write_json, write_text
 from analysis.pipeline.params import get, number_list
+from analysis.text.tokens import load_tokenizer
 
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
@@ -192,8 +194,6 @@ def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
     """Start the workers (the steps' imports, the tokenizer loaded by spec) before the timed steps, so a step's
     time is its work and the chunks' transfer, not the pool's start; returns the seconds it took
     (None at 1 worker: no pool)."""
-    from analysis.parallel.workers import map_cases
-
     if parallel.serial:
         return None
     t0 = time.perf_counter()
@@ -359,9 +359,6 @@ def _timed_run(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, 
 
 
 def _memory_child(s: BenchSettings, n: int, queue) -> None:
-    from analysis.parallel.workers import SERIAL
-    from analysis.text.tokens import load_tokenizer
-
     tokenizer = load_tokenizer(s.tokenizer)
     cases = synthetic_cases(s.corpora, n)
     t0 = time.perf_counter()
@@ -400,8 +397,6 @@ def memory_by_size(s: BenchSettings) -> list[dict]:
 
 
 def run(s: BenchSettings) -> dict:
-    from analysis.text.tokens import load_tokenizer
-
     load_before = [round(x, 2) for x in os.getloadavg()]
     tokenizer = load_tokenizer(s.tokenizer)
     t0 = time.perf_counter()

@@ -51,6 +51,9 @@ from analysis.results.percase import BY_NAME, committed_at, committed_bytes, whe
 from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
 from analysis.tools.compare_page import to_html, to_json, to_markdown
 from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
+from analysis.pipeline.io import write_json, write_text
+from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
+from analysis.present.headline import LOOP_KEYS, slug, source_key
 
 E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
 AR_METHOD = "ar"
@@ -296,8 +299,6 @@ def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = 
 
 
 def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    from analysis.present.headline import LOOP_KEYS, source_key
-
     part = pool_rows(joined, s.framing)
     rows: list[Difference] = []
     if part.height:  # coverage does not depend on the kernel: one source's rows
@@ -334,8 +335,6 @@ def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
 
 
 def e2e_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    from analysis.present.headline import slug
-
     rows: list[Difference] = []
     for (model, method), group in sorted(joined.group_by("model", "method"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
         if method in E2E_METHODS:
@@ -429,8 +428,6 @@ class CompareCommand:
 
 def compare_settings(params: dict, resamples: int | None = None) -> CompareSettings:
     """CompareSettings from params `compare` (resamples, seed, ci, alpha; `resamples` overrides) and the headline slice."""
-    from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
-
     known_keys(params, "compare", ["resamples", "seed", "ci", "alpha"])
     if resamples is not None and (isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1):
         raise ParamsError(f"--resamples must be an integer >= 1, got {resamples!r}")
@@ -483,8 +480,6 @@ def settings(params: dict, a: str | None = None, b: str | None = None, repo: str
 def run(s: CompareCommand) -> None:
     """Compare s.a with s.b, write DIR/compare.{md,html,json}, print the markdown (stdout) and a one-line
     summary (stderr)."""
-    from analysis.pipeline.io import write_json, write_text
-
     def warn(message: str) -> None:
         print(message, file=sys.stderr)
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from analysis.pipeline.commands import STAGES
+from analysis.pipeline.io import write_text
+
 PACKAGES = ("analysis", "kernels_profile")
 
 
@@ -96,8 +99,6 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     Returns the stages whose deps changed."""
     import yaml
 
-    from analysis.pipeline.commands import STAGES
-
     path = root / "dvc.yaml"
     text = path.read_text()
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
@@ -110,7 +111,6 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
         if deps != stage.get("deps"):
             changed.append(name)
         stage["deps"] = deps
-    from analysis.pipeline.io import write_text
 
     write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked (L6)
     return changed

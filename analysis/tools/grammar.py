@@ -13,6 +13,9 @@ from pathlib import Path
 
 from analysis.errors import CorpusError, GrammarError
 from analysis.grammar.export import FORMATS, export
+from analysis.corpora.cases import read_cases
+from analysis.layout import CASES
+from analysis.pipeline.io import write_text
 
 
 # `copydecode grammar`: its help line and what it reads and writes (the CLI's --help)
@@ -41,9 +44,6 @@ def case_source(case_id: str, framing: str | None) -> tuple[str, str]:
     """(source, label) of a case in the cases table; a case with several framings needs --framing."""
     import polars as pl
 
-    from analysis.corpora.cases import read_cases
-    from analysis.layout import CASES
-
     rows = read_cases(CASES).filter(pl.col("case_id") == case_id)
     if rows.is_empty():
         raise CorpusError(f"no case {case_id!r} in {CASES}")
@@ -70,8 +70,6 @@ def file_source(path: str) -> tuple[str, str]:
 
 
 def command(args) -> int:
-    from analysis.pipeline.io import write_text
-
     if args.framing and not args.case_id:
         raise GrammarError("--framing chooses among a case's framings; it has no meaning with --source")
     source, label = case_source(args.case_id, args.framing) if args.case_id else file_source(args.source)

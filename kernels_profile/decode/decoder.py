@@ -33,6 +33,7 @@ from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
 from kernels_profile.decode.masks import MaskTable, MaskTables, apply_mask, closes_copy, logits_width
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
 from kernels_profile.runtime.hf import ModelTokenizer, PromptTemplate, prompt_ids
+from kernels_profile.runtime.loading import load_model
 
 
 class DecodeError(ParamsError):
@@ -297,8 +298,6 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 def load_for_decoding(name: str, weights: str, dtype: str, device: str):
     """The model (kernels_profile.runtime.checkpoints.load_model, the one loader) and its ModelTokenizer."""
-    from kernels_profile.runtime.loading import load_model
-
     loaded = load_model(name, weights, dtype, device)
     return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
 

@@ -25,6 +25,10 @@ from kernels_profile.e2e.job import CaseJob
 from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
 from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
+from analysis.rivals.pld import PromptLookup
+from analysis.rivals.suffix import SuffixDecoder, SuffixSettings
+from kernels_profile.e2e.executor import Executor, acceptance_histogram
+from kernels_profile.measure.equivalence import compare_logits
 
 PROMPTS = (REWRITE_PROMPT, PROGRAM_PROMPT)
 
@@ -74,9 +78,6 @@ def _strata(ordered: list, count: int) -> list[list]:
 def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
     """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
     (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
-    from analysis.rivals.pld import PromptLookup
-    from analysis.rivals.suffix import SuffixDecoder, SuffixSettings
-
     if method.kind == PLD:
         return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
     if method.kind == SUFFIX:
@@ -104,8 +105,6 @@ def method_runner(method: Method, executors: dict, gold: list[int], segments: di
 def acceptance(run, method: Method) -> list[int] | None:
     """A speculative run's acceptance histogram (counts[n]: forwards that accepted n draft tokens,
     n = 0..k); None for any other method."""
-    from kernels_profile.e2e.executor import acceptance_histogram
-
     if not method.speculative:
         return None
     if len(run.accepted) != run.forwards:
@@ -137,8 +136,6 @@ def measure_case(executors: dict, gold: list[int], segments: dict, plan: MethodP
 
 def losslessness(executor, segments, tolerance: float) -> dict:
     """Executor's final logits vs one-token steps over exactly the same token sequence."""
-    from kernels_profile.measure.equivalence import compare_logits
-
     _, cad_logits = executor.copy_as_decode(segments)
     sequence = [t for s in segments for t in s.ids]
     _, ar_logits = executor.autoregressive(sequence)
@@ -175,8 +172,6 @@ def check_logs(records: list[dict]) -> None:
 
 def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) -> tuple[pl.DataFrame, LatencyCurve]:
     """The job's rows (CHECKPOINT_COLUMNS of the stage) and its latency curve."""
-    from kernels_profile.e2e.executor import Executor
-
     executors = {p: Executor(lm, list(job.prompts[p])) for p in PROMPTS}
     records = measure_case(executors, list(job.gold), job.segments, job.plan, job.repeats, job.order_seed, drafters)
     check_logs(records)

@@ -24,6 +24,9 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.latency.fit import FitOptions, fit_points
+from analysis.latency.model import ModelKey
+from kernels_profile.measure.profiler import CacheBench
 
 STEADY_MAX_N = 8  # the steady step is fitted over T_ar(N) for N <= this (analysis.bounds.CostSettings' default)
 
@@ -62,9 +65,6 @@ class LatencyCurve:
 
     def model(self, name: str, form: str):
         """Its latency model (analysis.latency.model), fitted in `form` (params e2e.fit)."""
-        from analysis.latency.fit import FitOptions, fit_points
-        from analysis.latency.model import ModelKey
-
         key = ModelKey(name, "e2e", "e2e", "cpu", "eager")
         frame = lambda points: pl.DataFrame([asdict(p) for p in points])  # noqa: E731
         return fit_points(frame(self.ar), frame(self.prefill), key, FitOptions(form).validate())
@@ -86,8 +86,6 @@ def measure_curve(lm, sizes: tuple[int, ...], ar_grid: tuple[int, ...], ar_steps
                   repeats: int) -> LatencyCurve:
     """T_prefill(N) at `sizes` and T_ar(N) at `ar_points(ar_grid, ar_steps)` on this model at each
     context (medians over `repeats`, after a warm-up), on random token ids (kernels_profile.measure.profiler)."""
-    from kernels_profile.measure.profiler import CacheBench
-
     prefill, ar = [], []
     for context in contexts:
         bench = CacheBench(lm, context, max(max(sizes), ar_steps), seed=0)

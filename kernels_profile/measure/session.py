@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.pipeline.io import write_json, write_parquet
+from analysis.pipeline.io import output_set, write_json, write_parquet
 from analysis.parallel.progress import progress_bar
 from kernels_profile.measure.contention import Contention, Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.machine import gpu_info, gpu_reference_workload, machine_info, reference_workload
@@ -291,8 +291,6 @@ def environment_path(raw_path: Path) -> Path:
 def write_profile(result: ProfileResult, out: Path) -> Path:
     """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
     sidecar); returns the sidecar path."""
-    from analysis.pipeline.io import output_set
-
     sidecar = environment_path(out)
     with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
         write_parquet(result.raw, Path(out))

@@ -35,10 +35,17 @@ import polars as pl
 
 from analysis.pipeline.config import Config
 from analysis.errors import CorpusError, ParamsError
-from analysis.pipeline.io import write_table
+from analysis.pipeline.io import output_set, write_csv, write_json, write_table, write_text, write_with
 from analysis.pipeline.runrecord import RUN_JSON, frozen_record
-from analysis.pilot.data import build_pilot_cases, with_split
+from analysis.pilot.data import build_pilot_cases, run_task, with_split
 from analysis.pilot.diagnosis import check_same_run, range_errors, write_diagnosis
+from analysis.layout import METRICS, PILOT_CHECKPOINTS, PILOT_DIR, PILOT_FROZEN
+from analysis.pipeline.confine import confined, safe_name
+from analysis.pipeline.params import DEFAULT_PARAMS
+from kernels_profile.pilot.settings import load_models, settings
+from kernels_profile.pilot.train import (LoraSettings, TrainSettings, add_lora, load_checkpoint, teacher_forced, train,
+                                         training_sequences)
+from kernels_profile.runtime.loading import set_threads
 
 OUT = Path("reports/pilot/sweep")
 KEYS = {"steps": int, "lr": float, "warmup": int, "schedule": str, "batch": int, "rank": int, "alpha": int}
@@ -58,8 +65,6 @@ def parse_config(text: str) -> tuple[str, dict]:
 def checkpoint_curve(directory: Path) -> pl.DataFrame:
     """One row per curve point kept in the adapter checkpoints in `directory` (step 0, the base model,
     is kept in the stage's forced-before JSON files, not here), with the steps trained so far."""
-    from kernels_profile.pilot.train import load_checkpoint
-
     rows = []
     for path in sorted(directory.glob("*-seed*-*.pt")):
         mode, seed = path.name.split("-seed")[0], int(path.name.split("-seed")[1].split("-")[0])
@@ -72,8 +77,6 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
 def run_metrics(records: Path) -> Path:
     """The metrics of the run that wrote `records`: a preset run's metrics.json beside them, else the
     default run's reports/metrics/pilot.json."""
-    from analysis.layout import METRICS
-
     beside = records.parent / "metrics.json"
     return beside if beside.is_file() else METRICS / "pilot.json"
 
@@ -82,8 +85,6 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
     """range_errors of the run that wrote `records` (its held-out cases rebuilt from the params, whose
     task must be the run's), written to `out`.csv and to `out`.md after the diagnosis text."""
     import json
-
-    from analysis.pilot.data import run_task
 
     metrics = run_metrics(records)
     if not metrics.is_file():
@@ -105,9 +106,6 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     README naming them: the frozen run the default stage shows beside its own."""
     import json
     import shutil
-
-    from analysis.pipeline.confine import confined, safe_name
-    from analysis.pipeline.io import output_set, write_csv, write_json, write_text, write_with
 
     safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
     confined(Path(target) / preset / RUN_JSON, "pilot-sweep --freeze: the frozen run's folder")
@@ -175,15 +173,8 @@ def command(args) -> int:
     """Run the one job `args` names; named errors (ParamsError, CorpusError) propagate to the CLI."""
     import json
 
-    from analysis.pipeline.params import DEFAULT_PARAMS
-    from kernels_profile.pilot.train import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
-    from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.pilot.settings import load_models, settings
-
     args.out = args.table_out
     if args.freeze:
-        from analysis.layout import PILOT_DIR, PILOT_FROZEN
-
         try:
             run = json.loads(args.run or "{}")
         except json.JSONDecodeError as exc:
@@ -191,8 +182,6 @@ def command(args) -> int:
         print(freeze(args.freeze, run, PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
         return 0
     if args.from_checkpoints:
-        from analysis.layout import PILOT_CHECKPOINTS
-
         write_table(checkpoint_curve(PILOT_CHECKPOINTS), args.out or OUT.with_name("checkpoint_curve"), digits=3)
         return 0
     s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)

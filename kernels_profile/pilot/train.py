@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import ParamsError
-from analysis.grammar.program import Copy, parse
+from analysis.grammar.program import Copy, Program, parse
 from analysis.grammar.resolver import resolve
 from kernels_profile.decode.decoder import DecodeError, decode, decode_rewrite
 from kernels_profile.decode.masks import MaskTables
@@ -298,8 +298,6 @@ def copy_coverage(program_text: str, source: str, tok: ModelTokenizer) -> float:
     (0 for an empty output)."""
     from bisect import bisect_left
     from itertools import accumulate
-
-    from analysis.grammar.program import Program
 
     program = parse(program_text)
     output = resolve(program, source)

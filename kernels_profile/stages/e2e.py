@@ -67,6 +67,7 @@ from kernels_profile.runtime.checkpoints import (
 )
 from kernels_profile.runtime.hf import ModelTokenizer
 from kernels_profile.runtime.loading import ModelAndTokenizer, load_model, set_threads
+from analysis.text.tokens import load_tokenizer
 
 # `copydecode e2e`: its help line and what it reads and writes (the CLI's --help)
 HELP = "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"
@@ -122,8 +123,6 @@ def measured_case(lm, job: CaseJob, s: E2ESettings, key: str, run_id: str,
 
 def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder,
               scratch: FromScratch) -> dict:
-    from analysis.text.tokens import load_tokenizer
-
     rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
     qwen = load_tokenizer(s.tokenizer)
     bar.set_postfix_str(f"loading {choice.name}")

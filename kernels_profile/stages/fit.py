@@ -47,6 +47,7 @@ from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.pipeline.params import choice, choices, get, number_list, positive_int
 from analysis.parallel.progress import timed
 from kernels_profile.measure.session import read_environment, session_environment_metrics
+from kernels_profile.runtime.models import published_config
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
 
@@ -268,8 +269,6 @@ def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], 
 
 
 def model_weights(models: list[str]) -> dict[str, object]:
-    from kernels_profile.runtime.models import published_config
-
     out = {}
     for name in models:
         try:

@@ -26,6 +26,10 @@ from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
+from analysis.latency.tables import speedup_summary
+from analysis.pipeline.io import markdown_table
+from kernels_profile.measure.session import profile_run, write_profile
+from kernels_profile.runtime.models import model_label
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
 
@@ -43,8 +47,6 @@ class ProfileSettings:
 
 def kernel_source_name(model: str, device: str) -> str:
     """The kernel source of a --model run: the model's label and the device (`llama-3.2-1b-cuda`)."""
-    from kernels_profile.runtime.models import model_label
-
     return f"{model_label(model)}-{device}"
 
 
@@ -151,17 +153,12 @@ def print_result_table(raw, out, env: dict) -> None:
     command ends with its result (a fit and the bounds come after, from params kernels.fit.raw)."""
     import sys
 
-    from analysis.latency.tables import speedup_summary
-    from analysis.pipeline.io import markdown_table
-
     noisy = f" NOISY ({'; '.join(env.get('noisy_reasons') or [])})" if env.get("noisy") else ""
     print(f"\nkernels profile: T_ar(N) / T_prefill(N) measured here, medians over paired repeats{noisy} "
           f"(raw timings: {out}):\n" + markdown_table(speedup_summary(raw), digits=3), file=sys.stderr)
 
 
 def run(s: ProfileSettings) -> dict:
-    from kernels_profile.measure.session import profile_run, write_profile
-
     with timed("kernels_profile") as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)
         sidecar = write_profile(result, s.out)

@@ -158,10 +158,10 @@ def test_another_torch_version_remeasures(measured, tmp_path, monkeypatch):
 
 def test_a_changed_model_config_remeasures(measured, tmp_path, monkeypatch):
     root = copy_of(measured, tmp_path)
-    from kernels_profile.runtime import models
+    from kernels_profile.runtime import checkpoints
 
-    real = models.published_config
-    monkeypatch.setattr(models, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
+    real = checkpoints.published_config  # the run fingerprint reads the model's config through it
+    monkeypatch.setattr(checkpoints, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
     before = set(pair_files(root))
     run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
     assert len(set(pair_files(root)) - before) == 1

@@ -328,7 +328,7 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})
     calls = []
     metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
-    monkeypatch.setattr(measure, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)
+    monkeypatch.setattr(stage, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)  # as the stage calls it
     loaded = SimpleNamespace(peft=SimpleNamespace(disable_adapter=contextlib.nullcontext))
     s = pilot_settings.settings(cfg().params)
     first = stage.before_metrics(s, loaded, "program", [], FromScratch())

@@ -68,6 +68,7 @@ from analysis.pooling import (
     pooled_groups,
 )
 from analysis.stats import Interval, mean_of_ratios, mean_of_ratios_ci, ratio_of_sums_ci
+from analysis.pipeline.params import choice, get, positive_int
 
 VARIANTS = ("ideal", "overhead")
 CONTEXT_MODES = ("fixed", "running")
@@ -108,16 +109,12 @@ class CostSettings:
 
 
 def _step_pricing(params: dict) -> dict:
-    from analysis.pipeline.params import choice, positive_int
-
     return {"step_cost": choice(params, "bounds.step_cost", STEP_COSTS),
             "steady_max_n": positive_int(params, "bounds.steady_max_n", minimum=2)}
 
 
 def cost_settings(params: dict) -> CostSettings:
     """The `bounds` params that price a program (the bounds stage and the case explorer read them here)."""
-    from analysis.pipeline.params import choice, get, positive_int
-
     return CostSettings(
         context_mode=choice(params, "bounds.context_mode", CONTEXT_MODES),
         context=positive_int(params, "bounds.context", minimum=0),
@@ -129,8 +126,6 @@ def cost_settings(params: dict) -> CostSettings:
 def fixed_cost_settings(params: dict) -> CostSettings:
     """The bounds' price at the one KV-cache length bounds.context (whatever bounds.context_mode says):
     the optimal stage's, whose dynamic program is exact at one context."""
-    from analysis.pipeline.params import get, positive_int
-
     return CostSettings(context_mode="fixed", context=positive_int(params, "bounds.context", minimum=0),
                         extrapolate=get(params, "bounds.extrapolate", bool), **_step_pricing(params)).validate()
 

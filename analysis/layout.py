@@ -52,7 +52,6 @@ E2E_FROZEN = REPORTS / "e2e/frozen"                     # committed e2e preset r
 E2E_WIDE = "e2e-wide"                                   # the wide e2e preset the reports show beside the default
 BUSY_BENCHMARK = REPORTS / "kernels/benchmark_busy"    # `copydecode bench busy`: .md and .json, quiet vs busy
 BENCH_DIR = REPORTS / "bench"                           # `copydecode bench throughput`: throughput.json, .md
-NOTEBOOKS = Path("notebooks")
 EXECUTED = REPORTS / "notebooks"
 HTML = REPORTS / "html"
 INDEX = REPORTS / "index.html"

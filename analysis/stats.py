@@ -304,16 +304,57 @@ def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 SIGNIFICANCE = 0.05  # a before/after difference with an exact McNemar p at or above this is "not significant"
 
 
-def paired_difference_text(before: int, after: int, n: int, before_only: int | None, after_only: int | None) -> str:
-    """'0/33 -> 2/33 (6.1% [0.7%, 20.2%]); McNemar exact p = 0.50, not significant' for a pilot row; the
-    discordant counts None when not recorded (then the test is said not to be computable)."""
-    lo, hi = clopper_pearson(after, n)
-    text = f"{before}/{n} -> {after}/{n} ({100 * after / n:.1f}% [{100 * lo:.1f}%, {100 * hi:.1f}%])"
-    if before_only is None or after_only is None:
-        return text + "; McNemar test not computable (paired outcomes not recorded)"
-    p = mcnemar_exact(before_only, after_only)
-    verdict = "significant" if p < SIGNIFICANCE else "not significant"
-    return text + f"; McNemar exact p = {p:.2g}, {verdict} at {SIGNIFICANCE:g}"
+
+
+# ---------------------------------------------------------------- paired runs (`copydecode compare`)
+# A percentile bootstrap of a difference of ratios of sums that resamples paired units together, and the
+# exact sign test of paired per-case values (with one 0/1 value per case: McNemar's test, above, on the
+# discordant cases; the sign test takes the binomial from scipy, which holds for thousands of pairs).
+
+CHUNK_CELLS = 1 << 22  # bootstrap indices drawn at once (4M: ~50 MB with the gathered values)
+
+
+def nonzero_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """num / den where den is not 0, else NaN (elementwise; a negative denominator divides)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(den != 0, num / np.where(den != 0, den, 1), np.nan)
+
+
+def paired_bootstrap(a_num, a_den, b_num, b_den, resamples: int, rng: np.random.Generator,
+                     level: float, chunk_cells: int = CHUNK_CELLS) -> tuple[float, float]:
+    """Percentile CI of ratio_b - ratio_a (ratios of sums), resampling the paired units together, in chunks
+    of at most `chunk_cells` indices (memory stays bounded whatever the case count). Resamples whose ratio is
+    undefined (a zero denominator) are dropped; all undefined -> NaN."""
+    arrays = [np.asarray(x, dtype=float) for x in (a_num, a_den, b_num, b_den)]
+    n = arrays[0].size
+    if n == 0:
+        return math.nan, math.nan
+    chunk = max(1, chunk_cells // n)
+    diffs = []
+    for start in range(0, resamples, chunk):
+        idx = rng.integers(0, n, size=(min(chunk, resamples - start), n), dtype=np.int64 if n > 2**31 - 1 else np.int32)
+        sums = [x[idx].sum(axis=1) for x in arrays]
+        diffs.append(nonzero_ratio(sums[2], sums[3]) - nonzero_ratio(sums[0], sums[1]))
+    values = np.concatenate(diffs)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return math.nan, math.nan
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def sign_test(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided exact sign test of paired per-case values: the binomial test of how many nonzero differences
+    favour B. With one 0/1 value per case this is McNemar's exact test on the discordant cases
+    (`mcnemar_exact`, which sums the binomial itself for the pilot's few dozen cases)."""
+    from scipy.stats import binomtest
+
+    diff = np.asarray(b, dtype=float) - np.asarray(a, dtype=float)
+    up, down = int((diff > 0).sum()), int((diff < 0).sum())
+    if up + down == 0:
+        return 1.0
+    return float(binomtest(up, up + down, 0.5).pvalue)
 
 
 # ---------------------------------------------------------------- portable elementary functions

@@ -313,7 +313,7 @@ def toy_program_table(tokenizer, token_min_copy: int = 1):
     """The oracle programs of the toy cases with each case's source and target joined on (the frame
     `analysis.stages.tables.joined_programs` reads from disk), built in memory."""
     from analysis.corpora.cases import cases_frame
-    from analysis.stages.programs import oracle_programs
+    from analysis.oracle.programs import oracle_programs
 
     cases = toy_cases()
     programs = oracle_programs(cases, tokenizer, token_min_copy)

@@ -35,7 +35,6 @@ from analysis.claims.verdict import (
 )
 from analysis.errors import MissingOutputError
 from analysis.latency.model import paper_points
-from analysis.latency.sources import with_kernel_source
 from analysis.results.numbers import MISSING, fmt_num, fmt_range, fmt_x
 
 KERNEL_CONTRACT = ("comparison", "judged", "ar_shift")  # kernel_speedup.csv columns claim 1 is judged on (and `source`)
@@ -177,7 +176,6 @@ def ceiling_sentence(doc: dict | None, paper: dict) -> str:
 def kernel_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     (_, paper_lo), (_, paper_hi) = paper_points(spec)
     kern = metric_input(spec, 0, tables, metrics_dir)
-    kern = with_kernel_source(kern)
     doc = metric_input(spec, 1, tables, metrics_dir)
     title = f"1. {spec['title']}, N in [{spec['n_min']}, {spec['n_max']}]"
     try:

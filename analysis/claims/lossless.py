@@ -7,14 +7,13 @@ from pathlib import Path
 from analysis.claims.registry import register
 from analysis.claims.verdict import DIFFERS, REPRODUCED, STALE, Claim, Scope, judge, metric_input
 from analysis.results.numbers import fmt_int
+from analysis.pipeline.digest import stale_stages
 
 
 def stale_round_trip(metrics_dir: Path) -> str | None:
     """Why the round-trip report is stale (it checked a cases table other than the one on disk now), from
     the corpus record of the output root holding `metrics_dir` (reports/metrics); None when it is not."""
     import contextlib
-
-    from analysis.pipeline.digest import stale_stages
 
     root = Path(metrics_dir).parent.parent
     if not root.is_dir():

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
+from analysis.corpora.jsonl import first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
 
@@ -120,8 +121,6 @@ def jsonl_defect(path: Path) -> str | None:
     None for other files, for a .json file that holds one JSON document over several lines (an array, a
     pretty-printed object: not JSON Lines), and when every line reads (the failure is then `datasets`' own,
     which `reader_cause` names)."""
-    from analysis.corpora.jsonl import first_defect
-
     suffix = path.suffix.lower()
     if FILE_BUILDERS.get(suffix) != "json":
         return None

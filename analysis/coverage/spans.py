@@ -33,10 +33,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.grammar.program import Copy, Gen, Program, escape, parse, render_op
+from analysis.parallel.progress import progress
+from analysis.parallel.workers import SERIAL, ParallelSettings, map_cases
+from analysis.pipeline.params import positive_int
 from analysis.pooling import pooled_groups
-from analysis.grammar.program import Copy, Gen, Program, escape, render_op
 from analysis.stats import ratio_of_sums_ci
-from analysis.text.tokens import TokenizedText, Tokenizer
+from analysis.text.tokens import TokenizedText, Tokenizer, line_byte_starts
 
 SPANS_SCHEMA = {
     "case_id": pl.String, "corpus": pl.String, "language": pl.String, "framing": pl.String,
@@ -100,8 +103,6 @@ def program_spans(
     program: Program, source: TokenizedText, target: TokenizedText, directives: DirectiveCounter
 ) -> list[SpanRow]:
     """One SpanRow per op; n_tokens over all ops add up to len(target) exactly."""
-    from analysis.text.tokens import line_byte_starts
-
     src_line_bytes = line_byte_starts(source.text)
     src_raw = source.text.encode("utf-8")  # once per program, not once per copy
     rows, pos = [], 0
@@ -199,3 +200,36 @@ def histogram_from_counts(*parts: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(
         range=pl.format("{}-{}", pl.col("lo"), pl.col("hi"))
     ).sort("corpus", "framing", "level", "kind", "bin")
+
+
+# ---------------------------------------------------------------- the span table of programs
+
+def prompt_overhead_tokens(params: dict) -> int:
+    """params spans.prompt_overhead_tokens: the prompt's tokens besides the source (the spans stage's, the
+    bench's)."""
+    return positive_int(params, "spans.prompt_overhead_tokens", minimum=0)
+
+
+def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0,
+                parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
+    sources = tokenizer.encode_many(table["source"].to_list())
+    targets = tokenizer.encode_many(table["target"].to_list())
+    rows = list(zip(table.iter_rows(named=True), sources, targets))
+    parts = map_cases(span_columns, rows, parallel, tokenizer, prompt_overhead_tokens, desc="spans")
+    columns = {name: [value for part in parts for value in part[name]] for name in SPANS_SCHEMA}
+    return pl.DataFrame(columns, schema=SPANS_SCHEMA)
+
+
+def span_columns(chunk, tokenizer, prompt_overhead_tokens: int) -> list[dict[str, list]]:
+    """The span columns of a chunk of (program row, source tokens, target tokens), as one part."""
+    directives = DirectiveCounter(tokenizer)  # a memo only: a fresh one per chunk counts the same
+    columns: dict[str, list] = {name: [] for name in SPANS_SCHEMA}
+    for row, src, tgt in progress(chunk, "spans", len(chunk)):
+        prompt = prompt_tokens(src, prompt_overhead_tokens)
+        for span in program_spans(parse(row["program"]), src, tgt, directives):
+            for key in ("case_id", "corpus", "language", "framing", "level"):
+                columns[key].append(row[key])
+            for key in ("op_index", "kind", "n_tokens", "n_tokens_src", "n_lines", "directive_tokens"):
+                columns[key].append(getattr(span, key))
+            columns["prompt_tokens"].append(prompt)
+    return [columns]

@@ -498,26 +498,10 @@ def to_document(models: Sequence[LatencyModel], source: str, environment: list[d
             "models": [m.to_record() for m in models]}
 
 
-def from_legacy_fit(fit: dict) -> LatencyModel:
-    """A v1 fit record as written before schema 2 (`fits[i]` with ar/prefill terms): a quadratic model."""
-    ns, contexts = fit.get("ns") or [], fit.get("contexts") or []
-    if not ns or not contexts:
-        raise ParamsError(f"legacy latency fit for {fit.get('model')}/{fit.get('baseline')} lacks ns or contexts")
-    diagnostics = {k: {kk: vv for kk, vv in fit[k].items() if kk != "terms"} for k in ("ar", "prefill")}
-    return LatencyModel(
-        key=ModelKey(*(fit[k] for k in KEY_FIELDS)), form="quadratic",
-        ar=QuadraticAR(**fit["ar"]["terms"]), prefill=QuadraticPrefill(**fit["prefill"]["terms"]),
-        ns=(float(min(ns)), float(max(ns))), contexts=tuple(float(c) for c in contexts),
-        diagnostics={**diagnostics, "notes": ["legacy v1 record (schema 1): no per-repeat curves"]},
-    )
-
-
 def from_document(document: dict) -> list[LatencyModel]:
-    """Models from a document written by `to_document`, or from a schema-1 document (`fits`)."""
+    """Models from a document written by `to_document`."""
     if document.get("schema") == SCHEMA:
         return [LatencyModel.from_record(r) for r in document["models"]]
-    if "fits" in document:
-        return [from_legacy_fit(f) for f in document["fits"]]
     raise ParamsError(f"latency model document: unknown schema {document.get('schema')!r}")
 
 

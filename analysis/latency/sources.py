@@ -112,12 +112,6 @@ def parse_name(name: str) -> SourceName:
                       f"<source>/<model> (e.g. h200-devtime/qwen2.5-1.5b)")
 
 
-def with_kernel_source(frame: pl.DataFrame) -> pl.DataFrame:
-    """A kernel table with its `kernel_source` column: a table written before kernel sources holds this
-    run's profile only (`fit`). The one place that legacy rule lives."""
-    return frame if "kernel_source" in frame.columns else frame.with_columns(kernel_source=pl.lit(FIT_SOURCE))
-
-
 def is_fit(name: str) -> bool:
     return name == FIT_SOURCE
 
@@ -414,10 +408,7 @@ def step_shifts(steps: pl.DataFrame, early_until: int, late_from: int) -> list[S
 
 
 def this_run(frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of this run's own profile (tables written before kernel sources had no `source`);
-    columns that only other sources fill are dropped."""
-    if "source" not in frame.columns:
-        return frame
+    """The rows of this run's own profile (`source` fit); columns that only other sources fill are dropped."""
     rows = frame.filter(pl.col("source") == FIT_SOURCE)
     return rows.select([c for c in rows.columns if rows[c].null_count() < rows.height or rows.height == 0])
 

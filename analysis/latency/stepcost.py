@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.stats import quartiles
 
 FORMULA = "t = c0 + c_seq*B + c_w*max(1, T/T*) + c_kv*sum(c_i) + c_a*K, T = sum(q_i), K = sum(q_i*(c_i + (q_i+1)/2))"
 TERMS = ("c0", "c_seq", "c_w", "t_star", "c_kv", "c_a")
@@ -210,7 +211,6 @@ def step_summary(raw: pl.DataFrame) -> pl.DataFrame:
     """Timed steps (kernels_profile.measure.batched_session.STEP_SCHEMA) -> one point per step shape: the
     median seconds over repeats, the IQR, the repeat count and the noisy share."""
     shape = ["step_id", "batch", "tokens", "sum_context", "attention_keys", "q_max", "context_max"]
-    from analysis.stats import quartiles
 
     return (raw.group_by(shape).agg(*quartiles("seconds", "seconds", "q25", "q75"), repeats=pl.len(),
                                     noisy_share=pl.col("noisy").cast(pl.Float64).mean())

@@ -22,6 +22,7 @@ from analysis.corpora.cases import Case, cases_from_frame, read_cases
 from analysis.layout import CASES, TABLES
 from analysis.text.diff import myers_matches
 from analysis.text.lines import split_lines
+from analysis.pipeline.io import write_table
 
 
 @dataclass(frozen=True)
@@ -62,14 +63,17 @@ def moves_table(cases: list[Case]) -> pl.DataFrame:
             .sort("corpus", "framing"))
 
 
+# `copydecode moves`: its help line and what it reads and writes (the CLI's --help)
+HELP = "what the diff-based line oracle leaves out (moved lines)"
+READS_WRITES = "reads the cases and programs; it writes reports/tables/line_moves.*"
+
+
 def add_arguments(parser) -> None:
     """`copydecode moves` takes no options of its own."""
 
 
 def command(args) -> int:
     """Write reports/tables/line_moves.{csv,md} from data/corpora/cases.parquet and print the table."""
-    from analysis.pipeline.io import write_table
-
     table = moves_table(cases_from_frame(read_cases(CASES)))
     write_table(table, TABLES / "line_moves")
     print(table)

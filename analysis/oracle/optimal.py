@@ -89,6 +89,8 @@ import numpy as np
 
 from analysis.oracle.automaton import CompiledAutomaton, SuffixAutomaton
 from analysis.errors import ParamsError, ProgramError, TokenizerError
+from analysis.bounds import CostSettings, fixed_price
+from analysis.latency.model import LatencyModel
 from analysis.layout import LEVELS
 from analysis.oracle.optimal_dp import compiled_longest_prefix_matches, compiled_occurrence_counts, line_dp, token_dp
 from analysis.grammar.program import Copy, Gen, Op, Program, escape, render_op
@@ -137,6 +139,15 @@ class CostModel:
             k = int(np.argmax(bad))
             raise ParamsError(f"CostModel.prefill({k}) = {table[k]!r}; prefill times must be finite and >= 0")
         return table
+
+
+def dp_cost(model: LatencyModel, cost: CostSettings) -> CostModel:
+    """The DP's input: the bounds' price at its one context (`analysis.bounds.fixed_price`: the steady step
+    per decoded token, directive tokens included, the first-step overhead once per decode run, T_prefill per
+    copy). Extrapolated values are allowed here; whether the chosen programs may use them is the bound's
+    check (`case_costs`), which also counts them."""
+    price = fixed_price(model, cost)
+    return CostModel(price.step, price.prefill, t_overhead=price.overhead)
 
 
 class Directives(Protocol):

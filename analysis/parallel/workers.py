@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from analysis.errors import ParamsError
-from analysis.pipeline.params import get
+from analysis.pipeline.params import get, usable_cores
+from analysis.parallel.progress import progress_bar, worker_bars_off
 
 LOCAL_BACKENDS = ("loky", "multiprocessing", "threading")
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}  # backend -> the package it needs
@@ -84,8 +85,6 @@ def check_workers(s: ParallelSettings) -> None:
     per core, warned about above one per core; unbounded for a dask or ray cluster named by
     `parallel.address`, the override for a cluster whose cores are not this machine's."""
     import sys
-
-    from analysis.pipeline.params import usable_cores
 
     if s.n_jobs == -1 or (s.backend in CLUSTER_BACKENDS and s.address):
         return
@@ -214,16 +213,12 @@ def _ray_session(s: ParallelSettings) -> Iterator[None]:
 
 def _quiet_chunk(fn: Callable[..., list], chunk: Sequence, *args: Any) -> list:
     """fn(chunk, *args) in a worker, with the worker's own progress bars off (the parent draws the stage's)."""
-    from analysis.parallel.progress import worker_bars_off
-
     with worker_bars_off():
         return fn(chunk, *args)
 
 
 def stage_bar(desc: str, total: int):
     """The one progress bar of a parallel stage, drawn by the parent and advanced per finished chunk."""
-    from analysis.parallel.progress import progress_bar
-
     return progress_bar(total=total, desc=desc, unit="case", leave=True)  # the log keeps its final count
 
 

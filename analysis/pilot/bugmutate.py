@@ -28,6 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from analysis.errors import CorpusError
+from analysis.grammar.program import parse, render
+from analysis.grammar.resolver import resolve
+from analysis.oracle.covmax import line_oracle
 
 MUTATION_KINDS: tuple[str, ...] = (
     "wrong_operator", "off_by_one", "swapped_variable", "missing_clause", "excess_clause",
@@ -190,18 +193,12 @@ SITE_FINDERS: dict[str, Callable[[str], list[Mutation]]] = dict(zip(MUTATION_KIN
 
 def fix_program(buggy: str, original: str) -> str:
     """The line-level oracle program that turns the mutant back into the original, rendered."""
-    from analysis.oracle.covmax import line_oracle
-    from analysis.grammar.program import render
-
     return render(line_oracle(buggy, original))
 
 
 def verify(original: str, buggy: str) -> str:
     """The fix program of a mutant, after checking that the mutant parses and differs from the original
     and that the program rebuilds the original exactly (CorpusError otherwise)."""
-    from analysis.grammar.program import parse
-    from analysis.grammar.resolver import resolve
-
     if buggy == original:
         raise CorpusError("bug mutation: the mutant equals the original")
     if not parses(buggy):

@@ -27,6 +27,8 @@ import polars as pl
 
 from analysis.pilot.data import run_task
 from analysis.stats import SIGNIFICANCE, clopper_pearson, mcnemar_exact, quartiles
+from analysis.errors import CorpusError
+from analysis.results.numbers import fmt_pct, fmt_x
 
 KEYS = ["phase", "mode", "seed", "split"]
 
@@ -91,8 +93,6 @@ def significance(p: float | None) -> str | None:
 
 def em_change_text(m: dict, split: str, seed: str) -> str:
     """'0 / 33 -> 2 / 33 (after 6.1%, 95% CI [0.7%, 20.2%]; McNemar exact p = 0.5, not significant)'."""
-    from analysis.results.numbers import fmt_pct
-
     n = m.get(f"{split}_cases")
     before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
     if not n or after is None:
@@ -370,8 +370,6 @@ def examples(records: pl.DataFrame, seed: int, n: int = 3, split: str = "heldout
 
 def headline(m: dict) -> list[tuple[str, str]]:
     """The pilot's figures for a report lead and the summary claim, formatted (from metrics only)."""
-    from analysis.results.numbers import fmt_x
-
     def em(summary: dict) -> str:
         return f"{summary.get('exact_match', 0)} / {summary.get('cases', 0)}" if summary.get("cases") else "not run"
 
@@ -410,8 +408,6 @@ def read_frozen(directory) -> dict[str, dict]:
     the folder's name. A folder missing either file is refused by name, never skipped."""
     import json
     from pathlib import Path
-
-    from analysis.errors import CorpusError
 
     runs: dict[str, dict] = {}
     root = Path(directory)

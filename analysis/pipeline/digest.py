@@ -25,6 +25,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import StaleInputError
+from analysis.pipeline.io import write_json
 
 KEY = "copydecode.inputs"
 CASES_TABLE = Path("data/corpora/cases.parquet")  # analysis.layout.CASES (the corpus every stage reads)
@@ -102,8 +103,6 @@ def _stamp(path: Path) -> str:
 
 def record_corpus(stage: str, outputs: Iterable[str | Path]) -> None:
     """data/.corpus/<stage>.json: the cases table `stage` ran against and the outputs it wrote."""
-    from analysis.pipeline.io import write_json
-
     written = {str(Path(p)): _stamp(Path(p)) for p in outputs if Path(p).is_file()}
     cases = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
     write_json({"stage": stage, "cases_sha256": cases, "outputs": written}, CORPUS_RECORDS / f"{stage}.json")

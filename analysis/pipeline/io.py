@@ -36,6 +36,8 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import CopyDecodeError
+from analysis.layout import TIMINGS
+from analysis.pipeline.confine import OutputRootError, confined, relative_to_root
 
 
 def ensure_parent(path: str | Path) -> Path:
@@ -149,7 +151,6 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
     extra = OWNED_OUTSIDE_DVC.get(dvc_stage(stage), ())
     if not isinstance(spec, dict):
         return extra
-    from analysis.layout import TIMINGS
 
     declared = tuple(next(iter(o)) if isinstance(o, dict) else str(o)
                      for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
@@ -160,8 +161,6 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
 def _as_recorded(path: Path) -> str:
     """`path` as a journal records it: relative to the output root when it lies inside (the journal is
     checked against the stage's outputs as dvc.yaml spells them), else as given (and then refused)."""
-    from analysis.pipeline.confine import relative_to_root
-
     rel = relative_to_root(path, Path("."))
     return str(path) if rel is None else rel.as_posix()
 
@@ -173,8 +172,6 @@ def _owned(path: Path, outputs: tuple[str, ...]) -> bool:
 def _entry_problem(tmp: object, path: object, outputs: tuple[str, ...]) -> str | None:
     """Why one journal entry is not a rename of the stage's own temporary file onto its own output
     (or a removal of its own output), or None when it is."""
-    from analysis.pipeline.confine import OutputRootError, confined
-
     if not isinstance(path, str) or not (tmp is None or isinstance(tmp, str)):
         return "is not a pair of paths"
     out = Path(path)

@@ -21,6 +21,7 @@ from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 from analysis.layout import LATENCY_MODEL
 from analysis.pipeline.confine import check_output_root, confined
+from analysis.pipeline.io import write_with
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
@@ -124,12 +125,10 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     check_output_root(root)
     model = root / LATENCY_MODEL
     if (start / LATENCY_MODEL).is_file() and not model.exists():
-        from analysis.pipeline.io import write_with
-
         confined(model, "the latency model copy", root)
         # a temporary file of our own, renamed onto the path: a link left there is replaced, never written through
         write_with(lambda tmp: shutil.copy2(start / LATENCY_MODEL, tmp), model)
-    # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.reports.TEMPLATES),
+    # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.templates.TEMPLATES),
     # never from DIR, which holds outputs only
     os.chdir(root)
     params_path = Path(cfg.path) if Path(cfg.path).is_absolute() else Path(from_root(start / cfg.path, root))

@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from analysis.errors import ParamsError
+from analysis.pipeline.confine import OutputRootError, safe_name
 
 DEFAULT_PARAMS = Path("params.yaml")
 # The shipped params file is the schema of known keys: a key it does not hold is a typo or a
@@ -362,7 +363,6 @@ def merge_preset(params: dict[str, Any], group: str, presets: str, name: str | N
     base = get(params, group, dict)
     if name is None:
         return _overlay(base, {})
-    from analysis.pipeline.confine import OutputRootError, safe_name
 
     try:  # a preset's name names its output folder or file (data/e2e/<preset>/, data/kernels/<preset>.parquet)
         safe_name(name, f"preset {presets}:")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
+from analysis.pooling import STAND_IN as STAND_INS
 from analysis.present.colours import palette
+from analysis.rivals.methods import FAMILY_LABELS, METHOD_NAMES, parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel
@@ -26,8 +28,6 @@ WRAP = 3            # panels per row before a facet wraps
 def stand_in_note(corpora) -> str:
     """'; ProbeEdit-S is a stand-in' for a title whose chart draws ProbeEdit-S, else '' (a one-off run of the
     user's own corpora has no stand-in to explain, C10)."""
-    from analysis.pooling import STAND_IN as STAND_INS
-
     return f"; {STAND_IN}" if set(STAND_INS) & {str(c) for c in corpora} else ""
 
 
@@ -514,8 +514,6 @@ def rivals_chart(table: pl.DataFrame, source: str, policies: tuple[str, ...] = (
     ideal programs (upper bounds) hollow. Prompt lookup is drawn at the match `policies` given (the standard,
     earliest, by default; the table holds both)."""
     alt = _alt()
-    from analysis.rivals.methods import FAMILY_LABELS, METHOD_NAMES, parse_method
-
     data = table.filter((pl.col("kernel_source") == source) & (pl.col("method") != "ar"))
     keep = [n for n in data["method"].unique().to_list()
             if parse_method(n).family != "pld" or parse_method(n).policy in policies]

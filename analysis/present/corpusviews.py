@@ -23,6 +23,7 @@ from analysis.pooling import (
 from analysis.results.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
 from analysis.results.outputs import pick, pick_framing, pick_view
 from analysis.present.pages import pivot_wide
+from analysis.text.tokens import load_tokenizer
 
 __all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
 
@@ -55,8 +56,6 @@ def case_sizes(cases: pl.DataFrame, spans: pl.DataFrame, framing: str = "body", 
     if chosen.height == 0:
         raise ParamsError(f"no cases with framing {framing!r}")
     if token_counts is None:
-        from analysis.text.tokens import load_tokenizer
-
         tokenizer = load_tokenizer()
         token_counts = lambda texts: [len(e.ids) for e in tokenizer.backend.encode_batch(texts, add_special_tokens=False)]
     sources = chosen["source"].to_list()

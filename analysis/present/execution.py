@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.layout import EXECUTED
+from analysis.present.templates import TEMPLATES, check_parameters, template_path
 
 # The project beside this package: the one folder of Python code a report kernel imports from (H2).
 PROJECT = Path(__file__).resolve().parents[2]
@@ -88,8 +89,6 @@ def execute_notebook(name: str, parameters: Mapping[str, Any], root: Path, out_n
     import tempfile
 
     import papermill
-
-    from analysis.present.reports import TEMPLATES, check_parameters, template_path  # the page side, on use
 
     templates = TEMPLATES if templates is None else templates
     parameters = check_parameters(name, parameters, templates)

@@ -16,17 +16,25 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import polars as pl
 
-from analysis.bounds import CostSettings, case_costs, cost_unit, span_costs
+from analysis.bounds import CostSettings, case_costs, cost_settings, cost_unit, span_costs
 from analysis.errors import ParamsError
 from analysis.latency.model import LatencyModel
 from analysis.layout import CASES, PROGRAMS, SPANS
-
-if TYPE_CHECKING:
-    from analysis.present.pages import Html
+from analysis.grammar.program import Copy, parse
+from analysis.grammar.resolver import resolve
+from analysis.latency.sources import is_fit, kernel_settings, kernels_for
+from analysis.pipeline.config import Config
+from analysis.present.pages import Html, esc, lead, pre
+from analysis.present.provenance import params_in_use
+from analysis.results.numbers import fmt_pct
+from analysis.results.percase import read_table, where
+from analysis.text.diff import myers_matches
+from analysis.text.lines import line_starts, split_lines
+from analysis.text.tokens import load_tokenizer
 
 UNIT_ABBREVIATION = {"seconds": "s", "decode steps": "steps"}
 # The view carries its own styles (scoped to .cd-explore): JupyterLab has none of the report pages' CSS.
@@ -93,13 +101,6 @@ class ExploreData:
     def load(cls, params: str | Path | None = None, root: Path = Path(".")) -> "ExploreData":
         """The stage outputs under `root` and the bound's kernel sources and cost settings from `params`
         (default: the params file in use, `$COPYDECODE_PARAMS` as the reports stage sets it, else ./params.yaml)."""
-        from analysis.bounds import cost_settings
-        from analysis.pipeline.config import Config
-        from analysis.latency.sources import is_fit, kernel_settings, kernels_for
-        from analysis.present.provenance import params_in_use
-
-        from analysis.results.percase import read_table, where
-
         params = params_in_use(None if params is None else Path(params))
         found = {name: where(name, root) for name in ("cases", "programs", "spans")}
         for name, path in found.items():
@@ -193,9 +194,6 @@ class CaseView:
 
 
 def _pieces(program, source: str, bounds) -> list[tuple[str, str, str]]:
-    from analysis.grammar.program import Copy
-    from analysis.grammar.resolver import resolve
-
     out = []
     for op in program.ops:
         text = resolve(type(program)((op,)), source, bounds)
@@ -209,9 +207,6 @@ def _pieces(program, source: str, bounds) -> list[tuple[str, str, str]]:
 def copy_marks(program, source: str, bounds) -> list[tuple[int, int, str]]:
     """(start, end, title) of the source characters each copy op copies, in op order (the copied lines or
     tokens marked on the input side)."""
-    from analysis.grammar.program import Copy
-    from analysis.text.lines import line_starts, split_lines
-
     starts = line_starts(split_lines(source))
     marks = []
     for index, op in enumerate(program.ops, 1):
@@ -225,8 +220,6 @@ def copy_marks(program, source: str, bounds) -> list[tuple[int, int, str]]:
 def first_tokens(source: str, bounds) -> list[int]:
     """The 1-based index of the token each source line starts in (the token holding its first character)."""
     import bisect
-
-    from analysis.text.lines import line_starts, split_lines
 
     known = [(b, i) for i, b in enumerate(bounds[:-1]) if b is not None]
     offsets = [b for b, _ in known]
@@ -260,8 +253,6 @@ def build_view(data: ExploreData, sel: Selection, sort: str = "coverage, lowest 
                        "bound": whole["regen"] / whole["program_ideal"],
                        "bound with directives": whole["regen"] / whole["program_overhead"],
                        "extrapolated spans": whole["extrapolated_spans"]})
-    from analysis.grammar.program import parse
-    from analysis.text.tokens import load_tokenizer
 
     parsed = parse(program["program"][0])
     bounds = load_tokenizer().encode(row["source"]).char_bounds if sel.level == "token" else None
@@ -275,8 +266,6 @@ def build_view(data: ExploreData, sel: Selection, sort: str = "coverage, lowest 
 # ---------------------------------------------------------------- HTML
 
 def highlighted_html(view: CaseView) -> str:
-    from analysis.present.pages import esc
-
     spans = "".join(f'<span class="cd-{kind}" title="{esc(title)}">{esc(text)}</span>' for kind, title, text in view.pieces)
     return ('<pre class="cd-pre">' + spans + "</pre>"
             '<p><span class="cd-copy">copied</span> <span class="cd-gen">generated</span></p>')
@@ -301,8 +290,6 @@ def _decimals(values: list[float]) -> int:
 
 def _table_html(frame: pl.DataFrame, highlight: tuple[str, str] | None = None) -> str:
     """A table whose float columns share one precision per column; `highlight` = (column, value) marks a row."""
-    from analysis.present.pages import esc
-
     decimals = {c: _decimals(frame[c].to_list()) for c, t in frame.schema.items() if t.is_float()}
 
     def cell(column: str, value: Any) -> str:
@@ -323,8 +310,6 @@ def _table_html(frame: pl.DataFrame, highlight: tuple[str, str] | None = None) -
 
 def _marked_line(text: str, start: int, marks: list[tuple[int, int, str]]) -> str:
     """One source line (characters start..start+len) with its copied stretches in cd-copy spans."""
-    from analysis.present.pages import esc
-
     end, out, at = start + len(text), [], start
     for lo, hi, title in sorted(marks):
         lo, hi = max(lo, start), min(hi, end)
@@ -340,8 +325,6 @@ def _marked_line(text: str, start: int, marks: list[tuple[int, int, str]]) -> st
 def numbered_source_html(view: CaseView) -> str:
     """The input with line numbers (and, at token level, the first token index of each line) and the
     characters each copy op copies marked, so a copy range can be checked against the source."""
-    from analysis.text.lines import line_starts, split_lines
-
     lines = split_lines(view.source)
     starts = line_starts(lines)
     width = len(str(len(lines)))
@@ -359,9 +342,6 @@ def numbered_source_html(view: CaseView) -> str:
 
 def diff_lines(source: str, target: str) -> list[tuple[str, str]]:
     """(tag, line) of a line diff from source to target: ' ' kept, '-' removed, '+' added (the suite's Myers LCS)."""
-    from analysis.text.diff import myers_matches
-    from analysis.text.lines import split_lines
-
     a, b = split_lines(source), split_lines(target)
     out, i, j = [], 0, 0
     for mi, mj in [*myers_matches(a, b), (len(a), len(b))]:
@@ -374,8 +354,6 @@ def diff_lines(source: str, target: str) -> list[tuple[str, str]]:
 
 def diff_html(source: str, target: str) -> str:
     """The source-to-target line diff, unchanged runs beyond CONTEXT_LINES around a change folded to a count."""
-    from analysis.present.pages import esc
-
     lines = diff_lines(source, target)
     changed = [k for k, (tag, _) in enumerate(lines) if tag != " "]
     if not changed:
@@ -400,9 +378,6 @@ def diff_html(source: str, target: str) -> str:
 
 
 def ranking_html(view: CaseView) -> str:
-    from analysis.present.pages import esc
-    from analysis.results.numbers import fmt_pct
-
     s = view.selection
     shown = view.ranking.head(RANKED_SHOWN)
     where = view.ranking["case_id"].to_list()
@@ -420,9 +395,6 @@ def render_view(view: CaseView) -> "Html":
     """The case as one escaped HTML block: figures, the numbered input with its copied lines marked, the
     gold output, the source-to-target diff, the program, the output with spans highlighted, per-span costs
     (each column in its kernel source's unit), the case's bounds and where it ranks in its corpus."""
-    from analysis.results.numbers import fmt_pct
-    from analysis.present.pages import Html, esc, lead, pre
-
     s = view.selection
     share = view.copied_share
     figures = [("case", s.case_id), ("corpus", s.corpus), ("framing, level", f"{s.framing}, {s.level}"),
@@ -470,8 +442,6 @@ def explorer(data: ExploreData, start: Selection):
     """ipywidgets: corpus, framing, case and level dropdowns above the rendered case; any change
     re-renders it (an error for a selection is shown in place of the case, escaped)."""
     import ipywidgets as w
-
-    from analysis.present.pages import esc
 
     corpus = w.Dropdown(description="corpus", options=data.corpora(), value=start.corpus)
     framing = w.Dropdown(description="framing", options=data.framings(start.corpus), value=start.framing)

@@ -73,7 +73,6 @@ from analysis.claims.verdict import (
 )
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
-from analysis.latency.sources import with_kernel_source
 from analysis.layout import E2E_FROZEN, E2E_WIDE, HEADLINE_METRICS, METRICS, TABLES
 from analysis.pooling import (
     ALL_POOL,
@@ -88,6 +87,9 @@ from analysis.pooling import (
 )
 from analysis.results.bounds import line_ideal, paper_pool_rows, pooled_rows
 from analysis.results.outputs import bounds_frame, metrics, optional_table, table
+from analysis.latency.model import paper_speedup
+from analysis.pipeline.io import output_set, remove_output, write_json
+from analysis.results.e2e import best_standard_pld, read_frozen
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -225,11 +227,9 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
     comparisons only, both sides built alike (eager/eager, device/device; the strongest judged AR loop where a
     source has several), and the paper's curve when `paper` is one of the bound's kernel sources. A
     graph-captured loop against an eager prefill is not judged and gets no headline row (C5)."""
-    from analysis.latency.model import paper_speedup
-
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
-        frame = with_kernel_source(speedup)
+        frame = speedup
         if "judged" in frame.columns:
             frame = frame.filter(pl.col("judged").cast(pl.Boolean))
             if "t_ar" in frame.columns:  # the strongest judged loop per point
@@ -290,8 +290,6 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") ->
     `_tok_dec` Copy-as-Decode with directives decoded, `_line` / `_token` the ideal upper bounds, `_pld`
     prompt lookup at its standard policy and best k over every case, `_suffix` suffix decoding, `_n` the
     case counts."""
-    from analysis.results.e2e import best_standard_pld
-
     out: dict[str, dict] = {}
     for model in sorted(pooled["model"].unique().to_list()):
         part = pooled.filter(pl.col("model") == model)
@@ -311,8 +309,6 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") ->
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed in this code's format."""
-    from analysis.results.e2e import read_frozen
-
     run = read_frozen(frozen, E2E_WIDE)
     return {} if run is None or run.stale else e2e_rows(run.pooled, s, prefix="e2ew-")
 
@@ -420,8 +416,6 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
 def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
     """One JSON file per row; files of rows no longer produced are removed, so a stale figure from
     an earlier run (another kernel source, a dropped corpus) never shows in `dvc metrics show`."""
-    from analysis.pipeline.io import output_set, remove_output, write_json
-
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []

@@ -7,9 +7,19 @@ import base64
 from pathlib import Path
 
 from analysis.errors import ParamsError
-from analysis.layout import CLAIMS_JSON, FIGURES, HTML, INDEX, METRICS, TABLES
+from analysis.layout import CLAIMS_JSON, FIGURES, HTML, INDEX, METRICS, PERCASE, PERCASE_MANIFEST, SAMPLES, TABLES
 from analysis.pipeline.io import write_text
 from analysis.present.shell import Page, page, stale_banner
+from analysis.claims.engine import claims, read_claims
+from analysis.claims.verdict import DIFFERS, NOT_RUN, REPRODUCED
+from analysis.claims.verdict import counts as claim_counts
+from analysis.pipeline.digest import stale_stages
+from analysis.pooling import PAPER_CORPORA, POOLED, STAND_IN, framing_filter
+from analysis.present.kernelviews import noisy_sources
+from analysis.present.pages import STAND_IN_NOTE, claims_grid, corpus_table, esc, grid_rows, lead, show
+from analysis.present.provenance import provenance, provenance_html
+from analysis.results.e2e import noise_note
+from analysis.results.outputs import bounds_frame, table
 
 # (figure stem under FIGURES, caption): the charts the dashboard shows inline.
 KEY_FIGURES = (
@@ -31,8 +41,6 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
-    from analysis.present.pages import esc
-
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"
         if path.is_file():
@@ -64,8 +72,6 @@ def file_group(stem: str) -> str:
 
 def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
     """The files of `folder` grouped by claim (FILE_GROUPS), one line per stem with a link per format."""
-    from analysis.present.pages import esc
-
     files = sorted(p for p in (root / folder).glob("*") if p.suffix in suffixes)
     if not files:
         return "<p>none produced by this run</p>"
@@ -84,9 +90,6 @@ def _links(root: Path, folder: Path, suffixes: tuple[str, ...]) -> str:
 
 def _percase_links(root: Path) -> str:
     """The committed per-case tables (reports/percase/), when this run wrote them."""
-    from analysis.layout import PERCASE, PERCASE_MANIFEST, SAMPLES
-    from analysis.present.pages import esc
-
     if not (root / PERCASE_MANIFEST).is_file():
         return ""
     rel = lambda p: esc(p.relative_to(INDEX.parent))  # noqa: E731
@@ -103,9 +106,6 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
     coverage table; (None, {}) when the table is absent."""
     import polars as pl
 
-    from analysis.pooling import POOLED, framing_filter
-    from analysis.results.outputs import table
-
     try:
         cov = table("coverage", root / TABLES)
     except ParamsError:
@@ -116,8 +116,6 @@ def _claims_inputs(root: Path) -> tuple[set[str] | None, dict[str, int]]:
 
 def _own_corpora(root: Path, corpora: set[str]) -> str:
     """The run's own corpora table (coverage, bound, formats), or '' when the coverage table is absent."""
-    from analysis.results.outputs import bounds_frame, table
-
     def optional(read):
         try:
             return read()
@@ -127,8 +125,6 @@ def _own_corpora(root: Path, corpora: set[str]) -> str:
     coverage = optional(lambda: table("coverage", root / TABLES))
     if coverage is None or not corpora:
         return ""
-    from analysis.pooling import framing_filter
-    from analysis.present.pages import corpus_table, show
 
     frame = corpus_table(coverage.filter(framing_filter("body")), optional(lambda: bounds_frame(root / TABLES)),
                          optional(lambda: table("edit_formats", root / TABLES)), sorted(corpora))
@@ -139,10 +135,6 @@ def noise_banner(root: Path = Path(".")) -> str:
     """The NOISY line of the index: which of this run's timed stages (the kernel profile, the e2e run) flagged
     their own run as noisy, and what tripped it; '' when neither did (or neither ran)."""
     import json
-
-    from analysis.present.kernelviews import noisy_sources
-    from analysis.present.pages import esc
-    from analysis.results.e2e import noise_note
 
     def read(name: str) -> dict:
         path = root / METRICS / f"{name}.json"
@@ -171,12 +163,6 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
     own corpus table first; then key charts, report links, tables, metrics and provenance."""
-    from analysis.claims.engine import claims, read_claims
-    from analysis.claims.verdict import DIFFERS, NOT_RUN, REPRODUCED, counts as claim_counts
-    from analysis.pooling import PAPER_CORPORA, STAND_IN
-    from analysis.present.pages import STAND_IN_NOTE, claims_grid, esc, grid_rows, lead
-    from analysis.present.provenance import provenance, provenance_html
-
     if items is None:  # the stage passes the claims it has just written to CLAIMS_JSON (write_claims)
         items = read_claims(root / CLAIMS_JSON) if (root / CLAIMS_JSON).is_file() else claims(root / TABLES, root / METRICS)
     counts = claim_counts(items)
@@ -235,8 +221,6 @@ def write_index(pages: list[Page], root: Path = Path("."), stale: list[str] | No
 def stale_pages_reasons(root: Path) -> dict[str, str]:
     """analysis.pipeline.digest.stale_stages of the output root `root` (its records hold relative paths)."""
     import contextlib
-
-    from analysis.pipeline.digest import stale_stages
 
     with contextlib.chdir(root):
         return stale_stages()

@@ -15,8 +15,10 @@ from analysis.claims.verdict import PAPER, paper_gpu
 from analysis.errors import ParamsError
 from analysis.layout import METRICS, TABLES
 from analysis.results.numbers import MISSING, fmt_int, fmt_num, fmt_pct, fmt_x
-from analysis.results.outputs import metrics
+from analysis.results.outputs import metrics, optional_table
 from analysis.present.pages import Html, esc, note
+from analysis.latency.model import FORMULAS, from_document
+from analysis.latency.roofline import copy_speedup_ceiling
 
 
 @dataclass(frozen=True)
@@ -106,8 +108,6 @@ def noisy_sources(metrics_doc: dict) -> str | None:
 
 def latency_fits(model_doc: dict, model: str = "all") -> pl.DataFrame:
     """One row per fitted latency model (any schema of latency_model.json): key, form, fit quality."""
-    from analysis.latency.model import from_document
-
     rows = []
     for m in from_document(model_doc):
         if model not in ("all", m.key.model):
@@ -149,8 +149,6 @@ def fit_caveats(fits: pl.DataFrame, bounds: pl.DataFrame, form: str | None) -> H
 def bounds_fit_caveats(fits: pl.DataFrame, tables: Path = TABLES, metrics_dir: Path = METRICS) -> Html:
     """`fit_caveats` against this run's bounds (reports/tables/bounds.csv, reports/metrics/bounds.json); empty
     when the bounds stage has not run."""
-    from analysis.results.outputs import optional_table
-
     bounds = optional_table("bounds", tables)
     path = Path(metrics_dir) / "bounds.json"
     if bounds is None or not path.is_file():
@@ -188,8 +186,6 @@ def floor_breaches(roofline: pl.DataFrame) -> Html:
 
 def latency_formulas(model_doc: dict) -> pl.DataFrame:
     """The formula of each fitted form (the document's own `formulas`, else the library's)."""
-    from analysis.latency.model import FORMULAS, from_document
-
     forms = sorted({m.form for m in from_document(model_doc)})
     formulas = model_doc.get("formulas") if isinstance(model_doc.get("formulas"), dict) else FORMULAS
     return pl.DataFrame({"form": forms, "formula": [formulas.get(f, FORMULAS.get(f, MISSING)) for f in forms]})
@@ -222,8 +218,6 @@ def gpu_reference(path: Path = PAPER) -> dict:
 
 
 def _ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
-    from analysis.latency.roofline import copy_speedup_ceiling  # the one owner of the roofline theorem
-
     return copy_speedup_ceiling(n, stream_gbps, gflops, bytes_per_param)
 
 

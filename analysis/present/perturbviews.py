@@ -15,6 +15,7 @@ from analysis.pooling import ALL_POOL, PAPER_POOL, POOL_LABELS, POOLED, POOLS
 from analysis.results.numbers import fmt_int, fmt_pct
 from analysis.results.outputs import optional_table, pick, pick_view
 from analysis.results.perturbation import PERTURBATION_TABLES, paper_pool_crossings, paper_pool_em
+from analysis.present.pages import pivot_wide
 
 
 def pooled_em(rows: pl.DataFrame, pool: str = PAPER_POOL) -> pl.DataFrame:
@@ -73,8 +74,6 @@ def named_pools(rows: pl.DataFrame) -> pl.DataFrame:
 def em_wide(rows: pl.DataFrame) -> pl.DataFrame:
     """One row per (level, corpus, framing, kind): EM at each rate, and the no-copy and invalid shares at rate 1;
     each pooled row names its pool and case count."""
-    from analysis.present.pages import pivot_wide
-
     rows = named_pools(rows)
     keys = ["level", "corpus", "framing", "kind"]
     wide = pivot_wide(rows.with_columns(rate=pl.format("EM at {}", pl.col("rate"))), index=keys, on="rate", values="em")

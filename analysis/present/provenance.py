@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from importlib import metadata
@@ -18,6 +17,7 @@ from analysis.latency.names import FIT_SOURCE
 from analysis.layout import LATENCY_MODEL
 from analysis.present.pages import Html, esc
 from analysis.pipeline.params import DEFAULT_PARAMS
+from analysis.pipeline.repo import git_state
 
 
 @dataclass(frozen=True)
@@ -59,16 +59,13 @@ def commit_text(head: str, changed: list[str]) -> str:
 
 
 def _git_commit(root: Path) -> str:
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return f"unknown (git: {err})"
-    if head.returncode != 0:
+    """The page foot's commit line, from the working tree's state (analysis.pipeline.repo)."""
+    state = git_state(root)
+    if state.error is not None:
+        return f"unknown (git: {state.error})"
+    if state.commit is None:
         return "unknown (not a git checkout)"
-    changed = [line[3:].split(" -> ")[-1] for line in dirty.stdout.splitlines() if line.strip()]
-    return commit_text(head.stdout.strip()[:12], changed)
+    return commit_text(state.commit[:12], list(state.changed or ()))
 
 
 def cpu_model(cpuinfo: Path = CPUINFO) -> str:

@@ -28,14 +28,20 @@ import polars as pl
 from analysis.claims.engine import read_claims
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_text
-from analysis.layout import (
-    BUSY_BENCHMARK as BUSY_BENCHMARK_STEM,
-)
+from analysis.pipeline.repo import git
+from analysis.layout import BENCH_DIR
+from analysis.layout import BUSY_BENCHMARK as BUSY_BENCHMARK_STEM
 from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
 from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
+from analysis.rivals.methods import parse_method
+from analysis.pilot.report import headline, training_note
+from analysis.present.pages import clip_cell, grid_rows, section_href
+from analysis.present.provenance import kernel_provenance, kernel_provenance_text
+from analysis.results.e2e import leading, pooled_headline, stale_columns, stale_text
+from analysis.results.methods import Method
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -53,8 +59,6 @@ def _claims_table(root: Path) -> list[str]:
     """The claims as the index's grid, read from reports/claims.json: one row per scope the paper states a
     figure for (analysis.present.pages.grid_rows), claim | scope | paper | ours | verdict | why | section;
     cells of at most ~200 characters, the method and caveats in the linked section."""
-    from analysis.present.pages import clip_cell, grid_rows, section_href
-
     try:
         cov = outputs.table("coverage", root / TABLES)
         line = cov.filter((pl.col("level") == "line") & framing_filter("body"))
@@ -83,7 +87,6 @@ def _kernel_setup(root: Path) -> str:
         lm = outputs.latency_model(root / LATENCY_MODEL)
     except ParamsError:
         return ""
-    from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 
     return kernel_provenance_text(kernel_provenance(lm, root / FROZEN_KERNELS))  # each source's own machine
 
@@ -124,9 +127,6 @@ def _e2e_table(root: Path) -> list[str]:
     """One row per (model, pool) of e2e_pooled.csv (each corpus, the HEvalFix pool, every case), one column
     per method in headline order (directives decoded first; prompt lookup at its standard policy and best k):
     the pooled speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
-    from analysis.results.e2e import leading, stale_columns, stale_text
-    from analysis.results.methods import Method
-
     pooled = outputs.table("e2e_pooled", root / TABLES)
     if stale_columns(pooled):
         return [stale_text(stale_columns(pooled)) + "."]
@@ -162,8 +162,6 @@ def _fmt_us(us: float) -> str:
 def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline (analysis.results.e2e.pooled_headline): the default run's HEvalFix and all-case pools,
     directives decoded first, and beside it the committed frozen e2e-wide run (or "not yet run")."""
-    from analysis.results.e2e import pooled_headline
-
     return ("Pooled (total AR time over total method time, case-bootstrap 95% CI in brackets): "
             + pooled_headline(outputs.table("e2e_pooled", root / TABLES), root / E2E_FROZEN) + ".")
 
@@ -222,8 +220,6 @@ def _mask_sentence(root: Path) -> str:
 
 def _pilot_sentence(root: Path) -> str:
     """Claim 7's pilot in one sentence, from reports/metrics/pilot.json (analysis.pilot.report.headline)."""
-    from analysis.pilot.report import headline, training_note
-
     try:
         m = outputs.metrics("pilot", root / METRICS)
     except ParamsError:
@@ -265,8 +261,6 @@ def _formats_sentences(root: Path) -> list[str]:
 def _throughput_sentence(root: Path) -> str | None:
     """The throughput benchmark's figures (`copydecode bench throughput`, reports/bench/throughput.json),
     or None when it has not been run here."""
-    from analysis.layout import BENCH_DIR
-
     path = root / BENCH_DIR / "throughput.json"
     if not path.is_file():
         return None
@@ -290,8 +284,6 @@ def _throughput_sentence(root: Path) -> str | None:
 def _rivals_sentence(root: Path) -> str | None:
     """Per corpus under the judged kernel source: the fastest deployable method and Copy-as-Decode's best against
     the best rival (reports/tables/rivals_fastest.csv), or None when the rivals stage has not run here."""
-    from analysis.rivals.methods import parse_method
-
     try:
         fast = outputs.table("rivals_fastest", root / TABLES)
         judged = outputs.metrics("rivals", root / METRICS)["judged_source"]
@@ -437,13 +429,11 @@ BLOCK_INPUTS = (CLAIMS_JSON, METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIM
                 E2E_FROZEN)
 
 
-def _git(root: Path, *args: str) -> str:
-    import subprocess
-
-    try:
-        done = subprocess.run(["git", *args], cwd=root, capture_output=True, check=False)
-    except OSError as exc:
-        raise ParamsError(f"git is not available to read committed outputs: {exc}") from exc
+def _git(root: Path, *args: str) -> bytes:
+    """`git ARGS`'s output in `root` (analysis.pipeline.repo), a failure as a named ParamsError."""
+    done = git(root, *args)
+    if done.error is not None:
+        raise ParamsError(f"git is not available to read committed outputs: {done.error}")
     if done.returncode != 0:
         raise ParamsError(f"git {' '.join(args)} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
     return done.stdout
@@ -473,12 +463,6 @@ def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
     return _git(Path(root), "show", f"{rev}:{README}").decode("utf-8")
 
 
-def committed_stale_lines(scratch: Path, root: Path = Path("."), rev: str = "HEAD") -> list[str]:
-    """`stale_lines` of the README committed at `rev` against the outputs committed at `rev` (extracted into
-    `scratch`): what the tests check, independent of the workspace's fresh outputs."""
-    return stale_lines(committed_readme(root, rev), committed_outputs(scratch, root, rev))
-
-
 def write_readme_results(root: Path = Path(".")) -> Path:
     """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
     path = Path(root) / README
@@ -506,6 +490,12 @@ def gather_timings(root: Path = Path(".")) -> Path | None:
         return None
     write_json(times, root / TIMINGS_REPORT)
     return root / TIMINGS_REPORT
+
+
+# `copydecode readme`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results block (--check: list its "
+        "stale lines, write nothing)")
+READS_WRITES = "reads data/timings and the committed stage outputs; it writes reports/timings.json and README.md"
 
 
 def add_arguments(parser) -> None:

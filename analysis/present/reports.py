@@ -14,21 +14,24 @@ Stage order: run_reports (notebooks -> html -> index). The README's Results bloc
 
 from __future__ import annotations
 
-import ast
 import re
 import time
 from pathlib import Path
 from typing import Any, Mapping
 
 from analysis.errors import CopyDecodeError, ParamsError
-from analysis.pipeline.io import write_text
+from analysis.pipeline.io import write_json, write_text
 from analysis.layout import CLAIMS_JSON, EXECUTED, HTML, INDEX, METRICS, TABLES
 from analysis.present.execution import execute_notebook
 from analysis.present.index import stale_pages_reasons, write_index
 from analysis.present.shell import Page, page, stale_banner
+from analysis.present.templates import REPORTS, TEMPLATES, check_parameters
+from analysis.claims.engine import claims, claims_document
+from analysis.parallel.progress import progress_bar
+from analysis.present.headline import claims_summary
+from analysis.present.pages import anchor, esc
+from analysis.present.provenance import PARAMS_ENV
 
-REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
-           "rivals", "pilot", "serving", "explore")
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
 CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
@@ -36,13 +39,6 @@ REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "b
                  "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
                  "losslessness": ("programs", "roundtrip"), "e2e": (), "rivals": ("rivals",), "pilot": (), "serving": (),
                  "explore": ("programs", "spans")}
-# The report templates: always the project's own notebooks/ (beside this package), never a folder of the
-# run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
-TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"
-# Parameters the stage sets itself (the output root every notebook moves into); not a user parameter.
-INJECTED = ("root",)
-# The value types a report parameter may take (papermill writes each as a Python literal).
-PARAMETER_TYPES = (str, int, float, bool, type(None))
 HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.present.headline's files)
 
 # ---------------------------------------------------------------- one report
@@ -73,58 +69,7 @@ HEADING = re.compile(r"<h([12])>(.*?)</h\1>", flags=re.S)
 def with_heading_ids(body: str) -> str:
     """Each h1/h2 of a page gets its anchor id (analysis.present.pages.anchor), so a claim links to its
     section (paper_claims.json `section`: page#anchor)."""
-    from analysis.present.pages import anchor
-
     return HEADING.sub(lambda m: f"<h{m[1]} id='{anchor(re.sub(r'<[^>]+>', '', m[2]))}'>{m[2]}</h{m[1]}>", body)
-
-
-def template_path(name: str, templates: Path = TEMPLATES) -> Path:
-    source = Path(templates) / f"{name}.ipynb"
-    if not source.is_file():
-        raise ParamsError(f"no report template {source}; known: {', '.join(REPORTS)}")
-    return source
-
-
-def template_parameters(name: str, templates: Path = TEMPLATES) -> tuple[str, ...]:
-    """The names a report template declares in its `parameters` cell (read from the template, the one
-    place they are written), less the ones the stage injects itself (`root`)."""
-    import nbformat
-
-    source = template_path(name, templates)
-    book = nbformat.read(source, as_version=4)
-    cells = [c for c in book.cells if c.cell_type == "code" and "parameters" in c.metadata.get("tags", [])]
-    if not cells:
-        raise ParamsError(f"report template {source} has no cell tagged 'parameters'")
-    try:
-        tree = ast.parse(cells[0].source)
-    except SyntaxError as exc:
-        raise ParamsError(f"report template {source}: the parameters cell is not valid Python ({exc.msg})") from None
-    names = [target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-             for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
-             if isinstance(target, ast.Name)]
-    return tuple(dict.fromkeys(n for n in names if n not in INJECTED))
-
-
-def check_parameters(name: str, parameters: Mapping[str, Any], templates: Path = TEMPLATES) -> dict[str, Any]:
-    """`parameters` for report `name`, refused unless every name is one its template's parameters cell
-    declares and every value a plain scalar: papermill writes each name as code into the notebook, so an
-    unchecked name would run (`x = __import__('os').system(...); y`)."""
-    if not isinstance(parameters, Mapping):
-        raise ParamsError(f"params: reports.parameters.{name} must be a mapping, got {parameters!r}")
-    known = template_parameters(name, templates)
-    unknown = [k for k in parameters if not isinstance(k, str) or k not in known]
-    if unknown:
-        where = ", ".join(repr(k) for k in unknown)
-        injected = [k for k in unknown if k in INJECTED]
-        why = (f"; {', '.join(map(repr, injected))} is set by the stage (the run's output root), not by params"
-               if injected else "")
-        raise ParamsError(f"params: reports.parameters.{name} has unknown parameter{'s' if len(unknown) > 1 else ''} "
-                          f"{where}; the {name} template declares {', '.join(known) or 'none'}{why}")
-    for key, value in parameters.items():
-        if not isinstance(value, PARAMETER_TYPES):
-            raise ParamsError(f"params: reports.parameters.{name}.{key} must be a string, number, true/false or "
-                              f"null, got {type(value).__name__}")
-    return dict(parameters)
 
 
 def page_stale_reasons(name: str, stale: Mapping[str, str]) -> list[str]:
@@ -172,8 +117,6 @@ def missing_input(exc: BaseException) -> str | None:
 
 def not_run_page(name: str, missing: str, root: Path = Path(".")) -> Page:
     """A report page that says which input this run lacks, in place of a half-executed notebook."""
-    from analysis.present.pages import esc
-
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: not run in this run"
     body = (f"<h1>{esc(title)}</h1><p>This report reads a stage output that this run did not build: "
@@ -197,8 +140,6 @@ def failure_reason(exc: BaseException) -> str:
 
 def failed_page(name: str, reason: str, root: Path = Path(".")) -> Page:
     """A report page that says it failed and why, in place of a half-executed notebook."""
-    from analysis.present.pages import esc
-
     (Path(root) / EXECUTED / f"{name}.ipynb").unlink(missing_ok=True)
     title = f"{name}: failed"
     body = f"<h1>{esc(title)}</h1><p>failed: <code>{esc(reason)}</code></p>"
@@ -215,10 +156,6 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
     renders as "failed: <reason>"; the index is written all the same, then ReportError names the pages.
     A progress bar (one step per page, the page being rendered beside it) draws on `progress_to` (stderr)."""
     import os
-
-    from analysis.parallel.progress import progress_bar
-
-    from analysis.present.provenance import PARAMS_ENV
 
     started = time.perf_counter()
     unknown = set(per_report) - set(REPORTS)
@@ -266,9 +203,6 @@ def run_reports(per_report: Mapping[str, Mapping[str, Any]], root: Path = Path("
 def write_claims(root: Path = Path(".")) -> list:
     """reports/claims.json: every claim and scope, evaluated once from the stage outputs under `root`
     (analysis.claims.engine.claims_document); the index, headline.json and the README read it back."""
-    from analysis.claims.engine import claims, claims_document
-    from analysis.pipeline.io import write_json
-
     items = claims(Path(root) / TABLES, Path(root) / METRICS)
     write_json(claims_document(items), Path(root) / CLAIMS_JSON)
     return items
@@ -277,9 +211,6 @@ def write_claims(root: Path = Path(".")) -> list:
 def write_headline(root: Path = Path("."), items: list | None = None) -> Path:
     """reports/metrics/headline.json from the other stages' metrics and tables and the claims
     (analysis.present.headline.claims_summary, the one producer of headline figures)."""
-    from analysis.pipeline.io import write_json
-    from analysis.present.headline import claims_summary
-
     target = Path(root) / HEADLINE
     write_json(claims_summary(Path(root) / TABLES, Path(root) / METRICS, items), target)
     return target

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import ParamsError
+from analysis.present.pages import esc
 
 PAGE_CSS = """
 :root { --ink: #1f2328; --muted: #59636e; --rule: #d0d7de; --accent: #0b5cad; }
@@ -64,8 +65,6 @@ def external_references(text: str) -> list[str]:
 
 
 def page(title: str, body: str, nav: str = "") -> str:
-    from analysis.present.pages import esc
-
     document = (
         "<!doctype html>\n<html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width, initial-scale=1'>"
@@ -80,8 +79,6 @@ def page(title: str, body: str, nav: str = "") -> str:
 
 def stale_banner(reasons: list[str]) -> str:
     """The warning a page built from another corpus's outputs carries at its top."""
-    from analysis.present.pages import esc
-
     if not reasons:
         return ""
     return ("<div class='cd-lead cd-stale'><p><strong>stale: built from another corpus.</strong> "

@@ -25,17 +25,17 @@ import polars as pl
 
 from analysis.errors import CorpusError
 from analysis.layout import E2E_FROZEN, E2E_WIDE
+from analysis.pipeline.runrecord import RUN_JSON, lacking
 from analysis.pooling import POOLED
 from analysis.results.methods import AR, CAD, DECODED, IDEAL, PLD, STANDARD_POLICY, SUFFIX, Method, headline_order
 
 HEVALFIX_POOL = "HEvalFix"  # kernels_profile.e2e.summary.HEVALFIX_POOL
-FROZEN_FILES = ("run.json", "metrics.json", "e2e_speedup.csv", "e2e_pooled.csv", "e2e_cases.csv")
+FROZEN_FILES = (RUN_JSON, "metrics.json", "e2e_speedup.csv", "e2e_pooled.csv", "e2e_cases.csv")
 POOLED_COLUMNS = ("model", "pool", "method", "label", "cases", "ar_seconds", "seconds", "speedup_pooled", "ci_low",
                   "ci_high", "prompt_seconds", "speedup_with_prompt", "predicted_pooled", "abs_error")
 SPEEDUP_COLUMNS = ("model", "corpus", "method", "cases", "speedup_total", "speedup_with_prompt", "abs_error_total")
 CASE_COLUMNS = ("model", "corpus", "case_id", "method", "ar_seconds", "seconds", "speedup", "prompt_seconds",
                 "tokens", "forwards", "tokens_per_forward", "accept_hist")
-RUN_FIELDS = ("command", "commit", "started", "ended", "seconds")
 
 
 def not_yet_run(preset: str = E2E_WIDE) -> str:
@@ -168,12 +168,11 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
     if missing:
         raise CorpusError(f"e2e: frozen run {folder} lacks {', '.join(missing)}")
     try:
-        run, metrics = (json.loads((folder / name).read_text()) for name in ("run.json", "metrics.json"))
+        run, metrics = (json.loads((folder / name).read_text()) for name in (RUN_JSON, "metrics.json"))
     except json.JSONDecodeError as exc:
         raise CorpusError(f"e2e: frozen run {folder} has an unreadable JSON file: {exc}") from exc
-    lacking = [k for k in RUN_FIELDS if k not in run]
-    if lacking:
-        raise CorpusError(f"e2e: frozen run {folder / 'run.json'} lacks {', '.join(lacking)}")
+    if lacking(run):
+        raise CorpusError(f"e2e: frozen run {folder / RUN_JSON} lacks {', '.join(lacking(run))}")
     frames = {name: pl.read_csv(folder / f"{name}.csv", infer_schema_length=None)
               for name in ("e2e_speedup", "e2e_pooled", "e2e_cases")}
     wanted = {"e2e_speedup": SPEEDUP_COLUMNS, "e2e_pooled": POOLED_COLUMNS, "e2e_cases": CASE_COLUMNS}

@@ -12,6 +12,7 @@ import polars as pl
 from analysis.errors import CorpusError, MissingOutputError, ParamsError
 from analysis.layout import CASES, LATENCY_MODEL, METRICS, TABLES
 from analysis.pooling import framing_filter, framing_view, is_single_framing
+from analysis.pipeline.io import read_parquet
 
 BOUNDS_COLUMNS = ("kernel_source", "pooling", "extrapolated_spans")
 
@@ -46,8 +47,6 @@ def metrics(name: str, root: Path = METRICS) -> dict:
 
 def read_parquet_output(path: Path, stage: str) -> pl.DataFrame:
     """A stage's parquet output (data/...), or a ParamsError naming the stage that writes it."""
-    from analysis.pipeline.io import read_parquet
-
     return read_parquet(path, stage, ParamsError)
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import io
 import json
 import math
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -25,6 +24,7 @@ from typing import Iterator
 import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError
+from analysis.pipeline.repo import git
 from analysis.layout import (CASE_COSTS, CASES, E2E_MEASUREMENTS, PER_CASE, PERCASE, PERTURB_RESULTS, PILOT_RECORDS,
                              PROGRAMS, SPANS)
 
@@ -88,12 +88,8 @@ def read_table(name: str, root: Path = Path(".")) -> pl.DataFrame:
 
 def committed_bytes(path: Path, rev: str, repo: Path = Path(".")) -> bytes | None:
     """The bytes of the tracked file `path` at git revision `rev` (`git show`), None when it has none."""
-    try:
-        done = subprocess.run(["git", "show", f"{rev}:{Path(path).as_posix()}"], cwd=repo, capture_output=True,
-                              check=False)
-    except OSError:
-        return None
-    return done.stdout if done.returncode == 0 else None
+    done = git(repo, "show", f"{rev}:{Path(path).as_posix()}")
+    return done.stdout if done.ok else None
 
 
 def committed_at(name: str, rev: str, repo: Path = Path(".")) -> pl.DataFrame | None:

@@ -44,6 +44,13 @@ class BoundsSettings:
     bootstrap: Bootstrap
 
 
+# `copydecode bounds`: its help line and what it reads and writes (the CLI's --help)
+HELP = "closed-form speedup bounds with bootstrap CIs"
+READS_WRITES = ("reads data/spans/spans.parquet and reports/kernels/latency_model.json; writes "
+                "data/bounds/case_costs.parquet, reports/tables/bounds*.*, reports/figures/bounds.{png,svg}, "
+                "reports/metrics/bounds.json")
+
+
 def settings(params: dict) -> BoundsSettings:
     p = params
     return BoundsSettings(

@@ -24,7 +24,30 @@ from analysis.pipeline.io import remove_output, write_json, write_parquet, write
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
 from analysis.parallel.shards import CASE_ROW_GROUP, ShardWriter
 from analysis.parallel.progress import timed
-from analysis.corpora.settings import CommandLine, CorporaSettings, configured_corpora, settings  # noqa: F401 (the CLI's and bench's)
+from analysis.corpora.settings import CorporaSettings, settings  # noqa: F401 (settings: the CLI's)
+
+# `copydecode corpora`: its help line and what it reads and writes (the CLI's --help)
+HELP = "build data/corpora/cases.parquet"
+READS_WRITES = ("reads the corpora in params `corpora` (and --pairs/--repo); writes data/corpora/cases.parquet, "
+                "data/corpora/probeedit_edits.parquet, data/corpora/commits/, "
+                "reports/tables/commit_repositories.{csv,md}, reports/metrics/corpora.json")
+
+
+def add_arguments(parser) -> None:
+    """`corpora`'s own options (settings(params, pairs, repo, only, language, name))."""
+    parser.add_argument("--pairs", action="append", metavar="FILE",
+                        help="also read this edit-pairs file (JSON Lines or Parquet; fields source, target)")
+    parser.add_argument("--repo", action="append", metavar="PATH",
+                        help="also mine this git repository or bundle for one-file commits (language: --language)")
+    parser.add_argument("--only", nargs="?", const=True, default=False, metavar="KIND,...",
+                        help="build only the --pairs/--repo inputs, none of the corpora configured in params; with "
+                             "KIND,... also those configured kinds (humanevalpack, probeedit, commits, pairs, "
+                             "datasets), e.g. --only datasets builds just params corpora.datasets")
+    parser.add_argument("--language", default=None,
+                        help="language of the --repo inputs (python, js, ...; default python) and of --pairs "
+                             "records without a language field")
+    parser.add_argument("--name", default=None,
+                        help="corpus name of the one --pairs or --repo input (default: from the file or folder name)")
 
 
 def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tuple[list[Case], pl.DataFrame | None, list[dict]]]:
@@ -41,20 +64,6 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
         yield build.cases, build.tables.get("probeedit_edits"), origins
-
-
-def build_cases(s: CorporaSettings, seconds: dict | None = None) -> tuple[list[Case], pl.DataFrame, list[dict]]:
-    """All cases, the ProbeEdit-S edit table (empty when disabled) and one origin record per corpus."""
-    cases: list[Case] = []
-    origins: list[dict] = []
-    edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
-    for built, table, reports in iter_builds(s, seconds):
-        cases += built
-        origins += reports
-        edits = edits if table is None else table
-    if not cases:
-        raise CorpusError("the selected corpora hold no case; nothing to analyse")
-    return cases, edits, origins
 
 
 @dataclass
@@ -119,12 +128,6 @@ def remove_stale_commit_shards(names: list[str]) -> None:
     for stale in COMMIT_CASES.glob("*.parquet"):
         if stale.name not in wanted and not stale.name.startswith("."):
             remove_output(stale)
-
-
-def write_commit_shards(frame: pl.DataFrame) -> None:
-    """The per-repository files of a whole cases table; files of repositories not in it are removed."""
-    remove_stale_commit_shards(commit_corpora(frame))
-    write_commit_shard(frame)
 
 
 def run(s: CorporaSettings) -> dict:

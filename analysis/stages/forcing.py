@@ -26,6 +26,7 @@ from analysis.pipeline.config import tokenizer_spec
 from analysis.pipeline.io import write_json, write_parquet, write_table
 from analysis.pipeline.params import get, positive_int
 from analysis.text.tokens import load_tokenizer
+from analysis.grammar.llg import StepMasks, ll_tokenizer, suite_pieces
 
 ALL = "all corpora"
 TABLE = TABLES / "grammar_forcing"
@@ -36,6 +37,13 @@ class ForcingSettings:
     tokenizer: str
     eos_token: str      # the text of the tokenizer's EOS token, which ends every program
     limit: int          # programs per corpus, 0: all of them (a smaller number is a rehearsal)
+
+
+# `copydecode forcing`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("llguidance under each source's forced-span grammar: does it fast-forward every copy of every line-level "
+        "oracle program?")
+READS_WRITES = ("reads cases and programs; writes data/grammar/forcing_spans.parquet, "
+                "reports/tables/grammar_forcing.*, reports/metrics/grammar_forcing.json")
 
 
 def settings(params: dict) -> ForcingSettings:
@@ -88,8 +96,6 @@ def summary_row(corpus: str, checks: list[tuple[dict, ProgramCheck]], spans: pl.
 
 
 def run(s: ForcingSettings) -> dict:
-    from analysis.grammar.llg import StepMasks, ll_tokenizer, suite_pieces
-
     with timed("forcing"):
         tokenizer = load_tokenizer(s.tokenizer)
         eos = eos_id(tokenizer, s.eos_token)

@@ -23,6 +23,12 @@ class FormatsSettings:
     udiff_context: int
 
 
+# `copydecode formats`: its help line and what it reads and writes (the CLI's --help)
+HELP = "edit-format token cost and token-boundary splices"
+READS_WRITES = ("reads cases and programs; writes reports/tables/edit_formats.*, "
+                "reports/tables/token_boundaries.*, reports/metrics/formats.json")
+
+
 def settings(params: dict) -> FormatsSettings:
     return FormatsSettings(tokenizer_spec(params), positive_int(params, "formats.udiff_context", minimum=0))
 

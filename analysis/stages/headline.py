@@ -19,6 +19,12 @@ class HeadlineStageSettings:
     kernel_sources: tuple[str, ...]         # params `kernel.sources` (the paper's curve is a row when `paper` is one)
 
 
+# `copydecode headline`: its help line and what it reads and writes (the CLI's --help)
+HELP = "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"
+READS_WRITES = ("reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
+                "reports/metrics/roundtrip.json; writes metrics/*.json")
+
+
 def settings(params: dict) -> HeadlineStageSettings:
     known_keys(params, "headline", [f.name for f in fields(HeadlineSettings)])
     framing = get(params, "headline.framing", str)

@@ -40,86 +40,29 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.corpora import humanevalpack
-from analysis.bounds import CostSettings, bounds_table, case_costs, fixed_cost_settings, fixed_price
-from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
+from analysis.bounds import bounds_table, case_costs, fixed_price
 from analysis.errors import ParamsError
-from analysis.pipeline.io import write_json, write_table
+from analysis.layout import METRICS, TABLES
 from analysis.latency.model import LatencyModel
-from analysis.layout import LEVELS, METRICS, TABLES
-from analysis.pooling import MEAN_OF_CORPORA, framing_filter, pooled_groups
-from analysis.oracle.optimal import (
-    CostModel,
-    TokenizerDirectives,
-    optimal_program,
-    program_span_rows,
-)
-from analysis.oracle.covmax import token_oracle
-from analysis.parallel.workers import ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.pipeline.params import choice, choices, number_list
-from analysis.grammar.program import Program, parse
-from analysis.parallel.shards import Spill, shard_cases
-from analysis.latency.sources import AR_LOOPS, KernelSettings, kernel_settings, kernels_for, names_from_params
-from analysis.parallel.progress import progress, timed
-from analysis.parallel.tables import joined_programs, program_shards
-from analysis.text.tokens import TokenizedText, load_tokenizer
+from analysis.latency.sources import kernels_for
+from analysis.oracle.optimal import CostModel, TokenizerDirectives, dp_cost
+from analysis.oracle.settings import OptimalSettings, settings  # noqa: F401 (the CLI's settings(params))
+from analysis.oracle.span_frames import OracleCase, oracle_cases, parallel_span_frame
+from analysis.parallel.progress import timed
+from analysis.parallel.shards import Spill
+from analysis.parallel.tables import program_shards
+from analysis.parallel.workers import cluster_session
+from analysis.pipeline.io import write_json, write_table
+from analysis.pooling import MEAN_OF_CORPORA, pooled_groups
+from analysis.text.tokens import load_tokenizer
 
-SPAN_COLUMNS = {"case_id": pl.String, "corpus": pl.String, "framing": pl.String, "level": pl.String,
-                "op_index": pl.Int64, "kind": pl.String, "n_tokens": pl.Int64, "n_tokens_src": pl.Int64,
-                "directive_tokens": pl.Int64}
 TABLE_KEYS = ["kernel_source", "baseline", "level", "corpus", "framing", "pooling"]
 
 
-@dataclass(frozen=True)
-class OptimalSettings:
-    tokenizer: str
-    kernel_sources: tuple[str, ...]   # params optimal.kernel_sources (each adds a DP run)
-    baseline: str
-    kernel: KernelSettings            # params `kernel`: the fitted model `fit` stands for
-    cost: CostSettings                # the bounds' price at bounds.context (fixed_cost_settings)
-    levels: tuple[str, ...]
-    framings: tuple[str, ...]
-    min_copies: tuple[int, ...]
-    bootstrap: Bootstrap
-    parallel: ParallelSettings
-    shard_cases: int
-
-
-def settings(params: dict) -> OptimalSettings:
-    p = params
-    min_copies = number_list(p, "optimal.min_copies", lo=1, integer=True, distinct=True)
-    return OptimalSettings(
-        tokenizer=tokenizer_spec(p),
-        kernel_sources=names_from_params(p, "optimal.kernel_sources"),
-        baseline=choice(p, "optimal.baseline", AR_LOOPS),
-        kernel=kernel_settings(p),
-        cost=fixed_cost_settings(p),
-        levels=choices(p, "optimal.levels", LEVELS),
-        framings=choices(p, "optimal.framings", humanevalpack.FRAMINGS),
-        min_copies=min_copies,
-        bootstrap=bootstrap_settings(p, "optimal"),
-        parallel=parallel_settings(p),
-        shard_cases=shard_cases(p),
-    )
-
-
-# ---------------------------------------------------------------- cases and span frames
-
-@dataclass(frozen=True)
-class OracleCase:
-    """One case with its gold tokenizations and the coverage oracle's program per level."""
-
-    case_id: str
-    corpus: str
-    framing: str
-    source: TokenizedText
-    target: TokenizedText
-    covmax: dict[str, Program]
-
-
-def load_cases(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) -> list[OracleCase]:
-    """Every selected case at once (see `case_shards` for the stage's shard-by-shard read)."""
-    return oracle_cases(joined_programs(), framings, levels, tokenizer)
+# `copydecode optimal`: its help line and what it reads and writes (the CLI's --help)
+HELP = "cost-optimal oracle beside the coverage oracle; token min_copy sweep"
+READS_WRITES = ("reads cases, programs and the latency model; writes reports/tables/optimal.*, "
+                "reports/tables/min_copy_sweep.*, reports/metrics/optimal.json")
 
 
 def case_shards(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer, shard: int):
@@ -128,69 +71,6 @@ def case_shards(framings: tuple[str, ...], levels: tuple[str, ...], tokenizer, s
         cases = oracle_cases(table, framings, levels, tokenizer)
         if cases:
             yield cases
-
-
-def oracle_cases(table: pl.DataFrame, framings: tuple[str, ...], levels: tuple[str, ...], tokenizer) -> list[OracleCase]:
-    """OracleCases of joined programs (`joined_programs` rows) at the framings and levels."""
-    table = table.filter(pl.any_horizontal(framing_filter(f) for f in framings) & pl.col("level").is_in(levels))
-    per_case = (table.sort("corpus", "framing", "case_id", "level")
-                .group_by("case_id", "framing", maintain_order=True)
-                .agg(pl.col("corpus").first(), pl.col("source").first(), pl.col("target").first(),
-                     pl.col("level"), pl.col("program")))
-    incomplete = per_case.filter(pl.col("level").list.len() != len(levels))
-    if incomplete.height:
-        raise ParamsError(f"programs table lacks a level of {list(levels)} for case {incomplete['case_id'][0]!r} "
-                          f"({incomplete['framing'][0]}); rerun `copydecode programs`")
-    sources = tokenizer.encode_many(per_case["source"].to_list())
-    targets = tokenizer.encode_many(per_case["target"].to_list())
-    return [OracleCase(r["case_id"], r["corpus"], r["framing"], src, tgt,
-                       {lv: parse(text) for lv, text in zip(r["level"], r["program"])})
-            for r, src, tgt in zip(per_case.iter_rows(named=True), sources, targets)]
-
-
-def span_columns(entries, directives) -> dict[str, list]:
-    """Span rows (the bound's input) of (case, level, program) entries, as columns."""
-    columns: dict[str, list] = {name: [] for name in SPAN_COLUMNS}
-    for case, level, program in entries:
-        for row in program_span_rows(program, case.source, case.target, directives):
-            for key, value in (("case_id", case.case_id), ("corpus", case.corpus), ("framing", case.framing),
-                               ("level", level), ("op_index", row.op_index), ("kind", row.kind),
-                               ("n_tokens", row.n_tokens), ("n_tokens_src", row.n_tokens_src),
-                               ("directive_tokens", row.directive_tokens)):
-                columns[key].append(value)
-    return columns
-
-
-def chunk_span_columns(chunk, levels: tuple[str, ...], oracle: str, param, directives) -> list[dict[str, list]]:
-    """Span columns of a chunk of cases for one oracle: "covmax" (the programs stage's programs),
-    "token_oracle" (param = min_copy) or "optimal" (param = the CostModel)."""
-    entries = []
-    for case in progress(chunk, f"{oracle} programs", len(chunk)):
-        for level in levels:
-            if oracle == "covmax":
-                program = case.covmax[level]
-            elif oracle == "token_oracle":
-                program = token_oracle(case.source, case.target, param)
-            else:
-                program = optimal_program(level, case.source, case.target, param, directives).program
-            entries.append((case, level, program))
-    return [span_columns(entries, directives)]
-
-
-def parallel_span_frame(cases: list[OracleCase], levels: tuple[str, ...], oracle: str, param, directives,
-                        parallel: ParallelSettings) -> pl.DataFrame:
-    """The span rows of one oracle's programs for every case, computed over chunks of cases (in order)."""
-    parts = map_cases(chunk_span_columns, cases, parallel, levels, oracle, param, directives,
-                      desc=f"{oracle} programs")
-    columns = {name: [v for part in parts for v in part[name]] for name in SPAN_COLUMNS}
-    return pl.DataFrame(columns, schema=SPAN_COLUMNS)
-
-
-def dp_cost(model: LatencyModel, cost: CostSettings) -> CostModel:
-    """The DP's input: the bounds' price at its one context (`analysis.bounds.fixed_price`), directive
-    tokens at the decoded token's price (the overhead variant)."""
-    price = fixed_price(model, cost)
-    return CostModel(price.step, price.prefill, t_overhead=price.overhead)
 
 
 # ---------------------------------------------------------------- summaries
@@ -223,7 +103,8 @@ class PerCase:
     @classmethod
     def of(cls, spans: pl.DataFrame, model: LatencyModel, s: OptimalSettings) -> "PerCase":
         # the price the DP minimises, the bounds' own (s.cost)
-        return cls([case_costs(spans, model, s.cost)], [copy_span_counts(spans)])
+        return cls([case_costs(spans, model, s.cost)],
+                   [copy_span_counts(spans)])
 
     def add(self, other: "PerCase") -> "PerCase":
         self.costs += other.costs
@@ -399,7 +280,8 @@ def run(s: OptimalSettings) -> dict:
             sweep = pl.concat(sweeps).select(*keys, pl.exclude(keys)).sort(keys, nulls_last=True)
             write_table(sweep, TABLES / "min_copy_sweep", digits=4)
     write_json({**optimal_metrics(table, sweep), "model": s.kernel.model, "dtype": s.kernel.dtype,
-                "device": s.kernel.device, "latency_form": s.kernel.latency_form, "context": s.cost.context, "step_cost": s.cost.step_cost, "baseline": s.baseline,
+                "device": s.kernel.device, "latency_form": s.kernel.latency_form, "context": s.cost.context,
+                "step_cost": s.cost.step_cost, "baseline": s.baseline,
                 "n_cases": n_cases, "framings": list(s.framings)},
                METRICS / "optimal.json")
     return {"cases": n_cases, "rows": table.height, "sweep_rows": 0 if sweep is None else sweep.height,

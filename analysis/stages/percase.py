@@ -30,6 +30,14 @@ class PerCaseSettings:
     compression_level: int  # zstd level of the committed copies (1-22; higher is smaller and slower)
 
 
+# `copydecode percase`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("copy the run's per-case tables into reports/percase/ (committed), with samples.jsonl: one line per case "
+        "and method")
+READS_WRITES = ("reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, "
+                "perturbation, e2e measurements, pilot records; any may be absent); writes "
+                "reports/percase/*.parquet, reports/percase/samples.jsonl and reports/percase/manifest.json")
+
+
 def settings(params: dict) -> PerCaseSettings:
     known_keys(params, "percase", ["compression_level"])
     level = get(params, "percase.compression_level", int)

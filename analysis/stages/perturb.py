@@ -53,6 +53,12 @@ class PerturbSettings:
     shard_cases: int
 
 
+# `copydecode perturb`: its help line and what it reads and writes (the CLI's --help)
+HELP = "EM under off-by-one span noise"
+READS_WRITES = ("reads cases and programs; writes data/perturb/results.parquet, reports/tables/perturbation*.*, "
+                "reports/figures/perturbation.{png,svg}, reports/metrics/perturbation.json")
+
+
 def settings(params: dict) -> PerturbSettings:
     p = params
     first, count = get(p, "perturb.seed", int), positive_int(p, "perturb.seeds")

@@ -13,14 +13,22 @@ from typing import Any
 from analysis.errors import ParamsError
 from analysis.pipeline.params import DEFAULT_PARAMS, get
 from analysis.results.outputs import require_outputs
-from analysis.present.reports import REPORTS, check_parameters, run_reports
+from analysis.present.reports import run_reports
+from analysis.present.templates import REPORTS, check_parameters
 from analysis.parallel.progress import kernel_noise_filtered, timed
+from analysis.layout import CASES
 
 
 @dataclass(frozen=True)
 class ReportsSettings:
     parameters: dict[str, dict[str, Any]]  # report name -> papermill parameters
     params_path: Path                      # the params file, hashed into each report's provenance
+
+
+# `copydecode reports`: its help line and what it reads and writes (the CLI's --help)
+HELP = "render the papermill reports into reports/ (html, notebooks, index)"
+READS_WRITES = ("reads every stage's tables and metrics; writes reports/html/, reports/notebooks/, "
+                "reports/index.html, reports/metrics/headline.json, reports/claims.json")
 
 
 def settings(params: dict, params_path: str | Path = DEFAULT_PARAMS) -> ReportsSettings:
@@ -43,8 +51,6 @@ def explore_case(parameters: dict[str, dict[str, Any]]) -> dict[str, dict[str, A
     import sys
 
     import polars as pl
-
-    from analysis.layout import CASES
 
     want = dict(parameters.get("explore") or {})
     if not CASES.is_file() or "case_id" not in want:

@@ -31,7 +31,7 @@ from analysis.corpora import humanevalpack
 from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
-from analysis.latency.sources import Kernel, kernel_settings, kernels_for, paired_kernel, parse_name
+from analysis.latency.sources import Kernel, kernel_settings, kernels_for, names_from_params, paired_kernel, parse_name
 from analysis.layout import FIGURES, METRICS, RIVALS_FORWARDS, RIVALS_PERCASE, TABLES
 from analysis.parallel.progress import progress, timed
 from analysis.parallel.tables import joined_programs
@@ -40,8 +40,9 @@ from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_sp
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.pipeline.params import choice, get, known_keys, positive_int
 from analysis.pooling import pool_rows
+from analysis.present import charts
 from analysis.rivals.forced import ForcedCounter
-from analysis.rivals.methods import PLD_POLICIES, SUFFIX_CACHE, Method, vocabulary
+from analysis.rivals.methods import PLD_POLICIES, SUFFIX_CACHE, Method, parse_method, vocabulary
 from analysis.rivals.pld import NGRAM_LIMIT
 from analysis.rivals.pricing import price
 from analysis.rivals.simulate import CaseInput, DraftSettings, forward_row, method_forwards
@@ -50,6 +51,12 @@ from analysis.rivals.table import fastest, headline_pairs, percase_speedups, poo
 from analysis.serving.forwards import FORWARDS_SCHEMA, check_forwards
 from analysis.text.lines import split_lines
 from analysis.text.tokens import load_tokenizer
+
+HELP = ("Copy-as-Decode against prompt lookup, suffix decoding and edit formats: each method's forwards per case, "
+        "priced under every kernel source")
+READS_WRITES = ("reads cases, programs and reports/kernels/latency_model.json (params rivals, bounds); writes "
+                "data/rivals/forwards.parquet, data/rivals/percase.parquet, reports/tables/rivals*.*, "
+                "reports/figures/rivals.{png,svg}, reports/metrics/rivals.json")
 
 GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "pld", "suffix", "bootstrap_resamples",
               "seed", "ci")
@@ -149,8 +156,6 @@ def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
 def settings(params: dict) -> RivalsSettings:
     known_keys(params, "rivals", GROUP_KEYS)
     base = kernel_settings(params)
-    from analysis.latency.sources import names_from_params
-
     sources = names_from_params(params, "rivals.kernel_sources")
     estimates = _estimates(params, sources)
     judged = get(params, "rivals.judged_source", str)
@@ -198,8 +203,6 @@ def case_input(row: dict, tokenizer, directives: DirectiveCounter, overhead: int
 def simulate_chunk(chunk, tokenizer, overhead: int, udiff_context: int, drafts: DraftSettings,
                    names: tuple[str, ...]) -> list[dict]:
     """The forwards rows of a chunk of cases (every method but the cross-request suffix cache)."""
-    from analysis.rivals.methods import parse_method
-
     directives = DirectiveCounter(tokenizer)
     rows = []
     for row in progress(chunk, "rivals", len(chunk)):
@@ -212,8 +215,6 @@ def simulate_chunk(chunk, tokenizer, overhead: int, udiff_context: int, drafts: 
 def cached_suffix_rows(cases: pl.DataFrame, s: RivalsSettings, tokenizer) -> list[dict]:
     """suffix-cache: one response cache per corpus, cases in case-id order (serial: each request sees the
     outputs of the ones before it)."""
-    from analysis.rivals.methods import parse_method
-
     method, rows = parse_method(SUFFIX_CACHE), []
     directives = DirectiveCounter(tokenizer)
     for _, group in cases.sort("corpus", "case_id").group_by("corpus", maintain_order=True):
@@ -275,8 +276,6 @@ def kernel_notes(s: RivalsSettings) -> dict[str, str]:
 
 
 def run(s: RivalsSettings) -> dict:
-    from analysis.present import charts
-
     with timed("rivals"):
         tokenizer = load_tokenizer(s.tokenizer)
         forwards = simulate(s, tokenizer)

@@ -53,6 +53,11 @@ class RoundtripSettings:
     shard_cases: int
 
 
+# `copydecode roundtrip`: its help line and what it reads and writes (the CLI's --help)
+HELP = "check resolve(oracle) == target for every case"
+READS_WRITES = "reads cases and programs; writes reports/metrics/roundtrip.json"
+
+
 def settings(params: dict) -> RoundtripSettings:
     return RoundtripSettings(tokenizer_spec(params), parallel_settings(params), shard_cases(params))
 

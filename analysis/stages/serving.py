@@ -93,6 +93,12 @@ def methods_of(params: dict) -> Methods:
     return Methods({str(k): v for k, v in roles.items()}, families, frozenset(speculative)).validate()
 
 
+# `copydecode serving simulate`: its help line and what it reads and writes (the CLI's --help)
+HELP = "continuous-batching simulation of the corpora's edits per method, priced by the step-cost model"
+READS_WRITES = ("reads data/rivals/forwards.parquet and reports/kernels/step_cost.json (params serving); writes "
+                "data/serving/*.parquet, reports/tables/serving*.*, reports/metrics/serving.json")
+
+
 def settings(params: dict) -> ServingSettings:
     known_keys(params, "serving", GROUP_KEYS)
     known_keys(params, "serving.replay", REPLAY_KEYS)

@@ -13,22 +13,20 @@ from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_sp
 from analysis.pipeline.digest import parquet_metadata
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import CASES, FIGURES, LEVELS, METRICS, PER_CASE, PROGRAMS, SPANS, TABLES
-from analysis.parallel.workers import SERIAL, ParallelSettings, cluster_session, map_cases, parallel_settings
-from analysis.pipeline.params import choice, positive_int
-from analysis.grammar.program import parse
+from analysis.parallel.workers import ParallelSettings, cluster_session, parallel_settings
+from analysis.pipeline.params import choice
 from analysis.coverage.spans import (
     SPANS_SCHEMA,
-    DirectiveCounter,
+    build_spans,
     coverage_table,
     histogram_from_counts,
     merge_per_case,
     per_case_coverage,
-    program_spans,
-    prompt_tokens,
+    prompt_overhead_tokens,
     span_bin_counts,
 )
 from analysis.parallel.shards import ShardWriter, Spill, shard_cases
-from analysis.parallel.progress import progress, timed
+from analysis.parallel.progress import timed
 from analysis.parallel.tables import case_shards, program_shards
 from analysis.text.tokens import (
     count_split_boundaries,
@@ -47,40 +45,22 @@ class SpansSettings:
     shard_cases: int
 
 
+# `copydecode spans`: its help line and what it reads and writes (the CLI's --help)
+HELP = "span table, coverage with bootstrap CIs, histograms"
+READS_WRITES = ("reads cases and programs; writes data/spans/*.parquet, reports/tables/coverage.*, "
+                "reports/tables/span_histogram.*, reports/tables/line_boundaries_inside_tokens.*, "
+                "reports/figures/span_histogram_*.{png,svg}, reports/metrics/coverage.json")
+
+
 def settings(params: dict) -> SpansSettings:
     return SpansSettings(
         tokenizer=tokenizer_spec(params),
         bootstrap=bootstrap_settings(params, "spans"),
         chart_framing=choice(params, "spans.chart_framing", humanevalpack.FRAMINGS),
-        prompt_overhead_tokens=positive_int(params, "spans.prompt_overhead_tokens", minimum=0),
+        prompt_overhead_tokens=prompt_overhead_tokens(params),
         parallel=parallel_settings(params),
         shard_cases=shard_cases(params),
     )
-
-
-def build_spans(table: pl.DataFrame, tokenizer, prompt_overhead_tokens: int = 0,
-                parallel: ParallelSettings = SERIAL) -> pl.DataFrame:
-    sources = tokenizer.encode_many(table["source"].to_list())
-    targets = tokenizer.encode_many(table["target"].to_list())
-    rows = list(zip(table.iter_rows(named=True), sources, targets))
-    parts = map_cases(span_columns, rows, parallel, tokenizer, prompt_overhead_tokens, desc="spans")
-    columns = {name: [value for part in parts for value in part[name]] for name in SPANS_SCHEMA}
-    return pl.DataFrame(columns, schema=SPANS_SCHEMA)
-
-
-def span_columns(chunk, tokenizer, prompt_overhead_tokens: int) -> list[dict[str, list]]:
-    """The span columns of a chunk of (program row, source tokens, target tokens), as one part."""
-    directives = DirectiveCounter(tokenizer)  # a memo only: a fresh one per chunk counts the same
-    columns: dict[str, list] = {name: [] for name in SPANS_SCHEMA}
-    for row, src, tgt in progress(chunk, "spans", len(chunk)):
-        prompt = prompt_tokens(src, prompt_overhead_tokens)
-        for span in program_spans(parse(row["program"]), src, tgt, directives):
-            for key in ("case_id", "corpus", "language", "framing", "level"):
-                columns[key].append(row[key])
-            for key in ("op_index", "kind", "n_tokens", "n_tokens_src", "n_lines", "directive_tokens"):
-                columns[key].append(getattr(span, key))
-            columns["prompt_tokens"].append(prompt)
-    return [columns]
 
 
 def boundary_counts(shards: Iterable[pl.DataFrame], tokenizer) -> pl.DataFrame:

@@ -29,13 +29,14 @@ returns exactly what `encode` returns.
 from __future__ import annotations
 
 import importlib.util
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 from pathlib import Path
 
 from analysis.errors import TokenizerError
+from analysis.text.lines import split_lines
 
 DEFAULT_TOKENIZER = "qwen2.5"
 
@@ -285,18 +286,10 @@ def _load_tokenizer(spec: str) -> Tokenizer:
 
 def line_byte_starts(text: str) -> list[int]:
     """Byte offset where each line starts (lines as in analysis.text.lines), plus the total at the end."""
-    from analysis.text.lines import split_lines
-
     lines = split_lines(text)
     if text.isascii():  # bytes and characters coincide
         return list(accumulate(map(len, lines), initial=0))
     return list(accumulate((len(line.encode("utf-8")) for line in lines), initial=0))
-
-
-def token_lines(tok: TokenizedText) -> list[int]:
-    """0-based line index of each token: the line holding the token's first byte."""
-    starts = line_byte_starts(tok.text)
-    return [bisect_right(starts, b) - 1 for b in tok.byte_bounds[:-1]]
 
 
 def tokens_per_line(tok: TokenizedText) -> list[int]:

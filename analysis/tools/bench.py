@@ -8,10 +8,13 @@ number of mined cases takes them evenly spaced over the mining order (every repo
 first one's oldest commits), so a small run's per-case time stands for the whole mix. For each worker
 count the three steps run on the whole corpus in this process's pool, timed separately:
 
-  programs  analysis.stages.programs.oracle_programs (tokenization + line and token oracles)
-  spans     analysis.stages.spans.build_spans on those programs
-  optimal   the cost-optimal line and token programs (analysis.stages.optimal, `optimal.baseline`'s
+  programs  analysis.oracle.programs.oracle_programs (tokenization + line and token oracles)
+  spans     analysis.coverage.spans.build_spans on those programs
+  optimal   the cost-optimal line and token programs (analysis.oracle.span_frames, `optimal.baseline`'s
             fitted kernel at `bounds.context`) and their span rows
+
+It runs the stages' own domain functions on their own settings (analysis.corpora.settings,
+analysis.oracle.settings, programs.token_min_copy, spans.prompt_overhead_tokens), and imports no stage.
 
 The steps run shard by shard (`parallel.shard_cases` cases at a time, analysis.parallel.shards), as the stages
 do, so the peak memory is that of one shard's work, not of the whole corpus.
@@ -51,6 +54,7 @@ Writes reports/bench/throughput.json and .md (`--out` to change the folder).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import multiprocessing
 import os
@@ -63,19 +67,28 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora import registry
+from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora.settings import CorporaSettings
-from analysis.stages.optimal import OptimalSettings
-from analysis.pipeline.config import tokenizer_spec
+from analysis.corpora.settings import settings as corpora_settings
+from analysis.coverage.spans import build_spans, prompt_overhead_tokens
 from analysis.errors import ParamsError
-from analysis.pipeline.io import markdown_table, write_json, write_text
-from analysis.layout import BENCH_DIR
-from analysis.parallel.workers import ParallelSettings, check_parallel, cluster_session, parallel_settings
-from analysis.pipeline.params import get, number_list
 from analysis.grammar.program import parse
+from analysis.latency.names import FIT_SOURCE
+from analysis.latency.sources import kernels_for
+from analysis.layout import BENCH_DIR
+from analysis.oracle.optimal import TokenizerDirectives, dp_cost
+from analysis.oracle.programs import oracle_programs, token_min_copy
+from analysis.oracle.settings import OptimalSettings
+from analysis.oracle.settings import settings as optimal_settings
+from analysis.oracle.span_frames import OracleCase, parallel_span_frame
 from analysis.parallel.shards import shard_cases
-
+from analysis.parallel.workers import (SERIAL, ParallelSettings, check_parallel, cluster_session, map_cases,
+                                       parallel_settings)
+from analysis.pipeline.config import tokenizer_spec
+from analysis.pipeline.io import markdown_table, write_json, write_text
+from analysis.pipeline.params import get, number_list
+from analysis.text.tokens import load_tokenizer
 
 STEPS = ("programs", "spans", "optimal")
 EXTRAPOLATE_CASES = 1_000_000
@@ -174,15 +187,13 @@ def _load_in_worker(chunk, tokenizer) -> list[int]:
     return [len(tokenizer.encode("x = 1\n").ids) for _ in chunk]
 
 
-STEP_MODULES = ("analysis.stages.programs", "analysis.stages.spans", "analysis.stages.optimal")
+STEP_MODULES = ("analysis.oracle.programs", "analysis.coverage.spans", "analysis.oracle.span_frames")
 
 
 def start_pool(parallel: ParallelSettings, tokenizer) -> float | None:
     """Start the workers (the steps' imports, the tokenizer loaded by spec) before the timed steps, so a step's
     time is its work and the chunks' transfer, not the pool's start; returns the seconds it took
     (None at 1 worker: no pool)."""
-    from analysis.parallel.workers import map_cases
-
     if parallel.serial:
         return None
     t0 = time.perf_counter()
@@ -207,13 +218,6 @@ def run_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, t
 def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, tokenizer,
                 cpu: dict[str, float] | None = None) -> dict[str, float]:
     """Seconds of each step over one shard of cases (this process's CPU seconds added to `cpu`)."""
-    from analysis.oracle.optimal import TokenizerDirectives
-    from analysis.latency.names import FIT_SOURCE
-    from analysis.latency.sources import kernels_for
-    from analysis.stages import optimal as optimal_stage
-    from analysis.stages.programs import oracle_programs
-    from analysis.stages.spans import build_spans
-
     seconds: dict[str, float] = {}
     cpu = {} if cpu is None else cpu
     c0, t0 = time.process_time(), time.perf_counter()
@@ -229,15 +233,15 @@ def shard_steps(cases: list[Case], s: BenchSettings, parallel: ParallelSettings,
     o = s.optimal
     c0, t0 = time.process_time(), time.perf_counter()
     kernel, = kernels_for(o.kernel, (FIT_SOURCE,), [o.baseline])
-    cost = optimal_stage.dp_cost(kernel.model, o.cost)
+    cost = dp_cost(kernel.model, o.cost)
     directives = TokenizerDirectives(tokenizer)
     sources = tokenizer.encode_many([c.source for c in cases])
     targets = tokenizer.encode_many([c.target for c in cases])
     texts = {(r["case_id"], r["level"]): r["program"] for r in programs.iter_rows(named=True)}
-    oracle_cases = [optimal_stage.OracleCase(c.case_id, c.corpus, c.framing, src, tgt,
-                                             {lv: parse(texts[(c.case_id, lv)]) for lv in o.levels})
+    oracle_cases = [OracleCase(c.case_id, c.corpus, c.framing, src, tgt,
+                                {lv: parse(texts[(c.case_id, lv)]) for lv in o.levels})
                     for c, src, tgt in zip(cases, sources, targets)]
-    optimal_stage.parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
+    parallel_span_frame(oracle_cases, o.levels, "optimal", cost, directives, parallel)
     seconds["optimal"] = time.perf_counter() - t0
     cpu["optimal"] = cpu.get("optimal", 0.0) + time.process_time() - c0
     return seconds
@@ -271,16 +275,36 @@ def _int_list(value, what: str) -> tuple[int, ...]:
     return sizes
 
 
+# `copydecode bench throughput`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("cases/s of programs + spans + optimal with 1 and 2 workers, peak memory, 1M-case estimate -> "
+        "reports/bench/throughput.{json,md}")
+READS_WRITES = ("reads the git bundles of params corpora.commits (synthetic cases) and params bench, parallel; "
+                "writes reports/bench/throughput.json and throughput.md")
+DESCRIPTION = f"Throughput of the per-case stages: {HELP}. It {READS_WRITES}."
+
+
+def add_arguments(parser) -> None:
+    """`bench throughput`'s own options (settings(params, cases, jobs, backend, bench_out, memory_sizes))."""
+    parser.add_argument("--cases", type=int, default=None,
+                        help="synthetic cases (default: params bench.cases, 20,000 as shipped)")
+    parser.add_argument("--jobs", default=None, help="worker counts to time, comma-separated (default: params "
+                                                      "bench.jobs, 1,2 as shipped)")
+    parser.add_argument("--backend", default=None,
+                        help="joblib backends, comma-separated: 1 worker once, more workers with each "
+                             "(default: params bench.backends)")
+    parser.add_argument("--memory-sizes", default=None, dest="memory_sizes",
+                        help="case counts whose peak memory is measured in a fresh process, comma-separated, "
+                             "or none (default: params bench.memory_sizes)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="bench_out", metavar="DIR",
+                        help="output folder (default reports/bench; `copydecode --out DIR bench throughput` "
+                             "writes DIR/reports/bench)")
+
+
 def settings(params: dict, cases: int | None, jobs: str | None, backend: str | None,
              bench_out: str | Path | None = None, memory_sizes: str | None = None) -> BenchSettings:
     """The command line's --cases/--jobs/--backend/--out/--memory-sizes (params bench.* where absent),
-    and what the timed steps read from params (through the programs, spans, corpora and optimal stages'
-    own settings)."""
-    from analysis.stages import corpora as corpora_stage
-    from analysis.stages import optimal as optimal_stage
-    from analysis.stages import programs as programs_stage
-    from analysis.stages import spans as spans_stage
-
+    and what the timed steps read from params (the programs, spans, corpora and optimal stages' own
+    readers)."""
     if cases is None:
         cases = get(params, "bench.cases")
     if isinstance(cases, bool) or not isinstance(cases, int):
@@ -304,9 +328,8 @@ def settings(params: dict, cases: int | None, jobs: str | None, backend: str | N
         for j in jobs:
             check_parallel(ParallelSettings(j, name, base.chunks_per_job, base.address if name in ("dask", "ray") else ""))
     return BenchSettings(cases, jobs, backends[0], Path(bench_out or BENCH_DIR), tokenizer_spec(params),
-                         programs_stage.settings(params).token_min_copy,
-                         spans_stage.settings(params).prompt_overhead_tokens,
-                         corpora_stage.settings(params), optimal_stage.settings(params),
+                         token_min_copy(params), prompt_overhead_tokens(params),
+                         corpora_settings(params), optimal_settings(params),
                          shard_cases(params), base.chunks_per_job, tuple(backends), tuple(sorted(set(sizes))),
                          base.address)
 
@@ -336,9 +359,6 @@ def _timed_run(cases: list[Case], s: BenchSettings, parallel: ParallelSettings, 
 
 
 def _memory_child(s: BenchSettings, n: int, queue) -> None:
-    from analysis.parallel.workers import SERIAL
-    from analysis.text.tokens import load_tokenizer
-
     tokenizer = load_tokenizer(s.tokenizer)
     cases = synthetic_cases(s.corpora, n)
     t0 = time.perf_counter()
@@ -377,8 +397,6 @@ def memory_by_size(s: BenchSettings) -> list[dict]:
 
 
 def run(s: BenchSettings) -> dict:
-    from analysis.text.tokens import load_tokenizer
-
     load_before = [round(x, 2) for x in os.getloadavg()]
     tokenizer = load_tokenizer(s.tokenizer)
     t0 = time.perf_counter()

@@ -35,10 +35,9 @@ resamples in chunks of at most CHUNK_CELLS indices.
 
 from __future__ import annotations
 
-import math
-import subprocess
 import sys
-from dataclasses import dataclass, field
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -46,9 +45,15 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import CopyDecodeError, ParamsError
+from analysis.pipeline.repo import git
 from analysis.pooling import POOLED, pool_rows
 from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
-from analysis.tools.compare_stats import _ratio, _rng, mcnemar_exact, paired_bootstrap, sign_test  # noqa: F401
+from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
+from analysis.tools.compare_page import to_html, to_json, to_markdown
+from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
+from analysis.pipeline.io import write_json, write_text
+from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
+from analysis.present.headline import LOOP_KEYS, slug, source_key
 
 E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
 AR_METHOD = "ar"
@@ -106,83 +111,12 @@ SPECS: dict[str, TableSpec] = {
 }
 
 
-@dataclass(frozen=True)
-class CompareSettings:
-    """params.yaml `compare` plus the headline slice (`headline.framing`, `headline.perturb_rate`)."""
-
-    resamples: int
-    seed: int
-    ci: float
-    alpha: float
-    framing: str          # headline.framing: multi-framing corpora at this framing (single-framing ones join)
-    perturb_rate: float   # headline.perturb_rate: exact match under span noise at this rate
-
-    def validate(self) -> "CompareSettings":
-        if isinstance(self.resamples, bool) or not isinstance(self.resamples, int) or self.resamples < 1:
-            raise ParamsError(f"params: 'compare.resamples' must be an integer >= 1, got {self.resamples!r}")
-        for name, value in (("compare.ci", self.ci), ("compare.alpha", self.alpha)):
-            if not 0 < value < 1:
-                raise ParamsError(f"params: {name!r} must be between 0 and 1, got {value}")
-        return self
-
-
-@dataclass(frozen=True)
-class Run:
-    label: str
-    tables: dict[str, pl.DataFrame]          # SPECS name -> raw rows (absent tables left out)
-    where: str = ""                          # "folder X" or "revision R (commit)"
-    sources: dict[str, str] = field(default_factory=dict)  # table -> where it was read from
-    params: dict | None = None               # the run's params file, when one is known
-    params_from: str = "not recorded"        # where `params` came from
-    index: Path | None = None                # the run's reports/index.html, for a folder that has one
-
-
-@dataclass(frozen=True)
-class Difference:
-    figure: str
-    corpus: str
-    n: int                  # paired units (cases)
-    a: float
-    b: float
-    diff: float             # b - a
-    ci_low: float
-    ci_high: float
-    p_value: float | None   # exact sign test on per-case differences (exact-match figures), else None
-    significant: bool
-
-    @property
-    def change(self) -> float | None:
-        """The relative change (B - A) / |A|, None where A is 0 or undefined."""
-        if not math.isfinite(self.a) or self.a == 0 or not math.isfinite(self.b):
-            return None
-        return (self.b - self.a) / abs(self.a)
-
-
-@dataclass
-class Comparison:
-    a: Run
-    b: Run
-    settings: CompareSettings
-    rows: list[Difference] = field(default_factory=list)
-    unpaired: dict[str, tuple[int, int, list[str], list[str]]] = field(default_factory=dict)  # table -> only A/B
-    missing: list[str] = field(default_factory=list)  # tables one run lacks
-    notes: list[str] = field(default_factory=list)    # e.g. seed counts that differ between the runs
-
-    def frame(self) -> pl.DataFrame:
-        schema = {"figure": pl.String, "corpus": pl.String, "n": pl.Int64, "a": pl.Float64, "b": pl.Float64,
-                  "diff": pl.Float64, "change": pl.Float64, "ci_low": pl.Float64, "ci_high": pl.Float64,
-                  "p_value": pl.Float64, "significant": pl.Boolean}
-        return pl.DataFrame([{**vars(r), "change": r.change} for r in self.rows], schema=schema)
-
-
 # ---------------------------------------------------------------- reading runs
 
 def _git(args: list[str], cwd: Path) -> str | None:
-    try:
-        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
-    except OSError:
-        return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    """`git ARGS`'s output in `cwd` (analysis.pipeline.repo), None when it fails."""
+    done = git(cwd, *args)
+    return done.text if done.ok else None
 
 
 def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
@@ -334,12 +268,17 @@ def _groups(frame: pl.DataFrame, by: str = "corpus") -> list[tuple[str, pl.DataF
     return out
 
 
+def _rng(seed: int, figure: str, corpus: str) -> np.random.Generator:
+    """The bootstrap's generator of one figure and corpus: the same draws whatever else is compared."""
+    return np.random.default_rng([seed, zlib.crc32(f"{figure}/{corpus}".encode())])
+
+
 def _ratio_rows(figure: str, frame: pl.DataFrame, num: str, den: str, s: CompareSettings,
                 by: str = "corpus") -> list[Difference]:
     rows = []
     for corpus, part in _groups(frame, by):
         cols = [part[f"{c}_{r}"].cast(pl.Float64).to_numpy() for r in ("a", "b") for c in (num, den)]
-        a, b = float(_ratio(cols[0].sum(), cols[1].sum())), float(_ratio(cols[2].sum(), cols[3].sum()))
+        a, b = float(nonzero_ratio(cols[0].sum(), cols[1].sum())), float(nonzero_ratio(cols[2].sum(), cols[3].sum()))
         low, high = paired_bootstrap(*cols, s.resamples, _rng(s.seed, figure, corpus), s.ci)
         significant = bool(np.isfinite(low) and (low > 0 or high < 0))
         rows.append(Difference(figure, corpus, part.height, a, b, b - a, low, high, None, significant))
@@ -360,8 +299,6 @@ def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = 
 
 
 def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    from analysis.present.headline import LOOP_KEYS, source_key
-
     part = pool_rows(joined, s.framing)
     rows: list[Difference] = []
     if part.height:  # coverage does not depend on the kernel: one source's rows
@@ -398,8 +335,6 @@ def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
 
 
 def e2e_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
-    from analysis.present.headline import slug
-
     rows: list[Difference] = []
     for (model, method), group in sorted(joined.group_by("model", "method"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
         if method in E2E_METHODS:
@@ -493,8 +428,6 @@ class CompareCommand:
 
 def compare_settings(params: dict, resamples: int | None = None) -> CompareSettings:
     """CompareSettings from params `compare` (resamples, seed, ci, alpha; `resamples` overrides) and the headline slice."""
-    from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
-
     known_keys(params, "compare", ["resamples", "seed", "ci", "alpha"])
     if resamples is not None and (isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1):
         raise ParamsError(f"--resamples must be an integer >= 1, got {resamples!r}")
@@ -506,6 +439,17 @@ def compare_settings(params: dict, resamples: int | None = None) -> CompareSetti
         framing=get(params, "headline.framing", str),
         perturb_rate=number(params, "headline.perturb_rate", lo=0.0, hi=1.0),
     ).validate()
+
+
+# `copydecode compare`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("two runs' headline figures paired on one value per shared case: B - A, the relative change, a paired "
+        "bootstrap CI (a sign test for exact match) and the params that differ -> "
+        "runs/compare/A-vs-B/compare.{md,html,json}")
+DESCRIPTION = ("Compare two runs: " + HELP + ". A run is a folder (its data/ outputs, else its committed per-case "
+               "tables under reports/percase/), a git revision or a `dvc exp` name (its committed reports/percase/ "
+               "tables, else its data/ outputs from the dvc cache; no checkout). It reads those per-case tables and "
+               "params files of A and B and params `compare` and `headline`; it writes the comparison to the "
+               "terminal and to DIR/compare.md, compare.html and compare.json. See docs/compare.md.")
 
 
 def add_arguments(parser) -> None:
@@ -536,9 +480,6 @@ def settings(params: dict, a: str | None = None, b: str | None = None, repo: str
 def run(s: CompareCommand) -> None:
     """Compare s.a with s.b, write DIR/compare.{md,html,json}, print the markdown (stdout) and a one-line
     summary (stderr)."""
-    from analysis.pipeline.io import write_json, write_text
-    from analysis.tools.compare_page import to_html, to_json, to_markdown
-
     def warn(message: str) -> None:
         print(message, file=sys.stderr)
 

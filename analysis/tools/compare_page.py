@@ -10,7 +10,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from analysis.tools.compare import Comparison, Difference, Run
+from analysis.tools.comparison import Comparison, Difference, Run
+from analysis.present.pages import esc, lead
+from analysis.present.provenance import provenance, provenance_html
+from analysis.present.shell import page
 
 HEADER = ["figure", "corpus", "n", "A", "B", "B - A", "change", "CI of B - A", "sign test p", "significant"]
 PARAMS_SHOWN = 40  # differing params keys listed (the rest counted)
@@ -140,8 +143,6 @@ def to_markdown(c: Comparison) -> str:
 # ---------------------------------------------------------------- html
 
 def _run_rows(name: str, run: Run, out_dir: Path) -> str:
-    from analysis.present.pages import esc
-
     read = "<br>".join(f"{esc(t)}: {esc(w)}" for t, w in run.sources.items())
     link = ""
     if run.index is not None:
@@ -153,8 +154,6 @@ def _run_rows(name: str, run: Run, out_dir: Path) -> str:
 
 
 def _params_html(c: Comparison) -> str:
-    from analysis.present.pages import esc
-
     diff = params_diff(c.a.params, c.b.params)
     if diff is None:
         return f"<p>Params of A: {esc(c.a.params_from)}; of B: {esc(c.b.params_from)}: no diff shown.</p>"
@@ -171,10 +170,6 @@ def _params_html(c: Comparison) -> str:
 def to_html(c: Comparison, out_dir: Path = Path(".")) -> str:
     """The comparison as a page in the reports' style: summary cards, both runs, the params diff, the figures
     (significant rows highlighted), the method, notes and this comparison's provenance. Everything escaped."""
-    from analysis.present.pages import esc, lead
-    from analysis.present.provenance import provenance, provenance_html
-    from analysis.present.shell import page
-
     sig = sum(r.significant for r in c.rows)
     cases = max((r.n for r in c.rows), default=0)
     head = "".join(f"<th class='{'cd-text' if i < 2 else ''}'>{esc(h)}</th>" for i, h in enumerate(HEADER))

@@ -12,6 +12,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from analysis.pipeline.commands import STAGES
+from analysis.pipeline.io import write_text
+
 PACKAGES = ("analysis", "kernels_profile")
 
 
@@ -96,8 +99,6 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     Returns the stages whose deps changed."""
     import yaml
 
-    from analysis.cli import STAGES
-
     path = root / "dvc.yaml"
     text = path.read_text()
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
@@ -106,14 +107,18 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
     for name, stage in spec["stages"].items():
         command = stage["cmd"].removeprefix("copydecode ").strip()
         data = [d for d in stage.get("deps", []) if not str(d).endswith(".py")]
-        deps = data + stage_code_deps(command, STAGES[command][0], root)
+        deps = data + stage_code_deps(command, STAGES[command], root)
         if deps != stage.get("deps"):
             changed.append(name)
         stage["deps"] = deps
-    from analysis.pipeline.io import write_text
 
     write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked (L6)
     return changed
+
+
+# `copydecode depgraph`: its help line and what it reads and writes (the CLI's --help)
+HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"
+READS_WRITES = "reads the package sources; it writes dvc.yaml"
 
 
 def add_arguments(parser) -> None:

@@ -14,6 +14,15 @@ from pathlib import Path
 
 from analysis.errors import CorpusError, GrammarError
 from analysis.grammar.export import FORMATS, export
+from analysis.corpora.cases import read_cases
+from analysis.layout import CASES
+from analysis.pipeline.io import output_path_error, write_text
+
+
+# `copydecode grammar`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("the program grammar of one source for a structured-output engine: symbolic or forced spans, in llguidance "
+        "Lark, GBNF (xgrammar) or a regex (outlines-core); see docs/grammar.md")
+READS_WRITES = "reads data/corpora/cases.parquet (--case-id) or --source FILE; it writes stdout or --out FILE"
 
 
 def add_arguments(parser) -> None:
@@ -35,9 +44,6 @@ def add_arguments(parser) -> None:
 def case_source(case_id: str, framing: str | None) -> tuple[str, str]:
     """(source, label) of a case in the cases table; a case with several framings needs --framing."""
     import polars as pl
-
-    from analysis.corpora.cases import read_cases
-    from analysis.layout import CASES
 
     rows = read_cases(CASES).filter(pl.col("case_id") == case_id)
     if rows.is_empty():
@@ -65,8 +71,6 @@ def file_source(path: str) -> tuple[str, str]:
 
 
 def command(args) -> int:
-    from analysis.pipeline.io import output_path_error, write_text
-
     if args.grammar_out == "":  # an unset $VAR: printing to stdout instead would hide it
         raise GrammarError("--out is empty; give a file name, or leave --out out to print the grammar")
     if args.framing and not args.case_id:

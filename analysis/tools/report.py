@@ -18,6 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import ParamsError
+from analysis.parallel.progress import kernel_noise_filtered
+from analysis.pipeline.config import Config
+from analysis.pipeline.io import write_text
+from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, get_or
+from analysis.pipeline.scratch import owned_temp_dir
+from analysis.present.execution import kernel_environment, normalise_executed
+from analysis.present.provenance import PARAMS_ENV
+from analysis.present.reports import (CORPUS_STAGES, REPORT_STAGES, _title_of, missing_input, notebook_body, page,
+                                      stale_banner, stale_pages_reasons)
+from analysis.present.templates import REPORTS, check_parameters, template_parameters, template_path
 
 DEFAULT_DIR = Path("runs/report")
 
@@ -31,9 +41,13 @@ class ReportCommand:
     params_path: Path
 
 
-def add_arguments(parser) -> None:
-    from analysis.present.reports import REPORTS
+# `copydecode report`: its help line and what it reads and writes (the CLI's --help)
+HELP = "render one report page as the reports stage does, from this folder's outputs (--corpus C, -p KEY=VALUE)"
+READS_WRITES = ("reads params reports.parameters and the outputs the report reads; it writes "
+                "runs/report/NAME[-CORPUS].html (or --html OUT) and, with --notebook FILE, the executed notebook")
 
+
+def add_arguments(parser) -> None:
     parser.add_argument("name", metavar="NAME", choices=REPORTS, help="the report: " + ", ".join(REPORTS))
     parser.add_argument("--corpus", default=None, help="the corpus to show (reports whose template has a corpus "
                                                        "parameter; default: params reports.parameters)")
@@ -61,9 +75,6 @@ def _slug(text: str) -> str:
 
 def settings(params: dict, name: str, corpus: str | None = None, pairs: list[str] = (), html: str | None = None,
              notebook: str | None = None, params_path: Path = Path("params.yaml")) -> ReportCommand:
-    from analysis.pipeline.params import get_or
-    from analysis.present.reports import check_parameters, template_parameters
-
     chosen = dict(get_or(params, f"reports.parameters.{name}", {}, dict) or {})
     if corpus is not None:
         if "corpus" not in template_parameters(name):
@@ -91,13 +102,6 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
 
     import nbformat
     import papermill
-
-    from analysis.pipeline.io import write_text
-    from analysis.pipeline.scratch import owned_temp_dir
-    from analysis.present.provenance import PARAMS_ENV
-    from analysis.present.reports import (REPORT_STAGES, CORPUS_STAGES, _title_of, missing_input, notebook_body,
-                                          page, stale_banner, stale_pages_reasons, template_path)
-    from analysis.present.execution import kernel_environment, normalise_executed
 
     s.html.parent.mkdir(parents=True, exist_ok=True)
     before = os.environ.get(PARAMS_ENV)
@@ -142,17 +146,12 @@ APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders wit
 
 
 def command(args) -> int:
-    from analysis.cli import apply_overrides
-    from analysis.pipeline.config import Config
-    from analysis.pipeline.params import DEFAULT_PARAMS
-
     cfg = Config.load(getattr(args, "params", DEFAULT_PARAMS))
     overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
     params = apply_overrides(cfg.params, overrides) if overrides else cfg.params
     s = settings(params, args.name, args.corpus, args.parameters, args.html, args.notebook, Path(cfg.path))
     shown = ", ".join(f"{k}={v}" for k, v in s.parameters.items()) or "no parameters"
     print(f"copydecode report {s.name}: rendering ({shown}) ...", file=sys.stderr)
-    from analysis.parallel.progress import kernel_noise_filtered
 
     with kernel_noise_filtered():
         path = render(s)

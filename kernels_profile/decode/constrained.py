@@ -14,20 +14,22 @@ from analysis.grammar.fsm import ProgramFSM
 from analysis.grammar.program import parse
 from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
+from kernels_profile.decode.masks import MaskTables
 from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, ModelTokenizer, ProgramLogitsProcessor, prompt_ids
 
 
 def constrained_generation(lm, tok: ModelTokenizer, rows: pl.DataFrame, max_new: int) -> list[dict]:
     """Per row (`case_id`, `corpus`, `source`, `instruction`, `target`): greedy `generate` under the
-    line-level program grammar of the row's source, within `max_new` tokens."""
-    return [generate_one(lm, tok, row, max_new) for row in rows.iter_rows(named=True)]
+    line-level program grammar of the row's source, within `max_new` tokens (one automaton per line count)."""
+    fsms = MaskTables(tok.fsm_tokenizer, tok.eos_ids)
+    return [generate_one(lm, tok, row, max_new, fsms) for row in rows.iter_rows(named=True)]
 
 
-def generate_one(lm, tok: ModelTokenizer, row: dict, max_new: int) -> dict:
+def generate_one(lm, tok: ModelTokenizer, row: dict, max_new: int, fsms: MaskTables | None = None) -> dict:
     import torch
 
     eos = tok.eos_ids
-    fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": len(split_lines(row["source"]))}, eos_ids=eos)
+    fsm = (fsms if fsms is not None else MaskTables(tok.fsm_tokenizer, eos)).fsm({"lines": len(split_lines(row["source"]))})
     prompt = prompt_ids(tok, PROGRAM_TEMPLATE, row["source"], row["instruction"])
     processor = ProgramLogitsProcessor(fsm, len(prompt), max_new)
     started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Greedy decoding under the grammar FSM (analysis.grammar.fsm, public walker API only). Every decoded token
 advances the walker; the logits row is masked with a boolean tensor precomputed per FSM state (cached
-for the whole decode, and across decodes through a shared `MaskTable`). When a copy directive closes
+for the whole decode, and across decodes through shared `MaskTables`, kernels_profile.decode.masks). When a copy directive closes
 (the walker is back between ops right after the directive's last byte), the copied lines (or tokens)
 are tokenized and appended to the KV cache in ONE forward together with the directive's last token,
 and decoding continues from that forward's logits. Decoding stops at EOS between ops, or when the
@@ -24,18 +24,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from analysis.errors import ParamsError, ProgramError
-from analysis.grammar.fsm import OPS, ByteAutomaton, FsmWalker, ProgramFSM
-from analysis.grammar.program import COPY_END, COPY_OPEN, Copy, Program, parse
+from analysis.grammar.fsm import FsmWalker
+from analysis.grammar.program import COPY_OPEN, Copy, Program, parse
 from analysis.grammar.resolver import resolve
 from analysis.text.lines import split_lines
+from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
+from kernels_profile.decode.masks import MaskTable, MaskTables, apply_mask, closes_copy, logits_width
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
 from kernels_profile.runtime.hf import ModelTokenizer, PromptTemplate, prompt_ids
-
-_END = COPY_END.encode("ascii")
-_COPY_STATES = ("n2", "lit")  # the states from which a byte can close a copy directive
+from kernels_profile.runtime.loading import load_model
 
 
 class DecodeError(ParamsError):
@@ -72,115 +70,6 @@ class DecodeResult:
     sequence: tuple[int, ...]  # every id fed to the model, prompt first
     prompt_length: int
     final_logits: Any = field(default=None, compare=False, repr=False)
-
-
-# ---------------------------------------------------------------- masks
-
-def _closes_copy_inside(automaton: ByteAutomaton, state: tuple, piece: bytes) -> bool:
-    """Does walking `piece` from `state` close a copy directive before its last byte?"""
-    step = automaton.step
-    for k, byte in enumerate(piece):
-        nxt = step(state, byte)
-        if nxt is None:
-            return False
-        if k < len(piece) - 1 and nxt == OPS and state[0] in _COPY_STATES:
-            return True
-        state = nxt
-    return False
-
-
-def closes_copy_bytes(automaton: ByteAutomaton, state: tuple, piece: bytes | None) -> bool:
-    """Does `piece` in `state` end exactly on the last byte of a copy directive?"""
-    if not piece or not piece.endswith(_END[-1:]):
-        return False
-    step = automaton.step
-    for byte in piece[:-1]:
-        state = step(state, byte)
-        if state is None:
-            return False
-    return state[0] in _COPY_STATES and step(state, piece[-1]) == OPS
-
-
-def closes_copy(fsm: ProgramFSM, state: tuple, token_id: int) -> bool:
-    """Does `token_id` in `state` end exactly on the last byte of a copy directive?"""
-    return closes_copy_bytes(fsm.automaton, state, fsm.piece(token_id))
-
-
-class LayoutRule:
-    """The decoder's rule that a token may close a copy directive only with its last byte (so that ops
-    start on token boundaries, kernels_profile.decode.sequence's layout), whichever engine gives the mask.
-    Only tokens that could break it are walked: from inside a number or the closing literal any token with
-    an inner '>', from elsewhere only one holding all of '"/>'."""
-
-    def __init__(self, pieces: list[bytes]):
-        gt = _END[-1]
-        self.pieces = pieces
-        self.inner_gt = np.array([i for i, p in enumerate(pieces) if gt in p[:-1]], dtype=np.int64)
-        self.inner_end = np.array([i for i, p in enumerate(pieces) if _END in p[:-1]], dtype=np.int64)
-
-    def suspects(self, state: tuple) -> np.ndarray:
-        return self.inner_gt if state[0] in _COPY_STATES else self.inner_end
-
-    def blocked(self, automaton: ByteAutomaton, state: tuple, candidates) -> list[int]:
-        """The candidate ids that would run past a directive's end."""
-        return [int(i) for i in candidates if _closes_copy_inside(automaton, state, self.pieces[int(i)])]
-
-
-class MaskTable:
-    """Per FSM state, the boolean tensor of allowed ids (logits width wide), built once and cached,
-    with its additive form (0 where allowed, -inf where blocked) that the decoder applies.
-
-    Applying by addition: on this CPU one `add_` of a 151,936-wide float row takes ~15 us on one
-    thread where `masked_fill_` with a boolean mask takes ~380 us (kernels_profile.decode.maskbench measures
-    both). The additive form costs 4 bytes per id per visited state (~0.6 MB per state for Qwen2.5)."""
-
-    def __init__(self, fsm: ProgramFSM, width: int, device: str = "cpu"):
-        import torch
-
-        self.fsm, self.width, self.device, self.torch = fsm, width, device, torch
-        self._cache: dict[tuple, tuple] = {}
-        self.layout = LayoutRule([fsm.piece(i) or b"" for i in range(fsm.vocab_size)])
-        self.computed = 0
-
-    def allowed(self, walker: FsmWalker) -> np.ndarray:
-        """The walker's mask minus the tokens that would run past a directive's end."""
-        mask = walker.allowed().copy()
-        suspects = self.layout.suspects(walker.state)
-        mask[self.layout.blocked(self.fsm.automaton, walker.state, suspects[mask[suspects]])] = False
-        return mask
-
-    def _entry(self, walker: FsmWalker) -> tuple:
-        key = (walker.forcing, walker.state)
-        entry = self._cache.get(key)
-        if entry is None:
-            allowed = self.allowed(walker)
-            full = np.zeros(self.width, dtype=bool)  # ids past the tokenizer's vocabulary stay blocked
-            n = min(self.width, allowed.shape[0])
-            full[:n] = allowed[:n]
-            if not full.any():
-                raise ProgramError(f"no token is allowed in FSM state {walker.state!r} (forcing={walker.forcing})")
-            mask = self.torch.from_numpy(full).to(self.device)
-            bias = self.torch.zeros(self.width, device=self.device).masked_fill_(~mask, float("-inf"))
-            entry = (mask, bias)
-            self._cache[key] = entry
-            self.computed += 1
-        return entry
-
-    def mask(self, walker: FsmWalker):
-        """The cached boolean tensor of allowed ids for the walker's next token."""
-        return self._entry(walker)[0]
-
-    def bias(self, walker: FsmWalker):
-        """The cached additive mask (0 / -inf) for the walker's next token."""
-        return self._entry(walker)[1]
-
-    def cached(self) -> list[tuple]:
-        return list(self._cache.values())
-
-
-def apply_mask(logits, bias):
-    """Mask one logits row in place: add the state's 0 / -inf row (cheaper than masked_fill_)."""
-    return logits.add_(bias.to(logits.dtype) if bias.dtype != logits.dtype else bias)
 
 
 # ---------------------------------------------------------------- checks
@@ -286,12 +175,12 @@ class SuiteEngine:
 
 
 def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
-           budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTable | None = None,
+           budget: int, *, unit: str = "lines", margin: int | None = None, masks: MaskTables | None = None,
            case: str = "case", mask_engine: str = "suite", llg=None) -> DecodeResult:
     """Greedy Copy-as-Decode under the FSM (module docstring), or under llguidance's matcher over the
     source's forced-span grammar (`mask_engine="llguidance"`, kernels_profile.decode.llg_engine; `llg`: its
-    vocabulary, shared between decodes). `masks` may be shared between decodes of sources with the same
-    number of units (it holds the FSM)."""
+    vocabulary, shared between decodes). `masks` (the model's `MaskTables`) may be shared between decodes:
+    it keeps one FSM and mask table per unit count."""
     if mask_engine not in MASK_ENGINES:
         raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {mask_engine!r}")
     token_bounds = None
@@ -305,18 +194,13 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
                           "the suite engine only")
     else:
         raise DecodeError(f"{case}: unit must be 'lines' or 'tokens', got {unit!r}")
-    width = int(lm.model.get_input_embeddings().weight.shape[0]) if hasattr(lm.model, "get_input_embeddings") else None
     if mask_engine == "llguidance":
-        from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
-
         if llg is None:
-            llg = LlgVocabulary.build(tok, width or tok.fsm_tokenizer.vocab_size, lm.device)
+            llg = LlgVocabulary.build(tok, logits_width(lm) or tok.fsm_tokenizer.vocab_size, lm.device)
         engine = LlguidanceEngine(llg, source, budget, margin, tok.eos_ids)
     else:
-        if masks is None or masks.fsm.automaton.limits != {u: n for u, n in limits.items() if n >= 1}:
-            fsm = ProgramFSM(tok.fsm_tokenizer, limits, eos_ids=tok.eos_ids)
-            masks = MaskTable(fsm, width or fsm.vocab_size, lm.device)
-        engine = SuiteEngine(masks, masks.fsm.walker(budget=budget, margin=margin))
+        table = (masks if masks is not None else MaskTables.for_model(lm, tok)).table(limits)
+        engine = SuiteEngine(table, table.fsm.walker(budget=budget, margin=margin))
     prompt = prompt_ids(tok, template, source, instruction)
     check_inputs(lm, prompt, instruction, budget, engine.margin, case)
     return _greedy(lm, tok, engine, prompt, source, token_bounds, case)
@@ -381,29 +265,6 @@ def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, tok
     )
 
 
-def stepwise_logits(lm: LoadedModel, sequence: list[int] | tuple[int, ...], prompt_length: int):
-    """The last logits after prefilling the prompt and then feeding the rest one token at a time."""
-    runner = _Runner(lm)
-    with runner.torch.inference_mode():
-        logits = runner.forward(list(sequence[:prompt_length]))
-        for token in sequence[prompt_length:]:
-            logits = runner.forward([token])
-    return logits
-
-
-def check_lossless(lm: LoadedModel, result: DecodeResult, tolerance: float):
-    """kernels_profile.measure.equivalence's criterion: decoder's final logits vs one-token steps; the
-    decoder masked its last row in place, so both rows are compared where the mask let tokens through."""
-    import torch
-
-    from kernels_profile.measure.equivalence import compare_logits
-
-    reference = stepwise_logits(lm, result.sequence, result.prompt_length)
-    ours = result.final_logits
-    finite = torch.isfinite(ours)
-    return compare_logits(ours[finite][None], reference[finite][None], tolerance)
-
-
 def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, template: PromptTemplate,
                    budget: int, case: str = "case") -> tuple[str, float, int, str]:
     """Plain greedy decoding of the whole edited text (the rewrite baseline): (text, seconds, tokens, stopped)."""
@@ -437,8 +298,6 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 def load_for_decoding(name: str, weights: str, dtype: str, device: str):
     """The model (kernels_profile.runtime.checkpoints.load_model, the one loader) and its ModelTokenizer."""
-    from kernels_profile.runtime.loading import load_model
-
     loaded = load_model(name, weights, dtype, device)
     return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
 

@@ -2,7 +2,7 @@
 matcher over the source's forced-span grammar, each copy's fast-forward tokens run as one prefill.
 
 Per step the mask is llguidance's (analysis.grammar.llg.StepMasks: its bitmask, or where bytes are forced
-the tokens that spell them), with the decoder's layout rule on top (kernels_profile.decode.decoder.
+the tokens that spell them), with the decoder's layout rule on top (kernels_profile.decode.masks.
 LayoutRule: a token may close a directive only with its last byte), applied with llguidance's own
 `apply_token_bitmask_inplace`. When a token closes a directive the matcher has the copied lines forced:
 `compute_ff_tokens()` gives their tokens, which go into the KV cache in one forward with that token,
@@ -29,7 +29,7 @@ from analysis.grammar.fsm import END, OPS, ByteAutomaton
 from analysis.grammar.llg import StepMasks, allowed, allowed_among, compile_grammar, ll_tokenizer, suite_pieces
 from analysis.grammar.program import Copy
 from analysis.text.lines import split_lines
-from kernels_profile.decode.decoder import LayoutRule, closes_copy_bytes
+from kernels_profile.decode.masks import LayoutRule, closes_copy_bytes
 from kernels_profile.runtime.hf import ModelTokenizer
 
 

@@ -33,8 +33,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.errors import ParamsError
-from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
+from analysis.errors import ParamsError, ProgramError
+from analysis.grammar.program import (COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP, Copy, Program, parse,
+                                      render_op)
+from analysis.grammar.export import export
+from analysis.grammar.llg import StepMasks, compile_grammar, ll_tokenizer, suite_pieces
+from analysis.grammar.resolver import resolve
+from analysis.layout import PROGRAMS
+from analysis.parallel.tables import joined_programs
+from analysis.pipeline.io import read_parquet
+from kernels_profile.decode.decoder import apply_mask
+from kernels_profile.decode.masks import MaskTables
+from kernels_profile.runtime.hf import ModelTokenizer
+from kernels_profile.runtime.loading import threads
+from kernels_profile.runtime.models import ModelError, eos_ids, load_hf_tokenizer, published_config
 
 RANGE_MODES = ("full", "bounded", "none")
 LLGUIDANCE_MISSING = "llguidance is not installed (pip install llguidance); only this suite's masks were timed"
@@ -127,12 +139,9 @@ class Vocabulary:
 
 
 def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[dict, object]:
-    from analysis.grammar.fsm import ProgramFSM
-    from kernels_profile.decode.decoder import MaskTable
-
     build = time.perf_counter()
-    fsm = ProgramFSM(vocab.suite_tokenizer, {"lines": n_lines}, eos_ids=vocab.eos_ids)
-    table = MaskTable(fsm, vocab.width)
+    table = MaskTables(vocab.suite_tokenizer, vocab.eos_ids, vocab.width).table({"lines": n_lines})
+    fsm = table.fsm
     build = time.perf_counter() - build
     passes, advance, first = [], [], []
     for _ in range(2):
@@ -157,16 +166,11 @@ def ours(vocab: Vocabulary, sequences: list[list[int]], n_lines: int) -> tuple[d
 
 def copied(op, source: str) -> str | None:
     """The text a copy op copies (None for a gen op)."""
-    from analysis.grammar.program import Copy, Program
-    from analysis.grammar.resolver import resolve
-
     return resolve(Program((op,)), source) if isinstance(op, Copy) else None
 
 
 def span_texts(cases: Sequence[tuple[str, str]]) -> list[str]:
     """The copied text of every copy of the (program, source) cases."""
-    from analysis.grammar.program import parse
-
     return [copied(c, source) for program, source in cases for c in parse(program).copies]
 
 
@@ -183,10 +187,6 @@ def suite_span_costs(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dic
 def forced_side(vocab: Vocabulary, cases: Sequence[tuple[str, str]]) -> dict:
     """llguidance under each case's forced-span grammar, walked twice (cold: a fresh matcher; warm: the
     same matcher reset); per step the mask, per copy `compute_ff_tokens()` (module docstring)."""
-    from analysis.grammar.export import export
-    from analysis.grammar.llg import StepMasks, compile_grammar, ll_tokenizer, suite_pieces
-    from analysis.grammar.program import parse, render_op
-
     lltok = ll_tokenizer(vocab.suite_tokenizer, vocab.eos_ids, n_vocab=vocab.width)
     steps = StepMasks(suite_pieces(vocab.suite_tokenizer, vocab.eos_ids, vocab.width), vocab.width)
     bitmask = steps.allocate()
@@ -227,16 +227,12 @@ def apply_costs(width: int, masks: list[tuple], bitmask, repeats: int, thread_co
     busy machine slows them alike): our additive row, our boolean tensor via masked_fill_, and
     llguidance's bit-packed mask (when given), with `thread_count` torch threads (params
     decode.mask_benchmark.threads; None: the count in force)."""
-    from kernels_profile.runtime.loading import threads
-
     with threads(thread_count):
         return _apply_costs(width, masks, bitmask, repeats)
 
 
 def _apply_costs(width: int, masks: list[tuple], bitmask, repeats: int) -> dict:
     import torch
-
-    from kernels_profile.decode.decoder import apply_mask
 
     row = torch.randn(1, width, generator=torch.Generator().manual_seed(0))
     times: dict[str, list[float]] = {"ours": [], "ours_masked_fill": [], "llguidance": []}
@@ -293,9 +289,6 @@ def llguidance_side(vocab: Vocabulary, sequences: list[list[int]], n_lines: int,
 
 def fits(program: str, n_lines: int) -> bool:
     """Does a line-level program parse with every copy within 1..n_lines?"""
-    from analysis.errors import ProgramError
-    from analysis.grammar.program import parse
-
     try:
         copies = parse(program).copies
     except ProgramError:
@@ -355,14 +348,6 @@ def suite_costs(vocab: Vocabulary, programs: list[str], n_lines: int, apply_repe
 
 def vocabulary(model: str) -> Vocabulary:
     """The vocabulary of a registry model (its tokenizer and EOS ids)."""
-    from kernels_profile.runtime.models import (
-        ModelError,
-        eos_ids,
-        load_hf_tokenizer,
-        published_config,
-    )
-    from kernels_profile.runtime.hf import ModelTokenizer
-
     hf = load_hf_tokenizer(model)
     tok = ModelTokenizer.from_hf(hf, eos_ids(model, hf), model)
     suite = tok.fsm_tokenizer
@@ -400,9 +385,6 @@ def line_programs(limit: int, n_lines: int) -> list[str]:
     """The first `limit` line-level oracle programs (by case) whose copies fit 1..n_lines."""
     import polars as pl
 
-    from analysis.pipeline.io import read_parquet
-    from analysis.layout import PROGRAMS
-
     table = read_parquet(PROGRAMS, "copydecode programs").filter(pl.col("level") == "line").sort("case_id", "framing")
     return [p for p in table["program"].to_list() if fits(p, n_lines)][:limit]
 
@@ -411,8 +393,6 @@ def line_cases(limit: int, n_lines: int) -> list[tuple[str, str]]:
     """(program, source) of the first `limit` line-level oracle programs whose copies fit 1..n_lines
     (the same programs as `line_programs`), for the forced-span side."""
     import polars as pl
-
-    from analysis.parallel.tables import joined_programs
 
     table = joined_programs().filter(pl.col("level") == "line").sort("case_id", "framing")
     rows = [(p, s) for p, s in zip(table["program"].to_list(), table["source"].to_list()) if fits(p, n_lines)]

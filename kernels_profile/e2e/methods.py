@@ -14,6 +14,7 @@ Transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy runs
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 import time
 
 import polars as pl
@@ -26,6 +27,10 @@ from kernels_profile.e2e.job import CaseJob
 from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
 from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
+from analysis.rivals.pld import PromptLookup
+from analysis.rivals.suffix import DEFAULTS, SuffixDecoder
+from kernels_profile.e2e.executor import Executor, acceptance_histogram
+from kernels_profile.measure.equivalence import compare_logits
 
 PROMPTS = (REWRITE_PROMPT, PROGRAM_PROMPT)
 
@@ -75,11 +80,6 @@ def _strata(ordered: list, count: int) -> list[list]:
 def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
     """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
     (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
-    from analysis.rivals.pld import PromptLookup
-    from dataclasses import replace
-
-    from analysis.rivals.suffix import DEFAULTS, SuffixDecoder
-
     if method.kind == PLD:
         return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
     if method.kind == SUFFIX:
@@ -107,8 +107,6 @@ def method_runner(method: Method, executors: dict, gold: list[int], segments: di
 def acceptance(run, method: Method) -> list[int] | None:
     """A speculative run's acceptance histogram (counts[n]: forwards that accepted n draft tokens,
     n = 0..k); None for any other method."""
-    from kernels_profile.e2e.executor import acceptance_histogram
-
     if not method.speculative:
         return None
     if len(run.accepted) != run.forwards:
@@ -140,8 +138,6 @@ def measure_case(executors: dict, gold: list[int], segments: dict, plan: MethodP
 
 def losslessness(executor, segments, tolerance: float) -> dict:
     """Executor's final logits vs one-token steps over exactly the same token sequence."""
-    from kernels_profile.measure.equivalence import compare_logits
-
     _, cad_logits = executor.copy_as_decode(segments)
     sequence = [t for s in segments for t in s.ids]
     _, ar_logits = executor.autoregressive(sequence)
@@ -179,8 +175,6 @@ def check_logs(records: list[dict]) -> None:
 
 def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) -> tuple[pl.DataFrame, LatencyCurve]:
     """The job's rows (CHECKPOINT_COLUMNS of the stage) and its latency curve."""
-    from kernels_profile.e2e.executor import Executor
-
     executors = {p: Executor(lm, list(job.prompts[p])) for p in PROMPTS}
     records = measure_case(executors, list(job.gold), job.segments, job.plan, job.repeats, job.order_seed, drafters)
     check_logs(records)

@@ -29,6 +29,7 @@ from analysis.bounds import CostSettings, SpanOp, case_cost
 from analysis.errors import ParamsError
 from analysis.latency.fit import FitOptions, fit_points
 from analysis.latency.model import LatencyModel, ModelKey
+from kernels_profile.measure.profiler import CacheBench
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,6 @@ def measure_curve(lm, sizes: tuple[int, ...], ar_grid: tuple[int, ...], ar_steps
                   repeats: int) -> LatencyCurve:
     """T_prefill(N) at `sizes` and T_ar(N) at `ar_points(ar_grid, ar_steps)` on this model at each
     context (medians over `repeats`, after a warm-up), on random token ids (kernels_profile.measure.profiler)."""
-    from kernels_profile.measure.profiler import CacheBench
-
     prefill, ar = [], []
     for context in contexts:
         bench = CacheBench(lm, context, max(max(sizes), ar_steps), seed=0)

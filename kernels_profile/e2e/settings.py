@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,9 @@ from analysis.pipeline.params import (
 )
 from analysis.results.methods import DECODED, IDEAL, POLICIES, Method
 from kernels_profile.runtime.models import known_models
+from analysis.corpora.settings import configured_corpora
+from analysis.rivals.pld import NGRAM_LIMIT
+from analysis.rivals.suffix import DEFAULTS, SuffixSettings
 
 SAMPLE_STRATA = ("target_length", "none")
 
@@ -194,8 +197,6 @@ def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
 
 def _configured_corpus(p: dict, dotted: str) -> str:
     """A corpus name that params `corpora` configures (a typo is named before any model loads)."""
-    from analysis.corpora.settings import configured_corpora
-
     value = get(p, dotted, str)
     known = configured_corpora(p)
     if value not in known:
@@ -206,12 +207,6 @@ def _configured_corpus(p: dict, dotted: str) -> str:
 
 def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
     """The suffix tree's settings by name (analysis.rivals.suffix.SuffixSettings), checked by it."""
-    from dataclasses import fields
-
-    from dataclasses import replace
-
-    from analysis.rivals.suffix import DEFAULTS, SuffixSettings
-
     options = get(p, "e2e.suffix.options", dict)
     known = [f.name for f in fields(SuffixSettings)]
     for name, value in options.items():
@@ -226,8 +221,6 @@ def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
 
 def _ngram_max(p: dict) -> int:
     """e2e.pld.ngram_max, bounded as the drafter bounds it (analysis.rivals.pld.NGRAM_LIMIT), at settings time."""
-    from analysis.rivals.pld import NGRAM_LIMIT
-
     value = positive_int(p, "e2e.pld.ngram_max")
     if value > NGRAM_LIMIT:
         raise ParamsError(f"params: 'e2e.pld.ngram_max' is {value}, above {NGRAM_LIMIT} (transformers' default: 2)")

@@ -40,6 +40,7 @@ from analysis.errors import ParamsError
 from analysis.pipeline.params import check_slack, check_threads, check_threshold
 from kernels_profile.runtime.checkpoints import checkpoint_key
 from kernels_profile.runtime.models import DTYPES, LoadedModel
+from kernels_profile.measure.machine import machine_info
 
 VARLEN_ATTENTION = "copydecode_varlen"
 MEASUREMENT_VERSION = "batched-1"
@@ -281,8 +282,6 @@ def bench_environment(lm: LoadedModel) -> dict[str, Any]:
     """The columns recorded beside every timed step: device, software, threads, weights, the engine's attention."""
     import torch
     import transformers
-
-    from kernels_profile.measure.machine import machine_info
 
     device_name = torch.cuda.get_device_name(lm.device) if lm.device.startswith("cuda") else machine_info()["cpu_model"]
     return {"device_name": device_name, "torch_version": torch.__version__,

@@ -25,13 +25,14 @@ from typing import Any
 import polars as pl
 
 from analysis.parallel.progress import progress_bar
-from analysis.pipeline.io import write_json, write_parquet
+from analysis.pipeline.io import output_set, write_json, write_parquet
 from kernels_profile.measure.batched import BatchedBench, Step
 from kernels_profile.measure.contention import Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.measure.machine import gpu_reference_workload, machine_info, reference_workload
 from kernels_profile.measure.session import any_verdict, judged_run, run_path
 from kernels_profile.runtime.checkpoints import FromScratch, read_frame_checkpoint, write_frame_checkpoint
+from kernels_profile.runtime.models import model_label
 
 ENVIRONMENT_FORMAT = "copydecode.kernels.batched_environment/1"
 STEP_SCHEMA = {
@@ -107,8 +108,6 @@ def step_row(step: Step) -> dict[str, Any]:
 def unit_path(root: Path, model: str, set_name: str, repeat: int, key: str) -> Path:
     """A unit's checkpoint, named by the model's label: a model given as a folder or hub id is a path, and
     its raw string would put the file beside the model, outside the tree (issue 39, as H4)."""
-    from kernels_profile.runtime.models import model_label
-
     return Path(root) / f"{model_label(model)}-{set_name}-r{repeat}-{key}.parquet"
 
 
@@ -242,8 +241,6 @@ def environment_path(raw_path: Path) -> Path:
 def write_result(result: BatchedResult, out: Path) -> Path:
     """The raw parquet and its environment sidecar as one set (never a new file beside an old sidecar:
     issue 39, L6); returns the sidecar path."""
-    from analysis.pipeline.io import output_set
-
     sidecar = environment_path(out)
     with output_set("kernels_batched", outputs=(Path(out).as_posix(), sidecar.as_posix())):
         write_parquet(result.raw, Path(out))

@@ -310,6 +310,22 @@ class RunEnvironment:
         return flat
 
 
+def environment_metrics(env: RunEnvironment) -> dict:
+    """The metrics of one run's environment, as a report shows them (the whole record is in its sidecar;
+    a raw file's sidecar of several sessions: kernels_profile.measure.session.session_environment_metrics)."""
+    contention = env.contention.to_json() if env.contention is not None else {}
+    return {"run_id": env.run_id, "noisy": env.noisy, "noisy_reasons": env.noisy_reasons,
+            "contended": env.contended, "other_busy_cores": contention.get("other_busy_cores"),
+            "other_busy_cores_samples": contention.get("samples"), "contention_rule": contention.get("rule"),
+            "contention_unmeasured": contention.get("unmeasured"), "contention_slack": contention.get("slack"),
+            "threads": contention.get("threads", env.machine.get("torch_threads")),
+            "reference_drift": env.drift.drift,
+            "noisy_drift": env.drift.threshold, "reference_samples": env.drift.samples,
+            "reference_start_s": env.drift.reference_start_s, "reference_end_s": env.drift.reference_end_s,
+            "load1_before": env.load_before[0], "load1_after": env.load_after[0],
+            **{k: env.machine.get(k) for k in ("cpu_model", "cpu_flags", "usable_cores", "torch_threads")}}
+
+
 @dataclass
 class EnvironmentRecorder:
     """Samples load, other processes' CPU use and the reference workload at start(), at each

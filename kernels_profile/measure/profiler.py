@@ -43,7 +43,7 @@ from analysis.errors import ParamsError
 from analysis.pipeline.params import check_slack, check_threads, check_threshold
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.measure.machine import machine_info
-from kernels_profile.runtime.models import DTYPES, LoadedModel, cache_kwarg
+from kernels_profile.runtime.models import DTYPES, LoadedModel, cache_kwarg, model_label
 from kernels_profile.runtime.checkpoints import checkpoint_key
 
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
@@ -468,8 +468,6 @@ class Pair:
         """The pair's checkpoint under `root`, named by the model's label (a --model folder or hub id is a
         path: its raw string would put the file beside the model, outside the tree: H4); `key` keeps two
         models of one label apart."""
-        from kernels_profile.runtime.models import model_label
-
         return root / f"{model_label(self.model)}-c{self.context}-{self.baseline}-r{self.repeat}-{key}.parquet"
 
 

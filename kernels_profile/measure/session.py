@@ -27,7 +27,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.pipeline.io import write_json, write_parquet
+from analysis.pipeline.io import output_set, write_json, write_parquet
 from analysis.parallel.progress import progress_bar
 from kernels_profile.measure.contention import Contention, Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.machine import gpu_info, gpu_reference_workload, machine_info, reference_workload
@@ -254,6 +254,34 @@ def any_verdict(verdicts: list[bool | None]) -> bool | None:
     return None if not verdicts or any(v is None for v in verdicts) else False
 
 
+def session_environment_metrics(sidecar: dict | None) -> dict | str:
+    """The metrics of a raw file's environment sidecar (every session that measured a pair in it; one
+    run's are kernels_profile.measure.contention.environment_metrics): what a reader needs to judge the
+    timings: machine, threads, load, reference drift, other processes' CPU use and the contention verdict,
+    the NOISY mark and its reasons. A sidecar from
+    before contention was measured gives None for those (and says so in contention_unmeasured)."""
+    if not sidecar:
+        return "not recorded"
+    runs = [r for r in sidecar.get("runs", []) if "drift" in r]
+    machine = sidecar.get("machine") or {}
+    unmeasured = sorted({(r.get("contention") or {}).get("unmeasured") or "not recorded" for r in runs
+                         if not (r.get("contention") or {}).get("measured")})
+    return {
+        "noisy": sidecar.get("noisy"), "noisy_drift": sidecar.get("noisy_drift"),
+        "noisy_reasons": sidecar.get("noisy_reasons", []), "contended": sidecar.get("contended"),
+        "contention_slack": sidecar.get("contention_slack"), "other_busy_cores": sidecar.get("other_busy_cores"),
+        "contention_rule": next((r["contention"]["rule"] for r in runs if (r.get("contention") or {}).get("measured")), None),
+        "contention_unmeasured": "; ".join(unmeasured) or None,
+        "threads": sidecar.get("threads"),
+        "noisy_pairs": len(sidecar.get("noisy_pairs") or []), "pairs": sidecar.get("pairs"),
+        "max_pair_drift": sidecar.get("max_pair_drift"), "median_pair_drift": sidecar.get("median_pair_drift"),
+        "load1": sidecar.get("load1"),
+        "reference_start_s": runs[0]["drift"]["reference_start_s"] if runs else None,
+        "reference_end_s": runs[-1]["drift"]["reference_end_s"] if runs else None,
+        "machine": {k: machine.get(k) for k in ("cpu_model", "cpu_flags", "logical_cores", "usable_cores", "torch_threads")},
+    }
+
+
 def environment_path(raw_path: Path) -> Path:
     """Where the environment sidecar of a raw parquet lives: <stem>.environment.json beside it."""
     raw_path = Path(raw_path)
@@ -263,8 +291,6 @@ def environment_path(raw_path: Path) -> Path:
 def write_profile(result: ProfileResult, out: Path) -> Path:
     """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
     sidecar); returns the sidecar path."""
-    from analysis.pipeline.io import output_set
-
     sidecar = environment_path(out)
     with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
         write_parquet(result.raw, Path(out))

@@ -13,6 +13,9 @@ from analysis.errors import ParamsError
 from analysis.pipeline.params import check_threads, choice, get, merge_preset, number, number_list, positive_int
 from analysis.pilot.data import TASKS, PilotDataParams, task_kinds
 from kernels_profile.runtime.models import DTYPES, known_models
+from kernels_profile.decode.decoder import load_for_decoding
+from kernels_profile.pilot.train import SCHEDULES, LoraSettings, TrainSettings, add_lora
+from kernels_profile.runtime.loading import set_threads
 
 GROUP = "pilot"
 DEVICES = ("cpu", "cuda")
@@ -63,14 +66,10 @@ class PilotSettings:
         return self
 
     def lora(self):
-        from kernels_profile.pilot.train import LoraSettings
-
         return LoraSettings(rank=self.lora_rank, alpha=self.lora_alpha, dropout=self.lora_dropout,
                             targets=self.lora_targets)
 
     def training(self, seed: int):
-        from kernels_profile.pilot.train import TrainSettings
-
         return TrainSettings(steps=self.steps, lr=self.lr, seed=seed, max_tokens=self.max_tokens,
                              checkpoint_every=self.checkpoint_every, warmup=self.warmup, schedule=self.schedule,
                              batch=self.batch)
@@ -102,8 +101,6 @@ def _seeds(p: dict, key: str, nonempty: bool = True) -> tuple[int, ...]:
 def settings(params: dict, preset: str | None = None) -> PilotSettings:
     """The pilot's settings: params `pilot` overlaid with the preset `preset` of `pilot.presets`
     (params.merge_preset), every value checked by name."""
-    from kernels_profile.pilot.train import SCHEDULES
-
     group = merge_preset(params, GROUP, f"{GROUP}.presets", preset)
     group.pop("presets", None)
     p = {GROUP: group}
@@ -151,10 +148,6 @@ class Loaded:
 
 
 def load_models(s: PilotSettings) -> Loaded:
-    from kernels_profile.decode.decoder import load_for_decoding
-    from kernels_profile.pilot.train import add_lora
-    from kernels_profile.runtime.loading import set_threads
-
     set_threads(s.threads or None)
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, s.device)
     loaded = Loaded(lm, tok)

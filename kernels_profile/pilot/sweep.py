@@ -35,9 +35,17 @@ import polars as pl
 
 from analysis.pipeline.config import Config
 from analysis.errors import CorpusError, ParamsError
-from analysis.pipeline.io import write_table
-from analysis.pilot.data import build_pilot_cases, with_split
+from analysis.pipeline.io import output_set, write_csv, write_json, write_table, write_text, write_with
+from analysis.pipeline.runrecord import RUN_JSON, frozen_record
+from analysis.pilot.data import build_pilot_cases, run_task, with_split
 from analysis.pilot.diagnosis import check_same_run, range_errors, write_diagnosis
+from analysis.layout import METRICS, PILOT_CHECKPOINTS, PILOT_DIR, PILOT_FROZEN
+from analysis.pipeline.confine import confined, safe_name
+from analysis.pipeline.params import DEFAULT_PARAMS
+from kernels_profile.pilot.settings import load_models, settings
+from kernels_profile.pilot.train import (LoraSettings, TrainSettings, add_lora, load_checkpoint, teacher_forced, train,
+                                         training_sequences)
+from kernels_profile.runtime.loading import set_threads
 
 OUT = Path("reports/pilot/sweep")
 KEYS = {"steps": int, "lr": float, "warmup": int, "schedule": str, "batch": int, "rank": int, "alpha": int}
@@ -57,8 +65,6 @@ def parse_config(text: str) -> tuple[str, dict]:
 def checkpoint_curve(directory: Path) -> pl.DataFrame:
     """One row per curve point kept in the adapter checkpoints in `directory` (step 0, the base model,
     is kept in the stage's forced-before JSON files, not here), with the steps trained so far."""
-    from kernels_profile.pilot.train import load_checkpoint
-
     rows = []
     for path in sorted(directory.glob("*-seed*-*.pt")):
         mode, seed = path.name.split("-seed")[0], int(path.name.split("-seed")[1].split("-")[0])
@@ -71,8 +77,6 @@ def checkpoint_curve(directory: Path) -> pl.DataFrame:
 def run_metrics(records: Path) -> Path:
     """The metrics of the run that wrote `records`: a preset run's metrics.json beside them, else the
     default run's reports/metrics/pilot.json."""
-    from analysis.layout import METRICS
-
     beside = records.parent / "metrics.json"
     return beside if beside.is_file() else METRICS / "pilot.json"
 
@@ -81,8 +85,6 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
     """range_errors of the run that wrote `records` (its held-out cases rebuilt from the params, whose
     task must be the run's), written to `out`.csv and to `out`.md after the diagnosis text."""
     import json
-
-    from analysis.pilot.data import run_task
 
     metrics = run_metrics(records)
     if not metrics.is_file():
@@ -99,16 +101,14 @@ def diagnose(records: Path, s, out: Path) -> pl.DataFrame:
 
 def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     """Copy a finished preset run (`source`: data/pilot/<preset>/ with metrics.json, records, losses and
-    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as run.json and a
+    curve) to `target`/<preset>/ with `run` (command, commit, start, end, seconds, machine) as its run.json
+    (analysis.pipeline.runrecord.frozen_record: the working tree's commit where `run` names none) and a
     README naming them: the frozen run the default stage shows beside its own."""
     import json
     import shutil
 
-    from analysis.pipeline.confine import confined, safe_name
-    from analysis.pipeline.io import output_set, write_csv, write_json, write_text, write_with
-
     safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
-    confined(Path(target) / preset / "run.json", "pilot-sweep --freeze: the frozen run's folder")
+    confined(Path(target) / preset / RUN_JSON, "pilot-sweep --freeze: the frozen run's folder")
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
     if missing:
@@ -116,13 +116,14 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     out = target / preset
     new = not out.exists()
     metrics = json.loads((source / "metrics.json").read_text())
+    run = frozen_record(run)
     try:
         with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
             write_json(metrics, out / "metrics.json")
             write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
             for name in ("losses", "curve"):
                 write_csv(pl.read_parquet(source / f"{name}.parquet"), out / f"{name}.csv")
-            write_json(run, out / "run.json")
+            write_json(run, out / RUN_JSON)
             write_text(_frozen_readme(preset, run, metrics), out / "README.md")
     except BaseException:
         # not at all: the folder the temporary files made is removed too (the pilot stage refuses a frozen
@@ -150,6 +151,12 @@ def _frozen_readme(preset: str, run: dict, metrics: dict) -> str:
         "(this page's facts, read by the default `copydecode pilot`).\n")
 
 
+# `copydecode pilot-sweep`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("the pilot's training-settings sweep, an interrupted run's checkpoint curve, decoded range errors, or "
+        "freezing a preset run")
+READS_WRITES = "reads params pilot and the pilot's checkpoints; it writes under the job's output folder"
+
+
 def add_arguments(parser) -> None:
     """`copydecode pilot-sweep`'s options (one of: CONFIGs, --from-checkpoints, --diagnose, --freeze)."""
     parser.add_argument("configs", nargs="*", metavar="CONFIG",
@@ -173,15 +180,8 @@ def command(args) -> int:
     """Run the one job `args` names; named errors (ParamsError, CorpusError) propagate to the CLI."""
     import json
 
-    from analysis.pipeline.params import DEFAULT_PARAMS
-    from kernels_profile.pilot.train import LoraSettings, TrainSettings, add_lora, teacher_forced, train, training_sequences
-    from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.pilot.settings import load_models, settings
-
     args.out = args.table_out
     if args.freeze:
-        from analysis.layout import PILOT_DIR, PILOT_FROZEN
-
         try:
             run = json.loads(args.run or "{}")
         except json.JSONDecodeError as exc:
@@ -189,8 +189,6 @@ def command(args) -> int:
         print(freeze(args.freeze, run, PILOT_DIR / args.freeze, args.out or PILOT_FROZEN))
         return 0
     if args.from_checkpoints:
-        from analysis.layout import PILOT_CHECKPOINTS
-
         write_table(checkpoint_curve(PILOT_CHECKPOINTS), args.out or OUT.with_name("checkpoint_curve"), digits=3)
         return 0
     s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)

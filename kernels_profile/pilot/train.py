@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import ParamsError
-from analysis.grammar.program import Copy, parse
+from analysis.grammar.program import Copy, Program, parse
 from analysis.grammar.resolver import resolve
-from kernels_profile.decode.decoder import DecodeError, MaskTable, decode, decode_rewrite
+from kernels_profile.decode.decoder import DecodeError, decode, decode_rewrite
+from kernels_profile.decode.masks import MaskTables
 from kernels_profile.runtime.checkpoints import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
 from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, ModelTokenizer, PromptTemplate, prompt_ids
 from kernels_profile.decode.sequence import LOSS_KINDS, TrainingSequence, program_sequence, rewrite_sequence
@@ -298,8 +299,6 @@ def copy_coverage(program_text: str, source: str, tok: ModelTokenizer) -> float:
     from bisect import bisect_left
     from itertools import accumulate
 
-    from analysis.grammar.program import Program
-
     program = parse(program_text)
     output = resolve(program, source)
     if not output:
@@ -343,15 +342,16 @@ def reset_adapter(model, seed: int) -> None:
             module.reset_lora_parameters("default", True)
 
 
-def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: dict[int, MaskTable],
+def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: MaskTables,
                    template: PromptTemplate = PROGRAM_TEMPLATE) -> dict:
     """Greedy Copy-as-Decode on one case. `stopped`: "eos" when the model ended a whole program itself,
     "forced" when the budget's margin forced the end (a cut-off program); `valid` is stopped == "eos".
-    A case that cannot run is recorded with its error and no output. `masks` (FSM mask tables by line count) is shared between cases, as a server would keep it."""
+    A case that cannot run is recorded with its error and no output. `masks` (the model's FSM mask tables,
+    one per line count) is shared between cases, as a server would keep it."""
     base = {"case_id": case.case_id, "mode": "program", "budget": budget}
     try:
         result = decode(lm, tok, case.source, case.instruction, template, budget,
-                        masks=_mask_table(masks, lm, tok, case.source), case=case.case_id)
+                        masks=masks, case=case.case_id)
     except DecodeError as exc:
         return {**base, "error": str(exc), "exact_match": False, "valid": False}
     t, c = result.timings, result.counts
@@ -361,21 +361,6 @@ def program_record(lm, tok: ModelTokenizer, case, budget: int, masks: dict[int, 
             "decode_s": t.decode_s, "copy_s": t.copy_s, "mask_s": t.mask_s, "prompt_s": t.prompt_s,
             "program_tokens": c.program_tokens, "copied_tokens": c.copied_tokens,
             "forwards": 1 + c.decode_forwards + c.copy_forwards, "program": result.text, "output": result.output}
-
-
-def _mask_table(masks: dict[int, MaskTable], lm, tok: ModelTokenizer, source: str) -> MaskTable | None:
-    """The shared mask table for a source of this many lines (None for an empty source: the decoder
-    then refuses the case with its own error)."""
-    from analysis.grammar.fsm import ProgramFSM
-    from analysis.text.lines import split_lines
-
-    n_lines = len(split_lines(source))
-    if n_lines < 1:
-        return None
-    if n_lines not in masks:
-        fsm = ProgramFSM(tok.fsm_tokenizer, {"lines": n_lines}, eos_ids=tok.eos_ids)
-        masks[n_lines] = MaskTable(fsm, int(lm.model.get_input_embeddings().weight.shape[0]), lm.device)
-    return masks[n_lines]
 
 
 def rewrite_record(lm, tok: ModelTokenizer, case, budget: int) -> dict:

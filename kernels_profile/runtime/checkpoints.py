@@ -43,6 +43,7 @@ import polars as pl
 
 from analysis.errors import CopyDecodeError
 from analysis.pipeline.io import atomic_path, write_json, write_with
+from kernels_profile.runtime.models import SMOLLM2, is_registered, model_config, published_config, smollm2_gguf_path
 
 KEY_LENGTH = 20               # hex digits of sha256 kept in a checkpoint key
 KEY_FIELD = "copydecode.checkpoint_key"          # parquet metadata / JSON field holding the key
@@ -161,8 +162,6 @@ def read_json_checkpoint(path: Path, key: str, *, fields: set[str] | frozenset[s
 
 def model_fingerprint(name: str, weights: str) -> str:
     """What identifies the model's shapes and weights without building it (fails early on a bad name)."""
-    from kernels_profile.runtime.models import SMOLLM2, is_registered, model_config, published_config, smollm2_gguf_path
-
     if name == SMOLLM2:
         path = smollm2_gguf_path()
         return f"{path.name}:{path.stat().st_size}"

@@ -9,6 +9,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from kernels_profile.runtime.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
+
 
 # ---------------------------------------------------------------- threads
 
@@ -45,8 +47,6 @@ class ModelAndTokenizer:
 def load_model(name: str, weights: str, dtype: str, device: str) -> ModelAndTokenizer:
     """Build the model and its tokenizer (a missing tokenizer or weights file is a ModelError naming it)
     and check that the tokenizer's ids fit the model's embedding."""
-    from kernels_profile.runtime.models import build_model, check_vocabulary, eos_ids, load_hf_tokenizer
-
     hf_tok = load_hf_tokenizer(name)
     lm = build_model(name, weights, dtype, device)
     check_vocabulary(lm, hf_tok)

@@ -26,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis.errors import ParamsError
+from analysis.layout import MODELS_CACHE
+from analysis.text.tokens import embedded_qwen_dir
 
 CONFIG_DIR = Path(__file__).parents[1] / "configs"
 SMOLLM2 = "smollm2-135m"
@@ -357,8 +359,6 @@ def load_hf_tokenizer(name: str):
     """The model's own transformers tokenizer, as the registry names it."""
     from transformers import AutoTokenizer
 
-    from analysis.text.tokens import embedded_qwen_dir
-
     entry = model_entry(name)
     if entry.tokenizer == "qwen2.5":
         return AutoTokenizer.from_pretrained(str(embedded_qwen_dir()))
@@ -372,8 +372,6 @@ def load_hf_tokenizer(name: str):
 def smollm2_tokenizer():
     """SmolLM2's tokenizer: from the GGUF file once (~17 s), then from a cached tokenizer.json."""
     from transformers import AutoTokenizer
-
-    from analysis.layout import MODELS_CACHE
 
     cache = MODELS_CACHE / "smollm2-tokenizer"
     if (cache / "tokenizer.json").is_file():

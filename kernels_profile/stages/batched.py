@@ -28,7 +28,7 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.layout import METRICS, TABLES
-from analysis.latency.device_time import device_time_files, read_device_time
+from analysis.latency.device_time import DeviceTimeFile, device_time_files, read_device_time
 from analysis.latency.roofline import DEVICES_FILE, device_roof
 from analysis.latency.sources import DEVICE_TIME, parse_name
 from analysis.latency.stepcost import (
@@ -50,7 +50,11 @@ from analysis.parallel.progress import timed
 from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.io import read_parquet, write_json, write_table
 from analysis.pipeline.params import get, merge_preset
-from kernels_profile.measure.batched import BatchedSpec, Step
+from kernels_profile.measure.batched import BatchedSpec, Step, bench_environment
+from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
+from kernels_profile.runtime.checkpoints import fingerprint
+from kernels_profile.runtime.loading import set_threads
+from kernels_profile.runtime.models import build_model, check_fits, published_config, torch_dtype
 
 BATCHED_RAW = Path("data/kernels/batched.parquet")
 BATCHED_CHECKPOINTS = Path("data/kernels/batched_checkpoints")
@@ -81,6 +85,15 @@ class BatchedSettings:
     step_cost: Path
     batch1: tuple[Batch1Source, ...]
     preset: str | None
+
+
+# `copydecode kernels profile --batched`: its help line and what it reads and writes (the CLI's --help)
+HELP = "time batched engine steps (B sequences, q new tokens each at context c) and fit the step-cost model"
+READS_WRITES = ("reads params kernels.batched (or --preset from kernels.batched_presets), the model's weights and "
+                "the frozen batch-1 files of kernels.batched.batch1_sources; writes data/kernels/batched.parquet "
+                "and data/kernels/batched.environment.json, reports/kernels/step_cost.json, "
+                "reports/tables/step_cost_*.*, reports/metrics/step_cost.json")
+OWN_OUT = "names the raw timings file"  # `kernels profile --out` (a one-off output root is refused)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -166,18 +179,10 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
 
 def grid_sets(spec: BatchedSpec):
     """One step set per context: every (B, q) of the grid."""
-    from kernels_profile.measure.batched_session import StepSet
-
     return [StepSet(f"c{c}", {f"b{b}-q{q}-c{c}": Step.uniform(b, q, c) for b, q in spec.points}) for c in spec.contexts]
 
 
 def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
-    from kernels_profile.measure.batched import bench_environment
-    from kernels_profile.measure.batched_session import Timing, run_step_sets
-    from kernels_profile.runtime.checkpoints import fingerprint
-    from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
-
     set_threads(spec.threads)
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
     # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
@@ -208,9 +213,6 @@ def measured_fit(raw: pl.DataFrame, spec: BatchedSpec, source: str = MEASURED_SO
 
 def batch1_fit(source: Batch1Source, roof_document: dict) -> tuple[StepCostModel, pl.DataFrame]:
     if source.kind == DEVICE_TIME:
-        from analysis.latency.device_time import DeviceTimeFile
-        from kernels_profile.runtime.models import published_config
-
         frame = read_device_time(DeviceTimeFile(source.name.split("/")[0], source.paths[0], source.dtype, "cuda", "random"))
         points = device_time_points(frame, source.model)
         roof = device_roof(str(frame["device_name"][0]), roof_document)
@@ -245,8 +247,6 @@ def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
 
 
 def run(s: BatchedSettings) -> dict:
-    from kernels_profile.measure.batched_session import write_result
-
     with timed("kernels_batched") as timing:
         result = measure(s.spec, BATCHED_CHECKPOINTS)
         sidecar = write_result(result, s.out)

@@ -263,6 +263,21 @@ class BusySettings:
     stem: Path     # report path without suffix
 
 
+# `copydecode bench busy`: its help line and what it reads and writes (the CLI's --help)
+HELP = ("quiet-vs-busy spread of the kernel and e2e per-pair ratios of two runs -> "
+        "reports/kernels/benchmark_busy.{md,json}")
+READS_WRITES = ("reads QUIET_DIR's and BUSY_DIR's data/kernels and data/e2e; writes "
+                "reports/kernels/benchmark_busy.md and .json (or --stem)")
+
+
+def add_arguments(parser) -> None:
+    """`bench busy`'s own options (settings(params, quiet, busy, stem))."""
+    parser.add_argument("quiet", metavar="QUIET_DIR", help="repository root of the quiet run (data/kernels, data/e2e)")
+    parser.add_argument("busy", metavar="BUSY_DIR", help="repository root of the run beside the busy loop")
+    parser.add_argument("--stem", default=None, metavar="OUT_STEM",
+                        help="report path without suffix (default reports/kernels/benchmark_busy)")
+
+
 def settings(params: dict, quiet: str, busy: str, stem: str | None = None) -> BusySettings:
     """`copydecode bench busy QUIET_DIR BUSY_DIR [--stem OUT_STEM]`: no params (the two runs carry
     their own settings)."""

@@ -28,6 +28,20 @@ class MaskBenchSettings:
     json: str | None            # also write the full results here
 
 
+# `copydecode bench mask`: its help line and what it reads and writes (the CLI's --help)
+HELP = "grammar-mask cost per step, this suite's FSM beside llguidance (params decode.mask_benchmark)"
+READS_WRITES = ("reads data/programs/programs.parquet, params decode.mask_benchmark and its models' tokenizers; "
+                "writes a summary table to the terminal (stderr) and, with --json FILE, the full results")
+
+
+def add_arguments(parser) -> None:
+    """`bench mask`'s own options (settings(params, programs, lines, models, json))."""
+    parser.add_argument("--programs", type=int, default=None, help="line programs (default: params)")
+    parser.add_argument("--lines", type=int, default=None, help="source lines the copies range over (default: params)")
+    parser.add_argument("--models", nargs="+", default=None, help="vocabularies (default: params)")
+    parser.add_argument("--json", default=None, metavar="FILE", help="also write the full results here")
+
+
 def settings(params: dict, programs: int | None = None, lines: int | None = None,
              models: list[str] | None = None, json: str | None = None) -> MaskBenchSettings:
     """params decode.mask_benchmark, validated; the command line's values replace the params'."""

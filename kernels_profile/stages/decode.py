@@ -23,9 +23,10 @@ from analysis.layout import CASES, METRICS, TABLES
 from analysis.pooling import SINGLE_FRAMINGS
 from analysis.pipeline.params import choice, choices, did_you_mean, get, positive_int
 from analysis.parallel.progress import timed
-from kernels_profile.decode.decoder import MASK_ENGINES
+from kernels_profile.decode.decoder import MASK_ENGINES, DecodeError, decode, load_for_decoding, result_record
 from kernels_profile.runtime.models import DTYPES, known_models
 from kernels_profile.runtime.hf import TEMPLATES
+from kernels_profile.decode import maskbench
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,19 @@ class DecodeSettings:
     mask_apply_repeats: int
     mask_threads: int                # torch threads while a mask is applied
     from_command_line: bool          # a case, model or framing given on the command line: print only
+
+
+# `copydecode decode`: its help line and what it reads and writes (the CLI's --help)
+HELP = "the Copy-as-Decode decoder on one case (--case-id, --model)"
+READS_WRITES = ("reads data/corpora/cases.parquet, data/programs/programs.parquet and the model's weights; writes "
+                "reports/tables/mask_benchmark.*, reports/metrics/decode.json")
+
+
+def add_arguments(parser) -> None:
+    """`decode`'s own options (settings(params, case_id, model, framing))."""
+    parser.add_argument("--case-id", dest="case_id", help="the case to decode (default: params decode.case_id)")
+    parser.add_argument("--model", help="the model (default: params decode.model)")
+    parser.add_argument("--framing", help="the framing of a multi-framing corpus (default: params)")
 
 
 def settings(params: dict, case_id: str | None = None, model: str | None = None,
@@ -91,8 +105,6 @@ def find_case(cases: pl.DataFrame, case_id: str, framing: str) -> dict:
 
 
 def run(s: DecodeSettings) -> dict:
-    from kernels_profile.decode.decoder import DecodeError
-
     case = find_case(read_cases(CASES), s.case_id, s.framing)
     if not (case["instruction"] or "").strip():  # refused before minutes of model loading
         raise DecodeError(f"{s.case_id}: the edit instruction is empty (the case has none)")
@@ -101,16 +113,12 @@ def run(s: DecodeSettings) -> dict:
 
 
 def _decode_and_benchmark(s: DecodeSettings, case: dict) -> dict:
-    from kernels_profile.decode.decoder import decode, load_for_decoding, result_record
-
     lm, tok = load_for_decoding(s.model, s.weights, s.dtype, "cpu")
     result = decode(lm, tok, case["source"], case["instruction"] or "", TEMPLATES[s.template], s.budget,
                     unit=s.unit, case=s.case_id, mask_engine=s.mask_engine)
     record = {"case_id": s.case_id, "model": s.model, "mask_engine": s.mask_engine,
               **result_record(result, case["target"])}
     if not s.from_command_line:
-        from kernels_profile.decode import maskbench
-
         results = maskbench.run_models(s.mask_models, maskbench.line_programs(s.mask_programs, s.mask_lines),
                                        s.mask_lines, apply_repeats=s.mask_apply_repeats, threads=s.mask_threads,
                                        cases=maskbench.line_cases(s.mask_programs, s.mask_lines))

@@ -29,6 +29,7 @@ its drift, contention verdict, noisy flag and noisy reasons go into the metrics.
 
 from __future__ import annotations
 
+import argparse
 import random
 import time
 from datetime import datetime, timezone
@@ -41,6 +42,7 @@ from analysis.layout import CASES, E2E_CHECKPOINTS, E2E_MEASUREMENTS, FIGURES, M
 from analysis.parallel.progress import log_above_bars, progress_bar, timed
 from analysis.parallel.tables import joined_programs
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.runrecord import RUN_JSON, run_record
 from analysis.present import charts
 from analysis.results.e2e import chart_methods
 from analysis.results.methods import REWRITE_PROMPT
@@ -51,7 +53,7 @@ from kernels_profile.e2e import summary as e2e_summary
 from kernels_profile.e2e.job import CHECKPOINT_VERSION, CaseJob, build_job
 from kernels_profile.e2e.predict import LatencyCurve
 from kernels_profile.e2e.settings import E2EModel, E2ESettings, settings  # noqa: F401 (the CLI's settings(params))
-from kernels_profile.measure.contention import EnvironmentRecorder, RunEnvironment
+from kernels_profile.measure.contention import EnvironmentRecorder, RunEnvironment, environment_metrics
 from kernels_profile.measure.machine import reference_workload
 from kernels_profile.measure.session import environment_path
 from kernels_profile.runtime.checkpoints import (
@@ -65,6 +67,23 @@ from kernels_profile.runtime.checkpoints import (
 )
 from kernels_profile.runtime.hf import ModelTokenizer
 from kernels_profile.runtime.loading import ModelAndTokenizer, load_model, set_threads
+from analysis.text.tokens import load_tokenizer
+
+# `copydecode e2e`: its help line and what it reads and writes (the CLI's --help)
+HELP = "measured end to end: AR vs PLD vs Copy-as-Decode, constrained decoding"
+READS_WRITES = ("reads cases, programs and the models' weights (params e2e); writes data/e2e/measurements.parquet, "
+                "data/e2e/measurements.environment.json, reports/tables/e2e_*.*, "
+                "reports/figures/e2e_speedup.{png,svg}, reports/metrics/e2e.json")
+OWN_OUT = "names a preset run's folder"  # its --out (a one-off output root is refused)
+
+
+def add_arguments(parser) -> None:
+    """`e2e`'s own options (settings(params, preset, out)); `out` is `--out`, read by the CLI as raw_out."""
+    parser.add_argument("--preset", default=None, help="a preset from params e2e.presets (e.g. e2e-wide)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="DIR",
+                        help="with --preset: the run's folder (default data/e2e/<preset>); a one-off "
+                             "output root is not supported here")
+
 
 CHECKPOINT_COLUMNS = {"method", "repeat", "order_index", "seconds", "forwards", "tokens", "case_id", "run_id",
                       "predicted_ar_seconds", "predicted_seconds", "predicted", "extrapolated_spans", "directive_tokens",
@@ -104,8 +123,6 @@ def measured_case(lm, job: CaseJob, s: E2ESettings, key: str, run_id: str,
 
 def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder,
               scratch: FromScratch) -> dict:
-    from analysis.text.tokens import load_tokenizer
-
     rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
     qwen = load_tokenizer(s.tokenizer)
     bar.set_postfix_str(f"loading {choice.name}")
@@ -171,44 +188,17 @@ def mask_benchmark(s: E2ESettings) -> dict:
                                  s.environment.threads)
 
 
-def environment_metrics(env: RunEnvironment) -> dict:
-    """What the report shows of the run environment (the whole record is in the sidecar)."""
-    contention = env.contention.to_json() if env.contention is not None else {}
-    return {"run_id": env.run_id, "noisy": env.noisy, "noisy_reasons": env.noisy_reasons,
-            "contended": env.contended, "other_busy_cores": contention.get("other_busy_cores"),
-            "other_busy_cores_samples": contention.get("samples"), "contention_rule": contention.get("rule"),
-            "contention_unmeasured": contention.get("unmeasured"), "contention_slack": contention.get("slack"),
-            "threads": contention.get("threads", env.machine.get("torch_threads")),
-            "reference_drift": env.drift.drift,
-            "noisy_drift": env.drift.threshold, "reference_samples": env.drift.samples,
-            "reference_start_s": env.drift.reference_start_s, "reference_end_s": env.drift.reference_end_s,
-            "load1_before": env.load_before[0], "load1_after": env.load_after[0],
-            **{k: env.machine.get(k) for k in ("cpu_model", "cpu_flags", "usable_cores", "torch_threads")}}
-
-
 def keyed(frame: pl.DataFrame, keys: tuple[str, ...], fields: tuple[str, ...]) -> dict:
     return {"/".join(str(r[k]) for k in keys): {f: r[f] for f in fields} for r in frame.iter_rows(named=True)}
 
 
 def run_info(s: E2ESettings, started: datetime, seconds: float, environment: RunEnvironment) -> dict:
-    """What a frozen preset run records of itself (run.json): the command, the commit (and whether the
-    tree had uncommitted changes), UTC start and end, wall-clock seconds and the machine."""
-    import subprocess
-
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=30, check=True)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip()
-
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"preset": s.preset, "command": f"copydecode e2e --preset {s.preset} --out {s.out}",
-            "commit": git("rev-parse", "HEAD"), "dirty": None if status is None else bool(status),
-            "started": started.isoformat(timespec="seconds"),
-            "ended": datetime.now(timezone.utc).isoformat(timespec="seconds"), "seconds": round(seconds, 1),
-            "machine": {k: environment.machine.get(k) for k in ("cpu_model", "usable_cores", "torch_threads")},
-            "noisy": environment.noisy}
+    """What a frozen preset run records of itself (run.json, analysis.pipeline.runrecord): the command, the
+    commit (and whether the tree had uncommitted changes), UTC start and end, wall-clock seconds, the
+    machine, and whether the run was noisy."""
+    return run_record(f"copydecode e2e --preset {s.preset} --out {s.out}", started, seconds,
+                      {k: environment.machine.get(k) for k in ("cpu_model", "usable_cores", "torch_threads")},
+                      preset=s.preset, noisy=environment.noisy)
 
 
 def write_outputs(s: E2ESettings, measurements: pl.DataFrame, environment: RunEnvironment, threads) -> dict:
@@ -271,7 +261,7 @@ def run(s: E2ESettings) -> dict:
         metrics["mask_cost_qwen"] = mask
     if s.out is not None:  # a preset run: its folder holds everything a frozen copy needs
         write_json(metrics, s.out / "metrics.json")
-        write_json(run_info(s, started_at, time.perf_counter() - started, environment), s.out / "run.json")
+        write_json(run_info(s, started_at, time.perf_counter() - started, environment), s.out / RUN_JSON)
     else:
         write_json(metrics, METRICS / "e2e.json")
     return {k: metrics[k] for k in ("pooled", "lossless", "environment")}

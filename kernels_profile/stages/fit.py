@@ -46,6 +46,8 @@ from analysis.latency.sources import (
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.pipeline.params import choice, choices, get, number_list, positive_int
 from analysis.parallel.progress import timed
+from kernels_profile.measure.session import read_environment, session_environment_metrics
+from kernels_profile.runtime.models import published_config
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
 
@@ -95,6 +97,14 @@ def raw_sources(params: dict) -> tuple[RawSource, ...]:
     if twice:
         raise ParamsError(f"params: 'kernels.fit.raw' lists {twice} more than once")
     return tuple(out)
+
+
+# `copydecode kernels fit`: its help line and what it reads and writes (the CLI's --help)
+HELP = "fit the latency model to the raw timings"
+READS_WRITES = ("reads the raw timing files of params kernels.fit.raw (this run's and the frozen H200 runs); "
+                "writes reports/kernels/latency_model.json, reports/tables/kernel_*.*, "
+                "reports/tables/latency_holdout.*, reports/figures/kernel_speedup*.{png,svg}, "
+                "reports/metrics/kernels.json")
 
 
 def settings(params: dict) -> FitSettings:
@@ -180,8 +190,6 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
 
 
 def read_sidecar(raw_path) -> dict | None:
-    from kernels_profile.measure.session import read_environment
-
     return read_environment(raw_path)
 
 
@@ -212,32 +220,6 @@ def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str
         "dtype": dtype, "bytes_per_param": BYTES_PER_PARAM[dtype], "ridge_flops_per_byte": compute / stream,
         "n_max": n_max, "ceiling": copy_speedup_ceiling(n_max, stream, compute, BYTES_PER_PARAM[dtype]),
         "measured_at_n_max": float(measured.max()) if measured.len() else None, "runs": len(roofs),
-    }
-
-
-def environment_metrics(sidecar: dict | None) -> dict | str:
-    """What a reader needs to judge the timings: machine, threads, load, reference drift, other
-    processes' CPU use and the contention verdict, the NOISY mark and its reasons. A sidecar from
-    before contention was measured gives None for those (and says so in contention_unmeasured)."""
-    if not sidecar:
-        return "not recorded"
-    runs = [r for r in sidecar.get("runs", []) if "drift" in r]
-    machine = sidecar.get("machine") or {}
-    unmeasured = sorted({(r.get("contention") or {}).get("unmeasured") or "not recorded" for r in runs
-                         if not (r.get("contention") or {}).get("measured")})
-    return {
-        "noisy": sidecar.get("noisy"), "noisy_drift": sidecar.get("noisy_drift"),
-        "noisy_reasons": sidecar.get("noisy_reasons", []), "contended": sidecar.get("contended"),
-        "contention_slack": sidecar.get("contention_slack"), "other_busy_cores": sidecar.get("other_busy_cores"),
-        "contention_rule": next((r["contention"]["rule"] for r in runs if (r.get("contention") or {}).get("measured")), None),
-        "contention_unmeasured": "; ".join(unmeasured) or None,
-        "threads": sidecar.get("threads"),
-        "noisy_pairs": len(sidecar.get("noisy_pairs") or []), "pairs": sidecar.get("pairs"),
-        "max_pair_drift": sidecar.get("max_pair_drift"), "median_pair_drift": sidecar.get("median_pair_drift"),
-        "load1": sidecar.get("load1"),
-        "reference_start_s": runs[0]["drift"]["reference_start_s"] if runs else None,
-        "reference_end_s": runs[-1]["drift"]["reference_end_s"] if runs else None,
-        "machine": {k: machine.get(k) for k in ("cpu_model", "cpu_flags", "logical_cores", "usable_cores", "torch_threads")},
     }
 
 
@@ -287,8 +269,6 @@ def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], 
 
 
 def model_weights(models: list[str]) -> dict[str, object]:
-    from kernels_profile.runtime.models import published_config
-
     out = {}
     for name in models:
         try:
@@ -401,7 +381,7 @@ def run(s: FitSettings) -> dict:
         "holdout_max_rel_error": {("" if r["source"] == FIT_SOURCE else f"{r['source']}:")
                                   + f"{r['model']}/{r['baseline']}/{r['form']}/{r['curve']}": r["holdout_max_rel_error"]
                                   for r in holdout.iter_rows(named=True)} if holdout.height else {},
-        "run_environment": environment_metrics(sidecar),
+        "run_environment": session_environment_metrics(sidecar),
         "roofline": roof,
         "paper_gpu_ceiling": paper_gpu_ceiling(speedups),
     }

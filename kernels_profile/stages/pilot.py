@@ -72,6 +72,7 @@ from analysis.layout import (
 from analysis.pilot.data import PilotCase, build_pilot_data, with_split
 from analysis.pilot.diagnosis import range_errors, write_diagnosis
 from analysis.parallel.progress import progress, timed
+from kernels_profile.decode.masks import MaskTables
 from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
 from kernels_profile.runtime.checkpoints import (
     FromScratch,
@@ -80,6 +81,22 @@ from kernels_profile.runtime.checkpoints import (
     read_json_checkpoint,
     write_json_checkpoint,
 )
+from analysis.pilot import report as pilotreport
+from analysis.present import charts
+from kernels_profile.pilot.train import (adapter_state, load_adapter_state, program_record, reset_adapter,
+                                         rewrite_record, teacher_forced, train, trained_seconds, training_sequences)
+
+# `copydecode pilot`: its help line and what it reads and writes (the CLI's --help)
+HELP = "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"
+READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); "
+                "writes data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, "
+                "reports/figures/pilot_*.{png,svg}, reports/pilot/range_errors.*, reports/metrics/pilot.json")
+
+
+def add_arguments(parser) -> None:
+    """`pilot`'s own option (settings(params, preset))."""
+    parser.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+
 
 HELDOUT = "heldout"
 
@@ -191,8 +208,6 @@ def forced_row(metrics) -> dict:
 def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs, scratch: FromScratch) -> dict:
     """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, a
     runtime JSON checkpoint (its seconds counted by `scratch`)."""
-    from kernels_profile.pilot.train import teacher_forced
-
     key = digest({"model": model_key(s), "heldout": sequences_hash(heldout_seqs)})
     path = PILOT_CHECKPOINTS / f"forced-before-{mode}-{key}.json"
     found = read_json_checkpoint(path, key, fields={"metrics"}, what="pilot")
@@ -212,15 +227,6 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
     kept (and left out as longer than max_tokens), and the teacher-forced held-out curve: the base
     model at step 0, then every `checkpoint_every` steps of every program adapter (33 forwards a point,
     about 30 s on 2 cores) and the last step of every rewrite adapter."""
-    from kernels_profile.pilot.train import (
-        adapter_state,
-        reset_adapter,
-        teacher_forced,
-        train,
-        trained_seconds,
-        training_sequences,
-    )
-
     plan = [("program", seed) for seed in s.seeds] + [("rewrite", seed) for seed in s.rewrite_seeds]
     sequences, heldout, kept, before = {}, {}, {}, {}
     for mode in sorted({m for m, _ in plan}):
@@ -277,9 +283,7 @@ def curve_frame(rows: list[dict]) -> pl.DataFrame:
     return pl.DataFrame([{k: r.get(k) for k in CURVE_SCHEMA} for r in rows], schema=CURVE_SCHEMA)
 
 
-def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: dict) -> dict:
-    from kernels_profile.pilot.train import program_record, rewrite_record
-
+def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: MaskTables) -> dict:
     if mode == "program":
         return program_record(loaded.lm, loaded.tok, case, budget, masks)
     return rewrite_record(loaded.lm, loaded.tok, case, budget)
@@ -307,8 +311,6 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
             bar, scratch: FromScratch) -> list[dict]:
     """One evaluation job (one adapter per mode, or the base model); a runtime JSON checkpoint keyed by
     everything that decides its records (its seconds counted by `scratch`)."""
-    from kernels_profile.pilot.train import load_adapter_state
-
     after = job.phase == "after"
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
     adapters = {m: (states[(m, job.seed)][0] if after else "base") for m in job.modes}
@@ -323,7 +325,7 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
         return found.content["records"]
     scratch.mark()
     rng = random.Random(f"{s.order_seed}/{job.seed}/{job.split}")
-    masks: dict = {}
+    masks = MaskTables.for_model(loaded.lm, loaded.tok)
     records = []
     for case in cases:
         order = list(job.modes)
@@ -373,8 +375,6 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 
 def run(s: PilotSettings) -> dict:
-    from analysis.pilot import report as pilotreport
-
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
@@ -416,7 +416,6 @@ def run(s: PilotSettings) -> dict:
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
-    from analysis.present import charts
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")

@@ -15,6 +15,7 @@ prints that entry) and `<source>/<model label>/<AR loop>` to `kernel.sources`.
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,10 @@ from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
+from analysis.latency.tables import speedup_summary
+from analysis.pipeline.io import markdown_table
+from kernels_profile.measure.session import profile_run, write_profile
+from kernels_profile.runtime.models import model_label
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
 
@@ -42,8 +47,6 @@ class ProfileSettings:
 
 def kernel_source_name(model: str, device: str) -> str:
     """The kernel source of a --model run: the model's label and the device (`llama-3.2-1b-cuda`)."""
-    from kernels_profile.runtime.models import model_label
-
     return f"{model_label(model)}-{device}"
 
 
@@ -72,6 +75,35 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     over = {"models": [model] if model is not None else None, "device": device, "dtype": dtype,
             "contexts": _numbers(contexts, "--contexts"), "ns": _numbers(ns, "--ns"), "weights": weights}
     return {**group, **{k: v for k, v in over.items() if v is not None}}
+
+
+# `copydecode kernels profile`: its help line and what it reads and writes (the CLI's --help)
+HELP = "time AR steps vs one parallel prefill"
+READS_WRITES = ("reads params kernels.profile (or --preset) and the model's config or weights; writes "
+                "data/kernels/raw.parquet and data/kernels/raw.environment.json (or --out FILE and its sidecar)")
+OWN_OUT = "names the raw timings file"  # its --out (a one-off output root is refused)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """`kernels profile`'s own options (settings(params, preset, out, model, device, dtype, contexts, ns,
+    weights)); `out` is `--out`, read by the CLI as raw_out."""
+    parser.add_argument("--preset", default=None, help="a preset from params kernels.presets (e.g. paper-gpu)")
+    parser.add_argument("--out", default=argparse.SUPPRESS, dest="raw_out", metavar="FILE",
+                        help="raw timings parquet (default: the preset's or params'); a one-off output root is not "
+                             "supported here")
+    parser.add_argument("--model", default=None, metavar="HF_ID_OR_DIR",
+                        help="any transformers causal LM: a folder with a config.json or a hub id (no registry "
+                             "entry); the run becomes the kernel source <model>-<device>, written to "
+                             "data/kernels/<model>-<device>.parquet (add it to params kernels.fit.raw to fit it)")
+    parser.add_argument("--device", default=None, choices=DEVICES, help="default: params")
+    parser.add_argument("--dtype", default=None, choices=("bfloat16", "float32", "float16"), help="default: params")
+    parser.add_argument("--contexts", default=None, nargs="+", metavar="C",
+                        help="KV-cache lengths, e.g. --contexts 256 2048 (default: params)")
+    parser.add_argument("--ns", default=None, nargs="+", metavar="N",
+                        help="copy lengths N, e.g. --ns 1 8 64 512 (default: params)")
+    parser.add_argument("--weights", default=None, choices=WEIGHTS_CHOICES,
+                        help="random: weights drawn for the model's config (timing does not depend on them); "
+                             "real: the model's own weights (from_pretrained) (default: params)")
 
 
 def settings(params: dict[str, Any], preset: str | None = None, out: str | Path | None = None,
@@ -121,17 +153,12 @@ def print_result_table(raw, out, env: dict) -> None:
     command ends with its result (a fit and the bounds come after, from params kernels.fit.raw)."""
     import sys
 
-    from analysis.latency.tables import speedup_summary
-    from analysis.pipeline.io import markdown_table
-
     noisy = f" NOISY ({'; '.join(env.get('noisy_reasons') or [])})" if env.get("noisy") else ""
     print(f"\nkernels profile: T_ar(N) / T_prefill(N) measured here, medians over paired repeats{noisy} "
           f"(raw timings: {out}):\n" + markdown_table(speedup_summary(raw), digits=3), file=sys.stderr)
 
 
 def run(s: ProfileSettings) -> dict:
-    from kernels_profile.measure.session import profile_run, write_profile
-
     with timed("kernels_profile") as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)
         sidecar = write_profile(result, s.out)

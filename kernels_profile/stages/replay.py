@@ -24,7 +24,11 @@ from analysis.layout import METRICS, TABLES
 from analysis.parallel.progress import timed
 from analysis.pipeline.io import write_json, write_table
 from analysis.pipeline.params import check_slack, check_threshold, get, number, positive_int
-from kernels_profile.measure.batched import Step
+from kernels_profile.measure.batched import Step, bench_environment
+from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
+from kernels_profile.runtime.checkpoints import checkpoint_key, fingerprint
+from kernels_profile.runtime.loading import set_threads
+from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 
 STEPS = Path("data/serving/steps.parquet")
 STEP_COST = Path("reports/kernels/step_cost.json")
@@ -42,6 +46,14 @@ class ReplaySettings:
     noisy_drift: float
     reference_budget_s: float
     contention_slack: float
+
+
+# `copydecode serving replay`: its help line and what it reads and writes (the CLI's --help)
+HELP = "replay simulated steps as real batched forwards and compare measured with predicted step time"
+READS_WRITES = ("reads data/serving/steps.parquet, reports/kernels/step_cost.json and the model's weights (params "
+                "serving.replay); writes data/serving/replay.parquet, data/serving/replay.environment.json, "
+                "reports/tables/serving_replay.*, reports/tables/serving_replay_summary.*, "
+                "reports/metrics/serving_replay.json")
 
 
 def settings(params: dict) -> ReplaySettings:
@@ -100,12 +112,6 @@ def error_summary(rows: pl.DataFrame) -> pl.DataFrame:
 
 
 def run(s: ReplaySettings) -> dict:
-    from kernels_profile.measure.batched import bench_environment
-    from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
-    from kernels_profile.runtime.checkpoints import checkpoint_key, fingerprint
-    from kernels_profile.runtime.loading import set_threads
-    from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
-
     with timed("serving_replay"):
         model, spec = measured_model(STEP_COST, s.source)
         if not STEPS.is_file():

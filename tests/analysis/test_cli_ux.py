@@ -12,7 +12,8 @@ import tomllib
 import pytest
 from fixtures import ROOT
 
-from analysis.cli import apply_overrides, build_parser, main
+from analysis.cli import build_parser, main
+from analysis.pipeline.params import apply_overrides
 from analysis.errors import ParamsError
 
 
@@ -72,7 +73,7 @@ def test_a_set_value_is_validated_by_the_stage_and_params_yaml_is_not_written(tm
 
 def test_a_stage_ends_with_one_line_and_its_summary_in_a_file(tmp_path, monkeypatch):
     """Section 4 of issue 41: stage summaries were JSON dumps on stdout (most of a `dvc repro` log)."""
-    from analysis.cli import summary_lines
+    from analysis.pipeline.console import summary_lines
 
     monkeypatch.chdir(tmp_path)
     result = {"cases": 1082, "seconds": 3.8354, "corpora": {"HEvalFix-Py": 164}, "note": "x" * 80,

@@ -110,7 +110,6 @@ from analysis.stats import (  # noqa: E402
     CountError,
     clopper_pearson,
     mcnemar_exact,
-    paired_difference_text,
     wilson,
 )
 
@@ -152,14 +151,6 @@ def test_clopper_pearson_known_value_and_wilson_against_scipy():
 def test_small_count_statistics_reject_bad_input_by_name(call):
     with pytest.raises(CountError):
         call()
-
-
-def test_a_paired_difference_that_is_not_significant_is_called_so():
-    text = paired_difference_text(0, 2, 33, 0, 2)
-    assert text.startswith("0/33 -> 2/33 (6.1% [0.7%, 20.2%])") and "p = 0.5, not significant" in text
-    assert "significant at 0.05" in paired_difference_text(0, 12, 33, 0, 12)
-    assert "not significant" not in paired_difference_text(0, 12, 33, 0, 12)
-    assert "not computable" in paired_difference_text(3, 5, 33, None, None)
 
 
 # ---------------------------------------------------------------- per-pair ratios (the profiler's and e2e's paired timings)

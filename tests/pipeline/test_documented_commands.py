@@ -196,7 +196,7 @@ def key_problem(key: str, params: dict) -> str | None:
             if node is None:
                 break
         if not isinstance(node, dict) or part not in node:
-            from analysis.cli import _dotted_keys as known
+            from analysis.pipeline.params import _dotted_keys as known
 
             return f"no such setting {key!r} in params.yaml" + did_you_mean(key, sorted(known(params)))
         node = node[part]
@@ -215,7 +215,8 @@ def _placeholder_free(words: list[str]) -> bool:
 
 def copydecode_problem(words: list[str], params: dict) -> str | None:
     """None when `copydecode WORDS` parses and its --set keys exist (the stage validates their values)."""
-    from analysis.cli import apply_overrides, build_parser
+    from analysis.cli import build_parser
+    from analysis.pipeline.params import apply_overrides
     from analysis.errors import ParamsError
 
     stderr = io.StringIO()

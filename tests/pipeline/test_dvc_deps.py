@@ -7,7 +7,7 @@ import pytest
 import yaml
 from fixtures import ROOT
 
-from analysis.cli import SETTINGS_OPTIONS, STAGES
+from analysis.pipeline.commands import STAGES
 from analysis.pipeline.config import Config
 from analysis.tools.depgraph import stage_code_deps
 
@@ -42,7 +42,7 @@ class Recorder(dict):
 def test_stage_code_deps_are_declared(name):
     stage = DVC[name]
     command = _command(stage)
-    needed = set(stage_code_deps(command, STAGES[command][0], ROOT))
+    needed = set(stage_code_deps(command, STAGES[command], ROOT))
     declared = set(stage["deps"])
     missing = sorted(needed - declared)
     assert not missing, f"dvc.yaml stage {name!r} does not declare {missing}; run `copydecode depgraph`"
@@ -54,11 +54,8 @@ def test_stage_params_groups_are_declared(name):
     command = _command(stage)
     recorder = Recorder(yaml.safe_load((ROOT / "params.yaml").read_text()))
     cfg = Config(recorder, ROOT / "params.yaml")
-    module = importlib.import_module(STAGES[command][0])
-    if command in SETTINGS_OPTIONS:  # typed settings from the params alone
-        module.settings(recorder)
-    else:
-        module.settings(cfg)
+    module = importlib.import_module(STAGES[command])
+    module.settings(recorder)  # typed settings from the params alone
     declared = {p.split(".")[0] if isinstance(p, str) else next(iter(p)) for p in stage.get("params", [])}
     assert recorder.read <= declared, f"{name} reads params groups {sorted(recorder.read - declared)} it does not declare"
 

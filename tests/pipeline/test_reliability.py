@@ -441,7 +441,7 @@ def fake_papermill(monkeypatch):
 
 
 def test_report_parameter_names_come_from_each_templates_parameters_cell():
-    from analysis.present.reports import REPORTS, template_parameters
+    from analysis.present.templates import REPORTS, template_parameters
 
     assert template_parameters("explore") == ("case_id", "framing", "level", "widgets")
     assert template_parameters("summary") == ()

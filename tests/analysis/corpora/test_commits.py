@@ -395,7 +395,8 @@ def test_folder_of_repositories_expands_to_one_corpus_each(repo_folder):
     names = [b[1].name for b in s.builds]
     assert names == ["team-alpha", "team-beta"]  # notes.txt is no repository: ignored
     assert all(b[1].min_lines == 5 for b in s.builds)  # each mined with the same filters
-    cases, _, origins = stage.build_cases(s)
+    builds = list(stage.iter_builds(s))
+    cases, origins = [c for b in builds for c in b[0]], [o for b in builds for o in b[2]]
     table = commits.repository_table(origins)
     assert table["corpus"].to_list() == ["CommitEdits-team-alpha", "CommitEdits-team-beta"]
     # the same history mines to the same counts from a bundle and a bare clone
@@ -451,7 +452,8 @@ def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkey
     monkeypatch.setattr(stage, "COMMIT_CASES", tmp_path / "commits")
     (tmp_path / "commits").mkdir()
     (tmp_path / "commits" / "CommitEdits-gone.parquet").write_bytes(b"stale")
-    stage.write_commit_shards(frame)
+    stage.remove_stale_commit_shards(stage.commit_corpora(frame))
+    stage.write_commit_shard(frame)
     files = sorted(p.name for p in (tmp_path / "commits").iterdir())
     assert files == ["CommitEdits-alpha.parquet", "CommitEdits-beta.parquet"]
     lazy = pl.scan_parquet(tmp_path / "commits" / "*.parquet")

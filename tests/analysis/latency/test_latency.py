@@ -15,7 +15,6 @@ from analysis.latency.model import (
     to_document,
 )
 from analysis.latency.fit import FitOptions, fit_latency
-from fixtures import KERNEL_NS as NS
 from fixtures import TRUE_AR, TRUE_PREFILL, raw_from
 
 
@@ -48,15 +47,11 @@ def test_models_round_trip_through_json():
         assert len(after.repeat_models()) == len(before.repeat_models())
     assert LatencyModel.from_record(models[0].to_record()) == models[0]
 
-def test_legacy_v1_document_is_read_as_a_quadratic_model():
-    legacy = {"fits": [{"model": "m", "weights": "random", "dtype": "float32", "device": "cpu", "baseline": "eager",
-                        "contexts": [256], "ns": NS, "ar": {"terms": {"a": 0.2, "b": 1e-5}, "r2": 1.0},
-                        "prefill": {"terms": {"p0": 0.28, "p1": 2.4e-5, "p2": 6.3e-5, "p3": 0.0}, "r2": 0.9}}]}
-    (model,) = from_document(legacy)
-    assert model.form == "quadratic" and model.repeats == ()
-    assert float(model.t_step(256).seconds) == 0.2 + 1e-5 * 256
-    n = np.array([3.0, 100.0])
-    assert np.array_equal(model.t_prefill(n, 256).seconds, 0.28 + 2.4e-5 * n + 6.3e-5 * n * 256 + 0.0 * n * n)
+def test_a_document_of_another_schema_is_refused_by_name():
+    legacy = {"fits": [{"model": "m", "weights": "random", "dtype": "float32", "device": "cpu", "baseline": "eager"}]}
+    with pytest.raises(ParamsError, match="unknown schema None"):
+        from_document(legacy)
+
 
 def test_select_model_by_key_and_form():
     raw = raw_from(TRUE_AR, TRUE_PREFILL, [256, 1024], repeats=1)

@@ -14,9 +14,9 @@ from analysis.errors import ParamsError
 from analysis.oracle.optimal import CostModel, TokenizerDirectives
 from analysis.parallel.workers import SERIAL, ParallelSettings, check_parallel, cluster_session, parallel_settings
 from analysis.grammar.program import parse
-from analysis.stages import optimal as optimal_stage
-from analysis.stages.programs import oracle_programs
-from analysis.stages.spans import build_spans
+from analysis.oracle import span_frames
+from analysis.oracle.programs import oracle_programs
+from analysis.coverage.spans import build_spans
 
 
 def parquet_bytes(frame: pl.DataFrame) -> bytes:
@@ -87,14 +87,14 @@ def test_spans_and_optimal_through_a_local_dask_cluster_are_byte_identical(qwen)
     directives = TokenizerDirectives(qwen)
     sources, targets = qwen.encode_many([c.source for c in cases]), qwen.encode_many([c.target for c in cases])
     texts = {(r["case_id"], r["level"]): r["program"] for r in joined.iter_rows(named=True)}
-    oracle_cases = [optimal_stage.OracleCase(c.case_id, c.corpus, c.framing, s, t,
+    oracle_cases = [span_frames.OracleCase(c.case_id, c.corpus, c.framing, s, t,
                                              {lv: parse(texts[(c.case_id, lv)]) for lv in ("line", "token")})
                     for c, s, t in zip(cases, sources, targets)]
     cost = CostModel(0.02, functools.partial(np.multiply, 1e-4))  # picklable prefill
 
     def tables(parallel):
         return [build_spans(joined, qwen, 60, parallel),
-                *(optimal_stage.parallel_span_frame(oracle_cases, ("line", "token"), oracle, param, directives, parallel)
+                *(span_frames.parallel_span_frame(oracle_cases, ("line", "token"), oracle, param, directives, parallel)
                   for oracle, param in (("covmax", None), ("optimal", cost)))]
 
     serial = tables(SERIAL)

@@ -11,11 +11,11 @@ from analysis.corpora.cases import Case, cases_frame
 from analysis.errors import ParamsError
 from analysis.oracle.optimal import CostModel, TokenizerDirectives
 from analysis.parallel.workers import ParallelSettings, check_parallel, chunked, map_cases, parallel_settings
-from analysis.stages import optimal as optimal_stage
+from analysis.oracle import span_frames
 from analysis.stages import perturb as perturb_stage
-from analysis.stages.programs import oracle_programs
+from analysis.oracle.programs import oracle_programs
 from analysis.stages.roundtrip import roundtrip_failures
-from analysis.stages.spans import build_spans
+from analysis.coverage.spans import build_spans
 
 SERIAL = ParallelSettings(n_jobs=1, backend="loky", chunks_per_job=4, address="")
 TWO = ParallelSettings(n_jobs=2, backend="loky", chunks_per_job=3, address="")
@@ -98,15 +98,15 @@ def test_optimal_span_frames_byte_identical(qwen, tables):
     programs = {(r["case_id"], r["level"]): r["program"] for r in joined.iter_rows(named=True)}
     from analysis.grammar.program import parse
 
-    oracle_cases = [optimal_stage.OracleCase(c.case_id, c.corpus, c.framing, s, t,
+    oracle_cases = [span_frames.OracleCase(c.case_id, c.corpus, c.framing, s, t,
                                              {lv: parse(programs[(c.case_id, lv)]) for lv in ("line", "token")})
                     for c, s, t in zip(cases, sources, targets)]
     cost = CostModel(0.02, functools.partial(np.multiply, 1e-4))  # picklable prefill
     levels = ("line", "token")
     for oracle, param in (("covmax", None), ("token_oracle", 4), ("optimal", cost)):
-        serial = optimal_stage.parallel_span_frame(oracle_cases, levels if oracle != "token_oracle" else ("token",),
+        serial = span_frames.parallel_span_frame(oracle_cases, levels if oracle != "token_oracle" else ("token",),
                                                    oracle, param, directives, SERIAL)
-        two = optimal_stage.parallel_span_frame(oracle_cases, levels if oracle != "token_oracle" else ("token",),
+        two = span_frames.parallel_span_frame(oracle_cases, levels if oracle != "token_oracle" else ("token",),
                                                 oracle, param, directives, TWO)
         assert serial.height > 0
         assert parquet_bytes(two) == parquet_bytes(serial), oracle

@@ -12,7 +12,7 @@ from fixtures import ROOT
 
 from analysis.present import charts
 from analysis.results.e2e import chart_methods
-from analysis.layout import NOTEBOOKS
+from analysis.present.templates import TEMPLATES
 from analysis.present.reports import REPORTS
 
 PAGE_WIDTH = 1200  # the reports' column (analysis.present.reports.PAGE_CSS: main max-width)
@@ -108,7 +108,7 @@ def test_charts_fit_the_report_column():
 
 
 def _code(name: str) -> str:
-    book = nbformat.read(ROOT / NOTEBOOKS / f"{name}.ipynb", as_version=4)
+    book = nbformat.read(TEMPLATES / f"{name}.ipynb", as_version=4)
     return "\n".join(c.source for c in book.cells if c.cell_type == "code")
 
 

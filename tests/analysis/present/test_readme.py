@@ -100,7 +100,10 @@ def test_a_users_own_repro_does_not_fail_the_readme_check(tmp_path, committed):
     import shutil
 
     from analysis.layout import TIMINGS_REPORT
-    from analysis.present.readme import committed_stale_lines, stale_lines
+    from analysis.present.readme import committed_outputs, committed_readme, stale_lines
+
+    def committed_stale_lines(scratch, repo):  # the committed README against the committed outputs
+        return stale_lines(committed_readme(repo), committed_outputs(scratch, repo))
 
     readme, outputs = committed
     repo = tmp_path / "repo"

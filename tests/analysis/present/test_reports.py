@@ -13,7 +13,8 @@ import pytest
 from fixtures import ATTACK, ROOT
 
 from analysis.errors import ParamsError
-from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, NOTEBOOKS, TABLES
+from analysis.layout import EXECUTED, FIGURES, HTML, INDEX, LATENCY_MODEL, METRICS, TABLES
+from analysis.present.templates import TEMPLATES
 from analysis.present import notebook as present
 from analysis.present.index import index_html
 from analysis.present.reports import REPORTS, notebook_body
@@ -75,7 +76,7 @@ def test_committed_pages_are_standalone_and_show_no_code():
 
 def test_notebooks_keep_parameters_and_read_paths_only_through_layout():
     for name in REPORTS:
-        book = nbformat.read(ROOT / NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        book = nbformat.read(TEMPLATES / f"{name}.ipynb", as_version=4)
         assert any("parameters" in c.metadata.get("tags", []) for c in book.cells), name
         code = "\n".join(c.source for c in book.cells if c.cell_type == "code")
         assert not re.search(r"(?<![\w/])(reports|data)/[\w/]+\.(csv|json|parquet)", code), name
@@ -99,9 +100,9 @@ def test_an_injected_case_id_is_escaped_in_a_rendered_report(tmp_path, monkeypat
         "import polars as pl\nfrom analysis.present import notebook as present\n"
         "display(present.note('<b>{c}</b>', c=case_id))\npresent.show(pl.DataFrame({'case_id': [case_id]}))")]
     book.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    (tmp_path / NOTEBOOKS).mkdir(parents=True)
-    nbformat.write(book, tmp_path / NOTEBOOKS / "probe.ipynb")
-    rendered = render_notebook("probe", {"case_id": ATTACK}, tmp_path, templates=tmp_path / NOTEBOOKS)
+    (tmp_path / "notebooks").mkdir(parents=True)
+    nbformat.write(book, tmp_path / "notebooks" / "probe.ipynb")
+    rendered = render_notebook("probe", {"case_id": ATTACK}, tmp_path, templates=tmp_path / "notebooks")
     text = rendered.path.read_text()
     assert ATTACK not in text and text.count("&lt;img src=x onerror=alert(1)&gt;") >= 2
     assert (tmp_path / EXECUTED / "probe.ipynb").is_file() and rendered.title == "Probe"
@@ -133,7 +134,7 @@ def test_reports_params_name_every_report_with_its_notebook_parameters():
     per_report = yaml.safe_load((ROOT / "params.yaml").read_text())["reports"]["parameters"]
     assert set(per_report) == set(REPORTS)
     for name, values in per_report.items():
-        book = nbformat.read(ROOT / NOTEBOOKS / f"{name}.ipynb", as_version=4)
+        book = nbformat.read(TEMPLATES / f"{name}.ipynb", as_version=4)
         params = next(c.source for c in book.cells if "parameters" in c.metadata.get("tags", []))
         for key in values or {}:
             assert re.search(rf"^{key} = ", params, flags=re.M), (name, key)

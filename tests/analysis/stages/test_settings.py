@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from fixtures import params_with
 
-from analysis.cli import SETTINGS_OPTIONS, STAGES, TOOLS, stage_settings
+from analysis.cli import stage_settings
+from analysis.pipeline.commands import STAGES, TOOLS
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 
@@ -19,7 +20,7 @@ COMMANDS = sorted(ANALYSIS_STAGES)
 
 
 def _module(command: str):
-    return importlib.import_module({**STAGES, **TOOLS}[command][0])
+    return importlib.import_module({**STAGES, **TOOLS}[command])
 
 
 def _args(command: str):
@@ -52,7 +53,7 @@ def dataclasses_in(value, seen=None):
 def test_every_analysis_stage_has_the_settings_contract():
     import inspect
 
-    assert set(ANALYSIS_STAGES) <= set(SETTINGS_OPTIONS), "the CLI builds every analysis stage's settings"
+    assert set(ANALYSIS_STAGES) <= {**STAGES, **TOOLS}.keys(), "the CLI builds every analysis stage's settings"
     for command in COMMANDS:
         module = _module(command)
         run = inspect.signature(module.run)
@@ -89,7 +90,7 @@ def settings_classes() -> dict[str, set[type]]:
     from analysis.cli import build_parser
 
     found = {}
-    for command in SETTINGS_OPTIONS:
+    for command in {**STAGES, **TOOLS}:
         args = build_parser().parse_args(ARGV.get(command, command).split())
         built_settings = stage_settings(_module(command), args, Config(params_with(), Path("params.yaml")))
         values = [built_settings]
@@ -103,7 +104,7 @@ def test_no_settings_dataclass_has_a_default_in_code():
     """Every settings dataclass of every command, in both packages: params.yaml is the one source of a
     value that changes a result, so no field has a default (the named exceptions wait on their change)."""
     classes = settings_classes()
-    assert set(classes) == set(SETTINGS_OPTIONS) and {"corpora", "pilot", "kernels profile", "e2e"} <= set(classes)
+    assert set(classes) == {**STAGES, **TOOLS}.keys() and {"corpora", "pilot", "kernels profile", "e2e"} <= set(classes)
     seen = set().union(*classes.values())
     names = {c.__name__ for c in seen}
     assert {"CommitSettings", "HumanEvalPackSettings", "ProbeEditParams", "PilotSettings", "LoraSettings",

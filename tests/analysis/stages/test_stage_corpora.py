@@ -12,7 +12,9 @@ from analysis.corpora.cases import Case, cases_frame
 from analysis.errors import ParamsError
 from analysis.layout import COMMIT_CASES
 from analysis.pooling import PAPER_CORPORA
-from analysis.stages.corpora import CommandLine, build_cases, settings, write_commit_shards
+from analysis.corpora.settings import CommandLine
+from analysis.stages.corpora import (commit_corpora, iter_builds, remove_stale_commit_shards, settings,
+                                     write_commit_shard)
 
 NO_CORPUS = {"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False, "corpora.commits": [],
              "corpora.pairs": [], "corpora.datasets": []}
@@ -46,9 +48,9 @@ def test_only_builds_just_the_command_line_inputs(tmp_path):
     assert [kind for kind, _ in s.builds] == ["pairs"]
     pairs = s.builds[0][1]
     assert (pairs.path, pairs.language, pairs.name) == (path, "rust", "Mine")
-    cases, edits, origins = build_cases(s)
+    (cases, edits, origins), = iter_builds(s)
     assert [c.case_id for c in cases] == ["Mine/a", "Mine/b"] and {c.language for c in cases} == {"rust"}
-    assert edits.height == 0 and [o["corpus"] for o in origins] == ["Mine"]
+    assert edits is None and [o["corpus"] for o in origins] == ["Mine"]
 
 
 def test_command_line_inputs_come_after_the_params_corpora(tmp_path):
@@ -87,7 +89,8 @@ def test_commit_shards_hold_each_mined_repository_and_drop_stale_ones(tmp_path, 
     COMMIT_CASES.mkdir(parents=True)
     (COMMIT_CASES / "CommitEdits-gone.parquet").write_bytes(b"old")
     (COMMIT_CASES / ".CommitEdits-a.parquet.tmp.parquet").write_bytes(b"in progress")
-    write_commit_shards(frame)
+    remove_stale_commit_shards(commit_corpora(frame))  # as write_cases does before its first build
+    write_commit_shard(frame)
     assert sorted(p.name for p in COMMIT_CASES.iterdir()) == [
         ".CommitEdits-a.parquet.tmp.parquet", "CommitEdits-a.parquet", "CommitEdits-b.parquet"]
     assert pl.read_parquet(COMMIT_CASES / "CommitEdits-b.parquet")["case_id"].to_list() == ["CommitEdits-b/1"]

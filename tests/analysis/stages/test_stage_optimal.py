@@ -92,12 +92,15 @@ def test_min_copy_sweep_agrees_with_the_optimal_table(stage_scratch):
 def test_optimal_programs_resolve_to_their_targets(stage_scratch):
     from analysis.oracle.optimal import TokenizerDirectives, optimal_program
     from analysis.grammar.resolver import resolve
-    from analysis.stages.optimal import dp_cost, load_cases, settings
+    from analysis.oracle.optimal import dp_cost
+    from analysis.oracle.settings import settings
+    from analysis.oracle.span_frames import oracle_cases
+    from analysis.parallel.tables import joined_programs
     from analysis.text.tokens import load_tokenizer
 
     s = settings(Config.load("params.yaml").params)
     tokenizer = load_tokenizer(s.tokenizer)
-    cases = load_cases(("body",), ("line", "token"), tokenizer)[:25]
+    cases = oracle_cases(joined_programs(), ("body",), ("line", "token"), tokenizer)[:25]
     cost = dp_cost(ONE_CONTEXT, s.cost)
     directives = TokenizerDirectives(tokenizer)
     for case in cases:

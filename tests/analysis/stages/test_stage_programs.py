@@ -6,7 +6,7 @@ from fixtures import toy_cases
 
 from analysis.grammar.program import parse
 from analysis.grammar.resolver import resolve
-from analysis.stages.programs import PROGRAMS_SCHEMA, oracle_programs
+from analysis.oracle.programs import PROGRAMS_SCHEMA, oracle_programs
 
 
 def test_one_line_and_one_token_program_per_case_in_case_order(qwen):

@@ -10,7 +10,8 @@ from fixtures import ROOT, toy_program_table
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
 from analysis.coverage.spans import SPANS_SCHEMA
-from analysis.stages.spans import boundary_counts, boundary_sums, build_spans, coverage_metrics
+from analysis.coverage.spans import build_spans
+from analysis.stages.spans import boundary_counts, boundary_sums, coverage_metrics
 from analysis.text.tokens import count_split_boundaries
 
 BASE = yaml.safe_load((ROOT / "params.yaml").read_text())

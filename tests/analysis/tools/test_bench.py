@@ -6,7 +6,8 @@ import pytest
 from fixtures import params_with
 
 from analysis.tools import bench
-from analysis.cli import STAGES, TOOLS, build_parser
+from analysis.cli import build_parser
+from analysis.pipeline.commands import STAGES, TOOLS
 from analysis.errors import ParamsError
 
 

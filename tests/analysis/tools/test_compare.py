@@ -11,8 +11,8 @@ import pytest
 from analysis.errors import ParamsError
 
 from analysis import cli
-from analysis.tools.compare import (CompareError, CompareSettings, compare_runs, load_run, mcnemar_exact,
-                                    paired_bootstrap, sign_test)
+from analysis.stats import CHUNK_CELLS, mcnemar_exact, paired_bootstrap, sign_test
+from analysis.tools.compare import CompareError, CompareSettings, compare_runs, load_run
 from analysis.tools.compare_page import params_diff, to_html, to_markdown
 from analysis.layout import CASE_COSTS, E2E_MEASUREMENTS, PERTURB_RESULTS
 
@@ -122,10 +122,10 @@ def test_bootstrap_is_seeded_and_paired():
     assert first == pytest.approx((0.1, 0.1))  # paired: a constant shift has no spread at all
 
 
-def test_mcnemar_exact_matches_the_binomial():
+def test_the_sign_test_on_booleans_matches_the_binomial():
     a = np.array([True] * 10 + [False] * 10)
     b = np.array([True] * 10 + [True] * 8 + [False] * 2)  # 8 discordant pairs, all for B
-    assert mcnemar_exact(a, b) == pytest.approx(2 * 0.5 ** 8)
+    assert sign_test(a, b) == pytest.approx(2 * 0.5 ** 8)
 
 
 def test_html_is_escaped(runs):
@@ -261,7 +261,8 @@ def test_seed_shares_are_compared_per_case(tmp_path):
 def test_sign_test_is_mcnemar_on_binary_values():
     a = np.array([True] * 10 + [False] * 10)
     b = np.array([True] * 10 + [True] * 8 + [False] * 2)
-    assert sign_test(a.astype(float), b.astype(float)) == pytest.approx(mcnemar_exact(a, b))
+    assert sign_test(a.astype(float), b.astype(float)) == pytest.approx(mcnemar_exact(int((a & ~b).sum()),
+                                                                                     int((~a & b).sum())))
     assert sign_test(np.array([0.2, 0.5]), np.array([0.2, 0.5])) == 1.0
 
 
@@ -359,8 +360,6 @@ def test_bootstrap_memory_is_chunked_without_changing_the_interval():
     whole = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=10**9)
     small = paired_bootstrap(a, ones, b, ones, 500, np.random.default_rng(9), 0.95, chunk_cells=1000)
     assert small == pytest.approx(whole)
-    from analysis.tools.compare_stats import CHUNK_CELLS
-
     assert CHUNK_CELLS <= 1 << 22  # at most 4M indices (~50 MB with the gathered values) in memory at once
 
 

@@ -9,13 +9,8 @@ from fixtures import scripted_lm, toy_model_tokenizer
 from analysis.errors import CopyDecodeError
 from analysis.grammar.program import Copy, Gen, Program, render
 from analysis.grammar.resolver import resolve
-from kernels_profile.decode.decoder import (
-    DecodeError,
-    MaskTable,
-    check_lossless,
-    decode,
-    decode_rewrite,
-)
+from kernels_profile.decode.decoder import DecodeError, decode, decode_rewrite
+from kernels_profile.decode.masks import MaskTable, MaskTables
 from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE
 
 SOURCE = "alpha = 1\nbeta = 2\ngamma = 3\ndelta = 4\n"
@@ -62,20 +57,39 @@ def test_an_end_forced_by_the_budget_is_recorded_as_forced_not_as_the_model_stop
     assert decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=200).stopped == "eos"
 
 
+def stepwise_logits(lm, sequence, prompt_length: int):
+    """The last logits after prefilling the prompt and then feeding the rest one token at a time."""
+    from transformers import DynamicCache
+
+    from kernels_profile.runtime.models import cache_kwarg
+
+    cache, kw = DynamicCache(config=lm.config), cache_kwarg(lm.model)
+    with torch.inference_mode():
+        out = lm.model(input_ids=torch.tensor([list(sequence[:prompt_length])]), use_cache=True, **{kw: cache})
+        for token in sequence[prompt_length:]:
+            out = lm.model(input_ids=torch.tensor([[token]]), use_cache=True, **{kw: cache})
+    return out.logits[0, -1]
+
+
 def test_decoder_is_lossless(tiny):
+    """The decoder's final logits (copies prefilled) equal one-token steps over the same sequence, where
+    its mask let tokens through (kernels_profile.measure.equivalence's criterion)."""
+    from kernels_profile.measure.equivalence import compare_logits
+
     lm, tok, _, _ = scripted(tiny, PROGRAM)
     result = decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=200)
-    check = check_lossless(lm, result, tolerance=1e-4)
+    reference = stepwise_logits(lm, result.sequence, result.prompt_length)
+    finite = torch.isfinite(result.final_logits)
+    check = compare_logits(result.final_logits[finite][None], reference[finite][None], 1e-4)
     assert check.ok, check
 
 
 def test_unscripted_greedy_decode_ends_in_a_whole_program_within_budget(tiny):
     tok = toy()
-    from analysis.grammar.fsm import ProgramFSM
-
-    masks = MaskTable(ProgramFSM(tok.fsm_tokenizer, {"lines": 4}, eos_ids=(EOS,)), 512)
+    masks = MaskTables(tok.fsm_tokenizer, (EOS,), 512)
     for budget in (40, 60):
         result = decode(tiny, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=budget, masks=masks)
+        assert masks.table({"lines": 4}).computed  # the decode filled the shared table
         assert result.counts.program_tokens <= budget
         assert result.output == resolve(result.program, SOURCE)
         # the fed sequence after the prompt is the program with copied text after each directive

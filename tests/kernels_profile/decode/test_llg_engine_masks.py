@@ -17,7 +17,8 @@ torch = pytest.importorskip("torch")
 from analysis.grammar.fsm import ProgramFSM  # noqa: E402
 from analysis.grammar.program import Program  # noqa: E402
 from analysis.grammar.resolver import resolve  # noqa: E402
-from kernels_profile.decode.decoder import MaskTable, last_copy  # noqa: E402
+from kernels_profile.decode.decoder import last_copy  # noqa: E402
+from kernels_profile.decode.masks import MaskTable  # noqa: E402
 from kernels_profile.decode.llg_engine import LlgVocabulary, LlguidanceEngine  # noqa: E402
 from kernels_profile.runtime.hf import ModelTokenizer  # noqa: E402
 

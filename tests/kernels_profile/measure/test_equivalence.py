@@ -1,19 +1,67 @@
 """kernels_profile.measure.equivalence: copy by prefill leaves the same cache and next-token logits as one
-step per token, within the dtype's relative tolerance; the criterion itself (relative difference,
-argmax) on hand-made tensors."""
+step per token, within the dtype's relative tolerance (the check, prefill_vs_steps, is test code: no stage
+runs it); the criterion itself (relative difference, argmax) on hand-made tensors."""
 
 import pytest
 
 torch = pytest.importorskip("torch")
 
-from kernels_profile.measure.equivalence import (  # noqa: E402
-    TOLERANCE,
-    Equivalence,
-    compare_logits,
-    prefill_vs_steps,
-    rel_diff,
-)
-from kernels_profile.runtime.models import DTYPES, build_model  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+
+from kernels_profile.measure.equivalence import compare_logits, rel_diff  # noqa: E402
+from kernels_profile.runtime.models import DTYPES, LoadedModel, build_model, cache_kwarg  # noqa: E402
+
+# relative tolerance per dtype: |a - b|_max / max(|a|_max, |b|_max)
+TOLERANCE = {"float32": 1e-4, "bfloat16": 3e-2, "float16": 5e-3}
+
+
+@dataclass(frozen=True)
+class Equivalence:
+    n: int
+    context: int
+    dtype: str
+    kv_rel_diff: float
+    logits_rel_diff: float
+    argmax_equal: bool
+    tolerance: float
+
+    @property
+    def ok(self) -> bool:
+        return self.kv_rel_diff <= self.tolerance and self.logits_rel_diff <= self.tolerance and self.argmax_equal
+
+
+def _layers(cache):
+    return [(layer.keys, layer.values) for layer in cache.layers]
+
+
+def prefill_vs_steps(lm: LoadedModel, context_ids, copy_ids) -> Equivalence:
+    """Compare the cache and last logits after prefilling `copy_ids` vs stepping through them."""
+    from transformers import DynamicCache
+
+    kw = cache_kwarg(lm.model)
+    caches, logits = [], []
+    with torch.inference_mode():
+        for stepwise in (False, True):
+            cache = DynamicCache(config=lm.config)
+            if context_ids.shape[1]:
+                lm.model(input_ids=context_ids, use_cache=True, **{kw: cache})
+            if stepwise:
+                for k in range(copy_ids.shape[1]):
+                    out = lm.model(input_ids=copy_ids[:, k:k + 1], use_cache=True, **{kw: cache})
+            else:
+                out = lm.model(input_ids=copy_ids, use_cache=True, logits_to_keep=1, **{kw: cache})
+            caches.append(_layers(cache))
+            logits.append(out.logits[:, -1, :])
+    kv = max(
+        max(rel_diff(ka, kb), rel_diff(va, vb))
+        for (ka, va), (kb, vb) in zip(caches[0], caches[1])
+    )
+    check = compare_logits(logits[0], logits[1], TOLERANCE[lm.dtype])
+    return Equivalence(
+        n=int(copy_ids.shape[1]), context=int(context_ids.shape[1]), dtype=lm.dtype,
+        kv_rel_diff=kv, logits_rel_diff=check.rel_diff, argmax_equal=check.argmax_equal,
+        tolerance=check.tolerance,
+    )
 
 
 def test_rel_diff_is_relative_to_the_larger_magnitude():

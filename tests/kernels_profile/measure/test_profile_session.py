@@ -158,10 +158,10 @@ def test_another_torch_version_remeasures(measured, tmp_path, monkeypatch):
 
 def test_a_changed_model_config_remeasures(measured, tmp_path, monkeypatch):
     root = copy_of(measured, tmp_path)
-    from kernels_profile.runtime import models
+    from kernels_profile.runtime import checkpoints
 
-    real = models.published_config
-    monkeypatch.setattr(models, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
+    real = checkpoints.published_config  # the run fingerprint reads the model's config through it
+    monkeypatch.setattr(checkpoints, "published_config", lambda name: {**real(name), "rms_norm_eps": 1e-5})
     before = set(pair_files(root))
     run(replace(SPEC, contexts=(0,), baselines=("eager",), repeats=1), root)
     assert len(set(pair_files(root)) - before) == 1
@@ -261,9 +261,9 @@ def test_other_processes_on_every_usable_core_mark_the_run_contended_and_noisy(t
                 other=lambda: pytest.fail("re-measured"))
     assert loose.environment["contended"] is False and loose.environment["noisy"] is False
     # the fit stage's environment summary carries the verdict, its reasons and its rule
-    from kernels_profile.stages.fit import environment_metrics
+    from kernels_profile.measure.session import session_environment_metrics
 
-    summary = environment_metrics(env)
+    summary = session_environment_metrics(env)
     assert summary["contended"] is True and summary["noisy_reasons"] == env["noisy_reasons"]
     assert summary["other_busy_cores"] == [float(usable)] and "usable cores - threads + slack" in summary["contention_rule"]
     assert summary["contention_unmeasured"] is None and summary["threads"] == env["threads"]
@@ -274,9 +274,9 @@ def test_a_run_without_proc_stat_is_not_judged_and_says_so(tmp_path):
     env = run(spec, tmp_path, other=lambda: None).environment
     assert env["contended"] is None and env["noisy"] is False
     assert "/proc/stat not found" in env["runs"][0]["contention"]["unmeasured"]
-    from kernels_profile.stages.fit import environment_metrics
+    from kernels_profile.measure.session import session_environment_metrics
 
-    assert "/proc/stat not found" in environment_metrics(env)["contention_unmeasured"]
+    assert "/proc/stat not found" in session_environment_metrics(env)["contention_unmeasured"]
 
 
 def test_a_missing_run_record_is_reported_not_skipped(tmp_path):

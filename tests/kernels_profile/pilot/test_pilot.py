@@ -29,6 +29,7 @@ def _tiny_cases():
 def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path):
     torch = pytest.importorskip("torch")
     pytest.importorskip("peft")
+    from kernels_profile.decode.masks import MaskTables
     from kernels_profile.runtime.models import build_model
     from kernels_profile.pilot.train import (
         LoraSettings,
@@ -63,7 +64,7 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     _, _, first = run(4, tmp_path / "b.pt")
     _, _, resumed = run(8, tmp_path / "b.pt")  # picks up at step 4 from the checkpoint
     assert resumed[:4] == first and resumed == pytest.approx(full, rel=1e-4)
-    records = [program_record(lm, tok, case, 80, {}) for case in cases]
+    records = [program_record(lm, tok, case, 80, MaskTables.for_model(lm, tok)) for case in cases]
     assert records[0]["error"] is None and 0.0 <= records[0]["copy_coverage"] <= 1.0
     # a checkpoint keeps its training seconds and, apart, its curve evaluations' seconds (the stage's
     # from-scratch time counts both)

@@ -152,7 +152,7 @@ def test_main_names_a_missing_run_and_its_stage(tmp_path, capsys):
 
 
 def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
-    from analysis.cli import STAGES, TOOLS
+    from analysis.pipeline.commands import STAGES, TOOLS
 
     args = build_parser().parse_args(["bench", "busy", "q", "b"])
     assert (args.stage, args.module, args.quiet, args.busy, args.stem) == ("bench busy", "kernels_profile.stages.bench_busy",

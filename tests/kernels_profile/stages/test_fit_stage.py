@@ -84,13 +84,14 @@ def test_speedup_range_is_none_without_rows():
 
 def test_fit_writes_the_roofline_ceiling_of_the_profiled_dtype():
     from analysis.latency.roofline import copy_speedup_ceiling
-    from kernels_profile.stages.fit import environment_metrics, roofline_metrics
+    from kernels_profile.measure.session import session_environment_metrics
+    from kernels_profile.stages.fit import roofline_metrics
 
     assert roofline_metrics(None, kernel_speedups(10.0)) == "not recorded"
     roof = roofline_metrics(run_environment_sidecar([0.01, 0.01], roofline=ROOFLINE), kernel_speedups(10.0))
     assert roof["ceiling"] == copy_speedup_ceiling(512, ROOFLINE["stream_gbps"], ROOFLINE["matmul_f32_gflops"], 4)
     assert roof["ridge_flops_per_byte"] == pytest.approx(ROOFLINE["matmul_f32_gflops"] / ROOFLINE["stream_gbps"])
     assert (roof["measured_at_n_max"], roof["n_max"], roof["dtype"]) == (10.0, 512, "float32")
-    env = environment_metrics(run_environment_sidecar([0.010, 0.013]))
+    env = session_environment_metrics(run_environment_sidecar([0.010, 0.013]))
     assert env["noisy"] is True and env["noisy_pairs"] == 1 and env["machine"]["cpu_model"] == "Test CPU"
-    assert environment_metrics(None) == "not recorded"
+    assert session_environment_metrics(None) == "not recorded"

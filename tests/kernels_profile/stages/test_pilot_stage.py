@@ -297,15 +297,17 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     from kernels_profile.runtime.models import build_model
+    from kernels_profile.decode.masks import MaskTables
     from kernels_profile.pilot.train import program_record, rewrite_record
     from fixtures import toy_model_tokenizer as toy
 
     lm, tok = build_model("tiny-qwen2", "random", "float32", "cpu"), toy()
     case = stage.EvalCase("pilot-heldout/7", "heldout", "k", "a = 1\n", "a = 2\n", "on line 1, change 1 to 2", "")
-    small = program_record(lm, tok, case, budget=2, masks={})
+    small = program_record(lm, tok, case, budget=2, masks=MaskTables.for_model(lm, tok))
     assert "pilot-heldout/7" in small["error"] and "too small" in small["error"] and "output" not in small
     empty = stage.EvalCase("pilot-heldout/8", "heldout", "k", "a = 1\n", "a = 2\n", "  ", "")
-    for record in (program_record(lm, tok, empty, budget=40, masks={}), rewrite_record(lm, tok, empty, budget=40)):
+    for record in (program_record(lm, tok, empty, budget=40, masks=MaskTables.for_model(lm, tok)),
+                   rewrite_record(lm, tok, empty, budget=40)):
         assert "pilot-heldout/8" in record["error"] and "instruction is empty" in record["error"]
         assert record["exact_match"] is False and "output" not in record
     frame = stage.records_frame([{**small, "phase": "after", "seed": 0, "split": "heldout", "kind": "k"}])
@@ -326,7 +328,7 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})
     calls = []
     metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
-    monkeypatch.setattr(measure, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)
+    monkeypatch.setattr(stage, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)  # as the stage calls it
     loaded = SimpleNamespace(peft=SimpleNamespace(disable_adapter=contextlib.nullcontext))
     s = pilot_settings.settings(cfg().params)
     first = stage.before_metrics(s, loaded, "program", [], FromScratch())

@@ -1,0 +1,77 @@
+"""What a `copydecode` run says on the terminal: its one-line summary, error messages cut to a readable
+length, the file system's errors named, and Ctrl-C as an interrupt (the console script, `analysis.cli`,
+prints them)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import signal
+import threading
+
+from analysis.layout import SUMMARIES
+from analysis.pipeline.io import write_json
+
+ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
+
+# result keys a person acts on next: printed in full beside the one-line summary
+NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
+
+
+def interrupted_workers(exc: BaseException) -> bool:
+    """Ctrl-C reaches the parallel workers too: joblib then raises TerminatedWorkerError (exit codes
+    {SIGINT(-2)}) in place of KeyboardInterrupt; it is the same interrupt (N12)."""
+    return type(exc).__name__ == "TerminatedWorkerError" and "SIGINT" in str(exc)
+
+
+def interruptible() -> None:
+    """Ctrl-C or `kill -INT PID` on the main process interrupts the stage (exit 130, finished outputs
+    kept), also when it was started in the background of a script: a shell without job control starts
+    such a process with SIGINT ignored, and Python keeps an inherited SIG_IGN, so the signal was lost
+    and the stage ran to the end (N12). The parallel workers need no handler: the parent stops them."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def error_text(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= ERROR_CHARS else f"{text[:ERROR_CHARS]}... (message cut at {ERROR_CHARS:,} characters)"
+
+
+def os_error_text(exc: BaseException) -> str | None:
+    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    that is not UTF-8, which Python holds as surrogates), else None (a real crash: raised)."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
+        name = str(exc.filename or "")
+        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
+        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
+                "use a shorter file name, --name, or setting")
+    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
+        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
+                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
+                "rename it to UTF-8")
+    return None
+
+
+def summary_lines(stage: str, result) -> list[str]:
+    """What a person reads after a stage: one line (its short figures and where the full summary went: the
+    result written to data/summaries/<stage>.json) and, for a key to act on (NEXT_STEP_KEYS), one line more.
+    A stage's JSON summary used to be dumped on stdout: ~1,400 of 1,600 lines of a `dvc repro` log."""
+    path = SUMMARIES / f"{stage.replace(' ', '_')}.json"
+    write_json(result if isinstance(result, dict) else {"result": result}, path)
+    items = result.items() if isinstance(result, dict) else []
+    short = [(k, v) for k, v in items if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+             and len(str(v)) <= 40 and k not in NEXT_STEP_KEYS]
+    shown = ", ".join(f"{k.replace('_', ' ')} {_figure(v)}" for k, v in short[:5])
+    lines = [f"copydecode {stage}: done{'; ' + shown if shown else ''} (summary: {path})"]
+    lines += [f"{label}: {json.dumps(result[key], default=str)}" for key, label in NEXT_STEP_KEYS.items()
+              if isinstance(result, dict) and key in result]
+    return lines
+
+
+def _figure(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.4g}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

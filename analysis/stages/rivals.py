@@ -90,12 +90,12 @@ class RivalsSettings:
 
 
 def _ks(params: dict) -> tuple[int | None, ...]:
+    """The draft budgets (rivals.pld.k), then None (unbounded) when rivals.pld.unbounded."""
     values = get(params, "rivals.pld.k", list)
-    bad = [v for v in values if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1)]
+    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
     if not values or bad or len(set(values)) != len(values):
-        raise ParamsError(f"params: 'rivals.pld.k' must be a non-empty list of distinct positive integers or null "
-                          f"(unbounded), got {values!r}")
-    return tuple(values)
+        raise ParamsError(f"params: 'rivals.pld.k' must be a non-empty list of distinct positive integers, got {values!r}")
+    return tuple(values) + ((None,) if get(params, "rivals.pld.unbounded", bool) else ())
 
 
 def _suffix(params: dict) -> SuffixSettings:
@@ -114,7 +114,7 @@ def _suffix(params: dict) -> SuffixSettings:
 
 
 def _drafts(params: dict) -> DraftSettings:
-    known_keys(params, "rivals.pld", ("policies", "k", "ngram_max"))
+    known_keys(params, "rivals.pld", ("policies", "k", "unbounded", "ngram_max"))
     known_keys(params, "rivals.suffix", ("k", "options", "response_cache"))
     policies = get(params, "rivals.pld.policies", list)
     if not policies or any(p not in PLD_POLICIES for p in policies) or len(set(policies)) != len(policies):

@@ -457,7 +457,7 @@ PROBES = [
           "'forcing.limit' must be int"),
     # section 4: the rivals stage's settings (params rivals, analysis.stages.rivals): named before any case is simulated
     Probe("S4-rivals-stage-k-zero", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [0]}),
-          "'rivals.pld.k' must be a non-empty list of distinct positive integers or null (unbounded), got [0]"),
+          "'rivals.pld.k' must be a non-empty list of distinct positive integers, got [0]"),
     Probe("S4-rivals-stage-k-twice", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [5, 5]}),
           "distinct positive integers"),
     Probe("S4-rivals-stage-k-a-bool", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [True]}),

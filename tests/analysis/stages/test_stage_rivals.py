@@ -19,6 +19,8 @@ from analysis.stages import rivals
 @pytest.mark.parametrize("changes, message", [
     ({"rivals.pld.k": [10, 0]}, "rivals.pld.k"),
     ({"rivals.pld.k": []}, "rivals.pld.k"),
+    ({"rivals.pld.k": [10, None]}, "rivals.pld.k"),
+    ({"rivals.pld.unbounded": "yes"}, "rivals.pld.unbounded"),
     ({"rivals.pld.policies": ["first"]}, "rivals.pld.policies"),
     ({"rivals.pld.ngram_max": 10 ** 9}, "ngram_max"),
     ({"rivals.suffix.options.max_tree_depth": 10 ** 9}, "max_tree_depth"),
@@ -62,7 +64,7 @@ def test_a_run_writes_forwards_prices_tables_and_the_claims_row(stage_scratch):
     (stage_scratch / "reports/kernels").mkdir(parents=True)
     shutil.copy(ROOT / "reports/kernels/latency_model.json", stage_scratch / "reports/kernels/latency_model.json")
     args = ["--set", f"rivals.kernel_sources={json.dumps(SOURCES)}", "--set", f"rivals.estimates=[{json.dumps(ESTIMATE)}]",
-            "--set", "rivals.judged_source=h200-devtime/qwen2.5-1.5b", "--set", "rivals.pld.k=[10, null]",
+            "--set", "rivals.judged_source=h200-devtime/qwen2.5-1.5b", "--set", "rivals.pld.k=[10]",
             "--set", "rivals.bootstrap_resamples=50", "--set", "rivals.suffix.response_cache=true"]
     assert main([*args, "rivals"]) == 0
     forwards = pl.read_parquet(stage_scratch / "data/rivals/forwards.parquet")

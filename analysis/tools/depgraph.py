@@ -119,6 +119,7 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
 # `copydecode depgraph`: its help line and what it reads and writes (the CLI's --help)
 HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"
 READS_WRITES = "reads the package sources; it writes dvc.yaml"
+READS_PARAMS = False  # the import graph has no settings: --params and --set are refused, not ignored
 
 
 def add_arguments(parser) -> None:

@@ -88,11 +88,11 @@ def test_exp_run_reruns_only_the_dependent_stages(repo):
     assert show.returncode == 0, show.stderr
     lines = show.stdout.splitlines()
     header = next(line for line in lines if "Experiment" in line)
-    assert "kernel.latency_form" in header and f"{HEADLINE_DIR}/bound_fit_ideal.json:pooled" in header
+    assert "kernel.latency_form" in header and f"{HEADLINE_DIR}/bound_fit_ideal_x.json:pooled" in header
     assert "cov_line" not in header and "Created" not in header and "shared/data" not in header
     assert any("quadratic" in line for line in lines) and any("interp" in line for line in lines)
     assert "…" not in show.stdout and max(len(line) for line in lines) < 200
 
     diff = dvc("metrics", "diff", cwd=repo)
     assert diff.returncode == 0, diff.stderr
-    assert f"{HEADLINE_DIR}/bound_fit_ideal.json" in diff.stdout and f"{HEADLINE_DIR}/cov_line.json" not in diff.stdout
+    assert f"{HEADLINE_DIR}/bound_fit_ideal_x.json" in diff.stdout and f"{HEADLINE_DIR}/cov_line_pct.json" not in diff.stdout

@@ -63,6 +63,7 @@ MAINTENANCE: dict[str, str] = {
     "depgraph": "analysis.tools.depgraph",
     "grammar": "analysis.tools.grammar",
     "report": "analysis.tools.report",
+    "experiments": "analysis.tools.experiments",
     "pilot-sweep": "kernels_profile.pilot.sweep",
 }
 

@@ -154,7 +154,7 @@ def params_refusal(args: argparse.Namespace, module) -> str | None:
              *(["--params"] if Path(getattr(args, "params", DEFAULT_PARAMS)) != Path(DEFAULT_PARAMS) else [])]
     if not given:
         return None
-    return (f"`{args.stage}` reads no params ({module.READS_WRITES}): {' and '.join(given)} would be ignored; "
+    return (f"`{args.stage}` reads no params (it {module.READS_WRITES}): {' and '.join(given)} would be ignored; "
             "drop " + ("them" if len(given) > 1 else "it"))
 
 

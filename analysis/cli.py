@@ -6,8 +6,9 @@ MAINTENANCE); each module owns its help text (`HELP`, `READS_WRITES`) and its op
 those settings from the params and the module's options (`settings(params, **options)`); a maintenance
 command runs `command(args) -> exit status`. This is the project's one console script and its one
 `__main__`. No command module imports torch at module level: torch is loaded only by the commands that run
-a model. `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; `--version`
-prints the installed version.
+a model. `--params`, `--out` and `--set KEY=VALUE` may come before or after the subcommand; every command
+takes `--params` and `--set`, and one that reads no params (its module's `READS_PARAMS = False`) refuses them
+with an error that says so rather than ignoring them; `--version` prints the installed version.
 """
 
 from __future__ import annotations
@@ -62,9 +63,9 @@ def _add_command(sub, command: str, module_name: str, kind: str) -> argparse.Arg
         text[0].upper() + text[1:] + ("." if kind == "maintenance" else f". It {module.READS_WRITES}."))
     parser = sub.add_parser(command.split()[-1], help=text, description=description)
     parser.set_defaults(stage=command, module=module_name, **({"maintenance": True} if kind == "maintenance" else {}))
-    # a stage's --out is a one-off output root, unless its own --out names its output (OWN_OUT)
-    _common(parser, top=False, out=kind == "stage" and not hasattr(module, "OWN_OUT"),
-            overrides=kind != "maintenance" or getattr(module, "ACCEPTS_SET", False))
+    # a stage's --out is a one-off output root, unless its own --out names its output (OWN_OUT); every command
+    # takes --params and --set: a command that reads no params refuses them by name (READS_PARAMS, main)
+    _common(parser, top=False, out=kind == "stage" and not hasattr(module, "OWN_OUT"))
     if hasattr(module, "add_arguments"):
         module.add_arguments(parser)
     return parser
@@ -139,17 +140,42 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(stage_settings(module, args, cfg))
 
 
+def _overrides(args: argparse.Namespace) -> list[str]:
+    """--set values given before and after the subcommand, the later last."""
+    return [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
+
+
+def params_refusal(args: argparse.Namespace, module) -> str | None:
+    """The named error for --set or --params on a command that reads no params (its module's READS_PARAMS is
+    False): either would be ignored (L7). None where the command reads params or neither was given."""
+    if getattr(module, "READS_PARAMS", True):
+        return None
+    given = [*(["--set"] if _overrides(args) else []),
+             *(["--params"] if Path(getattr(args, "params", DEFAULT_PARAMS)) != Path(DEFAULT_PARAMS) else [])]
+    if not given:
+        return None
+    return (f"`{args.stage}` reads no params (it {module.READS_WRITES}): {' and '.join(given)} would be ignored; "
+            "drop " + ("them" if len(given) > 1 else "it"))
+
+
 def run_maintenance(args: argparse.Namespace) -> int:
-    """A MAINTENANCE command: its module's `command(args)`, a CopyDecodeError reported by name (exit 2)."""
+    """A MAINTENANCE command: its module's `command(args)`, a CopyDecodeError reported by name (exit 2). A command
+    that reads params (READS_PARAMS) finds them in `args.config`: the --params file with every --set applied."""
     if args.out is not None:
         print(f"copydecode {args.stage}: error: --out (a one-off output root) is not supported here", file=sys.stderr)
         return 2
     module = importlib.import_module(args.module)
-    if getattr(args, "overrides", []) and not getattr(module, "APPLIES_OVERRIDES", False):  # else ignored (L7)
-        print(f"copydecode {args.stage}: error: --set is not read here (`{args.stage}` does not apply overrides: it "
-              "would be ignored); drop it, or give a params file with --params", file=sys.stderr)
+    refused = params_refusal(args, module)
+    if refused is not None:
+        print(f"copydecode {args.stage}: error: {refused}", file=sys.stderr)
         return 2
     try:
+        if getattr(module, "READS_PARAMS", True):
+            args.config = Config.load(args.params)
+            if _overrides(args):
+                args.config = Config(apply_overrides(args.config.params, _overrides(args)), args.config.path)
+                print(f"copydecode {args.stage}: this run overrides {', '.join(_overrides(args))} (not written to "
+                      f"{args.config.path})", file=sys.stderr)
         return module.command(args)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {exc}", file=sys.stderr)
@@ -170,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
     interruptible()
     if getattr(args, "maintenance", False):
         return run_maintenance(args)
+    refused = params_refusal(args, importlib.import_module(args.module))
+    if refused is not None:
+        print(f"copydecode {args.stage}: error: {refused}", file=sys.stderr)
+        return 2
     own_out = getattr(importlib.import_module(args.module), "OWN_OUT", None)
     if args.stage == "compare":  # it writes no run root: a top-level --out is its output folder, like `compare --out`
         if getattr(args, "compare_out", None) is None:
@@ -184,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         root = None
     else:
         root = args.out
-    overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
+    overrides = _overrides(args)
     # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
     new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
     try:

@@ -349,7 +349,6 @@ def one_context_model():
                         QuadraticPrefill(3e-3, 2e-5, 0.0, 0.0), (1.0, 512.0), (256.0,))
 
 
-README_DROP = r"(?!Experiment$|bounds\.|kernel\.|.*bound_fit_.*:pooled$)"  # the README's `dvc exp show --drop` filter
 
 
 # ---------------------------------------------------------------- the headless browser

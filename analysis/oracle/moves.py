@@ -65,7 +65,8 @@ def moves_table(cases: list[Case]) -> pl.DataFrame:
 
 # `copydecode moves`: its help line and what it reads and writes (the CLI's --help)
 HELP = "what the diff-based line oracle leaves out (moved lines)"
-READS_WRITES = "reads the cases and programs; it writes reports/tables/line_moves.*"
+READS_WRITES = "reads data/corpora/cases.parquet; it writes reports/tables/line_moves.*"
+READS_PARAMS = False  # the diff oracle has no settings: --params and --set are refused, not ignored
 
 
 def add_arguments(parser) -> None:

@@ -68,20 +68,32 @@ KERNEL_NOISE = ("Kernel is running over TCP without encryption", "KeyboardInterr
 
 @contextmanager
 def kernel_noise_filtered(noise: tuple[str, ...] = KERNEL_NOISE):
-    """Collect what this process and the kernels it starts write to stderr (file descriptor 2), then
-    write it back without the lines holding one of `noise`; everything else, errors included, is kept
-    (also when the block raises). Yields a stream to the terminal's stderr itself, for a progress bar that
-    must show while the block runs."""
+    """`stderr_filtered` around the notebook kernels a block starts, their known noise by default."""
+    with stderr_filtered(noise) as live:
+        yield live
+
+
+@contextmanager
+def stderr_filtered(noise: tuple[str, ...]):
+    """Collect what this process and the processes it starts write to stderr (file descriptor 2), then
+    write it back without the lines holding one of `noise` (a progress bar's redraws, split at "\r", are
+    lines too); everything else, errors included, is kept (also when the block raises). Yields a stream to
+    the terminal's stderr itself, for a progress bar that must show while the block runs. Python's
+    `sys.stderr` points at descriptor 2 during the block, also where it was another stream (a test's capture)."""
     sys.stderr.flush()
     saved = os.dup(2)
+    previous = sys.stderr
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         live = os.fdopen(os.dup(saved), "w", buffering=1, encoding="utf-8", errors="replace")
+        sys.stderr = open(2, "w", buffering=1, encoding="utf-8", errors="replace", closefd=False)
         try:
             yield live
         finally:
             live.close()
             sys.stderr.flush()
+            sys.stderr.close()  # closefd=False: descriptor 2 stays open
+            sys.stderr = previous
             os.dup2(saved, 2)
             os.close(saved)
             captured.seek(0)

@@ -4,12 +4,15 @@
 Names only: no command module is imported here. Each module owns the rest (vLLM's `add_cli_args`/`main`):
 `HELP` (its line in `copydecode --help`), `READS_WRITES` (what `copydecode COMMAND --help` says it reads
 and writes), optionally `DESCRIPTION` (a whole --help text of its own), `add_arguments(parser)` (its own
-options) and `OWN_OUT` (its own `--out` names an output, so a one-off output root is refused).
+options), `OWN_OUT` (its own `--out` names an output, so a one-off output root is refused) and
+`READS_PARAMS = False` (it reads no params: `--params` and `--set`, which every command takes, are refused by
+name instead of being ignored).
 
 - A stage or benchmark builds typed settings from the params and its options, `settings(params, **options)`
   (the options are the parameters after `params`: `settings_options`), and runs on them alone,
   `run(settings) -> metrics`.
-- A maintenance command runs `command(args) -> exit status` (`ACCEPTS_SET`, `APPLIES_OVERRIDES`: --set).
+- A maintenance command runs `command(args) -> exit status`; one that reads params finds them in `args.config`
+  (the `--params` file with every `--set` applied, by the CLI).
 
 A new stage is one entry in STAGES (and, where it applies, in OUTPUT_SETS, CORPUS_SETS, CHART_STAGES).
 A command of two words is a subcommand of a GROUPS entry; `kernels profile --batched` is a variant of
@@ -60,6 +63,7 @@ MAINTENANCE: dict[str, str] = {
     "depgraph": "analysis.tools.depgraph",
     "grammar": "analysis.tools.grammar",
     "report": "analysis.tools.report",
+    "experiments": "analysis.tools.experiments",
     "pilot-sweep": "kernels_profile.pilot.sweep",
 }
 

@@ -2,35 +2,42 @@
 
 `dvc metrics show` prints one row per metrics file and one column per key (the union over files),
 so the files here share their keys: each file is one measure (a row) and its keys are the corpora
-(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n008`/`n512` instead (zero-padded: numeric order). The
-table stays a grid of numbers (no column of dashes per file) and its width grows with the number of
-corpora, not with the number of kernel sources, models or experiments (those are rows).
+(short stable names, `CORPUS_KEYS`) plus `pooled`; the kernel ratio rows use `n008`/`n512` instead
+(zero-padded: numeric order). The table stays a grid of numbers (no column of dashes per file) and its
+width grows with the number of corpora, not with the number of kernel sources, models or experiments (those
+are rows).
 
 Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
-and `dvc metrics show` fits 120 columns -> what it holds):
-  cov_line / cov_token                   copy coverage of gold tokens (headline framing), per corpus; pooled =
+and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit (P8): `_x` a ratio
+(a speedup or a bound), `_pct` a share in percent (x100, as the reports print it), `_n` a count; numbers in
+names and columns are zero-padded to the widest of the run (`c0256` beside `c2048`, `n008` beside `n512`), so
+that DVC's text sort is numeric order:
+  cov_line_pct / cov_token_pct           copy coverage of gold tokens (headline framing), per corpus; pooled =
                                          the paper's three corpora (summed copied / summed gold tokens);
-                                         cov_<level>_all: the pool of every corpus of the run
-  bound_<source>_ideal / bound_<source>_dir  closed-form bound, line level, ideal / with directive
+                                         cov_<level>_all_pct: the pool of every corpus of the run
+  bound_<source>_ideal_x / _dir_x        closed-form bound, line level, ideal / with directive
                                          tokens (variant `overhead`), per corpus; pooled = the paper's three
                                          corpora, ratio of sums (the pool of every corpus: bounds.csv, pool=all)
-  kernel_<source>_c<context>             copy-by-prefill vs N decode steps at N in `kernel_ns`
-  em_line / em_token                     exact match at perturbation rate `perturb_rate` (strict, `both`);
-                                         pooled = the paper's three corpora (482 cases); em_<level>_all: every corpus
-  e2e_<model>_line_dec / _tok_dec / _line / _token / _pld / _suffix / _n
+  kernel_<source>_c<context>_x           copy-by-prefill vs N decode steps at N in `kernel_ns`
+  em_line_pct / em_token_pct             exact match at perturbation rate `perturb_rate` (strict, `both`);
+                                         pooled = the paper's three corpora (482 cases); em_<level>_all_pct: every
+                                         corpus
+  e2e_<model>_line_dec_x / _tok_dec_x / _line_x / _token_x / _pld_x / _suffix_x, e2e_<model>_cases_n
                                          measured end-to-end speedup vs AR (e2e_pooled.csv), ratio of summed
                                          times per corpus, over the HEvalFix cases (`he`) and every case
                                          (never a best case): directives decoded, the ideal upper bounds, PLD
-                                         (standard policy, best k), suffix decoding; and the case counts
-  e2ew-<model>_...                   the same rows from the frozen `e2e-wide` preset run, when committed
-  sv_<source>_c<C>[r]                    batched serving (the serving stage's claims table, its smallest token budget,
+                                         (standard policy, best k), suffix decoding; and the case counts (the
+                                         first of the model's rows, apart from the ratios)
+  e2ew-<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
+  sv_<source>_c<C>[r]_x                  batched serving (the serving stage's claims table, its smallest token budget,
                                          its first Copy-as-Decode method): output tokens/s over AR (r: over the best
                                          rival at that load), closed loop at concurrency C, in the `pooled` column
-  pilot_before / pilot_after             pilot exact match (program mode; after = mean over seeds), per split
-  roundtrip_fail                         oracle programs that do not resolve to their target (pooled)
+  pilot_before_pct / pilot_after_pct     pilot exact match (program mode; after = mean over seeds), per corpus split;
+  pilot_held_before_pct / _after_pct     the same on the pilot's held-out split, in the `pooled` column
+  roundtrip_fail_n                       oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
                                          (reports/metrics/kernels.json, e2e.json), in the `pooled` column
-  machine / machine_cores                the CPU line this run measured on (`cpu_family`: EPYC, Xeon, ...; a
+  machine / machine_cores_n              the CPU line this run measured on (`cpu_family`: EPYC, Xeon, ...; a
                                          string) and its logical cores, in the `pooled` column, so that
                                          `dvc exp show` and `dvc metrics diff` say why timed figures moved
 <source> is the kernel source's short key (`source_key`): `h200/qwen2.5-1.5b/static_compiled` ->
@@ -103,11 +110,15 @@ CORPUS_KEYS = {
     "CommitEdits-click": "click",
     "CommitEdits-express": "express",
     "ProbeEdit-S": "probe",
-    "heldout": "held",  # the pilot's held-out split (short: the zero-padded kernel columns need the width)
     "HEvalFix": "he",  # the e2e pool of both HEvalFix corpora
     POOLED: POOLED,
 }
+HELDOUT = "heldout"  # the pilot's held-out split (analysis.pilot.data): its own rows, no column
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
+# Units in the row names (P8), the last part of each: a ratio (a speedup, a bound) `_x`; a share in percent `_pct`
+# (the value x100, as the reports print it); a count `_n`, kept out of every ratio row (seconds would be `_s`: no
+# row holds seconds). A flag (noisy_*, 0 or 1) and the machine's name carry none.
+RATIO, PERCENT, COUNT = "_x", "_pct", "_n"
 
 
 @dataclass(frozen=True)
@@ -118,7 +129,7 @@ class HeadlineSettings:
     framing: str = "body"          # multi-framing corpora (HEvalFix) at this framing; single-framing corpora join
     kernel_ns: tuple[int, ...] = (8, 512)
     perturb_rate: float = 1.0
-    decimals: int = 3
+    decimals: int = 2              # ratios at this many decimals, percents at one fewer
 
 
 
@@ -156,10 +167,16 @@ def _num(value: Any, decimals: int) -> float | int | None:
     return None if value != value else round(value, decimals)
 
 
-def _per_corpus(frame: pl.DataFrame, value: str, decimals: int) -> dict[str, float | int]:
+def _pct(share: Any, decimals: int) -> float | None:
+    """A share (0-1) as the percent the reports print, one decimal fewer than a ratio (0.969 -> 96.9 at 2)."""
+    number = _num(share, 12)
+    return None if number is None else round(100 * number, max(decimals - 1, 0))
+
+
+def _per_corpus(frame: pl.DataFrame, value: str, decimals: int, percent: bool = False) -> dict[str, float | int]:
     out: dict[str, float | int] = {}
     for row in frame.sort("corpus").iter_rows(named=True):
-        number = _num(row[value], decimals)
+        number = _pct(row[value], decimals) if percent else _num(row[value], decimals)
         if number is not None:
             out[corpus_key(row["corpus"])] = number
     return out
@@ -179,14 +196,14 @@ def coverage_rows(cov: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     out: dict[str, dict] = {}
     for level in sorted(part["level"].unique().to_list()):
         rows = part.filter(pl.col("level") == level)
-        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "coverage", s.decimals)
+        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "coverage", s.decimals, percent=True)
         everything = rows.filter(pl.col("corpus") == POOLED)
         if everything.height:
-            out[f"cov_{level}{POOL_ALL_SUFFIX}"] = {POOLED: _num(everything["coverage"][0], s.decimals)}
+            out[f"cov_{level}{POOL_ALL_SUFFIX}{PERCENT}"] = {POOLED: _pct(everything["coverage"][0], s.decimals)}
         paper = paper_pool(rows, "gold_tokens", ["coverage"]) if "gold_tokens" in rows.columns else pl.DataFrame()
         if paper.height:
-            values[POOLED] = _num(paper["coverage"][0], s.decimals)
-        out[f"cov_{level}"] = values
+            values[POOLED] = _pct(paper["coverage"][0], s.decimals)
+        out[f"cov_{level}{PERCENT}"] = values
     return out
 
 
@@ -212,14 +229,19 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
             rows = (part.filter((pl.col("kernel_source") == source) & (pl.col("variant") == variant))
                     .group_by("corpus").agg(pl.col("bound").min()))
             if rows.height:
-                out[f"bound_{source_key(source)}_{suffix}"] = _per_corpus(rows, "bound", s.decimals)
+                out[f"bound_{source_key(source)}_{suffix}{RATIO}"] = _per_corpus(rows, "bound", s.decimals)
     return out
 
 
+def padded(prefix: str, value: int, values) -> str:
+    """`prefix` and `value` zero-padded to the widest of `values` (`c0256` beside `c2048`), so that `dvc metrics
+    show`, which sorts rows and columns as text, lists them in numeric order (P8)."""
+    return f"{prefix}{value:0{len(str(max(values)))}d}"
+
+
 def n_key(n: int, ns) -> str:
-    """A kernel row's column for copy length N, zero-padded to the widest N (`n008`, `n512`), so that `dvc
-    metrics show`, which sorts columns as text, lists them in numeric order (P8)."""
-    return f"n{n:0{len(str(max(ns)))}d}"
+    """A kernel row's column for copy length N, zero-padded to the widest N (`n008`, `n512`)."""
+    return padded("n", n, ns)
 
 
 def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSettings) -> dict[str, dict]:
@@ -239,14 +261,17 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
             frame = frame.filter(pl.col("is_strongest"))
         multi_model = frame.group_by("kernel_source").agg(pl.col("model").n_unique().alias("k")).filter(pl.col("k") > 1)
         several = set(multi_model["kernel_source"].to_list())
+        contexts = [int(c) for c in frame["context"].unique().to_list()]
         for (source, model, context), group in frame.group_by(["kernel_source", "model", "context"], maintain_order=True):
-            name = f"kernel_{source_key(source)}" + (f"_{source_key(model)}" if source in several else "") + f"_c{context}"
+            name = (f"kernel_{source_key(source)}" + (f"_{source_key(model)}" if source in several else "")
+                    + f"_{padded('c', int(context), contexts)}{RATIO}")
             by_n = {int(r["n"]): r["speedup"] for r in group.iter_rows(named=True)}
             row = {n_key(n, s.kernel_ns): _num(by_n[n], s.decimals) for n in s.kernel_ns if n in by_n}
             if row:
                 out[name] = row
     if PAPER_SOURCE in sources:
-        out["kernel_paper"] = {n_key(n, s.kernel_ns): _num(float(paper_speedup(n)), s.decimals) for n in s.kernel_ns}
+        out[f"kernel_paper{RATIO}"] = {n_key(n, s.kernel_ns): _num(float(paper_speedup(n)), s.decimals)
+                                       for n in s.kernel_ns}
     return dict(sorted(out.items()))
 
 
@@ -269,14 +294,14 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     out = {}
     for level in sorted(part["level"].unique().to_list()):
         rows = part.filter(pl.col("level") == level)
-        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "em", s.decimals)
+        values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "em", s.decimals, percent=True)
         everything = rows.filter(pl.col("corpus") == POOLED)
         if everything.height and everything["em"][0] is not None:
-            out[f"em_{level}{POOL_ALL_SUFFIX}"] = {POOLED: _num(everything["em"][0], s.decimals)}
+            out[f"em_{level}{POOL_ALL_SUFFIX}{PERCENT}"] = {POOLED: _pct(everything["em"][0], s.decimals)}
         paper = _paper_pool_em(rows.filter(pl.col("corpus") != POOLED))
         if paper is not None:
-            values[POOLED] = _num(paper, s.decimals)
-        out[f"em_{level}"] = {k: v for k, v in values.items() if v is not None}
+            values[POOLED] = _pct(paper, s.decimals)
+        out[f"em_{level}{PERCENT}"] = {k: v for k, v in values.items() if v is not None}
     return out
 
 
@@ -300,10 +325,10 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") ->
         for suffix, method in chosen:
             rows = part.filter(pl.col("method") == method).rename({"pool": "corpus"})
             if rows.height:
-                out[f"{prefix}{slug(model)}_{suffix}"] = _per_corpus(rows, "speedup_pooled", s.decimals)
+                out[f"{prefix}{slug(model)}_{suffix}{RATIO}"] = _per_corpus(rows, "speedup_pooled", s.decimals)
         ar = part.filter(pl.col("method") == "ar").rename({"pool": "corpus"})
-        if ar.height:
-            out[f"{prefix}{slug(model)}_n"] = _per_corpus(ar, "cases", s.decimals)
+        if ar.height:  # `_cases_n` sorts first among the model's rows: the counts head the ratios, never among them
+            out[f"{prefix}{slug(model)}_cases{COUNT}"] = _per_corpus(ar, "cases", s.decimals)
     return out
 
 
@@ -321,24 +346,32 @@ def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     rows = claim.filter(pl.col("max_num_batched_tokens") == budget)
     first = sorted(rows["method"].unique().to_list())[0]
     out = {}
+    kinds = (("vs_ar_c", ""), ("vs_best_rival_c", "r"))
+    loads = [int(k[len(p):]) for k in rows.columns for p, _ in kinds if k.startswith(p) and k[len(p):].isdigit()]
     for r in rows.filter(pl.col("method") == first).iter_rows(named=True):
         stem = f"sv_{source_key(r['kernel_source'])}"
         for key, value in r.items():
-            for prefix, suffix in (("vs_ar_c", ""), ("vs_best_rival_c", "r")):
-                if key.startswith(prefix) and value is not None:
-                    out[f"{stem}_c{key[len(prefix):]}{suffix}"] = {POOLED: _num(value, s.decimals)}
+            for prefix, suffix in kinds:
+                if key.startswith(prefix) and key[len(prefix):].isdigit() and value is not None:
+                    load = padded("c", int(key[len(prefix):]), loads)
+                    out[f"{stem}_{load}{suffix}{RATIO}"] = {POOLED: _num(value, s.decimals)}
     return out
 
 
 def pilot_rows(pilot: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Exact match of the program-writing pilot per evaluation split, before and after fine-tuning."""
+    """Exact match of the program-writing pilot per evaluation split, before and after fine-tuning: the corpora's
+    splits in their columns (`pilot_<phase>_pct`); the pilot's own held-out split, which is no corpus, as its own
+    row over all of its cases, in the `pooled` column (`pilot_held_<phase>_pct`: a `held` column would widen the
+    grid for two figures)."""
     part = pilot.filter(pl.col("mode") == "program") if "mode" in pilot.columns else pilot
     out: dict[str, dict] = {}
     for phase in ("before", "after"):
         rows = part.filter(pl.col("phase") == phase).group_by("split").agg(pl.col("em").mean())
-        if rows.height:
-            out[f"pilot_{phase}"] = {corpus_key(r["split"]): _num(r["em"], s.decimals)
-                                     for r in rows.sort("split").iter_rows(named=True)}
+        for r in rows.sort("split").iter_rows(named=True):
+            if r["split"] == HELDOUT:
+                out[f"pilot_held_{phase}{PERCENT}"] = {POOLED: _pct(r["em"], s.decimals)}
+            else:
+                out.setdefault(f"pilot_{phase}{PERCENT}", {})[corpus_key(r["split"])] = _pct(r["em"], s.decimals)
     return out
 
 
@@ -365,7 +398,7 @@ def run_rows(metrics_dir: Path, missing: list[str]) -> dict[str, dict]:
         out["machine"] = {POOLED: cpu_family(str(model))}
     cores = machine.get("logical_cores")
     if isinstance(cores, int) and not isinstance(cores, bool):
-        out["machine_cores"] = {POOLED: cores}
+        out[f"machine_cores{COUNT}"] = {POOLED: cores}
     return out
 
 
@@ -405,7 +438,7 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
     head.rows.update(e2e_frozen_rows(e2e_frozen, s))  # absent until an e2e-wide run is committed: no row, no miss
     roundtrip = Path(metrics_dir) / "roundtrip.json"
     if roundtrip.is_file():
-        head.rows["roundtrip_fail"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}
+        head.rows[f"roundtrip_fail{COUNT}"] = {POOLED: int(json.loads(roundtrip.read_text())["failed"])}
     else:
         head.missing.append(str(roundtrip))
     head.rows.update(run_rows(metrics_dir, head.missing))
@@ -456,9 +489,9 @@ def claims_summary(tables: Path = TABLES, metrics_dir: Path = METRICS, items: li
     except ParamsError:
         pass
     try:
-        cov = coverage_rows(table("coverage", tables), HeadlineSettings(decimals=4)).get("cov_line", {})
+        cov = coverage_rows(table("coverage", tables), HeadlineSettings(decimals=6)).get(f"cov_line{PERCENT}", {})
         if POOLED in cov:
-            out["cov_line_pooled"] = cov[POOLED]
+            out["cov_line_pooled"] = round(cov[POOLED] / 100, 4)  # a share, as this file's other readers take it
     except ParamsError:
         pass
     try:

@@ -496,6 +496,7 @@ def gather_timings(root: Path = Path(".")) -> Path | None:
 HELP = ("after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results block (--check: list its "
         "stale lines, write nothing)")
 READS_WRITES = "reads data/timings and the committed stage outputs; it writes reports/timings.json and README.md"
+READS_PARAMS = False  # the Results block quotes the outputs, which record their own settings: --set is refused
 
 
 def add_arguments(parser) -> None:

@@ -311,7 +311,7 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
     loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
     several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
     for (source, baseline), group in sorted(line.group_by("kernel_source", "baseline"), key=lambda g: g[0]):
-        # named as `dvc metrics show` names the row (the AR loop only where a source has several)
+        # the source named as in the headline rows (source_key; the AR loop only where a source has several)
         name = source_key(source) + (f"-{LOOP_KEYS.get(baseline) or baseline}" if source in several else "")
         for den, suffix in (("program_ideal", "ideal"), ("program_overhead", "dir")):
             rows += _ratio_rows(f"bound_{name}_{suffix}", group, "regen", den, s)

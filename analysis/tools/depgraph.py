@@ -1,7 +1,8 @@
 """Which project source files a stage's code can reach, for checking dvc.yaml's declared deps.
 
 Every `import` (module level or inside a function) of a project module is followed, so a stage
-depends on each file it could execute; a package's __init__ counts as imported with it. A module that
+depends on each file it could execute; a package's __init__ counts as imported with it. A stage's code deps
+leave out the empty files (a bare __init__.py: no code to change, and DVC warns on every empty dep). A module that
 discovers the modules of a package at run time (the claims engine's rule modules) says so with a
 module-level `RULE_PACKAGE = "<package>"`, and every module of that package counts as imported by it.
 `copydecode depgraph` rewrites dvc.yaml's code deps from it (`sync_dvc_yaml`).
@@ -86,12 +87,15 @@ def notebook_modules(root: Path = Path(".")) -> set[str]:
 
 
 def stage_code_deps(command: str, module: str, root: Path = Path(".")) -> list[str]:
-    """Every project file the stage behind `command` can run (for `reports`, its notebooks' imports too)."""
+    """Every project file the stage behind `command` can run (for `reports`, its notebooks' imports too), less
+    the empty ones: an empty file (a package's bare __init__.py) has no code to change, and DVC warns "'...' is
+    empty." for each empty dep on every `dvc repro`. Once such a file gets code, it is a dep again (the next
+    `copydecode depgraph`; tests/pipeline/test_dvc_deps.py fails until then)."""
     files = set(closure(module, root))
     if command == "reports":
         for imported in notebook_modules(root):
             files |= set(closure(imported, root))
-    return sorted(files)
+    return sorted(f for f in files if (root / f).stat().st_size > 0)
 
 
 def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
@@ -119,6 +123,7 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
 # `copydecode depgraph`: its help line and what it reads and writes (the CLI's --help)
 HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"
 READS_WRITES = "reads the package sources; it writes dvc.yaml"
+READS_PARAMS = False  # the import graph has no settings: --params and --set are refused, not ignored
 
 
 def add_arguments(parser) -> None:

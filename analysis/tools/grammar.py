@@ -23,6 +23,7 @@ from analysis.pipeline.io import output_path_error, write_text
 HELP = ("the program grammar of one source for a structured-output engine: symbolic or forced spans, in llguidance "
         "Lark, GBNF (xgrammar) or a regex (outlines-core); see docs/grammar.md")
 READS_WRITES = "reads data/corpora/cases.parquet (--case-id) or --source FILE; it writes stdout or --out FILE"
+READS_PARAMS = False  # the grammar depends on the source alone: --params and --set are refused, not ignored
 
 
 def add_arguments(parser) -> None:

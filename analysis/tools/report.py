@@ -1,11 +1,12 @@
-"""`copydecode report NAME [--corpus C] [-p KEY=VALUE] [--html OUT]`: one report page, rendered as the
+"""`copydecode report NAME [--corpus C] [-p KEY=VALUE] [--html FILE]`: one report page, rendered as the
 reports stage renders it (the same template, the same parameter checks, the same page and provenance),
 from the outputs in the current folder, without touching reports/.
 
 Its parameters are params `reports.parameters.NAME`, then `--corpus` (for a template that declares
 `corpus`), then each `-p KEY=VALUE` (VALUE read as a YAML scalar); every name is checked against the
 template's own parameters cell (papermill writes names as code). The notebook runs in a temporary
-folder beside OUT, which is removed afterwards unless `--notebook FILE` keeps the executed notebook.
+folder beside the page (--html FILE), which is removed afterwards unless `--notebook FILE` keeps the executed
+notebook.
 """
 
 from __future__ import annotations
@@ -19,9 +20,8 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.parallel.progress import kernel_noise_filtered
-from analysis.pipeline.config import Config
 from analysis.pipeline.io import write_text
-from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, get_or
+from analysis.pipeline.params import get_or
 from analysis.pipeline.scratch import owned_temp_dir
 from analysis.present.execution import kernel_environment, normalise_executed
 from analysis.present.provenance import PARAMS_ENV
@@ -44,7 +44,7 @@ class ReportCommand:
 # `copydecode report`: its help line and what it reads and writes (the CLI's --help)
 HELP = "render one report page as the reports stage does, from this folder's outputs (--corpus C, -p KEY=VALUE)"
 READS_WRITES = ("reads params reports.parameters and the outputs the report reads; it writes "
-                "runs/report/NAME[-CORPUS].html (or --html OUT) and, with --notebook FILE, the executed notebook")
+                "runs/report/NAME[-CORPUS].html (or --html FILE) and, with --notebook FILE, the executed notebook")
 
 
 def add_arguments(parser) -> None:
@@ -54,7 +54,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("-p", "--parameter", action="append", default=[], metavar="KEY=VALUE", dest="parameters",
                         help="another template parameter, e.g. -p framing=decl or -p case_id=HEvalFix-JS/3 "
                              "(repeatable; names from the template's parameters cell)")
-    parser.add_argument("--html", default=None, metavar="OUT",
+    parser.add_argument("--html", default=None, metavar="FILE",
                         help="the page to write (default runs/report/NAME[-CORPUS].html)")
     parser.add_argument("--notebook", default=None, metavar="FILE", help="also keep the executed notebook here")
 
@@ -139,17 +139,11 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
     return s.html
 
 
-ACCEPTS_SET = True  # the CLI adds --set KEY=VALUE (applied to the params before the report's defaults are read)
-
-
-APPLIES_OVERRIDES = True  # `copydecode --set KEY=VALUE report NAME` renders with the override (analysis.cli)
-
-
 def command(args) -> int:
-    cfg = Config.load(getattr(args, "params", DEFAULT_PARAMS))
-    overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
-    params = apply_overrides(cfg.params, overrides) if overrides else cfg.params
-    s = settings(params, args.name, args.corpus, args.parameters, args.html, args.notebook, Path(cfg.path))
+    """`args.config`: the --params file with every --set applied (analysis.cli), read before the report's
+    defaults are."""
+    cfg = args.config
+    s = settings(cfg.params, args.name, args.corpus, args.parameters, args.html, args.notebook, Path(cfg.path))
     shown = ", ".join(f"{k}={v}" for k, v in s.parameters.items()) or "no parameters"
     print(f"copydecode report {s.name}: rendering ({shown}) ...", file=sys.stderr)
 

@@ -33,7 +33,9 @@ def generate_one(lm, tok: ModelTokenizer, row: dict, max_new: int, fsms: MaskTab
     prompt = prompt_ids(tok, PROGRAM_TEMPLATE, row["source"], row["instruction"])
     processor = ProgramLogitsProcessor(fsm, len(prompt), max_new)
     started = time.perf_counter()
-    out = lm.model.generate(torch.tensor([prompt]), max_new_tokens=max_new, do_sample=False,
+    x = torch.tensor([prompt])
+    # the mask given (one unpadded row: all ones), so transformers infers none and warns of none (issue 41)
+    out = lm.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new, do_sample=False,
                             logits_processor=[processor], pad_token_id=eos[0] if eos else None)
     seconds = time.perf_counter() - started
     new = [t for t in out[0, len(prompt):].tolist() if t not in eos]

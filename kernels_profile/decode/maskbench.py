@@ -13,8 +13,9 @@ back to back, `<copy lines="i-j"/>`, `<gen>BODY</gen>` with the canonical escape
 llguidance's regex intersection and negation. The line-range constraint 1 <= i <= j <= n is regular
 for a fixed n, so llguidance can take it: `range_mode="full"` spells it as one alternation over i
 with a numeric-range regex for j in [i, n]; "bounded" keeps only i, j <= n; "none" drops it (any
-positive numbers), the grammar that does not depend on the source. llguidance is optional: without
-it the benchmark reports this suite's side and says why llguidance is missing.
+positive numbers), the grammar that does not depend on the source. llguidance is a declared dependency
+(pyproject.toml); where it is missing all the same (an environment installed without dependencies), the
+benchmark still reports this suite's side and says why llguidance's is absent (LLGUIDANCE_MISSING).
 
 The forced-span side ("llguidance (forced spans)", `forced_side`) is the decoder's llguidance engine
 (kernels_profile.decode.llg_engine): each program's own source gets its forced-span grammar

@@ -207,7 +207,8 @@ def hf_pld_sanity(lm, prompt: list[int], max_new: int, k: int) -> dict:
     timings, outputs = {}, {}
     for name, extra in (("greedy", {}), ("prompt_lookup", {"prompt_lookup_num_tokens": k})):
         started = time.perf_counter()
-        out = lm.model.generate(x, max_new_tokens=max_new, do_sample=False, **extra)
+        # the mask given (one unpadded row: all ones), so transformers infers none and warns of none (issue 41)
+        out = lm.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new, do_sample=False, **extra)
         timings[name] = time.perf_counter() - started
         outputs[name] = out[0, len(prompt):].tolist()
     return {"prompt": REWRITE_PROMPT, "greedy_s": timings["greedy"], "pld_s": timings["prompt_lookup"],

@@ -33,7 +33,6 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.pipeline.config import Config
 from analysis.errors import CorpusError, ParamsError
 from analysis.pipeline.io import output_set, write_csv, write_json, write_table, write_text, write_with
 from analysis.pipeline.runrecord import RUN_JSON, frozen_record
@@ -41,7 +40,6 @@ from analysis.pilot.data import build_pilot_cases, run_task, with_split
 from analysis.pilot.diagnosis import check_same_run, range_errors, write_diagnosis
 from analysis.layout import METRICS, PILOT_CHECKPOINTS, PILOT_DIR, PILOT_FROZEN
 from analysis.pipeline.confine import confined, safe_name
-from analysis.pipeline.params import DEFAULT_PARAMS
 from kernels_profile.pilot.settings import load_models, settings
 from kernels_profile.pilot.train import (LoraSettings, TrainSettings, add_lora, load_checkpoint, teacher_forced, train,
                                          training_sequences)
@@ -154,7 +152,8 @@ def _frozen_readme(preset: str, run: dict, metrics: dict) -> str:
 # `copydecode pilot-sweep`: its help line and what it reads and writes (the CLI's --help)
 HELP = ("the pilot's training-settings sweep, an interrupted run's checkpoint curve, decoded range errors, or "
         "freezing a preset run")
-READS_WRITES = "reads params pilot and the pilot's checkpoints; it writes under the job's output folder"
+READS_WRITES = ("reads params pilot (--params, --set: the sweep and --diagnose) and the pilot's checkpoints; it "
+                "writes under the job's output folder (--out)")
 
 
 def add_arguments(parser) -> None:
@@ -167,8 +166,10 @@ def add_arguments(parser) -> None:
     parser.add_argument("--freeze", default=None, metavar="PRESET",
                         help="copy data/pilot/PRESET/ to reports/pilot/frozen/PRESET/ with a run.json of --run")
     parser.add_argument("--run", default=None, help="JSON: command, commit, started, ended, seconds, minutes, machine")
-    parser.add_argument("--out", type=Path, default=None, dest="table_out",
-                        help="table path without suffix (default: reports/pilot/{sweep,checkpoint_curve,range_errors})")
+    parser.add_argument("--out", type=Path, default=None, dest="table_out", metavar="STEM|DIR",
+                        help="the table's path without suffix, its .csv and .md written beside (default: "
+                             "reports/pilot/{sweep,checkpoint_curve,range_errors}); with --freeze, the folder the "
+                             "preset's folder goes in (default: reports/pilot/frozen)")
     parser.add_argument("--threads", type=int, default=None,
                         help="torch threads for the sweep (default: params pilot.threads)")
     parser.add_argument("--seed", type=int, default=0, help="the adapters' seed (default 0)")
@@ -177,10 +178,17 @@ def add_arguments(parser) -> None:
 
 
 def command(args) -> int:
-    """Run the one job `args` names; named errors (ParamsError, CorpusError) propagate to the CLI."""
+    """Run the one job `args` names; named errors (ParamsError, CorpusError) propagate to the CLI. The sweep
+    and --diagnose read params `pilot` from `args.config` (the --params file with every --set applied, by the
+    CLI); --freeze and --from-checkpoints read no params, so a --set there is refused rather than ignored."""
     import json
 
     args.out = args.table_out
+    overrides = [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
+    if overrides and (args.freeze or args.from_checkpoints):
+        job = "--freeze" if args.freeze else "--from-checkpoints"
+        raise ParamsError(f"pilot-sweep {job} reads no params (it copies a finished run's files): --set would be "
+                          "ignored; drop it")
     if args.freeze:
         try:
             run = json.loads(args.run or "{}")
@@ -191,7 +199,7 @@ def command(args) -> int:
     if args.from_checkpoints:
         write_table(checkpoint_curve(PILOT_CHECKPOINTS), args.out or OUT.with_name("checkpoint_curve"), digits=3)
         return 0
-    s = settings(Config.load(getattr(args, "params", DEFAULT_PARAMS)).params)
+    s = settings(args.config.params)
     if args.diagnose is not None:
         frame = diagnose(args.diagnose, s, args.out or OUT.with_name("range_errors"))
         for column in ("first_end_off", "copies_off", "ranges_exact", "gen_exact", "exact_match"):

@@ -27,6 +27,7 @@ from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.layout import MODELS_CACHE
+from analysis.parallel.progress import stderr_filtered
 from analysis.text.tokens import embedded_qwen_dir
 
 CONFIG_DIR = Path(__file__).parents[1] / "configs"
@@ -300,12 +301,20 @@ def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: 
     return LoadedModel(model_label(name), model, config, "random", dtype, device, info)
 
 
+# What transformers writes to stderr on every model load and tells a reader nothing (issue 41, section 4: they
+# buried the stages' own lines in a `dvc repro` log): the GGUF reader's dequantize bar and the weight-loading bar.
+# Only the lines holding these phrases are dropped; any other line (a warning about the weights, an error) is
+# written back, and an exception propagates.
+LOAD_NOISE = ("Converting and de-quantizing GGUF tensors", "Loading weights:")
+
+
 def build_smollm2(dtype: str = "float32", device: str = "cpu") -> LoadedModel:
     from transformers import AutoModelForCausalLM
 
     path = smollm2_gguf_path()
     dt = torch_dtype(dtype, device)
-    model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dt)
+    with stderr_filtered(LOAD_NOISE):
+        model = AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name, dtype=dt)
     model.to(device).eval()
     config = model.config
     info = {
@@ -337,7 +346,8 @@ def build_pretrained(name: str, location: str, dtype: str, device: str) -> Loade
     if is_registered(name):
         published_config(name)  # a registered name must still have its architecture's config
     try:
-        model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype(dtype, device))
+        with stderr_filtered(LOAD_NOISE):
+            model = AutoModelForCausalLM.from_pretrained(location, dtype=torch_dtype(dtype, device))
     except OSError as exc:
         raise ModelError(f"weights for {name!r} not found at {location!r} ({exc})") from exc
     model.to(device).eval()
@@ -377,7 +387,8 @@ def smollm2_tokenizer():
     if (cache / "tokenizer.json").is_file():
         return AutoTokenizer.from_pretrained(str(cache))
     path = smollm2_gguf_path()
-    tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+    with stderr_filtered(LOAD_NOISE):
+        tok = AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
     tok.save_pretrained(str(cache))
     return tok
 

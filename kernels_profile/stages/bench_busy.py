@@ -16,16 +16,17 @@ the busy run is a copy measured beside the loop:
     taskset -c 0 python3 -c 'while True: pass' & LOOP=$!
     (cd "$BUSY" && copydecode kernels profile && copydecode e2e)
     kill $LOOP
-    copydecode bench busy "$QUIET" "$BUSY"     # [--stem OUT_STEM], default reports/kernels/benchmark_busy
+    copydecode bench busy "$QUIET" "$BUSY"     # [--out STEM], default reports/kernels/benchmark_busy
 
-Arguments: QUIET_DIR BUSY_DIR [--stem OUT_STEM]; each DIR is a repository root holding
+Arguments: QUIET_DIR BUSY_DIR [--out STEM]; each DIR is a repository root holding
 data/kernels/raw.parquet and data/e2e/measurements.parquet with their .environment.json sidecars.
-Writes OUT_STEM.md (both runs' environments with their contention verdicts, the two tables, PASS or
-FAIL per row) and OUT_STEM.json (the same figures, machine-readable), each atomically.
+Writes STEM.md (both runs' environments with their contention verdicts, the two tables, PASS or
+FAIL per row) and STEM.json (the same figures, machine-readable), each atomically.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from dataclasses import dataclass
@@ -260,35 +261,39 @@ def write_benchmark(quiet_root: Path, busy_root: Path, stem: Path = DEFAULT_STEM
 class BusySettings:
     quiet: Path    # repository root of the quiet run
     busy: Path     # ... and of the run beside the busy loop
-    stem: Path     # report path without suffix
+    out: Path      # report path without suffix (--out STEM)
 
 
 # `copydecode bench busy`: its help line and what it reads and writes (the CLI's --help)
 HELP = ("quiet-vs-busy spread of the kernel and e2e per-pair ratios of two runs -> "
         "reports/kernels/benchmark_busy.{md,json}")
 READS_WRITES = ("reads QUIET_DIR's and BUSY_DIR's data/kernels and data/e2e; writes "
-                "reports/kernels/benchmark_busy.md and .json (or --stem)")
+                "reports/kernels/benchmark_busy.md and .json (or --out STEM)")
+READS_PARAMS = False  # the two runs carry their own settings: --params and --set are refused, not ignored
+OWN_OUT = "names the report's path without suffix (STEM)"  # a one-off output root is refused
 
 
 def add_arguments(parser) -> None:
-    """`bench busy`'s own options (settings(params, quiet, busy, stem))."""
+    """`bench busy`'s own options (settings(params, quiet, busy, out)); `out` is `--out`, read by the CLI as raw_out
+    (`--stem`, its old name, is still taken)."""
     parser.add_argument("quiet", metavar="QUIET_DIR", help="repository root of the quiet run (data/kernels, data/e2e)")
     parser.add_argument("busy", metavar="BUSY_DIR", help="repository root of the run beside the busy loop")
-    parser.add_argument("--stem", default=None, metavar="OUT_STEM",
-                        help="report path without suffix (default reports/kernels/benchmark_busy)")
+    parser.add_argument("--out", "--stem", default=argparse.SUPPRESS, dest="raw_out", metavar="STEM",
+                        help="the report's path without suffix, its .md and .json written beside (default "
+                             "reports/kernels/benchmark_busy)")
 
 
-def settings(params: dict, quiet: str, busy: str, stem: str | None = None) -> BusySettings:
-    """`copydecode bench busy QUIET_DIR BUSY_DIR [--stem OUT_STEM]`: no params (the two runs carry
+def settings(params: dict, quiet: str, busy: str, out: str | None = None) -> BusySettings:
+    """`copydecode bench busy QUIET_DIR BUSY_DIR [--out STEM]`: no params (the two runs carry
     their own settings)."""
-    return BusySettings(Path(quiet), Path(busy), Path(stem) if stem else DEFAULT_STEM)
+    return BusySettings(Path(quiet), Path(busy), Path(out) if out else DEFAULT_STEM)
 
 
 def run(s: BusySettings) -> dict[str, Any]:
     """Compare the two runs; a missing run or a mismatch is a ParamsError naming it."""
-    result = write_benchmark(s.quiet, s.busy, s.stem)
-    print(f"{s.stem}.md / .json: kernel max |change| {result['kernel']['max_abs_change']:.1%}, "
+    result = write_benchmark(s.quiet, s.busy, s.out)
+    print(f"{s.out}.md / .json: kernel max |change| {result['kernel']['max_abs_change']:.1%}, "
           f"e2e max |change| {result['e2e']['max_abs_change']:.1%}, {_verdict(result['passed'])}", file=sys.stderr)
-    return {"report": f"{s.stem}.md", "passed": result["passed"],
+    return {"report": f"{s.out}.md", "passed": result["passed"],
             "kernel_max_abs_change": result["kernel"]["max_abs_change"],
             "e2e_max_abs_change": result["e2e"]["max_abs_change"]}

@@ -116,3 +116,71 @@ def test_every_stage_help_lists_every_file_the_stage_writes():
             path = out if isinstance(out, str) else next(iter(out))
             assert any(fnmatch.fnmatch(path, p) or path.startswith(p.rstrip("/") + "/") or fnmatch.fnmatch(path + "/", p)
                        for p in patterns), f"{name}: --help does not name {path} (names {patterns})"
+
+
+# P5 (issue 41): --params and --set on every command; a command that reads no params says so by name
+NO_PARAMS = {"readme": ["readme", "--check"], "moves": ["moves"], "depgraph": ["depgraph"],
+             "grammar": ["grammar", "--source", "edit_me.py"], "bench busy": ["bench", "busy", "q", "b"]}
+
+
+@pytest.mark.parametrize("command", sorted(NO_PARAMS))
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_a_command_that_reads_no_params_refuses_set_and_params_by_name(command, where, tmp_path, monkeypatch, capsys):
+    import importlib
+
+    from analysis.pipeline.commands import MAINTENANCE, TOOLS
+
+    module = importlib.import_module({**MAINTENANCE, **TOOLS}[command])
+    assert module.READS_PARAMS is False
+    monkeypatch.chdir(tmp_path)  # nothing it could write (depgraph: dvc.yaml) is here to be written
+    argv = NO_PARAMS[command]
+    for given, named in ((["--set", "spans.seed=1"], "--set would be ignored"),
+                         (["--params", "mine.yaml"], "--params would be ignored")):
+        assert main([*given, *argv] if where == "before" else [*argv, *given]) == 2
+        err = capsys.readouterr().err
+        assert f"copydecode {command}: error: `{command}` reads no params" in err and named in err, err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_command_takes_params_and_set():
+    """Every command's parser takes --params and --set after its name (none fails on argparse's 'unrecognized
+    arguments' with the top-level usage)."""
+    for path, parser in _commands(build_parser()):
+        options = {s for a in parser._actions for s in a.option_strings}
+        assert {"--params", "--set"} <= options, " ".join(path)
+
+
+def test_pilot_sweep_applies_set_to_the_params_it_reads(monkeypatch, capsys):
+    from analysis.errors import ParamsError
+    from kernels_profile.pilot import sweep
+
+    seen = {}
+
+    def settings(params):
+        seen.update(params["pilot"])
+        raise ParamsError("stopped after the settings")
+
+    monkeypatch.setattr(sweep, "settings", settings)
+    assert main(["pilot-sweep", "--set", "pilot.steps=7", "--diagnose", "records.parquet"]) == 2
+    err = capsys.readouterr().err
+    assert seen["steps"] == 7 and "this run overrides pilot.steps=7" in err and "stopped after the settings" in err
+    assert main(["--set", "pilot.stepz=7", "pilot-sweep", "a:steps=1"]) == 2
+    assert "did you mean 'pilot.steps'" in capsys.readouterr().err
+    # --freeze and --from-checkpoints copy a finished run: they read no params, so a --set is refused
+    assert main(["pilot-sweep", "--from-checkpoints", "--set", "pilot.steps=7"]) == 2
+    assert "pilot-sweep --from-checkpoints reads no params" in capsys.readouterr().err
+
+
+def test_report_applies_set_to_the_params_it_reads(monkeypatch, capsys):
+    from analysis.errors import ParamsError
+    from analysis.tools import report
+
+    seen = {}
+
+    def settings(params, *args):
+        seen.update(params["reports"])
+        raise ParamsError("stopped after the settings")
+
+    monkeypatch.setattr(report, "settings", settings)
+    assert main(["report", "summary", "--set", "reports.parameters.summary={}"]) == 2
+    assert seen["parameters"]["summary"] == {} and "stopped after the settings" in capsys.readouterr().err

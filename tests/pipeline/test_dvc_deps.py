@@ -64,11 +64,14 @@ def test_every_cli_stage_is_a_dvc_stage():
     assert sorted(_command(s) for s in DVC.values()) == sorted(STAGES)
 
 
-def test_declared_code_files_exist():
+def test_declared_code_files_exist_and_are_not_empty():
+    """An imported file that is empty (a bare __init__.py) may be absent from the deps (stage_code_deps leaves
+    it out: no code to change) and must be: DVC warns "'...' is empty." for each empty dep (issue 41)."""
     for name, stage in DVC.items():
         for dep in stage["deps"]:
             if dep.endswith(".py"):
                 assert (ROOT / dep).is_file(), f"{name}: {dep} does not exist"
+                assert (ROOT / dep).stat().st_size > 0, f"{name}: {dep} is empty; run `copydecode depgraph`"
 
 
 def test_readme_stage_table_matches_dvc_yaml():

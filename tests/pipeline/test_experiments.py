@@ -1,6 +1,6 @@
 """The README's experiment workflow on the analysis stages, in a scratch git + dvc repository with a
 few HEvalFix-Py cases: `dvc exp run -S kernel.latency_form=quadratic` reruns only the stages that read
-it (bounds, headline), `dvc exp show --only-changed` prints the changed param beside the headline
+it (bounds, headline), `copydecode experiments` prints the changed param beside the headline
 metrics, and `dvc metrics diff` names what moved. The kernel stages are left out of the scratch
 dvc.yaml (their committed latency model is a plain input), so nothing here profiles a model."""
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from fixtures import README_DROP, ROOT, sources_held, write_scratch_shared
+from fixtures import ROOT, sources_held, write_scratch_shared
 
 from analysis.present.headline import HEADLINE_DIR
 from analysis.layout import LATENCY_MODEL
@@ -83,16 +83,20 @@ def test_exp_run_reruns_only_the_dependent_stages(repo):
     ran = {s for s in STAGES if f"Running stage '{s}'" in run.stdout}
     assert ran == {"bounds", "headline"}, run.stdout
 
-    # the README's readable form: changed columns only, pooled figures, no dep hashes or timestamps
-    show = dvc("exp", "show", "--only-changed", "--no-pager", "--drop", README_DROP, cwd=repo, columns=200)
+    # the README's readable form (`copydecode experiments`, P9): changed params and pooled figures, one column per
+    # experiment, no dep hashes or timestamps, within 120 columns
+    env = {**os.environ, "PYTHONPATH": str(repo)}
+    show = subprocess.run([sys.executable, "-m", "analysis.cli", "experiments"], cwd=repo, env=env,
+                          capture_output=True, text=True, timeout=600)
     assert show.returncode == 0, show.stderr
     lines = show.stdout.splitlines()
-    header = next(line for line in lines if "Experiment" in line)
-    assert "kernel.latency_form" in header and f"{HEADLINE_DIR}/bound_fit_ideal.json:pooled" in header
-    assert "cov_line" not in header and "Created" not in header and "shared/data" not in header
+    names = [line.split()[0] for line in lines if line.strip()]
+    assert "kernel.latency_form" in names and "bound_fit_ideal_x:pooled" in names
+    assert not any(n.startswith("cov_line") for n in names) and "Created" not in show.stdout
+    assert "shared/data" not in show.stdout
     assert any("quadratic" in line for line in lines) and any("interp" in line for line in lines)
-    assert "…" not in show.stdout and max(len(line) for line in lines) < 200
+    assert max(len(line) for line in lines) <= 120
 
     diff = dvc("metrics", "diff", cwd=repo)
     assert diff.returncode == 0, diff.stderr
-    assert f"{HEADLINE_DIR}/bound_fit_ideal.json" in diff.stdout and f"{HEADLINE_DIR}/cov_line.json" not in diff.stdout
+    assert f"{HEADLINE_DIR}/bound_fit_ideal_x.json" in diff.stdout and f"{HEADLINE_DIR}/cov_line_pct.json" not in diff.stdout

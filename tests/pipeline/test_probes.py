@@ -161,8 +161,23 @@ def pairs_parquet(categorical: bool = False, dictionary: bool = False, binary: b
     return run
 
 
+def _reads_params(argv: tuple[str, ...]) -> bool:
+    """Whether the command ARGV runs reads params (a command with READS_PARAMS = False refuses --params)."""
+    import importlib
+
+    from analysis.pipeline.commands import MAINTENANCE, STAGES, TOOLS
+
+    commands = {**STAGES, **TOOLS, **MAINTENANCE}
+    for n in (2, 1):
+        name = " ".join(argv[:n])
+        if name in commands:
+            return getattr(importlib.import_module(commands[name]), "READS_PARAMS", True)
+    return True
+
+
 def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Path], str]:
-    """`copydecode ARGV` (the shipped params unless ARGV names others); the error text is stderr."""
+    """`copydecode ARGV` (the shipped params unless ARGV names others, or its command reads no params); the
+    error text is stderr."""
     def run(folder: Path) -> str:
         import contextlib
         import io
@@ -176,7 +191,8 @@ def cli(*argv: str, setup: Callable[[Path], None] | None = None) -> Callable[[Pa
         signal.alarm(60)  # a probe that blocks (a FIFO read) fails instead of hanging the suite
         with contextlib.redirect_stderr(err):
             try:
-                code = main(["--params", str(ROOT / "params.yaml"), *argv] if "--params" not in argv else list(argv))
+                code = main(["--params", str(ROOT / "params.yaml"), *argv]
+                            if "--params" not in argv and _reads_params(argv) else list(argv))
             except SystemExit as exc:  # argparse
                 code = exc.code
             finally:
@@ -500,7 +516,7 @@ PROBES = [
     Probe("M6-n-jobs-on-a-named-cluster", stage_settings("analysis.stages.programs", **{
         "parallel.n_jobs": 10000, "parallel.backend": "dask", "parallel.address": "tcp://sched:8786"}), ""),
     Probe("L7-set-on-a-maintenance-command", cli("--set", "spans.seed=notanint", "readme", "--check"),
-          "--set is not read here"),
+          "`readme` reads no params"),
     Probe("L7-set-on-report-is-applied", cli("--set", "spanz.seed=1", "report", "summary"),
           "--set spanz.seed: no such setting in the params file"),
     Probe("L3-out-not-utf8", cli("--out", os.fsdecode(b"caf\xe9"), "programs"), "the folder name is not valid UTF-8"),

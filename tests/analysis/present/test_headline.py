@@ -39,20 +39,22 @@ from analysis.layout import METRICS, TABLES
 from analysis.pooling import POOLED
 
 # Every row is one of these measures; <source>/<model>/<context> vary with the tables.
+# Every name ends in its unit (P8): `_x` a ratio, `_pct` a share in percent, `_n` a count (flags and the machine's
+# name carry none).
 ROW_PATTERNS = (
-    r"cov_(line|token)(_all)?",
-    r"bound_[a-z0-9.-]+_(ideal|dir)",
-    r"kernel_[a-z0-9.-]+(_c\d+)?",
-    r"em_(line|token)(_all)?",
-    r"e2e_[a-z0-9.-]+_(line_dec|tok_dec|line|token|pld|suffix|n)",
-    r"e2ew-[a-z0-9.-]+_(line_dec|tok_dec|line|token|pld|suffix|n)",
-    r"pilot_(before|after)",
-    r"roundtrip_fail",
+    r"cov_(line|token)(_all)?_pct",
+    r"bound_[a-z0-9.-]+_(ideal|dir)_x",
+    r"kernel_[a-z0-9.-]+(_c\d+)?_x",
+    r"em_(line|token)(_all)?_pct",
+    r"e2e_[a-z0-9.-]+_((line_dec|tok_dec|line|token|pld|suffix)_x|cases_n)",
+    r"e2ew-[a-z0-9.-]+_((line_dec|tok_dec|line|token|pld|suffix)_x|cases_n)",
+    r"pilot(_held)?_(before|after)_pct",
+    r"roundtrip_fail_n",
     r"noisy_(kernel|e2e)",
-    r"machine(_cores)?",
-    r"sv_[a-z0-9.-]+_c\d+r?",
+    r"machine(_cores_n)?",
+    r"sv_[a-z0-9.-]+_c\d+r?_x",
 )
-MAX_PATH = 39  # `metrics/<row>.json`: with the 9 value columns, `dvc metrics show` is 120 characters wide
+MAX_PATH = 40  # `metrics/<row>.json`: with the 8 value columns, `dvc metrics show` is 110 characters wide
 KERNEL_KEYS = {"n008", "n512"}
 MAX_FIGURES = 230  # a bounded grid: this repository's outputs gave 187 (H200 kernel sources add bound and kernel rows, the
 # frozen e2e-wide run four e2ew- rows of up to six corpora each); batched serving adds 30 (5 sources x 3 concurrencies x 2)
@@ -69,11 +71,11 @@ def test_headline_key_set_and_size_from_the_committed_outputs():
     for stem in stems:
         assert any(re.fullmatch(p, stem) for p in ROW_PATTERNS), f"unexpected headline row {stem!r}"
     # every measure the issue asks for is there
-    for needed in ("cov_line", "bound_fit_ideal", "bound_fit_dir", "bound_paper_ideal", "bound_paper_dir",
-                   "kernel_paper", "em_line", "pilot_before", "pilot_after", "roundtrip_fail"):
+    for needed in ("cov_line_pct", "bound_fit_ideal_x", "bound_fit_dir_x", "bound_paper_ideal_x", "bound_paper_dir_x",
+                   "kernel_paper_x", "em_line_pct", "pilot_before_pct", "pilot_after_pct", "roundtrip_fail_n"):
         assert needed in stems
     assert any(s.startswith("kernel_fit_c") for s in stems)
-    assert any(re.fullmatch(r"e2e_.+_line", s) for s in stems) and any(re.fullmatch(r"e2e_.+_token", s) for s in stems)
+    assert any(re.fullmatch(r"e2e_.+_line_x", s) for s in stems) and any(re.fullmatch(r"e2e_.+_token_x", s) for s in stems)
     columns = set().union(*(set(v) for v in head.rows.values()))
     assert columns <= set(CORPUS_KEYS.values()) | KERNEL_KEYS, columns
     assert {"hepy", "hejs", "click", "express", "probe", "pooled"} <= columns
@@ -90,23 +92,24 @@ def test_headline_figures_are_the_tables_figures_and_pooled_means_the_papers_cor
         (pl.col("kernel_source") == "fit") & (pl.col("level") == "line") & (pl.col("variant") == "ideal")
         & (pl.col("framing") == "body") & (pl.col("pooling") == "ratio_of_sums"))
     assert paper_pool["n_cases"][0] == 482
-    assert head.rows["bound_fit_ideal"]["pooled"] == round(paper_pool["bound"][0], 3)
+    assert head.rows["bound_fit_ideal_x"]["pooled"] == round(paper_pool["bound"][0], 2)
     cov = pl.read_csv(ROOT / TABLES / "coverage.csv").filter(
         (pl.col("level") == "line") & pl.col("framing").is_in(["body", "unit"])
         & pl.col("corpus").is_in(["HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S"]))
     assert cov.height == 3  # summed copied over summed gold tokens of the paper's three corpora, by hand
-    assert head.rows["cov_line"]["pooled"] == round(cov["copied_tokens"].sum() / cov["gold_tokens"].sum(), 3)
+    assert head.rows["cov_line_pct"]["pooled"] == round(100 * cov["copied_tokens"].sum() / cov["gold_tokens"].sum(), 1)
     everything = pl.read_csv(ROOT / TABLES / "coverage.csv").filter(
         (pl.col("level") == "line") & (pl.col("framing") == "body") & (pl.col("corpus") == "pooled"))
-    assert head.rows[f"cov_line{POOL_ALL_SUFFIX}"] == {"pooled": round(everything["coverage"][0], 3)}
-    assert head.rows["roundtrip_fail"] == {"pooled": json.loads((ROOT / METRICS / "roundtrip.json").read_text())["failed"]}
+    assert head.rows[f"cov_line{POOL_ALL_SUFFIX}_pct"] == {"pooled": round(100 * everything["coverage"][0], 1)}
+    assert head.rows["roundtrip_fail_n"] == {
+        "pooled": json.loads((ROOT / METRICS / "roundtrip.json").read_text())["failed"]}
 
 
 def test_the_paper_kernel_row_is_the_log_log_line_through_the_papers_two_points():
     """Between its two points the paper kernel is a power law: at N=64, halfway in log N from 8 to 512, the
     ratio is the geometric mean of 6.8x and 303x (hand-computed: 45.392); not the paper's own points read back."""
-    head = build_headline(HeadlineSettings(kernel_ns=(8, 64, 512)), ["paper"], ROOT / TABLES, ROOT / METRICS)
-    assert head.rows["kernel_paper"]["n064"] == pytest.approx((6.8 * 303.0) ** 0.5, abs=1e-3) == pytest.approx(45.392, abs=1e-3)
+    head = build_headline(HeadlineSettings(kernel_ns=(8, 64, 512), decimals=3), ["paper"], ROOT / TABLES, ROOT / METRICS)
+    assert head.rows["kernel_paper_x"]["n064"] == pytest.approx((6.8 * 303.0) ** 0.5, abs=1e-3) == pytest.approx(45.392, abs=1e-3)
 
 
 def test_committed_headline_files_match_a_fresh_build():
@@ -127,9 +130,9 @@ def test_em_rows_pool_the_papers_corpora_and_label_every_corpus_pool():
         rows.append({"level": "line", "kind": "both", "rate": 1.0, "corpus": corpus, "framing": framing,
                      "em": em, "n_cases": n})
     out = em_rows(pl.DataFrame(rows), HeadlineSettings())
-    assert out["em_line"]["pooled"] == round(164 * 0.2 / 482, 3)  # the paper's three corpora, 482 cases
-    assert out[f"em_line{POOL_ALL_SUFFIX}"] == {"pooled": 0.03} and out["em_line"]["hepy"] == 0.2
-    assert set(out["em_line"]) == {"hepy", "hejs", "probe", "click", "pooled"}  # no extra column
+    assert out["em_line_pct"]["pooled"] == round(100 * 164 * 0.2 / 482, 1) == 6.8  # the paper's three corpora, 482 cases
+    assert out[f"em_line{POOL_ALL_SUFFIX}_pct"] == {"pooled": 3.0} and out["em_line_pct"]["hepy"] == 20.0
+    assert set(out["em_line_pct"]) == {"hepy", "hejs", "probe", "click", "pooled"}  # no extra column
 
 
 def test_bound_rows_are_generic_over_kernel_sources():
@@ -140,16 +143,16 @@ def test_bound_rows_are_generic_over_kernel_sources():
                 rows.append({"level": "line", "corpus": corpus, "framing": framing, "variant": variant,
                              "kernel_source": source, "bound": 2.0 if framing == "decl" else 3.14159,
                              "pooling": "ratio_of_sums" if corpus == "pooled" else "corpus"})
-    out = bound_rows(pl.DataFrame(rows), HeadlineSettings())
-    assert set(out) == {"bound_fit_ideal", "bound_fit_dir", "bound_h200-q7b_ideal", "bound_h200-q7b_dir"}
+    out = bound_rows(pl.DataFrame(rows), HeadlineSettings(decimals=3))
+    assert set(out) == {"bound_fit_ideal_x", "bound_fit_dir_x", "bound_h200-q7b_ideal_x", "bound_h200-q7b_dir_x"}
     # the table's pool holds "Mine", which the paper does not: `pooled` is the paper's pool, absent here
-    assert out["bound_h200-q7b_dir"] == {"hepy": 3.142, "mine": 3.142}
+    assert out["bound_h200-q7b_dir_x"] == {"hepy": 3.142, "mine": 3.142}
     paper = pl.DataFrame([{"level": "line", "corpus": "pooled", "framing": "body", "variant": "overhead",
                            "kernel_source": "h200/qwen2.5-7b/eager", "bound": 1.5, "pooling": "ratio_of_sums",
                            "pool": "paper"}])
-    assert bound_rows(pl.DataFrame(rows), HeadlineSettings(), paper)["bound_h200-q7b_dir"]["pooled"] == 1.5
+    assert bound_rows(pl.DataFrame(rows), HeadlineSettings(), paper)["bound_h200-q7b_dir_x"]["pooled"] == 1.5
     only_paper = [r for r in rows if r["corpus"] != "Mine"]  # then the table's own pool is the paper's
-    assert bound_rows(pl.DataFrame(only_paper), HeadlineSettings())["bound_h200-q7b_dir"]["pooled"] == 3.142
+    assert bound_rows(pl.DataFrame(only_paper), HeadlineSettings())["bound_h200-q7b_dir_x"]["pooled"] == 3.14
 
 
 def test_kernel_rows_per_source_and_context():
@@ -158,8 +161,10 @@ def test_kernel_rows_per_source_and_context():
                           "n": [8, 512, 8, 512, 8, 512], "speedup": [4.0, 15.0, 3.9, 15.3, 7.1, 250.0],
                           "is_strongest": [True] * 6})
     out = kernel_rows(frame, ["fit"], HeadlineSettings())
-    assert out == {"kernel_fit_c256": {"n008": 4.0, "n512": 15.0}, "kernel_fit_c2048": {"n008": 3.9, "n512": 15.3},
-                   "kernel_h200-q7b_c256": {"n008": 7.1, "n512": 250.0}}
+    # contexts zero-padded to the widest (P8): c0256 sorts before c2048, as DVC sorts rows by name
+    assert out == {"kernel_fit_c0256_x": {"n008": 4.0, "n512": 15.0}, "kernel_fit_c2048_x": {"n008": 3.9, "n512": 15.3},
+                   "kernel_h200-q7b_c0256_x": {"n008": 7.1, "n512": 250.0}}
+    assert list(out) == sorted(out)
 
 
 def test_absent_inputs_are_named_and_stale_files_removed(tmp_path, monkeypatch):
@@ -168,14 +173,14 @@ def test_absent_inputs_are_named_and_stale_files_removed(tmp_path, monkeypatch):
     tables.mkdir()
     shutil.copy(ROOT / TABLES / "coverage.csv", tables / "coverage.csv")
     head = build_headline(HeadlineSettings(), [], tables, metrics, tmp_path / "frozen")
-    assert set(head.rows) == {"cov_line", "cov_token", "cov_line_all", "cov_token_all"}
+    assert set(head.rows) == {"cov_line_pct", "cov_token_pct", "cov_line_all_pct", "cov_token_all_pct"}
     assert str(tables / "bounds.csv") in head.missing and str(metrics / "roundtrip.json") in head.missing
     out = tmp_path / "headline"
     out.mkdir()
     (out / "bound_old-source_ideal.json").write_text("{}")
     written = write_headline(head, out)
     assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in written) == [
-        "cov_line.json", "cov_line_all.json", "cov_token.json", "cov_token_all.json"]
+        "cov_line_all_pct.json", "cov_line_pct.json", "cov_token_all_pct.json", "cov_token_pct.json"]
 
 
 @pytest.mark.parametrize("bad", [{"kernel_ns": []}, {"kernel_ns": [8, -1]}, {"perturb_rate": 2}, {"decimals": "3"},
@@ -211,7 +216,7 @@ def test_headline_carries_the_runs_noise_flags_and_machine(tmp_path):
     (metrics / "e2e.json").write_text(json.dumps({"environment": {"noisy": True, "cpu_model": "x"}}))
     head = build_headline(HeadlineSettings(), [], tmp_path / "tables", metrics)
     assert head.rows["noisy_kernel"] == {"pooled": 0} and head.rows["noisy_e2e"] == {"pooled": 1}
-    assert head.rows["machine"] == {"pooled": "Xeon"} and head.rows["machine_cores"] == {"pooled": 8}
+    assert head.rows["machine"] == {"pooled": "Xeon"} and head.rows["machine_cores_n"] == {"pooled": 8}
     (metrics / "kernels.json").unlink()
     head = build_headline(HeadlineSettings(), [], tmp_path / "tables", metrics)
     assert "noisy_kernel" not in head.rows and head.rows["machine"] == {"pooled": "x"}
@@ -234,25 +239,44 @@ def test_only_the_headline_files_are_dvc_metrics():
     assert "metrics" not in dvc or dvc["metrics"] == []
 
 
-@pytest.mark.slow
 def _committed_metrics_repo(dest: Path) -> Path:
-    """dvc.yaml, .dvc/config and metrics/ as committed at HEAD, in a scratch git repository: the grid the
-    committed outputs give. The workspace's grid is not checked: its widths follow the digits of this
-    machine's timings (a user's noisy run made an n8 column one character wider, issue 41)."""
+    """A scratch git repository holding dvc.yaml, .dvc/config and the headline rows as the headline stage
+    builds them now from the tables and metrics committed at HEAD (with HEAD's params): the grid the committed
+    outputs give under this code. Not the committed metrics/ files (stale whenever a change renames a row,
+    until the next run is committed), nor the workspace's grid (its widths follow the digits of this machine's
+    timings: a user's noisy run made an n8 column one character wider, issue 41)."""
     import io
     import tarfile
 
+    from analysis.layout import E2E_FROZEN
+    from analysis.stages.headline import settings
+
     archive = subprocess.run(["git", "archive", "--format=tar", "HEAD", "--", "dvc.yaml", ".dvc/config",
-                              str(HEADLINE_DIR)], cwd=ROOT, capture_output=True, check=False)
+                              "params.yaml", str(TABLES), str(METRICS), str(E2E_FROZEN)],
+                             cwd=ROOT, capture_output=True, check=False)
     if archive.returncode != 0:
-        pytest.skip(f"no committed {HEADLINE_DIR}/ to read ({archive.stderr.decode(errors='replace').strip()})")
+        pytest.skip(f"no committed tables to build from ({archive.stderr.decode(errors='replace').strip()})")
     with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
         tar.extractall(dest, filter="data")
+    s = settings(yaml.safe_load((dest / "params.yaml").read_text()))
+    head = build_headline(s.chosen, list(s.kernel_sources), dest / TABLES, dest / METRICS, dest / E2E_FROZEN)
+    cwd = Path.cwd()
+    os.chdir(dest)  # the row files are one output set inside the output root
+    try:
+        write_headline(head, HEADLINE_DIR)
+    finally:
+        os.chdir(cwd)
     subprocess.run(["git", "init", "-q"], cwd=dest, check=True)
     return dest
 
 
+# A run's e2e rows carry the HEvalFix pool (`he`), a column the committed e2e table may predate: the grid leaves
+# room for it (a ratio column: its name, 2 decimals and the 3-space gap).
+E2E_POOL_COLUMN = len("12.34") + 3
+
+
 def test_dvc_metrics_show_is_one_narrow_grid(tmp_path):
+    """P8: within 120 columns, rows and columns in numeric order, built fresh from the committed tables."""
     if not shutil.which("dvc"):
         pytest.skip("dvc not on PATH")
     repo = _committed_metrics_repo(tmp_path)
@@ -260,19 +284,24 @@ def test_dvc_metrics_show_is_one_narrow_grid(tmp_path):
                          env={**os.environ, "COLUMNS": "200"})
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert max(len(line) for line in lines) <= 120, max(len(line) for line in lines)
+    reserve = 0 if re.search(r"\she\s", lines[0]) else E2E_POOL_COLUMN
+    assert max(len(line) for line in lines) + reserve <= 120, (max(len(line) for line in lines), reserve)
     assert len(lines) == 1 + len(list((repo / HEADLINE_DIR).glob("*.json")))
-    assert any(line.startswith(f"{HEADLINE_DIR}/bound_fit_ideal.json") for line in lines)
+    assert any(line.startswith(f"{HEADLINE_DIR}/bound_fit_ideal_x.json") for line in lines)
+    columns = lines[0].split()[1:]
+    assert "n008" in columns and "n512" in columns and "n8" not in columns and "held" not in columns
+    kernel_rows = [line.split()[0] for line in lines if line.startswith(f"{HEADLINE_DIR}/kernel_fit_c")]
+    contexts = [int(re.search(r"_c(\d+)_x", row).group(1)) for row in kernel_rows]
+    assert len(contexts) >= 2 and contexts == sorted(contexts)  # c0256 before c2048: numeric order
 
 
 def test_readme_documents_the_tested_experiment_commands():
-    from fixtures import README_DROP
-
     readme = (ROOT / "README.md").read_text()
     section = readme[readme.index("## Metrics, plots and experiments"):readme.index("<!-- results:start -->")]
-    assert f"dvc exp show --only-changed --drop '{README_DROP}'" in section
+    assert "\ncopydecode experiments " in section and "--drop" not in section  # P9: no hand-written regex
     assert "dvc exp run -S kernel.latency_form=quadratic" in section and "dvc queue start -j 1" in section
-    for row in ("cov_line", "bound_<source>_ideal", "kernel_<source>_c<context>", "em_line", "pilot_before", "roundtrip_fail"):
+    for row in ("cov_line_pct", "bound_<source>_ideal_x", "kernel_<source>_c<context>_x", "em_line_pct",
+                "pilot_before_pct", "roundtrip_fail_n"):
         assert f"`{row}`" in section
 
 
@@ -344,4 +373,26 @@ def test_kernel_rows_are_the_judged_comparisons_not_the_graph_loop():
                          "context": 256, "n": n, "baseline": baseline, "speedup": (10.0 if judged else 1.0) * n / 8,
                          "t_ar": t_ar * n, "is_strongest": not judged, "comparison": comparison, "judged": judged})
     out = kernel_rows(pl.DataFrame(rows), [], HeadlineSettings())
-    assert out == {"kernel_h200-q7b_c256": {"n8": 10.0, "n512": 640.0}}
+    assert out == {"kernel_h200-q7b_c256_x": {"n008": 10.0, "n512": 640.0}}
+
+
+def test_serving_and_pilot_rows_carry_units_in_numeric_order():
+    """P8: every row name ends in its unit; the serving concurrencies are zero-padded (c001 < c016 < c128 as
+    text, as DVC sorts rows); the pilot's held-out split is a row of its own, not a `held` column."""
+    from analysis.present.headline import pilot_rows, serving_rows
+
+    claim = pl.DataFrame({"max_num_batched_tokens": [512, 512, 2048], "method": ["cad", "zz", "cad"],
+                          "kernel_source": ["fit", "fit", "fit"], "vs_ar_c1": [1.5, 9.0, 7.0],
+                          "vs_ar_c16": [2.25, 9.0, 7.0], "vs_ar_c128": [3.0, 9.0, 7.0],
+                          "vs_best_rival_c1": [1.1, 9.0, 7.0], "vs_best_rival_c16": [None, 9.0, 7.0],
+                          "vs_best_rival_c128": [1.3, 9.0, 7.0]})
+    out = serving_rows(claim, HeadlineSettings())
+    assert out == {"sv_fit_c001_x": {"pooled": 1.5}, "sv_fit_c016_x": {"pooled": 2.25}, "sv_fit_c128_x": {"pooled": 3.0},
+                   "sv_fit_c001r_x": {"pooled": 1.1}, "sv_fit_c128r_x": {"pooled": 1.3}}
+    assert [k for k in sorted(out) if not k.endswith("r_x")] == ["sv_fit_c001_x", "sv_fit_c016_x", "sv_fit_c128_x"]
+    pilot = pl.DataFrame({"mode": ["program"] * 5, "phase": ["before", "before", "after", "after", "after"],
+                          "split": ["heldout", "HEvalFix-Py", "heldout", "HEvalFix-Py", "HEvalFix-Py"],
+                          "em": [0.0, 0.0303, 0.0606, 0.0303, 0.0909]})
+    assert pilot_rows(pilot, HeadlineSettings()) == {
+        "pilot_held_before_pct": {"pooled": 0.0}, "pilot_before_pct": {"hepy": 3.0},
+        "pilot_held_after_pct": {"pooled": 6.1}, "pilot_after_pct": {"hepy": 6.1}}

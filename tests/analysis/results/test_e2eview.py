@@ -158,17 +158,20 @@ def test_the_headline_rows_carry_the_pools_and_the_frozen_run(tmp_path):
     tables.mkdir(parents=True)
     pooled_frame().write_csv(tables / "e2e_pooled.csv")
     frozen = tmp_path / E2E_FROZEN
-    head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
-    assert head.rows["e2e_m_line_dec"] == {"hepy": 2.0, "probe": 13.0, "he": 2.0, "pooled": pytest.approx(3.833)}
-    assert head.rows["e2e_m_line"]["pooled"] == pytest.approx(5.75)
-    assert head.rows["e2e_m_pld"]["pooled"] == pytest.approx(3.286)  # earliest at its best k over every case
-    assert head.rows["e2e_m_suffix"]["pooled"] == pytest.approx(3.632)
-    assert head.rows["e2e_m_n"] == {"hepy": 3, "probe": 1, "he": 3, "pooled": 4}
+    head = build_headline(HeadlineSettings(decimals=3), [], tables, tmp_path / METRICS, frozen)
+    assert head.rows["e2e_m_line_dec_x"] == {"hepy": 2.0, "probe": 13.0, "he": 2.0, "pooled": pytest.approx(3.833)}
+    assert head.rows["e2e_m_line_x"]["pooled"] == pytest.approx(5.75)
+    assert head.rows["e2e_m_pld_x"]["pooled"] == pytest.approx(3.286)  # earliest at its best k over every case
+    assert head.rows["e2e_m_suffix_x"]["pooled"] == pytest.approx(3.632)
+    assert head.rows["e2e_m_cases_n"] == {"hepy": 3, "probe": 1, "he": 3, "pooled": 4}
+    # P8: the model's case counts head its rows, never between two ratio rows (DVC sorts rows by name)
+    e2e = sorted(k for k in head.rows if k.startswith("e2e_m_"))
+    assert e2e[0] == "e2e_m_cases_n" and all(k.endswith("_x") for k in e2e[1:])
     assert not any(k.startswith("e2ew-") for k in head.rows)
     write_frozen(frozen, pooled_frame(WIDE_AR, WIDE))
     head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
-    assert head.rows["e2ew-m_line"] == {"click": 6.0, "hejs": 4.0, "he": 4.0, "pooled": 5.0}
-    assert head.rows["e2ew-m_n"]["pooled"] == 12
+    assert head.rows["e2ew-m_line_x"] == {"click": 6.0, "hejs": 4.0, "he": 4.0, "pooled": 5.0}
+    assert head.rows["e2ew-m_cases_n"]["pooled"] == 12
 
 
 def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():

@@ -21,10 +21,11 @@ PROJECT = {
     "analysis/stages/programs.py": "import json\nfrom . import helper\n\ndef run():\n    from analysis import late\n",
     "analysis/stages/helper.py": "from ..base import VALUE\nimport numpy\n",
     "analysis/base.py": "VALUE = 1\nimport analysis.gone\n",  # a module that does not exist is no file
-    "analysis/late.py": "",
-    "analysis/unused.py": "",
-    "analysis/shown.py": "",
+    "analysis/late.py": "LATE = 1\n",
+    "analysis/unused.py": "UNUSED = 1\n",
+    "analysis/shown.py": "SHOWN = 1\n",
 }
+EMPTY = {"analysis/__init__.py", "analysis/stages/__init__.py"}  # bare package files: no code
 
 
 def test_closure_follows_relative_function_level_and_from_package_imports(tmp_path):
@@ -42,7 +43,7 @@ def test_only_the_reports_stage_adds_what_its_notebooks_import(tmp_path):
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks/t.ipynb").write_text(json.dumps({"cells": [cell, {"cell_type": "markdown", "source": []}]}))
     assert "analysis/shown.py" in stage_code_deps("reports", "analysis.late", tmp_path)
-    assert stage_code_deps("programs", "analysis.late", tmp_path) == ["analysis/__init__.py", "analysis/late.py"]
+    assert stage_code_deps("programs", "analysis.late", tmp_path) == ["analysis/late.py"]
 
 
 def test_sync_rewrites_code_deps_keeps_data_deps_and_the_header_and_says_what_changed(tmp_path):
@@ -55,7 +56,8 @@ def test_sync_rewrites_code_deps_keeps_data_deps_and_the_header_and_says_what_ch
     text = (tmp_path / "dvc.yaml").read_text()
     deps = yaml.safe_load(text)["stages"]["programs"]["deps"]
     assert text.startswith("# generated deps: see depgraph\n")
-    assert deps == ["data/corpora/cases.parquet", *closure("analysis.stages.programs", tmp_path)]
+    assert deps == ["data/corpora/cases.parquet", *(f for f in closure("analysis.stages.programs", tmp_path)
+                                                     if f not in EMPTY)]
     assert sync_dvc_yaml(tmp_path) == []  # nothing left to change
 
 
@@ -88,5 +90,17 @@ def test_sync_writes_dvc_yaml_atomically_a_failed_write_leaves_the_previous_file
     assert (tmp_path / "dvc.yaml").read_bytes() == previous
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_file()) == ["dvc.yaml"]  # no temporary file left
     assert sync_dvc_yaml(tmp_path) == ["programs"]
-    assert yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["programs"]["deps"][1:] == closure(
-        "analysis.stages.programs", tmp_path)
+    assert yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["programs"]["deps"][1:] == stage_code_deps(
+        "programs", "analysis.stages.programs", tmp_path)
+
+
+def test_an_empty_file_is_no_code_dep_until_it_holds_code(tmp_path):
+    """Section 4 of issue 41: `dvc repro` warned "'analysis/xxx/__init__.py' is empty." for every bare package
+    file declared as a dep. The import graph still walks through them; the stage's deps leave them out."""
+    _tree(tmp_path, PROJECT)
+    reached = closure("analysis.stages.programs", tmp_path)
+    assert EMPTY <= set(reached)
+    deps = stage_code_deps("programs", "analysis.stages.programs", tmp_path)
+    assert not EMPTY & set(deps) and set(deps) == set(reached) - EMPTY
+    (tmp_path / "analysis/stages/__init__.py").write_text("STAGES = ()\n")  # code: a dep again
+    assert "analysis/stages/__init__.py" in stage_code_deps("programs", "analysis.stages.programs", tmp_path)

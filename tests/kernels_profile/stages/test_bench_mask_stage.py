@@ -43,7 +43,7 @@ def test_a_run_returns_each_vocabularys_apply_costs_and_writes_the_results(tmp_p
     monkeypatch.setattr(maskbench, "line_cases", lambda n, lines: [(f"program {k}", "source") for k in range(n)])
     monkeypatch.setattr(maskbench, "summary_rows", lambda rs: [{"vocabulary": r["vocabulary"]} for r in rs])
     out = tmp_path / "mask.json"
-    s = settings(params_with(), programs=2, lines=5, models=["smollm2-135m"], json=str(out))
+    s = settings(params_with(), programs=2, lines=5, models=["smollm2-135m"], out=str(out))
     assert run(s) == {"llguidance": {"median_us": 1.0}, "smollm2-135m": {"median_us": 2.0}}
     assert seen == {"models": ("smollm2-135m",), "programs": 2, "lines": 5, "threads": s.threads, "cases": 2}
     assert json.loads(out.read_text()) == {"results": results}

@@ -111,8 +111,8 @@ def _repository(root, ar_scale: float, line_scale: float, kernels_env: dict | No
 
 
 def bench(*args) -> int:
-    """`copydecode bench busy ARGS` (the repository's params file; the benchmark reads none of it)."""
-    return copydecode(["bench", "busy", *map(str, args), "--params", str(ROOT / "params.yaml")])
+    """`copydecode bench busy ARGS` (it reads no params: the two runs carry their own settings)."""
+    return copydecode(["bench", "busy", *map(str, args)])
 
 
 def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
@@ -127,7 +127,7 @@ def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
                        None)
     stem = tmp_path / "out" / "bench"
     (stem.parent).mkdir()
-    assert bench(quiet, busy, "--stem", stem) == 0
+    assert bench(quiet, busy, "--out", stem) == 0
     result = json.loads(stem.with_name("bench.json").read_text())
     assert result["kernel"]["max_abs_change"] == pytest.approx(0.1) and result["kernel"]["passed"] is True
     assert result["e2e"]["max_abs_change"] == pytest.approx(1 - 1 / 1.3)
@@ -143,7 +143,7 @@ def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
 
 
 def test_main_names_a_missing_run_and_its_stage(tmp_path, capsys):
-    assert bench(tmp_path / "nowhere", tmp_path, "--stem", tmp_path / "x") == 2
+    assert bench(tmp_path / "nowhere", tmp_path, "--out", tmp_path / "x") == 2
     err = capsys.readouterr().err
     assert "copydecode bench busy: error:" in err and "copydecode kernels profile" in err
     with pytest.raises(SystemExit) as exit_:
@@ -155,8 +155,8 @@ def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
     from analysis.pipeline.commands import STAGES, TOOLS
 
     args = build_parser().parse_args(["bench", "busy", "q", "b"])
-    assert (args.stage, args.module, args.quiet, args.busy, args.stem) == ("bench busy", "kernels_profile.stages.bench_busy",
-                                                                        "q", "b", None)
+    assert (args.stage, args.module, args.quiet, args.busy) == ("bench busy", "kernels_profile.stages.bench_busy",
+                                                                "q", "b") and not hasattr(args, "raw_out")
     args = build_parser().parse_args(["bench", "mask", "--programs", "3"])
     assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.stages.bench_mask", 3,
                                                                                     None)
@@ -166,3 +166,25 @@ def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
 
 def test_the_default_report_sits_beside_the_kernel_reports():
     assert busybench.DEFAULT_STEM.name == "benchmark_busy" and busybench.DEFAULT_STEM.parent.name == "kernels"
+
+
+def test_bench_output_files_are_named_by_out_and_the_old_names_still_work(tmp_path, capsys):
+    """P5 (issue 41): an output file is `--out FILE` (or `--out STEM` for a report's .md and .json) on every
+    benchmark; `bench busy --stem` and `bench mask --json`, the old names, still parse to the same option."""
+    for argv in (["bench", "busy", "q", "b", "--out", "x/busy"], ["bench", "busy", "q", "b", "--stem", "x/busy"]):
+        assert build_parser().parse_args(argv).raw_out == "x/busy"
+    for argv in (["bench", "mask", "--out", "m.json"], ["bench", "mask", "--json", "m.json"]):
+        assert build_parser().parse_args(argv).raw_out == "m.json"
+    for command, metavar in (("busy", "--out STEM"), ("mask", "--out FILE")):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args(["bench", command, "--help"])
+        assert metavar in capsys.readouterr().out, command
+
+
+def test_bench_busy_reads_no_params_and_refuses_set_and_params_by_name(tmp_path, capsys):
+    """P5: --set on a command that reads no params is a named error, not silently ignored."""
+    assert bench(tmp_path, tmp_path, "--set", "spans.seed=1") == 2
+    err = capsys.readouterr().err
+    assert "`bench busy` reads no params" in err and "--set would be ignored" in err
+    assert copydecode(["--params", str(ROOT / "params.yaml"), "bench", "busy", str(tmp_path), str(tmp_path)]) == 2
+    assert "--params would be ignored" in capsys.readouterr().err

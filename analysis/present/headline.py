@@ -22,7 +22,7 @@ that DVC's text sort is numeric order:
   em_line_pct / em_token_pct             exact match at perturbation rate `perturb_rate` (strict, `both`);
                                          pooled = the paper's three corpora (482 cases); em_<level>_all_pct: every
                                          corpus
-  e2e_<model>_line_dec_x / _tok_dec_x / _line_x / _token_x / _pld_x / _suffix_x, e2e_<model>_cases_n
+  e2e_<model>_linedec_x / _tokdec_x / _line_x / _token_x / _pld_x / _suffix_x, e2e_<model>_cases_n
                                          measured end-to-end speedup vs AR (e2e_pooled.csv), ratio of summed
                                          times per corpus, over the HEvalFix cases (`he`) and every case
                                          (never a best case): directives decoded, the ideal upper bounds, PLD
@@ -96,7 +96,7 @@ from analysis.results.bounds import line_ideal, paper_pool_rows, pooled_rows
 from analysis.results.outputs import bounds_frame, metrics, optional_table, table
 from analysis.latency.model import paper_speedup
 from analysis.pipeline.io import output_set, remove_output, write_json
-from analysis.results.e2e import best_standard_pld, read_frozen
+from analysis.results.e2e import HEVALFIX_POOL, best_standard_pld, read_frozen
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -305,17 +305,21 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     return out
 
 
-E2E_ROW_METHODS = (("line_dec", "cad_line_overhead"), ("tok_dec", "cad_token_overhead"), ("line", "cad_line"),
+E2E_ROW_METHODS = (("linedec", "cad_line_overhead"), ("tokdec", "cad_token_overhead"), ("line", "cad_line"),
                    ("token", "cad_token"))  # row suffix -> method; `pld` and `suffix` are chosen per model
 
 
-def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") -> dict[str, dict]:
+def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_",
+             pools: tuple[str, ...] | None = None) -> dict[str, dict]:
     """Measured end to end against the AR loop of the same model, from e2e_pooled.csv (analysis.results.e2e):
-    per corpus, the HEvalFix pool and `pooled` over every case, the ratio of summed times; `_line_dec` /
-    `_tok_dec` Copy-as-Decode with directives decoded, `_line` / `_token` the ideal upper bounds, `_pld`
+    per corpus, the HEvalFix pool and `pooled` over every case, the ratio of summed times; `_linedec` /
+    `_tokdec` Copy-as-Decode with directives decoded, `_line` / `_token` the ideal upper bounds, `_pld`
     prompt lookup at its standard policy and best k over every case, `_suffix` suffix decoding, `_n` the
-    case counts."""
+    case counts. `pools` keeps only those pools (the frozen run's HEvalFix pool and every case: its corpora are
+    on the e2e page, and the grid stays a few dozen figures)."""
     out: dict[str, dict] = {}
+    if pools is not None:
+        pooled = pooled.filter(pl.col("pool").is_in(list(pools)))
     for model in sorted(pooled["model"].unique().to_list()):
         part = pooled.filter(pl.col("model") == model)
         everything = part.filter(pl.col("pool") == POOLED)
@@ -335,7 +339,7 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_") ->
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
     """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed in this code's format."""
     run = read_frozen(frozen, E2E_WIDE)
-    return {} if run is None or run.stale else e2e_rows(run.pooled, s, prefix="e2ew-")
+    return {} if run is None or run.stale else e2e_rows(run.pooled, s, prefix="e2ew-", pools=(HEVALFIX_POOL, POOLED))
 
 
 def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

@@ -26,6 +26,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.claims.engine import read_claims
+from analysis.claims.verdict import BEYOND
 from analysis.errors import ParamsError
 from analysis.pipeline.io import write_json, write_text
 from analysis.pipeline.repo import git
@@ -40,7 +41,7 @@ from analysis.rivals.methods import parse_method
 from analysis.pilot.report import headline, training_note
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
-from analysis.results.e2e import leading, pooled_headline, stale_columns, stale_text
+from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, stale_columns, stale_text
 from analysis.results.methods import Method
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
@@ -53,6 +54,9 @@ def _cell(text: str) -> str:
 
 
 CLAIM_LINKS = "reports/html/{}.html"  # each claim row links the report section that explains it
+# An extension row ("beyond the paper") shows its first scopes here (the judged kernel source leads); the rest
+# are in reports/claims.json, the index's grid and the linked section, so the README stays a first screen
+README_EXTENSION_SCOPES = 1
 
 
 def _claims_table(root: Path) -> list[str]:
@@ -66,7 +70,15 @@ def _claims_table(root: Path) -> list[str]:
     except ParamsError:
         cases = {}
     rows = ["| claim | scope | paper | ours | verdict | why | section |", "|---|---|---|---|---|---|---|"]
+    shown: dict[str, int] = {}
     for r in grid_rows(read_claims(root / CLAIMS_JSON), cases):
+        shown[r.claim] = shown.get(r.claim, 0) + 1
+        if r.claim_verdict == BEYOND and shown[r.claim] > README_EXTENSION_SCOPES:
+            if shown[r.claim] == README_EXTENSION_SCOPES + 1:
+                link = f"[{r.section.partition('#')[0]}]({section_href(r.section, CLAIM_LINKS.format)})"
+                rows.append(f"|  | and {r.rows - README_EXTENSION_SCOPES} more scopes in `{CLAIMS_JSON}` and the "
+                            f"linked section |  |  |  |  | {link} |")
+            continue
         claim = f"{r.claim} (**{r.claim_verdict}**)" if r.first else ""
         scope = f"**{r.scope}**" if r.judged and r.rows > 1 else r.scope
         link = f"[{r.section.partition('#')[0]}]({section_href(r.section, CLAIM_LINKS.format)})"
@@ -124,14 +136,18 @@ def _spread_sentence(root: Path) -> str:
 
 
 def _e2e_table(root: Path) -> list[str]:
-    """One row per (model, pool) of e2e_pooled.csv (each corpus, the HEvalFix pool, every case), one column
-    per method in headline order (directives decoded first; prompt lookup at its standard policy and best k):
-    the pooled speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
+    """One row per model and pool of e2e_pooled.csv (the HEvalFix pool and every case; the HEvalFix pool only
+    where it holds fewer cases than every case: each corpus's rows are on the e2e page), one column per method
+    in headline order (directives decoded first; prompt lookup at its standard policy and best k): the pooled
+    speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
     pooled = outputs.table("e2e_pooled", root / TABLES)
     if stale_columns(pooled):
         return [stale_text(stale_columns(pooled)) + "."]
     ar = pooled.filter(pl.col("method") == "ar").select("model", "pool", "cases")
     everything = ar.filter(pl.col("pool") == POOLED)
+    all_cases = dict(zip(everything["model"], everything["cases"]))
+    ar = ar.filter((pl.col("pool") == POOLED) | ((pl.col("pool") == HEVALFIX_POOL)
+                                                 & (pl.col("cases") < pl.col("model").replace_strict(all_cases, default=0))))
     if everything.height == 0:
         return []
     methods = [name for name, _ in leading(pooled, everything["model"][0], POOLED)]
@@ -363,21 +379,22 @@ def results_block(root: Path = Path(".")) -> str:
         lines += ["", _e2e_pooled_sentence(root), "", " ".join(_e2e_sentences(root))]
     except ParamsError:
         lines += ["", "The end-to-end stage [e2e] has not been run."]
-    for sentence in (_rivals_sentence(root), _serving_sentence(root)):
-        if sentence:
-            lines += ["", sentence]
+    beyond = [s for s in (_rivals_sentence(root), _serving_sentence(root)) if s]
+    if beyond:
+        lines += ["", " ".join(beyond)]
     lines += ["", _pilot_sentence(root)]
+    corpora = []  # the corpora, the edit formats and the throughput benchmark: one paragraph
     try:
-        lines += ["", "Corpora [corpora report]: " + corpusviews.real_vs_benchmarks(
-            outputs.table("coverage", root / TABLES), outputs.bounds_frame(root / TABLES))]
+        corpora.append("Corpora [corpora report]: " + corpusviews.real_vs_benchmarks(
+            outputs.table("coverage", root / TABLES), outputs.bounds_frame(root / TABLES)))
     except ParamsError:
         pass
-    formats = _formats_sentences(root)
-    if formats:
-        lines += ["", " ".join(formats)]
+    corpora += _formats_sentences(root)
     throughput = _throughput_sentence(root)
     if throughput:
-        lines += ["", throughput]
+        corpora.append(throughput)
+    if corpora:
+        lines += ["", " ".join(corpora)]
     lines += _stage_times(root)
     lines.append(END)
     return "\n".join(lines) + "\n"

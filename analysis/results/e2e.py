@@ -146,17 +146,19 @@ def stale_text(missing: list[str], where: str = "reports/tables/e2e_pooled.csv")
     return f"{where} was written before this code's e2e tables (it lacks {', '.join(missing)}); rerun `copydecode e2e`"
 
 
-def pooled_headline(pooled: pl.DataFrame, frozen_root: Path) -> str:
-    """The e2e headline: the default run's pools, then the frozen e2e-wide run under `frozen_root` (its
-    label, NOISY mark included), "stale" or "not yet run"; read by the claims row and the README."""
+def pooled_headline(pooled: pl.DataFrame, frozen_root: Path, default_note: str = "") -> str:
+    """The e2e headline, read by the claims row and the README: the frozen e2e-wide run under `frozen_root`
+    first when it is there and current (its label, NOISY mark included: the wider case sample leads), then the
+    default run's pools (`default_note` after them, e.g. its own NOISY mark); a stale frozen run is named
+    after the default run, a missing one is "not yet run"."""
     missing = stale_columns(pooled)
-    text = "default run: " + (stale_text(missing) if missing else pooled_sentence(pooled))
+    default = "default run: " + (stale_text(missing) if missing else pooled_sentence(pooled)) + default_note
     wide = read_frozen(frozen_root)
     if wide is None:
-        return f"{text}; {not_yet_run()}"
+        return f"{default}; {not_yet_run()}"
     if wide.stale:
-        return f"{text}; {wide.stale_text()}"
-    return f"{text}; {wide.label()}: {pooled_sentence(wide.pooled)}"
+        return f"{default}; {wide.stale_text()}"
+    return f"{wide.label()}: {pooled_sentence(wide.pooled)}; {default}"
 
 
 def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | None:

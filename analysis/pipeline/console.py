@@ -4,13 +4,12 @@ prints them)."""
 
 from __future__ import annotations
 
-import errno
 import json
 import signal
 import threading
 
 from analysis.layout import SUMMARIES
-from analysis.pipeline.io import write_json
+from analysis.pipeline.io import os_error_text, write_json  # noqa: F401 (the CLI's named path errors)
 
 ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
 
@@ -36,21 +35,6 @@ def interruptible() -> None:
 def error_text(exc: BaseException) -> str:
     text = str(exc)
     return text if len(text) <= ERROR_CHARS else f"{text[:ERROR_CHARS]}... (message cut at {ERROR_CHARS:,} characters)"
-
-
-def os_error_text(exc: BaseException) -> str | None:
-    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
-    that is not UTF-8, which Python holds as surrogates), else None (a real crash: raised)."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
-        name = str(exc.filename or "")
-        shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"
-        return (f"a path is too long for the file system ({shown}): one name may hold at most 255 bytes; "
-                "use a shorter file name, --name, or setting")
-    if isinstance(exc, UnicodeEncodeError) and "surrogates not allowed" in str(exc):
-        return ("a path is not valid UTF-8 (a file or folder name, or --out, made of other bytes): "
-                f"{exc.object[max(exc.start - 20, 0):exc.end + 20].encode('utf-8', 'backslashreplace').decode()!r}; "
-                "rename it to UTF-8")
-    return None
 
 
 def summary_lines(stage: str, result) -> list[str]:

@@ -439,8 +439,8 @@ class OutputPathError(CopyDecodeError):
 
 def os_error_text(exc: BaseException) -> str | None:
     """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
-    that is not UTF-8, which Python holds as surrogates), else None. The same text as analysis.cli's, which
-    reports what a stage raises; here for commands that name the error themselves (`output_path_error`)."""
+    that is not UTF-8, which Python holds as surrogates), else None: what the CLI reports when a stage raises
+    one (analysis.pipeline.console), and what commands that name the error themselves say (`output_path_error`)."""
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:
         name = str(exc.filename or "")
         shown = name if len(name) <= 120 else f"{name[:60]}...{name[-40:]} ({len(name.encode('utf-8', 'replace')):,} bytes)"

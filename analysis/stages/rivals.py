@@ -31,7 +31,7 @@ from analysis.corpora import humanevalpack
 from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
-from analysis.latency.sources import Kernel, kernel_settings, kernels_for, names_from_params, paired_kernel, parse_name
+from analysis.latency.sources import Kernel, KernelSettings, kernel_settings, kernels_for, names_from_params, paired_kernel, parse_name
 from analysis.layout import FIGURES, METRICS, RIVALS_FORWARDS, RIVALS_PERCASE, TABLES
 from analysis.parallel.progress import progress, timed
 from analysis.parallel.tables import joined_programs
@@ -86,7 +86,7 @@ class RivalsSettings:
     cost: CostSettings
     bootstrap: Bootstrap
     parallel: ParallelSettings
-    kernel: object                  # analysis.latency.sources.KernelSettings (the fitted model `fit` stands for)
+    kernel: KernelSettings          # params `kernel`: the fitted model `fit` stands for
 
 
 def _ks(params: dict) -> tuple[int | None, ...]:

@@ -10,12 +10,14 @@ instruction_descriptive, case_id: id}`. `split` picks the split (a local file ha
 Named errors (CorpusError): a missing dataset or file, an unknown split (the known ones listed), an
 empty dataset, a mapped column the dataset lacks (its columns listed), and each pairs-record defect. A
 JSON Lines file `datasets` cannot read is read again line by line to name its first bad line, row and
-cause (not UTF-8, not JSON, not an object, a key twice, a lone surrogate: analysis.corpora.jsonl).
+cause (not UTF-8, not JSON, not an object, a key twice, a lone surrogate: analysis.corpora.jsonl). A .json
+file holding one document (an array of records) is checked for lone surrogates, which `datasets` drops silently.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
-from analysis.corpora.jsonl import first_defect
+from analysis.corpora.jsonl import decode_utf8, first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
 
@@ -97,12 +99,15 @@ def load_split(settings: HFDatasetSettings):
         if path.stat().st_size == 0:
             raise CorpusError(f"{where}: the file is empty")
         try:
-            return datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
+            loaded = datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
         except Exception as exc:  # noqa: BLE001 - datasets' reader errors vary by format; name the file
             defect = jsonl_defect(path)
             if defect is not None:  # the row and its cause, not pandas' fallback ("Trailing data at position 29")
                 raise CorpusError(f"{where}: `datasets` cannot read it: {defect}") from exc
             raise CorpusError(f"{where}: `datasets` cannot read it ({reader_cause(exc)})") from exc
+        if path.suffix.lower() == ".json" and (defect := document_surrogate(path)) is not None:
+            raise CorpusError(f"{where}: {defect}; `datasets` would drop it silently, changing the text")
+        return loaded
     if not HUB_ID.fullmatch(settings.dataset):
         raise CorpusError(f"{where}: not a folder, a .json/.jsonl/.parquet/.csv file or a hub id")
     try:
@@ -130,6 +135,34 @@ def jsonl_defect(path: Path) -> str | None:
         if not (first.startswith(b"{") and first.endswith(b"}")):
             return None
     return first_defect(path)
+
+
+def document_surrogate(path: Path) -> str | None:
+    """For a file holding one JSON document (an array of records, or one object): the first record with a
+    string that holds a lone surrogate, as `PATH (row R): record['FIELD'] holds ...` (R: the array index, as
+    the dataset numbers its rows); None when there is none or the file is not one JSON document (JSON Lines:
+    `first_defect` names those). `datasets` reads such a document through pandas, which drops a lone
+    surrogate without a word ("x\\ud800y" becomes "xy"), so the text would change silently."""
+    try:
+        value = json.loads(decode_utf8(path, path.read_bytes()).removeprefix("\ufeff"))
+    except (CorpusError, ValueError, RecursionError):
+        return None
+    for row, record in enumerate(value if isinstance(value, list) else [value]):
+        if _utf8_encodable(record):
+            continue
+        fields = [key for key, item in record.items() if not (_utf8_encodable(key) and _utf8_encodable(item))] \
+            if isinstance(record, dict) else []
+        where = f"record[{fields[0]!r}]" if fields else "the record"
+        return f"{path} (row {row}): {where} holds a lone surrogate (not encodable as UTF-8)"
+    return None
+
+
+def _utf8_encodable(value: Any) -> bool:
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def reader_cause(exc: BaseException) -> str:

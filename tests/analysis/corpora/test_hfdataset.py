@@ -202,6 +202,22 @@ def test_a_json_lines_file_named_json_is_read_line_by_line_too_but_not_a_json_do
     assert "row" not in str(caught.value)
 
 
+def test_a_json_array_with_a_lone_surrogate_is_named_not_read_with_the_character_dropped(tmp_path):
+    """`datasets` reads a .json array through pandas, which dropped a lone surrogate without a word ("x\\ud800y"
+    became "xy"): the record's text changed silently. Now the row and field are named; a surrogate pair (an
+    emoji written as two escapes) is one character and reads as it did."""
+    fields = {"source": "before", "target": "after"}
+    bad = tmp_path / "array.json"
+    bad.write_bytes(b'[{"before": "a", "after": "b"},\n {"before": "x", "after": "x\\ud800y"}]\n')
+    with pytest.raises(CorpusError, match=r"array.json \(row 1\): record\['after'\] holds a lone surrogate") as caught:
+        load_hfdataset(HFDatasetSettings(str(bad), fields=fields))
+    assert "drop it silently" in str(caught.value)
+    good = tmp_path / "emoji.json"
+    good.write_bytes(b'[{"before": "a", "after": "b"}, {"before": "x", "after": "x\\ud83d\\ude00y"}]')
+    cases, _ = load_hfdataset(HFDatasetSettings(str(good), fields=fields))
+    assert [case.target for case in cases][-1].startswith("x\U0001F600y")
+
+
 def test_first_defect_reads_every_good_line_and_finds_none(tmp_path):
     from analysis.corpora.jsonl import first_defect
 

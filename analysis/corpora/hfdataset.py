@@ -17,7 +17,6 @@ file holding one document (an array of records) is checked for lone surrogates, 
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
-from analysis.corpora.jsonl import decode_utf8, first_defect
+from analysis.corpora.jsonl import document_surrogate, first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
 
@@ -135,34 +134,6 @@ def jsonl_defect(path: Path) -> str | None:
         if not (first.startswith(b"{") and first.endswith(b"}")):
             return None
     return first_defect(path)
-
-
-def document_surrogate(path: Path) -> str | None:
-    """For a file holding one JSON document (an array of records, or one object): the first record with a
-    string that holds a lone surrogate, as `PATH (row R): record['FIELD'] holds ...` (R: the array index, as
-    the dataset numbers its rows); None when there is none or the file is not one JSON document (JSON Lines:
-    `first_defect` names those). `datasets` reads such a document through pandas, which drops a lone
-    surrogate without a word ("x\\ud800y" becomes "xy"), so the text would change silently."""
-    try:
-        value = json.loads(decode_utf8(path, path.read_bytes()).removeprefix("\ufeff"))
-    except (CorpusError, ValueError, RecursionError):
-        return None
-    for row, record in enumerate(value if isinstance(value, list) else [value]):
-        if _utf8_encodable(record):
-            continue
-        fields = [key for key, item in record.items() if not (_utf8_encodable(key) and _utf8_encodable(item))] \
-            if isinstance(record, dict) else []
-        where = f"record[{fields[0]!r}]" if fields else "the record"
-        return f"{path} (row {row}): {where} holds a lone surrogate (not encodable as UTF-8)"
-    return None
-
-
-def _utf8_encodable(value: Any) -> bool:
-    try:
-        json.dumps(value, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def reader_cause(exc: BaseException) -> str:

@@ -120,6 +120,24 @@ def read_jsonl(path: str | Path, missing_hint: str = "") -> list[JsonlRecord]:
     return records
 
 
+def document_surrogate(path: str | Path) -> str | None:
+    """For a file holding one JSON document (an array of records, or one object): the first string that
+    holds a lone surrogate, as `PATH (row R): record[...] holds ...` (R: the array index, as a dataset
+    numbers its rows); None when there is none or the file is not one JSON document (JSON Lines:
+    `first_defect` names those). Hugging Face `datasets` reads such a document through pandas, which drops
+    a lone surrogate without a word ("x\\ud800y" becomes "xy"), so the text would change silently."""
+    path = Path(path)
+    try:
+        value = json.loads(decode_utf8(path, path.read_bytes()).removeprefix(_BOM))
+    except (CorpusError, ValueError, RecursionError):
+        return None
+    for row, record in enumerate(value if isinstance(value, list) else [value]):
+        bad = _unencodable(record, "record")
+        if bad:
+            return f"{path} (row {row}): {bad} holds a lone surrogate (not encodable as UTF-8)"
+    return None
+
+
 def first_defect(path: str | Path) -> str | None:
     """The first defect `read_jsonl` would name, as `PATH:LINE (row R): cause` (R: the 0-based record, blank
     lines skipped, as a dataset numbers its rows), read one line at a time; None when every line reads.

@@ -134,9 +134,11 @@ def _dvc_stages(dvc_yaml: Path) -> dict:
     """dvc.yaml's stages (read once per process: libyaml's loader when present, the file is long)."""
     import yaml
 
+    # A safe loader either way: libyaml's CSafeLoader builds the same plain types as SafeLoader, so a
+    # `!!python/...` tag is a ConstructorError (a YAMLError: no stages), never a call.
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        stages = yaml.load(dvc_yaml.read_text(encoding="utf-8"), Loader=loader).get("stages", {})  # noqa: S506
+        stages = yaml.load(dvc_yaml.read_text(encoding="utf-8"), Loader=loader).get("stages", {})  # noqa: S506 safe loader
     except (OSError, AttributeError, yaml.YAMLError):
         return {}
     return stages if isinstance(stages, dict) else {}

@@ -44,7 +44,7 @@ HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (
 # ---------------------------------------------------------------- one report
 
 
-def _title_of(notebook) -> str:
+def title_of(notebook) -> str:
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             for line in cell.source.splitlines():
@@ -83,7 +83,7 @@ def render_html(executed: Path, root: Path, out_name: str, stale: list[str] | No
     import nbformat
 
     notebook = nbformat.read(executed, as_version=4)
-    title = _title_of(notebook)
+    title = title_of(notebook)
     nav = "<nav class='cd-nav'><a href='../index.html'>all reports</a></nav>"
     target = root / HTML / f"{out_name}.html"
     write_text(page(title, stale_banner(stale or []) + notebook_body(notebook), nav), target)

@@ -25,7 +25,7 @@ from analysis.pipeline.params import get_or
 from analysis.pipeline.scratch import owned_temp_dir
 from analysis.present.execution import kernel_environment, normalise_executed
 from analysis.present.provenance import PARAMS_ENV
-from analysis.present.reports import (CORPUS_STAGES, REPORT_STAGES, _title_of, missing_input, notebook_body, page,
+from analysis.present.reports import (CORPUS_STAGES, REPORT_STAGES, title_of, missing_input, notebook_body, page,
                                       stale_banner, stale_pages_reasons)
 from analysis.present.templates import REPORTS, check_parameters, template_parameters, template_path
 
@@ -127,7 +127,7 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
             reasons = [stale[st] for st in REPORT_STAGES.get(s.name, CORPUS_STAGES) if st in stale]
             index = os.path.relpath((root / "reports/index.html").resolve(), s.html.parent.resolve())
             nav = f"<nav class='cd-nav'><a href='{Path(index).as_posix()}'>all reports</a></nav>"
-            write_text(page(_title_of(book), stale_banner(reasons) + notebook_body(book), nav), s.html)
+            write_text(page(title_of(book), stale_banner(reasons) + notebook_body(book), nav), s.html)
             if s.notebook is not None:
                 s.notebook.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy(executed, s.notebook)

@@ -155,6 +155,18 @@ def test_a_stage_owns_its_dvc_outs_its_timing_and_nothing_else():
     assert stage_outputs("no-such-stage") == ()  # a stage dvc.yaml does not declare owns nothing
 
 
+def test_a_dvc_yaml_with_a_python_tag_runs_nothing_and_declares_nothing(tmp_path):
+    """dvc.yaml is read with a safe loader (libyaml's when present): a `!!python/object/apply` tag is refused,
+    not called, and the file then declares no stage."""
+    from analysis.pipeline.io import stage_outputs
+
+    marker = tmp_path / "ran"
+    dvc_yaml = tmp_path / "dvc.yaml"
+    dvc_yaml.write_text(f"stages:\n  programs:\n    outs: [!!python/object/apply:os.system ['touch {marker}']]\n")
+    assert stage_outputs("programs", dvc_yaml) == ()
+    assert not marker.exists()
+
+
 @pytest.mark.parametrize("entries, problem", [
     ([["data/programs/.programs.abcd1234.parquet", "/etc/passwd"]], "is not one of the stage's outputs"),
     ([["data/programs/.programs.abcd1234.parquet", "data/programs/../../x"]], "is not one of the stage's outputs"),

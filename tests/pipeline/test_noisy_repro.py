@@ -21,6 +21,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analysis.present.readme import committed_outputs, committed_readme
 from fixtures import ROOT
 
 GOLDEN = ROOT / "tests/golden/kernel_profile"
@@ -35,13 +36,17 @@ NOISY_REASON = "run 227e62debeb1: reference drift 22% > 15%"
 
 def fresh_clone(dest: Path) -> Path:
     """A git repository holding this checkout's files as one commit (tracked ones and new ones git does not
-    ignore, as the next commit would hold them): what `git clone` gives a user."""
+    ignore, as the next commit would hold them): what `git clone` gives a user. The README and the stage
+    outputs its Results block reads are HEAD's: when this suite runs in a checkout where the user's own
+    `dvc repro` has rewritten the outputs, those are workspace changes, not what the user cloned."""
     listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = ROOT / name
         if source.is_file():
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, dest / name)
+    committed_outputs(dest, ROOT)
+    (dest / "README.md").write_text(committed_readme(ROOT), encoding="utf-8")
     for args in (["init", "-q"], ["add", "-A"],
                  ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "clone"]):
         subprocess.run(["git", *args], cwd=dest, check=True, capture_output=True)

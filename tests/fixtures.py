@@ -627,7 +627,10 @@ def perturbation_rows(em_of: dict):
 
 from dataclasses import dataclass  # noqa: E402
 
-from analysis.results.methods import DECODED, IDEAL, Method  # noqa: E402
+from analysis.rivals.families.copy import DECODED, IDEAL  # noqa: E402
+from analysis.rivals.families.suffix import DEFAULTS  # noqa: E402
+from analysis.rivals.methods import Method  # noqa: E402
+from analysis.rivals.settings import DraftSettings  # noqa: E402
 from kernels_profile.e2e.settings import MethodPlan  # noqa: E402
 
 
@@ -673,7 +676,7 @@ class FakeExecutor:
         return FakeRun(run.seconds, run.forwards, run.tokens, (0,) * run.forwards, run.new_tokens, run.emitted)
 
     def copy_as_decode(self, segments, directives=False):
-        return self._run(segments + ("_overhead" if directives else "")), None
+        return self._run(segments + ("-decoded" if directives else "-ideal")), None
 
 
 @dataclass(frozen=True)
@@ -686,10 +689,11 @@ def fake_drafters(method, prompt, plan):
     return FakeDrafter(method.name)
 
 
-E2E_PLAN = MethodPlan((Method.ar(), Method.pld("latest", 10), Method.cad("line", IDEAL), Method.cad("token", IDEAL),
-                       Method.cad("line", DECODED)), 3, ())
-E2E_COSTS = {"ar": 8.0, "pld_latest_k10": 4.0, "cad_line": 2.0, "cad_token": 1.0, "cad_line_overhead": 2.5}
-E2E_SEGMENTS = {"line": "cad_line", "token": "cad_token"}  # the fake executor runs a segment list as its name
+E2E_PLAN = MethodPlan((Method("ar"), Method("pld", policy="latest", k=10), Method("copy", level="line", directives=IDEAL),
+                       Method("copy", level="token", directives=IDEAL), Method("copy", level="line", directives=DECODED)),
+                      DraftSettings(3, DEFAULTS))
+E2E_COSTS = {"ar": 8.0, "pld-latest-k10": 4.0, "copy-line-ideal": 2.0, "copy-token-ideal": 1.0, "copy-line-decoded": 2.5}
+E2E_SEGMENTS = {"line": "copy-line", "token": "copy-token"}  # the fake executor runs a segment list as its name
 
 
 def e2e_measured(seed: str, repeats: int, speed=None) -> tuple[FakeExecutor, list[dict]]:
@@ -776,8 +780,8 @@ def step_cost_model(source: str = "batched", **terms):
 
 def serving_params(**changes) -> dict:
     """The shipped params with the serving sweep shrunk to a test's size and the fixture's methods."""
-    shrink = {"serving.methods": {"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy", "copy-line-ideal": "ideal"},
-              "serving.best_of": {"pld-best": ["pld-earliest-k5"]}, "serving.speculative": ["pld-earliest-k5"],
+    shrink = {"serving.methods": ["ar", "pld-earliest-k5", "copy-line-decoded", "copy-line-ideal"],
+              "serving.best_of": {"pld-best": ["pld-earliest-k5"]},
               "serving.sources": ["batched"], "serving.engine.max_num_batched_tokens": [64],
               "serving.engine.max_num_seqs": 8, "serving.closed_loop.concurrency": [1, 2, 8],
               "serving.closed_loop.min_requests": 12, "serving.open_loop.qps_fractions": [0.5],

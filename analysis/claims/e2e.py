@@ -24,9 +24,11 @@ from analysis.results.e2e import (
     pool_sentence,
     pooled_headline,
     read_frozen,
+    respelled,
     stale_columns,
 )
 from analysis.results.numbers import MISSING
+from analysis.rivals.families.ar import AR
 
 REASON = ("the paper gives no measured end-to-end figure; each figure is pooled: the ratio of summed times over the "
           "cases named, with a case-bootstrap CI, never a best case; Copy-as-Decode leads with its directive tokens "
@@ -47,7 +49,7 @@ def run_scopes(run: str, pooled: pl.DataFrame) -> list[Scope]:
     scopes = []
     for model in sorted(pooled["model"].unique().to_list()):
         part = pooled.filter(pl.col("model") == model)
-        cases = dict(part.filter(pl.col("method") == "ar").select("pool", "cases").iter_rows())
+        cases = dict(part.filter(pl.col("method") == AR).select("pool", "cases").iter_rows())
         pools = ([HEVALFIX_POOL] if cases.get(HEVALFIX_POOL) not in (None, cases.get(POOLED)) else []) + [POOLED]
         for pool in pools:
             lead = leading(pooled, model, pool)
@@ -62,8 +64,8 @@ def run_scopes(run: str, pooled: pl.DataFrame) -> list[Scope]:
 
 @register("end_to_end")
 def e2e_claim(spec: dict, tables: Path, metrics_dir: Path, frozen: Path | None = None) -> Claim:
-    e2e = metric_input(spec, 0, tables, metrics_dir)
-    if e2e.filter(pl.col("method") != "ar").height == 0:
+    e2e = respelled(metric_input(spec, 0, tables, metrics_dir))
+    if e2e.filter(pl.col("method") != AR).height == 0:
         raise MissingOutputError("e2e_pooled.csv has no method other than AR")
     frozen = Path(tables).parent / E2E_FROZEN.relative_to(REPORTS) if frozen is None else frozen
     noise = e2e_noise(metrics_dir)

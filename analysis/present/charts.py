@@ -16,7 +16,6 @@ import polars as pl
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 from analysis.pooling import STAND_IN as STAND_INS
 from analysis.present.colours import palette
-from analysis.rivals.methods import FAMILY_LABELS, METHOD_NAMES, parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE = 760          # one full-width panel
@@ -508,24 +507,21 @@ def step_cost_residuals(residuals: pl.DataFrame, title: str):
 # ---------------------------------------------------------------- rivals
 
 
-def rivals_chart(table: pl.DataFrame, source: str, policies: tuple[str, ...] = ("earliest",)):
+def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]]):
     """Speedup over AR per method under one kernel source (the rivals table: ratio of summed prices), one panel
     per corpus and pool, log scale: a point per method coloured by family, the case-bootstrap CI as a rule,
-    ideal programs (upper bounds) hollow. Prompt lookup is drawn at the match `policies` given (the standard,
-    earliest, by default; the table holds both)."""
+    ideal programs (upper bounds) hollow. `methods`: (name, family title) pairs in drawing order
+    (analysis.rivals.table.chart_methods: Copy-as-Decode first, prompt lookup at the standard policy)."""
     alt = _alt()
-    data = table.filter((pl.col("kernel_source") == source) & (pl.col("method") != "ar"))
-    keep = [n for n in data["method"].unique().to_list()
-            if parse_method(n).family != "pld" or parse_method(n).policy in policies]
-    data = data.filter(pl.col("method").is_in(keep)).with_columns(
+    titles = dict(methods)
+    data = table.filter((pl.col("kernel_source") == source) & pl.col("method").is_in(list(titles))).with_columns(
         panel=pl.when(pl.col("pool") == "corpus").then(pl.col("corpus"))
         .otherwise(pl.format("pooled ({})", pl.col("pool"))),
-        family_label=pl.col("family").replace_strict(FAMILY_LABELS, default=pl.col("family")),
+        family_label=pl.col("method").replace_strict(titles, return_dtype=pl.Utf8),
         bound=pl.col("role") == "bound",
         cases=pl.format("{} cases", pl.col("n_cases")))
-    # Copy-as-Decode first, then the rivals in the vocabulary's order (prompt lookup by k)
-    rank = {n: (parse_method(n).family != "copy", i) for i, n in enumerate(METHOD_NAMES)}
-    order = [parse_method(n).label for n in sorted(set(data["method"]), key=rank.__getitem__)]
+    labels = dict(data.select("method", "label").unique().iter_rows())
+    order = [labels[name] for name, _ in methods if name in labels]
     axis_title = f"speedup over AR (x, log; {source})"
     x = alt.X("speedup:Q", title=axis_title, scale=alt.Scale(type="log"))
     base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)))

@@ -15,6 +15,8 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.pooling import framing_filter
+from analysis.rivals.families.ar import AR
+from analysis.rivals.methods import canonical
 
 ALL_CASES = "all corpora (each case once)"  # the pooled row: every case of every corpus, counted once
 THRESHOLDS = (2.0, 5.0, 10.0)  # "share of cases whose speedup exceeds x" columns
@@ -72,7 +74,7 @@ def e2e_case_speedups(cases: pl.DataFrame) -> pl.DataFrame:
     needed = {"model", "corpus", "case_id", "method", "speedup"}
     if not needed <= set(cases.columns):
         raise ParamsError(f"e2e_cases.csv lacks column(s) {sorted(needed - set(cases.columns))}; rerun `copydecode e2e`")
-    return cases.filter(pl.col("method") != "ar").select("model", "corpus", "case_id", "method", "speedup")
+    return canonical(cases).filter(pl.col("method") != AR).select("model", "corpus", "case_id", "method", "speedup")
 
 
 def headline_share(bounds: pl.DataFrame, threshold: float = 5.0, variant: str = "directives decoded") -> tuple[int, int]:

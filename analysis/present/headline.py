@@ -96,7 +96,9 @@ from analysis.results.bounds import line_ideal, paper_pool_rows, pooled_rows
 from analysis.results.outputs import bounds_frame, metrics, optional_table, table
 from analysis.latency.model import paper_speedup
 from analysis.pipeline.io import output_set, remove_output, write_json
-from analysis.results.e2e import HEVALFIX_POOL, best_standard_pld, read_frozen
+from analysis.results.e2e import HEVALFIX_POOL, best_standard_pld, read_frozen, respelled
+from analysis.rivals.families.ar import AR
+from analysis.rivals.methods import parse_method
 
 HEADLINE_DIR = HEADLINE_METRICS
 # Short keys of the models and AR loops that name kernel sources (a row's path stays short).
@@ -305,8 +307,8 @@ def em_rows(perturb: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
     return out
 
 
-E2E_ROW_METHODS = (("linedec", "cad_line_overhead"), ("tokdec", "cad_token_overhead"), ("line", "cad_line"),
-                   ("token", "cad_token"))  # row suffix -> method; `pld` and `suffix` are chosen per model
+E2E_ROW_METHODS = (("linedec", "copy-line-decoded"), ("tokdec", "copy-token-decoded"), ("line", "copy-line-ideal"),
+                   ("token", "copy-token-ideal"))  # row suffix -> method; `pld` and `suffix` are chosen per model
 
 
 def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_",
@@ -318,19 +320,20 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_",
     case counts. `pools` keeps only those pools (the frozen run's HEvalFix pool and every case: its corpora are
     on the e2e page, and the grid stays a few dozen figures)."""
     out: dict[str, dict] = {}
+    pooled = respelled(pooled)
     if pools is not None:
         pooled = pooled.filter(pl.col("pool").is_in(list(pools)))
     for model in sorted(pooled["model"].unique().to_list()):
         part = pooled.filter(pl.col("model") == model)
         everything = part.filter(pl.col("pool") == POOLED)
-        suffixes = [m for m in everything["method"].to_list() if m.startswith("suffix_")]
+        suffixes = [m for m in everything["method"].to_list() if parse_method(m).family == "suffix"]
         chosen = [*E2E_ROW_METHODS, *((("pld", p),) if (p := best_standard_pld(everything)) else ()),
                   *((("suffix", suffixes[0]),) if suffixes else ())]
         for suffix, method in chosen:
             rows = part.filter(pl.col("method") == method).rename({"pool": "corpus"})
             if rows.height:
                 out[f"{prefix}{slug(model)}_{suffix}{RATIO}"] = _per_corpus(rows, "speedup_pooled", s.decimals)
-        ar = part.filter(pl.col("method") == "ar").rename({"pool": "corpus"})
+        ar = part.filter(pl.col("method") == AR).rename({"pool": "corpus"})
         if ar.height:  # `_cases_n` sorts first among the model's rows: the counts head the ratios, never among them
             out[f"{prefix}{slug(model)}_cases{COUNT}"] = _per_corpus(ar, "cases", s.decimals)
     return out

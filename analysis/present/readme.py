@@ -41,8 +41,8 @@ from analysis.rivals.methods import parse_method
 from analysis.pilot.report import headline, training_note
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
-from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, stale_columns, stale_text
-from analysis.results.methods import Method
+from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, respelled, stale_columns, stale_text
+from analysis.rivals.families.ar import AR
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -140,10 +140,10 @@ def _e2e_table(root: Path) -> list[str]:
     where it holds fewer cases than every case: each corpus's rows are on the e2e page), one column per method
     in headline order (directives decoded first; prompt lookup at its standard policy and best k): the pooled
     speedup, its case-bootstrap CI, and the prediction from each case's own curve."""
-    pooled = outputs.table("e2e_pooled", root / TABLES)
+    pooled = respelled(outputs.table("e2e_pooled", root / TABLES))
     if stale_columns(pooled):
         return [stale_text(stale_columns(pooled)) + "."]
-    ar = pooled.filter(pl.col("method") == "ar").select("model", "pool", "cases")
+    ar = pooled.filter(pl.col("method") == AR).select("model", "pool", "cases")
     everything = ar.filter(pl.col("pool") == POOLED)
     all_cases = dict(zip(everything["model"], everything["cases"]))
     ar = ar.filter((pl.col("pool") == POOLED) | ((pl.col("pool") == HEVALFIX_POOL)
@@ -151,7 +151,7 @@ def _e2e_table(root: Path) -> list[str]:
     if everything.height == 0:
         return []
     methods = [name for name, _ in leading(pooled, everything["model"][0], POOLED)]
-    rows = ["| model, pool | " + " | ".join(_cell(Method.parse(m).short) for m in methods) + " |",
+    rows = ["| model, pool | " + " | ".join(_cell(parse_method(m).short) for m in methods) + " |",
             "|---|" + "---|" * len(methods)]
     for r in ar.iter_rows(named=True):
         one = pooled.filter((pl.col("model") == r["model"]) & (pl.col("pool") == r["pool"]))
@@ -179,7 +179,7 @@ def _e2e_pooled_sentence(root: Path) -> str:
     """The e2e headline (analysis.results.e2e.pooled_headline): the default run's HEvalFix and all-case pools,
     directives decoded first, and beside it the committed frozen e2e-wide run (or "not yet run")."""
     return ("Pooled (total AR time over total method time, case-bootstrap 95% CI in brackets): "
-            + pooled_headline(outputs.table("e2e_pooled", root / TABLES), root / E2E_FROZEN) + ".")
+            + pooled_headline(respelled(outputs.table("e2e_pooled", root / TABLES)), root / E2E_FROZEN) + ".")
 
 
 def _e2e_sentences(root: Path) -> list[str]:

@@ -10,7 +10,8 @@ from analysis.layout import METRICS, TABLES
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
 from analysis.results.numbers import fmt_x
 from analysis.results.outputs import metrics, table
-from analysis.rivals.methods import METHOD_NAMES, parse_method
+from analysis.rivals.methods import parse_method
+from analysis.rivals.table import chart_methods  # noqa: F401 (the rivals page's chart order: charts.rivals_chart)
 
 JUDGED = "judged"
 
@@ -35,9 +36,11 @@ def where(corpus: str, pool: str) -> str:
 
 
 def method_order(names) -> list[str]:
-    """Copy-as-Decode first, then the rivals in the vocabulary's order (prompt lookup by policy and k), AR last."""
-    rank = {n: (parse_method(n).family == "ar", parse_method(n).family != "copy", i) for i, n in enumerate(METHOD_NAMES)}
-    return sorted(set(names), key=rank.__getitem__)
+    """Copy-as-Decode first, then the rivals in table order (prompt lookup by policy and k), AR last."""
+    def rank(name: str) -> tuple:
+        m = parse_method(name)
+        return (m.role == "baseline", m.role not in ("copy", "bound"), m.table_key())
+    return sorted(set(names), key=rank)
 
 
 def by_corpus(frame: pl.DataFrame, source: str) -> pl.DataFrame:

@@ -27,7 +27,9 @@ from analysis.errors import CorpusError
 from analysis.layout import E2E_FROZEN, E2E_WIDE
 from analysis.pipeline.runrecord import RUN_JSON, lacking
 from analysis.pooling import POOLED
-from analysis.results.methods import AR, CAD, DECODED, IDEAL, PLD, STANDARD_POLICY, SUFFIX, Method, headline_order
+from analysis.rivals.families.ar import AR
+from analysis.rivals.families.pld import STANDARD_POLICY
+from analysis.rivals.methods import canonical, headline_order, method_label, parse_method
 
 HEVALFIX_POOL = "HEvalFix"  # kernels_profile.e2e.summary.HEVALFIX_POOL
 FROZEN_FILES = (RUN_JSON, "metrics.json", "e2e_speedup.csv", "e2e_pooled.csv", "e2e_cases.csv")
@@ -46,8 +48,8 @@ def not_yet_run(preset: str = E2E_WIDE) -> str:
 def best_standard_pld(rows: pl.DataFrame) -> str | None:
     """Prompt lookup as a headline names it: the standard policy (earliest) at its best measured k in
     these rows (the highest pooled figure; ties: the smaller k); else the other policy the same way."""
-    plds = [(Method.parse(r["method"]), r["speedup_pooled"]) for r in rows.iter_rows(named=True)
-            if Method.parse(r["method"]).kind == PLD]
+    plds = [(parse_method(r["method"]), r["speedup_pooled"]) for r in rows.iter_rows(named=True)
+            if parse_method(r["method"]).family == "pld"]
     if not plds:
         return None
     standard = [p for p in plds if p[0].policy == STANDARD_POLICY] or plds
@@ -67,20 +69,20 @@ def pool_sentence(rows: pl.DataFrame) -> str:
     pld = best_standard_pld(rows)
     parts, with_prompt = [], []
     for name in headline_order(by):
-        m = Method.parse(name)
-        if m.kind == AR or (m.kind == PLD and name != pld):
+        m = parse_method(name)
+        if m.role == "baseline" or (m.family == "pld" and name != pld):
             continue
-        if m.kind == CAD and m.directives == DECODED:
+        if m.role == "copy":
             text = f"Copy-as-Decode {m.level} with directives decoded {_figure(by[name])}"
-        elif m.kind == PLD:
-            ks = sorted(Method.parse(n).k for n in by if Method.parse(n).kind == PLD and Method.parse(n).policy == m.policy)
+        elif m.family == "pld":
+            ks = sorted(parse_method(n).k for n in by if parse_method(n).family == "pld" and parse_method(n).policy == m.policy)
             text = f"PLD ({m.policy}) at its best k={m.k} of {'/'.join(map(str, ks))} {_figure(by[name])}"
-        elif m.kind == SUFFIX:
-            text = f"suffix decoding k={m.k} {_figure(by[name])}"
-        else:
+        elif m.is_bound:
             text = f"upper bound (directives free) {m.level} {_figure(by[name])}"
+        else:
+            text = f"{m.short} {_figure(by[name])}"
         parts.append(text)
-        if m.kind != CAD or m.directives == DECODED:
+        if not m.is_bound:
             with_prompt.append(f"{m.short} {by[name]['speedup_with_prompt']:.1f}x")
     return ", ".join(parts) + ("; including the prompt's prefill: " + ", ".join(with_prompt) if with_prompt else "")
 
@@ -175,12 +177,21 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
         raise CorpusError(f"e2e: frozen run {folder} has an unreadable JSON file: {exc}") from exc
     if lacking(run):
         raise CorpusError(f"e2e: frozen run {folder / RUN_JSON} lacks {', '.join(lacking(run))}")
-    frames = {name: pl.read_csv(folder / f"{name}.csv", infer_schema_length=None)
+    frames = {name: respelled(pl.read_csv(folder / f"{name}.csv", infer_schema_length=None))
               for name in ("e2e_speedup", "e2e_pooled", "e2e_cases")}
     wanted = {"e2e_speedup": SPEEDUP_COLUMNS, "e2e_pooled": POOLED_COLUMNS, "e2e_cases": CASE_COLUMNS}
     stale = [f"{name}.csv {c}" for name, columns in wanted.items() for c in columns if c not in frames[name].columns]
     return FrozenRun(preset, run, metrics, frames["e2e_speedup"], frames["e2e_pooled"], frames["e2e_cases"],
                      ", ".join(stale) if stale else None)
+
+
+def respelled(frame: pl.DataFrame) -> pl.DataFrame:
+    """An e2e table with its method names and labels in this vocabulary (a frozen run or a table written with
+    the old e2e names, `cad_line_overhead`, is read and shown in today's spelling)."""
+    frame = canonical(frame)
+    if "label" in frame.columns and "method" in frame.columns:
+        frame = frame.with_columns(label=pl.col("method").map_elements(method_label, return_dtype=pl.String))
+    return frame
 
 
 def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
@@ -192,14 +203,15 @@ def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
     base = cases.filter(pl.col("method") == AR).select(
         *keys, "gold_tokens", pl.col("ar_seconds").alias("AR s"), pl.col("prompt_seconds").alias("AR prompt s"))
     for name in names:
-        base = base.join(cases.filter(pl.col("method") == name).select(*keys, pl.col("speedup").alias(f"{Method.parse(name).short} (x)")),
+        base = base.join(cases.filter(pl.col("method") == name).select(*keys, pl.col("speedup").alias(f"{parse_method(name).short} (x)")),
                          on=keys, how="left")
-    speculative = [n for n in names if Method.parse(n).speculative]
+    speculative = [n for n in names if parse_method(n).speculative]
     if speculative:
-        largest = max(speculative, key=lambda n: (Method.parse(n).kind == PLD, Method.parse(n).k))
+        largest = max(speculative, key=lambda n: (parse_method(n).family == "pld", parse_method(n).k or 0))
+        short = parse_method(largest).short
         base = base.join(cases.filter(pl.col("method") == largest).select(
-            *keys, pl.col("tokens_per_forward").alias(f"{Method.parse(largest).short}: tokens per forward"),
-            pl.col("accept_hist").alias(f"{Method.parse(largest).short}: accepted per forward (n:count)")), on=keys, how="left")
+            *keys, pl.col("tokens_per_forward").alias(f"{short}: tokens per forward"),
+            pl.col("accept_hist").alias(f"{short}: accepted per forward (n:count)")), on=keys, how="left")
     return base.sort(keys)
 
 
@@ -209,8 +221,8 @@ def leading(pooled: pl.DataFrame, model: str, pool: str) -> list[tuple[str, dict
     rows = pooled.filter((pl.col("model") == model) & (pl.col("pool") == pool))
     by = {r["method"]: r for r in rows.iter_rows(named=True)}
     pld = best_standard_pld(rows)
-    chosen = [n for n in headline_order(by) if n != AR and (Method.parse(n).kind != PLD or n == pld)
-              and not (Method.parse(n).kind == CAD and Method.parse(n).directives == IDEAL and Method.parse(n).level != "line")]
+    chosen = [n for n in headline_order(by) if n != AR and (parse_method(n).family != "pld" or n == pld)
+              and not (parse_method(n).is_bound and parse_method(n).level != "line")]
     return [(n, by[n]) for n in chosen]
 
 
@@ -226,11 +238,11 @@ def lead_tiles(pooled: pl.DataFrame, pool: str) -> list[tuple[str, str]]:
     for model in sorted(pooled["model"].unique().to_list()):
         chosen = leading(pooled, model, pool)
         for name, row in chosen:
-            m = Method.parse(name)
+            m = parse_method(name)
             tiles.append((f"{m.short} ({model}, {pool})", _tile_value(row)))
         if chosen:
             name, row = chosen[0]
-            tiles.append((f"{Method.parse(name).short}, including the prompt's prefill ({model}, {pool})",
+            tiles.append((f"{parse_method(name).short}, including the prompt's prefill ({model}, {pool})",
                           f"{row['speedup_with_prompt']:.2f}x"))
     return tiles
 
@@ -249,4 +261,4 @@ def page_tiles(pooled: pl.DataFrame, pool: str, wide: FrozenRun | None) -> list[
 
 def chart_methods(names) -> list[tuple[str, str]]:
     """(name, short label) of every method but AR, in headline order: what the e2e chart draws."""
-    return [(n, Method.parse(n).short) for n in headline_order(set(names)) if n != AR]
+    return [(n, parse_method(n).short) for n in headline_order(set(names)) if n != AR]

@@ -25,6 +25,9 @@ import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError
 from analysis.pipeline.repo import git
+from analysis.rivals.families.ar import AR
+from analysis.rivals.families.copy import IDEAL
+from analysis.rivals.methods import Method, canonical
 from analysis.layout import (CASE_COSTS, CASES, E2E_MEASUREMENTS, PER_CASE, PERCASE, PERTURB_RESULTS, PILOT_RECORDS,
                              PROGRAMS, SPANS)
 
@@ -145,7 +148,7 @@ def oracle_lines(programs: pl.DataFrame, costs: pl.DataFrame | None, perturb: pl
         key = (row["case_id"], row["framing"], row["level"])
         gold, copied = cover.get(key, (None, None))
         yield {"task": "oracle", "case_id": row["case_id"], "corpus": row["corpus"], "framing": row["framing"],
-               "method": f"cad_{row['level']}", "program": row["program"], "n_ops": row["n_ops"],
+               "method": Method("copy", level=row["level"], directives=IDEAL).name, "program": row["program"], "n_ops": row["n_ops"],
                "gold_tokens": gold, "copied_tokens": copied, "coverage": _number(_ratio(copied, gold)),
                "bound": bounds.get(key, {}), "em_under_span_noise": noise.get(key, {})}
 
@@ -154,12 +157,12 @@ def e2e_lines(measurements: pl.DataFrame) -> Iterator[dict]:
     """One line per (model, case, method) measured end to end: the median seconds over repeats, the same
     case's AR median and their ratio (the e2e stage's per-case speedup), and what the method emitted."""
     keys = ["model", "corpus", "case_id", "method"]
-    per = measurements.group_by(keys).agg(
+    per = canonical(measurements).group_by(keys).agg(
         seconds=pl.col("seconds").median(), repeats=pl.len(), forwards=pl.col("forwards").median(),
         tokens=pl.col("tokens").first(), predicted_seconds=pl.col("predicted_seconds").first(),
         directive_tokens=pl.col("directive_tokens").first(), gold_tokens=pl.col("gold_tokens").first(),
         prompt_tokens=pl.col("prompt_tokens").first(), lossless_ok=pl.col("lossless_ok").first())
-    ar = per.filter(pl.col("method") == "ar").select("model", "case_id", ar_seconds=pl.col("seconds"))
+    ar = per.filter(pl.col("method") == AR).select("model", "case_id", ar_seconds=pl.col("seconds"))
     per = per.join(ar, on=["model", "case_id"], how="left").sort(keys)
     for row in per.iter_rows(named=True):
         yield {"task": "e2e", "case_id": row["case_id"], "corpus": row["corpus"], "model": row["model"],

@@ -20,7 +20,8 @@ import numpy as np
 import polars as pl
 
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, paper_cases
-from analysis.rivals.methods import AR, COPY, parse_method
+from analysis.rivals.families.ar import AR
+from analysis.rivals.methods import parse_method
 from analysis.stats import ratio_of_sums_ci
 
 PER_CORPUS_POOL = "corpus"
@@ -28,24 +29,25 @@ GROUP_KEYS = ("kernel_source", "method")
 
 
 def method_columns(frame: pl.DataFrame) -> pl.DataFrame:
-    """family, label and role of each row's method (analysis.rivals.methods)."""
-    names = frame["method"].unique().to_list()
+    """family, label and role of each row's method (analysis.rivals.methods: baseline, copy, bound, rival)."""
+    methods = [parse_method(n) for n in frame["method"].unique().to_list()]
     info = pl.DataFrame({
-        "method": names,
-        "family": [parse_method(n).family for n in names],
-        "label": [parse_method(n).label for n in names],
-        "role": [role(n) for n in names],
+        "method": [m.name for m in methods],
+        "family": [m.family for m in methods],
+        "label": [m.label for m in methods],
+        "role": [m.role for m in methods],
     })
     return frame.join(info, on="method", how="left")
 
 
-def role(name: str) -> str:
-    m = parse_method(name)
-    if m.family == AR:
-        return "baseline"
-    if m.is_bound:
-        return "bound"
-    return "copy" if m.family == COPY else "rival"
+def chart_methods(names, policies: tuple[str, ...] = ("earliest",)) -> list[tuple[str, str]]:
+    """(name, family title) of the methods a rivals chart draws, in its order: Copy-as-Decode first, then the
+    rivals in table order; AR left out, prompt lookup at the match `policies` given (the standard, earliest,
+    by default; the table holds both)."""
+    methods = [parse_method(n) for n in set(names)]
+    drawn = [m for m in methods if m.role != "baseline" and (m.policy is None or m.policy in policies)]
+    drawn.sort(key=lambda m: (m.role not in ("copy", "bound"), m.table_key()))
+    return [(m.name, m.spec.title) for m in drawn]
 
 
 def groups(cases: pl.DataFrame) -> list[tuple[str, str, pl.DataFrame]]:

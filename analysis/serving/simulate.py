@@ -1,9 +1,10 @@
 """The serving sweep: every method on every kernel source under every engine budget and load point, and the
 figures a reader compares (speedup over AR, over the best rival).
 
-Method roles (params serving.methods): `baseline` (AR, one per run), `copy` (Copy-as-Decode with its
-directive tokens decoded: what a deployment pays, the headline), `ideal` (Copy-as-Decode with free
-directives: a bound, shown, never a rival), `rival` (prompt lookup, suffix decoding, ...). A family in
+Method roles (the vocabulary's, analysis.rivals.methods, of the methods params serving.methods names):
+`baseline` (AR, one per run), `copy` (Copy-as-Decode with its directive tokens decoded: what a deployment
+pays, the headline), `bound` (Copy-as-Decode with free directives: an upper bound, shown, never a rival),
+`rival` (prompt lookup, suffix decoding, ...); the speculative ones' verifies are atomic. A family in
 serving.best_of (e.g. prompt lookup over its k) gets one more row per load point: its best member there,
 by output tokens/s (the rival at its best settings for that load). The best rival at a load point is the
 fastest rival row (families included).
@@ -22,11 +23,11 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.stepcost import StepCostModel
+from analysis.rivals.methods import ROLES
 from analysis.serving.forwards import Trace
 from analysis.serving.scheduler import EngineConfig, simulate
 from analysis.serving.workload import Slo, closed_loop_requests, draw_cases, poisson_arrivals, run_figures
 
-ROLES = ("baseline", "copy", "ideal", "rival")
 MAX_REQUESTS_PER_POINT = 100_000  # about 100x the shipped largest point (1,024): a bound, not a setting
 CLOSED, OPEN = "closed", "open"
 
@@ -56,7 +57,7 @@ class Methods:
                 raise ParamsError(f"{where}.best_of.{family} must list rival methods of {where}.methods, got {list(members)}")
         unknown = sorted(self.atomic - set(self.roles))
         if unknown:
-            raise ParamsError(f"{where}.speculative lists methods not in {where}.methods: {unknown}")
+            raise ParamsError(f"{where}: speculative methods not in {where}.methods: {unknown}")
         return self
 
     @property

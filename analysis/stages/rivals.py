@@ -1,10 +1,11 @@
 """`copydecode rivals`: Copy-as-Decode head to head with what a user would pick instead, under every kernel.
 
 Per case of the pool (params rivals.framing with the single-framing corpora) the rival simulation
-(analysis.rivals.simulate) gives each method's forwards on the gold output's Qwen2.5 tokens: AR, prompt
-lookup (both match policies, every draft budget k), suffix decoding, the unified-diff and search/replace
-edit formats, and Copy-as-Decode at line and token level with directive tokens decoded, jump-forwarded or
-free. Each method is priced per case under every kernel source of params rivals.kernel_sources and the
+(analysis.rivals.simulate) gives each method's forwards on the gold output's Qwen2.5 tokens: every member
+each registered family names from params `rivals.<family group>` (analysis.rivals.methods.stage_methods):
+AR, prompt lookup (the policies and draft budgets of rivals.pld), suffix decoding (the budgets of
+rivals.suffix), the unified-diff and search/replace edit formats, and Copy-as-Decode at line and token level
+with directive tokens decoded, jump-forwarded or free. Each method is priced per case under every kernel source of params rivals.kernel_sources and the
 paired estimates of rivals.estimates (analysis.rivals.pricing, with the bounds' pricing rules: params
 bounds.context_mode, bounds.step_cost, bounds.steady_max_n, bounds.extrapolate), then pooled
 (analysis.rivals.table). Writes:
@@ -22,7 +23,7 @@ bounds.context_mode, bounds.step_cost, bounds.steady_max_n, bounds.extrapolate),
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import polars as pl
 
@@ -42,12 +43,11 @@ from analysis.pipeline.params import choice, get, known_keys, positive_int
 from analysis.pooling import pool_rows
 from analysis.present import charts
 from analysis.rivals.forced import ForcedCounter
-from analysis.rivals.methods import PLD_POLICIES, SUFFIX_CACHE, Method, parse_method, vocabulary
-from analysis.rivals.pld import NGRAM_LIMIT
+from analysis.rivals.methods import Method, families, stage_methods
 from analysis.rivals.pricing import price
-from analysis.rivals.simulate import CaseInput, DraftSettings, forward_row, method_forwards
-from analysis.rivals.suffix import DEFAULTS, ResponseCache, SuffixSettings
-from analysis.rivals.table import fastest, headline_pairs, percase_speedups, pooled_rows, summary_counts
+from analysis.rivals.settings import DraftSettings, draft_settings
+from analysis.rivals.simulate import CaseInput, SimulationEnv, forward_row, method_forwards
+from analysis.rivals.table import chart_methods, fastest, headline_pairs, percase_speedups, pooled_rows, summary_counts
 from analysis.serving.forwards import FORWARDS_SCHEMA, check_forwards
 from analysis.text.lines import split_lines
 from analysis.text.tokens import load_tokenizer
@@ -58,8 +58,7 @@ READS_WRITES = ("reads cases, programs and reports/kernels/latency_model.json (p
                 "data/rivals/forwards.parquet, data/rivals/percase.parquet, reports/tables/rivals*.*, "
                 "reports/figures/rivals.{png,svg}, reports/metrics/rivals.json")
 
-GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "pld", "suffix", "bootstrap_resamples",
-              "seed", "ci")
+GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "bootstrap_resamples", "seed", "ci")
 LEVEL_UNITS = {"line": "lines", "token": "tokens"}
 FORWARDS_COLUMNS = {**FORWARDS_SCHEMA, "prefill": pl.List(pl.Boolean)}
 
@@ -79,6 +78,7 @@ class RivalsSettings:
     framing: str
     prompt_overhead_tokens: int     # spans.prompt_overhead_tokens: the prompt every method starts from
     udiff_context: int              # formats.udiff_context
+    methods: tuple[Method, ...]     # every family's members from params (rivals.pld, rivals.suffix, ...)
     drafts: DraftSettings
     kernel_sources: tuple[str, ...]
     estimates: tuple[Estimate, ...]
@@ -87,46 +87,6 @@ class RivalsSettings:
     bootstrap: Bootstrap
     parallel: ParallelSettings
     kernel: KernelSettings          # params `kernel`: the fitted model `fit` stands for
-
-
-def _ks(params: dict) -> tuple[int | None, ...]:
-    """The draft budgets (rivals.pld.k), then None (unbounded) when rivals.pld.unbounded."""
-    values = get(params, "rivals.pld.k", list)
-    bad = [v for v in values if isinstance(v, bool) or not isinstance(v, int) or v < 1]
-    if not values or bad or len(set(values)) != len(values):
-        raise ParamsError(f"params: 'rivals.pld.k' must be a non-empty list of distinct positive integers, got {values!r}")
-    return tuple(values) + ((None,) if get(params, "rivals.pld.unbounded", bool) else ())
-
-
-def _suffix(params: dict) -> SuffixSettings:
-    options = get(params, "rivals.suffix.options", dict)
-    known = [f.name for f in fields(SuffixSettings)]
-    unknown = [k for k in options if k not in known]
-    if unknown:
-        raise ParamsError(f"params: 'rivals.suffix.options' has unknown settings {unknown}; known: {', '.join(known)}")
-    missing = [k for k in known if k not in options]
-    if missing:
-        raise ParamsError(f"params: 'rivals.suffix.options' lacks {missing} (Arctic Inference's values: "
-                          f"{ {k: getattr(DEFAULTS, k) for k in missing} })")
-    if any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in options.values()):
-        raise ParamsError(f"params: 'rivals.suffix.options' values must be numbers, got {options!r}")
-    return SuffixSettings(**options).validate()
-
-
-def _drafts(params: dict) -> DraftSettings:
-    known_keys(params, "rivals.pld", ("policies", "k", "unbounded", "ngram_max"))
-    known_keys(params, "rivals.suffix", ("k", "options", "response_cache"))
-    policies = get(params, "rivals.pld.policies", list)
-    if not policies or any(p not in PLD_POLICIES for p in policies) or len(set(policies)) != len(policies):
-        raise ParamsError(f"params: 'rivals.pld.policies' must be distinct names among {PLD_POLICIES}, got {policies!r}")
-    ngram = positive_int(params, "rivals.pld.ngram_max")
-    if ngram > NGRAM_LIMIT:
-        raise ParamsError(f"params: 'rivals.pld.ngram_max' is {ngram}, above {NGRAM_LIMIT} (transformers' default: 2)")
-    suffix_k = get(params, "rivals.suffix.k", (int, type(None)))
-    if suffix_k is not None and (isinstance(suffix_k, bool) or suffix_k < 1):
-        raise ParamsError(f"params: 'rivals.suffix.k' must be a positive integer or null, got {suffix_k!r}")
-    return DraftSettings(tuple(policies), _ks(params), ngram, suffix_k, _suffix(params),
-                         get(params, "rivals.suffix.response_cache", bool))
 
 
 def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
@@ -154,7 +114,7 @@ def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
 
 
 def settings(params: dict) -> RivalsSettings:
-    known_keys(params, "rivals", GROUP_KEYS)
+    known_keys(params, "rivals", GROUP_KEYS + tuple(f.group for f in families() if f.group))
     base = kernel_settings(params)
     sources = names_from_params(params, "rivals.kernel_sources")
     estimates = _estimates(params, sources)
@@ -167,21 +127,9 @@ def settings(params: dict) -> RivalsSettings:
         framing=choice(params, "rivals.framing", humanevalpack.FRAMINGS),
         prompt_overhead_tokens=positive_int(params, "spans.prompt_overhead_tokens", minimum=0),
         udiff_context=positive_int(params, "formats.udiff_context", minimum=0),
-        drafts=_drafts(params), kernel_sources=sources, estimates=estimates, judged_source=judged,
+        methods=stage_methods(params, "rivals"), drafts=draft_settings(params, "rivals"), kernel_sources=sources, estimates=estimates, judged_source=judged,
         cost=cost_settings(params), bootstrap=bootstrap_settings(params, "rivals"), parallel=parallel_settings(params),
         kernel=base)
-
-
-def methods(drafts: DraftSettings) -> tuple[Method, ...]:
-    """The simulated methods, in table order (vocabulary order, the settings' policies and k only)."""
-    keep = []
-    for m in vocabulary():
-        if m.family == "pld" and (m.policy not in drafts.pld_policies or m.k not in drafts.pld_ks):
-            continue
-        if m.name == SUFFIX_CACHE and not drafts.response_cache:
-            continue
-        keep.append(m)
-    return tuple(keep)
 
 
 # ---------------------------------------------------------------- simulation (per case, in workers)
@@ -201,28 +149,26 @@ def case_input(row: dict, tokenizer, directives: DirectiveCounter, overhead: int
 
 
 def simulate_chunk(chunk, tokenizer, overhead: int, udiff_context: int, drafts: DraftSettings,
-                   names: tuple[str, ...]) -> list[dict]:
-    """The forwards rows of a chunk of cases (every method but the cross-request suffix cache)."""
-    directives = DirectiveCounter(tokenizer)
+                   methods: tuple[Method, ...]) -> list[dict]:
+    """The forwards rows of a chunk of cases (every method that keeps no cross-request state)."""
+    directives, env = DirectiveCounter(tokenizer), SimulationEnv(tokenizer, udiff_context)
     rows = []
     for row in progress(chunk, "rivals", len(chunk)):
         case = case_input(row, tokenizer, directives, overhead)
-        for method in map(parse_method, names):
-            rows.append(forward_row(method, case, method_forwards(method, case, drafts, tokenizer, udiff_context)))
+        for method in methods:
+            rows.append(forward_row(method, case, method_forwards(method, case, drafts, env)))
     return rows
 
 
-def cached_suffix_rows(cases: pl.DataFrame, s: RivalsSettings, tokenizer) -> list[dict]:
-    """suffix-cache: one response cache per corpus, cases in case-id order (serial: each request sees the
-    outputs of the ones before it)."""
-    method, rows = parse_method(SUFFIX_CACHE), []
-    directives = DirectiveCounter(tokenizer)
+def cross_request_rows(cases: pl.DataFrame, s: RivalsSettings, tokenizer, method: Method) -> list[dict]:
+    """A member with a cross-request state (suffix decoding's response cache): one state per corpus, cases
+    in case-id order (serial: each request sees the outputs of the ones before it)."""
+    rows, directives = [], DirectiveCounter(tokenizer)
     for _, group in cases.sort("corpus", "case_id").group_by("corpus", maintain_order=True):
-        cache = ResponseCache(s.drafts.suffix)
-        for row in progress(group.iter_rows(named=True), "suffix cache", group.height):
+        env = SimulationEnv(tokenizer, s.udiff_context, method.spec.response_cache(method, s.drafts))
+        for row in progress(group.iter_rows(named=True), f"{method.name}", group.height):
             case = case_input(row, tokenizer, directives, s.prompt_overhead_tokens)
-            rows.append(forward_row(method, case, method_forwards(method, case, s.drafts, tokenizer,
-                                                                  s.udiff_context, cache)))
+            rows.append(forward_row(method, case, method_forwards(method, case, s.drafts, env)))
     return rows
 
 
@@ -241,11 +187,11 @@ def pool_cases(framing: str) -> pl.DataFrame:
 
 def simulate(s: RivalsSettings, tokenizer) -> pl.DataFrame:
     cases = pool_cases(s.framing)
-    names = tuple(m.name for m in methods(s.drafts) if m.name != SUFFIX_CACHE)
+    per_case = tuple(m for m in s.methods if not m.cache)
     rows = map_cases(simulate_chunk, list(cases.iter_rows(named=True)), s.parallel, tokenizer,
-                     s.prompt_overhead_tokens, s.udiff_context, s.drafts, names, desc="rivals")
-    if s.drafts.response_cache:
-        rows += cached_suffix_rows(cases, s, tokenizer)
+                     s.prompt_overhead_tokens, s.udiff_context, s.drafts, per_case, desc="rivals")
+    for method in (m for m in s.methods if m.cache):
+        rows += cross_request_rows(cases, s, tokenizer, method)
     frame = pl.DataFrame(rows, schema=FORWARDS_COLUMNS)
     check_forwards(frame, "the rival simulation's forwards")
     return frame.sort("corpus", "case_id", "method")
@@ -287,7 +233,7 @@ def run(s: RivalsSettings) -> dict:
         fast = fastest(table, percase, boot.resamples, boot.seed, boot.ci)
         write_table(table, TABLES / "rivals")
         write_table(fast, TABLES / "rivals_fastest")
-        save_chart(charts.rivals_chart(table, s.judged_source), FIGURES / "rivals")
+        save_chart(charts.rivals_chart(table, s.judged_source, chart_methods(table["method"])), FIGURES / "rivals")
         write_json({"judged_source": s.judged_source, "kernels": kernel_notes(s),
                     "cases": int(forwards["case_id"].n_unique()), "methods": sorted(set(forwards["method"])),
                     "fastest": headline_pairs(fast)}, METRICS / "rivals.json")

@@ -29,7 +29,7 @@ from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
 from analysis.pipeline.io import write_json, write_parquet, write_table
 from analysis.pipeline.params import get, known_keys, number, number_list, positive_int
-from analysis.rivals.methods import parse_method
+from analysis.rivals.methods import method_name, parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
@@ -37,7 +37,7 @@ from analysis.serving.verdict import claim_rows, serving_claim
 
 STEP_COST = Path("reports/kernels/step_cost.json")
 REPLAY_STEPS = Path("data/serving/steps.parquet")
-GROUP_KEYS = ("methods", "best_of", "speculative", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
+GROUP_KEYS = ("methods", "best_of", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
               "seed", "gain_threshold", "headline_concurrency", "replay")
 REPLAY_KEYS = ("source", "concurrency", "steps_per_point", "max_context", "repeats", "warmup", "order_seed",
                "noisy_drift", "reference_budget_s", "contention_slack")
@@ -76,21 +76,18 @@ def _string_list(params: dict, dotted: str) -> tuple[str, ...]:
 
 
 def methods_of(params: dict) -> Methods:
-    roles = get(params, "serving.methods", dict)
+    """The simulated methods (params serving.methods, names of the forwards table) with the roles and the
+    speculative flag the vocabulary gives them (analysis.rivals.methods: never restated in params), and the
+    families of serving.best_of."""
+    methods = [parse_method(n) for n in _string_list(params, "serving.methods")]
     best_of = get(params, "serving.best_of", dict)
     families = {}
     for family, members in best_of.items():
-        if not isinstance(members, list):
+        if not isinstance(members, list) or not all(isinstance(m, str) for m in members):
             raise ParamsError(f"params: 'serving.best_of.{family}' must be a list of rival methods, got {members!r}")
-        families[str(family)] = tuple(members)
-    speculative = get(params, "serving.speculative", list)
-    for name in roles:
-        parse_method(str(name))  # a name outside the rivals' vocabulary is a named error here, not a missing trace
-    wrong = sorted(n for n in roles if parse_method(str(n)).speculative != (n in speculative))
-    if wrong:
-        raise ParamsError(f"params: 'serving.speculative' must list exactly the speculative methods of serving.methods "
-                          f"(prompt lookup, suffix decoding); check {wrong}")
-    return Methods({str(k): v for k, v in roles.items()}, families, frozenset(speculative)).validate()
+        families[str(family)] = tuple(method_name(m) for m in members)
+    return Methods({m.name: m.role for m in methods}, families,
+                   frozenset(m.name for m in methods if m.speculative)).validate()
 
 
 # `copydecode serving simulate`: its help line and what it reads and writes (the CLI's --help)

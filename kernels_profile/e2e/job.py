@@ -9,13 +9,13 @@ from dataclasses import asdict, dataclass
 
 from analysis.grammar.program import parse
 from analysis.layout import LEVELS
-from analysis.results.methods import PROGRAM_PROMPT, REWRITE_PROMPT
+from analysis.rivals.methods import PROGRAM_PROMPT, REWRITE_PROMPT
 from kernels_profile.e2e.executor import Segment, program_segments
 from kernels_profile.e2e.predict import prefill_sizes
 from kernels_profile.e2e.settings import E2EModel, E2ESettings, MethodPlan
 from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 
-CHECKPOINT_VERSION = "e2e-5"  # 5: typed plan, rewrite prompt for AR/PLD/suffix, prompt prefill, per-case curve, forward logs
+CHECKPOINT_VERSION = "e2e-6"  # 6: one method vocabulary (pld-earliest-k10, copy-line-decoded), every suffix option in the key
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
 """End-to-end measurement of one case job on a real KV cache (the `e2e` stage orchestrates; the
-methods are analysis.results.methods' typed values).
+methods are analysis.rivals.methods' typed values, each run the way its family's `executor` names:
+`autoregressive`, `speculative` with the family's drafter, or `program`).
 
 Per repeat, from each prompt's cached prefill: both prompts' prefills timed (time to first token, in a
 seeded order), then every method of the job's plan once, back to back, in the seeded alternating order
@@ -14,7 +15,6 @@ Transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy runs
 from __future__ import annotations
 
 import random
-from dataclasses import replace
 import time
 
 import polars as pl
@@ -22,13 +22,14 @@ import polars as pl
 from analysis.errors import ParamsError
 from analysis.latency.model import ModelKey
 from analysis.pooling import framing_filter
-from analysis.results.methods import AR, CAD, DECODED, PLD, PROGRAM_PROMPT, REWRITE_PROMPT, SUFFIX, Method
+from analysis.rivals.families.ar import AR
+from analysis.rivals.families.copy import DECODED, IDEAL
+from analysis.rivals.methods import PROGRAM_PROMPT, REWRITE_PROMPT, Method
+from analysis.rivals.settings import DraftSettings
 from kernels_profile.e2e.job import CaseJob
 from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
 from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
-from analysis.rivals.pld import PromptLookup
-from analysis.rivals.suffix import DEFAULTS, SuffixDecoder
 from kernels_profile.e2e.executor import Executor, acceptance_histogram
 from kernels_profile.measure.equivalence import compare_logits
 
@@ -77,31 +78,42 @@ def _strata(ordered: list, count: int) -> list[list]:
 
 # ---------------------------------------------------------------- the runs
 
-def new_drafter(method: Method, prompt: list[int], plan: MethodPlan):
-    """A fresh drafter over the prompt's tokens for a speculative method: analysis.rivals' prompt lookup
-    (its policy, n-gram size `plan.ngram_max`) or suffix decoding (the per-request tree, `plan.suffix_options`)."""
-    if method.kind == PLD:
-        return PromptLookup(list(prompt), policy=method.policy, max_ngram=plan.ngram_max)
-    if method.kind == SUFFIX:
-        return SuffixDecoder(list(prompt), replace(DEFAULTS, **dict(plan.suffix_options)))
-    raise ParamsError(f"e2e: {method.name} has no drafter")
+def new_drafter(method: Method, prompt: list[int], drafts: DraftSettings):
+    """A fresh drafter over the prompt's tokens: the method's family's (analysis.rivals.families)."""
+    return method.drafter(list(prompt), drafts)
+
+
+def _autoregressive(method: Method, executor, gold: list[int], segments: dict, drafts: DraftSettings, drafters):
+    return lambda: executor.autoregressive(gold)[0]
+
+
+def _speculative(method: Method, executor, gold: list[int], segments: dict, drafts: DraftSettings, drafters):
+    if method.k is None:
+        raise ParamsError(f"e2e: {method.name} drafts without a budget; the acceptance histogram needs a k")
+
+    def speculative():
+        drafter = drafters(method, executor.prompt_ids, drafts)
+        return executor.speculative(gold, drafter, method.k)
+    return speculative
+
+
+def _program(method: Method, executor, gold: list[int], segments: dict, drafts: DraftSettings, drafters):
+    if method.directives not in (DECODED, IDEAL):
+        raise ParamsError(f"e2e: {method.name}: the executor runs a program with its directive tokens decoded or "
+                          f"free, not {method.directives}")
+    return lambda: executor.copy_as_decode(segments[method.level], directives=method.directives == DECODED)[0]
+
+
+RUNNERS = {"autoregressive": _autoregressive, "speculative": _speculative, "program": _program}
 
 
 def method_runner(method: Method, executors: dict, gold: list[int], segments: dict, plan: MethodPlan, drafters=None):
-    """A call that runs `method` once from its prompt's cached prefill and returns its Run; a drafter is
-    built before the call (outside the timer, as the programs' segments are)."""
-    drafters = drafters or new_drafter
-    executor = executors[method.prompt]
-    if method.kind == AR:
-        return lambda: executor.autoregressive(gold)[0]
-    if method.kind in (PLD, SUFFIX):
-        def speculative():
-            drafter = drafters(method, executor.prompt_ids, plan)
-            return executor.speculative(gold, drafter, method.k)
-        return speculative
-    if method.kind == CAD:
-        return lambda: executor.copy_as_decode(segments[method.level], directives=method.directives == DECODED)[0]
-    raise ParamsError(f"e2e: no runner for {method.name}")
+    """A call that runs `method` once from its prompt's cached prefill and returns its Run, by its family's
+    executor (RUNNERS); a drafter is built before the call (outside the timer, as the programs' segments are)."""
+    how = method.spec.executor
+    if how is None:
+        raise ParamsError(f"e2e: {method.name} is not run end to end (its family names no executor)")
+    return RUNNERS[how](method, executors[method.prompt], gold, segments, plan.drafts, drafters or new_drafter)
 
 
 def acceptance(run, method: Method) -> list[int] | None:
@@ -184,7 +196,7 @@ def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) ->
     key = ModelKey(job.model.name, job.model.weights, job.model.dtype, str(lm.device), "eager")
     predicted = predictions(records, curve.model(key, s.curve.fit), s.price)
     directives = pl.DataFrame([{"method": m.name, "directive_tokens": sum(seg.directive_tokens for seg in job.segments[m.level])}
-                               for m in job.plan.methods if m.kind == CAD and m.directives == DECODED],
+                               for m in job.plan.methods if m.directives == DECODED],
                               schema={"method": pl.String, "directive_tokens": pl.Int64})
     measured = pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64), "new_tokens": LOG_TYPE,
                                                        "emitted": LOG_TYPE})

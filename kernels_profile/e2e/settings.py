@@ -1,10 +1,11 @@
 """The e2e stage's settings: params `e2e` overlaid with a preset, each value checked by name
 (`settings`), grouped by what reads them, and the per-(model, corpus) plan of methods it measures
-(`MethodPlan`: typed `analysis.results.methods.Method` values, never names parsed back)."""
+(`MethodPlan`: typed `analysis.rivals.methods.Method` values, never names parsed back, with the drafters'
+`analysis.rivals.settings.DraftSettings`, the rivals stage's)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,11 +29,13 @@ from analysis.pipeline.params import (
     number_list,
     positive_int,
 )
-from analysis.results.methods import DECODED, IDEAL, POLICIES, Method
+from analysis.rivals.families.ar import AR
+from analysis.rivals.families.copy import DECODED, IDEAL
+from analysis.rivals.families.pld import POLICIES
+from analysis.rivals.methods import Method, draft_budgets
+from analysis.rivals.settings import DraftSettings, draft_settings
 from kernels_profile.runtime.models import known_models
 from analysis.corpora.settings import configured_corpora
-from analysis.rivals.pld import NGRAM_LIMIT
-from analysis.rivals.suffix import DEFAULTS, SuffixSettings
 
 SAMPLE_STRATA = ("target_length", "none")
 
@@ -46,17 +49,16 @@ class E2EModel:
 
 
 @dataclass(frozen=True)
-class DraftSettings:
-    """The speculative rivals (params e2e.pld, e2e.suffix): their drafts and where the k sweep runs."""
+class DraftBudgets:
+    """Which speculative members are measured (params e2e.pld, e2e.suffix): the draft budgets and where the
+    prompt lookup k sweep runs."""
 
-    ngram_max: int                    # PLD's longest matched n-gram (transformers' max_matching_ngram_size)
     policies: tuple[str, ...]
     k: tuple[int, ...]                # every model
     sweep_k: tuple[int, ...]          # and these too on the cases of sweep_models in sweep_corpora
     sweep_models: tuple[str, ...]
     sweep_corpora: tuple[str, ...]
-    suffix_k: tuple[int, ...]         # suffix decoding's draft caps (empty: not measured)
-    suffix_options: tuple[tuple[str, float], ...]  # the suffix tree's settings, passed to its drafter by name
+    suffix_k: tuple[int, ...]         # suffix decoding's draft budgets (empty: not measured)
 
 
 @dataclass(frozen=True)
@@ -105,14 +107,13 @@ class MethodPlan:
     """What one case measures, in table order, and the drafters' settings."""
 
     methods: tuple[Method, ...]
-    ngram_max: int
-    suffix_options: tuple[tuple[str, float], ...]
+    drafts: DraftSettings
 
     def __post_init__(self):
         names = [m.name for m in self.methods]
         if len(set(names)) != len(names):
             raise ParamsError(f"e2e: the plan repeats a method: {names}")
-        if not names or names[0] != "ar":
+        if not names or names[0] != AR:
             raise ParamsError(f"e2e: the plan must start with AR, the baseline; got {names}")
 
     def names(self) -> tuple[str, ...]:
@@ -120,7 +121,7 @@ class MethodPlan:
 
     def key(self) -> dict:
         """What of the plan determines a measurement (a checkpoint key part)."""
-        return {"methods": list(self.names()), "ngram_max": self.ngram_max, "suffix": dict(self.suffix_options)}
+        return {"methods": list(self.names()), **self.drafts.key()}
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,8 @@ class E2ESettings:
     stratify: str                     # how a corpus's sample is drawn (SAMPLE_STRATA)
     repeats: int
     models: tuple[E2EModel, ...]
-    drafts: DraftSettings
+    drafts: DraftSettings             # the drafters' settings (the rivals stage's type and rule)
+    budgets: DraftBudgets
     overhead_levels: tuple[str, ...]  # levels also run with every directive token decoded
     curve: CurveSettings
     checks: CheckSettings
@@ -146,15 +148,15 @@ class E2ESettings:
     def plan(self, model: str, corpus: str) -> MethodPlan:
         """The methods measured on `model`'s cases of `corpus`: AR, Copy-as-Decode with directives decoded,
         PLD at every policy and k (and the sweep where asked), suffix decoding, the ideal programs."""
-        d = self.drafts
+        d = self.budgets
         swept = model in d.sweep_models and corpus in d.sweep_corpora
         ks = d.k + (tuple(k for k in d.sweep_k if k not in d.k) if swept else ())
-        methods = (Method.ar(),
-                   *(Method.cad(level, DECODED) for level in LEVELS if level in self.overhead_levels),
-                   *(Method.pld(policy, k) for policy in d.policies for k in ks),
-                   *(Method.suffix(k) for k in d.suffix_k),
-                   *(Method.cad(level, IDEAL) for level in LEVELS))
-        return MethodPlan(methods, d.ngram_max, d.suffix_options)
+        methods = (Method(AR),
+                   *(Method("copy", level=level, directives=DECODED) for level in LEVELS if level in self.overhead_levels),
+                   *(Method("pld", policy=policy, k=k) for policy in d.policies for k in ks),
+                   *(Method("suffix", k=k) for k in d.suffix_k),
+                   *(Method("copy", level=level, directives=IDEAL) for level in LEVELS))
+        return MethodPlan(methods, self.drafts)
 
     def all_methods(self) -> tuple[str, ...]:
         """Every method name some case measures, in plan order."""
@@ -163,7 +165,7 @@ class E2ESettings:
     @property
     def hf_pld_k(self) -> int:
         """transformers' prompt lookup draft length: the first k every model measures."""
-        return self.drafts.k[0]
+        return self.budgets.k[0]
 
 
 def _e2e_model(entry: Any, index: int) -> E2EModel:
@@ -189,12 +191,6 @@ def _e2e_model(entry: Any, index: int) -> E2EModel:
     return E2EModel(entry["name"], entry["weights"], entry["dtype"], tuple(sample))
 
 
-def _distinct(values: tuple[int, ...], dotted: str) -> tuple[int, ...]:
-    if len(set(values)) != len(values):
-        raise ParamsError(f"params: {dotted!r} lists a value twice: {list(values)}")
-    return values
-
-
 def _configured_corpus(p: dict, dotted: str) -> str:
     """A corpus name that params `corpora` configures (a typo is named before any model loads)."""
     value = get(p, dotted, str)
@@ -205,40 +201,16 @@ def _configured_corpus(p: dict, dotted: str) -> str:
     return value
 
 
-def _suffix_options(p: dict) -> tuple[tuple[str, float], ...]:
-    """The suffix tree's settings by name (analysis.rivals.suffix.SuffixSettings), checked by it."""
-    options = get(p, "e2e.suffix.options", dict)
-    known = [f.name for f in fields(SuffixSettings)]
-    for name, value in options.items():
-        if name not in known:
-            raise ParamsError(f"params: 'e2e.suffix.options.{name}' is not a suffix decoding setting; known: "
-                              f"{', '.join(known)}{did_you_mean(str(name), known)}")
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ParamsError(f"params: 'e2e.suffix.options.{name}' must be a number, got {value!r}")
-    replace(DEFAULTS, **options).validate()  # the settings params leave out keep Arctic Inference's values
-    return tuple(sorted(options.items()))
-
-
-def _ngram_max(p: dict) -> int:
-    """e2e.pld.ngram_max, bounded as the drafter bounds it (analysis.rivals.pld.NGRAM_LIMIT), at settings time."""
-    value = positive_int(p, "e2e.pld.ngram_max")
-    if value > NGRAM_LIMIT:
-        raise ParamsError(f"params: 'e2e.pld.ngram_max' is {value}, above {NGRAM_LIMIT} (transformers' default: 2)")
-    return value
-
-
-def _drafts(p: dict, models: tuple[E2EModel, ...]) -> DraftSettings:
+def _budgets(p: dict, models: tuple[E2EModel, ...]) -> DraftBudgets:
     names = [m.name for m in models]
-    return DraftSettings(
-        ngram_max=_ngram_max(p),
+    return DraftBudgets(
         policies=choices(p, "e2e.pld.policies", POLICIES, nonempty=False),
-        k=_distinct(number_list(p, "e2e.pld.k", lo=1, integer=True), "e2e.pld.k"),
-        sweep_k=_distinct(number_list(p, "e2e.pld.sweep_k", lo=1, integer=True, nonempty=False), "e2e.pld.sweep_k"),
+        k=draft_budgets(p, "e2e.pld.k"),
+        sweep_k=draft_budgets(p, "e2e.pld.sweep_k", nonempty=False),
         sweep_models=choices(p, "e2e.pld.sweep_models", names, nonempty=False),
         sweep_corpora=choices(p, "e2e.pld.sweep_corpora", sorted({c for m in models for c, _ in m.sample}),
                               nonempty=False),
-        suffix_k=_distinct(number_list(p, "e2e.suffix.k", lo=1, integer=True, nonempty=False), "e2e.suffix.k"),
-        suffix_options=_suffix_options(p),
+        suffix_k=draft_budgets(p, "e2e.suffix.k", nonempty=False),
     )
 
 
@@ -298,7 +270,8 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         stratify=choice(p, "e2e.stratify", SAMPLE_STRATA),
         repeats=positive_int(p, "e2e.repeats"),
         models=models,
-        drafts=_drafts(p, models),
+        drafts=draft_settings(p, "e2e"),
+        budgets=_budgets(p, models),
         overhead_levels=choices(p, "e2e.overhead", LEVELS, nonempty=False),
         curve=CurveSettings(prefill_grid=number_list(p, "e2e.prefill_grid", lo=1, integer=True),
                             ar_grid=number_list(p, "e2e.ar_grid", lo=1, integer=True),

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.results.methods import AR, method_label
+from analysis.rivals.families.ar import AR
+from analysis.rivals.methods import method_label
 from analysis.stats import quartiles, ratio_of_sums, ratio_of_sums_ci, ratio_pairs, summarize_ratios
 
 CASE_KEYS = ("model", "corpus", "case_id")

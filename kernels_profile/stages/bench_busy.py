@@ -4,7 +4,7 @@ loop pinned to one core, compared as ratios measured within a pair.
 - kernel: per (model, context, N, AR loop) the median over repeat pairs of T_ar / T_prefill within
   one AR/prefill pair, at N = 8, 128, 512; passes if |busy / quiet - 1| <= 0.15.
 - e2e: per model x corpus and over every case, the median over cases and repeats of AR seconds /
-  line-program (`cad_line`) seconds within one repeat of one case; passes if |change| <= 0.20.
+  line-program (`copy-line-ideal`) seconds within one repeat of one case; passes if |change| <= 0.20.
 
 How to run it (the lead runs it; each run takes the time of `copydecode kernels profile` plus
 `copydecode e2e`). The quiet run is this repository's own data/ after `dvc repro` on a quiet machine;
@@ -40,8 +40,9 @@ from analysis.pipeline.io import markdown_table, read_parquet, write_json, write
 from analysis.latency.tables import speedup_table
 from analysis.latency.model import GROUP
 from analysis.layout import BUSY_BENCHMARK, E2E_MEASUREMENTS, KERNELS_RAW
-from analysis.results.methods import AR as BASELINE
-from analysis.results.methods import IDEAL, Method
+from analysis.rivals.families.ar import AR as BASELINE
+from analysis.rivals.families.copy import IDEAL
+from analysis.rivals.methods import Method, canonical
 from kernels_profile.e2e.summary import per_pair_ratios
 from kernels_profile.measure.session import environment_path
 
@@ -50,7 +51,7 @@ DEFAULT_STEM = BUSY_BENCHMARK
 KERNEL_NS = (8, 128, 512)
 KERNEL_TOLERANCE = 0.15   # issue 15: per-pair kernel ratios within 15% of each other
 E2E_TOLERANCE = 0.20      # issue 15: e2e line-program ratios within 20%
-LINE_PROGRAM = Method.cad("line", IDEAL).name
+LINE_PROGRAM = Method("copy", level="line", directives=IDEAL).name
 KEYS = [*GROUP, "context", "n", "baseline"]
 E2E_KEYS = ["model", "corpus"]
 ALL = "all"               # the model and corpus label of the row over every case
@@ -112,7 +113,8 @@ def compare(quiet: pl.DataFrame, busy: pl.DataFrame, ns=KERNEL_NS) -> pl.DataFra
 
 def line_program_ratios(measurements: pl.DataFrame) -> pl.DataFrame:
     """AR seconds / line-program seconds within one repeat of one case (model, corpus, case_id,
-    repeat, ratio), by kernels_profile.e2e.summary's own pairing."""
+    repeat, ratio), by kernels_profile.e2e.summary's own pairing (measurements with the old e2e names read too)."""
+    measurements = canonical(measurements)
     methods = set(measurements["method"].to_list())
     if not {BASELINE, LINE_PROGRAM} <= methods:
         raise ParamsError(f"busybench: e2e measurements need methods {BASELINE!r} and {LINE_PROGRAM!r}, "

@@ -45,7 +45,7 @@ from analysis.pipeline.io import save_chart, write_json, write_parquet, write_ta
 from analysis.pipeline.runrecord import RUN_JSON, run_record
 from analysis.present import charts
 from analysis.results.e2e import chart_methods
-from analysis.results.methods import REWRITE_PROMPT
+from analysis.rivals.methods import REWRITE_PROMPT
 from kernels_profile.decode import maskbench
 from kernels_profile.decode.constrained import constrained_generation
 from kernels_profile.e2e import methods as e2e

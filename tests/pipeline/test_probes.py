@@ -97,6 +97,34 @@ def stage_settings(module: str, **changes) -> Callable[[Path], str]:
     return run
 
 
+def rivals_simulated(expected: tuple[str, ...], **changes) -> Callable[[Path], str]:
+    """The rivals stage's own simulation (its settings, then `simulate`, serially) of one hand-made case under the
+    shipped params with `changes`: "" when every method name in `expected` has forwards, else the names that
+    vanished (or the refusal, by name)."""
+    def run(folder: Path) -> str:
+        import dataclasses
+
+        import polars as pl
+
+        from analysis.parallel.workers import SERIAL
+        from analysis.stages import rivals
+        from analysis.text.tokens import load_tokenizer
+
+        s = rivals.settings(params_with(**changes))
+        case = pl.DataFrame({"case_id": ["P/1"], "corpus": ["P"], "framing": ["body"],
+                             "source": ["def f(x):\n    return x\n"], "target": ["def f(x):\n    return x + 1\n"],
+                             "line": ['<copy lines="1-1"/><gen>    return x + 1\n</gen>'],
+                             "token": ['<gen>def f(x):\n    return x + 1\n</gen>']})
+        shipped, rivals.pool_cases = rivals.pool_cases, lambda framing: case
+        try:
+            forwards = rivals.simulate(dataclasses.replace(s, parallel=SERIAL), load_tokenizer(s.tokenizer))
+        finally:
+            rivals.pool_cases = shipped
+        missing = sorted(set(expected) - set(forwards["method"]))
+        return f"not simulated: {missing}" if missing else ""
+    return run
+
+
 def latency_model(text: str) -> Callable[[Path], str]:
     """A latency model file holding `text`, read as every kernel-using stage reads it."""
     def run(folder: Path) -> str:
@@ -417,8 +445,8 @@ PROBES = [
     Probe("S4-rivals-pld-ngram-bounded", stage_settings("kernels_profile.stages.e2e", **{"e2e.pld.ngram_max": 10**9}),
           "'e2e.pld.ngram_max' is 1000000000, above 64"),
     Probe("S4-rivals-suffix-tree-depth-bounded", stage_settings("kernels_profile.stages.e2e", **{
-        "e2e.suffix.options": {"max_tree_depth": 10**9}}), "max_tree_depth must be an integer in [1, 4096]"),
-    Probe("S4-rivals-pld-drafter-refuses-a-huge-ngram", lambda f: (__import__("analysis.rivals.pld", fromlist=["x"])
+        "e2e.suffix.options.max_tree_depth": 10**9}), "max_tree_depth must be an integer in [1, 4096]"),
+    Probe("S4-rivals-pld-drafter-refuses-a-huge-ngram", lambda f: (__import__("analysis.rivals.families.pld", fromlist=["x"])
                                                                   .PromptLookup([1, 2, 3], max_ngram=10**9), "")[-1],
           "above 64"),
     Probe("S4-serving-requests-bounded", stage_settings("analysis.stages.serving", **{
@@ -473,13 +501,20 @@ PROBES = [
           "'forcing.limit' must be int"),
     # section 4: the rivals stage's settings (params rivals, analysis.stages.rivals): named before any case is simulated
     Probe("S4-rivals-stage-k-zero", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [0]}),
-          "'rivals.pld.k' must be a non-empty list of distinct positive integers, got [0]"),
+          "'rivals.pld.k' must be a non-empty list of distinct integers in [1, 4096]"),
     Probe("S4-rivals-stage-k-twice", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [5, 5]}),
-          "distinct positive integers"),
+          "list of distinct integers in [1, 4096]"),
     Probe("S4-rivals-stage-k-a-bool", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [True]}),
-          "distinct positive integers"),
+          "(True is out of range)"),
     Probe("S4-rivals-stage-k-not-a-list", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": 5}),
           "'rivals.pld.k' must be list, got 5"),
+    # issue 49 M2 / issue 45 item 1: a draft budget params name is simulated (or refused by name), never dropped
+    Probe("M2-rivals-pld-k-outside-the-old-list-is-simulated", rivals_simulated(
+        ("pld-earliest-k8", "pld-latest-k8", "pld-earliest-k3"), **{"rivals.pld.k": [8, 3], "rivals.pld.unbounded": False}), ""),
+    Probe("M2-rivals-pld-k-above-the-limit-named", stage_settings("analysis.stages.rivals", **{"rivals.pld.k": [5000]}),
+          "(5000 is out of range)"),
+    Probe("M2-rivals-suffix-option-not-finite-named", stage_settings("analysis.stages.rivals", **{
+        "rivals.suffix.options.max_spec_offset": float("inf")}), "'rivals.suffix.options.max_spec_offset' must be a finite number"),
     Probe("S4-rivals-stage-ngram-bounded", stage_settings("analysis.stages.rivals", **{"rivals.pld.ngram_max": 10**9}),
           "'rivals.pld.ngram_max' is 1000000000, above 64"),
     Probe("S4-rivals-stage-judged-source-unknown", stage_settings("analysis.stages.rivals", **{

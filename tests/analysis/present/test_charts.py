@@ -229,10 +229,10 @@ def test_no_label_is_truncated(line_svgs):
                           "framing": "file", "pooling": "corpus", "level": "line", "variant": "ideal", "bound": 3.0,
                           "ci_low": 2.0, "ci_high": 4.0}
                          for src in ("h200/qwen2.5-1.5b/static_compiled", "h200/qwen2.5-7b/static_compiled")])
-    e2e = e2e_pooled(("HEvalFix-Py", "pooled"), ("pld_earliest_k64", "cad_line", "cad_token_overhead", "suffix_k64"))
+    e2e = e2e_pooled(("HEvalFix-Py", "pooled"), ("pld-earliest-k64", "copy-line-ideal", "copy-token-decoded", "suffix-k64"))
     svgs = {**line_svgs, "bounds_by_kernel": _svg(charts.bounds_by_kernel(long, "line", "ideal")),
-            "e2e": _svg(charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k64", "cad_line", "cad_token_overhead",
-                                                                 "suffix_k64"))))}
+            "e2e": _svg(charts.e2e_speedup(e2e, chart_methods(("ar", "pld-earliest-k64", "copy-line-ideal", "copy-token-decoded",
+                                                                 "suffix-k64"))))}
     for name, svg in svgs.items():
         assert "…" not in svg, name
 
@@ -245,8 +245,8 @@ def e2e_pooled(pools, methods) -> pl.DataFrame:
 
 
 def test_e2e_labels_are_readable_method_names_in_headline_order_with_case_counts():
-    e2e = e2e_pooled(("HEvalFix-Py", "ProbeEdit-S"), ("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead"))
-    chart = charts.e2e_speedup(e2e, chart_methods(("ar", "pld_earliest_k10", "cad_line", "cad_line_overhead")))
+    e2e = e2e_pooled(("HEvalFix-Py", "ProbeEdit-S"), ("ar", "pld-earliest-k10", "copy-line-ideal", "copy-line-decoded"))
+    chart = charts.e2e_speedup(e2e, chart_methods(("ar", "pld-earliest-k10", "copy-line-ideal", "copy-line-decoded")))
     spec = chart.to_dict()
     values = _values(chart)
     assert {v["method_name"] for v in values} == {"PLD earliest, k=10", "Copy-as-Decode line, directives decoded",
@@ -286,7 +286,7 @@ def _e2e_summary() -> pl.DataFrame:
     return pl.DataFrame([{"model": m, "pool": c, "method": k, "cases": 3, "speedup_pooled": s, "ci_low": s * 0.8,
                           "ci_high": s * 1.2, "speedup_with_prompt": s * 0.9, "predicted_pooled": s * 1.1}
                          for m in ("smollm2-135m", "qwen2.5-0.5b") for c in ("HEvalFix-Py", "HEvalFix-JS")
-                         for k, s in (("cad_line", 2.5), ("cad_line_overhead", 1.3), ("pld_earliest_k10", 2.0))])
+                         for k, s in (("copy-line-ideal", 2.5), ("copy-line-decoded", 1.3), ("pld-earliest-k10", 2.0))])
 
 
 def _pilot_em() -> pl.DataFrame:
@@ -311,8 +311,8 @@ def _bar_charts() -> dict:
     """(chart, the table it draws from, the column its bars plot) of every bar chart of the suite."""
     out = {"bounds": (charts.bounds(_bounds(), "t"), _bounds(), "bound"),
            "span_histogram": (charts.span_histogram(_hist(), "line", "body"), _hist(), "count"),
-           "e2e_speedup": (charts.e2e_speedup(_e2e_summary(), chart_methods(("cad_line", "cad_line_overhead",
-                                                                              "pld_earliest_k10"))),
+           "e2e_speedup": (charts.e2e_speedup(_e2e_summary(), chart_methods(("copy-line-ideal", "copy-line-decoded",
+                                                                              "pld-earliest-k10"))),
                            _e2e_summary(), "speedup_pooled"),
            "pilot_em": (charts.pilot_em(_pilot_em()), _pilot_em(), "em")}
     committed = _committed_bounds()

@@ -66,8 +66,8 @@ def test_the_chart_draws_the_survival_points_as_steps():
 
 
 def test_e2e_speedups_leave_ar_out_and_name_missing_columns():
-    cases = pl.DataFrame({"model": ["m"] * 2, "corpus": ["C"] * 2, "case_id": ["c"] * 2, "method": ["ar", "cad_line"],
+    cases = pl.DataFrame({"model": ["m"] * 2, "corpus": ["C"] * 2, "case_id": ["c"] * 2, "method": ["ar", "copy-line-ideal"],
                           "speedup": [1.0, 2.5]})
-    assert e2e_case_speedups(cases)["method"].to_list() == ["cad_line"]
+    assert e2e_case_speedups(cases)["method"].to_list() == ["copy-line-ideal"]
     with pytest.raises(ParamsError, match=r"lacks column\(s\) \['speedup'\]"):
         e2e_case_speedups(cases.drop("speedup"))

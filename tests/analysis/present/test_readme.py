@@ -353,7 +353,7 @@ def test_the_e2e_headline_leads_with_directives_decoded_with_the_frozen_wide_run
                  "prompt_seconds": 1.0, "speedup_with_prompt": 31.0 / (seconds + 1.0), "predicted_pooled": 2.0,
                  "abs_error": -0.1}
                 for pool in ("HEvalFix-Py", "HEvalFix", "pooled")
-                for method, seconds in (("ar", 30.0), ("cad_line_overhead", decoded_seconds), ("cad_line", 5.0))]
+                for method, seconds in (("ar", 30.0), ("copy-line-decoded", decoded_seconds), ("copy-line-ideal", 5.0))]
         return pl.DataFrame(rows).select(POOLED_COLUMNS)
 
     (tmp_path / TABLES).mkdir(parents=True)
@@ -367,7 +367,7 @@ def test_the_e2e_headline_leads_with_directives_decoded_with_the_frozen_wide_run
     wide = tmp_path / E2E_FROZEN / E2E_WIDE
     wide.mkdir(parents=True)
     pooled(12, 10.0).write_csv(wide / "e2e_pooled.csv")
-    pl.DataFrame({"model": ["m"] * 2, "corpus": ["HEvalFix-Py"] * 2, "method": ["ar", "cad_line"], "cases": [12] * 2,
+    pl.DataFrame({"model": ["m"] * 2, "corpus": ["HEvalFix-Py"] * 2, "method": ["ar", "copy-line-ideal"], "cases": [12] * 2,
                   "speedup_total": [1.0, 6.0], "speedup_with_prompt": [1.0, 5.0], "abs_error_total": [0.0, 0.1]}
                  ).write_csv(wide / "e2e_speedup.csv")
     pl.DataFrame({"model": ["m"] * 12, "corpus": ["HEvalFix-Py"] * 12, "case_id": [f"c/{i}" for i in range(12)],

@@ -26,17 +26,17 @@ from analysis.results.e2e import (
     pooled_sentence,
     read_frozen,
 )
-from analysis.results.methods import method_label
+from analysis.rivals.methods import method_label
 
 # AR seconds per pool; each method's seconds per pool. ProbeEdit-S/1 alone wins 19.5x (a best case)
 AR = {"HEvalFix-Py": (3, 30.0), "ProbeEdit-S": (1, 39.0), "HEvalFix": (3, 30.0), "pooled": (4, 69.0)}
 SECONDS = {  # method -> pool -> seconds
-    "cad_line": {"HEvalFix-Py": 10.0, "ProbeEdit-S": 2.0, "HEvalFix": 10.0, "pooled": 12.0},
-    "cad_line_overhead": {"HEvalFix-Py": 15.0, "ProbeEdit-S": 3.0, "HEvalFix": 15.0, "pooled": 18.0},
-    "pld_earliest_k10": {"HEvalFix-Py": 25.0, "ProbeEdit-S": 26.0, "HEvalFix": 25.0, "pooled": 51.0},
-    "pld_earliest_k64": {"HEvalFix-Py": 12.0, "ProbeEdit-S": 9.0, "HEvalFix": 12.0, "pooled": 21.0},
-    "pld_latest_k64": {"HEvalFix-Py": 6.0, "ProbeEdit-S": 4.0, "HEvalFix": 6.0, "pooled": 10.0},  # not the standard
-    "suffix_k64": {"HEvalFix-Py": 11.0, "ProbeEdit-S": 8.0, "HEvalFix": 11.0, "pooled": 19.0},
+    "copy-line-ideal": {"HEvalFix-Py": 10.0, "ProbeEdit-S": 2.0, "HEvalFix": 10.0, "pooled": 12.0},
+    "copy-line-decoded": {"HEvalFix-Py": 15.0, "ProbeEdit-S": 3.0, "HEvalFix": 15.0, "pooled": 18.0},
+    "pld-earliest-k10": {"HEvalFix-Py": 25.0, "ProbeEdit-S": 26.0, "HEvalFix": 25.0, "pooled": 51.0},
+    "pld-earliest-k64": {"HEvalFix-Py": 12.0, "ProbeEdit-S": 9.0, "HEvalFix": 12.0, "pooled": 21.0},
+    "pld-latest-k64": {"HEvalFix-Py": 6.0, "ProbeEdit-S": 4.0, "HEvalFix": 6.0, "pooled": 10.0},  # not the standard
+    "suffix-k64": {"HEvalFix-Py": 11.0, "ProbeEdit-S": 8.0, "HEvalFix": 11.0, "pooled": 19.0},
 }
 
 
@@ -59,11 +59,11 @@ def test_the_sentence_leads_with_directives_decoded_and_pools_never_pick_the_bes
     hevalfix, whole = text.split("; all 4 cases (HEvalFix-Py 3, ProbeEdit-S 1): ")
     # the rivals: the standard policy at its best measured k (64 beats 10), never the latest policy's better 6.9x
     assert "PLD (earliest) at its best k=64 of 10/64 2.5x" in hevalfix and "6.9x" not in text
-    assert "suffix decoding k=64 2.7x" in hevalfix
+    assert "suffix decoding, k=64 2.7x" in hevalfix
     assert whole.index("with directives decoded 3.8x") < whole.index("PLD (earliest)") < whole.index("upper bound")
     assert "upper bound (directives free) line 5.8x [4.6, 6.9]" in whole and "19.5" not in text
     assert "including the prompt's prefill: Copy-as-Decode line, directives decoded 1.8x" in hevalfix  # (30 + 3) / (15 + 3)
-    assert best_standard_pld(pooled_frame().filter(pl.col("pool") == "pooled")) == "pld_earliest_k64"
+    assert best_standard_pld(pooled_frame().filter(pl.col("pool") == "pooled")) == "pld-earliest-k64"
 
 
 def test_a_run_of_hevalfix_cases_only_names_its_pool_once():
@@ -93,8 +93,8 @@ def write_frozen(root, pooled: pl.DataFrame, commit: str = "abcdef1234567") -> N
 
 
 WIDE_AR = {"CommitEdits-click": (3, 60.0), "HEvalFix-JS": (9, 40.0), "HEvalFix": (9, 40.0), "pooled": (12, 100.0)}
-WIDE = {"cad_line": {"CommitEdits-click": 10.0, "HEvalFix-JS": 10.0, "HEvalFix": 10.0, "pooled": 20.0},
-        "cad_line_overhead": {"CommitEdits-click": 12.0, "HEvalFix-JS": 20.0, "HEvalFix": 20.0, "pooled": 32.0}}
+WIDE = {"copy-line-ideal": {"CommitEdits-click": 10.0, "HEvalFix-JS": 10.0, "HEvalFix": 10.0, "pooled": 20.0},
+        "copy-line-decoded": {"CommitEdits-click": 12.0, "HEvalFix-JS": 20.0, "HEvalFix": 20.0, "pooled": 32.0}}
 
 
 def test_a_frozen_wide_run_is_read_a_missing_one_is_not_yet_run_and_an_old_one_is_stale(tmp_path):
@@ -177,10 +177,10 @@ def test_the_headline_rows_carry_the_pools_and_the_frozen_run(tmp_path):
 def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
     rows = []
     for case, ar in (("P/1", 10.0), ("P/2", 20.0)):
-        for method, speedup, per_forward, hist in (("ar", 1.0, 1.0, None), ("cad_line", 5.0, 30.0, None),
-                                                   ("cad_line_overhead", 2.0, 3.0, None),
-                                                   ("pld_earliest_k10", 1.5, 2.0, "0:4 10:1"),
-                                                   ("pld_earliest_k64", 2.5, 3.0, "0:2 3:1 64:2")):
+        for method, speedup, per_forward, hist in (("ar", 1.0, 1.0, None), ("copy-line-ideal", 5.0, 30.0, None),
+                                                   ("copy-line-decoded", 2.0, 3.0, None),
+                                                   ("pld-earliest-k10", 1.5, 2.0, "0:4 10:1"),
+                                                   ("pld-earliest-k64", 2.5, 3.0, "0:2 3:1 64:2")):
             rows.append({"model": "m", "corpus": "P", "case_id": case, "method": method, "gold_tokens": 120,
                          "ar_seconds": ar, "seconds": ar / speedup, "speedup": speedup, "prompt_seconds": 0.3,
                          "tokens": 120, "forwards": int(120 / per_forward), "tokens_per_forward": per_forward,
@@ -206,5 +206,5 @@ def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_f
     assert "PLD latest, k=64 (m, pooled)" not in labels and "PLD earliest, k=64 (m, pooled)" in labels
     assert tiles[-1] == ("e2e-wide (frozen run)", "not yet run")
     assert ("Copy-as-Decode line, directives decoded, including the prompt's prefill (m, HEvalFix)", "1.83x") in tiles
-    assert chart_methods(["ar", "cad_line", "cad_line_overhead"]) == [
-        ("cad_line_overhead", "Copy-as-Decode line, directives decoded"), ("cad_line", "Copy-as-Decode line, ideal (upper bound)")]
+    assert chart_methods(["ar", "copy-line-ideal", "copy-line-decoded"]) == [
+        ("copy-line-decoded", "Copy-as-Decode line, directives decoded"), ("copy-line-ideal", "Copy-as-Decode line, ideal (upper bound)")]

@@ -5,7 +5,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analysis.errors import ParamsError
-from analysis.rivals.pld import MAX_NGRAM, MIN_NGRAM, PromptLookup
+from analysis.rivals.families.pld import MAX_NGRAM, MIN_NGRAM, PromptLookup
 
 
 def test_transformers_defaults():

@@ -3,8 +3,9 @@ variants (directives decoded, forced ones jump-forwarded, free) and the decode-o
 
 from analysis.coverage.spans import SpanRow
 from analysis.rivals.forced import OpForcing
-from analysis.rivals.pld import PromptLookup
-from analysis.rivals.simulate import copy_forwards, decode_forwards, speculative_forwards
+from analysis.rivals.families.pld import PromptLookup
+from analysis.rivals.families.copy import copy_forwards
+from analysis.rivals.forwards import decode_forwards, speculative_forwards
 
 
 def test_prompt_lookup_with_gold_acceptance():

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from analysis.errors import ParamsError
-from analysis.rivals.suffix import (
+from analysis.rivals.families.suffix import (
     DEFAULTS,
     ResponseCache,
     SuffixDecoder,

@@ -10,7 +10,7 @@ from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED
 from analysis.rivals.table import fastest, percase_speedups, pooled_rows
 
 SECONDS = {"ar": 10.0, "copy-line-decoded": 4.0, "copy-line-ideal": 1.0, "pld-earliest-k10": 5.0,
-           "pld-earliest-k64": 2.0, "suffix": 2.5}
+           "pld-earliest-k64": 2.0, "suffix-k64": 2.5}
 
 
 def percase(cases_per_corpus: int = 5) -> pl.DataFrame:
@@ -22,7 +22,7 @@ def percase(cases_per_corpus: int = 5) -> pl.DataFrame:
             for method, seconds in SECONDS.items():
                 rows.append({"kernel_source": "paper", "case_id": f"{corpus}/{i}", "corpus": corpus, "framing": framing,
                              "method": method, "gold_tokens": 100, "forwards": 10, "decode_steps": 5,
-                             "seconds": seconds * scale * (1.1 if i % 2 and method == "suffix" else 1.0),
+                             "seconds": seconds * scale * (1.1 if i % 2 and method == "suffix-k64" else 1.0),
                              "extrapolated_forwards": 0})
     return percase_speedups(pl.DataFrame(rows))
 
@@ -31,8 +31,8 @@ def test_pooled_rows_are_ratios_of_sums_per_corpus_and_pool():
     cases = percase()
     table = pooled_rows(cases, 50, 0, 0.95)
     assert set(zip(table["corpus"], table["pool"])) >= {("HEvalFix-Py", "corpus"), (POOLED, PAPER_POOL), (POOLED, ALL_POOL)}
-    paper = table.filter((pl.col("pool") == PAPER_POOL) & (pl.col("method") == "suffix")).row(0, named=True)
-    rows = cases.filter(pl.col("corpus").is_in(["HEvalFix-Py", "ProbeEdit-S"]) & (pl.col("method") == "suffix"))
+    paper = table.filter((pl.col("pool") == PAPER_POOL) & (pl.col("method") == "suffix-k64")).row(0, named=True)
+    rows = cases.filter(pl.col("corpus").is_in(["HEvalFix-Py", "ProbeEdit-S"]) & (pl.col("method") == "suffix-k64"))
     assert paper["n_cases"] == 10
     assert paper["speedup"] == pytest.approx(rows["ar_seconds"].sum() / rows["seconds"].sum())
     assert table.filter(pl.col("method") == "ar")["speedup"].to_list() == [1.0] * 5
@@ -44,7 +44,7 @@ def test_the_fastest_is_deployable_and_its_runner_up_another_family():
     fast = fastest(pooled_rows(cases, 50, 0, 0.95), cases, 50, 0, 0.95)
     row = fast.filter(pl.col("pool") == ALL_POOL).row(0, named=True)
     assert row["fastest"] == "pld-earliest-k64"          # the ideal program (10x) is faster but never a candidate
-    assert row["runner_up"] == "suffix"                   # not pld-earliest-k10, a sibling setting
+    assert row["runner_up"] == "suffix-k64"                   # not pld-earliest-k10, a sibling setting
     assert row["best_copy"] == "copy-line-decoded" and row["best_rival"] == "pld-earliest-k64"
     assert row["copy_over_rival"] == pytest.approx(0.5)   # 2 s against 4 s on every case
     assert row["copy_over_rival_ci_low"] == pytest.approx(0.5) and row["copy_over_rival_ci_high"] == pytest.approx(0.5)

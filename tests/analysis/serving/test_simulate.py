@@ -11,7 +11,7 @@ from analysis.serving.scheduler import EngineConfig
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
 from analysis.serving.workload import draw_cases, poisson_arrivals
 
-METHODS = Methods({"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy", "copy-line-ideal": "ideal"},
+METHODS = Methods({"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy", "copy-line-ideal": "bound"},
                   {"pld-best": ("pld-earliest-k5",)}, frozenset({"pld-earliest-k5"})).validate()
 SWEEP = Sweep((1, 2, 8), 12, 2, 0.1, (0.5,), 12, 5.0, 2.0, 0).validate()
 
@@ -93,4 +93,4 @@ def test_bad_sweeps_are_named(change, message):
 
 def test_a_method_without_traces_is_named():
     with pytest.raises(ParamsError, match="no trace of method"):
-        shared_cases(traces(forwards_frame(2)), ["ar", "suffix"])
+        shared_cases(traces(forwards_frame(2)), ["ar", "suffix-k64"])

@@ -43,7 +43,7 @@ def test_samples_hold_one_line_per_case_framing_and_level(stage_scratch):
     programs = pl.read_parquet(BY_NAME["programs"].source)
     assert len(lines) == programs.height
     assert {(x["case_id"], x["framing"], x["method"]) for x in lines} == {
-        (r["case_id"], r["framing"], f"cad_{r['level']}") for r in programs.iter_rows(named=True)}
+        (r["case_id"], r["framing"], f"copy-{r['level']}-ideal") for r in programs.iter_rows(named=True)}
     first = programs.sort("corpus", "case_id", "framing", "level").row(0, named=True)
     assert lines[0]["program"] == first["program"] and lines[0]["task"] == "oracle"
 
@@ -71,10 +71,10 @@ def test_e2e_and_pilot_lines():
     rows = [{"model": "m", "corpus": "C", "case_id": "a", "method": method, "repeat": r, "seconds": s,
              "forwards": 3, "tokens": 9, "predicted_seconds": 1.0, "directive_tokens": 2, "gold_tokens": 9,
              "prompt_tokens": 20, "lossless_ok": True}
-            for method, times in (("ar", (4.0, 6.0)), ("cad_line", (1.0, 3.0))) for r, s in enumerate(times)]
+            for method, times in (("ar", (4.0, 6.0)), ("copy-line-ideal", (1.0, 3.0))) for r, s in enumerate(times)]
     lines = {x["method"]: x for x in e2e_lines(pl.DataFrame(rows))}
-    assert lines["cad_line"]["seconds_median"] == 2.0 and lines["cad_line"]["speedup_over_ar"] == 2.5
-    assert lines["ar"]["speedup_over_ar"] == 1.0 and lines["cad_line"]["repeats"] == 2
+    assert lines["copy-line-ideal"]["seconds_median"] == 2.0 and lines["copy-line-ideal"]["speedup_over_ar"] == 2.5
+    assert lines["ar"]["speedup_over_ar"] == 1.0 and lines["copy-line-ideal"]["repeats"] == 2
     from fixtures import pilot_record
 
     (pilot,) = pilot_lines(pl.DataFrame([pilot_record(phase="after", seed=0, case_id="h/1", exact_match=True)]))

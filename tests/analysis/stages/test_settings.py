@@ -73,6 +73,8 @@ STILL_DEFAULTED = {
 COLUMN_DEFAULTS = {
     "CostSettings": {"prompt_column", "prefill_tokens"},  # analysis/bounds.py: spans columns (the gold
     # tokenization's sensitivity swaps prefill_tokens); context, step_cost, steady_max_n come from params
+    # analysis/rivals/methods.py: a method value in a settings tuple; an unset field is one its family has not
+    "Method": {"level", "directives", "policy", "k", "cache", "fmt"},
 }
 
 # every command's argv for a plain run (bench busy and compare need their two run folders)

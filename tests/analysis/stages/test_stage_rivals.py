@@ -20,13 +20,17 @@ from analysis.stages import rivals
     ({"rivals.pld.k": [10, 0]}, "rivals.pld.k"),
     ({"rivals.pld.k": []}, "rivals.pld.k"),
     ({"rivals.pld.k": [10, None]}, "rivals.pld.k"),
+    ({"rivals.pld.k": [5000]}, r"\(5000 is out of range\)"),
+    ({"rivals.suffix.k": [0]}, r"rivals.suffix.k.*\(0 is out of range\)"),
+    ({"rivals.suffix.unbounded": 1}, "rivals.suffix.unbounded"),
+    ({"rivals.suffix.options.min_token_prob": float("nan")}, "'rivals.suffix.options.min_token_prob' must be a finite number"),
     ({"rivals.pld.unbounded": "yes"}, "rivals.pld.unbounded"),
     ({"rivals.pld.policies": ["first"]}, "rivals.pld.policies"),
     ({"rivals.pld.ngram_max": 10 ** 9}, "ngram_max"),
     ({"rivals.suffix.options.max_tree_depth": 10 ** 9}, "max_tree_depth"),
-    ({"rivals.suffix.options.depth": 3}, "unknown settings"),
+    ({"rivals.suffix.options.depth": 3}, "is not a suffix decoding setting"),
     ({"rivals.suffix.options": {"max_tree_depth": 64}}, r"lacks \['max_spec_factor'"),
-    ({"rivals.suffix.k": 0}, "rivals.suffix.k"),
+    ({"rivals.suffix.k": 0}, "'rivals.suffix.k' must be list"),
     ({"rivals.kernel_sources": ["paper", "H200 eager"], "rivals.judged_source": "paper"}, "unknown kernel sources"),
     ({"rivals.judged_source": "fit2"}, "rivals.judged_source"),
     ({"rivals.estimates": [{"name": "x", "decode": "paper"}]}, "exactly name, decode and prefill"),
@@ -48,9 +52,9 @@ def test_an_unknown_rivals_key_is_named():
 
 def test_the_shipped_settings_simulate_the_standard_and_best_settings():
     s = rivals.settings(params_with())
-    names = [m.name for m in rivals.methods(s.drafts)]
+    names = [m.name for m in s.methods]
     assert "pld-earliest-k10" in names and "pld-earliest-kinf" in names and "pld-latest-k64" in names
-    assert "suffix" in names and "suffix-cache" not in names  # the response cache is off by default
+    assert "suffix-k64" in names and "suffix-k64-cache" not in names  # the response cache is off by default
     assert {"copy-line-decoded", "copy-line-jump", "copy-line-ideal", "unified-diff", "search-replace"} <= set(names)
 
 
@@ -70,7 +74,7 @@ def test_a_run_writes_forwards_prices_tables_and_the_claims_row(stage_scratch):
     forwards = pl.read_parquet(stage_scratch / "data/rivals/forwards.parquet")
     cases = forwards["case_id"].n_unique()
     methods = sorted(set(forwards["method"]))
-    assert forwards.height == cases * len(methods) and "suffix-cache" in methods
+    assert forwards.height == cases * len(methods) and "suffix-k64-cache" in methods
     # every method reaches the gold output: emitted gold tokens (formats emit their own text's tokens)
     reach = forwards.filter(~pl.col("method").is_in(["unified-diff", "search-replace"]))
     assert (reach["emitted"].list.sum() == reach["gold_tokens"]).all()

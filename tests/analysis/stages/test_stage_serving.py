@@ -15,10 +15,11 @@ from analysis.stages import serving
 @pytest.mark.parametrize("changes, message", [
     ({"serving.slo.ttft_x": -1.0}, "ttft_x"),
     ({"serving.closed_loop.concurrency": [0, 1]}, r"concurrency.* must lie in \[1, inf\)"),
-    ({"serving.methods": {"ar": "baseline", "copy-line-decoded": "copy", "copy-token-decoded": "oracle"}},
-     "unknown roles"),
-    ({"serving.methods": {"ar": "baseline", "copy-line": "copy"}}, "unknown rival method 'copy-line'"),
-    ({"serving.speculative": []}, r"must list exactly the speculative methods .*pld-earliest-k5"),
+    ({"serving.methods": {"ar": "baseline", "copy-line-decoded": "copy"}}, "'serving.methods' must be list"),
+    ({"serving.methods": ["ar", "copy-line"]}, "method 'copy-line' is not spelled copy-<line|token>-<decoded|jump|ideal>"),
+    ({"serving.methods": ["ar", "pld-earliest-k5"]}, "names no Copy-as-Decode method"),
+    ({"serving.methods": ["copy-line-decoded"]}, "exactly one baseline"),
+    ({"serving.speculative": ["pld-earliest-k5"]}, "unknown setting 'serving.speculative'"),
     ({"serving.engine.max_num_batched_tokens": [4]}, "below one step's decode tokens"),
     ({"serving.headline_concurrency": [1, 64]}, "not in serving.closed_loop.concurrency"),
     ({"serving.replay.source": "h200/x/eager"}, "not one of serving.sources"),
@@ -28,6 +29,15 @@ from analysis.stages import serving
 def test_bad_settings_are_named_errors(changes, message):
     with pytest.raises(ParamsError, match=message):
         serving.settings(serving_params(**changes))
+
+
+def test_roles_and_speculative_come_from_the_vocabulary():
+    """Review round 6, item 1: serving.methods names the methods, the vocabulary gives their roles and which
+    verifies are atomic (never restated in params, so never out of step with the rivals stage)."""
+    methods = serving.settings(serving_params()).methods
+    assert methods.roles == {"ar": "baseline", "pld-earliest-k5": "rival", "copy-line-decoded": "copy",
+                             "copy-line-ideal": "bound"}
+    assert methods.atomic == frozenset({"pld-earliest-k5"})
 
 
 def test_an_unknown_serving_key_is_named():

@@ -192,7 +192,7 @@ def _e2e(ids: list[str], cad_seconds: float, rng) -> pl.DataFrame:
     for case in ids:
         for repeat in range(3):
             rows.append(("m-1", _corpus(case), case, "ar", repeat, 2.0 + 0.1 * rng.random()))
-            rows.append(("m-1", _corpus(case), case, "cad_line", repeat, cad_seconds * (1 + 0.1 * rng.random())))
+            rows.append(("m-1", _corpus(case), case, "copy-line-ideal", repeat, cad_seconds * (1 + 0.1 * rng.random())))
     return pl.DataFrame(rows, orient="row", schema=["model", "corpus", "case_id", "method", "repeat", "seconds"])
 
 

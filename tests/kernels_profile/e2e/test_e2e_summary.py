@@ -9,7 +9,9 @@ import polars as pl
 import pytest
 from fixtures import E2E_COSTS, E2E_PLAN, E2E_SEGMENTS, FakeExecutor, e2e_measured, fake_drafters
 
-from analysis.results.methods import Method
+from analysis.rivals.families.suffix import DEFAULTS
+from analysis.rivals.methods import Method, parse_method
+from analysis.rivals.settings import DraftSettings
 from kernels_profile.e2e import methods as e2e
 from kernels_profile.e2e import summary as e2e_summary
 from kernels_profile.e2e.settings import MethodPlan
@@ -42,7 +44,7 @@ def test_per_pair_ratios_come_from_the_same_repeat():
         if method != "ar":
             assert pairs.filter(pl.col("method") == method)["ratio"].to_list() == pytest.approx([E2E_COSTS["ar"] / cost] * 3)
     summary = e2e_summary.speedup_summary(frame)
-    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
+    line = summary.filter(pl.col("method") == "copy-line-ideal").row(0, named=True)
     assert line["pair_ratio_median"] == pytest.approx(4.0) and line["pair_ratio_iqr"] == pytest.approx(0.0)
     assert line["pairs"] == 3 and line["speedup_median"] == pytest.approx(4.0)
 
@@ -61,10 +63,10 @@ def test_one_slow_repeat_does_not_move_a_cases_seconds():
 
 def test_cases_that_measure_different_methods_summarise_together():
     _, swept = e2e_measured("a", 2)
-    plain = measured(E2E_COSTS, [1.0, 1.0], "b", MethodPlan((Method.ar(), Method.parse("cad_line"), Method.parse("cad_token")), 3, ()))
+    plain = measured(E2E_COSTS, [1.0, 1.0], "b", MethodPlan((Method("ar"), parse_method("copy-line-ideal"), parse_method("copy-token-ideal")), DraftSettings(3, DEFAULTS)))
     frame = pl.concat([case_frame(swept, "C/1"), case_frame(plain, "C/2")], how="diagonal")
     cases = dict(e2e_summary.speedup_summary(frame).select("method", "cases").iter_rows())
-    assert cases["cad_line"] == 2 and cases["pld_latest_k10"] == 1
+    assert cases["copy-line-ideal"] == 2 and cases["pld-latest-k10"] == 1
 
 
 def three_cases() -> pl.DataFrame:
@@ -73,7 +75,7 @@ def three_cases() -> pl.DataFrame:
     frames = []
     for case_id, corpus, scale, line_cost in (("HEvalFix-Py/1", "HEvalFix-Py", 1.0, 1.0), ("HEvalFix-Py/2", "HEvalFix-Py", 10.0, 4.0),
                                               ("ProbeEdit-S/1", "ProbeEdit-S", 5.0, 4.0)):
-        costs = {k: v * scale for k, v in {**E2E_COSTS, "cad_line": line_cost}.items()}
+        costs = {k: v * scale for k, v in {**E2E_COSTS, "copy-line-ideal": line_cost}.items()}
         predicted = {k: v * 1.25 for k, v in costs.items()}  # every method predicted 25% slow
         frames.append(case_frame(measured(costs, [1.0, 1.0], case_id), case_id, corpus, predicted=predicted))
     return pl.concat(frames)
@@ -83,14 +85,14 @@ def test_the_pooled_headline_is_the_ratio_of_summed_times_never_the_best_case():
     frame = three_cases()
     cases = e2e_summary.case_table(frame)
     assert cases.height == 3 * len(E2E_PLAN.methods)
-    a1 = cases.filter((pl.col("case_id") == "HEvalFix-Py/1") & (pl.col("method") == "cad_line")).row(0, named=True)
+    a1 = cases.filter((pl.col("case_id") == "HEvalFix-Py/1") & (pl.col("method") == "copy-line-ideal")).row(0, named=True)
     assert a1["ar_seconds"] == 8.0 and a1["seconds"] == 1.0 and a1["speedup"] == pytest.approx(8.0)
     assert a1["tokens_per_forward"] == pytest.approx(1.0) and a1["accept_hist"] is None
     assert a1["speedup_with_prompt"] == pytest.approx(8.5 / 1.5) and a1["abs_error"] == pytest.approx(1 / 1.25 - 1)
-    pld = cases.filter(pl.col("method") == "pld_latest_k10")["accept_hist"].to_list()
+    pld = cases.filter(pl.col("method") == "pld-latest-k10")["accept_hist"].to_list()
     assert pld == ["0:4"] * 3  # the fake's four forwards accepted no draft token
     pooled = e2e_summary.pooled_summary(frame, 200, 0, 0.95)
-    line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "cad_line").iter_rows(named=True)}
+    line = {r["pool"]: r for r in pooled.filter(pl.col("method") == "copy-line-ideal").iter_rows(named=True)}
     assert list(line) == ["HEvalFix-Py", "ProbeEdit-S", "HEvalFix", "pooled"]  # the corpora, then HEvalFix, then all
     assert line["HEvalFix-Py"]["cases"] == 2 and line["HEvalFix-Py"]["speedup_pooled"] == pytest.approx((8 + 80) / (1 + 40))
     assert line["HEvalFix"]["speedup_pooled"] == line["HEvalFix-Py"]["speedup_pooled"]
@@ -123,7 +125,7 @@ def summary_frame(ar_s, line_s, pred_ar, pred_line) -> pl.DataFrame:
                       "extrapolated_spans": 0, "lossless_ok": True}
             rows.append({**common, "method": "ar", "order_index": repeat, "seconds": a, "forwards": 10,
                          "predicted_seconds": pa, "predicted": 1.0})
-            rows.append({**common, "method": "cad_line", "order_index": 1 - repeat, "seconds": m, "forwards": 2,
+            rows.append({**common, "method": "copy-line-ideal", "order_index": 1 - repeat, "seconds": m, "forwards": 2,
                          "predicted_seconds": pm, "predicted": pa / pm})
     return pl.DataFrame(rows, schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
         model=pl.lit("m"), corpus=pl.lit("C"))
@@ -132,7 +134,7 @@ def summary_frame(ar_s, line_s, pred_ar, pred_line) -> pl.DataFrame:
 def test_predicted_and_measured_are_aggregated_the_same_way():
     ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
     pred_ar, pred_line = np.array([8.0, 4.0, 20.0]), np.array([2.0, 1.0, 4.0])
-    row = e2e_summary.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    row = e2e_summary.speedup_summary(summary_frame(ar, line, pred_ar, pred_line)).filter(pl.col("method") == "copy-line-ideal").row(0, named=True)
     assert row["speedup_total"] == pytest.approx(ar.sum() / line.sum())
     assert row["predicted_total"] == pytest.approx(pred_ar.sum() / pred_line.sum()) == row["predicted"]
     assert row["speedup_median"] == pytest.approx(np.median(ar / line))
@@ -143,13 +145,13 @@ def test_predicted_and_measured_are_aggregated_the_same_way():
     assert row["abs_error_total"] == pytest.approx(line.sum() / pred_line.sum() - 1)
     assert row["ar_abs_error_total"] == pytest.approx(ar.sum() / pred_ar.sum() - 1)
     assert row["abs_error_median"] == pytest.approx(np.median(line / pred_line - 1))
-    assert row["label"] == "Copy-as-Decode, line level, directives free (upper bound)"
+    assert row["label"] == "Copy-as-Decode line, directives free (upper bound)"
 
 
 def test_errors_that_cancel_in_the_ratio_still_show_in_the_absolute_error():
     """Review D7: both sides 20% below the prediction: the ratio agrees exactly, the seconds do not."""
     ar, line = np.array([10.0, 2.0, 30.0]), np.array([1.0, 1.0, 10.0])
-    row = e2e_summary.speedup_summary(summary_frame(ar, line, ar / 0.8, line / 0.8)).filter(pl.col("method") == "cad_line").row(0, named=True)
+    row = e2e_summary.speedup_summary(summary_frame(ar, line, ar / 0.8, line / 0.8)).filter(pl.col("method") == "copy-line-ideal").row(0, named=True)
     assert row["gap_total"] == pytest.approx(0.0) and row["gap_median"] == pytest.approx(0.0)
     assert row["abs_error_total"] == pytest.approx(-0.2) and row["ar_abs_error_total"] == pytest.approx(-0.2)
     assert row["speedup_total"] != pytest.approx(row["speedup_median"])  # the two bases differ (3.5x vs 3x)

@@ -6,8 +6,8 @@ from analysis.errors import ParamsError, ProgramError  # noqa: E402
 from analysis.grammar.program import Copy, Gen, Program, escape, render_op  # noqa: E402
 from kernels_profile.measure.equivalence import rel_diff  # noqa: E402
 from kernels_profile.runtime.hf import numbered  # noqa: E402
-from analysis.rivals.pld import PromptLookup  # noqa: E402
-from analysis.rivals.suffix import SuffixDecoder  # noqa: E402
+from analysis.rivals.families.pld import PromptLookup  # noqa: E402
+from analysis.rivals.families.suffix import SuffixDecoder  # noqa: E402
 from kernels_profile.e2e.executor import Executor, Run, acceptance_histogram, program_segments  # noqa: E402
 from kernels_profile.runtime.models import build_model  # noqa: E402
 
@@ -168,7 +168,9 @@ def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
 def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor, rewriter):
     import polars as pl
 
-    from analysis.results.methods import Method
+    from analysis.rivals.families.suffix import DEFAULTS
+    from analysis.rivals.methods import parse_method
+    from analysis.rivals.settings import DraftSettings
     from kernels_profile.e2e.methods import losslessness, measure_case
     from kernels_profile.e2e.settings import MethodPlan
     from kernels_profile.e2e.summary import speedup_summary
@@ -178,8 +180,8 @@ def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor, rew
     program = Program((Copy(1, 2), Gen("BETA\n"), Copy(3, 3)))
     segments = {"line": program_segments(program, SOURCE, None, encode),
                 "token": program_segments(program, SOURCE, None, encode)}
-    plan = MethodPlan(tuple(Method.parse(n) for n in ("ar", "pld_latest_k8", "pld_earliest_k8", "cad_line", "cad_token",
-                                                      "cad_line_overhead")), 3, ())
+    plan = MethodPlan(tuple(parse_method(n) for n in ("ar", "pld-latest-k8", "pld-earliest-k8", "copy-line-ideal", "copy-token-ideal",
+                                                      "copy-line-decoded")), DraftSettings(3, DEFAULTS))
     executors = {"rewrite": rewriter, "program": executor}
     records = measure_case(executors, gold, segments, plan, repeats=3, order_seed="0/tiny/C/1")
     order = interleaved_order(plan.names(), 3, "0/tiny/C/1")
@@ -188,8 +190,8 @@ def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor, rew
     assert all(r["seconds"] > 0 and r["tokens"] == len(gold) and r["prompt_seconds"] > 0 for r in records)
     # each method on its own prompt: AR and PLD on the rewrite prompt, the programs on the numbered one
     prompts = {r["method"]: r["prompt_tokens"] for r in records}
-    assert prompts["ar"] == prompts["pld_latest_k8"] == len(rewriter.prompt_ids)
-    assert prompts["cad_line"] == len(executor.prompt_ids) != prompts["ar"]
+    assert prompts["ar"] == prompts["pld-latest-k8"] == len(rewriter.prompt_ids)
+    assert prompts["copy-line-ideal"] == len(executor.prompt_ids) != prompts["ar"]
     check = losslessness(executor, segments["line"], tolerance=1e-4)
     assert check["ok"] and check["logits_rel_diff"] < 1e-4
     frame = pl.DataFrame(records, schema_overrides={"accept_hist": pl.List(pl.Int64)}).with_columns(
@@ -199,7 +201,7 @@ def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor, rew
     summary = speedup_summary(frame)
     ar = summary.filter(pl.col("method") == "ar").row(0, named=True)
     assert ar["speedup_total"] == pytest.approx(1.0)
-    line = summary.filter(pl.col("method") == "cad_line").row(0, named=True)
+    line = summary.filter(pl.col("method") == "copy-line-ideal").row(0, named=True)
     assert line["forwards"] < ar["forwards"] and line["pairs"] == 3
 
 

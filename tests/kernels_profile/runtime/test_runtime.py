@@ -16,7 +16,7 @@ from kernels_profile.runtime.checkpoints import (
     write_json_checkpoint,
 )
 
-FRAME = pl.DataFrame({"method": ["ar", "cad_line"], "seconds": [2.0, 1.0]})
+FRAME = pl.DataFrame({"method": ["ar", "copy-line-ideal"], "seconds": [2.0, 1.0]})
 
 
 def test_the_key_changes_with_the_version_and_every_part_and_not_with_dict_order():

@@ -35,8 +35,8 @@ def measurements(line_scale: dict[str, float], cases_per_corpus: int = 2, repeat
     for corpus, scale in line_scale.items():
         for case in range(cases_per_corpus):
             for repeat in range(repeats):
-                for index, (method, seconds) in enumerate((("ar", 8.0), ("pld_latest_k10", 4.0),
-                                                           ("cad_line", 2.0 * scale), ("cad_token", 1.0))):
+                for index, (method, seconds) in enumerate((("ar", 8.0), ("pld-latest-k10", 4.0),
+                                                           ("copy-line-ideal", 2.0 * scale), ("copy-token-ideal", 1.0))):
                     rows.append({"model": "smollm2-135m", "weights": "gguf", "dtype": "float32", "corpus": corpus,
                                  "case_id": f"{corpus}/{case}", "method": method, "repeat": repeat,
                                  "order_index": index, "seconds": seconds, "forwards": 8, "tokens": 8,
@@ -96,8 +96,8 @@ def test_e2e_change_is_judged_against_twenty_percent():
 def test_e2e_runs_of_different_corpora_are_an_error():
     with pytest.raises(ParamsError, match="different e2e model x corpus groups"):
         compare_e2e(measurements({"HEvalFix-Py": 1.0}), measurements({"HEvalFix-JS": 1.0}))
-    with pytest.raises(ParamsError, match="'cad_line'"):
-        e2e_medians(measurements({"HEvalFix-Py": 1.0}).filter(pl.col("method") != "cad_line"))
+    with pytest.raises(ParamsError, match="'copy-line-ideal'"):
+        e2e_medians(measurements({"HEvalFix-Py": 1.0}).filter(pl.col("method") != "copy-line-ideal"))
 
 
 def _repository(root, ar_scale: float, line_scale: float, kernels_env: dict | None, e2e_env: dict | None):

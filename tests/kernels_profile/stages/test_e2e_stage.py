@@ -22,7 +22,7 @@ from fixtures import (
 
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
-from analysis.results.methods import Method
+from analysis.rivals.methods import Method
 from kernels_profile.e2e import methods as e2e
 from kernels_profile.e2e.job import CHECKPOINT_VERSION, build_job
 from kernels_profile.e2e.predict import CurvePoint, LatencyCurve
@@ -48,11 +48,11 @@ def test_the_plan_measures_both_policies_at_every_k_and_the_sweep_only_where_ask
     swept = s.plan("smollm2-135m", "HEvalFix-Py").names()
     plain = s.plan("qwen2.5-0.5b", "HEvalFix-Py").names()
     assert s.plan("smollm2-135m", "ProbeEdit-S").names() == plain
-    assert {m for m in swept if m.startswith("pld_")} == {f"pld_{p}_k{k}" for p in ("latest", "earliest") for k in (10, 64, 256)}
-    assert {m for m in plain if m.startswith("pld_")} == {"pld_latest_k10", "pld_earliest_k10"}
+    assert {m for m in swept if m.startswith("pld-")} == {f"pld-{p}-k{k}" for p in ("latest", "earliest") for k in (10, 64, 256)}
+    assert {m for m in plain if m.startswith("pld-")} == {"pld-latest-k10", "pld-earliest-k10"}
     for methods in (swept, plain):
-        assert methods[0] == "ar" and {"cad_line", "cad_token", "cad_line_overhead", "cad_token_overhead"} <= set(methods)
-    assert "cad_token_overhead" not in stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").names()
+        assert methods[0] == "ar" and {"copy-line-ideal", "copy-token-ideal", "copy-line-decoded", "copy-token-decoded"} <= set(methods)
+    assert "copy-token-decoded" not in stage.settings(cfg(**{"e2e.overhead": []})).plan("qwen2.5-0.5b", "C").names()
     # every method is a typed value: no name is parsed back to find its k or policy
     assert all(isinstance(m, Method) for m in s.plan("smollm2-135m", "HEvalFix-Py").methods)
 
@@ -62,16 +62,17 @@ def test_the_default_plan_matches_the_rivals_standard_and_best_settings():
     the paper's tree depth, Copy-as-Decode with directives decoded beside the ideal variant."""
     s = stage.settings(BASE)
     assert s.plan("smollm2-135m", "HEvalFix-Py").names() == (
-        "ar", "cad_line_overhead", "cad_token_overhead", "pld_earliest_k10", "pld_earliest_k32", "pld_earliest_k64",
-        "suffix_k64", "cad_line", "cad_token")
-    assert s.drafts.ngram_max == 2 and dict(s.drafts.suffix_options)["max_tree_depth"] == 64
+        "ar", "copy-line-decoded", "copy-token-decoded", "pld-earliest-k10", "pld-earliest-k32", "pld-earliest-k64",
+        "suffix-k64", "copy-line-ideal", "copy-token-ideal")
+    assert s.drafts.ngram_max == 2 and s.drafts.suffix.max_tree_depth == 64
     assert s.checks.lossless_levels == ("line",) and s.ci_level == 0.95
 
 
 @pytest.mark.parametrize("key, value, message", [
     ("e2e.pld.policies", ["nearest"], "'e2e.pld.policies' has unknown values ['nearest']"),
-    ("e2e.pld.k", [10, 10], "'e2e.pld.k' lists a value twice"),
-    ("e2e.pld.k", [0], "'e2e.pld.k' values must lie in [1, inf)"),
+    ("e2e.pld.k", [10, 10], "'e2e.pld.k' must be a non-empty list of distinct integers in [1, 4096]"),
+    ("e2e.pld.k", [0], "(0 is out of range)"),
+    ("e2e.pld.k", [5000], "(5000 is out of range)"),
     ("e2e.pld.sweep_models", ["gpt-9"], "'e2e.pld.sweep_models' has unknown values ['gpt-9']"),
     ("e2e.overhead", ["char"], "'e2e.overhead' has unknown values ['char']"),
     ("e2e.pld.sweep_corpora", ["HEvalFix-Go"], "'e2e.pld.sweep_corpora' has unknown values ['HEvalFix-Go']"),
@@ -83,10 +84,12 @@ def test_the_default_plan_matches_the_rivals_standard_and_best_settings():
     ("e2e.fit", "cubic", "'e2e.fit' must be one of interp, quadratic, roofline"),
     ("e2e.ar_grid", [0, 4], "'e2e.ar_grid' values must lie in [1, inf)"),
     ("e2e.mask_cost.model", "gpt-9", "'e2e.mask_cost.model' must be one of"),
-    ("e2e.suffix.k", [64, 64], "'e2e.suffix.k' lists a value twice"),
-    ("e2e.suffix.options", {"max_tree_depth": "deep"}, "'e2e.suffix.options.max_tree_depth' must be a number"),
-    ("e2e.suffix.options", {"max_depth": 64}, "'e2e.suffix.options.max_depth' is not a suffix decoding setting"),
-    ("e2e.suffix.options", {"min_token_prob": 2.0}, "min_token_prob must be in [0, 1]"),
+    ("e2e.suffix.k", [64, 64], "'e2e.suffix.k' must be a list of distinct integers"),
+    ("e2e.suffix.options.max_tree_depth", "deep", "'e2e.suffix.options.max_tree_depth' must be a finite number"),
+    ("e2e.suffix.options.max_spec_factor", float("nan"), "'e2e.suffix.options.max_spec_factor' must be a finite number"),
+    ("e2e.suffix.options.max_depth", 64, "'e2e.suffix.options.max_depth' is not a suffix decoding setting"),
+    ("e2e.suffix.options", {"max_tree_depth": 64}, "'e2e.suffix.options' lacks ['max_spec_factor'"),
+    ("e2e.suffix.options.min_token_prob", 2.0, "min_token_prob must be in [0, 1]"),
     ("e2e.lossless_levels", ["char"], "'e2e.lossless_levels' has unknown values ['char']"),
     ("e2e.ci.level", 1.5, "'e2e.ci.level' must lie in (0, 1)"),
     ("e2e.losslessness_tolerance", 0, "'e2e.losslessness_tolerance' must be > 0"),
@@ -145,7 +148,7 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
         "sweep_corpora": key(**{"e2e.pld.sweep_corpora": []}),
         "ngram": key(**{"e2e.pld.ngram_max": 3}),
         "suffix": key(**{"e2e.suffix.k": [32]}),
-        "suffix options": key(**{"e2e.suffix.options": {"max_tree_depth": 32}}),
+        "suffix options": key(**{"e2e.suffix.options.max_tree_depth": 32}),
         "overhead": key(**{"e2e.overhead": ["line"]}),
         "seed": key(**{"e2e.seed": 1}),
         "step pricing": key(**{"bounds.step_cost": "first_step"}),
@@ -243,22 +246,22 @@ def test_measure_job_on_the_tiny_model_fills_the_checkpoint_schema():
     assert frame["lossless_ok"].all() and (frame["run_id"] == "run1").all() and frame["lossless_levels"][0] == "line,token"
     assert curve.contexts == job.curve_contexts and curve.ar_points() == [1, 2, 4, 8]
     by = {m: frame.filter(pl.col("method") == m) for m in names}
-    directive = by["cad_line_overhead"]["directive_tokens"][0]
+    directive = by["copy-line-decoded"]["directive_tokens"][0]
     assert directive == len('<copy lines="1-1"/>') + len("<gen></gen>") + len('<copy lines="3-3"/>')
-    assert (by["cad_line_overhead"]["forwards"] - by["cad_line"].sort("repeat")["forwards"] == directive).all()
+    assert (by["copy-line-decoded"]["forwards"] - by["copy-line-ideal"].sort("repeat")["forwards"] == directive).all()
     # every method is predicted, from its own forward log, against the same AR prediction
     assert frame["predicted_seconds"].is_not_null().all() and frame["predicted_ar_seconds"].n_unique() == 1
-    assert by["cad_line_overhead"]["predicted_seconds"][0] > by["cad_line"]["predicted_seconds"][0]
+    assert by["copy-line-decoded"]["predicted_seconds"][0] > by["copy-line-ideal"]["predicted_seconds"][0]
     assert by["ar"]["predicted"][0] == pytest.approx(1.0)
     # AR and the drafters on the rewrite prompt, the programs on the program prompt, each prefill timed
-    assert by["ar"]["prompt_tokens"][0] == len(job.prompts["rewrite"]) == by["suffix_k3"]["prompt_tokens"][0]
-    assert by["cad_line"]["prompt_tokens"][0] == len(job.prompts["program"])
+    assert by["ar"]["prompt_tokens"][0] == len(job.prompts["rewrite"]) == by["suffix-k3"]["prompt_tokens"][0]
+    assert by["copy-line-ideal"]["prompt_tokens"][0] == len(job.prompts["program"])
     assert (frame["prompt_seconds"] > 0).all()
     # the speculative methods' histograms (0..k) count every forward once
-    for name, k in (("pld_latest_k4", 4), ("pld_earliest_k4", 4), ("suffix_k3", 3)):
+    for name, k in (("pld-latest-k4", 4), ("pld-earliest-k4", 4), ("suffix-k3", 3)):
         for hist, forwards in zip(by[name]["accept_hist"].to_list(), by[name]["forwards"].to_list()):
             assert len(hist) == k + 1 and sum(hist) == forwards
-    assert by["ar"]["accept_hist"].is_null().all() and by["cad_line"]["accept_hist"].is_null().all()
+    assert by["ar"]["accept_hist"].is_null().all() and by["copy-line-ideal"]["accept_hist"].is_null().all()
     # the forward log: what the cache gained, run by run
     assert (by["ar"]["emitted"].list.sum() == len(job.gold)).all()
 
@@ -435,7 +438,7 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
     monkeypatch.setattr(stage.e2e, "sample_cases", lambda table, *a: table)
     s = stage.settings(BASE, preset="e2e-wide", out=str(tmp_path / "wide"))
     result = stage.run(s)
-    assert result["pooled"]["smollm2-135m/pooled/cad_line"]["cases"] == 2
+    assert result["pooled"]["smollm2-135m/pooled/copy-line-ideal"]["cases"] == 2
     assert {p.name for p in (tmp_path / "wide").iterdir()} >= set(FROZEN_FILES)
     assert not (tmp_path / "reports").exists()  # a preset run leaves the default outputs alone
     run = json.loads((tmp_path / "wide" / "run.json").read_text())

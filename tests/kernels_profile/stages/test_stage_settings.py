@@ -20,7 +20,7 @@ from kernels_profile.stages import decode, e2e as e2e_stage, fit, profile
 
 PARAMS = yaml.safe_load((ROOT / "params.yaml").read_text())
 DATACLASSES = (ProfileSpec, profile.ProfileSettings, fit.FitSettings, fit.RawSource, e2e_stage.E2ESettings,
-               e2e.E2EModel, e2e.DraftSettings, e2e.CurveSettings, e2e.CheckSettings, e2e.EnvironmentSettings,
+               e2e.E2EModel, e2e.DraftSettings, e2e.DraftBudgets, e2e.CurveSettings, e2e.CheckSettings, e2e.EnvironmentSettings,
                e2e.MaskSettings, e2e.MethodPlan, decode.DecodeSettings)
 
 
@@ -65,7 +65,7 @@ def test_the_fit_and_e2e_settings_read_params_yaml():
     s = e2e_stage.settings(PARAMS)
     group = PARAMS["e2e"]
     assert (s.seed, s.repeats, s.environment.threads, s.framing) == (group["seed"], group["repeats"], group["threads"], group["framing"])
-    assert list(s.drafts.k) == group["pld"]["k"] and list(s.drafts.suffix_k) == group["suffix"]["k"]
+    assert list(s.budgets.k) == group["pld"]["k"] and list(s.budgets.suffix_k) == group["suffix"]["k"]
     assert s.tokenizer == PARAMS["tokenizer"]["spec"] and len(s.models) == len(group["models"])
 
 

@@ -1,4 +1,6 @@
-"""Suffix decoding's drafter: an online object over token ids (torch-free).
+"""Suffix decoding: its drafter (an online object over token ids, torch-free) and its family,
+`suffix-k<k>[-cache]` (analysis.rivals.methods), from params `<stage>.suffix`: every draft budget of `k`
+(and unbounded drafts when `unbounded`), each also with the cross-request cache when `response_cache`.
 
 SuffixDecoding (Oliaro et al., arXiv 2411.04975), as Arctic Inference ships it and vLLM's
 `suffix` speculative method runs it, **written here from the paper's description and those
@@ -30,13 +32,17 @@ Use: `SuffixDecoder(prompt_ids)`, `draft(k)` before each forward, `extend(accept
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
 from analysis.errors import ParamsError
+from analysis.pipeline.params import get, known_keys
+from analysis.rivals.forwards import speculative_forwards
+from analysis.rivals.methods import Family, Method, draft_budgets, register
 
 F32 = np.float32
 
@@ -55,6 +61,10 @@ class SuffixSettings:
     max_cached_requests: int   # cross-request cache: the most recent responses kept
 
     def validate(self) -> SuffixSettings:
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ParamsError(f"suffix decoding {f.name} must be a finite number, got {value!r}")
         if not isinstance(self.max_tree_depth, int) or not 1 <= self.max_tree_depth <= MAX_TREE_DEPTH:
             raise ParamsError(f"suffix decoding max_tree_depth must be an integer in [1, {MAX_TREE_DEPTH}], got "
                               f"{self.max_tree_depth!r}")
@@ -251,3 +261,41 @@ class SuffixDecoder:
         """The request is done: its output joins the cross-request cache (when there is one)."""
         if self.cache is not None:
             self.cache.add(self._output)
+
+
+@register
+class SuffixFamily(Family):
+    name, title, position = "suffix", "suffix decoding", 2
+    fields, unbounded = ("k", "cache"), True
+    executor, speculative = "speculative", True
+    group, keys = "suffix", ("k", "unbounded", "options", "response_cache")
+
+    def label(self, m: Method) -> str:
+        return f"suffix decoding (k={m.budget}{', with response cache' if m.cache else ''})"
+
+    def short(self, m: Method) -> str:
+        return f"suffix decoding, k={m.budget}{', response cache' if m.cache else ''}"
+
+    def headline_rank(self, m: Method) -> int:
+        return 2
+
+    def drafter(self, m: Method, context, drafts, cache: ResponseCache | None = None) -> SuffixDecoder:
+        return SuffixDecoder(list(context), drafts.suffix, cache)
+
+    def response_cache(self, m: Method, drafts) -> ResponseCache:
+        return ResponseCache(drafts.suffix)
+
+    def forwards(self, m: Method, case, drafts, env):
+        if m.cache and env.cache is None:
+            raise ValueError(f"{m.name} needs its corpus's response cache")
+        decoder = self.drafter(m, case.source_ids, drafts, env.cache if m.cache else None)
+        out = speculative_forwards(decoder, case.gold, m.k)
+        decoder.finish()
+        return out
+
+    def members(self, params: dict, stage: str) -> tuple[Method, ...]:
+        where = f"{stage}.{self.group}"
+        known_keys(params, where, self.keys)
+        budgets = draft_budgets(params, f"{where}.k", unbounded=f"{where}.unbounded")
+        caches = (False, True) if get(params, f"{where}.response_cache", bool) else (False,)
+        return tuple(Method(self.name, k=k, cache=c) for k in budgets for c in caches)

@@ -1,4 +1,6 @@
-"""Prompt lookup decoding's drafter: an online object over token ids (torch-free).
+"""Prompt lookup decoding: its drafter (an online object over token ids, torch-free) and its family,
+`pld-<policy>-k<k>` (analysis.rivals.methods), from params `<stage>.pld`: every policy of `policies` at every
+draft budget of `k`, and unbounded drafts (`kinf`) when `unbounded`.
 
 The named standard is the policy of transformers' `PromptLookupCandidateGenerator` (read in
 transformers 5.24's `generation/candidate_generator.py`; the numbers below are its defaults):
@@ -14,7 +16,7 @@ transformers 5.24's `generation/candidate_generator.py`; the numbers below are i
 `latest` beside it takes the occurrence nearest the end instead (the most recent copy of the text;
 the suite's e2e executor drafted that way before). transformers also
 crops a draft at an EOS token and at `max_length`; the gold outputs hold no EOS, and the caller crops a
-draft to the tokens still to come (analysis.rivals.simulate).
+draft to the tokens still to come (analysis.rivals.forwards.speculative_forwards).
 
 Use: `PromptLookup(prompt_ids)`, then `draft(k)` before each forward and `extend(accepted)` after it
 (every token that entered the output, the corrected one included). `k=None` drafts to the end of the
@@ -27,6 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from analysis.errors import ParamsError
+from analysis.pipeline.params import choices, known_keys
+from analysis.rivals.forwards import speculative_forwards
+from analysis.rivals.methods import Family, Method, draft_budgets, register
 
 POLICIES = ("earliest", "latest")
 STANDARD_POLICY = "earliest"
@@ -85,3 +90,30 @@ class PromptLookup:
         n, start = found
         begin = start + n
         return self.context[begin:] if k is None else self.context[begin:begin + k]
+
+
+@register
+class PromptLookupFamily(Family):
+    name, title, position = "pld", "prompt lookup", 1
+    fields, choices, unbounded = ("policy", "k"), {"policy": POLICIES}, True
+    executor, speculative = "speculative", True
+    group, keys = "pld", ("policies", "k", "unbounded", "ngram_max")
+
+    def label(self, m: Method) -> str:
+        return f"prompt lookup ({m.policy}, k={m.budget})"
+
+    def short(self, m: Method) -> str:
+        return f"PLD {m.policy}, k={m.budget}"
+
+    def drafter(self, m: Method, context, drafts) -> PromptLookup:
+        return PromptLookup(list(context), policy=m.policy, max_ngram=drafts.ngram_max)
+
+    def forwards(self, m: Method, case, drafts, env):
+        return speculative_forwards(self.drafter(m, case.source_ids, drafts), case.gold, m.k)
+
+    def members(self, params: dict, stage: str) -> tuple[Method, ...]:
+        where = f"{stage}.{self.group}"
+        known_keys(params, where, self.keys)
+        policies = choices(params, f"{where}.policies", POLICIES)
+        budgets = draft_budgets(params, f"{where}.k", unbounded=f"{where}.unbounded")
+        return tuple(Method(self.name, policy=p, k=k) for p in policies for k in budgets)

@@ -1,0 +1,83 @@
+"""Copy-as-Decode, `copy-<level>-<directives>`: the oracle program at line or token level
+(analysis.coverage.spans, the rows the bounds price), given the numbered prompt.
+
+Its forwards, each op in order: its directive tokens (the bounds price them at the op's start context, so
+they come first and emit nothing), then its payload: a copy is one prefill of the source tokens it
+forwards (emitting its gold tokens; a copy that forwards no token has no forward), a gen op one decode step
+per gold token. `decoded`: every directive token is a decode step (what a deployment without grammar
+jump-forward pays); `jump`: the tokens the grammar forces (analysis.rivals.forced) are not decoded but
+prefilled with the next forward, which then has q = 1 + those tokens (a prefill-type forward); `ideal`:
+directive tokens free (an upper bound, never a rival). The e2e executor runs `decoded` and `ideal`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from analysis.layout import LEVELS
+from analysis.rivals.forwards import Forwards
+from analysis.rivals.methods import PROGRAM_PROMPT, Family, Method, register
+
+DECODED, JUMP, IDEAL = "decoded", "jump", "ideal"
+DIRECTIVES = (DECODED, JUMP, IDEAL)
+DIRECTIVE_LABELS = {DECODED: "directives decoded", JUMP: "forced directive tokens jump-forwarded",
+                    IDEAL: "directives free (upper bound)"}
+DIRECTIVE_SHORT = {DECODED: "directives decoded", JUMP: "forced tokens jump-forwarded", IDEAL: "ideal (upper bound)"}
+
+
+def copy_forwards(ops: Sequence, forcing: Sequence, directives: str) -> Forwards:
+    """A program's forwards (module docstring): `ops` its analysis.coverage.spans.SpanRow rows, `forcing` an
+    analysis.rivals.forced.OpForcing per op (used by `jump` only)."""
+    out = Forwards()
+    carry = 0  # jump-forwarded tokens waiting for the next forward
+
+    def step(emitted: int) -> None:
+        nonlocal carry
+        out.add(1 + carry, emitted, carry > 0)
+        carry = 0
+
+    for op, forced in zip(ops, forcing, strict=True):
+        if directives != IDEAL:
+            flags = list(forced.flags) if directives == JUMP else []
+            if len(flags) > op.directive_tokens:
+                raise ValueError(f"op {op.op_index}: {len(flags)} forcing flags for {op.directive_tokens} directive tokens")
+            flags += [False] * (op.directive_tokens - len(flags))  # escapes' extra tokens: decoded
+            for is_forced in flags:
+                if is_forced:
+                    carry += 1
+                else:
+                    step(0)
+        if op.kind == "copy":
+            if op.n_tokens_src > 0:
+                out.add(op.n_tokens_src + carry, op.n_tokens, True)
+                carry = 0
+        else:
+            for _ in range(op.n_tokens):
+                step(1)
+    return out
+
+
+@register
+class CopyAsDecode(Family):
+    name, title, position = "copy", "Copy-as-Decode", 4
+    fields, choices = ("level", "directives"), {"level": LEVELS, "directives": DIRECTIVES}
+    prompt, executor = PROGRAM_PROMPT, "program"
+
+    def label(self, m: Method) -> str:
+        return f"Copy-as-Decode {m.level}, {DIRECTIVE_LABELS[m.directives]}"
+
+    def short(self, m: Method) -> str:
+        return f"Copy-as-Decode {m.level}, {DIRECTIVE_SHORT[m.directives]}"
+
+    def role(self, m: Method) -> str:
+        return "bound" if m.directives == IDEAL else "copy"
+
+    def headline_rank(self, m: Method) -> int:
+        return 3 if m.directives == IDEAL else 0
+
+    def forwards(self, m: Method, case, drafts, env) -> Forwards:
+        ops, forcing = case.programs[m.level]
+        return copy_forwards(ops, forcing, m.directives)
+
+    def members(self, params: dict, stage: str) -> tuple[Method, ...]:
+        return tuple(Method(self.name, level=level, directives=d) for level in LEVELS for d in DIRECTIVES)

@@ -1,0 +1,57 @@
+"""A method's forward log on one case, and the two shapes most families build it in.
+
+`Forwards`: per forward `new_tokens` (q, the tokens it forwards), `emitted` (the output tokens it yields)
+and `prefill` (a prefill-type forward: a copy's prefill, a speculative verify of q > 1 tokens, a forward
+that also carries jump-forwarded tokens; else a decode step). analysis.rivals.pricing prices it, the
+serving simulation schedules it (analysis.serving.forwards).
+
+`decode_forwards`: n decode steps (a whole rewrite, an edit format's text). `speculative_forwards`: a
+drafter with **gold acceptance**: before each forward the drafter proposes up to k tokens (never more
+than the gold tokens still to come, less one); the forward verifies the draft and yields the longest
+prefix equal to the gold continuation plus one corrected token: q = draft + 1, emitted = accepted + 1.
+An empty draft is a plain decode step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Forwards:
+    """One method's forwards on one case."""
+
+    new_tokens: list[int] = field(default_factory=list)
+    emitted: list[int] = field(default_factory=list)
+    prefill: list[bool] = field(default_factory=list)
+
+    def add(self, q: int, emitted: int, prefill: bool) -> None:
+        self.new_tokens.append(int(q))
+        self.emitted.append(int(emitted))
+        self.prefill.append(bool(prefill))
+
+    def __len__(self) -> int:
+        return len(self.new_tokens)
+
+
+def decode_forwards(n: int) -> Forwards:
+    """n decode steps, one token each (AR over the gold output, or an edit format's text)."""
+    return Forwards([1] * n, [1] * n, [False] * n)
+
+
+def speculative_forwards(drafter, gold: Sequence[int], k: int | None) -> Forwards:
+    """Gold-acceptance speculation (module docstring) with a drafter that has `draft(k)` and
+    `extend(tokens)`; k None: no cap but the tokens still to come."""
+    out = Forwards()
+    pos, total = 0, len(gold)
+    while pos < total:
+        room = total - pos - 1
+        draft = drafter.draft(room if k is None else min(k, room))
+        accepted = 0
+        while accepted < len(draft) and draft[accepted] == gold[pos + accepted]:
+            accepted += 1
+        out.add(len(draft) + 1, accepted + 1, bool(draft))
+        drafter.extend(gold[pos:pos + accepted + 1])
+        pos += accepted + 1
+    return out

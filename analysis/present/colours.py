@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+from analysis.errors import ParamsError
+from analysis.rivals.methods import AR, COPY, FORMAT, FORMATS, PLD, PLD_KS, SUFFIX, vocabulary
+
 # (model, AR loop) of the kernel sources: a hue per model, lighter for the graph-captured loop
 KERNEL_COLOURS = {
     ("qwen2.5-0.5b", "eager"): "#2ca02c",
@@ -72,3 +75,48 @@ def palette(labels: list[str]) -> list[str]:
     for colour in fixed:
         out.append(colour if colour is not None else (spare.pop(0) if spare else "#999999"))
     return out
+
+
+# ---------------------------------------------------------------- methods: one colour per method on every chart
+# More methods than any 10-colour palette (prompt lookup alone is 12 settings): a hue per family, a shade per
+# setting (prompt lookup light to dark by k, one hue per match policy), and the role drawn as the dash
+# (`ROLE_DASHES`), so AR, a rival and Copy-as-Decode never share a colour and the bound never looks deployable.
+_PLD_SHADES = {"earliest": ("#c6dbef", "#9ecae1", "#6baed6", "#4292c6", "#2171b5", "#08306b"),
+               "latest": ("#c7e9c0", "#a1d99b", "#74c476", "#41ab5d", "#238b45", "#00441b")}
+_COPY_SHADES = {("line", "decoded"): "#d62728", ("line", "jump"): "#ff7f0e", ("line", "ideal"): "#f7b6b2",
+                ("token", "decoded"): "#9467bd", ("token", "jump"): "#e377c2", ("token", "ideal"): "#d9c6ea"}
+_FORMAT_SHADES = dict(zip(FORMATS, ("#8c564b", "#bcbd22")))
+_SUFFIX_SHADES = {False: "#17becf", True: "#9edae5"}
+FAMILY_BEST = {PLD: "#111111", SUFFIX: "#0b7f8c", FORMAT: "#5c3a2e", COPY: "#7f0000", AR: "#7f7f7f"}
+ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
+
+
+def _method_colour(method) -> str:
+    if method.family == AR:
+        return FAMILY_BEST[AR]
+    if method.family == PLD:
+        return _PLD_SHADES[method.policy][PLD_KS.index(method.k)]
+    if method.family == SUFFIX:
+        return _SUFFIX_SHADES[method.cache]
+    if method.family == FORMAT:
+        return _FORMAT_SHADES[method.fmt]
+    return _COPY_SHADES[(method.level, method.variant)]
+
+
+METHOD_COLOURS = {key: _method_colour(m) for m in vocabulary() for key in (m.name, m.label)}
+
+
+def method_colour(name: str, family: str | None = None) -> str:
+    """A method's colour by its name or label (analysis.rivals.methods); a name outside the vocabulary (a
+    family's best member at each load, e.g. prompt lookup at its best k) takes its family's dark shade."""
+    if name in METHOD_COLOURS:
+        return METHOD_COLOURS[name]
+    if family in FAMILY_BEST:
+        return FAMILY_BEST[family]
+    raise ParamsError(f"no colour for method {name!r}: not in the rivals' vocabulary and no family given")
+
+
+def method_palette(names, families: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(domain, range) of a colour scale over method names, each its one colour on every chart."""
+    domain = sorted({str(n) for n in names if n is not None})
+    return domain, [method_colour(n, (families or {}).get(n)) for n in domain]

@@ -19,7 +19,11 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 
+import json
+from typing import Iterator
+
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, paper_cases
+from analysis.results.percase import number, ratio
 from analysis.rivals.methods import AR, COPY, parse_method
 from analysis.stats import ratio_of_sums_ci
 
@@ -148,3 +152,36 @@ def headline_pairs(fast: pl.DataFrame) -> list[dict]:
     """The fastest rows as plain dicts (for the metrics file and the claims row)."""
     return [{k: (None if isinstance(v, float) and not np.isfinite(v) else v) for k, v in r.items()}
             for r in fast.iter_rows(named=True)]
+
+
+def rivals_lines(priced: pl.DataFrame) -> Iterator[dict]:
+    """One line per case of the rivals stage: per kernel source, Copy-as-Decode's best deployable variant and the
+    best rival over every case (by summed seconds: the pair of the pooled head-to-head), each one's speedup over AR
+    on this case, and Copy-as-Decode over the rival here (rival seconds over Copy-as-Decode seconds)."""
+    pairs = {}
+    for (source,), rows in priced.group_by("kernel_source"):
+        totals = rows.group_by("method").agg(pl.col("seconds").sum()).sort("seconds")["method"].to_list()
+        copy = [m for m in totals if role(m) == "copy"]
+        rival = [m for m in totals if role(m) == "rival"]
+        if copy and rival:
+            pairs[source] = (copy[0], rival[0])
+    wanted = priced.filter(pl.struct("kernel_source", "method").map_elements(
+        lambda r: r["method"] in pairs.get(r["kernel_source"], ()), return_dtype=pl.Boolean))
+    by_case: dict[tuple, dict] = {}
+    for row in wanted.sort("corpus", "case_id", "kernel_source").iter_rows(named=True):
+        entry = by_case.setdefault((row["corpus"], row["case_id"], row["framing"]), {})
+        copy, rival = pairs[row["kernel_source"]]
+        side = entry.setdefault(row["kernel_source"], {"copy": copy, "rival": rival})
+        key = "copy" if row["method"] == copy else "rival"
+        side[f"{key}_seconds"] = number(row["seconds"])
+        side[f"{key}_speedup_over_ar"] = number(row["speedup"])
+    for (corpus, case_id, framing), sources in by_case.items():
+        for side in sources.values():
+            side["copy_over_rival"] = number(ratio(side.get("rival_seconds"), side.get("copy_seconds")))
+        yield {"task": "rivals", "case_id": case_id, "corpus": corpus, "framing": framing,
+               "method": "best Copy-as-Decode vs best rival", "by_kernel_source": sources}
+
+
+def sample_lines(priced: pl.DataFrame) -> list[str]:
+    """samples.jsonl's rivals lines (the percase stage appends them to the other tasks' lines)."""
+    return [json.dumps(line, sort_keys=True, ensure_ascii=False, allow_nan=False) for line in rivals_lines(priced)]

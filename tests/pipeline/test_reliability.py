@@ -151,6 +151,33 @@ def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
     assert "Pairs-a" in (pairs_only / "run1/reports/tables/coverage.md").read_text()
 
 
+def test_an_out_run_records_its_effective_params_and_says_when_a_later_run_differs(pairs_only, capsys):
+    """M4 of the UX review: `--set` changed every figure of a one-off run and was recorded nowhere; now each run
+    writes DIR/params.effective.yaml (params with --set applied), a later run with other params says so, and
+    compare reads the file."""
+    import os
+
+    import yaml
+
+    from analysis.tools.compare import _folder_params
+
+    assert main(["corpora", "--params", "params.yaml", "--out", "run1", "--only", "--pairs", "a.jsonl"]) == 0
+    os.chdir(pairs_only)
+    first = yaml.safe_load((pairs_only / "run1/params.effective.yaml").read_text())
+    assert first["spans"]["prompt_overhead_tokens"] == yaml.safe_load((pairs_only / "params.yaml").read_text())[
+        "spans"]["prompt_overhead_tokens"]
+    capsys.readouterr()
+    assert main(["programs", "--params", "params.yaml", "--out", "run1", "--set", "spans.prompt_overhead_tokens=7"]) == 0
+    os.chdir(pairs_only)
+    text = (pairs_only / "run1/params.effective.yaml").read_text()
+    assert text.startswith("# the params `copydecode programs` ran with in this folder, with --set "
+                           "spans.prompt_overhead_tokens=7")
+    assert yaml.safe_load(text)["spans"]["prompt_overhead_tokens"] == 7
+    assert "differ from the ones an earlier run in run1 recorded (spans.prompt_overhead_tokens)" in capsys.readouterr().err
+    params, where = _folder_params(pairs_only / "run1")
+    assert params["spans"]["prompt_overhead_tokens"] == 7 and where.endswith("params.effective.yaml")
+
+
 # ---------------------------------------------------------------- D6, D7, D10, D11: settings typed everywhere
 
 @pytest.mark.parametrize("key, value, message", [

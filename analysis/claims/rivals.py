@@ -94,15 +94,15 @@ def _speedups(table: pl.DataFrame | None, row: dict) -> pl.DataFrame | None:
 
 
 def decision_scopes(fast: pl.DataFrame, judged: str, table: pl.DataFrame | None = None) -> tuple[Scope, ...]:
-    """Under the judged source every corpus and pool (the pools last), under every other source the pool of every
-    corpus; each a decision scope."""
+    """Under the judged source the pool of every corpus (the headline), the paper's pool, then each corpus; under
+    every other source the pool of every corpus; each a decision scope."""
     order = sorted(fast["kernel_source"].unique().to_list(), key=lambda s: (s != judged, s))
     scopes = []
     for source in order:
         rows = fast.filter(pl.col("kernel_source") == source)
         if source != judged:
             rows = rows.filter((pl.col("corpus") == POOLED) & (pl.col("pool") == ALL_POOL))
-        rows = rows.sort(pl.col("corpus") == POOLED, pl.col("pool") == ALL_POOL, "corpus")
+        rows = rows.sort(pl.col("corpus") != POOLED, pl.col("pool") != ALL_POOL, "corpus")  # the pool of every corpus leads
         for row in rows.iter_rows(named=True):
             scope = decision_scope(row, judged, _speedups(table, row))
             if scope is not None:

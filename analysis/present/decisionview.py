@@ -14,6 +14,7 @@ from analysis.claims.decision import BATCH_1, DECISIONS, DEPENDS, FASTER, MEASUR
 from analysis.claims.verdict import Claim, Scope
 from analysis.layout import TABLES
 from analysis.present import decisioncharts
+from analysis.pooling import ALL_POOL
 from analysis.present.pages import esc
 from analysis.results.numbers import fmt_ci, fmt_int, fmt_x
 from analysis.results.outputs import optional_table
@@ -106,8 +107,8 @@ def measured_table(scopes: list[Scope]) -> str:
 
 
 def flip_sentence(scopes: list[Scope]) -> str:
-    """Where prompt lookup's draft budget k flips the ranking, pooled over every corpus (the last judged pool)."""
-    pooled = [s for s in scopes if s.detail.get("pool") == "all"] or scopes[-1:]
+    """Where prompt lookup's draft budget k flips the ranking, pooled over every corpus."""
+    pooled = [s for s in scopes if s.detail.get("pool") == ALL_POOL] or scopes[:1]
     if not pooled or not pooled[-1].detail.get("flips"):
         return ""
     s = pooled[-1]

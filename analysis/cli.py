@@ -32,7 +32,7 @@ from analysis.pipeline.console import (error_text, interrupted_workers, interrup
                                        summary_lines)
 from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import check_address_space, finish_pending, output_set, run_lock, sweep_temporaries
-from analysis.pipeline.oneoff import discard_unused_root, enter_out_root
+from analysis.pipeline.oneoff import discard_unused_root, enter_out_root, record_params
 from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
@@ -224,7 +224,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
                   file=sys.stderr)
         if root is not None:
+            effective = cfg.params
             cfg = enter_out_root(root, cfg, args)
+            changed = record_params(effective, args.stage, overrides)
+            if changed:
+                print(f"copydecode {args.stage}: warning: this run's params differ from the ones an earlier run in "
+                      f"{root} recorded ({', '.join(changed[:5])}{' ...' if len(changed) > 5 else ''}); outputs already "
+                      "there were built from the earlier params; give each setting its own --out folder to compare "
+                      "them (copydecode compare DIR1 DIR2)", file=sys.stderr)
         if args.stage in CHART_STAGES:
             check_address_space()  # before the stage's work, not at its first chart
         check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock

@@ -495,8 +495,9 @@ class Browser:
             raise RuntimeError(result["exceptionDetails"])
         return result["result"]["value"]
 
-    def screenshot(self, path: Path) -> None:
-        height = int(self.evaluate("document.documentElement.scrollHeight"))
+    def screenshot(self, path: Path, first_px: int | None = None) -> None:
+        """The page (at most 8,000 px of it), or only its first `first_px` pixels: what a reader sees first."""
+        height = first_px or int(self.evaluate("document.documentElement.scrollHeight"))
         self.call("Emulation.setDeviceMetricsOverride", width=BROWSER_WIDTH, height=min(height, 8000), deviceScaleFactor=1,
                   mobile=False)
         shot = self.call("Page.captureScreenshot", format="png")

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.claims.decision import BASES, DECISIONS
 from analysis.claims.registry import RULES
 from analysis.claims.verdict import (
     NOT_APPLICABLE,
@@ -50,8 +51,10 @@ from analysis.results.numbers import MISSING
 from analysis.results.outputs import table
 
 RULE_PACKAGE = "analysis.claims"  # every module here registers a rule, but these (depgraph reads the name)
-NOT_RULES = ("engine", "registry", "verdict")
-DOCUMENT_VERSION = 1
+NOT_RULES = ("engine", "registry", "verdict", "decision")
+DOCUMENT_VERSION = 2  # 2: decision scopes, `ci_kind`, a provenance block, the preprint's status
+PREPRINT = {"id": "arXiv 2604.18170", "version": "v2", "date": "2026-05-26", "status": "reported withdrawn",
+            "reading": "the suite evaluates the mechanism; `reproduced` means agreement with the preprint's figure"}
 
 
 def rule_modules() -> list[str]:
@@ -150,10 +153,14 @@ def _plain(value):
     return value
 
 
-def claims_document(items: list[Claim]) -> dict:
-    """reports/claims.json: every claim and scope with the paper's figure, ours, CI, case count, verdict,
-    reason, rule, section and the stage outputs it read; the verdict counts beside them."""
-    return {"version": DOCUMENT_VERSION, "source": "analysis/data/paper_claims.json, judged by analysis.claims",
+def claims_document(items: list[Claim], provenance: dict | None = None) -> dict:
+    """reports/claims.json: every claim and scope with the paper's figure, ours, CI (and what kind of interval it
+    is), case count, verdict, reason, rule, section and the stage outputs it read; a decision scope's decision,
+    basis and facets (analysis.claims.decision); the verdict counts beside them, and `provenance` (the commit,
+    params hash, versions, date and machine of the run, as lm-eval's results JSON carries them) when given."""
+    head = {"provenance": provenance} if provenance is not None else {}
+    return {"version": DOCUMENT_VERSION, **head, "source": "analysis/data/paper_claims.json, judged by analysis.claims",
+            "preprint": PREPRINT, "decisions": list(DECISIONS), "bases": list(BASES),
             "verdicts": list(VERDICTS), "counts": counts(items),
             "claims": [{k: ([{f: _plain(v) for f, v in asdict(s).items()} for s in item.scopes] if k == "scopes"
                             else _plain(v)) for k, v in asdict(item).items()} for item in items]}

@@ -57,6 +57,7 @@ class End:
     n: int
     shifted: bool
     unshifted: float | None
+    spread: tuple[float, float]   # the cell's interquartile range over timing repeats (the value where not recorded)
 
     def text(self) -> str:
         if not self.shifted:
@@ -85,10 +86,15 @@ class Family:
         return f"{self.source} {self.comparison}"
 
 
+SPREAD = "interquartile range over timing repeats, from the low end's lower quartile to the high end's upper quartile"
+
+
 def _end(row: dict) -> End:
     unshifted = row.get("speedup_unshifted")
-    return End(float(row["speedup"]), row["model"], int(row["context"]), int(row["n"]), bool(row["ar_shift"]),
-               None if unshifted is None else float(unshifted))
+    value = float(row["speedup"])
+    spread = tuple(float(row[k]) if row.get(k) is not None else value for k in ("speedup_q25", "speedup_q75"))
+    return End(value, row["model"], int(row["context"]), int(row["n"]), bool(row["ar_shift"]),
+               None if unshifted is None else float(unshifted), spread)
 
 
 def device_names(doc: dict | None) -> dict[str, str]:
@@ -155,7 +161,8 @@ def family_scope(family: Family, spec: dict, paper: dict, ends: tuple[float, flo
         passed = judge(spec, (family.low.speedup, family.high.speedup), ends)
         verdict, reason = (REPRODUCED if passed else DIFFERS), would
     return Scope(scope=family.name, paper=fmt_range(*ends, fmt_x), ours=ours, verdict=verdict, reason=reason,
-                 value=(family.low.speedup, family.high.speedup), paper_value=ends)
+                 value=(family.low.speedup, family.high.speedup), paper_value=ends,
+                 ci=(min(family.low.spread), max(family.high.spread)), ci_kind=SPREAD)
 
 
 def ceiling_sentence(doc: dict | None, paper: dict) -> str:

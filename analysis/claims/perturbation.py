@@ -18,6 +18,16 @@ from analysis.errors import MissingOutputError
 from analysis.pooling import PAPER_POOL, pool_label
 from analysis.results.numbers import fmt_int, fmt_pct
 from analysis.results.perturbation import crossing_parts, paper_pool_crossings, paper_pool_em
+from analysis.stats import clopper_pearson
+
+EM_CI = ("exact Clopper-Pearson 95% intervals of EM x cases (seed means rounded to whole cases): the lowest kind's "
+         "lower bound to the highest kind's upper bound")
+
+
+def em_interval(pooled: pl.DataFrame) -> tuple[float, float]:
+    """The kinds' exact intervals joined: the lowest EM's lower bound to the highest's upper bound."""
+    ends = [clopper_pearson(round(r["em"] * r["n_cases"]), int(r["n_cases"])) for r in pooled.iter_rows(named=True)]
+    return min(e[0] for e in ends), max(e[1] for e in ends)
 
 METHOD = ("line-level oracle programs, every copy span perturbed, mean over seeds, case-weighted pool of "
           "HEvalFix-Py, HEvalFix-JS (body) and ProbeEdit-S [perturb]")
@@ -68,6 +78,7 @@ def perturb_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
         verdict, reason = REPRODUCED, f"within {tol:g} pp for every kind"
     scope = Scope(f"{pool_label(PAPER_POOL)}, rate 1", f"{spec['em_pct']:.2f}%",
                   "; ".join(f"{r['kind']} {fmt_pct(r['em'], 2)}" for r in pooled.iter_rows(named=True)),
-                  verdict, reason, value=tuple(float(v) for v in pooled["em"]), paper_value=target, cases=cases)
+                  verdict, reason, value=tuple(float(v) for v in pooled["em"]), paper_value=target, cases=cases,
+                  ci=em_interval(pooled), ci_kind=EM_CI)
     return Claim(claim=f"6. {spec['title']}", paper=spec["text"], ours=ours, verdict=verdict, reason=reason,
                  method=METHOD, scopes=(scope,))

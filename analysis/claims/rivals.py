@@ -1,9 +1,13 @@
-"""Beyond the paper: against the alternatives. The rivals stage (analysis.stages.rivals) prices every method's
-forwards per case under every kernel source and writes, per source and corpus, the fastest method a deployment
-can run (reports/tables/rivals_fastest.csv); this rule reads it back: one scope per kernel source, naming per
-corpus the fastest method and its margin over the runner-up (the fastest method of another family), and Copy-as-Decode's best deployable variant
-against the best rival (a paired case-bootstrap interval). The judged source (params rivals.judged_source,
-in reports/metrics/rivals.json) leads."""
+"""Beyond the paper: against the alternatives, at batch 1. The rivals stage (analysis.stages.rivals) prices every
+method's forwards per case under every kernel source and writes, per source and corpus, the fastest method a
+deployment can run and Copy-as-Decode's best deployable variant against the best rival with a paired
+case-bootstrap interval (reports/tables/rivals_fastest.csv); this rule reads it back as decision scopes
+(analysis.claims.decision): under the judged source (params rivals.judged_source, in reports/metrics/rivals.json)
+one per corpus and pool, under every other source one for the pool of every corpus. Each scope's `value` is
+Copy-as-Decode's speedup over the best rival (rival time over Copy-as-Decode time), `ci` its paired interval,
+`decision` faster, slower, tie or "depends on the pricing assumption" (where the table gives an extrapolation band,
+`copy_over_rival_band_low/high`), and its detail names the prompt-lookup k at which the ranking flips
+(reports/tables/rivals.csv, read when present)."""
 
 from __future__ import annotations
 
@@ -11,19 +15,22 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.claims.decision import BATCH_1, Band, Flip, basis_of, decide, flip
 from analysis.claims.registry import register
 from analysis.claims.verdict import BEYOND, Claim, Scope, metric_input
 from analysis.errors import MissingOutputError
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
-from analysis.results.numbers import fmt_x
+from analysis.results.numbers import fmt_ci, fmt_x
 from analysis.rivals.methods import parse_method
 
 METHOD = ("every method simulated on the gold output's Qwen2.5 tokens (gold acceptance for the speculative ones), "
           "priced per case with the bounds' rules under each kernel source; ratio of summed times over AR, "
-          "case-bootstrap CIs [rivals]")
+          "case-bootstrap CIs; Copy-as-Decode over the best rival: summed rival time over summed Copy-as-Decode time, "
+          "paired case bootstrap [rivals]")
 REASON = ("the paper compares with whole-file regeneration only; a deployment's alternatives are speculative "
           "decoding from the prompt (prompt lookup, suffix decoding) and edit formats; an oracle comparison "
           "(every method assumes the model writes the gold output), not a measurement")
+RATIO = "copy_over_rival"
 
 
 def where(row: dict) -> str:
@@ -36,28 +43,77 @@ def label(name: str | None) -> str:
     return parse_method(name).label if name else "none"
 
 
-def corpus_text(row: dict) -> str:
-    text = f"{where(row)} ({row['n_cases']} cases): {label(row['fastest'])} {fmt_x(row['fastest_speedup'])}"
-    if row.get("margin_over_runner_up") is not None:
-        text += f", {row['margin_over_runner_up']:.2f}x over {label(row['runner_up'])}"
-    if row.get("copy_over_rival") is not None:
-        text += (f"; Copy-as-Decode's best ({label(row['best_copy'])}) {fmt_x(row['best_copy_speedup'])} is "
-                 f"{row['copy_over_rival']:.2f}x the best rival's time ratio [{row['copy_over_rival_ci_low']:.2f}, "
-                 f"{row['copy_over_rival_ci_high']:.2f}]")
-    return text
+def flips(speedups: pl.DataFrame, copy_speedup: float) -> list[Flip]:
+    """Per prompt-lookup match policy in the rows (one source and corpus or pool of rivals.csv), where its k passes
+    Copy-as-Decode's speedup over AR."""
+    by_policy: dict[str, dict[int | None, float]] = {}
+    for r in speedups.iter_rows(named=True):
+        method = parse_method(r["method"])
+        if method.family == "pld":
+            by_policy.setdefault(str(method.policy), {})[method.k] = float(r["speedup"])
+    return [flip(policy, ks, copy_speedup) for policy, ks in sorted(by_policy.items())]
 
 
-def source_scopes(fast: pl.DataFrame, judged: str) -> tuple[Scope, ...]:
-    """One scope per kernel source, the judged one first."""
+def shares(speedups: pl.DataFrame | None, *methods: str) -> list[float | None]:
+    """The extrapolated share of each method's forwards (rivals.csv), None where the table does not say."""
+    if speedups is None or "extrapolated_share" not in speedups.columns:
+        return [None for _ in methods]
+    found = {r["method"]: r["extrapolated_share"] for r in speedups.iter_rows(named=True)}
+    return [found.get(m) for m in methods]
+
+
+def decision_scope(row: dict, judged: str, speedups: pl.DataFrame | None) -> Scope | None:
+    """One corpus or pool under one source; None where the table has no pair to decide on."""
+    if row.get(RATIO) is None or row.get("best_copy") is None or row.get("best_rival") is None:
+        return None
+    ci = (float(row[f"{RATIO}_ci_low"]), float(row[f"{RATIO}_ci_high"]))
+    band = Band.of(row, RATIO)
+    found = flips(speedups, float(row["best_copy_speedup"])) if speedups is not None else []
+    source = row["kernel_source"]
+    name = f"{source}{' (judged)' if source == judged else ''}, {where(row)}"
+    ours = (f"{label(row['best_copy'])} {fmt_x(row['best_copy_speedup'])} against {label(row['best_rival'])} "
+            f"{fmt_x(row['best_rival_speedup'])} over AR: {row[RATIO]:.2f}x {fmt_ci(*ci, digits=2)}")
+    if found:
+        ours += "; " + "; ".join(f.sentence() for f in found)
+    detail = {"load": BATCH_1, "kernel_source": source, "judged": source == judged, "corpus": row["corpus"],
+              "pool": row["pool"], "where": where(row), "copy": row["best_copy"], "copy_label": label(row["best_copy"]),
+              "copy_speedup": float(row["best_copy_speedup"]), "rival": row["best_rival"],
+              "rival_label": label(row["best_rival"]), "rival_speedup": float(row["best_rival_speedup"]),
+              "band": list(band.pair) if band else None, "flips": [f.plain() for f in found]}
+    return Scope(name, "not in the paper", ours, BEYOND, REASON, value=float(row[RATIO]), ci=ci,
+                 cases=int(row["n_cases"]), decision=decide(ci, band.pair if band else None),
+                 basis=basis_of(shares(speedups, row["best_copy"], row["best_rival"])), detail=detail,
+                 ci_kind="paired case bootstrap, 95%")
+
+
+def _speedups(table: pl.DataFrame | None, row: dict) -> pl.DataFrame | None:
+    if table is None:
+        return None
+    return table.filter((pl.col("kernel_source") == row["kernel_source"]) & (pl.col("corpus") == row["corpus"])
+                        & (pl.col("pool") == row["pool"]))
+
+
+def decision_scopes(fast: pl.DataFrame, judged: str, table: pl.DataFrame | None = None) -> tuple[Scope, ...]:
+    """Under the judged source the pool of every corpus (the headline), the paper's pool, then each corpus; under
+    every other source the pool of every corpus; each a decision scope."""
     order = sorted(fast["kernel_source"].unique().to_list(), key=lambda s: (s != judged, s))
     scopes = []
     for source in order:
-        rows = fast.filter(pl.col("kernel_source") == source).sort(pl.col("corpus") == POOLED, "pool", "corpus")
-        cases = rows.filter(pl.col("pool") == ALL_POOL)["n_cases"]
-        scopes.append(Scope(f"{source}{' (judged)' if source == judged else ''}", "not in the paper",
-                            "; ".join(corpus_text(r) for r in rows.iter_rows(named=True)), BEYOND, REASON,
-                            cases=int(cases[0]) if cases.len() else None))
+        rows = fast.filter(pl.col("kernel_source") == source)
+        if source != judged:
+            rows = rows.filter((pl.col("corpus") == POOLED) & (pl.col("pool") == ALL_POOL))
+        rows = rows.sort(pl.col("corpus") != POOLED, pl.col("pool") != ALL_POOL, "corpus")  # the pool of every corpus leads
+        for row in rows.iter_rows(named=True):
+            scope = decision_scope(row, judged, _speedups(table, row))
+            if scope is not None:
+                scopes.append(scope)
     return tuple(scopes)
+
+
+def optional_speedups(tables: Path) -> pl.DataFrame | None:
+    """reports/tables/rivals.csv (every method's speedup over AR), None where this run has none."""
+    path = Path(tables) / "rivals.csv"
+    return pl.read_csv(path, infer_schema_length=None) if path.is_file() else None
 
 
 @register("rivals")
@@ -67,11 +123,9 @@ def rivals_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     judged = facts["judged_source"]
     if fast.height == 0:
         raise MissingOutputError("rivals_fastest.csv has no rows")
-    scopes = source_scopes(fast, judged)
-    lead = fast.filter((pl.col("kernel_source") == judged) & (pl.col("corpus") != POOLED)).sort("corpus")
-    ours = f"under {judged}: " + "; ".join(
-        f"{star(r['corpus'])} {label(r['fastest'])} {fmt_x(r['fastest_speedup'])}"
-        + (f" ({r['margin_over_runner_up']:.2f}x over {label(r['runner_up'])})" if r["margin_over_runner_up"] else "")
-        for r in lead.iter_rows(named=True))
+    scopes = decision_scopes(fast, judged, optional_speedups(tables))
+    lead = [s for s in scopes if s.detail["judged"]]
+    ours = f"under {judged}: " + "; ".join(f"{s.detail['where']} {s.value:.2f}x {fmt_ci(*s.ci, digits=2)} ({s.decision})"
+                                           for s in lead)
     return Claim(claim=spec["title"], paper=spec["text"], ours=ours, verdict=BEYOND, reason=REASON, method=METHOD,
                  scopes=scopes)

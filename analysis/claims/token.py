@@ -16,6 +16,13 @@ from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
 from analysis.pooling import paper_view, star
 from analysis.results.numbers import fmt_int, fmt_pct, fmt_range, fmt_x
 
+ENDS_CI = "case-bootstrap 95% intervals of the corpora: the lowest lower bound to the highest upper bound"
+
+
+def ends_interval(rows: pl.DataFrame) -> tuple[float, float]:
+    """A range's interval: from the lowest corpus's lower bound to the highest corpus's upper bound."""
+    return float(rows["ci_low"].min()), float(rows["ci_high"].max())
+
 METHOD = "suffix-automaton oracle; floor = bound with every directive token decoded, paper kernel [spans, bounds]"
 
 
@@ -47,10 +54,12 @@ def token_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
                        "extrapolated" if extrapolated else ""))
     scopes = (Scope("coverage", fmt_range(c["coverage_low"], c["coverage_high"], fmt_pct), fmt_range(cov_lo, cov_hi, fmt_pct),
                     REPRODUCED if cov_ok else DIFFERS, cov_reason, value=(cov_lo, cov_hi),
-                    paper_value=(c["coverage_low"], c["coverage_high"]), cases=int(cov["n_cases"].sum())),
+                    paper_value=(c["coverage_low"], c["coverage_high"]), cases=int(cov["n_cases"].sum()),
+                    ci=ends_interval(cov), ci_kind=ENDS_CI),
               Scope("floors (paper kernel)", fmt_range(c["floor_low"], c["floor_high"], fmt_x), fmt_range(fl_lo, fl_hi, fmt_x),
                     REPRODUCED if floor_ok else DIFFERS, floor_reason, value=(fl_lo, fl_hi),
-                    paper_value=(c["floor_low"], c["floor_high"]), cases=int(floors["n_cases"].sum())))
+                    paper_value=(c["floor_low"], c["floor_high"]), cases=int(floors["n_cases"].sum()),
+                    ci=ends_interval(floors), ci_kind=ENDS_CI))
     fit_text = (f"; this machine's fitted kernel ({fitted['baseline'][0]} AR): floors "
                 f"{fmt_range(fitted['bound'].min(), fitted['bound'].max(), fmt_x)}") if fitted.height else ""
     failed = [s.reason for s in scopes if s.verdict == DIFFERS]

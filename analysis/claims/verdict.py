@@ -1,19 +1,17 @@
 """What a verdict is: the Claim and Scope records, the verdict values, the comparators a claim names in
 paper_claims.json, the metric paths it is measured on, and the tally.
 
-A claim is judged per scope (a corpus, a pool, a kernel family: whatever the paper states a figure for).
-A scope's verdict is `reproduced` or `differs` when it is judged, `not comparable` when what this suite
-measured is not built like the paper's figure (another device, a stand-in corpus, a pool holding one),
-and only judged scopes decide the claim's verdict (`claim_verdict`) and count in a tally.
+A claim is judged per scope (a corpus, a pool, a kernel family: whatever the paper states a figure for). A scope's
+verdict is `reproduced` or `differs` when it is judged, `not comparable` when what this suite measured is not built
+like the paper's figure (another device, a stand-in corpus); only judged scopes decide a claim (`claim_verdict`).
 
-Verdict values: `reproduced` (every judged test passes), `differs` (a judged test fails; the reason names
-it), `not comparable` (nothing could be judged like with like; the reason says why and shows the measured
-family), `underdetermined` (the paper leaves out what its figure depends on and the figure lies inside
-the family this suite measures), `not reproduced at this scale` (a scaled-down replica whose effect falls
-short), `stale output` (an output predates the columns a claim is judged on), `not run` (an output is
-absent; never silently dropped), `not applicable to this run` (a run without the paper's corpora) and
-`beyond the paper` for an extension row.
-"""
+Verdict values: `reproduced` (every judged test passes: agreement with the withdrawn preprint's figure), `differs`
+(a judged test fails; the reason names it), `not comparable` (nothing could be judged like with like; the reason
+says why and shows the measured family), `underdetermined` (the paper leaves out what its figure depends on and the
+figure lies inside the family this suite measures), `not reproduced at this scale` (a scaled-down replica whose
+effect falls short), `stale output` (an output predates the columns a claim is judged on), `not run` (an output is
+absent; never dropped), `not applicable to this run` (no paper corpus) and `beyond the paper` (an extension row,
+whose decision scopes carry analysis.claims.decision's words)."""
 
 from __future__ import annotations
 
@@ -53,6 +51,10 @@ class Scope:
     paper_value: float | tuple[float, ...] | None = None
     ci: tuple[float, float] | None = None
     cases: int | None = None
+    decision: str | None = None      # a decision scope's (analysis.claims.decision): its word, basis and facets
+    basis: str | None = None
+    detail: dict | None = None
+    ci_kind: str | None = None       # what `ci` is: a bootstrap interval, an exact binomial one, a range of points
 
     @property
     def judged(self) -> bool:

@@ -6,6 +6,10 @@ params file, the --pairs/--repo paths and the input paths inside the params file
 the folder the command was started in, are rewritten relative to DIR (no machine path reaches its
 reports); absolute ones stay as given. The bounds and optimal stages read the committed
 latency model; it is copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent).
+
+Every run into DIR writes DIR/params.effective.yaml: the params it ran with, `--set` applied (`record_params`), and
+says when they differ from those an earlier run in DIR recorded (its outputs were then built from other params);
+`copydecode compare` reads that file for a run folder.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from analysis.errors import ParamsError
 from analysis.layout import LATENCY_MODEL
 from analysis.pipeline.confine import check_output_root, confined
 from analysis.pipeline.io import write_with
+from analysis.pipeline.params import load_params
 
 # Input paths a params file may hold (dotted; `[]` marks a list of entries), resolved before the move.
 PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", "corpora.commits[].repo",
@@ -29,6 +34,40 @@ PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", 
 # The project's own folders (in a checkout, beside dvc.yaml): a one-off run never writes into them.
 PROJECT_FOLDERS = ("analysis", "kernels_profile", "notebooks", "reports", "tests", "data", ".git", ".dvc")
 KEEP = ("auto",)  # values that are not paths
+EFFECTIVE_PARAMS = Path("params.effective.yaml")  # under DIR: the params the last run there used, --set applied
+
+
+def _flat(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        return {k: v for key, sub in value.items() for k, v in _flat(sub, f"{prefix}{key}.").items()}
+    return {prefix.rstrip("."): value}
+
+
+def changed_keys(before: dict, after: dict) -> list[str]:
+    """Dotted keys whose value differs between two params dicts (either side absent counts)."""
+    a, b = _flat(before), _flat(after)
+    return sorted(k for k in set(a) | set(b) if a.get(k, object()) != b.get(k, object()))
+
+
+def record_params(params: dict, stage: str, overrides: list[str], folder: Path = Path(".")) -> list[str]:
+    """Write FOLDER/params.effective.yaml (the params `stage` runs with, --set applied, as a header says) and return
+    the keys where they differ from the file an earlier run there wrote ([] for the first run or the same params)."""
+    import yaml
+
+    path = Path(folder) / EFFECTIVE_PARAMS
+    before = None
+    if path.is_file() and not path.is_symlink():
+        try:  # the params reader: aliases and deep nesting refused, never expanded
+            before = load_params(path, check_keys=False)
+        except ParamsError:
+            before = None
+    changed = changed_keys(before, params) if isinstance(before, dict) else []
+    confined(path, "the effective params", Path(folder))
+    header = (f"# the params `copydecode {stage}` ran with in this folder"
+              + (f", with --set {' '.join(overrides)}" if overrides else "") + "; written by copydecode, data only\n")
+    text = header + yaml.safe_dump(params, sort_keys=False, allow_unicode=True)
+    write_with(lambda tmp: tmp.write_text(text), path)
+    return changed
 
 
 def from_root(path: Path, root: Path | None) -> str:
@@ -136,17 +175,19 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
 
 
 def discard_unused_root(root: Path) -> bool:
-    """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root`
-    put there (the latency model copy) and empty folders; returns whether it was removed."""
+    """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root` and
+    `record_params` put there (the latency model copy, the effective params) and empty folders; returns whether
+    it was removed."""
     root = Path(root)
     if not root.is_dir() or root.is_symlink():
         return False
     files = [p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()]
-    if any(p != root / LATENCY_MODEL for p in files):
+    if any(p not in (root / LATENCY_MODEL, root / EFFECTIVE_PARAMS) for p in files):
         return False
     if Path.cwd().resolve().is_relative_to(root.resolve()):
         os.chdir(root.resolve().parent)  # the run moved into it
     (root / LATENCY_MODEL).unlink(missing_ok=True)
+    (root / EFFECTIVE_PARAMS).unlink(missing_ok=True)
     for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
         folder.rmdir()
     root.rmdir()

@@ -1,27 +1,26 @@
 """Every altair chart of the suite, in one place.
 
-Each function takes a table that is already filtered (by the stage's settings or the notebook's
-parameters) plus those parameters as plain labels, and returns a chart: stage modules save it
-(analysis.pipeline.io.save_chart), notebooks display it. No chart code lives anywhere else, so a report and
-the figure a stage saves cannot draw the same data two ways.
-
-Sizes are for a laptop page (the reports' column is 1200 px wide): a faceted chart wraps its panels
-(`WRAP` per row) instead of growing sideways, and single panels are at most `WIDE` px wide.
+Each function takes a table that is already filtered (by the stage's settings or the notebook's parameters) plus
+those parameters as plain labels, and returns a chart: stage modules save it (analysis.pipeline.io.save_chart),
+notebooks display it; the index's decision charts are in analysis.present.decisioncharts, on these helpers. No chart
+code lives anywhere else, so a report and the figure a stage saves cannot draw the same data two ways. Sizes are for
+a laptop page (a 1200 px column): a facet wraps its panels (`WRAP` a row), single panels at most `WIDE` px.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 import polars as pl
 
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 from analysis.pooling import STAND_IN as STAND_INS
-from analysis.present.colours import palette
+from analysis.errors import ParamsError
+from analysis.present.colours import ROLE_DASHES, method_palette, palette
+from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
-WIDE = 760          # one full-width panel
-PANEL = 300         # one panel of a wrapped facet
-HEIGHT = 220
-WRAP = 3            # panels per row before a facet wraps
+WIDE, PANEL, HEIGHT, WRAP = 760, 300, 220, 3  # a full-width panel, a facet's panel, a height, panels a row
 
 
 def stand_in_note(corpora) -> str:
@@ -52,7 +51,7 @@ def _wrap(chart, field: str, columns: int = WRAP, title=None):
     return chart.facet(facet=alt.Facet(field, title=title), columns=columns).resolve_axis(x="independent")
 
 
-def _colour(field: str, values, **kwargs):
+def colour_channel(field: str, values, **kwargs):
     """A colour channel on `field` whose colours come from the shared map (analysis.present.colours): the same
     series is the same colour on every page, whatever else the chart holds."""
     alt = _alt()
@@ -82,9 +81,21 @@ def _series(data: pl.DataFrame, columns: list[str], sep: str = ", ") -> pl.Expr:
     return pl.concat_str([pl.col(c).cast(pl.Utf8) for c in varying], separator=sep)
 
 
+TITLE_CHARS = 110  # a longer one-line title widens the whole SVG past the chart (a 1,537 px kernel figure)
+
+
+def wrapped_title(text: str, width: int = TITLE_CHARS) -> list[str]:
+    """A title in lines of at most `width` characters, broken at spaces."""
+    return textwrap.wrap(text, width=width, break_long_words=False) or [text]
+
+
 def readable(chart):
-    """Fonts a laptop reader can read at 100% zoom (altair's defaults are 10-11 px). Applied once, to
-    the top-level chart each public function returns (a composed chart cannot hold a config)."""
+    """Fonts a laptop reader can read at 100% zoom (altair's defaults are 10-11 px), and a long title wrapped onto
+    lines, so the figure is as wide as its chart. Applied once, to the top-level chart each public function
+    returns (a composed chart cannot hold a config)."""
+    title = getattr(chart, "title", None)
+    if isinstance(title, str) and len(title) > TITLE_CHARS:
+        chart = chart.properties(title=wrapped_title(title))
     return (chart.configure_axis(labelFontSize=12, titleFontSize=13).configure_legend(labelFontSize=12, titleFontSize=13)
             .configure_header(labelFontSize=13, titleFontSize=13).configure_title(fontSize=15, anchor="start"))
 
@@ -105,7 +116,7 @@ def _span_histogram(hist: pl.DataFrame, level: str, framing: str):
     chart = (
         alt.Chart(data.to_pandas()).mark_bar()
         .encode(x=alt.X("range:O", sort=order, title="span length in gold tokens (log2 bins)"),
-                y=alt.Y("count:Q", title="spans", stack=None), color=_colour("kind", data["kind"], title="op"), xOffset="kind:N")
+                y=alt.Y("count:Q", title="spans", stack=None), color=colour_channel("kind", data["kind"], title="op"), xOffset="kind:N")
         .properties(width=PANEL, height=HEIGHT - 40)
     )
     chart = _wrap(chart, "corpus:N").resolve_scale(y="independent")  # token-level counts differ by corpus
@@ -121,7 +132,7 @@ def coverage_by_corpus(cov: pl.DataFrame, framing: str):
     """Coverage per corpus with its 95% CI, one colour per level (pooled rows included if present)."""
     alt = _alt()
     data = _framed(cov, framing).to_pandas()
-    base = alt.Chart(data).encode(y=alt.Y("corpus:N", title=None), color=_colour("level", data["level"]), yOffset="level:N")
+    base = alt.Chart(data).encode(y=alt.Y("corpus:N", title=None), color=colour_channel("level", data["level"]), yOffset="level:N")
     x = alt.X("coverage:Q", title="gold tokens produced by copies", axis=alt.Axis(format="%"), scale=alt.Scale(zero=False))
     points = base.mark_point(filled=True, size=60).encode(x=x)
     errs = base.mark_errorbar(ticks=True).encode(x=alt.X("ci_low:Q", title="", scale=alt.Scale(zero=False)), x2="ci_high:Q")
@@ -165,7 +176,7 @@ def bounds(table: pl.DataFrame, title: str, framing: str = "body"):
     base = alt.Chart(data.to_pandas()).encode(x=alt.X("corpus:N", title=None, axis=alt.Axis(labelAngle=-30)),
                                               xOffset="variant:N")
     bars = base.mark_bar().encode(y=alt.Y("bound:Q", title="closed-form speedup (x)", stack=None),
-                                  color=_colour("variant", data["variant"]))
+                                  color=colour_channel("variant", data["variant"]))
     errs = base.mark_errorbar().encode(y=alt.Y("ci_low:Q", title="closed-form speedup (x)"), y2="ci_high:Q")
     return readable((bars + errs).properties(width=PANEL + 60, height=HEIGHT - 60)
                     .facet(column=alt.Column("level:N", title=None),
@@ -180,7 +191,7 @@ def bounds_by_kernel(table: pl.DataFrame, level: str, variant: str):
     data = data.with_columns(kernel=kernel_name())
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("corpus:N", title=None, axis=alt.Axis(labelLimit=0)),
-        color=_colour("kernel", data["kernel"], title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
+        color=colour_channel("kernel", data["kernel"], title="kernel", legend=alt.Legend(orient="bottom", columns=2, labelLimit=0)),
         yOffset="kernel:N")
     x = alt.X("bound:Q", title="closed-form speedup (x, log scale)", scale=alt.Scale(type="log"))
     points = base.mark_point(filled=True, size=60).encode(x=x)
@@ -198,7 +209,7 @@ def _distribution(sizes: pl.DataFrame, column: str, title: str, log: bool = Fals
     scale = alt.Scale(type="symlog") if log else alt.Scale(zero=True)
     return (alt.Chart(sizes.select("corpus", column).to_pandas()).mark_boxplot(extent=1.5, size=16)
             .encode(y=alt.Y("corpus:N", title=None), x=alt.X(f"{column}:Q", title=title, scale=scale),
-                    color=_colour("corpus", sizes["corpus"], legend=None))
+                    color=colour_channel("corpus", sizes["corpus"], legend=None))
             .properties(width=(WIDE - 160) // 2, height=max(120, 30 * sizes["corpus"].n_unique())))
 
 
@@ -254,7 +265,7 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
     y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
     lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),
                           x=alt.X("rate:Q", title="share of copy spans perturbed"), y=y,
-                          color=_colour("corpus", data["corpus"], legend=alt.Legend(labelLimit=0)),
+                          color=colour_channel("corpus", data["corpus"], legend=alt.Legend(labelLimit=0)),
                           detail=[alt.Detail("framing:N"), alt.Detail("level:N")])
     paper = pl.DataFrame({"em": [PAPER_PERTURB_EM], "label": [f"paper: {PAPER_PERTURB_EM:.2%}"]}).to_pandas()
     rule = alt.Chart(paper).mark_rule(color="#9a1c1c", strokeDash=[2, 2]).encode(y=alt.Y("em:Q"))
@@ -309,7 +320,7 @@ def kernel_speedup(speedups: pl.DataFrame, note: str, paper: list[tuple[int, flo
     x = alt.X("n:Q", scale=alt.Scale(type="log", base=2), title="N (tokens copied)")
     y = alt.Y("speedup:Q", scale=alt.Scale(type="log"), title="T_ar(N) / T_prefill(N)")
     detail = [alt.Detail(f"{c}:N") for c in SERIES_COLUMNS if c in data.columns]
-    color = _colour("series", data["series"], title="model, AR loop (decode loop/prefill)",
+    color = colour_channel("series", data["series"], title="model, AR loop (decode loop/prefill)",
                     legend=alt.Legend(labelLimit=0, titleLimit=0))
     opacity = alt.Opacity("judged_label:N", scale=alt.Scale(domain=["judged", "not judged"], range=[1.0, 0.35]),
                           legend=None)
@@ -357,7 +368,7 @@ def kernel_roofline(speedups: pl.DataFrame, ceilings: pl.DataFrame):
         label=pl.concat_str([pl.lit("measured here (strongest AR loop), "), model, pl.format("c = {}", pl.col("context"))]))
     measured = measured.select("n", "speedup", "label")
     legend = alt.Legend(orient="bottom", direction="vertical", labelLimit=0)
-    colour = _colour("label", [*ceilings["label"], *measured["label"]], title=None, legend=legend)
+    colour = colour_channel("label", [*ceilings["label"], *measured["label"]], title=None, legend=legend)
     lines = (alt.Chart(ceilings.rename({"ceiling": "speedup"}).to_pandas()).mark_line(strokeDash=[5, 3])
              .encode(x=x, y=y, color=colour))
     points = alt.Chart(measured.to_pandas()).mark_line(point=True).encode(x=x, y=y, color=colour)
@@ -382,7 +393,7 @@ def e2e_speedup(pooled: pl.DataFrame, methods: list[tuple[str, str]]):
     base = alt.Chart(data.to_pandas()).encode(
         y=alt.Y("method_name:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)), yOffset="model:N")
     bars = base.mark_bar().encode(x=alt.X("speedup_pooled:Q", title="measured speedup over AR (x, pooled)", stack=None),
-                                  color=_colour("model", data["model"], legend=alt.Legend(orient="bottom", labelLimit=0)),
+                                  color=colour_channel("model", data["model"], legend=alt.Legend(orient="bottom", labelLimit=0)),
                                   tooltip=["pool", "method_name", "cases", "speedup_pooled", "ci_low", "ci_high",
                                            "speedup_with_prompt", "predicted_pooled"])
     ci = base.mark_rule(color="#333").encode(x="ci_low:Q", x2="ci_high:Q")
@@ -405,7 +416,7 @@ def pilot_loss(losses: pl.DataFrame, window: int = 5):
                           adapter=pl.format("{} seed {}", pl.col("mode"), pl.col("seed")))
             .to_pandas())
     base = alt.Chart(data).encode(x=alt.X("step:Q", title="training step (one sequence each)"),
-                                  color=_colour("adapter", data["adapter"], title=None))
+                                  color=colour_channel("adapter", data["adapter"], title=None))
     raw = base.mark_line(opacity=0.25).encode(y=alt.Y("loss:Q", title="loss (mean over loss tokens)"))
     smooth = base.mark_line(strokeWidth=2).encode(y="smoothed:Q", tooltip=["adapter", "step", "loss", "smoothed"])
     return readable((raw + smooth).properties(width=WIDE, height=HEIGHT,
@@ -424,7 +435,7 @@ def pilot_em(em: pl.DataFrame):
     base = alt.Chart(data).encode(x=alt.X("run:N", title=None))
     bars = base.mark_bar().encode(
         y=alt.Y("em:Q", title="exact match", axis=alt.Axis(format="%"), scale=alt.Scale(domain=[0, 1]), stack=None),
-        color=_colour("mode", data["mode"]), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
+        color=colour_channel("mode", data["mode"]), tooltip=["split", "run", "cases", "exact_match", "valid", "copy_coverage"])
     text = base.mark_text(dy=-8).encode(y=alt.Y("em:Q"), text="label:N")
     return readable(_wrap(alt.layer(bars, text, data=data).properties(width=PANEL, height=HEIGHT), "split:N")
                     .properties(title="Pilot exact match, before and after fine-tuning (labels: exact / cases)"))
@@ -445,7 +456,7 @@ def pilot_curve(curve: pl.DataFrame):
             .drop_nulls("value").to_pandas())
     lines = alt.Chart(data).mark_line(point=True).encode(
         x=alt.X("step:Q", title="training step"), y=alt.Y("value:Q", title=None),
-        color=_colour("adapter", data["adapter"], title=None), tooltip=["adapter", "metric", "step", "value"])
+        color=colour_channel("adapter", data["adapter"], title=None), tooltip=["adapter", "metric", "step", "value"])
     return readable(_wrap(lines.properties(width=PANEL, height=HEIGHT), "metric:N")
                     .resolve_scale(y="independent")
                     .properties(title="Pilot learning curve on the held-out cases (teacher-forced)"))
@@ -453,21 +464,55 @@ def pilot_curve(curve: pl.DataFrame):
 # ---------------------------------------------------------------- batched serving
 
 
-def _source_label(data: pl.DataFrame) -> pl.DataFrame:
+def source_label(data: pl.DataFrame) -> pl.DataFrame:
     """`source` as shown: the kernel source and its basis (measured, or extrapolated from batch 1)."""
     return data.with_columns(source=pl.format("{} ({})", pl.col("kernel_source"), pl.col("basis")))
+
+
+def _families(table: pl.DataFrame) -> dict[str, str]:
+    """A family row's family (prompt lookup at its best k at each load: `best_member` names a member there)."""
+    if "best_member" not in table.columns:
+        return {}
+    rows = table.filter(pl.col("best_member").is_not_null()).select("method", "best_member").unique("method")
+    out = {}
+    for r in rows.iter_rows(named=True):
+        try:
+            out[r["method"]] = parse_method(r["best_member"]).family
+        except ParamsError:
+            continue
+    return out
+
+
+def _methodcolour_channel(data: pl.DataFrame, families: dict[str, str], field: str = "method", **kwargs):
+    """A colour channel on method names from the one method map (analysis.present.colours.method_palette)."""
+    alt = _alt()
+    domain, colours = method_palette(data[field].to_list(), families)
+    return alt.Color(f"{field}:N", scale=alt.Scale(domain=domain, range=colours), **kwargs)
+
+
+def _role_dash(roles):
+    alt = _alt()
+    domain = sorted({str(r) for r in roles if r is not None})
+    return alt.StrokeDash("role:N", scale=alt.Scale(domain=domain, range=[ROLE_DASHES.get(r, [1, 0]) for r in domain]),
+                          legend=_dash_legend("role"))
+
+
+# log axes label only where labels do not collide ("100200" was two ticks run together), in SI units
+LOG_AXIS = {"labelOverlap": "greedy", "format": "~s", "labelFlush": True}
 
 
 def serving_speedup(table: pl.DataFrame, title: str):
     """Closed loop: each method's output tokens/s over AR against concurrency, one panel per kernel source."""
     alt = _alt()
-    data = _source_label(table.filter((pl.col("workload") == "closed") & (pl.col("role") != "baseline")))
+    data = source_label(table.filter((pl.col("workload") == "closed") & (pl.col("role") != "baseline")))
+    families = _families(data)
     data = data.select("source", "method", "role", "load", "speedup_vs_ar")
     base = alt.Chart(data.to_pandas())
-    x = alt.X("load:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)")
+    x = alt.X("load:Q", scale=alt.Scale(type="log", base=2), title="concurrency (requests in flight)",
+              axis=alt.Axis(**LOG_AXIS))
     y = alt.Y("speedup_vs_ar:Q", scale=alt.Scale(type="log"), title="output tokens/s over AR (x)")
-    color = alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0, columns=4))
-    lines = _dashed_lines(base, alt.StrokeDash("role:N", legend=_dash_legend("role")), x=x, y=y, color=color)
+    color = _methodcolour_channel(data, families, legend=alt.Legend(orient="bottom", labelLimit=0, columns=4))
+    lines = _dashed_lines(base, _role_dash(data["role"]), x=x, y=y, color=color)
     one = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y=alt.datum(1.0))  # same data: a facet needs one
     panel = (one + lines).properties(width=PANEL, height=HEIGHT)
     return readable(_wrap(panel, "source:N", columns=2).properties(title=title))
@@ -476,14 +521,16 @@ def serving_speedup(table: pl.DataFrame, title: str):
 def serving_throughput_latency(table: pl.DataFrame, title: str):
     """Output tokens/s against p50 latency per method along the concurrency sweep, one panel per source."""
     alt = _alt()
-    data = _source_label(table.filter(pl.col("workload") == "closed")).select(
-        "source", "method", "load", "output_tokens_per_s", "latency_s_p50")
+    closed = table.filter(pl.col("workload") == "closed")
+    families = _families(closed)
+    data = source_label(closed).select("source", "method", "role", "load", "output_tokens_per_s",
+                                        latency_ms_p50=pl.col("latency_s_p50") * 1000)
     base = alt.Chart(data.to_pandas())
-    x = alt.X("output_tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s")
-    y = alt.Y("latency_s_p50:Q", scale=alt.Scale(type="log"), title="p50 latency (s)")
-    chart = base.mark_line(point=True).encode(x=x, y=y, order="load:Q", tooltip=["method", "load"],
-                                              color=alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0,
-                                                                                            columns=4)))
+    x = alt.X("output_tokens_per_s:Q", scale=alt.Scale(type="log"), title="output tokens/s", axis=alt.Axis(**LOG_AXIS))
+    y = alt.Y("latency_ms_p50:Q", scale=alt.Scale(type="log"), title="p50 latency (ms)", axis=alt.Axis(**LOG_AXIS))
+    color = _methodcolour_channel(data, families, legend=alt.Legend(orient="bottom", labelLimit=0, columns=4))
+    chart = _dashed_lines(base.encode(order="load:Q", tooltip=["method", "load"]), _role_dash(data["role"]),
+                          x=x, y=y, color=color)
     return readable(_wrap(chart.properties(width=PANEL, height=HEIGHT), "source:N", columns=2)
                     .resolve_scale(x="independent", y="independent").properties(title=title))
 
@@ -514,20 +561,24 @@ def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]
     (analysis.rivals.table.chart_methods: Copy-as-Decode first, prompt lookup at the standard policy)."""
     alt = _alt()
     titles = dict(methods)
-    data = table.filter((pl.col("kernel_source") == source) & pl.col("method").is_in(list(titles))).with_columns(
+    data = table.filter((pl.col("kernel_source") == source) & (pl.col("role") != "baseline"))
+    # the best rival of a panel is drawn whatever its policy (it may not be among `methods`)
+    best = [n for n in best_rivals(data)["method"].unique().sort().to_list() if n not in titles]
+    titles.update({n: parse_method(n).spec.title for n in best})
+    data = data.filter(pl.col("method").is_in(list(titles))).with_columns(
         panel=pl.when(pl.col("pool") == "corpus").then(pl.col("corpus"))
         .otherwise(pl.format("pooled ({})", pl.col("pool"))),
         family_label=pl.col("method").replace_strict(titles, return_dtype=pl.Utf8),
         bound=pl.col("role") == "bound",
         cases=pl.format("{} cases", pl.col("n_cases")))
     labels = dict(data.select("method", "label").unique().iter_rows())
-    order = [labels[name] for name, _ in methods if name in labels]
+    order = [labels[name] for name in titles if name in labels]
     axis_title = f"speedup over AR (x, log; {source})"
     x = alt.X("speedup:Q", title=axis_title, scale=alt.Scale(type="log"))
     base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)))
     ci = base.mark_rule(color="#555").encode(x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title=axis_title),
                                              x2="ci_high:Q")
-    colour = _colour("family_label", data["family_label"], legend=alt.Legend(orient="bottom", title=None))
+    colour = _methodcolour_channel(data, {}, legend=None)  # the y axis names each method; its colour is its own everywhere
     points = base.mark_point(size=60, strokeWidth=2).encode(
         x=x, color=colour, fill=alt.condition("datum.bound", alt.value("white"), colour),
         tooltip=["panel", "label", "speedup", "ci_low", "ci_high", "cases", "forwards_per_case",
@@ -537,3 +588,11 @@ def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]
     return readable(_wrap(layered, "panel:N", columns=min(WRAP, panels)).properties(
         title=f"Every method against AR under {source} (points; rules: case-bootstrap 95% CI; hollow: directive "
               "tokens free, an upper bound)"))
+
+
+def best_rivals(table: pl.DataFrame) -> pl.DataFrame:
+    """Per kernel source, corpus and pool of a rivals table, its fastest rival (role `rival`)."""
+    keys = ["kernel_source", "corpus", "pool"]
+    return (table.filter(pl.col("role") == "rival").sort("speedup", descending=True)
+            .group_by(keys, maintain_order=True).first())
+

@@ -9,7 +9,11 @@ chart, `h200/qwen2.5-7b/eager` on the bounds chart and in the tables are one col
 
 from __future__ import annotations
 
+import math
 import re
+
+from analysis.errors import ParamsError
+from analysis.rivals.methods import Method, families, parse_method
 
 # (model, AR loop) of the kernel sources: a hue per model, lighter for the graph-captured loop
 KERNEL_COLOURS = {
@@ -72,3 +76,90 @@ def palette(labels: list[str]) -> list[str]:
     for colour in fixed:
         out.append(colour if colour is not None else (spare.pop(0) if spare else "#999999"))
     return out
+
+
+# ---------------------------------------------------------------- methods: one colour per method on every chart
+# More methods than any 10-colour palette (prompt lookup alone is a dozen settings): a hue per family (per match
+# policy for prompt lookup), a shade per setting (light to dark by draft budget k, unbounded darkest), and the
+# role drawn as the dash (`ROLE_DASHES`), so AR, a rival and Copy-as-Decode never share a colour and the bound
+# never looks deployable. A family registered later (analysis.rivals.families) takes the next spare hue in
+# family order, so a new rival needs no edit here.
+_RAMPS = {  # (lightest, darkest) of each hue
+    "blue": ("#c6dbef", "#08306b"), "green": ("#c7e9c0", "#00441b"), "teal": ("#b2e2e2", "#01665e"),
+    "brown": ("#e6d0b8", "#5c3a2e"), "purple": ("#dadaeb", "#3f007d"), "olive": ("#e5eaa8", "#4d5a00"),
+    "pink": ("#fcc5c0", "#7a0177"), "gold": ("#fee391", "#8c5a00"), "slate": ("#d0d7de", "#2f3b45"),
+}
+_FAMILY_HUES = {"pld": {"earliest": "blue", "latest": "green"}, "suffix": "teal", "formats": "brown"}
+_COPY_SHADES = {("line", "decoded"): "#d62728", ("line", "jump"): "#ff7f0e", ("line", "ideal"): "#f7b6b2",
+                ("token", "decoded"): "#9467bd", ("token", "jump"): "#e377c2", ("token", "ideal"): "#d9c6ea"}
+AR_COLOUR = "#7f7f7f"
+ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
+K_SPREAD = 7  # log2 of the draft budget that reaches the ramp's darker end (k = 128); unbounded is the darkest
+
+
+def _hue(family: str, policy: str | None) -> str:
+    """The hue of a family (of one prompt-lookup policy): fixed for the first families, then the spare hues in
+    family order (every registered family, so the assignment does not depend on what one chart draws)."""
+    fixed = _FAMILY_HUES.get(family)
+    if isinstance(fixed, dict):
+        return fixed.get(policy, next(iter(fixed.values())))
+    if fixed is not None:
+        return fixed
+    taken = {h for v in _FAMILY_HUES.values() for h in (v.values() if isinstance(v, dict) else (v,))}
+    spare = [h for h in _RAMPS if h not in taken]
+    others = [f.name for f in families() if f.name not in _FAMILY_HUES and f.name not in ("ar", "copy")]
+    return spare[others.index(family) % len(spare)] if family in others else "slate"
+
+
+def _mix(light: str, dark: str, t: float) -> str:
+    a, b = (tuple(int(c[i:i + 2], 16) for i in (1, 3, 5)) for c in (light, dark))
+    return "#" + "".join(f"{round(x + (y - x) * t):02x}" for x, y in zip(a, b))
+
+
+def _shade(m: Method) -> float:
+    """0 (lightest) to 1 (darkest): by draft budget where the family has one (unbounded 1), by its place among
+    the family's other settings otherwise."""
+    if "k" in m.spec.fields:
+        return 1.0 if m.k is None else 0.15 + 0.7 * min(math.log2(max(m.k, 1)) / K_SPREAD, 1.0)
+    key = m.spec.member_key(m)
+    return 0.35 + 0.3 * (sum(key) % 3)
+
+
+def _method_colour(m: Method) -> str:
+    if m.family == "ar":
+        return AR_COLOUR
+    if m.family == "copy":
+        return _COPY_SHADES[(m.level, m.directives)]
+    light, dark = _RAMPS[_hue(m.family, m.policy)]
+    if m.family == "formats":
+        return _mix(light, dark, 0.5 if m.fmt == "unified-diff" else 0.9)
+    return _mix(light, dark, _shade(m))
+
+
+def family_colour(family: str) -> str:
+    """A family's own colour (darker than any of its members): a row that stands for the family's best member at
+    each load."""
+    if family == "ar":
+        return AR_COLOUR
+    if family == "copy":
+        return "#7f0000"
+    return _mix(_RAMPS[_hue(family, None)][1], "#000000", 0.5)
+
+
+def method_colour(name: str, family: str | None = None) -> str:
+    """A method's colour by its name (analysis.rivals.methods); a name that is a family standing for its best member
+    at each load (serving's `best_member` rows) takes the family's dark shade."""
+    if family is not None and name == family:
+        return family_colour(family)
+    try:
+        return _method_colour(parse_method(name))
+    except ParamsError:
+        if family is not None:
+            return family_colour(family)
+        raise ParamsError(f"no colour for method {name!r}: not a method name and no family given") from None
+
+
+def method_palette(names, families: dict[str, str] | None = None) -> tuple[list[str], list[str]]:
+    """(domain, range) of a colour scale over method names, each its one colour on every chart."""
+    domain = sorted({str(n) for n in names if n is not None})
+    return domain, [method_colour(n, (families or {}).get(n)) for n in domain]

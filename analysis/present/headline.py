@@ -29,6 +29,10 @@ that DVC's text sort is numeric order:
                                          (standard policy, best k), suffix decoding; and the case counts (the
                                          first of the model's rows, apart from the ratios)
   e2ew-<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
+  rivals_best_ratio_x / _all_x           at batch 1 under the judged kernel source (params rivals.judged_source):
+                                         Copy-as-Decode's best deployable variant over the best rival (rival time
+                                         over Copy-as-Decode time; below 1 the rival is faster), per corpus; pooled =
+                                         the paper's three corpora; _all: every corpus (reports/claims.json's decision)
   sv_<source>_c<C>[r]_x                  batched serving (the serving stage's claims table, its smallest token budget,
                                          its first Copy-as-Decode method): output tokens/s over AR (r: over the best
                                          rival at that load), closed loop at concurrency C, in the `pooled` column
@@ -346,22 +350,44 @@ def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
 
 
 def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Batched serving, the first Copy-as-Decode method of the claims table at its smallest budget: per source and
-    headline concurrency C, the gain over AR (`sv_<source>_c<C>`) and over the best rival there (`..._c<C>r`),
-    in the `pooled` column (one figure a row keeps `dvc metrics show` as narrow as the corpus grid)."""
+    """Batched serving at the claims table's smallest budget: per source and headline concurrency C, the first
+    Copy-as-Decode method's gain over AR (`sv_<source>_c<C>`) and Copy-as-Decode's best variant there over the best
+    rival there (`..._c<C>r`: the claims' decision value), in the `pooled` column (one figure a row keeps `dvc
+    metrics show` as narrow as the corpus grid)."""
     budget = claim["max_num_batched_tokens"].min()
     rows = claim.filter(pl.col("max_num_batched_tokens") == budget)
     first = sorted(rows["method"].unique().to_list())[0]
     out = {}
-    kinds = (("vs_ar_c", ""), ("vs_best_rival_c", "r"))
-    loads = [int(k[len(p):]) for k in rows.columns for p, _ in kinds if k.startswith(p) and k[len(p):].isdigit()]
-    for r in rows.filter(pl.col("method") == first).iter_rows(named=True):
-        stem = f"sv_{source_key(r['kernel_source'])}"
-        for key, value in r.items():
-            for prefix, suffix in kinds:
-                if key.startswith(prefix) and key[len(prefix):].isdigit() and value is not None:
-                    load = padded("c", int(key[len(prefix):]), loads)
-                    out[f"{stem}_{load}{suffix}{RATIO}"] = {POOLED: _num(value, s.decimals)}
+    loads = [int(k[len("vs_ar_c"):]) for k in rows.columns if k.startswith("vs_ar_c") and k[len("vs_ar_c"):].isdigit()]
+    for source, part in rows.group_by("kernel_source", maintain_order=True):
+        stem = f"sv_{source_key(source[0])}"
+        for c in loads:
+            load = padded("c", c, loads)
+            over_ar = part.filter(pl.col("method") == first)[f"vs_ar_c{c}"].drop_nulls()
+            if over_ar.len():
+                out[f"{stem}_{load}{RATIO}"] = {POOLED: _num(over_ar[0], s.decimals)}
+            over_rival = part[f"vs_best_rival_c{c}"].drop_nulls() if f"vs_best_rival_c{c}" in part.columns else None
+            if over_rival is not None and over_rival.len():
+                out[f"{stem}_{load}r{RATIO}"] = {POOLED: _num(over_rival.max(), s.decimals)}
+    return out
+
+
+def rivals_rows(fast: pl.DataFrame, judged: str, s: HeadlineSettings) -> dict[str, dict]:
+    """At batch 1 under the judged source: Copy-as-Decode's best deployable variant over the best rival (the claims'
+    decision value) per corpus, `pooled` over the paper's three corpora (`rivals_best_ratio_x`, like the cov, bound
+    and em rows), and over every corpus of the run (`rivals_best_ratio_all_x`)."""
+    rows = fast.filter((pl.col("kernel_source") == judged) & pl.col("copy_over_rival").is_not_null())
+    values = _per_corpus(rows.filter(pl.col("corpus") != POOLED), "copy_over_rival", s.decimals)
+    out: dict[str, dict] = {}
+    for pool, target in ((PAPER_POOL, None), (ALL_POOL, f"rivals_best_ratio{POOL_ALL_SUFFIX}{RATIO}")):
+        pooled = rows.filter((pl.col("corpus") == POOLED) & (pl.col("pool") == pool))["copy_over_rival"]
+        if pooled.len():
+            if target is None:
+                values[POOLED] = _num(pooled[0], s.decimals)
+            else:
+                out[target] = {POOLED: _num(pooled[0], s.decimals)}
+    if values:
+        out[f"rivals_best_ratio{RATIO}"] = values
     return out
 
 
@@ -442,6 +468,10 @@ def build_headline(s: HeadlineSettings, kernel_sources: list[str], tables: Path 
         if frame is not None and frame.height:
             head.rows.update(build(frame))
     head.rows.update(kernel_rows(_read_csv(tables, "kernel_speedup", head.missing), kernel_sources, s))
+    fast, facts = _read_csv(tables, "rivals_fastest", head.missing), _read_json(Path(metrics_dir) / "rivals.json",
+                                                                                head.missing)
+    if fast is not None and fast.height and facts:
+        head.rows.update(rivals_rows(fast, facts["judged_source"], s))
     head.rows.update(e2e_frozen_rows(e2e_frozen, s))  # absent until an e2e-wide run is committed: no row, no miss
     roundtrip = Path(metrics_dir) / "roundtrip.json"
     if roundtrip.is_file():

@@ -4,25 +4,31 @@ table, figure and per-case file grouped by the claim it belongs to."""
 from __future__ import annotations
 
 import base64
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.errors import ParamsError
 from analysis.layout import CLAIMS_JSON, FIGURES, HTML, INDEX, METRICS, PERCASE, PERCASE_MANIFEST, SAMPLES, TABLES
 from analysis.pipeline.io import write_text
 from analysis.present.shell import Page, page, stale_banner
+from analysis.claims.decision import DECISIONS
 from analysis.claims.engine import claims, read_claims
 from analysis.claims.verdict import DIFFERS, NOT_RUN, REPRODUCED
 from analysis.claims.verdict import counts as claim_counts
 from analysis.pipeline.digest import stale_stages
 from analysis.pooling import PAPER_CORPORA, POOLED, STAND_IN, framing_filter
 from analysis.present.kernelviews import noisy_sources
+from analysis.present import charts
+from analysis.present.decisionview import decision_block, decision_scopes, inline_svg, svg_width
 from analysis.present.pages import STAND_IN_NOTE, claims_grid, corpus_table, esc, grid_rows, lead, show
 from analysis.present.provenance import provenance, provenance_html
 from analysis.results.e2e import noise_note
-from analysis.results.outputs import bounds_frame, table
+from analysis.results.outputs import bounds_frame, optional_table, table
 
-# (figure stem under FIGURES, caption): the charts the dashboard shows inline.
+# (figure stem under FIGURES, caption): the charts the dashboard shows inline, one per row at its natural width.
 KEY_FIGURES = (
+    ("rivals", "Beyond the paper, at batch 1: every method against AR under the judged kernel source, per corpus and "
+               "pool, with case-bootstrap CIs (the best rival of each panel drawn whatever its match policy)"),
     ("kernel_speedup_h200", "Claim 1 (key chart): copy by one prefill against N decode steps on one H200 (frozen run, "
                             "bf16), the judged comparisons (both sides built alike), one line per model and context; "
                             "the graph-captured loop against the eager prefill is on the kernel page"),
@@ -41,13 +47,31 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
+    """A key chart one a row, at its natural width up to the column's (C5: two a row shrank the kernel charts to
+    37-43%, 4 px text; `KEY_CHART_MAX_WIDTH` keeps every key chart at 80% or more of its size)."""
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"
         if path.is_file():
-            return (f"<figure><img alt='{esc(caption)}' src='{data_uri(path)}'>"
+            width = svg_width(path.read_text(errors="replace")) if suffix == ".svg" else None
+            size = f" width='{width}'" if width else ""
+            return (f"<figure class='cd-key'><img alt='{esc(caption)}'{size} src='{data_uri(path)}'>"
                     f"<figcaption>{esc(caption)} (<a href='{esc((FIGURES / path.name).relative_to(INDEX.parent))}'>"
                     f"{esc(path.name)}</a>)</figcaption></figure>")
     return f"<figure><figcaption>{esc(caption)}: not produced by this run</figcaption></figure>"
+
+
+def _serving_figure(root: Path) -> str:
+    """The serving chart (every method over AR against concurrency, per kernel source), drawn from this run's
+    serving table: the serving stage saves no figure of its own."""
+    frame = optional_table("serving", root / TABLES, infer_all_rows=True)
+    if frame is None or frame.is_empty():
+        return "<figure><figcaption>Beyond the paper, under load: not produced by this run</figcaption></figure>"
+    budget = frame["max_num_batched_tokens"].min()
+    chart = charts.serving_speedup(frame.filter(frame["max_num_batched_tokens"] == budget),
+                                   f"Output tokens/s over AR against concurrency, budget {budget:,} tokens")
+    return inline_svg(chart, "Beyond the paper, under load: every method's output tokens/s over AR along the closed-"
+                             "loop concurrency sweep, one panel per kernel source (solid: Copy-as-Decode; dashed: "
+                             "rivals; dotted: the directive-free bound), from reports/tables/serving.csv")
 
 
 # The index's file lists, grouped by the claim (or stage) a file belongs to (P10): (group, stem prefixes). A stem
@@ -62,6 +86,7 @@ FILE_GROUPS = (
     ("Beyond the paper: end to end, constrained decoding", ("e2e", "mask_benchmark", "decode")),
     ("Corpora and edit formats", ("corpora", "commit_repositories", "edit_formats", "token_boundaries", "formats")),
     ("Claims and headline figures", ("headline",)),
+    ("Beyond the paper: against the alternatives, under load", ("rivals", "serving", "step_cost")),
 )
 OTHER_FILES = "other"
 
@@ -159,6 +184,28 @@ def noise_banner(root: Path = Path(".")) -> str:
             "are indicative: rerun on a quiet machine to judge them.</p></div>")
 
 
+COLUMN_WIDTH = 1144  # the page's content column (analysis.present.shell: main 1200 px, 28 px padding a side)
+KEY_CHART_MAX_WIDTH = round(COLUMN_WIDTH / 0.8)  # a wider key chart would show its 12-13 px text below 10 px
+PREPRINT_STATUS = ("The paper is arXiv 2604.18170 v2 (26 May 2026), a preprint reported withdrawn after v2 (no later "
+                   "version, no public code): this suite evaluates the mechanism it describes, and every paper figure "
+                   "is an unreviewed target. \"Reproduced\" below reads as agreement with the preprint's figure.")
+
+
+def collapsed(items: list) -> list:
+    """The claims for the grid: a claim whose scopes are decisions (shown in the first block, each with its own
+    number, interval and chip) becomes one row that points there, so the grid does not repeat one reason per scope."""
+    out = []
+    for item in items:
+        decided = decision_scopes([item])
+        if not decided:
+            out.append(item)
+            continue
+        tally = ", ".join(f"{n} {word}" for word in DECISIONS if (n := sum(s.decision == word for s in decided)))
+        out.append(replace(item, scopes=(), ours=f"{len(decided)} decisions ({tally}): in the first block above, "
+                                                 "each with its interval and source"))
+    return out
+
+
 def index_html(pages: list[Page], root: Path = Path("."), items: list | None = None) -> str:
     """The dashboard: a compact claims grid (one row per claim, or per corpus / kernel source where a claim
     has several; paper | ours | verdict chip | link), or, on a run without the paper's corpora, the run's
@@ -171,7 +218,7 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
     stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown (N19)
-    grid = claims_grid(grid_rows(items, cases), lambda name: str(rel_html / f"{name}.html")).text
+    grid = claims_grid(grid_rows(collapsed(items), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
                     + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Each row is one scope the "
                       "paper states a figure for, with its own verdict and why; a judged row is marked, and only "
@@ -186,19 +233,23 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
                    + "<p>This run holds none of the paper's corpora, so the paper's claims below do not apply to it.</p>"
                    + claims_block)
     body = (
-        "<h1>Copy-as-Decode: the paper's claims next to this suite's</h1>"
+        "<h1>Copy-as-Decode: against what you would run instead, and the preprint's claims</h1>"
+        + f"<p class='cd-note'>{esc(PREPRINT_STATUS)}</p>"
+        + decision_block(items, root)
+        + "<h2>The preprint's claims next to this suite's</h2>"
         + lead(
             "Each claim of arXiv 2604.18170 beside what this suite measured, with a verdict computed from the "
-            "stage outputs under the thresholds stated in analysis/data/paper_claims.json. "
+            "stage outputs under the thresholds stated in analysis/data/paper_claims.json; `reproduced` means the "
+            "figure agrees with the preprint's. "
             + ("ProbeEdit-S* is a stand-in for the paper's unpublished ProbeEdit corpus. " if stand_in else "")
             + "Kernel timings come from the machine in the provenance below, not the paper's A100.",
             [(f"claims {'that differ' if v == DIFFERS else v}", str(n)) for v, n in counts.items()
              if n or v in (REPRODUCED, DIFFERS, NOT_RUN)]).text
         + noise_banner(root)
         + opening
-        + "<h2>Key charts</h2><div class='cd-figures cd-figures-pair'>"
-        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[:2]) + "</div><div class='cd-figures'>"
-        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[2:]) + "</div>"
+        + "<h2>Key charts</h2><div class='cd-figures cd-keys'>"
+        + _figure(*KEY_FIGURES[0], root) + _serving_figure(root)
+        + "".join(_figure(stem, caption, root) for stem, caption in KEY_FIGURES[1:]) + "</div>"
         + f"<h2>Reports</h2><ul class='cd-links'>{reports}</ul>"
         + "<h2>Tables</h2>" + _links(root, TABLES, (".md", ".csv"))
         + "<h2>Metrics</h2>" + _links(root, METRICS, (".json",))

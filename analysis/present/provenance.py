@@ -126,6 +126,24 @@ def provenance(root: Path = Path("."), params: Path | None = None, model_path: P
     )
 
 
+# the libraries a run's figures depend on, versioned in reports/claims.json's provenance block
+VERSIONED = ("copydecode", "torch", "transformers", "tokenizers", "polars", "numpy", "scipy", "altair", "papermill",
+             "dvc", "llguidance")
+
+
+def provenance_block(root: Path = Path("."), params: Path | None = None) -> dict:
+    """reports/claims.json's provenance, as lm-eval's results JSON carries it: the bare commit (`git_hash`) and
+    what differs from it, the params file and its sha256, the date, the machine, the Python and library versions
+    (installed; torch and transformers also as recorded beside the kernel timings)."""
+    prov = provenance(root, params)
+    state = git_state(root)
+    return {"git_hash": state.commit, "commit": prov.commit, "date": prov.date, "machine": prov.machine,
+            "params_file": prov.params_file, "params_sha256": prov.params_sha256,
+            "python": platform.python_version(), "versions": {name: _installed(name) for name in VERSIONED},
+            "kernel_timing_versions": {"torch": prov.torch, "transformers": prov.transformers,
+                                       "from": prov.versions_from}}
+
+
 def provenance_html(prov: Provenance | None = None) -> Html:
     prov = prov or provenance()
     labels = {"commit": "git commit", "date": "rendered", "machine": "machine", "torch": "torch",

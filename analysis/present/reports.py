@@ -30,7 +30,7 @@ from analysis.claims.engine import claims, claims_document
 from analysis.parallel.progress import progress_bar
 from analysis.present.headline import claims_summary
 from analysis.present.pages import anchor, esc
-from analysis.present.provenance import PARAMS_ENV
+from analysis.present.provenance import PARAMS_ENV, provenance_block
 
 # The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
 # marked "stale: built from another corpus" when one of them ran on another cases table.
@@ -204,7 +204,7 @@ def write_claims(root: Path = Path(".")) -> list:
     """reports/claims.json: every claim and scope, evaluated once from the stage outputs under `root`
     (analysis.claims.engine.claims_document); the index, headline.json and the README read it back."""
     items = claims(Path(root) / TABLES, Path(root) / METRICS)
-    write_json(claims_document(items), Path(root) / CLAIMS_JSON)
+    write_json(claims_document(items, provenance_block(Path(root))), Path(root) / CLAIMS_JSON)
     return items
 
 

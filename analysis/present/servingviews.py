@@ -82,22 +82,56 @@ def shape_sentence(frame: pl.DataFrame) -> str:
     return "; ".join(x.sentence() for x in shapes) if shapes else "no rival in this run"
 
 
+def ms(column: str) -> pl.Expr:
+    """A seconds column in milliseconds, renamed (`latency_s_p50` -> `latency_ms_p50`), as vLLM's benchmarks print."""
+    return (pl.col(column) * 1000).alias(column.replace("_s_", "_ms_").replace("_s", "_ms") if column.endswith("_s")
+                                         else column.replace("_s_", "_ms_"))
+
+
+def _decision_rows(frame: pl.DataFrame) -> pl.DataFrame:
+    """AR, Copy-as-Decode and the best rival of each load point (the rows a reader compares); the rest are in the
+    CSV."""
+    rivals = frame.filter(pl.col("role") != "rival").select(*POINT_KEYS, rival=pl.col("best_rival")).drop_nulls().unique()
+    best = frame.join(rivals, on=POINT_KEYS, how="left").filter(pl.col("method") == pl.col("rival"))
+    return pl.concat([frame.filter(pl.col("role").is_in(["baseline", "copy"])), best.drop("rival")], how="diagonal_relaxed")
+
+
+POINT_KEYS = ["kernel_source", "max_num_batched_tokens", "workload", "load"]
+TIMES = ("latency_s_p50", "latency_s_p90", "latency_s_p99", "ttft_s_p50", "tpot_s_p50")
+
+
 def open_loop(frame: pl.DataFrame) -> pl.DataFrame:
-    """Open-loop rows: offered rate, achieved throughput, latency and goodput per method."""
-    return (frame.filter(pl.col("workload") == "open")
-            .select("kernel_source", "qps_fraction", pl.col("load").alias("offered_requests_per_s"), "method",
-                    "requests_per_s", "output_tokens_per_s", "latency_s_p50", "latency_s_p99", "ttft_s_p50",
-                    "tpot_s_p50", "goodput_requests_per_s", "slo_attained", "speedup_vs_ar")
+    """Open-loop rows of AR, Copy-as-Decode and the best rival: offered rate, achieved throughput, latency (ms) and
+    goodput."""
+    rows = _decision_rows(frame.filter(pl.col("workload") == "open"))
+    return (rows.select("kernel_source", "qps_fraction", pl.col("load").alias("offered_requests_per_s"), "method",
+                        "requests_per_s", "output_tokens_per_s", ms("latency_s_p50"), ms("latency_s_p99"),
+                        ms("ttft_s_p50"), ms("tpot_s_p50"), "goodput_requests_per_s", "slo_attained", "speedup_vs_ar")
             .sort("kernel_source", "qps_fraction", "method"))
 
 
 def closed_loop(frame: pl.DataFrame, concurrencies: tuple[int, ...]) -> pl.DataFrame:
-    return (frame.filter((pl.col("workload") == "closed") & pl.col("load").is_in([float(c) for c in concurrencies]))
-            .select("kernel_source", pl.col("load").cast(pl.Int64).alias("concurrency"), "method", "best_member",
-                    "output_tokens_per_s", "latency_s_p50", "latency_s_p90", "latency_s_p99", "ttft_s_p50",
-                    "tpot_s_p50", "goodput_requests_per_s", "speedup_vs_ar", "speedup_vs_best_rival", "best_rival",
-                    "mean_batch", "extrapolated_step_share")
+    """Closed-loop rows of AR, Copy-as-Decode and the best rival at the headline concurrencies, times in ms."""
+    rows = _decision_rows(frame.filter((pl.col("workload") == "closed")
+                                       & pl.col("load").is_in([float(c) for c in concurrencies])))
+    return (rows.select("kernel_source", pl.col("load").cast(pl.Int64).alias("concurrency"), "method", "best_member",
+                        "output_tokens_per_s", *(ms(c) for c in TIMES), "goodput_requests_per_s", "speedup_vs_ar",
+                        "speedup_vs_best_rival", "best_rival", "mean_batch", "extrapolated_step_share")
             .sort("kernel_source", "concurrency", "method"))
+
+
+def decision_pivot(scopes) -> pl.DataFrame:
+    """One row per kernel source, one column per headline concurrency: Copy-as-Decode's best variant over the best
+    rival there, its paired interval and the decision (the claims' decision scopes, analysis.claims.serving)."""
+    rows: dict[str, dict[str, str]] = {}
+    for s in scopes:
+        if not s.detail or s.detail.get("concurrency") is None:
+            continue
+        row = rows.setdefault(s.detail["kernel_source"], {"kernel source": s.detail["kernel_source"],
+                                                          "steps": s.detail.get("basis_text", s.basis)})
+        row[f"C = {s.detail['concurrency']}"] = (f"{s.value:.2f}x [{s.ci[0]:.2f}, {s.ci[1]:.2f}] {s.decision} "
+                                                 f"(vs {s.detail['rival_label']})")
+    return pl.DataFrame(list(rows.values()))
 
 
 @dataclass(frozen=True)

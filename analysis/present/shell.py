@@ -34,8 +34,9 @@ svg, img { max-width: 100%; height: auto; }
 .cd-prov th { text-align: left; padding: 2px 16px 2px 0; font-weight: 600; } .cd-prov td { padding: 2px 0; word-break: break-all; }
 .cd-copy { background: #c8f7c5; } .cd-gen { background: #ffd59e; }
 .cd-figures { display: grid; grid-template-columns: 1fr; gap: 20px; }
-.cd-figures-pair { grid-template-columns: 1fr 1fr; margin-bottom: 20px; } .cd-note { color: var(--muted); font-size: 13px; }
+.cd-note { color: var(--muted); font-size: 13px; }
 .cd-figures figure { margin: 0; } .cd-figures figcaption { color: var(--muted); font-size: 13px; }
+.cd-key { margin: 0 0 14px; } .cd-key figcaption { color: var(--muted); font-size: 13px; }
 .cd-links { columns: 3; } .cd-links li { break-inside: avoid; }
 .cd-files { list-style: none; padding-left: 0; margin: 2px 0 10px; columns: 2; } .cd-files li { break-inside: avoid; }
 .cd-verdict-reproduced { color: #116329; font-weight: 600; } .cd-verdict-differs { color: #9a6700; font-weight: 600; }

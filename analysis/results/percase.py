@@ -27,9 +27,9 @@ from analysis.errors import MissingOutputError, ParamsError
 from analysis.pipeline.repo import git
 from analysis.rivals.families.ar import AR
 from analysis.rivals.families.copy import IDEAL
-from analysis.rivals.methods import Method, canonical
+from analysis.rivals.methods import Method, canonical, parse_method
 from analysis.layout import (CASE_COSTS, CASES, E2E_MEASUREMENTS, PER_CASE, PERCASE, PERTURB_RESULTS, PILOT_RECORDS,
-                             PROGRAMS, SPANS)
+                             PROGRAMS, RIVALS_PERCASE, SPANS)
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,7 @@ TABLES: tuple[PerCaseTable, ...] = (
     PerCaseTable("perturb", PERTURB_RESULTS, "perturb", ("case_id", "framing", "level", "kind", "rate", "seed")),
     PerCaseTable("e2e", E2E_MEASUREMENTS, "e2e", ("model", "case_id", "method", "repeat")),
     PerCaseTable("pilot", PILOT_RECORDS, "pilot", ("phase", "seed", "split", "mode", "case_id", "kind", "position")),
+    PerCaseTable("rivals", RIVALS_PERCASE, "rivals", ("kernel_source", "case_id", "framing", "method")),
 )
 BY_NAME = {t.name: t for t in TABLES}
 BY_SOURCE = {t.source: t for t in TABLES}
@@ -112,13 +113,13 @@ def committed_at(name: str, rev: str, repo: Path = Path(".")) -> pl.DataFrame | 
 SIGNIFICANT = 6  # digits a float keeps in samples.jsonl (the parquet copies keep full precision)
 
 
-def _number(value):
+def number(value):
     if value is None or (isinstance(value, float) and not math.isfinite(value)):
         return None
     return float(f"{value:.{SIGNIFICANT}g}") if isinstance(value, float) else value
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
+def ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or not den else num / den
 
 
@@ -134,8 +135,8 @@ def oracle_lines(programs: pl.DataFrame, costs: pl.DataFrame | None, perturb: pl
             key = (row["case_id"], row["framing"], row["level"])
             cover.setdefault(key, (row["gold_tokens"], row["copied_tokens"]))
             bounds.setdefault(key, {})[f"{row['kernel_source']}/{row['baseline']}"] = {
-                "ideal": _number(_ratio(row["regen"], row["program_ideal"])),
-                "directives_decoded": _number(_ratio(row["regen"], row["program_overhead"])),
+                "ideal": number(ratio(row["regen"], row["program_ideal"])),
+                "directives_decoded": number(ratio(row["regen"], row["program_overhead"])),
                 "extrapolated_spans": row["extrapolated_spans"]}
     noise: dict[tuple, dict] = {}
     if perturb is not None:
@@ -143,13 +144,13 @@ def oracle_lines(programs: pl.DataFrame, costs: pl.DataFrame | None, perturb: pl
             em=(pl.col("outcome") == "match").mean(), seeds=pl.len())
         for row in both.sort(*keys, "rate").iter_rows(named=True):
             noise.setdefault((row["case_id"], row["framing"], row["level"]), {})[f"{row['rate']:g}"] = {
-                "exact_match": _number(row["em"]), "seeds": row["seeds"]}
+                "exact_match": number(row["em"]), "seeds": row["seeds"]}
     for row in programs.sort("corpus", *keys).iter_rows(named=True):
         key = (row["case_id"], row["framing"], row["level"])
         gold, copied = cover.get(key, (None, None))
         yield {"task": "oracle", "case_id": row["case_id"], "corpus": row["corpus"], "framing": row["framing"],
                "method": Method("copy", level=row["level"], directives=IDEAL).name, "program": row["program"], "n_ops": row["n_ops"],
-               "gold_tokens": gold, "copied_tokens": copied, "coverage": _number(_ratio(copied, gold)),
+               "gold_tokens": gold, "copied_tokens": copied, "coverage": number(ratio(copied, gold)),
                "bound": bounds.get(key, {}), "em_under_span_noise": noise.get(key, {})}
 
 
@@ -168,8 +169,8 @@ def e2e_lines(measurements: pl.DataFrame) -> Iterator[dict]:
         yield {"task": "e2e", "case_id": row["case_id"], "corpus": row["corpus"], "model": row["model"],
                "method": row["method"], "seconds_median": row["seconds"], "repeats": row["repeats"],
                "ar_seconds_median": row["ar_seconds"],
-               "speedup_over_ar": _number(_ratio(row["ar_seconds"], row["seconds"])),
-               "predicted_seconds": _number(row["predicted_seconds"]), "forwards_median": row["forwards"],
+               "speedup_over_ar": number(ratio(row["ar_seconds"], row["seconds"])),
+               "predicted_seconds": number(row["predicted_seconds"]), "forwards_median": row["forwards"],
                "tokens": row["tokens"], "gold_tokens": row["gold_tokens"], "prompt_tokens": row["prompt_tokens"],
                "directive_tokens": row["directive_tokens"], "lossless_ok": row["lossless_ok"]}
 
@@ -182,7 +183,7 @@ def pilot_lines(records: pl.DataFrame) -> Iterator[dict]:
                "method": f"pilot_{row['mode']}_{row['phase']}", "phase": row["phase"], "seed": row["seed"],
                "mode": row["mode"], "kind": row["kind"], "exact_match": row["exact_match"], "valid": row["valid"],
                "error": row.get("error"), "program": row.get("program"), "output": row.get("output"),
-               "seconds": _number(row["seconds"])}
+               "seconds": number(row["seconds"])}
 
 
 def sample_lines(tables: dict[str, pl.DataFrame]) -> list[str]:
@@ -194,4 +195,38 @@ def sample_lines(tables: dict[str, pl.DataFrame]) -> list[str]:
         lines += e2e_lines(tables["e2e"])
     if "pilot" in tables:
         lines += pilot_lines(tables["pilot"])
+
     return [json.dumps(line, sort_keys=True, ensure_ascii=False, allow_nan=False) for line in lines]
+
+
+def rivals_lines(priced: pl.DataFrame) -> Iterator[dict]:
+    """One line per case of the rivals stage: per kernel source, Copy-as-Decode's best deployable variant and the
+    best rival over every case (by summed seconds: the pair of the pooled head-to-head), each one's speedup over AR
+    on this case, and Copy-as-Decode over the rival here (rival seconds over Copy-as-Decode seconds)."""
+    pairs = {}
+    for (source,), rows in priced.group_by("kernel_source"):
+        totals = rows.group_by("method").agg(pl.col("seconds").sum()).sort("seconds")["method"].to_list()
+        copy = [m for m in totals if parse_method(m).role == "copy"]
+        rival = [m for m in totals if parse_method(m).role == "rival"]
+        if copy and rival:
+            pairs[source] = (copy[0], rival[0])
+    wanted = priced.filter(pl.struct("kernel_source", "method").map_elements(
+        lambda r: r["method"] in pairs.get(r["kernel_source"], ()), return_dtype=pl.Boolean))
+    by_case: dict[tuple, dict] = {}
+    for row in wanted.sort("corpus", "case_id", "kernel_source").iter_rows(named=True):
+        entry = by_case.setdefault((row["corpus"], row["case_id"], row["framing"]), {})
+        copy, rival = pairs[row["kernel_source"]]
+        side = entry.setdefault(row["kernel_source"], {"copy": copy, "rival": rival})
+        key = "copy" if row["method"] == copy else "rival"
+        side[f"{key}_seconds"] = number(row["seconds"])
+        side[f"{key}_speedup_over_ar"] = number(row["speedup"])
+    for (corpus, case_id, framing), sources in by_case.items():
+        for side in sources.values():
+            side["copy_over_rival"] = number(ratio(side.get("rival_seconds"), side.get("copy_seconds")))
+        yield {"task": "rivals", "case_id": case_id, "corpus": corpus, "framing": framing,
+               "method": "best Copy-as-Decode vs best rival", "by_kernel_source": sources}
+
+
+def rivals_sample_lines(priced: pl.DataFrame) -> list[str]:
+    """samples.jsonl's rivals lines (the percase stage appends them to the other tasks' lines)."""
+    return [json.dumps(line, sort_keys=True, ensure_ascii=False, allow_nan=False) for line in rivals_lines(priced)]

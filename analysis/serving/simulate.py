@@ -10,7 +10,12 @@ by output tokens/s (the rival at its best settings for that load). The best riva
 fastest rival row (families included).
 
 Speedup of a method over AR at a load point is the ratio of output tokens/s (closed loop: by Little's law
-also the ratio of mean latencies at the same concurrency); over the best rival likewise.
+also the ratio of mean latencies at the same concurrency); over the best rival likewise. Its interval
+(`rival_intervals`, closed loop, Copy-as-Decode's rows): a percentile bootstrap over the requests of the steady
+window that both methods served (paired by their index in the seeded draw) of the rival's summed latency over
+Copy-as-Decode's, the Little's-law form of the same ratio, scaled onto the throughput ratio (the interval's
+relative spread around the point). Requests of one closed-loop run share the engine, so the interval is the
+spread over which edits were drawn, not over reruns of the scheduler.
 """
 
 from __future__ import annotations
@@ -26,7 +31,9 @@ from analysis.latency.stepcost import StepCostModel
 from analysis.rivals.methods import ROLES
 from analysis.serving.forwards import Trace
 from analysis.serving.scheduler import EngineConfig, simulate
-from analysis.serving.workload import Slo, closed_loop_requests, draw_cases, poisson_arrivals, run_figures
+from analysis.serving.workload import (Slo, closed_loop_requests, draw_cases, poisson_arrivals, run_figures,
+                                       window_latencies)
+from analysis.stats import ratio_of_sums_ci
 
 MAX_REQUESTS_PER_POINT = 100_000  # about 100x the shipped largest point (1,024): a bound, not a setting
 CLOSED, OPEN = "closed", "open"
@@ -124,7 +131,7 @@ def sweep_source(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[s
                  sweep: Sweep, cases: list[str], keep_steps: Callable[[str, int], bool] = lambda m, c: False,
                  progress: Callable[[str], None] = lambda text: None) -> tuple[list[dict], dict]:
     """Rows of every closed- and open-loop run of one source and budget, and the step shapes kept for the replay."""
-    rows, kept = [], {}
+    rows, kept, latencies = [], {}, {}
     names = list(methods.roles)
     base = {"kernel_source": cost.source, "basis": cost.basis, "max_num_batched_tokens": config.max_num_batched_tokens,
             "max_num_seqs": config.max_num_seqs}
@@ -142,6 +149,7 @@ def sweep_source(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[s
             rows.append({**base, "workload": CLOSED, "load": float(concurrency), "method": method,
                          "role": methods.roles[method], **run_figures(result, True, sweep.warmup_share, slo),
                          "sim_wall_s": wall})
+            latencies[(float(concurrency), method)] = window_latencies(result, sweep.warmup_share)
             if result.log.keep:
                 kept[(method, concurrency)] = result.log.shapes
     capacity = max(r["requests_per_s"] for r in rows if r["method"] == methods.baseline)
@@ -156,7 +164,7 @@ def sweep_source(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[s
             rows.append({**base, "workload": OPEN, "load": qps, "qps_fraction": fraction, "method": method,
                          "role": methods.roles[method], **run_figures(result, False, sweep.warmup_share, slo),
                          "sim_wall_s": wall})
-    return rows, {"slo": slo, "ar_capacity_requests_per_s": capacity, "steps": kept}
+    return rows, {"slo": slo, "ar_capacity_requests_per_s": capacity, "steps": kept, "latencies": latencies}
 
 
 POINT = ["kernel_source", "max_num_batched_tokens", "workload", "load"]
@@ -189,3 +197,47 @@ def with_speedups(table: pl.DataFrame, methods: Methods) -> pl.DataFrame:
         speedup_vs_best_rival=pl.when(pl.col("role") != "rival")
         .then(pl.col("output_tokens_per_s") / pl.col("best_rival_tps")),
     ).drop("ar_tps", "ar_p50", "best_rival_tps")
+
+
+@dataclass(frozen=True)
+class Resampling:
+    """The request bootstrap of the gains over the best rival (params serving.bootstrap_resamples, seed, ci)."""
+
+    resamples: int
+    seed: int
+    ci: float
+
+
+def paired_ratio_interval(rival: dict[int, float], copy: dict[int, float], point: float,
+                          boot: Resampling) -> tuple[float | None, float | None]:
+    """The interval of Copy-as-Decode's gain over a rival at one load point: the bootstrap of summed rival latency
+    over summed Copy-as-Decode latency on the requests both served in their windows, scaled onto `point`."""
+    shared = sorted(set(rival) & set(copy))
+    if not shared or boot.resamples == 0 or point is None:
+        return None, None
+    num = [rival[i] for i in shared]
+    den = [copy[i] for i in shared]
+    ratio = sum(num) / sum(den)
+    interval = ratio_of_sums_ci(num, den, boot.resamples, boot.seed, boot.ci)
+    return point * interval.low / ratio, point * interval.high / ratio
+
+
+def rival_intervals(table: pl.DataFrame, latencies: dict[tuple, dict[int, float]], methods: Methods,
+                    boot: Resampling) -> pl.DataFrame:
+    """`vs_best_rival_ci_low` / `_ci_high` on the closed-loop Copy-as-Decode rows (`latencies`: (kernel source,
+    budget, load, method) -> request index -> latency); a family named best rival is its best member there."""
+    members = {(r["kernel_source"], r["max_num_batched_tokens"], r["load"], r["method"]): r["best_member"]
+               for r in table.filter(pl.col("workload") == CLOSED).iter_rows(named=True) if r.get("best_member")}
+    lows, highs = [], []
+    for r in table.iter_rows(named=True):
+        low = high = None
+        if r["workload"] == CLOSED and r["role"] == "copy" and r.get("best_rival"):
+            point = (r["kernel_source"], r["max_num_batched_tokens"], r["load"])
+            rival = members.get((*point, r["best_rival"]), r["best_rival"])
+            pair = latencies.get((*point, rival)), latencies.get((*point, r["method"]))
+            if pair[0] is not None and pair[1] is not None:
+                low, high = paired_ratio_interval(pair[0], pair[1], r["speedup_vs_best_rival"], boot)
+        lows.append(low)
+        highs.append(high)
+    return table.with_columns(vs_best_rival_ci_low=pl.Series(lows, dtype=pl.Float64),
+                              vs_best_rival_ci_high=pl.Series(highs, dtype=pl.Float64))

@@ -37,6 +37,7 @@ class SourceGain:
     gains_vs_ar: dict[int, float | None]
     gains_vs_rival: dict[int, float | None]
     rivals: dict[int, str | None]
+    rival_intervals: dict[int, tuple[float | None, float | None]]  # the paired request-bootstrap interval per load
     below_vs_ar: int | None          # the first concurrency where the gain over AR is below the threshold
     below_vs_rival: int | None
     cases: int
@@ -86,6 +87,8 @@ def source_gains(table: pl.DataFrame, copy_methods: list[str], threshold: float,
             gains_vs_ar={c: by_load[c]["speedup_vs_ar"] if c in by_load else None for c in headline},
             gains_vs_rival={c: by_load[c]["speedup_vs_best_rival"] if c in by_load else None for c in headline},
             rivals={c: by_load[c]["best_rival"] if c in by_load else None for c in headline},
+            rival_intervals={c: (by_load[c].get("vs_best_rival_ci_low"), by_load[c].get("vs_best_rival_ci_high"))
+                             if c in by_load else (None, None) for c in headline},
             below_vs_ar=_first_below(rows, "speedup_vs_ar", threshold),
             below_vs_rival=_first_below(rows, "speedup_vs_best_rival", threshold), cases=cases))
     if not out:
@@ -123,5 +126,6 @@ def claim_rows(claim: ServingClaim, threshold: float) -> pl.DataFrame:
             row[f"vs_ar_c{c}"] = g.gains_vs_ar[c]
             row[f"vs_best_rival_c{c}"] = g.gains_vs_rival[c]
             row[f"best_rival_c{c}"] = g.rivals[c]
+            row[f"vs_best_rival_c{c}_ci_low"], row[f"vs_best_rival_c{c}_ci_high"] = g.rival_intervals[c]
         rows.append(row)
     return pl.DataFrame(rows, infer_schema_length=None)

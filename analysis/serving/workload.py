@@ -86,6 +86,13 @@ def window(result: RunResult, closed: bool, warmup_share: float) -> tuple[list[R
     return [r for r in done if start <= r.arrival <= end] or done, start, end
 
 
+def window_latencies(result: RunResult, warmup_share: float) -> dict[int, float]:
+    """Closed loop: each request of the steady window (`window`) by its index in the draw, with its latency. Every
+    method serves the same draw, so two methods' latencies pair on the index."""
+    kept, _, _ = window(result, True, warmup_share)
+    return {r.rid: r.finish - r.arrival for r in kept}
+
+
 def output_between(result: RunResult, start: float, end: float) -> float:
     """Gold-equivalent output tokens produced by steps ending in (start, end]."""
     from bisect import bisect_right

@@ -21,8 +21,8 @@ class HeadlineStageSettings:
 
 # `copydecode headline`: its help line and what it reads and writes (the CLI's --help)
 HELP = "headline metrics for `dvc metrics show`: a few dozen figures, one small file per measure"
-READS_WRITES = ("reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em) and "
-                "reports/metrics/roundtrip.json; writes metrics/*.json")
+READS_WRITES = ("reads reports/tables (coverage, bounds, kernel_speedup, perturbation, e2e_pooled, pilot_em, serving_claim, "
+                "rivals_fastest) and reports/metrics (roundtrip, kernels, e2e, rivals); writes metrics/*.json")
 
 
 def settings(params: dict) -> HeadlineStageSettings:

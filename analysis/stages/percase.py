@@ -20,7 +20,7 @@ from analysis.parallel.progress import timed
 from analysis.pipeline.digest import file_digest
 from analysis.pipeline.io import read_parquet, remove_output, write_json, write_text, write_with
 from analysis.pipeline.params import get, known_keys
-from analysis.results.percase import TABLES, sample_lines
+from analysis.results.percase import TABLES, rivals_sample_lines, sample_lines
 
 ZSTD_LEVELS = range(1, 23)
 
@@ -34,7 +34,7 @@ class PerCaseSettings:
 HELP = ("copy the run's per-case tables into reports/percase/ (committed), with samples.jsonl: one line per case "
         "and method")
 READS_WRITES = ("reads the per-case outputs under data/ (cases, programs, spans, coverage, case costs, "
-                "perturbation, e2e measurements, pilot records; any may be absent); writes "
+                "perturbation, e2e measurements, pilot records, the rivals' priced methods; any may be absent); writes "
                 "reports/percase/*.parquet, reports/percase/samples.jsonl and reports/percase/manifest.json")
 
 
@@ -84,6 +84,8 @@ def run(s: PerCaseSettings) -> dict:
                 "path": str(table.committed), "source": str(table.source), "source_sha256": file_digest(table.source),
                 "rows": frame.height, "columns": frame.columns, "bytes": len(data)}
         lines = sample_lines(frames)
+        if "rivals" in frames:  # the head-to-head per case: its own lines (analysis.rivals.table)
+            lines += rivals_sample_lines(frames["rivals"])
         text = "\n".join(lines) + ("\n" if lines else "")
         write_text(text, SAMPLES)
         manifest["samples"] = {"path": str(SAMPLES), "lines": len(lines), "bytes": len(text.encode("utf-8"))}

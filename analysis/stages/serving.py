@@ -32,13 +32,15 @@ from analysis.pipeline.params import get, known_keys, number, number_list, posit
 from analysis.rivals.methods import method_name, parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
-from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
+from analysis.pipeline.config import bootstrap_settings
+from analysis.serving.simulate import (Methods, Resampling, Sweep, rival_intervals, shared_cases, sweep_source,
+                                       with_families, with_speedups)
 from analysis.serving.verdict import claim_rows, serving_claim
 
 STEP_COST = Path("reports/kernels/step_cost.json")
 REPLAY_STEPS = Path("data/serving/steps.parquet")
 GROUP_KEYS = ("methods", "best_of", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
-              "seed", "gain_threshold", "headline_concurrency", "replay")
+              "seed", "bootstrap_resamples", "ci", "gain_threshold", "headline_concurrency", "replay")
 REPLAY_KEYS = ("source", "concurrency", "steps_per_point", "max_context", "repeats", "warmup", "order_seed",
                "noisy_drift", "reference_budget_s", "contention_slack")
 STEP_COLUMNS = {"step_id": pl.String, "method": pl.String, "concurrency": pl.Int64, "max_num_batched_tokens": pl.Int64,
@@ -66,6 +68,7 @@ class ServingSettings:
     gain_threshold: float
     headline: tuple[int, ...]
     replay: ReplaySample
+    bootstrap: Resampling           # the request bootstrap of the gains over the best rival
 
 
 def _string_list(params: dict, dotted: str) -> tuple[str, ...]:
@@ -126,8 +129,10 @@ def settings(params: dict) -> ServingSettings:
     if set(replay.concurrency) - set(sweep.concurrency):
         raise ParamsError(f"params: 'serving.replay.concurrency' {sorted(set(replay.concurrency) - set(sweep.concurrency))} "
                           "are not in serving.closed_loop.concurrency")
+    boot = bootstrap_settings(params, "serving")
     return ServingSettings(methods_of(params), get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
-                           number(params, "serving.gain_threshold", lo=1.0), headline, replay)
+                           number(params, "serving.gain_threshold", lo=1.0), headline, replay,
+                           Resampling(boot.resamples, boot.seed, boot.ci))
 
 
 def load_sources(path: Path, names: tuple[str, ...]) -> list[StepCostModel]:
@@ -185,7 +190,7 @@ def run(s: ServingSettings) -> dict:
         models = load_sources(STEP_COST, s.sources)
         runs = len(models) * len(s.budgets) * (len(s.sweep.concurrency) + len(s.sweep.qps_fractions)) * len(s.methods.roles)
         bar = progress_bar(total=runs, desc="serving simulate", unit="run")
-        rows, steps, meta = [], [], {}
+        rows, steps, meta, latencies = [], [], {}, {}
         for model in models:
             for budget in s.budgets:
                 keep = (lambda m, c: model.source == s.replay.source and budget == s.budgets[0]
@@ -193,6 +198,8 @@ def run(s: ServingSettings) -> dict:
                 got, info = sweep_source(model, EngineConfig(budget, s.max_num_seqs), by_case, s.methods, s.sweep, cases,
                                          keep, _progress(bar))
                 rows += got
+                latencies.update({(model.source, budget, load, method): served
+                                  for (load, method), served in info["latencies"].items()})
                 meta[f"{model.source}/T{budget}"] = {"ar_capacity_requests_per_s": info["ar_capacity_requests_per_s"],
                                                      "slo_ttft_s": info["slo"].ttft_s, "slo_tpot_s": info["slo"].tpot_s}
                 if info["steps"]:
@@ -201,6 +208,7 @@ def run(s: ServingSettings) -> dict:
                     meta["replay_left_out_past_max_context"] = left_out
         bar.close()
         table = with_speedups(with_families(pl.DataFrame(rows, infer_schema_length=None), s.methods), s.methods)
+        table = rival_intervals(table, latencies, s.methods, s.bootstrap)
         table = table.sort("kernel_source", "max_num_batched_tokens", "workload", "load", "method")
         write_table(table, TABLES / "serving", digits=4)
         copy_methods = s.methods.of("copy")

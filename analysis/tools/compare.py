@@ -14,6 +14,7 @@ missing value column is a named error, never a silently looser pairing.
               matched (seeds are replicates of one case, not cases)
   pilot       per (phase, split, mode, case, kind, position): the share of adapter seeds that matched
   e2e         per (model, corpus, case, method): the median seconds over repeats, beside the case's AR
+  rivals      per (kernel source, corpus, case, method): the method's priced seconds (the rivals stage)
 Each figure (per corpus and pooled, at the headline framing `headline.framing` plus the
 single-framing corpora, as in analysis.present.headline) is A, B, B - A, the relative change and a
 95% (params `compare.ci`) paired percentile bootstrap CI of B - A that resamples cases, seeded per
@@ -21,12 +22,22 @@ figure (`compare.seed`). Ratios (coverage, bound, e2e speedup) are ratios of sum
 Exact-match figures also get the exact sign test on the per-case differences (which is McNemar's
 exact test when each case has one seed); they are significant when the CI excludes 0 and p <
 `compare.alpha`.
-  cov_<level>                    copied / gold tokens
-  bound_<source>_<ideal|dir>     regen / program time, line level; <source> as in the headline rows
+
+Names, units and pools are `dvc metrics show`'s (analysis.present.headline): a name ends in its unit (`_pct` a
+share in percent, `_x` a ratio); `pooled` of a figure pools the paper's three corpora where the run has them, and
+the `_all` figure pools every corpus of the run (in its `pooled` row); the e2e figures' `pooled` is every case.
+  cov_<level>_pct                copied / gold tokens
+  bound_<source>_<ideal|dir>_x   regen / program time, line level; <source> as in the headline rows
                                  (analysis.present.headline.source_key), plus -<AR loop> where a source has several
-  em_<level>                     exact match under span noise at `headline.perturb_rate` (kind both)
-  pilot_<mode>_<phase>           pilot exact match per split
-  e2e_<model>_<line|token>       measured speedup over AR: sum of AR seconds / sum of method seconds
+  em_<level>_pct                 exact match under span noise at `headline.perturb_rate` (kind both)
+  pilot_<mode>_<phase>_pct       pilot exact match per split
+  e2e_<model>_<suffix>_x         measured speedup over AR: sum of AR seconds / sum of method seconds; `linedec` /
+                                 `tokdec` Copy-as-Decode with its directive tokens decoded (what the pages lead
+                                 with), `line` / `token` the directive-free upper bounds
+  rivals_<source>_best_ratio_x   at batch 1, Copy-as-Decode's best deployable variant over the best rival (summed
+                                 rival seconds over summed Copy-as-Decode seconds; the pair chosen over every case of A)
+  sv_<source>_c<C>[r]_x          batched serving (reports/tables/serving_claim.csv): over AR and over the best rival;
+                                 simulated, not per case, so A, B and B - A without an interval
 
 Cost: the bootstrap draws resamples x units per figure. The command states the work before it starts
 and warns when it is large (`--resamples` lowers it for one run); memory is bounded by drawing the
@@ -45,19 +56,24 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import CopyDecodeError, ParamsError
+from analysis.pipeline.oneoff import EFFECTIVE_PARAMS
 from analysis.pipeline.repo import git
 from analysis.pooling import POOLED, pool_rows
 from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
 from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
 from analysis.tools.compare_page import to_html, to_json, to_markdown
+from analysis.tools.compare_serving import SERVING_CLAIM, read_csv as _csv, serving_differences
 from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
 from analysis.pipeline.io import write_json, write_text
 from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
-from analysis.present.headline import LOOP_KEYS, slug, source_key
+from analysis.present.headline import (COUNT, E2E_ROW_METHODS, LOOP_KEYS, PERCENT, POOL_ALL_SUFFIX, RATIO, slug,
+                                       source_key)
+from analysis.pooling import paper_cases
 from analysis.rivals.families.ar import AR
-from analysis.rivals.methods import canonical
+from analysis.rivals.methods import canonical, parse_method
 
-E2E_METHODS = {"copy-line-ideal": "line", "copy-token-ideal": "token"}  # measured methods -> headline row suffix
+# measured methods -> the headline row suffix (analysis.present.headline.E2E_ROW_METHODS)
+E2E_METHODS = {method: suffix for suffix, method in E2E_ROW_METHODS}
 NAMED_IDS = 5  # unpaired case ids named in the report
 LARGE_WORK = 1.5e9  # resample x unit draws (about half a minute) above which the command warns before it starts
 DRAWS_PER_SECOND = 5e7  # draws a second on one core of the development machine (2 busy cores), for the estimate
@@ -110,6 +126,9 @@ SPECS: dict[str, TableSpec] = {
                        ("phase", "split", "mode", "case_id", "kind", "position"), per_case_pilot),
     "e2e": TableSpec("e2e", ("model", "corpus", "case_id", "method", "seconds"),
                      ("model", "corpus", "case_id", "method"), per_case_e2e),
+    "rivals": TableSpec("rivals", ("kernel_source", "corpus", "case_id", "method", "seconds"),
+                        ("kernel_source", "corpus", "case_id", "method"),
+                        lambda f: f.select("kernel_source", "corpus", "case_id", "method", "seconds")),
 }
 
 
@@ -184,17 +203,29 @@ def _params_text(text: str | bytes | None, what: str) -> dict | None:
     return loaded if isinstance(loaded, dict) else None
 
 
+def _folder_params(folder: Path) -> tuple[dict | None, str]:
+    """A run folder's params: the effective params its last run recorded (a `--out` run: params with --set
+    applied), else a params.yaml there (a checkout), else not recorded."""
+    for name in (EFFECTIVE_PARAMS, Path("params.yaml")):
+        path = folder / name
+        if path.is_file() and not path.is_symlink():
+            params = _params_text(path.read_text(errors="replace"), str(path))
+            if params is not None:
+                return params, str(path)
+    return None, f"not recorded (no {EFFECTIVE_PARAMS} or params.yaml in the folder)"
+
+
 def load_run(spec: str, repo: Path = Path(".")) -> Run:
     """A run folder, or a git revision / dvc experiment of the repository at `repo`."""
     folder = Path(spec)
     if folder.is_dir():
         found = {name: _read_folder(folder, name) for name in SPECS}
         where_text = f"folder {folder}"
-        params_file = folder / "params.yaml"
-        params = _params_text(params_file.read_text(errors="replace"), str(params_file)) if params_file.is_file() else None
-        params_from = str(params_file) if params is not None else "not recorded (no params.yaml in the folder)"
+        params, params_from = _folder_params(folder)
         index = folder / "reports/index.html"
         index = index if index.is_file() else None
+        claim = folder / SERVING_CLAIM
+        serving = _csv(claim.read_bytes()) if claim.is_file() and not claim.is_symlink() else None
     else:
         commit = resolve_revision(spec, repo)
         if commit is None:
@@ -204,6 +235,8 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
         params = _params_text(committed_bytes(Path("params.yaml"), commit, repo), f"{commit[:10]}:params.yaml")
         params_from = f"params.yaml at {commit[:10]}" if params is not None else "not recorded (no params.yaml there)"
         index = None
+        data = committed_bytes(SERVING_CLAIM, commit, repo)
+        serving = _csv(data) if data is not None else None
     tables = {k: v[0] for k, v in found.items() if v is not None}
     sources = {k: v[1] for k, v in found.items() if v is not None}
     if not tables:
@@ -213,7 +246,7 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
                 "and its data/ outputs are not in this repository's dvc cache: save runs with `dvc exp save` "
                 "(which caches their outputs) before comparing")
         raise CompareError(f"{where_text}: none of the per-case tables ({names}); {hint}")
-    return Run(spec, tables, where_text, sources, params, params_from, index)
+    return Run(spec, tables, where_text, sources, params, params_from, index, serving)
 
 
 # ---------------------------------------------------------------- checking and pairing
@@ -261,13 +294,29 @@ def pair_tables(a: pl.DataFrame, b: pl.DataFrame, keys: tuple[str, ...], labels:
     return joined, (len(only_a), len(only_b), only_a[:NAMED_IDS], only_b[:NAMED_IDS])
 
 
-def _groups(frame: pl.DataFrame, by: str = "corpus") -> list[tuple[str, pl.DataFrame]]:
-    """(corpus, rows) per corpus, then (pooled, all rows) when there are several corpora."""
-    out = [(str(name), rows) for (name,), rows in frame.group_by(by)]
-    out.sort(key=lambda item: item[0])
-    if len(out) > 1:
-        out.append((POOLED, frame))
-    return out
+PAPER, EVERY = "paper", "every"  # a figure's pooled row: the paper's corpora (with an `_all` figure), or every case
+
+
+def _groups(frame: pl.DataFrame, by: str = "corpus", pool: str = PAPER) -> list[tuple[str, str, pl.DataFrame]]:
+    """(name suffix, corpus, rows): per corpus, then `dvc metrics show`'s pools: with `pool` PAPER, `pooled` over the
+    paper's corpora the run holds and an `_all` figure's `pooled` over every corpus; with EVERY, `pooled` over all
+    rows (the e2e sample, the pilot's splits). A pool is given when there are several corpora."""
+    out = [("", str(name), rows) for (name,), rows in frame.group_by(by)]
+    out.sort(key=lambda item: item[1])
+    if len(out) < 2:
+        return out
+    if pool == EVERY:
+        return out + [("", POOLED, frame)]
+    paper = paper_cases(frame) if by == "corpus" else frame.clear()
+    return out + ([("", POOLED, paper)] if paper.height else []) + [(POOL_ALL_SUFFIX, POOLED, frame)]
+
+
+def _named(figure: str, suffix: str) -> str:
+    """`cov_line` + `_all` + `_pct`: the pool before the unit, as the metrics rows spell it."""
+    for unit in (PERCENT, RATIO, COUNT):
+        if figure.endswith(unit):
+            return figure[: -len(unit)] + suffix + unit
+    return figure + suffix
 
 
 def _rng(seed: int, figure: str, corpus: str) -> np.random.Generator:
@@ -276,27 +325,33 @@ def _rng(seed: int, figure: str, corpus: str) -> np.random.Generator:
 
 
 def _ratio_rows(figure: str, frame: pl.DataFrame, num: str, den: str, s: CompareSettings,
-                by: str = "corpus") -> list[Difference]:
+                by: str = "corpus", pool: str = PAPER, scale: float = 1.0) -> list[Difference]:
+    """A ratio of sums per corpus and pool; `scale` 100 for a share shown in percent (`_pct`)."""
     rows = []
-    for corpus, part in _groups(frame, by):
+    for suffix, corpus, part in _groups(frame, by, pool):
+        name = _named(figure, suffix)
         cols = [part[f"{c}_{r}"].cast(pl.Float64).to_numpy() for r in ("a", "b") for c in (num, den)]
         a, b = float(nonzero_ratio(cols[0].sum(), cols[1].sum())), float(nonzero_ratio(cols[2].sum(), cols[3].sum()))
-        low, high = paired_bootstrap(*cols, s.resamples, _rng(s.seed, figure, corpus), s.ci)
+        low, high = paired_bootstrap(*cols, s.resamples, _rng(s.seed, name, corpus), s.ci)
         significant = bool(np.isfinite(low) and (low > 0 or high < 0))
-        rows.append(Difference(figure, corpus, part.height, a, b, b - a, low, high, None, significant))
+        rows.append(Difference(name, corpus, part.height, scale * a, scale * b, scale * (b - a), scale * low,
+                               scale * high, None, significant))
     return rows
 
 
-def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = "corpus") -> list[Difference]:
+def _match_rows(figure: str, frame: pl.DataFrame, s: CompareSettings, by: str = "corpus",
+                pool: str = PAPER) -> list[Difference]:
+    """Exact match per corpus and pool, in percent (`_pct`), with the sign test."""
     rows = []
-    for corpus, part in _groups(frame, by):
+    for suffix, corpus, part in _groups(frame, by, pool):
+        name = _named(figure, suffix)
         a, b = part["match_a"].cast(pl.Float64).to_numpy(), part["match_b"].cast(pl.Float64).to_numpy()
         ones = np.ones(a.size)
-        low, high = paired_bootstrap(a, ones, b, ones, s.resamples, _rng(s.seed, figure, corpus), s.ci)
+        low, high = paired_bootstrap(a, ones, b, ones, s.resamples, _rng(s.seed, name, corpus), s.ci)
         p = sign_test(a, b)
         significant = bool(p < s.alpha and np.isfinite(low) and (low > 0 or high < 0))
-        rows.append(Difference(figure, corpus, part.height, float(a.mean()), float(b.mean()),
-                               float(b.mean() - a.mean()), low, high, p, significant))
+        rows.append(Difference(name, corpus, part.height, 100 * float(a.mean()), 100 * float(b.mean()),
+                               100 * float(b.mean() - a.mean()), 100 * low, 100 * high, p, significant))
     return rows
 
 
@@ -308,7 +363,7 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
         cov = part.filter((pl.col("kernel_source") == first) & (pl.col("baseline") == part.filter(
             pl.col("kernel_source") == first)["baseline"].min()))
         for (level,), rows_level in sorted(cov.group_by("level"), key=lambda g: g[0]):
-            rows += _ratio_rows(f"cov_{level}", rows_level, "copied_tokens", "gold_tokens", s)
+            rows += _ratio_rows(f"cov_{level}{PERCENT}", rows_level, "copied_tokens", "gold_tokens", s, scale=100)
     line = part.filter(pl.col("level") == "line")
     loops = line.group_by("kernel_source").agg(pl.col("baseline").n_unique().alias("k"))
     several = set(loops.filter(pl.col("k") > 1)["kernel_source"].to_list())
@@ -316,7 +371,7 @@ def case_cost_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]
         # the source named as in the headline rows (source_key; the AR loop only where a source has several)
         name = source_key(source) + (f"-{LOOP_KEYS.get(baseline) or baseline}" if source in several else "")
         for den, suffix in (("program_ideal", "ideal"), ("program_overhead", "dir")):
-            rows += _ratio_rows(f"bound_{name}_{suffix}", group, "regen", den, s)
+            rows += _ratio_rows(f"bound_{name}_{suffix}{RATIO}", group, "regen", den, s)
     return rows
 
 
@@ -325,14 +380,14 @@ def em_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
                            s.framing)
     rows: list[Difference] = []
     for (level,), group in sorted(part.group_by("level"), key=lambda g: g[0]):
-        rows += _match_rows(f"em_{level}", group, s)
+        rows += _match_rows(f"em_{level}{PERCENT}", group, s)
     return rows
 
 
 def pilot_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
     rows: list[Difference] = []
     for (mode, phase), group in sorted(joined.group_by("mode", "phase"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
-        rows += _match_rows(f"pilot_{mode}_{phase}", group, s, by="split")
+        rows += _match_rows(f"pilot_{mode}_{phase}{PERCENT}", group, s, by="split", pool=EVERY)
     return rows
 
 
@@ -340,8 +395,35 @@ def e2e_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
     rows: list[Difference] = []
     for (model, method), group in sorted(joined.group_by("model", "method"), key=lambda g: (str(g[0][0]), str(g[0][1]))):
         if method in E2E_METHODS:
-            rows += _ratio_rows(f"e2e_{slug(model)}_{E2E_METHODS[method]}", group, "ar_seconds", "seconds", s)
+            rows += _ratio_rows(f"e2e_{slug(model)}_{E2E_METHODS[method]}{RATIO}", group, "ar_seconds", "seconds", s,
+                                pool=EVERY)
     return rows
+
+
+def rivals_rows(joined: pl.DataFrame, s: CompareSettings) -> list[Difference]:
+    """Per kernel source: Copy-as-Decode's best deployable variant over the best rival, both chosen over every case
+    of run A (summed seconds), paired per case: summed rival seconds over summed Copy-as-Decode seconds."""
+    rows: list[Difference] = []
+    for (source,), group in sorted(joined.group_by("kernel_source"), key=lambda g: str(g[0][0])):
+        pair = best_pair(group)
+        if pair is None:
+            continue
+        wide = (group.filter(pl.col("method").is_in(pair)).pivot(on="method", index=["case_id", "corpus"],
+                                                                 values=["seconds_a", "seconds_b"]).drop_nulls())
+        copy, rival = pair
+        per_case = wide.select("case_id", "corpus", rival_a=f"seconds_a_{rival}", copy_a=f"seconds_a_{copy}",
+                               rival_b=f"seconds_b_{rival}", copy_b=f"seconds_b_{copy}")
+        rows += _ratio_rows(f"rivals_{source_key(source)}_best_ratio{RATIO}", per_case, "rival", "copy", s)
+    return rows
+
+
+def best_pair(group: pl.DataFrame) -> tuple[str, str] | None:
+    """(Copy-as-Decode's fastest deployable method, the fastest rival) by summed seconds of run A."""
+    totals = group.group_by("method").agg(pl.col("seconds_a").sum()).sort("seconds_a")
+    roles = {m: parse_method(m).role for m in totals["method"].to_list()}
+    copy = [m for m in totals["method"].to_list() if roles[m] == "copy"]
+    rival = [m for m in totals["method"].to_list() if roles[m] == "rival"]
+    return (copy[0], rival[0]) if copy and rival else None
 
 
 FIGURES: dict[str, Callable[[pl.DataFrame, CompareSettings], list[Difference]]] = {
@@ -349,6 +431,7 @@ FIGURES: dict[str, Callable[[pl.DataFrame, CompareSettings], list[Difference]]] 
     "perturb": em_rows,
     "pilot": pilot_rows,
     "e2e": e2e_rows,
+    "rivals": rivals_rows,
 }
 
 
@@ -406,6 +489,11 @@ def compare_runs(a: Run, b: Run, s: CompareSettings, warn: Callable[[str], None]
                  "`--resamples 200` gives a coarser CI in a tenth of the time")
     for table, joined in paired.items():
         out.rows += FIGURES[table](joined, s)
+    serving = serving_differences(a, b)
+    if serving:
+        out.rows += serving
+        out.notes.append("sv_ figures: the serving simulation's gains (reports/tables/serving_claim.csv), not per case: "
+                         "A, B and B - A without a paired interval")
     return out
 
 

@@ -42,6 +42,7 @@ class Run:
     params: dict | None = None               # the run's params file, when one is known
     params_from: str = "not recorded"        # where `params` came from
     index: Path | None = None                # the run's reports/index.html, for a folder that has one
+    serving: pl.DataFrame | None = None      # its reports/tables/serving_claim.csv (simulated, not per case)
 
 
 @dataclass(frozen=True)

@@ -90,6 +90,28 @@ def test_every_report_and_the_index_render_offline_without_errors(browser):
     assert not failures, json.dumps(failures, indent=1)
 
 
+def test_the_index_first_screen_shows_the_decision_block_with_numbers_and_chips(browser):
+    """The done-when of the UX review's 30-second test: in the index's first 1,000 px the block "Against what you
+    would run instead" stands with its numbers and chips (read in the DOM, inside that height), and the screenshot
+    of those 1,000 px is written to reports/screenshots/index_top.png."""
+    browser.open((ROOT / INDEX).resolve().as_uri())
+    seen = browser.evaluate("""(() => {
+      const block = document.querySelector('#decision');
+      if (!block) return null;
+      const top = y => y.getBoundingClientRect().top + window.scrollY;
+      const chips = [...block.querySelectorAll('.cd-dchip')].filter(c => top(c) < 1000);
+      const cells = [...block.querySelectorAll('td.cd-num')].filter(c => top(c) < 1000 && /\\d\\.\\d\\dx \\[/.test(c.innerText));
+      return {top: top(block), chips: chips.length, numbers: cells.length,
+              words: [...new Set(chips.map(c => c.innerText))]};
+    })()""")
+    assert seen is not None, "the index has no decision block"
+    assert seen["top"] < 300 and seen["chips"] >= 5 and seen["numbers"] >= 5, seen
+    target = ROOT / SCREENSHOTS / "index_top.png"
+    browser.screenshot(target, first_px=1000)
+    data = target.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000, target
+
+
 def test_screenshots_of_the_index_and_the_summary(browser):
     for path, name in ((ROOT / INDEX, "index.png"), (ROOT / HTML / "summary.html", "summary.png")):
         browser.open(path.resolve().as_uri())

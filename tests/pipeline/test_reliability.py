@@ -151,6 +151,33 @@ def test_out_root_keeps_the_current_folder_untouched(pairs_only, capsys):
     assert "Pairs-a" in (pairs_only / "run1/reports/tables/coverage.md").read_text()
 
 
+def test_an_out_run_records_its_effective_params_and_says_when_a_later_run_differs(pairs_only, capsys):
+    """M4 of the UX review: `--set` changed every figure of a one-off run and was recorded nowhere; now each run
+    writes DIR/params.effective.yaml (params with --set applied), a later run with other params says so, and
+    compare reads the file."""
+    import os
+
+    import yaml
+
+    from analysis.tools.compare import _folder_params
+
+    assert main(["corpora", "--params", "params.yaml", "--out", "run1", "--only", "--pairs", "a.jsonl"]) == 0
+    os.chdir(pairs_only)
+    first = yaml.safe_load((pairs_only / "run1/params.effective.yaml").read_text())
+    assert first["spans"]["prompt_overhead_tokens"] == yaml.safe_load((pairs_only / "params.yaml").read_text())[
+        "spans"]["prompt_overhead_tokens"]
+    capsys.readouterr()
+    assert main(["programs", "--params", "params.yaml", "--out", "run1", "--set", "spans.prompt_overhead_tokens=7"]) == 0
+    os.chdir(pairs_only)
+    text = (pairs_only / "run1/params.effective.yaml").read_text()
+    assert text.startswith("# the params `copydecode programs` ran with in this folder, with --set "
+                           "spans.prompt_overhead_tokens=7")
+    assert yaml.safe_load(text)["spans"]["prompt_overhead_tokens"] == 7
+    assert "differ from the ones an earlier run in run1 recorded (spans.prompt_overhead_tokens)" in capsys.readouterr().err
+    params, where = _folder_params(pairs_only / "run1")
+    assert params["spans"]["prompt_overhead_tokens"] == 7 and where.endswith("params.effective.yaml")
+
+
 # ---------------------------------------------------------------- D6, D7, D10, D11: settings typed everywhere
 
 @pytest.mark.parametrize("key, value, message", [
@@ -364,15 +391,27 @@ def test_hunt_szymanski_gives_an_exact_lcs():
 
 
 def test_a_reversed_20000_line_file_takes_seconds_not_minutes():
+    """Before: a greedy search to D = 2047, then linear-space Myers (minutes, against milliseconds for an unchanged
+    file). Asserted against the same machine's time for the unchanged file of the same size (B4 of the UX review),
+    not as a wall-clock bound: a reversal costs a small multiple of it (each the fastest of three tries, so a busy
+    machine slows both alike), where the old search cost thousands of times more."""
     import time
 
     from analysis.oracle.covmax import line_oracle
 
     lines = [f"value_{i} = compute({i})\n" for i in range(20000)]
-    started = time.perf_counter()
-    program = line_oracle("".join(lines), "".join(reversed(lines)))
-    took = time.perf_counter() - started
-    assert took < 20, took  # before: a greedy search to D = 2047, then linear-space Myers (minutes)
+    source = "".join(lines)
+
+    def fastest(target: str):
+        best, program = float("inf"), None
+        for _ in range(3):
+            started = time.perf_counter()
+            program = line_oracle(source, target)
+            best = min(best, time.perf_counter() - started)
+        return best, program
+
+    (unchanged, _), (reversal, program) = fastest(source), fastest("".join(reversed(lines)))
+    assert reversal / unchanged < 25, (unchanged, reversal)  # measured about 1.5
     copied = sum(op.end - op.start + 1 for op in program.ops if hasattr(op, "start"))
     assert copied == 1  # a reversal has an LCS of one line
 
@@ -673,16 +712,13 @@ LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
     ("x: " + "{a: " * 20000 + "1" + "}" * 20000 + "\n", "not valid YAML \\(nested too deeply"),
 ])
 def test_params_that_expand_or_nest_are_refused_at_load(tmp_path, text, message):
-    import time
-
     from analysis.pipeline.params import load_params
 
     path = tmp_path / "p.yaml"
     path.write_text(text)
-    started = time.perf_counter()
-    with pytest.raises(ParamsError, match=message) as info:
+    with pytest.raises(ParamsError, match=message) as info:  # refused before anything expands: the message says so
         load_params(path)
-    assert str(path) in str(info.value) and time.perf_counter() - started < 10
+    assert str(path) in str(info.value)
 
 
 # ---------------------------------------------------------------- item 11: bounds byte-identical across machines

@@ -175,7 +175,32 @@ def test_the_committed_claims_document_is_the_committed_outputs_verdicts(tmp_pat
     fresh = engine.claims_document(engine.claims(outputs / TABLES, outputs / METRICS))
     # a "not run" reason names the absent file under the root it was judged in: the copy's, here
     fresh = json.loads(json.dumps(fresh).replace(f"{outputs}/", ""))
-    assert json.loads(committed.read_text()) == fresh
+    document = json.loads(committed.read_text())
+    document.pop("provenance", None)  # the run's commit, date and machine: not a verdict
+    assert document == fresh
+
+
+def test_every_committed_scope_is_a_number_with_an_interval_and_the_run_is_named(tmp_path):
+    """M1 of the UX review: no scope of the committed claims.json has a null `value` or `ci` (the head-to-head and
+    serving scopes were null), every decision scope has a decision word and a basis, and the file carries a
+    provenance block (commit, params hash, versions, date, machine) as lm-eval's results JSON does."""
+    from analysis.claims.decision import BASES, DECISIONS
+    from analysis.present.readme import committed_outputs
+
+    committed = committed_outputs(tmp_path, ROOT) / CLAIMS_JSON
+    if not committed.is_file():
+        pytest.skip(f"no committed {CLAIMS_JSON} (written by the reports stage)")
+    document = json.loads(committed.read_text())
+    nulls = [(c["key"], s["scope"]) for c in document["claims"] for s in c["scopes"]
+             if s["value"] is None or s["ci"] is None]
+    assert nulls == []
+    decided = [s for c in document["claims"] for s in c["scopes"] if s.get("decision") is not None]
+    keys = {c["key"] for c in document["claims"] if any(s.get("decision") for s in c["scopes"])}
+    assert keys >= {"rivals", "batched_serving"}
+    assert all(s["decision"] in DECISIONS and s["basis"] in BASES and s["ci"][0] <= s["ci"][1] for s in decided)
+    prov = document["provenance"]
+    assert {"git_hash", "date", "machine", "params_sha256", "versions", "python"} <= set(prov)
+    assert len(prov["params_sha256"]) == 64 and prov["versions"]["polars"]
 
 
 def _by_key(root, paper=v.PAPER):

@@ -228,18 +228,32 @@ def test_first_defect_reads_every_good_line_and_finds_none(tmp_path):
     assert first_defect(path) == f"{path}:2 (row 1): not valid UTF-8 (byte 0xe9 at byte column 11: invalid continuation byte); save the file as UTF-8"
 
 
+def _clash_rows(n: int) -> list:
+    """n numbered rows, then a late case-id clash (`X/<n+1>` given twice): the search scans every id."""
+    rows = [(f"row {i}", {"source": "a", "target": "b", "case_id": f"id{i}"}) for i in range(1, n)]
+    rows.append(("row last", {"source": "a", "target": "b"}))  # numbered n - 1: clashes with nothing
+    rows.append(("row clash", {"source": "a", "target": "b", "case_id": str(n)}))
+    rows.append((f"row {n + 1}", {"source": "a", "target": "b"}))  # numbered n + 1
+    rows.append(("row n", {"source": "a", "target": "b", "case_id": str(n + 1)}))
+    return rows
+
+
 def test_a_late_case_id_clash_is_found_in_linear_time(tmp_path):
-    """L10: the clash search ran `ids.count` inside a scan: 30,000 rows took 8.8 s."""
+    """L10: the clash search ran `ids.count` inside a scan: 30,000 rows took 8.8 s. Asserted as scaling (B4 of
+    the UX review): four times the rows take far less than the sixteen times a quadratic scan would, each the
+    fastest of three tries, so a busy machine slows both sizes alike and no absolute time is asserted."""
     import time
 
     from analysis.corpora.pairs import cases_from_records
 
-    rows = [(f"row {i}", {"source": "a", "target": "b", "case_id": f"id{i}"}) for i in range(1, 60_000)]
-    rows.append(("row last", {"source": "a", "target": "b"}))  # numbered 59999: clashes with nothing
-    rows.append(("row clash", {"source": "a", "target": "b", "case_id": "60000"}))
-    rows.append(("row 60001", {"source": "a", "target": "b"}))  # numbered 60001
-    rows.append(("row n", {"source": "a", "target": "b", "case_id": "60001"}))
-    started = time.perf_counter()
-    with pytest.raises(CorpusError, match="case id 'X/60001' is given twice"):
-        cases_from_records(rows, "X", "python", {}, "x.jsonl")
-    assert time.perf_counter() - started < 5
+    def fastest(n: int) -> float:
+        rows, best = _clash_rows(n), float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            with pytest.raises(CorpusError, match=f"case id 'X/{n + 1}' is given twice"):
+                cases_from_records(rows, "X", "python", {}, "x.jsonl")
+            best = min(best, time.perf_counter() - started)
+        return best
+
+    small, large = fastest(15_000), fastest(60_000)
+    assert large / small < 9, (small, large)  # linear: about 4; quadratic: about 16

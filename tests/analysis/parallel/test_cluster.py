@@ -109,9 +109,11 @@ def test_spans_and_optimal_through_a_local_dask_cluster_are_byte_identical(qwen)
     assert [parquet_bytes(f) for f in on_cluster] == [parquet_bytes(f) for f in serial]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(importlib.util.find_spec("distributed") is None, reason="dask's distributed is not installed")
 def test_an_unreachable_scheduler_is_named_within_the_timeout(monkeypatch):
-    """M7: `tcp://127.0.0.1:1` gave two raw tracebacks after 30 s."""
+    """M7: `tcp://127.0.0.1:1` gave two raw tracebacks after 30 s. Marked slow (B4 of the UX review): its bound is
+    a wall-clock time, which a machine under load can pass; the quick subset asserts none."""
     import time
 
     from analysis.parallel import workers

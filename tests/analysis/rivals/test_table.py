@@ -48,3 +48,26 @@ def test_the_fastest_is_deployable_and_its_runner_up_another_family():
     assert row["best_copy"] == "copy-line-decoded" and row["best_rival"] == "pld-earliest-k64"
     assert row["copy_over_rival"] == pytest.approx(0.5)   # 2 s against 4 s on every case
     assert row["copy_over_rival_ci_low"] == pytest.approx(0.5) and row["copy_over_rival_ci_high"] == pytest.approx(0.5)
+
+
+def test_samples_lines_give_each_case_the_pooled_pair_and_its_own_ratio():
+    """M5 of the UX review: samples.jsonl held no rivals rows; now one line per case names, per kernel source, the
+    pooled head-to-head's pair (fastest deployable Copy-as-Decode and fastest rival over every case, never an ideal
+    program) and this case's ratio, so "which edits does Copy-as-Decode win?" has a per-case answer."""
+    import json
+
+    import polars as pl
+
+    from analysis.results.percase import rivals_sample_lines as sample_lines
+
+    rows = []
+    for case, copy_s in (("c/1", 1.0), ("c/2", 4.0)):
+        for method, seconds in (("ar", 10.0), ("copy-line-decoded", copy_s), ("copy-line-ideal", 0.5),
+                                ("pld-earliest-k5", 2.0), ("suffix-k64", 3.0)):
+            rows.append({"kernel_source": "fit", "case_id": case, "corpus": "C", "framing": "body", "method": method,
+                         "seconds": seconds, "speedup": 10.0 / seconds})
+    lines = [json.loads(line) for line in sample_lines(pl.DataFrame(rows))]
+    assert [(x["task"], x["case_id"]) for x in lines] == [("rivals", "c/1"), ("rivals", "c/2")]
+    first, second = (x["by_kernel_source"]["fit"] for x in lines)
+    assert (first["copy"], first["rival"]) == ("copy-line-decoded", "pld-earliest-k5")
+    assert first["copy_over_rival"] == 2.0 and second["copy_over_rival"] == 0.5

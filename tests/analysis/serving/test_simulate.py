@@ -1,6 +1,7 @@
 """The serving sweep: paired seeded requests, speedups over AR and over the best rival, families at their best
 member, determinism, and the published shape (speculation's gain falls with load) from the model alone."""
 
+import numpy as np
 import polars as pl
 import pytest
 from fixtures import forwards_frame, step_cost_model
@@ -94,3 +95,37 @@ def test_bad_sweeps_are_named(change, message):
 def test_a_method_without_traces_is_named():
     with pytest.raises(ParamsError, match="no trace of method"):
         shared_cases(traces(forwards_frame(2)), ["ar", "suffix-k64"])
+
+
+def test_the_gain_over_the_best_rival_gets_a_paired_request_bootstrap_interval():
+    """The interval pairs the two methods on the requests both served (their index in the seeded draw), is the
+    spread of the rival's summed latency over Copy-as-Decode's, and is set around the throughput ratio itself."""
+    from analysis.serving.simulate import Methods, Resampling, paired_ratio_interval, rival_intervals
+
+    rng = np.random.default_rng(0)
+    rival = {i: float(v) for i, v in enumerate(rng.uniform(1.0, 3.0, 200))}
+    copy = {i: v / 2 for i, v in rival.items() if i != 7}  # twice as fast; request 7 outside its window
+    boot = Resampling(resamples=400, seed=0, ci=0.95)
+    low, high = paired_ratio_interval(rival, copy, 2.1, boot)
+    assert low <= 2.1 <= high and high - low < 0.01  # a constant per-request ratio: a narrow interval
+    assert paired_ratio_interval(rival, copy, 2.1, Resampling(0, 0, 0.95)) == (None, None)
+    noisy = {i: v * float(rng.uniform(0.3, 0.9)) for i, v in rival.items()}
+    wide = paired_ratio_interval(rival, noisy, 1.7, boot)
+    assert wide[0] < 1.7 < wide[1] and wide == paired_ratio_interval(rival, noisy, 1.7, boot)  # seeded
+
+    methods = Methods({"ar": "baseline", "copy-line-decoded": "copy", "pld-earliest-k5": "rival",
+                       "pld-earliest-k10": "rival"}, {"pld-best-k": ("pld-earliest-k5", "pld-earliest-k10")},
+                      frozenset({"pld-earliest-k5", "pld-earliest-k10"}))
+    point = {"kernel_source": "s", "max_num_batched_tokens": 2048, "workload": "closed", "load": 1.0}
+    table = pl.DataFrame([
+        {**point, "method": "copy-line-decoded", "role": "copy", "best_rival": "pld-best-k", "best_member": None,
+         "speedup_vs_best_rival": 2.0},
+        {**point, "method": "pld-best-k", "role": "rival", "best_rival": None, "best_member": "pld-earliest-k10",
+         "speedup_vs_best_rival": None},
+        {**point, "method": "ar", "role": "baseline", "best_rival": "pld-best-k", "best_member": None,
+         "speedup_vs_best_rival": 0.5}])
+    latencies = {("s", 2048, 1.0, "pld-earliest-k10"): rival, ("s", 2048, 1.0, "copy-line-decoded"): copy}
+    out = rival_intervals(table, latencies, methods, boot)
+    first = out.row(0, named=True)
+    assert first["vs_best_rival_ci_low"] == pytest.approx(2.0) == first["vs_best_rival_ci_high"]  # the family's best member paired
+    assert out["vs_best_rival_ci_low"].null_count() == 2  # only Copy-as-Decode's closed-loop rows get one

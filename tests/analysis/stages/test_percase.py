@@ -21,7 +21,7 @@ def test_the_stage_copies_what_the_run_has_and_lists_the_rest(stage_scratch):
     assert main(["--params", "params.yaml", "percase"]) == 0
     manifest = json.loads(PERCASE_MANIFEST.read_text())
     assert sorted(manifest["tables"]) == ["cases", "coverage", "programs", "spans"]
-    assert {a["table"] for a in manifest["absent"]} == {"case_costs", "perturb", "e2e", "pilot"}
+    assert {a["table"] for a in manifest["absent"]} == {"case_costs", "perturb", "e2e", "pilot", "rivals"}
     assert not stale.exists()  # never a mix of two runs
     for name, entry in manifest["tables"].items():
         copy = pl.read_parquet(BY_NAME[name].committed)

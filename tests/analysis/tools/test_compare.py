@@ -71,11 +71,11 @@ def _rows(comparison) -> dict[tuple[str, str], object]:
 def test_a_real_difference_is_significant(runs):
     base, _, better = runs
     rows = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))
-    for figure in ("cov_line", "bound_fit_ideal", "bound_fit_dir", "em_line"):
+    for figure in ("cov_line_all_pct", "bound_fit_ideal_all_x", "bound_fit_dir_all_x", "em_line_all_pct"):
         row = rows[(figure, "pooled")]
         assert row.diff > 0 and row.ci_low > 0 and row.significant, row
-    assert rows[("em_line", "pooled")].p_value < 0.001
-    assert rows[("cov_line", "pooled")].n == 120 and rows[("cov_line", "C1")].n == 60
+    assert rows[("em_line_all_pct", "pooled")].p_value < 0.001
+    assert rows[("cov_line_all_pct", "pooled")].n == 120 and rows[("cov_line_pct", "C1")].n == 60
 
 
 def test_identical_runs_are_not_significant(runs):
@@ -83,7 +83,7 @@ def test_identical_runs_are_not_significant(runs):
     comparison = compare_runs(load_run(str(base)), load_run(str(same)), SETTINGS)
     assert comparison.rows and not any(r.significant for r in comparison.rows)
     assert all(r.diff == 0 and r.ci_low == 0 and r.ci_high == 0 for r in comparison.rows)
-    assert _rows(comparison)[("em_line", "pooled")].p_value == 1.0
+    assert _rows(comparison)[("em_line_all_pct", "pooled")].p_value == 1.0
 
 
 def test_mismatched_case_ids_are_named_and_left_out(tmp_path, runs):
@@ -92,7 +92,7 @@ def test_mismatched_case_ids_are_named_and_left_out(tmp_path, runs):
     copied = np.full(len(ids), 50)
     other = _run(tmp_path / "other", _costs(ids, copied), _perturb(ids, np.zeros(len(ids), bool)))
     comparison = compare_runs(load_run(str(base)), load_run(str(other)), SETTINGS)
-    assert _rows(comparison)[("cov_line", "pooled")].n == 117
+    assert _rows(comparison)[("cov_line_all_pct", "pooled")].n == 117
     text = to_markdown(comparison)
     assert "3 case ids only in A (c/0, c/1, c/2)" in text and "1 only in B (new/1)" in text
 
@@ -143,7 +143,7 @@ def test_cli_writes_markdown_and_html(runs, tmp_path, capsys):
     out = tmp_path / "out" / "cmp"
     assert cli.main(["compare", str(base), str(better), "--out", str(out)]) == 0
     markdown = (out / "compare.md").read_text()
-    assert "| cov_line | pooled | 120 |" in markdown and "yes" in markdown
+    assert "| cov_line_all_pct | pooled | 120 |" in markdown and "yes" in markdown
     assert (out / "compare.html").read_text().startswith("<!doctype html>")
     captured = capsys.readouterr()
     assert captured.out.startswith("# Comparison") and '"figures"' not in captured.out  # no JSON after the markdown
@@ -177,7 +177,7 @@ def test_git_revisions_are_read_from_the_dvc_cache(tmp_path, runs):
         git("commit", "-qm", label)
     git("tag", "baseline", "HEAD~1")
     comparison = compare_runs(load_run("baseline", repo), load_run("HEAD", repo), SETTINGS)
-    assert _rows(comparison)[("cov_line", "pooled")].significant
+    assert _rows(comparison)[("cov_line_all_pct", "pooled")].significant
     # a `dvc exp save` experiment, by name: the workspace back at the first run's outputs
     for rel in (CASE_COSTS, PERTURB_RESULTS):
         shutil.copy(base / rel, repo / rel)
@@ -203,7 +203,7 @@ def test_e2e_speedup_is_paired_on_cases(runs, tmp_path):
     for root, cad in ((base, 1.0), (better, 0.5)):
         (root / E2E_MEASUREMENTS).parent.mkdir(parents=True, exist_ok=True)
         _e2e(ids, cad, rng).write_parquet(root / E2E_MEASUREMENTS)
-    row = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))[("e2e_m-1_line", "pooled")]
+    row = _rows(compare_runs(load_run(str(base)), load_run(str(better)), SETTINGS))[("e2e_m-1_line_x", "pooled")]
     assert row.n == 10 and 1.9 < row.a < 2.3 and 3.8 < row.b < 4.6 and row.significant
 
 
@@ -240,7 +240,7 @@ def test_perturbation_seeds_are_averaged_before_pairing(tmp_path):
     for seeds in (1, 10):
         a = _run(tmp_path / f"a{seeds}", _costs(ids, copied), _seeded_perturb(ids, match, seeds))
         b = _run(tmp_path / f"b{seeds}", _costs(ids, copied), _seeded_perturb(ids, better, seeds))
-        rows[seeds] = _rows(compare_runs(load_run(str(a)), load_run(str(b)), SETTINGS))[("em_line", "pooled")]
+        rows[seeds] = _rows(compare_runs(load_run(str(a)), load_run(str(b)), SETTINGS))[("em_line_all_pct", "pooled")]
     one, ten = rows[1], rows[10]
     assert ten.n == one.n == 60
     assert (ten.a, ten.b, ten.p_value) == (one.a, one.b, one.p_value)
@@ -253,8 +253,8 @@ def test_seed_shares_are_compared_per_case(tmp_path):
     def run(name: str, hits: int) -> Path:
         frames = [_perturb(ids, np.full(len(ids), s < hits)).with_columns(seed=pl.lit(s, pl.Int64)) for s in range(10)]
         return _run(tmp_path / name, _costs(ids, np.full(len(ids), 50)), pl.concat(frames))
-    row = _rows(compare_runs(load_run(str(run("a", 3))), load_run(str(run("b", 7))), SETTINGS))[("em_line", "pooled")]
-    assert (row.n, row.a, row.b) == (12, pytest.approx(0.3), pytest.approx(0.7))
+    row = _rows(compare_runs(load_run(str(run("a", 3))), load_run(str(run("b", 7))), SETTINGS))[("em_line_all_pct", "pooled")]
+    assert (row.n, row.a, row.b) == (12, pytest.approx(30.0), pytest.approx(70.0))  # percent, as dvc metrics show
     assert row.p_value == pytest.approx(2 * 0.5 ** 12) and row.significant
 
 
@@ -283,9 +283,9 @@ def test_pilot_base_rows_without_a_seed_are_paired(tmp_path):
         records(hits, seeds).write_parquet(tmp_path / name / PILOT_RECORDS)
     comparison = compare_runs(load_run(str(tmp_path / "a")), load_run(str(tmp_path / "b")), SETTINGS)
     rows = _rows(comparison)
-    assert rows[("pilot_program_before", "heldout")].n == 6
-    after = rows[("pilot_program_after", "heldout")]
-    assert (after.n, after.a, after.b) == (6, 0.0, 1.0)
+    assert rows[("pilot_program_before_pct", "heldout")].n == 6
+    after = rows[("pilot_program_after_pct", "heldout")]
+    assert (after.n, after.a, after.b) == (6, 0.0, 100.0)
     assert any("A averages 1 seed(s) per case, B 2" in n for n in comparison.notes)
 
 
@@ -375,9 +375,9 @@ def test_params_diff_and_relative_change(runs, tmp_path):
         ("extra", "(absent)", "[1, 2]"), ("kernel.latency_form", '"interp"', '"quadratic"')]
     markdown = to_markdown(comparison)
     assert '| `kernel.latency_form` | "interp" | "quadratic" |' in markdown
-    row = _rows(comparison)[("cov_line", "pooled")]
+    row = _rows(comparison)[("cov_line_all_pct", "pooled")]
     assert row.change == pytest.approx((row.b - row.a) / row.a)
-    assert f"| cov_line | pooled | 120 | {row.a:.4g} | {row.b:.4g} | {row.diff:.4g} | {row.change * 100:+.1f}% |" in markdown
+    assert f"| cov_line_all_pct | pooled | 120 | {row.a:.4g} | {row.b:.4g} | {row.diff:.4g} | {row.change * 100:+.1f}% |" in markdown
     page = to_html(comparison, tmp_path)
     assert "<style>" in page and "Provenance" in page and "kernel.latency_form" in page
     assert "folder " + str(base) in page and "data/bounds/case_costs.parquet" in page
@@ -407,7 +407,7 @@ def test_revisions_read_the_committed_per_case_tables(tmp_path, runs):
         git("add", "-A")
         git("commit", "-qm", label)
     comparison = compare_runs(load_run("HEAD~1", repo), load_run("HEAD", repo), SETTINGS)
-    assert _rows(comparison)[("cov_line", "pooled")].significant
+    assert _rows(comparison)[("cov_line_all_pct", "pooled")].significant
     assert comparison.b.sources["case_costs"] == "reports/percase/case_costs.parquet (committed)"
     assert params_diff(comparison.a.params, comparison.b.params) == [("kernel.latency_form", '"interp"', '"quadratic"')]
 
@@ -425,3 +425,43 @@ def test_a_folder_without_data_reads_its_committed_copies(tmp_path, runs):
     assert run.sources == {"case_costs": "reports/percase/case_costs.parquet",
                            "perturb": "reports/percase/perturb.parquet"}
     assert not any(r.significant for r in compare_runs(load_run(str(base)), run, SETTINGS).rows)
+
+
+def test_names_units_and_pools_are_the_metrics_ones(tmp_path, runs):
+    """C4 of the UX review: compare's `pooled` was every corpus while `dvc metrics show`'s is the paper's three, and
+    it printed shares where the metrics print percent. Now a run with a paper corpus pools it under the metrics' row
+    name and every corpus under its `_all` row, in the metrics' units."""
+    rng = np.random.default_rng(3)
+    ids = [f"c/{i}" for i in range(60)]
+    def paper_run(name: str, shift: int) -> Path:
+        costs = _costs(ids, rng.integers(40, 70, len(ids)) + shift).with_columns(
+            corpus=pl.when(pl.col("case_id").str.extract(r"(\d+)$").cast(pl.Int64) % 3 == 0)
+            .then(pl.lit("HEvalFix-Py")).otherwise(pl.col("corpus")))
+        return _run(tmp_path / name, costs, _perturb(ids, rng.random(len(ids)) < 0.5))
+    rows = _rows(compare_runs(load_run(str(paper_run("a", 0))), load_run(str(paper_run("b", 10))), SETTINGS))
+    paper, every = rows[("cov_line_pct", "pooled")], rows[("cov_line_all_pct", "pooled")]
+    assert paper.n == 20 and every.n == 60 and rows[("cov_line_pct", "HEvalFix-Py")].n == 20
+    assert 40 < paper.a < 70 and 40 < every.a < 70  # percent: 40-70 copied tokens of 100
+    assert ("bound_fit_ideal_x", "pooled") in rows and ("bound_fit_ideal_all_x", "pooled") in rows
+
+
+def test_the_head_to_head_is_paired_per_case(tmp_path):
+    """C6/M5 of the UX review: compare answers "did my change make Copy-as-Decode catch up with the best rival?" on
+    the per-case rivals table: the pair is run A's fastest Copy-as-Decode and rival over every case."""
+    from analysis.layout import RIVALS_PERCASE
+
+    ids = [f"c/{i}" for i in range(40)]
+    def priced(copy_seconds: float) -> pl.DataFrame:
+        rows = []
+        for i in ids:
+            for method, seconds in (("copy-line-decoded", copy_seconds), ("copy-line-ideal", 0.1),
+                                    ("pld-earliest-k5", 2.0), ("suffix-k64", 3.0), ("ar", 10.0)):
+                rows.append({"kernel_source": "fit", "case_id": i, "corpus": _corpus(i), "framing": "body",
+                             "method": method, "seconds": seconds, "ar_seconds": 10.0, "speedup": 10.0 / seconds})
+        return pl.DataFrame(rows)
+    for name, seconds in (("a", 4.0), ("b", 1.0)):
+        (tmp_path / name / RIVALS_PERCASE).parent.mkdir(parents=True)
+        priced(seconds).write_parquet(tmp_path / name / RIVALS_PERCASE)
+    rows = _rows(compare_runs(load_run(str(tmp_path / "a")), load_run(str(tmp_path / "b")), SETTINGS))
+    row = rows[("rivals_fit_best_ratio_all_x", "pooled")]  # C1 and C2 are not the paper's: every corpus
+    assert (row.n, row.a, row.b) == (40, pytest.approx(0.5), pytest.approx(2.0)) and row.significant

@@ -1,7 +1,7 @@
 """The measurement runtime: one checkpoint key, verified checkpoint reads, from-scratch seconds, threads."""
 
 import json
-import time
+from types import SimpleNamespace
 
 import polars as pl
 import pytest
@@ -74,14 +74,34 @@ def test_seconds_must_be_finite_and_not_negative(tmp_path):
         write_frame_checkpoint(FRAME, tmp_path / "x.parquet", "k", float("nan"))
 
 
-def test_from_scratch_counts_read_back_units_and_not_measured_ones_twice():
+class FakeClock:
+    """time.perf_counter as the checkpoints module sees it, advanced by hand: the from-scratch arithmetic is
+    checked exactly, whatever else the machine is doing (a real clock read twice differs under load)."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    from kernels_profile.runtime import checkpoints
+
+    fake = FakeClock()
+    monkeypatch.setattr(checkpoints, "time", SimpleNamespace(perf_counter=fake))
+    return fake
+
+
+def test_from_scratch_counts_read_back_units_and_not_measured_ones_twice(clock):
     scratch = FromScratch()
     scratch.read_back(5.0)
-    time.sleep(0.05)
+    clock.now += 0.05
     unit = scratch.measured()
-    assert unit >= 0.05 and scratch.recorded == pytest.approx(5.0 + unit)
-    # this run's elapsed time (its one unit included once) plus the unit read back
-    assert scratch.seconds() == pytest.approx(time.perf_counter() - scratch.started + 5.0, abs=0.01)
+    assert unit == pytest.approx(0.05) and scratch.recorded == pytest.approx(5.0 + unit)
+    clock.now += 1.0  # this run's elapsed time (its one unit included once) plus the unit read back
+    assert scratch.seconds() == pytest.approx(1.05 + 5.0)
 
 
 def test_threads_block_restores_the_count():
@@ -113,14 +133,14 @@ def test_one_key_hash_one_thread_setter_one_ratio_summary():
     assert [p for p, text in code.items() if "quantile(0.25" in text or "np.quantile(" in text] == [stats]
 
 
-def test_from_scratch_counts_a_resumed_unit_at_its_recorded_seconds():
+def test_from_scratch_counts_a_resumed_unit_at_its_recorded_seconds(clock):
     scratch = FromScratch()
+    clock.now += 2.0
     scratch.mark()
-    time.sleep(0.05)
+    clock.now += 0.05
     scratch.resumed(7.0)  # 0.05 s now, 7 s over all its runs (this one included)
-    assert scratch.measured_now >= 0.05 and scratch.recorded == pytest.approx(7.0)
-    assert scratch.seconds() == pytest.approx(time.perf_counter() - scratch.started - scratch.measured_now + 7.0,
-                                              abs=0.01)
+    assert scratch.measured_now == pytest.approx(0.05) and scratch.recorded == pytest.approx(7.0)
+    assert scratch.seconds() == pytest.approx(2.05 - 0.05 + 7.0)
     with pytest.raises(ValueError, match="finite number"):
         scratch.resumed(float("nan"))
 

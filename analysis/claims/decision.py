@@ -1,0 +1,114 @@
+"""The decision a deployment makes: Copy-as-Decode's best deployable variant against the fastest deployable
+rival, as one number with its interval and a verdict word, shared by the rivals (batch 1) and serving (under
+load) claim rows and by the measured engine run when one exists.
+
+A decision scope (analysis.claims.verdict.Scope with `decision` set) carries:
+
+* `value`: Copy-as-Decode's speedup over the fastest rival there (rival time over Copy-as-Decode time at batch 1;
+  Copy-as-Decode's output tokens/s over the rival's under load): above 1 Copy-as-Decode is faster;
+* `ci`: the paired 95% interval of that ratio (a case bootstrap at batch 1; a request bootstrap under load);
+* `decision`, from the interval against 1 (`decide`): `faster` (the interval lies above 1), `slower` (below 1),
+  `tie` (it holds 1), and `depends on the pricing assumption` where the ratio's extrapolation band, the range of
+  the ratio over the pricing assumptions a figure extrapolates with, crosses 1 while the interval alone would
+  decide: then the ranking is the pricing rule's, not the data's. The band is optional: a figure priced inside
+  the measured grid has none, and the stage that prices the methods writes it where it extrapolates (columns
+  `<ratio>_band_low` / `<ratio>_band_high` beside the interval's);
+* `basis`: where the figure comes from: `measured` (timed on an engine), `priced` (oracle forwards priced by a
+  measured kernel, or simulated steps priced by a cost model fitted to measured steps) or `extrapolated` (most of
+  its forwards, or its step costs, priced outside what was measured);
+* `detail`: what the index and the charts need beside the number (corpus, pool, load, kernel source, both
+  methods and their speedups over AR), plain values only.
+
+Nothing here formats HTML or names a method: the rows' tables name them (analysis.rivals.methods' labels).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from analysis.errors import ParamsError
+
+FASTER, SLOWER, TIE, DEPENDS = "faster", "slower", "tie", "depends on the pricing assumption"
+DECISIONS = (FASTER, SLOWER, TIE, DEPENDS)
+MEASURED, PRICED, EXTRAPOLATED = "measured", "priced", "extrapolated"
+BASES = (MEASURED, PRICED, EXTRAPOLATED)
+# A figure most of whose forwards were priced outside the profiled grid (copy lengths, contexts) reads as
+# extrapolated: its number is the latency model's continuation, not its measurement.
+EXTRAPOLATED_MAJORITY = 0.5
+BATCH_1 = "batch 1"
+
+
+def decide(ci: tuple[float, float], band: tuple[float, float] | None = None) -> str:
+    """`faster`, `slower` or `tie` from the paired interval of Copy-as-Decode over the rival against 1; `depends on
+    the pricing assumption` when an extrapolation band is given, crosses 1, and the interval alone says faster or
+    slower."""
+    low, high = (float(v) for v in ci)
+    if not low <= high:
+        raise ParamsError(f"decision: an interval must run low to high, got [{low}, {high}]")
+    verdict = FASTER if low > 1 else SLOWER if high < 1 else TIE
+    if band is not None and verdict != TIE:
+        b_low, b_high = (float(v) for v in band)
+        if b_low < 1 < b_high:
+            return DEPENDS
+    return verdict
+
+
+def basis_of(extrapolated_shares: list[float | None], measured: bool = False) -> str:
+    """`measured` for an engine run; `extrapolated` when either side priced most of its forwards outside the
+    profiled grid; else `priced`."""
+    if measured:
+        return MEASURED
+    shares = [s for s in extrapolated_shares if s is not None]
+    return EXTRAPOLATED if any(s > EXTRAPOLATED_MAJORITY for s in shares) else PRICED
+
+
+@dataclass(frozen=True)
+class Band:
+    """The optional extrapolation band of a ratio, read from a row's `<ratio>_band_low/_high` columns."""
+
+    low: float
+    high: float
+
+    @staticmethod
+    def of(row: dict, ratio: str) -> "Band | None":
+        low, high = row.get(f"{ratio}_band_low"), row.get(f"{ratio}_band_high")
+        if low is None or high is None:
+            return None
+        return Band(float(low), float(high))
+
+    @property
+    def pair(self) -> tuple[float, float]:
+        return self.low, self.high
+
+
+@dataclass(frozen=True)
+class Flip:
+    """Where prompt lookup at a draft budget k overtakes Copy-as-Decode (speedups over AR, one match policy): the
+    largest bounded k Copy-as-Decode still beats, the smallest that beats it, and whether unbounded drafts do."""
+
+    policy: str
+    wins_up_to: int | None
+    loses_from: int | None
+    unbounded_wins: bool | None   # None: no unbounded row
+
+    def sentence(self) -> str:
+        if self.loses_from is None and not self.unbounded_wins:
+            return f"prompt lookup ({self.policy}) never passes it"
+        wins = f"wins up to k = {self.wins_up_to}" if self.wins_up_to is not None else "wins at no k"
+        loses = f"loses from k = {self.loses_from}" if self.loses_from is not None else "loses only to unbounded drafts"
+        return f"against prompt lookup ({self.policy}) it {wins}, {loses}"
+
+    def plain(self) -> dict:
+        return {"policy": self.policy, "wins_up_to": self.wins_up_to, "loses_from": self.loses_from,
+                "unbounded_wins": self.unbounded_wins}
+
+
+def flip(policy: str, speedups: dict[int | None, float], copy_speedup: float) -> Flip:
+    """The Flip of one policy from its speedups by k (None: unbounded) against Copy-as-Decode's speedup."""
+    bounded = sorted(k for k in speedups if k is not None)
+    beaten = [k for k in bounded if speedups[k] <= copy_speedup]
+    passing = [k for k in bounded if speedups[k] > copy_speedup]
+    loses_from = min(passing) if passing else None
+    wins = [k for k in beaten if loses_from is None or k < loses_from]
+    unbounded = speedups[None] > copy_speedup if None in speedups else None
+    return Flip(policy, max(wins) if wins else None, loses_from, unbounded)

@@ -2,7 +2,8 @@
 
 This is the one implementation of the bound and the one price of a program: the bounds stage
 (`kernel_bounds`), the optimal stage (`fixed_price`, `case_costs`) and the end-to-end prediction
-(`case_cost`) all use it, with CostSettings from params (docs/bounds-pricing.md, "One price").
+(a forward log, through analysis.rivals.pricing) all use it, with CostSettings from params
+(docs/bounds-pricing.md, "One price").
 
 Per case, with G gold tokens, ops k = 0, 1, ... in op_index order, and c_k the KV-cache length
 when op k starts:
@@ -145,18 +146,26 @@ def log_cost_settings(params: dict) -> CostSettings:
 # asked once per pricing (`LatencyModel.prices`), and one check refuses what lies outside its range.
 
 
+def run_starts(decodes: np.ndarray, after_prefill: np.ndarray) -> np.ndarray:
+    """The one decode-run rule (a program's ops here, a forward log's forwards in analysis.rivals.pricing): a
+    decode run, and so the first-step overhead, starts where something is decoded right after a prefill (a
+    copy, a verify, a forward carrying jump-forwarded tokens) or at the case's opening (after the prompt's
+    prefill). `decodes`: the op or forward decodes a token; `after_prefill`: it opens the case or follows a
+    prefill."""
+    return np.asarray(decodes, dtype=bool) & np.asarray(after_prefill, dtype=bool)
+
+
 def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """Which ops start a decode run (and so pay the first-step overhead), for the ideal variant and
-    for the overhead variant; `ordered` sorted by case and op_index. A run starts at an op that decodes
-    something and follows a prefill (a copy) or opens the program (after the prompt's prefill); ideal:
-    a gen op with tokens; overhead: any op with directive or gen tokens (a copy decodes its directive
-    before its prefill, so two copies in a row make two runs)."""
+    """Which ops start a decode run (`run_starts`), for the ideal variant and for the overhead variant;
+    `ordered` sorted by case and op_index. Ideal: a gen op with tokens decodes; overhead: any op with
+    directive or gen tokens (a copy decodes its directive before its prefill, so two copies in a row make
+    two runs)."""
     prev = ordered.select(pl.col("kind").shift(1).over(CASE_KEYS)).to_series()
     after_prefill = (prev.is_null() | (prev == "copy")).to_numpy()
     is_gen = ordered["kind"].to_numpy() == "gen"
     gen_tokens = np.where(is_gen, ordered["n_tokens"].to_numpy(), 0)
-    ideal = after_prefill & (gen_tokens > 0)
-    overhead = after_prefill & ((gen_tokens + ordered["directive_tokens"].to_numpy()) > 0)
+    ideal = run_starts(gen_tokens > 0, after_prefill)
+    overhead = run_starts((gen_tokens + ordered["directive_tokens"].to_numpy()) > 0, after_prefill)
     return ideal, overhead
 
 

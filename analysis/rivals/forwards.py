@@ -2,8 +2,10 @@
 
 `Forwards`: per forward `new_tokens` (q, the tokens it forwards), `emitted` (the output tokens it yields)
 and `prefill` (a prefill-type forward: a copy's prefill, a speculative verify of q > 1 tokens, a forward
-that also carries jump-forwarded tokens; else a decode step). analysis.rivals.pricing prices it, the
-serving simulation schedules it (analysis.serving.forwards).
+that also carries jump-forwarded tokens; else a decode step). The rivals simulation builds one per case and
+method (analysis.rivals.simulate), the serving simulation schedules them (analysis.serving.forwards), the e2e
+executor logs the forwards it timed as one (`Forwards.from_log`), and all of them are priced by one function
+on the bounds' rules (analysis.rivals.pricing).
 
 `decode_forwards`: n decode steps (a whole rewrite, an edit format's text). `speculative_forwards`: a
 drafter with **gold acceptance**: before each forward the drafter proposes up to k tokens (never more
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+from analysis.errors import ParamsError
 
 
 @dataclass
@@ -33,6 +37,18 @@ class Forwards:
 
     def __len__(self) -> int:
         return len(self.new_tokens)
+
+    @classmethod
+    def from_log(cls, new_tokens: Sequence[int], emitted: Sequence[int], where: str = "e2e") -> Forwards:
+        """A measured forward log (the e2e executor's `new_tokens`, `emitted`), which holds no `prefill`
+        flags: a forward of q > 1 tokens is a prefill-type forward, a one-token forward a decode step."""
+        if len(new_tokens) != len(emitted):
+            raise ParamsError(f"{where}: a forward log has {len(new_tokens)} query lengths and {len(emitted)} "
+                              "emitted counts")
+        for q, e in zip(new_tokens, emitted):
+            if q == 1 and e != 1:
+                raise ParamsError(f"{where}: a one-token forward logged {e} emitted tokens (a decode step commits one)")
+        return cls([int(q) for q in new_tokens], [int(e) for e in emitted], [int(q) > 1 for q in new_tokens])
 
 
 def decode_forwards(n: int) -> Forwards:

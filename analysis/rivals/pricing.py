@@ -1,33 +1,33 @@
-"""Pricing a method's forwards with a latency model, by the Copy-as-Decode bounds' own rules.
+"""The one price of a forward log (analysis.rivals.forwards.Forwards), on the Copy-as-Decode bounds' rules: the
+rivals stage prices its forwards table with `price`, the e2e prediction each measured log with `price_log`.
 
-A case's forwards under one method (analysis.rivals.simulate): per forward `q` new tokens, `emitted`
-output tokens and whether it is a prefill-type forward (`prefill`: a copy's prefill, a speculative
-verify of q > 1 tokens, a forward that also prefills jump-forwarded tokens) or a decode step. With c
-the KV-cache length when a forward starts (`prompt_tokens` plus the tokens emitted before it, in
-`bounds.context_mode: running`; `bounds.context` in `fixed`), a forward costs:
+With c the KV-cache length when a forward starts (`prompt_tokens` plus the tokens emitted before it, in
+`bounds.context_mode: running`; `bounds.context` in `fixed`), a forward costs
 
     decode step        s(c), plus the first-step overhead o(c) when it starts a decode run
     prefill forward    T_prefill(q, c)
 
-A decode run is a stretch of decode steps: it starts at the first forward of the case (after the prompt's
-prefill) and after every prefill-type forward. `s`, `o` and T_prefill come from the model's one pricing call, the bounds' own
-(`LatencyModel.prices`, params `bounds.step_cost`: `steady` splits T_ar into o + N s; `first_step` charges
-every step T_ar(1, c) and no overhead). So AR's price is the bounds' `regen`, and a Copy-as-Decode
-program's forwards (analysis.rivals.simulate.copy_forwards) price to the bounds' `program_ideal` and
-`program_overhead`, except after a copy that forwards no token (a blank line BPE glued to the line
-before: no forward, so no new decode run), which the bounds count as a prefill (tested).
-
-A cost evaluated outside the model's profiled range is extrapolated and counted per case
+A decode run starts where the bounds' one rule says (`analysis.bounds.run_starts`): at a decode step that
+opens the case (after the prompt's prefill) or follows a prefill-type forward. `s`, `o` and T_prefill come
+from the model's one pricing call, the bounds' own (`LatencyModel.prices`, params `bounds.step_cost`:
+`steady` splits T_ar into o + N s; `first_step` charges every step T_ar(1, c) and no overhead). So AR's
+price is the bounds' `regen`, and a Copy-as-Decode program's forwards (analysis.rivals.families.copy) price
+to the bounds' `program_ideal` and `program_overhead`, except after a copy that forwards no token (a blank
+line BPE glued to the line before: no forward, so no new decode run), which the bounds count as a prefill
+(tested). A cost evaluated outside the model's profiled range is extrapolated and counted per case
 (`extrapolated_forwards`); a model that cannot give the step split raises its ParamsError.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import polars as pl
 
-from analysis.bounds import CostSettings
+from analysis.bounds import CostSettings, run_starts
 from analysis.latency.model import LatencyModel
+from analysis.rivals.forwards import Forwards
 
 PRICE_COLUMNS = ("seconds", "extrapolated_forwards")
 
@@ -59,8 +59,7 @@ def price(frame: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> p
     f = flat_forwards(frame)
     c = np.full(len(f["q"]), settings.context, dtype=np.int64) if settings.context_mode == "fixed" else f["context"]
     decode = ~f["prefill"]
-    previous_prefill = np.concatenate([[True], f["prefill"][:-1]])
-    run_start = decode & (f["first"] | previous_prefill)
+    run_start = run_starts(decode, f["first"] | np.concatenate([[True], f["prefill"][:-1]]))
     seconds = np.zeros(len(c))
     flags = np.zeros(len(c), dtype=bool)
     prefill = f["prefill"]
@@ -78,3 +77,21 @@ def price(frame: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> p
     return frame.with_columns(
         seconds=pl.Series(np.bincount(f["row"], weights=seconds, minlength=n)),
         extrapolated_forwards=pl.Series(np.bincount(f["row"], weights=flags, minlength=n).astype(np.int64)))
+
+
+@dataclass(frozen=True)
+class Priced:
+    seconds: float
+    extrapolated: int  # forwards priced outside the model's profiled range
+
+
+def price_log(forwards: Forwards, prompt_tokens: int, model: LatencyModel, settings: CostSettings) -> Priced:
+    """One forward log's seconds and extrapolated forwards (`price` on a one-row table)."""
+    if not len(forwards):
+        return Priced(0.0, 0)
+    frame = pl.DataFrame({"prompt_tokens": [int(prompt_tokens)], "new_tokens": [forwards.new_tokens],
+                          "emitted": [forwards.emitted], "prefill": [forwards.prefill]},
+                         schema={"prompt_tokens": pl.Int64, "new_tokens": pl.List(pl.Int64),
+                                 "emitted": pl.List(pl.Int64), "prefill": pl.List(pl.Boolean)})
+    row = price(frame, model, settings).row(0, named=True)
+    return Priced(float(row["seconds"]), int(row["extrapolated_forwards"]))

@@ -24,10 +24,12 @@ from analysis.latency.model import ModelKey
 from analysis.pooling import framing_filter
 from analysis.rivals.families.ar import AR
 from analysis.rivals.families.copy import DECODED, IDEAL
+from analysis.rivals.forwards import Forwards
+from analysis.rivals.pricing import price_log
 from analysis.rivals.methods import PROGRAM_PROMPT, REWRITE_PROMPT, Method
 from analysis.rivals.settings import DraftSettings
 from kernels_profile.e2e.job import CaseJob
-from kernels_profile.e2e.predict import LatencyCurve, measure_curve, price_forwards
+from kernels_profile.e2e.predict import LatencyCurve, measure_curve
 from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.e2e.executor import Executor, acceptance_histogram
@@ -168,7 +170,7 @@ def predictions(records: list[dict], model, cost) -> pl.DataFrame:
     """Per method: its forward log (repeat 0's: gold acceptance makes every repeat's the same) priced
     under the case's curve by the bounds' price (`cost`), AR's likewise, and their ratio."""
     first = {r["method"]: r for r in records if r["repeat"] == 0}
-    priced = {name: price_forwards(model, cost, r["prompt_tokens"], r["new_tokens"], r["emitted"])
+    priced = {name: price_log(Forwards.from_log(r["new_tokens"], r["emitted"]), r["prompt_tokens"], model, cost)
               for name, r in first.items()}
     ar = priced[AR].seconds
     return pl.DataFrame([{"method": name, "predicted_ar_seconds": ar, "predicted_seconds": p.seconds,

@@ -6,26 +6,21 @@ The curve: T_prefill(N) over params e2e.prefill_grid up to the smallest grid siz
 case's largest forward, and T_ar(N) over e2e.ar_grid up to e2e.ar_steps, at the case's shortest prompt
 and its longest context (so every forward's context lies between; others are flagged extrapolated).
 
-The price (`price_forwards`) is the bounds' own (analysis.bounds.case_cost under
-analysis.bounds.log_cost_settings: bounds.step_cost and bounds.steady_max_n from params): the log is
-read as a program whose ops are its forwards, a forward of q > 1 tokens a copy (a q-token prefill at its
-context, committing its emitted tokens) and a q = 1 forward a one-token gen (a decode step, plus the
-first-step overhead once per decode run: a run starts after the prompt's prefill or after any q > 1
-forward); contexts run (prompt + tokens committed so far), and a forward outside the curve is counted,
-never refused. For AR and the ideal programs this is the bounds' regeneration and program cost
-(tests/kernels_profile/e2e/test_e2e_predict.py); with directives decoded the log also counts the
-directive tokens in the context, as the executor's cache does (the bound leaves them out of c).
+Every method's forward log is priced by the suite's one price of a forward log
+(analysis.rivals.pricing.price_log, the bounds' rules under analysis.bounds.log_cost_settings:
+bounds.step_cost and bounds.steady_max_n from params; each forward at its own context, running from the
+method's own prompt; a forward outside the curve counted, never refused); the log is read by
+`Forwards.from_log` (a forward of q > 1 tokens a prefill, a one-token forward a decode step). With
+directives decoded the log also counts the directive tokens in the context, as the executor's cache does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import polars as pl
 
-from analysis.bounds import CostSettings, SpanOp, case_cost
 from analysis.errors import ParamsError
 from analysis.latency.fit import FitOptions, fit_points
 from analysis.latency.model import LatencyModel, ModelKey
@@ -97,26 +92,3 @@ def measure_curve(lm, sizes: tuple[int, ...], ar_grid: tuple[int, ...], ar_steps
         runs = [bench.ar(ar_steps, "eager") for _ in range(repeats)]
         ar += [CurvePoint(n, context, float(np.median([r[n - 1] for r in runs]))) for n in ar_points(ar_grid, ar_steps)]
     return LatencyCurve(tuple(prefill), tuple(ar), tuple(contexts))
-
-
-@dataclass(frozen=True)
-class Priced:
-    seconds: float
-    extrapolated: int  # forwards priced outside the curve's measured range
-
-
-def price_forwards(model: LatencyModel, cost: CostSettings, prompt_tokens: int, new_tokens: Sequence[int],
-                   emitted: Sequence[int]) -> Priced:
-    """A forward log's seconds under `model`, priced by the bounds (`cost`: analysis.bounds.log_cost_settings;
-    the module docstring says how a log is read as a program)."""
-    if len(new_tokens) != len(emitted):
-        raise ParamsError(f"e2e: a forward log has {len(new_tokens)} query lengths and {len(emitted)} emitted counts")
-    if not len(new_tokens):
-        return Priced(0.0, 0)
-    ops = []
-    for q, e in zip(new_tokens, emitted):
-        if q == 1 and e != 1:
-            raise ParamsError(f"e2e: a one-token forward logged {e} emitted tokens (a decode step commits one)")
-        ops.append(SpanOp("gen", 1, 0, 0) if q == 1 else SpanOp("copy", int(e), int(q), 0))
-    priced = case_cost(ops, model, cost, prompt_tokens=prompt_tokens)
-    return Priced(priced.program_ideal, priced.extrapolated_spans)

@@ -13,9 +13,9 @@ from analysis.bounds import CostSettings, case_costs
 from analysis.coverage.spans import SpanRow
 from analysis.latency.sources import load_fitted_models, select_measured
 from analysis.rivals.forced import OpForcing
-from analysis.rivals.pricing import price
 from analysis.rivals.families.copy import copy_forwards
 from analysis.rivals.forwards import decode_forwards
+from analysis.rivals.pricing import price
 from fixtures import ROOT
 
 RUNNING = CostSettings(context_mode="running", extrapolate=True, context=256, step_cost="steady", steady_max_n=8)

@@ -1,6 +1,7 @@
 """kernels_profile.e2e.predict: the latency curve as a value (its JSON round trip, its AR points, the fit
-form), the per-case prefill sizes, and the forward-log price, which for AR and the ideal programs is the
-bounds' own cost (analysis.bounds.case_cost) to the bit. Curves and logs are synthetic."""
+form), the per-case prefill sizes, and the price of a measured forward log (the suite's one price,
+analysis.rivals.forwards.price_log), which for AR and the ideal programs is the bounds' own cost
+(analysis.bounds.case_cost) to the bit. Curves and logs are synthetic."""
 
 import pytest
 
@@ -10,7 +11,9 @@ from analysis.bounds import SpanOp, case_cost, log_cost_settings
 from analysis.errors import ParamsError
 from analysis.latency.model import ModelKey
 from kernels_profile.e2e import predict as e2e_predict
-from kernels_profile.e2e.predict import CurvePoint, LatencyCurve, price_forwards
+from analysis.rivals.forwards import Forwards
+from analysis.rivals.pricing import price_log
+from kernels_profile.e2e.predict import CurvePoint, LatencyCurve
 
 KEY = ModelKey("tiny", "random", "float32", "cpu", "eager")
 PRICE = log_cost_settings(params_with())  # the bounds' step pricing from params.yaml (bounds.steady_max_n)
@@ -58,6 +61,11 @@ def ideal_log(ops: list[SpanOp]) -> tuple[list[int], list[int]]:
             q += [1] * op.n_tokens
             e += [1] * op.n_tokens
     return q, e
+
+
+def price_forwards(model, cost, prompt_tokens, new_tokens, emitted):
+    """The e2e stage's prediction of one logged run (kernels_profile.e2e.methods.predictions)."""
+    return price_log(Forwards.from_log(new_tokens, emitted), prompt_tokens, model, cost)
 
 
 OPS = [SpanOp("copy", 40, 40, 6), SpanOp("gen", 3, 0, 5), SpanOp("copy", 12, 12, 6), SpanOp("gen", 7, 0, 5)]

@@ -1,6 +1,6 @@
 """kernels_profile.e2e.predict: the latency curve as a value (its JSON round trip, its AR points, the fit
 form), the per-case prefill sizes, and the price of a measured forward log (the suite's one price,
-analysis.rivals.forwards.price_log), which for AR and the ideal programs is the bounds' own cost
+analysis.rivals.pricing.price_log), which for AR and the ideal programs is the bounds' own cost
 (analysis.bounds.case_cost) to the bit. Curves and logs are synthetic."""
 
 import pytest

@@ -24,10 +24,10 @@ import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError
 from analysis.latency.model import PAPER_CLAIMS, paper_points
+from analysis.latency.roofline import DEVICES, datasheet_entry, read_devices
 from analysis.results.outputs import BOUNDS_COLUMNS
 
 PAPER = PAPER_CLAIMS
-DEVICES = Path(__file__).parents[1] / "data" / "devices.json"  # GPU datasheets, their one home
 
 REPRODUCED, DIFFERS, NOT_COMPARABLE, NOT_RUN = "reproduced", "differs", "not comparable", "not run"
 NOT_AT_SCALE, BEYOND = "not reproduced at this scale", "beyond the paper"
@@ -119,7 +119,7 @@ def paper_gpu(path: Path = PAPER, devices: Path = DEVICES) -> dict:
     (hbm_gbps, bf16_tflops, source, match) from devices.json, and the paper's top kernel ratio and its N."""
     paper = paper_claims(path)
     ref = paper["_gpu_reference"]
-    sheets = json.loads(Path(devices).read_text())
+    sheets = read_devices(devices)
     entry = sheets.get(ref.get("datasheet_entry"))
     if not isinstance(entry, dict):
         raise ParamsError(f"{path}: _gpu_reference.datasheet_entry {ref.get('datasheet_entry')!r} is not an entry of "
@@ -130,10 +130,8 @@ def paper_gpu(path: Path = PAPER, devices: Path = DEVICES) -> dict:
 
 
 def datasheet(device_name: str, devices: Path = DEVICES) -> dict | None:
-    """The devices.json entry whose `match` is in a recorded device name, or None."""
-    sheets = json.loads(Path(devices).read_text())
-    return next((dict(e, name=k) for k, e in sheets.items()
-                 if not k.startswith("_") and isinstance(e, dict) and e.get("match", "\0") in device_name), None)
+    """The devices.json entry whose `match` is in a recorded device name, or None (analysis.latency.roofline reads it)."""
+    return datasheet_entry(device_name, read_devices(devices))
 
 
 # ---------------------------------------------------------------- comparators (named in the JSON)

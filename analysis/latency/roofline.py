@@ -7,7 +7,9 @@ and the table of each measured kernel speedup beside its floors.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -16,6 +18,7 @@ from analysis.errors import ParamsError
 
 BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEVICES_FILE = "devices.json"
+DEVICES = Path(__file__).parents[1] / "data" / DEVICES_FILE  # GPU datasheets, their one home and one reader (`read_devices`)
 
 
 def copy_speedup_ceiling(n: int, stream_gbps: float, gflops: float, bytes_per_param: float) -> float:
@@ -108,6 +111,25 @@ def prefill_floor_s(weights: WeightCount, n, roof: Roof, bytes_per_param: float,
     FLOPs (`prefill_flops`: the layers for N tokens, the head for the one kept logit, attention over
     the cache) at peak throughput, whichever is slower."""
     return np.maximum(step_floor_s(weights, roof, bytes_per_param), prefill_flops(weights, n, c) / (roof.gflops * 1e9))
+
+
+def read_devices(path: Path = DEVICES) -> dict:
+    """The datasheet document (analysis/data/devices.json), the one reader of it: each entry a GPU's `match`
+    (a substring of its torch device name), `hbm_gbps`, `bf16_tflops` and `source`."""
+    try:
+        document = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ParamsError(f"{path}: cannot read the GPU datasheets ({exc})") from None
+    if not isinstance(document, dict):
+        raise ParamsError(f"{path}: the GPU datasheets must be a JSON object of entries")
+    return document
+
+
+def datasheet_entry(device_name: str, document: dict | None = None) -> dict | None:
+    """The datasheet entry (with its `name`) whose `match` is in a recorded device name, or None."""
+    sheets = read_devices() if document is None else document
+    return next((dict(e, name=k) for k, e in sheets.items()
+                 if not k.startswith("_") and isinstance(e, dict) and e.get("match", "\0") in device_name), None)
 
 
 def device_roofs(document: dict) -> list[tuple[str, Roof]]:

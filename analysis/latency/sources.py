@@ -33,7 +33,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.names import AR_LOOPS, FIT_SOURCE, PAPER_SOURCE
 from analysis.latency.model import (
     FORMS,
     LatencyModel,
@@ -50,7 +50,6 @@ SHIFT_RATIO = 1.5  # a run whose later steps take this many times its first step
 
 # ---------------------------------------------------------------- names
 
-AR_LOOPS = ("eager", "static", "static_compiled")   # the profiler's AR loops (kernels.profile.baselines)
 GRAPH_LOOPS = ("static_compiled",)                  # AR loops replayed as a captured graph (CUDA graphs on a GPU)
 GRAPH_PREFILLS = ("compiled",)                      # prefill kinds run through torch.compile (static shapes)
 DEVICE_TIME = "device_time"                         # the loop, prefill kind and form of a device-time source
@@ -139,6 +138,79 @@ def names_from_params(params: dict, dotted: str) -> tuple[str, ...]:
     if len(set(values)) != len(values):
         raise ParamsError(f"params: {dotted!r} lists a kernel source twice: {values}")
     return tuple(values)
+
+
+# ---------------------------------------------------------------- sources from params: raw timing files, paired estimates
+
+@dataclass(frozen=True)
+class RawSource:
+    """One raw timing file and the kernel source it is fitted as (`fit`: this run's profile)."""
+
+    source: str
+    path: Path
+
+
+def raw_sources(params: dict) -> tuple[RawSource, ...]:
+    """kernels.fit.raw: one path (this run's profile, source `fit`) or a list of paths and
+    {source, path} entries (frozen measurements, e.g. the H200 files under reports/kernels/frozen/)."""
+    value = get(params, "kernels.fit.raw", (str, list))
+    entries = [value] if isinstance(value, str) else value
+    if not entries:
+        raise ParamsError("params: 'kernels.fit.raw' must name at least one raw timing file")
+    out = []
+    for i, entry in enumerate(entries):
+        where = f"kernels.fit.raw[{i}]"
+        if isinstance(entry, str):
+            entry = {"source": FIT_SOURCE, "path": entry}
+        if not isinstance(entry, dict) or set(entry) != {"source", "path"}:
+            raise ParamsError(f"params: '{where}' must be a path or a mapping with exactly 'source' and 'path', got {entry!r}")
+        source, path = entry["source"], entry["path"]
+        if not isinstance(source, str) or not SOURCE_NAME.match(source) or source == PAPER_SOURCE:
+            raise ParamsError(f"params: '{where}.source' must be a lower-case name (letters, digits, '.', '_', '-'), "
+                              f"not {PAPER_SOURCE!r}; got {source!r}")
+        if not isinstance(path, str) or not path.strip():
+            raise ParamsError(f"params: '{where}.path' must be a non-empty path, got {path!r}")
+        out.append(RawSource(source, Path(path)))
+    paths = [r.path for r in out]
+    twice = sorted({str(p) for p in paths if paths.count(p) > 1})
+    if twice:
+        raise ParamsError(f"params: 'kernels.fit.raw' lists {twice} more than once")
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A kernel source paired from two measured ones: one's decode loop, the other's prefill (an estimate)."""
+
+    name: str
+    decode: str
+    prefill: str
+
+
+def estimates_from_params(params: dict, dotted: str, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
+    """The paired estimates at `dotted` (e.g. rivals.estimates): each {name, decode, prefill}, both sides kernel-source
+    names of one model, the name new (not one of `sources`); every fault named here, before a stage prices a case."""
+    out = []
+    for i, entry in enumerate(get(params, dotted, list)):
+        if not isinstance(entry, dict) or set(entry) != {"name", "decode", "prefill"}:
+            raise ParamsError(f"params: '{dotted}[{i}]' must have exactly name, decode and prefill, got {entry!r}")
+        if not all(isinstance(v, str) and v for v in entry.values()):
+            raise ParamsError(f"params: '{dotted}[{i}]' values must be non-empty names, got {entry!r}")
+        if entry["name"] in sources:
+            raise ParamsError(f"params: '{dotted}[{i}]' name {entry['name']!r} is also a kernel source")
+        sides = {}
+        for side in ("decode", "prefill"):
+            try:
+                sides[side] = parse_name(entry[side])
+            except ParamsError as exc:
+                raise ParamsError(f"params: '{dotted}[{i}].{side}': {exc}") from None
+        if None not in (sides["decode"].model, sides["prefill"].model) and sides["decode"].model != sides["prefill"].model:
+            raise ParamsError(f"params: '{dotted}[{i}]' pairs two models ({sides['decode'].model}, "
+                              f"{sides['prefill'].model}); an estimate is one model's decode loop with its own prefill")
+        out.append(Estimate(entry["name"], entry["decode"], entry["prefill"]))
+    if len({e.name for e in out}) != len(out):
+        raise ParamsError(f"params: '{dotted}' names two estimates alike")
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- the `kernel:` params group

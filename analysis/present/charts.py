@@ -16,7 +16,7 @@ import polars as pl
 from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_label  # noqa: F401 (re-exported)
 from analysis.pooling import STAND_IN as STAND_INS
 from analysis.errors import ParamsError
-from analysis.present.colours import ROLE_DASHES, method_palette, palette
+from analysis.present.colours import ROLE_DASHES, device_prefixes, method_palette, palette
 from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
@@ -289,6 +289,8 @@ def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
     into one path. The label is `model, AR loop` (dtype/device where they vary) and, where the table says how
     the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike (C5);
     without that column the prefill is named where it varies."""
+    prefix = (pl.col("kernel_source").replace_strict(device_prefixes(speedups["kernel_source"]), default="")
+              if "kernel_source" in speedups.columns else pl.lit(""))  # two devices: two series, named by device
     if "comparison" in speedups.columns:
         varying = pl.concat_str([pl.col("model"), pl.lit(", "), pl.col("baseline").cast(pl.Utf8)]
                                 + ([pl.lit(", "), _series(speedups.drop("model"), ["dtype", "device"])]
@@ -297,7 +299,7 @@ def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
         judged = pl.col("judged").cast(pl.Boolean) if "judged" in speedups.columns else pl.lit(True)
         side = pl.when(judged).then(pl.format(" ({})", pl.col("comparison"))).otherwise(
             pl.format(" ({}, not judged)", pl.col("comparison")))
-        data = speedups.with_columns(series=pl.concat_str([varying, side]),
+        data = speedups.with_columns(series=pl.concat_str([prefix, varying, side]),
                                      judged_label=pl.when(judged).then(pl.lit("judged")).otherwise(pl.lit("not judged")))
     else:
         data = speedups.with_columns(series=_series(speedups, ["model", "baseline", "prefill", "dtype", "device"]),

@@ -3,14 +3,18 @@ draw the same model, AR loop, kernel source, corpus, level or variant in the sam
 shares the chart. `colour_of(label)` names a series' colour from its label alone; labels it does not know
 get the next free colour of a fallback palette, in the order they appear in one chart.
 
-A kernel series is known by its model and AR loop wherever it appears: `qwen2.5-7b, eager` on the kernel
-chart, `h200/qwen2.5-7b/eager` on the bounds chart and in the tables are one colour.
+A kernel series is known by its device, model and AR loop wherever it appears: `qwen2.5-7b, eager` on the kernel
+chart, `h200/qwen2.5-7b/eager` on the bounds chart and in the tables are one colour. The device is the kernel
+source's first name part (`h200`, `h200-devtime`: device time on the same GPU); the reference device keeps the
+model-and-loop colour, any other device (a new GPU source, named only in params) a darker shade of it picked from
+its name, so two devices' lines of one model and loop never share a colour and no edit here is needed.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import zlib
 
 from analysis.errors import ParamsError
 from analysis.rivals.methods import Method, families, parse_method
@@ -25,6 +29,9 @@ KERNEL_COLOURS = {
     ("qwen2.5-7b", "static_compiled"): "#fc9272",
     ("qwen2.5-7b", "device_time"): "#e377c2",
 }
+REFERENCE_DEVICES = ("", "h200")  # the devices whose kernel lines take KERNEL_COLOURS as they are
+DEVICE_TIME_SUFFIX = "-devtime"   # a device-time source is named after its GPU (`h200-devtime`)
+DEVICE_SHADES = (0.3, 0.45, 0.6)  # how far another device's lines are darkened towards black
 NAMED_COLOURS = {
     # kernel sources by name
     "fit": "#2ca02c", "paper": "#7f7f7f", "paper (A100, bf16)": "#7f7f7f",
@@ -43,24 +50,48 @@ FALLBACK = ("#8c564b", "#bcbd22", "#ff7f0e", "#7b4173", "#637939", "#393b79", "#
             "#aec7e8", "#98df8a", "#c5b0d5")
 
 
-def kernel_key(label: str) -> tuple[str, str] | None:
-    """(model, AR loop) of a kernel series label (`qwen2.5-7b, eager ...`) or kernel source name
-    (`h200/qwen2.5-7b/eager`, `h200-devtime/qwen2.5-7b`); None for anything else."""
+def kernel_device(source: str) -> str:
+    """The device of a kernel-source name: its first `/` part without the device-time suffix (`h200-devtime/...`
+    and `h200/...` are one GPU); '' for a name with one part (`fit`, `paper`)."""
+    parts = str(source).split("/")
+    return parts[0].removesuffix(DEVICE_TIME_SUFFIX) if len(parts) > 1 else ""
+
+
+def kernel_key(label: str) -> tuple[str, str, str] | None:
+    """(device, model, AR loop) of a kernel series label (`qwen2.5-7b, eager ...`, `h100: qwen2.5-7b, eager ...`
+    where a chart holds several devices) or kernel source name (`h200/qwen2.5-7b/eager`, `h200-devtime/qwen2.5-7b`);
+    None for anything else."""
+    device, _, rest = label.partition(": ") if re.match(r"^[a-z0-9][a-z0-9._-]*: ", label) else ("", "", label)
     for model, loop in KERNEL_COLOURS:
-        if re.match(rf"{re.escape(model)}, {re.escape(loop)}\b", label):
-            return model, loop
-        if re.search(rf"(^|/){re.escape(model)}/{re.escape(loop)}$", label):
-            return model, loop
-        if loop == "device_time" and re.search(rf"devtime/{re.escape(model)}$", label):
-            return model, loop
+        if re.match(rf"{re.escape(model)}, {re.escape(loop)}\b", rest):
+            return device, model, loop
+        if re.search(rf"(^|/){re.escape(model)}/{re.escape(loop)}$", rest):
+            return kernel_device(rest), model, loop
+        if loop == "device_time" and re.search(rf"devtime/{re.escape(model)}$", rest):
+            return kernel_device(rest), model, loop
     return None
+
+
+def device_prefixes(sources) -> dict[str, str]:
+    """kernel source -> `<device>: ` to put before its line's label where the sources span several devices, else ''."""
+    sources = [str(s) for s in dict.fromkeys(sources)]
+    several = len({kernel_device(s) for s in sources} - {""}) > 1
+    return {s: f"{kernel_device(s)}: " if several and kernel_device(s) else "" for s in sources}
+
+
+def device_colour(base: str, device: str) -> str:
+    """`base` on the reference device; on any other, a darker shade of it chosen by the device's name."""
+    if device in REFERENCE_DEVICES:
+        return base
+    return _mix(base, "#000000", DEVICE_SHADES[zlib.crc32(device.encode()) % len(DEVICE_SHADES)])
 
 
 def colour_of(label: str) -> str | None:
     """The shared colour of a series label, or None when no page fixes one (the fallback palette decides)."""
     key = kernel_key(label)
     if key is not None:
-        return KERNEL_COLOURS[key]
+        device, model, loop = key
+        return device_colour(KERNEL_COLOURS[(model, loop)], device)
     if label in NAMED_COLOURS:
         return NAMED_COLOURS[label]
     base = re.sub(r" \(.*\)$", "", label)  # `fit (eager AR)`, `pooled (ratio of sums)` fall back to their name

@@ -32,7 +32,16 @@ from analysis.corpora import humanevalpack
 from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
-from analysis.latency.sources import Kernel, KernelSettings, kernel_settings, kernels_for, names_from_params, paired_kernel, parse_name
+from analysis.latency.sources import (
+    Estimate,
+    Kernel,
+    KernelSettings,
+    estimates_from_params,
+    kernel_settings,
+    kernels_for,
+    names_from_params,
+    paired_kernel,
+)
 from analysis.layout import FIGURES, METRICS, RIVALS_FORWARDS, RIVALS_PERCASE, TABLES
 from analysis.parallel.progress import progress, timed
 from analysis.parallel.tables import joined_programs
@@ -64,15 +73,6 @@ FORWARDS_COLUMNS = {**FORWARDS_SCHEMA, "prefill": pl.List(pl.Boolean)}
 
 
 @dataclass(frozen=True)
-class Estimate:
-    """A kernel source paired from two measured ones: one's decode loop, the other's prefill (an estimate)."""
-
-    name: str
-    decode: str
-    prefill: str
-
-
-@dataclass(frozen=True)
 class RivalsSettings:
     tokenizer: str
     framing: str
@@ -89,35 +89,11 @@ class RivalsSettings:
     kernel: KernelSettings          # params `kernel`: the fitted model `fit` stands for
 
 
-def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
-    out = []
-    for i, entry in enumerate(get(params, "rivals.estimates", list)):
-        if not isinstance(entry, dict) or set(entry) != {"name", "decode", "prefill"}:
-            raise ParamsError(f"params: 'rivals.estimates[{i}]' must have exactly name, decode and prefill, got {entry!r}")
-        if not all(isinstance(v, str) and v for v in entry.values()):
-            raise ParamsError(f"params: 'rivals.estimates[{i}]' values must be non-empty names, got {entry!r}")
-        if entry["name"] in sources:
-            raise ParamsError(f"params: 'rivals.estimates[{i}]' name {entry['name']!r} is also a kernel source")
-        sides = {}
-        for side in ("decode", "prefill"):  # named here, not when the stage first prices a case (issue 39, section 4)
-            try:
-                sides[side] = parse_name(entry[side])
-            except ParamsError as exc:
-                raise ParamsError(f"params: 'rivals.estimates[{i}].{side}': {exc}") from None
-        if None not in (sides["decode"].model, sides["prefill"].model) and sides["decode"].model != sides["prefill"].model:
-            raise ParamsError(f"params: 'rivals.estimates[{i}]' pairs two models ({sides['decode'].model}, "
-                              f"{sides['prefill'].model}); an estimate is one model's decode loop with its own prefill")
-        out.append(Estimate(entry["name"], entry["decode"], entry["prefill"]))
-    if len({e.name for e in out}) != len(out):
-        raise ParamsError("params: 'rivals.estimates' names two estimates alike")
-    return tuple(out)
-
-
 def settings(params: dict) -> RivalsSettings:
     known_keys(params, "rivals", GROUP_KEYS + tuple(f.group for f in families() if f.group))
     base = kernel_settings(params)
     sources = names_from_params(params, "rivals.kernel_sources")
-    estimates = _estimates(params, sources)
+    estimates = estimates_from_params(params, "rivals.estimates", sources)
     judged = get(params, "rivals.judged_source", str)
     if judged not in (*sources, *(e.name for e in estimates)):
         raise ParamsError(f"params: 'rivals.judged_source' {judged!r} is not one of rivals.kernel_sources or "

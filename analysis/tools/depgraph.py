@@ -5,7 +5,9 @@ depends on each file it could execute; a package's __init__ counts as imported w
 leave out the empty files (a bare __init__.py: no code to change, and DVC warns on every empty dep). A module that
 discovers the modules of a package at run time (the claims engine's rule modules) says so with a
 module-level `RULE_PACKAGE = "<package>"`, and every module of that package counts as imported by it.
-`copydecode depgraph` rewrites dvc.yaml's code deps from it (`sync_dvc_yaml`).
+`copydecode depgraph` rewrites dvc.yaml's code deps from it (`sync_dvc_yaml`), and the data deps that params name
+(`PARAMS_DATA`: the kernel fit's raw timing files, their environment sidecars and the device-time probes of
+params kernels.fit.raw and kernel.device_time), so a new kernel source is a params entry and its files.
 """
 
 from __future__ import annotations
@@ -13,10 +15,27 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+from analysis.latency.device_time import device_time_files
+from analysis.latency.sources import raw_sources
 from analysis.pipeline.commands import STAGES
 from analysis.pipeline.io import write_text
 
 PACKAGES = ("analysis", "kernels_profile")
+TIMING_FILES = (".parquet", ".jsonl", ".environment.json")  # what a params-named kernel source's files end with
+
+
+def kernel_source_files(params: dict) -> list[str]:
+    """Every file params name as a kernel source's measurement: each kernels.fit.raw timing file with its
+    environment sidecar (the profiler writes `<stem>.environment.json` beside it), each kernel.device_time probe."""
+    out = []
+    for raw in raw_sources(params):
+        out += [str(raw.path), str(raw.path.with_suffix(".environment.json"))]
+    out += [str(probe.path) for probe in device_time_files(params)]
+    return list(dict.fromkeys(out))
+
+
+# stage -> the data deps its params name; on a rewrite they replace the stage's timing-file deps (TIMING_FILES)
+PARAMS_DATA = {"kernels_fit": kernel_source_files}
 
 
 def module_file(module: str, root: Path) -> Path | None:
@@ -98,19 +117,32 @@ def stage_code_deps(command: str, module: str, root: Path = Path(".")) -> list[s
     return sorted(f for f in files if (root / f).stat().st_size > 0)
 
 
+def params_data_deps(name: str, data: list, params: dict | None) -> list:
+    """A stage's data deps with those its params name written from params (`PARAMS_DATA`): the timing files
+    listed before are replaced by the ones params list now, in params order, ahead of the stage's other data."""
+    rule = PARAMS_DATA.get(name)
+    if rule is None or params is None:
+        return data
+    kept = [d for d in data if not str(d).endswith(TIMING_FILES)]
+    return rule(params) + kept
+
+
 def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
-    """Rewrite the code deps (*.py) of every stage in dvc.yaml from the import graph; keep the rest.
-    Returns the stages whose deps changed."""
+    """Rewrite the code deps (*.py) of every stage in dvc.yaml from the import graph, and the data deps params
+    name (`params_data_deps`, from the root's params.yaml when there is one); keep the rest. Returns the stages
+    whose deps changed."""
     import yaml
 
     path = root / "dvc.yaml"
     text = path.read_text()
     header = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
     spec = yaml.safe_load(text)
+    params_file = root / "params.yaml"
+    params = yaml.safe_load(params_file.read_text()) if params_file.is_file() else None
     changed = []
     for name, stage in spec["stages"].items():
         command = stage["cmd"].removeprefix("copydecode ").strip()
-        data = [d for d in stage.get("deps", []) if not str(d).endswith(".py")]
+        data = params_data_deps(name, [d for d in stage.get("deps", []) if not str(d).endswith(".py")], params)
         deps = data + stage_code_deps(command, STAGES[command], root)
         if deps != stage.get("deps"):
             changed.append(name)
@@ -121,8 +153,8 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
 
 
 # `copydecode depgraph`: its help line and what it reads and writes (the CLI's --help)
-HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph"
-READS_WRITES = "reads the package sources; it writes dvc.yaml"
+HELP = "rewrite every dvc.yaml stage's code deps (*.py) from the import graph, and the data deps params name"
+READS_WRITES = "reads the package sources and params.yaml (kernels.fit.raw, kernel.device_time); it writes dvc.yaml"
 READS_PARAMS = False  # the import graph has no settings: --params and --set are refused, not ignored
 
 
@@ -131,6 +163,6 @@ def add_arguments(parser) -> None:
 
 
 def command(args) -> int:
-    """Rewrite dvc.yaml's code deps from the import graph and say which stages changed."""
+    """Rewrite dvc.yaml's code deps from the import graph (and the data deps params name); say which stages changed."""
     print("dvc.yaml code deps updated for:", ", ".join(sync_dvc_yaml()) or "nothing")
     return 0

@@ -40,6 +40,7 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.latency.names import AR_LOOPS
 from analysis.pipeline.params import check_slack, check_threads, check_threshold
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.measure.machine import machine_info
@@ -49,7 +50,6 @@ from kernels_profile.runtime.checkpoints import checkpoint_key
 # Bump when what a checkpointed row means changes (the timed code, the pairing, the columns):
 # every checkpoint written by another version is then measured again.
 MEASUREMENT_VERSION = "pairs-2"  # pairs-2: prefill kinds, the static cache built inside inference_mode
-BASELINES = ("eager", "static", "static_compiled")
 AR_MODES = ("prefix", "separate")
 # prefill kind -> the method name it runs under in a pair's order (the eager one keeps its old name, so a
 # profile with only it orders each pair exactly as before)
@@ -117,9 +117,9 @@ class ProfileSpec:
         for name, values in (("ns", self.ns), ("contexts", self.contexts)):
             if len(set(values)) != len(values):  # a pair measured twice under one key
                 raise ParamsError(f"kernels.profile.{name} lists a value twice: {list(values)}")
-        bad = [b for b in self.baselines if b not in BASELINES]
+        bad = [b for b in self.baselines if b not in AR_LOOPS]
         if bad or not self.baselines:
-            raise ParamsError(f"kernels.profile.baselines {bad or []} unknown or empty; known: {', '.join(BASELINES)}")
+            raise ParamsError(f"kernels.profile.baselines {bad or []} unknown or empty; known: {', '.join(AR_LOOPS)}")
         if self.ar_mode not in AR_MODES:
             raise ParamsError(f"kernels.profile.ar_mode must be one of {AR_MODES}, got {self.ar_mode!r}")
         if self.repeats < 1 or self.warmup < 0:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import polars as pl
 
@@ -16,16 +15,16 @@ from analysis.latency.model import FORMS, PAPER_CLAIMS, paper_kernel_points, to_
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
-    DEVICES_FILE,
     Roof,
     copy_speedup_ceiling,
     decoder_weights,
     device_ceilings,
     device_roof,
     device_roofs,
+    read_devices,
     roofline_table,
 )
-from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.names import FIT_SOURCE
 from analysis.latency.device_time import (
     DeviceTimeFile,
     device_time_files,
@@ -35,29 +34,22 @@ from analysis.latency.device_time import (
 )
 from analysis.latency.sources import (
     DEVICE_TIME,
+    RawSource,
+    raw_sources,
     DEVICE_TIME_BUILT,
     SHIFT_RATIO,
-    SOURCE_NAME,
     format_name,
     with_ar_shift,
     with_comparison,
     with_unshifted,
 )
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
-from analysis.pipeline.params import choice, choices, get, number_list, positive_int
+from analysis.pipeline.params import choice, choices, number_list, positive_int
 from analysis.parallel.progress import timed
 from kernels_profile.measure.session import read_environment, session_environment_metrics
 from kernels_profile.runtime.models import published_config
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
-
-
-@dataclass(frozen=True)
-class RawSource:
-    """One raw timing file and the kernel source it is fitted as (`fit`: this run's profile)."""
-
-    source: str
-    path: Path
 
 
 @dataclass(frozen=True)
@@ -69,34 +61,6 @@ class FitSettings:
     early_steps: int   # the AR step-shift table: ms per step over steps 1..early_steps ...
     late_from: int     # ... against steps after late_from
     device_time: tuple[DeviceTimeFile, ...]  # params kernel.device_time: device-time probes, fitted as sources of their own
-
-
-def raw_sources(params: dict) -> tuple[RawSource, ...]:
-    """kernels.fit.raw: one path (this run's profile, source `fit`) or a list of paths and
-    {source, path} entries (frozen measurements, e.g. the H200 files under reports/kernels/frozen/)."""
-    value = get(params, "kernels.fit.raw", (str, list))
-    entries = [value] if isinstance(value, str) else value
-    if not entries:
-        raise ParamsError("params: 'kernels.fit.raw' must name at least one raw timing file")
-    out = []
-    for i, entry in enumerate(entries):
-        where = f"kernels.fit.raw[{i}]"
-        if isinstance(entry, str):
-            entry = {"source": FIT_SOURCE, "path": entry}
-        if not isinstance(entry, dict) or set(entry) != {"source", "path"}:
-            raise ParamsError(f"params: '{where}' must be a path or a mapping with exactly 'source' and 'path', got {entry!r}")
-        source, path = entry["source"], entry["path"]
-        if not isinstance(source, str) or not SOURCE_NAME.match(source) or source == PAPER_SOURCE:
-            raise ParamsError(f"params: '{where}.source' must be a lower-case name (letters, digits, '.', '_', '-'), "
-                              f"not {PAPER_SOURCE!r}; got {source!r}")
-        if not isinstance(path, str) or not path.strip():
-            raise ParamsError(f"params: '{where}.path' must be a non-empty path, got {path!r}")
-        out.append(RawSource(source, Path(path)))
-    paths = [r.path for r in out]
-    twice = sorted({str(p) for p in paths if paths.count(p) > 1})
-    if twice:
-        raise ParamsError(f"params: 'kernels.fit.raw' lists {twice} more than once")
-    return tuple(out)
 
 
 # `copydecode kernels fit`: its help line and what it reads and writes (the CLI's --help)
@@ -250,7 +214,7 @@ def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], 
     """The roof each kernel source is set against: a GPU's datasheet (analysis/data/devices.json) by
     its recorded device name; this run's CPU profile the roofline its sidecar measured. Sources
     without one are named in the second value."""
-    devices = json.loads((Path(__file__).resolve().parents[2] / "analysis" / "data" / DEVICES_FILE).read_text())
+    devices = read_devices()
     roofs, missing = {}, []
     for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
         rows = speedups.filter(pl.col("kernel_source") == name)
@@ -303,8 +267,7 @@ def paper_gpu_ceiling(speedups: pl.DataFrame) -> dict:
     each context this run profiled: what claim 1 sets beside the paper's top ratio."""
     paper = json.loads(PAPER_CLAIMS.read_text())
     spec, entry = paper["kernel_speedup"], paper["_gpu_reference"]["datasheet_entry"]
-    devices = json.loads((Path(__file__).resolve().parents[2] / "analysis" / "data" / DEVICES_FILE).read_text())
-    roof = next((r for _, r in device_roofs(devices) if r.device == entry), None)
+    roof = next((r for _, r in device_roofs(read_devices()) if r.device == entry), None)
     n = int(max(point[0] for point in spec["points"]))
     if roof is None:
         raise ParamsError(f"devices.json has no entry {entry!r} (paper_claims.json _gpu_reference.datasheet_entry)")

@@ -468,6 +468,26 @@ def test_one_series_keeps_its_colour_whatever_else_the_chart_holds():
     assert colour_of("h200-devtime/qwen2.5-7b") == page["qwen2.5-7b, device_time (device/device)"]
 
 
+def test_a_second_gpu_source_gets_its_own_colours_without_a_colour_edit():
+    """Architecture review item 3: colours were keyed by model and loop, so a new GPU's 7B eager line took the H200's
+    colour (and the kernel chart merged the two into one series). A source named only in params (`h100/...`) now
+    draws its own series in a darker shade of the same hue, the H200 lines keep theirs, and the bounds chart's name
+    and the kernel chart's label of one source are one colour."""
+    from analysis.present.colours import colour_of
+
+    h200 = _with_comparison(_speedups())
+    h100 = h200.with_columns(kernel_source=pl.col("kernel_source").str.replace("^h200/", "h100/"),
+                             speedup=pl.col("speedup") * 0.8)
+    alone = _colour_scales(charts.kernel_speedup(h200, "H200"))[0]
+    both = _colour_scales(charts.kernel_speedup(pl.concat([h200, h100]), "two GPUs"))[0]
+    assert "h100: qwen2.5-7b, eager (eager/eager)" in both and "h200: qwen2.5-7b, eager (eager/eager)" in both
+    assert len(set(both.values())) == len(both)  # no two series of one chart share a colour
+    assert both["h200: qwen2.5-7b, eager (eager/eager)"] == alone["qwen2.5-7b, eager (eager/eager)"]
+    assert colour_of("h100/qwen2.5-7b/eager") == both["h100: qwen2.5-7b, eager (eager/eager)"]
+    assert colour_of("h100/qwen2.5-7b/eager") != colour_of("h200/qwen2.5-7b/eager")
+    assert colour_of("h100-devtime/qwen2.5-7b") != colour_of("h200-devtime/qwen2.5-7b")
+
+
 def test_a_chart_of_unknown_series_still_gets_distinct_colours():
     from analysis.present.colours import palette
 

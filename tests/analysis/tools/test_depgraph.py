@@ -104,3 +104,24 @@ def test_an_empty_file_is_no_code_dep_until_it_holds_code(tmp_path):
     assert not EMPTY & set(deps) and set(deps) == set(reached) - EMPTY
     (tmp_path / "analysis/stages/__init__.py").write_text("STAGES = ()\n")  # code: a dep again
     assert "analysis/stages/__init__.py" in stage_code_deps("programs", "analysis.stages.programs", tmp_path)
+
+
+def test_a_new_kernel_source_in_params_becomes_the_fit_stages_data_deps(tmp_path):
+    """Architecture review item 3: a new GPU source is params plus its data files. `copydecode depgraph` writes the
+    raw timing files (with their environment sidecars) and the device-time probes params name into the kernel fit's
+    deps, in params order, replacing the timing files listed before and keeping the stage's other data."""
+    _tree(tmp_path, PROJECT)
+    stage = {"cmd": "copydecode kernels fit", "deps": ["data/kernels/old.parquet", "analysis/data/devices.json"],
+             "outs": ["reports/kernels/latency_model.json"]}
+    (tmp_path / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"kernels_fit": stage}}))
+    params = {"kernels": {"fit": {"raw": [{"source": "fit", "path": "data/kernels/raw.parquet"},
+                                          {"source": "h100", "path": "reports/kernels/frozen/h100/gpu.parquet"}]}},
+              "kernel": {"device_time": [{"source": "h100-devtime", "path": "reports/kernels/frozen/h100/devtime.jsonl",
+                                          "dtype": "bfloat16", "device": "cuda", "weights": "random"}]}}
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(params))
+    assert "kernels_fit" in sync_dvc_yaml(tmp_path)
+    deps = yaml.safe_load((tmp_path / "dvc.yaml").read_text())["stages"]["kernels_fit"]["deps"]
+    data = [d for d in deps if not d.endswith(".py")]
+    assert data == ["data/kernels/raw.parquet", "data/kernels/raw.environment.json",
+                    "reports/kernels/frozen/h100/gpu.parquet", "reports/kernels/frozen/h100/gpu.environment.json",
+                    "reports/kernels/frozen/h100/devtime.jsonl", "analysis/data/devices.json"]

@@ -47,7 +47,7 @@ def test_command_line_options_override_params_and_name_the_source(tiny):
                    "--contexts", "16", "--ns", "1,2", "--weights", "random"])
     assert (s.spec.models, s.spec.contexts, s.spec.ns, s.spec.weights) == ((str(tiny),), (16,), (1, 2), "random")
     assert s.source == "tiny-llama-cpu" and str(s.out) == "data/kernels/tiny-llama-cpu.parquet"
-    from kernels_profile.stages.fit import raw_sources
+    from analysis.latency.sources import raw_sources
 
     listed = raw_sources({"kernels": {"fit": {"raw": [{"source": s.source, "path": str(s.out)}]}}})
     assert listed[0].source == "tiny-llama-cpu"  # a name kernels.fit.raw accepts

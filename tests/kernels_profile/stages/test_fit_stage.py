@@ -10,7 +10,8 @@ from fixtures import ROOFLINE, kernel_speedups, params_with, run_environment_sid
 
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
-from kernels_profile.stages.fit import RAW_COLUMNS, RawSource, by_source, raw_sources, speedup_range
+from analysis.latency.sources import RawSource, raw_sources
+from kernels_profile.stages.fit import RAW_COLUMNS, by_source, speedup_range
 
 
 def raw_params(value) -> dict:

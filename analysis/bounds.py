@@ -15,6 +15,11 @@ when op k starts:
     ideal            = regen / sum_k op_k
     overhead         = regen / (sum_k op_k + sum_k directives_k)
 
+A forward per token a program produces: a copy that forwards tokens decodes its tag but the tag's last token
+(`"/>`) rides with the copy's prefill (what a forward of it would produce, the copied text, is known), so
+such a copy's directives cost (d_k - 1) * s(c_k) [+ o(c_k)] + T_prefill(n_k + 1, c_k) - T_prefill(n_k, c_k)
+(`decoded_directives`; the rivals' and the e2e executor's forwards count the same, tested side by side).
+
 Decode pricing (`CostSettings.step_cost`, params bounds.step_cost). `steady` (judged): a decode run
 pays the first step's overhead o(c) once and the steady step s(c) per token
 (`LatencyModel.step_costs`: on the H200 CUDA-graph loop the first step of every profiled run costs
@@ -57,7 +62,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.model import PAPER_FORM, STEADY, STEP_COSTS, LatencyModel
+from analysis.latency.model import PAPER_FORM, PAST_N_RULES, STEADY, STEP_COSTS, LatencyModel
 from analysis.pooling import (
     MEAN_OF_CORPORA,
     PAPER_POOL,
@@ -92,6 +97,9 @@ class CostSettings:
     # decode run plus the steady step per token) or first_step (v1: every token costs T_ar(1, c))
     step_cost: str
     steady_max_n: int                     # steady: fit T_ar = o + N * s over the profiled N <= this
+    # how T_prefill continues past the profiled N (params bounds.prefill_past_n: marginal, linear or loglog;
+    # analysis.latency.model.PAST_N_RULES): every stage that prices passes it to the model
+    prefill_past_n: str
     prompt_column: str = "prompt_tokens"  # running mode: per-case prompt length (tokens) in the spans
     prefill_tokens: str = "n_tokens_src"  # what a copy forwards; "n_tokens" = the gold tokenization
 
@@ -104,6 +112,8 @@ class CostSettings:
             raise ParamsError(f"bounds.step_cost steady needs bounds.steady_max_n >= 2, got {self.steady_max_n!r}")
         if self.context_mode == "fixed" and (self.context is None or self.context < 0):
             raise ParamsError(f"bounds.context must be >= 0, got {self.context}")
+        if self.prefill_past_n not in PAST_N_RULES:
+            raise ParamsError(f"bounds.prefill_past_n must be one of {PAST_N_RULES}, got {self.prefill_past_n!r}")
         if self.prefill_tokens not in PREFILL_COLUMNS:
             raise ParamsError(f"prefill_tokens must be one of {PREFILL_COLUMNS}, got {self.prefill_tokens!r}")
         return self
@@ -111,7 +121,8 @@ class CostSettings:
 
 def _step_pricing(params: dict) -> dict:
     return {"step_cost": choice(params, "bounds.step_cost", STEP_COSTS),
-            "steady_max_n": positive_int(params, "bounds.steady_max_n", minimum=2)}
+            "steady_max_n": positive_int(params, "bounds.steady_max_n", minimum=2),
+            "prefill_past_n": choice(params, "bounds.prefill_past_n", PAST_N_RULES)}
 
 
 def cost_settings(params: dict) -> CostSettings:
@@ -155,6 +166,26 @@ def run_starts(decodes: np.ndarray, after_prefill: np.ndarray) -> np.ndarray:
     return np.asarray(decodes, dtype=bool) & np.asarray(after_prefill, dtype=bool)
 
 
+def decoded_directives(kind: np.ndarray, n_tokens_src: np.ndarray, directive_tokens: np.ndarray) -> np.ndarray:
+    """Directive tokens decoded one step each in the overhead variant: all of an op's, but a copy that forwards
+    tokens takes its tag's last token into its prefill (module docstring)."""
+    rides = (np.asarray(kind) == "copy") & (np.asarray(n_tokens_src) > 0) & (np.asarray(directive_tokens) > 0)
+    return np.asarray(directive_tokens) - rides.astype(np.int64)
+
+
+def charged_forwards(spans: pl.DataFrame, variant: str) -> pl.DataFrame:
+    """Per case, the forwards the bound charges a program (`ideal` or `overhead`): a prefill per copy that forwards
+    tokens, a decode step per generated token and, in `overhead`, per decoded directive token."""
+    if variant not in VARIANTS:
+        raise ParamsError(f"bound variant must be one of {VARIANTS}, got {variant!r}")
+    kind, src = spans["kind"].to_numpy(), spans["n_tokens_src"].to_numpy()
+    per_op = np.where(kind == "copy", (src > 0).astype(np.int64), spans["n_tokens"].to_numpy())
+    if variant == "overhead":
+        per_op = per_op + decoded_directives(kind, src, spans["directive_tokens"].to_numpy())
+    return spans.with_columns(forwards=pl.Series(per_op)).group_by(*CASE_KEYS).agg(
+        forwards=pl.col("forwards").sum()).sort(*CASE_KEYS)
+
+
 def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """Which ops start a decode run (`run_starts`), for the ideal variant and for the overhead variant;
     `ordered` sorted by case and op_index. Ideal: a gen op with tokens decodes; overhead: any op with
@@ -165,7 +196,9 @@ def _run_starts(ordered: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     is_gen = ordered["kind"].to_numpy() == "gen"
     gen_tokens = np.where(is_gen, ordered["n_tokens"].to_numpy(), 0)
     ideal = run_starts(gen_tokens > 0, after_prefill)
-    overhead = run_starts((gen_tokens + ordered["directive_tokens"].to_numpy()) > 0, after_prefill)
+    decoded = decoded_directives(ordered["kind"].to_numpy(), ordered["n_tokens_src"].to_numpy(),
+                                 ordered["directive_tokens"].to_numpy())
+    overhead = run_starts((gen_tokens + decoded) > 0, after_prefill)
     return ideal, overhead
 
 
@@ -247,20 +280,27 @@ def _priced_ops(spans: pl.DataFrame, model: LatencyModel, settings: CostSettings
     lo = 0 if advancing or not ordered.height else int(settings.context)
     hi = int((c + g).max()) + 1 if advancing and ordered.height else lo + 1
     grid = np.arange(lo, hi, dtype=float)
-    prices = model.prices(grid, ordered[settings.prefill_tokens].to_numpy(), c.astype(float),
-                          settings.step_cost, settings.steady_max_n)
+    n = ordered[settings.prefill_tokens].to_numpy()
+    # each copy's prefill, and (overhead variant) the same prefill with its tag's last token
+    prices = model.prices(grid, np.concatenate([n, n + 1]), np.concatenate([c, c]).astype(float),
+                          settings.step_cost, settings.steady_max_n, settings.prefill_past_n)
+    prefill, with_tag = prices.prefill.seconds[:len(n)], prices.prefill.seconds[len(n):]
     steps = _Steps.of(prices.overhead, prices.step, lo, advancing)
     is_copy = ordered["kind"].to_numpy() == "copy"
+    decoded = decoded_directives(ordered["kind"].to_numpy(), ordered["n_tokens_src"].to_numpy(),
+                                 ordered["directive_tokens"].to_numpy())
+    rides = ordered["directive_tokens"].to_numpy() - decoded  # 1 where the tag's last token rides with the prefill
     starts_ideal, starts_overhead = _run_starts(ordered)
     gen_seconds, gen_flag = steps.run(c, g)
     first, at_c, step_flag = steps.overhead[c - lo], steps.step[c - lo], steps.flag[c - lo]
-    op_flag = np.where(is_copy, prices.prefill.extrapolated, gen_flag) | step_flag
+    op_flag = np.where(is_copy, prices.prefill.extrapolated[:len(n)], gen_flag) | step_flag
     regen_seconds, regen_flag = steps.run(start, gold)
     if (op_flag.any() or regen_flag.any()) and not settings.extrapolate:
         _refuse(ordered, op_flag, regen_flag, step_flag, model, settings)
     return ordered.with_columns(
-        op_cost=pl.Series(np.where(is_copy, prices.prefill.seconds, gen_seconds + starts_ideal * first)),
-        directive_cost=pl.Series(ordered["directive_tokens"].to_numpy() * at_c + (starts_overhead & ~starts_ideal) * first),
+        op_cost=pl.Series(np.where(is_copy, prefill, gen_seconds + starts_ideal * first)),
+        directive_cost=pl.Series(decoded * at_c + (starts_overhead & ~starts_ideal) * first
+                                 + np.where(rides > 0, with_tag - prefill, 0.0)),
         extrapolated=pl.Series(op_flag),
         # a regeneration is one decode run: one first-step overhead where it starts
         regen=pl.Series(regen_seconds + np.where(gold > 0, steps.overhead[start - lo], 0.0)),
@@ -302,9 +342,10 @@ class PrefillAt:
 
     model: LatencyModel
     context: int
+    past_n: str            # the rule past the profiled N (CostSettings.prefill_past_n)
 
     def __call__(self, n):
-        return self.model.t_prefill(n, self.context, extrapolate=True).seconds
+        return self.model.t_prefill(n, self.context, extrapolate=True, past_n=self.past_n).seconds
 
 
 @dataclass(frozen=True)
@@ -325,8 +366,10 @@ def fixed_price(model: LatencyModel, settings: CostSettings) -> FixedPrice:
     if settings.context_mode != "fixed":
         raise ParamsError(f"fixed_price: a price at one context needs context_mode fixed, got {settings.context_mode!r}")
     c = np.array([float(settings.context)])
-    prices = model.prices(c, np.zeros(1, dtype=np.int64), c, settings.step_cost, settings.steady_max_n)
-    return FixedPrice(float(prices.overhead.seconds[0]), float(prices.step.seconds[0]), PrefillAt(model, settings.context))
+    prices = model.prices(c, np.zeros(1, dtype=np.int64), c, settings.step_cost, settings.steady_max_n,
+                          settings.prefill_past_n)
+    return FixedPrice(float(prices.overhead.seconds[0]), float(prices.step.seconds[0]),
+                      PrefillAt(model, settings.context, settings.prefill_past_n))
 
 
 def cost_unit(model: LatencyModel) -> str:

@@ -37,9 +37,20 @@ Forms (`FORMS`):
 
 Range. Each model knows the profiled N range (and c range, unless it is context-free). Evaluating
 outside it raises ParamsError naming the value and the range, unless `extrapolate=True`; then the
-result's `extrapolated` array marks those values. `interp` extends the last (or first) log-log
-segment; with one context, a c other than the profiled one is held at that context (flagged).
+result's `extrapolated` array marks those values, and `past_n` those whose N lies outside the profiled N
+(the rest of the flagged ones have their context held or extended). `interp` extends the last (or first)
+log-log segment; with one context, a c other than the profiled one is held at that context (flagged).
 N = 0 (a copy that forwards nothing) costs 0 and is always in range.
+
+Past the profiled N, one rule for every stage that prices (`PAST_N_RULES`, params bounds.prefill_past_n,
+passed by every pricing call; docs/bounds-pricing.md): `marginal` (judged) prices T_prefill(N > N_max, c) no
+cheaper than the last profiled segment's marginal cost per token, T(N_max, c) + (N - N_max) x (T(N_max, c) -
+T(N_prev, c)) / (N_max - N_prev), and no cheaper than the device's compute floor (`floor`: the datasheet
+roofline, analysis.latency.roofline.prefill_floor_s, at every extrapolated N or c); `linear` (the band's high
+end) no cheaper than the cost per token at N_max either, T(N_max, c) x N / N_max; `loglog` is the curve's own
+continuation (the rule before: past N = 512 the H200's device-time prefill fell below its compute floor).
+Parametric forms continue their formula (only the floor applies); the paper curve's last segment is its two
+points.
 
 Kernel uncertainty. A model fitted from raw timings with a `repeat` column also carries one curve
 pair per repeat (`repeat_models()`), so a bootstrap can resample kernel repeats as well as cases.
@@ -49,13 +60,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.roofline import Roof, WeightCount, prefill_floor_s
 from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
 GROUP = ["model", "weights", "dtype", "device"]
@@ -69,6 +81,9 @@ PAPER_CLAIMS = Path(__file__).parents[1] / "data" / "paper_claims.json"  # the p
 # how a decoded token is priced (params bounds.step_cost; `LatencyModel.prices`)
 STEADY, FIRST_STEP = "steady", "first_step"
 STEP_COSTS = (STEADY, FIRST_STEP)
+# how T_prefill continues past the profiled N (params bounds.prefill_past_n; module docstring)
+LOGLOG, MARGINAL, LINEAR = "loglog", "marginal", "linear"
+PAST_N_RULES = (MARGINAL, LINEAR, LOGLOG)
 
 
 def paper_points(spec: dict) -> tuple[tuple[int, float], tuple[int, float]]:
@@ -106,14 +121,52 @@ FORMULAS = {
 
 @dataclass(frozen=True)
 class Evaluation:
-    """Values of a latency function and, per value, whether it lies outside the profiled range."""
+    """Values of a latency function and, per value, whether it lies outside the profiled range (and whether
+    because its N does: `past_n`; the others' context is held or extended)."""
 
     seconds: np.ndarray
     extrapolated: np.ndarray  # bool, same shape
+    past_n: np.ndarray | None = None  # bool, same shape: its N lies outside the profiled N (None: no N, a step)
+    held: np.ndarray | None = None    # bool, same shape: its context lies outside the profiled contexts
 
     @property
     def n_extrapolated(self) -> int:
         return int(self.extrapolated.sum())
+
+    @property
+    def n_flags(self) -> np.ndarray:
+        """Per value, extrapolated because of its N."""
+        return np.zeros(self.extrapolated.shape, dtype=bool) if self.past_n is None else self.past_n
+
+    @property
+    def context_flags(self) -> np.ndarray:
+        """Per value, extrapolated because of its context (held at the one profiled context, or extended)."""
+        return self.extrapolated if self.held is None else self.held
+
+
+@dataclass(frozen=True)
+class PrefillFloor:
+    """The fastest a prefill can run on a device (analysis.latency.roofline.prefill_floor_s: the weights read
+    once at the datasheet bandwidth, or the prefill's FLOPs at its peak): the floor no extrapolated price goes under."""
+
+    weights: WeightCount
+    roof: Roof
+    bytes_per_param: float
+
+    def seconds(self, n, c) -> np.ndarray:
+        return np.asarray(prefill_floor_s(self.weights, n, self.roof, self.bytes_per_param, c), dtype=float)
+
+    def to_record(self) -> dict:
+        return {"weights": asdict(self.weights), "roof": asdict(self.roof), "bytes_per_param": self.bytes_per_param}
+
+    @classmethod
+    def from_record(cls, record: dict | None) -> PrefillFloor | None:
+        if record is None:
+            return None
+        try:
+            return cls(WeightCount(**record["weights"]), Roof(**record["roof"]), float(record["bytes_per_param"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParamsError(f"latency model record: a malformed prefill floor ({exc!r})") from None
 
 
 @dataclass(frozen=True)
@@ -359,6 +412,7 @@ class LatencyModel:
     contexts: tuple[float, ...] | None          # profiled contexts; None: context-free
     repeats: tuple[tuple[object, object], ...] = ()
     diagnostics: dict = field(default_factory=dict, compare=False)
+    floor: PrefillFloor | None = None           # the device's prefill floor (a datasheet roof), where known
 
     # -- range
     def _n_out(self, n: np.ndarray) -> np.ndarray:
@@ -375,20 +429,53 @@ class LatencyModel:
         return f"N in [{self.ns[0]:g}, {self.ns[1]:g}], {c}"
 
     def _checked(self, what: str, seconds, n: np.ndarray | None, c: np.ndarray, extrapolate: bool) -> Evaluation:
-        out = self._c_out(c) if n is None else (self._n_out(n) | self._c_out(c))
+        past_n, held = None if n is None else self._n_out(n), self._c_out(c)
+        out = held if n is None else (past_n | held)
         if out.any() and not extrapolate:
             k = int(np.flatnonzero(out.ravel())[0])
             at = (f"N={n.ravel()[k]:g}, " if n is not None else "") + f"c={c.ravel()[k]:g}"
             raise ParamsError(
                 f"{what}({at}) is outside the profiled range of {self.key.label()} ({self._range_text()}); "
                 f"{int(out.sum())} value(s) out of range; set extrapolate to allow it (rows are then marked)")
-        return Evaluation(np.asarray(seconds, dtype=float).reshape(out.shape), out)
+        return Evaluation(np.asarray(seconds, dtype=float).reshape(out.shape), out, past_n, held)
+
+    def _last_segment(self) -> tuple[float, float] | None:
+        """The last profiled segment's two N (the rule past the profiled N extends it); None for a parametric form."""
+        if isinstance(self.prefill, GridCurve) and len(self.prefill.ns) > 1:
+            return float(self.prefill.ns[-2]), float(self.prefill.ns[-1])
+        if isinstance(self.prefill, PaperPrefill):
+            return float(PAPER_POINTS[0][0]), float(PAPER_POINTS[1][0])
+        return None
+
+    def _past_n(self, seconds: np.ndarray, n: np.ndarray, c: np.ndarray, rule: str) -> np.ndarray:
+        """`seconds` under the rule past the profiled N (module docstring); `loglog` leaves them as they are."""
+        if rule == LOGLOG:
+            return seconds
+        if rule not in PAST_N_RULES:
+            raise ParamsError(f"bounds.prefill_past_n must be one of {PAST_N_RULES}, got {rule!r}")
+        out = np.array(seconds, dtype=float)
+        beyond, segment = (n > self.ns[1]), self._last_segment()
+        if segment is not None and beyond.any():
+            lo, hi = segment
+            at = c[beyond]
+            top = self.prefill.evaluate(np.full(at.shape, hi), at)
+            slope = np.maximum(top - self.prefill.evaluate(np.full(at.shape, lo), at), 0.0) / (hi - lo)
+            extended = top + (n[beyond] - hi) * slope
+            if rule == LINEAR:
+                extended = np.maximum(extended, top * n[beyond] / hi)
+            out[beyond] = np.maximum(out[beyond], extended)
+        flagged = (n > 0) & (self._n_out(n) | self._c_out(c))
+        if self.floor is not None and flagged.any():
+            out[flagged] = np.maximum(out[flagged], self.floor.seconds(n[flagged], c[flagged]))
+        return out
 
     # -- evaluation
-    def t_prefill(self, n, c, extrapolate: bool = False) -> Evaluation:
+    def t_prefill(self, n, c, extrapolate: bool = False, past_n: str = LOGLOG) -> Evaluation:
+        """T_prefill(n, c); past the profiled N (and at an extrapolated c, the floor) under the rule `past_n`
+        (module docstring: every pricing call passes params bounds.prefill_past_n)."""
         n, c = _broadcast(n, c)
         seconds = np.where(n > 0, self.prefill.evaluate(np.maximum(n, 0), c), 0.0)
-        return self._checked("T_prefill", seconds, n, c, extrapolate)
+        return self._checked("T_prefill", self._past_n(seconds, n, c, past_n), n, c, extrapolate)
 
     def t_ar(self, n, c, extrapolate: bool = False) -> Evaluation:
         n, c = _broadcast(n, c)
@@ -428,11 +515,12 @@ class LatencyModel:
         return (self._checked("first-step overhead", overhead, one, c, extrapolate),
                 self._checked("steady step", steady, one, c, extrapolate))
 
-    def prices(self, step_contexts, prefill_n, prefill_contexts, step_cost: str, steady_max_n: int) -> Prices:
+    def prices(self, step_contexts, prefill_n, prefill_contexts, step_cost: str, steady_max_n: int,
+               past_n: str) -> Prices:
         """What the bound prices a program with, in one call, extrapolation allowed (each value flagged):
         the decode step at `step_contexts` under `step_cost` (STEADY: the first-step overhead o(c) and
         the steady step s(c) of `step_costs`; FIRST_STEP, v1: o = 0 and every token at t_step(c) =
-        T_ar(1, c)) and T_prefill(prefill_n, prefill_contexts)."""
+        T_ar(1, c)) and T_prefill(prefill_n, prefill_contexts) under the rule past the profiled N `past_n`."""
         if step_cost == FIRST_STEP:
             step = self.t_step(step_contexts, extrapolate=True)
             overhead = Evaluation(np.zeros(step.seconds.shape), np.zeros(step.seconds.shape, dtype=bool))
@@ -440,7 +528,7 @@ class LatencyModel:
             overhead, step = self.step_costs(step_contexts, steady_max_n, extrapolate=True)
         else:
             raise ParamsError(f"step_cost must be one of {STEP_COSTS}, got {step_cost!r}")
-        return Prices(overhead, step, self.t_prefill(prefill_n, prefill_contexts, extrapolate=True))
+        return Prices(overhead, step, self.t_prefill(prefill_n, prefill_contexts, extrapolate=True, past_n=past_n))
 
     def speedup(self, n, c, extrapolate: bool = False) -> Evaluation:
         """T_ar(N, c) / T_prefill(N, c), for N > 0."""
@@ -465,6 +553,7 @@ class LatencyModel:
             "prefill": self.prefill.to_record(),
             "repeats": [{"ar": ar.to_record(), "prefill": pre.to_record()} for ar, pre in self.repeats],
             "diagnostics": self.diagnostics,
+            **({} if self.floor is None else {"prefill_floor": self.floor.to_record()}),
         }
 
     @classmethod
@@ -479,7 +568,7 @@ class LatencyModel:
             ar=curve_from_record(record["ar"]), prefill=curve_from_record(record["prefill"]),
             ns=tuple(record["n_range"]), contexts=None if contexts is None else tuple(contexts),
             repeats=tuple((curve_from_record(r["ar"]), curve_from_record(r["prefill"])) for r in record.get("repeats", [])),
-            diagnostics=record.get("diagnostics", {}),
+            diagnostics=record.get("diagnostics", {}), floor=PrefillFloor.from_record(record.get("prefill_floor")),
         )
 
 

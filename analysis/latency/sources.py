@@ -36,6 +36,7 @@ from analysis.errors import ParamsError
 from analysis.latency.names import AR_LOOPS, FIT_SOURCE, PAPER_SOURCE
 from analysis.latency.model import (
     FORMS,
+    LOGLOG,
     LatencyModel,
     ModelKey,
     from_document,
@@ -325,8 +326,8 @@ class PairedModel(LatencyModel):
 
     prefill_model: LatencyModel | None = None
 
-    def t_prefill(self, n, c, extrapolate: bool = False):
-        return self.prefill_model.t_prefill(n, c, extrapolate)
+    def t_prefill(self, n, c, extrapolate: bool = False, past_n: str = LOGLOG):
+        return self.prefill_model.t_prefill(n, c, extrapolate, past_n)
 
     def repeat_models(self) -> list[LatencyModel]:
         return []

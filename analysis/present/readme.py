@@ -25,6 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.claims.decision import decide, reach
 from analysis.claims.engine import read_claims
 from analysis.claims.verdict import BEYOND
 from analysis.errors import ParamsError
@@ -298,28 +299,49 @@ def _throughput_sentence(root: Path) -> str | None:
 
 
 def _rivals_sentence(root: Path) -> str | None:
-    """Per corpus under the judged kernel source: the fastest deployable method and Copy-as-Decode's best against
-    the best rival (reports/tables/rivals_fastest.csv), or None when the rivals stage has not run here."""
+    """Under the judged kernel source, pooled then per corpus: Copy-as-Decode's best deployable variant against the
+    fastest deployable rival, as the share of the rival's speedup it reaches with its paired interval and its band over
+    the prefill rules past the profiled N, and the verdict (analysis.claims.decision.decide), from
+    reports/tables/rivals_fastest.csv; None when the rivals stage has not run here."""
     try:
         fast = outputs.table("rivals_fastest", root / TABLES)
-        judged = outputs.metrics("rivals", root / METRICS)["judged_source"]
+        facts = outputs.metrics("rivals", root / METRICS)
     except ParamsError:
         return None
+    judged = facts["judged_source"]
     rows = fast.filter((pl.col("kernel_source") == judged) & (pl.col("corpus") != POOLED)).sort("corpus")
     pooled = fast.filter((pl.col("kernel_source") == judged) & (pl.col("pool") == "all"))
-    if rows.height == 0 or pooled.height == 0:
+    if rows.height == 0 or pooled.height == 0 or "copy_over_rival_band_low" not in fast.columns:
         return None
     label = lambda name: parse_method(name).label  # noqa: E731
-    parts = [f"{pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}: {label(r['fastest'])} "
-             f"{numbers.fmt_x(r['fastest_speedup'])}, Copy-as-Decode's best ({label(r['best_copy'])}) "
-             f"{numbers.fmt_x(r['best_copy_speedup'])}" for r in rows.iter_rows(named=True)]
+
+    def verdict(r: dict) -> str:
+        ci, band = (r["copy_over_rival_ci_low"], r["copy_over_rival_ci_high"]), (r["copy_over_rival_band_low"],
+                                                                                r["copy_over_rival_band_high"])
+        word = decide(ci, band)
+        return {"faster": "Copy-as-Decode faster", "slower": "the rival faster"}.get(word, word)
+
+    def pair(r: dict) -> str:
+        return (f"{label(r['best_copy'])} {numbers.fmt_x(r['best_copy_speedup'])} against {label(r['best_rival'])} "
+                f"{numbers.fmt_x(r['best_rival_speedup'])}: {r['copy_over_rival']:.0%} "
+                f"[{r['copy_over_rival_ci_low']:.0%}, {r['copy_over_rival_ci_high']:.0%}], band "
+                f"{r['copy_over_rival_band_low']:.0%}-{r['copy_over_rival_band_high']:.0%} ({verdict(r)})")
+
     p = pooled.row(0, named=True)
-    return (f"Against the alternatives [rivals], every method on the gold tokens (oracle programs, gold acceptance), "
-            f"priced per case with the bounds' rules under {judged}; the fastest method a deployment can run per corpus "
-            f"(speedup over AR, ratio of summed times): {'; '.join(parts)}. Over every corpus ({p['n_cases']:,} cases): "
-            f"{label(p['fastest'])} {numbers.fmt_x(p['fastest_speedup'])}; Copy-as-Decode's best deployable variant "
-            f"takes {p['copy_over_rival']:.2f}x the best rival's time ratio (paired 95% CI [{p['copy_over_rival_ci_low']:.2f}, "
-            f"{p['copy_over_rival_ci_high']:.2f}]); every source and method: `reports/tables/rivals.md`.")
+    parts = [f"{pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}: {pair(r)}"
+             for r in rows.iter_rows(named=True)]
+    return (f"Against the alternatives [rivals], every method on the gold tokens (oracle programs, gold acceptance, "
+            f"drafts from the context only, each method its own prompt), priced per case with the bounds' rules under "
+            f"{judged} (prefills past the profiled N: {facts.get('prefill_past_n', 'marginal')}, never under the "
+            f"compute floor). Over every corpus ({p['n_cases']:,} cases), Copy-as-Decode's best deployable variant "
+            f"({label(p['best_copy'])}, {numbers.fmt_x(p['best_copy_speedup'])} over AR) "
+            f"{reach(p['copy_over_rival'], p['copy_over_rival_ci_low'], p['copy_over_rival_ci_high'])} "
+            f"({label(p['best_rival'])}, {numbers.fmt_x(p['best_rival_speedup'])}; draft budgets up to "
+            f"{p['deployable_k_max']}, each chosen per corpus after pricing); over the prefill rules past the profiled N "
+            f"{p['copy_over_rival_band_low']:.0%}-{p['copy_over_rival_band_high']:.0%}: {verdict(p)}. Per corpus, "
+            f"Copy-as-Decode's best against the fastest deployable rival (speedup over AR; share reached [paired 95% CI], "
+            f"band): {'; '.join(parts)}. Unbounded drafts are bounds; where prompt lookup's k overtakes Copy-as-Decode: "
+            "`reports/tables/rivals_crossover.md`; every source and method: `reports/tables/rivals.md`.")
 
 
 def _serving_sentence(root: Path) -> str | None:

@@ -8,10 +8,13 @@ executor logs the forwards it timed as one (`Forwards.from_log`), and all of the
 on the bounds' rules (analysis.rivals.pricing).
 
 `decode_forwards`: n decode steps (a whole rewrite, an edit format's text). `speculative_forwards`: a
-drafter with **gold acceptance**: before each forward the drafter proposes up to k tokens (never more
-than the gold tokens still to come, less one); the forward verifies the draft and yields the longest
-prefix equal to the gold continuation plus one corrected token: q = draft + 1, emitted = accepted + 1.
-An empty draft is a plain decode step.
+drafter with **gold acceptance**: before each forward the drafter proposes up to k tokens from what a
+deployment's drafter sees (the context: the unnumbered source and the output so far), never cropped to the
+gold still to come, which no drafter knows (transformers' prompt lookup drafts to the end of the context:
+`input_ids[start : min(start + k, input_length)]`); the forward verifies the whole draft (q = draft + 1) and
+yields the longest prefix equal to the gold continuation plus one corrected token (emitted = accepted + 1;
+the last gold token always comes as a corrected token, as no EOS is counted). An empty draft is a plain
+decode step. Every speculative family (analysis.rivals.families) drafts through it.
 """
 
 from __future__ import annotations
@@ -58,14 +61,16 @@ def decode_forwards(n: int) -> Forwards:
 
 def speculative_forwards(drafter, gold: Sequence[int], k: int | None) -> Forwards:
     """Gold-acceptance speculation (module docstring) with a drafter that has `draft(k)` and
-    `extend(tokens)`; k None: no cap but the tokens still to come."""
+    `extend(tokens)`; k None: the drafter's own end (prompt lookup: the end of the context)."""
     out = Forwards()
     pos, total = 0, len(gold)
     while pos < total:
-        room = total - pos - 1
-        draft = drafter.draft(room if k is None else min(k, room))
+        draft = drafter.draft(k)
+        if k is not None and len(draft) > k:
+            raise ValueError(f"a drafter returned {len(draft)} tokens for a budget of {k}")
+        room = total - pos - 1  # draft tokens that can be accepted: the last gold token is a corrected one
         accepted = 0
-        while accepted < len(draft) and draft[accepted] == gold[pos + accepted]:
+        while accepted < min(len(draft), room) and draft[accepted] == gold[pos + accepted]:
             accepted += 1
         out.add(len(draft) + 1, accepted + 1, bool(draft))
         drafter.extend(gold[pos:pos + accepted + 1])

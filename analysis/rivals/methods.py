@@ -223,7 +223,9 @@ class Family:
         return self.label(m)
 
     def role(self, m: Method) -> str:
-        return "rival"
+        """A draft without a budget (k unbounded: to the end of the context) is a bound, never deployable: no
+        engine serves it (a verify must fit a step's token budget; engines cap a draft)."""
+        return "bound" if "k" in self.fields and m.k is None else "rival"
 
     def headline_rank(self, m: Method) -> int:
         """0: Copy-as-Decode deployable, 1-2: rivals, 3: bounds, 4: the baseline."""

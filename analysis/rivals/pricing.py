@@ -15,7 +15,10 @@ price is the bounds' `regen`, and a Copy-as-Decode program's forwards (analysis.
 to the bounds' `program_ideal` and `program_overhead`, except after a copy that forwards no token (a blank
 line BPE glued to the line before: no forward, so no new decode run), which the bounds count as a prefill
 (tested). A cost evaluated outside the model's profiled range is extrapolated and counted per case
-(`extrapolated_forwards`); a model that cannot give the step split raises its ParamsError.
+(`extrapolated_forwards`), and by cause: a prefill-type forward whose N lies outside the profiled N
+(`extrapolated_n_forwards`; priced by params bounds.prefill_past_n's rule) and a forward whose context lies
+outside the profiled contexts (`extrapolated_context_forwards`: held at the one profiled context, or
+extended); a forward can be both. A model that cannot give the step split raises its ParamsError.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from analysis.bounds import CostSettings, run_starts
 from analysis.latency.model import LatencyModel
 from analysis.rivals.forwards import Forwards
 
-PRICE_COLUMNS = ("seconds", "extrapolated_forwards")
+PRICE_COLUMNS = ("seconds", "extrapolated_forwards", "extrapolated_n_forwards", "extrapolated_context_forwards")
 
 
 def flat_forwards(frame: pl.DataFrame) -> dict[str, np.ndarray]:
@@ -55,28 +58,31 @@ def price(frame: pl.DataFrame, model: LatencyModel, settings: CostSettings) -> p
     settings = settings.validate()
     if frame.height == 0:
         return frame.with_columns(seconds=pl.lit(None, dtype=pl.Float64),
-                                  extrapolated_forwards=pl.lit(None, dtype=pl.Int64))
+                                  **{c: pl.lit(None, dtype=pl.Int64) for c in PRICE_COLUMNS[1:]})
     f = flat_forwards(frame)
     c = np.full(len(f["q"]), settings.context, dtype=np.int64) if settings.context_mode == "fixed" else f["context"]
     decode = ~f["prefill"]
     run_start = run_starts(decode, f["first"] | np.concatenate([[True], f["prefill"][:-1]]))
     seconds = np.zeros(len(c))
-    flags = np.zeros(len(c), dtype=bool)
+    flags, past_n, held = (np.zeros(len(c), dtype=bool) for _ in range(3))
     prefill = f["prefill"]
     # one call to the model (the bounds' own: LatencyModel.prices): the step split on every context up to the
     # largest a decode step starts at, and each prefill-type forward at its q and context
     top = int(c[decode].max()) + 1 if decode.any() else 1
     priced = model.prices(np.arange(top, dtype=float), f["q"][prefill], c[prefill], settings.step_cost,
-                          settings.steady_max_n)
+                          settings.steady_max_n, settings.prefill_past_n)
     at = c[decode]
     seconds[decode] = priced.step.seconds[at] + np.where(run_start[decode], priced.overhead.seconds[at], 0.0)
     flags[decode] = priced.step.extrapolated[at] | (run_start[decode] & priced.overhead.extrapolated[at])
+    held[decode] = flags[decode]  # a decode step's N is 1: only its context can lie outside the profile
     seconds[prefill] = priced.prefill.seconds
-    flags[prefill] = priced.prefill.extrapolated
+    flags[prefill], past_n[prefill] = priced.prefill.extrapolated, priced.prefill.n_flags
+    held[prefill] = priced.prefill.context_flags
     n = frame.height
-    return frame.with_columns(
-        seconds=pl.Series(np.bincount(f["row"], weights=seconds, minlength=n)),
-        extrapolated_forwards=pl.Series(np.bincount(f["row"], weights=flags, minlength=n).astype(np.int64)))
+    count = lambda x: pl.Series(np.bincount(f["row"], weights=x, minlength=n).astype(np.int64))  # noqa: E731
+    return frame.with_columns(seconds=pl.Series(np.bincount(f["row"], weights=seconds, minlength=n)),
+                              extrapolated_forwards=count(flags), extrapolated_n_forwards=count(past_n),
+                              extrapolated_context_forwards=count(held))
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ bounds.context_mode, bounds.step_cost, bounds.steady_max_n, bounds.extrapolate),
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import polars as pl
 
@@ -32,6 +32,7 @@ from analysis.corpora import humanevalpack
 from analysis.coverage.spans import DirectiveCounter, program_spans, prompt_tokens
 from analysis.errors import ParamsError
 from analysis.grammar.program import parse
+from analysis.latency.model import LINEAR, MARGINAL
 from analysis.latency.sources import (
     Estimate,
     Kernel,
@@ -51,14 +52,26 @@ from analysis.pipeline.io import save_chart, write_json, write_parquet, write_ta
 from analysis.pipeline.params import choice, get, known_keys, positive_int
 from analysis.pooling import pool_rows
 from analysis.present import charts
+from analysis.present.rivalcharts import crossover_chart
 from analysis.rivals.forced import ForcedCounter
 from analysis.rivals.methods import Method, families, stage_methods
-from analysis.rivals.pricing import price
+from analysis.rivals.pricing import PRICE_COLUMNS, price
 from analysis.rivals.settings import DraftSettings, draft_settings
 from analysis.rivals.simulate import CaseInput, SimulationEnv, forward_row, method_forwards
-from analysis.rivals.table import chart_methods, fastest, headline_pairs, percase_speedups, pooled_rows, summary_counts
+from analysis.rivals.table import (
+    best_pair_ratios,
+    chart_methods,
+    crossover,
+    fastest,
+    headline_pairs,
+    percase_speedups,
+    point_speedups,
+    pooled_rows,
+    summary_counts,
+    with_band,
+)
 from analysis.serving.forwards import FORWARDS_SCHEMA, check_forwards
-from analysis.text.lines import split_lines
+from analysis.text.lines import numbered, split_lines
 from analysis.text.tokens import load_tokenizer
 
 HELP = ("Copy-as-Decode against prompt lookup, suffix decoding and edit formats: each method's forwards per case, "
@@ -67,7 +80,13 @@ READS_WRITES = ("reads cases, programs and reports/kernels/latency_model.json (p
                 "data/rivals/forwards.parquet, data/rivals/percase.parquet, reports/tables/rivals*.*, "
                 "reports/figures/rivals.{png,svg}, reports/metrics/rivals.json")
 
-GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "bootstrap_resamples", "seed", "ci")
+GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "deployable_k_max", "bootstrap_resamples",
+              "seed", "ci")
+# the extrapolation band: the lowest and highest defensible rule past the profiled N (analysis.latency.model)
+BAND_RULES = (MARGINAL, LINEAR)
+SELECTION = ("the best rival and Copy-as-Decode's best variant are each the fastest deployable setting per corpus or "
+             "pool, chosen after pricing among every setting simulated (k up to rivals.deployable_k_max; unbounded "
+             "drafts and free directives are bounds): the paired interval is conditional on that choice")
 LEVEL_UNITS = {"line": "lines", "token": "tokens"}
 FORWARDS_COLUMNS = {**FORWARDS_SCHEMA, "prefill": pl.List(pl.Boolean)}
 
@@ -84,6 +103,7 @@ class RivalsSettings:
     estimates: tuple[Estimate, ...]
     judged_source: str
     cost: CostSettings
+    k_max: int                      # rivals.deployable_k_max: the largest draft budget a deployable row may use
     bootstrap: Bootstrap
     parallel: ParallelSettings
     kernel: KernelSettings          # params `kernel`: the fitted model `fit` stands for
@@ -104,14 +124,16 @@ def settings(params: dict) -> RivalsSettings:
         prompt_overhead_tokens=positive_int(params, "spans.prompt_overhead_tokens", minimum=0),
         udiff_context=positive_int(params, "formats.udiff_context", minimum=0),
         methods=stage_methods(params, "rivals"), drafts=draft_settings(params, "rivals"), kernel_sources=sources, estimates=estimates, judged_source=judged,
-        cost=cost_settings(params), bootstrap=bootstrap_settings(params, "rivals"), parallel=parallel_settings(params),
+        cost=cost_settings(params), k_max=positive_int(params, "rivals.deployable_k_max", minimum=1),
+        bootstrap=bootstrap_settings(params, "rivals"), parallel=parallel_settings(params),
         kernel=base)
 
 
 # ---------------------------------------------------------------- simulation (per case, in workers)
 
 def case_input(row: dict, tokenizer, directives: DirectiveCounter, overhead: int) -> CaseInput:
-    """One case's tokens, programs (spans and forcing per level) and prompt length."""
+    """One case's tokens, programs (spans and forcing per level) and both prompts' lengths (the rewrite prompt's
+    unnumbered source, the program prompt's numbered one, each with the template overhead)."""
     src, tgt = tokenizer.encode(row["source"]), tokenizer.encode(row["target"])
     limits = {"line": len(split_lines(row["source"])), "token": len(src.ids)}
     programs = {}
@@ -121,7 +143,8 @@ def case_input(row: dict, tokenizer, directives: DirectiveCounter, overhead: int
         programs[level] = (tuple(program_spans(program, src, tgt, directives)),
                            tuple(counter.of(op) for op in program.ops))
     return CaseInput(row["case_id"], row["corpus"], row["framing"], row["source"], row["target"], tuple(src.ids),
-                     tuple(tgt.ids), prompt_tokens(src, overhead), programs)
+                     tuple(tgt.ids), prompt_tokens(src, overhead),
+                     prompt_tokens(tokenizer.encode(numbered(row["source"])), overhead), programs)
 
 
 def simulate_chunk(chunk, tokenizer, overhead: int, udiff_context: int, drafts: DraftSettings,
@@ -183,14 +206,26 @@ def kernels(s: RivalsSettings) -> list[Kernel]:
     return plain + [paired_kernel(e.name, parts[e.decode], parts[e.prefill]) for e in s.estimates]
 
 
-def priced(forwards: pl.DataFrame, s: RivalsSettings) -> pl.DataFrame:
+def priced(forwards: pl.DataFrame, s: RivalsSettings, cost: CostSettings | None = None) -> pl.DataFrame:
+    """Per kernel source, case and method: seconds (under `cost`, the settings' own by default), AR's seconds, the
+    speedup, the forward counts and the extrapolated forwards by cause."""
     counts = summary_counts(forwards)
     parts, chosen = [], kernels(s)
     for kernel in progress(chosen, "rivals pricing", len(chosen)):
-        costs = price(forwards.select("prompt_tokens", "new_tokens", "emitted", "prefill"), kernel.model, s.cost)
-        parts.append(counts.with_columns(kernel_source=pl.lit(kernel.source), seconds=costs["seconds"],
-                                         extrapolated_forwards=costs["extrapolated_forwards"]))
+        costs = price(forwards.select("prompt_tokens", "new_tokens", "emitted", "prefill"), kernel.model, cost or s.cost)
+        parts.append(counts.with_columns(kernel_source=pl.lit(kernel.source),
+                                         **{c: costs[c] for c in PRICE_COLUMNS}))
     return percase_speedups(pl.concat(parts))
+
+
+def band_ratios(forwards: pl.DataFrame, s: RivalsSettings, judged: pl.DataFrame) -> dict[str, pl.DataFrame]:
+    """Copy-as-Decode's best over the best rival (point values) under each rule past the profiled N of the band
+    (BAND_RULES), the judged pricing's from its own per-case prices."""
+    out = {}
+    for rule in BAND_RULES:
+        percase = judged if rule == s.cost.prefill_past_n else priced(forwards, s, replace(s.cost, prefill_past_n=rule))
+        out[rule] = best_pair_ratios(point_speedups(percase), s.k_max)
+    return out
 
 
 def kernel_notes(s: RivalsSettings) -> dict[str, str]:
@@ -206,12 +241,18 @@ def run(s: RivalsSettings) -> dict:
         write_parquet(percase, RIVALS_PERCASE)
         boot = s.bootstrap
         table = pooled_rows(percase, boot.resamples, boot.seed, boot.ci)
-        fast = fastest(table, percase, boot.resamples, boot.seed, boot.ci)
+        fast = with_band(fastest(table, percase, boot.resamples, boot.seed, boot.ci, s.k_max),
+                         band_ratios(forwards, s, percase))
+        flips = crossover(table, s.k_max)
         write_table(table, TABLES / "rivals")
         write_table(fast, TABLES / "rivals_fastest")
+        write_table(flips, TABLES / "rivals_crossover")
         save_chart(charts.rivals_chart(table, s.judged_source, chart_methods(table["method"])), FIGURES / "rivals")
+        save_chart(crossover_chart(table, flips, s.judged_source, s.k_max), FIGURES / "rivals_crossover")
         write_json({"judged_source": s.judged_source, "kernels": kernel_notes(s),
                     "cases": int(forwards["case_id"].n_unique()), "methods": sorted(set(forwards["method"])),
+                    "prefill_past_n": s.cost.prefill_past_n, "band_rules": list(BAND_RULES),
+                    "deployable_k_max": s.k_max, "selection": SELECTION,
                     "fastest": headline_pairs(fast)}, METRICS / "rivals.json")
     judged = fast.filter((pl.col("kernel_source") == s.judged_source) & (pl.col("pool") == "all"))
     return {"cases": int(forwards["case_id"].n_unique()), "methods": int(forwards["method"].n_unique()),

@@ -21,6 +21,12 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def numbered(source: str) -> str:
+    """The source with each line written `k: line` (k from 1), as the program prompt shows it and the program's
+    copies address it (kernels_profile.runtime.hf's program template; the rivals charge it to Copy-as-Decode)."""
+    return "".join(f"{k}: {line}" for k, line in enumerate(split_lines(source), start=1))
+
+
 def line_starts(lines: list[str]) -> list[int]:
     """Character offset of each line's start, plus the text length at the end (len(lines) + 1)."""
     return [0, *accumulate(len(line) for line in lines)]

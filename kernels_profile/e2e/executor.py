@@ -2,10 +2,10 @@
 
 - AR: regenerate the gold output, one forward per token.
 - Speculative (prompt lookup, suffix decoding), gold acceptance: a drafter (an online object over token
-  ids: built from the prompt, told every committed token, asked for at most k tokens) proposes a draft;
-  one forward verifies the pending token and the draft (keeping a logit per verified position, as a
-  real verifier must); the prefix equal to the gold is kept, rejected tokens are cropped from the cache
-  and the next gold token is the correction. An upper bound on the real method for that drafter (which
+  ids: built from the prompt, told every committed token, asked for at most k tokens) proposes a draft,
+  never cropped to the gold still to come (no drafter knows it); one forward verifies the pending token and
+  the whole draft (keeping a logit per verified position, as a real verifier must); the prefix equal to the
+  gold is kept, rejected tokens are cropped from the cache and the next gold token is the correction. An upper bound on the real method for that drafter (which
   accepts by the model's own argmax instead). Each run records the draft tokens accepted per forward
   (`Run.accepted`) and the seconds spent inside the drafter (`Run.draft_seconds`, inside the timer).
 - Copy-as-Decode: for each op of a program, a copy fills the cache with one forward of the copied
@@ -13,7 +13,9 @@
   bound the paper describes (the bound's `ideal` variant). With `directives=True` it also decodes, one
   step each, the tokens the model would emit to write the program: a copy's `<copy lines="i-j"/>`
   before its prefill; a gen's `<gen>` before, its body as written (escaped), and `</gen>` after (the
-  bound's `overhead` variant, what a deployment pays).
+  bound's `overhead` variant, what a deployment pays), with a forward per token the program produces: the
+  copy tag's last token (`"/>`) goes into the cache with the copied text, in the copy's one prefill, as the
+  suite's decoders do (what a forward of that token alone would produce, the copied text, is known).
 
 Every run records its forwards as the rivals' forward log does (data/rivals/forwards.parquet):
 `new_tokens` (per forward, the tokens it appends to the cache: its query length q) and `emitted` (the
@@ -190,12 +192,14 @@ class Executor:
         with self.torch.inference_mode():
             started = time.perf_counter()
             for seg in segments:
-                if directives:
-                    out = self._decode(seg.open_ids, out, log)
+                rides = directives and seg.kind == "copy" and bool(seg.ids) and bool(seg.open_ids)
+                if directives:  # the tag, but the last token of a copy's that rides with its prefill
+                    out = self._decode(seg.open_ids[:-1] if rides else seg.open_ids, out, log)
                 if seg.kind == "copy":
                     if seg.ids:  # a copy whose text has no token forwards nothing
-                        out = self._forward(list(seg.ids), logits_to_keep=1)
-                        log.append((len(seg.ids), len(seg.ids)))
+                        ids = [*seg.open_ids[-1:], *seg.ids] if rides else list(seg.ids)
+                        out = self._forward(ids, logits_to_keep=1)
+                        log.append((len(ids), len(ids)))
                 else:
                     out = self._decode(seg.emitted if directives else seg.ids, out, log)
                 if directives:
@@ -208,9 +212,9 @@ class Executor:
 
     def speculative(self, gold: list[int], drafter, k: int) -> Run:
         """Gold-acceptance speculative decoding: each forward verifies the pending token and the
-        drafter's draft of at most k tokens (no longer than what is left of the gold), with a logit kept
-        per verified position; the drafter is told every committed token (the first comes from the
-        prompt's logits)."""
+        drafter's whole draft of at most k tokens (however much of the gold is left: a drafter does not know),
+        with a logit kept per verified position; the drafter is told every committed token (the first comes
+        from the prompt's logits)."""
         self.reset()
         self._sync()
         accepted_runs, log, drafting = [], [], 0.0
@@ -221,13 +225,13 @@ class Executor:
                 pending, i = gold[0], 1
                 while pending is not None:
                     asked = time.perf_counter()
-                    draft = list(drafter.draft(k))[: max(len(gold) - i, 0)]
+                    draft = list(drafter.draft(k))
                     drafting += time.perf_counter() - asked
                     if len(draft) > k:
                         raise ValueError(f"a drafter returned {len(draft)} tokens for a cap of {k}")
                     self._forward([pending] + draft, logits_to_keep=len(draft) + 1)
                     accepted = 0
-                    while accepted < len(draft) and draft[accepted] == gold[i + accepted]:
+                    while accepted < min(len(draft), len(gold) - i) and draft[accepted] == gold[i + accepted]:
                         accepted += 1
                     accepted_runs.append(accepted)
                     log.append((len(draft) + 1, accepted + 1))

@@ -15,7 +15,7 @@ from kernels_profile.e2e.predict import prefill_sizes
 from kernels_profile.e2e.settings import E2EModel, E2ESettings, MethodPlan
 from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 
-CHECKPOINT_VERSION = "e2e-6"  # 6: one method vocabulary (pld-earliest-k10, copy-line-decoded), every suffix option in the key
+CHECKPOINT_VERSION = "e2e-7"  # 7: drafts never cropped to the gold, a copy tag's last token in its prefill; 6: one method vocabulary
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,9 @@ class CaseJob:
                 "lossless": [list(self.lossless_levels), s.checks.losslessness_tolerance], "threads": s.environment.threads,
                 "curve": {"contexts": list(self.curve_contexts), "sizes": list(self.curve_sizes),
                           "ar_grid": list(s.curve.ar_grid), "ar_steps": s.curve.ar_steps, "fit": s.curve.fit},
-                # the stored predictions are priced with these (bounds.step_cost, bounds.steady_max_n)
-                "price": {"step_cost": s.price.step_cost, "steady_max_n": s.price.steady_max_n},
+                # the stored predictions are priced with these (bounds.step_cost, bounds.steady_max_n, bounds.prefill_past_n)
+                "price": {"step_cost": s.price.step_cost, "steady_max_n": s.price.steady_max_n,
+                          "prefill_past_n": s.price.prefill_past_n},
                 "fingerprint": fingerprint}
 
     def file_stem(self) -> str:
@@ -78,7 +79,8 @@ def build_job(choice: E2EModel, s: E2ESettings, line: dict, token: dict, tok: Mo
     plan = s.plan(choice.name, line["corpus"])
     decoded = max(sum(seg.directive_tokens + len(seg.ids) for seg in segments[level]) for level in LEVELS)
     longest = max(len(prompts[REWRITE_PROMPT]) + len(gold), len(prompts[PROGRAM_PROMPT]) + decoded)
-    widest = max([1, *(len(seg.ids) for level in LEVELS for seg in segments[level] if seg.kind == "copy"),
+    # a copy's prefill also carries its tag's last token when directives are decoded
+    widest = max([1, *(len(seg.ids) + 1 for level in LEVELS for seg in segments[level] if seg.kind == "copy"),
                   *(m.k + 1 for m in plan.methods if m.speculative)])
     return CaseJob(
         model=choice, case_id=line["case_id"], corpus=line["corpus"], source=source, target=line["target"],

@@ -11,7 +11,7 @@ from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize, unshifted_speedups
-from analysis.latency.model import FORMS, PAPER_CLAIMS, paper_kernel_points, to_document
+from analysis.latency.model import FORMS, PAPER_CLAIMS, PrefillFloor, paper_kernel_points, to_document
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
@@ -232,6 +232,22 @@ def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], 
     return roofs, missing
 
 
+def with_floors(models: list, names_by_source: dict[str, list[str]]) -> list:
+    """Each GPU model with its device's prefill floor (`LatencyModel.floor`: the datasheet roof of its recorded device
+    name, the model's published weight count), which no price past its profiled range goes under
+    (docs/bounds-pricing.md). A CPU profile has no datasheet: its measured peak is not a floor (a loaded machine
+    measures it low), so its models keep none."""
+    weights = model_weights(sorted({m.key.model for m in models}))
+    devices = read_devices()
+    out = []
+    for m in models:
+        roof = next((device_roof(n, devices) for n in names_by_source.get(m.key.source, [])), None)
+        count, bpp = weights.get(m.key.model), BYTES_PER_PARAM.get(m.key.dtype)
+        usable = m.key.device.startswith("cuda") and None not in (roof, count, bpp)
+        out.append(replace(m, floor=PrefillFloor(count, roof, bpp)) if usable else m)
+    return out
+
+
 def model_weights(models: list[str]) -> dict[str, object]:
     out = {}
     for name in models:
@@ -297,6 +313,7 @@ def run(s: FitSettings) -> dict:
                 ar_shift=pl.lit(False))], how="diagonal_relaxed")
         speedups = with_comparison(speedups)
         names_by_source = device_names(raw, probes)
+        models = with_floors(models, names_by_source)
         fit_raw = raw.get(FIT_SOURCE)
         environment = fit_raw.select([c for c in ENVIRONMENT_COLUMNS if c in fit_raw.columns]).unique().to_dicts() if fit_raw is not None else []
         fit_paths = [r.path for r in s.raw if r.source == FIT_SOURCE]

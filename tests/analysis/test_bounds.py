@@ -32,7 +32,7 @@ KERNEL = quadratic()
 def priced(mode: str, extrapolate: bool = False, context: int | None = None, step_cost: str = "steady", **kw) -> CostSettings:
     """CostSettings with params.yaml's decode pricing (steady, steady_max_n 8) unless a test names another:
     CostSettings itself has no default that changes a result."""
-    return CostSettings(mode, extrapolate, context, step_cost=step_cost, steady_max_n=8, **kw)
+    return CostSettings(mode, extrapolate, context, step_cost=step_cost, steady_max_n=8, prefill_past_n="marginal", **kw)
 
 
 FIXED0 = priced("fixed", context=0)
@@ -61,12 +61,13 @@ def test_bound_matches_a_hand_computed_histogram():
     prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
     assert costs["regen"] == pytest.approx(g * t)
     assert costs["program_ideal"] == pytest.approx(prefill + 10 * t)
-    assert costs["program_overhead"] == pytest.approx(prefill + 10 * t + 16 * t)
+    # each copy's tag decodes 6 of its 7 tokens: the last rides with the copy's prefill (one more token each)
+    assert costs["program_overhead"] == pytest.approx(prefill + 10 * t + 14 * t + 2 * 1e-5)
     bounds = bounds_table(case_costs(table, KERNEL, FIXED0), resamples=0, seed=0, ci=0.95)
     ideal = bounds.filter((pl.col("corpus") == "A") & (pl.col("variant") == "ideal"))["bound"][0]
     assert ideal == pytest.approx(0.160 / (prefill + 0.010))
     overhead = bounds.filter((pl.col("corpus") == "A") & (pl.col("variant") == "overhead"))["bound"][0]
-    assert overhead == pytest.approx(0.160 / (prefill + 0.026))
+    assert overhead == pytest.approx(0.160 / (prefill + 0.024 + 2e-5))
 
 
 def test_running_context_costs_each_op_where_it_happens():
@@ -83,7 +84,9 @@ def test_running_context_costs_each_op_where_it_happens():
     # contexts: op 0 at 100, op 1 at 110, op 2 at 115
     assert row["regen"] == pytest.approx(sum(step(100 + j) for j in range(35)))
     assert row["program_ideal"] == pytest.approx(pre(12, 100) + sum(step(110 + j) for j in range(5)) + pre(20, 115))
-    assert row["directive_seconds"] == pytest.approx(7 * step(100) + 2 * step(110) + 7 * step(115))
+    # a copy's tag's last token goes into its prefill: 6 steps and one more prefilled token per copy
+    assert row["directive_seconds"] == pytest.approx(6 * step(100) + 2 * step(110) + 6 * step(115)
+                                                     + pre(13, 100) - pre(12, 100) + pre(21, 115) - pre(20, 115))
     # the fixed mode at the prompt length differs: the later ops see a longer cache
     fixed = case_costs(table, model, priced("fixed", context=100)).row(0, named=True)
     assert fixed["program_ideal"] < row["program_ideal"] and fixed["regen"] < row["regen"]
@@ -188,7 +191,7 @@ def test_single_program_prediction_uses_the_same_formula():
     assert isinstance(cost, CaseCost)
     prefill = (2e-3 + 100e-5) + (2e-3 + 50e-5)
     assert cost.bound("ideal") == pytest.approx(0.160 / (prefill + 0.010))
-    assert cost.bound("overhead") == pytest.approx(0.160 / (prefill + 0.026))
+    assert cost.bound("overhead") == pytest.approx(0.160 / (prefill + 0.024 + 2e-5))
     running = case_cost(ops, quadratic(b=1e-6), priced("running"), prompt_tokens=500)
     assert running.regen == pytest.approx(sum(1e-3 + 1e-6 * (500 + j) for j in range(160)))
 
@@ -321,14 +324,15 @@ def test_step_costs_split_the_first_step_from_the_steady_step():
 def test_steady_pricing_charges_the_first_step_once_per_decode_run(mode):
     """Hand-computed: regeneration is one run (3 + 35 x 2 ms); the program pays three prefills, the
     overhead once per generated span (2 x 3 ms) and 10 steady steps; with directives the first copy's
-    directive opens one more run (+3 ms) and 25 directive tokens cost 2 ms each. v1 priced every token
+    directive opens one more run (+3 ms) and 22 directive tokens cost 2 ms each (each copy's tag decodes 6 of
+    its 7 tokens: the last rides with the prefill, whose price does not move here). v1 priced every token
     at the first step (5 ms): 175 / 65 instead of 73 / 41."""
     settings = priced("fixed", context=0) if mode == "fixed" else priced("running")
     table = spans(TWO_SPANS, prompt={"A/0": 100} if mode == "running" else None)
     row = case_costs(table, first_step_model(), settings).row(0, named=True)
     assert row["regen"] == pytest.approx(3e-3 + 35 * 2e-3)
     assert row["program_ideal"] == pytest.approx(3 * 5e-3 + 2 * 3e-3 + 10 * 2e-3)
-    assert row["program_overhead"] == pytest.approx(row["program_ideal"] + 3e-3 + 25 * 2e-3)
+    assert row["program_overhead"] == pytest.approx(row["program_ideal"] + 3e-3 + 22 * 2e-3)
     assert row["regen"] / row["program_ideal"] == pytest.approx(73 / 41)
     old = case_costs(table, first_step_model(), priced(mode, context=0, step_cost="first_step")
                      ).row(0, named=True)
@@ -343,7 +347,7 @@ def test_two_copies_in_a_row_are_two_decode_runs_with_directives():
     row = case_costs(table, first_step_model(), priced("fixed", context=0)).row(0, named=True)
     # ideal: one generated run (the two gen ops follow each other); overhead: each copy's directive opens a run
     assert row["program_ideal"] == pytest.approx(2 * 5e-3 + 3e-3 + 6 * 2e-3)
-    assert row["directive_seconds"] == pytest.approx(2 * 3e-3 + 18 * 2e-3)
+    assert row["directive_seconds"] == pytest.approx(2 * 3e-3 + 16 * 2e-3)  # 6 + 6 tag tokens, 2 + 2 gen tags
 
 
 def test_a_parametric_model_has_no_first_step_term():
@@ -356,7 +360,7 @@ def test_a_parametric_model_has_no_first_step_term():
 
 def test_steady_pricing_needs_its_window():
     with pytest.raises(ParamsError, match="steady_max_n"):
-        CostSettings("fixed", False, 0, step_cost="steady", steady_max_n=1).validate()
+        CostSettings("fixed", False, 0, step_cost="steady", steady_max_n=1, prefill_past_n="marginal").validate()
     with pytest.raises(ParamsError, match="step_cost"):
         priced("fixed", context=0, step_cost="last").validate()
 

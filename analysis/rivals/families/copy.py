@@ -4,10 +4,14 @@
 Its forwards, each op in order: its directive tokens (the bounds price them at the op's start context, so
 they come first and emit nothing), then its payload: a copy is one prefill of the source tokens it
 forwards (emitting its gold tokens; a copy that forwards no token has no forward), a gen op one decode step
-per gold token. `decoded`: every directive token is a decode step (what a deployment without grammar
-jump-forward pays); `jump`: the tokens the grammar forces (analysis.rivals.forced) are not decoded but
-prefilled with the next forward, which then has q = 1 + those tokens (a prefill-type forward); `ideal`:
-directive tokens free (an upper bound, never a rival). The e2e executor runs `decoded` and `ideal`.
+per gold token. A forward per token the program produces, as for every method: the copy's tag is produced
+token by token, but its last token (`"/>`) needs no forward of its own, as what it would produce (the
+copied text) is known: it goes into the cache with the copied tokens, in the copy's prefill (q = 1 + the
+source tokens), as the suite's decoders do (docs/grammar.md). `decoded`: every other directive token is a
+decode step (what a deployment without grammar jump-forward pays); `jump`: the tokens the grammar forces
+(analysis.rivals.forced) are not decoded but prefilled with the next forward, which then has q = 1 + those
+tokens (a prefill-type forward); `ideal`: directive tokens free (an upper bound, never a rival). The e2e
+executor runs `decoded` and `ideal` with the same forwards (tested beside the bounds' count).
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ def copy_forwards(ops: Sequence, forcing: Sequence, directives: str) -> Forwards
             if len(flags) > op.directive_tokens:
                 raise ValueError(f"op {op.op_index}: {len(flags)} forcing flags for {op.directive_tokens} directive tokens")
             flags += [False] * (op.directive_tokens - len(flags))  # escapes' extra tokens: decoded
+            if op.kind == "copy" and op.n_tokens_src > 0 and flags:
+                flags[-1] = True  # the tag's last token rides with the copy's prefill
             for is_forced in flags:
                 if is_forced:
                     carry += 1

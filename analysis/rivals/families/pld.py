@@ -15,8 +15,9 @@ transformers 5.24's `generation/candidate_generator.py`; the numbers below are i
 
 `latest` beside it takes the occurrence nearest the end instead (the most recent copy of the text;
 the suite's e2e executor drafted that way before). transformers also
-crops a draft at an EOS token and at `max_length`; the gold outputs hold no EOS, and the caller crops a
-draft to the tokens still to come (analysis.rivals.forwards.speculative_forwards).
+crops a draft at an EOS token and at `max_length` (the prompt plus max_new_tokens, a user's setting); the
+gold outputs hold no EOS, and no draft is cropped to the gold still to come: the verify forwards the whole
+draft (analysis.rivals.forwards.speculative_forwards).
 
 Use: `PromptLookup(prompt_ids)`, then `draft(k)` before each forward and `extend(accepted)` after it
 (every token that entered the output, the corrected one included). `k=None` drafts to the end of the

@@ -362,7 +362,7 @@ def test_the_dp_minimises_the_bounds_own_price(qwen, step_cost):
     ar = GridCurve(ns, contexts, tuple(tuple(3e-3 + n * 2e-3 for n in ns) for _ in contexts))
     pre = GridCurve(ns, contexts, tuple(tuple(6e-3 + n * 2e-5 for n in ns) for _ in contexts))
     model = LatencyModel(ModelKey("m", "w", "float32", "cuda", "static"), "interp", ar, pre, (1.0, 512.0), contexts)
-    settings = CostSettings("fixed", True, 256, step_cost=step_cost, steady_max_n=8)
+    settings = CostSettings("fixed", True, 256, step_cost=step_cost, steady_max_n=8, prefill_past_n="marginal")
     price = fixed_price(model, settings)
     assert (price.overhead, price.step) == pytest.approx((3e-3, 2e-3) if step_cost == "steady" else (0.0, 5e-3))
     source = "def f(x):\n    y = x + 1\n    return y\n\n\ndef g(a, b):\n    return a * b\n" * 3

@@ -18,7 +18,8 @@ from analysis.rivals.forwards import decode_forwards
 from analysis.rivals.pricing import price
 from fixtures import ROOT
 
-RUNNING = CostSettings(context_mode="running", extrapolate=True, context=256, step_cost="steady", steady_max_n=8)
+RUNNING = CostSettings(context_mode="running", extrapolate=True, context=256, step_cost="steady", steady_max_n=8,
+                       prefill_past_n="marginal")
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,20 @@ import polars as pl
 import pytest
 
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED
-from analysis.rivals.table import fastest, percase_speedups, pooled_rows
+from analysis.rivals.table import (
+    best_pair_ratios,
+    crossover,
+    fastest,
+    flip_point,
+    percase_speedups,
+    point_speedups,
+    pooled_rows,
+    with_band,
+)
 
 SECONDS = {"ar": 10.0, "copy-line-decoded": 4.0, "copy-line-ideal": 1.0, "pld-earliest-k10": 5.0,
-           "pld-earliest-k64": 2.0, "suffix-k64": 2.5}
+           "pld-earliest-k64": 2.0, "suffix-k64": 2.5, "pld-earliest-kinf": 1.5, "pld-earliest-k128": 1.8}
+K_MAX = 64
 
 
 def percase(cases_per_corpus: int = 5) -> pl.DataFrame:
@@ -23,7 +33,8 @@ def percase(cases_per_corpus: int = 5) -> pl.DataFrame:
                 rows.append({"kernel_source": "paper", "case_id": f"{corpus}/{i}", "corpus": corpus, "framing": framing,
                              "method": method, "gold_tokens": 100, "forwards": 10, "decode_steps": 5,
                              "seconds": seconds * scale * (1.1 if i % 2 and method == "suffix-k64" else 1.0),
-                             "extrapolated_forwards": 0})
+                             "extrapolated_forwards": 2, "extrapolated_n_forwards": 1,
+                             "extrapolated_context_forwards": 2})
     return percase_speedups(pl.DataFrame(rows))
 
 
@@ -37,11 +48,52 @@ def test_pooled_rows_are_ratios_of_sums_per_corpus_and_pool():
     assert paper["speedup"] == pytest.approx(rows["ar_seconds"].sum() / rows["seconds"].sum())
     assert table.filter(pl.col("method") == "ar")["speedup"].to_list() == [1.0] * 5
     assert table.filter(pl.col("method") == "copy-line-ideal")["role"].unique().to_list() == ["bound"]
+    # the share of forwards priced by extrapolation, and split by cause (batch 1 is measured: never extrapolated)
+    one = table.row(0, named=True)
+    assert (one["extrapolated_share"], one["extrapolated_n_share"], one["extrapolated_context_share"],
+            one["extrapolated_batch_share"]) == pytest.approx((0.2, 0.1, 0.2, 0.0))
+
+
+def test_the_judged_pair_is_deployable_unbounded_drafts_and_budgets_past_the_cap_are_bounds():
+    """Audit M3: the headline's winner was prompt lookup with unbounded drafts, a setting no engine serves. Drafts
+    without a budget are a bound (role), a budget past rivals.deployable_k_max is not deployable, and the row says
+    how many settings the pair was chosen among and under which cap."""
+    cases = percase()
+    table = pooled_rows(cases, 50, 0, 0.95)
+    assert table.filter(pl.col("method") == "pld-earliest-kinf")["role"].unique().to_list() == ["bound"]
+    row = fastest(table, cases, 50, 0, 0.95, K_MAX).filter(pl.col("pool") == ALL_POOL).row(0, named=True)
+    assert row["best_rival"] == "pld-earliest-k64" and row["fastest"] == "pld-earliest-k64"  # not kinf, not k128
+    assert (row["rival_settings"], row["copy_settings"], row["deployable_k_max"]) == (3, 1, K_MAX)
+    wider = fastest(table, cases, 50, 0, 0.95, 128).filter(pl.col("pool") == ALL_POOL).row(0, named=True)
+    assert wider["best_rival"] == "pld-earliest-k128"
+
+
+def test_the_band_is_the_ratio_under_each_rule_and_the_crossover_names_where_the_ranking_flips():
+    """Issue 46 section 2: the verdict's band (copy_over_rival under each rule past the profiled N) and the draft
+    budget at which prompt lookup overtakes Copy-as-Decode."""
+    cases = percase()
+    table = pooled_rows(cases, 50, 0, 0.95)
+    fast = fastest(table, cases, 50, 0, 0.95, K_MAX)
+    slower_rival = cases.with_columns(seconds=pl.when(pl.col("method") == "pld-earliest-k64").then(pl.col("seconds") * 3)
+                                      .otherwise(pl.col("seconds")))
+    banded = with_band(fast, {"marginal": best_pair_ratios(point_speedups(cases), K_MAX),
+                              "linear": best_pair_ratios(point_speedups(percase_speedups(
+                                  slower_rival.drop("ar_seconds", "speedup"))), K_MAX)})
+    row = banded.filter(pl.col("pool") == ALL_POOL).row(0, named=True)
+    # marginal: pld k64 (2 s) against 4 s: 0.5; linear: the best rival is now suffix decoding (2.5 s, 2.75 s)
+    suffix, copy = (cases.filter(pl.col("method") == m)["seconds"].sum() for m in ("suffix-k64", "copy-line-decoded"))
+    assert (row["copy_over_rival_band_low"], row["copy_over_rival_band_high"]) == pytest.approx((0.5, suffix / copy))
+    assert flip_point({5: 1.0, 10: 3.0, 16: 2.0, 64: 5.0, None: 9.0}, 2.5) == (5, 10, True)
+    assert flip_point({5: 1.0, 10: 2.0}, 2.5) == (10, None, None)
+    flips = crossover(table, K_MAX).filter((pl.col("pool") == ALL_POOL) & (pl.col("rival_group") == "pld-earliest"))
+    flip = flips.row(0, named=True)
+    # Copy-as-Decode 2.5x; prompt lookup 2x at k = 10 and 5x at k = 64 (and unbounded past it)
+    assert (flip["copy_wins_up_to"], flip["rival_wins_from"], flip["unbounded_passes"]) == (10, 64, True)
 
 
 def test_the_fastest_is_deployable_and_its_runner_up_another_family():
     cases = percase()
-    fast = fastest(pooled_rows(cases, 50, 0, 0.95), cases, 50, 0, 0.95)
+    fast = fastest(pooled_rows(cases, 50, 0, 0.95), cases, 50, 0, 0.95, K_MAX)
     row = fast.filter(pl.col("pool") == ALL_POOL).row(0, named=True)
     assert row["fastest"] == "pld-earliest-k64"          # the ideal program (10x) is faster but never a candidate
     assert row["runner_up"] == "suffix-k64"                   # not pld-earliest-k10, a sibling setting

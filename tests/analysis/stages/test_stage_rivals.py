@@ -96,7 +96,18 @@ def test_a_run_writes_forwards_prices_tables_and_the_claims_row(stage_scratch):
     spec = {"title": "beyond the paper: against the alternatives", "text": "none",
             "metric": ["tables/rivals_fastest.csv:fastest", "metrics/rivals.json:judged_source"]}
     claim = rivals_claim(spec, stage_scratch / "reports/tables", stage_scratch / "reports/metrics")
-    assert claim.verdict == "beyond the paper" and claim.ours.startswith("under h200-devtime/qwen2.5-1.5b: HEvalFix-Py ")
+    assert claim.verdict == "beyond the paper" and claim.ours.startswith(
+        "under h200-devtime/qwen2.5-1.5b, Copy-as-Decode's best deployable variant against the fastest deployable rival")
+    assert "every corpus" in claim.ours and "time ratio" not in claim.ours
+    # the verdict's band over the prefill rules past the profiled N, the crossover table, the split shares
+    assert (fastest["copy_over_rival_band_low"] <= fastest["copy_over_rival_band_high"]).all()
+    assert {"copy_over_rival_marginal", "copy_over_rival_linear", "deployable_k_max"} <= set(fastest.columns)
+    assert {"extrapolated_n_share", "extrapolated_context_share", "extrapolated_batch_share"} <= set(table.columns)
+    assert (stage_scratch / "reports/tables/rivals_crossover.csv").is_file()
+    assert (stage_scratch / "reports/figures/rivals_crossover.svg").is_file()
+    # each method pays its own prompt: Copy-as-Decode the numbered source, longer than the plain one
+    prompts = forwards.pivot(on="method", index="case_id", values="prompt_tokens")
+    assert (prompts["copy-line-decoded"] > prompts["ar"]).all() and (prompts["pld-earliest-k10"] == prompts["ar"]).all()
     judged = [s for s in claim.scopes if s.detail["judged"]]
     assert judged[0].scope.startswith("h200-devtime/qwen2.5-1.5b (judged), ")
     assert len(judged) == fastest.filter(pl.col("kernel_source") == "h200-devtime/qwen2.5-1.5b").height

@@ -152,13 +152,16 @@ def test_segments_carry_their_directive_tokens():
 
 
 def test_overhead_run_decodes_exactly_the_directive_tokens(executor):
+    """Audit M1: every directive token is decoded but each copy tag's last token, which rides with the copy's
+    prefill (a forward per token the program produces): two copies, two forwards fewer than directive tokens."""
     program = Program((Copy(1, 2), Gen("X\n"), Copy(3, 3)))
     segments = program_segments(program, SOURCE, None, encode)
     ideal, _ = executor.copy_as_decode(segments)
     overhead, _ = executor.copy_as_decode(segments, directives=True)
     directive = sum(s.directive_tokens for s in segments)
     assert directive == len(render_op(Copy(1, 2))) + len("<gen></gen>") + len(render_op(Copy(3, 3)))
-    assert overhead.forwards - ideal.forwards == directive
+    assert overhead.forwards - ideal.forwards == directive - 2
+    assert overhead.new_tokens[len(render_op(Copy(1, 2))) - 1] == 1 + len(segments[0].ids)  # `>` with the copy
     assert overhead.tokens == ideal.tokens == sum(len(s.ids) for s in segments)
     # the cache holds the prompt, every directive token and every output token, once each
     assert executor.cache.get_seq_length() == len(executor.prompt_ids) + ideal.tokens + directive

@@ -60,14 +60,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
 
 from analysis.errors import ParamsError
 from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
-from analysis.latency.roofline import Roof, WeightCount, prefill_floor_s
+from analysis.latency.roofline import PrefillFloor
 from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
 GROUP = ["model", "weights", "dtype", "device"]
@@ -142,31 +142,6 @@ class Evaluation:
     def context_flags(self) -> np.ndarray:
         """Per value, extrapolated because of its context (held at the one profiled context, or extended)."""
         return self.extrapolated if self.held is None else self.held
-
-
-@dataclass(frozen=True)
-class PrefillFloor:
-    """The fastest a prefill can run on a device (analysis.latency.roofline.prefill_floor_s: the weights read
-    once at the datasheet bandwidth, or the prefill's FLOPs at its peak): the floor no extrapolated price goes under."""
-
-    weights: WeightCount
-    roof: Roof
-    bytes_per_param: float
-
-    def seconds(self, n, c) -> np.ndarray:
-        return np.asarray(prefill_floor_s(self.weights, n, self.roof, self.bytes_per_param, c), dtype=float)
-
-    def to_record(self) -> dict:
-        return {"weights": asdict(self.weights), "roof": asdict(self.roof), "bytes_per_param": self.bytes_per_param}
-
-    @classmethod
-    def from_record(cls, record: dict | None) -> PrefillFloor | None:
-        if record is None:
-            return None
-        try:
-            return cls(WeightCount(**record["weights"]), Roof(**record["roof"]), float(record["bytes_per_param"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ParamsError(f"latency model record: a malformed prefill floor ({exc!r})") from None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ and the table of each measured kernel speedup beside its floors.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -182,3 +182,28 @@ def roofline_table(speedups: pl.DataFrame, weights: dict[str, WeightCount], roof
             "prefill_share_of_floor": pre / r["t_prefill"],
         })
     return pl.DataFrame(rows) if rows else pl.DataFrame()
+
+
+@dataclass(frozen=True)
+class PrefillFloor:
+    """The fastest a prefill can run on a device (prefill_floor_s: the weights read
+    once at the datasheet bandwidth, or the prefill's FLOPs at its peak): the floor no extrapolated price goes under."""
+
+    weights: WeightCount
+    roof: Roof
+    bytes_per_param: float
+
+    def seconds(self, n, c) -> np.ndarray:
+        return np.asarray(prefill_floor_s(self.weights, n, self.roof, self.bytes_per_param, c), dtype=float)
+
+    def to_record(self) -> dict:
+        return {"weights": asdict(self.weights), "roof": asdict(self.roof), "bytes_per_param": self.bytes_per_param}
+
+    @classmethod
+    def from_record(cls, record: dict | None) -> PrefillFloor | None:
+        if record is None:
+            return None
+        try:
+            return cls(WeightCount(**record["weights"]), Roof(**record["roof"]), float(record["bytes_per_param"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ParamsError(f"latency model record: a malformed prefill floor ({exc!r})") from None

@@ -202,7 +202,7 @@ def crossover(table: pl.DataFrame, k_max: int) -> pl.DataFrame:
             continue
         best = copies.sort("speedup", descending=True).row(0, named=True)
         budgeted = rows.filter(pl.col("role").is_in(["rival", "bound"]) & (pl.col("family") != "copy")
-                               & pl.col("rival_group").is_in(rows.filter(pl.col("k").is_not_null())["rival_group"].unique()))
+                               & pl.col("rival_group").is_in(rows.filter(pl.col("k").is_not_null())["rival_group"].unique().to_list()))
         for (group,), members in budgeted.group_by(["rival_group"], maintain_order=True):
             speedups = {r["k"]: float(r["speedup"]) for r in members.iter_rows(named=True)}
             wins, loses, unbounded = flip_point(speedups, float(best["speedup"]))

@@ -11,10 +11,11 @@ from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
 from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize, unshifted_speedups
-from analysis.latency.model import FORMS, PAPER_CLAIMS, PrefillFloor, paper_kernel_points, to_document
+from analysis.latency.model import FORMS, PAPER_CLAIMS, paper_kernel_points, to_document
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
+    PrefillFloor,
     Roof,
     copy_speedup_ceiling,
     decoder_weights,

@@ -56,7 +56,21 @@ def test_every_scope_is_a_decision_with_a_number_and_its_interval(tmp_path):
     assert (pooled.value, pooled.ci, pooled.cases, pooled.basis) == (0.5, (0.45, 0.55), 10, d.PRICED)
     assert pooled.detail["flips"] == [{"policy": "earliest", "wins_up_to": 16, "loses_from": 32, "unbounded_wins": True}]
     assert "wins up to k = 16, loses from k = 32" in pooled.ours
-    assert claim.ours.startswith("under dev: every corpus 0.50x [0.45, 0.55] (slower)")
+    assert claim.ours.startswith("under dev, Copy-as-Decode's best deployable variant against the fastest deployable "
+                                 "rival, the share of the rival's speedup it reaches: every corpus 50% [45%, 55%] (slower)")
+
+
+def test_the_wording_says_what_share_of_the_rivals_speedup_copy_as_decode_reaches(tmp_path):
+    """Audit M7: "takes 0.53x the best rival's time ratio" read as if Copy-as-Decode took 0.53x the time (faster);
+    it meant the rival was 1.87x faster. Every scope now says the share of the fastest rival's speedup Copy-as-Decode
+    reaches, with its paired interval and which side is faster, and never a time ratio."""
+    fast = [_fast("dev", "pooled", "all", 0.535, 0.51, 0.56)]
+    claim = rivals_claim(SPEC, *_write(tmp_path, fast))
+    (scope,) = claim.scopes
+    assert ("reaches 54% of the fastest rival's speedup (paired 95% CI [51%, 56%]; the rival is 1.87x faster)"
+            in scope.ours)
+    assert "time ratio" not in scope.ours + claim.ours and "0.53x" not in scope.ours
+    assert d.reach(1.25, 1.1, 1.4).endswith("Copy-as-Decode is 1.25x faster)")
 
 
 def test_an_extrapolation_band_across_one_makes_the_decision_depend_on_pricing(tmp_path):

@@ -78,3 +78,31 @@ def test_a_verify_is_a_prefill_and_the_next_decode_starts_a_run(graph_model):
     expected = first.seconds[0] + step.seconds[0] + verify + first.seconds[1] + step.seconds[1]
     assert seconds == pytest.approx(float(expected), rel=1e-12)
     assert first.seconds[0] > 0  # the CUDA-graph loop's first step costs more: the run rule matters here
+
+
+def test_a_prefill_past_the_profiled_n_is_never_under_the_marginal_cost_or_the_compute_floor():
+    """Audit H2: the judged source (H200 device time, 7B, profiled at N = 8, 64, 512) priced a 4,096-token prefill
+    at 29.6 ms along its last log-log segment (N^0.35), under the H200's own compute floor (57.9 ms), where the
+    serving stage priced the same source at 109.5 ms. Under params' rule (bounds.prefill_past_n, marginal) a verify or
+    copy past N = 512 costs at least the last segment continued at its marginal cost per token and at least the
+    floor; the rivals table's split says it lies past the profiled N."""
+    from fixtures import params_with
+
+    from analysis.bounds import cost_settings
+    from analysis.latency.roofline import BYTES_PER_PARAM, decoder_weights, device_roof, prefill_floor_s, read_devices
+    from kernels_profile.runtime.models import published_config
+
+    model = select_measured(load_fitted_models(ROOT / "reports/kernels/latency_model.json"), "h200-devtime/qwen2.5-7b",
+                            "interp")
+    settings = cost_settings(params_with())
+    assert settings.prefill_past_n == "marginal"
+    priced = price(pl.DataFrame({"prompt_tokens": [256], "new_tokens": [[4096]], "emitted": [[4096]], "prefill": [[True]]}),
+                   model, settings).row(0, named=True)
+    at = lambda n: float(model.t_prefill(n, 256).seconds)  # noqa: E731  (inside the profiled range)
+    marginal = at(512) + (4096 - 512) * (at(512) - at(64)) / (512 - 64)
+    floor = float(prefill_floor_s(decoder_weights(published_config("qwen2.5-7b")), 4096,
+                                  device_roof("NVIDIA H200", read_devices()), BYTES_PER_PARAM["bfloat16"], 256))
+    assert priced["seconds"] >= marginal * (1 - 1e-12) and priced["seconds"] >= floor * (1 - 1e-12)
+    assert priced["seconds"] == pytest.approx(max(marginal, floor), rel=1e-12)
+    assert floor > 0.05 and priced["seconds"] > 2 * 0.0296  # well above the log-log price it replaced
+    assert (priced["extrapolated_forwards"], priced["extrapolated_n_forwards"]) == (1, 1)

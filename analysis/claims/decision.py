@@ -12,7 +12,9 @@ A decision scope (analysis.claims.verdict.Scope with `decision` set) carries:
   the ratio over the pricing assumptions a figure extrapolates with, crosses 1 while the interval alone would
   decide: then the ranking is the pricing rule's, not the data's. The band is optional: a figure priced inside
   the measured grid has none, and the stage that prices the methods writes it where it extrapolates (columns
-  `<ratio>_band_low` / `<ratio>_band_high` beside the interval's);
+  `<ratio>_band_low` / `<ratio>_band_high` beside the interval's), and, where it bootstraps each rule of the band,
+  the interval under each (`<ratio>_<rule>_ci_low/_high`): a verdict that one rule's interval gives and another's
+  does not depends on the pricing assumption too;
 * `basis`: where the figure comes from: `measured` (timed on an engine), `priced` (oracle forwards priced by a
   measured kernel, or simulated steps priced by a cost model fitted to measured steps) or `extrapolated` (most of
   its forwards, or its step costs, priced outside what was measured);
@@ -39,14 +41,22 @@ EXTRAPOLATED_MAJORITY = 0.5
 BATCH_1 = "batch 1"
 
 
-def decide(ci: tuple[float, float], band: tuple[float, float] | None = None) -> str:
-    """`faster`, `slower` or `tie` from the paired interval of Copy-as-Decode over the rival against 1; `depends on
-    the pricing assumption` when an extrapolation band is given, crosses 1, and the interval alone says faster or
-    slower."""
+def _verdict(ci: tuple[float, float]) -> str:
     low, high = (float(v) for v in ci)
     if not low <= high:
         raise ParamsError(f"decision: an interval must run low to high, got [{low}, {high}]")
-    verdict = FASTER if low > 1 else SLOWER if high < 1 else TIE
+    return FASTER if low > 1 else SLOWER if high < 1 else TIE
+
+
+def decide(ci: tuple[float, float], band: tuple[float, float] | None = None,
+           rule_intervals: tuple[tuple[float, float], ...] = ()) -> str:
+    """`faster`, `slower` or `tie` from the paired interval of Copy-as-Decode over the rival against 1; `depends on
+    the pricing assumption` when an extrapolation band is given, crosses 1, and the interval alone says faster or
+    slower, or when the ratio's interval under another pricing rule of the band (`rule_intervals`) reads otherwise
+    than the judged one (faster under one rule and a tie or slower under another)."""
+    verdict = _verdict(ci)
+    if len({verdict, *(_verdict(iv) for iv in rule_intervals)}) > 1:
+        return DEPENDS
     if band is not None and verdict != TIE:
         b_low, b_high = (float(v) for v in band)
         if b_low < 1 < b_high:
@@ -65,17 +75,24 @@ def basis_of(extrapolated_shares: list[float | None], measured: bool = False) ->
 
 @dataclass(frozen=True)
 class Band:
-    """The optional extrapolation band of a ratio, read from a row's `<ratio>_band_low/_high` columns."""
+    """The optional extrapolation band of a ratio, read from a row's `<ratio>_band_low/_high` columns, with the
+    ratio's paired interval under each rule of the band where the row gives them (`<ratio>_<rule>_ci_low/_high`)."""
 
     low: float
     high: float
+    intervals: tuple[tuple[float, float], ...] = ()
 
     @staticmethod
     def of(row: dict, ratio: str) -> "Band | None":
         low, high = row.get(f"{ratio}_band_low"), row.get(f"{ratio}_band_high")
         if low is None or high is None:
             return None
-        return Band(float(low), float(high))
+        own = f"{ratio}_ci_low"
+        rules = sorted(k[len(ratio) + 1:-len("_ci_low")] for k in row
+                       if k.startswith(f"{ratio}_") and k.endswith("_ci_low") and k != own)
+        intervals = tuple((float(row[f"{ratio}_{r}_ci_low"]), float(row[f"{ratio}_{r}_ci_high"])) for r in rules
+                          if row.get(f"{ratio}_{r}_ci_low") is not None and row.get(f"{ratio}_{r}_ci_high") is not None)
+        return Band(float(low), float(high), intervals)
 
     @property
     def pair(self) -> tuple[float, float]:

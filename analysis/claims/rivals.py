@@ -87,7 +87,7 @@ def decision_scope(row: dict, judged: str, speedups: pl.DataFrame | None) -> Sco
               "rival_label": label(row["best_rival"]), "rival_speedup": float(row["best_rival_speedup"]),
               "band": list(band.pair) if band else None, "flips": [f.plain() for f in found]}
     return Scope(name, "not in the paper", ours, BEYOND, REASON, value=float(row[RATIO]), ci=ci,
-                 cases=int(row["n_cases"]), decision=decide(ci, band.pair if band else None),
+                 cases=int(row["n_cases"]), decision=decide(ci, *((band.pair, band.intervals) if band else ())),
                  basis=basis_of(shares(speedups, row["best_copy"], row["best_rival"])), detail=detail,
                  ci_kind="paired case bootstrap, 95%")
 

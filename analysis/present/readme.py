@@ -25,7 +25,7 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.claims.decision import decide, reach
+from analysis.claims.decision import Band, decide, reach
 from analysis.claims.engine import read_claims
 from analysis.claims.verdict import BEYOND
 from analysis.errors import ParamsError
@@ -316,9 +316,9 @@ def _rivals_sentence(root: Path) -> str | None:
     label = lambda name: parse_method(name).label  # noqa: E731
 
     def verdict(r: dict) -> str:
-        ci, band = (r["copy_over_rival_ci_low"], r["copy_over_rival_ci_high"]), (r["copy_over_rival_band_low"],
-                                                                                r["copy_over_rival_band_high"])
-        word = decide(ci, band)
+        band = Band.of(r, "copy_over_rival")
+        word = decide((r["copy_over_rival_ci_low"], r["copy_over_rival_ci_high"]),
+                      *((band.pair, band.intervals) if band else ()))
         return {"faster": "Copy-as-Decode faster", "slower": "the rival faster"}.get(word, word)
 
     def pair(r: dict) -> str:

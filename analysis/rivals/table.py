@@ -16,9 +16,10 @@ params rivals.deployable_k_max (what engines ship: llama.cpp's n-gram drafters a
 The best rival and Copy-as-Decode's best variant are each chosen per corpus or pool after pricing, among every
 deployable setting the run simulated: the paired interval is conditional on that choice.
 
-`with_band` adds the ratio's extrapolation band: the same choice and ratio under each rule past the profiled N
-(params bounds.prefill_past_n's `marginal` and `linear`, the lowest and highest defensible; the judged figure is one
-of them), `copy_over_rival_band_low/_high`, which the claims layer reads (analysis.claims.decision). `crossover`
+`with_band` adds the ratio's extrapolation band: the same choice, ratio and paired interval under each rule past the
+profiled N (params bounds.prefill_past_n's `marginal` and `linear`, the lowest and highest defensible; the judged
+figure is one of them), `copy_over_rival_band_low/_high` and `copy_over_rival_<rule>_ci_low/_high`, which the claims
+layer reads (analysis.claims.decision). `crossover`
 names, per rival family (and match policy) with a draft budget, the k at which it overtakes Copy-as-Decode's best.
 """
 
@@ -155,24 +156,37 @@ def fastest(table: pl.DataFrame, percase: pl.DataFrame, resamples: int, seed: in
     return pl.DataFrame(records, infer_schema_length=None).sort("kernel_source", "pool", "corpus")
 
 
-def best_pair_ratios(points: pl.DataFrame, k_max: int) -> pl.DataFrame:
+def best_pair_intervals(percase: pl.DataFrame, k_max: int, resamples: int, seed: int, ci: float) -> pl.DataFrame:
     """Per kernel source and corpus or pool: Copy-as-Decode's best deployable speedup over the best deployable
-    rival's (`copy_over_rival`, the same choice `fastest` makes, on point speedups)."""
-    runnable = points.filter(deployable(k_max))
-    best = lambda role: (runnable.filter(pl.col("role") == role).group_by("kernel_source", "corpus", "pool")  # noqa: E731
-                         .agg(pl.col("speedup").max().alias(role)))
-    return best("copy").join(best("rival"), on=["kernel_source", "corpus", "pool"], how="inner").select(
-        "kernel_source", "corpus", "pool", copy_over_rival=pl.col("copy") / pl.col("rival"))
+    rival's (`copy_over_rival`, the same choice `fastest` makes, from point speedups) and its paired case-bootstrap
+    interval (`_ci_low`, `_ci_high`), all under the pricing `percase` was priced with."""
+    runnable = point_speedups(percase).filter(deployable(k_max))
+    records = []
+    for (source, corpus, pool), rows in runnable.group_by(["kernel_source", "corpus", "pool"], maintain_order=True):
+        rival, copy = _best(rows.filter(pl.col("role") == "rival")), _best(rows.filter(pl.col("role") == "copy"))
+        if not (rival and copy):
+            continue
+        pair = _paired(percase, source, corpus, pool, rival["method"], copy["method"])
+        interval = ratio_of_sums_ci(pair["rival"], pair["copy"], resamples, seed, ci, strata=pair["strata"])
+        records.append({"kernel_source": source, "corpus": corpus, "pool": pool,
+                        "copy_over_rival": float(pair["rival"].sum() / pair["copy"].sum()),
+                        "copy_over_rival_ci_low": interval.low, "copy_over_rival_ci_high": interval.high})
+    return pl.DataFrame(records, schema={"kernel_source": pl.String, "corpus": pl.String, "pool": pl.String,
+                                         "copy_over_rival": pl.Float64, "copy_over_rival_ci_low": pl.Float64,
+                                         "copy_over_rival_ci_high": pl.Float64})
 
 
-def with_band(fast: pl.DataFrame, ratios_by_rule: dict[str, pl.DataFrame]) -> pl.DataFrame:
+def with_band(fast: pl.DataFrame, pairs_by_rule: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """`fast` with the extrapolation band of copy_over_rival: its lowest and highest value over the pricing rules
-    past the profiled N (`ratios_by_rule`: `best_pair_ratios` under each), and the value under each rule."""
+    past the profiled N (`pairs_by_rule`: `best_pair_intervals` under each), and the value and paired interval under
+    each rule (`copy_over_rival_<rule>`, `copy_over_rival_<rule>_ci_low/_high`), which the verdict reads: a ranking
+    that one rule's interval decides and another's does not, or reverses, depends on the pricing assumption."""
     keys = ["kernel_source", "corpus", "pool"]
     out = fast
-    for rule, ratios in ratios_by_rule.items():
-        out = out.join(ratios.rename({"copy_over_rival": f"copy_over_rival_{rule}"}), on=keys, how="left")
-    columns = [f"copy_over_rival_{rule}" for rule in ratios_by_rule]
+    for rule, pairs in pairs_by_rule.items():
+        out = out.join(pairs.rename({c: c.replace("copy_over_rival", f"copy_over_rival_{rule}", 1)
+                                     for c in pairs.columns if c not in keys}), on=keys, how="left")
+    columns = [f"copy_over_rival_{rule}" for rule in pairs_by_rule]
     return out.with_columns(copy_over_rival_band_low=pl.min_horizontal(columns),
                             copy_over_rival_band_high=pl.max_horizontal(columns))
 

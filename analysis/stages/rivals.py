@@ -59,13 +59,12 @@ from analysis.rivals.pricing import PRICE_COLUMNS, price
 from analysis.rivals.settings import DraftSettings, draft_settings
 from analysis.rivals.simulate import CaseInput, SimulationEnv, forward_row, method_forwards
 from analysis.rivals.table import (
-    best_pair_ratios,
+    best_pair_intervals,
     chart_methods,
     crossover,
     fastest,
     headline_pairs,
     percase_speedups,
-    point_speedups,
     pooled_rows,
     summary_counts,
     with_band,
@@ -219,12 +218,12 @@ def priced(forwards: pl.DataFrame, s: RivalsSettings, cost: CostSettings | None 
 
 
 def band_ratios(forwards: pl.DataFrame, s: RivalsSettings, judged: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """Copy-as-Decode's best over the best rival (point values) under each rule past the profiled N of the band
-    (BAND_RULES), the judged pricing's from its own per-case prices."""
-    out = {}
+    """Copy-as-Decode's best over the best rival, with its paired interval, under each rule past the profiled N of the
+    band (BAND_RULES), the judged pricing's from its own per-case prices."""
+    out, boot = {}, s.bootstrap
     for rule in BAND_RULES:
         percase = judged if rule == s.cost.prefill_past_n else priced(forwards, s, replace(s.cost, prefill_past_n=rule))
-        out[rule] = best_pair_ratios(point_speedups(percase), s.k_max)
+        out[rule] = best_pair_intervals(percase, s.k_max, boot.resamples, boot.seed, boot.ci)
     return out
 
 

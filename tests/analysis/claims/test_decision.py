@@ -22,6 +22,27 @@ def test_the_decision_reads_the_interval_against_one_and_the_band(ci, band, expe
     assert d.decide(ci, band) == expected
 
 
+@pytest.mark.parametrize(("ci", "rule_intervals", "expected"), [
+    ((0.85, 0.95), ((0.82, 0.93),), d.SLOWER),          # slower under every rule of the band
+    ((0.85, 0.95), ((0.93, 1.04),), d.DEPENDS),         # slower under the judged rule, a tie under the other
+    ((1.02, 1.10), ((0.90, 0.98),), d.DEPENDS),         # the rules disagree on who is faster
+    ((0.93, 1.11), ((0.91, 1.09),), d.TIE),             # a tie under every rule
+])
+def test_the_decision_reads_the_interval_under_every_rule_of_the_band(ci, rule_intervals, expected):
+    """Issue 46 section 2: the verdict is computed over the case bootstrap and over the extrapolation band. A point
+    band inside (0, 1) is not enough: the judged rule's interval may clear 1 where another rule's does not."""
+    point_band = tuple(sorted((sum(ci) / 2, sum(rule_intervals[0]) / 2)))
+    assert d.decide(ci, point_band, rule_intervals) == expected
+
+
+def test_the_band_reads_each_rules_interval_from_the_row():
+    row = {"r_band_low": 0.9, "r_band_high": 0.95, "r_ci_low": 0.8, "r_ci_high": 0.99, "r_linear": 0.9,
+           "r_linear_ci_low": 0.85, "r_linear_ci_high": 1.01, "r_marginal_ci_low": 0.8, "r_marginal_ci_high": 0.99}
+    band = d.Band.of(row, "r")
+    assert band.pair == (0.9, 0.95) and band.intervals == ((0.85, 1.01), (0.8, 0.99))
+    assert d.decide((0.8, 0.99), band.pair, band.intervals) == d.DEPENDS
+
+
 def test_an_interval_upside_down_is_refused():
     with pytest.raises(ParamsError, match="low to high"):
         d.decide((1.2, 1.1))

@@ -8,12 +8,11 @@ import pytest
 
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED
 from analysis.rivals.table import (
-    best_pair_ratios,
+    best_pair_intervals,
     crossover,
     fastest,
     flip_point,
     percase_speedups,
-    point_speedups,
     pooled_rows,
     with_band,
 )
@@ -76,13 +75,16 @@ def test_the_band_is_the_ratio_under_each_rule_and_the_crossover_names_where_the
     fast = fastest(table, cases, 50, 0, 0.95, K_MAX)
     slower_rival = cases.with_columns(seconds=pl.when(pl.col("method") == "pld-earliest-k64").then(pl.col("seconds") * 3)
                                       .otherwise(pl.col("seconds")))
-    banded = with_band(fast, {"marginal": best_pair_ratios(point_speedups(cases), K_MAX),
-                              "linear": best_pair_ratios(point_speedups(percase_speedups(
-                                  slower_rival.drop("ar_seconds", "speedup"))), K_MAX)})
+    banded = with_band(fast, {"marginal": best_pair_intervals(cases, K_MAX, 50, 0, 0.95),
+                              "linear": best_pair_intervals(percase_speedups(
+                                  slower_rival.drop("ar_seconds", "speedup")), K_MAX, 50, 0, 0.95)})
     row = banded.filter(pl.col("pool") == ALL_POOL).row(0, named=True)
     # marginal: pld k64 (2 s) against 4 s: 0.5; linear: the best rival is now suffix decoding (2.5 s, 2.75 s)
     suffix, copy = (cases.filter(pl.col("method") == m)["seconds"].sum() for m in ("suffix-k64", "copy-line-decoded"))
     assert (row["copy_over_rival_band_low"], row["copy_over_rival_band_high"]) == pytest.approx((0.5, suffix / copy))
+    # each rule's paired interval beside its value (every case alike here, so the interval is the point)
+    assert (row["copy_over_rival_marginal_ci_low"], row["copy_over_rival_marginal_ci_high"]) == pytest.approx((0.5, 0.5))
+    assert row["copy_over_rival_linear_ci_low"] <= suffix / copy <= row["copy_over_rival_linear_ci_high"]
     assert flip_point({5: 1.0, 10: 3.0, 16: 2.0, 64: 5.0, None: 9.0}, 2.5) == (5, 10, True)
     assert flip_point({5: 1.0, 10: 2.0}, 2.5) == (10, None, None)
     flips = crossover(table, K_MAX).filter((pl.col("pool") == ALL_POOL) & (pl.col("rival_group") == "pld-earliest"))

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import polars as pl
 
+from analysis.claims.decision import FASTER, SLOWER, Band, decide
 from analysis.layout import METRICS, TABLES
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
 from analysis.results.numbers import fmt_x
@@ -53,8 +54,19 @@ def by_corpus(frame: pl.DataFrame, source: str) -> pl.DataFrame:
     return wide.with_columns(order=pl.col("method").replace_strict(order)).sort("order").drop("order", "method")
 
 
+def verdict(row: dict) -> str:
+    """The head-to-head's verdict word of one rivals_fastest row (analysis.claims.decision), `-` without a pair."""
+    if row.get("copy_over_rival") is None:
+        return "-"
+    band = Band.of(row, "copy_over_rival")
+    word = decide((row["copy_over_rival_ci_low"], row["copy_over_rival_ci_high"]),
+                  *((band.pair, band.intervals) if band else ()))
+    return {FASTER: "Copy-as-Decode faster", SLOWER: "the rival faster"}.get(word, word)
+
+
 def fastest_rows(fast: pl.DataFrame, source: str) -> pl.DataFrame:
-    """The fastest-method table of one source, readable: where, the fastest and its margin, the best of each side."""
+    """The fastest-method table of one source, readable: where, the fastest and its margin, the best of each side,
+    the share of the best rival's speedup Copy-as-Decode's best reaches, its band and the verdict."""
     rows = fast.filter(pl.col("kernel_source") == source)
     return pl.DataFrame([{
         "where": where(r["corpus"], r["pool"]), "cases": r["n_cases"],
@@ -64,8 +76,13 @@ def fastest_rows(fast: pl.DataFrame, source: str) -> pl.DataFrame:
         "best rival": f"{parse_method(r['best_rival']).label} {fmt_x(r['best_rival_speedup'])}" if r["best_rival"] else "-",
         "Copy-as-Decode (deployable)": (f"{parse_method(r['best_copy']).label} {fmt_x(r['best_copy_speedup'])}"
                                         if r["best_copy"] else "-"),
-        "Copy-as-Decode / best rival": (f"{r['copy_over_rival']:.2f}x [{r['copy_over_rival_ci_low']:.2f}, "
-                                        f"{r['copy_over_rival_ci_high']:.2f}]" if r["copy_over_rival"] is not None else "-"),
+        "Copy-as-Decode's share of the best rival's speedup [paired 95% CI]": (
+            f"{r['copy_over_rival']:.0%} [{r['copy_over_rival_ci_low']:.0%}, {r['copy_over_rival_ci_high']:.0%}]"
+            if r["copy_over_rival"] is not None else "-"),
+        "over the prefill rules past the profiled N": (
+            f"{r['copy_over_rival_band_low']:.0%}-{r['copy_over_rival_band_high']:.0%}"
+            if r.get("copy_over_rival_band_low") is not None else "-"),
+        "verdict": verdict(r),
     } for r in rows.iter_rows(named=True)])
 
 
@@ -97,3 +114,19 @@ def headline_cards(frame: pl.DataFrame, fast: pl.DataFrame, source: str) -> list
 def kernels_frame(metrics_dir: Path = METRICS) -> pl.DataFrame:
     notes = facts(metrics_dir)["kernels"]
     return pl.DataFrame({"kernel source": list(notes), "how it was built": list(notes.values())})
+
+
+def crossover_rows(flips: pl.DataFrame, source: str) -> pl.DataFrame:
+    """The crossover table of one source, readable: per corpus or pool and rival family with a draft budget, the
+    largest k Copy-as-Decode's best still beats, the smallest k that beats it, and whether unbounded drafts do."""
+    if flips.is_empty():
+        return pl.DataFrame()
+    rows = flips.filter(pl.col("kernel_source") == source)
+    k = lambda v: "-" if v is None else str(v)  # noqa: E731
+    return pl.DataFrame([{
+        "where": where(r["corpus"], r["pool"]), "rival": r["rival_group"], "draft budgets simulated": r["ks"],
+        "Copy-as-Decode's best": f"{parse_method(r['best_copy']).label} {fmt_x(r['best_copy_speedup'])}",
+        "Copy-as-Decode faster up to k": k(r["copy_wins_up_to"]), "the rival faster from k": k(r["rival_wins_from"]),
+        "unbounded drafts (a bound) pass it": "-" if r["unbounded_passes"] is None else
+        ("yes" if r["unbounded_passes"] else "no"),
+    } for r in rows.iter_rows(named=True)])

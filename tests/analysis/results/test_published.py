@@ -107,3 +107,18 @@ def test_the_figure_is_a_dependency_of_every_stage_that_shows_it():
         if "analysis/results/published.py" in stage.get("deps", []):
             assert "analysis/data/published_figures.json" in stage["deps"], name
     assert isinstance(published_figures()[0], PublishedFigure)
+
+
+def test_the_readme_names_the_figure_beside_canitedit(tmp_path):
+    from analysis.layout import METRICS, TABLES
+    from analysis.present.readme import _rivals_sentence
+
+    (tmp_path / TABLES).mkdir(parents=True)
+    (tmp_path / METRICS).mkdir(parents=True)
+    fastest_with_canitedit().write_csv(tmp_path / TABLES / "rivals_fastest.csv")
+    (tmp_path / METRICS / "rivals.json").write_text(json.dumps({"judged_source": judged()}))
+    sentence = _rivals_sentence(tmp_path)
+    canitedit = sentence.split("CanItEdit: ", 1)[1].split(";", 1)[0]
+    assert canitedit.endswith("(beside EfficientEdit's published up to 10.38x (32-33B models on a GPU, measured end "
+                              "to end): not comparable)")
+    assert sentence.count("EfficientEdit") == 1

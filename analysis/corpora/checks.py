@@ -11,6 +11,8 @@ Kept (counted; every stage takes such a case as it is, and the round trip proves
                       '\\n' breaks a line), so it is copied or generated with that line
     no_final_newline  the source or the target ends without a line break: its last line is copied only where
                       the other text has it without one too
+    final_newline_differs  one text ends with a line break and the other does not: the gold's last line is
+                      generated, not copied (the line copy keeps each line's ending; EditEval holds such cases)
     non_ascii         any character past ASCII (the texts are UTF-8)
 Refused (the corpora stage stops with an error that names the case or row and counts the cases):
     empty_target      nothing to generate: coverage and speedup are 0 of 0 (analysis.corpora.cases.cases_frame)
@@ -30,6 +32,7 @@ KEPT: dict[str, str] = {
     "crlf": "kept: '\\r\\n' ends its line, copied byte for byte",
     "lone_cr": "kept: a lone '\\r' stays inside its line",
     "no_final_newline": "kept: the last line copied only where the other text ends the same way",
+    "final_newline_differs": "kept: one text ends with a line break, the other not; that last line is generated",
     "non_ascii": "kept: UTF-8 text",
 }
 REFUSED: dict[str, str] = {
@@ -52,6 +55,8 @@ def kept_problems() -> dict[str, pl.Expr]:
         "crlf": _either(lambda c: c.str.contains("\r\n", literal=True)),
         "lone_cr": _either(lambda c: c.str.contains(r"\r([^\n]|$)")),
         "no_final_newline": _either(lambda c: (c != "") & ~c.str.ends_with("\n")),
+        "final_newline_differs": ((pl.col("source") != "") & (pl.col("source").str.ends_with("\n")
+                                                             != pl.col("target").str.ends_with("\n"))),
         "non_ascii": _either(lambda c: c.str.contains(r"[^\x00-\x7f]")),
     }
 

@@ -100,6 +100,7 @@ KEPT_CASES = {  # problem -> (source, target)
     "crlf": ("a = 1\r\nb = 2\r\nc = 3\r\n", "a = 1\r\nb = 5\r\nc = 3\r\n"),
     "lone_cr": ("a = 1\rb = 2\nc = 3\n", "a = 1\rb = 2\nc = 4\n"),
     "no_final_newline": ("def f():\n    return 1", "def f():\n    return 2"),
+    "final_newline_differs": ("a = 1\nb = 2", "a = 1\nb = 2\n"),
     "non_ascii": ("name = 'café'\nx = 1\n", "name = 'café'\nx = 2\n"),
 }
 
@@ -130,6 +131,7 @@ def test_kept_problems_are_kept_counted_and_lossless(tmp_path, qwen):
     for problem in KEPT:  # each fixture row holds its problem (no_final_newline and non_ascii only theirs)
         assert counts[problem] >= 1, problem
     assert (counts["identical"], counts["empty_source"], counts["crlf"], counts["lone_cr"]) == (1, 1, 1, 1)
+    assert (counts["final_newline_differs"], counts["no_final_newline"]) == (1, 2)
     assert all(counts[problem] == 0 for problem in REFUSED)
     programs = oracle_programs(cases, qwen, 1)
     by_id = {c.case_id: c for c in cases}
@@ -172,7 +174,7 @@ def test_the_corpora_stage_reports_the_checks_per_corpus(tmp_path, monkeypatch):
                     "fields": {"source": "before", "target": "after", "case_id": "id"}})
     monkeypatch.chdir(tmp_path)
     metrics = corpora.run(corpora.settings(params_with(**{**ONLY_DATASETS, "corpora.datasets": entries})))
-    assert metrics["cases"] == {"CanItEdit/pair": 2, "EditEval/pair": 2, "Kept/pair": 6}
+    assert metrics["cases"] == {"CanItEdit/pair": 2, "EditEval/pair": 2, "Kept/pair": len(KEPT_CASES)}
     checks = metrics["data_checks"]
     assert checks["decisions"] == DECISIONS
     assert checks["cases"]["CanItEdit/pair"]["no_final_newline"] == 2  # the real files' own habit, kept

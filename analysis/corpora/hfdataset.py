@@ -246,13 +246,13 @@ def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetRe
     fields = check_mapping(settings.fields, where)
     check_pin(settings, where)
     local = is_local_file(settings) and Path(settings.dataset).is_file()
-    pinned_digest = verified_digest(settings, where) if local else None  # before a byte of it is parsed
+    file_sha256 = verified_digest(settings, where) if local else None  # before a byte of it is parsed
     split = load_split(settings)
     rows = records(split, fields, where)
     corpus = corpus_name(settings)
     cases, ignored = cases_from_records(rows, corpus, settings.language, fields, where)
     fingerprint = getattr(split, "_fingerprint", None)
-    digest = pinned_digest or (hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None)
+    digest = file_sha256 or (hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None)
     origin = f"hf:{settings.dataset}" + (f"@{settings.revision}" if settings.revision else "")
     return cases, HFDatasetReport(corpus, origin, digest, settings.split, len(cases), tuple(sorted(ignored)),
                                   pinned=settings.sha256 is not None)

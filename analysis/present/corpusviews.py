@@ -213,16 +213,18 @@ def _range_only(values: dict[str, float], fmt: Callable[[float], str]) -> str:
 
 
 def _placement(values: dict[str, float], reference: dict[str, float]) -> str:
-    """Where `values` sit among the `reference` corpora: above which, below which."""
+    """Where `values` (a range over corpora) sit among the `reference` corpora: above which, below which, and
+    level with those inside the range; "above/below every benchmark" only when no reference lies inside it."""
     below = sorted(star(k) for k, v in reference.items() if v < min(values.values()))
     above = sorted(star(k) for k, v in reference.items() if v > max(values.values()))
-    if not above:
+    level = sorted(star(k) for k in reference if star(k) not in below + above)
+    if not above and not level:
         return "above every benchmark"
-    if not below:
+    if not below and not level:
         return "below every benchmark"
-    straddled = sorted(star(k) for k in reference if star(k) not in below + above)
-    return (f"above {' and '.join(below)}, below {' and '.join(above)}"
-            + (f", level with {' and '.join(straddled)}" if straddled else ""))
+    parts = [f"above {' and '.join(below)}" if below else "", f"below {' and '.join(above)}" if above else "",
+             f"level with {' and '.join(level)}" if level else ""]
+    return ", ".join(part for part in parts if part)
 
 
 def _paper_bounds(bounds: pl.DataFrame, framing: str, level: str) -> dict[str, float]:
@@ -233,9 +235,9 @@ def _paper_bounds(bounds: pl.DataFrame, framing: str, level: str) -> dict[str, f
 
 
 def _against_benchmarks(who: str, values: dict[str, float], bench: dict[str, float], bound: dict[str, float],
-                        level: str) -> str:
+                        level: str, note: str = "") -> str:
     """`who` reach X-Y coverage: placed among the paper's benchmarks; and their bound under the paper's kernel."""
-    text = (f"{who} ({', '.join(sorted(values))}) reach {_range_only(values, fmt_pct)} {level}-level coverage: "
+    text = (f"{who} ({', '.join(sorted(values))}{note}) reach {_range_only(values, fmt_pct)} {level}-level coverage: "
             f"{_placement(values, bench)} (benchmarks span {_range_only(bench, fmt_pct)}).")
     mine, theirs = {k: bound[k] for k in values if k in bound}, {k: bound[k] for k in bench if k in bound}
     if mine and theirs:
@@ -260,7 +262,8 @@ def real_vs_benchmarks(cov: pl.DataFrame, bounds: pl.DataFrame, framing: str = "
     else:
         text = _against_benchmarks("Real edits", real, bench, bound, level)
     if field and bench:
-        text += " " + _against_benchmarks("The field's benchmarks, outside the paper's pool,", field, bench, bound, level)
+        text += " " + _against_benchmarks("The field's benchmarks", field, bench, bound, level,
+                                          note="; not in the paper's pool")
     return text
 
 

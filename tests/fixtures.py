@@ -25,6 +25,7 @@ from analysis.latency.model import ModelKey, QuadraticAR, QuadraticPrefill
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
+SHARED_EDITS = ROOT.parent / "shared" / "data" / "edits"
 
 
 # ---------------------------------------------------------------- paths and params
@@ -262,21 +263,70 @@ def profile_spec(**changes):
 # ---------------------------------------------------------------- scratch pipelines
 
 def write_scratch_shared(top: Path, hep_dir: Path, python_cases: int) -> None:
-    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records
-    and an empty git folder (declared by the corpora stage; no bundle mined)."""
+    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records,
+    an empty git folder (declared by the corpora stage; no bundle mined) and the two edit-benchmark files the
+    corpora stage declares, as small files shaped like them (a scratch run sets `corpora.datasets: []`)."""
     data = top / "shared" / "data" / "humanevalpack"
     data.mkdir(parents=True)
     lines = (hep_dir / "python.jsonl").read_text().splitlines()[:python_cases]
     (data / "python.jsonl").write_text("\n".join(lines) + "\n")
     (top / "shared" / "data" / "git").mkdir()
     (top / "shared" / "data" / "git" / "README").write_text("empty\n")
+    write_field_benchmarks(top / "shared" / "data" / "edits")
+
+
+# ---------------------------------------------------------------- the field's edit benchmarks, as small files
+
+# Records shaped like ../shared/data/edits (its README): CanItEdit's integer ids, both instructions and a nested
+# taxonomy; EditEval's own "EditEval/<n>" task ids, a `context` some records lack, a nested META.
+CANITEDIT_RECORDS = (
+    {"id": 10, "name": "csv_header", "full_name": "10_csv_header",
+     "before": "import csv\n\ndef rows(path):\n    with open(path) as f:\n        return list(csv.reader(f))",
+     "after": "import csv\n\ndef rows(path):\n    with open(path) as f:\n        return list(csv.reader(f))\n\n"
+              "def header(path):\n    return rows(path)[0]",
+     "tests": "assert True", "instruction_descriptive": "Add a function `header` returning the first row.",
+     "instruction_lazy": "add header", "taxonomy": {"change_kind": "adaptive", "topic": "Data"}},
+    {"id": 11, "name": "fix_sum", "full_name": "11_fix_sum",
+     "before": "def total(xs):\n    s = 0\n    for x in xs:\n        s -= x\n    return s",
+     "after": "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s",
+     "tests": "assert total([1]) == 1", "instruction_descriptive": "Fix `total` so it adds the items.",
+     "instruction_lazy": "fix total", "taxonomy": {"change_kind": "corrective", "topic": "Math"}},
+)
+EDITEVAL_RECORDS = (
+    {"task_id": "EditEval/0", "instruction": "Rename `f` to `g`.", "context": "",
+     "input": "def f(a):\n    return a + 1\n", "output": "def g(a):\n    return a + 1\n", "test": "", "META": {"author": "kx"}},
+    {"task_id": "EditEval/2", "instruction": "Use print() calls.", "input": 'print "hi"\nprint "bye"',
+     "output": 'print("hi")\nprint("bye")', "test": "", "META": {"author": "qs"}},
+)
+CANITEDIT_FIELDS = {"source": "before", "target": "after", "instruction": "instruction_descriptive", "case_id": "id"}
+EDITEVAL_FIELDS = {"source": "input", "target": "output", "instruction": "instruction", "case_id": "task_id"}
+
+
+def write_jsonl_records(path: Path, records) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def write_field_benchmarks(folder: Path) -> list[dict]:
+    """canitedit_test.jsonl and edit_eval.jsonl in `folder`, shaped like the real files: the corpora.datasets
+    entries that read them as the shipped params read the real ones (names, language, fields, sha256 pins)."""
+    import hashlib
+
+    entries = []
+    for file, name, records, fields in (("canitedit_test.jsonl", "CanItEdit", CANITEDIT_RECORDS, CANITEDIT_FIELDS),
+                                        ("edit_eval.jsonl", "EditEval", EDITEVAL_RECORDS, EDITEVAL_FIELDS)):
+        path = write_jsonl_records(folder / file, records)
+        entries.append({"dataset": str(path), "name": name, "language": "python",
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "fields": dict(fields)})
+    return entries
 
 
 # small analysis-stage settings for a scratch corpora -> programs -> spans -> ... build (the `optimal`,
 # perturbation and shards tests)
 SCRATCH_STAGE_PARAMS = {
     "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
-    "corpora.probeedit.enabled": False, "corpora.commits": [],
+    "corpora.probeedit.enabled": False, "corpora.commits": [], "corpora.datasets": [],
     "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit", "paper"],
     "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic",
     "optimal.bootstrap_resamples": 20, "optimal.framings": ["body"],

@@ -3,8 +3,9 @@
 Fields (JSONL keys or Parquet columns):
     source       str, required   the text before the edit
     target       str, required   the text after it
-    case_id      str, optional   unique in the file; the case id is "<corpus>/<case_id>"
-                                 (default "<corpus>/<n>", n the 0-based record number)
+    case_id      str, optional   unique in the file; the case id is "<corpus>/<case_id>" (an id that
+                                 starts with "<corpus>/" already is kept as it is; default
+                                 "<corpus>/<n>", n the 0-based record number)
     instruction  str, optional   the edit request in words
     language     str, optional   default `PairsSettings.language`
 A null optional field counts as absent. `PairsSettings.fields` maps these names to the file's own
@@ -181,6 +182,12 @@ def first_repeat(items: list[str]) -> str:
     raise ValueError("no repeat")
 
 
+def case_id(corpus: str, own: str) -> str:
+    """`<corpus>/<own id>`; an id that already starts with `<corpus>/` is kept as it is, so a benchmark that
+    names its tasks after itself (EditEval's `EditEval/80`) keeps its own ids rather than `EditEval/EditEval/80`."""
+    return own if own.startswith(f"{corpus}/") else f"{corpus}/{own}"
+
+
 def cases_from_records(records: list[tuple[str, dict[str, Any]]], corpus: str, language: str,
                        fields: dict[str, str], path: str) -> tuple[list[Case], set[str]]:
     """Cases (framing "pair") from (where, record) pairs read under the file's own field names, and the
@@ -198,13 +205,14 @@ def cases_from_records(records: list[tuple[str, dict[str, Any]]], corpus: str, l
                 raise CorpusError(f"{where}: duplicate case_id {own_id!r} (first at {seen[own_id]})")
             seen[own_id] = where
         cases.append(Case(
-            f"{corpus}/{own_id if own_id is not None else number}", corpus,
+            case_id(corpus, own_id if own_id is not None else str(number)), corpus,
             record.get("language") or language, FRAMING,
             record["source"], record["target"], record.get("instruction"),
         ))
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # a given case_id such as "3" can meet a numbered one
         clash = first_repeat(ids)
-        raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number); "
-                          f"give every record a case_id or none")
+        raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number, "
+                          f"or one record's id is another's with the corpus name {corpus + '/'!r} in front); give "
+                          "every record a case_id or none, each naming one case")
     return cases, ignored

@@ -7,9 +7,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.corpora import commits, humanevalpack, probeedit, registry
-from analysis.corpora.hfdataset import HFDatasetSettings
+from analysis.corpora.hfdataset import HFDatasetSettings, check_pin
 from analysis.corpora.pairs import PairsSettings
-from analysis.errors import ParamsError
+from analysis.errors import CorpusError, ParamsError
 from analysis.pooling import PAPER_CORPORA, POOLED
 from analysis.pipeline.params import choice, choices, did_you_mean, get, get_or, positive_int, typed_entry
 
@@ -108,6 +108,16 @@ def pairs_entry(entry: dict, where: str) -> PairsSettings:
     return build
 
 
+def datasets_entry(entry: dict, where: str) -> HFDatasetSettings:
+    """A corpora.datasets entry, typed; its sha256 pin checked at settings time (64 hex digits, a local file)."""
+    build = typed_entry(HFDatasetSettings, entry, where)
+    try:
+        check_pin(build, f"'{where}.sha256'")
+    except CorpusError as exc:
+        raise ParamsError(f"params: {exc}") from None
+    return build
+
+
 def _command_line_builds(line: CommandLine, commit_defaults: dict) -> list[tuple[str, object]]:
     builds: list[tuple[str, object]] = []
     extra = {k: v for k, v in (("language", line.language), ("name", line.name)) if v is not None}
@@ -166,7 +176,7 @@ def settings(params: dict, pairs=None, repo=None, only: bool | str | None = Fals
     for i, entry in enumerate(_listed(p, "corpora.pairs") if wanted("pairs") else []):
         builds.append(("pairs", pairs_entry(entry, f"corpora.pairs[{i}]")))
     for i, entry in enumerate(_listed(p, "corpora.datasets") if wanted("datasets") else []):
-        builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
+        builds.append(("hfdataset", datasets_entry(entry, f"corpora.datasets[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)

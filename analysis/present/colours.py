@@ -32,7 +32,8 @@ NAMED_COLOURS = {
     "smollm2-135m": "#9467bd", "qwen2.5-0.5b": "#2ca02c", "qwen2.5-1.5b": "#1f77b4", "qwen2.5-7b": "#d62728",
     # corpora and their pools
     "HEvalFix-Py": "#4c78a8", "HEvalFix-JS": "#f58518", "ProbeEdit-S": "#54a24b", "ProbeEdit-S*": "#54a24b",
-    "CommitEdits-click": "#b279a2", "CommitEdits-express": "#9d755d", "pooled": "#222222",
+    "CommitEdits-click": "#b279a2", "CommitEdits-express": "#9d755d", "CanItEdit": "#72b7b2", "EditEval": "#eeca3b",
+    "pooled": "#222222",
     "pooled (ratio of sums)": "#222222", "pooled (mean of corpora)": "#888888",
     # levels, variants, spans, perturbation kinds, pilot modes
     "line": "#4c78a8", "token": "#e45756", "ideal": "#4c78a8", "overhead": "#f58518",

@@ -43,6 +43,7 @@ from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, respelled, stale_columns, stale_text
 from analysis.rivals.families.ar import AR
+from analysis.results.published import published_for
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -312,7 +313,9 @@ def _rivals_sentence(root: Path) -> str | None:
     label = lambda name: parse_method(name).label  # noqa: E731
     parts = [f"{pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}: {label(r['fastest'])} "
              f"{numbers.fmt_x(r['fastest_speedup'])}, Copy-as-Decode's best ({label(r['best_copy'])}) "
-             f"{numbers.fmt_x(r['best_copy_speedup'])}" for r in rows.iter_rows(named=True)]
+             f"{numbers.fmt_x(r['best_copy_speedup'])}"
+             + "".join(f" (beside {figure.beside()})" for figure in published_for(r["corpus"]))
+             for r in rows.iter_rows(named=True)]
     p = pooled.row(0, named=True)
     return (f"Against the alternatives [rivals], every method on the gold tokens (oracle programs, gold acceptance), "
             f"priced per case with the bounds' rules under {judged}; the fastest method a deployment can run per corpus "

@@ -19,6 +19,7 @@ import polars as pl
 
 from analysis.corpora import commits, probeedit, registry
 from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
+from analysis.corpora.checks import DECISIONS, data_checks
 from analysis.errors import CorpusError
 from analysis.pipeline.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
@@ -68,11 +69,13 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
 
 @dataclass
 class Written:
-    """What `write_cases` wrote: case counts per (corpus, framing), origins, the ProbeEdit-S edits."""
+    """What `write_cases` wrote: case counts per (corpus, framing), origins, the ProbeEdit-S edits, and the
+    data checks per `<corpus>/<framing>` (analysis.corpora.checks)."""
 
     counts: Counter
     origins: list[dict]
     edits: pl.DataFrame
+    checks: dict[str, dict[str, int]]
 
 
 def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
@@ -82,6 +85,7 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
     counts: Counter = Counter()
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
+    checks: dict[str, dict[str, int]] = {}
     seen: set[tuple[str, str]] = set()
     with ExitStack() as stack:
         out = None
@@ -100,11 +104,12 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
             out.write(frame)
             write_commit_shard(frame)
             counts.update(zip(frame["corpus"].to_list(), frame["framing"].to_list()))
+            checks.update(data_checks(frame))
             origins += reports
             edits = edits if table is None else table
         if not seen:
             raise CorpusError("the selected corpora hold no case; nothing to analyse")
-    return Written(counts, origins, edits)
+    return Written(counts, origins, edits, checks)
 
 
 def write_commit_shard(frame: pl.DataFrame) -> None:
@@ -140,6 +145,7 @@ def run(s: CorporaSettings) -> dict:
         "n_cases": sum(written.counts.values()),
         "cases": {f"{corpus}/{framing}": n for (corpus, framing), n in sorted(written.counts.items())},
         "origins": written.origins,
+        "data_checks": {"decisions": DECISIONS, "cases": dict(sorted(written.checks.items()))},
     }
     write_json(metrics, METRICS / "corpora.json")
     return metrics

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 import yaml
-from fixtures import ROOT, params_with
+from fixtures import ROOT, params_with, write_field_benchmarks
 
 from analysis.errors import CopyDecodeError
 
@@ -274,6 +274,44 @@ def source_files(folder: Path) -> None:
     (folder / "fbad.py").write_bytes(b"caf\xe9 = 1\n")
     (folder / "fbig.py").write_text("x = 1\n" * 20_001)
     (folder / "d").mkdir()
+
+
+def field_benchmarks(change: Callable[[Path], None] | None = None, out: str = "run",
+                     repin: bool = True) -> Callable[[Path], str]:
+    """`copydecode --out OUT corpora --only datasets` on the two edit benchmarks as small files shaped like the real
+    ones (edits/, pinned by sha256 as the shipped params pin the real files), `change(edits folder)` applied before
+    they are pinned (`repin`) or after. A dataset loading script planted beside them must never run: the files are
+    data. Accepted, the run holds every record, checked."""
+    def run(folder: Path) -> str:
+        import hashlib
+
+        edits = folder / "edits"
+        entries = write_field_benchmarks(edits)
+        for entry in entries:
+            entry["dataset"] = str(Path(entry["dataset"]).relative_to(folder))
+        script = f"import pathlib\npathlib.Path({str(folder / MARKER)!r}).write_text('owned')\n"
+        for name in ("edits.py", "canitedit_test.py", "edit_eval.py"):
+            (edits / name).write_text(script)
+        if change is not None:
+            change(edits)
+        for entry in entries if repin else []:
+            entry["sha256"] = hashlib.sha256((folder / entry["dataset"]).read_bytes()).hexdigest()
+        (folder / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.datasets": entries})))
+        error = cli("--params", "small.yaml", "--out", out, "corpora", "--only", "datasets")(folder)
+        if not error:
+            import polars as pl
+
+            cases = pl.read_parquet(folder / out / "data/corpora/cases.parquet")
+            assert cases["case_id"].to_list() == ["CanItEdit/10", "CanItEdit/11", "EditEval/0", "EditEval/2"]
+        return error
+    return run
+
+
+def _append(name: str, line: str) -> Callable[[Path], None]:
+    def change(edits: Path) -> None:
+        with (edits / name).open("a") as handle:
+            handle.write(line + "\n")
+    return change
 
 
 class _Planted:
@@ -563,6 +601,22 @@ PROBES = [
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+    # the field's edit benchmarks, read in place (issue 49's reach): data only, every record checked, pinned
+    Probe("R49-field-benchmarks-are-data-and-every-record-is-read", field_benchmarks(out="runok"), ""),
+    Probe("R49-field-benchmark-changed-after-its-pin", field_benchmarks(lambda e: (e / "canitedit_test.jsonl").write_bytes(
+        (e / "canitedit_test.jsonl").read_bytes().replace(b"fix total", b"fix totals")), repin=False), "not the pinned"),
+    Probe("R49-field-benchmark-a-line-not-an-object", field_benchmarks(_append("edit_eval.jsonl", "[1, 2]")),
+          "expected a JSON object, got list"),
+    Probe("R49-field-benchmark-an-id-not-a-string", field_benchmarks(_append(
+        "canitedit_test.jsonl", '{"id": true, "before": "a\\n", "after": "b\\n"}')),
+          "field 'case_id' must be a string, got bool"),
+    Probe("R49-field-benchmark-an-id-twice", field_benchmarks(_append(
+        "canitedit_test.jsonl", '{"id": 10, "before": "a\\n", "after": "b\\n"}')), "duplicate case_id '10'"),
+    Probe("R49-field-benchmark-an-empty-after", field_benchmarks(_append(
+        "edit_eval.jsonl", '{"task_id": "EditEval/9", "input": "a\\n", "output": ""}')), "field 'target' is empty"),
+    Probe("R49-field-benchmark-not-utf8", field_benchmarks(lambda e: (e / "edit_eval.jsonl").write_bytes(
+        (e / "edit_eval.jsonl").read_bytes() + b'{"task_id": "x", "input": "caf\xe9", "output": "b"}\n')),
+          "not valid UTF-8"),
 ]
 
 
@@ -588,7 +642,7 @@ def test_probe(probe, tmp_path, monkeypatch):
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
                                                               "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d",
-                                                              "cwd/mixed", "cwd/mine.jsonl"))} - {"cwd"}
+                                                              "cwd/mixed", "cwd/mine.jsonl", "cwd/edits"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -996,3 +1050,48 @@ SLOW_ATTACKS = [
 @pytest.mark.parametrize("attack", SLOW_ATTACKS, ids=[a.id for a in SLOW_ATTACKS])
 def test_slow_attack(attack, tmp_path, monkeypatch):
     test_attack(attack, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+def test_R49_a_killed_field_benchmark_build_leaves_nothing_half_written(tmp_path):
+    """SIGKILL while the corpora stage reads an edit benchmark (its temporary `datasets` cache open): the run
+    folder holds no half-written output (no cases table, or a whole one), and the next run sweeps the killed
+    run's cache and temporaries and writes every case."""
+    import hashlib
+    import subprocess
+    import sys
+    import time
+
+    import polars as pl
+
+    records = [{"task_id": f"EditEval/{i}", "instruction": "edit", "input": f"x = {i}\n" * 20,
+                "output": f"x = {i}\n" * 19 + "y = 0\n"} for i in range(40_000)]
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    entry = {"dataset": "big.jsonl", "name": "EditEval", "language": "python",
+             "sha256": hashlib.sha256((tmp_path / "big.jsonl").read_bytes()).hexdigest(),
+             "fields": {"source": "input", "target": "output", "instruction": "instruction", "case_id": "task_id"}}
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.datasets": [entry]})))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = [sys.executable, "-c", "import sys\nfrom analysis.cli import main\nsys.exit(main(sys.argv[1:]))",
+            "--params", "small.yaml", "--out", "run", "corpora", "--only", "datasets"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(temp.glob(f"copydecode-datasets-{proc.pid}-*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)  # checked once by hand: it lands while the cache is open
+    proc.wait()
+    cases = tmp_path / "run/data/corpora/cases.parquet"
+    written = [p for p in (tmp_path / "run").rglob("*") if p.is_file() and not p.name.startswith(".")
+               and p.parts[-2:] != ("data", ".lock")] if (tmp_path / "run").exists() else []
+    if cases.exists():  # the kill came after the set was written: then it is whole
+        assert pl.read_parquet(cases).height == len(records)
+    else:
+        assert not [p for p in written if "data" in p.relative_to(tmp_path / "run").parts[:1]], written
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert pl.read_parquet(cases).height == len(records)
+    assert not list(temp.glob(f"copydecode-datasets-{proc.pid}-*"))  # the killed run's cache is swept
+    assert not [p for p in (tmp_path / "run/data").rglob(".*") if p.name != ".lock" and p.is_file()
+                and p.parent.name not in (".corpus",)]

@@ -67,7 +67,7 @@ def pairs_only(tmp_path, monkeypatch):
     """A run that holds none of the paper's corpora: one pairs file (the params name no corpus)."""
     monkeypatch.chdir(tmp_path)
     write_params(tmp_path, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
-                              "corpora.commits": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
+                              "corpora.commits": [], "corpora.datasets": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
     write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
     write_jsonl(tmp_path / "b.jsonl", PAIRS_B)
     return tmp_path
@@ -116,7 +116,7 @@ def test_outputs_record_their_input_digests(pairs_only):
 
 def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
     monkeypatch.chdir(tmp_path)
-    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": []})
+    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": [], "corpora.datasets": []})
     write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
     assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
     metrics = json.loads((tmp_path / "reports/metrics/corpora.json").read_text())
@@ -270,7 +270,7 @@ def test_every_subcommand_help_has_a_description():
 
 def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
     write_params(pairs_only, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
-                                "corpora.commits": [], "corpora.pairs": [{"path": "a.jsonl"}]})
+                                "corpora.commits": [], "corpora.datasets": [], "corpora.pairs": [{"path": "a.jsonl"}]})
     (pairs_only / "params.yaml").rename(pairs_only / "mine.yaml")
     assert main(["corpora", "--params", "mine.yaml"]) == 0
     for argv, shown in ([[], "STAGE"], [["kernels"], "{profile,fit}"]):

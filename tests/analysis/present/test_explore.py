@@ -31,7 +31,7 @@ def scratch(tmp_path_factory, hep_dir):
     params = params_with(**{
         "corpora.humanevalpack.languages": ["python", "js"], "corpora.humanevalpack.framings": ["body", "decl"],
         "corpora.humanevalpack.local_dir": str(data), "corpora.humanevalpack.verify_sha256": False,
-        "corpora.probeedit.n_cases": 3, "corpora.commits": [], "spans.bootstrap_resamples": 20,
+        "corpora.probeedit.n_cases": 3, "corpora.commits": [], "corpora.datasets": [], "spans.bootstrap_resamples": 20,
     })
     (top / "params.yaml").write_text(yaml.safe_dump(sources_held(params, ROOT / LATENCY_MODEL)))
     (top / LATENCY_MODEL).parent.mkdir(parents=True)

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from analysis.grammar.program import Copy, Program, render, render_op
+from analysis.grammar.program import Copy, render, render_op
 from analysis.grammar.resolver import resolve
 from analysis.oracle.covmax import line_oracle
 from analysis.text.lines import split_lines
@@ -77,8 +77,3 @@ def copy_plan(source: str, output: str, encode: Encode, end_id: int, ended: bool
     stages.append(Stage(tuple(append), tuple(forced)))
     return CopyPlan(render(program), tuple(stages))
 
-
-def program_of(plan_record: dict) -> Program:
-    from analysis.grammar.program import parse
-
-    return parse(plan_record["program"])

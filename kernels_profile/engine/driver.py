@@ -241,8 +241,12 @@ def main(job_path, out_dir):
     facts = {**engine_facts(vllm, args, method), "load_s": round(load_s, 3), "step_log": log.ok}
     write_atomic(os.path.join(out_dir, f"{method['name']}.engine.json"), facts)
     warm = job.get("warmup", [])
-    if warm:  # not recorded: first steps pay one-off costs (allocation, kernel selection, grammar compiler start)
-        runner.run({"run_id": "warmup", "concurrency": 1, "order": warm})
+    if warm:  # not recorded: first steps pay one-off costs (allocation, kernel selection); a few tokens each
+        warmup = Runner({**job, "method": {**method, "kind": "ar"},
+                         "requests": {rid: {"prompt_ids": job["requests"][rid]["prompt_ids"],
+                                            "max_tokens": int(job.get("warmup_tokens", 4))} for rid in warm}},
+                        engine, log, make_params)
+        warmup.run({"run_id": "warmup", "concurrency": len(warm), "order": warm})
     for run in todo:
         llm.reset_prefix_cache()
         records, steps = runner.run(run)

@@ -37,6 +37,7 @@ from analysis.engine.steps import step_rows
 from analysis.pipeline.io import write_json, write_text
 from kernels_profile.engine.process import driver_env, echo, run_driver
 from kernels_profile.engine.setup import venv_python
+from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 
 DRIVER = Path(__file__).with_name("driver.py")
 JOB_SCHEMA = "copydecode.engine_job/1"
@@ -67,8 +68,6 @@ class EngineRunSettings:
 def prompts(requests: list[EngineRequest], model_dir: Path, max_model_len: int, max_tokens: int):
     """Per request its rewrite and program prompt ids, the tokenizer's encode and its end-of-sequence id."""
     from transformers import AutoTokenizer
-
-    from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 
     hf = AutoTokenizer.from_pretrained(str(model_dir))
     tok = ModelTokenizer.from_hf(hf, (hf.eos_token_id,))
@@ -135,6 +134,8 @@ def run_all(s: EngineRunSettings, suffix_reason: str | None, progress: Callable[
     python, env = venv_python(s.venv), driver_env(s.kv_cache_gib, s.threads)
     gold_run = raw_dir / f"{run_id(EngineMethod('ar'), 1, 0)}.done"
     gold = gold_from(raw_dir, end_id, rids) if gold_run.is_file() else None
+    if gold is not None:
+        write_json(gold, s.out / "gold.json")
     plans = None
     for repeat in range(s.repeats):
         for method in method_order(methods, repeat, s.draw.seed):
@@ -149,7 +150,7 @@ def run_all(s: EngineRunSettings, suffix_reason: str | None, progress: Callable[
                    "method": {"name": method.name, "kind": method.kind,
                               "speculative_config": method.speculative_config(s.lookup_min, s.lookup_max)},
                    "requests": job_requests(method, requests, prompt_ids, gold, plans, s.max_tokens),
-                   "warmup": rids[:s.warmup_requests], "runs": runs}
+                   "warmup": rids[:s.warmup_requests], "warmup_tokens": 4, "runs": runs}
             job_path = raw_dir / f"{method.name}-r{repeat}.job.json"
             write_text(json.dumps(job), job_path)
             progress(f"repeat {repeat + 1}/{s.repeats}: {method.label} at concurrency {list(s.concurrency)}")
@@ -159,8 +160,7 @@ def run_all(s: EngineRunSettings, suffix_reason: str | None, progress: Callable[
             write_json({"started": started, **load}, raw_dir / f"{method.name}-r{repeat}.load.json")
             if gold is None:
                 gold = gold_from(raw_dir, end_id, rids)
-        if gold is not None:
-            write_json(gold, s.out / "gold.json")
+                write_json(gold, s.out / "gold.json")
     return {"requests": len(requests), "notes": notes, "methods": [m.name for m in methods], "suffix": suffix_reason}
 
 

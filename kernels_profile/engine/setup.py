@@ -27,6 +27,7 @@ from pathlib import Path
 
 from analysis.errors import CopyDecodeError
 from analysis.pipeline.io import write_json
+from kernels_profile.runtime.models import SMOLLM2_GGUF, build_smollm2, smollm2_tokenizer
 
 MARKER = "copydecode-engine.json"
 MODEL_MARKER = "copydecode-model.json"
@@ -145,8 +146,6 @@ def read_marker(venv: Path) -> dict:
 def make_model_folder(model_dir: Path) -> dict:
     """The dequantized SmolLM2 folder (module docstring); returns its record."""
     from transformers import LlamaConfig, LlamaForCausalLM
-
-    from kernels_profile.runtime.models import SMOLLM2_GGUF, build_smollm2, smollm2_tokenizer
 
     loaded = build_smollm2("float32", "cpu")
     raw = loaded.model.config.to_dict()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import polars as pl
@@ -101,7 +102,12 @@ def test_an_overrunning_driver_is_ended_with_its_group(tmp_path):
     with pytest.raises(process.EngineProcessError, match="ran past"):
         process.run_driver(Path(sys.executable), sleeper, job, tmp_path, dict(os.environ), 3, tmp_path / "log")
     child = int(marker.read_text())
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2]
+    for _ in range(100):  # the group got SIGTERM: the child is gone (or a zombie) within moments
+        if not Path(f"/proc/{child}").exists() or Path(f"/proc/{child}/stat").read_text().split()[2] == "Z":
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the driver's child {child} outlived its group's end")
 
 
 def test_the_frozen_reader_refuses_a_folder_that_is_not_a_run(tmp_path):

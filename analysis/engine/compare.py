@@ -64,6 +64,8 @@ def copy_forwards_of(plan: dict, end_id: int) -> Forwards:
             forced = forced[:-1]
         for _ in forced:
             out.add(1, 1, False)
+    if not out.new_tokens:  # nothing but the end token: the one forward the engine runs still counts
+        out.add(1, 1, False)
     return out
 
 

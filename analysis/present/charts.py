@@ -551,18 +551,19 @@ def engine_vs_simulator(table: pl.DataFrame, title: str):
                         "output_throughput_measured", "output_throughput_predicted")
     lo = float(min(data["output_throughput_measured"].min(), data["output_throughput_predicted"].min())) * 0.8
     hi = float(max(data["output_throughput_measured"].max(), data["output_throughput_predicted"].max())) * 1.25
-    base = alt.Chart(data.to_pandas())
     scale = alt.Scale(type="log", domain=[lo, hi])
-    points = base.mark_point(size=70, filled=True).encode(
-        x=alt.X("output_throughput_measured:Q", scale=scale, title="measured in vLLM: output tokens/s"),
-        y=alt.Y("output_throughput_predicted:Q", scale=scale, title="simulated: output tokens/s"),
-        color=alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0, columns=4)),
-        shape=alt.Shape("concurrency:N", title="concurrency"),
-        tooltip=["method", "concurrency", "output_throughput_measured", "output_throughput_predicted"])
-    diagonal = alt.Chart(pl.DataFrame({"x": [lo, hi], "y": [lo, hi]}).to_pandas()).mark_line(
-        color="gray", strokeDash=[3, 3]).encode(x="x:Q", y="y:Q")
-    panel = (diagonal + points).properties(width=PANEL, height=HEIGHT)
-    return readable(panel.facet(column=alt.Column("fit:N", title="step-cost fit")).properties(title=title))
+    diagonal = pl.DataFrame({"x": [lo, hi], "y": [lo, hi]}).to_pandas()
+    panels = []
+    for fit in data["fit"].unique(maintain_order=True).to_list():
+        points = alt.Chart(data.filter(pl.col("fit") == fit).to_pandas()).mark_point(size=70, filled=True).encode(
+            x=alt.X("output_throughput_measured:Q", scale=scale, title="measured in vLLM: output tokens/s"),
+            y=alt.Y("output_throughput_predicted:Q", scale=scale, title="simulated: output tokens/s"),
+            color=alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0, columns=4)),
+            shape=alt.Shape("concurrency:N", title="concurrency"),
+            tooltip=["method", "concurrency", "output_throughput_measured", "output_throughput_predicted"])
+        line = alt.Chart(diagonal).mark_line(color="gray", strokeDash=[3, 3]).encode(x="x:Q", y="y:Q")
+        panels.append((line + points).properties(width=PANEL, height=HEIGHT, title=f"step-cost fit: {fit}"))
+    return readable(alt.hconcat(*panels).properties(title=title))
 
 
 def engine_speedup(speedups: pl.DataFrame, title: str):

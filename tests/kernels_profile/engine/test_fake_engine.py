@@ -116,3 +116,35 @@ def test_the_frozen_reader_refuses_a_folder_that_is_not_a_run(tmp_path):
     (tmp_path / "run").mkdir()
     with pytest.raises(EngineRunError, match="no run record"):
         read_frozen(tmp_path / "run")
+
+
+RUN_JSON_TEXT = ('{"command": "x", "commit": "c", "started": "s", "ended": "e", "seconds": 1, "machine": {"cpu_model": "test"}, '
+                 '"model": {"model": "fake"}, "draw": {"seed": 0}, "suffix_not_run": "not asked", "settings": {"lookup_min": 1, '
+                 '"lookup_max": 2, "engine_args": {"max_num_batched_tokens": 2048, "max_num_seqs": 16}}}')
+
+
+def test_the_summary_stage_reads_a_frozen_run_and_the_claims_row_reads_the_stage(harness, tmp_path, monkeypatch):
+    import json
+    import shutil
+
+    from analysis.claims.real_engine import engine_claim
+    from analysis.claims.verdict import BEYOND, paper_claims
+    from analysis.stages import engine as stage
+
+    s = harness
+    session.run_all(s, "not asked", progress=lambda message: None)
+    session.collect(s.out, run_methods(s.ngram_ks, False, True), s.concurrency, s.repeats, {"cpu_model": "test"})
+    (s.out / "run.json").write_text(RUN_JSON_TEXT)
+    root = tmp_path / "root"
+    shutil.copytree(s.out, root / "reports/engine/frozen/fake", ignore=shutil.ignore_patterns("raw"))
+    monkeypatch.chdir(root)
+    summary = stage.run(stage.EngineSummarySettings(Path("reports/engine/frozen/fake"), 100, 0, 0.15))
+    assert summary["runs"] == 12 and summary["same_text_share"] == 1.0
+    metrics = json.loads(Path("reports/metrics/engine.json").read_text())
+    assert set(metrics["simulator"]) == {"all steps", "AR steps"}
+    assert "C=1:" in metrics["claim"]["ours"] and "median throughput error" in metrics["claim"]["ours"]
+    for name in ("runs", "speedups", "vs_simulator", "ranking", "error"):
+        assert Path(f"reports/tables/engine_{name}.csv").is_file()
+    assert Path("reports/figures/engine_vs_simulator.svg").is_file()
+    claim = engine_claim(paper_claims()["real_engine"], Path("reports/tables"), Path("reports/metrics"))
+    assert claim.verdict == BEYOND and [sc.scope.split()[1] for sc in claim.scopes] == ["1", "2"]

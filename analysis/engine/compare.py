@@ -25,7 +25,7 @@ import polars as pl
 
 from analysis.engine.methods import COPY, NGRAM, EngineMethod, parse_engine_method
 from analysis.engine.requests import closed_loop_order
-from analysis.latency.stepcost import MEASURED, StepCostModel, fit_step_cost
+from analysis.latency.stepcost import MEASURED, TERMS, StepCostModel, fit_step_cost
 from analysis.rivals.pld import PromptLookup
 from analysis.rivals.simulate import Forwards, decode_forwards, speculative_forwards
 from analysis.serving.forwards import Trace
@@ -82,12 +82,27 @@ def method_trace(method: EngineMethod, rid: str, inp: SimulationInputs) -> Trace
     return Trace(rid, "", method.name, len(prompt), len(gold), tuple(forwards.new_tokens), tuple(forwards.emitted))
 
 
+def step_bins(steps: pl.DataFrame) -> pl.DataFrame:
+    """Steps grouped by shape (log2 bins of batch, tokens and largest context, per method): the mean of each
+    column. Under contention a step's time has a long right tail, and a run's throughput is set by the mean step
+    time, so the model is fitted to means, each bin weighted once."""
+    shape = [pl.col(c).log(2).floor().alias(f"{c}_bin") for c in ("batch", "tokens", "context_max")]
+    return (steps.with_columns(shape).group_by("method", "batch_bin", "tokens_bin", "context_max_bin")
+            .agg(pl.col("batch", "tokens", "sum_context", "attention_keys", "seconds", "context_max").mean(),
+                 steps=pl.len())
+            .sort("method", "batch_bin", "tokens_bin", "context_max_bin"))
+
+
 def fit_engine_steps(steps: pl.DataFrame, which: str) -> StepCostModel:
-    """The step-cost model through the run's steps (`which`: one of FITS)."""
-    points = steps if which == "all steps" else steps.filter(pl.col("method") == "ar")
+    """The step-cost model through the run's steps (`which`: one of FITS), binned by shape (`step_bins`)."""
+    chosen = steps if which == "all steps" else steps.filter(pl.col("method") == "ar")
+    points = step_bins(chosen)
+    basis = ("each point is the mean wall-clock time of the LLMEngine.step calls of one shape bin (log2 of batch, "
+             "tokens, largest context), timed in the engine process")
+    if points.height <= len(TERMS):  # too few shapes for six terms: every step is a point
+        points, basis = chosen, "each point is one LLMEngine.step, wall clock, timed in the engine process"
     return fit_step_cost(points.select("batch", "tokens", "sum_context", "attention_keys", "seconds", "context_max"),
-                         f"engine ({which})", MEASURED,
-                         assumptions=("each point is one LLMEngine.step timed in the engine process, wall clock",))
+                         f"engine ({which})", MEASURED, assumptions=(basis,))
 
 
 def simulated_run(traces: Mapping[str, Trace], order: Sequence[str], concurrency: int, cost: StepCostModel,

@@ -164,6 +164,7 @@ def run_all(s: EngineRunSettings, suffix_reason: str | None, progress: Callable[
     return {"requests": len(requests), "notes": notes, "methods": [m.name for m in methods], "suffix": suffix_reason}
 
 
+
 def make_plans(requests: list[EngineRequest], gold: dict, encode, end_id: int) -> dict:
     return {r.rid: copy_plan(r.source, gold[r.rid]["text"], encode, end_id, gold[r.rid]["ended"]).to_record()
             for r in requests}

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -83,23 +82,42 @@ def suffix_reason(marker: dict, wanted: bool) -> str | None:
     return None
 
 
+def _first_started(raw_dir: Path, now: datetime) -> datetime:
+    """When this run folder's run began (kept in raw/started.json across resumes and interrupts)."""
+    path = raw_dir / "started.json"
+    if path.is_file():
+        return datetime.fromisoformat(json.loads(path.read_text())["started"])
+    write_json({"started": now.isoformat(timespec="seconds")}, path)
+    return now
+
+
+def _last_finished(raw_dir: Path) -> datetime | None:
+    done = [p.stat().st_mtime for p in raw_dir.glob("*.done")]
+    return datetime.fromtimestamp(max(done), timezone.utc) if done else None
+
+
 def command(args) -> int:
     s = settings_of(args.config.params, args.run_out)
     marker = read_marker(s.venv)
     model = read_model_marker(s.model_dir)
-    started, t0 = datetime.now(timezone.utc), time.perf_counter()
+    raw_dir = s.out / "raw"
+    raw_dir.mkdir(parents=True, exist_ok=True)
+    started = _first_started(raw_dir, datetime.now(timezone.utc).replace(microsecond=0))
     why_not_suffix = suffix_reason(marker, s.suffix)
-    facts = {} if args.collect_only else run_all(s, why_not_suffix)
+    if not args.collect_only:
+        run_all(s, why_not_suffix)
     methods = run_methods(s.ngram_ks, s.suffix and why_not_suffix is None, s.copy)
     machine = machine_info()
     counts = collect(s.out, methods, s.concurrency, s.repeats, machine)
+    ended = _last_finished(raw_dir) or datetime.now(timezone.utc)
+    drawn = json.loads((s.out / "requests.json").read_text())
     record = run_record("copydecode engine run" + (f" --out {args.run_out}" if args.run_out else ""), started,
-                        time.perf_counter() - t0, machine, engine=marker, model=model,
+                        (ended - started).total_seconds(), machine, engine=marker, model=model,
                         settings={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(s).items() if k != "draw"},
-                        draw=vars(s.draw), suffix_not_run=why_not_suffix, python=str(venv_python(s.venv)),
-                        **facts, **counts)
-    if args.collect_only and (s.out / RUN_JSON).is_file():
-        record = {**json.loads((s.out / RUN_JSON).read_text()), **counts}
+                        draw=vars(s.draw), draw_notes=drawn.get("notes", []), requests=len(drawn["requests"]),
+                        methods=[m.name for m in methods], suffix_not_run=why_not_suffix,
+                        python=str(venv_python(s.venv)), **counts)
+    record["ended"] = ended.isoformat(timespec="seconds")  # the last finished run, also when collected later
     write_json(record, s.out / RUN_JSON)
     print(f"copydecode engine run: {counts['runs']} of {counts['runs_expected']} runs, {counts['request_records']} "
           f"request records, same text {counts['same_text_share']}; {s.out}", file=sys.stderr)

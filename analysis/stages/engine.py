@@ -30,9 +30,9 @@ from analysis.present import charts
 HELP = "read the frozen engine run (vLLM) and check the serving simulator against it"
 READS_WRITES = ("reads reports/engine/frozen/<engine.frozen_run>/ (run.json, requests.json, gold.json, plans.json, "
                 "requests.jsonl, results/, steps.jsonl) and params engine.compare; writes reports/tables/engine_runs.*, "
-                "engine_speedups.*, engine_vs_simulator.*, engine_ranking.*, engine_error.*, "
-                "reports/metrics/engine.json, reports/figures/engine_vs_simulator.* and engine_speedup.*")
-
+                "reports/tables/engine_speedups.*, reports/tables/engine_vs_simulator.*, reports/tables/engine_ranking.*, "
+                "reports/tables/engine_error.*, reports/metrics/engine.json, reports/figures/engine_vs_simulator.* and "
+                "reports/figures/engine_speedup.*")
 
 @dataclass(frozen=True)
 class EngineSummarySettings:

@@ -23,7 +23,7 @@ def load_text(gains: pl.DataFrame, concurrency: int) -> str:
 
 
 def engine_claim(gains: pl.DataFrame, errors: pl.DataFrame, ranks: pl.DataFrame, engine: dict,
-                 suffix_not_run: str | None) -> dict:
+                 suffix_not_run: str | None, copied_share: float | None = None) -> dict:
     loads = sorted(gains["concurrency"].unique().to_list())
     over_ar = "; ".join(load_text(gains, c) for c in loads)
     sim = "; ".join(f"simulator ({r['fit']}): median throughput error {r['output_throughput_mdape']:.0%}, same method "
@@ -31,6 +31,9 @@ def engine_claim(gains: pl.DataFrame, errors: pl.DataFrame, ranks: pl.DataFrame,
     reason = (f"measured on {engine['cpu']} with {engine['model']} (vLLM {engine['engine_version']}, CPU, float32), a "
               "135M model on a shared 2-core machine: not comparable with the paper's GPU; Copy-as-Decode is emulated "
               "with stock mechanisms (docs/engine.md)")
+    if copied_share is not None:
+        reason += (f"; the engine's own greedy output is the gold, and its programs copy {copied_share:.0%} of its tokens "
+                   "from the source (a 135M model rewrites more than it copies)")
     if suffix_not_run:
         reason += f"; suffix decoding not run: {suffix_not_run}"
     return {"ours": f"throughput over AR, {over_ar}. {sim}", "reason": reason, "method": METHOD}

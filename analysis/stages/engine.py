@@ -49,6 +49,14 @@ def settings(params: dict) -> EngineSummarySettings:
                                  number(params, "engine.compare.target_error", lo=0.0, hi=10.0))
 
 
+def copied_share(plans: dict | None, gold: dict) -> float | None:
+    """The share of the gold tokens that Copy-as-Decode's programs copy (source tokens prefilled by a copy)."""
+    if not plans:
+        return None
+    copied = sum(len(stage["append_ids"]) for plan in plans.values() for stage in plan["chain"])
+    return copied / sum(len(g["ids"]) for g in gold.values())
+
+
 def run(s: EngineSummarySettings) -> dict:
     with timed("engine"):
         frozen = read_frozen(s.folder)
@@ -71,10 +79,11 @@ def run(s: EngineSummarySettings) -> dict:
         record = frozen.record
         engine = {"engine_version": frozen.results[0].get("engine_version"), "cpu": record["machine"].get("cpu_model"),
                   "model": record.get("model", {}).get("model"), "frozen_run": s.folder.name, "commit": record["commit"]}
-        claim = engine_claim(gains, errors, ranks, engine, record.get("suffix_not_run"))
+        copied = copied_share(frozen.plans, frozen.gold)
+        claim = engine_claim(gains, errors, ranks, engine, record.get("suffix_not_run"), copied)
         metrics = {**engine, "requests": len(frozen.requests), "runs": len(frozen.results), "methods": methods,
                    "concurrency": loads, "repeats": len(repeats),
-                   "same_text_share": float(frozen.records["same_text"].mean()),
+                   "same_text_share": float(frozen.records["same_text"].mean()), "copied_share": copied,
                    "speedups": {f"{r['method']}@c{r['concurrency']}": r["throughput_over_ar"]
                                 for r in gains.iter_rows(named=True)},
                    "simulator": {r["fit"]: {"throughput_mdape": r["output_throughput_mdape"],

@@ -576,6 +576,7 @@ def engine_speedup(speedups: pl.DataFrame, title: str):
     color = alt.Color("method:N", legend=alt.Legend(orient="bottom", labelLimit=0, columns=4))
     lines = base.mark_line(point=True).encode(x=x, y=alt.Y("throughput_over_ar:Q", scale=alt.Scale(type="log"),
                                                            title="output tokens/s over AR (x)"), color=color)
-    bars = base.mark_errorbar().encode(x=x, y="ci_low:Q", y2="ci_high:Q", color=color)
+    bars = base.mark_errorbar().encode(x=x, y=alt.Y("ci_low:Q", title="output tokens/s over AR (x)"), y2="ci_high:Q",
+                                       color=color)
     one = base.mark_rule(color="gray", strokeDash=[2, 2]).encode(y=alt.datum(1.0))
     return readable((one + bars + lines).properties(width=PANEL, height=HEIGHT, title=title))

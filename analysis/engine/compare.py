@@ -137,7 +137,10 @@ def measured(results: Sequence[dict]) -> pl.DataFrame:
     return pl.DataFrame([{"method": r["method"], "concurrency": r["max_concurrency"], "repeat": r["repeat"],
                           "output_throughput": r["output_throughput"], "ttft_p50_s": r["p50_ttft_ms"] / 1000,
                           "tpot_p50_s": None if r["p50_tpot_ms"] is None else r["p50_tpot_ms"] / 1000,
-                          "same_text_share": r["same_text_share"]} for r in results])
+                          "same_text_share": r["same_text_share"],
+                          # the run's time outside any forward: requests waiting on a grammar compile, admission
+                          "no_forward_share": (max(0.0, 1 - r["forward_seconds"] / r["duration"])
+                                               if r.get("forward_seconds") is not None else None)} for r in results])
 
 
 def comparison(measured_runs: pl.DataFrame, predicted_runs: pl.DataFrame) -> pl.DataFrame:

@@ -202,6 +202,7 @@ def collect(out: Path, methods: list[EngineMethod], concurrency: tuple[int, ...]
                  "model_id": "SmolLM2-135M-Instruct", "speculative_config": engine.get("speculative_config"),
                  "engine_args": engine.get("engine_args"), "torch_version": engine.get("torch_version"),
                  "idle_steps": read_json(raw_dir / f"{name}.steps.json", "driver steps file").get("idle_steps"),
+                 "forward_seconds": round(sum(st["s"] for st in steps), 3),
                  "machine": machine, "load": load}
         results[name] = run_result(key, records, facts)
         write_json(results[name], out / "results" / f"{name}.json")

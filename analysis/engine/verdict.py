@@ -11,8 +11,8 @@ from analysis.results.numbers import fmt_x
 
 METHOD = ("vLLM's CPU build as an external process, closed loop at each concurrency, the same seeded requests for "
           "every method, repeats; throughput in the engine's greedy output tokens (the gold every method must "
-          "reproduce, checked per request); intervals: paired request bootstrap of summed latencies (AR over the "
-          "method) [engine summary]")
+          "reproduce, checked per request); throughput over AR as AR's summed request latencies over the method's "
+          "(Little's law in a closed loop), requests paired, with a paired request-bootstrap 95% interval [engine summary]")
 
 
 def load_text(gains: pl.DataFrame, concurrency: int) -> str:

@@ -46,6 +46,7 @@ STAGES: dict[str, str] = {
     "kernels profile --batched": "kernels_profile.stages.batched",
     "serving simulate": "analysis.stages.serving",
     "serving replay": "kernels_profile.stages.replay",
+    "engine summary": "analysis.stages.engine",
 }
 
 # benchmarks and tools on the settings layer that are not pipeline stages (no dvc.yaml stage)
@@ -65,6 +66,8 @@ MAINTENANCE: dict[str, str] = {
     "report": "analysis.tools.report",
     "experiments": "analysis.tools.experiments",
     "pilot-sweep": "kernels_profile.pilot.sweep",
+    "engine setup": "kernels_profile.stages.engine_setup",
+    "engine run": "kernels_profile.stages.engine_run",
 }
 
 # the first word of a two-word command: (help, description)
@@ -76,6 +79,10 @@ GROUPS: dict[str, tuple[str, str]] = {
                 "Batched serving: `serving simulate` runs the corpora's edits through a continuous-batching "
                 "scheduler priced by the step-cost model; `serving replay` times a sample of its steps as real "
                 "batched forwards."),
+    "engine": ("a real serving engine (vLLM) as an external process: setup, a measured run, its summary",
+               "A real serving engine: `engine setup` makes vLLM's own venv and model folder, `engine run` drives it "
+               "over the corpora's requests (AR, prompt lookup, suffix decoding, Copy-as-Decode emulated) and writes a "
+               "run folder, `engine summary` reads the frozen run and checks the simulator against it (docs/engine.md)."),
     "bench": ("benchmarks outside the pipeline",
               "Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes its own report."),
 }
@@ -90,7 +97,7 @@ OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
 CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase")
 # stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
-CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports")
+CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports", "engine summary")
 
 
 def settings_options(module) -> tuple[str, ...]:

@@ -595,4 +595,3 @@ def best_rivals(table: pl.DataFrame) -> pl.DataFrame:
     keys = ["kernel_source", "corpus", "pool"]
     return (table.filter(pl.col("role") == "rival").sort("speedup", descending=True)
             .group_by(keys, maintain_order=True).first())
-

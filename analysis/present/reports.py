@@ -38,7 +38,7 @@ CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb
 REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
                  "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
                  "losslessness": ("programs", "roundtrip"), "e2e": (), "rivals": ("rivals",), "pilot": (), "serving": (),
-                 "explore": ("programs", "spans")}
+                 "engine": (), "explore": ("programs", "spans")}
 HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.present.headline's files)
 
 # ---------------------------------------------------------------- one report

@@ -324,6 +324,47 @@ class _Planted:
 
 # ---------------------------------------------------------------- the table
 
+def planted_engine_run(record: str) -> Callable[[Path], None]:
+    """A frozen engine run folder in the run root (`run/`) whose request record is `record`, beside a planted
+    `vllm` package and `sitecustomize.py` that would write the marker if anything imported them."""
+    def setup(folder: Path) -> None:
+        run = folder / "run" / "reports" / "engine" / "frozen" / "cpu-smollm2"
+        (run / "results").mkdir(parents=True)
+        (run / "vllm").mkdir()
+        for planted in (run / "vllm" / "__init__.py", run / "sitecustomize.py"):
+            planted.write_text(WRITE_MARKER + "\n")
+        (run / "run.json").write_text(json.dumps({"command": "x", "commit": "c", "started": "s", "ended": "e",
+                                                  "seconds": 1}))
+        (run / "requests.json").write_text(json.dumps({"requests": [{"rid": "r0", "rewrite_prompt_ids": [1],
+                                                                    "program_prompt_ids": [1]}]}))
+        (run / "gold.json").write_text(json.dumps({"r0": {"ids": [1], "end_id": 2}}))
+        (run / "requests.jsonl").write_text(record + "\n")
+    return setup
+
+
+def engine_driver_beside_planted_vllm(folder: Path) -> str:
+    """The engine driver started as `engine run` starts it, in a run folder holding a planted `vllm` package:
+    isolated mode keeps the folder off its import path, so the import fails by name (no engine here) and the
+    planted code never runs."""
+    import sys
+
+    from kernels_profile.engine import process, session
+
+    raw = folder / "run" / "raw"
+    (raw / "vllm").mkdir(parents=True)
+    (raw / "vllm" / "__init__.py").write_text(WRITE_MARKER + "\n")
+    (raw / "sitecustomize.py").write_text(WRITE_MARKER + "\n")
+    job = raw / "job.json"
+    job.write_text(json.dumps({"schema": session.JOB_SCHEMA, "model": "m", "engine_args": {}, "method": {"name": "ar"},
+                               "requests": {}, "runs": [{"run_id": "ar-c1-r0", "concurrency": 1, "order": []}]}))
+    try:
+        process.run_driver(Path(sys.executable), session.DRIVER, job, raw, {**os.environ, "PYTHONPATH": str(raw)}, 60,
+                           raw / "driver.log")
+    except process.EngineProcessError as exc:
+        return str(exc)
+    return ""
+
+
 PROBES = [
     # params files (qa-review probes 47-53, N4)
     Probe("p48-python-object-tag", params_file(f"x: !!python/object/apply:os.system ['touch {MARKER}']\n"),
@@ -599,6 +640,17 @@ PROBES = [
         "t" * 300), "")[-1], "a name over 255 bytes"),
     Probe("L11-a-line-number-of-5000-digits", lambda f: (__import__("analysis.grammar.program", fromlist=["parse"]).parse(
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
+    # the engine harness (issue 49, reach): a frozen run folder is data; the driver imports nothing from a run folder
+    Probe("engine-frozen-run-bad-record-beside-planted-code", cli("--out", "run", "engine", "summary",
+          setup=planted_engine_run('{"run_id": "ar-c1-r0", "ttft_s": -1}')), "requests.jsonl line 1: missing fields"),
+    Probe("engine-frozen-run-negative-latency", cli("--out", "run", "engine", "summary", setup=planted_engine_run(
+        json.dumps({"run_id": "a", "method": "ar", "concurrency": 1, "repeat": 0, "rid": "r0", "case_id": "c", "corpus": "A",
+                    "length": "short", "prompt_tokens": 1, "output_tokens": 1, "gold_tokens": 1, "engine_requests": 1,
+                    "prefilled_tokens": 1, "cached_tokens": 0, "arrival_s": 0, "ttft_s": -1, "e2e_s": 1, "tpot_s": None,
+                    "itl_s": [], "drafted_tokens": 0, "accepted_tokens": 0, "same_text": True}))),
+          "requests.jsonl line 1.ttft_s: expected a finite number >= 0"),
+    Probe("engine-driver-ignores-a-planted-vllm-in-its-run-folder", engine_driver_beside_planted_vllm,
+          "No module named 'vllm'"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
     # the field's edit benchmarks, read in place (issue 49's reach): data only, every record checked, pinned

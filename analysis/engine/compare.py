@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from analysis.engine.methods import COPY, NGRAM, EngineMethod, parse_engine_method
+from analysis.engine.methods import AR, COPY, NGRAM, EngineMethod, parse_engine_method
 from analysis.engine.requests import closed_loop_order
 from analysis.latency.stepcost import MEASURED, TERMS, StepCostModel, fit_step_cost
 from analysis.rivals.families.pld import PromptLookup
@@ -210,3 +210,29 @@ def speedups(records: pl.DataFrame, results: pl.DataFrame, resamples: int, seed:
                      "ci_low": ci.low, "ci_high": ci.high, "pairs": paired.height,
                      "makespan_ratio": group["output_throughput"][0] / ar["output_throughput"][0]})
     return pl.DataFrame(rows).sort("concurrency", "method")
+
+
+def decisions(records: pl.DataFrame, gains: pl.DataFrame, resamples: int, seed: int, level: float = 0.95) -> pl.DataFrame:
+    """Per load, Copy-as-Decode against the fastest rival the engine ran there (the speculative method with the
+    highest throughput over AR): the rival's summed request latencies over Copy-as-Decode's (above 1, Copy-as-Decode
+    is faster), requests paired by request and repeat, with a paired request-bootstrap interval; the same rule as
+    `speedups`, with the rival in AR's place."""
+    rows = []
+    for c in sorted(gains["concurrency"].unique().to_list()):
+        here = gains.filter(pl.col("concurrency") == c)
+        rivals = here.filter(~pl.col("method").is_in([AR, COPY])).sort("throughput_over_ar", descending=True)
+        copy = here.filter(pl.col("method") == COPY)
+        if rivals.height == 0 or copy.height == 0:
+            continue
+        rival = rivals["method"][0]
+        side = {m: records.filter((pl.col("method") == m) & (pl.col("concurrency") == c)).select("rid", "repeat", "e2e_s")
+                for m in (rival, COPY)}
+        paired = side[rival].join(side[COPY], on=["rid", "repeat"], suffix="_copy")
+        if paired.height == 0:
+            continue
+        num, den = paired["e2e_s"].to_numpy(), paired["e2e_s_copy"].to_numpy()
+        ci = ratio_of_sums_ci(num, den, resamples, seed + c, level)
+        rows.append({"concurrency": c, "copy": COPY, "rival": rival, "copy_over_rival": ratio_of_sums(num, den),
+                     "copy_over_rival_ci_low": ci.low, "copy_over_rival_ci_high": ci.high, "pairs": paired.height,
+                     "copy_over_ar": copy["throughput_over_ar"][0], "rival_over_ar": rivals["throughput_over_ar"][0]})
+    return pl.DataFrame(rows)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import polars as pl
 
-from analysis.engine.compare import (FITS, comparison, error_summary, fit_engine_steps, measured, predictions, rankings,
-                                     speedups)
+from analysis.engine.compare import (FITS, comparison, decisions, error_summary, fit_engine_steps, measured, predictions,
+                                     rankings, speedups)
 from analysis.engine.frozen import FROZEN, frozen_folder, read_frozen, simulation_inputs
 from analysis.engine.verdict import engine_claim
 from analysis.layout import FIGURES, METRICS, TABLES
@@ -71,8 +71,10 @@ def run(s: EngineSummarySettings) -> dict:
         ranks = rankings(table)
         errors = error_summary(table, ranks, s.target_error)
         gains = speedups(frozen.records, runs, s.resamples, s.seed)
+        decided = decisions(frozen.records, gains, s.resamples, s.seed)
         write_table(runs.sort("method", "concurrency", "repeat"), TABLES / "engine_runs", digits=4)
         write_table(gains, TABLES / "engine_speedups", digits=3)
+        write_table(decided, TABLES / "engine_decision", digits=4)
         write_table(table, TABLES / "engine_vs_simulator", digits=4)
         write_table(ranks, TABLES / "engine_ranking", digits=3)
         write_table(errors, TABLES / "engine_error", digits=3)

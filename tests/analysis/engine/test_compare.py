@@ -43,6 +43,28 @@ def test_speedups_pair_requests_by_request_and_repeat():
     assert copy["ci_low"] <= 3.0 <= copy["ci_high"]
 
 
+def test_copy_as_decode_is_set_against_the_fastest_rival_of_each_load_with_a_paired_interval():
+    """The measured decision: the rival is the speculative method fastest over AR at that load (ngram k=5 here),
+    the ratio is its summed latencies over Copy-as-Decode's on the same requests, and the claim reads it as a
+    decision scope with basis `measured` (no null value or interval)."""
+    from analysis.claims.decision import MEASURED, SLOWER
+    from analysis.claims.real_engine import decision_scope
+    from analysis.engine.compare import decisions
+
+    lat = {"ar": [4.0, 4.0], "ngram-k5": [1.0, 2.0], "ngram-k48": [3.0, 3.0], "copy": [2.0, 4.0]}
+    records = pl.DataFrame([{"method": m, "concurrency": 4, "rid": f"r{i}", "repeat": 0, "e2e_s": e}
+                            for m, es in lat.items() for i, e in enumerate(es)])
+    gains = speedups(records, runs({(m, 4): [1.0] for m in lat}), 200, 0)
+    decided = decisions(records, gains, 200, 0)
+    row = decided.row(0, named=True)
+    assert row["rival"] == "ngram-k5" and row["copy_over_rival"] == 0.5  # (1 + 2) / (2 + 4)
+    assert row["copy_over_rival_ci_low"] <= 0.5 <= row["copy_over_rival_ci_high"] and row["pairs"] == 2
+    scope = decision_scope(row, gains, {"frozen_run": "run", "engine_version": "0.0", "requests": 2}, "r")
+    assert scope.basis == MEASURED and scope.value == 0.5 and scope.ci is not None
+    assert scope.decision == (SLOWER if row["copy_over_rival_ci_high"] < 1 else scope.decision)
+    assert scope.detail["concurrency"] == 4 and scope.detail["rival"] == "ngram-k5"
+
+
 def test_the_simulated_forwards_follow_the_engine_run():
     plan = {"chain": [{"append_ids": [], "forced_ids": [7, 8]}, {"append_ids": [1, 1, 1], "forced_ids": [9, 2]}]}
     forwards = copy_forwards_of(plan, end_id=2)

@@ -34,6 +34,7 @@ from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import check_address_space, finish_pending, output_set, run_lock, sweep_temporaries
 from analysis.pipeline.oneoff import discard_unused_root, enter_out_root
 from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
+from analysis.pipeline.safepath import safe_imports
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -191,6 +192,13 @@ def _discard(new_root: Path | None) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # first thing: neither this process nor any it starts (workers, clusters, report kernels) imports from
+    # the working folder, which a one-off run moves into (analysis.pipeline.safepath)
+    with safe_imports():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _variant(args)
     interruptible()

@@ -961,3 +961,88 @@ SLOW_ATTACKS = [
 @pytest.mark.parametrize("attack", SLOW_ATTACKS, ids=[a.id for a in SLOW_ATTACKS])
 def test_slow_attack(attack, tmp_path, monkeypatch):
     test_attack(attack, tmp_path, monkeypatch)
+
+
+# ---------------------------------------------------------------- round 6 (qa-review round 6: ids `r6H1-`, ...)
+#
+# H1: a package planted in a run folder, or in the folder the command starts in, must not run in any process
+# the suite starts. The CLI runs as a user runs it (the console script, its own process), so every worker is
+# a fresh process of that run; the payload writes the marker and then hands over to the real package (the
+# stage must still succeed: a crash would hide whether the planted code ran).
+
+PLANTED_PACKAGE = """import importlib, os, sys
+open({marker!r}, "a").write(__name__ + " in pid " + str(os.getpid()) + "\\n")
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+del sys.modules[__name__]
+sys.modules[__name__] = importlib.import_module(__name__)
+"""
+# what a worker's bootstrap imports (loky, multiprocessing's spawn, dask's nanny) and what a chunk unpickles
+PLANTED_PACKAGES = ("joblib", "multiprocessing", "distributed", "dask", "tornado", "cloudpickle", "psutil", "polars",
+                    "numpy", "yaml", "tqdm", "analysis")
+SMALL_PAIRS = "".join(json.dumps({"case_id": f"c{i}", "source": "".join(f"x{k} = {k}\n" for k in range(8)),
+                                  "target": "".join(f"x{k} = {k + (k == i)}\n" for k in range(8))}) + "\n"
+                      for i in range(6))
+
+
+def _plant_packages(folder: Path, marker: Path) -> None:
+    for name in PLANTED_PACKAGES:
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "__init__.py").write_text(PLANTED_PACKAGE.format(marker=str(marker)))
+
+
+def small_run_with_planted_packages(run: Path, outside: Path) -> None:
+    """A run folder of six pairs (corpora and programs run serially here), then packages planted in it and in
+    the folder the command starts in."""
+    _victims(outside)
+    _committed_model(run)
+    (run.parent / "mine.jsonl").write_text(SMALL_PAIRS)
+    for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",)):
+        assert cli("--out", "run", "--set", "parallel.n_jobs=1", *argv)(run.parent) == "", argv
+    for folder in (run, run.parent):
+        _plant_packages(folder, outside.parent / MARKER)
+
+
+def console(*argv: str, where: str = "parent") -> Callable[[Path, Path], str]:
+    """The console script `copydecode ARGV` in a process of its own, started in the run folder's parent (or
+    in the run folder itself: where="run"); the error text is stderr."""
+    def act(run: Path, outside: Path) -> str:
+        import subprocess
+        import sys
+
+        script = Path(sys.executable).parent / "copydecode"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+        done = subprocess.run([sys.executable, str(script), "--params", str(ROOT / "params.yaml"), *argv],
+                              cwd=run if where == "run" else run.parent, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        return "" if done.returncode == 0 else done.stderr or f"exit {done.returncode}"
+    return act
+
+
+def each(*acts: Callable[[Path, Path], str]) -> Callable[[Path, Path], str]:
+    """Every act in turn; the first error text (or "")."""
+    def act(run: Path, outside: Path) -> str:
+        for one in acts:
+            error = one(run, outside)
+            if error:
+                return error
+        return ""
+    return act
+
+
+ROUND6_SLOW_ATTACKS = [
+    Attack("r6H1-loky-workers-of-programs-spans-rivals-import-nothing-from-the-run-folder",
+           small_run_with_planted_packages,
+           each(*(console("--out", "run", stage) for stage in ("programs", "spans", "rivals"))), ""),
+    Attack("r6H1-loky-workers-import-nothing-from-the-working-folder", small_run_with_planted_packages,
+           console("spans", where="run"), ""),
+    Attack("r6H1-dask-local-cluster-workers-import-nothing-from-the-run-folder", small_run_with_planted_packages,
+           console("--out", "run", "--set", "parallel.backend=dask", "spans"), ""),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ROUND6_SLOW_ATTACKS, ids=[a.id for a in ROUND6_SLOW_ATTACKS])
+def test_round6_slow_attack(attack, tmp_path, monkeypatch):
+    test_attack(attack, tmp_path, monkeypatch)

@@ -31,7 +31,8 @@ from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.console import (error_text, interrupted_workers, interruptible, os_error_text,
                                        summary_lines)
 from analysis.pipeline.digest import record_corpus
-from analysis.pipeline.io import check_address_space, finish_pending, output_set, run_lock, sweep_temporaries
+from analysis.pipeline.io import (check_address_space, declared_outputs, finish_pending, output_set, recorded_writes,
+                                  run_lock, sweep_temporaries)
 from analysis.pipeline.oneoff import discard_unused_root, enter_out_root
 from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
 from analysis.pipeline.safepath import safe_imports
@@ -241,9 +242,10 @@ def _main(argv: list[str] | None) -> int:
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
             sweep_temporaries()
             module = importlib.import_module(args.module)
-            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
+            with recorded_writes() as wrote, output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
                 result = run_stage(module, args, cfg)
-            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
+            written = declared_outputs(args.stage, wrote)
+            if args.stage in CORPUS_SETS and written:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)

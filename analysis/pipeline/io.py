@@ -60,6 +60,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         batch = _BATCH.get()
         if batch is None:
             os.replace(tmp, path)
+            _wrote(path)
         else:
             batch.append((Path(tmp), path))
     except BaseException:
@@ -68,7 +69,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 _BATCH: contextvars.ContextVar[list[tuple[Path | None, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
+_WRITTEN: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("_WRITTEN", default=None)
 PENDING = Path("data/.pending")  # journals of output sets being renamed (untracked, under data/)
+
+
+def _wrote(path: Path) -> None:
+    written = _WRITTEN.get()
+    if written is not None:
+        written.append(Path(path))
+
+
+@contextmanager
+def recorded_writes() -> Iterator[list[Path]]:
+    """The paths that writes inside the block put in place (each once it is renamed onto its path, an output
+    set's once the set is applied), in order: what a stage wrote, for its corpus record, whether or not it
+    writes its outputs as one set."""
+    written: list[Path] = []
+    token = _WRITTEN.set(written)
+    try:
+        yield written
+    finally:
+        _WRITTEN.reset(token)
 
 
 @contextmanager
@@ -101,6 +122,8 @@ def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[l
     write_text(json.dumps(entries), journal)
     _apply(entries, journal)
     written.extend(p for t, p in batch if t is not None)
+    for path in written:
+        _wrote(path)
 
 
 def remove_output(path: str | Path) -> None:
@@ -158,6 +181,13 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
                      for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
     timing = (TIMINGS / f"{dvc_stage(stage)}.json").as_posix()  # its run time (untracked: analysis.parallel.progress)
     return (*declared, *extra, timing)
+
+
+def declared_outputs(stage: str, paths: list[Path]) -> list[Path]:
+    """Those of `paths` that are `stage`'s declared outputs (stage_outputs: files, or under its folders), once
+    each: what it wrote for the pages, not its checkpoints or a preset's files elsewhere."""
+    owned = tuple(_as_recorded(Path(o)) for o in stage_outputs(stage))
+    return [p for p in dict.fromkeys(Path(p) for p in paths) if _owned(Path(_as_recorded(p)), owned)]
 
 
 def _as_recorded(path: Path) -> str:

@@ -10,11 +10,10 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import MissingOutputError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.results.numbers import fmt_pct, fmt_x
 from analysis.results.outputs import metrics, optional_table, table
 
-STEP_COST = Path("reports/kernels/step_cost.json")
 
 
 def serving_table(budget: str | int = "default", tables: Path = TABLES) -> pl.DataFrame:

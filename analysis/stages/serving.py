@@ -24,7 +24,7 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.stepcost import StepCostModel, from_document
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
 from analysis.pipeline.io import write_json, write_parquet, write_table
@@ -35,7 +35,6 @@ from analysis.serving.scheduler import EngineConfig
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
 from analysis.serving.verdict import claim_rows, serving_claim
 
-STEP_COST = Path("reports/kernels/step_cost.json")
 REPLAY_STEPS = Path("data/serving/steps.parquet")
 GROUP_KEYS = ("methods", "best_of", "speculative", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
               "seed", "gain_threshold", "headline_concurrency", "replay")

@@ -20,9 +20,9 @@ import polars as pl
 
 from analysis.errors import MissingOutputError, ParamsError
 from analysis.latency.stepcost import StepCostModel, from_document, step_summary
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.parallel.progress import timed
-from analysis.pipeline.io import write_json, write_table
+from analysis.pipeline.io import output_set, write_json, write_table
 from analysis.pipeline.params import check_slack, check_threshold, get, number, positive_int
 from kernels_profile.measure.batched import Step, bench_environment
 from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
@@ -31,7 +31,6 @@ from kernels_profile.runtime.loading import set_threads
 from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 
 STEPS = Path("data/serving/steps.parquet")
-STEP_COST = Path("reports/kernels/step_cost.json")
 REPLAY_RAW = Path("data/serving/replay.parquet")
 REPLAY_CHECKPOINTS = Path("data/serving/replay_checkpoints")
 TARGET_MAPE = 0.15  # the target for the median absolute percentage error
@@ -132,15 +131,16 @@ def run(s: ReplaySettings) -> dict:
             [StepSet("replay", steps)], timing, REPLAY_CHECKPOINTS,
             lambda name, shapes, repeat: checkpoint_key("replay-1", identity, spec["threads"], name, shapes, repeat, prints),
             bench_environment)
-        write_result(result, REPLAY_RAW)
         rows = compare(step_summary(result.raw), sampled, model)
         summary = error_summary(rows)
-        write_table(rows, TABLES / "serving_replay", digits=6)
-        write_table(summary, TABLES / "serving_replay_summary", digits=4)
         overall = summary.filter((pl.col("method") == "all") & (pl.col("mix") == "all")).row(0, named=True)
         metrics = {"mdape": overall["mdape"], "target": TARGET_MAPE, "steps": overall["steps"],
                    "per_method": {r["method"]: r["mdape"] for r in summary.filter(pl.col("mix") == "all").iter_rows(named=True)},
                    "noisy": result.environment["noisy"], "noisy_reasons": result.environment["noisy_reasons"],
                    "source": s.source, "model": spec["model"], "threads": spec["threads"]}
-        write_json(metrics, METRICS / "serving_replay.json")
+        with output_set("serving replay"):  # its checkpoints landed as they finished; its outputs land as one set
+            write_result(result, REPLAY_RAW)
+            write_table(rows, TABLES / "serving_replay", digits=6)
+            write_table(summary, TABLES / "serving_replay_summary", digits=4)
+            write_json(metrics, METRICS / "serving_replay.json")
     return metrics

@@ -1031,6 +1031,46 @@ def each(*acts: Callable[[Path, Path], str]) -> Callable[[Path, Path], str]:
     return act
 
 
+
+
+
+SMALL_SERVING = ("--set", "serving.sources=[batched]", "--set", "serving.engine.max_num_batched_tokens=[2048]",
+                 "--set", "serving.closed_loop.concurrency=[1, 4]", "--set", "serving.closed_loop.min_requests=20",
+                 "--set", "serving.open_loop.qps_fractions=[0.5]", "--set", "serving.open_loop.requests=20",
+                 "--set", "serving.headline_concurrency=[1, 4]", "--set", "serving.replay.concurrency=[1, 4]")
+
+
+def stale_serving(run: Path, outside: Path) -> None:
+    """H2 (round 6): `serving simulate` ran on corpus Mine's forwards; then corpora rebuilt the cases from Other
+    and programs and rivals ran again, but not the simulation. The run starts beside the committed latency
+    model (which `--out` copies in) and the committed step-cost model."""
+    import shutil
+
+    _victims(outside)
+    _committed_model(run)
+    (run / "reports/kernels").mkdir(parents=True)
+    shutil.copy2(ROOT / "reports/kernels/step_cost.json", run / "reports/kernels/step_cost.json")
+    (run.parent / "mine.jsonl").write_text(SMALL_PAIRS)
+    (run.parent / "other.jsonl").write_text(SMALL_PAIRS.replace('"c', '"o').replace("x", "y"))
+    for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",), ("rivals",),
+                 ("serving", "simulate", *SMALL_SERVING),
+                 ("corpora", "--only", "--pairs", "other.jsonl", "--name", "Other"), ("programs",), ("rivals",)):
+        assert cli("--out", "run", "--set", "parallel.n_jobs=1", *argv)(run.parent) == "", argv
+
+
+def serving_page_and_readme_say_stale(run: Path, outside: Path) -> None:
+    from analysis.errors import StaleInputError
+    from analysis.present.readme import write_readme_results
+    from analysis.present.reports import page_stale_reasons
+    from analysis.present.index import stale_pages_reasons
+
+    stale = stale_pages_reasons(run)
+    assert [r for r in page_stale_reasons("serving", stale) if "`serving simulate`" in r], stale
+    assert [r for r in page_stale_reasons("summary", stale) if "`serving simulate`" in r], stale
+    with pytest.raises(StaleInputError, match="`serving simulate` ran on a different"):
+        write_readme_results(run)
+
+
 ROUND6_SLOW_ATTACKS = [
     Attack("r6H1-loky-workers-of-programs-spans-rivals-import-nothing-from-the-run-folder",
            small_run_with_planted_packages,
@@ -1039,6 +1079,9 @@ ROUND6_SLOW_ATTACKS = [
            console("spans", where="run"), ""),
     Attack("r6H1-dask-local-cluster-workers-import-nothing-from-the-run-folder", small_run_with_planted_packages,
            console("--out", "run", "--set", "parallel.backend=dask", "spans"), ""),
+    Attack("r6H2-headline-page-and-readme-refuse-a-serving-simulation-of-another-corpus", stale_serving,
+           copydecode("--out", "run", "headline"), "`serving simulate` ran on a different",
+           serving_page_and_readme_say_stale),
 ]
 
 

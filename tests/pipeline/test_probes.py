@@ -256,6 +256,51 @@ class _Planted:
         return (Path.write_text, (Path(self.folder) / MARKER, "owned"))
 
 
+@__import__("functools").cache
+def _engine():
+    """(llguidance's tokenizer, the suite's Qwen tokenizer), built once for the grammar rows."""
+    from analysis.grammar.llg import ll_tokenizer
+    from analysis.text.tokens import load_tokenizer
+
+    qwen = load_tokenizer()
+    return ll_tokenizer(qwen, (151643,)), qwen
+
+
+def exported_grammar(name: str | bytes, data: bytes, *flags: str) -> Callable[[Path], str]:
+    """`copydecode grammar --source FILE FLAGS --out run/g.lark` on a file holding `data`, then the file it wrote
+    compiled by llguidance: the forced form must accept exactly the file's copy programs (fixtures), the symbolic
+    form a copy of every line and none past them."""
+    def run(folder: Path) -> str:
+        import llguidance
+        from fixtures import check_forced_copies
+
+        from analysis.text.lines import split_lines
+
+        path = folder / os.fsdecode(name)
+        path.write_bytes(data)
+        (folder / "run").mkdir(exist_ok=True)
+        error = cli("grammar", "--source", str(path), *flags, "--out", "run/g.lark")(folder)
+        if error:
+            return error
+        text = (folder / "run/g.lark").read_text(encoding="utf-8")
+        lltok, qwen = _engine()
+        matcher = llguidance.LLMatcher(lltok, llguidance.LLMatcher.grammar_from_lark(text), log_level=0)
+        assert not matcher.is_error(), matcher.get_error()
+        source, n = data.decode("utf-8"), len(split_lines(data.decode("utf-8")))
+        lines = text.splitlines()  # the header: comment lines only, up to the first rule
+        assert lines[0] == "%llguidance {}" and all(line.startswith("// ") for line in lines[1:lines.index("start: op*")])
+        assert not [line for line in lines[1:] if line.startswith("%")]
+        if flags:
+            check_forced_copies(matcher, qwen, source)
+        else:
+            assert matcher.deep_copy().consume_tokens(list(qwen.encode_program(f'<copy lines="1-{n}"/>').ids))
+            assert not matcher.deep_copy().consume_tokens(list(qwen.encode_program(f'<copy lines="1-{n + 1}"/>').ids))
+        stray = matcher.deep_copy()  # text outside any op is never accepted
+        assert not (stray.consume_tokens(list(qwen.encode("<gen>x</gen>rm -rf /").ids)) and stray.is_accepting())
+        return ""
+    return run
+
+
 # ---------------------------------------------------------------- the table
 
 PROBES = [
@@ -432,11 +477,26 @@ PROBES = [
           "the forced-span lark form supports sources of at most 20,000 lines"),
     Probe("S4-grammar-forced-ebnf-over-its-limit", grammar_limit(201, "ebnf", True),
           "the forced-span ebnf form supports sources of at most 200 lines"),
-    Probe("S4-grammar-symbolic-has-no-line-limit", grammar_limit(10**6, "regex", False), ""),
+    Probe("r6M6-grammar-symbolic-over-its-limit", grammar_limit(20_001, "regex", False),
+          "the symbolic regex form supports sources of at most 20,000 lines; this one has 20,001 (its grammar would be"),
+    Probe("r6M6-grammar-symbolic-at-its-limit", grammar_limit(20_000, "lark", False), ""),
     Probe("S4-grammar-unknown-format", lambda f: (__import__("analysis.grammar.export", fromlist=["x"]).export(
         "a\n", "json", False), "")[-1], "grammar format must be one of lark, ebnf, regex, got 'json'"),
     Probe("S4-grammar-cli-source-missing", cli("grammar", "--source", "fnone.py"), "--source fnone.py: no such file"),
-    Probe("S4-grammar-cli-source-a-folder", cli("grammar", "--source", "d", setup=source_files), "--source d: no such file"),
+    Probe("S4-grammar-cli-source-a-folder", cli("grammar", "--source", "d", setup=source_files),
+          "--source d: is a folder; give a source file"),
+    Probe("r6L11-grammar-cli-source-a-fifo", cli("grammar", "--source", "ff.fifo", setup=lambda f: os.mkfifo(f / "ff.fifo")),
+          "--source ff.fifo: not a regular file (a FIFO, a device or a socket)"),
+    Probe("r6L11-grammar-cli-source-a-device", cli("grammar", "--source", "/dev/null"), "--source /dev/null: not a regular file"),
+    Probe("r6M6-grammar-cli-source-over-8-mb", cli("grammar", "--source", "fhuge.py", setup=lambda f: os.truncate(
+        (f / "fhuge.py").open("wb").name, 9 << 20)), "--source fhuge.py: 9,437,184 bytes, above the 8,388,608 a source may"),
+    Probe("r6L8-grammar-cli-out-over-a-file-not-a-grammar", cli("grammar", "--source", "f.py", "--out", "fmine.yaml",
+                                                               setup=lambda f: (source_files(f), (f / "fmine.yaml").write_text(
+                                                                   "precious: 1\n"))),
+          "--out fmine.yaml: the file exists and is not a grammar `copydecode grammar` wrote"),
+    Probe("r6L8-grammar-cli-out-over-its-own-grammar", cli("grammar", "--source", "f.py", "--out", "f.lark", setup=lambda f: (
+        source_files(f), (f / "f.lark").write_text(__import__("analysis.grammar.export", fromlist=["x"]).export(
+            "z\n", "lark", False, "file z.py").text()))), ""),
     Probe("S4-grammar-cli-source-not-utf8", cli("grammar", "--source", "fbad.py", setup=source_files),
           "--source fbad.py: not UTF-8"),
     Probe("S4-grammar-cli-forced-source-over-the-limit", cli("grammar", "--source", "fbig.py", "--forced-spans",
@@ -528,6 +588,16 @@ PROBES = [
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+    # round 6: the grammar export reads the file's bytes (H3) and writes no user string unescaped (M1)
+    Probe("r6H3-grammar-of-a-crlf-file-copies-its-bytes", exported_grammar("f_crlf.py", b"a = 1\r\nb = 2\r\nc = 3\r\n",
+                                                                          "--forced-spans"), ""),
+    Probe("r6H3-grammar-of-a-cr-only-file-is-one-line", exported_grammar("f_cr.py", b"a = 1\rb = 2\rc = 3\r"), ""),
+    Probe("r6H3-grammar-of-mixed-line-ends-copies-its-bytes", exported_grammar(
+        "f_mixed.py", b"a = 1\r\nb = 2\nc = 3\rd = 4\r\n", "--forced-spans"), ""),
+    Probe("r6M1-a-file-name-with-newlines-injects-no-grammar-rule", exported_grammar(
+        'f_x.py\nANY: "\\u0001".."\\uffff"\n%ignore ANY\n#', b"a = 1\nb = 2\n", "--forced-spans"), ""),
+    Probe("r6M1-a-file-name-with-newlines-symbolic-form", exported_grammar(
+        'f_x.py\nANY: "\\u0001".."\\uffff"\n%ignore ANY\n#', b"a = 1\nb = 2\n"), ""),
 ]
 
 

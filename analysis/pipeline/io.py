@@ -378,6 +378,30 @@ def read_parquet(path: str | Path, what: str, error: type[CopyDecodeError] = Cop
         raise error(f"{path} is not a readable parquet file ({type(exc).__name__}: {exc}); rerun `{what}`") from exc
 
 
+MAX_DOCUMENT_BYTES = 64 << 20  # a stage's JSON document (a model, a record): far below this
+
+
+def read_json_document(path: str | Path, what: str, error: type[CopyDecodeError] = CopyDecodeError,
+                       max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """A JSON document a stage reads from its output root (a run folder is data): a plain file no larger than
+    `max_bytes`, UTF-8, valid JSON, not nested past the parser's depth; anything else is an `error` naming
+    the file and the stage that writes it (`what`), never a raw traceback or a blocked read."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} not found (or not a plain file); run `{what}` (or `dvc repro`) first")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise error(f"{path} is {size:,} bytes, above the {max_bytes:,} such a document may hold; rerun `{what}`")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not UTF-8 text (byte {exc.start}); rerun `{what}`") from None
+    except RecursionError:
+        raise error(f"{path} is nested too deeply to be one of this suite's documents; rerun `{what}`") from None
+    except ValueError as exc:
+        raise error(f"{path} is not valid JSON ({exc}); rerun `{what}`") from None
+
+
 def _cell(value: Any, digits: int) -> str:
     if value is None:
         return ""

@@ -23,7 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.stepcost import StepCostModel, from_document
+from analysis.latency.stepcost import StepCostModel, read_step_cost
 from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
@@ -32,16 +32,14 @@ from analysis.pipeline.params import get, known_keys, number, number_list, posit
 from analysis.rivals.methods import parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
+from analysis.serving.steps import STEP_COLUMNS, STEPS
 from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
 from analysis.serving.verdict import claim_rows, serving_claim
 
-REPLAY_STEPS = Path("data/serving/steps.parquet")
 GROUP_KEYS = ("methods", "best_of", "speculative", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
               "seed", "gain_threshold", "headline_concurrency", "replay")
 REPLAY_KEYS = ("source", "concurrency", "steps_per_point", "max_context", "repeats", "warmup", "order_seed",
                "noisy_drift", "reference_budget_s", "contention_slack")
-STEP_COLUMNS = {"step_id": pl.String, "method": pl.String, "concurrency": pl.Int64, "max_num_batched_tokens": pl.Int64,
-                "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64), "predicted_s": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -133,11 +131,7 @@ def settings(params: dict) -> ServingSettings:
 
 
 def load_sources(path: Path, names: tuple[str, ...]) -> list[StepCostModel]:
-    import json
-
-    if not Path(path).is_file():
-        raise ParamsError(f"{path} not found; run `copydecode kernels profile --batched` (or `dvc repro`) first")
-    models = {m.source: m for m in from_document(json.loads(Path(path).read_text()))}
+    models = {m.source: m for m in read_step_cost(path)[0]}
     missing = [n for n in names if n not in models]
     if missing:
         raise ParamsError(f"serving.sources {missing} are not in {path} (it holds {sorted(models)}); add them to "
@@ -210,7 +204,7 @@ def run(s: ServingSettings) -> dict:
                 f"framing {s.framing}")
         claim = serving_claim(table, copy_methods, s.gain_threshold, s.headline, len(cases), note, s.budgets[0])
         write_table(claim_rows(claim, s.gain_threshold), TABLES / "serving_claim", digits=4)
-        write_parquet(pl.DataFrame(steps, schema=STEP_COLUMNS), REPLAY_STEPS)
+        write_parquet(pl.DataFrame(steps, schema=STEP_COLUMNS), STEPS)
         headline: dict[str, dict] = {}
         for g in claim.gains:
             headline.setdefault(g.kernel_source, {})[f"{g.method}_T{g.budget}"] = {

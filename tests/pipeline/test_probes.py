@@ -855,6 +855,60 @@ def own_journal_completed(run: Path, outside: Path) -> None:
     assert not (run / "data/.pending/programs.json").exists()
 
 
+def step_cost_file(change: Callable[[dict], object] | bytes | None = None, steps: bytes | Callable[[Path], None] | None = None):
+    """M4 (round 6): the run folder's reports/kernels/step_cost.json (the committed one, passed through `change`,
+    or these bytes) and, for the replay, data/serving/steps.parquet (these bytes, or made by the function)."""
+    def plant(run: Path, outside: Path) -> None:
+        _victims(outside)
+        document = json.loads((ROOT / "reports/kernels/step_cost.json").read_text())
+        (run / "reports/kernels").mkdir(parents=True)
+        if isinstance(change, bytes):
+            text = change
+        else:
+            changed = change(document) if change is not None else None
+            text = json.dumps(document if changed is None else changed).encode()
+        (run / "reports/kernels/step_cost.json").write_bytes(text)
+        (run / "data/serving").mkdir(parents=True)
+        if isinstance(steps, bytes):
+            (run / "data/serving/steps.parquet").write_bytes(steps)
+        elif steps is not None:
+            steps(run / "data/serving/steps.parquet")
+    return plant
+
+
+def _spec(**values) -> Callable[[dict], None]:
+    return lambda document: document["environment"]["spec"].update(values)
+
+
+def _term(term: str, value: float) -> Callable[[dict], None]:
+    return lambda document: document["models"][0]["terms"].update({term: value})
+
+
+def _steps(**columns) -> Callable[[Path], None]:
+    """A replay sample of two steps in the right schema, with `columns` replaced."""
+    def make(path: Path) -> None:
+        import polars as pl
+
+        from analysis.serving.steps import STEP_COLUMNS
+
+        rows = {"step_id": ["a", "b"], "method": ["ar", "ar"], "concurrency": [1, 1], "max_num_batched_tokens": [2048, 2048],
+                "qs": [[1], [1, 4]], "contexts": [[10], [10, 20]], "predicted_s": [0.1, 0.2]}
+        rows.update(columns)
+        pl.DataFrame(rows, schema={c: STEP_COLUMNS[c] if c not in columns else None for c in rows}).write_parquet(path)
+    return make
+
+
+def special_corpus_records(run: Path, outside: Path) -> None:
+    """L2 (round 6): a FIFO among the corpus records blocked headline; a 100,000-deep record raised."""
+    _victims(outside)
+    _express_outputs(run)
+    (run / "data/.corpus").mkdir(parents=True)
+    os.mkfifo(run / "data/.corpus/rivals.json")
+    (run / "data/.corpus/spans.json").write_text("[" * 100_000 + "]" * 100_000)
+    (run / "data/.corpus/bounds.json").write_bytes(b'{"stage": "bounds", "cases_sha256": "\xff"}')
+    (run / "data/.corpus/perturb.json").symlink_to(run / "data/.corpus/rivals.json")  # a link to the FIFO, inside
+
+
 ATTACKS = [
     Attack("H1-journal-overwrites-and-deletes-outside", journal(lambda run, out: [
         ["data/payload", str(out / "victim_overwritten")], [None, str(out / "victim_deleted")]]),
@@ -933,6 +987,40 @@ ATTACKS = [
            lambda run, out: (os.chdir(run), _inside(__import__("kernels_profile.measure.batched_session",
                                                                 fromlist=["x"]).unit_path(
                Path("data/kernels/batched_checkpoints"), str(out / "models/tiny"), "c8", 0, "k")))[-1], ""),
+    # round 6, M4: the serving stages read the run folder's step-cost document and replay sample as data
+    Attack("r6M4-replay-spec-threads-100000", step_cost_file(_spec(threads=100000)), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads is 100000, above 8 threads per usable core"),
+    Attack("r6M4-replay-spec-threads-negative", step_cost_file(_spec(threads=-1)), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads must be a positive integer"),
+    Attack("r6M4-replay-spec-threads-a-word", step_cost_file(_spec(threads="many")), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads must be a positive integer"),
+    Attack("r6M4-replay-spec-device", step_cost_file(_spec(device="tpu")), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.device must be one of cpu, cuda"),
+    Attack("r6M4-replay-deep-document", step_cost_file(b"[" * 100_000 + b"]" * 100_000),
+           copydecode("--out", "run", "serving", "replay"), "step_cost.json is nested too deeply"),
+    Attack("r6M4-replay-not-utf8", step_cost_file(b'{"schema": "\xff"}'), copydecode("--out", "run", "serving", "replay"),
+           "step_cost.json is not UTF-8 text"),
+    Attack("r6M4-replay-garbage-steps", step_cost_file(steps=b"PAR1 not a table"), copydecode("--out", "run", "serving", "replay"),
+           "steps.parquet is not a readable parquet file"),
+    Attack("r6M4-replay-steps-of-another-schema", step_cost_file(steps=_steps(qs=["1", "2"])),
+           copydecode("--out", "run", "serving", "replay"), "not the replay sample's schema"),
+    Attack("r6M4-replay-steps-negative-context", step_cost_file(steps=_steps(contexts=[[10], [-5, 20]])),
+           copydecode("--out", "run", "serving", "replay"), "step 'b' needs one q >= 1 and one context >= 0 per sequence"),
+    Attack("r6M4-simulate-negative-term", step_cost_file(_term("c0", -2100226.0)),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c0 is -2100226.0"),
+    Attack("r6M4-simulate-nan-term", step_cost_file(_term("c_w", float("nan"))),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c_w is nan"),
+    Attack("r6M4-simulate-huge-term", step_cost_file(_term("c_kv", 1e300)),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c_kv is 1e+300"),
+    Attack("r6M4-simulate-a-fifo-document", lambda run, out: (_victims(out), (run / "reports/kernels").mkdir(parents=True),
+                                                             os.mkfifo(run / "reports/kernels/step_cost.json")),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "not found (or not a plain file)"),
+    Attack("r6L2-special-corpus-records-judge-nothing", special_corpus_records, copydecode("--out", "run", "headline"),
+           ""),
     Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),
                                                            (out / "clone").mkdir(), (out / "clone/dvc.yaml").write_text(
                                                                "stages: {}\n"), _ok_pairs(run)),
@@ -1120,6 +1208,9 @@ def stale_serving(run: Path, outside: Path) -> None:
     _committed_model(run)
     (run / "reports/kernels").mkdir(parents=True)
     shutil.copy2(ROOT / "reports/kernels/step_cost.json", run / "reports/kernels/step_cost.json")
+    (run.parent / "reports/tables").mkdir(parents=True)
+    for table in ("step_cost_terms.csv", "step_cost_residuals.csv"):  # the serving page's, copied in by --out
+        shutil.copy2(ROOT / "reports/tables" / table, run.parent / "reports/tables" / table)
     (run.parent / "mine.jsonl").write_text(SMALL_PAIRS)
     (run.parent / "other.jsonl").write_text(SMALL_PAIRS.replace('"c', '"o').replace("x", "y"))
     for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",), ("rivals",),
@@ -1139,6 +1230,11 @@ def serving_page_and_readme_say_stale(run: Path, outside: Path) -> None:
     assert [r for r in page_stale_reasons("summary", stale) if "`serving simulate`" in r], stale
     with pytest.raises(StaleInputError, match="`serving simulate` ran on a different"):
         write_readme_results(run)
+    # the page renders with the run's own headline concurrencies (L5: it read vs_ar_c16 and failed) and says stale
+    from analysis.present.reports import render_notebook
+
+    page = render_notebook("serving", {}, run, stale=page_stale_reasons("serving", stale)).path.read_text()
+    assert "stale: built from another corpus" in page and "Gains at concurrency 1 and 4" in page
 
 
 ROUND6_SLOW_ATTACKS = [

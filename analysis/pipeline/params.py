@@ -57,6 +57,17 @@ def _construct_unique(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bo
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique)
 
 
+def parse_params_text(text: str) -> Any:
+    """A params document's text as every params file is read: a safe loader, no anchors or aliases, no key twice;
+    a ParamsError for YAML that is not valid or nested too deeply."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"not valid YAML ({exc})".replace("\n", " ")) from exc
+    except RecursionError:
+        raise ParamsError("not valid YAML (nested too deeply for a params file)") from None
+
+
 def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
@@ -64,11 +75,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
                 else "check the --params path" + (": it is a folder" if path.is_dir() else ""))
         raise ParamsError(f"{path}: no params file ({hint})")
     try:
-        params = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ParamsError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from exc
-    except RecursionError:
-        raise ParamsError(f"{path}: not valid YAML (nested too deeply for a params file)") from None
+        params = parse_params_text(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise ParamsError(f"{path}: not UTF-8 text ({exc})") from exc
     except ParamsError as exc:

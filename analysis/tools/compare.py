@@ -52,7 +52,7 @@ from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
 from analysis.tools.compare_page import to_html, to_json, to_markdown
 from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
 from analysis.pipeline.io import write_json, write_text
-from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
+from analysis.pipeline.params import get, interval_level, known_keys, number, parse_params_text, positive_int
 from analysis.present.headline import LOOP_KEYS, slug, source_key
 
 E2E_METHODS = {"cad_line": "line", "cad_token": "token"}  # measured methods -> headline row suffix
@@ -134,11 +134,21 @@ def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
     return None
 
 
-def _parquet(data: bytes, what: str) -> pl.DataFrame:
+# Another run's files are data: a per-case table past this is not one this suite wrote (2,000,000 cases are far
+# below it), and a params file past MAX_PARAMS_BYTES is not a params file
+MAX_TABLE_BYTES = 1 << 30
+MAX_PARAMS_BYTES = 4 << 20
+
+
+def _too_large(size: int, limit: int, what: str) -> CompareError:
+    return CompareError(f"{what}: {size:,} bytes, above the {limit:,} such a file may hold; not read")
+
+
+def _parquet(data: bytes | Path, what: str) -> pl.DataFrame:
     import io
 
     try:
-        return pl.read_parquet(io.BytesIO(data))
+        return pl.read_parquet(data if isinstance(data, Path) else io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the named error
         raise CompareError(f"{what}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
 
@@ -147,7 +157,10 @@ def _read_folder(folder: Path, name: str) -> tuple[pl.DataFrame, str] | None:
     path = where(name, folder)
     if path is None:
         return None
-    return _parquet(path.read_bytes(), str(path)), str(path.relative_to(folder))
+    size = path.stat().st_size
+    if size > MAX_TABLE_BYTES:  # checked before reading: polars reads the footer, not the whole file
+        raise _too_large(size, MAX_TABLE_BYTES, str(path))
+    return _parquet(path, str(path)), str(path.relative_to(folder))
 
 
 def _read_dvc_cache(rev: str, path: Path, repo: Path) -> bytes | None:
@@ -155,9 +168,12 @@ def _read_dvc_cache(rev: str, path: Path, repo: Path) -> bytes | None:
 
     try:
         with dvc.api.open(str(path), repo=str(repo), rev=rev, mode="rb") as handle:
-            return handle.read()
+            data = handle.read(MAX_TABLE_BYTES + 1)
     except Exception:  # noqa: BLE001 - an output that revision did not produce (or not in the cache) is absent
         return None
+    if len(data) > MAX_TABLE_BYTES:
+        raise _too_large(len(data), MAX_TABLE_BYTES, f"{rev[:10]}:{path} (dvc cache)")
+    return data
 
 
 def _read_revision(commit: str, name: str, repo: Path) -> tuple[pl.DataFrame, str] | None:
@@ -171,15 +187,29 @@ def _read_revision(commit: str, name: str, repo: Path) -> tuple[pl.DataFrame, st
 
 
 def _params_text(text: str | bytes | None, what: str) -> dict | None:
-    import yaml
-
+    """A run's params, read as params files are (no anchors or aliases, no key twice, bounded depth): another
+    run's params.yaml is data (nested aliases once expanded a small file past 4 GB). None when there is none;
+    a file that is not a params file is a named error."""
     if text is None:
         return None
+    if len(text) > MAX_PARAMS_BYTES:
+        raise _too_large(len(text), MAX_PARAMS_BYTES, what)
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
+        loaded = parse_params_text(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except UnicodeDecodeError as exc:
+        raise CompareError(f"{what}: not UTF-8 text (byte {exc.start})") from None
+    except ParamsError as exc:
+        raise CompareError(f"{what}: {exc}") from None
     return loaded if isinstance(loaded, dict) else None
+
+
+def _folder_params(path: Path) -> str | None:
+    if not path.is_file():
+        return None
+    size = path.stat().st_size
+    if size > MAX_PARAMS_BYTES:
+        raise _too_large(size, MAX_PARAMS_BYTES, str(path))
+    return path.read_text(encoding="utf-8", errors="replace")
 
 
 def load_run(spec: str, repo: Path = Path(".")) -> Run:
@@ -189,7 +219,7 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
         found = {name: _read_folder(folder, name) for name in SPECS}
         where_text = f"folder {folder}"
         params_file = folder / "params.yaml"
-        params = _params_text(params_file.read_text(errors="replace"), str(params_file)) if params_file.is_file() else None
+        params = _params_text(_folder_params(params_file), str(params_file))
         params_from = str(params_file) if params is not None else "not recorded (no params.yaml in the folder)"
         index = folder / "reports/index.html"
         index = index if index.is_file() else None

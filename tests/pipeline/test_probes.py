@@ -588,6 +588,10 @@ PROBES = [
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+    # round 6: bounded bootstraps (M7)
+    *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
+        f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")
+      for group in ("rivals", "bounds", "spans")),
     # round 6: the grammar export reads the file's bytes (H3) and writes no user string unescaped (M1)
     Probe("r6H3-grammar-of-a-crlf-file-copies-its-bytes", exported_grammar("f_crlf.py", b"a = 1\r\nb = 2\r\nc = 3\r\n",
                                                                           "--forced-spans"), ""),
@@ -898,6 +902,23 @@ def _steps(**columns) -> Callable[[Path], None]:
     return make
 
 
+def compared_run(params: str | None = None, big_table: bool = False) -> Callable[[Path, Path], None]:
+    """M5 (round 6): a run folder for `compare` holding the committed coverage table, with this params.yaml, or a
+    10 GB (sparse) case_costs table."""
+    def plant(run: Path, outside: Path) -> None:
+        import shutil
+
+        _victims(outside)
+        (run / "reports/percase").mkdir(parents=True)
+        shutil.copy2(ROOT / "reports/percase/coverage.parquet", run / "reports/percase/coverage.parquet")
+        if params is not None:
+            (run / "params.yaml").write_text(params)
+        if big_table:
+            with (run / "reports/percase/case_costs.parquet").open("wb") as handle:
+                handle.truncate(10 << 30)
+    return plant
+
+
 def special_corpus_records(run: Path, outside: Path) -> None:
     """L2 (round 6): a FIFO among the corpus records blocked headline; a 100,000-deep record raised."""
     _victims(outside)
@@ -1019,6 +1040,12 @@ ATTACKS = [
                                                              os.mkfifo(run / "reports/kernels/step_cost.json")),
            lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
                Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "not found (or not a plain file)"),
+    Attack("r6M5-compare-a-run-whose-params-expand-a-billion-times", compared_run(LAUGHS),
+           copydecode("compare", "RUN", "RUN"), "params.yaml: line 1: YAML anchors (&a) are not allowed"),
+    Attack("r6M5-compare-a-run-whose-params-nest-50000-deep", compared_run("x: " + "[" * 50_000 + "]" * 50_000 + "\n"),
+           copydecode("compare", "RUN", "RUN"), "params.yaml: not valid YAML (nested too deeply"),
+    Attack("r6M5-compare-a-10-gb-table", compared_run(big_table=True), copydecode("compare", "RUN", "RUN"),
+           "case_costs.parquet: 10,737,418,240 bytes, above the 1,073,741,824 such a file may hold; not read"),
     Attack("r6L2-special-corpus-records-judge-nothing", special_corpus_records, copydecode("--out", "run", "headline"),
            ""),
     Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),

@@ -34,7 +34,7 @@ from analysis.pipeline.digest import record_corpus
 from analysis.pipeline.io import (check_address_space, declared_outputs, finish_pending, output_set, recorded_writes,
                                   run_lock, sweep_temporaries)
 from analysis.pipeline.oneoff import discard_unused_root, enter_out_root
-from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, SHOWN_CHARS, apply_overrides, did_you_mean
 from analysis.pipeline.safepath import safe_imports
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
@@ -142,6 +142,12 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(stage_settings(module, args, cfg))
 
 
+def overrides_text(overrides: list[str]) -> str:
+    """The --set values for the run's echo, each cut as error messages cut a quoted value (a 40 KB value
+    printed a 40 KB line)."""
+    return ", ".join(o if len(o) <= SHOWN_CHARS else f"{o[:SHOWN_CHARS]}... ({len(o):,} characters)" for o in overrides)
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
     """--set values given before and after the subcommand, the later last."""
     return [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
@@ -176,7 +182,7 @@ def run_maintenance(args: argparse.Namespace) -> int:
             args.config = Config.load(args.params)
             if _overrides(args):
                 args.config = Config(apply_overrides(args.config.params, _overrides(args)), args.config.path)
-                print(f"copydecode {args.stage}: this run overrides {', '.join(_overrides(args))} (not written to "
+                print(f"copydecode {args.stage}: this run overrides {overrides_text(_overrides(args))} (not written to "
                       f"{args.config.path})", file=sys.stderr)
         return module.command(args)
     except CopyDecodeError as exc:
@@ -185,6 +191,15 @@ def run_maintenance(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         print(f"copydecode {args.stage}: interrupted", file=sys.stderr)
         return 130
+
+
+def _exists(path: str) -> bool:
+    """Whether `path` exists; a name the file system cannot hold (a component over 255 bytes) does not, and
+    `enter_out_root` names it."""
+    try:
+        return Path(path).exists()
+    except OSError:
+        return False
 
 
 def _discard(new_root: Path | None) -> None:
@@ -225,12 +240,12 @@ def _main(argv: list[str] | None) -> int:
         root = args.out
     overrides = _overrides(args)
     # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
-    new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
+    new_root = Path(root).absolute() if root is not None and not _exists(root) else None
     try:
         cfg = Config.load(args.params)
         if overrides:
             cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
-            print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
+            print(f"copydecode {args.stage}: this run overrides {overrides_text(overrides)} (not written to {cfg.path})",
                   file=sys.stderr)
         if root is not None:
             cfg = enter_out_root(root, cfg, args)

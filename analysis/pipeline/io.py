@@ -311,9 +311,14 @@ def _acquire(lock: Path, stage: str) -> int:
                 raise RunLockedError(f"{lock} is a symbolic link; the lock of an output root must be a plain "
                                      "file: remove the link") from None
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise RunLockedError(f"{lock} is not a plain file; remove it")
+        if info.st_nlink > 1:  # a hard link to a file elsewhere: truncating and writing it would change that file
+            os.close(fd)
+            raise RunLockedError(f"{lock} has {info.st_nlink - 1} other hard link(s), so it is a file of somewhere else "
+                                 "too; remove it (the lock is made afresh)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

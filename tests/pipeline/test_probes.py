@@ -588,6 +588,11 @@ PROBES = [
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+    # round 6: low items (L3, L12)
+    Probe("r6L3-out-a-component-over-255-bytes", cli("--out", "run/" + "x" * 300, "corpora", "--only", "--pairs", "ok.jsonl"),
+          "--out: a folder name over 255 bytes"),
+    Probe("r6L12-the-override-echo-is-cut", cli("--set", "spans.seed=[" + "0, " * 13_000 + "0]", "spans"),
+          "characters) (not written to"),
     # round 6: bounded bootstraps (M7)
     *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
         f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")
@@ -1046,6 +1051,9 @@ ATTACKS = [
            copydecode("compare", "RUN", "RUN"), "params.yaml: not valid YAML (nested too deeply"),
     Attack("r6M5-compare-a-10-gb-table", compared_run(big_table=True), copydecode("compare", "RUN", "RUN"),
            "case_costs.parquet: 10,737,418,240 bytes, above the 1,073,741,824 such a file may hold; not read"),
+    Attack("r6L1-a-hard-linked-lock-is-refused", lambda run, out: (_victims(out), _express_outputs(run), (run / "data").mkdir(),
+                                                                   os.link(out / "victim_overwritten", run / "data/.lock")),
+           copydecode("--out", "run", "headline"), "data/.lock has 1 other hard link(s)"),
     Attack("r6L2-special-corpus-records-judge-nothing", special_corpus_records, copydecode("--out", "run", "headline"),
            ""),
     Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),

@@ -30,6 +30,7 @@ Use: `SuffixDecoder(prompt_ids)`, `draft(k)` before each forward, `extend(accept
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,10 @@ class SuffixSettings:
         if not isinstance(self.max_tree_depth, int) or not 1 <= self.max_tree_depth <= MAX_TREE_DEPTH:
             raise ParamsError(f"suffix decoding max_tree_depth must be an integer in [1, {MAX_TREE_DEPTH}], got "
                               f"{self.max_tree_depth!r}")
+        for name in ("max_spec_factor", "max_spec_offset", "min_token_prob"):  # .inf or .nan reached int() in a worker
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+                raise ParamsError(f"suffix decoding {name} must be a finite number, got {value!r}")
         if self.max_spec_factor < 0:
             raise ParamsError(f"suffix decoding max_spec_factor must be >= 0, got {self.max_spec_factor!r}")
         if not 0 <= self.min_token_prob <= 1:

@@ -248,6 +248,21 @@ def source_files(folder: Path) -> None:
     (folder / "d").mkdir()
 
 
+def rivals_before_simulation(folder: Path) -> str:
+    """L7 (round 6): `rivals` with an unknown measured kernel source is refused before it simulates a case (the
+    simulation here raises), in seconds rather than after the simulation."""
+    import shutil
+    from unittest import mock
+
+    import analysis.stages.rivals as rivals
+
+    (folder / "run/reports/kernels").mkdir(parents=True)
+    shutil.copy2(ROOT / "reports/kernels/latency_model.json", folder / "run/reports/kernels/latency_model.json")
+    with mock.patch.object(rivals, "simulate", side_effect=AssertionError("simulated before naming its sources")):
+        return cli("--out", "run", "--set", "rivals.kernel_sources=[fit, h100/llama-70b/eager]", "--set",
+                   "rivals.judged_source=fit", "rivals")(folder)
+
+
 class _Planted:
     def __init__(self, folder):
         self.folder = folder
@@ -593,6 +608,12 @@ PROBES = [
           "--out: a folder name over 255 bytes"),
     Probe("r6L12-the-override-echo-is-cut", cli("--set", "spans.seed=[" + "0, " * 13_000 + "0]", "spans"),
           "characters) (not written to"),
+    # round 6: rivals' settings (L4: non-finite suffix options; L7: an unknown measured source before any simulation)
+    *(Probe(f"r6L4-suffix-{name}-{value}", stage_settings("analysis.stages.rivals", **{
+        f"rivals.suffix.options.{name}": value}), f"suffix decoding {name} must be a finite number")
+      for name, value in (("max_spec_factor", float("inf")), ("max_spec_factor", float("nan")),
+                          ("max_spec_offset", float("inf")), ("min_token_prob", float("nan")))),
+    Probe("r6L7-rivals-unknown-measured-source-before-the-simulation", rivals_before_simulation, "h100/llama-70b/eager"),
     # round 6: bounded bootstraps (M7)
     *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
         f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")

@@ -33,7 +33,7 @@ from analysis.rivals.methods import parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
 from analysis.serving.steps import STEP_COLUMNS, STEPS
-from analysis.serving.simulate import Methods, Sweep, shared_cases, sweep_source, with_families, with_speedups
+from analysis.serving.simulate import Methods, Sweep, check_run_size, shared_cases, sweep_source, with_families, with_speedups
 from analysis.serving.verdict import claim_rows, serving_claim
 
 GROUP_KEYS = ("methods", "best_of", "speculative", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
@@ -126,7 +126,9 @@ def settings(params: dict) -> ServingSettings:
     if set(replay.concurrency) - set(sweep.concurrency):
         raise ParamsError(f"params: 'serving.replay.concurrency' {sorted(set(replay.concurrency) - set(sweep.concurrency))} "
                           "are not in serving.closed_loop.concurrency")
-    return ServingSettings(methods_of(params), get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
+    methods = methods_of(params)
+    check_run_size(sweep, len(sources) * len(budgets) * len(methods.roles))
+    return ServingSettings(methods, get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
                            number(params, "serving.gain_threshold", lo=1.0), headline, replay)
 
 

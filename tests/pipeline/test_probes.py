@@ -614,6 +614,8 @@ PROBES = [
       for name, value in (("max_spec_factor", float("inf")), ("max_spec_factor", float("nan")),
                           ("max_spec_offset", float("inf")), ("min_token_prob", float("nan")))),
     Probe("r6L7-rivals-unknown-measured-source-before-the-simulation", rivals_before_simulation, "h100/llama-70b/eager"),
+    Probe("r6L9-serving-2000-load-points-in-one-run", stage_settings("analysis.stages.serving", **{
+        "serving.closed_loop.concurrency": list(range(1, 2001))}), "the simulation would serve"),
     # round 6: bounded bootstraps (M7)
     *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
         f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")

@@ -153,8 +153,9 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     given = [f"--{k}" for k, v in (("model", model), ("dtype", dtype), ("contexts", contexts), ("ns", ns),
                                    ("weights", weights)) if v is not None]
     if given:
-        raise ParamsError(f"kernels profile --batched: {', '.join(given)} belong to the batch-1 profile; set the batched "
-                          "grid in params kernels.batched (or a kernels.batched_presets entry)")
+        raise ParamsError(f"kernels profile --batched: {', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} "
+                          "of the batch-1 profile; set the batched grid in params kernels.batched (or a "
+                          "kernels.batched_presets entry, or --set kernels.batched.KEY=VALUE)")
     group = merge_preset(params, "kernels.batched", "kernels.batched_presets", preset)
     named_out = BATCHED_RAW if preset is None else Path(group.pop("out", f"data/kernels/batched-{preset}.parquet"))
     if device is not None:
@@ -186,7 +187,7 @@ def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
     # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
     check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
-               max(spec.batch_sizes) * max(spec.qs))
+               max(spec.batch_sizes) * max(spec.qs), smaller="a smaller grid (kernels.batched: batch_sizes, qs, contexts)")
     timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,
                     spec.contention_slack)
     prints = fingerprint(spec.model, spec.weights)

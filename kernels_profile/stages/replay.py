@@ -154,7 +154,8 @@ def run(s: ReplaySettings) -> dict:
         set_threads(spec.threads)
         torch_dtype(spec.dtype, spec.device)
         check_fits(spec.model, spec.dtype, spec.device,  # the largest step's cache, before allocating (M4)
-                   max(sum(s.qs) + sum(s.contexts) for s in steps.values()), max(sum(s.qs) for s in steps.values()))
+                   max(sum(s.qs) + sum(s.contexts) for s in steps.values()), max(sum(s.qs) for s in steps.values()),
+                   smaller="a lower serving.replay.max_context")
         timing = Timing(s.repeats, s.warmup, s.order_seed, s.noisy_drift, s.reference_budget_s, s.contention_slack)
         prints = fingerprint(spec.model, spec.weights)
         identity = {"model": spec.model, "weights": spec.weights, "dtype": spec.dtype, "device": spec.device}

@@ -616,6 +616,17 @@ PROBES = [
     Probe("r6L7-rivals-unknown-measured-source-before-the-simulation", rivals_before_simulation, "h100/llama-70b/eager"),
     Probe("r6L9-serving-2000-load-points-in-one-run", stage_settings("analysis.stages.serving", **{
         "serving.closed_loop.concurrency": list(range(1, 2001))}), "the simulation would serve"),
+    # round 6: clearer wording (L11)
+    Probe("r6L11-pairs-a-device", cli("--out", "run", "corpora", "--only", "--pairs", "/dev/zero"),
+          "/dev/zero: not a regular file (a FIFO, a device or a socket)"),
+    Probe("r6L11-batched-with-a-batch-1-option", lambda f: (__import__("kernels_profile.stages.batched", fromlist=["x"]).settings(
+        params_with(), model="x"), "")[-1], "--model is an option of the batch-1 profile"),
+    Probe("r6L11-batched-memory-refusal-names-the-batched-grid", lambda f: (__import__(
+        "kernels_profile.runtime.models", fromlist=["x"]).check_fits("tiny-qwen2", "float32", "cpu", 10**12, 10**9,
+                                                                    smaller="a smaller grid (kernels.batched)"), "")[-1],
+          "use a smaller model, a smaller grid (kernels.batched), or a larger machine"),
+    Probe("r6L11-set-a-setting-a-preset-inherits", lambda f: (__import__("analysis.pipeline.params", fromlist=["x"]).apply_overrides(
+        params_with(), ["kernels.batched_presets.batched-tiny.threads=2"]), "")[-1], ""),
     # round 6: bounded bootstraps (M7)
     *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
         f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")

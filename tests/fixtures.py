@@ -796,7 +796,7 @@ def copy_spans(n_lines: int, sample: int | None = None, seed: int = 0) -> list[t
     its last line."""
     import random
 
-    if sample is None or n_lines * (n_lines + 1) // 2 <= sample:
+    if sample is None or n_lines * (n_lines + 1) // 2 <= sample + 2:  # no more distinct spans than asked for
         return [(i, j) for i in range(1, n_lines + 1) for j in range(i, n_lines + 1)]
     rng = random.Random(seed)
     picked = {(1, n_lines), (n_lines, n_lines)}

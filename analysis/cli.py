@@ -31,9 +31,11 @@ from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.console import (error_text, interrupted_workers, interruptible, os_error_text,
                                        summary_lines)
 from analysis.pipeline.digest import record_corpus
-from analysis.pipeline.io import check_address_space, finish_pending, output_set, run_lock, sweep_temporaries
+from analysis.pipeline.io import (check_address_space, declared_outputs, finish_pending, output_set, recorded_writes,
+                                  run_lock, sweep_temporaries)
 from analysis.pipeline.oneoff import discard_unused_root, enter_out_root, record_params
-from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, SHOWN_CHARS, apply_overrides, did_you_mean
+from analysis.pipeline.safepath import safe_imports
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -140,6 +142,12 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(stage_settings(module, args, cfg))
 
 
+def overrides_text(overrides: list[str]) -> str:
+    """The --set values for the run's echo, each cut as error messages cut a quoted value (a 40 KB value
+    printed a 40 KB line)."""
+    return ", ".join(o if len(o) <= SHOWN_CHARS else f"{o[:SHOWN_CHARS]}... ({len(o):,} characters)" for o in overrides)
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
     """--set values given before and after the subcommand, the later last."""
     return [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
@@ -174,7 +182,7 @@ def run_maintenance(args: argparse.Namespace) -> int:
             args.config = Config.load(args.params)
             if _overrides(args):
                 args.config = Config(apply_overrides(args.config.params, _overrides(args)), args.config.path)
-                print(f"copydecode {args.stage}: this run overrides {', '.join(_overrides(args))} (not written to "
+                print(f"copydecode {args.stage}: this run overrides {overrides_text(_overrides(args))} (not written to "
                       f"{args.config.path})", file=sys.stderr)
         return module.command(args)
     except CopyDecodeError as exc:
@@ -185,12 +193,28 @@ def run_maintenance(args: argparse.Namespace) -> int:
         return 130
 
 
+def _exists(path: str) -> bool:
+    """Whether `path` exists; a name the file system cannot hold (a component over 255 bytes) does not, and
+    `enter_out_root` names it."""
+    try:
+        return Path(path).exists()
+    except OSError:
+        return False
+
+
 def _discard(new_root: Path | None) -> None:
     if new_root is not None:
         discard_unused_root(new_root)
 
 
 def main(argv: list[str] | None = None) -> int:
+    # first thing: neither this process nor any it starts (workers, clusters, report kernels) imports from
+    # the working folder, which a one-off run moves into (analysis.pipeline.safepath)
+    with safe_imports():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _variant(args)
     interruptible()
@@ -216,12 +240,12 @@ def main(argv: list[str] | None = None) -> int:
         root = args.out
     overrides = _overrides(args)
     # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
-    new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
+    new_root = Path(root).absolute() if root is not None and not _exists(root) else None
     try:
         cfg = Config.load(args.params)
         if overrides:
             cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
-            print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
+            print(f"copydecode {args.stage}: this run overrides {overrides_text(overrides)} (not written to {cfg.path})",
                   file=sys.stderr)
         if root is not None:
             effective = cfg.params
@@ -240,9 +264,10 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
             sweep_temporaries()
             module = importlib.import_module(args.module)
-            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
+            with recorded_writes() as wrote, output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
                 result = run_stage(module, args, cfg)
-            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
+            written = declared_outputs(args.stage, wrote)
+            if args.stage in CORPUS_SETS and written:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)

@@ -44,6 +44,7 @@ METRICS = REPORTS / "metrics"
 TABLES = REPORTS / "tables"
 FIGURES = REPORTS / "figures"
 LATENCY_MODEL = REPORTS / "kernels/latency_model.json"  # kernels_profile.stages.fit
+STEP_COST = REPORTS / "kernels/step_cost.json"          # kernels_profile.stages.batched: the batched step-cost model
 TIMINGS_REPORT = REPORTS / "timings.json"               # every stage's last run time, gathered by the reports stage
 FROZEN_KERNELS = REPORTS / "kernels/frozen"
 PILOT_FROZEN = REPORTS / "pilot/frozen"                 # committed preset runs: <preset>/{metrics.json,run.json,...}

@@ -839,3 +839,68 @@ def serving_params(**changes) -> dict:
               "serving.open_loop.requests": 12, "serving.headline_concurrency": [1, 8],
               "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_point": 2}
     return params_with(**{**shrink, **changes})
+
+
+# ---------------------------------------------------------------- grammar exports: the copies an engine accepts
+
+QWEN_EOS = 151643
+
+
+def copy_spans(n_lines: int, sample: int | None = None, seed: int = 0) -> list[tuple[int, int]]:
+    """Every (i, j) with 1 <= i <= j <= n_lines, or a seeded sample of `sample` of them plus the whole file and
+    its last line."""
+    import random
+
+    if sample is None or n_lines * (n_lines + 1) // 2 <= sample + 2:  # no more distinct spans than asked for
+        return [(i, j) for i in range(1, n_lines + 1) for j in range(i, n_lines + 1)]
+    rng = random.Random(seed)
+    picked = {(1, n_lines), (n_lines, n_lines)}
+    while len(picked) < sample + 2:
+        i, j = sorted((rng.randint(1, n_lines), rng.randint(1, n_lines)))
+        picked.add((i, j))
+    return sorted(picked)
+
+
+def mutations(text: str) -> list[str]:
+    """Other bytes for a copied span: its line endings as another convention, a byte dropped at its end."""
+    out = {text.replace("\r\n", "\n"), text.replace("\r", "\n"), text.replace("\n", "\r\n"), text[:-1]}
+    return sorted(t for t in out if t != text)
+
+
+def _mergeable_end(lines: list[str]) -> int:
+    """The bytes at the end of a span whose tokens may merge with what follows it: its last line, the blank lines
+    before it and the line before those (blank lines merge into the previous newline's token: `)\\n\\n`)."""
+    end, k = len(lines[-1].encode()), len(lines) - 2
+    while k >= 0 and not lines[k].strip():
+        end, k = end + len(lines[k].encode()), k - 1
+    return end + (len(lines[k].encode()) if k >= 0 else 0)
+
+
+def check_forced_copies(matcher, qwen, source: str, sample: int | None = None, seed: int = 0) -> int:
+    """The forced-span grammar of `source` (a compiled llguidance matcher) accepts exactly the file's copy
+    programs: after each `<copy lines="i-j"/>` it fast-forwards the bytes of lines i..j as the suite splits
+    them (only '\\n' ends a line: analysis.text.lines; all but an end whose tokens could merge with what
+    follows: _mergeable_end) and accepts their tokens, rejects any other line endings or a byte short, and rejects a
+    copy past the last line. Returns the spans checked."""
+    from analysis.text.lines import split_lines
+
+    lines = split_lines(source)
+    spans = copy_spans(len(lines), sample, seed)
+    for i, j in spans:
+        header = list(qwen.encode_program(f'<copy lines="{i}-{j}"/>').ids)
+        walk = matcher.deep_copy()
+        assert walk.consume_tokens(header), (i, j, walk.get_error())
+        text = "".join(lines[i - 1:j])
+        ids = list(qwen.encode(text).ids)
+        # the tokens the engine forces spell the span's own bytes (tokenized in the stream's context), up to an
+        # end whose tokens could merge with what follows
+        forced = b"".join(qwen.piece(t) for t in walk.compute_ff_tokens())
+        assert text.encode().startswith(forced), (i, j, text[:60])
+        assert len(text.encode()) - len(forced) <= _mergeable_end(lines[i - 1:j]), (i, j, text[:60])
+        for other in mutations(text):
+            wrong = walk.deep_copy()
+            assert not (wrong.consume_tokens(list(qwen.encode(other).ids)) and wrong.is_accepting()), (i, j, other[:60])
+        assert walk.consume_tokens(ids) and walk.is_accepting(), (i, j, walk.get_error())
+    past = matcher.deep_copy()
+    assert not past.consume_tokens(list(qwen.encode_program(f'<copy lines="1-{len(lines) + 1}"/>').ids))
+    return len(spans)

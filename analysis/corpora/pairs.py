@@ -162,7 +162,8 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     path = Path(settings.path)
     if not path.is_file():
         raise CorpusError(f"{path}: a folder, not a pairs file" if path.is_dir()
-                          else f"{path}: no such pairs file{did_you_mean_path(path)}")
+                          else f"{path}: not a regular file (a FIFO, a device or a socket); give a pairs file"
+                          if path.exists() else f"{path}: no such pairs file{did_you_mean_path(path)}")
     fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)

@@ -31,11 +31,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.pipeline.io import read_json_document
 from analysis.stats import quartiles
 
 FORMULA = "t = c0 + c_seq*B + c_w*max(1, T/T*) + c_kv*sum(c_i) + c_a*K, T = sum(q_i), K = sum(q_i*(c_i + (q_i+1)/2))"
@@ -43,6 +45,9 @@ TERMS = ("c0", "c_seq", "c_w", "t_star", "c_kv", "c_a")
 SCHEMA = "copydecode.step_cost/1"
 MEASURED, EXTRAPOLATED = "measured batched steps", "extrapolated from batch 1"
 POINT_COLUMNS = ("batch", "tokens", "sum_context", "attention_keys", "seconds")
+# the largest term a priced step may use: an hour per step (or per token, or per ridge), a billion-token ridge;
+# past these a document is not a measured engine (1e300 drove the simulation's rates to 0)
+MAX_TERM = {"c0": 3600.0, "c_seq": 3600.0, "c_w": 3600.0, "t_star": 1e9, "c_kv": 3600.0, "c_a": 3600.0}
 
 
 @dataclass(frozen=True)
@@ -103,14 +108,30 @@ class StepCostModel:
 
     @classmethod
     def from_record(cls, record: dict) -> StepCostModel:
+        name = record.get("source", "?") if isinstance(record, dict) else "?"
         try:
             terms = {k: float(record["terms"][k]) for k in TERMS}
-            return cls(source=str(record["source"]), **terms, basis=str(record["basis"]),
-                       fitted_range=StepRange(**{k: int(v) for k, v in record["fitted_range"].items()}),
-                       assumptions=tuple(record.get("assumptions", ())), fixed=tuple(record.get("fixed", ())),
-                       diagnostics=record.get("diagnostics", {}))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise ParamsError(f"step-cost record {record.get('source', '?')!r} is malformed: {exc!r}") from None
+            model = cls(source=str(record["source"]), **terms, basis=str(record["basis"]),
+                        fitted_range=StepRange(**{k: int(v) for k, v in record["fitted_range"].items()}),
+                        assumptions=tuple(record.get("assumptions", ())), fixed=tuple(record.get("fixed", ())),
+                        diagnostics=record.get("diagnostics", {}))
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError) as exc:
+            raise ParamsError(f"step-cost record {str(name)[:80]!r} is malformed: {exc!r}"[:300]) from None
+        return model.checked()
+
+    def checked(self) -> StepCostModel:
+        """Terms a step can be priced with, or a ParamsError naming the source and the term: every term finite
+        and >= 0 (the fit's bounds), T* >= 1, no term past MAX_TERM, and a one-token step that takes time
+        (a zero, negative or non-finite step time made the simulator blame the params, or simpy raise)."""
+        for k, v in self.terms().items():
+            low = 1.0 if k == "t_star" else 0.0
+            if not math.isfinite(v) or v < low or v > MAX_TERM[k]:
+                raise ParamsError(f"step-cost source {self.source!r}: term {k} is {v!r}; it must be a finite number "
+                                  f"from {low:g} to {MAX_TERM[k]:g} (rerun `copydecode kernels profile --batched`)")
+        if self.seconds(1, 1, 0, 1.0) <= 0:
+            raise ParamsError(f"step-cost source {self.source!r}: a one-token step would take no time (c0, c_seq and "
+                              "c_w are all 0); rerun `copydecode kernels profile --batched`")
+        return self
 
 
 # ---------------------------------------------------------------- fitting
@@ -224,6 +245,17 @@ def to_document(models: Sequence[StepCostModel], environment: dict | None = None
 
 def from_document(document: dict) -> list[StepCostModel]:
     if not isinstance(document, dict) or document.get("schema") != SCHEMA:
-        raise ParamsError(f"step-cost document: unknown schema {document.get('schema') if isinstance(document, dict) else None!r}; "
+        schema = document.get("schema") if isinstance(document, dict) else None
+        raise ParamsError(f"step-cost document: unknown schema {str(schema)[:80]!r}; "
                           f"expected {SCHEMA} (rerun `copydecode kernels profile --batched`)")
-    return [StepCostModel.from_record(r) for r in document.get("models", [])]
+    records = document.get("models", [])
+    if not isinstance(records, list):
+        raise ParamsError("step-cost document: 'models' is not a list (rerun `copydecode kernels profile --batched`)")
+    return [StepCostModel.from_record(r) for r in records]
+
+
+def read_step_cost(path: Path) -> tuple[list[StepCostModel], dict]:
+    """The step-cost models of the document at `path` and the document: read through the one guarded reader
+    (a run folder's file is data) and every model's terms checked."""
+    document = read_json_document(path, "copydecode kernels profile --batched", ParamsError)
+    return from_document(document), document

@@ -31,6 +31,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from analysis.errors import ParamsError
@@ -41,6 +42,7 @@ LOCAL_BACKENDS = ("loky", "multiprocessing", "threading")
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}  # backend -> the package it needs
 BACKENDS = (*LOCAL_BACKENDS, *CLUSTER_BACKENDS)
 CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
+SUITE = Path(__file__).resolve().parents[2]  # the folder holding this package: code the workers may import
 
 
 @dataclass(frozen=True)
@@ -199,7 +201,10 @@ def _ray_session(s: ParallelSettings) -> Iterator[None]:
     started = not ray.is_initialized()
     if started:
         try:
-            ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
+            # ray puts the driver's working folder on every worker's sys.path (a one-off run's is the run
+            # folder, which is data): the driver connects from the suite's own folder instead
+            with contextlib.chdir(SUITE):
+                ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
         except (ConnectionError, OSError, TimeoutError) as exc:
             raise ParamsError(f"params: 'parallel.address' {s.address!r}: ray could not connect ({type(exc).__name__}: "
                               f"{' '.join(str(exc).split())[:200]}); start the cluster, fix the address, or leave it "

@@ -89,13 +89,16 @@ GROUPS: dict[str, tuple[str, str]] = {
 
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
-# stages (their checkpoints must land as they finish, for resuming).
+# stages (their checkpoints must land as they finish, for resuming; `serving replay` writes its tables as one
+# set itself, after its checkpoints).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
-               "kernels fit")
-# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
-# checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
-# on the cases). The round trip records its own, beside its report, which it writes also when it fails.
-CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase")
+               "kernels fit", "serving simulate")
+# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's, reports' and the
+# README's stale checks, from the declared outputs they wrote: every stage downstream of the cases table in
+# dvc.yaml (tests/pipeline/test_stale_records.py walks it), but headline and reports, which judge them. The round
+# trip records its own, beside its report, which it writes also when it fails.
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
+               "serving simulate", "serving replay", "decode", "e2e", "pilot")
 # stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
 CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports", "engine summary")
 

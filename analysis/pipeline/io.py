@@ -60,6 +60,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         batch = _BATCH.get()
         if batch is None:
             os.replace(tmp, path)
+            _wrote(path)
         else:
             batch.append((Path(tmp), path))
     except BaseException:
@@ -68,7 +69,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 _BATCH: contextvars.ContextVar[list[tuple[Path | None, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
+_WRITTEN: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("_WRITTEN", default=None)
 PENDING = Path("data/.pending")  # journals of output sets being renamed (untracked, under data/)
+
+
+def _wrote(path: Path) -> None:
+    written = _WRITTEN.get()
+    if written is not None:
+        written.append(Path(path))
+
+
+@contextmanager
+def recorded_writes() -> Iterator[list[Path]]:
+    """The paths that writes inside the block put in place (each once it is renamed onto its path, an output
+    set's once the set is applied), in order: what a stage wrote, for its corpus record, whether or not it
+    writes its outputs as one set."""
+    written: list[Path] = []
+    token = _WRITTEN.set(written)
+    try:
+        yield written
+    finally:
+        _WRITTEN.reset(token)
 
 
 @contextmanager
@@ -101,6 +122,8 @@ def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[l
     write_text(json.dumps(entries), journal)
     _apply(entries, journal)
     written.extend(p for t, p in batch if t is not None)
+    for path in written:
+        _wrote(path)
 
 
 def remove_output(path: str | Path) -> None:
@@ -158,6 +181,13 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
                      for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
     timing = (TIMINGS / f"{dvc_stage(stage)}.json").as_posix()  # its run time (untracked: analysis.parallel.progress)
     return (*declared, *extra, timing)
+
+
+def declared_outputs(stage: str, paths: list[Path]) -> list[Path]:
+    """Those of `paths` that are `stage`'s declared outputs (stage_outputs: files, or under its folders), once
+    each: what it wrote for the pages, not its checkpoints or a preset's files elsewhere."""
+    owned = tuple(_as_recorded(Path(o)) for o in stage_outputs(stage))
+    return [p for p in dict.fromkeys(Path(p) for p in paths) if _owned(Path(_as_recorded(p)), owned)]
 
 
 def _as_recorded(path: Path) -> str:
@@ -281,9 +311,14 @@ def _acquire(lock: Path, stage: str) -> int:
                 raise RunLockedError(f"{lock} is a symbolic link; the lock of an output root must be a plain "
                                      "file: remove the link") from None
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise RunLockedError(f"{lock} is not a plain file; remove it")
+        if info.st_nlink > 1:  # a hard link to a file elsewhere: truncating and writing it would change that file
+            os.close(fd)
+            raise RunLockedError(f"{lock} has {info.st_nlink - 1} other hard link(s), so it is a file of somewhere else "
+                                 "too; remove it (the lock is made afresh)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -346,6 +381,30 @@ def read_parquet(path: str | Path, what: str, error: type[CopyDecodeError] = Cop
         return pl.read_parquet(path)
     except Exception as exc:  # polars raises ComputeError/OSError variants for damaged files
         raise error(f"{path} is not a readable parquet file ({type(exc).__name__}: {exc}); rerun `{what}`") from exc
+
+
+MAX_DOCUMENT_BYTES = 64 << 20  # a stage's JSON document (a model, a record): far below this
+
+
+def read_json_document(path: str | Path, what: str, error: type[CopyDecodeError] = CopyDecodeError,
+                       max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """A JSON document a stage reads from its output root (a run folder is data): a plain file no larger than
+    `max_bytes`, UTF-8, valid JSON, not nested past the parser's depth; anything else is an `error` naming
+    the file and the stage that writes it (`what`), never a raw traceback or a blocked read."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} not found (or not a plain file); run `{what}` (or `dvc repro`) first")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise error(f"{path} is {size:,} bytes, above the {max_bytes:,} such a document may hold; rerun `{what}`")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not UTF-8 text (byte {exc.start}); rerun `{what}`") from None
+    except RecursionError:
+        raise error(f"{path} is nested too deeply to be one of this suite's documents; rerun `{what}`") from None
+    except ValueError as exc:
+        raise error(f"{path} is not valid JSON ({exc}); rerun `{what}`") from None
 
 
 def _cell(value: Any, digits: int) -> str:

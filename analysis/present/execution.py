@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.layout import EXECUTED
+from analysis.pipeline.safepath import safe_imports
 from analysis.present.templates import TEMPLATES, check_parameters, template_path
 
 # The project beside this package: the one folder of Python code a report kernel imports from (H2).
@@ -26,24 +27,13 @@ INJECTED_CELL_ID = "injected-parameters"  # papermill gives its cell a random id
 @contextmanager
 def kernel_environment() -> Iterator[None]:
     """The environment a report kernel starts in: it runs in the output root (the templates read the
-    run's outputs there), but the root is never on its `sys.path`. PYTHONSAFEPATH keeps `python -m
-    ipykernel_launcher` from prepending the working folder and IPython from adding '' (sys.flags.safe_path);
-    PYTHONPATH keeps only absolute entries (a relative one, or an empty one, names the working folder), led
-    by the project. So a module planted in a run folder (`altair.py`, `analysis/`) is data, never imported."""
-    import os
-
-    saved = {key: os.environ.get(key) for key in ("PYTHONSAFEPATH", "PYTHONPATH")}
-    given = [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p and Path(p).is_absolute()]
-    os.environ["PYTHONSAFEPATH"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(PROJECT), *given]))
-    try:
+    run's outputs there), but the root is never on its `sys.path` (analysis.pipeline.safepath: PYTHONSAFEPATH
+    keeps `python -m ipykernel_launcher` from prepending the working folder and IPython from adding '';
+    PYTHONPATH keeps only absolute entries, led by the project). So a module planted in a run folder
+    (`altair.py`, `analysis/`) is data, never imported. The CLI already runs under it; this covers a render
+    called from Python (tests, `copydecode report`)."""
+    with safe_imports(lead=[PROJECT]):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # An object's default repr names its memory address (`<great_tables._gt_data.Body object at 0x7fadc753a5d0>`

@@ -135,6 +135,9 @@ class ExploreData:
         row = self.cases.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing))
         if row.height == 0:
             known = self.cases.filter(pl.col("framing") == framing)["case_id"].head(5).to_list()
+            if not known:  # e.g. a pairs-only run asked for the default HEvalFix case
+                raise ParamsError(f"no case {case_id!r}: this run has no case with framing {framing!r} (its framings: "
+                                  f"{sorted(set(self.cases['framing'].to_list()))}); pick a case of this run")
             raise ParamsError(f"no case {case_id!r} with framing {framing!r}; e.g. {known}")
         return Selection(row["corpus"][0], case_id, framing, level)
 

@@ -27,7 +27,7 @@ import polars as pl
 
 from analysis.claims.engine import read_claims
 from analysis.claims.verdict import BEYOND
-from analysis.errors import ParamsError
+from analysis.errors import ParamsError, StaleInputError
 from analysis.pipeline.io import write_json, write_text
 from analysis.pipeline.repo import git
 from analysis.layout import BENCH_DIR
@@ -39,6 +39,7 @@ from analysis.results import numbers
 from analysis.results import outputs
 from analysis.rivals.methods import parse_method
 from analysis.pilot.report import headline, training_note
+from analysis.present.index import stale_pages_reasons
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, respelled, stale_columns, stale_text
@@ -484,7 +485,11 @@ def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
 
 
 def write_readme_results(root: Path = Path(".")) -> Path:
-    """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
+    """Rewrite the README's results block from the stage outputs (the rest of the README is kept); refused
+    while a stage's outputs were built from another cases table than the one on disk (its corpus record)."""
+    stale = stale_pages_reasons(Path(root))
+    if stale:  # the block would quote figures of two corpora side by side
+        raise StaleInputError(f"the Results block reads outputs built from another corpus: {'; '.join(stale.values())}")
     path = Path(root) / README
     try:
         text = path.read_text(encoding="utf-8")

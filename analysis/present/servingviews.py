@@ -3,18 +3,18 @@ the page blocks are analysis.present.pages')."""
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from analysis.errors import MissingOutputError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.results.numbers import fmt_pct, fmt_x
+from analysis.pipeline.io import read_json_document
 from analysis.results.outputs import metrics, optional_table, table
 
-STEP_COST = Path("reports/kernels/step_cost.json")
 
 
 def serving_table(budget: str | int = "default", tables: Path = TABLES) -> pl.DataFrame:
@@ -30,7 +30,7 @@ def serving_table(budget: str | int = "default", tables: Path = TABLES) -> pl.Da
 def step_cost_document(path: Path = STEP_COST) -> dict:
     if not Path(path).is_file():
         raise MissingOutputError(f"{path} not found; run `copydecode kernels profile --batched`")
-    return json.loads(Path(path).read_text())
+    return read_json_document(path, "copydecode kernels profile --batched", MissingOutputError)
 
 
 def assumptions(document: dict) -> pl.DataFrame:
@@ -40,10 +40,23 @@ def assumptions(document: dict) -> pl.DataFrame:
     return pl.DataFrame(rows) if rows else pl.DataFrame({"kernel_source": [], "basis": [], "assumption": []})
 
 
-def headline(claim: pl.DataFrame, concurrencies: tuple[int, ...] = (1, 16, 128)) -> pl.DataFrame:
-    """The claim table's gains at the headline concurrencies, one row per source and Copy-as-Decode method."""
+def headline_concurrencies(claim: pl.DataFrame) -> tuple[int, ...]:
+    """The concurrencies the run's claims row holds (params serving.headline_concurrency, as the stage wrote
+    them: `vs_ar_c{C}` columns), in order."""
+    return tuple(sorted(int(m[1]) for c in claim.columns if (m := re.fullmatch(r"vs_ar_c(\d+)", c))))
+
+
+def concurrency_words(concurrencies: tuple[int, ...]) -> str:
+    """`1, 16 and 128`."""
+    words = [str(c) for c in concurrencies]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def headline(claim: pl.DataFrame, concurrencies: tuple[int, ...] | None = None) -> pl.DataFrame:
+    """The claim table's gains at the headline concurrencies (default: those the run holds), one row per source
+    and Copy-as-Decode method."""
     keep = ["kernel_source", "basis", "method", "max_num_batched_tokens"]
-    for c in concurrencies:
+    for c in headline_concurrencies(claim) if concurrencies is None else concurrencies:
         keep += [x for x in (f"vs_ar_c{c}", f"vs_best_rival_c{c}", f"best_rival_c{c}") if x in claim.columns]
     return claim.select(*keep, "below_vs_ar_from_c", "below_vs_best_rival_from_c")
 

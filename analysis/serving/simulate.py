@@ -36,6 +36,8 @@ from analysis.serving.workload import (Slo, closed_loop_requests, draw_cases, po
 from analysis.stats import ratio_of_sums_ci
 
 MAX_REQUESTS_PER_POINT = 100_000  # about 100x the shipped largest point (1,024): a bound, not a setting
+# about 30x the shipped run's 362,000 requests (79 s here): the per-point bound let 2,000 load points through
+MAX_REQUESTS_PER_RUN = 10_000_000
 CLOSED, OPEN = "closed", "open"
 
 
@@ -107,6 +109,22 @@ class Sweep:
                               f"requests_per_client x concurrency); open_loop.requests), above {MAX_REQUESTS_PER_POINT:,}; "
                               "lower them")
         return self
+
+    def requests_per_method(self) -> int:
+        """The requests one method serves over every load point of one source and budget."""
+        closed = sum(closed_loop_requests(c, self.min_requests, self.requests_per_client) for c in self.concurrency)
+        return closed + len(self.qps_fractions) * self.open_requests
+
+
+def check_run_size(sweep: Sweep, runs: int, where: str = "serving") -> int:
+    """The requests of a whole simulation (`runs`: sources x budgets x methods), or a named error past
+    MAX_REQUESTS_PER_RUN; returns the count."""
+    total = sweep.requests_per_method() * runs
+    if total > MAX_REQUESTS_PER_RUN:
+        raise ParamsError(f"{where}: the simulation would serve {total:,} requests ({sweep.requests_per_method():,} per "
+                          f"method, source and budget, x {runs:,}), above {MAX_REQUESTS_PER_RUN:,} (the shipped run serves "
+                          "about 362,000 in a minute or two); fewer load points, sources, budgets or methods")
+    return total
 
 
 def shared_cases(traces: dict[tuple[str, str], Trace], methods: Sequence[str]) -> tuple[list[str], dict[str, int]]:

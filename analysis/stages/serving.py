@@ -23,8 +23,8 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.stepcost import StepCostModel, from_document
-from analysis.layout import METRICS, TABLES
+from analysis.latency.stepcost import StepCostModel, read_step_cost
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.pooling import pool_rows
 from analysis.parallel.progress import progress_bar, timed
 from analysis.pipeline.io import write_json, write_parquet, write_table
@@ -33,18 +33,15 @@ from analysis.rivals.methods import method_name, parse_method
 from analysis.serving.forwards import FORWARDS, read_forwards, traces
 from analysis.serving.scheduler import EngineConfig
 from analysis.pipeline.config import bootstrap_settings
-from analysis.serving.simulate import (Methods, Resampling, Sweep, rival_intervals, shared_cases, sweep_source,
-                                       with_families, with_speedups)
+from analysis.serving.steps import STEP_COLUMNS, STEPS
+from analysis.serving.simulate import (Methods, Resampling, Sweep, check_run_size, rival_intervals, shared_cases,
+                                       sweep_source, with_families, with_speedups)
 from analysis.serving.verdict import claim_rows, serving_claim
 
-STEP_COST = Path("reports/kernels/step_cost.json")
-REPLAY_STEPS = Path("data/serving/steps.parquet")
 GROUP_KEYS = ("methods", "best_of", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
               "seed", "bootstrap_resamples", "ci", "gain_threshold", "headline_concurrency", "replay")
 REPLAY_KEYS = ("source", "concurrency", "steps_per_point", "max_context", "repeats", "warmup", "order_seed",
                "noisy_drift", "reference_budget_s", "contention_slack")
-STEP_COLUMNS = {"step_id": pl.String, "method": pl.String, "concurrency": pl.Int64, "max_num_batched_tokens": pl.Int64,
-                "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64), "predicted_s": pl.Float64}
 
 
 @dataclass(frozen=True)
@@ -130,17 +127,15 @@ def settings(params: dict) -> ServingSettings:
         raise ParamsError(f"params: 'serving.replay.concurrency' {sorted(set(replay.concurrency) - set(sweep.concurrency))} "
                           "are not in serving.closed_loop.concurrency")
     boot = bootstrap_settings(params, "serving")
-    return ServingSettings(methods_of(params), get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
+    methods = methods_of(params)
+    check_run_size(sweep, len(sources) * len(budgets) * len(methods.roles))
+    return ServingSettings(methods, get(params, "serving.framing", str), sources, budgets, max_seqs, sweep,
                            number(params, "serving.gain_threshold", lo=1.0), headline, replay,
                            Resampling(boot.resamples, boot.seed, boot.ci))
 
 
 def load_sources(path: Path, names: tuple[str, ...]) -> list[StepCostModel]:
-    import json
-
-    if not Path(path).is_file():
-        raise ParamsError(f"{path} not found; run `copydecode kernels profile --batched` (or `dvc repro`) first")
-    models = {m.source: m for m in from_document(json.loads(Path(path).read_text()))}
+    models = {m.source: m for m in read_step_cost(path)[0]}
     missing = [n for n in names if n not in models]
     if missing:
         raise ParamsError(f"serving.sources {missing} are not in {path} (it holds {sorted(models)}); add them to "
@@ -216,7 +211,7 @@ def run(s: ServingSettings) -> dict:
                 f"framing {s.framing}")
         claim = serving_claim(table, copy_methods, s.gain_threshold, s.headline, len(cases), note, s.budgets[0])
         write_table(claim_rows(claim, s.gain_threshold), TABLES / "serving_claim", digits=4)
-        write_parquet(pl.DataFrame(steps, schema=STEP_COLUMNS), REPLAY_STEPS)
+        write_parquet(pl.DataFrame(steps, schema=STEP_COLUMNS), STEPS)
         headline: dict[str, dict] = {}
         for g in claim.gains:
             headline.setdefault(g.kernel_source, {})[f"{g.method}_T{g.budget}"] = {

@@ -265,9 +265,13 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:,.1f} GB"
 
 
-def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int) -> MemoryEstimate:
+PROFILE_SMALLER = "shorter --contexts or --ns"  # what the batch-1 profile can shrink; other callers name their own
+
+
+def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int,
+               smaller: str = PROFILE_SMALLER) -> MemoryEstimate:
     """Refuse, by name and before any allocation, a model whose weights, KV cache and logits would not
-    fit in MEMORY_SHARE of the memory free on `device` (M4)."""
+    fit in MEMORY_SHARE of the memory free on `device` (M4); `smaller` says what the caller can shrink."""
     need = memory_estimate(name, dtype, tokens, prefill)
     free = free_memory(device)
     if free is not None and need.total > MEMORY_SHARE * free:
@@ -275,7 +279,7 @@ def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int) ->
             f"model {name!r} at {dtype} needs about {_gb(need.total)} ({need.parameters:,} parameters: "
             f"{_gb(need.weights_bytes)} of weights; a KV cache of {tokens:,} tokens: {_gb(need.cache_bytes)}; "
             f"logits of a {prefill:,}-token prefill: {_gb(need.logits_bytes)}), above {MEMORY_SHARE:.0%} of the "
-            f"{_gb(free)} free on {device}; use a smaller model, shorter --contexts or --ns, or a larger machine")
+            f"{_gb(free)} free on {device}; use a smaller model, {smaller}, or a larger machine")
     return need
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.latency.device_time import DeviceTimeFile, device_time_files, read_device_time
 from analysis.latency.roofline import DEVICES_FILE, device_roof
 from analysis.latency.sources import DEVICE_TIME, parse_name
@@ -58,7 +58,6 @@ from kernels_profile.runtime.models import build_model, check_fits, published_co
 
 BATCHED_RAW = Path("data/kernels/batched.parquet")
 BATCHED_CHECKPOINTS = Path("data/kernels/batched_checkpoints")
-STEP_COST = Path("reports/kernels/step_cost.json")
 MEASURED_SOURCE = "batched"  # this run's batched profile, as a serving kernel source
 LIST_FIELDS = ("batch_sizes", "qs", "contexts", "holdout_batch_sizes", "holdout_qs")
 SPEC_FIELDS = tuple(BatchedSpec.__dataclass_fields__)
@@ -154,8 +153,9 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     given = [f"--{k}" for k, v in (("model", model), ("dtype", dtype), ("contexts", contexts), ("ns", ns),
                                    ("weights", weights)) if v is not None]
     if given:
-        raise ParamsError(f"kernels profile --batched: {', '.join(given)} belong to the batch-1 profile; set the batched "
-                          "grid in params kernels.batched (or a kernels.batched_presets entry)")
+        raise ParamsError(f"kernels profile --batched: {', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} "
+                          "of the batch-1 profile; set the batched grid in params kernels.batched (or a "
+                          "kernels.batched_presets entry, or --set kernels.batched.KEY=VALUE)")
     group = merge_preset(params, "kernels.batched", "kernels.batched_presets", preset)
     named_out = BATCHED_RAW if preset is None else Path(group.pop("out", f"data/kernels/batched-{preset}.parquet"))
     if device is not None:
@@ -187,7 +187,7 @@ def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
     # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
     check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
-               max(spec.batch_sizes) * max(spec.qs))
+               max(spec.batch_sizes) * max(spec.qs), smaller="a smaller grid (kernels.batched: batch_sizes, qs, contexts)")
     timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,
                     spec.contention_slack)
     prints = fingerprint(spec.model, spec.weights)

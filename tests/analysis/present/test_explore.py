@@ -85,6 +85,8 @@ def test_view_changes_with_the_selection_and_bad_selections_are_named(data):
     assert a.target != b.target and b.selection.level == "token"
     with pytest.raises(ParamsError, match="no case"):
         data.selection_for("HEvalFix-Py/999", "body", "line")
+    with pytest.raises(ParamsError, match="this run has no case with framing 'nope' \\(its framings: \\["):
+        data.selection_for("HEvalFix-Py/0", "nope", "line")  # round 6, L11: it read "e.g. []"
     with pytest.raises(ParamsError, match="in corpus"):
         build_view(data, Selection("ProbeEdit-S", "HEvalFix-Py/0", "body", "line"))
     with pytest.raises(ParamsError, match="unknown level"):

@@ -51,20 +51,20 @@ STAGES: dict[str, str] = {
 # benchmarks and tools on the settings layer that are not pipeline stages (no dvc.yaml stage)
 TOOLS: dict[str, str] = {
     "bench throughput": "analysis.tools.bench",
-    "bench busy": "kernels_profile.stages.bench_busy",
+    "bench busy": "kernels_profile.tools.bench_busy",
     "compare": "analysis.tools.compare",
-    "bench mask": "kernels_profile.stages.bench_mask",
+    "bench mask": "kernels_profile.tools.bench_mask",
 }
 
 # maintenance commands (no dvc.yaml stage): modules with add_arguments(parser) and command(args)
 MAINTENANCE: dict[str, str] = {
-    "readme": "analysis.present.readme",
-    "moves": "analysis.oracle.moves",
+    "readme": "analysis.tools.readme",
+    "moves": "analysis.tools.moves",
     "depgraph": "analysis.tools.depgraph",
     "grammar": "analysis.tools.grammar",
     "report": "analysis.tools.report",
     "experiments": "analysis.tools.experiments",
-    "pilot-sweep": "kernels_profile.pilot.sweep",
+    "pilot-sweep": "kernels_profile.tools.pilot_sweep",
 }
 
 # the first word of a two-word command: (help, description)

@@ -1,6 +1,6 @@
 """The pilot's settings and its model: params `pilot` overlaid with a preset, checked by name
 (`settings`), and the base model with its LoRA adapter loaded (`load_models`). Shared by the pilot stage
-(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.pilot.sweep)."""
+(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.tools.pilot_sweep)."""
 
 from __future__ import annotations
 

@@ -884,7 +884,7 @@ ATTACKS = [
     Attack("H4-pilot-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
            preset_settings("kernels_profile.pilot.settings", "pilot.presets", "../../outside/x"), "cannot name a file"),
     Attack("H4-pilot-freeze-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
-           lambda run, out: (os.chdir(run), __import__("kernels_profile.pilot.sweep", fromlist=["freeze"]).freeze(
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.tools.pilot_sweep", fromlist=["freeze"]).freeze(
                "../../outside/x", {}, run / "data/pilot/x", run / "reports/pilot/frozen"), "")[-1],
            "cannot name a file"),
     # section 4: the serving work's settings and files (merged on main this round)

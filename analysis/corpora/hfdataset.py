@@ -24,24 +24,12 @@ from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import FILE_BUILDERS, HFDatasetSettings, hfdataset_corpus
 from analysis.corpora.jsonl import document_surrogate, first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
 
-CORPUS_PREFIX = "HF"
-FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-
-
-@dataclass(frozen=True)
-class HFDatasetSettings:
-    dataset: str                          # hub id, save_to_disk folder, or .json/.jsonl/.parquet/.csv file
-    split: str = "train"
-    fields: dict[str, str] | None = None  # this suite's field -> the dataset's column
-    name: str | None = None               # corpus name; default "HF-<dataset's last path part>"
-    language: str = "unknown"             # for records without a `language`
-    config: str | None = None             # the hub dataset's configuration (subset), if it has several
-    revision: str | None = None           # hub revision (a commit sha pins it)
 
 
 @dataclass(frozen=True)
@@ -56,14 +44,6 @@ class HFDatasetReport:
     def as_dict(self) -> dict:
         return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "split": self.split,
                 "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
-
-
-def corpus_name(settings: HFDatasetSettings) -> str:
-    if settings.name:
-        return settings.name
-    stem = Path(settings.dataset.rstrip("/")).stem if Path(settings.dataset).suffix in FILE_BUILDERS \
-        else Path(settings.dataset.rstrip("/")).name
-    return f"{CORPUS_PREFIX}-{re.sub(r'[^A-Za-z0-9._+-]+', '-', stem).strip('-') or 'dataset'}"
 
 
 def _pick_split(loaded, split: str, where: str):
@@ -198,7 +178,7 @@ def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetRe
     fields = check_mapping(settings.fields, where)
     split = load_split(settings)
     rows = records(split, fields, where)
-    corpus = corpus_name(settings)
+    corpus = hfdataset_corpus(settings)
     cases, ignored = cases_from_records(rows, corpus, settings.language, fields, where)
     fingerprint = getattr(split, "_fingerprint", None)
     digest = hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None

@@ -55,7 +55,6 @@ TABLES: tuple[PerCaseTable, ...] = (
     PerCaseTable("pilot", PILOT_RECORDS, "pilot", ("phase", "seed", "split", "mode", "case_id", "kind", "position")),
 )
 BY_NAME = {t.name: t for t in TABLES}
-BY_SOURCE = {t.source: t for t in TABLES}
 
 
 def spec(name: str) -> PerCaseTable:

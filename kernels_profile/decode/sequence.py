@@ -52,10 +52,6 @@ class TrainingSequence:
         return [p.kind for p in self.pieces for _ in p.ids]
 
     @property
-    def loss_mask(self) -> list[bool]:
-        return [k in LOSS_KINDS for k in self.kinds]
-
-    @property
     def labels(self) -> list[int]:
         """Labels for a causal LM loss (transformers shifts them): the id where the loss applies."""
         return [t if k in LOSS_KINDS else IGNORE for t, k in zip(self.ids, self.kinds)]

@@ -40,7 +40,7 @@ naming the case, op and value, unless `extrapolate` is set; then `extrapolated_s
 ops with an extrapolated cost and `extrapolated_regen` flags cases whose regeneration cost is.
 
 Per corpus the bound is a ratio of sums over its cases (total regeneration time over total program
-time), with a percentile bootstrap over cases (analysis.stats). Pooled rows (analysis.layout's
+time), with a percentile bootstrap over cases (analysis.stats). Pooled rows (analysis.pooling's
 pooling rule) come twice: `ratio_of_sums` (all pooled cases as one corpus; the v1 figure) and
 `mean_of_corpora` (the mean of the per-corpus bounds); the pooled bootstrap resamples cases
 (`pooled_bootstrap="cases"`, v1) or cases within each corpus (`"corpus"`, stratified).
@@ -424,7 +424,7 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
     """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
 
     Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
-    pooling (layout.PER_CORPUS or one of layout.POOLINGS), extrapolated_spans, extrapolated_regen
+    pooling (pooling.PER_CORPUS or one of pooling.POOLINGS), extrapolated_spans, extrapolated_regen
     (cases) and kernel_repeats (0: the interval has no kernel uncertainty); then one column per
     `point_costs` entry: the point bound of the same rows under that frame's costs (another pricing
     of the same cases, in the same order).

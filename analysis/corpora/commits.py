@@ -176,7 +176,7 @@ def source_changes(commit: LoggedCommit, extensions: tuple[str, ...]) -> list[Ch
 def printable_path(path: str) -> str:
     """A changed file's path as a case id holds it (multi-file mode): bytes that are not UTF-8 (git
     paths are bytes; the log is read with surrogateescape) and control characters (a newline in a
-    file name) are escaped as \\xNN, so the id is valid text on one line (N8)."""
+    file name) are escaped as \\xNN, so the id is valid text on one line."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
 

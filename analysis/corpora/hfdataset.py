@@ -118,7 +118,7 @@ def jsonl_defect(path: Path) -> str | None:
 
 def reader_cause(exc: BaseException) -> str:
     """What actually went wrong under `datasets`' wrapper (DatasetGenerationError: "An error occurred while
-    generating the dataset"): the innermost cause, with the byte of a decoding error (L8)."""
+    generating the dataset"): the innermost cause, with the byte of a decoding error."""
     seen, inner = {id(exc)}, exc
     while (nxt := inner.__cause__ or inner.__context__) is not None and id(nxt) not in seen:
         seen.add(id(nxt))
@@ -135,7 +135,7 @@ def reader_cause(exc: BaseException) -> str:
 
 
 def _rows(split, where: str) -> Iterator[dict[str, Any]]:
-    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it (M2)."""
+    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it."""
     rows = iter(split)
     for index in range(len(split)):
         try:
@@ -148,7 +148,7 @@ def _rows(split, where: str) -> Iterator[dict[str, Any]]:
 
 
 def _string_id(row: dict[str, Any], column: str) -> dict[str, Any]:
-    """An integer case id as its decimal string (M3: most hub datasets, CanItEdit among them, number their
+    """An integer case id as its decimal string (most hub datasets, CanItEdit among them, number their
     rows with an int64 `id`); a bool or any other type is left for check_fields to name."""
     value = row.get(column)
     if isinstance(value, int) and not isinstance(value, bool):

@@ -15,7 +15,7 @@ misspelt field name shows up rather than vanishing). The corpus name is the call
 
 Every defect is a CorpusError naming the file and the JSONL line (1-based) or the Parquet row
 (0-based index): missing field, wrong type, empty file, duplicate case_id, malformed JSON, invalid
-UTF-8 or a lone surrogate (analysis.jsonl).
+UTF-8 or a lone surrogate (analysis.corpora.jsonl).
 """
 
 from __future__ import annotations
@@ -159,7 +159,7 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
 
 
 def first_repeat(items: list[str]) -> str:
-    """The first item met a second time, in one pass (L10: `ids.count` in a scan was quadratic)."""
+    """The first item met a second time, in one pass (`ids.count` in a scan was quadratic)."""
     seen: set[str] = set()
     for item in items:
         if item in seen:

@@ -89,7 +89,7 @@ OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "
 # checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
 # on the cases). The round trip records its own, beside its report, which it writes also when it fails.
 CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase")
-# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in
 CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports")
 
 

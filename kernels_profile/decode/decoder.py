@@ -297,7 +297,7 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 
 def load_for_decoding(name: str, weights: str, dtype: str, device: str):
-    """The model (kernels_profile.runtime.checkpoints.load_model, the one loader) and its ModelTokenizer."""
+    """The model (kernels_profile.runtime.loading.load_model, the one loader) and its ModelTokenizer."""
     loaded = load_model(name, weights, dtype, device)
     return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
 

@@ -79,7 +79,7 @@ class CaseJob:
 
     def file_stem(self) -> str:
         """The checkpoint's name before its key: `/` as `_` (one path component), the case id cut to
-        CASE_STEM_BYTES (issue 39, L2: a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
+        CASE_STEM_BYTES (a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
         after it, a hash holding the case id, keeps two cut ids apart."""
         case = self.case_id.replace("/", "_").replace("\x00", "_").encode("utf-8")[:CASE_STEM_BYTES]
         return f"{self.model.name}-{case.decode('utf-8', 'ignore')}"

@@ -249,7 +249,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     under `out` (default data/e2e/<preset>/) and nothing under reports/."""
     if out is not None and preset is None:
         raise ParamsError("copydecode e2e: --out names a preset run's folder; name the preset too (--preset e2e-wide)")
-    if out is not None:  # a preset run's folder stays inside the tree (issue 39, H4)
+    if out is not None:  # a preset run's folder stays inside the tree
         try:
             confined(Path(out) / "run.json", "the e2e preset run's folder")
         except OutputRootError as exc:

@@ -253,10 +253,10 @@ def run(s: FitSettings) -> dict:
             envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
             notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in envs})
             name = "kernel_speedup" if source == FIT_SOURCE else f"kernel_speedup_{source}"
-            judged = charts.judged_only(chosen)  # the figure the index shows: comparisons built alike lead (C5)
+            judged = charts.judged_only(chosen)  # the figure the index shows: comparisons built alike lead
             left_out = sorted(set(chosen["comparison"]) - set(judged["comparison"])) if "comparison" in chosen.columns else []
             notes += [f"not judged, on the kernel page: {', '.join(left_out)}"] if left_out else []
-            if source == FIT_SOURCE and (sidecar or {}).get("noisy"):  # a figure of a noisy run says so (N: section 4)
+            if source == FIT_SOURCE and (sidecar or {}).get("noisy"):  # a figure of a noisy run says so
                 notes = [f"NOISY run: {'; '.join(sidecar.get('noisy_reasons') or ['reason not recorded'])}", *notes]
             save_chart(charts.kernel_speedup(judged if judged.height else chosen, "; ".join(notes), list(paper_kernel_points())),
                        FIGURES / name)

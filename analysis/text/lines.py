@@ -37,8 +37,8 @@ class Source:
     numbered lines, the grammar's line count) reads them from here, so a decode splits its source once."""
 
     text: str
-    lines: tuple[str, ...]
-    starts: tuple[int, ...]
+    lines: Sequence[str]
+    starts: Sequence[int]
     token_bounds: Sequence[int | None] | None = None
 
     @classmethod
@@ -47,7 +47,7 @@ class Source:
         if isinstance(source, Source):
             return source if token_bounds is None else replace(source, token_bounds=token_bounds)
         lines = split_lines(source)
-        return cls(source, tuple(lines), tuple(line_starts(lines)), token_bounds)
+        return cls(source, lines, line_starts(lines), token_bounds)
 
     @property
     def n_lines(self) -> int:

@@ -155,7 +155,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 def params_refusal(args: argparse.Namespace, module) -> str | None:
     """The named error for --set or --params on a command that reads no params (its module's READS_PARAMS is
-    False): either would be ignored (L7). None where the command reads params or neither was given."""
+    False): either would be ignored. None where the command reads params or neither was given."""
     if getattr(module, "READS_PARAMS", True):
         return None
     given = [*(["--set"] if _overrides(args) else []),
@@ -239,7 +239,7 @@ def _main(argv: list[str] | None) -> int:
     else:
         root = args.out
     overrides = _overrides(args)
-    # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
+    # a one-off root this run creates is removed again if the stage fails before writing an output
     new_root = Path(root).absolute() if root is not None and not _exists(root) else None
     try:
         cfg = Config.load(args.params)
@@ -258,7 +258,7 @@ def _main(argv: list[str] | None) -> int:
                       "them (copydecode compare DIR1 DIR2)", file=sys.stderr)
         if args.stage in CHART_STAGES:
             check_address_space()  # before the stage's work, not at its first chart
-        check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
+        check_output_root()  # no symlinked output folder, no link out of the root, before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
@@ -281,7 +281,7 @@ def _main(argv: list[str] | None) -> int:
             print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
             return 130
         named = os_error_text(exc)
-        _discard(new_root)  # a crash leaves no new empty --out folder either (N17)
+        _discard(new_root)  # a crash leaves no new empty --out folder either
         if named is None:
             raise
         print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 # ---------------------------------------------------------------- data (dvc-tracked, git-ignored)
 DATA = Path("data")
-CASES = DATA / "corpora/cases.parquet"                  # analysis.corpora.cases_frame
+CASES = DATA / "corpora/cases.parquet"                  # analysis.corpora.cases.cases_frame
 PROBEEDIT_EDITS = DATA / "corpora/probeedit_edits.parquet"  # analysis.corpora.probeedit.EDITS_SCHEMA
 COMMIT_CASES = DATA / "corpora/commits"                 # <corpus>.parquet per mined repository (cases schema)
 PROGRAMS = DATA / "programs/programs.parquet"           # analysis.stages.programs
@@ -21,15 +21,15 @@ SPANS = DATA / "spans/spans.parquet"                    # analysis.coverage.span
 PER_CASE = DATA / "spans/coverage_per_case.parquet"     # analysis.coverage.spans.per_case_coverage
 CASE_COSTS = DATA / "bounds/case_costs.parquet"         # analysis.bounds.case_costs
 PERTURB_RESULTS = DATA / "perturb/results.parquet"      # analysis.perturb.run_perturbation
-KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.measure.profiler.profile
+KERNELS_RAW = DATA / "kernels/raw.parquet"              # kernels_profile.measure.session.profile_run
 KERNEL_CHECKPOINTS = DATA / "kernels/checkpoints"
 E2E_MEASUREMENTS = DATA / "e2e/measurements.parquet"    # kernels_profile.stages.e2e
 E2E_CHECKPOINTS = DATA / "e2e/checkpoints"
 E2E_PRESETS = DATA / "e2e"                               # a preset run's folder: data/e2e/<preset>/ (copydecode e2e --preset)
 PILOT_DIR = DATA / "pilot"
-PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.stages.pilot.RECORD_SCHEMA
+PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.pilot.jobs.RECORD_SCHEMA
 PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
-PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.stages.pilot.CURVE_SCHEMA (teacher-forced, held-out)
+PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.pilot.jobs.CURVE_SCHEMA (teacher-forced, held-out)
 PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
 RIVALS_FORWARDS = DATA / "rivals/forwards.parquet"    # analysis.serving.forwards (+ prefill): per case and method
 RIVALS_PERCASE = DATA / "rivals/percase.parquet"      # analysis.rivals.table.percase_speedups, every kernel source

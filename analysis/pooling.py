@@ -161,13 +161,6 @@ def paper_pool(rows: pl.DataFrame, weight: str, values: Iterable[str], by: Itera
     return pl.concat(parts).select(columns)
 
 
-def pooled_share(rows: pl.DataFrame, column: str, weight: str = "n_cases") -> float | None:
-    """A share (EM, coverage of cases) pooled over the given per-corpus rows: the case-weighted mean,
-    which equals the share over the pooled cases. None for no rows."""
-    total = rows[weight].sum() if rows.height else 0
-    return None if not total else float((rows[column] * rows[weight]).sum() / total)
-
-
 # ---------------------------------------------------------------- corpus groups
 BENCHMARK, FIELD_BENCHMARK, GIT_HISTORY, USER_PAIRS = "benchmark", "field benchmark", "git history", "your pairs"
 COMMITS_PREFIX = "CommitEdits-"

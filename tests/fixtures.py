@@ -361,7 +361,7 @@ def toy_cases():
 
 def toy_program_table(tokenizer, token_min_copy: int = 1):
     """The oracle programs of the toy cases with each case's source and target joined on (the frame
-    `analysis.stages.tables.joined_programs` reads from disk), built in memory."""
+    `analysis.parallel.tables.joined_programs` reads from disk), built in memory."""
     from analysis.corpora.cases import cases_frame
     from analysis.oracle.programs import oracle_programs
 

@@ -22,34 +22,20 @@ from __future__ import annotations
 
 import hashlib
 import re
-import string
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import FILE_BUILDERS, HFDatasetSettings, check_pin, hfdataset_corpus, hfdataset_is_local_file
 from analysis.corpora.jsonl import document_surrogate, first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
 from analysis.pipeline.digest import file_digest
 from analysis.pipeline.scratch import owned_temp_dir
 
-CORPUS_PREFIX = "HF"
-FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-
-
-@dataclass(frozen=True)
-class HFDatasetSettings:
-    dataset: str                          # hub id, save_to_disk folder, or .json/.jsonl/.parquet/.csv file
-    split: str = "train"
-    fields: dict[str, str] | None = None  # this suite's field -> the dataset's column
-    name: str | None = None               # corpus name; default "HF-<dataset's last path part>"
-    language: str = "unknown"             # for records without a `language`
-    config: str | None = None             # the hub dataset's configuration (subset), if it has several
-    revision: str | None = None           # hub revision (a commit sha pins it)
-    sha256: str | None = None             # pin of a local file: refused by name when its bytes differ
 
 
 @dataclass(frozen=True)
@@ -65,33 +51,6 @@ class HFDatasetReport:
     def as_dict(self) -> dict:
         return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "pinned": self.pinned,
                 "split": self.split, "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
-
-
-def corpus_name(settings: HFDatasetSettings) -> str:
-    if settings.name:
-        return settings.name
-    stem = Path(settings.dataset.rstrip("/")).stem if Path(settings.dataset).suffix in FILE_BUILDERS \
-        else Path(settings.dataset.rstrip("/")).name
-    return f"{CORPUS_PREFIX}-{re.sub(r'[^A-Za-z0-9._+-]+', '-', stem).strip('-') or 'dataset'}"
-
-
-def is_local_file(settings: HFDatasetSettings) -> bool:
-    """The dataset names a .json/.jsonl/.parquet/.csv file (present or not), not a folder or a hub id."""
-    path = Path(settings.dataset)
-    return not path.is_dir() and path.suffix.lower() in FILE_BUILDERS
-
-
-def check_pin(settings: HFDatasetSettings, where: str) -> None:
-    """A sha256 pin is 64 hex digits and applies to a local file only (a hub dataset pins with `revision`)."""
-    pin = settings.sha256
-    if pin is None:
-        return
-    if len(pin) != 64 or any(ch not in string.hexdigits for ch in pin):
-        raise CorpusError(f"{where}: sha256 must be 64 hex digits (the file's SHA-256), got {pin!r}")
-    if not is_local_file(settings):
-        raise CorpusError(f"{where}: sha256 pins a local .json/.jsonl/.parquet/.csv file; "
-                          + ("a folder cannot be pinned" if Path(settings.dataset).is_dir()
-                             else "pin a hub dataset with revision: <commit sha>"))
 
 
 def verified_digest(settings: HFDatasetSettings, where: str) -> str:
@@ -186,7 +145,7 @@ def jsonl_defect(path: Path) -> str | None:
 
 def reader_cause(exc: BaseException) -> str:
     """What actually went wrong under `datasets`' wrapper (DatasetGenerationError: "An error occurred while
-    generating the dataset"): the innermost cause, with the byte of a decoding error (L8)."""
+    generating the dataset"): the innermost cause, with the byte of a decoding error."""
     seen, inner = {id(exc)}, exc
     while (nxt := inner.__cause__ or inner.__context__) is not None and id(nxt) not in seen:
         seen.add(id(nxt))
@@ -203,7 +162,7 @@ def reader_cause(exc: BaseException) -> str:
 
 
 def _rows(split, where: str) -> Iterator[dict[str, Any]]:
-    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it (M2)."""
+    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it."""
     rows = iter(split)
     for index in range(len(split)):
         try:
@@ -216,7 +175,7 @@ def _rows(split, where: str) -> Iterator[dict[str, Any]]:
 
 
 def _string_id(row: dict[str, Any], column: str) -> dict[str, Any]:
-    """An integer case id as its decimal string (M3: most hub datasets, CanItEdit among them, number their
+    """An integer case id as its decimal string (most hub datasets, CanItEdit among them, number their
     rows with an int64 `id`); a bool or any other type is left for check_fields to name."""
     value = row.get(column)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -245,11 +204,11 @@ def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetRe
     where = f"dataset {settings.dataset} [{settings.split}]"
     fields = check_mapping(settings.fields, where)
     check_pin(settings, where)
-    local = is_local_file(settings) and Path(settings.dataset).is_file()
+    local = hfdataset_is_local_file(settings) and Path(settings.dataset).is_file()
     file_sha256 = verified_digest(settings, where) if local else None  # before a byte of it is parsed
     split = load_split(settings)
     rows = records(split, fields, where)
-    corpus = corpus_name(settings)
+    corpus = hfdataset_corpus(settings)
     cases, ignored = cases_from_records(rows, corpus, settings.language, fields, where)
     fingerprint = getattr(split, "_fingerprint", None)
     digest = file_sha256 or (hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None)

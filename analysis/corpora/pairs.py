@@ -16,7 +16,7 @@ misspelt field name shows up rather than vanishing). The corpus name is the call
 
 Every defect is a CorpusError naming the file and the JSONL line (1-based) or the Parquet row
 (0-based index): missing field, wrong type, empty file, duplicate case_id, malformed JSON, invalid
-UTF-8 or a lone surrogate (analysis.jsonl).
+UTF-8 or a lone surrogate (analysis.corpora.jsonl).
 """
 
 from __future__ import annotations
@@ -28,25 +28,16 @@ from typing import Any
 import polars as pl
 
 from analysis.corpora.cases import Case, read_parquet_file
+from analysis.corpora.entries import PairsSettings, pairs_corpus
 from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
 from analysis.pipeline.params import did_you_mean_path
 
 FRAMING = "pair"
-CORPUS_PREFIX = "Pairs"
 REQUIRED: tuple[str, ...] = ("source", "target")
 OPTIONAL: tuple[str, ...] = ("case_id", "instruction", "language")
 FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-
-
-@dataclass(frozen=True)
-class PairsSettings:
-    path: str
-    name: str | None = None     # corpus name; default "Pairs-<file stem>"
-    format: str = "auto"        # auto (by suffix: .jsonl/.ndjson, .parquet) | jsonl | parquet
-    language: str = "unknown"   # for records without a `language`
-    fields: dict[str, str] | None = None  # this suite's field -> the file's field, e.g. {source: before, target: after}
 
 
 @dataclass(frozen=True)
@@ -61,10 +52,6 @@ class PairsReport:
     def as_dict(self) -> dict:
         return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "format": self.format,
                 "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
-
-
-def corpus_name(settings: PairsSettings) -> str:
-    return settings.name or f"{CORPUS_PREFIX}-{Path(settings.path).stem}"
 
 
 def file_format(settings: PairsSettings) -> str:
@@ -167,14 +154,14 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)
-    cases, ignored = cases_from_records(records, corpus_name(settings), settings.language, fields, str(path))
+    cases, ignored = cases_from_records(records, pairs_corpus(settings), settings.language, fields, str(path))
     digest = file_digest(path)
-    report = PairsReport(corpus_name(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
+    report = PairsReport(pairs_corpus(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
     return cases, report
 
 
 def first_repeat(items: list[str]) -> str:
-    """The first item met a second time, in one pass (L10: `ids.count` in a scan was quadratic)."""
+    """The first item met a second time, in one pass (`ids.count` in a scan was quadratic)."""
     seen: set[str] = set()
     for item in items:
         if item in seen:

@@ -111,10 +111,6 @@ class Evaluation:
     seconds: np.ndarray
     extrapolated: np.ndarray  # bool, same shape
 
-    @property
-    def n_extrapolated(self) -> int:
-        return int(self.extrapolated.sum())
-
 
 @dataclass(frozen=True)
 class Prices:

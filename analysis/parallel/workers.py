@@ -83,7 +83,7 @@ WORKERS_PER_CORE_LIMIT = 4  # local worker processes per usable core: more only 
 
 
 def check_workers(s: ParallelSettings) -> None:
-    """`parallel.n_jobs` bounded by this machine's usable cores (M6): refused above WORKERS_PER_CORE_LIMIT
+    """`parallel.n_jobs` bounded by this machine's usable cores: refused above WORKERS_PER_CORE_LIMIT
     per core, warned about above one per core; unbounded for a dask or ray cluster named by
     `parallel.address`, the override for a cluster whose cores are not this machine's."""
     import sys
@@ -180,7 +180,7 @@ def _dask_client(s: ParallelSettings) -> Iterator[None]:
     from distributed import Client, LocalCluster  # type: ignore[import-not-found]
 
     if s.address:
-        try:  # an unreachable scheduler is named within CONNECT_TIMEOUT_S, not a raw traceback after 30 s (M7)
+        try:  # an unreachable scheduler is named within CONNECT_TIMEOUT_S, not a raw traceback after 30 s
             client = Client(s.address, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise ParamsError(f"params: 'parallel.address' {s.address!r}: no dask scheduler answered within "
@@ -240,7 +240,7 @@ def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *ar
 
     _register(s.backend)
     chunks = chunked(items, s.workers() * s.chunks_per_job)
-    workers = min(s.workers(), len(chunks))  # never more processes than chunks to give them (M6)
+    workers = min(s.workers(), len(chunks))  # never more processes than chunks to give them
     parts = []
     # a cluster backend hands results back as one list; the local ones stream them to the bar
     streamed = "generator" if s.backend not in CLUSTER_BACKENDS else "list"

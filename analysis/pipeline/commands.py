@@ -52,20 +52,20 @@ STAGES: dict[str, str] = {
 # benchmarks and tools on the settings layer that are not pipeline stages (no dvc.yaml stage)
 TOOLS: dict[str, str] = {
     "bench throughput": "analysis.tools.bench",
-    "bench busy": "kernels_profile.stages.bench_busy",
+    "bench busy": "kernels_profile.tools.bench_busy",
     "compare": "analysis.tools.compare",
-    "bench mask": "kernels_profile.stages.bench_mask",
+    "bench mask": "kernels_profile.tools.bench_mask",
 }
 
 # maintenance commands (no dvc.yaml stage): modules with add_arguments(parser) and command(args)
 MAINTENANCE: dict[str, str] = {
-    "readme": "analysis.present.readme",
-    "moves": "analysis.oracle.moves",
+    "readme": "analysis.tools.readme",
+    "moves": "analysis.tools.moves",
     "depgraph": "analysis.tools.depgraph",
     "grammar": "analysis.tools.grammar",
     "report": "analysis.tools.report",
     "experiments": "analysis.tools.experiments",
-    "pilot-sweep": "kernels_profile.pilot.sweep",
+    "pilot-sweep": "kernels_profile.tools.pilot_sweep",
     "engine setup": "kernels_profile.stages.engine_setup",
     "engine run": "kernels_profile.stages.engine_run",
 }
@@ -99,7 +99,7 @@ OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "
 # trip records its own, beside its report, which it writes also when it fails.
 CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
                "serving simulate", "serving replay", "decode", "e2e", "pilot")
-# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in
 CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports", "engine summary")
 
 

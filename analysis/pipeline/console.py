@@ -11,7 +11,7 @@ import threading
 from analysis.layout import SUMMARIES
 from analysis.pipeline.io import os_error_text, write_json  # noqa: F401 (the CLI's named path errors)
 
-ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason (M11)
+ERROR_CHARS = 4000  # of one error message: a value quoted whole (a huge --set) would bury the reason
 
 # result keys a person acts on next: printed in full beside the one-line summary
 NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
@@ -19,7 +19,7 @@ NEXT_STEP_KEYS = {"add_to_kernels_fit_raw": "add to params kernels.fit.raw"}
 
 def interrupted_workers(exc: BaseException) -> bool:
     """Ctrl-C reaches the parallel workers too: joblib then raises TerminatedWorkerError (exit codes
-    {SIGINT(-2)}) in place of KeyboardInterrupt; it is the same interrupt (N12)."""
+    {SIGINT(-2)}) in place of KeyboardInterrupt; it is the same interrupt."""
     return type(exc).__name__ == "TerminatedWorkerError" and "SIGINT" in str(exc)
 
 
@@ -27,7 +27,7 @@ def interruptible() -> None:
     """Ctrl-C or `kill -INT PID` on the main process interrupts the stage (exit 130, finished outputs
     kept), also when it was started in the background of a script: a shell without job control starts
     such a process with SIGINT ignored, and Python keeps an inherited SIG_IGN, so the signal was lost
-    and the stage ran to the end (N12). The parallel workers need no handler: the parent stops them."""
+    and the stage ran to the end. The parallel workers need no handler: the parent stops them."""
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 

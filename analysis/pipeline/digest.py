@@ -12,7 +12,7 @@ ran against and the sha256 of each output it wrote. `headline` refuses and `repo
 "stale: built from another corpus" when a stage's outputs are still the ones it wrote but the cases
 table has changed since (an output that no longer matches its record, e.g. restored by `dvc checkout`,
 is not judged). Contents, not sizes and mtimes: a run folder copied with `cp -r`, scp, unzip or a
-checkout keeps its verdicts (M1).
+checkout keeps its verdicts.
 """
 
 from __future__ import annotations

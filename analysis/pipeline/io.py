@@ -304,7 +304,7 @@ def _acquire(lock: Path, stage: str) -> int:
 
     for _ in range(5):
         ensure_parent(lock)
-        try:  # never through a link: a planted data/.lock -> elsewhere would be truncated (H3)
+        try:  # never through a link: a planted data/.lock -> elsewhere would be truncated
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666 & ~_umask())
         except OSError as exc:
             if Path(lock).is_symlink() or exc.errno == errno.ELOOP:
@@ -420,7 +420,7 @@ EMPTY_TABLE_MD = "(no rows: this run holds none of the rows this table keeps)\n"
 
 def markdown_table(frame: pl.DataFrame, digits: int = 4) -> str:
     """A markdown table; a frame with no columns (a stage's table for rows this run lacks, e.g. the
-    paper's pooled bounds on a run without the paper's corpora) says so instead of `|  |` (N19)."""
+    paper's pooled bounds on a run without the paper's corpora) says so instead of `|  |`."""
     if not frame.columns:
         return EMPTY_TABLE_MD
     header = "| " + " | ".join(frame.columns) + " |"
@@ -457,7 +457,7 @@ def write_json(data: Any, path: str | Path) -> None:
 
 
 # vl-convert's V8 reserves its heap cages up front: under `ulimit -v` of 64 GiB or less it aborts the whole
-# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough (L4).
+# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough.
 CHART_ADDRESS_SPACE = 128 << 30
 
 
@@ -467,7 +467,7 @@ class AddressSpaceError(CopyDecodeError):
 
 def check_address_space() -> None:
     """Refuse, by name, to render charts under an address-space limit V8 cannot start in, instead of the
-    process dying without a word (L4)."""
+    process dying without a word."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
@@ -499,7 +499,7 @@ class OutputPathError(CopyDecodeError):
 
 
 def os_error_text(exc: BaseException) -> str | None:
-    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    """The named error for a path the file system cannot hold (a component over 255 bytes; a name
     that is not UTF-8, which Python holds as surrogates), else None: what the CLI reports when a stage raises
     one (analysis.pipeline.console), and what commands that name the error themselves say (`output_path_error`)."""
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:

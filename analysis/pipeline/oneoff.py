@@ -93,7 +93,7 @@ def _absolute(value: Any, start: Path, root: Path | None = None) -> Any:
     candidate = start / value
     try:
         exists = candidate.exists()
-    except OSError:  # a name too long to be a path (L2): a hub id or name, left for its reader to judge
+    except OSError:  # a name too long to be a path: a hub id or name, left for its reader to judge
         exists = False
     # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
     return from_root(candidate, root) if exists or value.startswith(".") else value
@@ -125,7 +125,7 @@ def check_out_root(out: str | Path, root: Path, start: Path) -> None:
     write data/ and reports/ there), or one of the project's own folders (`reports`, `notebooks`, ...)."""
     try:
         str(out).encode("utf-8")
-    except UnicodeEncodeError:  # every page and metrics file names its root: refused before anything is made (L3)
+    except UnicodeEncodeError:  # every page and metrics file names its root: refused before anything is made
         shown = str(out).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise ParamsError(f"--out {shown}: the folder name is not valid UTF-8; give a UTF-8 name") from None
     if any(len(part.encode("utf-8")) > 255 for part in Path(out).parts):
@@ -135,7 +135,7 @@ def check_out_root(out: str | Path, root: Path, start: Path) -> None:
     resolved, here = root.resolve(), start.resolve()
     if resolved in here.parents:
         raise ParamsError(f"--out {out}: a folder above the current one; give a separate folder for a one-off run")
-    for mark in ("dvc.yaml", ".git"):  # another checkout: its committed reports/ are not a run's to overwrite (L9)
+    for mark in ("dvc.yaml", ".git"):  # another checkout: its committed reports/ are not a run's to overwrite
         if (resolved / mark).exists():
             raise ParamsError(f"--out {out}: holds {mark}, so it is a project checkout, not a run folder; a one-off "
                               "run writes only into a folder of its own (for example runs/NAME)")
@@ -165,7 +165,7 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     if not os.access(root, os.W_OK | os.X_OK):
         raise ParamsError(f"--out {out}: the folder is not writable")
     # DIR is data (docs/run-folders.md): its links are refused before the first write into it, the model copy
-    # included (H3: a linked reports/ used to receive it outside the root, a dangling link its bytes)
+    # included (a linked reports/ used to receive it outside the root, a dangling link its bytes)
     check_output_root(root)
     for committed in COPIED_MODELS:
         copy = root / committed

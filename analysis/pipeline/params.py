@@ -88,7 +88,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
 
 
 def parse_value(raw: str, where: str) -> Any:
-    """A `--set` VALUE, parsed as a params file is (M11): no anchors or aliases, no key given twice, a
+    """A `--set` VALUE, parsed as a params file is: no anchors or aliases, no key given twice, a
     named error for nesting too deep; the empty string stays ''."""
     if not raw.strip():
         return ""
@@ -102,7 +102,7 @@ def parse_value(raw: str, where: str) -> Any:
         raise ParamsError(f"{where}: {exc}".replace("line 1: ", "")) from None
 
 
-SHOWN_CHARS = 120  # of a value quoted in an error message: a large one would bury the message (M11)
+SHOWN_CHARS = 120  # of a value quoted in an error message: a large one would bury the message
 
 
 def shown(value: Any) -> str:

@@ -260,7 +260,7 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
         table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
     pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing)).with_columns(
-        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool (C3)
+        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool
     data = pl.concat([per_corpus, pooled]).to_pandas()
     y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
     lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),
@@ -287,7 +287,7 @@ SERIES_COLUMNS = ("kernel_source", "model", "dtype", "device", "baseline", "pref
 def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
     """`series` for colour and `c` for the dash: one line per (model, loop, context), never two models joined
     into one path. The label is `model, AR loop` (dtype/device where they vary) and, where the table says how
-    the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike (C5);
+    the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike;
     without that column the prefill is named where it varies."""
     if "comparison" in speedups.columns:
         varying = pl.concat_str([pl.col("model"), pl.lit(", "), pl.col("baseline").cast(pl.Utf8)]
@@ -352,7 +352,7 @@ def paper_reference(paper: list[tuple[int, float]], x, y):
 
 def judged_only(speedups: pl.DataFrame) -> pl.DataFrame:
     """The rows whose two sides were built alike (the `judged` column; all rows of a table without it): what
-    a headline figure draws (C5)."""
+    a headline figure draws."""
     return speedups.filter(pl.col("judged").cast(pl.Boolean)) if "judged" in speedups.columns else speedups
 
 

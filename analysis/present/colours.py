@@ -1,4 +1,4 @@
-"""One colour per series across every page (C4): the index's key charts, the reports and the stages' figures
+"""One colour per series across every page: the index's key charts, the reports and the stages' figures
 draw the same model, AR loop, kernel source, corpus, level or variant in the same colour, whatever else
 shares the chart. `colour_of(label)` names a series' colour from its label alone; labels it does not know
 get the next free colour of a fallback palette, in the order they appear in one chart.

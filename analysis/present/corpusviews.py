@@ -155,7 +155,7 @@ def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "lin
 
 def extrapolated_column(level: str, over: str | None = None) -> str:
     """The name of a row's count of spans priced beyond the profiled N at `level`: `extrapolated_spans_line` for
-    one kernel, `extrapolated_spans_line_any_kernel` for the most under any kernel of the row (C11: one name,
+    one kernel, `extrapolated_spans_line_any_kernel` for the most under any kernel of the row (one name,
     `extrapolated_spans_max`, held a line-level max on one page and a line-and-token max on another)."""
     return f"extrapolated_spans_{level}" + (f"_{over}" if over else "")
 
@@ -187,7 +187,7 @@ def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
 
 def tokenization_note(rows: pl.DataFrame, digits: int = 2) -> str | None:
     """One sentence in place of the bounds_tokenization table when no cell of it would show a change at
-    `digits` decimals of a percent (P3: rows that all read "(+0.00%)"); None when some change shows."""
+    `digits` decimals of a percent (rows that all read "(+0.00%)"); None when some change shows."""
     if rows.height == 0:
         return "No bound with gold-tokenization prefill sizes in this selection."
     largest = rows.select(pl.col("rel_change").abs().max()).item()

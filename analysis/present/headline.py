@@ -8,7 +8,7 @@ width grows with the number of corpora, not with the number of kernel sources, m
 are rows).
 
 Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
-and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit (P8): `_x` a ratio
+and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit: `_x` a ratio
 (a speedup or a bound), `_pct` a share in percent (x100, as the reports print it), `_n` a count; numbers in
 names and columns are zero-padded to the widest of the run (`c0256` beside `c2048`, `n008` beside `n512`), so
 that DVC's text sort is numeric order:
@@ -121,7 +121,7 @@ CORPUS_KEYS = {
 }
 HELDOUT = "heldout"  # the pilot's held-out split (analysis.pilot.data): its own rows, no column
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
-# Units in the row names (P8), the last part of each: a ratio (a speedup, a bound) `_x`; a share in percent `_pct`
+# Units in the row names, the last part of each: a ratio (a speedup, a bound) `_x`; a share in percent `_pct`
 # (the value x100, as the reports print it); a count `_n`, kept out of every ratio row (seconds would be `_s`: no
 # row holds seconds). A flag (noisy_*, 0 or 1) and the machine's name carry none.
 RATIO, PERCENT, COUNT = "_x", "_pct", "_n"
@@ -241,7 +241,7 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
 
 def padded(prefix: str, value: int, values) -> str:
     """`prefix` and `value` zero-padded to the widest of `values` (`c0256` beside `c2048`), so that `dvc metrics
-    show`, which sorts rows and columns as text, lists them in numeric order (P8)."""
+    show`, which sorts rows and columns as text, lists them in numeric order."""
     return f"{prefix}{value:0{len(str(max(values)))}d}"
 
 
@@ -254,7 +254,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
     """Measured ratios (reports/tables/kernel_speedup.csv, per kernel source and context) of the judged
     comparisons only, both sides built alike (eager/eager, device/device; the strongest judged AR loop where a
     source has several), and the paper's curve when `paper` is one of the bound's kernel sources. A
-    graph-captured loop against an eager prefill is not judged and gets no headline row (C5)."""
+    graph-captured loop against an eager prefill is not judged and gets no headline row."""
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
         frame = speedup
@@ -489,7 +489,7 @@ def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    with output_set("headline", outputs=(out_dir.as_posix(),)):  # every row file and removal as one set (L6)
+    with output_set("headline", outputs=(out_dir.as_posix(),)):  # every row file and removal as one set
         for stem, values in head.rows.items():
             path = out_dir / f"{stem}.json"
             write_json(values, path)

@@ -76,7 +76,7 @@ def _serving_figure(root: Path) -> str:
                              "rivals; dotted: the directive-free bound), from reports/tables/serving.csv")
 
 
-# The index's file lists, grouped by the claim (or stage) a file belongs to (P10): (group, stem prefixes). A stem
+# The index's file lists, grouped by the claim (or stage) a file belongs to: (group, stem prefixes). A stem
 # goes to the first group with a matching prefix; anything else is listed under "other".
 FILE_GROUPS = (
     ("Claim 1: kernel speedup", ("kernel", "latency_holdout")),
@@ -220,7 +220,7 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
-    stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown (N19)
+    stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown
     grid = claims_grid(grid_rows(collapsed(items), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
                     + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Each row is one scope the "

@@ -3,19 +3,14 @@ reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- res
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
 helpers the reports use (analysis.present.notebook), so the README cannot drift from the metrics.
-tests/analysis/present/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
-`committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
-machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
-`copydecode readme --check`.
+tests/analysis/present/test_readme.py regenerates the block from the COMMITTED outputs (read from git)
+and compares it with the committed README, so a user's own `dvc repro` (with this machine's timings)
+followed by `python -m pytest` passes; the maintainers' check of the workspace is `copydecode readme --check`.
 
 README.md and reports/timings.json are tracked source files, so no `dvc repro` stage writes them
 (a stage that rewrote them would change tracked files behind dvc's back, and declaring README.md as a
-stage output would let dvc delete or re-hash a hand-edited file). They are written by this one
-command, run after `dvc repro` and outside it:
-
-    copydecode readme [ROOT]             # gather ROOT/data/timings into ROOT/reports/timings.json,
-                                         # then rewrite the block in ROOT/README.md (default ROOT: .)
-    copydecode readme --check            # maintainers: is the block up to date with this workspace? (writes nothing)
+stage output would let dvc delete or re-hash a hand-edited file). They are written by one command, run
+after `dvc repro` and outside it: `copydecode readme` (analysis.tools.readme).
 """
 
 from __future__ import annotations
@@ -27,19 +22,16 @@ import polars as pl
 
 from analysis.claims.engine import read_claims
 from analysis.claims.verdict import BEYOND
-from analysis.errors import ParamsError, StaleInputError
-from analysis.pipeline.io import write_json, write_text
-from analysis.pipeline.repo import git
+from analysis.errors import ParamsError
 from analysis.layout import BENCH_DIR
 from analysis.layout import BUSY_BENCHMARK as BUSY_BENCHMARK_STEM
-from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS_REPORT
 from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
 from analysis.rivals.methods import parse_method
 from analysis.pilot.report import headline, training_note
-from analysis.present.index import stale_pages_reasons
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, respelled, stale_columns, stale_text
@@ -442,111 +434,3 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
     current, fresh = (_figures(block) for block in (readme_block(text), results_block(root)))
     return [line for line in difflib.unified_diff(current, fresh, "README.md", "stage outputs", lineterm="", n=0)
             if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))]
-
-
-# every output the block reads (results_block and its helpers); a path absent at a revision is left out
-# every output the block reads, the frozen GPU sources' environment files included (their provenance line)
-BLOCK_INPUTS = (CLAIMS_JSON, METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS,
-                E2E_FROZEN)
-
-
-def _git(root: Path, *args: str) -> bytes:
-    """`git ARGS`'s output in `root` (analysis.pipeline.repo), a failure as a named ParamsError."""
-    done = git(root, *args)
-    if done.error is not None:
-        raise ParamsError(f"git is not available to read committed outputs: {done.error}")
-    if done.returncode != 0:
-        raise ParamsError(f"git {' '.join(args)} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
-
-
-def committed_outputs(dest: Path, root: Path = Path("."), rev: str = "HEAD") -> Path:
-    """Write the stage outputs the block reads, as committed at `rev`, under `dest` (a fresh folder); returns dest.
-
-    The README is checked against these rather than the workspace: a user's `dvc repro` rewrites the
-    workspace outputs with this machine's timings, which are not the README's."""
-    import io
-    import tarfile
-
-    root, dest = Path(root), Path(dest)
-    listed = _git(root, "ls-tree", "-r", "--name-only", rev, "--", *(str(p) for p in BLOCK_INPUTS)).decode()
-    paths = [line for line in listed.splitlines() if line]
-    dest.mkdir(parents=True, exist_ok=True)
-    if paths:
-        archive = _git(root, "archive", "--format=tar", rev, "--", *paths)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(dest, filter="data")
-    return dest
-
-
-def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
-    """README.md as committed at `rev`."""
-    return _git(Path(root), "show", f"{rev}:{README}").decode("utf-8")
-
-
-def write_readme_results(root: Path = Path(".")) -> Path:
-    """Rewrite the README's results block from the stage outputs (the rest of the README is kept); refused
-    while a stage's outputs were built from another cases table than the one on disk (its corpus record)."""
-    stale = stale_pages_reasons(Path(root))
-    if stale:  # the block would quote figures of two corpora side by side
-        raise StaleInputError(f"the Results block reads outputs built from another corpus: {'; '.join(stale.values())}")
-    path = Path(root) / README
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParamsError(f"cannot read {path}: {exc}") from exc
-    start = text.find(START)
-    end = text.find(END)
-    if start < 0 or end < start:
-        raise ParamsError(f"{path} has no {START} ... {END} block to fill")
-    tail = text[end + len(END):]
-    updated = text[:start] + results_block(Path(root)) + tail.removeprefix("\n")
-    if updated != text:
-        write_text(updated, path)
-    return path
-
-
-def gather_timings(root: Path = Path(".")) -> Path | None:
-    """Copy each stage's untracked run time (data/timings/<stage>.json) into the committed
-    reports/timings.json that the block reads; None (and nothing written) when no stage has run here."""
-    root = Path(root)
-    times = {p.stem: json.loads(p.read_text()) for p in sorted((root / TIMINGS).glob("*.json"))}
-    if not times:
-        return None
-    write_json(times, root / TIMINGS_REPORT)
-    return root / TIMINGS_REPORT
-
-
-# `copydecode readme`: its help line and what it reads and writes (the CLI's --help)
-HELP = ("after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results block (--check: list its "
-        "stale lines, write nothing)")
-READS_WRITES = "reads data/timings and the committed stage outputs; it writes reports/timings.json and README.md"
-READS_PARAMS = False  # the Results block quotes the outputs, which record their own settings: --set is refused
-
-
-def add_arguments(parser) -> None:
-    """`copydecode readme`'s options."""
-    parser.add_argument("root", nargs="?", default=".", metavar="ROOT",
-                        help="the workspace whose outputs and README.md are read (default: .)")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing: list the block's lines that differ from ROOT's outputs (exit 1)")
-
-
-def command(args) -> int:
-    """The step after `dvc repro`: reports/timings.json, then the README's Results block.
-    `--check` writes nothing: it lists the block's lines that differ from this workspace's outputs (exit 1).
-    A CopyDecodeError propagates (the CLI reports it by name, exit 2)."""
-    root = Path(args.root)
-    if args.check:
-        try:
-            text = (root / README).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ParamsError(f"cannot read {root / README}: {exc}") from exc
-        stale = stale_lines(text, root)
-        print("\n".join(stale) if stale else f"{root / README}: the Results block matches this workspace's outputs")
-        return 1 if stale else 0
-    timings = gather_timings(root)
-    readme = write_readme_results(root)
-    print(timings if timings else f"{root / TIMINGS_REPORT} kept (no run times under {root / TIMINGS})")
-    print(readme)
-    return 0

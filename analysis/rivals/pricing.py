@@ -13,7 +13,7 @@ A decode run is a stretch of decode steps: it starts at the first forward of the
 prefill) and after every prefill-type forward. `s`, `o` and T_prefill come from the model's one pricing call, the bounds' own
 (`LatencyModel.prices`, params `bounds.step_cost`: `steady` splits T_ar into o + N s; `first_step` charges
 every step T_ar(1, c) and no overhead). So AR's price is the bounds' `regen`, and a Copy-as-Decode
-program's forwards (analysis.rivals.simulate.copy_forwards) price to the bounds' `program_ideal` and
+program's forwards (analysis.rivals.families.copy.copy_forwards) price to the bounds' `program_ideal` and
 `program_overhead`, except after a copy that forwards no token (a blank line BPE glued to the line
 before: no forward, so no new decode run), which the bounds count as a prefill (tested).
 

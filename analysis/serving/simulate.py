@@ -104,7 +104,7 @@ class Sweep:
             raise ParamsError(f"{where}.open_loop.qps_fractions must be > 0, got {list(self.qps_fractions)}")
         most = max(closed_loop_requests(max(self.concurrency), self.min_requests, self.requests_per_client),
                    self.open_requests)
-        if most > MAX_REQUESTS_PER_POINT:  # a typo (an extra zero, 10**9) would run for days, not fail (issue 39)
+        if most > MAX_REQUESTS_PER_POINT:  # a typo (an extra zero, 10**9) would run for days, not fail
             raise ParamsError(f"{where}: a load point would simulate {most:,} requests (closed_loop: max(min_requests, "
                               f"requests_per_client x concurrency); open_loop.requests), above {MAX_REQUESTS_PER_POINT:,}; "
                               "lower them")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.corpora.sample import sample_ids
 from analysis.errors import ParamsError
 from analysis.serving.scheduler import Request, RunResult
 
@@ -41,8 +42,7 @@ def draw_cases(cases: list[str], n: int, seed: int, stream: str) -> list[str]:
     """n case ids drawn with replacement; the same (seed, stream) gives the same draw on every machine."""
     if not cases:
         raise ParamsError("serving workload: no case has a trace for every simulated method")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, *stream.encode()]))
-    return [cases[i] for i in rng.integers(0, len(cases), size=n)]
+    return sample_ids(cases, n, seed, stream, replace=True)
 
 
 def poisson_arrivals(n: int, qps: float, seed: int, stream: str) -> list[float]:

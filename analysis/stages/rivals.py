@@ -99,7 +99,7 @@ def _estimates(params: dict, sources: tuple[str, ...]) -> tuple[Estimate, ...]:
         if entry["name"] in sources:
             raise ParamsError(f"params: 'rivals.estimates[{i}]' name {entry['name']!r} is also a kernel source")
         sides = {}
-        for side in ("decode", "prefill"):  # named here, not when the stage first prices a case (issue 39, section 4)
+        for side in ("decode", "prefill"):  # named here, not when the stage first prices a case
             try:
                 sides[side] = parse_name(entry[side])
             except ParamsError as exc:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bounds import CostSettings, log_cost_settings
-from analysis.corpora import humanevalpack
+from analysis.corpora.entries import FRAMINGS
 from analysis.errors import ParamsError
 from analysis.latency.model import FORMS
 from analysis.layout import E2E_PRESETS, LEVELS
@@ -249,7 +249,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     under `out` (default data/e2e/<preset>/) and nothing under reports/."""
     if out is not None and preset is None:
         raise ParamsError("copydecode e2e: --out names a preset run's folder; name the preset too (--preset e2e-wide)")
-    if out is not None:  # a preset run's folder stays inside the tree (issue 39, H4)
+    if out is not None:  # a preset run's folder stays inside the tree
         try:
             confined(Path(out) / "run.json", "the e2e preset run's folder")
         except OutputRootError as exc:
@@ -265,7 +265,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         raise ParamsError(f"params: 'e2e.ci.level' must lie in (0, 1), got {level}")
     return E2ESettings(
         tokenizer=tokenizer_spec(p),
-        framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
+        framing=choice(p, "e2e.framing", FRAMINGS),
         seed=get(p, "e2e.seed", int),
         stratify=choice(p, "e2e.stratify", SAMPLE_STRATA),
         repeats=positive_int(p, "e2e.repeats"),

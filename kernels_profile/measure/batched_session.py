@@ -107,7 +107,7 @@ def step_row(step: Step) -> dict[str, Any]:
 
 def unit_path(root: Path, model: str, set_name: str, repeat: int, key: str) -> Path:
     """A unit's checkpoint, named by the model's label: a model given as a folder or hub id is a path, and
-    its raw string would put the file beside the model, outside the tree (issue 39, as H4)."""
+    its raw string would put the file beside the model, outside the tree."""
     return Path(root) / f"{model_label(model)}-{set_name}-r{repeat}-{key}.parquet"
 
 
@@ -239,8 +239,8 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_result(result: BatchedResult, out: Path) -> Path:
-    """The raw parquet and its environment sidecar as one set (never a new file beside an old sidecar:
-    issue 39, L6); returns the sidecar path."""
+    """The raw parquet and its environment sidecar as one set (never a new file beside an old sidecar);
+    returns the sidecar path."""
     sidecar = environment_path(out)
     with output_set("kernels_batched", outputs=(Path(out).as_posix(), sidecar.as_posix())):
         write_parquet(result.raw, Path(out))

@@ -112,7 +112,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     set_threads(spec.threads)
     scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
-    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation (M4)
+    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation
         check_fits(model, spec.dtype, spec.device, max(spec.contexts) + spec.n_max, spec.n_max)
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -289,7 +289,7 @@ def environment_path(raw_path: Path) -> Path:
 
 
 def write_profile(result: ProfileResult, out: Path) -> Path:
-    """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
+    """Write the raw parquet and its environment sidecar as one set (never a new file beside an old
     sidecar); returns the sidecar path."""
     sidecar = environment_path(out)
     with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):

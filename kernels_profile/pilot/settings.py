@@ -1,14 +1,13 @@
 """The pilot's settings and its model: params `pilot` overlaid with a preset, checked by name
 (`settings`), and the base model with its LoRA adapter loaded (`load_models`). Shared by the pilot stage
-(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.pilot.sweep)."""
+(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.tools.pilot_sweep)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.corpora import humanevalpack
-from analysis.corpora.probeedit import ProbeEditParams, probeedit_recipe
+from analysis.corpora.entries import FRAMINGS, ProbeEditParams, probeedit_recipe
 from analysis.errors import ParamsError
 from analysis.pipeline.params import check_threads, choice, get, merge_preset, number, number_list, positive_int
 from analysis.pilot.data import TASKS, PilotDataParams, task_kinds
@@ -132,7 +131,7 @@ def settings(params: dict, preset: str | None = None) -> PilotSettings:
         humaneval_seeds=_seeds(p, "humaneval_seeds", nonempty=False),
         humaneval_cases=positive_int(p, f"{GROUP}.humaneval_cases", minimum=0),
         humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
-        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", humanevalpack.FRAMINGS),
+        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
         order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
     ).check()

@@ -166,7 +166,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         raise ParamsError(f"kernels.batched.batch1_sources must be a list of kernel-source names, got {names!r}")
     step_cost = STEP_COST if preset is None and out is None else Path(out or named_out).with_suffix(".step_cost.json")
     raw = Path(out) if out else named_out
-    try:  # a preset's `out` (params) and --out stay inside the tree (issue 39, as H4)
+    try:  # a preset's `out` (params) and --out stay inside the tree
         confined(raw, "the batched timings file")
     except OutputRootError as exc:
         raise ParamsError(f"{exc} (kernels profile --batched --out / the preset's out: give a path under this "
@@ -185,7 +185,7 @@ def grid_sets(spec: BatchedSpec):
 def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     set_threads(spec.threads)
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
-    # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
+    # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating
     check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
                max(spec.batch_sizes) * max(spec.qs), smaller="a smaller grid (kernels.batched: batch_sizes, qs, contexts)")
     timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,

@@ -67,7 +67,7 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     """The params group with the command line's --model/--device/--dtype/--contexts/--ns/--weights."""
     if weights is not None and weights not in WEIGHTS_CHOICES:
         raise ParamsError(f"--weights must be one of {', '.join(WEIGHTS_CHOICES)}, got {weights!r}")
-    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model (M5)
+    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model
         raise ParamsError("--model is empty; name a model folder or hub id (or leave --model out to profile "
                           "params kernels.profile.models)")
     if weights == "real" and model is None:
@@ -122,7 +122,7 @@ def settings(params: dict[str, Any], preset: str | None = None, out: str | Path 
         source = kernel_source_name(model, spec.device)
         named_out = KERNELS_RAW.parent / f"{source}.parquet"
     raw = Path(out) if out else named_out
-    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree (H4)
+    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree
         confined(raw, "the raw timings file")
     except OutputRootError as exc:
         raise ParamsError(f"{exc} (kernels profile --out / the preset's out: give a path under this folder)") from None

@@ -153,7 +153,7 @@ def run(s: ReplaySettings) -> dict:
         steps = {r["step_id"]: Step(tuple(r["qs"]), tuple(r["contexts"])) for r in sampled.iter_rows(named=True)}
         set_threads(spec.threads)
         torch_dtype(spec.dtype, spec.device)
-        check_fits(spec.model, spec.dtype, spec.device,  # the largest step's cache, before allocating (M4)
+        check_fits(spec.model, spec.dtype, spec.device,  # the largest step's cache, before allocating
                    max(sum(s.qs) + sum(s.contexts) for s in steps.values()), max(sum(s.qs) for s in steps.values()),
                    smaller="a lower serving.replay.max_context")
         timing = Timing(s.repeats, s.warmup, s.order_seed, s.noisy_drift, s.reference_budget_s, s.contention_slack)

@@ -152,7 +152,7 @@ def test_every_command_takes_params_and_set():
 
 def test_pilot_sweep_applies_set_to_the_params_it_reads(monkeypatch, capsys):
     from analysis.errors import ParamsError
-    from kernels_profile.pilot import sweep
+    from kernels_profile.tools import pilot_sweep as sweep
 
     seen = {}
 

@@ -156,7 +156,8 @@ def report_parameters(report: str, values) -> Callable[[Path], str]:
 def pairs_file(text: str | bytes, suffix: str = ".jsonl") -> Callable[[Path], str]:
     """A pairs file read as `corpora` reads it."""
     def run(folder: Path) -> str:
-        from analysis.corpora.pairs import PairsSettings, load_pairs
+        from analysis.corpora.entries import PairsSettings
+        from analysis.corpora.pairs import load_pairs
 
         path = folder / f"pairs{suffix}"
         path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
@@ -172,7 +173,8 @@ def pairs_parquet(categorical: bool = False, dictionary: bool = False, binary: b
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from analysis.corpora.pairs import PairsSettings, load_pairs
+        from analysis.corpora.entries import PairsSettings
+        from analysis.corpora.pairs import load_pairs
 
         path = folder / "pairs.parquet"
         texts = {"source": ["a = 1\n", "b = 2\n"], "target": ["a = 2\n", "b = 3\n"]}
@@ -1172,7 +1174,7 @@ ATTACKS = [
     Attack("H4-pilot-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
            preset_settings("kernels_profile.pilot.settings", "pilot.presets", "../../outside/x"), "cannot name a file"),
     Attack("H4-pilot-freeze-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
-           lambda run, out: (os.chdir(run), __import__("kernels_profile.pilot.sweep", fromlist=["freeze"]).freeze(
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.tools.pilot_sweep", fromlist=["freeze"]).freeze(
                "../../outside/x", {}, run / "data/pilot/x", run / "reports/pilot/frozen"), "")[-1],
            "cannot name a file"),
     # section 4: the serving work's settings and files (merged on main this round)

@@ -6,7 +6,8 @@ import pytest
 
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
-from analysis.corpora.pairs import PairsSettings, load_pairs
+from analysis.corpora.entries import PairsSettings
+from analysis.corpora.pairs import load_pairs
 
 
 # ---------------------------------------------------------------- D13: rare JSONL inputs

@@ -37,7 +37,7 @@ POLICIES = ("earliest", "latest")
 STANDARD_POLICY = "earliest"
 MAX_NGRAM = 2   # transformers: generation_config.max_matching_ngram_size or 2
 MIN_NGRAM = 1   # transformers: range(..., 0, -1) stops at n = 1
-NGRAM_LIMIT = 64  # one table per size is built up front: a typo (10**9) would exhaust memory, not fail (issue 39)
+NGRAM_LIMIT = 64  # one table per size is built up front: a typo (10**9) would exhaust memory, not fail
 
 
 class PromptLookup:

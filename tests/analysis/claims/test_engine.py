@@ -166,7 +166,7 @@ def test_the_claims_document_round_trips_and_names_every_scope(outputs):
 def test_the_committed_claims_document_is_the_committed_outputs_verdicts(tmp_path):
     """The committed claims.json is the verdicts of the committed outputs (read from git, not the workspace: a
     user's own `dvc repro` rewrites the workspace's kernel tables with that machine's timings)."""
-    from analysis.present.readme import committed_outputs
+    from committed import committed_outputs
 
     outputs = committed_outputs(tmp_path, ROOT)
     committed = outputs / CLAIMS_JSON

@@ -73,7 +73,7 @@ def _generated_figures(block: str) -> list[str]:
 def committed(tmp_path_factory):
     """(README text, folder of stage outputs), both as committed at HEAD."""
     from analysis.errors import ParamsError
-    from analysis.present.readme import committed_outputs, committed_readme
+    from committed import committed_outputs, committed_readme
 
     try:
         return committed_readme(ROOT), committed_outputs(tmp_path_factory.mktemp("committed"), ROOT)
@@ -100,7 +100,8 @@ def test_a_users_own_repro_does_not_fail_the_readme_check(tmp_path, committed):
     import shutil
 
     from analysis.layout import TIMINGS_REPORT
-    from analysis.present.readme import committed_outputs, committed_readme, stale_lines
+    from analysis.present.readme import stale_lines
+    from committed import committed_outputs, committed_readme
 
     def committed_stale_lines(scratch, repo):  # the committed README against the committed outputs
         return stale_lines(committed_readme(repo), committed_outputs(scratch, repo))
@@ -172,7 +173,8 @@ def test_write_readme_results_rewrites_only_the_block(tmp_path):
     import shutil
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES
-    from analysis.present.readme import END, START, readme_block, results_block, write_readme_results
+    from analysis.present.readme import END, START, readme_block, results_block
+    from analysis.tools.readme import write_readme_results
 
     for folder in (METRICS, TABLES):
         shutil.copytree(ROOT / folder, tmp_path / folder)

@@ -1,4 +1,4 @@
-"""kernels_profile.pilot.sweep: a sweep job's CONFIG text, the metrics a records file belongs to, and freezing a
+"""kernels_profile.tools.pilot_sweep: a sweep job's CONFIG text, the metrics a records file belongs to, and freezing a
 finished preset run with its run facts (read back by analysis.pilot.report)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from fixtures import PILOT_RUN, pilot_frozen_metrics, pilot_record
 
 from analysis.errors import CorpusError, ParamsError
 from analysis.pilot import report as pilotreport
-from kernels_profile.pilot.sweep import KEYS, freeze, parse_config, run_metrics
-from kernels_profile.stages import pilot as stage
+from kernels_profile.tools.pilot_sweep import KEYS, freeze, parse_config, run_metrics
+from kernels_profile.pilot import jobs as pilot_jobs
 
 
 def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_path, monkeypatch):
@@ -22,9 +22,9 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
     with pytest.raises(CorpusError, match="has not finished"):
         freeze("pilot-long", PILOT_RUN, source, tmp_path / "frozen")
     (source / "metrics.json").write_text(json.dumps(pilot_frozen_metrics(384, 5, 1)))
-    stage.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
+    pilot_jobs.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
     pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [1.0]}).write_parquet(source / "losses.parquet")
-    stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
+    pilot_jobs.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
     out = freeze("pilot-long", PILOT_RUN, source, tmp_path / "frozen")
     assert "abc1234" in (out / "README.md").read_text() and (out / "curve.csv").is_file()
     runs = pilotreport.read_frozen(tmp_path / "frozen")
@@ -34,10 +34,10 @@ def test_a_finished_preset_run_is_frozen_with_its_run_facts_and_read_back(tmp_pa
 def _finished_run(source, em: int) -> None:
     source.mkdir(parents=True, exist_ok=True)
     (source / "metrics.json").write_text(json.dumps(pilot_frozen_metrics(384, em, 1)))
-    stage.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
+    pilot_jobs.records_frame([pilot_record()]).write_parquet(source / "records.parquet")
     pl.DataFrame({"mode": ["program"], "seed": [0], "step": [1], "loss": [float(em)]}).write_parquet(
         source / "losses.parquet")
-    stage.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
+    pilot_jobs.curve_frame([{"mode": "program", "seed": 0, "step": 0, "loss": 2.0}]).write_parquet(source / "curve.parquet")
 
 
 def _tree(folder) -> dict[str, bytes]:

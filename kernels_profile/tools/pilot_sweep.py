@@ -105,7 +105,7 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     import json
     import shutil
 
-    safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders (H4)
+    safe_name(preset, "pilot-sweep --freeze: the preset")  # it names two folders
     confined(Path(target) / preset / RUN_JSON, "pilot-sweep --freeze: the frozen run's folder")
     missing = [n for n in ("metrics.json", "records.parquet", "losses.parquet", "curve.parquet")
                if not (source / n).is_file()]
@@ -116,7 +116,7 @@ def freeze(preset: str, run: dict, source: Path, target: Path) -> Path:
     metrics = json.loads((source / "metrics.json").read_text())
     run = frozen_record(run)
     try:
-        with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set (L6)
+        with output_set("pilot-sweep", outputs=(out.as_posix(),)):  # the frozen run's files as one set
             write_json(metrics, out / "metrics.json")
             write_with(lambda tmp: shutil.copyfile(source / "records.parquet", tmp), out / "records.parquet")
             for name in ("losses", "curve"):

@@ -1,9 +1,9 @@
-"""What the line oracle leaves out (analysis.oracle.moves): moved and repeated lines, per case and per corpus."""
+"""What the line oracle leaves out (analysis.tools.moves): moved and repeated lines, per case and per corpus."""
 
 import pytest
 
 from analysis.corpora.cases import Case
-from analysis.oracle.moves import line_moves, moves_table
+from analysis.tools.moves import line_moves, moves_table
 
 
 def test_move_aware_measure_counts_moved_blocks():

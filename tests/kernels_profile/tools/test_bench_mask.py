@@ -1,4 +1,4 @@
-"""kernels_profile.stages.bench_mask: the mask benchmark's settings (params decode.mask_benchmark, the
+"""kernels_profile.tools.bench_mask: the mask benchmark's settings (params decode.mask_benchmark, the
 command line replacing what it names, bad values named) and what a run returns and writes."""
 
 import json
@@ -8,7 +8,7 @@ from fixtures import params_with
 
 from analysis.errors import ParamsError
 from kernels_profile.decode import maskbench
-from kernels_profile.stages.bench_mask import run, settings
+from kernels_profile.tools.bench_mask import run, settings
 
 
 def test_bench_mask_settings_come_from_params_and_the_command_line_replaces_what_it_names():

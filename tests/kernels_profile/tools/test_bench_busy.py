@@ -10,8 +10,8 @@ from fixtures import ROOT
 from analysis.cli import build_parser, main as copydecode
 from analysis.errors import ParamsError
 from analysis.layout import E2E_MEASUREMENTS, KERNELS_RAW
-from kernels_profile.stages import bench_busy as busybench
-from kernels_profile.stages.bench_busy import compare, compare_e2e, e2e_medians
+from kernels_profile.tools import bench_busy as busybench
+from kernels_profile.tools.bench_busy import compare, compare_e2e, e2e_medians
 from kernels_profile.measure.session import environment_path
 from kernels_profile.measure.profiler import RAW_SCHEMA
 
@@ -155,10 +155,10 @@ def test_busy_and_mask_are_copydecode_commands_not_pipeline_stages():
     from analysis.pipeline.commands import STAGES, TOOLS
 
     args = build_parser().parse_args(["bench", "busy", "q", "b"])
-    assert (args.stage, args.module, args.quiet, args.busy) == ("bench busy", "kernels_profile.stages.bench_busy",
+    assert (args.stage, args.module, args.quiet, args.busy) == ("bench busy", "kernels_profile.tools.bench_busy",
                                                                 "q", "b") and not hasattr(args, "raw_out")
     args = build_parser().parse_args(["bench", "mask", "--programs", "3"])
-    assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.stages.bench_mask", 3,
+    assert (args.stage, args.module, args.programs, args.lines) == ("bench mask", "kernels_profile.tools.bench_mask", 3,
                                                                                     None)
     assert {"bench busy", "bench mask"} <= set(TOOLS) and not {"bench busy", "bench mask"} & set(STAGES)
     assert not hasattr(busybench, "main")

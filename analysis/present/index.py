@@ -49,7 +49,7 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
-    """A key chart one a row, at its natural width up to the column's (C5: two a row shrank the kernel charts to
+    """A key chart one a row, at its natural width up to the column's (two a row shrank the kernel charts to
     37-43%, 4 px text; `KEY_CHART_MAX_WIDTH` keeps every key chart at 80% or more of its size)."""
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"

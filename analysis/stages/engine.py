@@ -6,7 +6,8 @@ steps and reruns the rivals and serving simulations on the run's requests (analy
 reports/tables/engine_runs.* (per run: measured figures), engine_speedups.* (per method and load: throughput
 over AR with a paired request-bootstrap interval), engine_vs_simulator.* (measured against predicted, per fit,
 method and load), engine_ranking.* (per load: the method orders and whether they agree), engine_error.* (per fit:
-median errors), reports/metrics/engine.json (with the claims row) and the charts
+median errors), engine_decision.* (per load: Copy-as-Decode against the fastest rival the engine ran),
+reports/metrics/engine.json (with the claims row) and the charts
 reports/figures/engine_vs_simulator.* and engine_speedup.*. Cheap: no engine runs here.
 """
 
@@ -31,7 +32,8 @@ HELP = "read the frozen engine run (vLLM) and check the serving simulator agains
 READS_WRITES = ("reads reports/engine/frozen/<engine.frozen_run>/ (run.json, requests.json, gold.json, plans.json, "
                 "requests.jsonl, results/, steps.jsonl) and params engine.compare; writes reports/tables/engine_runs.*, "
                 "reports/tables/engine_speedups.*, reports/tables/engine_vs_simulator.*, reports/tables/engine_ranking.*, "
-                "reports/tables/engine_error.*, reports/metrics/engine.json, reports/figures/engine_vs_simulator.* and "
+                "reports/tables/engine_error.*, reports/tables/engine_decision.*, reports/metrics/engine.json, "
+                "reports/figures/engine_vs_simulator.* and "
                 "reports/figures/engine_speedup.*")
 
 @dataclass(frozen=True)

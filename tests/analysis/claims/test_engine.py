@@ -185,7 +185,7 @@ def test_every_committed_scope_is_a_number_with_an_interval_and_the_run_is_named
     serving scopes were null), every decision scope has a decision word and a basis, and the file carries a
     provenance block (commit, params hash, versions, date, machine) as lm-eval's results JSON does."""
     from analysis.claims.decision import BASES, DECISIONS
-    from analysis.present.readme import committed_outputs
+    from committed import committed_outputs
 
     committed = committed_outputs(tmp_path, ROOT) / CLAIMS_JSON
     if not committed.is_file():

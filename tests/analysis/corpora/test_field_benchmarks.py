@@ -15,6 +15,7 @@ from fixtures import (CANITEDIT_RECORDS, EDITEVAL_RECORDS, ROOT, SHARED_EDITS, p
                       write_jsonl_records)
 
 from analysis.corpora import registry
+from analysis.corpora.entries import corpus_names
 from analysis.corpora.cases import Case, cases_frame
 from analysis.corpora.checks import DECISIONS, KEPT, REFUSED, data_checks
 from analysis.corpora.hfdataset import HFDatasetSettings, load_hfdataset
@@ -32,7 +33,7 @@ def built(entries: list[dict]) -> dict[str, list[Case]]:
     out = {}
     for kind, build in s.builds:
         result = registry.build_corpus(kind, build)
-        out[registry.corpus_names(kind, build)[0]] = result.cases
+        out[corpus_names(kind, build)[0]] = result.cases
     return out
 
 

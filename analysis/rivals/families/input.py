@@ -1,6 +1,6 @@
 """The input as the draft, re-aligned: its drafter (an online object over token ids, torch-free) and its family,
 `input-k<k>` (analysis.rivals.methods), from params `<stage>.input`: every verify window of `k` (and the whole
-rest of the input, `kinf`, when `unbounded`), each re-synchronised by `resync_ngram`.
+rest of the input, `kinf`, when `unbounded`), each re-aligned by `resync_ngram` and `realign`.
 
 The shape users ask engines for as "predicted outputs" (OpenAI's `prediction` parameter; vLLM's requests
 #10137 and "speculative edits" #5201; the predicted-outputs PRs #23450 and #24568, both closed) and the reuse
@@ -16,17 +16,22 @@ draft. What it does:
   decoded while the input is used up) loses the alignment; the input position where it was lost is kept.
 * Out of alignment the drafter proposes nothing (each forward is a plain decode step: EfficientEdit's edit phase
   runs a draft model there, a model-free deployment decodes) until the output's last `resync_ngram` tokens
-  occur in the input at or after the position where the alignment was lost: the first such occurrence
-  re-aligns the draft to the input token after it (EfficientEdit's `find_suffix_and_return_remaining` over the
-  remaining input, with its draft length `edit_gamma` = 7 as the n-gram: `resync_ngram`'s default).
-  onnxruntime's `BifurcationDetector` instead re-aligns on the shortest trailing n-gram that occurs exactly
-  once in the whole input; this family follows the EfficientEdit code, whose re-alignment only moves forward.
+  occur in the input (EfficientEdit's draft length `edit_gamma` = 7 is its n-gram: `resync_ngram`'s default);
+  the draft re-aligns to the input token after that occurrence:
+  - `realign: ahead`, EfficientEdit's code (`find_suffix_and_return_remaining` over the remaining input): the
+    first occurrence at or after the position where the alignment was lost. A false match ahead (the edit's
+    new text recurring later in the input) strands it: the next mismatch leaves the true position behind, and
+    it decodes the rest of the output token by token.
+  - `realign: anywhere` (the default): the same first occurrence at or after that position, else the latest
+    before it, so a false match ahead is undone at the next mismatch: the shape a diff-aligned predicted output
+    has. onnxruntime's `BifurcationDetector` (aggressive decoding) searches the whole input too, and re-aligns
+    on the shortest trailing n-gram that occurs there exactly once.
 
 The drafter reads only the input (the unnumbered source) and the output so far, never the gold still to come.
 It assumes of the engine what prompt lookup does: a verify forward of the draft plus the pending token, the
 longest agreeing prefix kept (speculative decoding with greedy acceptance).
 
-Use: `InputDraft(source_ids, resync_ngram)`, `draft(k)` before each forward (k=None: the whole rest of the
+Use: `InputDraft(source_ids, resync_ngram, realign)`, `draft(k)` before each forward (k=None: the whole rest of the
 input), `extend(tokens)` after it (every token that entered the output, the corrected one included). The
 input's n-grams are indexed once, so a re-alignment costs one dictionary probe and a bisection.
 """
@@ -38,32 +43,37 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from analysis.errors import ParamsError
-from analysis.pipeline.params import known_keys, positive_int
+from analysis.pipeline.params import choice, known_keys, positive_int
 from analysis.rivals.forwards import speculative_forwards
 from analysis.rivals.methods import Family, Method, draft_budgets, register
 
 RESYNC_NGRAM = 7      # EfficientEdit's edit_gamma: the output tail that must recur in the input to re-align
 RESYNC_LIMIT = 64     # a longer tail re-aligns almost never: a typo (700) would silently turn re-alignment off
+REALIGN = ("anywhere", "ahead")  # where a re-alignment may land (module docstring)
 
 
 @dataclass(frozen=True)
 class InputSettings:
     resync_ngram: int   # the output's trailing tokens that must recur in the input to re-align
+    realign: str        # REALIGN: where a re-alignment may land
 
     def validate(self) -> InputSettings:
         n = self.resync_ngram
         if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= RESYNC_LIMIT:
             raise ParamsError(f"input as draft: resync_ngram must be an integer in [1, {RESYNC_LIMIT}] "
                               f"(EfficientEdit's value: {RESYNC_NGRAM}), got {n!r}")
+        if self.realign not in REALIGN:
+            raise ParamsError(f"input as draft: realign must be one of {', '.join(REALIGN)}, got {self.realign!r}")
         return self
 
 
 class InputDraft:
     """Drafts the input from the aligned position; re-aligns after a mismatch (see the module docstring)."""
 
-    def __init__(self, source: Sequence[int], resync_ngram: int = RESYNC_NGRAM):
+    def __init__(self, source: Sequence[int], resync_ngram: int = RESYNC_NGRAM, realign: str = REALIGN[0]):
         self.source = [int(t) for t in source]
-        self.n = InputSettings(resync_ngram).validate().resync_ngram
+        self.n = InputSettings(resync_ngram, realign).validate().resync_ngram
+        self.anywhere = realign == "anywhere"
         self.output: list[int] = []
         self.position: int | None = 0   # the input token the next output token is expected to be; None: lost
         self.lost_at = 0                # the input position where the alignment was last lost
@@ -100,12 +110,15 @@ class InputDraft:
             self.position = self._realign()
 
     def _realign(self) -> int | None:
-        """The input position after the first occurrence, at or after `lost_at`, of the output's last n tokens."""
+        """The input position after the first occurrence, at or after `lost_at`, of the output's last n tokens
+        (`anywhere`: else after the latest occurrence before it)."""
         if len(self.output) < self.n:
             return None
         starts = self._starts.get(tuple(self.output[-self.n:]), ())
         found = bisect.bisect_left(starts, self.lost_at)
-        return starts[found] + self.n if found < len(starts) else None
+        if found < len(starts):
+            return starts[found] + self.n
+        return starts[-1] + self.n if starts and self.anywhere else None
 
 
 @register
@@ -113,7 +126,7 @@ class InputAsDraft(Family):
     name, title, position = "input", "input as draft", 30
     fields, unbounded = ("k",), True
     speculative = True
-    group, keys = "input", ("k", "unbounded", "resync_ngram")
+    group, keys = "input", ("k", "unbounded", "resync_ngram", "realign")
 
     def label(self, m: Method) -> str:
         return f"input as draft, re-aligned (window {m.budget})"
@@ -125,10 +138,12 @@ class InputAsDraft(Family):
         return 2
 
     def options(self, params: dict, where: str) -> InputSettings:
-        return InputSettings(positive_int(params, f"{where}.resync_ngram")).validate()
+        return InputSettings(positive_int(params, f"{where}.resync_ngram"),
+                             choice(params, f"{where}.realign", REALIGN)).validate()
 
     def drafter(self, m: Method, context, drafts) -> InputDraft:
-        return InputDraft(list(context), drafts.of(self.name).resync_ngram)
+        s = drafts.of(self.name)
+        return InputDraft(list(context), s.resync_ngram, s.realign)
 
     def forwards(self, m: Method, case, drafts, env):
         return speculative_forwards(self.drafter(m, case.source_ids, drafts), case.gold, m.k)

@@ -36,14 +36,36 @@ def test_a_verify_window_caps_each_draft():
     assert sum(out.emitted) == len(GOLD)
 
 
-def test_realignment_only_looks_forward_from_where_it_was_lost():
-    drafter = InputDraft([1, 2, 3, 4, 5, 1, 2, 9], resync_ngram=2)
+def test_ahead_realigns_only_forward_from_where_it_was_lost():
+    drafter = InputDraft([1, 2, 3, 4, 5, 1, 2, 9], resync_ngram=2, realign="ahead")
     drafter.extend([1, 2, 3, 4, 5, 1, 7])  # the 7 replaces the input's 2 at position 6
     assert not drafter.aligned and drafter.lost_at == 6
     drafter.extend([1, 2])  # 1 2 occurs at 0 and 5, both before position 6: no re-alignment backwards
     assert drafter.draft(4) == []
     drafter.extend([9])  # 2 9 occurs at 6: aligned past the input's end
     assert drafter.aligned and drafter.position == 8 and drafter.draft(4) == []
+
+
+def test_anywhere_prefers_ahead_and_else_takes_the_latest_occurrence_before():
+    drafter = InputDraft([1, 2, 3, 4, 5, 1, 2, 9], resync_ngram=2, realign="anywhere")
+    drafter.extend([1, 2, 3, 4, 5, 1, 7])
+    drafter.extend([1, 2])  # 1 2 at 0 and 5, none at or after 6: the latest before, 5 -> aligned at 7
+    assert drafter.position == 7 and drafter.draft(4) == [9]
+    ahead = InputDraft([1, 2, 3, 1, 2, 8, 9], resync_ngram=2, realign="anywhere")
+    ahead.extend([1, 7, 1, 2])  # lost at 1; 1 2 at 0 and 3: the first at or after 1 wins
+    assert ahead.position == 5 and ahead.draft(None) == [8, 9]
+
+
+def test_a_false_match_ahead_strands_ahead_and_not_anywhere():
+    source = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 20, 21, 22, 13]
+    output = [1, 2, 3, 20, 21, 4, 5, 6]  # 20 21 inserted: its tail recurs at input 12, ahead of the truth
+    for realign, expected in (("ahead", []), ("anywhere", [7, 8])):
+        drafter = InputDraft(source, resync_ngram=2, realign=realign)
+        drafter.extend(output[:5])  # lost at 3; tail 20 21 -> aligned at 14 (false)
+        assert drafter.draft(2) == [22, 13]
+        drafter.extend([4])  # rejected: lost at 14
+        drafter.extend([5, 6])  # tail 5 6: at input 4, behind 14
+        assert drafter.draft(2) == expected, realign
 
 
 def test_a_deletion_realigns_once_the_tail_recurs():
@@ -54,10 +76,11 @@ def test_a_deletion_realigns_once_the_tail_recurs():
     assert drafter.draft(None) == [7]
 
 
-@pytest.mark.parametrize("bad", [0, 65, True, 2.5])
-def test_a_bad_resync_ngram_is_named(bad):
-    with pytest.raises(ParamsError, match="resync_ngram"):
-        stage_methods(params_with(**{"rivals.input.resync_ngram": bad}), "rivals")
+@pytest.mark.parametrize("key, bad", [("resync_ngram", 0), ("resync_ngram", 65), ("resync_ngram", True),
+                                      ("resync_ngram", 2.5), ("realign", "backwards")])
+def test_a_bad_setting_is_named(key, bad):
+    with pytest.raises(ParamsError, match=key):
+        stage_methods(params_with(**{f"rivals.input.{key}": bad}), "rivals")
 
 
 def test_the_members_come_from_params():

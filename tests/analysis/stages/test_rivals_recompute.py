@@ -113,7 +113,7 @@ def suffix_automaton(context, budget):
     return [] if at is None else context[at + 1:at + 1 + budget]
 
 
-def input_draft(source: list[int], resync: int):
+def input_draft(source: list[int], resync: int, realign: str):
     state = {"at": 0, "lost": 0, "seen": 0}
 
     def draft(context, budget):
@@ -128,8 +128,10 @@ def input_draft(source: list[int], resync: int):
         state["seen"] = len(output)
         if state["at"] is None and len(output) >= resync:
             tail = output[-resync:]
-            found = [j for j in range(state["lost"], len(source) - resync + 1) if source[j:j + resync] == tail]
-            state["at"] = found[0] + resync if found else None
+            found = [j for j in range(len(source) - resync + 1) if source[j:j + resync] == tail]
+            ahead = [j for j in found if j >= state["lost"]]
+            if ahead or (found and realign == "anywhere"):
+                state["at"] = (ahead[0] if ahead else found[-1]) + resync
         return [] if state["at"] is None else source[state["at"]:state["at"] + budget]
     return draft
 
@@ -197,9 +199,9 @@ def test_each_new_family_s_pooled_speedup_is_recomputed_independently(stage_scra
                 ngram_mod(r["ngram_mod"]["n_match"], r["ngram_mod"]["n_min"], r["ngram_mod"]["k"][0], len(source))(source),
                 source, gold, r["ngram_mod"]["k"][0]),
             f"sa-k{r['sa']['k'][0]}": accept(suffix_automaton, source, gold, r["sa"]["k"][0]),
-            f"input-k{r['input']['k'][0]}": accept(input_draft(source, r["input"]["resync_ngram"]), source, gold,
+            f"input-k{r['input']['k'][0]}": accept(input_draft(source, r["input"]["resync_ngram"], r["input"]["realign"]), source, gold,
                                                    r["input"]["k"][0]),
-            "input-kinf": accept(input_draft(source, r["input"]["resync_ngram"]), source, gold, None),
+            "input-kinf": accept(input_draft(source, r["input"]["resync_ngram"], r["input"]["realign"]), source, gold, None),
             f"copy-pld-line-decoded-k{r['copy_pld']['k'][0]}": hybrid(programs[row["case_id"]], source, gold,
                                                                       r["copy_pld"]["k"][0]),
         }

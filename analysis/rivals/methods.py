@@ -137,6 +137,8 @@ class Family:
     prompt: ClassVar[str] = REWRITE_PROMPT
     executor: ClassVar[str | None] = None          # EXECUTORS: how the e2e stage runs it; None: not run end to end
     speculative: ClassVar[bool] = False            # it has a drafter (`drafter`) and its verifies are atomic
+    # the serving simulation can schedule it (its forwards are all atomic verifies or all splittable); else the reason
+    unservable: ClassVar[str | None] = None
     group: ClassVar[str | None] = None             # its params group under a stage (`rivals.<group>`), if any
     keys: ClassVar[tuple[str, ...]] = ()           # the keys of that group (DraftSettings' included)
 

@@ -62,6 +62,7 @@ class CopyWithLookup(Family):
     fields, choices = ("level", "directives", "k"), {"level": LEVELS, "directives": HYBRID_DIRECTIVES}
     prompt = PROGRAM_PROMPT
     group, keys = "copy_pld", ("levels", "directives", "k", "policy")
+    unservable = "its copies are splittable prefills and its verifies atomic, one rule per method in the scheduler"
 
     def label(self, m: Method) -> str:
         return f"Copy-as-Decode {m.level}, {program.DIRECTIVE_LABELS[m.directives]}, gen spans by prompt lookup (k={m.k})"

@@ -119,6 +119,13 @@ def em_table(records: pl.DataFrame, copies: pl.DataFrame | None = None) -> pl.Da
                                                    nulls_equal=True)
 
 
+def copy_metrics(copies: pl.DataFrame) -> dict[str, dict]:
+    """Per split: cases, how many copying the input solves exactly and its mean gold-line recall (pilot.json)."""
+    return {split: {"cases": rows.height, "exact_match": int(rows["copy_exact"].sum()),
+                    "line_recall": float(rows["copy_line_recall"].mean())}
+            for (split,), rows in copies.group_by("split", maintain_order=True)}
+
+
 def gain_over_copy(records: pl.DataFrame, copies: pl.DataFrame) -> pl.DataFrame:
     """Per phase, mode, seed and split: EM and gold-line recall beside what copying the input scores on the same
     cases (module docstring); a record whose case `copies` lacks is a CorpusError naming it."""

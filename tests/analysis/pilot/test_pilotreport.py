@@ -85,5 +85,6 @@ def test_the_em_table_reads_each_row_beside_copying_the_input():
     assert before["line_recall_gain_over_copy"] == pytest.approx(-0.25)  # copying would have kept more
     assert after["line_recall"] == pytest.approx(0.75) and after["line_recall_gain_over_copy"] == pytest.approx(0.25)
     assert pilotreport.em_table(records).columns == table.columns[:len(pilotreport.em_table(records).columns)]
+    assert pilotreport.copy_metrics(copies) == {"heldout": {"cases": 2, "exact_match": 0, "line_recall": 0.5}}
     with pytest.raises(CorpusError, match="no copy baseline for heldout/c/1"):
         pilotreport.em_table(records, copies.filter(pl.col("case_id") == "c/0"))

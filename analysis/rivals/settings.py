@@ -27,7 +27,7 @@ class DraftSettings:
     suffix: SuffixSettings      # the suffix tree's settings
     # (family name, its drafter's own settings): every family whose params group the stage has and that reads one
     # (Family.options); the e2e stage runs none of those families, so its drafts have none
-    options: tuple[tuple[str, Any], ...] = ()
+    options: tuple[tuple[str, Any], ...]
 
     def of(self, family: str) -> Any:
         """The drafter settings of `family` (Family.options); a ParamsError naming its group when the stage had none."""

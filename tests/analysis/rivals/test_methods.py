@@ -29,7 +29,7 @@ from analysis.rivals.settings import DraftSettings, draft_settings
 from analysis.rivals.simulate import SimulationEnv, method_forwards
 from kernels_profile.e2e.settings import settings as e2e_settings
 
-DRAFTS = DraftSettings(2, DEFAULTS)
+DRAFTS = DraftSettings(2, DEFAULTS, ())
 EVERY = params_with(**{"rivals.suffix.response_cache": True, "rivals.suffix.unbounded": True})
 # the e2e stage's first spelling, as the committed frozen e2e-wide run and older tables hold it
 OLD_E2E = {"ar": "ar", "pld_earliest_k10": "pld-earliest-k10", "pld_latest_k64": "pld-latest-k64",

@@ -742,7 +742,7 @@ def fake_drafters(method, prompt, plan):
 
 E2E_PLAN = MethodPlan((Method("ar"), Method("pld", policy="latest", k=10), Method("copy", level="line", directives=IDEAL),
                        Method("copy", level="token", directives=IDEAL), Method("copy", level="line", directives=DECODED)),
-                      DraftSettings(3, DEFAULTS))
+                      DraftSettings(3, DEFAULTS, ()))
 E2E_COSTS = {"ar": 8.0, "pld-latest-k10": 4.0, "copy-line-ideal": 2.0, "copy-token-ideal": 1.0, "copy-line-decoded": 2.5}
 E2E_SEGMENTS = {"line": "copy-line", "token": "copy-token"}  # the fake executor runs a segment list as its name
 

@@ -31,7 +31,8 @@ METHOD = ("every method simulated on the gold output's Qwen2.5 tokens (gold acce
           "case-bootstrap CIs; Copy-as-Decode over the best rival: summed rival time over summed Copy-as-Decode time, "
           "paired case bootstrap [rivals]")
 REASON = ("the paper compares with whole-file regeneration only; a deployment's alternatives are speculative "
-          "decoding from the prompt (prompt lookup, suffix decoding) and edit formats; an oracle comparison "
+          "decoding from the prompt (prompt lookup, llama.cpp's n-gram drafters, suffix decoding, TensorRT-LLM's "
+          "suffix automaton, the input as the draft) and edit formats; an oracle comparison "
           "(every method assumes the model writes the gold output), not a measurement")
 RATIO = "copy_over_rival"
 

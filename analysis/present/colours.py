@@ -94,7 +94,7 @@ _FAMILY_HUES = {"pld": {"earliest": "blue", "latest": "green"}, "suffix": "teal"
 _COPY_SHADES = {("line", "decoded"): "#d62728", ("line", "jump"): "#ff7f0e", ("line", "ideal"): "#f7b6b2",
                 ("token", "decoded"): "#9467bd", ("token", "jump"): "#e377c2", ("token", "ideal"): "#d9c6ea"}
 AR_COLOUR = "#7f7f7f"
-ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
+ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "hybrid": [4, 2, 1, 2], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
 K_SPREAD = 7  # log2 of the draft budget that reaches the ramp's darker end (k = 128); unbounded is the darkest
 
 

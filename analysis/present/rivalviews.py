@@ -40,7 +40,7 @@ def method_order(names) -> list[str]:
     """Copy-as-Decode first, then the rivals in table order (prompt lookup by policy and k), AR last."""
     def rank(name: str) -> tuple:
         m = parse_method(name)
-        return (m.role == "baseline", m.role not in ("copy", "bound"), m.table_key())
+        return (m.role == "baseline", m.role not in ("copy", "hybrid", "bound"), m.table_key())
     return sorted(set(names), key=rank)
 
 

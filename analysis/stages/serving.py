@@ -80,6 +80,10 @@ def methods_of(params: dict) -> Methods:
     speculative flag the vocabulary gives them (analysis.rivals.methods: never restated in params), and the
     families of serving.best_of."""
     methods = [parse_method(n) for n in _string_list(params, "serving.methods")]
+    for m in methods:
+        if m.spec.unservable:
+            raise ParamsError(f"params: 'serving.methods' names {m.name}, which the serving simulation cannot schedule: "
+                              f"{m.spec.unservable}")
     best_of = get(params, "serving.best_of", dict)
     families = {}
     for family, members in best_of.items():

@@ -50,6 +50,7 @@ import random
 import polars as pl
 
 from analysis.corpora.cases import read_cases
+from analysis.coverage.copyinput import copy_scores
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
@@ -254,10 +255,12 @@ def run(s: PilotSettings) -> dict:
                         out_dir / PILOT_DIAGNOSIS.name, f"the pilot stage (`copydecode pilot --preset {s.preset}`)")
         return metrics
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
+    copies = copy_scores((c.split, c.case_id, c.source, c.target) for c in heldout + humaneval)
+    metrics["copy_baseline"] = pilotreport.copy_metrics(copies)  # what returning the input scores, per split
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
     write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)
     write_table(pilotreport.runs_table(metrics), TABLES / "pilot_runs", digits=3)
-    write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
+    write_table(pilotreport.em_table(frame, copies), TABLES / "pilot_em", digits=3)
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)

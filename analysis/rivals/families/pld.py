@@ -94,7 +94,7 @@ class PromptLookup:
 
 @register
 class PromptLookupFamily(Family):
-    name, title, position = "pld", "prompt lookup", 1
+    name, title, position = "pld", "prompt lookup", 10
     fields, choices, unbounded = ("policy", "k"), {"policy": POLICIES}, True
     executor, speculative = "speculative", True
     group, keys = "pld", ("policies", "k", "unbounded", "ngram_max")

@@ -25,6 +25,8 @@ from analysis.stages import serving
     ({"serving.replay.source": "h200/x/eager"}, "not one of serving.sources"),
     ({"serving.gain_threshold": 0.5}, "gain_threshold"),
     ({"serving.best_of": {"pld-best": ["copy-line-decoded"]}}, "must list rival methods"),
+    ({"serving.methods": ["ar", "copy-line-decoded", "copy-pld-line-decoded-k64"]},
+     "names copy-pld-line-decoded-k64, which the serving simulation cannot schedule"),
 ])
 def test_bad_settings_are_named_errors(changes, message):
     with pytest.raises(ParamsError, match=message):

@@ -45,6 +45,8 @@ from analysis.latency.steppoints import (
     batch1_points,
     device_fixed_terms,
     device_time_points,
+    ridge_fixed_terms,
+    step_floor,
 )
 from analysis.parallel.progress import timed
 from analysis.pipeline.confine import OutputRootError, confined
@@ -211,25 +213,40 @@ def measured_fit(raw: pl.DataFrame, spec: BatchedSpec, source: str = MEASURED_SO
     return model, points
 
 
+def _roof(device_name: str, roof_document: dict, source: str):
+    roof = device_roof(device_name, roof_document)
+    if roof is None:
+        raise ParamsError(f"{source}: no datasheet roof for {device_name!r} in {DEVICES_FILE}")
+    return roof
+
+
 def batch1_fit(source: Batch1Source, roof_document: dict) -> tuple[StepCostModel, pl.DataFrame]:
+    """A batch-1 source's model: T* at the datasheet ridge and c_seq = 0 (steppoints), the datasheet floor."""
+    config = published_config(source.model)
     if source.kind == DEVICE_TIME:
         frame = read_device_time(DeviceTimeFile(source.name.split("/")[0], source.paths[0], source.dtype, "cuda", "random"))
         points = device_time_points(frame, source.model)
-        roof = device_roof(str(frame["device_name"][0]), roof_document)
-        if roof is None:
-            raise ParamsError(f"{source.name}: no datasheet roof for {frame['device_name'][0]!r} in {DEVICES_FILE}")
-        fixed, why = device_fixed_terms(published_config(source.model), roof, source.dtype)
+        roof = _roof(str(frame["device_name"][0]), roof_document, source.name)
+        fixed, why = device_fixed_terms(config, roof, source.dtype)
         assumptions = (*EXTRAPOLATION_ASSUMPTIONS, *why,
                        "device time (torch.profiler kernel time, launch-free): what a graph-captured engine step approaches")
-        return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions), points
+        return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions,
+                             floor=step_floor(config, roof, source.dtype)), points
     raw = pl.concat([read_parquet(path, "the frozen batch-1 profile (kernels.fit.raw)", ParamsError)
                      for path in source.paths], how="diagonal_relaxed")
+    rows = raw.filter(pl.col("model") == source.model)
+    devices, dtypes = sorted(set(rows["device_name"].to_list())), sorted(set(rows["dtype"].to_list()))
+    if len(devices) != 1 or len(dtypes) != 1:
+        raise ParamsError(f"{source.name}: the batch-1 rows of {source.model} name {devices} devices and {dtypes} dtypes; "
+                          "one of each is needed for its datasheet ridge")
+    roof = _roof(devices[0], roof_document, source.name)
+    fixed, why = ridge_fixed_terms(roof, dtypes[0])
     points = batch1_points(raw, source.model, source.loop)
-    assumptions = (*EXTRAPOLATION_ASSUMPTIONS,
+    assumptions = (*EXTRAPOLATION_ASSUMPTIONS, *why,
                    f"the {source.loop} transformers loop and its eager prefill, both host-dispatched: each step pays the "
                    "Python and launch overhead that dominates these small forwards on the GPU")
-    return fit_step_cost(points, source.name, EXTRAPOLATED, fixed={"c_seq": 0.0}, assumptions=assumptions,
-                         holdout=pl.col("q").is_in([4, 32, 256])), points
+    return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions,
+                         holdout=pl.col("q").is_in([4, 32, 256]), floor=step_floor(config, roof, dtypes[0])), points
 
 
 def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
@@ -242,7 +259,9 @@ def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
                      "holdout_points": h.get("points"), "holdout_median_abs_rel_error": h.get("median_abs_rel_error"),
                      "holdout_max_abs_rel_error": h.get("max_abs_rel_error"),
                      "max_batch": m.fitted_range.batch, "max_tokens": m.fitted_range.tokens,
-                     "max_context": m.fitted_range.context})
+                     "max_context": m.fitted_range.context, "t_star_identified": d.get("t_star_identified"),
+                     "marginal_s_per_token": m.marginal_s,
+                     "floor_s_per_token": m.floor.token_s if m.floor else None})
     return pl.DataFrame(rows, infer_schema_length=None)
 
 

@@ -118,18 +118,26 @@ class StepCostModel:
         return (self.c0 + self.c_seq * batch + self.c_w * max(1.0, tokens / self.t_star)
                 + self.c_kv * sum_context + self.c_a * attention_keys)
 
-    def priced(self, batch: float, tokens: float, sum_context: float, attention_keys: float) -> tuple[float, bool]:
-        """The step's cost and whether a limit (the marginal cost past the range, the compute floor) set it; plain
-        floats, so a simulation prices millions of steps without numpy overhead."""
+    def priced(self, batch: float, tokens: float, sum_context: float, attention_keys: float) -> tuple[float, float, bool]:
+        """The step's cost, the part of it that grows with the tokens it forwards, and whether a limit (the
+        marginal cost past the range, the compute floor) set it; plain floats, so a simulation prices millions of
+        steps without numpy overhead.
+
+        The part that grows with the tokens is the cost less the step's launch, per-sequence, one weight read and
+        KV read terms (c0 + c_seq*B + c_w + c_kv*sum(c)); a step priced at the floor's FLOPs is wholly that part, one
+        priced at its weight read has none."""
         t = form = self.form(batch, tokens, sum_context, attention_keys)
         top = self.fitted_range.tokens
         if self.marginal_s is not None and tokens > top:
             lower = (form - self.c_w * max(1.0, tokens / self.t_star) + self.c_w * max(1.0, top / self.t_star)
                      + self.marginal_s * (tokens - top))
             t = lower if self.past_range == MARGINAL_RULE else max(form, lower)
+        per_token = t - (self.c0 + self.c_seq * batch + self.c_w + self.c_kv * sum_context)
         if self.floor is not None:
-            t = max(t, self.floor.seconds(batch, tokens, attention_keys))
-        return t, t != form
+            floor = self.floor.seconds(batch, tokens, attention_keys)
+            if floor > t:
+                t, per_token = floor, (floor if floor > self.floor.read_s else 0.0)
+        return t, per_token, t != form
 
     def seconds(self, batch: float, tokens: float, sum_context: float, attention_keys: float) -> float:
         return self.priced(batch, tokens, sum_context, attention_keys)[0]

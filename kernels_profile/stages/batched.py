@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import BATCHED_CHECKPOINTS, BATCHED_RAW, METRICS, STEP_COST, TABLES
 from analysis.latency.device_time import DeviceTimeFile, device_time_files, read_device_time
 from analysis.latency.roofline import DEVICES_FILE, device_roof
 from analysis.latency.sources import DEVICE_TIME, parse_name
@@ -58,9 +58,6 @@ from kernels_profile.runtime.checkpoints import fingerprint
 from kernels_profile.runtime.loading import set_threads
 from kernels_profile.runtime.models import build_model, check_fits, published_config, torch_dtype
 
-BATCHED_RAW = Path("data/kernels/batched.parquet")
-BATCHED_CHECKPOINTS = Path("data/kernels/batched_checkpoints")
-STEP_COST = Path("reports/kernels/step_cost.json")
 MEASURED_SOURCE = "batched"  # this run's batched profile, as a serving kernel source
 LIST_FIELDS = ("batch_sizes", "qs", "contexts", "holdout_batch_sizes", "holdout_qs")
 SPEC_FIELDS = tuple(BatchedSpec.__dataclass_fields__)

@@ -177,7 +177,7 @@ def test_past_the_fitted_tokens_a_step_costs_at_least_the_last_segments_marginal
     assert m.seconds(1, 256, 0, 0) == pytest.approx(0.01 + 0.008 * 32)
     at_top = 0.01 + 0.008 * 64
     assert m.seconds(1, 1024, 0, 0) == pytest.approx(at_top + 0.002 * 512)
-    assert m.priced(1, 1024, 0, 0)[1] is True and m.priced(1, 256, 0, 0)[1] is False
+    assert m.priced(1, 1024, 0, 0)[2] is True and m.priced(1, 256, 0, 0)[2] is False
     cheap = replace(m, marginal_s=0.0005)   # a flatter last segment: the headline keeps the form, the low rule does not
     assert cheap.seconds(1, 1024, 0, 0) == pytest.approx(0.01 + 0.008 * 128)
     assert cheap.with_rule(MARGINAL_RULE).seconds(1, 1024, 0, 0) == pytest.approx(at_top + 0.0005 * 512)

@@ -53,7 +53,8 @@ from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.io import read_parquet, write_json, write_table
 from analysis.pipeline.params import get, merge_preset
 from kernels_profile.measure.batched import BatchedSpec, Step, bench_environment
-from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
+from kernels_profile.measure.batched_session import StepSet, run_step_sets
+from kernels_profile.measure.sidecar import write_with_sidecar
 from kernels_profile.runtime.checkpoints import fingerprint
 from kernels_profile.runtime.loading import set_threads
 from kernels_profile.runtime.models import build_model, check_fits, published_config, torch_dtype
@@ -187,8 +188,7 @@ def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
     check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
                max(spec.batch_sizes) * max(spec.qs))
-    timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,
-                    spec.contention_slack)
+    timing = spec.timing
     prints = fingerprint(spec.model, spec.weights)
     identity = {"model": spec.model, "weights": spec.weights, "dtype": spec.dtype, "device": spec.device}
     return run_step_sets(lambda: build_model(spec.model, spec.weights, spec.dtype, spec.device, spec.seed), identity,
@@ -265,7 +265,7 @@ def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
 def run(s: BatchedSettings) -> dict:
     with timed("kernels_batched") as timing:
         result = measure(s.spec, BATCHED_CHECKPOINTS)
-        sidecar = write_result(result, s.out)
+        sidecar = write_with_sidecar(result.raw, result.environment, s.out, "kernels_batched")
         timing["from_scratch_s"] = result.from_scratch_s
         measured, points = measured_fit(result.raw, s.spec)
         roofs = json.loads(DEVICES_JSON.read_text())

@@ -29,9 +29,11 @@ from analysis.latency.stepcost import StepCostModel, from_document, step_summary
 from analysis.layout import METRICS, REPLAY_CHECKPOINTS, REPLAY_RAW, REPLAY_STEPS, STEP_COST, TABLES
 from analysis.parallel.progress import timed
 from analysis.pipeline.io import write_json, write_table
-from analysis.pipeline.params import check_slack, check_threshold, get, number, positive_int
+from analysis.pipeline.params import get
 from kernels_profile.measure.batched import Step, bench_environment
-from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
+from kernels_profile.measure.batched_session import StepSet, run_step_sets
+from kernels_profile.measure.sidecar import write_with_sidecar
+from kernels_profile.measure.timing import Timing
 from kernels_profile.runtime.checkpoints import checkpoint_key, fingerprint
 from kernels_profile.runtime.loading import set_threads
 from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
@@ -43,12 +45,7 @@ TARGET_MAPE = 0.15  # the target for the median absolute percentage error of eve
 @dataclass(frozen=True)
 class ReplaySettings:
     source: str
-    repeats: int
-    warmup: int
-    order_seed: int
-    noisy_drift: float
-    reference_budget_s: float
-    contention_slack: float
+    timing: Timing
 
 
 # `copydecode serving replay`: its help line and what it reads and writes (the CLI's --help)
@@ -60,14 +57,7 @@ READS_WRITES = ("reads data/serving/steps.parquet, reports/kernels/step_cost.jso
 
 
 def settings(params: dict) -> ReplaySettings:
-    return ReplaySettings(
-        source=get(params, "serving.replay.source", str),
-        repeats=positive_int(params, "serving.replay.repeats"),
-        warmup=positive_int(params, "serving.replay.warmup", minimum=0),
-        order_seed=positive_int(params, "serving.replay.order_seed", minimum=0),
-        noisy_drift=check_threshold(number(params, "serving.replay.noisy_drift"), "serving.replay.noisy_drift"),
-        reference_budget_s=number(params, "serving.replay.reference_budget_s", lo=1e-3),
-        contention_slack=check_slack(number(params, "serving.replay.contention_slack"), "serving.replay.contention_slack"))
+    return ReplaySettings(get(params, "serving.replay.source", str), Timing.from_params(params, "serving.replay"))
 
 
 def measured_model(path: Path, source: str) -> tuple[StepCostModel, dict]:
@@ -138,7 +128,7 @@ def run(s: ReplaySettings) -> dict:
         torch_dtype(spec["dtype"], spec["device"])
         check_fits(spec["model"], spec["dtype"], spec["device"],  # the largest step's cache, before allocating (M4)
                    max(sum(s.qs) + sum(s.contexts) for s in steps.values()), max(sum(s.qs) for s in steps.values()))
-        timing = Timing(s.repeats, s.warmup, s.order_seed, s.noisy_drift, s.reference_budget_s, s.contention_slack)
+        timing = s.timing
         prints = fingerprint(spec["model"], spec["weights"])
         identity = {k: spec[k] for k in ("model", "weights", "dtype", "device")}
         result = run_step_sets(
@@ -146,7 +136,7 @@ def run(s: ReplaySettings) -> dict:
             [StepSet("replay", steps)], timing, REPLAY_CHECKPOINTS,
             lambda name, shapes, repeat: checkpoint_key("replay-1", identity, spec["threads"], name, shapes, repeat, prints),
             bench_environment)
-        write_result(result, REPLAY_RAW)
+        write_with_sidecar(result.raw, result.environment, REPLAY_RAW, "serving_replay")
         rows = compare(step_summary(result.raw), sampled, model)
         summary = error_summary(rows)
         write_table(rows, TABLES / "serving_replay", digits=6)

@@ -13,7 +13,8 @@ source, budget and Copy-as-Decode method; reports/tables/serving.csv, every run)
   requests it was taken over) and its decision. The extrapolation band (both budgets, both prices past the
   fitted step tokens) turns a decision the pricing rule could flip into "depends on the pricing assumption", and
   a point where every method is compute-bound reads "compute-bound: set by tokens forwarded per output token"
-  with that ratio per method, never as parity. A family named as the best rival (prompt lookup at its best k)
+  with that ratio per method, never as parity (both sides of the comparison spend most of their time on work
+  that grows with the tokens they forward). A family named as the best rival (prompt lookup at its best k)
   is named by its member at that load (reports/tables/serving.csv, read when present).
 """
 
@@ -95,6 +96,8 @@ def load_scope(rows: list[dict], load: int, family_members: dict) -> Scope | Non
             + (f" over {int(requests):,} requests" if requests is not None else ""))
     if bound:
         ours += f"; {COMPUTE_BOUND} ({per_output(best, load, shown)})"
+    elif best.get(f"tokens_per_output_c{load}") is not None:
+        ours += f"; tokens forwarded per output token: {per_output(best, load, shown)}"
     if band is not None:
         ours += f"; over both budgets and both prices past the fitted steps {band.low:.2f}-{band.high:.2f}x"
     detail = {"load": f"C={load}", "concurrency": load, "kernel_source": source, "basis_text": basis,
@@ -104,8 +107,9 @@ def load_scope(rows: list[dict], load: int, family_members: dict) -> Scope | Non
               "compute_bound": bound,
               "tokens_per_output": {k: best.get(f"{p}tokens_per_output_c{load}") for k, p in
                                     (("ar", "ar_"), ("copy", ""), ("rival", "rival_"))} if bound else None}
+    # the interval is over the steady window's requests (in `ours` and `detail`), not over the corpus's cases
     return Scope(f"{source} ({basis}), C={load}", MISSING, ours, BEYOND, best.get("reason", ""), value=value, ci=ci,
-                 cases=int(best["cases"]) if best.get("cases") is not None else None,
+                 cases=None,
                  decision=decide(ci, band.pair if band else None, compute_bound=bound),
                  basis=EXTRAPOLATED if basis == EXTRAPOLATED_STEPS else PRICED, detail=detail,
                  ci_kind="paired request bootstrap, 95%, scaled onto the throughput ratio")

@@ -11,9 +11,10 @@ Per headline concurrency C, from the closed-loop rows:
   highest value over both token budgets and both prices past the fitted step tokens (`vs_best_rival_c<C>_marginal`:
   the gain when every step past the range is priced at the lowest defensible rule, analysis.latency.stepcost);
   where it crosses 1 the ranking is the pricing assumption's, not the data's;
-* whether the point is compute-bound (`compute_bound_c<C>`: every method spends at least the params share of its
-  busy time on work that grows with the tokens it forwards) and the tokens each side forwards per output token
-  (`tokens_per_output_c<C>`, `ar_…`, `rival_…`): at such a point the ranking is set by that ratio;
+* whether the comparison is compute-bound (`compute_bound_c<C>`: Copy-as-Decode and the best rival there each spend
+  at least the params share of their busy time on work that grows with the tokens they forward) and the tokens each
+  side forwards per output token (`tokens_per_output_c<C>`, `ar_…`, `rival_…`): where it is, the ranking is set by
+  that ratio;
 * the extrapolated share of the Copy-as-Decode run's steps, in all and by cause.
 
 `headline` marks the row the claims sentence and the headline figures read: per source its headline budget
@@ -88,7 +89,8 @@ def gains_table(table: pl.DataFrame, low_rule: pl.DataFrame | None, copy_methods
                     f"vs_best_rival_c{c}_ci_low": _at(by_load, c, "vs_best_rival_ci_low"),
                     f"vs_best_rival_c{c}_ci_high": _at(by_load, c, "vs_best_rival_ci_high"),
                     f"requests_c{c}": _at(by_load, c, "requests"),
-                    f"compute_bound_c{c}": _at(by_load, c, "compute_bound"),
+                    f"compute_bound_c{c}": (bool(_at(by_load, c, "compute_bound") and rival_row.get("compute_bound"))
+                                            if c in by_load and rival_row else None),
                     f"tokens_per_output_c{c}": _at(by_load, c, "tokens_per_output"),
                     f"ar_tokens_per_output_c{c}": ar.get("tokens_per_output"),
                     f"rival_tokens_per_output_c{c}": rival_row.get("tokens_per_output"),

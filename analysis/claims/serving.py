@@ -142,7 +142,8 @@ def falls(row: dict, column: str, top: int | None) -> str:
 def source_sentence(row: dict, others: list[dict], loads: list[int], top: int | None) -> str:
     """One source at its headline budget, the other budgets' gains over AR beside it."""
     def at(r: dict, prefix: str) -> str:
-        return ", ".join(f"C={c}: {fmt_x(r.get(f'{prefix}_c{c}')) if r.get(f'{prefix}_c{c}') is not None else 'n/a'}"
+        digits = 2 if prefix == "vs_best_rival" else 1   # a ratio near 1 needs its second digit
+        return ", ".join(f"C={c}: {fmt_x(r.get(f'{prefix}_c{c}'), digits) if r.get(f'{prefix}_c{c}') is not None else 'n/a'}"
                          for c in loads)
     rival = (f"over the best rival {at(row, 'vs_best_rival')} ({falls(row, 'below_vs_best_rival_from_c', top)})"
              if any(row.get(f"vs_best_rival_c{c}") is not None for c in loads) else "no rival in this run")

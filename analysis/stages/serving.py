@@ -42,6 +42,7 @@ from analysis.pipeline.config import bootstrap_settings, tokenizer_spec
 from analysis.serving.simulate import (Methods, Resampling, Sweep, closed_points, rival_intervals, shared_cases,
                                        sweep_source, with_compute_bound, with_families, with_speedups)
 from analysis.serving.workload import closed_loop_requests
+from analysis.text.tokens import load_tokenizer
 
 GROUP_KEYS = ("methods", "best_of", "framing", "sources", "engine", "closed_loop", "open_loop", "slo",
               "seed", "bootstrap_resamples", "ci", "gain_threshold", "headline_concurrency", "compute_bound_share",
@@ -227,8 +228,6 @@ def _progress(bar):
 
 
 def run(s: ServingSettings) -> dict:
-    from analysis.text.tokens import load_tokenizer
-
     with timed("serving_simulate"):
         forwards = read_forwards(FORWARDS)
         pool = pool_rows(forwards, s.framing)

@@ -837,7 +837,8 @@ def serving_params(**changes) -> dict:
               "serving.engine.max_num_seqs": 8, "serving.closed_loop.concurrency": [1, 2, 8],
               "serving.closed_loop.min_requests": 12, "serving.open_loop.qps_fractions": [0.5],
               "serving.open_loop.requests": 12, "serving.headline_concurrency": [1, 8],
-              "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_point": 2}
+              "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_stratum": 2,
+              "serving.engine.headline_budget": {"default": 64}}
     return params_with(**{**shrink, **changes})
 
 
@@ -904,3 +905,15 @@ def check_forced_copies(matcher, qwen, source: str, sample: int | None = None, s
     past = matcher.deep_copy()
     assert not past.consume_tokens(list(qwen.encode_program(f'<copy lines="1-{len(lines) + 1}"/>').ids))
     return len(spans)
+
+
+def serving_cases(forwards) -> "pl.DataFrame":
+    """The corpora stage's cases table for a forwards fixture: each case's source, a few short lines (what the
+    serving stage numbers for Copy-as-Decode's prompt)."""
+    import polars as pl
+
+    cases = forwards.select("case_id", "corpus", "framing").unique().sort("case_id")
+    return cases.with_columns(
+        language=pl.lit("python"), instruction=pl.lit("fix it"), target=pl.lit("x = 1\n"),
+        source=pl.col("case_id").map_elements(lambda c: "".join(f"line {k} of {c}\n" for k in range(12)),
+                                              return_dtype=pl.String))

@@ -12,7 +12,9 @@ A decision scope (analysis.claims.verdict.Scope with `decision` set) carries:
   the ratio over the pricing assumptions a figure extrapolates with, crosses 1 while the interval alone would
   decide: then the ranking is the pricing rule's, not the data's. The band is optional: a figure priced inside
   the measured grid has none, and the stage that prices the methods writes it where it extrapolates (columns
-  `<ratio>_band_low` / `<ratio>_band_high` beside the interval's);
+  `<ratio>_band_low` / `<ratio>_band_high` beside the interval's). Under load, a point where every method's
+  steps are compute-bound is `compute-bound: set by tokens forwarded per output token` (`decide(...,
+  compute_bound=True)`): the ratio is then the tokens each side forwards per output token, not a finding;
 * `basis`: where the figure comes from: `measured` (timed on an engine), `priced` (oracle forwards priced by a
   measured kernel, or simulated steps priced by a cost model fitted to measured steps) or `extrapolated` (most of
   its forwards, or its step costs, priced outside what was measured);
@@ -29,7 +31,10 @@ from dataclasses import dataclass
 from analysis.errors import ParamsError
 
 FASTER, SLOWER, TIE, DEPENDS = "faster", "slower", "tie", "depends on the pricing assumption"
-DECISIONS = (FASTER, SLOWER, TIE, DEPENDS)
+# under load, where every method's steps are compute-bound the ranking is the ratio of tokens each forwards per
+# output token, whatever it does with them: reported as that, never as a tie
+COMPUTE_BOUND = "compute-bound: set by tokens forwarded per output token"
+DECISIONS = (FASTER, SLOWER, TIE, DEPENDS, COMPUTE_BOUND)
 MEASURED, PRICED, EXTRAPOLATED = "measured", "priced", "extrapolated"
 BASES = (MEASURED, PRICED, EXTRAPOLATED)
 # A figure most of whose forwards were priced outside the profiled grid (copy lengths, contexts) reads as
@@ -38,13 +43,15 @@ EXTRAPOLATED_MAJORITY = 0.5
 BATCH_1 = "batch 1"
 
 
-def decide(ci: tuple[float, float], band: tuple[float, float] | None = None) -> str:
+def decide(ci: tuple[float, float], band: tuple[float, float] | None = None, compute_bound: bool = False) -> str:
     """`faster`, `slower` or `tie` from the paired interval of Copy-as-Decode over the rival against 1; `depends on
     the pricing assumption` when an extrapolation band is given, crosses 1, and the interval alone says faster or
-    slower."""
+    slower; `compute-bound: ...` at a load point where every method is compute-bound."""
     low, high = (float(v) for v in ci)
     if not low <= high:
         raise ParamsError(f"decision: an interval must run low to high, got [{low}, {high}]")
+    if compute_bound:
+        return COMPUTE_BOUND
     verdict = FASTER if low > 1 else SLOWER if high < 1 else TIE
     if band is not None and verdict != TIE:
         b_low, b_high = (float(v) for v in band)

@@ -27,11 +27,11 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import StaleInputError
+from analysis.layout import CASES, CORPUS_RECORDS
 from analysis.pipeline.io import dvc_stage, write_json
 
 KEY = "copydecode.inputs"
-CASES_TABLE = Path("data/corpora/cases.parquet")  # analysis.layout.CASES (the corpus every stage reads)
-CORPUS_RECORDS = Path("data/.corpus")             # <stage>.json per stage run (untracked, under data/)
+CASES_TABLE = CASES  # the corpus every stage reads
 
 
 def file_digest(path: str | Path) -> str:

@@ -9,11 +9,13 @@ from pathlib import Path
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.layout import REPLAY_STEPS
 from analysis.pipeline.io import read_parquet
 
-STEPS = Path("data/serving/steps.parquet")
+STEPS = REPLAY_STEPS
 STEP_COLUMNS = {"step_id": pl.String, "method": pl.String, "concurrency": pl.Int64, "max_num_batched_tokens": pl.Int64,
-                "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64), "predicted_s": pl.Float64}
+                "stratum": pl.String, "batch": pl.Int64, "qs": pl.List(pl.Int64), "contexts": pl.List(pl.Int64),
+                "kinds": pl.List(pl.String), "predicted_s": pl.Float64}
 WRITER = "copydecode serving simulate"
 
 

@@ -24,6 +24,13 @@ def split_lines(text: str) -> list[str]:
     return lines
 
 
+def numbered(source: str | Source) -> str:
+    """The source with each line written `k: line` (k from 1), as a program's copies address it: the prompt of
+    every model-running stage (kernels_profile.runtime.hf) and the prompt length the serving simulation charges
+    Copy-as-Decode."""
+    return "".join(f"{k}: {line}" for k, line in enumerate(Source.of(source).lines, start=1))
+
+
 def line_starts(lines: list[str]) -> list[int]:
     """Character offset of each line's start, plus the text length at the end (len(lines) + 1)."""
     return [0, *accumulate(len(line) for line in lines)]

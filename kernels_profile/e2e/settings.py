@@ -17,9 +17,7 @@ from analysis.layout import E2E_PRESETS, LEVELS
 from analysis.pipeline.config import tokenizer_spec
 from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import (
-    check_slack,
     check_threads,
-    check_threshold,
     choice,
     choices,
     did_you_mean,
@@ -34,6 +32,7 @@ from analysis.rivals.families.copy import DECODED, IDEAL
 from analysis.rivals.families.pld import POLICIES
 from analysis.rivals.methods import Method, draft_budgets
 from analysis.rivals.settings import DraftSettings, draft_settings
+from kernels_profile.measure.timing import NoiseRules
 from kernels_profile.runtime.models import known_models
 from analysis.corpora.settings import configured_corpora
 
@@ -88,10 +87,8 @@ class CheckSettings:
 
 @dataclass(frozen=True)
 class EnvironmentSettings:
-    noisy_drift: float
-    reference_budget_s: float
+    rules: NoiseRules                 # kernels_profile.measure.timing: noisy drift, reference budget, contention slack
     threads: int | None               # torch threads while measuring; None: torch's default
-    contention_slack: float           # busy cores beyond the free ones before the run is contended
 
 
 @dataclass(frozen=True)
@@ -232,15 +229,8 @@ def _checks(p: dict, names: list[str]) -> CheckSettings:
 
 
 def _environment(p: dict) -> EnvironmentSettings:
-    env = EnvironmentSettings(
-        noisy_drift=check_threshold(number(p, "e2e.noisy_drift"), "params: 'e2e.noisy_drift'"),
-        reference_budget_s=number(p, "e2e.reference_budget_s"),
-        threads=check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"),
-        contention_slack=check_slack(get(p, "e2e.contention_slack"), "params: 'e2e.contention_slack'"),
-    )
-    if not env.reference_budget_s > 0:
-        raise ParamsError(f"params: 'e2e.reference_budget_s' must be > 0, got {env.reference_budget_s}")
-    return env
+    return EnvironmentSettings(NoiseRules.from_params(p, "e2e"),
+                               check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"))
 
 
 def settings(params: dict, preset: str | None = None, out: str | Path | None = None) -> E2ESettings:

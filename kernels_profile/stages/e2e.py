@@ -54,7 +54,7 @@ from kernels_profile.e2e.predict import LatencyCurve
 from kernels_profile.e2e.settings import E2EModel, E2ESettings, settings  # noqa: F401 (the CLI's settings(params))
 from kernels_profile.measure.contention import EnvironmentRecorder, RunEnvironment, environment_metrics
 from kernels_profile.measure.machine import reference_workload
-from kernels_profile.measure.session import environment_path
+from kernels_profile.measure.sidecar import environment_path
 from kernels_profile.runtime.checkpoints import (
     FromScratch,
     checkpoint_key,
@@ -207,8 +207,9 @@ def run(s: E2ESettings) -> dict:
         threads = set_threads(s.environment.threads)  # before the recorder reads the thread count and any timing
         table = cases_with_instructions()
         total = sum(len(set(sample_cases(table, c.sample, s.framing, s.seed, s.stratify)["case_id"])) for c in s.models)
-        recorder = EnvironmentRecorder(threshold=s.environment.noisy_drift, contention_slack=s.environment.contention_slack,
-                                       reference=lambda: reference_workload(budget_s=s.environment.reference_budget_s))
+        rules = s.environment.rules
+        recorder = EnvironmentRecorder(threshold=rules.noisy_drift, contention_slack=rules.contention_slack,
+                                       reference=lambda: reference_workload(budget_s=rules.reference_budget_s))
         recorder.start()
         bar = progress_bar(total=total, desc="e2e" if s.preset is None else f"e2e {s.preset}", unit="case")
         results = run_models(s, table, bar, recorder, scratch)

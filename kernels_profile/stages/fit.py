@@ -50,7 +50,8 @@ from analysis.latency.sources import (
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.pipeline.params import choice, choices, get, number_list, positive_int
 from analysis.parallel.progress import timed
-from kernels_profile.measure.session import read_environment, session_environment_metrics
+from kernels_profile.measure.session import session_environment_metrics
+from kernels_profile.measure.sidecar import read_environment
 from kernels_profile.runtime.models import published_config
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")

@@ -28,7 +28,8 @@ from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
 from analysis.latency.tables import speedup_summary
 from analysis.pipeline.io import markdown_table
-from kernels_profile.measure.session import profile_run, write_profile
+from kernels_profile.measure.session import profile_run
+from kernels_profile.measure.sidecar import write_with_sidecar
 from kernels_profile.runtime.models import model_label
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
@@ -161,7 +162,7 @@ def print_result_table(raw, out, env: dict) -> None:
 def run(s: ProfileSettings) -> dict:
     with timed("kernels_profile") as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)
-        sidecar = write_profile(result, s.out)
+        sidecar = write_with_sidecar(result.raw, result.environment, s.out, "kernels_profile")
         timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
     print_result_table(result.raw, s.out, env)

@@ -44,7 +44,7 @@ from analysis.rivals.families.ar import AR as BASELINE
 from analysis.rivals.families.copy import IDEAL
 from analysis.rivals.methods import Method, canonical
 from kernels_profile.e2e.summary import per_pair_ratios
-from kernels_profile.measure.session import environment_path
+from kernels_profile.measure.sidecar import environment_path
 
 FORMAT = "copydecode.busybench/1"
 DEFAULT_STEM = BUSY_BENCHMARK

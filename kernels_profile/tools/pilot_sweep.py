@@ -38,14 +38,14 @@ from analysis.pipeline.io import output_set, write_csv, write_json, write_table,
 from analysis.pipeline.runrecord import RUN_JSON, frozen_record
 from analysis.pilot.data import build_pilot_cases, run_task, with_split
 from analysis.pilot.diagnosis import check_same_run, range_errors, write_diagnosis
-from analysis.layout import METRICS, PILOT_CHECKPOINTS, PILOT_DIR, PILOT_FROZEN
+from analysis.layout import METRICS, PILOT_CHECKPOINTS, PILOT_DIR, PILOT_FROZEN, PILOT_SWEEP
 from analysis.pipeline.confine import confined, safe_name
 from kernels_profile.pilot.settings import load_models, settings
 from kernels_profile.pilot.train import (LoraSettings, TrainSettings, add_lora, load_checkpoint, teacher_forced, train,
                                          training_sequences)
 from kernels_profile.runtime.loading import set_threads
 
-OUT = Path("reports/pilot/sweep")
+OUT = PILOT_SWEEP
 KEYS = {"steps": int, "lr": float, "warmup": int, "schedule": str, "batch": int, "rank": int, "alpha": int}
 
 

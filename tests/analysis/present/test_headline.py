@@ -379,10 +379,12 @@ def test_kernel_rows_are_the_judged_comparisons_not_the_graph_loop():
 def test_serving_and_pilot_rows_carry_units_in_numeric_order():
     """P8: every row name ends in its unit; the serving concurrencies are zero-padded (c001 < c016 < c128 as
     text, as DVC sorts rows); the pilot's held-out split is a row of its own, not a `held` column. Over AR: the
-    first Copy-as-Decode method; over the best rival: Copy-as-Decode's best variant there (the claims' decision)."""
+    headline Copy-as-Decode method at the source's headline budget (the gains table's `headline` row); over the best
+    rival: Copy-as-Decode's best variant there (the claims' decision)."""
     from analysis.present.headline import pilot_rows, serving_rows
 
     claim = pl.DataFrame({"max_num_batched_tokens": [512, 512, 2048], "method": ["cad", "zz", "cad"],
+                          "headline": [True, False, False],
                           "kernel_source": ["fit", "fit", "fit"], "vs_ar_c1": [1.5, 9.0, 7.0],
                           "vs_ar_c16": [2.25, 9.0, 7.0], "vs_ar_c128": [3.0, 9.0, 7.0],
                           "vs_best_rival_c1": [1.1, 9.0, 7.0], "vs_best_rival_c16": [None, 9.0, 7.0],

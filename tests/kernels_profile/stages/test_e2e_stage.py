@@ -173,7 +173,7 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
 def test_threads_default_to_one_and_null_means_torch_default():
     assert stage.settings(cfg()).environment.threads == 1
     assert stage.settings(cfg(**{"e2e.threads": None})).environment.threads is None
-    assert stage.settings(cfg()).environment.contention_slack == 0.5
+    assert stage.settings(cfg()).environment.rules.contention_slack == 0.5
 
 
 # ---------------------------------------------------------------- order and per-pair ratios
@@ -197,7 +197,7 @@ def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
 
 def test_environment_metrics_mark_a_drifting_run_noisy():
     from kernels_profile.measure.contention import EnvironmentRecorder
-    from kernels_profile.measure.session import environment_path
+    from kernels_profile.measure.sidecar import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
     recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),

@@ -12,7 +12,7 @@ from analysis.errors import ParamsError
 from analysis.layout import E2E_MEASUREMENTS, KERNELS_RAW
 from kernels_profile.tools import bench_busy as busybench
 from kernels_profile.tools.bench_busy import compare, compare_e2e, e2e_medians
-from kernels_profile.measure.session import environment_path
+from kernels_profile.measure.sidecar import environment_path
 from kernels_profile.measure.profiler import RAW_SCHEMA
 
 

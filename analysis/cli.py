@@ -262,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
         return 2
     if result is not None:
-        print("\n".join(summary_lines(args.stage, result)))
+        print("\n".join(summary_lines(args.stage, result, root)))
     return 0
 
 

@@ -55,6 +55,7 @@ import polars as pl
 from analysis.corpora.cases import read_cases
 from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
+from analysis.pipeline.console import RUN_NAME_KEY
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
@@ -376,7 +377,8 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 def run(s: PilotSettings) -> dict:
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
-    with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
+    run_name = "pilot" if s.preset is None else f"pilot-{s.preset}"  # a preset's time and summary are not the stage's
+    with timed(run_name) as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
         data = build_pilot_data(s.data, s.probeedit)
         cases = data.cases
@@ -407,7 +409,7 @@ def run(s: PilotSettings) -> dict:
         write_json(metrics, out_dir / "metrics.json")
         write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
                         out_dir / PILOT_DIAGNOSIS.name, f"the pilot stage (`copydecode pilot --preset {s.preset}`)")
-        return metrics
+        return {**metrics, RUN_NAME_KEY: run_name}
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
     write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)

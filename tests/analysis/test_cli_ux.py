@@ -85,6 +85,20 @@ def test_a_stage_ends_with_one_line_and_its_summary_in_a_file(tmp_path, monkeypa
     assert json.loads((tmp_path / "data/summaries/kernels_profile.json").read_text()) == result
 
 
+def test_the_summary_path_printed_is_one_the_user_can_open(tmp_path, monkeypatch):
+    """UX review P2: under --out the summary line said "data/summaries/corpora.json", relative to the run root the
+    process had moved into; it names the file as the user reaches it. A one-off run (RUN_NAME_KEY) files its summary
+    under its own name, never over the stage's."""
+    from analysis.pipeline.console import RUN_NAME_KEY, summary_lines
+
+    monkeypatch.chdir(tmp_path)
+    assert summary_lines("corpora", {"cases": 3}, "runs/express")[0].endswith(
+        "(summary: runs/express/data/summaries/corpora.json)")
+    line = summary_lines("kernels profile", {"rows": 2, RUN_NAME_KEY: "kernels_profile-my"})[0]
+    assert line.endswith("(summary: data/summaries/kernels_profile-my.json)")
+    assert not (tmp_path / "data/summaries/kernels_profile.json").exists()
+
+
 def test_every_stage_help_lists_every_file_the_stage_writes():
     """P6: each dvc.yaml out of a stage matches a path its `--help` names after "writes" (globs and {a,b}
     expanded), so the help never names a file the stage does not write or leaves one out."""

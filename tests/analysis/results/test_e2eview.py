@@ -167,11 +167,18 @@ def test_the_headline_rows_carry_the_pools_and_the_frozen_run(tmp_path):
     # P8: the model's case counts head its rows, never between two ratio rows (DVC sorts rows by name)
     e2e = sorted(k for k in head.rows if k.startswith("e2e_m_"))
     assert e2e[0] == "e2e_m_cases_n" and all(k.endswith("_x") for k in e2e[1:])
-    assert not any(k.startswith("e2ew-") for k in head.rows)
+    assert not any(k.startswith("e2ew") for k in head.rows)
     write_frozen(frozen, pooled_frame(WIDE_AR, WIDE))
     head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
-    assert head.rows["e2ew-m_line_x"] == {"he": 4.0, "pooled": 5.0}  # the frozen run: its two pools only
-    assert head.rows["e2ew-m_cases_n"]["pooled"] == 12
+    assert head.rows["e2ew_m_line_x"] == {"he": 4.0, "pooled": 5.0}  # the frozen run: its two pools only
+    assert head.rows["e2ew_m_cases_n"]["pooled"] == 12
+    assert "noisy_e2ew" not in head.rows  # the run recorded no environment: no flag made up
+    # UX review C11: the frozen run's NOISY mark reaches `dvc metrics show` beside its rows
+    metrics = frozen / E2E_WIDE / "metrics.json"
+    metrics.write_text(json.dumps({"pooled": {}, "environment": {"noisy": True, "noisy_reasons": ["drift 64%"]}}))
+    head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
+    assert head.rows["noisy_e2ew"] == {"pooled": 1}
+    assert all(not k.startswith("e2ew-") for k in head.rows)  # one prefix style: e2e_, e2ew_
 
 
 def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():

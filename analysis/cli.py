@@ -218,7 +218,9 @@ def main(argv: list[str] | None = None) -> int:
     # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
     new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
     try:
-        cfg = Config.load(args.params)
+        # a command that reads no params runs anywhere: no params.yaml is needed where it is run from
+        reads_params = getattr(importlib.import_module(args.module), "READS_PARAMS", True)
+        cfg = Config.load(args.params) if reads_params else Config({}, Path(args.params))
         if overrides:
             cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
             print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",

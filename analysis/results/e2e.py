@@ -185,8 +185,8 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
 
 def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
     """One row per case from an e2e_cases.csv: output tokens, AR seconds and its prompt's prefill, every
-    method's speedup in headline order, and the best standard PLD's tokens per forward and acceptance
-    histogram (`n:count`: forwards that accepted n draft tokens)."""
+    method's speedup in headline order, and the largest-k prompt lookup's tokens per forward (its acceptance
+    histogram is drawn from `acceptance_rows`, never shown as `n:count` text)."""
     keys = ["model", "corpus", "case_id"]
     names = headline_order(m for m in cases["method"].unique().to_list() if m != AR)
     base = cases.filter(pl.col("method") == AR).select(
@@ -198,9 +198,34 @@ def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
     if speculative:
         largest = max(speculative, key=lambda n: (Method.parse(n).kind == PLD, Method.parse(n).k))
         base = base.join(cases.filter(pl.col("method") == largest).select(
-            *keys, pl.col("tokens_per_forward").alias(f"{Method.parse(largest).short}: tokens per forward"),
-            pl.col("accept_hist").alias(f"{Method.parse(largest).short}: accepted per forward (n:count)")), on=keys, how="left")
+            *keys, pl.col("tokens_per_forward").alias(f"{Method.parse(largest).short}: tokens per forward")),
+            on=keys, how="left")
     return base.sort(keys)
+
+
+def accepted_bucket(n: int) -> tuple[int, str]:
+    """(order, label) of a count of accepted draft tokens: 0, 1, then powers of two (2-3, 4-7, ...)."""
+    if n < 2:
+        return n, str(n)
+    low = 1 << (n.bit_length() - 1)
+    return low.bit_length(), f"{low}-{2 * low - 1}"
+
+
+def acceptance_rows(cases: pl.DataFrame) -> pl.DataFrame:
+    """The speculative methods' forwards by draft tokens accepted, summed over the cases of an e2e_cases.csv (its
+    `accept_hist`, `n:count` per case): per model and method, each bucket's forwards and their share."""
+    rows: dict[tuple, int] = {}
+    for r in cases.filter(pl.col("accept_hist").is_not_null()).iter_rows(named=True):
+        for item in str(r["accept_hist"]).split():
+            accepted, count = (int(x) for x in item.split(":"))
+            order, label = accepted_bucket(accepted)
+            key = (r["model"], r["method"], order, label)
+            rows[key] = rows.get(key, 0) + count
+    frame = pl.DataFrame([{"model": m, "method": name, "label": Method.parse(name).short, "bucket_order": o,
+                           "accepted": label, "forwards": n} for (m, name, o, label), n in sorted(rows.items())],
+                         schema={"model": pl.Utf8, "method": pl.Utf8, "label": pl.Utf8, "bucket_order": pl.Int64,
+                                 "accepted": pl.Utf8, "forwards": pl.Int64})
+    return frame.with_columns(share=pl.col("forwards") / pl.col("forwards").sum().over("model", "method"))
 
 
 def leading(pooled: pl.DataFrame, model: str, pool: str) -> list[tuple[str, dict]]:

@@ -20,6 +20,7 @@ from analysis.results.e2e import (
     FROZEN_FILES,
     POOLED_COLUMNS,
     best_standard_pld,
+    acceptance_rows,
     case_rows,
     not_yet_run,
     pooled_headline,
@@ -195,11 +196,13 @@ def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
     wide = case_rows(pl.DataFrame(rows))
     assert wide.columns == ["model", "corpus", "case_id", "gold_tokens", "AR s", "AR prompt s",
                             "Copy-as-Decode line, directives decoded (x)", "PLD earliest, k=10 (x)", "PLD earliest, k=64 (x)",
-                            "Copy-as-Decode line, ideal (upper bound) (x)", "PLD earliest, k=64: tokens per forward",
-                            "PLD earliest, k=64: accepted per forward (n:count)"]
+                            "Copy-as-Decode line, ideal (upper bound) (x)", "PLD earliest, k=64: tokens per forward"]
     first = wide.row(0, named=True)
-    assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5
-    assert first["PLD earliest, k=64: accepted per forward (n:count)"] == "0:2 3:1 64:2" and wide.height == 2
+    assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5 and wide.height == 2
+    # UX review P6: the acceptance histogram is a drawn table, not `n:count` strings in a narrow column
+    hist = acceptance_rows(pl.DataFrame(rows)).filter(pl.col("method") == "pld_earliest_k64")
+    assert hist.select("accepted", "forwards").rows() == [("0", 4), ("2-3", 2), ("64-127", 4)]
+    assert hist["share"].sum() == pytest.approx(1.0) and hist["label"][0] == "PLD earliest, k=64"
 
 
 def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_first():

@@ -198,3 +198,18 @@ def test_report_applies_set_to_the_params_it_reads(monkeypatch, capsys):
     monkeypatch.setattr(report, "settings", settings)
     assert main(["report", "summary", "--set", "reports.parameters.summary={}"]) == 2
     assert seen["parameters"]["summary"] == {} and "stopped after the settings" in capsys.readouterr().err
+
+
+def test_an_unknown_option_is_named_by_its_command_with_a_suggestion(capsys):
+    """UX review P8: `copydecode bounds --outt x` printed the top-level usage and no hint."""
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bounds", "--outt", "x"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: copydecode bounds ")
+    assert "copydecode bounds: error: unrecognized arguments: --outt x; did you mean '--out'?" in err
+    with pytest.raises(SystemExit):
+        main(["kernels", "profile", "--modle=x"])
+    assert "did you mean '--model'?" in capsys.readouterr().err

@@ -24,3 +24,9 @@ def split_lines(text: str) -> list[str]:
 def line_starts(lines: list[str]) -> list[int]:
     """Character offset of each line's start, plus the text length at the end (len(lines) + 1)."""
     return [0, *accumulate(len(line) for line in lines)]
+
+
+def numbered(source: str) -> str:
+    """The source with each line written `k: line` (k from 1), as the program's copies address it: the input of
+    every prompt that asks for a program."""
+    return "".join(f"{k}: {line}" for k, line in enumerate(split_lines(source), start=1))

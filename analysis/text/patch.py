@@ -88,6 +88,9 @@ def parse_unified_diff(text: str) -> list[Hunk]:
         i += 2
     hunks = []
     while i < len(lines):
+        if not lines[i].strip():  # blank lines between or after hunks, which patch skips
+            i += 1
+            continue
         header = HUNK_HEADER.fullmatch(lines[i].rstrip("\n"))
         if header is None:
             raise PatchError(f"line {i + 1}: {lines[i].rstrip()!r} is not a hunk header ('@@ -a,b +c,d @@')")

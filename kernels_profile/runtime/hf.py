@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from analysis.errors import ProgramError
 from analysis.grammar.fsm import FsmWalker, ProgramFSM
 from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
-from analysis.text.lines import split_lines
+from analysis.text.lines import numbered  # noqa: F401 (the prompt's numbered input, re-exported)
 from analysis.text.tokens import Tokenizer
 
 # ---------------------------------------------------------------- the prompt
@@ -56,11 +56,6 @@ PLAIN_REWRITE_TEMPLATE = PromptTemplate(
     "rewrite-plain", "Rewrite the input with the edit applied. Output only the edited text.", numbered=False
 )
 TEMPLATES = {t.name: t for t in (PROGRAM_TEMPLATE, REWRITE_TEMPLATE, PLAIN_REWRITE_TEMPLATE)}
-
-
-def numbered(source: str) -> str:
-    """The source with each line written `k: line` (k from 1), as the program's copies address it."""
-    return "".join(f"{k}: {line}" for k, line in enumerate(split_lines(source), start=1))
 
 
 def messages(template: PromptTemplate, source: str, instruction: str | None) -> list[dict]:

@@ -26,6 +26,11 @@ What it does, in order (each step resumable; nothing finished is recomputed on a
    Every evaluation (and the base model's teacher-forced metrics) is a runtime JSON checkpoint, keyed
    by its adapter and everything that decides its records; a resumed run's from-scratch time counts
    each at its recorded seconds (runtime.FromScratch).
+5. The edit-format check (`formats`; analysis.pilot.formats, kernels_profile.pilot.formats): on a spread of the
+   held-out cases the base model writes a copy program, a unified diff and search/replace blocks (one worked example
+   in each prompt, greedy, no grammar), each decode seed's program adapter the program without the grammar; each
+   output is read by its format's parser (well formed, range errors, applies, exact match) and set beside the same
+   cases' decodes under the grammar from step 4. Each decode is a checkpoint.
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
@@ -34,7 +39,8 @@ stopping). A case that cannot run (prompt past the context, empty instruction, b
 recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
+data/pilot/curve.parquet, data/pilot/formats.parquet (the edit-format check, one row per decode),
+reports/tables/pilot_{em,speed,curve,before_after,steps,runs,formats}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
 held-out programs are wrong, counted from this run (analysis.pilot.diagnosis: reports/pilot/range_errors.{csv,md}).
 A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
@@ -65,6 +71,7 @@ from analysis.layout import (
     PILOT_CURVE,
     PILOT_DIAGNOSIS,
     PILOT_DIR,
+    PILOT_FORMATS,
     PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
@@ -82,7 +89,10 @@ from kernels_profile.runtime.checkpoints import (
     read_json_checkpoint,
     write_json_checkpoint,
 )
+from analysis.pilot import formats as formatcheck
 from analysis.pilot import report as pilotreport
+from analysis.pilot.formats import spread
+from kernels_profile.pilot.formats import decode_formats
 from analysis.present import charts
 from kernels_profile.pilot.train import (adapter_state, load_adapter_state, program_record, reset_adapter,
                                          rewrite_record, teacher_forced, train, trained_seconds, training_sequences)
@@ -90,7 +100,7 @@ from kernels_profile.pilot.train import (adapter_state, load_adapter_state, prog
 # `copydecode pilot`: its help line and what it reads and writes (the CLI's --help)
 HELP = "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"
 READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); "
-                "writes data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, "
+                "writes data/pilot/*.parquet (records, losses, curve, formats) and checkpoints, reports/tables/pilot_*.*, "
                 "reports/figures/pilot_*.{png,svg}, reports/pilot/range_errors.*, reports/metrics/pilot.json")
 
 
@@ -395,6 +405,8 @@ def run(s: PilotSettings) -> dict:
             bar.set_description(f"pilot: {job.describe()}")
             records += run_job(s, loaded, job, humaneval if job.split != HELDOUT else heldout, states, bar, scratch)
         bar.close()
+        format_cases = spread(heldout, s.formats.cases)  # the edit-format check, on a spread of the held-out cases
+        format_records = decode_formats(s, loaded, format_cases, states, model_key(s), PILOT_CHECKPOINTS, scratch)
         if kept.pop("from_scratch_known"):  # what this run would take with no checkpoint to resume from
             timing["from_scratch_s"] = scratch.seconds()
     frame = records_frame(records)
@@ -402,7 +414,11 @@ def run(s: PilotSettings) -> dict:
     write_parquet(frame, out_dir / PILOT_RECORDS.name)
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
     write_parquet(curve, out_dir / PILOT_CURVE.name)
+    formats = formatcheck.records_frame(format_records + formatcheck.grammar_rows(
+        frame, [c.case_id for c in format_cases], s.model))
+    write_parquet(formats, out_dir / PILOT_FORMATS.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
+    metrics["formats"] = formatcheck.formats_metrics(formats)
     metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
     diagnosis = range_errors(frame, heldout_cases)  # why the held-out programs are wrong, counted from this run
     if s.preset is not None:
@@ -418,6 +434,7 @@ def run(s: PilotSettings) -> dict:
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
+    write_table(formatcheck.formats_table(formats), TABLES / "pilot_formats", digits=3)
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")

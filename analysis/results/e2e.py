@@ -183,6 +183,25 @@ def read_frozen(root: Path = E2E_FROZEN, preset: str = E2E_WIDE) -> FrozenRun | 
                      ", ".join(stale) if stale else None)
 
 
+def distinct_pools(pooled: pl.DataFrame) -> pl.DataFrame:
+    """e2e_pooled rows without a pool that holds the same cases as a narrower one, for every model: the HEvalFix
+    pool when its cases are one HEvalFix corpus's, `pooled` when its cases are the HEvalFix pool's or one corpus's
+    (a pool is a superset of what it pools, so equal case counts mean equal case sets). A chart then draws no two
+    panels of the same cases."""
+    ar = pooled.filter(pl.col("method") == AR)
+    redundant = []
+    for pool, narrower in ((HEVALFIX_POOL, lambda p: p.startswith(HEVALFIX_POOL + "-")),
+                           (POOLED, lambda p: p != POOLED)):
+        same = []
+        for model in ar["model"].unique().to_list():
+            counts = {r["pool"]: r["cases"] for r in ar.filter(pl.col("model") == model).iter_rows(named=True)}
+            same.append(pool in counts and any(narrower(p) and p not in redundant and n == counts[pool]
+                                               for p, n in counts.items()))
+        if same and all(same):
+            redundant.append(pool)
+    return pooled.filter(~pl.col("pool").is_in(redundant))
+
+
 def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
     """One row per case from an e2e_cases.csv: output tokens, AR seconds and its prompt's prefill, every
     method's speedup in headline order, and the largest-k prompt lookup's tokens per forward (its acceptance

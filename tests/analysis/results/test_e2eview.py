@@ -218,3 +218,21 @@ def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_f
     assert ("Copy-as-Decode line, directives decoded, including the prompt's prefill (m, HEvalFix)", "1.83x") in tiles
     assert chart_methods(["ar", "cad_line", "cad_line_overhead"]) == [
         ("cad_line_overhead", "Copy-as-Decode line, directives decoded"), ("cad_line", "Copy-as-Decode line, ideal (upper bound)")]
+
+
+def test_a_pool_of_the_same_cases_as_a_narrower_one_gets_no_panel_of_its_own():
+    """UX review P9: the index's e2e chart drew the HEvalFix and pooled panels of the same 5 cases."""
+    from analysis.results.e2e import distinct_pools
+
+    def ar(counts):
+        return pl.DataFrame([{"model": "m", "pool": p, "method": "ar", "cases": n} for p, n in counts.items()])
+
+    only_hevalfix = ar({"HEvalFix-JS": 2, "HEvalFix-Py": 3, "HEvalFix": 5, "pooled": 5})
+    assert distinct_pools(only_hevalfix)["pool"].to_list() == ["HEvalFix-JS", "HEvalFix-Py", "HEvalFix"]
+    one_corpus = ar({"HEvalFix-Py": 3, "HEvalFix": 3, "pooled": 3})
+    assert distinct_pools(one_corpus)["pool"].to_list() == ["HEvalFix-Py"]
+    wider = ar({"HEvalFix-Py": 3, "ProbeEdit-S": 2, "HEvalFix": 3, "pooled": 5})
+    assert distinct_pools(wider)["pool"].to_list() == ["HEvalFix-Py", "ProbeEdit-S", "pooled"]
+    two_models = pl.concat([only_hevalfix, ar({"HEvalFix-Py": 3, "ProbeEdit-S": 2, "HEvalFix": 3,
+                                               "pooled": 5}).with_columns(model=pl.lit("n"))])
+    assert "pooled" in distinct_pools(two_models)["pool"].to_list()  # another model's pooled differs: kept

@@ -94,8 +94,9 @@ def decode_format_case(loaded, job: FormatJob, case, s, states: dict, model_key:
 
 def decode_formats(s, loaded, cases: list, states: dict, model_key: dict, checkpoints: Path,
                    scratch: FromScratch) -> list[dict]:
-    """Every format job on `cases` (analysis.pilot.formats.spread of the held-out cases), one bar over the decodes."""
-    jobs = format_jobs(s.decode_seeds)
+    """Every format job on `cases` (analysis.pilot.formats.spread of the held-out cases), one bar over the decodes: the
+    base model's, and each decode seed's program adapter's where `states` holds it (none with --formats-only)."""
+    jobs = format_jobs(tuple(seed for seed in s.decode_seeds if (PROGRAM, seed) in states))
     bar = progress(None, "pilot: edit formats", total=len(jobs) * len(cases), unit="decode")
     records = []
     for job in jobs:

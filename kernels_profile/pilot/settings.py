@@ -61,6 +61,7 @@ class PilotSettings:
     budget_margin: int
     order_seed: int
     formats: FormatSettings
+    formats_only: bool              # `--formats-only`: the edit-format check alone, with the base model
     preset: str | None
 
     def check(self) -> PilotSettings:
@@ -107,7 +108,7 @@ def _seeds(p: dict, key: str, nonempty: bool = True) -> tuple[int, ...]:
     return number_list(p, f"{GROUP}.{key}", integer=True, nonempty=nonempty, distinct=True)
 
 
-def settings(params: dict, preset: str | None = None) -> PilotSettings:
+def settings(params: dict, preset: str | None = None, formats_only: bool = False) -> PilotSettings:
     """The pilot's settings: params `pilot` overlaid with the preset `preset` of `pilot.presets`
     (params.merge_preset), every value checked by name."""
     group = merge_preset(params, GROUP, f"{GROUP}.presets", preset)
@@ -146,7 +147,7 @@ def settings(params: dict, preset: str | None = None) -> PilotSettings:
         order_seed=get(p, f"{GROUP}.order_seed", int),
         formats=FormatSettings(cases=positive_int(p, f"{GROUP}.formats.cases", minimum=0),
                                diff_context=positive_int(p, f"{GROUP}.formats.diff_context", minimum=0)),
-        preset=preset,
+        formats_only=bool(formats_only), preset=preset,
     ).check()
 
 

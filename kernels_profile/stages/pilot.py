@@ -62,7 +62,7 @@ from analysis.corpora.cases import read_cases
 from analysis.corpora.humanevalpack import bugfix_instruction
 from analysis.errors import CorpusError
 from analysis.pipeline.console import RUN_NAME_KEY
-from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.io import markdown_table, save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
     FIGURES,
@@ -79,7 +79,7 @@ from analysis.layout import (
 )
 from analysis.pilot.data import PilotCase, build_pilot_data, with_split
 from analysis.pilot.diagnosis import range_errors, write_diagnosis
-from analysis.parallel.progress import progress, timed
+from analysis.parallel.progress import log_above_bars, progress, timed
 from kernels_profile.decode.masks import MaskTables
 from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
 from kernels_profile.runtime.checkpoints import (
@@ -105,8 +105,12 @@ READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the mod
 
 
 def add_arguments(parser) -> None:
-    """`pilot`'s own option (settings(params, preset))."""
+    """`pilot`'s own options (settings(params, preset, formats_only))."""
     parser.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+    parser.add_argument("--formats-only", dest="formats_only", action="store_true",
+                        help="only the edit-format check, with the base model (no training): which edit format the "
+                             "model (params pilot.model, or the preset's) writes correctly, on params pilot.formats.cases "
+                             "held-out cases; writes data/pilot/formats-<preset or default>/")
 
 
 HELDOUT = "heldout"
@@ -385,7 +389,36 @@ def records_frame(records: list[dict]) -> pl.DataFrame:
 
 
 
+def run_formats_only(s: PilotSettings) -> dict:
+    """`copydecode pilot --formats-only`: the edit-format check alone, with the base model and no adapter (so any model
+    a preset names can be asked without training one): the three formats without the grammar, and the program under
+    the grammar (the pilot's "before" decode of the same cases). Its own folder, never the stage's outputs."""
+    name = f"formats-{s.preset or 'default'}"
+    out_dir = PILOT_DIR / name
+    with timed(f"pilot-{name}"):
+        scratch = FromScratch()
+        data = build_pilot_data(s.data, s.probeedit)
+        cases = spread([eval_case(c) for c in with_split(data.cases, HELDOUT)], s.formats.cases)
+        loaded = load_models(s)
+        records = decode_formats(s, loaded, cases, {}, model_key(s), PILOT_CHECKPOINTS, scratch)
+        bar = progress(None, "pilot: base model under the grammar", total=len(cases), unit="decode")
+        grammar = run_job(s, loaded, EvalJob("before", None, HELDOUT, ("program",)), cases, {}, bar, scratch)
+        bar.close()
+    frame = formatcheck.records_frame(records + formatcheck.grammar_rows(records_frame(grammar),
+                                                                         [c.case_id for c in cases], s.model))
+    write_parquet(frame, out_dir / PILOT_FORMATS.name)
+    metrics = {"model": s.model, "weights": s.weights, "formats": formatcheck.formats_metrics(frame)}
+    write_json(metrics, out_dir / "metrics.json")
+    shown = formatcheck.page_table(metrics["formats"]["rows"])
+    write_table(shown, out_dir / "pilot_formats", digits=3)
+    log_above_bars(f"\npilot --formats-only: {s.model}, {len(cases)} held-out cases (written to {out_dir}):\n"
+                   + markdown_table(shown, 3))
+    return {"cases": len(cases), "out": str(out_dir), RUN_NAME_KEY: f"pilot-{name}"}
+
+
 def run(s: PilotSettings) -> dict:
+    if s.formats_only:
+        return run_formats_only(s)
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
     run_name = "pilot" if s.preset is None else f"pilot-{s.preset}"  # a preset's time and summary are not the stage's
     with timed(run_name) as timing:

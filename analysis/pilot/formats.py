@@ -37,6 +37,7 @@ FORMAT_LABELS = {PROGRAM: "copy program", UNIFIED_DIFF: "unified diff", SEARCH_R
 RANGE_ERROR_LABELS = {PROGRAM: "copy range outside the input", UNIFIED_DIFF: "hunk away from its stated line",
                       SEARCH_REPLACE: "none (no line numbers)"}
 FREE, GRAMMAR = "free", "under the grammar"  # how a text was decoded
+DECODING_LABELS = {FREE: "no grammar", GRAMMAR: "under the grammar"}
 
 # the worked example every prompt shows, in that prompt's format
 EXAMPLE_INSTRUCTION = "Fix bugs in clamp."
@@ -267,3 +268,19 @@ def examples(records: pl.DataFrame, per_format: int = 1) -> pl.DataFrame:
     return picked.select("variant", pl.col("format").replace_strict(FORMAT_LABELS, default=pl.col("format")),
                          "case_id", "stopped", "well_formed", "applies", "exact_match",
                          pl.col("error").fill_null(""), pl.col("output").fill_null(""))
+
+
+def summary_sentence(formats: dict | None) -> str:
+    """The check in one sentence (the README's pilot paragraph): per variant and decoding, each format's well-formed
+    and exact counts; '' when the run has none."""
+    rows = (formats or {}).get("rows") or []
+    if not rows:
+        return ""
+    parts = []
+    for (variant, decoding, prompt) in dict.fromkeys((r["variant"], r["decoding"], r["prompt"]) for r in rows):
+        mine = [r for r in rows if (r["variant"], r["decoding"], r["prompt"]) == (variant, decoding, prompt)]
+        counts = ", ".join(f"{FORMAT_LABELS[r['format']]} {_count(r, 'well_formed')} well formed, "
+                           f"{_count(r, 'exact_match')} exact" for r in mine)
+        parts.append(f"{variant}, {DECODING_LABELS.get(decoding, decoding)} ({prompt}): {counts}")
+    return (f"Which edit format the model writes correctly, on {formats['cases']} held-out cases, each read by its own "
+            f"parser: " + "; ".join(parts) + ".")

@@ -80,6 +80,13 @@ def test_the_table_counts_each_verdict_with_an_exact_interval():
     assert tiles[0][1] == "copy program 2/3 · unified diff 0/1 · search/replace 1/1"
     assert "exact match: copy program 1/3" in tiles[0][0]
     assert examples(records)["format"].to_list() == ["copy program", "search/replace", "unified diff"]
+    from analysis.pilot.formats import summary_sentence
+
+    assert summary_sentence(formats_metrics(records)) == (
+        "Which edit format the model writes correctly, on 3 held-out cases, each read by its own parser: base model, "
+        "no grammar (p): copy program 2/3 well formed, 1/3 exact, unified diff 0/1 well formed, 0/1 exact, search/replace "
+        "1/1 well formed, 1/1 exact.")
+    assert summary_sentence(None) == "" and summary_sentence({"rows": []}) == ""
 
 
 def test_the_pilots_own_grammar_decodes_join_the_table():

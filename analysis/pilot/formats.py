@@ -230,7 +230,7 @@ def page_table(rows: list[dict]) -> pl.DataFrame:
     """pilot.json's format rows as the page shows them: counts as k/n beside each share's 95% interval."""
     out = []
     for r in rows:
-        out.append({"variant": r["variant"], "prompt": r["prompt"], "decoding": r["decoding"],
+        out.append({"variant": r["variant"], "prompt": r["prompt"], "decoding": DECODING_LABELS.get(r["decoding"], r["decoding"]),
                     "format": FORMAT_LABELS.get(r["format"], r["format"]), "cases": r["cases"],
                     "well formed": _count(r, "well_formed"), "well formed, 95% CI": _interval(r, "well_formed"),
                     "range errors (of well formed)": (_count(r, "range_errors", "range_errors_of")

@@ -9,6 +9,7 @@ prompt, the case and its budget), so a rerun resumes case by case.
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,13 +73,10 @@ def decode_format_case(loaded, job: FormatJob, case, s, states: dict, model_key:
     scratch.mark()
     record = {"variant": job.variant, "prompt": job.prompt, "decoding": FREE, "format": job.fmt,
               "case_id": case.case_id, "kind": case.kind, "budget": budget}
+    if job.seed is not None:
+        load_adapter_state(loaded.peft, states[(PROGRAM, job.seed)][1])
     try:
-        if job.seed is None:
-            with loaded.peft.disable_adapter():
-                text, seconds, tokens, stopped = decode_rewrite(loaded.lm, loaded.tok, case.source, case.instruction,
-                                                                template, budget, case.case_id)
-        else:
-            load_adapter_state(loaded.peft, states[(PROGRAM, job.seed)][1])
+        with loaded.peft.disable_adapter() if job.seed is None else nullcontext():
             text, seconds, tokens, stopped = decode_rewrite(loaded.lm, loaded.tok, case.source, case.instruction,
                                                             template, budget, case.case_id)
     except DecodeError as exc:

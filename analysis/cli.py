@@ -85,11 +85,24 @@ def version() -> str:
 class Parser(argparse.ArgumentParser):
     """argparse with a suggestion for a mistyped stage or subcommand (`corpra`: did you mean 'corpora'?)."""
 
+    command_parsers: dict[str, argparse.ArgumentParser] = {}  # build_parser's: each command's own parser
+
     def error(self, message: str):
         match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if match:
             message += did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)))
         super().error(message)
+
+    def parse_args(self, args=None, namespace=None):
+        """An unknown option is reported by the command it was given to, with that command's usage and the
+        option it is closest to (`bounds --outt`: did you mean '--out'?), not by the top-level usage."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self.command_parsers.get(getattr(parsed, "stage", None), self)
+            options = [o for action in command._actions for o in action.option_strings]
+            first = next((e.split("=", 1)[0] for e in extras if e.startswith("-")), extras[0])
+            command.error(f"unrecognized arguments: {' '.join(extras)}{did_you_mean(first, options)}")
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
             groups[words[0]] = sub.add_parser(words[0], help=help_, description=description).add_subparsers(
                 dest=f"{words[0][0]}command", metavar="{" + ",".join(children) + "}", required=True)
         parsers[command] = _add_command(groups[words[0]] if len(words) > 1 else sub, command, modules[command], kind)
+    parser.command_parsers = parsers
     return parser
 
 
@@ -242,7 +256,9 @@ def _main(argv: list[str] | None) -> int:
     # a one-off root this run creates is removed again if the stage fails before writing an output
     new_root = Path(root).absolute() if root is not None and not _exists(root) else None
     try:
-        cfg = Config.load(args.params)
+        # a command that reads no params runs anywhere: no params.yaml is needed where it is run from
+        reads_params = getattr(importlib.import_module(args.module), "READS_PARAMS", True)
+        cfg = Config.load(args.params) if reads_params else Config({}, Path(args.params))
         if overrides:
             cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
             print(f"copydecode {args.stage}: this run overrides {overrides_text(overrides)} (not written to {cfg.path})",
@@ -287,7 +303,7 @@ def _main(argv: list[str] | None) -> int:
         print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
         return 2
     if result is not None:
-        print("\n".join(summary_lines(args.stage, result)))
+        print("\n".join(summary_lines(args.stage, result, root)))
     return 0
 
 

@@ -30,6 +30,7 @@ PILOT_DIR = DATA / "pilot"
 PILOT_RECORDS = PILOT_DIR / "records.parquet"           # kernels_profile.pilot.jobs.RECORD_SCHEMA
 PILOT_LOSSES = PILOT_DIR / "losses.parquet"             # mode, seed, step, loss
 PILOT_CURVE = PILOT_DIR / "curve.parquet"               # kernels_profile.pilot.jobs.CURVE_SCHEMA (teacher-forced, held-out)
+PILOT_FORMATS = PILOT_DIR / "formats.parquet"           # analysis.pilot.formats.RECORD_SCHEMA (the edit-format check)
 PILOT_CHECKPOINTS = PILOT_DIR / "checkpoints"           # adapters and finished evaluation jobs (untracked)
 RIVALS_FORWARDS = DATA / "rivals/forwards.parquet"    # analysis.serving.forwards (+ prefill): per case and method
 BATCHED_RAW = DATA / "kernels/batched.parquet"          # kernels_profile.measure.batched_session.STEP_SCHEMA

@@ -432,6 +432,44 @@ def headline(m: dict) -> list[tuple[str, str]]:
     return rows
 
 
+def em_change(m: dict, split: str, seed: str) -> tuple[str, str] | None:
+    """('0/33 -> 2/33', 'after: 95% CI [0.7%, 20.2%], McNemar p = 0.5'): a tile's value and its detail."""
+    n = m.get(f"{split}_cases")
+    before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
+    if not n or after is None:
+        return None
+    low, high = em_interval(after, n)
+    p = mcnemar_p(m, split, seed)
+    return (f"{before if before is not None else '?'}/{n} -> {after}/{n}",
+            f"after: 95% CI [{fmt_pct(low)}, {fmt_pct(high)}]" + (f", McNemar p = {p:.2g}" if p is not None else ""))
+
+
+def lead_tiles(m: dict) -> list[tuple[str, str]]:
+    """The pilot page's tiles (label, value): exact match before -> after per seed on the held-out cases and on
+    HEvalFix-Py, the teacher-forced loss, and each frozen preset run's held-out change; short values, the
+    intervals in the labels (the statistics tables below hold the rest)."""
+    tiles = []
+    for split, what in (("heldout", "held-out bug fixes"), ("humaneval", "HEvalFix-Py bug fixes")):
+        for seed in sorted((m.get(f"{split}_em_after") or {}), key=str):
+            change = em_change(m, split, seed)
+            if change:
+                tiles.append((f"exact match on {what}, before -> after {m.get('steps')} steps (seed {seed}); "
+                              f"{change[1]}", change[0]))
+    forced_before = (m.get("teacher_forced_before") or {}).get("program")
+    for seed, after in ((m.get("teacher_forced_after") or {}).get("program") or {}).items():
+        if forced_before and after:
+            tiles.append((f"held-out loss per supervised token, teacher-forced (seed {seed})",
+                          f"{forced_before['loss']:.2f} -> {after['loss']:.2f}"))
+    for name, frozen in sorted((m.get("frozen") or {}).items()):
+        fm = frozen["metrics"]
+        for seed in sorted((fm.get("heldout_em_after") or {}), key=str):
+            change = em_change(fm, "heldout", seed)
+            if change:
+                tiles.append((f"{name} (frozen run, {fm.get('steps')} steps, seed {seed}): held-out exact match; "
+                              f"{change[1]}", change[0]))
+    return tiles
+
+
 # ---------------------------------------------------------------- frozen preset runs beside the default
 
 FROZEN_FILES = ("metrics.json", "run.json")

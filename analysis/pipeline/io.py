@@ -167,6 +167,11 @@ def _dvc_stages(dvc_yaml: Path) -> dict:
     return stages if isinstance(stages, dict) else {}
 
 
+def dvc_stage_names(dvc_yaml: Path | None = None) -> tuple[str, ...]:
+    """The stages of the project's dvc.yaml (beside this package), in its order."""
+    return tuple(_dvc_stages(dvc_yaml or Path(__file__).resolve().parents[2] / "dvc.yaml"))
+
+
 def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
     """The outputs the project's dvc.yaml declares for `stage` (outs, metrics, plots), as spelt there;
     () for a stage it does not declare. Read from the project beside this package, never from the run

@@ -17,6 +17,7 @@ from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_lab
 from analysis.pooling import STAND_IN as STAND_INS
 from analysis.errors import ParamsError
 from analysis.present.colours import ROLE_DASHES, method_palette, palette
+from analysis.results.e2e import distinct_pools
 from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
@@ -386,7 +387,7 @@ def e2e_speedup(pooled: pl.DataFrame, methods: list[tuple[str, str]]):
     the prediction as a tick, and the case count beside each bar."""
     alt = _alt()
     labels = dict(methods)
-    data = pooled.filter(pl.col("method").is_in(list(labels))).with_columns(
+    data = distinct_pools(pooled).filter(pl.col("method").is_in(list(labels))).with_columns(
         method_name=pl.col("method").replace_strict(labels, return_dtype=pl.Utf8),
         cases_text=pl.format("{} {}", pl.col("cases"), pl.when(pl.col("cases") == 1).then(pl.lit("case")).otherwise(pl.lit("cases"))))
     order = [label for _, label in methods]

@@ -28,7 +28,7 @@ that DVC's text sort is numeric order:
                                          (never a best case): directives decoded, the ideal upper bounds, PLD
                                          (standard policy, best k), suffix decoding; and the case counts (the
                                          first of the model's rows, apart from the ratios)
-  e2ew-<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
+  e2ew_<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
   rivals_best_ratio_x / _all_x           at batch 1 under the judged kernel source (params rivals.judged_source):
                                          Copy-as-Decode's best deployable variant over the best rival (rival time
                                          over Copy-as-Decode time; below 1 the rival is faster), per corpus; pooled =
@@ -40,7 +40,8 @@ that DVC's text sort is numeric order:
   pilot_held_before_pct / _after_pct     the same on the pilot's held-out split, in the `pooled` column
   roundtrip_fail_n                       oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
-                                         (reports/metrics/kernels.json, e2e.json), in the `pooled` column
+                                         (reports/metrics/kernels.json, e2e.json), in the `pooled` column;
+  noisy_e2ew                             the same for the frozen `e2e-wide` run whose e2ew_ rows are shown
   machine / machine_cores_n              the CPU line this run measured on (`cpu_family`: EPYC, Xeon, ...; a
                                          string) and its logical cores, in the `pooled` column, so that
                                          `dvc exp show` and `dvc metrics diff` say why timed figures moved
@@ -344,9 +345,16 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_",
 
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
-    """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed in this code's format."""
+    """The frozen `e2e-wide` preset run's rows (`e2ew_<model>_...`), when it is committed in this code's format, and
+    its noise flag (`noisy_e2ew`, from the run's own environment record), as `noisy_e2e` flags this run's."""
     run = read_frozen(frozen, E2E_WIDE)
-    return {} if run is None or run.stale else e2e_rows(run.pooled, s, prefix="e2ew-", pools=(HEVALFIX_POOL, POOLED))
+    if run is None or run.stale:
+        return {}
+    rows = e2e_rows(run.pooled, s, prefix="e2ew_", pools=(HEVALFIX_POOL, POOLED))
+    env = run.metrics.get("environment") if isinstance(run.metrics, dict) else None
+    if isinstance(env, dict) and env.get("noisy") is not None:
+        rows["noisy_e2ew"] = {POOLED: int(bool(env["noisy"]))}
+    return rows
 
 
 def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:

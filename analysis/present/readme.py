@@ -16,6 +16,7 @@ after `dvc repro` and outside it: `copydecode readme` (analysis.tools.readme).
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -31,6 +32,7 @@ from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
 from analysis.rivals.methods import parse_method
+from analysis.pilot.formats import summary_sentence
 from analysis.pilot.report import headline, training_note
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
@@ -241,9 +243,10 @@ def _pilot_sentence(root: Path) -> str:
                      f"minutes on {f['run'].get('machine', '?')}), {f['metrics'].get('method', '?')}: "
                      + "; ".join(f"{what} {value}" for what, value in headline(f["metrics"])) + "."
                      for name, f in sorted((m.get("frozen") or {}).items()))
+    formats = summary_sentence(m.get("formats"))
     return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}.{frozen} Scale: {scale}; the paper "
             f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. "
-            f"{training_note(m)} (see the pilot report).")
+            f"{training_note(m)} (see the pilot report).{' ' + formats if formats else ''}")
 
 
 def _formats_sentences(root: Path) -> list[str]:

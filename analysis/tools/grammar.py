@@ -17,19 +17,23 @@ from analysis.errors import CorpusError, GrammarError
 from analysis.grammar.export import FORMATS, export
 from analysis.corpora.cases import read_cases
 from analysis.layout import CASES
+from analysis.results.percase import where
 from analysis.pipeline.io import output_path_error, write_text
 
 
 # `copydecode grammar`: its help line and what it reads and writes (the CLI's --help)
 HELP = ("the program grammar of one source for a structured-output engine: symbolic or forced spans, in llguidance "
         "Lark, GBNF (xgrammar) or a regex (outlines-core); see docs/grammar.md")
-READS_WRITES = "reads data/corpora/cases.parquet (--case-id) or --source FILE; it writes stdout or --out FILE"
+READS_WRITES = ("reads data/corpora/cases.parquet, else its committed copy reports/percase/cases.parquet (--case-id), "
+                "or --source FILE; it writes stdout or --out FILE")
 READS_PARAMS = False  # the grammar depends on the source alone: --params and --set are refused, not ignored
 
 
 def add_arguments(parser) -> None:
     where = parser.add_mutually_exclusive_group(required=True)
-    where.add_argument("--case-id", dest="case_id", help="a case of data/corpora/cases.parquet (its source)")
+    where.add_argument("--case-id", dest="case_id",
+                       help="a case of data/corpora/cases.parquet, else of the committed reports/percase/cases.parquet "
+                            "(its source)")
     where.add_argument("--source", metavar="FILE", help="a source file (UTF-8; its bytes, line endings included)")
     parser.add_argument("--framing", default=None,
                         help="the framing of a multi-framing case (HEvalFix: body, decl, prompt)")
@@ -44,12 +48,16 @@ def add_arguments(parser) -> None:
 
 
 def case_source(case_id: str, framing: str | None) -> tuple[str, str]:
-    """(source, label) of a case in the cases table; a case with several framings needs --framing."""
+    """(source, label) of a case in the cases table (this run's, else the committed copy, as the explorer reads
+    it; which one is said on stderr when it is the copy); a case with several framings needs --framing."""
     import polars as pl
 
-    rows = read_cases(CASES).filter(pl.col("case_id") == case_id)
+    table = where("cases") or CASES  # neither: read_cases names the missing data/ table
+    if table != CASES:
+        print(f"copydecode grammar: no {CASES}; reading the committed run's copy, {table}", file=sys.stderr)
+    rows = read_cases(table).filter(pl.col("case_id") == case_id)
     if rows.is_empty():
-        raise CorpusError(f"no case {case_id!r} in {CASES}")
+        raise CorpusError(f"no case {case_id!r} in {table}")
     framings = sorted(rows["framing"].unique().to_list())
     if framing is not None:
         rows = rows.filter(pl.col("framing") == framing)

@@ -12,11 +12,12 @@ docstring for why.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import ParamsError, StaleInputError
 from analysis.layout import TIMINGS, TIMINGS_REPORT
-from analysis.pipeline.io import write_json, write_text
+from analysis.pipeline.io import dvc_stage_names, write_json, write_text
 from analysis.present.index import stale_pages_reasons
 from analysis.present.readme import END, README, START, results_block, stale_lines
 
@@ -43,14 +44,40 @@ def write_readme_results(root: Path = Path(".")) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class RunTimes:
+    """The run-time files under data/timings: each dvc.yaml stage's, and the one-off runs' (a preset, an own-model
+    profile: not stages, so never in the README's pipeline time)."""
+
+    stages: dict[str, dict]
+    missing: tuple[str, ...]   # dvc.yaml stages with no run time here
+    one_off: tuple[str, ...]
+
+
+def run_times(root: Path = Path(".")) -> RunTimes:
+    root = Path(root)
+    found = {p.stem: p for p in sorted((root / TIMINGS).glob("*.json"))}
+    stages = dvc_stage_names()
+    return RunTimes({s: json.loads(found[s].read_text()) for s in stages if s in found},
+                    tuple(s for s in stages if s not in found), tuple(n for n in found if n not in stages))
+
+
 def gather_timings(root: Path = Path(".")) -> Path | None:
     """Copy each stage's untracked run time (data/timings/<stage>.json) into the committed
-    reports/timings.json that the block reads; None (and nothing written) when no stage has run here."""
+    reports/timings.json that the block reads; None (and nothing written) when no stage has run here.
+    Refused, naming them, when some stages have no run time: the block would publish part of a pipeline's
+    time as the whole (an ad-hoc run of a few stages, not a `dvc repro`)."""
     root = Path(root)
-    times = {p.stem: json.loads(p.read_text()) for p in sorted((root / TIMINGS).glob("*.json"))}
-    if not times:
+    times = run_times(root)
+    if not times.stages:
         return None
-    write_json(times, root / TIMINGS_REPORT)
+    if times.missing:
+        raise ParamsError(f"no run time under {root / TIMINGS} for {len(times.missing)} of "
+                          f"{len(times.stages) + len(times.missing)} stages ({', '.join(times.missing)}): the README's "
+                          "stage-time line would publish part of the pipeline as its whole time; run `dvc repro` (or "
+                          f"those stages) first, or pass --keep-timings to write the block with {TIMINGS_REPORT} "
+                          "as it is")
+    write_json(times.stages, root / TIMINGS_REPORT)
     return root / TIMINGS_REPORT
 
 
@@ -67,6 +94,9 @@ def add_arguments(parser) -> None:
                         help="the workspace whose outputs and README.md are read (default: .)")
     parser.add_argument("--check", action="store_true",
                         help="write nothing: list the block's lines that differ from ROOT's outputs (exit 1)")
+    parser.add_argument("--keep-timings", dest="keep_timings", action="store_true",
+                        help=f"leave {TIMINGS_REPORT} as it is (after running only some stages, whose run times "
+                             "would make a partial total); without it, missing stage run times are an error")
 
 
 def command(args) -> int:
@@ -82,8 +112,12 @@ def command(args) -> int:
         stale = stale_lines(text, root)
         print("\n".join(stale) if stale else f"{root / README}: the Results block matches this workspace's outputs")
         return 1 if stale else 0
-    timings = gather_timings(root)
+    timings = None if args.keep_timings else gather_timings(root)
     readme = write_readme_results(root)
-    print(timings if timings else f"{root / TIMINGS_REPORT} kept (no run times under {root / TIMINGS})")
+    kept = "--keep-timings" if args.keep_timings else f"no run times under {root / TIMINGS}"
+    print(timings if timings else f"{root / TIMINGS_REPORT} kept ({kept})")
+    one_off = run_times(root).one_off
+    if timings and one_off:
+        print(f"not gathered (one-off runs, not dvc.yaml stages): {', '.join(one_off)}")
     print(readme)
     return 0

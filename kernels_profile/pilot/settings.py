@@ -21,6 +21,14 @@ DEVICES = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
+class FormatSettings:
+    """params `pilot.formats`: the edit-format check (analysis.pilot.formats)."""
+
+    cases: int          # held-out cases, evenly spaced (0: no check)
+    diff_context: int   # context lines of the unified diff the prompt's example and the budget use
+
+
+@dataclass(frozen=True)
 class PilotSettings:
     """params `pilot` with a preset overlaid, each value checked by `settings` (no default in code)."""
 
@@ -51,6 +59,8 @@ class PilotSettings:
     humaneval_framing: str          # HEvalFix framing of the bug-fix prompt (the instruction names the function)
     budget_margin: int
     order_seed: int
+    formats: FormatSettings
+    formats_only: bool              # `--formats-only`: the edit-format check alone, with the base model
     preset: str | None
 
     def check(self) -> PilotSettings:
@@ -97,7 +107,7 @@ def _seeds(p: dict, key: str, nonempty: bool = True) -> tuple[int, ...]:
     return number_list(p, f"{GROUP}.{key}", integer=True, nonempty=nonempty, distinct=True)
 
 
-def settings(params: dict, preset: str | None = None) -> PilotSettings:
+def settings(params: dict, preset: str | None = None, formats_only: bool = False) -> PilotSettings:
     """The pilot's settings: params `pilot` overlaid with the preset `preset` of `pilot.presets`
     (params.merge_preset), every value checked by name."""
     group = merge_preset(params, GROUP, f"{GROUP}.presets", preset)
@@ -133,7 +143,10 @@ def settings(params: dict, preset: str | None = None) -> PilotSettings:
         humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
         humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
-        order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
+        order_seed=get(p, f"{GROUP}.order_seed", int),
+        formats=FormatSettings(cases=positive_int(p, f"{GROUP}.formats.cases", minimum=0),
+                               diff_context=positive_int(p, f"{GROUP}.formats.diff_context", minimum=0)),
+        formats_only=bool(formats_only), preset=preset,
     ).check()
 
 

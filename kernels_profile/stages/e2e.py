@@ -41,6 +41,7 @@ from analysis.errors import CorpusError
 from analysis.layout import CASES, E2E_CHECKPOINTS, E2E_MEASUREMENTS, FIGURES, METRICS, TABLES
 from analysis.parallel.progress import log_above_bars, progress_bar, timed
 from analysis.parallel.tables import joined_programs
+from analysis.pipeline.console import RUN_NAME_KEY
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.pipeline.runrecord import RUN_JSON, run_record
 from analysis.present import charts
@@ -202,7 +203,8 @@ def write_outputs(s: E2ESettings, measurements: pl.DataFrame, environment: RunEn
 
 def run(s: E2ESettings) -> dict:
     started_at, started = datetime.now(timezone.utc), time.perf_counter()
-    with timed("e2e" if s.preset is None else f"e2e-{s.preset}") as timing:
+    run_name = "e2e" if s.preset is None else f"e2e-{s.preset}"  # a preset's time and summary are not the stage's
+    with timed(run_name) as timing:
         scratch = FromScratch()
         threads = set_threads(s.environment.threads)  # before the recorder reads the thread count and any timing
         table = cases_with_instructions()
@@ -248,4 +250,5 @@ def run(s: E2ESettings) -> dict:
         write_json(run_info(s, started_at, time.perf_counter() - started, environment), s.out / RUN_JSON)
     else:
         write_json(metrics, METRICS / "e2e.json")
-    return {k: metrics[k] for k in ("pooled", "lossless", "environment")}
+    return {**{k: metrics[k] for k in ("pooled", "lossless", "environment")},
+            **({RUN_NAME_KEY: run_name} if s.preset is not None else {})}

@@ -26,6 +26,11 @@ What it does, in order (each step resumable; nothing finished is recomputed on a
    Every evaluation (and the base model's teacher-forced metrics) is a runtime JSON checkpoint, keyed
    by its adapter and everything that decides its records; a resumed run's from-scratch time counts
    each at its recorded seconds (runtime.FromScratch).
+5. The edit-format check (`formats`; analysis.pilot.formats, kernels_profile.pilot.formats): on a spread of the
+   held-out cases the base model writes a copy program, a unified diff and search/replace blocks (one worked example
+   in each prompt, greedy, no grammar), each decode seed's program adapter the program without the grammar; each
+   output is read by its format's parser (well formed, range errors, applies, exact match) and set beside the same
+   cases' decodes under the grammar from step 4. Each decode is a checkpoint.
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
@@ -34,7 +39,8 @@ stopping). A case that cannot run (prompt past the context, empty instruction, b
 recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
+data/pilot/curve.parquet, data/pilot/formats.parquet (the edit-format check, one row per decode),
+reports/tables/pilot_{em,speed,curve,before_after,steps,runs,formats}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
 held-out programs are wrong, counted from this run (analysis.pilot.diagnosis: reports/pilot/range_errors.{csv,md}).
 A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
@@ -51,7 +57,8 @@ import polars as pl
 
 from analysis.corpora.cases import read_cases
 from analysis.coverage.copyinput import copy_scores
-from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.pipeline.console import RUN_NAME_KEY
+from analysis.pipeline.io import markdown_table, save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
     FIGURES,
@@ -60,6 +67,7 @@ from analysis.layout import (
     PILOT_CURVE,
     PILOT_DIAGNOSIS,
     PILOT_DIR,
+    PILOT_FORMATS,
     PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
@@ -67,7 +75,7 @@ from analysis.layout import (
 )
 from analysis.pilot.data import PilotCase, build_pilot_data, with_split
 from analysis.pilot.diagnosis import range_errors, write_diagnosis
-from analysis.parallel.progress import progress, timed
+from analysis.parallel.progress import log_above_bars, progress, timed
 from kernels_profile.decode.masks import MaskTables
 from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
 from kernels_profile.pilot.jobs import (
@@ -86,7 +94,10 @@ from kernels_profile.pilot.jobs import (
     records_frame,
 )
 from kernels_profile.runtime.checkpoints import FromScratch, read_json_checkpoint, write_json_checkpoint
+from analysis.pilot import formats as formatcheck
 from analysis.pilot import report as pilotreport
+from analysis.pilot.formats import spread
+from kernels_profile.pilot.formats import decode_formats
 from analysis.present import charts
 from kernels_profile.pilot.train import (adapter_state, load_adapter_state, program_record, reset_adapter,
                                          rewrite_record, teacher_forced, train, trained_seconds, training_sequences)
@@ -94,13 +105,17 @@ from kernels_profile.pilot.train import (adapter_state, load_adapter_state, prog
 # `copydecode pilot`: its help line and what it reads and writes (the CLI's --help)
 HELP = "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"
 READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); "
-                "writes data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, "
+                "writes data/pilot/*.parquet (records, losses, curve, formats) and checkpoints, reports/tables/pilot_*.*, "
                 "reports/figures/pilot_*.{png,svg}, reports/pilot/range_errors.*, reports/metrics/pilot.json")
 
 
 def add_arguments(parser) -> None:
-    """`pilot`'s own option (settings(params, preset))."""
+    """`pilot`'s own options (settings(params, preset, formats_only))."""
     parser.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+    parser.add_argument("--formats-only", dest="formats_only", action="store_true",
+                        help="only the edit-format check, with the base model (no training): which edit format the "
+                             "model (params pilot.model, or the preset's) writes correctly, on params pilot.formats.cases "
+                             "held-out cases; writes data/pilot/formats-<preset or default>/")
 
 
 # ---------------------------------------------------------------- the run
@@ -220,9 +235,39 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
     return records
 
 
+def run_formats_only(s: PilotSettings) -> dict:
+    """`copydecode pilot --formats-only`: the edit-format check alone, with the base model and no adapter (so any model
+    a preset names can be asked without training one): the three formats without the grammar, and the program under
+    the grammar (the pilot's "before" decode of the same cases). Its own folder, never the stage's outputs."""
+    name = f"formats-{s.preset or 'default'}"
+    out_dir = PILOT_DIR / name
+    with timed(f"pilot-{name}"):
+        scratch = FromScratch()
+        data = build_pilot_data(s.data, s.probeedit)
+        cases = spread([eval_case(c) for c in with_split(data.cases, HELDOUT)], s.formats.cases)
+        loaded = load_models(s)
+        records = decode_formats(s, loaded, cases, {}, model_key(s), PILOT_CHECKPOINTS, scratch)
+        bar = progress(None, "pilot: base model under the grammar", total=len(cases), unit="decode")
+        grammar = run_job(s, loaded, EvalJob("before", None, HELDOUT, ("program",)), cases, {}, bar, scratch)
+        bar.close()
+    frame = formatcheck.records_frame(records + formatcheck.grammar_rows(records_frame(grammar),
+                                                                         [c.case_id for c in cases], s.model))
+    write_parquet(frame, out_dir / PILOT_FORMATS.name)
+    metrics = {"model": s.model, "weights": s.weights, "formats": formatcheck.formats_metrics(frame)}
+    write_json(metrics, out_dir / "metrics.json")
+    shown = formatcheck.page_table(metrics["formats"]["rows"])
+    write_table(shown, out_dir / "pilot_formats", digits=3)
+    log_above_bars(f"\npilot --formats-only: {s.model}, {len(cases)} held-out cases (written to {out_dir}):\n"
+                   + markdown_table(shown, 3))
+    return {"cases": len(cases), "out": str(out_dir), RUN_NAME_KEY: f"pilot-{name}"}
+
+
 def run(s: PilotSettings) -> dict:
+    if s.formats_only:
+        return run_formats_only(s)
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
-    with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
+    run_name = "pilot" if s.preset is None else f"pilot-{s.preset}"  # a preset's time and summary are not the stage's
+    with timed(run_name) as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
         data = build_pilot_data(s.data, s.probeedit)
         cases = data.cases
@@ -239,6 +284,8 @@ def run(s: PilotSettings) -> dict:
             bar.set_description(f"pilot: {job.describe()}")
             records += run_job(s, loaded, job, humaneval if job.split != HELDOUT else heldout, states, bar, scratch)
         bar.close()
+        format_cases = spread(heldout, s.formats.cases)  # the edit-format check, on a spread of the held-out cases
+        format_records = decode_formats(s, loaded, format_cases, states, model_key(s), PILOT_CHECKPOINTS, scratch)
         if kept.pop("from_scratch_known"):  # what this run would take with no checkpoint to resume from
             timing["from_scratch_s"] = scratch.seconds()
     frame = records_frame(records)
@@ -246,14 +293,18 @@ def run(s: PilotSettings) -> dict:
     write_parquet(frame, out_dir / PILOT_RECORDS.name)
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
     write_parquet(curve, out_dir / PILOT_CURVE.name)
+    formats = formatcheck.records_frame(format_records + formatcheck.grammar_rows(
+        frame, [c.case_id for c in format_cases], s.model))
+    write_parquet(formats, out_dir / PILOT_FORMATS.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
+    metrics["formats"] = formatcheck.formats_metrics(formats)
     metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
     diagnosis = range_errors(frame, heldout_cases)  # why the held-out programs are wrong, counted from this run
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
                         out_dir / PILOT_DIAGNOSIS.name, f"the pilot stage (`copydecode pilot --preset {s.preset}`)")
-        return metrics
+        return {**metrics, RUN_NAME_KEY: run_name}
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
     copies = copy_scores((c.split, c.case_id, c.source, c.target) for c in heldout + humaneval)
     metrics["copy_baseline"] = pilotreport.copy_metrics(copies)  # what returning the input scores, per split
@@ -264,6 +315,7 @@ def run(s: PilotSettings) -> dict:
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
+    write_table(formatcheck.formats_table(formats), TABLES / "pilot_formats", digits=3)
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")

@@ -27,6 +27,7 @@ from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
 from analysis.latency.tables import speedup_summary
+from analysis.pipeline.console import RUN_NAME_KEY
 from analysis.pipeline.io import markdown_table
 from kernels_profile.measure.session import profile_run
 from kernels_profile.measure.sidecar import write_with_sidecar
@@ -35,6 +36,7 @@ from kernels_profile.runtime.models import model_label
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
 
 DEVICES = ("cpu", "cuda")
+STAGE_NAME = "kernels_profile"  # dvc.yaml's name of the pipeline's own profile
 LIST_FIELDS = ("models", "contexts", "ns", "baselines", "prefills")
 
 
@@ -44,6 +46,14 @@ class ProfileSettings:
     out: Path              # the raw timings parquet (its environment sidecar goes beside it)
     preset: str | None     # the kernels.presets entry overlaid on kernels.profile, if any
     source: str | None     # --model: the kernel source this run becomes (`<model label>-<device>`), else None
+
+    @property
+    def run_name(self) -> str:
+        """What its run time and summary are filed under: the stage's own name for the pipeline's profile, else
+        the raw file's stem (an own-model, preset or --out profile is not the stage's run: `copydecode readme` must
+        not take its time for the pipeline's)."""
+        own = self.preset is None and self.source is None and self.out == KERNELS_RAW
+        return STAGE_NAME if own else f"{STAGE_NAME}-{self.out.stem}"
 
 
 def kernel_source_name(model: str, device: str) -> str:
@@ -160,7 +170,7 @@ def print_result_table(raw, out, env: dict) -> None:
 
 
 def run(s: ProfileSettings) -> dict:
-    with timed("kernels_profile") as timing:
+    with timed(s.run_name) as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)
         sidecar = write_with_sidecar(result.raw, result.environment, s.out, "kernels_profile")
         timing["from_scratch_s"] = result.from_scratch_s
@@ -170,5 +180,6 @@ def run(s: ProfileSettings) -> dict:
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),
             "threads": env.get("threads"), "spec": asdict(s.spec),
+            **({RUN_NAME_KEY: s.run_name} if s.run_name != STAGE_NAME else {}),
             **({"kernel_source": s.source, "add_to_kernels_fit_raw": {"source": s.source, "path": str(s.out)}}
                if s.source else {})}

@@ -79,6 +79,24 @@ def test_no_outputs_gives_every_claim_not_run_none_dropped(tmp_path):
                                                                              if not PAPER[k].get("extension")]
 
 
+def test_a_not_run_reason_names_the_command_to_run_where_the_run_is(tmp_path, monkeypatch):
+    """UX review P11: a one-off run's index quoted internals ("claim metric tables/kernel_speedup.csv:speedup") and
+    advised `dvc repro`, which a run folder has no use for. The reason names the missing file and the command that
+    writes it: with --out in a run folder (no dvc.yaml), plain in the workspace."""
+    from fixtures import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    reason = items["kernel_speedup"].reason
+    assert reason == ("not run in this run: it has no kernel_speedup.csv or kernels.json; `copydecode --out DIR kernels "
+                      "fit` writes them (after the stages it reads)")
+    assert "claim metric" not in reason and "dvc repro" not in reason
+    monkeypatch.chdir(ROOT)
+    items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    assert items["losslessness"].reason == ("not run in this run: it has no roundtrip.json; `copydecode roundtrip` "
+                                            "writes it (`dvc repro` runs every stage)")
+
+
 def test_an_absent_output_is_not_run_but_a_params_error_is_not_swallowed(tmp_path, monkeypatch):
     items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
     assert items["losslessness"].verdict == v.NOT_RUN and "roundtrip.json" in items["losslessness"].reason

@@ -47,10 +47,10 @@ ROW_PATTERNS = (
     r"kernel_[a-z0-9.-]+(_c\d+)?_x",
     r"em_(line|token)(_all)?_pct",
     r"e2e_[a-z0-9.-]+_((linedec|tokdec|line|token|pld|suffix)_x|cases_n)",
-    r"e2ew-[a-z0-9.-]+_((linedec|tokdec|line|token|pld|suffix)_x|cases_n)",
+    r"e2ew_[a-z0-9.-]+_((linedec|tokdec|line|token|pld|suffix)_x|cases_n)",
     r"pilot(_held)?_(before|after)_pct",
     r"roundtrip_fail_n",
-    r"noisy_(kernel|e2e)",
+    r"noisy_(kernel|e2e|e2ew)",
     r"machine(_cores_n)?",
     r"sv_[a-z0-9.-]+_c\d+r?_x",
     r"rivals_best_ratio(_all)?_x",
@@ -58,7 +58,7 @@ ROW_PATTERNS = (
 MAX_PATH = 40  # `metrics/<row>.json`: with the 8 value columns, `dvc metrics show` is 110 characters wide
 KERNEL_KEYS = {"n008", "n512"}
 MAX_FIGURES = 240  # a bounded grid: this repository's outputs give about 225 (H200 kernel sources add bound and kernel
-# rows; the frozen e2e-wide run seven e2ew- rows of two pools; batched serving 30: 5 sources x 3 concurrencies x 2;
+# rows; the frozen e2e-wide run seven e2ew_ rows and its noise flag of two pools; batched serving 30: 5 sources x 3 concurrencies x 2;
 # the head-to-head at batch 1: 7)
 
 

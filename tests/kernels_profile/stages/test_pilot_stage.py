@@ -273,6 +273,19 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
         metrics["data"]["not_applied"].items()))
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
+    # the edit-format check (UX review M3): the base model writes each format, each program adapter the program, on
+    # both held-out cases without the grammar; the pilot's own decodes of them under the grammar join the table
+    from analysis.layout import PILOT_FORMATS
+
+    formats = pl.read_parquet(PILOT_FORMATS)
+    free = formats.filter(pl.col("decoding") == "free")
+    assert free.group_by("variant", "format").len().sort("variant", "format").rows() == [
+        ("base model", "program", 2), ("base model", "search_replace", 2), ("base model", "unified_diff", 2),
+        ("program adapter, seed 0", "program", 2), ("program adapter, seed 1", "program", 2)]
+    assert formats.filter(pl.col("decoding") == "under the grammar").height == 2 + 2 * 2
+    assert free["well_formed"].is_not_null().all() and (free["budget"] > 0).all()
+    assert metrics["formats"]["cases"] == 2 and pl.read_csv(TABLES / "pilot_formats.csv").height == 5 + 3
+    assert len(list(PILOT_CHECKPOINTS.glob("format-*.json"))) == 10
     from kernels_profile.runtime.checkpoints import KEY_FIELD, SECONDS_FIELD
 
     for path in PILOT_CHECKPOINTS.glob("*.json"):  # runtime JSON checkpoints: keyed as named, with their seconds
@@ -284,6 +297,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 
     monkeypatch.setattr(stage, "decode_case", refuse)
     monkeypatch.setattr("torch.optim.AdamW.step", refuse)
+    monkeypatch.setattr("kernels_profile.pilot.formats.decode_rewrite", refuse)
     from analysis.layout import TIMINGS
 
     first = json.loads((TIMINGS / "pilot.json").read_text())
@@ -294,6 +308,29 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     # the resumed run still states what the work cost from scratch: its checkpoints' recorded seconds
     assert first["from_scratch_s"] > 0 and resumed["from_scratch_s"] >= first["from_scratch_s"] - first["seconds"]
     assert resumed["from_scratch_s"] > resumed["seconds"] - 30
+    assert pl.read_parquet(PILOT_FORMATS).equals(formats)  # every format decode read back
+
+
+@pytest.mark.slow
+def test_formats_only_asks_the_base_model_alone_in_a_folder_of_its_own(tiny_run, monkeypatch):
+    """`copydecode pilot --formats-only`: no adapter is trained; the base model's three formats without the grammar
+    and its program under it, written under data/pilot/formats-default/, never over the stage's outputs."""
+    from analysis.layout import PILOT_DIR, PILOT_FORMATS, TABLES, TIMINGS
+
+    config, loads = tiny_run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--formats-only trained an adapter")
+
+    monkeypatch.setattr("torch.optim.AdamW.step", refuse)
+    result = stage.run(pilot_settings.settings(config.params, formats_only=True))
+    folder = PILOT_DIR / "formats-default"
+    frame = pl.read_parquet(folder / PILOT_FORMATS.name)
+    assert sorted(set(frame["variant"])) == ["base model"] and frame.height == 3 * 2 + 2
+    assert json.loads((folder / "metrics.json").read_text())["formats"]["cases"] == 2
+    assert (folder / "pilot_formats.md").is_file() and result["run_name"] == "pilot-formats-default"
+    assert not PILOT_FORMATS.exists() and not (TABLES / "pilot_formats.csv").exists()
+    assert (TIMINGS / "pilot-formats-default.json").is_file() and not (TIMINGS / "pilot.json").exists()
 
 
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():

@@ -115,7 +115,8 @@ def bench(*args) -> int:
     return copydecode(["bench", "busy", *map(str, args)])
 
 
-def test_main_writes_markdown_and_json_with_both_environments(tmp_path):
+def test_main_writes_markdown_and_json_with_both_environments(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # its run summary goes to ./data/summaries: never the checkout's (UX review P1)
     quiet = _repository(tmp_path / "quiet", 1.0, 1.0,
                         {"threads": [1], "noisy": False, "contended": False, "other_busy_cores": [0.1],
                          "noisy_reasons": [], "machine": {"cpu_model": "Test CPU"}},

@@ -9,6 +9,7 @@ chart, `h200/qwen2.5-7b/eager` on the bounds chart and in the tables are one col
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 
@@ -120,8 +121,15 @@ def _mix(light: str, dark: str, t: float) -> str:
 def _shade(m: Method) -> float:
     """0 (lightest) to 1 (darkest): by draft budget where the family has one (unbounded 1), by its place among
     the family's other settings otherwise."""
-    if "k" in m.spec.fields:
+    settings = [f for f in m.spec.fields if f not in ("k", "policy")]
+    if "k" in m.spec.fields and not settings:
         return 1.0 if m.k is None else 0.15 + 0.7 * min(math.log2(max(m.k, 1)) / K_SPREAD, 1.0)
+    if settings and all(f in m.spec.choices for f in settings):
+        # a family whose members differ by more than k (the hybrid: level and directives) shades by its place
+        # among those settings, so two members at one k never share a colour
+        places = list(itertools.product(*(m.spec.choices[f] for f in settings)))
+        place = places.index(tuple(getattr(m, f) for f in settings))
+        return 0.25 + 0.7 * place / max(len(places) - 1, 1)
     key = m.spec.member_key(m)
     return 0.35 + 0.3 * (sum(key) % 3)
 

@@ -16,7 +16,6 @@ after `dvc repro` and outside it: `copydecode readme` (analysis.tools.readme).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl

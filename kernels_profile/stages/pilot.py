@@ -91,6 +91,7 @@ from kernels_profile.pilot.jobs import (
     evaluation_key,
     forced_row,
     humaneval_sample,
+    model_key,
     records_frame,
 )
 from kernels_profile.runtime.checkpoints import FromScratch, read_json_checkpoint, write_json_checkpoint

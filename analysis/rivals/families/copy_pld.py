@@ -6,7 +6,7 @@ k tokens per verify, instead of one decode step per token. From params `<stage>.
 `levels`, every directive mode of `directives`, every draft budget of `k`.
 
 Why: a gen span is often a near-copy of an input line (a renamed variable, a changed operator), which prompt
-lookup drafts well and a program must spell token by token (the correctness audit's L5: on HEvalFix, prompt lookup
+lookup drafts well and a program must spell token by token (the correctness audit found it: on HEvalFix, prompt lookup
 at k = 64 is 8.5x against Copy-as-Decode's 2.1x).
 
 What the drafter sees: the unnumbered source and the output resolved so far (the copied lines' text and the

@@ -200,7 +200,7 @@ def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
     first = wide.row(0, named=True)
     assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5 and wide.height == 2
     # UX review P6: the acceptance histogram is a drawn table, not `n:count` strings in a narrow column
-    hist = acceptance_rows(pl.DataFrame(rows)).filter(pl.col("method") == "pld_earliest_k64")
+    hist = acceptance_rows(pl.DataFrame(rows)).filter(pl.col("method") == "pld-earliest-k64")
     assert hist.select("accepted", "forwards").rows() == [("0", 4), ("2-3", 2), ("64-127", 4)]
     assert hist["share"].sum() == pytest.approx(1.0) and hist["label"][0] == "PLD earliest, k=64"
 

@@ -46,7 +46,7 @@ naming the case, op and value, unless `extrapolate` is set; then `extrapolated_s
 ops with an extrapolated cost and `extrapolated_regen` flags cases whose regeneration cost is.
 
 Per corpus the bound is a ratio of sums over its cases (total regeneration time over total program
-time), with a percentile bootstrap over cases (analysis.stats). Pooled rows (analysis.layout's
+time), with a percentile bootstrap over cases (analysis.stats). Pooled rows (analysis.pooling's
 pooling rule) come twice: `ratio_of_sums` (all pooled cases as one corpus; the v1 figure) and
 `mean_of_corpora` (the mean of the per-corpus bounds); the pooled bootstrap resamples cases
 (`pooled_bootstrap="cases"`, v1) or cases within each corpus (`"corpus"`, stratified).
@@ -61,6 +61,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import polars as pl
 
+from analysis.corpora.entries import COMMITS_PREFIX, FILE_SEPARATOR
 from analysis.errors import ParamsError
 from analysis.latency.model import PAPER_FORM, PAST_N_RULES, STEADY, STEP_COSTS, LatencyModel
 from analysis.pooling import (
@@ -475,7 +476,7 @@ def bounds_table(costs: pl.DataFrame, resamples: int, seed: int, ci: float, *,
     """Per (level, corpus, framing, variant): the bound, its bootstrap interval and coverage.
 
     Columns: level, corpus, framing, variant, n_cases, bound, ci_low, ci_high, coverage (as v1), then
-    pooling (layout.PER_CORPUS or one of layout.POOLINGS), extrapolated_spans, extrapolated_regen
+    pooling (pooling.PER_CORPUS or one of pooling.POOLINGS), extrapolated_spans, extrapolated_regen
     (cases) and kernel_repeats (0: the interval has no kernel uncertainty); then one column per
     `point_costs` entry: the point bound of the same rows under that frame's costs (another pricing
     of the same cases, in the same order).
@@ -575,3 +576,24 @@ def step_prices(model: LatencyModel, settings: CostSettings) -> dict:
     except ParamsError:  # judged first_step on a profile without the steady split (`unpriced` says so)
         first = steady = None
     return {"t_step": t_step, "steady_step": steady, "first_step_overhead": first}
+
+
+# ---------------------------------------------------------------- commit-level rows
+
+SUMMED_COSTS = ("gold_tokens", "copied_tokens", "program_ideal", "directive_seconds", "regen",
+                "program_overhead", "extrapolated_spans")
+
+
+def commit_costs(costs: pl.DataFrame, keys: tuple[str, ...] = ()) -> pl.DataFrame:
+    """Per-case costs (`case_costs` columns, plus `keys`) of multi-file CommitEdits cases summed per
+    commit: one row per (commit, corpus, framing, level, *keys), case_id = the commit, with AR cost
+    (regen) and program costs the sums over the commit's files, extrapolated_regen if any file's was,
+    and n_files. One-file corpora's cases (no file part in the id) are left out."""
+    files = costs.filter(pl.col("case_id").str.contains(FILE_SEPARATOR, literal=True)
+                         & pl.col("corpus").str.starts_with(f"{COMMITS_PREFIX}-"))
+    group = ["case_id", "corpus", "framing", "level", *keys]
+    return (files.with_columns(case_id=pl.col("case_id").str.split(FILE_SEPARATOR).list.first())
+            .group_by(group, maintain_order=True)
+            .agg(*(pl.col(c).sum() for c in SUMMED_COSTS), pl.col("extrapolated_regen").any(),
+                 n_files=pl.len())
+            .sort(group))

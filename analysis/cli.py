@@ -31,9 +31,11 @@ from analysis.pipeline.confine import check_output_root
 from analysis.pipeline.console import (error_text, interrupted_workers, interruptible, os_error_text,
                                        summary_lines)
 from analysis.pipeline.digest import record_corpus
-from analysis.pipeline.io import check_address_space, finish_pending, output_set, run_lock, sweep_temporaries
+from analysis.pipeline.io import (check_address_space, declared_outputs, finish_pending, output_set, recorded_writes,
+                                  run_lock, sweep_temporaries)
 from analysis.pipeline.oneoff import discard_unused_root, enter_out_root, record_params
-from analysis.pipeline.params import DEFAULT_PARAMS, apply_overrides, did_you_mean
+from analysis.pipeline.params import DEFAULT_PARAMS, SHOWN_CHARS, apply_overrides, did_you_mean
+from analysis.pipeline.safepath import safe_imports
 
 SET_HELP = ("override one setting for this run only, e.g. --set kernel.latency_form=quadratic (VALUE is YAML: "
             "--set 'perturb.rates=[0.0, 1.0]'); repeatable; params.yaml is not written. The key must exist in the "
@@ -83,11 +85,24 @@ def version() -> str:
 class Parser(argparse.ArgumentParser):
     """argparse with a suggestion for a mistyped stage or subcommand (`corpra`: did you mean 'corpora'?)."""
 
+    command_parsers: dict[str, argparse.ArgumentParser] = {}  # build_parser's: each command's own parser
+
     def error(self, message: str):
         match = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)", message)
         if match:
             message += did_you_mean(match.group(1), re.findall(r"'([^']*)'", match.group(2)))
         super().error(message)
+
+    def parse_args(self, args=None, namespace=None):
+        """An unknown option is reported by the command it was given to, with that command's usage and the
+        option it is closest to (`bounds --outt`: did you mean '--out'?), not by the top-level usage."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            command = self.command_parsers.get(getattr(parsed, "stage", None), self)
+            options = [o for action in command._actions for o in action.option_strings]
+            first = next((e.split("=", 1)[0] for e in extras if e.startswith("-")), extras[0])
+            command.error(f"unrecognized arguments: {' '.join(extras)}{did_you_mean(first, options)}")
+        return parsed
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,6 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
             groups[words[0]] = sub.add_parser(words[0], help=help_, description=description).add_subparsers(
                 dest=f"{words[0][0]}command", metavar="{" + ",".join(children) + "}", required=True)
         parsers[command] = _add_command(groups[words[0]] if len(words) > 1 else sub, command, modules[command], kind)
+    parser.command_parsers = parsers
     return parser
 
 
@@ -140,6 +156,12 @@ def run_stage(module, args: argparse.Namespace, cfg: Config):
     return module.run(stage_settings(module, args, cfg))
 
 
+def overrides_text(overrides: list[str]) -> str:
+    """The --set values for the run's echo, each cut as error messages cut a quoted value (a 40 KB value
+    printed a 40 KB line)."""
+    return ", ".join(o if len(o) <= SHOWN_CHARS else f"{o[:SHOWN_CHARS]}... ({len(o):,} characters)" for o in overrides)
+
+
 def _overrides(args: argparse.Namespace) -> list[str]:
     """--set values given before and after the subcommand, the later last."""
     return [*getattr(args, "overrides", []), *getattr(args, "overrides_after", [])]
@@ -147,7 +169,7 @@ def _overrides(args: argparse.Namespace) -> list[str]:
 
 def params_refusal(args: argparse.Namespace, module) -> str | None:
     """The named error for --set or --params on a command that reads no params (its module's READS_PARAMS is
-    False): either would be ignored (L7). None where the command reads params or neither was given."""
+    False): either would be ignored. None where the command reads params or neither was given."""
     if getattr(module, "READS_PARAMS", True):
         return None
     given = [*(["--set"] if _overrides(args) else []),
@@ -174,7 +196,7 @@ def run_maintenance(args: argparse.Namespace) -> int:
             args.config = Config.load(args.params)
             if _overrides(args):
                 args.config = Config(apply_overrides(args.config.params, _overrides(args)), args.config.path)
-                print(f"copydecode {args.stage}: this run overrides {', '.join(_overrides(args))} (not written to "
+                print(f"copydecode {args.stage}: this run overrides {overrides_text(_overrides(args))} (not written to "
                       f"{args.config.path})", file=sys.stderr)
         return module.command(args)
     except CopyDecodeError as exc:
@@ -185,12 +207,28 @@ def run_maintenance(args: argparse.Namespace) -> int:
         return 130
 
 
+def _exists(path: str) -> bool:
+    """Whether `path` exists; a name the file system cannot hold (a component over 255 bytes) does not, and
+    `enter_out_root` names it."""
+    try:
+        return Path(path).exists()
+    except OSError:
+        return False
+
+
 def _discard(new_root: Path | None) -> None:
     if new_root is not None:
         discard_unused_root(new_root)
 
 
 def main(argv: list[str] | None = None) -> int:
+    # first thing: neither this process nor any it starts (workers, clusters, report kernels) imports from
+    # the working folder, which a one-off run moves into (analysis.pipeline.safepath)
+    with safe_imports():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     _variant(args)
     interruptible()
@@ -215,13 +253,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         root = args.out
     overrides = _overrides(args)
-    # a one-off root this run creates is removed again if the stage fails before writing an output (N17)
-    new_root = Path(root).absolute() if root is not None and not Path(root).exists() else None
+    # a one-off root this run creates is removed again if the stage fails before writing an output
+    new_root = Path(root).absolute() if root is not None and not _exists(root) else None
     try:
-        cfg = Config.load(args.params)
+        # a command that reads no params runs anywhere: no params.yaml is needed where it is run from
+        reads_params = getattr(importlib.import_module(args.module), "READS_PARAMS", True)
+        cfg = Config.load(args.params) if reads_params else Config({}, Path(args.params))
         if overrides:
             cfg = Config(apply_overrides(cfg.params, overrides), cfg.path)
-            print(f"copydecode {args.stage}: this run overrides {', '.join(overrides)} (not written to {cfg.path})",
+            print(f"copydecode {args.stage}: this run overrides {overrides_text(overrides)} (not written to {cfg.path})",
                   file=sys.stderr)
         if root is not None:
             effective = cfg.params
@@ -234,15 +274,16 @@ def main(argv: list[str] | None = None) -> int:
                       "them (copydecode compare DIR1 DIR2)", file=sys.stderr)
         if args.stage in CHART_STAGES:
             check_address_space()  # before the stage's work, not at its first chart
-        check_output_root()  # no symlinked output folder, no link out of the root (H3), before the lock
+        check_output_root()  # no symlinked output folder, no link out of the root, before the lock
         with run_lock(args.stage):  # one run per output root; a killed run's leftovers are finished or swept
             for stage in finish_pending():
                 print(f"copydecode: completed the output set of an interrupted `{stage}` run", file=sys.stderr)
             sweep_temporaries()
             module = importlib.import_module(args.module)
-            with output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext([]) as written:
+            with recorded_writes() as wrote, output_set(args.stage) if args.stage in OUTPUT_SETS else nullcontext():
                 result = run_stage(module, args, cfg)
-            if args.stage in CORPUS_SETS:  # which corpus these outputs were built from (headline, reports)
+            written = declared_outputs(args.stage, wrote)
+            if args.stage in CORPUS_SETS and written:  # which corpus these outputs were built from (headline, reports)
                 record_corpus(args.stage, written)
     except CopyDecodeError as exc:
         print(f"copydecode {args.stage}: error: {error_text(exc)}", file=sys.stderr)
@@ -256,13 +297,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"copydecode {args.stage}: interrupted; finished outputs and checkpoints are kept", file=sys.stderr)
             return 130
         named = os_error_text(exc)
-        _discard(new_root)  # a crash leaves no new empty --out folder either (N17)
+        _discard(new_root)  # a crash leaves no new empty --out folder either
         if named is None:
             raise
         print(f"copydecode {args.stage}: error: {named}", file=sys.stderr)
         return 2
     if result is not None:
-        print("\n".join(summary_lines(args.stage, result)))
+        print("\n".join(summary_lines(args.stage, result, root)))
     return 0
 
 

@@ -40,3 +40,7 @@ class GrammarError(CopyDecodeError):
 
 class GrammarLimitError(GrammarError):
     """A source is longer than a grammar form supports (the message states the limit)."""
+
+
+class PatchError(CopyDecodeError):
+    """A unified diff or search/replace text does not parse, or does not apply to its source."""

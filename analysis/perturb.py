@@ -51,7 +51,6 @@ from numbers import Real
 import polars as pl
 
 from analysis.errors import ParamsError, ProgramError
-from analysis.layout import LEVELS
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, paper_pool, pool_framings, pool_rows
 from analysis.grammar.program import Copy, Program
 from analysis.grammar.resolver import resolve
@@ -154,16 +153,6 @@ def outcome(case: PerturbCase, program: Program) -> str:
 
 # ---------------------------------------------------------------- validation
 
-@dataclass(frozen=True)
-class PerturbSettings:
-    """Validated perturbation grid (`perturb_settings` builds it from raw params values)."""
-
-    levels: tuple[str, ...]
-    kinds: tuple[str, ...]
-    rates: tuple[float, ...]
-    definitions: tuple[str, ...]
-
-
 def _names(field: str, values, known: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
         raise ParamsError(f"{field} must be a list, got {values!r}")
@@ -191,15 +180,6 @@ def check_rates(rates, field: str = "perturb.rates") -> tuple[float, ...]:
     if len(set(rates)) != len(rates):
         raise ParamsError(f"{field}: {list(rates)} repeats a rate")
     return tuple(float(r) for r in rates)
-
-
-def perturb_settings(levels, kinds, rates, definitions=("strict",)) -> PerturbSettings:
-    return PerturbSettings(
-        levels=_names("perturb.levels", levels, LEVELS),
-        kinds=_names("perturb.kinds", kinds, KINDS),
-        rates=check_rates(rates),
-        definitions=_names("perturb.definitions", definitions, DEFINITIONS),
-    )
 
 
 # ---------------------------------------------------------------- running

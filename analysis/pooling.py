@@ -16,8 +16,11 @@ count for a share such as EM). It is the one function that builds a paper pool o
 The pooling rules (a table's `pooling` column): the ratio of the summed costs over the pooled cases, or
 the mean of the per-corpus ratios; per-corpus rows have PER_CORPUS.
 
-Corpus groups: benchmark (the paper's corpora and their stand-in), git history (CommitEdits) or a
-user's pairs, by `group_expr` (one rule; `corpus_group` applies it to one corpus).
+Corpus groups: benchmark (the paper's corpora and their stand-in), the field's benchmarks (CanItEdit,
+EditEval: published edit benchmarks the default run reads through the dataset field mapping), git history
+(CommitEdits) or a user's pairs, by `group_expr` (one rule; `corpus_group` applies it to one corpus). The
+field's benchmarks are not the paper's corpora: they join the pool of every corpus of the run (ALL_POOL),
+never the paper's pool.
 """
 
 from __future__ import annotations
@@ -158,24 +161,22 @@ def paper_pool(rows: pl.DataFrame, weight: str, values: Iterable[str], by: Itera
     return pl.concat(parts).select(columns)
 
 
-def pooled_share(rows: pl.DataFrame, column: str, weight: str = "n_cases") -> float | None:
-    """A share (EM, coverage of cases) pooled over the given per-corpus rows: the case-weighted mean,
-    which equals the share over the pooled cases. None for no rows."""
-    total = rows[weight].sum() if rows.height else 0
-    return None if not total else float((rows[column] * rows[weight]).sum() / total)
-
-
 # ---------------------------------------------------------------- corpus groups
-BENCHMARK, GIT_HISTORY, USER_PAIRS = "benchmark", "git history", "your pairs"
+BENCHMARK, FIELD_BENCHMARK, GIT_HISTORY, USER_PAIRS = "benchmark", "field benchmark", "git history", "your pairs"
 COMMITS_PREFIX = "CommitEdits-"
+# The field's published edit benchmarks by the corpus names params.yaml gives them (corpora.datasets): CanItEdit
+# (Cassano et al. 2024; the corpus EfficientEdit reports its speedups on) and EditEval (InstructCoder's test set).
+FIELD_BENCHMARKS = ("CanItEdit", "EditEval")
 
 
 def group_expr() -> pl.Expr:
     """The corpus group of each row (over its corpus and framing columns): the one rule."""
     return (pl.when(pl.col("corpus").str.starts_with(COMMITS_PREFIX)).then(pl.lit(GIT_HISTORY))
+            .when(pl.col("corpus").is_in(FIELD_BENCHMARKS)).then(pl.lit(FIELD_BENCHMARK))
             .when(pl.col("framing") == "pair").then(pl.lit(USER_PAIRS)).otherwise(pl.lit(BENCHMARK)))
 
 
 def corpus_group(corpus: str, framing: str) -> str:
-    """benchmark (the paper's corpora and their stand-in), git history (CommitEdits) or your pairs."""
+    """benchmark (the paper's corpora and their stand-in), field benchmark (CanItEdit, EditEval), git history
+    (CommitEdits) or your pairs."""
     return pl.DataFrame({"corpus": [corpus], "framing": [framing]}).select(group_expr().alias("group"))["group"][0]

@@ -287,20 +287,6 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return low, high
 
 
-def wilson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Wilson score interval for a share k/n."""
-    from statistics import NormalDist
-
-    k, n = _count(k, "k"), _count(n, "n")
-    if n == 0 or k > n:
-        raise CountError(f"wilson needs 0 <= k <= n and n > 0, got k={k}, n={n}")
-    z = NormalDist().inv_cdf(1 - (1 - level) / 2)
-    share = k / n
-    centre = (share + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * math.sqrt(share * (1 - share) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 SIGNIFICANCE = 0.05  # a before/after difference with an exact McNemar p at or above this is "not significant"
 
 

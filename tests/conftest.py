@@ -64,3 +64,27 @@ def stage_scratch(stages_built, tmp_path, monkeypatch, hep_dir) -> Path:
     shutil.copytree(stages_built / "data", tmp_path / "data")
     write_scratch_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir)})
     return tmp_path
+
+
+# Where a stage run that forgot to move into its temporary folder leaves files in the checkout (UX review P1: the
+# quick subset left data/summaries/bench_busy.json holding a pytest temporary path).
+CHECKOUT_RUN_FILES = ("data/summaries", "data/timings")
+
+
+def _run_files() -> dict[Path, int]:
+    from fixtures import ROOT
+
+    return {p: p.stat().st_mtime_ns for folder in CHECKOUT_RUN_FILES for p in (ROOT / folder).glob("*.json")}
+
+
+@pytest.fixture(autouse=True)
+def _no_test_writes_run_files_into_the_checkout(request, tmp_path_factory):
+    """Fails the test that wrote a summary or run time naming a pytest temporary folder into the checkout's data/
+    (a file a user's `dvc repro` wrote there, at the same time, names none)."""
+    before = _run_files()
+    yield
+    temporary = str(tmp_path_factory.getbasetemp())
+    leaked = [p for p, stamp in _run_files().items()
+              if before.get(p) != stamp and temporary in p.read_text(encoding="utf-8", errors="replace")]
+    assert not leaked, (f"{request.node.nodeid} wrote {', '.join(map(str, leaked))} into the checkout; run the command "
+                        "inside tmp_path (monkeypatch.chdir)")

@@ -25,6 +25,7 @@ from analysis.latency.model import ModelKey, QuadraticAR, QuadraticPrefill
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED_HEP = ROOT.parent / "shared" / "data" / "humanevalpack"
+SHARED_EDITS = ROOT.parent / "shared" / "data" / "edits"
 
 
 # ---------------------------------------------------------------- paths and params
@@ -262,21 +263,70 @@ def profile_spec(**changes):
 # ---------------------------------------------------------------- scratch pipelines
 
 def write_scratch_shared(top: Path, hep_dir: Path, python_cases: int) -> None:
-    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records
-    and an empty git folder (declared by the corpora stage; no bundle mined)."""
+    """A `shared/data` beside a scratch repository: the first `python_cases` HumanEvalPack Python records,
+    an empty git folder (declared by the corpora stage; no bundle mined) and the two edit-benchmark files the
+    corpora stage declares, as small files shaped like them (a scratch run sets `corpora.datasets: []`)."""
     data = top / "shared" / "data" / "humanevalpack"
     data.mkdir(parents=True)
     lines = (hep_dir / "python.jsonl").read_text().splitlines()[:python_cases]
     (data / "python.jsonl").write_text("\n".join(lines) + "\n")
     (top / "shared" / "data" / "git").mkdir()
     (top / "shared" / "data" / "git" / "README").write_text("empty\n")
+    write_field_benchmarks(top / "shared" / "data" / "edits")
+
+
+# ---------------------------------------------------------------- the field's edit benchmarks, as small files
+
+# Records shaped like ../shared/data/edits (its README): CanItEdit's integer ids, both instructions and a nested
+# taxonomy; EditEval's own "EditEval/<n>" task ids, a `context` some records lack, a nested META.
+CANITEDIT_RECORDS = (
+    {"id": 10, "name": "csv_header", "full_name": "10_csv_header",
+     "before": "import csv\n\ndef rows(path):\n    with open(path) as f:\n        return list(csv.reader(f))",
+     "after": "import csv\n\ndef rows(path):\n    with open(path) as f:\n        return list(csv.reader(f))\n\n"
+              "def header(path):\n    return rows(path)[0]",
+     "tests": "assert True", "instruction_descriptive": "Add a function `header` returning the first row.",
+     "instruction_lazy": "add header", "taxonomy": {"change_kind": "adaptive", "topic": "Data"}},
+    {"id": 11, "name": "fix_sum", "full_name": "11_fix_sum",
+     "before": "def total(xs):\n    s = 0\n    for x in xs:\n        s -= x\n    return s",
+     "after": "def total(xs):\n    s = 0\n    for x in xs:\n        s += x\n    return s",
+     "tests": "assert total([1]) == 1", "instruction_descriptive": "Fix `total` so it adds the items.",
+     "instruction_lazy": "fix total", "taxonomy": {"change_kind": "corrective", "topic": "Math"}},
+)
+EDITEVAL_RECORDS = (
+    {"task_id": "EditEval/0", "instruction": "Rename `f` to `g`.", "context": "",
+     "input": "def f(a):\n    return a + 1\n", "output": "def g(a):\n    return a + 1\n", "test": "", "META": {"author": "kx"}},
+    {"task_id": "EditEval/2", "instruction": "Use print() calls.", "input": 'print "hi"\nprint "bye"',
+     "output": 'print("hi")\nprint("bye")', "test": "", "META": {"author": "qs"}},
+)
+CANITEDIT_FIELDS = {"source": "before", "target": "after", "instruction": "instruction_descriptive", "case_id": "id"}
+EDITEVAL_FIELDS = {"source": "input", "target": "output", "instruction": "instruction", "case_id": "task_id"}
+
+
+def write_jsonl_records(path: Path, records) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def write_field_benchmarks(folder: Path) -> list[dict]:
+    """canitedit_test.jsonl and edit_eval.jsonl in `folder`, shaped like the real files: the corpora.datasets
+    entries that read them as the shipped params read the real ones (names, language, fields, sha256 pins)."""
+    import hashlib
+
+    entries = []
+    for file, name, records, fields in (("canitedit_test.jsonl", "CanItEdit", CANITEDIT_RECORDS, CANITEDIT_FIELDS),
+                                        ("edit_eval.jsonl", "EditEval", EDITEVAL_RECORDS, EDITEVAL_FIELDS)):
+        path = write_jsonl_records(folder / file, records)
+        entries.append({"dataset": str(path), "name": name, "language": "python",
+                        "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "fields": dict(fields)})
+    return entries
 
 
 # small analysis-stage settings for a scratch corpora -> programs -> spans -> ... build (the `optimal`,
 # perturbation and shards tests)
 SCRATCH_STAGE_PARAMS = {
     "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
-    "corpora.probeedit.enabled": False, "corpora.commits": [],
+    "corpora.probeedit.enabled": False, "corpora.commits": [], "corpora.datasets": [],
     "spans.bootstrap_resamples": 0, "bounds.bootstrap_resamples": 20, "kernel.sources": ["fit", "paper"],
     "kernel.baselines": ["eager"], "kernel.latency_form": "quadratic",
     "optimal.bootstrap_resamples": 20, "optimal.framings": ["body"],
@@ -311,7 +361,7 @@ def toy_cases():
 
 def toy_program_table(tokenizer, token_min_copy: int = 1):
     """The oracle programs of the toy cases with each case's source and target joined on (the frame
-    `analysis.stages.tables.joined_programs` reads from disk), built in memory."""
+    `analysis.parallel.tables.joined_programs` reads from disk), built in memory."""
     from analysis.corpora.cases import cases_frame
     from analysis.oracle.programs import oracle_programs
 
@@ -692,7 +742,7 @@ def fake_drafters(method, prompt, plan):
 
 E2E_PLAN = MethodPlan((Method("ar"), Method("pld", policy="latest", k=10), Method("copy", level="line", directives=IDEAL),
                        Method("copy", level="token", directives=IDEAL), Method("copy", level="line", directives=DECODED)),
-                      DraftSettings(3, DEFAULTS))
+                      DraftSettings(3, DEFAULTS, ()))
 E2E_COSTS = {"ar": 8.0, "pld-latest-k10": 4.0, "copy-line-ideal": 2.0, "copy-token-ideal": 1.0, "copy-line-decoded": 2.5}
 E2E_SEGMENTS = {"line": "copy-line", "token": "copy-token"}  # the fake executor runs a segment list as its name
 
@@ -787,5 +837,83 @@ def serving_params(**changes) -> dict:
               "serving.engine.max_num_seqs": 8, "serving.closed_loop.concurrency": [1, 2, 8],
               "serving.closed_loop.min_requests": 12, "serving.open_loop.qps_fractions": [0.5],
               "serving.open_loop.requests": 12, "serving.headline_concurrency": [1, 8],
-              "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_point": 2}
+              "serving.replay.concurrency": [1, 2], "serving.replay.steps_per_stratum": 2,
+              "serving.engine.headline_budget": {"default": 64}}
     return params_with(**{**shrink, **changes})
+
+
+# ---------------------------------------------------------------- grammar exports: the copies an engine accepts
+
+QWEN_EOS = 151643
+
+
+def copy_spans(n_lines: int, sample: int | None = None, seed: int = 0) -> list[tuple[int, int]]:
+    """Every (i, j) with 1 <= i <= j <= n_lines, or a seeded sample of `sample` of them plus the whole file and
+    its last line."""
+    import random
+
+    if sample is None or n_lines * (n_lines + 1) // 2 <= sample + 2:  # no more distinct spans than asked for
+        return [(i, j) for i in range(1, n_lines + 1) for j in range(i, n_lines + 1)]
+    rng = random.Random(seed)
+    picked = {(1, n_lines), (n_lines, n_lines)}
+    while len(picked) < sample + 2:
+        i, j = sorted((rng.randint(1, n_lines), rng.randint(1, n_lines)))
+        picked.add((i, j))
+    return sorted(picked)
+
+
+def mutations(text: str) -> list[str]:
+    """Other bytes for a copied span: its line endings as another convention, a byte dropped at its end."""
+    out = {text.replace("\r\n", "\n"), text.replace("\r", "\n"), text.replace("\n", "\r\n"), text[:-1]}
+    return sorted(t for t in out if t != text)
+
+
+def _mergeable_end(lines: list[str]) -> int:
+    """The bytes at the end of a span whose tokens may merge with what follows it: its last line, the blank lines
+    before it and the line before those (blank lines merge into the previous newline's token: `)\\n\\n`)."""
+    end, k = len(lines[-1].encode()), len(lines) - 2
+    while k >= 0 and not lines[k].strip():
+        end, k = end + len(lines[k].encode()), k - 1
+    return end + (len(lines[k].encode()) if k >= 0 else 0)
+
+
+def check_forced_copies(matcher, qwen, source: str, sample: int | None = None, seed: int = 0) -> int:
+    """The forced-span grammar of `source` (a compiled llguidance matcher) accepts exactly the file's copy
+    programs: after each `<copy lines="i-j"/>` it fast-forwards the bytes of lines i..j as the suite splits
+    them (only '\\n' ends a line: analysis.text.lines; all but an end whose tokens could merge with what
+    follows: _mergeable_end) and accepts their tokens, rejects any other line endings or a byte short, and rejects a
+    copy past the last line. Returns the spans checked."""
+    from analysis.text.lines import split_lines
+
+    lines = split_lines(source)
+    spans = copy_spans(len(lines), sample, seed)
+    for i, j in spans:
+        header = list(qwen.encode_program(f'<copy lines="{i}-{j}"/>').ids)
+        walk = matcher.deep_copy()
+        assert walk.consume_tokens(header), (i, j, walk.get_error())
+        text = "".join(lines[i - 1:j])
+        ids = list(qwen.encode(text).ids)
+        # the tokens the engine forces spell the span's own bytes (tokenized in the stream's context), up to an
+        # end whose tokens could merge with what follows
+        forced = b"".join(qwen.piece(t) for t in walk.compute_ff_tokens())
+        assert text.encode().startswith(forced), (i, j, text[:60])
+        assert len(text.encode()) - len(forced) <= _mergeable_end(lines[i - 1:j]), (i, j, text[:60])
+        for other in mutations(text):
+            wrong = walk.deep_copy()
+            assert not (wrong.consume_tokens(list(qwen.encode(other).ids)) and wrong.is_accepting()), (i, j, other[:60])
+        assert walk.consume_tokens(ids) and walk.is_accepting(), (i, j, walk.get_error())
+    past = matcher.deep_copy()
+    assert not past.consume_tokens(list(qwen.encode_program(f'<copy lines="1-{len(lines) + 1}"/>').ids))
+    return len(spans)
+
+
+def serving_cases(forwards) -> "pl.DataFrame":
+    """The corpora stage's cases table for a forwards fixture: each case's source, a few short lines (what the
+    serving stage numbers for Copy-as-Decode's prompt)."""
+    import polars as pl
+
+    cases = forwards.select("case_id", "corpus", "framing").unique().sort("case_id")
+    return cases.with_columns(
+        language=pl.lit("python"), instruction=pl.lit("fix it"), target=pl.lit("x = 1\n"),
+        source=pl.col("case_id").map_elements(lambda c: "".join(f"line {k} of {c}\n" for k in range(12)),
+                                              return_dtype=pl.String))

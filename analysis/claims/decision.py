@@ -14,7 +14,9 @@ A decision scope (analysis.claims.verdict.Scope with `decision` set) carries:
   the measured grid has none, and the stage that prices the methods writes it where it extrapolates (columns
   `<ratio>_band_low` / `<ratio>_band_high` beside the interval's), and, where it bootstraps each rule of the band,
   the interval under each (`<ratio>_<rule>_ci_low/_high`): a verdict that one rule's interval gives and another's
-  does not depends on the pricing assumption too;
+  does not depends on the pricing assumption too. Under load, a point where every method's
+  steps are compute-bound is `compute-bound: set by tokens forwarded per output token` (`decide(...,
+  compute_bound=True)`): the ratio is then the tokens each side forwards per output token, not a finding;
 * `basis`: where the figure comes from: `measured` (timed on an engine), `priced` (oracle forwards priced by a
   measured kernel, or simulated steps priced by a cost model fitted to measured steps) or `extrapolated` (most of
   its forwards, or its step costs, priced outside what was measured);
@@ -32,7 +34,10 @@ from analysis.errors import ParamsError
 from analysis.rivals.table import flip_point
 
 FASTER, SLOWER, TIE, DEPENDS = "faster", "slower", "tie", "depends on the pricing assumption"
-DECISIONS = (FASTER, SLOWER, TIE, DEPENDS)
+# under load, where every method's steps are compute-bound the ranking is the ratio of tokens each forwards per
+# output token, whatever it does with them: reported as that, never as a tie
+COMPUTE_BOUND = "compute-bound: set by tokens forwarded per output token"
+DECISIONS = (FASTER, SLOWER, TIE, DEPENDS, COMPUTE_BOUND)
 MEASURED, PRICED, EXTRAPOLATED = "measured", "priced", "extrapolated"
 BASES = (MEASURED, PRICED, EXTRAPOLATED)
 # A figure most of whose forwards were priced outside the profiled grid (copy lengths, contexts) reads as
@@ -49,12 +54,15 @@ def _verdict(ci: tuple[float, float]) -> str:
 
 
 def decide(ci: tuple[float, float], band: tuple[float, float] | None = None,
-           rule_intervals: tuple[tuple[float, float], ...] = ()) -> str:
+           rule_intervals: tuple[tuple[float, float], ...] = (), compute_bound: bool = False) -> str:
     """`faster`, `slower` or `tie` from the paired interval of Copy-as-Decode over the rival against 1; `depends on
     the pricing assumption` when an extrapolation band is given, crosses 1, and the interval alone says faster or
     slower, or when the ratio's interval under another pricing rule of the band (`rule_intervals`) reads otherwise
-    than the judged one (faster under one rule and a tie or slower under another)."""
+    than the judged one (faster under one rule and a tie or slower under another); `compute-bound: ...` at a load
+    point where every method is compute-bound."""
     verdict = _verdict(ci)
+    if compute_bound:
+        return COMPUTE_BOUND
     if len({verdict, *(_verdict(iv) for iv in rule_intervals)}) > 1:
         return DEPENDS
     if band is not None and verdict != TIE:

@@ -45,6 +45,8 @@ from analysis.claims.verdict import (
     read_metric,
 )
 from analysis.errors import MissingOutputError, ParamsError
+from analysis.pipeline.commands import STAGES
+from analysis.pipeline.io import dvc_stage, dvc_stage_names, stage_outputs
 from analysis.layout import METRICS, TABLES
 from analysis.pooling import PAPER_CORPORA, PAPER_POOL, POOLED
 from analysis.results.numbers import MISSING
@@ -104,10 +106,36 @@ def claims(tables: Path = TABLES, metrics_dir: Path = METRICS, paper_path: Path 
                 item = RULES[key](spec, Path(tables), Path(metrics_dir))
             except MissingOutputError as missing:
                 item = Claim(claim=label, paper=spec.get("text", MISSING), ours=MISSING, verdict=NOT_RUN,
-                             reason=str(missing), method=MISSING)
+                             reason=not_run_reason(spec, Path(tables), Path(metrics_dir), missing), method=MISSING)
         out.append(replace(item, key=key, rule=spec.get("rule", MISSING), inputs=inputs_of(spec),
                            section=spec.get("section", "summary")))
     return out
+
+
+def writer_of(path: Path) -> str | None:
+    """The `copydecode` command whose dvc.yaml stage declares `path` among its outputs (None: no stage does)."""
+    commands = {dvc_stage(command): command for command in STAGES}
+    for stage in dvc_stage_names():
+        if any(Path(path).as_posix().endswith(out) for out in stage_outputs(stage)):
+            return commands.get(stage, stage)
+    return None
+
+
+def not_run_reason(spec: dict, tables: Path, metrics_dir: Path, missing: MissingOutputError) -> str:
+    """Why a claim is not run, in a reader's words: the outputs this run lacks and the command that writes them, to run
+    here (in a one-off run folder, which has no dvc.yaml, that command with --out, never `dvc repro`). An output that
+    is there but stale keeps its own message, which names the stage to rerun."""
+    paths = dict.fromkeys((tables if mp.root == "tables" else metrics_dir) / f"{mp.name}.{mp.kind}"
+                          for mp in metric_paths(spec))
+    absent = [path for path in paths if not path.is_file()]
+    if not absent:
+        return str(missing)
+    writers = sorted({writer_of(path) or "?" for path in absent})
+    one_off = not Path("dvc.yaml").is_file()
+    runs = " and ".join(f"`copydecode {'--out DIR ' if one_off else ''}{w}`" for w in writers)
+    return (f"not run in this run: it has no {' or '.join(p.name for p in absent)}; {runs} "
+            f"{'writes' if len(writers) == 1 else 'write'} {'them' if len(absent) > 1 else 'it'} "
+            + ("(after the stages it reads)" if one_off else "(`dvc repro` runs every stage)"))
 
 
 def needs_paper_corpora(spec: dict) -> bool:

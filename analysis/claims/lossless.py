@@ -37,7 +37,7 @@ def lossless_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     reason = "no program failed" if ok else f"{rt['failed']} programs did not round-trip"
     verdict = REPRODUCED if ok else DIFFERS
     stale = stale_round_trip(metrics_dir)
-    if stale is not None:  # the report checked another corpus's programs (H5): shown, not judged
+    if stale is not None:  # the report checked another corpus's programs: shown, not judged
         verdict, reason = STALE, stale
     scope = Scope("every program", spec["text"].split(" ")[0], ours, verdict, reason,
                   value=float(rt["failed"]), paper_value=float(spec["max_failures"]), cases=int(rt["programs"]),

@@ -7,7 +7,9 @@ one per corpus and pool, under every other source one for the pool of every corp
 Copy-as-Decode's speedup over the best rival (rival time over Copy-as-Decode time), `ci` its paired interval,
 `decision` faster, slower, tie or "depends on the pricing assumption" (where the table gives an extrapolation band,
 `copy_over_rival_band_low/high`), and its detail names the prompt-lookup k at which the ranking flips
-(reports/tables/rivals.csv, read when present)."""
+(reports/tables/rivals.csv, read when present). A corpus with a published figure (analysis.results.published:
+EfficientEdit on CanItEdit) names it beside its rows, and gets a scope of its own, "not comparable", whose value is
+this run's Copy-as-Decode speedup over AR there under the judged source, with the family across sources shown."""
 
 from __future__ import annotations
 
@@ -17,10 +19,11 @@ import polars as pl
 
 from analysis.claims.decision import BATCH_1, Band, Flip, basis_of, decide, flip, reach
 from analysis.claims.registry import register
-from analysis.claims.verdict import BEYOND, Claim, Scope, metric_input
+from analysis.claims.verdict import BEYOND, NOT_COMPARABLE, Claim, Scope, metric_input
 from analysis.errors import MissingOutputError
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
 from analysis.results.numbers import fmt_x
+from analysis.results.published import PublishedFigure, published_figures
 from analysis.rivals.methods import parse_method
 
 METHOD = ("every method simulated on the gold output's Qwen2.5 tokens (gold acceptance for the speculative ones, "
@@ -32,7 +35,8 @@ METHOD = ("every method simulated on the gold output's Qwen2.5 tokens (gold acce
           "(summed rival time over summed Copy-as-Decode time), paired case bootstrap, and its band over the prefill "
           "rules past the profiled N [rivals]")
 REASON = ("the paper compares with whole-file regeneration only; a deployment's alternatives are speculative "
-          "decoding from the prompt (prompt lookup, suffix decoding) and edit formats; an oracle comparison "
+          "decoding from the prompt (prompt lookup, llama.cpp's n-gram drafters, suffix decoding, TensorRT-LLM's "
+          "suffix automaton, the input as the draft) and edit formats; an oracle comparison "
           "(every method assumes the model writes the gold output), not a measurement")
 RATIO = "copy_over_rival"
 
@@ -66,7 +70,8 @@ def shares(speedups: pl.DataFrame | None, *methods: str) -> list[float | None]:
     return [found.get(m) for m in methods]
 
 
-def decision_scope(row: dict, judged: str, speedups: pl.DataFrame | None) -> Scope | None:
+def decision_scope(row: dict, judged: str, speedups: pl.DataFrame | None,
+                   published: tuple[PublishedFigure, ...] = ()) -> Scope | None:
     """One corpus or pool under one source; None where the table has no pair to decide on."""
     if row.get(RATIO) is None or row.get("best_copy") is None or row.get("best_rival") is None:
         return None
@@ -81,6 +86,7 @@ def decision_scope(row: dict, judged: str, speedups: pl.DataFrame | None) -> Sco
         ours += f"; {band.low:.0%}-{band.high:.0%} over the prefill rules past the profiled N"
     if found:
         ours += "; " + "; ".join(f.sentence() for f in found)
+    ours += "".join(f"; beside {f.beside()}" for f in published if f.corpus == row["corpus"])
     detail = {"load": BATCH_1, "kernel_source": source, "judged": source == judged, "corpus": row["corpus"],
               "pool": row["pool"], "where": where(row), "copy": row["best_copy"], "copy_label": label(row["best_copy"]),
               "copy_speedup": float(row["best_copy_speedup"]), "rival": row["best_rival"],
@@ -99,7 +105,8 @@ def _speedups(table: pl.DataFrame | None, row: dict) -> pl.DataFrame | None:
                         & (pl.col("pool") == row["pool"]))
 
 
-def decision_scopes(fast: pl.DataFrame, judged: str, table: pl.DataFrame | None = None) -> tuple[Scope, ...]:
+def decision_scopes(fast: pl.DataFrame, judged: str, table: pl.DataFrame | None = None,
+                    published: tuple[PublishedFigure, ...] = ()) -> tuple[Scope, ...]:
     """Under the judged source the pool of every corpus (the headline), the paper's pool, then each corpus; under
     every other source the pool of every corpus; each a decision scope."""
     order = sorted(fast["kernel_source"].unique().to_list(), key=lambda s: (s != judged, s))
@@ -110,7 +117,7 @@ def decision_scopes(fast: pl.DataFrame, judged: str, table: pl.DataFrame | None 
             rows = rows.filter((pl.col("corpus") == POOLED) & (pl.col("pool") == ALL_POOL))
         rows = rows.sort(pl.col("corpus") != POOLED, pl.col("pool") != ALL_POOL, "corpus")  # the pool of every corpus leads
         for row in rows.iter_rows(named=True):
-            scope = decision_scope(row, judged, _speedups(table, row))
+            scope = decision_scope(row, judged, _speedups(table, row), published)
             if scope is not None:
                 scopes.append(scope)
     return tuple(scopes)
@@ -122,6 +129,48 @@ def optional_speedups(tables: Path) -> pl.DataFrame | None:
     return pl.read_csv(path, infer_schema_length=None) if path.is_file() else None
 
 
+def family_text(rows: pl.DataFrame, judged: str) -> str:
+    """One corpus's measured family across the kernel sources: Copy-as-Decode's best and the fastest method,
+    each as a range over the sources, and the judged source's pair."""
+    def span(column: str) -> str:
+        low, high = rows[column].min(), rows[column].max()
+        return fmt_x(low) if fmt_x(low) == fmt_x(high) else f"{fmt_x(low)}-{fmt_x(high)}"
+
+    text = (f"this run ({rows['n_cases'][0]} cases, oracle programs on the gold tokens, priced per kernel source): "
+            f"Copy-as-Decode's best {span('best_copy_speedup')}, the fastest method {span('fastest_speedup')} over AR "
+            f"across {rows.height} kernel sources")
+    lead = rows.filter(pl.col("kernel_source") == judged)
+    if lead.height:
+        r = lead.row(0, named=True)
+        text += (f"; under {judged}: Copy-as-Decode's best {fmt_x(r['best_copy_speedup'])}, "
+                 f"{label(r['fastest'])} {fmt_x(r['fastest_speedup'])}")
+    return text
+
+
+def published_scopes(fast: pl.DataFrame, judged: str, published: tuple[PublishedFigure, ...],
+                     table: pl.DataFrame | None = None) -> tuple[Scope, ...]:
+    """A scope per published figure on a corpus of this run: not comparable, with this run's family shown; its value
+    is Copy-as-Decode's best deployable speedup over AR there under the judged source, with that method's case-bootstrap
+    interval (reports/tables/rivals.csv); no scope where the run lacks either."""
+    scopes = []
+    for figure in published:
+        rows = fast.filter((pl.col("corpus") == figure.corpus) & pl.col("best_copy_speedup").is_not_null())
+        lead = rows.filter(pl.col("kernel_source") == judged)
+        if rows.height == 0 or lead.height == 0 or table is None:
+            continue
+        r = lead.row(0, named=True)
+        ci_rows = table.filter((pl.col("kernel_source") == judged) & (pl.col("corpus") == figure.corpus)
+                               & (pl.col("method") == r["best_copy"]))
+        if ci_rows.height == 0:
+            continue
+        ci = (float(ci_rows["ci_low"][0]), float(ci_rows["ci_high"][0]))
+        scopes.append(Scope(f"{figure.corpus} beside {figure.method}'s published {figure.figure()}", "not in the paper",
+                            family_text(rows, judged), NOT_COMPARABLE, figure.described(), paper_value=None,
+                            value=float(r["best_copy_speedup"]), ci=ci, cases=int(r["n_cases"]),
+                            ci_kind="case bootstrap, 95%"))
+    return tuple(scopes)
+
+
 @register("rivals")
 def rivals_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     fast = metric_input(spec, 0, tables, metrics_dir)
@@ -129,10 +178,14 @@ def rivals_claim(spec: dict, tables: Path, metrics_dir: Path) -> Claim:
     judged = facts["judged_source"]
     if fast.height == 0:
         raise MissingOutputError("rivals_fastest.csv has no rows")
-    scopes = decision_scopes(fast, judged, optional_speedups(tables))
+    published = published_figures()
+    speedups = optional_speedups(tables)
+    scopes = decision_scopes(fast, judged, speedups, published)
     lead = [s for s in scopes if s.detail["judged"]]
     ours = (f"under {judged}, Copy-as-Decode's best deployable variant against the fastest deployable rival, the share "
             "of the rival's speedup it reaches: " + "; ".join(
-                f"{s.detail['where']} {s.value:.0%} [{s.ci[0]:.0%}, {s.ci[1]:.0%}] ({s.decision})" for s in lead))
+                f"{s.detail['where']} {s.value:.0%} [{s.ci[0]:.0%}, {s.ci[1]:.0%}] ({s.decision})"
+                + "".join(f", beside {f.beside()}" for f in published if f.corpus == s.detail["corpus"]) for s in lead))
+    scopes += published_scopes(fast, judged, published, speedups)
     return Claim(claim=spec["title"], paper=spec["text"], ours=ours, verdict=BEYOND, reason=REASON, method=METHOD,
                  scopes=scopes)

@@ -51,7 +51,7 @@ class Case:
 
 
 # Peak memory of the per-case stages per byte of one case's text (programs: 4.4 GB for a 22 MB target),
-# and per line on top (L5: a 6.4 MB source of 700,000 lines peaked at 4.6 GB in programs, 3.5x the bytes alone).
+# and per line on top (a 6.4 MB source of 700,000 lines peaked at 4.6 GB in programs, 3.5x the bytes alone).
 MEMORY_PER_TEXT_BYTE = 200
 MEMORY_PER_LINE = 4_800
 TYPICAL_LINE_BYTES = 40  # of source code: the memory budget of corpora.max_text_bytes assumes lines this long

@@ -50,9 +50,9 @@ history order, oldest first.
 
 Multi-file mode (`multi_file: true`; the one-file corpus above stays the default): every changed
 source file of a commit is its own unit, filtered by the same per-file rules, and each kept file is a
-case `CommitEdits-<name>/<12 hex digits>:<path>` (`commit_of` gives the commit part back, so later
-stages can add a commit-level row: the sum over the commit's files). Skip counts are then per file
-(a commit with no source file counts once, as no_source_file), so `considered_files == sum(skipped) +
+case `CommitEdits-<name>/<12 hex digits>:<path>` (the part before analysis.corpora.entries.FILE_SEPARATOR is
+the commit, so the bounds add a commit-level row, analysis.bounds.commit_costs: the sum over the commit's
+files). Skip counts are then per file (a commit with no source file counts once, as no_source_file), so `considered_files == sum(skipped) +
 cases`; `multiple_files` is never used. `max_cases` then caps commits, not files (the commits with
 the smallest sample keys keep all their files), so a commit row always sums every kept file. A
 commit row covers the files that passed the filters: a commit's other files (e.g. one too long, or an
@@ -62,20 +62,25 @@ added file) are counted by reason but are not in its sums.
 from __future__ import annotations
 
 import hashlib
-import re
 import time
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import (
+    COMMITS_PREFIX,
+    FILE_SEPARATOR,
+    CommitSettings,
+    check_settings,
+    commits_corpus,
+    is_bundle,
+)
 from analysis.corpora.git import (
     Change,
     LoggedCommit,
     clone_bundle,
     count_merges,
-    is_bundle,
     read_blobs,
     read_log,
     repository_git_dir,
@@ -84,23 +89,12 @@ from analysis.corpora.git import (
 from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.text.diff import myers_matches
-from analysis.pipeline.params import did_you_mean, did_you_mean_path
+from analysis.pipeline.params import did_you_mean_path
 from analysis.pipeline.scratch import owned_temp_dir
 from analysis.text.lines import split_lines
 
 FRAMING = "file"
-CORPUS_PREFIX = "CommitEdits"
 SHORT_SHA = 12
-LANGUAGE_EXTENSIONS: dict[str, tuple[str, ...]] = {
-    "python": (".py",),
-    "js": (".js", ".mjs", ".cjs"),
-    "ts": (".ts", ".tsx"),
-    "cpp": (".cc", ".cpp", ".cxx", ".hh", ".hpp", ".hxx", ".h"),
-    "c": (".c", ".h"),
-    "go": (".go",),
-    "java": (".java",),
-    "rust": (".rs",),
-}
 SKIP_REASONS: tuple[str, ...] = (
     "no_source_file", "multiple_files", "added", "deleted", "renamed_or_copied", "type_changed",
     "not_regular_file", "vendored", "minified", "binary", "non_utf8", "generated", "too_short",
@@ -109,30 +103,6 @@ SKIP_REASONS: tuple[str, ...] = (
 REGULAR_MODES = ("100644", "100755")
 BINARY_PROBE = 8000
 EXAMPLES_PER_REASON = 5
-
-
-@dataclass(frozen=True)
-class CommitSettings:
-    """One `corpora.commits` entry over params `corpora.commit_defaults` (no default in code: every
-    filter that decides which commits become cases is a params key)."""
-
-    repo: str                                  # a repository folder or a git bundle file
-    name: str | None                           # corpus "CommitEdits-<name>"; None: the path's stem
-    language: str
-    extensions: tuple[str, ...] | None         # None: LANGUAGE_EXTENSIONS[language]
-    rev: str                                   # history walked; a bundle without HEAD: its one branch
-    min_lines: int
-    max_lines: int
-    max_changed_share: float
-    max_cases: int
-    seed: int
-    sha256: str | None                         # pin for a bundle file
-    vendored_dirs: tuple[str, ...]
-    minified_suffixes: tuple[str, ...]
-    max_line_chars: int
-    generated_markers: tuple[str, ...]
-    generated_scan_lines: int
-    multi_file: bool                           # True: a case per changed source file (see the docstring)
 
 
 @dataclass(frozen=True)
@@ -160,49 +130,11 @@ class MiningReport:
 
 # ---------------------------------------------------------------- settings
 
-def check_settings(settings: CommitSettings, key: Callable[[str], str] = str) -> tuple[str, ...]:
-    """Validate the settings; returns the extensions in use. `key(field)` names a field in a message
-    (the corpora stage passes the params key the value came from: `'corpora.commits[0].min_lines'`,
-    `'corpora.commit_defaults.min_lines'`, or `--language`)."""
-    if settings.extensions is None and settings.language not in LANGUAGE_EXTENSIONS:
-        raise CorpusError(
-            f"commits: {key('language')}: unknown language {settings.language!r} (known: {', '.join(LANGUAGE_EXTENSIONS)}"
-            f"{did_you_mean(settings.language, LANGUAGE_EXTENSIONS)}); or give the file extensions explicitly "
-            f"({key('extensions')})"
-        )
-    extensions = settings.extensions if settings.extensions is not None else LANGUAGE_EXTENSIONS[settings.language]
-    if not extensions or any(not e.startswith(".") for e in extensions):
-        raise CorpusError(f"commits: {key('extensions')} must be non-empty and start with '.', got {list(extensions)}")
-    if not 1 <= settings.min_lines <= settings.max_lines:
-        raise CorpusError(f"commits: {key('min_lines')} = {settings.min_lines} and {key('max_lines')} = {settings.max_lines}: "
-                          "need 1 <= min_lines <= max_lines")
-    if not 0 < settings.max_changed_share <= 1:
-        raise CorpusError(f"commits: {key('max_changed_share')} must be in (0, 1], got {settings.max_changed_share}")
-    if settings.max_cases < 1:
-        raise CorpusError(f"commits: {key('max_cases')} must be >= 1, got {settings.max_cases}")
-    if settings.sha256 is not None and not re.fullmatch(r"[0-9a-fA-F]{64}", settings.sha256):
-        raise CorpusError(f"commits: {key('sha256')} must be 64 hex digits (the bundle file's SHA-256), got {settings.sha256!r}")
-    if settings.multi_file and FILE_SEPARATOR in corpus_name(settings):
-        raise CorpusError(f"commits: {key('name')}: a multi-file corpus name may not contain {FILE_SEPARATOR!r} "
-                          f"(it separates a case id's commit from its path): {corpus_name(settings)!r}")
-    if not isinstance(settings.multi_file, bool):
-        raise CorpusError(f"commits: {key('multi_file')} must be true or false, got {settings.multi_file!r}")
-    if settings.max_line_chars < 1:
-        raise CorpusError(f"commits: {key('max_line_chars')} must be >= 1, got {settings.max_line_chars}")
-    if settings.generated_scan_lines < 0:
-        raise CorpusError(f"commits: {key('generated_scan_lines')} must be >= 0, got {settings.generated_scan_lines}")
-    return tuple(extensions)
-
-
 def no_source_hint(settings: CommitSettings, extensions: tuple[str, ...]) -> str:
     """What no_source_file looked for: the extensions of the language (or the ones given)."""
     given = "the extensions given" if settings.extensions is not None else f"language {settings.language!r}"
     return (f"; no_source_file: the commit changes no file ending in {', '.join(extensions)} ({given}; set "
             "language or extensions to the repository's)")
-
-
-def corpus_name(settings: CommitSettings) -> str:
-    return f"{CORPUS_PREFIX}-{settings.name or repository_name(Path(settings.repo))}"
 
 
 # ---------------------------------------------------------------- filters
@@ -239,20 +171,14 @@ def source_changes(commit: LoggedCommit, extensions: tuple[str, ...]) -> list[Ch
     return [c for c in commit.changes if _has_extension(c.path, extensions) or _has_extension(c.old_path, extensions)]
 
 
-FILE_SEPARATOR = ":"
 
 
 def printable_path(path: str) -> str:
     """A changed file's path as a case id holds it (multi-file mode): bytes that are not UTF-8 (git
     paths are bytes; the log is read with surrogateescape) and control characters (a newline in a
-    file name) are escaped as \\xNN, so the id is valid text on one line (N8)."""
+    file name) are escaped as \\xNN, so the id is valid text on one line."""
     text = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return "".join(f"\\x{ord(ch):02x}" if ord(ch) < 0x20 or ord(ch) == 0x7F else ch for ch in text)
-
-
-def commit_of(case_id: str) -> str:
-    """The commit part of a case id (`CommitEdits-x/<sha>` of `CommitEdits-x/<sha>:<path>`)."""
-    return case_id.split(FILE_SEPARATOR, 1)[0]
 
 
 def source_change(commit: LoggedCommit, extensions: tuple[str, ...]) -> Change:
@@ -340,7 +266,7 @@ def _mine(git_dir: Path, origin: str, digest: str | None, settings: CommitSettin
           extensions: tuple[str, ...], started: float, clone_s: float) -> tuple[list[Case], MiningReport]:
     """Both modes: the unit is a commit (one-file) or a changed source file (multi-file); see the module docstring."""
     where = origin.split(":", 1)[1]
-    corpus = corpus_name(settings)
+    corpus = commits_corpus(settings)
     head = resolve_rev(git_dir, settings.rev, where)
     t0 = time.perf_counter()
     log = read_log(git_dir, head, where)
@@ -430,94 +356,7 @@ def _candidates(log: list[LoggedCommit], settings: CommitSettings, extensions: t
     return units, candidates
 
 
-# ---------------------------------------------------------------- commit-level rows
-
-SUMMED_COSTS = ("gold_tokens", "copied_tokens", "program_ideal", "directive_seconds", "regen",
-                "program_overhead", "extrapolated_spans")
-
-
-def commit_costs(costs, keys: tuple[str, ...] = ()):
-    """Per-case costs (`analysis.bounds.case_costs` columns, plus `keys`) of multi-file cases summed
-    per commit: one row per (commit, corpus, framing, level, *keys), case_id = the commit, with
-    AR cost (regen) and program costs the sums over the commit's files, extrapolated_regen if any
-    file's was, and n_files. One-file corpora's cases (no file part in the id) are left out."""
-    import polars as pl
-
-    files = costs.filter(pl.col("case_id").str.contains(FILE_SEPARATOR, literal=True)
-                         & pl.col("corpus").str.starts_with(f"{CORPUS_PREFIX}-"))
-    group = ["case_id", "corpus", "framing", "level", *keys]
-    return (files.with_columns(case_id=pl.col("case_id").str.split(FILE_SEPARATOR).list.first())
-            .group_by(group, maintain_order=True)
-            .agg(*(pl.col(c).sum() for c in SUMMED_COSTS), pl.col("extrapolated_regen").any(),
-                 n_files=pl.len())
-            .sort(group))
-
-
-# ---------------------------------------------------------------- many repositories
-
-def is_repository_folder(path: Path) -> bool:
-    """A working tree's top folder (has .git) or a bare repository (HEAD, objects/ and refs/)."""
-    return (path / ".git").exists() or ((path / "HEAD").is_file() and (path / "objects").is_dir()
-                                         and (path / "refs").is_dir())
-
-
-def list_repositories(path: str | Path) -> list[Path]:
-    """The repositories a `repos` entry names: a folder's bundle files and repository folders (its
-    direct children, sorted by name), or a list file (one path a line, relative to the file's folder;
-    blank lines and lines starting with # are skipped). Anything else in a folder is ignored; a listed
-    path that is neither a bundle nor a repository, or an empty result, is a CorpusError."""
-    path = Path(path)
-    if not path.exists():
-        raise CorpusError(f"commits: repos {path} does not exist (expected a folder of bundles/repositories or a list file)")
-    if path.is_dir():
-        if is_repository_folder(path):
-            raise CorpusError(f"commits: repos {path} is itself a repository; name it with `repo`, not `repos`")
-        found = sorted(p for p in path.iterdir()
-                       if (p.is_file() and is_bundle(p)) or (p.is_dir() and is_repository_folder(p)))
-        where = f"the folder {path}"
-    else:
-        found = []
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            entry = Path(line) if Path(line).is_absolute() else path.parent / line
-            if not ((entry.is_file() and is_bundle(entry)) or (entry.is_dir() and is_repository_folder(entry))):
-                raise CorpusError(f"commits: {path}:{number}: {entry} is neither a git bundle nor a repository folder")
-            found.append(entry)
-        where = f"the list file {path}"
-    if not found:
-        raise CorpusError(f"commits: {where} names no git bundle or repository")
-    return found
-
-
-def repository_name(path: Path) -> str:
-    """A repository's name from its path: the stem of a bundle or a bare `NAME.git`; for a `.git`
-    folder (`--repo x/.git`), the folder that holds it."""
-    resolved = path.resolve()
-    if resolved.name == ".git":
-        resolved = resolved.parent
-    return resolved.name.removesuffix(".bundle").removesuffix(".git")
-
-
-def expand_repositories(entry: dict, where: str) -> list[dict]:
-    """A commits params entry with `repos` -> one entry per repository (same filters), named
-    `<name>-<repository>` when the entry has a name, else `<repository>`; two repositories of one
-    name are an error (their corpora would merge)."""
-    entry = dict(entry)
-    repos = entry.pop("repos")
-    if "repo" in entry or "sha256" in entry:
-        raise CorpusError(f"commits: {where}: `repos` names many repositories; it takes no `repo` or `sha256`")
-    prefix = entry.pop("name", None)
-    out, names = [], {}
-    for repo in list_repositories(repos):
-        name = f"{prefix}-{repository_name(repo)}" if prefix else repository_name(repo)
-        if name in names:
-            raise CorpusError(f"commits: {where}: {names[name]} and {repo} both give the corpus name {name!r}")
-        names[name] = repo
-        out.append({**entry, "repo": str(repo), "name": name})
-    return out
-
+# ---------------------------------------------------------------- the mined repositories
 
 REPOSITORY_COLUMNS = ("corpus", "origin", "considered_commits", "merge_commits", "cases")
 
@@ -529,7 +368,7 @@ def repository_table(origins: list[dict]):
     rows = [{**{k: o[k] for k in REPOSITORY_COLUMNS},
              "unit": (o.get("multi_file") or {}).get("unit", "commit"),
              **{f"skipped_{r}": o["skipped"].get(r, 0) for r in SKIP_REASONS}}
-            for o in origins if o.get("corpus", "").startswith(f"{CORPUS_PREFIX}-") and "skipped" in o]
+            for o in origins if o.get("corpus", "").startswith(f"{COMMITS_PREFIX}-") and "skipped" in o]
     schema = {"corpus": pl.String, "origin": pl.String, "considered_commits": pl.Int64, "merge_commits": pl.Int64,
               "cases": pl.Int64, "unit": pl.String, **{f"skipped_{r}": pl.Int64 for r in SKIP_REASONS}}
     return pl.DataFrame(rows, schema=schema)

@@ -11,7 +11,6 @@ from pathlib import Path
 
 from analysis.errors import CorpusError
 
-BUNDLE_SIGNATURES = (b"# v2 git bundle\n", b"# v3 git bundle\n")
 # `git rev-parse --local-env-vars`
 REPO_ENV_VARS = (
     "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT",
@@ -75,14 +74,6 @@ def _run(command: list[str], stdin: bytes | None, what: str) -> bytes:
         message = done.stderr.decode("utf-8", "replace").strip()
         raise CorpusError(f"{what}: git failed (exit {done.returncode}): {message}")
     return done.stdout
-
-
-def is_bundle(path: Path) -> bool:
-    if not path.is_file():  # a FIFO or device named like a bundle would block the open() forever
-        return False
-    with path.open("rb") as fh:
-        head = fh.read(max(len(s) for s in BUNDLE_SIGNATURES))
-    return any(head.startswith(s) for s in BUNDLE_SIGNATURES)
 
 
 def repository_git_dir(path: Path) -> Path:

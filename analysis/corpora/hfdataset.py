@@ -6,6 +6,10 @@
 the dataset's columns, e.g. CanItEdit `{source: before, target: after, instruction:
 instruction_descriptive, case_id: id}`. `split` picks the split (a local file has the one split
 `train`; the hub accepts slices such as `train[:500]`). Every record goes through the pairs checks.
+`sha256` pins a local file: a file whose bytes changed is refused by name before it is read (the field's
+benchmarks in the default run, CanItEdit and EditEval, are read in place from ../shared/data/edits so pinned).
+A local file is read through a temporary `datasets` cache that is removed after the read, so a run writes
+nothing in the user's Hugging Face cache.
 
 Named errors (CorpusError): a missing dataset or file, an unknown split (the known ones listed), an
 empty dataset, a mapped column the dataset lacks (its columns listed), and each pairs-record defect. A
@@ -24,46 +28,39 @@ from pathlib import Path
 from typing import Any
 
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import FILE_BUILDERS, HFDatasetSettings, check_pin, hfdataset_corpus, hfdataset_is_local_file
 from analysis.corpora.jsonl import document_surrogate, first_defect
 from analysis.corpora.pairs import REQUIRED, cases_from_records, check_mapping
 from analysis.errors import CorpusError
+from analysis.pipeline.digest import file_digest
+from analysis.pipeline.scratch import owned_temp_dir
 
-CORPUS_PREFIX = "HF"
-FILE_BUILDERS = {".json": "json", ".jsonl": "json", ".ndjson": "json", ".parquet": "parquet", ".csv": "csv"}
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*(/[\w.-]+)?")
-
-
-@dataclass(frozen=True)
-class HFDatasetSettings:
-    dataset: str                          # hub id, save_to_disk folder, or .json/.jsonl/.parquet/.csv file
-    split: str = "train"
-    fields: dict[str, str] | None = None  # this suite's field -> the dataset's column
-    name: str | None = None               # corpus name; default "HF-<dataset's last path part>"
-    language: str = "unknown"             # for records without a `language`
-    config: str | None = None             # the hub dataset's configuration (subset), if it has several
-    revision: str | None = None           # hub revision (a commit sha pins it)
 
 
 @dataclass(frozen=True)
 class HFDatasetReport:
     corpus: str
     origin: str
-    sha256: str | None     # fingerprint of the loaded split (datasets' own), hashed; None if it has none
+    sha256: str | None     # a local file's sha256; else the loaded split's fingerprint (datasets' own), hashed
     split: str
     n_records: int
     ignored_fields: tuple[str, ...]
+    pinned: bool = False   # the sha256 was checked against the entry's pin
 
     def as_dict(self) -> dict:
-        return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "split": self.split,
-                "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
+        return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "pinned": self.pinned,
+                "split": self.split, "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
 
 
-def corpus_name(settings: HFDatasetSettings) -> str:
-    if settings.name:
-        return settings.name
-    stem = Path(settings.dataset.rstrip("/")).stem if Path(settings.dataset).suffix in FILE_BUILDERS \
-        else Path(settings.dataset.rstrip("/")).name
-    return f"{CORPUS_PREFIX}-{re.sub(r'[^A-Za-z0-9._+-]+', '-', stem).strip('-') or 'dataset'}"
+def verified_digest(settings: HFDatasetSettings, where: str) -> str:
+    """A local file's sha256, refused by name when the entry pins other bytes (the file changed in place)."""
+    digest = file_digest(settings.dataset)
+    if settings.sha256 is not None and digest != settings.sha256.lower():
+        raise CorpusError(f"{where}: the file has sha256 {digest}, not the pinned {settings.sha256.lower()}: its "
+                          "contents changed; check the file, and set the entry's sha256 to the new digest only if "
+                          "the change is meant")
+    return digest
 
 
 def _pick_split(loaded, split: str, where: str):
@@ -98,7 +95,7 @@ def load_split(settings: HFDatasetSettings):
         if path.stat().st_size == 0:
             raise CorpusError(f"{where}: the file is empty")
         try:
-            loaded = datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train")
+            loaded = _read_local(path)
         except Exception as exc:  # noqa: BLE001 - datasets' reader errors vary by format; name the file
             defect = jsonl_defect(path)
             if defect is not None:  # the row and its cause, not pandas' fallback ("Trailing data at position 29")
@@ -117,6 +114,16 @@ def load_split(settings: HFDatasetSettings):
     except (FileNotFoundError, ConnectionError, OSError) as exc:
         raise CorpusError(f"{where}: cannot load it from the hub ({type(exc).__name__}: {exc}); offline, "
                           f"save it with save_to_disk and name the folder") from exc
+
+
+def _read_local(path: Path):
+    """A local file as one in-memory split, built in a temporary cache removed after the read (a killed run's
+    is removed by the next): `datasets` would otherwise write its Arrow copy under the user's home."""
+    import datasets
+
+    with owned_temp_dir("copydecode-datasets-") as cache:
+        return datasets.load_dataset(FILE_BUILDERS[path.suffix.lower()], data_files=str(path), split="train",
+                                     cache_dir=str(cache), keep_in_memory=True)
 
 
 def jsonl_defect(path: Path) -> str | None:
@@ -138,7 +145,7 @@ def jsonl_defect(path: Path) -> str | None:
 
 def reader_cause(exc: BaseException) -> str:
     """What actually went wrong under `datasets`' wrapper (DatasetGenerationError: "An error occurred while
-    generating the dataset"): the innermost cause, with the byte of a decoding error (L8)."""
+    generating the dataset"): the innermost cause, with the byte of a decoding error."""
     seen, inner = {id(exc)}, exc
     while (nxt := inner.__cause__ or inner.__context__) is not None and id(nxt) not in seen:
         seen.add(id(nxt))
@@ -155,7 +162,7 @@ def reader_cause(exc: BaseException) -> str:
 
 
 def _rows(split, where: str) -> Iterator[dict[str, Any]]:
-    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it (M2)."""
+    """The split's rows as dicts; a row that cannot be decoded is a CorpusError naming it."""
     rows = iter(split)
     for index in range(len(split)):
         try:
@@ -168,7 +175,7 @@ def _rows(split, where: str) -> Iterator[dict[str, Any]]:
 
 
 def _string_id(row: dict[str, Any], column: str) -> dict[str, Any]:
-    """An integer case id as its decimal string (M3: most hub datasets, CanItEdit among them, number their
+    """An integer case id as its decimal string (most hub datasets, CanItEdit among them, number their
     rows with an int64 `id`); a bool or any other type is left for check_fields to name."""
     value = row.get(column)
     if isinstance(value, int) and not isinstance(value, bool):
@@ -196,11 +203,15 @@ def records(split, fields: dict[str, str], where: str) -> list[tuple[str, dict[s
 def load_hfdataset(settings: HFDatasetSettings) -> tuple[list[Case], HFDatasetReport]:
     where = f"dataset {settings.dataset} [{settings.split}]"
     fields = check_mapping(settings.fields, where)
+    check_pin(settings, where)
+    local = hfdataset_is_local_file(settings) and Path(settings.dataset).is_file()
+    file_sha256 = verified_digest(settings, where) if local else None  # before a byte of it is parsed
     split = load_split(settings)
     rows = records(split, fields, where)
-    corpus = corpus_name(settings)
+    corpus = hfdataset_corpus(settings)
     cases, ignored = cases_from_records(rows, corpus, settings.language, fields, where)
     fingerprint = getattr(split, "_fingerprint", None)
-    digest = hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None
+    digest = file_sha256 or (hashlib.sha256(fingerprint.encode()).hexdigest() if fingerprint else None)
     origin = f"hf:{settings.dataset}" + (f"@{settings.revision}" if settings.revision else "")
-    return cases, HFDatasetReport(corpus, origin, digest, settings.split, len(cases), tuple(sorted(ignored)))
+    return cases, HFDatasetReport(corpus, origin, digest, settings.split, len(cases), tuple(sorted(ignored)),
+                                  pinned=settings.sha256 is not None)

@@ -22,19 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import FRAMINGS, check_framings, check_language, hevalfix_corpus
 from analysis.corpora.jsonl import read_jsonl as read_jsonl_records
 from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 
-HUMANEVALPACK_LANGUAGES: dict[str, str] = {
-    "python": "Py",
-    "js": "JS",
-    "cpp": "CPP",
-    "go": "Go",
-    "java": "Java",
-    "rust": "Rust",
-}
-FRAMINGS: tuple[str, ...] = ("body", "decl", "prompt")
 REQUIRED_FIELDS: tuple[str, ...] = (
     "task_id", "prompt", "declaration", "buggy_solution", "canonical_solution",
 )
@@ -53,24 +45,6 @@ class CorpusOrigin:
     origin: str  # "local:<path>" or "hub:<id>"
     sha256: str | None
     n_records: int
-
-
-def corpus_name(language: str) -> str:
-    check_language(language)
-    return f"HEvalFix-{HUMANEVALPACK_LANGUAGES[language]}"
-
-
-def check_language(language: str) -> None:
-    if language not in HUMANEVALPACK_LANGUAGES:
-        raise CorpusError(
-            f"unknown HumanEvalPack language {language!r}; known: {', '.join(HUMANEVALPACK_LANGUAGES)}"
-        )
-
-
-def check_framings(framings) -> None:
-    bad = [f for f in framings if f not in FRAMINGS]
-    if bad or not framings:
-        raise CorpusError(f"unknown or empty framings {bad or framings!r}; known: {', '.join(FRAMINGS)}")
 
 
 def resolve_local_dir(local_dir: str | os.PathLike | None) -> Path | None:
@@ -123,7 +97,7 @@ def load_humanevalpack(
     expected = KNOWN_SHA256.get(language)
     if verify_sha256 and expected and digest != expected:
         raise CorpusError(f"{path}: sha256 {digest} differs from the pinned {expected}")
-    origin = CorpusOrigin(corpus_name(language), f"local:{path}", digest, len(records))
+    origin = CorpusOrigin(hevalfix_corpus(language), f"local:{path}", digest, len(records))
     return records, origin
 
 
@@ -140,7 +114,7 @@ def _load_from_hub(language: str) -> tuple[list[dict], CorpusOrigin]:
     records = [dict(r) for r in dataset]
     for k, record in enumerate(records):
         check_record(record, f"hub:{HUB_ID}/{language}[{k}]")
-    return records, CorpusOrigin(corpus_name(language), f"hub:{HUB_ID}/{language}", None, len(records))
+    return records, CorpusOrigin(hevalfix_corpus(language), f"hub:{HUB_ID}/{language}", None, len(records))
 
 
 BUGFIX_INSTRUCTION = "Fix bugs in {name}."
@@ -166,7 +140,7 @@ def framed_pair(record: dict, framing: str) -> tuple[str, str]:
 
 def hevalfix_cases(records: list[dict], language: str, framings) -> list[Case]:
     check_framings(framings)
-    corpus = corpus_name(language)
+    corpus = hevalfix_corpus(language)
     cases = []
     for framing in framings:
         for record in records:

@@ -141,7 +141,7 @@ def document_surrogate(path: str | Path) -> str | None:
 def first_defect(path: str | Path) -> str | None:
     """The first defect `read_jsonl` would name, as `PATH:LINE (row R): cause` (R: the 0-based record, blank
     lines skipped, as a dataset numbers its rows), read one line at a time; None when every line reads.
-    For naming the row and cause when another reader (Hugging Face `datasets`) fails on the file (L8)."""
+    For naming the row and cause when another reader (Hugging Face `datasets`) fails on the file."""
     path = Path(path)
     row = 0
     with path.open("rb") as lines:

@@ -3,8 +3,9 @@
 Fields (JSONL keys or Parquet columns):
     source       str, required   the text before the edit
     target       str, required   the text after it
-    case_id      str, optional   unique in the file; the case id is "<corpus>/<case_id>"
-                                 (default "<corpus>/<n>", n the 0-based record number)
+    case_id      str, optional   unique in the file; the case id is "<corpus>/<case_id>" (an id that
+                                 starts with "<corpus>/" already is kept as it is; default
+                                 "<corpus>/<n>", n the 0-based record number)
     instruction  str, optional   the edit request in words
     language     str, optional   default `PairsSettings.language`
 A null optional field counts as absent. `PairsSettings.fields` maps these names to the file's own
@@ -15,7 +16,7 @@ misspelt field name shows up rather than vanishing). The corpus name is the call
 
 Every defect is a CorpusError naming the file and the JSONL line (1-based) or the Parquet row
 (0-based index): missing field, wrong type, empty file, duplicate case_id, malformed JSON, invalid
-UTF-8 or a lone surrogate (analysis.jsonl).
+UTF-8 or a lone surrogate (analysis.corpora.jsonl).
 """
 
 from __future__ import annotations
@@ -27,25 +28,16 @@ from typing import Any
 import polars as pl
 
 from analysis.corpora.cases import Case, read_parquet_file
+from analysis.corpora.entries import PairsSettings, pairs_corpus
 from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
 from analysis.pipeline.params import did_you_mean_path
 
 FRAMING = "pair"
-CORPUS_PREFIX = "Pairs"
 REQUIRED: tuple[str, ...] = ("source", "target")
 OPTIONAL: tuple[str, ...] = ("case_id", "instruction", "language")
 FORMATS: dict[str, str] = {".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet"}
-
-
-@dataclass(frozen=True)
-class PairsSettings:
-    path: str
-    name: str | None = None     # corpus name; default "Pairs-<file stem>"
-    format: str = "auto"        # auto (by suffix: .jsonl/.ndjson, .parquet) | jsonl | parquet
-    language: str = "unknown"   # for records without a `language`
-    fields: dict[str, str] | None = None  # this suite's field -> the file's field, e.g. {source: before, target: after}
 
 
 @dataclass(frozen=True)
@@ -60,10 +52,6 @@ class PairsReport:
     def as_dict(self) -> dict:
         return {"corpus": self.corpus, "origin": self.origin, "sha256": self.sha256, "format": self.format,
                 "n_records": self.n_records, "ignored_fields": list(self.ignored_fields)}
-
-
-def corpus_name(settings: PairsSettings) -> str:
-    return settings.name or f"{CORPUS_PREFIX}-{Path(settings.path).stem}"
 
 
 def file_format(settings: PairsSettings) -> str:
@@ -161,24 +149,31 @@ def load_pairs(settings: PairsSettings) -> tuple[list[Case], PairsReport]:
     path = Path(settings.path)
     if not path.is_file():
         raise CorpusError(f"{path}: a folder, not a pairs file" if path.is_dir()
-                          else f"{path}: no such pairs file{did_you_mean_path(path)}")
+                          else f"{path}: not a regular file (a FIFO, a device or a socket); give a pairs file"
+                          if path.exists() else f"{path}: no such pairs file{did_you_mean_path(path)}")
     fields = check_mapping(settings.fields, str(path))
     fmt = file_format(settings)
     records = _jsonl_records(path) if fmt == "jsonl" else _parquet_records(path, fields)
-    cases, ignored = cases_from_records(records, corpus_name(settings), settings.language, fields, str(path))
+    cases, ignored = cases_from_records(records, pairs_corpus(settings), settings.language, fields, str(path))
     digest = file_digest(path)
-    report = PairsReport(corpus_name(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
+    report = PairsReport(pairs_corpus(settings), f"pairs:{path}", digest, fmt, len(cases), tuple(sorted(ignored)))
     return cases, report
 
 
 def first_repeat(items: list[str]) -> str:
-    """The first item met a second time, in one pass (L10: `ids.count` in a scan was quadratic)."""
+    """The first item met a second time, in one pass (`ids.count` in a scan was quadratic)."""
     seen: set[str] = set()
     for item in items:
         if item in seen:
             return item
         seen.add(item)
     raise ValueError("no repeat")
+
+
+def case_id(corpus: str, own: str) -> str:
+    """`<corpus>/<own id>`; an id that already starts with `<corpus>/` is kept as it is, so a benchmark that
+    names its tasks after itself (EditEval's `EditEval/80`) keeps its own ids rather than `EditEval/EditEval/80`."""
+    return own if own.startswith(f"{corpus}/") else f"{corpus}/{own}"
 
 
 def cases_from_records(records: list[tuple[str, dict[str, Any]]], corpus: str, language: str,
@@ -198,13 +193,14 @@ def cases_from_records(records: list[tuple[str, dict[str, Any]]], corpus: str, l
                 raise CorpusError(f"{where}: duplicate case_id {own_id!r} (first at {seen[own_id]})")
             seen[own_id] = where
         cases.append(Case(
-            f"{corpus}/{own_id if own_id is not None else number}", corpus,
+            case_id(corpus, own_id if own_id is not None else str(number)), corpus,
             record.get("language") or language, FRAMING,
             record["source"], record["target"], record.get("instruction"),
         ))
     ids = [c.case_id for c in cases]
     if len(set(ids)) != len(ids):  # a given case_id such as "3" can meet a numbered one
         clash = first_repeat(ids)
-        raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number); "
-                          f"give every record a case_id or none")
+        raise CorpusError(f"{path}: case id {clash!r} is given twice (a case_id equals another record's number, "
+                          f"or one record's id is another's with the corpus name {corpus + '/'!r} in front); give "
+                          "every record a case_id or none, each naming one case")
     return cases, ignored

@@ -38,7 +38,6 @@ import hashlib
 import io
 import json
 import keyword
-import math
 import random
 import sys
 import tarfile
@@ -50,14 +49,12 @@ from pathlib import Path
 import polars as pl
 
 from analysis.corpora.cases import Case
-from analysis.errors import CorpusError, ParamsError
+from analysis.corpora.entries import PROBEEDIT_CORPUS, ProbeEditParams
+from analysis.errors import CorpusError
 from analysis.pipeline.io import atomic_path
-from analysis.pipeline.params import get, positive_int
 
-CORPUS = "ProbeEdit-S"
 LANGUAGE = "python"
 FRAMING = "unit"
-MANIFEST = Path(__file__).parents[1] / "data" / "probeedit_sources.json"
 SHIPPED_STDLIB = Path(__file__).parents[1] / "data" / "probeedit_stdlib.tar.gz"  # the pinned files + LICENCE
 SHIPPED_ORIGIN = f"analysis/data/{SHIPPED_STDLIB.name}"  # as the corpora report names it (no machine path)
 LICENCE = "LICENSE.txt"
@@ -91,49 +88,6 @@ class Edit:
     text: str  # the whole edited unit
     before: str
     after: str
-
-
-@dataclass(frozen=True)
-class ProbeEditParams:
-    """params corpora.probeedit (no default in code)."""
-
-    n_cases: int
-    seed: int
-    min_lines: int
-    max_lines: int
-    mix: tuple[tuple[str, float], ...]
-    stdlib_dir: str  # auto: the archive SHIPPED_STDLIB; else a CPython 3.11.7 Lib folder
-    manifest: str    # the pinned files' manifest (MANIFEST, shipped with the package)
-
-
-def probeedit_params(p: dict) -> ProbeEditParams | None:
-    """params `corpora.probeedit` (None when disabled), every value checked by name."""
-    if not get(p, "corpora.probeedit.enabled", bool):
-        return None
-    return probeedit_recipe(p)
-
-
-def probeedit_recipe(p: dict) -> ProbeEditParams:
-    """The ProbeEdit-S recipe of params `corpora.probeedit`, enabled or not (the fine-tuning pilot draws
-    its cases disjoint from it either way), every value checked by name."""
-    group = "corpora.probeedit"
-    mix = get(p, f"{group}.mix", dict)
-    for kind, weight in mix.items():
-        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a number, got {weight!r}")
-        if not math.isfinite(weight) or weight < 0:
-            raise ParamsError(f"params: '{group}.mix.{kind}' must be a finite weight >= 0, got {weight!r}")
-    if not any(w > 0 for w in mix.values()):
-        raise ParamsError(f"params: '{group}.mix' needs at least one edit kind with a weight > 0, got {mix!r}")
-    min_lines, max_lines = positive_int(p, f"{group}.min_lines"), positive_int(p, f"{group}.max_lines")
-    if max_lines < min_lines:
-        raise ParamsError(f"params: '{group}.max_lines' ({max_lines}) is below min_lines ({min_lines})")
-    return ProbeEditParams(
-        n_cases=positive_int(p, f"{group}.n_cases"), seed=get(p, f"{group}.seed", int),
-        min_lines=min_lines, max_lines=max_lines,
-        mix=tuple((str(k), float(v)) for k, v in mix.items()),
-        stdlib_dir=str(get(p, f"{group}.stdlib_dir", str)), manifest=str(MANIFEST),
-    )
 
 
 # ---------------------------------------------------------------- pinned sources
@@ -476,8 +430,8 @@ def build_probeedit(params: ProbeEditParams) -> tuple[list[Case], pl.DataFrame]:
         index, edit = pick
         used.add(index)
         unit = units[index]
-        case_id = f"{CORPUS}/{number}"
-        cases.append(Case(case_id, CORPUS, LANGUAGE, FRAMING, unit.text, edit.text))
+        case_id = f"{PROBEEDIT_CORPUS}/{number}"
+        cases.append(Case(case_id, PROBEEDIT_CORPUS, LANGUAGE, FRAMING, unit.text, edit.text))
         rows.append({
             "case_id": case_id, "file": unit.file, "unit": unit.name, "unit_lines": unit.n_lines,
             "kind": kind, "site_line": edit.site_line, "before": edit.before, "after": edit.after,

@@ -6,8 +6,9 @@
     pairs          PairsSettings          <name>, framing "pair", a user's JSONL or Parquet file
     hfdataset      HFDatasetSettings      <name>, framing "pair", any dataset `datasets` reads (hub or local)
 
-A stage calls `build_corpus(kind, settings)` once per configured corpus (`corpus_names` gives the
-names a build will have, for checks before any build) and concatenates the
+The settings types and the names a build will have (`corpus_names`, for checks before any build) are
+analysis.corpora.entries', which imports no builder. A stage calls `build_corpus(kind, settings)` once per
+configured corpus and concatenates the
 cases (`analysis.corpora.cases.cases_frame` checks the ids are unique). `report` is JSON-ready for the
 metrics file; its timings, where a builder has them, sit under the key "seconds" alone so that a
 stage can keep them out of DVC-tracked metrics.
@@ -23,18 +24,16 @@ import polars as pl
 
 from analysis.corpora import commits, hfdataset, humanevalpack, pairs, probeedit
 from analysis.corpora.cases import Case
+from analysis.corpora.entries import (
+    PROBEEDIT_CORPUS,
+    CommitSettings,
+    HFDatasetSettings,
+    HumanEvalPackSettings,
+    PairsSettings,
+    ProbeEditParams,
+    check_framings,
+)
 from analysis.errors import CorpusError
-
-
-@dataclass(frozen=True)
-class HumanEvalPackSettings:
-    """params corpora.humanevalpack (no default in code)."""
-
-    languages: tuple[str, ...]
-    framings: tuple[str, ...]
-    local_dir: str | None
-    source: str  # auto | local | hub (see analysis.corpora)
-    verify_sha256: bool
 
 
 @dataclass(frozen=True)
@@ -45,7 +44,7 @@ class CorpusBuild:
 
 
 def build_humanevalpack(settings: HumanEvalPackSettings) -> CorpusBuild:
-    humanevalpack.check_framings(list(settings.framings))
+    check_framings(list(settings.framings))
     if not settings.languages:
         raise CorpusError("humanevalpack: languages is empty; list at least one or disable the corpus")
     cases: list[Case] = []
@@ -59,51 +58,38 @@ def build_humanevalpack(settings: HumanEvalPackSettings) -> CorpusBuild:
     return CorpusBuild(cases, origins)
 
 
-def build_probeedit(settings: probeedit.ProbeEditParams) -> CorpusBuild:
+def build_probeedit(settings: ProbeEditParams) -> CorpusBuild:
     cases, edits = probeedit.build_probeedit(settings)
     origin = (f"shipped:{probeedit.SHIPPED_ORIGIN}" if settings.stdlib_dir == "auto"
               else f"stdlib:{settings.stdlib_dir}")
-    report = {"corpus": probeedit.CORPUS, "origin": f"{origin} (pinned manifest)", "sha256": None,
+    report = {"corpus": PROBEEDIT_CORPUS, "origin": f"{origin} (pinned manifest)", "sha256": None,
               "n_records": len(cases)}
     return CorpusBuild(cases, report, {"probeedit_edits": edits})
 
 
-def build_commits(settings: commits.CommitSettings) -> CorpusBuild:
+def build_commits(settings: CommitSettings) -> CorpusBuild:
     cases, report = commits.mine_commits(settings)
     return CorpusBuild(cases, report.as_dict())
 
 
-def build_pairs(settings: pairs.PairsSettings) -> CorpusBuild:
+def build_pairs(settings: PairsSettings) -> CorpusBuild:
     cases, report = pairs.load_pairs(settings)
     return CorpusBuild(cases, report.as_dict())
 
 
-def build_hfdataset(settings: hfdataset.HFDatasetSettings) -> CorpusBuild:
+def build_hfdataset(settings: HFDatasetSettings) -> CorpusBuild:
     cases, report = hfdataset.load_hfdataset(settings)
     return CorpusBuild(cases, report.as_dict())
 
 
 REGISTRY: dict[str, tuple[type, Callable[[Any], CorpusBuild]]] = {
     "humanevalpack": (HumanEvalPackSettings, build_humanevalpack),
-    "probeedit": (probeedit.ProbeEditParams, build_probeedit),
-    "commits": (commits.CommitSettings, build_commits),
-    "pairs": (pairs.PairsSettings, build_pairs),
-    "hfdataset": (hfdataset.HFDatasetSettings, build_hfdataset),
+    "probeedit": (ProbeEditParams, build_probeedit),
+    "commits": (CommitSettings, build_commits),
+    "pairs": (PairsSettings, build_pairs),
+    "hfdataset": (HFDatasetSettings, build_hfdataset),
 }
 KINDS: tuple[str, ...] = tuple(REGISTRY)
-
-
-def corpus_names(kind: str, settings: Any) -> list[str]:
-    """The corpus names a build gives (HumanEvalPack: one per language), known before it runs."""
-    if kind == "commits":
-        return [commits.corpus_name(settings)]
-    if kind == "pairs":
-        return [pairs.corpus_name(settings)]
-    if kind == "hfdataset":
-        return [hfdataset.corpus_name(settings)]
-    if kind == "probeedit":
-        return [probeedit.CORPUS]
-    return [humanevalpack.corpus_name(lang) for lang in settings.languages]
 
 
 def build_corpus(kind: str, settings: Any) -> CorpusBuild:

@@ -1,15 +1,26 @@
 """The corpora settings: every corpus entry of params `corpora` (and the corpora stage's command line)
 -> the registry builds, type- and range-checked by name, known before any build runs; shared by the
-corpora stage and by every stage whose settings name a corpus (e2e.constrained.corpus)."""
+corpora stage and by every stage whose settings name a corpus (e2e.constrained.corpus). It reads params
+through analysis.corpora.entries alone and imports no builder, so such a stage does not depend on them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.corpora import commits, humanevalpack, probeedit, registry
-from analysis.corpora.hfdataset import HFDatasetSettings
-from analysis.corpora.pairs import PairsSettings
-from analysis.errors import ParamsError
+from analysis.corpora.entries import (
+    FRAMINGS,
+    HUMANEVALPACK_LANGUAGES,
+    CommitSettings,
+    HFDatasetSettings,
+    HumanEvalPackSettings,
+    PairsSettings,
+    check_pin,
+    check_settings,
+    corpus_names,
+    expand_repositories,
+    probeedit_params,
+)
+from analysis.errors import CorpusError, ParamsError
 from analysis.pooling import PAPER_CORPORA, POOLED
 from analysis.pipeline.params import choice, choices, did_you_mean, get, get_or, positive_int, typed_entry
 
@@ -23,13 +34,13 @@ class CorporaSettings:
     max_text_bytes: int                     # params corpora.max_text_bytes: the largest source or target of a case
 
 
-def _humanevalpack(p: dict) -> registry.HumanEvalPackSettings | None:
+def _humanevalpack(p: dict) -> HumanEvalPackSettings | None:
     hep = "corpora.humanevalpack"
-    languages = choices(p, f"{hep}.languages", tuple(humanevalpack.HUMANEVALPACK_LANGUAGES), nonempty=False)
+    languages = choices(p, f"{hep}.languages", tuple(HUMANEVALPACK_LANGUAGES), nonempty=False)
     if not languages:
         return None
-    return registry.HumanEvalPackSettings(
-        languages=languages, framings=choices(p, f"{hep}.framings", humanevalpack.FRAMINGS),
+    return HumanEvalPackSettings(
+        languages=languages, framings=choices(p, f"{hep}.framings", FRAMINGS),
         local_dir=get(p, f"{hep}.local_dir", str), source=choice(p, f"{hep}.source", HEP_SOURCES),
         verify_sha256=get(p, f"{hep}.verify_sha256", bool),
     )
@@ -86,17 +97,17 @@ def check_utf8_name(path: str, where: str) -> None:
                           + "; rename it to UTF-8") from None
 
 
-def commits_entry(entry: dict, where: str, defaults: dict) -> commits.CommitSettings:
+def commits_entry(entry: dict, where: str, defaults: dict) -> CommitSettings:
     """A commits entry over corpora.commit_defaults, typed and range-checked at settings time; an
     error names the key the value came from (the entry's, the defaults', or --language/--name)."""
-    build = typed_entry(commits.CommitSettings, entry, where, defaults, "corpora.commit_defaults")
+    build = typed_entry(CommitSettings, entry, where, defaults, "corpora.commit_defaults")
 
     def key(field: str) -> str:
         if where.startswith("--") and field in ("name", "language") and field in entry:
             return f"--{field} {getattr(build, field)!r}"
         return f"'{where}.{field}'" if field in entry and not where.startswith("--") else f"'corpora.commit_defaults.{field}'"
 
-    commits.check_settings(build, key)
+    check_settings(build, key)
     return build
 
 
@@ -105,6 +116,16 @@ def pairs_entry(entry: dict, where: str) -> PairsSettings:
     if build.format not in PAIRS_FORMATS:
         raise ParamsError(f"params: '{where}.format' must be one of {', '.join(PAIRS_FORMATS)}, got {build.format!r}"
                           + did_you_mean(build.format, PAIRS_FORMATS))
+    return build
+
+
+def datasets_entry(entry: dict, where: str) -> HFDatasetSettings:
+    """A corpora.datasets entry, typed; its sha256 pin checked at settings time (64 hex digits, a local file)."""
+    build = typed_entry(HFDatasetSettings, entry, where)
+    try:
+        check_pin(build, f"'{where}.sha256'")
+    except CorpusError as exc:
+        raise ParamsError(f"params: {exc}") from None
     return build
 
 
@@ -123,7 +144,7 @@ def check_names(builds: list[tuple[str, object]], user: set[int]) -> None:
     or given twice (two inputs would merge into one corpus)."""
     seen: dict[str, int] = {}
     for index, (kind, corpus_settings) in enumerate(builds):
-        for name in registry.corpus_names(kind, corpus_settings):
+        for name in corpus_names(kind, corpus_settings):
             where = (getattr(corpus_settings, "path", None) or getattr(corpus_settings, "repo", None)
                      or getattr(corpus_settings, "dataset", None) or kind)
             if name.lower() == POOLED:
@@ -156,17 +177,17 @@ def settings(params: dict, pairs=None, repo=None, only: bool | str | None = Fals
 
     if wanted("humanevalpack") and (hep := _humanevalpack(p)) is not None:
         builds.append(("humanevalpack", hep))
-    if wanted("probeedit") and (pe := probeedit.probeedit_params(p)) is not None:
+    if wanted("probeedit") and (pe := probeedit_params(p)) is not None:
         builds.append(("probeedit", pe))
     for i, entry in enumerate(_listed(p, "corpora.commits") if wanted("commits") else []):
         where = f"corpora.commits[{i}]"
-        entries = commits.expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
+        entries = expand_repositories(entry, where) if isinstance(entry, dict) and "repos" in entry else [entry]
         for one in entries:
             builds.append(("commits", commits_entry(one, where, commit_defaults)))
     for i, entry in enumerate(_listed(p, "corpora.pairs") if wanted("pairs") else []):
         builds.append(("pairs", pairs_entry(entry, f"corpora.pairs[{i}]")))
     for i, entry in enumerate(_listed(p, "corpora.datasets") if wanted("datasets") else []):
-        builds.append(("hfdataset", typed_entry(HFDatasetSettings, entry, f"corpora.datasets[{i}]")))
+        builds.append(("hfdataset", datasets_entry(entry, f"corpora.datasets[{i}]")))
     paper = len([b for b in builds if b[0] in ("humanevalpack", "probeedit")])
     user = set(range(paper, len(builds) + len(line.pairs) + len(line.repos)))
     builds += _command_line_builds(line, commit_defaults)
@@ -185,4 +206,4 @@ def configured_corpora(params: dict) -> tuple[str, ...]:
     """The corpus names params `corpora` configures (the paper's and the user's), in build order, known
     before any build runs: what another stage's corpus setting (e2e.constrained.corpus) may name."""
     s = settings(params)
-    return tuple(name for kind, build in s.builds for name in registry.corpus_names(kind, build))
+    return tuple(name for kind, build in s.builds for name in corpus_names(kind, build))

@@ -26,6 +26,9 @@ token-level primitive, not a serving form).
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from analysis.errors import GrammarError, GrammarLimitError, ProgramError
@@ -52,6 +55,10 @@ FORMS = ("symbolic", "forced")
 MAX_FORCED_LARK_LINES = 20_000
 # the chain form has N(N+1)/2 span rules; xgrammar 0.2.8 took 521 s to compile it at 200 lines
 MAX_FORCED_EBNF_LINES = 200
+# the symbolic forms: about 150-250 bytes of grammar per line, built at about 1 s per 2,000 lines here (20,000 lines:
+# a 4 MB grammar in about 12 s); 100,000 lines took 536 s and 2.4 GB before the bound
+MAX_SYMBOLIC_LINES = 20_000
+SYMBOLIC_BYTES_PER_LINE = 250
 COPY_OPEN_LINES = COPY_TAGS["lines"]
 
 # the forced Lark form's rule parameter: i and j as BCD (5 digits each), the current line m as a counter
@@ -72,10 +79,16 @@ class Exported:
         if self.format == "regex":
             return self.grammar + "\n"
         mark = "//" if self.format == "lark" else "#"
-        lines = [f"{mark} {n}" for n in self.notes]
+        lines = [f"{mark} {one_line(n)}" for n in self.notes]
         if self.format == "lark":  # SGLang reads a Lark grammar only after this line; llguidance accepts it
             return "%llguidance {}\n" + "\n".join(lines) + "\n" + self.grammar
         return "\n".join(lines) + "\n" + self.grammar
+
+
+def one_line(text: str) -> str:
+    """`text` as one comment line: every character a grammar parser might take as a line break or that does not
+    print (a newline in a file name would start a directive of its own: `%ignore ANY`) is escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in text)
 
 
 # ---------------------------------------------------------------- the regular pieces
@@ -135,23 +148,15 @@ def symbolic_regex(n_lines: int) -> str:
 
 # ---------------------------------------------------------------- forced: llguidance parametric Lark
 
+# a Lark string literal's escapes: quote, backslash, the three named controls, the other controls as \\uXXXX
+LARK_ESCAPES = {**{c: f"\\u{c:04x}" for c in (*range(0x20), 0x7F)}, ord('"'): '\\"', ord("\\"): "\\\\",
+                ord("\n"): "\\n", ord("\t"): "\\t", ord("\r"): "\\r"}
+
+
 def lark_literal(text: str) -> str:
-    """A Lark string literal spelling `text` byte for byte (checked with llguidance's parser)."""
-    out = []
-    for ch in text:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+    """A Lark string literal spelling `text` byte for byte (checked with llguidance's parser); one translate
+    pass, so a long line costs about its own size again (not a list entry per character)."""
+    return '"' + text.translate(LARK_ESCAPES) + '"'
 
 
 def bcd(n: int) -> int:
@@ -302,6 +307,11 @@ def forced_ebnf(lines: list[str]) -> str:
 
 def check_limit(n_lines: int, fmt: str, forced: bool) -> None:
     if not forced:
+        if n_lines > MAX_SYMBOLIC_LINES:
+            raise GrammarLimitError(
+                f"the symbolic {fmt} form supports sources of at most {MAX_SYMBOLIC_LINES:,} lines; this one has "
+                f"{n_lines:,} (its grammar would be about {n_lines * SYMBOLIC_BYTES_PER_LINE / 1e6:,.0f} MB, built in "
+                f"about {n_lines / 2000:,.0f} s or more, for an engine to compile): export a part of the file")
         return
     if fmt == "regex":
         raise GrammarLimitError(
@@ -331,16 +341,30 @@ def notes(n_lines: int, fmt: str, forced: bool, label: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The grammar trees are acyclic and many (about 80 nodes a line): the cycle collector only rescans them, which
+    made a 20,000-line symbolic export 3-4 times slower (and superlinear); reference counting frees them."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def export(source: str, fmt: str, forced: bool, label: str = "source") -> Exported:
     """The grammar of `source` (a GrammarError names a bad format, a GrammarLimitError a size limit)."""
     if fmt not in FORMATS:
         raise GrammarError(f"grammar format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     lines = split_lines(source)
     check_limit(len(lines), fmt, forced)
-    if forced:
-        grammar = forced_lark(lines) if fmt == "lark" else forced_ebnf(lines)
-    else:
-        grammar = {"lark": symbolic_lark, "ebnf": symbolic_ebnf, "regex": symbolic_regex}[fmt](len(lines))
+    with _collector_paused():
+        if forced:
+            grammar = forced_lark(lines) if fmt == "lark" else forced_ebnf(lines)
+        else:
+            grammar = {"lark": symbolic_lark, "ebnf": symbolic_ebnf, "regex": symbolic_regex}[fmt](len(lines))
     return Exported("forced" if forced else "symbolic", fmt, len(lines), grammar, notes(len(lines), fmt, forced, label))
 
 

@@ -152,9 +152,6 @@ class ByteAutomaton:
         self._memo[key] = nxt
         return nxt
 
-    def clear_memo(self) -> None:
-        self._memo.clear()
-
     def _step(self, state: tuple, byte: int) -> tuple | None:
         kind = state[0] if isinstance(state, tuple) and state else None
         if kind == "ops":
@@ -408,13 +405,6 @@ class ProgramFSM:
 
     allowed = mask  # the name the first callers used
 
-    def clear_mask_cache(self) -> None:
-        """Forget every cached mask and transition, so the next `mask` calls are cold again."""
-        self._masks.clear()
-        self._cont_ok.clear()
-        self._next.clear()
-        self.automaton.clear_memo()
-
     def compute_mask(self, state) -> np.ndarray:
         """The mask of `state`, computed afresh (not read from nor written to the cache)."""
         mask = np.zeros(self.vocab_size, dtype=bool)
@@ -465,9 +455,6 @@ class ProgramFSM:
     def accepts(self, text: str) -> bool:
         """Does the byte automaton accept `text` as a whole program?"""
         return self.automaton.accepts(text.encode("utf-8"))
-
-    def accepts_bytes(self, data: bytes) -> bool:
-        return self.automaton.accepts(data)
 
     def walker(self, budget: int | None = None, margin: int | None = None) -> FsmWalker:
         return FsmWalker(self, budget=budget, margin=margin)

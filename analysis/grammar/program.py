@@ -182,7 +182,7 @@ def parse(text: str) -> Program:
                     f"expected {' or '.join(f'{tag}i{RANGE_SEP}j{COPY_END}' for tag in COPY_TAGS.values())} "
                     "with positive integers"
                 )
-            for digits in (m.group(2), m.group(3)):  # int() refuses over 4,300 digits with a raw ValueError (L11)
+            for digits in (m.group(2), m.group(3)):  # int() refuses over 4,300 digits with a raw ValueError
                 if len(digits) > MAX_INDEX_DIGITS:
                     raise ProgramError(f"copy directive at position {pos}: a line or token number of {len(digits):,} "
                                        f"digits (at most {MAX_INDEX_DIGITS}); no source is that long")

@@ -241,8 +241,23 @@ def _gbnf_char(ch: str, in_class: bool) -> str:
     return ch
 
 
+HEX_DIGITS = frozenset("0123456789abcdefABCDEF")
+
+
 def gbnf_literal(text: str) -> str:
-    return '"' + "".join(_gbnf_char(c, False) for c in text) + '"'
+    """A GBNF string literal spelling `text`; where an \\xNN escape is followed by a hex digit, the literal ends
+    there and the next one starts ("a\\x01" "b"): xgrammar reads \\x escapes greedily (\\x01b as U+001B), llama.cpp
+    and llguidance's converter read two digits, and all three read a sequence of literals alike. (A character
+    class holds only the grammar's own characters, never a source's, so it needs no such care.)"""
+    parts, current = [], []
+    for k, ch in enumerate(text):
+        spelt = _gbnf_char(ch, False)
+        current.append(spelt)
+        if spelt.startswith("\\x") and k + 1 < len(text) and text[k + 1] in HEX_DIGITS:
+            parts.append(current)
+            current = []
+    parts.append(current)
+    return " ".join('"' + "".join(part) + '"' for part in parts)
 
 
 def to_gbnf(node: Node) -> str:

@@ -1,10 +1,11 @@
 """The deterministic resolver: (program, source) -> output text. Pure; never clips a span.
 
-Line copies index `split_lines(source)`. Token copies index the source's token boundaries, which the
-caller passes as `token_bounds` (from `analysis.text.tokens.token_bounds`): character offsets of
-the n + 1 boundaries of the source's n tokens, None where a boundary falls inside a character
-(byte-level BPE can split a multi-byte UTF-8 character). A span that starts or ends on such a
-boundary cannot be copied as text and is an error.
+Line copies index the source's lines (`analysis.text.lines.Source`; a text is split on the way in, a
+Source is read as it is). Token copies index the source's token boundaries, which the caller passes as
+`token_bounds` or holds in the Source (from a tokenizer's `char_bounds`): character offsets of the n + 1
+boundaries of the source's n tokens, None where a boundary falls inside a character (byte-level BPE can
+split a multi-byte UTF-8 character). A span that starts or ends on such a boundary cannot be copied as
+text and is an error.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Sequence
 
 from analysis.errors import ProgramError
 from analysis.grammar.program import Copy, Gen, Program
-from analysis.text.lines import line_starts, split_lines
+from analysis.text.lines import Source
 
 
 def _check_span(op: Copy, index: int, n_units: int) -> None:
@@ -42,19 +43,18 @@ def _token_span_text(
 
 
 def resolve(
-    program: Program, source: str, token_bounds: Sequence[int | None] | None = None
+    program: Program, source: str | Source, token_bounds: Sequence[int | None] | None = None
 ) -> str:
-    lines = split_lines(source)
-    starts = line_starts(lines)
+    src = Source.of(source, token_bounds)
     out: list[str] = []
     for index, op in enumerate(program.ops):
         if isinstance(op, Gen):
             out.append(op.text)
         elif isinstance(op, Copy) and op.unit == "lines":
-            _check_span(op, index, len(lines))
-            out.append(source[starts[op.start - 1]:starts[op.end]])
+            _check_span(op, index, src.n_lines)
+            out.append(src.line_text(op.start, op.end))
         elif isinstance(op, Copy) and op.unit == "tokens":
-            out.append(_token_span_text(op, index, source, token_bounds))
+            out.append(_token_span_text(op, index, src.text, src.token_bounds))
         else:
             raise ProgramError(f"op {index}: not a program operation: {op!r}")
     return "".join(out)

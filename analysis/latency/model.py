@@ -66,7 +66,7 @@ from pathlib import Path
 import numpy as np
 
 from analysis.errors import ParamsError
-from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
+from analysis.latency.names import FIT_SOURCE, PAPER_CLAIMS, PAPER_SOURCE  # noqa: F401 (PAPER_CLAIMS: read here and by callers)
 from analysis.latency.roofline import PrefillFloor
 from analysis.stats import portable_exp, portable_log, portable_log1p, portable_power
 
@@ -77,7 +77,6 @@ SCHEMA = "copydecode.latency_model/2"
 PAPER_FORM = PAPER_SOURCE  # the paper source's model is the one of form `paper`
 PREFILL_TERMS = ("p0", "p1", "p2", "p3")
 ROOFLINE_TERMS = ("p0", "w", "k1", "k2")
-PAPER_CLAIMS = Path(__file__).parents[1] / "data" / "paper_claims.json"  # the paper's figures (analysis.claims.engine reads the rest)
 # how a decoded token is priced (params bounds.step_cost; `LatencyModel.prices`)
 STEADY, FIRST_STEP = "steady", "first_step"
 STEP_COSTS = (STEADY, FIRST_STEP)
@@ -128,10 +127,6 @@ class Evaluation:
     extrapolated: np.ndarray  # bool, same shape
     past_n: np.ndarray | None = None  # bool, same shape: its N lies outside the profiled N (None: no N, a step)
     held: np.ndarray | None = None    # bool, same shape: its context lies outside the profiled contexts
-
-    @property
-    def n_extrapolated(self) -> int:
-        return int(self.extrapolated.sum())
 
     @property
     def n_flags(self) -> np.ndarray:

@@ -1,13 +1,17 @@
 """The roofline: physical floors of a decode step and a prefill, and the ceiling on their ratio.
 
 Pure and torch-free: weight counts of a dense decoder from its published config, FLOPs of a prefill,
-the floors on a device's bandwidth and peak throughput (datasheet figures, analysis/data/devices.json),
-and the table of each measured kernel speedup beside its floors.
+the floors on a device's bandwidth and peak throughput (datasheet figures, analysis/data/devices.json,
+`read_devices`), the table of each measured kernel speedup beside its floors, the roof each kernel source is
+set against (`source_roofs`: a GPU's datasheet, or the roofline this run's CPU profile measured,
+`roofline_metrics`) and the ceiling on the paper's GPU (`paper_gpu_ceiling`). The `kernels fit` stage
+writes them.
 """
 
 from __future__ import annotations
 
 import json
+import statistics
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -15,6 +19,7 @@ import numpy as np
 import polars as pl
 
 from analysis.errors import ParamsError
+from analysis.latency.names import FIT_SOURCE, PAPER_CLAIMS
 
 BYTES_PER_PARAM = {"float32": 4, "bfloat16": 2, "float16": 2}
 DEVICES_FILE = "devices.json"
@@ -207,3 +212,75 @@ class PrefillFloor:
             return cls(WeightCount(**record["weights"]), Roof(**record["roof"]), float(record["bytes_per_param"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise ParamsError(f"latency model record: a malformed prefill floor ({exc!r})") from None
+# ---------------------------------------------------------------- the roofs of a kernel speedup table
+
+def _median(values: list[float]) -> float | None:
+    return float(statistics.median(values)) if values else None
+
+
+def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
+    """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
+    implies for the profiled dtype (analysis.latency.roofline.copy_speedup_ceiling), beside the ratio
+    measured at the largest N. "not recorded" when no session measured a roofline."""
+    roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
+    if not roofs:
+        return "not recorded"
+    stream = _median([r["stream_gbps"] for r in roofs])
+    gflops = {"float32": _median([r["matmul_f32_gflops"] for r in roofs]),
+              "bfloat16": _median([r["matmul_bf16_gflops"] for r in roofs])}
+    dtype = min(speedups["dtype"].to_list())  # one dtype per profile; the first by name if several
+    if dtype not in BYTES_PER_PARAM:
+        raise ParamsError(f"kernels fit: no bytes-per-parameter for dtype {dtype!r}; known: {sorted(BYTES_PER_PARAM)}")
+    compute = gflops["float32" if dtype == "float32" else "bfloat16"]
+    n_max = int(speedups["n"].max())
+    measured = speedups.filter(pl.col("is_strongest") & (pl.col("n") == n_max) & (pl.col("dtype") == dtype))["speedup"]
+    return {
+        "stream_gbps": stream, "matmul_gflops_float32": gflops["float32"], "matmul_gflops_bfloat16": gflops["bfloat16"],
+        "dtype": dtype, "bytes_per_param": BYTES_PER_PARAM[dtype], "ridge_flops_per_byte": compute / stream,
+        "n_max": n_max, "ceiling": copy_speedup_ceiling(n_max, stream, compute, BYTES_PER_PARAM[dtype]),
+        "measured_at_n_max": float(measured.max()) if measured.len() else None, "runs": len(roofs),
+    }
+
+
+def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], fit_roof: dict | str
+                 ) -> tuple[dict[str, Roof], list[str]]:
+    """The roof each kernel source of a speedup table is set against: a GPU's datasheet (analysis/data/devices.json)
+    by its recorded device name; the fitted source's CPU profile the roofline its sidecar measured (`fit_roof`, from
+    `roofline_metrics`). Sources without one are named in the second value."""
+    devices = read_devices()
+    roofs, missing = {}, []
+    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
+        rows = speedups.filter(pl.col("kernel_source") == name)
+        source, dtype = rows["source"][0], rows["dtype"][0]
+        names = names_by_source[source]
+        gpu = next((device_roof(n, devices) for n in names if rows["device"][0].startswith("cuda")), None)
+        if gpu is not None:
+            roofs[name] = gpu
+        elif source == FIT_SOURCE and isinstance(fit_roof, dict):
+            gflops = fit_roof["matmul_gflops_float32" if dtype == "float32" else "matmul_gflops_bfloat16"]
+            roofs[name] = Roof(", ".join(names) or "this machine", fit_roof["stream_gbps"], gflops,
+                               "measured by this run's profile (stream copy and matmul)")
+        else:
+            missing.append(name)
+    return roofs, missing
+
+
+def paper_models() -> list[str]:
+    """The models of the paper's kernel claim (paper_claims.json `kernel_speedup.models`)."""
+    return list(json.loads(PAPER_CLAIMS.read_text())["kernel_speedup"].get("models", []))
+
+
+def paper_gpu_ceiling(speedups: pl.DataFrame, weights: dict[str, WeightCount]) -> dict:
+    """The copy-speedup roofline ceiling on the paper's GPU (paper_claims.json `_gpu_reference`, its
+    datasheet in devices.json) for the paper's models (`paper_models`, whose weight counts are `weights`)
+    at the paper's top N, at each context the speedup table holds: what claim 1 sets beside the paper's
+    top ratio."""
+    paper = json.loads(PAPER_CLAIMS.read_text())
+    spec, entry = paper["kernel_speedup"], paper["_gpu_reference"]["datasheet_entry"]
+    roof = next((r for _, r in device_roofs(read_devices()) if r.device == entry), None)
+    n = int(max(point[0] for point in spec["points"]))
+    if roof is None:
+        raise ParamsError(f"devices.json has no entry {entry!r} (paper_claims.json _gpu_reference.datasheet_entry)")
+    contexts = speedups["context"].unique().to_list()
+    return {"device": roof.device, "roof_source": roof.source, "n": n, "dtype": "bfloat16",
+            "ceilings": device_ceilings(weights, contexts, n, roof)}

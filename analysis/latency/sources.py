@@ -248,7 +248,7 @@ def load_fitted_models(path: Path = LATENCY_MODEL) -> list[LatencyModel]:
         raise ParamsError(f"{path} not found; run `copydecode kernels fit` (or `dvc repro`) first")
     try:
         return from_document(json.loads(path.read_text()))
-    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ParamsError) as exc:  # `{}`: no schema (N15)
+    except (json.JSONDecodeError, KeyError, TypeError, AttributeError, ParamsError) as exc:  # `{}`: no schema
         raise ParamsError(f"{path} is not a latency model file ({exc}); rerun `copydecode kernels fit`") from None
 
 

@@ -15,7 +15,12 @@ The frozen H200 runs measured one sequence at a time. Their points for the step-
 
 Extrapolating to B > 1 (`EXTRAPOLATION_ASSUMPTIONS`): a step of B sequences costs what one sequence of
 the same total tokens costs, plus each sequence's KV read and attention; no per-sequence host term (c_seq
-is not identifiable at B = 1 and is fixed at 0).
+is not identifiable at B = 1 and is fixed at 0); the knee T* is the datasheet ridge (`ridge_fixed_terms`) for
+every batch-1 source. A batch-1 profile stops at a prefill of a few hundred tokens, where a host-dispatched
+eager step is still flat: its knee could lie anywhere past the largest step, and a free fit put it at 530 on
+one machine and 957 on another with the same error, moving the serving figures by a quarter. Fixed at the
+ridge, the rest of the form is linear and has one solution. Every batch-1 source also carries the datasheet
+floor of a step (`step_floor`), which the price past the fitted range never goes below.
 """
 
 from __future__ import annotations
@@ -23,12 +28,16 @@ from __future__ import annotations
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.latency.roofline import BYTES_PER_PARAM, Roof
+from analysis.latency.roofline import BYTES_PER_PARAM, Roof, decoder_weights, step_floor_s
+from analysis.latency.stepcost import StepFloor
 
 EXTRAPOLATION_ASSUMPTIONS = (
     "measured at batch 1 only: a step of B sequences is priced as one sequence of the same total tokens T "
     "(the weights are read once per step and shared) plus every sequence's KV read and attention",
     "no per-sequence host term (c_seq = 0): it cannot be identified from batch-1 points",
+    "the knee T* is the datasheet ridge: batch-1 steps stop near or below it, so the points cannot place it",
+    "past the largest profiled step a step costs no less than the last profiled segment's marginal cost per token, "
+    "and never less than the datasheet floor (the weights read once, or the step's FLOPs at peak)",
 )
 
 
@@ -95,12 +104,32 @@ def attention_flops_per_key(config: dict) -> float:
     return 4.0 * config["num_hidden_layers"] * heads * head_dim
 
 
+def ridge_tokens(roof: Roof, dtype: str) -> float:
+    """The datasheet ridge in tokens: a step of more tokens than this is compute-bound (bf16 FLOPs per weight
+    byte read)."""
+    return roof.gflops * BYTES_PER_PARAM[dtype] / (2.0 * roof.bandwidth_gbps)
+
+
+def ridge_fixed_terms(roof: Roof, dtype: str) -> tuple[dict[str, float], tuple[str, ...]]:
+    """T* at the datasheet ridge and c_seq = 0: the terms a batch-1 source cannot identify."""
+    t_star = ridge_tokens(roof, dtype)
+    return {"t_star": t_star, "c_seq": 0.0}, (f"T* = the datasheet ridge ({t_star:.0f} tokens, {dtype}): {roof.source}",)
+
+
+def step_floor(config: dict, roof: Roof, dtype: str) -> StepFloor:
+    """The datasheet floor of one step of the model on the device (analysis.latency.roofline's weight count)."""
+    weights = decoder_weights(config)
+    flops = roof.gflops * 1e9
+    return StepFloor(read_s=float(step_floor_s(weights, roof, BYTES_PER_PARAM[dtype])),
+                     token_s=2.0 * float(weights.layers if weights.layers is not None else weights.total) / flops,
+                     key_s=4.0 * weights.attention_width / flops, seq_s=2.0 * weights.head / flops, source=roof.source)
+
+
 def device_fixed_terms(config: dict, roof: Roof, dtype: str) -> tuple[dict[str, float], tuple[str, ...]]:
     """c_kv, c_a and T* of a one-context device-time source, from the datasheet, with the sentences saying so."""
-    bpp = BYTES_PER_PARAM[dtype]
     bandwidth, flops = roof.bandwidth_gbps * 1e9, roof.gflops * 1e9
     fixed = {"c_kv": kv_bytes_per_token(config, dtype) / bandwidth, "c_a": attention_flops_per_key(config) / flops,
-             "t_star": flops * bpp / (2.0 * bandwidth), "c_seq": 0.0}
+             **ridge_fixed_terms(roof, dtype)[0]}
     why = (f"one probed context: c_kv = KV bytes per cached token / HBM bandwidth ({kv_bytes_per_token(config, dtype):,.0f} B "
            f"/ {roof.bandwidth_gbps:,.0f} GB/s), c_a = attention FLOPs per key / peak ({roof.gflops / 1000:,.0f} TFLOPS), "
            f"T* = the datasheet ridge ({fixed['t_star']:.0f} tokens): {roof.source}",)

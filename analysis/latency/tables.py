@@ -7,7 +7,9 @@ method ar|prefill, baseline, [pair_baseline], context c, N, repeat, seconds). He
 * `speedup_table`: Speedup(N, c) = T_ar / T_prefill per repeat (repeat r of the AR loop over repeat r
   of the prefill paired with it), its median and IQR over repeats, and which AR baseline is strongest;
 * `ar_step_segments` / `ar_step_shifts`: milliseconds per decode step between consecutive profiled N
-  of each AR run, and whether a run slowed part-way.
+  of each AR run, and whether a run slowed part-way;
+* `kernel_table` (the paper-style table of a speedup table) and `source_metrics` (per kernel source, what it
+  measured and its ratio at the ends of the paper's N range), the `kernels fit` stage's outputs.
 """
 
 from __future__ import annotations
@@ -137,3 +139,46 @@ def speedup_summary(raw: pl.DataFrame) -> pl.DataFrame:
         t_ar_ms=pl.col("t_ar") * 1e3, t_prefill_ms=pl.col("t_prefill") * 1e3,
         speedup="speedup", speedup_iqr=pl.format("[{}, {}]", pl.col("speedup_q25").round(2), pl.col("speedup_q75").round(2)),
         repeats="repeats")
+
+
+def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
+    """The paper-style table: per N, the AR time of each baseline, T_prefill and both speedups."""
+    keys = ["source", "model", "dtype", "device", "context", "n"]
+    wide = speedups.pivot(on="baseline", index=keys, values="t_ar").rename(
+        lambda c: c if c in keys else f"t_ar_{c}_ms"
+    )
+    flags = [c for c in ("comparison", "ar_shift") if c in speedups.columns]  # tables from before these columns
+    best = speedups.filter(pl.col("is_strongest")).select(
+        keys + ["t_prefill", pl.col("baseline").alias("strongest"),
+                pl.col("speedup").alias("speedup_strongest"),
+                pl.col("overhead_share").alias("overhead_share_strongest")]
+        + [pl.col(c).alias(f"{c}_strongest") for c in flags]
+    )
+    eager = speedups.filter(pl.col("baseline") == "eager").select(
+        keys + [pl.col("speedup").alias("speedup_eager"), "speedup_q25", "speedup_q75"]
+        + [pl.col(c).alias(f"{c}_eager") for c in flags]
+    )
+    table = wide.join(best, on=keys).join(eager, on=keys, how="left")
+    ms = [c for c in table.columns if c.endswith("_ms")]
+    return table.with_columns(
+        [(pl.col(c) * 1000) for c in ms] + [(pl.col("t_prefill") * 1000).alias("t_prefill_ms")]
+    ).drop("t_prefill").sort(keys)
+
+
+def source_metrics(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], n_lo: int, n_hi: int) -> dict:
+    """Per kernel source: what it measured and its ratio at the ends of the paper's N range."""
+    out = {}
+    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
+        rows = speedups.filter(pl.col("kernel_source") == name)
+        first = rows.row(0, named=True)
+        inside = rows.filter(pl.col("n").is_between(n_lo, n_hi))
+        out[name] = {
+            "source": first["source"], "model": first["model"], "dtype": first["dtype"], "device": first["device"],
+            "device_name": ", ".join(names_by_source[first["source"]]), "baseline": first["baseline"], "repeats": int(rows["repeats"].min()),
+            "range": [float(inside["speedup"].min()), float(inside["speedup"].max())] if inside.height else None,
+            "at_n": {f"{r['n']}/c{r['context']}": r["speedup"] for r in rows.filter(pl.col("n").is_in([n_lo, n_hi])).iter_rows(named=True)},
+            **({"comparisons": sorted(set(rows["comparison"].to_list())),
+                "ar_shift_at": [f"{r['n']}/c{r['context']}/{r['prefill']}" for r in rows.filter(pl.col("ar_shift")).iter_rows(named=True)]}
+               if "comparison" in rows.columns else {}),
+        }
+    return out

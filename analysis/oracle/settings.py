@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from analysis.bounds import CostSettings, fixed_cost_settings
-from analysis.corpora import humanevalpack
+from analysis.corpora.entries import FRAMINGS
 from analysis.latency.sources import AR_LOOPS, KernelSettings, kernel_settings, names_from_params
 from analysis.layout import LEVELS
 from analysis.parallel.shards import shard_cases
@@ -41,7 +41,7 @@ def settings(params: dict) -> OptimalSettings:
         kernel=kernel_settings(p),
         cost=fixed_cost_settings(p),
         levels=choices(p, "optimal.levels", LEVELS),
-        framings=choices(p, "optimal.framings", humanevalpack.FRAMINGS),
+        framings=choices(p, "optimal.framings", FRAMINGS),
         min_copies=min_copies,
         bootstrap=bootstrap_settings(p, "optimal"),
         parallel=parallel_settings(p),

@@ -31,6 +31,7 @@ import os
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from analysis.errors import ParamsError
@@ -41,6 +42,7 @@ LOCAL_BACKENDS = ("loky", "multiprocessing", "threading")
 CLUSTER_BACKENDS = {"dask": "distributed", "ray": "ray"}  # backend -> the package it needs
 BACKENDS = (*LOCAL_BACKENDS, *CLUSTER_BACKENDS)
 CLUSTER_EXTRA = 'pip install -e ".[cluster]"'
+SUITE = Path(__file__).resolve().parents[2]  # the folder holding this package: code the workers may import
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ WORKERS_PER_CORE_LIMIT = 4  # local worker processes per usable core: more only 
 
 
 def check_workers(s: ParallelSettings) -> None:
-    """`parallel.n_jobs` bounded by this machine's usable cores (M6): refused above WORKERS_PER_CORE_LIMIT
+    """`parallel.n_jobs` bounded by this machine's usable cores: refused above WORKERS_PER_CORE_LIMIT
     per core, warned about above one per core; unbounded for a dask or ray cluster named by
     `parallel.address`, the override for a cluster whose cores are not this machine's."""
     import sys
@@ -178,7 +180,7 @@ def _dask_client(s: ParallelSettings) -> Iterator[None]:
     from distributed import Client, LocalCluster  # type: ignore[import-not-found]
 
     if s.address:
-        try:  # an unreachable scheduler is named within CONNECT_TIMEOUT_S, not a raw traceback after 30 s (M7)
+        try:  # an unreachable scheduler is named within CONNECT_TIMEOUT_S, not a raw traceback after 30 s
             client = Client(s.address, timeout=CONNECT_TIMEOUT_S)
         except (OSError, TimeoutError) as exc:
             raise ParamsError(f"params: 'parallel.address' {s.address!r}: no dask scheduler answered within "
@@ -199,7 +201,10 @@ def _ray_session(s: ParallelSettings) -> Iterator[None]:
     started = not ray.is_initialized()
     if started:
         try:
-            ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
+            # ray puts the driver's working folder on every worker's sys.path (a one-off run's is the run
+            # folder, which is data): the driver connects from the suite's own folder instead
+            with contextlib.chdir(SUITE):
+                ray.init(address=s.address or None, num_cpus=None if s.address else s.workers())
         except (ConnectionError, OSError, TimeoutError) as exc:
             raise ParamsError(f"params: 'parallel.address' {s.address!r}: ray could not connect ({type(exc).__name__}: "
                               f"{' '.join(str(exc).split())[:200]}); start the cluster, fix the address, or leave it "
@@ -235,7 +240,7 @@ def map_cases(fn: Callable[..., list], items: Sequence, s: ParallelSettings, *ar
 
     _register(s.backend)
     chunks = chunked(items, s.workers() * s.chunks_per_job)
-    workers = min(s.workers(), len(chunks))  # never more processes than chunks to give them (M6)
+    workers = min(s.workers(), len(chunks))  # never more processes than chunks to give them
     parts = []
     # a cluster backend hands results back as one list; the local ones stream them to the bar
     streamed = "generator" if s.backend not in CLUSTER_BACKENDS else "list"

@@ -1,8 +1,8 @@
 """Training and held-out cases for the fine-tuning pilot, from the pinned standard library (torch-free).
 
-The ProbeEdit-S recipe (analysis.probeedit: the edit kinds, their site finders and `draw_edit`)
+The ProbeEdit-S recipe (analysis.corpora.probeedit: the edit kinds, their site finders and `draw_edit`)
 applied to short functions (methods included) of the 34 pinned CPython 3.11.7 files that ProbeEdit-S
-reads (analysis.probeedit.load_pinned_sources: the archive analysis/data/probeedit_stdlib.tar.gz, or a
+reads (analysis.corpora.probeedit.load_pinned_sources: the archive analysis/data/probeedit_stdlib.tar.gz, or a
 Lib folder), so every interpreter builds the same cases.
 
 Disjointness, checked rather than assumed:

@@ -19,12 +19,18 @@ Definitions, stated once:
 - wall-clock ratio: per case, rewrite seconds / program seconds of the same adapter seed, measured back to
   back in a seeded order; reported as the median and IQR over cases (all cases, and the cases both got
   right), never as a ratio of totals.
+- gain over copy (the Copy Ceiling's control, analysis.coverage.copyinput): beside EM, what returning the input
+  unchanged scores on the same cases (`copy_em`) and the difference (`em_gain_over_copy`); beside it the
+  gold-line recall of the outputs (`line_recall`, a case that could not run scores 0), the input's
+  (`copy_line_recall`) and their difference (`line_recall_gain_over_copy`): a negative gain says copying the
+  input would have kept more of the target than the model did.
 """
 
 from __future__ import annotations
 
 import polars as pl
 
+from analysis.coverage.copyinput import line_recall
 from analysis.pilot.data import run_task
 from analysis.stats import SIGNIFICANCE, clopper_pearson, mcnemar_exact, quartiles
 from analysis.errors import CorpusError
@@ -105,9 +111,38 @@ def em_change_text(m: dict, split: str, seed: str) -> str:
                    "; paired outcomes not recorded, no McNemar test)")
 
 
-def em_table(records: pl.DataFrame) -> pl.DataFrame:
-    """EM (with its 95% Clopper-Pearson interval), validity, coverage and errors per phase, mode, seed and split."""
-    return with_em_interval(_em_table(records), "exact_match", "cases", "em")
+def em_table(records: pl.DataFrame, copies: pl.DataFrame | None = None) -> pl.DataFrame:
+    """EM (with its 95% Clopper-Pearson interval), validity, coverage and errors per phase, mode, seed and split;
+    with `copies` (analysis.coverage.copyinput.copy_scores of the cases decoded), the gain over copying the input."""
+    table = with_em_interval(_em_table(records), "exact_match", "cases", "em")
+    return table if copies is None else table.join(gain_over_copy(records, copies), on=KEYS, how="left",
+                                                   nulls_equal=True)
+
+
+def copy_metrics(copies: pl.DataFrame) -> dict[str, dict]:
+    """Per split: cases, how many copying the input solves exactly and its mean gold-line recall (pilot.json)."""
+    return {split: {"cases": rows.height, "exact_match": int(rows["copy_exact"].sum()),
+                    "line_recall": float(rows["copy_line_recall"].mean())}
+            for (split,), rows in copies.group_by("split", maintain_order=True)}
+
+
+def gain_over_copy(records: pl.DataFrame, copies: pl.DataFrame) -> pl.DataFrame:
+    """Per phase, mode, seed and split: EM and gold-line recall beside what copying the input scores on the same
+    cases (module docstring); a record whose case `copies` lacks is a CorpusError naming it."""
+    joined = records.join(copies, on=["split", "case_id"], how="left")
+    missing = joined.filter(pl.col("target").is_null())
+    if missing.height:
+        raise CorpusError(f"pilot: no copy baseline for {missing['split'][0]}/{missing['case_id'][0]} "
+                          f"({missing.height} records): the copies must cover every decoded case")
+    recall = [line_recall(None if error is not None else output, target) for output, target, error
+              in zip(joined["output"].to_list(), joined["target"].to_list(), joined["error"].to_list())]
+    return (joined.with_columns(line_recall=pl.Series(recall, dtype=pl.Float64))
+            .group_by(KEYS, maintain_order=True)
+            .agg(copy_em=pl.col("copy_exact").cast(pl.Float64).mean(),
+                 em_gain_over_copy=(pl.col("exact_match").fill_null(False).cast(pl.Float64)
+                                    - pl.col("copy_exact").cast(pl.Float64)).mean(),
+                 line_recall=pl.col("line_recall").mean(), copy_line_recall=pl.col("copy_line_recall").mean(),
+                 line_recall_gain_over_copy=(pl.col("line_recall") - pl.col("copy_line_recall")).mean()))
 
 
 def _em_table(records: pl.DataFrame) -> pl.DataFrame:
@@ -395,6 +430,44 @@ def headline(m: dict) -> list[tuple[str, str]]:
             rows.append((f"program vs rewrite wall-clock, per case, {row['cases']} cases both exact (seed {row['seed']})",
                          f"{fmt_x(row['ratio_median'], 2)} ({spread})"))
     return rows
+
+
+def em_change(m: dict, split: str, seed: str) -> tuple[str, str] | None:
+    """('0/33 -> 2/33', 'after: 95% CI [0.7%, 20.2%], McNemar p = 0.5'): a tile's value and its detail."""
+    n = m.get(f"{split}_cases")
+    before, after = m.get(f"{split}_em_before"), (m.get(f"{split}_em_after") or {}).get(str(seed))
+    if not n or after is None:
+        return None
+    low, high = em_interval(after, n)
+    p = mcnemar_p(m, split, seed)
+    return (f"{before if before is not None else '?'}/{n} -> {after}/{n}",
+            f"after: 95% CI [{fmt_pct(low)}, {fmt_pct(high)}]" + (f", McNemar p = {p:.2g}" if p is not None else ""))
+
+
+def lead_tiles(m: dict) -> list[tuple[str, str]]:
+    """The pilot page's tiles (label, value): exact match before -> after per seed on the held-out cases and on
+    HEvalFix-Py, the teacher-forced loss, and each frozen preset run's held-out change; short values, the
+    intervals in the labels (the statistics tables below hold the rest)."""
+    tiles = []
+    for split, what in (("heldout", "held-out bug fixes"), ("humaneval", "HEvalFix-Py bug fixes")):
+        for seed in sorted((m.get(f"{split}_em_after") or {}), key=str):
+            change = em_change(m, split, seed)
+            if change:
+                tiles.append((f"exact match on {what}, before -> after {m.get('steps')} steps (seed {seed}); "
+                              f"{change[1]}", change[0]))
+    forced_before = (m.get("teacher_forced_before") or {}).get("program")
+    for seed, after in ((m.get("teacher_forced_after") or {}).get("program") or {}).items():
+        if forced_before and after:
+            tiles.append((f"held-out loss per supervised token, teacher-forced (seed {seed})",
+                          f"{forced_before['loss']:.2f} -> {after['loss']:.2f}"))
+    for name, frozen in sorted((m.get("frozen") or {}).items()):
+        fm = frozen["metrics"]
+        for seed in sorted((fm.get("heldout_em_after") or {}), key=str):
+            change = em_change(fm, "heldout", seed)
+            if change:
+                tiles.append((f"{name} (frozen run, {fm.get('steps')} steps, seed {seed}): held-out exact match; "
+                              f"{change[1]}", change[0]))
+    return tiles
 
 
 # ---------------------------------------------------------------- frozen preset runs beside the default

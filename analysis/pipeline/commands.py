@@ -46,25 +46,28 @@ STAGES: dict[str, str] = {
     "kernels profile --batched": "kernels_profile.stages.batched",
     "serving simulate": "analysis.stages.serving",
     "serving replay": "kernels_profile.stages.replay",
+    "engine summary": "analysis.stages.engine",
 }
 
 # benchmarks and tools on the settings layer that are not pipeline stages (no dvc.yaml stage)
 TOOLS: dict[str, str] = {
     "bench throughput": "analysis.tools.bench",
-    "bench busy": "kernels_profile.stages.bench_busy",
+    "bench busy": "kernels_profile.tools.bench_busy",
     "compare": "analysis.tools.compare",
-    "bench mask": "kernels_profile.stages.bench_mask",
+    "bench mask": "kernels_profile.tools.bench_mask",
 }
 
 # maintenance commands (no dvc.yaml stage): modules with add_arguments(parser) and command(args)
 MAINTENANCE: dict[str, str] = {
-    "readme": "analysis.present.readme",
-    "moves": "analysis.oracle.moves",
+    "readme": "analysis.tools.readme",
+    "moves": "analysis.tools.moves",
     "depgraph": "analysis.tools.depgraph",
     "grammar": "analysis.tools.grammar",
     "report": "analysis.tools.report",
     "experiments": "analysis.tools.experiments",
-    "pilot-sweep": "kernels_profile.pilot.sweep",
+    "pilot-sweep": "kernels_profile.tools.pilot_sweep",
+    "engine setup": "kernels_profile.stages.engine_setup",
+    "engine run": "kernels_profile.stages.engine_run",
 }
 
 # the first word of a two-word command: (help, description)
@@ -76,21 +79,28 @@ GROUPS: dict[str, tuple[str, str]] = {
                 "Batched serving: `serving simulate` runs the corpora's edits through a continuous-batching "
                 "scheduler priced by the step-cost model; `serving replay` times a sample of its steps as real "
                 "batched forwards."),
+    "engine": ("a real serving engine (vLLM) as an external process: setup, a measured run, its summary",
+               "A real serving engine: `engine setup` makes vLLM's own venv and model folder, `engine run` drives it "
+               "over the corpora's requests (AR, prompt lookup, suffix decoding, Copy-as-Decode emulated) and writes a "
+               "run folder, `engine summary` reads the frozen run and checks the simulator against it (docs/engine.md)."),
     "bench": ("benchmarks outside the pipeline",
               "Benchmarks that are not pipeline stages (no dvc.yaml stage); each writes its own report."),
 }
 
 # Stages whose outputs are replaced as one set (analysis.pipeline.io.output_set). Not roundtrip (its failure
 # report is written before it exits non-zero), reports (papermill writes its own files) or the model
-# stages (their checkpoints must land as they finish, for resuming).
+# stages (their checkpoints must land as they finish, for resuming; `serving replay` writes its tables as one
+# set itself, after its checkpoints).
 OUTPUT_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
-               "kernels fit")
-# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's and reports' stale
-# checks, from what their output set wrote: the per-case stages (not kernels fit: its outputs do not depend
-# on the cases). The round trip records its own, beside its report, which it writes also when it fails.
-CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase")
-# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in (L4)
-CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports")
+               "kernels fit", "serving simulate")
+# Stages whose corpus the CLI records (analysis.pipeline.digest.record_corpus) for headline's, reports' and the
+# README's stale checks, from the declared outputs they wrote: every stage downstream of the cases table in
+# dvc.yaml (tests/pipeline/test_stale_records.py walks it), but headline and reports, which judge them. The round
+# trip records its own, beside its report, which it writes also when it fails.
+CORPUS_SETS = ("corpora", "programs", "spans", "bounds", "optimal", "perturb", "formats", "forcing", "rivals", "percase",
+               "serving simulate", "serving replay", "decode", "e2e", "pilot")
+# stages that draw charts (vl-convert): refused up front under an address-space limit V8 cannot start in
+CHART_STAGES = ("spans", "bounds", "perturb", "rivals", "kernels fit", "e2e", "pilot", "reports", "engine summary")
 
 
 def settings_options(module) -> tuple[str, ...]:

@@ -12,24 +12,26 @@ ran against and the sha256 of each output it wrote. `headline` refuses and `repo
 "stale: built from another corpus" when a stage's outputs are still the ones it wrote but the cases
 table has changed since (an output that no longer matches its record, e.g. restored by `dvc checkout`,
 is not judged). Contents, not sizes and mtimes: a run folder copied with `cp -r`, scp, unzip or a
-checkout keeps its verdicts (M1).
+checkout keeps its verdicts.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
 
 from analysis.errors import StaleInputError
-from analysis.pipeline.io import write_json
+from analysis.layout import CASES, CORPUS_RECORDS
+from analysis.pipeline.io import dvc_stage, write_json
 
 KEY = "copydecode.inputs"
-CASES_TABLE = Path("data/corpora/cases.parquet")  # analysis.layout.CASES (the corpus every stage reads)
-CORPUS_RECORDS = Path("data/.corpus")             # <stage>.json per stage run (untracked, under data/)
+CASES_TABLE = CASES  # the corpus every stage reads
 
 
 def file_digest(path: str | Path) -> str:
@@ -102,10 +104,11 @@ def _stamp(path: Path) -> str:
 
 
 def record_corpus(stage: str, outputs: Iterable[str | Path]) -> None:
-    """data/.corpus/<stage>.json: the cases table `stage` ran against and the outputs it wrote."""
+    """data/.corpus/<stage>.json (`serving_simulate.json` for `serving simulate`): the cases table `stage` ran
+    against and the outputs it wrote."""
     written = {str(Path(p)): _stamp(Path(p)) for p in outputs if Path(p).is_file()}
     cases = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
-    write_json({"stage": stage, "cases_sha256": cases, "outputs": written}, CORPUS_RECORDS / f"{stage}.json")
+    write_json({"stage": stage, "cases_sha256": cases, "outputs": written}, CORPUS_RECORDS / f"{dvc_stage(stage)}.json")
 
 
 def _own_output(name: object) -> bool:
@@ -113,25 +116,52 @@ def _own_output(name: object) -> bool:
     return isinstance(name, str) and not Path(name).is_absolute() and ".." not in Path(name).parts
 
 
+MAX_RECORD_BYTES = 64 << 20  # a record lists one stage's outputs: far below this
+
+
+def _read_record(path: Path) -> dict | None:
+    """A corpus record, or None when `path` is not one this suite wrote: not a plain file (a FIFO would block
+    the read; a link is not followed), too large, not UTF-8 JSON, nested too deep, or not shaped as a record."""
+    try:  # opened without blocking and without following a link, then checked on the open file
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RECORD_BYTES:
+            return None
+        try:
+            record = json.loads(handle.read().decode("utf-8"))
+        except (OSError, ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+            return None
+    if not isinstance(record, dict) or not isinstance(record.get("outputs"), dict) or "cases_sha256" not in record:
+        return None
+    return record
+
+
+def _stage_name(record: dict, path: Path) -> str:
+    """The command a record is of (`serving simulate` for serving_simulate.json), as the record names it when
+    that matches its file, else the file's name."""
+    named = record.get("stage")
+    return named if isinstance(named, str) and dvc_stage(named) == path.stem else path.stem
+
+
 def stale_stages() -> dict[str, str]:
     """{stage: reason} for each recorded stage whose outputs are the ones it wrote but whose cases
-    table is not the one on disk now (a `corpora` rerun since)."""
+    table is not the one on disk now (a `corpora` rerun since). A record that is not one this suite wrote
+    (damaged, a FIFO, a link) judges nothing."""
     if not CORPUS_RECORDS.is_dir():
         return {}
     current = file_digest(CASES_TABLE) if CASES_TABLE.is_file() else None
     stale = {}
     for path in sorted(CORPUS_RECORDS.glob("*.json")):
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))
-            outputs = record["outputs"]
-            recorded = record["cases_sha256"]
-            if not isinstance(outputs, dict):
-                continue
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # a damaged record judges nothing
-        if path.stem == "corpora" or recorded == current or not outputs:
+        record = _read_record(path)
+        if record is None:
+            continue
+        outputs, stage = record["outputs"], _stage_name(record, path)
+        if stage == "corpora" or record["cases_sha256"] == current or not outputs:
             continue
         if all(_own_output(p) and Path(p).is_file() and _stamp(Path(p)) == stamp for p, stamp in outputs.items()):
-            stale[path.stem] = (f"stale: built from another corpus (`{path.stem}` ran on a different {CASES_TABLE}; "
-                                f"rerun `copydecode {path.stem}`)")
+            stale[stage] = (f"stale: built from another corpus (`{stage}` ran on a different {CASES_TABLE}; "
+                            f"rerun `copydecode {stage}`)")
     return stale

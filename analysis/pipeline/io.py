@@ -60,6 +60,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         batch = _BATCH.get()
         if batch is None:
             os.replace(tmp, path)
+            _wrote(path)
         else:
             batch.append((Path(tmp), path))
     except BaseException:
@@ -68,7 +69,27 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 _BATCH: contextvars.ContextVar[list[tuple[Path | None, Path]] | None] = contextvars.ContextVar("_BATCH", default=None)
+_WRITTEN: contextvars.ContextVar[list[Path] | None] = contextvars.ContextVar("_WRITTEN", default=None)
 PENDING = Path("data/.pending")  # journals of output sets being renamed (untracked, under data/)
+
+
+def _wrote(path: Path) -> None:
+    written = _WRITTEN.get()
+    if written is not None:
+        written.append(Path(path))
+
+
+@contextmanager
+def recorded_writes() -> Iterator[list[Path]]:
+    """The paths that writes inside the block put in place (each once it is renamed onto its path, an output
+    set's once the set is applied), in order: what a stage wrote, for its corpus record, whether or not it
+    writes its outputs as one set."""
+    written: list[Path] = []
+    token = _WRITTEN.set(written)
+    try:
+        yield written
+    finally:
+        _WRITTEN.reset(token)
 
 
 @contextmanager
@@ -101,6 +122,8 @@ def output_set(stage: str, outputs: tuple[str, ...] | None = None) -> Iterator[l
     write_text(json.dumps(entries), journal)
     _apply(entries, journal)
     written.extend(p for t, p in batch if t is not None)
+    for path in written:
+        _wrote(path)
 
 
 def remove_output(path: str | Path) -> None:
@@ -144,6 +167,11 @@ def _dvc_stages(dvc_yaml: Path) -> dict:
     return stages if isinstance(stages, dict) else {}
 
 
+def dvc_stage_names(dvc_yaml: Path | None = None) -> tuple[str, ...]:
+    """The stages of the project's dvc.yaml (beside this package), in its order."""
+    return tuple(_dvc_stages(dvc_yaml or Path(__file__).resolve().parents[2] / "dvc.yaml"))
+
+
 def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
     """The outputs the project's dvc.yaml declares for `stage` (outs, metrics, plots), as spelt there;
     () for a stage it does not declare. Read from the project beside this package, never from the run
@@ -158,6 +186,13 @@ def stage_outputs(stage: str, dvc_yaml: Path | None = None) -> tuple[str, ...]:
                      for kind in ("outs", "metrics", "plots") for o in spec.get(kind) or [])
     timing = (TIMINGS / f"{dvc_stage(stage)}.json").as_posix()  # its run time (untracked: analysis.parallel.progress)
     return (*declared, *extra, timing)
+
+
+def declared_outputs(stage: str, paths: list[Path]) -> list[Path]:
+    """Those of `paths` that are `stage`'s declared outputs (stage_outputs: files, or under its folders), once
+    each: what it wrote for the pages, not its checkpoints or a preset's files elsewhere."""
+    owned = tuple(_as_recorded(Path(o)) for o in stage_outputs(stage))
+    return [p for p in dict.fromkeys(Path(p) for p in paths) if _owned(Path(_as_recorded(p)), owned)]
 
 
 def _as_recorded(path: Path) -> str:
@@ -274,16 +309,21 @@ def _acquire(lock: Path, stage: str) -> int:
 
     for _ in range(5):
         ensure_parent(lock)
-        try:  # never through a link: a planted data/.lock -> elsewhere would be truncated (H3)
+        try:  # never through a link: a planted data/.lock -> elsewhere would be truncated
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o666 & ~_umask())
         except OSError as exc:
             if Path(lock).is_symlink() or exc.errno == errno.ELOOP:
                 raise RunLockedError(f"{lock} is a symbolic link; the lock of an output root must be a plain "
                                      "file: remove the link") from None
             raise
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
             os.close(fd)
             raise RunLockedError(f"{lock} is not a plain file; remove it")
+        if info.st_nlink > 1:  # a hard link to a file elsewhere: truncating and writing it would change that file
+            os.close(fd)
+            raise RunLockedError(f"{lock} has {info.st_nlink - 1} other hard link(s), so it is a file of somewhere else "
+                                 "too; remove it (the lock is made afresh)")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -348,6 +388,30 @@ def read_parquet(path: str | Path, what: str, error: type[CopyDecodeError] = Cop
         raise error(f"{path} is not a readable parquet file ({type(exc).__name__}: {exc}); rerun `{what}`") from exc
 
 
+MAX_DOCUMENT_BYTES = 64 << 20  # a stage's JSON document (a model, a record): far below this
+
+
+def read_json_document(path: str | Path, what: str, error: type[CopyDecodeError] = CopyDecodeError,
+                       max_bytes: int = MAX_DOCUMENT_BYTES) -> Any:
+    """A JSON document a stage reads from its output root (a run folder is data): a plain file no larger than
+    `max_bytes`, UTF-8, valid JSON, not nested past the parser's depth; anything else is an `error` naming
+    the file and the stage that writes it (`what`), never a raw traceback or a blocked read."""
+    path = Path(path)
+    if not path.is_file():
+        raise error(f"{path} not found (or not a plain file); run `{what}` (or `dvc repro`) first")
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise error(f"{path} is {size:,} bytes, above the {max_bytes:,} such a document may hold; rerun `{what}`")
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise error(f"{path} is not UTF-8 text (byte {exc.start}); rerun `{what}`") from None
+    except RecursionError:
+        raise error(f"{path} is nested too deeply to be one of this suite's documents; rerun `{what}`") from None
+    except ValueError as exc:
+        raise error(f"{path} is not valid JSON ({exc}); rerun `{what}`") from None
+
+
 def _cell(value: Any, digits: int) -> str:
     if value is None:
         return ""
@@ -361,7 +425,7 @@ EMPTY_TABLE_MD = "(no rows: this run holds none of the rows this table keeps)\n"
 
 def markdown_table(frame: pl.DataFrame, digits: int = 4) -> str:
     """A markdown table; a frame with no columns (a stage's table for rows this run lacks, e.g. the
-    paper's pooled bounds on a run without the paper's corpora) says so instead of `|  |` (N19)."""
+    paper's pooled bounds on a run without the paper's corpora) says so instead of `|  |`."""
     if not frame.columns:
         return EMPTY_TABLE_MD
     header = "| " + " | ".join(frame.columns) + " |"
@@ -398,7 +462,7 @@ def write_json(data: Any, path: str | Path) -> None:
 
 
 # vl-convert's V8 reserves its heap cages up front: under `ulimit -v` of 64 GiB or less it aborts the whole
-# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough (L4).
+# process (SIGTRAP, "Fatal process out of memory: Oilpan: CagedHeap reservation"); 128 GiB was enough.
 CHART_ADDRESS_SPACE = 128 << 30
 
 
@@ -408,7 +472,7 @@ class AddressSpaceError(CopyDecodeError):
 
 def check_address_space() -> None:
     """Refuse, by name, to render charts under an address-space limit V8 cannot start in, instead of the
-    process dying without a word (L4)."""
+    process dying without a word."""
     import resource
 
     soft, _ = resource.getrlimit(resource.RLIMIT_AS)
@@ -440,7 +504,7 @@ class OutputPathError(CopyDecodeError):
 
 
 def os_error_text(exc: BaseException) -> str | None:
-    """The named error for a path the file system cannot hold (L2: a component over 255 bytes; L3: a name
+    """The named error for a path the file system cannot hold (a component over 255 bytes; a name
     that is not UTF-8, which Python holds as surrogates), else None: what the CLI reports when a stage raises
     one (analysis.pipeline.console), and what commands that name the error themselves say (`output_path_error`)."""
     if isinstance(exc, OSError) and exc.errno == errno.ENAMETOOLONG:

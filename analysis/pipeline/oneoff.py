@@ -4,8 +4,10 @@ The stage runs with DIR as its working folder, so every path of `analysis.layout
 lands under DIR and the committed reports/ stay untouched. What the run reads keeps its meaning: the
 params file, the --pairs/--repo paths and the input paths inside the params file, given relative to
 the folder the command was started in, are rewritten relative to DIR (no machine path reaches its
-reports); absolute ones stay as given. The bounds and optimal stages read the committed
-latency model; it is copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent).
+reports); absolute ones stay as given. The committed models that stages read but no per-case stage
+writes are copied into DIR once (a later run keeps DIR's copy, so DIR stays self-consistent): the latency
+model (bounds, optimal, rivals) and the batched step-cost model with its two tables (`serving simulate`,
+`serving replay`, the serving page).
 
 Every run into DIR writes DIR/params.effective.yaml: the params it ran with, `--set` applied (`record_params`), and
 says when they differ from those an earlier run in DIR recorded (its outputs were then built from other params);
@@ -23,7 +25,7 @@ from typing import Any
 
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
-from analysis.layout import LATENCY_MODEL
+from analysis.layout import LATENCY_MODEL, STEP_COST, TABLES
 from analysis.pipeline.confine import check_output_root, confined
 from analysis.pipeline.io import write_with
 from analysis.pipeline.params import load_params
@@ -34,6 +36,9 @@ PATH_KEYS = ("corpora.humanevalpack.local_dir", "corpora.probeedit.stdlib_dir", 
 # The project's own folders (in a checkout, beside dvc.yaml): a one-off run never writes into them.
 PROJECT_FOLDERS = ("analysis", "kernels_profile", "notebooks", "reports", "tests", "data", ".git", ".dvc")
 KEEP = ("auto",)  # values that are not paths
+# what `enter_out_root` copies from the folder the command starts in, when there and not yet in DIR
+COPIED_MODELS = (LATENCY_MODEL, STEP_COST, TABLES / "step_cost_terms.csv", TABLES / "step_cost_residuals.csv")
+
 EFFECTIVE_PARAMS = Path("params.effective.yaml")  # under DIR: the params the last run there used, --set applied
 
 
@@ -88,7 +93,7 @@ def _absolute(value: Any, start: Path, root: Path | None = None) -> Any:
     candidate = start / value
     try:
         exists = candidate.exists()
-    except OSError:  # a name too long to be a path (L2): a hub id or name, left for its reader to judge
+    except OSError:  # a name too long to be a path: a hub id or name, left for its reader to judge
         exists = False
     # tokenizer.spec may be a name (qwen2.5) or a hub id: only an existing path is rewritten there
     return from_root(candidate, root) if exists or value.startswith(".") else value
@@ -120,7 +125,7 @@ def check_out_root(out: str | Path, root: Path, start: Path) -> None:
     write data/ and reports/ there), or one of the project's own folders (`reports`, `notebooks`, ...)."""
     try:
         str(out).encode("utf-8")
-    except UnicodeEncodeError:  # every page and metrics file names its root: refused before anything is made (L3)
+    except UnicodeEncodeError:  # every page and metrics file names its root: refused before anything is made
         shown = str(out).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
         raise ParamsError(f"--out {shown}: the folder name is not valid UTF-8; give a UTF-8 name") from None
     if any(len(part.encode("utf-8")) > 255 for part in Path(out).parts):
@@ -130,7 +135,7 @@ def check_out_root(out: str | Path, root: Path, start: Path) -> None:
     resolved, here = root.resolve(), start.resolve()
     if resolved in here.parents:
         raise ParamsError(f"--out {out}: a folder above the current one; give a separate folder for a one-off run")
-    for mark in ("dvc.yaml", ".git"):  # another checkout: its committed reports/ are not a run's to overwrite (L9)
+    for mark in ("dvc.yaml", ".git"):  # another checkout: its committed reports/ are not a run's to overwrite
         if (resolved / mark).exists():
             raise ParamsError(f"--out {out}: holds {mark}, so it is a project checkout, not a run folder; a one-off "
                               "run writes only into a folder of its own (for example runs/NAME)")
@@ -160,13 +165,14 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
     if not os.access(root, os.W_OK | os.X_OK):
         raise ParamsError(f"--out {out}: the folder is not writable")
     # DIR is data (docs/run-folders.md): its links are refused before the first write into it, the model copy
-    # included (H3: a linked reports/ used to receive it outside the root, a dangling link its bytes)
+    # included (a linked reports/ used to receive it outside the root, a dangling link its bytes)
     check_output_root(root)
-    model = root / LATENCY_MODEL
-    if (start / LATENCY_MODEL).is_file() and not model.exists():
-        confined(model, "the latency model copy", root)
-        # a temporary file of our own, renamed onto the path: a link left there is replaced, never written through
-        write_with(lambda tmp: shutil.copy2(start / LATENCY_MODEL, tmp), model)
+    for committed in COPIED_MODELS:
+        copy = root / committed
+        if (start / committed).is_file() and not copy.exists():
+            confined(copy, f"the copy of {committed}", root)
+            # a temporary file of our own, renamed onto the path: a link left there is replaced, never written through
+            write_with(lambda tmp, c=committed: shutil.copy2(start / c, tmp), copy)
     # no notebooks/ link: the reports stage reads its templates from the project (analysis.present.templates.TEMPLATES),
     # never from DIR, which holds outputs only
     os.chdir(root)
@@ -176,18 +182,19 @@ def enter_out_root(out: str | Path, cfg: Config, args) -> Config:
 
 def discard_unused_root(root: Path) -> bool:
     """Remove a one-off root that a failed run created, when it holds nothing but what `enter_out_root` and
-    `record_params` put there (the latency model copy, the effective params) and empty folders; returns whether
-    it was removed."""
+    `record_params` put there (the model copies, the effective params) and empty folders; returns whether it was
+    removed."""
     root = Path(root)
     if not root.is_dir() or root.is_symlink():
         return False
     files = [p for p in root.rglob("*") if not p.is_dir() or p.is_symlink()]
-    if any(p not in (root / LATENCY_MODEL, root / EFFECTIVE_PARAMS) for p in files):
+    copies = {root / committed for committed in (*COPIED_MODELS, EFFECTIVE_PARAMS)}
+    if any(p not in copies for p in files):
         return False
     if Path.cwd().resolve().is_relative_to(root.resolve()):
         os.chdir(root.resolve().parent)  # the run moved into it
-    (root / LATENCY_MODEL).unlink(missing_ok=True)
-    (root / EFFECTIVE_PARAMS).unlink(missing_ok=True)
+    for copy in copies:
+        copy.unlink(missing_ok=True)
     for folder in sorted((p for p in root.rglob("*") if p.is_dir()), key=lambda p: len(p.parts), reverse=True):
         folder.rmdir()
     root.rmdir()

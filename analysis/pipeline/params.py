@@ -57,6 +57,17 @@ def _construct_unique(loader: _UniqueKeyLoader, node: yaml.MappingNode, deep: bo
 _UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_unique)
 
 
+def parse_params_text(text: str) -> Any:
+    """A params document's text as every params file is read: a safe loader, no anchors or aliases, no key twice;
+    a ParamsError for YAML that is not valid or nested too deeply."""
+    try:
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
+    except yaml.YAMLError as exc:
+        raise ParamsError(f"not valid YAML ({exc})".replace("\n", " ")) from exc
+    except RecursionError:
+        raise ParamsError("not valid YAML (nested too deeply for a params file)") from None
+
+
 def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():
@@ -64,11 +75,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
                 else "check the --params path" + (": it is a folder" if path.is_dir() else ""))
         raise ParamsError(f"{path}: no params file ({hint})")
     try:
-        params = yaml.load(path.read_text(encoding="utf-8"), Loader=_UniqueKeyLoader)  # noqa: S506 (a SafeLoader)
-    except yaml.YAMLError as exc:
-        raise ParamsError(f"{path}: not valid YAML ({exc})".replace("\n", " ")) from exc
-    except RecursionError:
-        raise ParamsError(f"{path}: not valid YAML (nested too deeply for a params file)") from None
+        params = parse_params_text(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         raise ParamsError(f"{path}: not UTF-8 text ({exc})") from exc
     except ParamsError as exc:
@@ -81,7 +88,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, check_keys: bool = True) -> d
 
 
 def parse_value(raw: str, where: str) -> Any:
-    """A `--set` VALUE, parsed as a params file is (M11): no anchors or aliases, no key given twice, a
+    """A `--set` VALUE, parsed as a params file is: no anchors or aliases, no key given twice, a
     named error for nesting too deep; the empty string stays ''."""
     if not raw.strip():
         return ""
@@ -95,7 +102,7 @@ def parse_value(raw: str, where: str) -> Any:
         raise ParamsError(f"{where}: {exc}".replace("line 1: ", "")) from None
 
 
-SHOWN_CHARS = 120  # of a value quoted in an error message: a large one would bury the message (M11)
+SHOWN_CHARS = 120  # of a value quoted in an error message: a large one would bury the message
 
 
 def shown(value: Any) -> str:
@@ -400,14 +407,12 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
         if not sep or not key:
             raise ParamsError(f"--set expects KEY=VALUE (e.g. kernel.latency_form=quadratic), got {shown(item)}")
         value = parse_value(raw, f"--set {key}")
-        node = out
         *parents, last = key.split(".")
-        for depth, part in enumerate(parents):
-            if not isinstance(node, dict) or part not in node:
-                node = None
-                break
-            node = node[part]
-        if not isinstance(node, dict) or last not in node:
+        node = _at(out, ".".join(parents))
+        known = isinstance(node, dict) and last in node
+        if not known and _inherited(out, key):  # a setting the preset inherits: set on the preset itself
+            node, known = _at(out, ".".join(parents)), True
+        if not known or not isinstance(node, dict):
             raise ParamsError(f"--set {key}: no such setting in the params file"
                               + did_you_mean(key, sorted(_dotted_keys(params))))
         node[last] = value
@@ -417,6 +422,40 @@ def apply_overrides(params: dict, overrides: list[str]) -> dict:
                 alone = {part: alone}
             check_known_keys(alone, load_params(SCHEMA_PARAMS, check_keys=False), f"--set {key}")
     return out
+
+
+# preset table -> the group each of its presets overlays (merge_preset's callers): a preset inherits every setting
+# of its group, so `--set kernels.batched_presets.NAME.threads=2` sets one the preset does not spell out
+PRESET_GROUPS = {"kernels.presets": "kernels.profile", "kernels.batched_presets": "kernels.batched",
+                 "e2e.presets": "e2e", "pilot.presets": "pilot"}
+
+
+def _inherited(params: dict, key: str) -> bool:
+    """Whether `key` names a setting an existing preset inherits from its group (so --set may add it there)."""
+    for table, group in PRESET_GROUPS.items():
+        if not key.startswith(table + "."):
+            continue
+        name, _, rest = key[len(table) + 1:].partition(".")
+        presets = _at(params, table)
+        base = _at(params, group)
+        if not rest or not isinstance(presets, dict) or not isinstance(presets.get(name), dict) or base is None:
+            return False
+        *parents, last = rest.split(".")
+        inherited, preset = _at(base, ".".join(parents)) if parents else base, presets[name]
+        for part in parents:  # the preset's own mapping on the way, made where it inherits the group's
+            if not isinstance(preset.setdefault(part, {}), dict):
+                return False
+            preset = preset[part]
+        return isinstance(inherited, dict) and last in inherited
+    return False
+
+
+def _at(node: Any, dotted: str) -> Any:
+    for part in dotted.split(".") if dotted else ():
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
 
 
 def _dotted_keys(node, prefix: str = "") -> set[str]:

@@ -17,6 +17,7 @@ from analysis.pooling import POOLED, POOLING_LABELS, framing_filter, pooling_lab
 from analysis.pooling import STAND_IN as STAND_INS
 from analysis.errors import ParamsError
 from analysis.present.colours import ROLE_DASHES, device_prefixes, method_palette, palette
+from analysis.results.e2e import distinct_pools
 from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
@@ -260,7 +261,7 @@ def perturbation(table: pl.DataFrame, framing: str = "body", level: str | None =
         table = table.filter(pl.col("level") == level)
     per_corpus = table.filter(pl.col("corpus") != POOLED).filter(framing_filter(framing))
     pooled = table.filter((pl.col("corpus") == POOLED) & (pl.col("framing") == framing)).with_columns(
-        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool (C3)
+        corpus=pl.lit(f"{POOLED} (every corpus)"))  # the stage's pool: named, beside the paper's 3-corpus pool
     data = pl.concat([per_corpus, pooled]).to_pandas()
     y = alt.Y("em:Q", title="exact match", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
     lines = _dashed_lines(alt.Chart(data), alt.StrokeDash("level:N", legend=_dash_legend("level")),
@@ -287,7 +288,7 @@ SERIES_COLUMNS = ("kernel_source", "model", "dtype", "device", "baseline", "pref
 def _kernel_series(speedups: pl.DataFrame) -> pl.DataFrame:
     """`series` for colour and `c` for the dash: one line per (model, loop, context), never two models joined
     into one path. The label is `model, AR loop` (dtype/device where they vary) and, where the table says how
-    the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike (C5);
+    the two sides were built, `(decode loop/prefill)` with `not judged` for a comparison not built alike;
     without that column the prefill is named where it varies."""
     prefix = (pl.col("kernel_source").replace_strict(device_prefixes(speedups["kernel_source"]), default="")
               if "kernel_source" in speedups.columns else pl.lit(""))  # two devices: two series, named by device
@@ -354,7 +355,7 @@ def paper_reference(paper: list[tuple[int, float]], x, y):
 
 def judged_only(speedups: pl.DataFrame) -> pl.DataFrame:
     """The rows whose two sides were built alike (the `judged` column; all rows of a table without it): what
-    a headline figure draws (C5)."""
+    a headline figure draws."""
     return speedups.filter(pl.col("judged").cast(pl.Boolean)) if "judged" in speedups.columns else speedups
 
 
@@ -388,7 +389,7 @@ def e2e_speedup(pooled: pl.DataFrame, methods: list[tuple[str, str]]):
     the prediction as a tick, and the case count beside each bar."""
     alt = _alt()
     labels = dict(methods)
-    data = pooled.filter(pl.col("method").is_in(list(labels))).with_columns(
+    data = distinct_pools(pooled).filter(pl.col("method").is_in(list(labels))).with_columns(
         method_name=pl.col("method").replace_strict(labels, return_dtype=pl.Utf8),
         cases_text=pl.format("{} {}", pl.col("cases"), pl.when(pl.col("cases") == 1).then(pl.lit("case")).otherwise(pl.lit("cases"))))
     order = [label for _, label in methods]
@@ -597,4 +598,3 @@ def best_rivals(table: pl.DataFrame) -> pl.DataFrame:
     keys = ["kernel_source", "corpus", "pool"]
     return (table.filter(pl.col("role") == "rival").sort("speedup", descending=True)
             .group_by(keys, maintain_order=True).first())
-

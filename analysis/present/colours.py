@@ -1,4 +1,4 @@
-"""One colour per series across every page (C4): the index's key charts, the reports and the stages' figures
+"""One colour per series across every page: the index's key charts, the reports and the stages' figures
 draw the same model, AR loop, kernel source, corpus, level or variant in the same colour, whatever else
 shares the chart. `colour_of(label)` names a series' colour from its label alone; labels it does not know
 get the next free colour of a fallback palette, in the order they appear in one chart.
@@ -12,6 +12,7 @@ its name, so two devices' lines of one model and loop never share a colour and n
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import zlib
@@ -39,7 +40,8 @@ NAMED_COLOURS = {
     "smollm2-135m": "#9467bd", "qwen2.5-0.5b": "#2ca02c", "qwen2.5-1.5b": "#1f77b4", "qwen2.5-7b": "#d62728",
     # corpora and their pools
     "HEvalFix-Py": "#4c78a8", "HEvalFix-JS": "#f58518", "ProbeEdit-S": "#54a24b", "ProbeEdit-S*": "#54a24b",
-    "CommitEdits-click": "#b279a2", "CommitEdits-express": "#9d755d", "pooled": "#222222",
+    "CommitEdits-click": "#b279a2", "CommitEdits-express": "#9d755d", "CanItEdit": "#72b7b2", "EditEval": "#eeca3b",
+    "pooled": "#222222",
     "pooled (ratio of sums)": "#222222", "pooled (mean of corpora)": "#888888",
     # levels, variants, spans, perturbation kinds, pilot modes
     "line": "#4c78a8", "token": "#e45756", "ideal": "#4c78a8", "overhead": "#f58518",
@@ -124,7 +126,7 @@ _FAMILY_HUES = {"pld": {"earliest": "blue", "latest": "green"}, "suffix": "teal"
 _COPY_SHADES = {("line", "decoded"): "#d62728", ("line", "jump"): "#ff7f0e", ("line", "ideal"): "#f7b6b2",
                 ("token", "decoded"): "#9467bd", ("token", "jump"): "#e377c2", ("token", "ideal"): "#d9c6ea"}
 AR_COLOUR = "#7f7f7f"
-ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
+ROLE_DASHES = {"baseline": [2, 2], "copy": [1, 0], "hybrid": [4, 2, 1, 2], "rival": [6, 3], "bound": [1, 3], "ideal": [1, 3]}
 K_SPREAD = 7  # log2 of the draft budget that reaches the ramp's darker end (k = 128); unbounded is the darkest
 
 
@@ -150,8 +152,20 @@ def _mix(light: str, dark: str, t: float) -> str:
 def _shade(m: Method) -> float:
     """0 (lightest) to 1 (darkest): by draft budget where the family has one (unbounded 1), by its place among
     the family's other settings otherwise."""
-    if "k" in m.spec.fields:
-        return 1.0 if m.k is None else 0.15 + 0.7 * min(math.log2(max(m.k, 1)) / K_SPREAD, 1.0)
+    settings = [f for f in m.spec.fields if f not in ("k", "policy")]
+    by_k = 1.0 if m.k is None else 0.15 + 0.7 * min(math.log2(max(m.k, 1)) / K_SPREAD, 1.0)
+    if "k" in m.spec.fields and not settings:
+        return by_k
+    if "k" in m.spec.fields and all(isinstance(getattr(m, f), bool) for f in settings):
+        # a budget and on/off switches (suffix decoding's cross-request cache): by budget, a switch a shade darker,
+        # so members at several budgets never share a colour
+        return min(by_k + 0.07 * sum(getattr(m, f) for f in settings), 1.0)
+    if settings and all(f in m.spec.choices for f in settings):
+        # a family whose members differ by more than k (the hybrid: level and directives) shades by its place
+        # among those settings, so two members at one k never share a colour
+        places = list(itertools.product(*(m.spec.choices[f] for f in settings)))
+        place = places.index(tuple(getattr(m, f) for f in settings))
+        return 0.25 + 0.7 * place / max(len(places) - 1, 1)
     key = m.spec.member_key(m)
     return 0.35 + 0.3 * (sum(key) % 3)
 

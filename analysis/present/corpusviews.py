@@ -12,6 +12,7 @@ from analysis.latency.names import FIT_SOURCE, PAPER_SOURCE
 from analysis.pooling import (
     BENCHMARK,
     COMMITS_PREFIX,
+    FIELD_BENCHMARK,
     GIT_HISTORY,
     POOLED,
     USER_PAIRS,
@@ -21,11 +22,12 @@ from analysis.pooling import (
     star,
 )
 from analysis.results.numbers import fmt_ci, fmt_count, fmt_pct, fmt_x
-from analysis.results.outputs import pick, pick_framing, pick_view
+from analysis.layout import METRICS
+from analysis.results.outputs import metrics, pick, pick_framing, pick_view
 from analysis.present.pages import pivot_wide
 from analysis.text.tokens import load_tokenizer
 
-__all__ = ["BENCHMARK", "COMMITS_PREFIX", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
+__all__ = ["BENCHMARK", "COMMITS_PREFIX", "FIELD_BENCHMARK", "GIT_HISTORY", "USER_PAIRS", "corpus_group"]
 
 SIZE_MEASURES = {"source_lines": "source lines", "source_tokens": "source tokens",
                  "changed_lines": "changed lines", "gen_tokens": "gold tokens from gen spans"}
@@ -40,6 +42,25 @@ def corpus_cases(cases: pl.DataFrame) -> pl.DataFrame:
                                     pl.col("framing").first())
             .with_columns(group=group_expr()).select("group", "corpus", "language", "framings", "cases_per_framing")
             .sort("group", "corpus"))
+
+
+def data_checks_table(metrics_dir=METRICS) -> pl.DataFrame:
+    """corpora.json's data checks, one row per corpus and framing: its cases and the cases holding each text
+    problem (analysis.corpora.checks; the refused ones are 0 in a written run), with the corpus group."""
+    checks = metrics("corpora", metrics_dir).get("data_checks")
+    if not checks:
+        raise ParamsError("reports/metrics/corpora.json has no data_checks; rerun `copydecode corpora`")
+    rows = [{"corpus": key.rsplit("/", 1)[0], "framing": key.rsplit("/", 1)[1], **counts}
+            for key, counts in checks["cases"].items()]
+    return (pl.DataFrame(rows).with_columns(group=group_expr())
+            .select("group", "corpus", "framing", "cases", *checks["decisions"]).sort("group", "corpus", "framing"))
+
+
+def data_decisions(metrics_dir=METRICS) -> pl.DataFrame:
+    """Each text problem and its named decision (kept or refused, and how)."""
+    decisions = metrics("corpora", metrics_dir).get("data_checks", {}).get("decisions", {})
+    return pl.DataFrame({"problem": list(decisions), "decision": list(decisions.values())},
+                        schema={"problem": pl.String, "decision": pl.String})
 
 
 def _line_count(text: str) -> int:
@@ -134,7 +155,7 @@ def corpus_bounds(bounds: pl.DataFrame, framing: str = "body", level: str = "lin
 
 def extrapolated_column(level: str, over: str | None = None) -> str:
     """The name of a row's count of spans priced beyond the profiled N at `level`: `extrapolated_spans_line` for
-    one kernel, `extrapolated_spans_line_any_kernel` for the most under any kernel of the row (C11: one name,
+    one kernel, `extrapolated_spans_line_any_kernel` for the most under any kernel of the row (one name,
     `extrapolated_spans_max`, held a line-level max on one page and a line-and-token max on another)."""
     return f"extrapolated_spans_{level}" + (f"_{over}" if over else "")
 
@@ -166,7 +187,7 @@ def tokenization_wide(rows: pl.DataFrame) -> pl.DataFrame:
 
 def tokenization_note(rows: pl.DataFrame, digits: int = 2) -> str | None:
     """One sentence in place of the bounds_tokenization table when no cell of it would show a change at
-    `digits` decimals of a percent (P3: rows that all read "(+0.00%)"); None when some change shows."""
+    `digits` decimals of a percent (rows that all read "(+0.00%)"); None when some change shows."""
     if rows.height == 0:
         return "No bound with gold-tokenization prefill sizes in this selection."
     largest = rows.select(pl.col("rel_change").abs().max()).item()
@@ -192,40 +213,58 @@ def _range_only(values: dict[str, float], fmt: Callable[[float], str]) -> str:
 
 
 def _placement(values: dict[str, float], reference: dict[str, float]) -> str:
-    """Where `values` sit among the `reference` corpora: above which, below which."""
+    """Where `values` (a range over corpora) sit among the `reference` corpora: above which, below which, and
+    level with those inside the range; "above/below every benchmark" only when no reference lies inside it."""
     below = sorted(star(k) for k, v in reference.items() if v < min(values.values()))
     above = sorted(star(k) for k, v in reference.items() if v > max(values.values()))
-    if not above:
+    level = sorted(star(k) for k in reference if star(k) not in below + above)
+    if not above and not level:
         return "above every benchmark"
-    if not below:
+    if not below and not level:
         return "below every benchmark"
-    straddled = sorted(star(k) for k in reference if star(k) not in below + above)
-    return (f"above {' and '.join(below)}, below {' and '.join(above)}"
-            + (f", level with {' and '.join(straddled)}" if straddled else ""))
+    parts = [f"above {' and '.join(below)}" if below else "", f"below {' and '.join(above)}" if above else "",
+             f"level with {' and '.join(level)}" if level else ""]
+    return ", ".join(part for part in parts if part)
+
+
+def _paper_bounds(bounds: pl.DataFrame, framing: str, level: str) -> dict[str, float]:
+    """Each corpus's ideal bound under the paper's kernel at `level` (per-corpus rows)."""
+    paper = pick_framing(bounds, framing).filter((pl.col("kernel_source") == PAPER_SOURCE) & (pl.col("level") == level)
+                                                 & (pl.col("variant") == "ideal") & (pl.col("pooling") == "corpus"))
+    return dict(zip(paper["corpus"], paper["bound"]))
+
+
+def _against_benchmarks(who: str, values: dict[str, float], bench: dict[str, float], bound: dict[str, float],
+                        level: str, note: str = "") -> str:
+    """`who` reach X-Y coverage: placed among the paper's benchmarks; and their bound under the paper's kernel."""
+    text = (f"{who} ({', '.join(sorted(values))}{note}) reach {_range_only(values, fmt_pct)} {level}-level coverage: "
+            f"{_placement(values, bench)} (benchmarks span {_range_only(bench, fmt_pct)}).")
+    mine, theirs = {k: bound[k] for k in values if k in bound}, {k: bound[k] for k in bench if k in bound}
+    if mine and theirs:
+        text += (f" With the paper's kernel their bound is {_range_only(mine, fmt_x)}: {_placement(mine, theirs)} "
+                 f"(benchmarks span {_range_only(theirs, fmt_x)}).")
+    return text
 
 
 def real_vs_benchmarks(cov: pl.DataFrame, bounds: pl.DataFrame, framing: str = "body", level: str = "line") -> str:
-    """The corpus report's headline: how the real edits (CommitEdits, a user's pairs) compare with the
-    benchmarks in coverage and in the bound under the paper's kernel, computed from the tables."""
+    """The corpus report's headline: how the real edits (CommitEdits, a user's pairs), and the field's benchmarks
+    (CanItEdit, EditEval) where the run holds them, compare with the paper's benchmarks in coverage and in the
+    bound under the paper's kernel, computed from the tables."""
     covs = corpus_coverage(cov, framing).filter(pl.col("group") != POOLED)
     by_group = {g: dict(zip(rows["corpus"], rows[f"{level}_coverage"])) for (g,), rows in covs.group_by("group")}
     real = {**by_group.get(GIT_HISTORY, {}), **by_group.get(USER_PAIRS, {})}
-    bench = by_group.get(BENCHMARK, {})
+    bench, field = by_group.get(BENCHMARK, {}), by_group.get(FIELD_BENCHMARK, {})
+    bound = _paper_bounds(bounds, framing, level)
     if not real:
-        return "No real-edit corpus (CommitEdits or your own pairs) is in this run; add one under corpora in params.yaml."
-    if not bench:
-        return f"Real edits only in this run: {level}-level coverage {_span_text(real, fmt_pct)}."
-    text = (f"Real edits ({', '.join(sorted(real))}) reach {_range_only(real, fmt_pct)} {level}-level coverage: "
-            f"{_placement(real, bench)} (benchmarks span {_range_only(bench, fmt_pct)}).")
-    paper = pick_framing(bounds, framing).filter((pl.col("kernel_source") == PAPER_SOURCE) & (pl.col("level") == level)
-                                                 & (pl.col("variant") == "ideal") & (pl.col("pooling") == "corpus"))
-    bound = dict(zip(paper["corpus"], paper["bound"]))
-    real_b, bench_b = {k: bound[k] for k in real if k in bound}, {k: bound[k] for k in bench if k in bound}
-    if real_b and bench_b:
-        text += (f" With the paper's kernel their bound is {_range_only(real_b, fmt_x)}: {_placement(real_b, bench_b)} "
-                 f"(benchmarks span {_range_only(bench_b, fmt_x)}).")
+        text = "No real-edit corpus (CommitEdits or your own pairs) is in this run; add one under corpora in params.yaml."
+    elif not bench:
+        text = f"Real edits only in this run: {level}-level coverage {_span_text(real, fmt_pct)}."
+    else:
+        text = _against_benchmarks("Real edits", real, bench, bound, level)
+    if field and bench:
+        text += " " + _against_benchmarks("The field's benchmarks", field, bench, bound, level,
+                                          note="; not in the paper's pool")
     return text
-
 
 
 def optimal_table(optimal: pl.DataFrame, framing: str = "body") -> pl.DataFrame:

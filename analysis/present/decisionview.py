@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from analysis.claims.decision import BATCH_1, DECISIONS, DEPENDS, FASTER, MEASURED, SLOWER, TIE, Flip
+from analysis.claims.decision import BATCH_1, COMPUTE_BOUND, DECISIONS, DEPENDS, FASTER, MEASURED, SLOWER, TIE, Flip
 from analysis.claims.verdict import Claim, Scope
 from analysis.layout import TABLES
 from analysis.present import decisioncharts
@@ -20,7 +20,7 @@ from analysis.results.numbers import fmt_ci, fmt_int, fmt_x
 from analysis.results.outputs import optional_table
 
 TITLE = "Against what you would run instead"
-DECISION_CLASSES = {FASTER: "faster", SLOWER: "slower", TIE: "tie", DEPENDS: "depends"}
+DECISION_CLASSES = {FASTER: "faster", SLOWER: "slower", TIE: "tie", DEPENDS: "depends", COMPUTE_BOUND: "bound"}
 CSS = """
 .cd-decision { margin: 6px 0 14px; }
 .cd-decision table { border-collapse: collapse; width: 100%; font-size: 13px; margin: 2px 0 8px; }
@@ -32,6 +32,7 @@ CSS = """
 .cd-dchip { display: inline-block; border-radius: 10px; padding: 0 8px; font-size: 12px; font-weight: 600; margin-left: 4px; }
 .cd-dchip-faster { background: #dafbe1; color: #116329; } .cd-dchip-slower { background: #ffebe9; color: #a40e26; }
 .cd-dchip-tie { background: #eaeef2; color: #424a53; } .cd-dchip-depends { background: #fbefff; color: #6e3aa3; }
+.cd-dchip-bound { background: #fff8c5; color: #7d4e00; }
 .cd-bchip { display: inline-block; border-radius: 4px; padding: 0 6px; font-size: 11px; color: #59636e;
             border: 1px solid #d0d7de; margin-left: 4px; }
 """

@@ -2,9 +2,9 @@
 independent of the machine and the moment it ran; `execute_notebook` runs one template with both
 (analysis.present.reports renders its pages from the result).
 
-A run folder is data (issue 39): the kernel runs in the output root, so the templates read that run's
-outputs, but nothing in the root is ever imported (H2); and two renders of the same outputs give the same
-notebook but for its timings (L1).
+A run folder is data: the kernel runs in the output root, so the templates read that run's
+outputs, but nothing in the root is ever imported; and two renders of the same outputs give the same
+notebook but for its timings.
 """
 
 from __future__ import annotations
@@ -16,38 +16,28 @@ from pathlib import Path
 from typing import Any
 
 from analysis.layout import EXECUTED
+from analysis.pipeline.safepath import safe_imports
 from analysis.present.templates import TEMPLATES, check_parameters, template_path
 
-# The project beside this package: the one folder of Python code a report kernel imports from (H2).
+# The project beside this package: the one folder of Python code a report kernel imports from.
 PROJECT = Path(__file__).resolve().parents[2]
-INJECTED_CELL_ID = "injected-parameters"  # papermill gives its cell a random id; pages must not vary (L1)
+INJECTED_CELL_ID = "injected-parameters"  # papermill gives its cell a random id; pages must not vary
 
 
 @contextmanager
 def kernel_environment() -> Iterator[None]:
     """The environment a report kernel starts in: it runs in the output root (the templates read the
-    run's outputs there), but the root is never on its `sys.path`. PYTHONSAFEPATH keeps `python -m
-    ipykernel_launcher` from prepending the working folder and IPython from adding '' (sys.flags.safe_path);
-    PYTHONPATH keeps only absolute entries (a relative one, or an empty one, names the working folder), led
-    by the project. So a module planted in a run folder (`altair.py`, `analysis/`) is data, never imported."""
-    import os
-
-    saved = {key: os.environ.get(key) for key in ("PYTHONSAFEPATH", "PYTHONPATH")}
-    given = [p for p in (saved["PYTHONPATH"] or "").split(os.pathsep) if p and Path(p).is_absolute()]
-    os.environ["PYTHONSAFEPATH"] = "1"
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys([str(PROJECT), *given]))
-    try:
+    run's outputs there), but the root is never on its `sys.path` (analysis.pipeline.safepath: PYTHONSAFEPATH
+    keeps `python -m ipykernel_launcher` from prepending the working folder and IPython from adding '';
+    PYTHONPATH keeps only absolute entries, led by the project). So a module planted in a run folder
+    (`altair.py`, `analysis/`) is data, never imported. The CLI already runs under it; this covers a render
+    called from Python (tests, `copydecode report`)."""
+    with safe_imports(lead=[PROJECT]):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 # An object's default repr names its memory address (`<great_tables._gt_data.Body object at 0x7fadc753a5d0>`
-# in a table's text/plain output): a different number on every render (L1)
+# in a table's text/plain output): a different number on every render
 ADDRESS = re.compile(r"(<[^<>\n]* at )0x[0-9a-fA-F]{4,16}>")
 
 
@@ -58,7 +48,7 @@ def _without_addresses(text: Any) -> Any:
 
 
 def normalise_executed(path: Path, name: str, out_name: str) -> None:
-    """Make an executed notebook independent of where and when it ran, but for its timings (L1): the
+    """Make an executed notebook independent of where and when it ran, but for its timings: the
     injected parameters cell gets a fixed id, papermill's record names the template and the output
     as the project spells them (no machine path, no temporary name), and the memory addresses in
     outputs' plain-text reprs are blanked."""

@@ -57,7 +57,8 @@ EXPLORE_CSS = """
 """
 
 
-# How the case dropdown can be ordered: label -> (score column, descending); the case id order as written.
+# How the case dropdown can be ordered: label -> (score column, descending); None: by case id, its numbers as
+# numbers (HEvalFix-Py/2 before HEvalFix-Py/10; CommitEdits' hash ids alphabetically).
 BY_ID = "case id"
 SORTS: dict[str, tuple[str, bool] | None] = {
     BY_ID: None,
@@ -135,6 +136,9 @@ class ExploreData:
         row = self.cases.filter((pl.col("case_id") == case_id) & (pl.col("framing") == framing))
         if row.height == 0:
             known = self.cases.filter(pl.col("framing") == framing)["case_id"].head(5).to_list()
+            if not known:  # e.g. a pairs-only run asked for the default HEvalFix case
+                raise ParamsError(f"no case {case_id!r}: this run has no case with framing {framing!r} (its framings: "
+                                  f"{sorted(set(self.cases['framing'].to_list()))}); pick a case of this run")
             raise ParamsError(f"no case {case_id!r} with framing {framing!r}; e.g. {known}")
         return Selection(row["corpus"][0], case_id, framing, level)
 
@@ -163,11 +167,28 @@ def ranked_cases(data: "ExploreData", corpus: str, framing: str, level: str, sor
     if data.scores is not None:
         part = part.join(data.scores.filter((pl.col("framing") == framing) & (pl.col("level") == level))
                          .select("case_id", "coverage", "bound"), on="case_id", how="left", maintain_order="left")
+    ranks = {case_id: i for i, case_id in enumerate(id_order(part["case_id"].to_list()))}
+    part = part.with_columns(pl.Series("_id_order", [ranks[c] for c in part["case_id"].to_list()], dtype=pl.Int64))
     order = SORTS[sort]
     if order is None or order[0] not in part.columns:
-        return part
+        return part.sort("_id_order").drop("_id_order")
     column, descending = order
-    return part.sort([column, "case_id"], descending=[descending, False], nulls_last=True, maintain_order=True)
+    return part.sort([column, "_id_order"], descending=[descending, False], nulls_last=True).drop("_id_order")
+
+
+def id_order(case_ids: list[str]) -> list[str]:
+    """Case ids in id order, each corpus (the part before the last `/`) apart: a corpus whose ids are all numbers by
+    their number (HEvalFix-Py/2 before /10), any other (CommitEdits' commit hashes) alphabetically."""
+    numbered: dict[str, bool] = {}
+    for case_id in case_ids:
+        corpus, _, tail = case_id.rpartition("/")
+        numbered[corpus] = numbered.get(corpus, True) and tail.isdigit()
+
+    def key(case_id: str) -> tuple:
+        corpus, _, tail = case_id.rpartition("/")
+        return (corpus, int(tail) if numbered[corpus] else 0, tail)
+
+    return sorted(set(case_ids), key=key)
 
 
 @dataclass

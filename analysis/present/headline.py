@@ -8,7 +8,7 @@ width grows with the number of corpora, not with the number of kernel sources, m
 are rows).
 
 Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
-and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit (P8): `_x` a ratio
+and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit: `_x` a ratio
 (a speedup or a bound), `_pct` a share in percent (x100, as the reports print it), `_n` a count; numbers in
 names and columns are zero-padded to the widest of the run (`c0256` beside `c2048`, `n008` beside `n512`), so
 that DVC's text sort is numeric order:
@@ -28,7 +28,7 @@ that DVC's text sort is numeric order:
                                          (never a best case): directives decoded, the ideal upper bounds, PLD
                                          (standard policy, best k), suffix decoding; and the case counts (the
                                          first of the model's rows, apart from the ratios)
-  e2ew-<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
+  e2ew_<model>_...                       the same rows from the frozen `e2e-wide` preset run, when committed
   rivals_best_ratio_x / _all_x           at batch 1 under the judged kernel source (params rivals.judged_source):
                                          Copy-as-Decode's best deployable variant over the best rival (rival time
                                          over Copy-as-Decode time; below 1 the rival is faster), per corpus; pooled =
@@ -40,7 +40,8 @@ that DVC's text sort is numeric order:
   pilot_held_before_pct / _after_pct     the same on the pilot's held-out split, in the `pooled` column
   roundtrip_fail_n                       oracle programs that do not resolve to their target (pooled)
   noisy_kernel / noisy_e2e               1 when this run's kernel profile / e2e run was marked NOISY, else 0
-                                         (reports/metrics/kernels.json, e2e.json), in the `pooled` column
+                                         (reports/metrics/kernels.json, e2e.json), in the `pooled` column;
+  noisy_e2ew                             the same for the frozen `e2e-wide` run whose e2ew_ rows are shown
   machine / machine_cores_n              the CPU line this run measured on (`cpu_family`: EPYC, Xeon, ...; a
                                          string) and its logical cores, in the `pooled` column, so that
                                          `dvc exp show` and `dvc metrics diff` say why timed figures moved
@@ -121,7 +122,7 @@ CORPUS_KEYS = {
 }
 HELDOUT = "heldout"  # the pilot's held-out split (analysis.pilot.data): its own rows, no column
 DIRECTIVES_VARIANT = "overhead"  # bounds.csv's variant that charges the directive tokens
-# Units in the row names (P8), the last part of each: a ratio (a speedup, a bound) `_x`; a share in percent `_pct`
+# Units in the row names, the last part of each: a ratio (a speedup, a bound) `_x`; a share in percent `_pct`
 # (the value x100, as the reports print it); a count `_n`, kept out of every ratio row (seconds would be `_s`: no
 # row holds seconds). A flag (noisy_*, 0 or 1) and the machine's name carry none.
 RATIO, PERCENT, COUNT = "_x", "_pct", "_n"
@@ -241,7 +242,7 @@ def bound_rows(bounds: pl.DataFrame, s: HeadlineSettings, paper: pl.DataFrame | 
 
 def padded(prefix: str, value: int, values) -> str:
     """`prefix` and `value` zero-padded to the widest of `values` (`c0256` beside `c2048`), so that `dvc metrics
-    show`, which sorts rows and columns as text, lists them in numeric order (P8)."""
+    show`, which sorts rows and columns as text, lists them in numeric order."""
     return f"{prefix}{value:0{len(str(max(values)))}d}"
 
 
@@ -254,7 +255,7 @@ def kernel_rows(speedup: pl.DataFrame | None, sources: list[str], s: HeadlineSet
     """Measured ratios (reports/tables/kernel_speedup.csv, per kernel source and context) of the judged
     comparisons only, both sides built alike (eager/eager, device/device; the strongest judged AR loop where a
     source has several), and the paper's curve when `paper` is one of the bound's kernel sources. A
-    graph-captured loop against an eager prefill is not judged and gets no headline row (C5)."""
+    graph-captured loop against an eager prefill is not judged and gets no headline row."""
     out: dict[str, dict] = {}
     if speedup is not None and speedup.height:
         frame = speedup
@@ -344,26 +345,34 @@ def e2e_rows(pooled: pl.DataFrame, s: HeadlineSettings, prefix: str = "e2e_",
 
 
 def e2e_frozen_rows(frozen: Path, s: HeadlineSettings) -> dict[str, dict]:
-    """The frozen `e2e-wide` preset run's rows (`e2ew-<model>_...`), when it is committed in this code's format."""
+    """The frozen `e2e-wide` preset run's rows (`e2ew_<model>_...`), when it is committed in this code's format, and
+    its noise flag (`noisy_e2ew`, from the run's own environment record), as `noisy_e2e` flags this run's."""
     run = read_frozen(frozen, E2E_WIDE)
-    return {} if run is None or run.stale else e2e_rows(run.pooled, s, prefix="e2ew-", pools=(HEVALFIX_POOL, POOLED))
+    if run is None or run.stale:
+        return {}
+    rows = e2e_rows(run.pooled, s, prefix="e2ew_", pools=(HEVALFIX_POOL, POOLED))
+    env = run.metrics.get("environment") if isinstance(run.metrics, dict) else None
+    if isinstance(env, dict) and env.get("noisy") is not None:
+        rows["noisy_e2ew"] = {POOLED: int(bool(env["noisy"]))}
+    return rows
 
 
 def serving_rows(claim: pl.DataFrame, s: HeadlineSettings) -> dict[str, dict]:
-    """Batched serving at the claims table's smallest budget: per source and headline concurrency C, the first
-    Copy-as-Decode method's gain over AR (`sv_<source>_c<C>`) and Copy-as-Decode's best variant there over the best
-    rival there (`..._c<C>r`: the claims' decision value), in the `pooled` column (one figure a row keeps `dvc
-    metrics show` as narrow as the corpus grid)."""
-    budget = claim["max_num_batched_tokens"].min()
-    rows = claim.filter(pl.col("max_num_batched_tokens") == budget)
-    first = sorted(rows["method"].unique().to_list())[0]
+    """Batched serving at each source's headline budget (the gains table's `headline` row): per source and headline
+    concurrency C, the headline Copy-as-Decode method's gain over AR (`sv_<source>_c<C>`) and Copy-as-Decode's best
+    variant there over the best rival there (`..._c<C>r`: the claims' decision value), in the `pooled` column (one
+    figure a row keeps `dvc metrics show` as narrow as the corpus grid)."""
+    if "headline" not in claim.columns:
+        return {}
+    marked = claim.filter(pl.col("headline")).select("kernel_source", "max_num_batched_tokens")
+    rows = claim.join(marked, on=["kernel_source", "max_num_batched_tokens"], how="semi")
     out = {}
     loads = [int(k[len("vs_ar_c"):]) for k in rows.columns if k.startswith("vs_ar_c") and k[len("vs_ar_c"):].isdigit()]
     for source, part in rows.group_by("kernel_source", maintain_order=True):
         stem = f"sv_{source_key(source[0])}"
         for c in loads:
             load = padded("c", c, loads)
-            over_ar = part.filter(pl.col("method") == first)[f"vs_ar_c{c}"].drop_nulls()
+            over_ar = part.filter(pl.col("headline"))[f"vs_ar_c{c}"].drop_nulls()
             if over_ar.len():
                 out[f"{stem}_{load}{RATIO}"] = {POOLED: _num(over_ar[0], s.decimals)}
             over_rival = part[f"vs_best_rival_c{c}"].drop_nulls() if f"vs_best_rival_c{c}" in part.columns else None
@@ -489,7 +498,7 @@ def write_headline(head: Headline, out_dir: Path = HEADLINE_DIR) -> list[Path]:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    with output_set("headline", outputs=(out_dir.as_posix(),)):  # every row file and removal as one set (L6)
+    with output_set("headline", outputs=(out_dir.as_posix(),)):  # every row file and removal as one set
         for stem, values in head.rows.items():
             path = out_dir / f"{stem}.json"
             write_json(values, path)

@@ -38,6 +38,8 @@ KEY_FIGURES = (
     ("perturbation", "Claim 6: exact match under off-by-one span noise"),
     ("e2e_speedup", "Beyond the paper: measured end to end, pooled, with case-bootstrap CIs, against the prediction"),
     ("pilot_curve", "Claim 7: the fine-tuning pilot's held-out learning curve (teacher-forced, every seed)"),
+    ("engine_speedup", "Beyond the paper: measured in vLLM's CPU build (frozen run), throughput over AR per load with "
+                       "paired request-bootstrap CIs; the simulator against it is on the engine page"),
 )
 
 
@@ -47,7 +49,7 @@ def data_uri(path: Path) -> str:
 
 
 def _figure(stem: str, caption: str, root: Path) -> str:
-    """A key chart one a row, at its natural width up to the column's (C5: two a row shrank the kernel charts to
+    """A key chart one a row, at its natural width up to the column's (two a row shrank the kernel charts to
     37-43%, 4 px text; `KEY_CHART_MAX_WIDTH` keeps every key chart at 80% or more of its size)."""
     for suffix in (".svg", ".png"):
         path = root / FIGURES / f"{stem}{suffix}"
@@ -74,7 +76,7 @@ def _serving_figure(root: Path) -> str:
                              "rivals; dotted: the directive-free bound), from reports/tables/serving.csv")
 
 
-# The index's file lists, grouped by the claim (or stage) a file belongs to (P10): (group, stem prefixes). A stem
+# The index's file lists, grouped by the claim (or stage) a file belongs to: (group, stem prefixes). A stem
 # goes to the first group with a matching prefix; anything else is listed under "other".
 FILE_GROUPS = (
     ("Claim 1: kernel speedup", ("kernel", "latency_holdout")),
@@ -84,6 +86,7 @@ FILE_GROUPS = (
     ("Claim 6: exact match under span noise", ("perturbation",)),
     ("Claim 7: the fine-tuning pilot", ("pilot",)),
     ("Beyond the paper: end to end, constrained decoding", ("e2e", "mask_benchmark", "decode")),
+    ("Beyond the paper: measured in a real engine (vLLM)", ("engine",)),
     ("Corpora and edit formats", ("corpora", "commit_repositories", "edit_formats", "token_boundaries", "formats")),
     ("Claims and headline figures", ("headline",)),
     ("Beyond the paper: against the alternatives, under load", ("rivals", "serving", "step_cost")),
@@ -217,7 +220,7 @@ def index_html(pages: list[Page], root: Path = Path("."), items: list | None = N
     reports = "".join(f"<li><a href='{esc(rel_html / p.path.name)}'>{esc(p.title)}</a></li>" for p in pages)
     corpora, cases = _claims_inputs(root)
     paper_run = corpora is None or bool(corpora & set(PAPER_CORPORA))
-    stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown (N19)
+    stand_in = corpora is None or bool(corpora & set(STAND_IN))  # the stand-in note only where one is shown
     grid = claims_grid(grid_rows(collapsed(items), cases), lambda name: str(rel_html / f"{name}.html")).text
     claims_block = ("<h2>Paper versus ours</h2>" + grid
                     + f"<p class='cd-note'>{esc(STAND_IN_NOTE) + ' ' if stand_in else ''}Each row is one scope the "

@@ -93,8 +93,14 @@ def quiet_summary(env: dict) -> str:
     threshold = env.get("noisy_drift")
     return (f"Quiet run: the reference workload moved by at most {fmt_pct(env.get('max_pair_drift'))} within a pair "
             f"(median {fmt_pct(env.get('median_pair_drift'))}), under the {fmt_pct(threshold, 0)} threshold"
-            + (f", and other processes kept {fmt_num(max(env['other_busy_cores']))} cores busy at most"
+            + (f", and other processes kept {busy_cores(max(env['other_busy_cores']))} cores busy at most"
                if env.get("other_busy_cores") else "") + ".")
+
+
+def busy_cores(value: float) -> str:
+    """Other processes' busy cores, to one decimal as the contention check states them: measured as the machine's
+    busy cores minus this run's own, it dips just below 0 on a quiet machine, which reads as 0."""
+    return f"{max(float(value), 0.0):.1f}"
 
 
 def noisy_sources(metrics_doc: dict) -> str | None:

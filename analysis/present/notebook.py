@@ -33,6 +33,7 @@ from analysis.results.bounds import generated_share  # noqa: F401
 from analysis.present.corpusviews import (  # noqa: F401
     BENCHMARK,
     COMMITS_PREFIX,
+    FIELD_BENCHMARK,
     GIT_HISTORY,
     SIZE_MEASURES,
     USER_PAIRS,
@@ -43,6 +44,8 @@ from analysis.present.corpusviews import (  # noqa: F401
     corpus_cases,
     corpus_coverage,
     corpus_group,
+    data_checks_table,
+    data_decisions,
     kernel_label,
     optimal_table,
     real_vs_benchmarks,

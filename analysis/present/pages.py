@@ -197,7 +197,7 @@ def summary_table(items: list[Claim] | None = None):
     items = claims() if items is None else items
     frame = claims_frame(items).with_columns(
         pl.concat_str([pl.col("verdict"), pl.lit(": "), pl.col("reason")]).alias("verdict")).drop("reason")
-    # each cell at most CELL_LIMIT characters (P2); the full texts follow the table (claim_details)
+    # each cell at most CELL_LIMIT characters; the full texts follow the table (claim_details)
     frame = frame.with_columns([pl.col(c).map_elements(lambda t: clip_cell(t, more=FULL_TEXT_BELOW), return_dtype=pl.String)
                                 for c in ("paper", "ours", "verdict", "method")])
     view = show(frame.select("claim", "paper", "ours", "verdict", "method"), lift_constants=False,

@@ -56,7 +56,7 @@ def pool_label(pool: str, n_cases: int) -> str:
 
 def named_pools(rows: pl.DataFrame) -> pl.DataFrame:
     """`rows` with the stage's `pooled` rows (every corpus) named by their pool and the pool over the paper's
-    three corpora added beside them, named too: two numbers never share the bare label `pooled` (C3). A slice
+    three corpora added beside them, named too: two numbers never share the bare label `pooled`. A slice
     without pooled rows (one corpus picked) is returned as it is."""
     every = rows.filter(pl.col("corpus") == POOLED)
     if not every.height:

@@ -97,7 +97,7 @@ def _installed(package: str) -> str:
 
 def render_date() -> str:
     """When the page was rendered: now, or $SOURCE_DATE_EPOCH (the reproducible-builds convention) when set,
-    so two renders of the same outputs are byte for byte the same page (L1)."""
+    so two renders of the same outputs are byte for byte the same page."""
     epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     when = datetime.fromtimestamp(int(epoch), timezone.utc) if epoch.isdigit() else datetime.now(timezone.utc)
     return when.strftime("%Y-%m-%d %H:%M UTC")

@@ -3,19 +3,14 @@ reports/tables/*.csv) between the markers `<!-- results:start -->` and `<!-- res
 
 Nothing in the block is typed by hand: each figure is formatted from a stage output by the same
 helpers the reports use (analysis.present.notebook), so the README cannot drift from the metrics.
-tests/analysis/present/test_readme.py regenerates the block from the COMMITTED outputs (read from git with
-`committed_outputs`) and compares it with the committed README, so a user's own `dvc repro` (with this
-machine's timings) followed by `python -m pytest` passes; the maintainers' check of the workspace is
-`copydecode readme --check`.
+tests/analysis/present/test_readme.py regenerates the block from the COMMITTED outputs (read from git)
+and compares it with the committed README, so a user's own `dvc repro` (with this machine's timings)
+followed by `python -m pytest` passes; the maintainers' check of the workspace is `copydecode readme --check`.
 
 README.md and reports/timings.json are tracked source files, so no `dvc repro` stage writes them
 (a stage that rewrote them would change tracked files behind dvc's back, and declaring README.md as a
-stage output would let dvc delete or re-hash a hand-edited file). They are written by this one
-command, run after `dvc repro` and outside it:
-
-    copydecode readme [ROOT]             # gather ROOT/data/timings into ROOT/reports/timings.json,
-                                         # then rewrite the block in ROOT/README.md (default ROOT: .)
-    copydecode readme --check            # maintainers: is the block up to date with this workspace? (writes nothing)
+stage output would let dvc delete or re-hash a hand-edited file). They are written by one command, run
+after `dvc repro` and outside it: `copydecode readme` (analysis.tools.readme).
 """
 
 from __future__ import annotations
@@ -29,21 +24,21 @@ from analysis.claims.decision import Band, decide, reach
 from analysis.claims.engine import read_claims
 from analysis.claims.verdict import BEYOND
 from analysis.errors import ParamsError
-from analysis.pipeline.io import write_json, write_text
-from analysis.pipeline.repo import git
 from analysis.layout import BENCH_DIR
 from analysis.layout import BUSY_BENCHMARK as BUSY_BENCHMARK_STEM
-from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+from analysis.layout import CLAIMS_JSON, E2E_FROZEN, FROZEN_KERNELS, LATENCY_MODEL, METRICS, TABLES, TIMINGS_REPORT
 from analysis.pooling import POOLED, framing_filter
 from analysis.present import corpusviews, pages
 from analysis.results import numbers
 from analysis.results import outputs
 from analysis.rivals.methods import parse_method
+from analysis.pilot.formats import summary_sentence
 from analysis.pilot.report import headline, training_note
 from analysis.present.pages import clip_cell, grid_rows, section_href
 from analysis.present.provenance import kernel_provenance, kernel_provenance_text
 from analysis.results.e2e import HEVALFIX_POOL, leading, pooled_headline, respelled, stale_columns, stale_text
 from analysis.rivals.families.ar import AR
+from analysis.results.published import published_for
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 README = Path("README.md")
@@ -248,9 +243,10 @@ def _pilot_sentence(root: Path) -> str:
                      f"minutes on {f['run'].get('machine', '?')}), {f['metrics'].get('method', '?')}: "
                      + "; ".join(f"{what} {value}" for what, value in headline(f["metrics"])) + "."
                      for name, f in sorted((m.get("frozen") or {}).items()))
+    formats = summary_sentence(m.get("formats"))
     return (f"Fine-tuning pilot [pilot], {m['model']} with {m['method']}: {figures}.{frozen} Scale: {scale}; the paper "
             f"fine-tunes Qwen2.5-Coder-1.5B, so this is a pilot of the pipeline, not a replication. "
-            f"{training_note(m)} (see the pilot report).")
+            f"{training_note(m)} (see the pilot report).{' ' + formats if formats else ''}")
 
 
 def _formats_sentences(root: Path) -> list[str]:
@@ -325,7 +321,8 @@ def _rivals_sentence(root: Path) -> str | None:
         return (f"{label(r['best_copy'])} {numbers.fmt_x(r['best_copy_speedup'])} against {label(r['best_rival'])} "
                 f"{numbers.fmt_x(r['best_rival_speedup'])}: {r['copy_over_rival']:.0%} "
                 f"[{r['copy_over_rival_ci_low']:.0%}, {r['copy_over_rival_ci_high']:.0%}], band "
-                f"{r['copy_over_rival_band_low']:.0%}-{r['copy_over_rival_band_high']:.0%} ({verdict(r)})")
+                f"{r['copy_over_rival_band_low']:.0%}-{r['copy_over_rival_band_high']:.0%} ({verdict(r)})"
+                + "".join(f" (beside {figure.beside()})" for figure in published_for(r["corpus"])))
 
     p = pooled.row(0, named=True)
     parts = [f"{pages.mark_stand_in(pl.DataFrame({'corpus': [r['corpus']]}))['corpus'][0]}: {pair(r)}"
@@ -345,25 +342,40 @@ def _rivals_sentence(root: Path) -> str | None:
 
 
 def _serving_sentence(root: Path) -> str | None:
-    """Per kernel source at the headline budget: Copy-as-Decode (directives decoded, line level) over AR and over
-    the best rival at the headline concurrencies, and the replay check's error; None when serving has not run."""
+    """Per kernel source at its headline budget: the headline Copy-as-Decode method (the gains table's mark) over AR
+    and over the best rival at the headline concurrencies, compute-bound points said as such, and the replay check's
+    error per step mix; None when serving has not run."""
     try:
         claim = outputs.table("serving_claim", root / TABLES)
         replay = outputs.metrics("serving_replay", root / METRICS)
     except ParamsError:
         return None
-    budget = claim["max_num_batched_tokens"].min()
-    method = sorted(claim["method"].unique().to_list())[0]
-    rows = claim.filter((pl.col("max_num_batched_tokens") == budget) & (pl.col("method") == method))
-    loads = sorted(int(c[len("vs_ar_c"):]) for c in claim.columns if c.startswith("vs_ar_c"))
-    parts = [f"{r['kernel_source']}: " + ", ".join(
-        f"C={c} {numbers.fmt_x(r[f'vs_ar_c{c}'])} over AR, {numbers.fmt_x(r.get(f'vs_best_rival_c{c}'), 2)} over the best rival"
-        for c in loads) for r in rows.iter_rows(named=True)]
-    mdape = replay.get("mdape")
+    if "headline" not in claim.columns:
+        return None
+    rows = claim.filter(pl.col("headline"))
+    loads = sorted(int(c[len("vs_ar_c"):]) for c in claim.columns if c.startswith("vs_ar_c") and c[len("vs_ar_c"):].isdigit())
+
+    def at(r: dict, c: int) -> str:
+        over_rival = f"{numbers.fmt_x(r.get(f'vs_best_rival_c{c}'), 2)} over the best rival"
+        if r.get(f"compute_bound_c{c}") and r.get(f"rival_tokens_per_output_c{c}") is not None:
+            over_rival += (f" (compute-bound: set by tokens forwarded per output token, {r[f'tokens_per_output_c{c}']:.2f} "
+                           f"against the rival's {r[f'rival_tokens_per_output_c{c}']:.2f})")
+        return f"C={c} {numbers.fmt_x(r[f'vs_ar_c{c}'])} over AR, {over_rival}"
+
+    parts = [f"{r['kernel_source']} (budget {r['max_num_batched_tokens']:,}): " + ", ".join(at(r, c) for c in loads)
+             for r in rows.iter_rows(named=True)]
+    method = parse_method(rows["method"][0]).label if rows.height else "Copy-as-Decode"
+    mixes = replay.get("per_mix") or {}
+    per_mix = ", ".join(f"{mix} {numbers.fmt_pct(v['mdape'])}" for mix, v in mixes.items())
+    target = " (every step mix under 15%)" if replay.get("target_met") else ""
+    noisy = (" The replay ran on a loaded machine (NOISY: reference drift or contention), so its error is not a finding."
+             if replay.get("noisy") else "")
     return (f"Batched serving [serving], a vLLM-V1-style continuous-batching simulation of the corpora's edits "
-            f"(budget {budget:,} tokens; the H200 sources extrapolated from batch 1), {method}'s output tokens/s: "
-            f"{'; '.join(parts)}. Replayed as real batched forwards on this CPU, the step-cost model's median absolute "
-            f"error is {numbers.fmt_pct(mdape)} (target 15%; `reports/tables/serving_replay_summary.md`).")
+            f"(each source at vLLM's default budget on its device; the H200 sources extrapolated from batch 1; each "
+            f"method served its own prompt), the output tokens/s of {method}: {'; '.join(parts)}. Replayed as real "
+            f"batched forwards on this CPU, the step-cost model's median absolute error is "
+            f"{numbers.fmt_pct(replay.get('mdape'))}{target}{' (per step mix: ' + per_mix + ')' if per_mix else ''}; "
+            f"`reports/tables/serving_replay_summary.md`.{noisy}")
 
 
 GENERATED_NOTE = "<!-- generated by "  # the block's second line names the command; not a figure
@@ -460,107 +472,3 @@ def stale_lines(text: str, root: Path = Path(".")) -> list[str]:
     current, fresh = (_figures(block) for block in (readme_block(text), results_block(root)))
     return [line for line in difflib.unified_diff(current, fresh, "README.md", "stage outputs", lineterm="", n=0)
             if line.startswith(("-", "+")) and not line.startswith(("---", "+++"))]
-
-
-# every output the block reads (results_block and its helpers); a path absent at a revision is left out
-# every output the block reads, the frozen GPU sources' environment files included (their provenance line)
-BLOCK_INPUTS = (CLAIMS_JSON, METRICS, TABLES, LATENCY_MODEL, BUSY_BENCHMARK, TIMINGS_REPORT, Path("reports/bench"), FROZEN_KERNELS,
-                E2E_FROZEN)
-
-
-def _git(root: Path, *args: str) -> bytes:
-    """`git ARGS`'s output in `root` (analysis.pipeline.repo), a failure as a named ParamsError."""
-    done = git(root, *args)
-    if done.error is not None:
-        raise ParamsError(f"git is not available to read committed outputs: {done.error}")
-    if done.returncode != 0:
-        raise ParamsError(f"git {' '.join(args)} failed in {root}: {done.stderr.decode(errors='replace').strip()}")
-    return done.stdout
-
-
-def committed_outputs(dest: Path, root: Path = Path("."), rev: str = "HEAD") -> Path:
-    """Write the stage outputs the block reads, as committed at `rev`, under `dest` (a fresh folder); returns dest.
-
-    The README is checked against these rather than the workspace: a user's `dvc repro` rewrites the
-    workspace outputs with this machine's timings, which are not the README's."""
-    import io
-    import tarfile
-
-    root, dest = Path(root), Path(dest)
-    listed = _git(root, "ls-tree", "-r", "--name-only", rev, "--", *(str(p) for p in BLOCK_INPUTS)).decode()
-    paths = [line for line in listed.splitlines() if line]
-    dest.mkdir(parents=True, exist_ok=True)
-    if paths:
-        archive = _git(root, "archive", "--format=tar", rev, "--", *paths)
-        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-            tar.extractall(dest, filter="data")
-    return dest
-
-
-def committed_readme(root: Path = Path("."), rev: str = "HEAD") -> str:
-    """README.md as committed at `rev`."""
-    return _git(Path(root), "show", f"{rev}:{README}").decode("utf-8")
-
-
-def write_readme_results(root: Path = Path(".")) -> Path:
-    """Rewrite the README's results block from the stage outputs (the rest of the README is kept)."""
-    path = Path(root) / README
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ParamsError(f"cannot read {path}: {exc}") from exc
-    start = text.find(START)
-    end = text.find(END)
-    if start < 0 or end < start:
-        raise ParamsError(f"{path} has no {START} ... {END} block to fill")
-    tail = text[end + len(END):]
-    updated = text[:start] + results_block(Path(root)) + tail.removeprefix("\n")
-    if updated != text:
-        write_text(updated, path)
-    return path
-
-
-def gather_timings(root: Path = Path(".")) -> Path | None:
-    """Copy each stage's untracked run time (data/timings/<stage>.json) into the committed
-    reports/timings.json that the block reads; None (and nothing written) when no stage has run here."""
-    root = Path(root)
-    times = {p.stem: json.loads(p.read_text()) for p in sorted((root / TIMINGS).glob("*.json"))}
-    if not times:
-        return None
-    write_json(times, root / TIMINGS_REPORT)
-    return root / TIMINGS_REPORT
-
-
-# `copydecode readme`: its help line and what it reads and writes (the CLI's --help)
-HELP = ("after `dvc repro`: gather reports/timings.json, then rewrite README.md's Results block (--check: list its "
-        "stale lines, write nothing)")
-READS_WRITES = "reads data/timings and the committed stage outputs; it writes reports/timings.json and README.md"
-READS_PARAMS = False  # the Results block quotes the outputs, which record their own settings: --set is refused
-
-
-def add_arguments(parser) -> None:
-    """`copydecode readme`'s options."""
-    parser.add_argument("root", nargs="?", default=".", metavar="ROOT",
-                        help="the workspace whose outputs and README.md are read (default: .)")
-    parser.add_argument("--check", action="store_true",
-                        help="write nothing: list the block's lines that differ from ROOT's outputs (exit 1)")
-
-
-def command(args) -> int:
-    """The step after `dvc repro`: reports/timings.json, then the README's Results block.
-    `--check` writes nothing: it lists the block's lines that differ from this workspace's outputs (exit 1).
-    A CopyDecodeError propagates (the CLI reports it by name, exit 2)."""
-    root = Path(args.root)
-    if args.check:
-        try:
-            text = (root / README).read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ParamsError(f"cannot read {root / README}: {exc}") from exc
-        stale = stale_lines(text, root)
-        print("\n".join(stale) if stale else f"{root / README}: the Results block matches this workspace's outputs")
-        return 1 if stale else 0
-    timings = gather_timings(root)
-    readme = write_readme_results(root)
-    print(timings if timings else f"{root / TIMINGS_REPORT} kept (no run times under {root / TIMINGS})")
-    print(readme)
-    return 0

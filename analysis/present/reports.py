@@ -31,13 +31,18 @@ from analysis.parallel.progress import progress_bar
 from analysis.present.headline import claims_summary
 from analysis.present.pages import anchor, esc
 from analysis.present.provenance import PARAMS_ENV, provenance_block
+from analysis.pipeline.commands import CORPUS_SETS
 
-# The stages (with output sets, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
-# marked "stale: built from another corpus" when one of them ran on another cases table.
+# The stages (with corpus records, analysis.pipeline.digest.record_corpus) whose outputs each page reads: a page is
+# marked "stale: built from another corpus" when one of them ran on another cases table. The summary shows the
+# claims, which read every stage's outputs (tests/pipeline/test_stale_records.py checks both against dvc.yaml).
 CORPUS_STAGES = ("programs", "roundtrip", "spans", "bounds", "optimal", "perturb", "formats")
-REPORT_STAGES = {"summary": CORPUS_STAGES, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
-                 "bounds": ("bounds", "optimal"), "distributions": ("bounds",), "perturbation": ("perturb",),
-                 "losslessness": ("programs", "roundtrip"), "e2e": (), "rivals": ("rivals",), "pilot": (), "serving": (),
+EVERY_RECORDED_STAGE = tuple(dict.fromkeys([*CORPUS_STAGES, *(s for s in CORPUS_SETS if s != "corpora")]))
+REPORT_STAGES = {"summary": EVERY_RECORDED_STAGE, "kernel": (), "corpora": ("spans", "bounds"), "coverage": ("spans",),
+                 "bounds": ("bounds", "optimal", "formats"), "distributions": ("bounds", "percase", "e2e"),
+                 "perturbation": ("perturb",), "losslessness": ("programs", "roundtrip"), "e2e": ("e2e", "decode"),
+                 "rivals": ("rivals",), "pilot": ("pilot", "decode"),
+                 "serving": ("rivals", "serving simulate", "serving replay"), "engine": (),
                  "explore": ("programs", "spans")}
 HEADLINE = METRICS / "headline.json"  # claim verdict counts and a few figures (a plain output; `dvc metrics show` prints analysis.present.headline's files)
 

@@ -11,6 +11,7 @@ from analysis.layout import METRICS, TABLES
 from analysis.pooling import ALL_POOL, PAPER_POOL, POOLED, star
 from analysis.results.numbers import fmt_x
 from analysis.results.outputs import metrics, table
+from analysis.results.published import PublishedFigure, published_figures
 from analysis.rivals.methods import parse_method
 from analysis.rivals.table import chart_methods  # noqa: F401 (the rivals page's chart order: charts.rivals_chart)
 
@@ -40,7 +41,7 @@ def method_order(names) -> list[str]:
     """Copy-as-Decode first, then the rivals in table order (prompt lookup by policy and k), AR last."""
     def rank(name: str) -> tuple:
         m = parse_method(name)
-        return (m.role == "baseline", m.role not in ("copy", "bound"), m.table_key())
+        return (m.role == "baseline", m.role not in ("copy", "hybrid", "bound"), m.table_key())
     return sorted(set(names), key=rank)
 
 
@@ -84,6 +85,39 @@ def fastest_rows(fast: pl.DataFrame, source: str) -> pl.DataFrame:
             if r.get("copy_over_rival_band_low") is not None else "-"),
         "verdict": verdict(r),
     } for r in rows.iter_rows(named=True)])
+
+
+def with_published(wide: pl.DataFrame, figures: tuple[PublishedFigure, ...] | None = None) -> pl.DataFrame:
+    """`by_corpus`'s table with a row per published figure on one of its corpora, in that corpus's column only
+    (`up to 10.38x`), labelled with its conditions and "not comparable": beside this run's rows, never among them."""
+    figures = published_figures() if figures is None else figures
+    rows = [{"label": f"{f.method}, published ({f.summary}): not comparable", "role": "published",
+             star(f.corpus): f.figure()} for f in figures if star(f.corpus) in wide.columns]
+    if not rows:
+        return wide
+    text = {c: pl.String for c in wide.columns}
+    extra = pl.DataFrame([{c: r.get(c) for c in wide.columns} for r in rows], schema=text)
+    return pl.concat([wide.cast(text), extra])
+
+
+def published_rows(fast: pl.DataFrame, source: str, figures: tuple[PublishedFigure, ...] | None = None) -> pl.DataFrame:
+    """Each published figure on a corpus of this run, with its conditions, beside that corpus's rows under `source`:
+    the fastest method a deployment can run and Copy-as-Decode's best deployable variant; always not comparable."""
+    figures = published_figures() if figures is None else figures
+    rows = []
+    for f in figures:
+        mine = fast.filter((pl.col("kernel_source") == source) & (pl.col("corpus") == f.corpus))
+        if mine.height == 0:
+            continue
+        r = mine.row(0, named=True)
+        rows.append({
+            "corpus": star(f.corpus), "cases": r["n_cases"], "published": f"{f.method}: {f.figure()} over {f.against}",
+            "its conditions": f.conditions(), "source": f"{f.source} {f.url}",
+            f"this run under {source}: fastest": f"{parse_method(r['fastest']).label} {fmt_x(r['fastest_speedup'])}",
+            "Copy-as-Decode (deployable)": (f"{parse_method(r['best_copy']).label} {fmt_x(r['best_copy_speedup'])}"
+                                            if r["best_copy"] else "-"),
+            "verdict": "not comparable: another model, device and measurement"})
+    return pl.DataFrame(rows)
 
 
 def across_sources(frame: pl.DataFrame, pool: str = ALL_POOL, methods: tuple[str, ...] | None = None) -> pl.DataFrame:

@@ -3,34 +3,50 @@ the page blocks are analysis.present.pages')."""
 
 from __future__ import annotations
 
-import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
 
 from analysis.errors import MissingOutputError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import METRICS, STEP_COST, TABLES
 from analysis.results.numbers import fmt_pct, fmt_x
+from analysis.pipeline.io import read_json_document
 from analysis.results.outputs import metrics, optional_table, table
 
-STEP_COST = Path("reports/kernels/step_cost.json")
 
 
 def serving_table(budget: str | int = "default", tables: Path = TABLES) -> pl.DataFrame:
-    """reports/tables/serving.csv at one token budget (`default`: the smallest, the stage's headline budget)."""
+    """reports/tables/serving.csv at one token budget; `default`: each source at its headline budget (the row
+    serving_claim.csv marks `headline`: vLLM's default on that source's device), else the smallest."""
     frame = table("serving", tables, infer_all_rows=True)
     budgets = sorted(set(frame["max_num_batched_tokens"].to_list()))
-    chosen = budgets[0] if budget in (None, "default") else int(budget)
-    if chosen not in budgets:
+    if budget in (None, "default"):
+        claim = optional_table("serving_claim", tables)
+        if claim is not None and "headline" in claim.columns:
+            marked = claim.filter(pl.col("headline")).select("kernel_source", "max_num_batched_tokens").unique()
+            return frame.join(marked, on=["kernel_source", "max_num_batched_tokens"], how="semi")
+        return frame.filter(pl.col("max_num_batched_tokens") == budgets[0])
+    if int(budget) not in budgets:
         raise MissingOutputError(f"serving.csv has no budget {budget!r}; budgets: {budgets}")
-    return frame.filter(pl.col("max_num_batched_tokens") == chosen)
+    return frame.filter(pl.col("max_num_batched_tokens") == int(budget))
+
+
+def budget_text(frame: pl.DataFrame) -> str:
+    """The token budget(s) a cut of serving.csv shows: one, or each source's."""
+    pairs = frame.select("kernel_source", "max_num_batched_tokens").unique().sort("kernel_source")
+    budgets = sorted(set(pairs["max_num_batched_tokens"].to_list()))
+    if len(budgets) == 1:
+        return f"budget {budgets[0]:,} tokens"
+    return "budget per source: " + ", ".join(f"{r['kernel_source']} {r['max_num_batched_tokens']:,}"
+                                             for r in pairs.iter_rows(named=True))
 
 
 def step_cost_document(path: Path = STEP_COST) -> dict:
     if not Path(path).is_file():
         raise MissingOutputError(f"{path} not found; run `copydecode kernels profile --batched`")
-    return json.loads(Path(path).read_text())
+    return read_json_document(path, "copydecode kernels profile --batched", MissingOutputError)
 
 
 def assumptions(document: dict) -> pl.DataFrame:
@@ -40,12 +56,27 @@ def assumptions(document: dict) -> pl.DataFrame:
     return pl.DataFrame(rows) if rows else pl.DataFrame({"kernel_source": [], "basis": [], "assumption": []})
 
 
-def headline(claim: pl.DataFrame, concurrencies: tuple[int, ...] = (1, 16, 128)) -> pl.DataFrame:
-    """The claim table's gains at the headline concurrencies, one row per source and Copy-as-Decode method."""
-    keep = ["kernel_source", "basis", "method", "max_num_batched_tokens"]
-    for c in concurrencies:
-        keep += [x for x in (f"vs_ar_c{c}", f"vs_best_rival_c{c}", f"best_rival_c{c}") if x in claim.columns]
-    return claim.select(*keep, "below_vs_ar_from_c", "below_vs_best_rival_from_c")
+def headline_concurrencies(claim: pl.DataFrame) -> tuple[int, ...]:
+    """The concurrencies the run's claims row holds (params serving.headline_concurrency, as the stage wrote
+    them: `vs_ar_c{C}` columns), in order."""
+    return tuple(sorted(int(m[1]) for c in claim.columns if (m := re.fullmatch(r"vs_ar_c(\d+)", c))))
+
+
+def concurrency_words(concurrencies: tuple[int, ...]) -> str:
+    """`1, 16 and 128`."""
+    words = [str(c) for c in concurrencies]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def headline(claim: pl.DataFrame, concurrencies: tuple[int, ...] | None = None) -> pl.DataFrame:
+    """The gains table at the headline concurrencies (default: those the run holds), one row per source, budget and
+    Copy-as-Decode method: the gains, the band over both budgets and both prices past the fitted steps, and whether
+    the point is compute-bound."""
+    keep = ["kernel_source", "basis", "method", "max_num_batched_tokens", "headline"]
+    for c in headline_concurrencies(claim) if concurrencies is None else concurrencies:
+        keep += [x for x in (f"vs_ar_c{c}", f"vs_best_rival_c{c}", f"best_rival_c{c}", f"vs_best_rival_c{c}_band_low",
+                             f"vs_best_rival_c{c}_band_high", f"compute_bound_c{c}", f"requests_c{c}") if x in claim.columns]
+    return claim.select([k for k in keep if k in claim.columns], "below_vs_ar_from_c", "below_vs_best_rival_from_c")
 
 
 @dataclass(frozen=True)
@@ -111,11 +142,12 @@ def open_loop(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def closed_loop(frame: pl.DataFrame, concurrencies: tuple[int, ...]) -> pl.DataFrame:
-    """Closed-loop rows of AR, Copy-as-Decode and the best rival at the headline concurrencies, times in ms."""
+    """Closed-loop rows of AR, Copy-as-Decode and the best rival at the headline concurrencies, times in ms. No
+    goodput: the page defines its SLO with the open loop, whose table carries it (serving.csv has every column)."""
     rows = _decision_rows(frame.filter((pl.col("workload") == "closed")
                                        & pl.col("load").is_in([float(c) for c in concurrencies])))
     return (rows.select("kernel_source", pl.col("load").cast(pl.Int64).alias("concurrency"), "method", "best_member",
-                        "output_tokens_per_s", *(ms(c) for c in TIMES), "goodput_requests_per_s", "speedup_vs_ar",
+                        "output_tokens_per_s", *(ms(c) for c in TIMES), "speedup_vs_ar",
                         "speedup_vs_best_rival", "best_rival", "mean_batch", "extrapolated_step_share")
             .sort("kernel_source", "concurrency", "method"))
 
@@ -149,16 +181,24 @@ class Replay:
         if not self.run:
             return "not run in this run (`copydecode serving replay`)"
         m = self.metrics
-        return (f"median absolute percentage error {fmt_pct(m['mdape'])} over {m['steps']} replayed steps "
-                f"(target under {fmt_pct(m['target'])}){'; NOISY: ' + '; '.join(m['noisy_reasons']) if m.get('noisy') else ''}")
+        mixes = m.get("per_mix") or {}
+        per_mix = "; ".join(f"{mix} {fmt_pct(v['mdape'])} ({v['steps']} steps)" for mix, v in mixes.items())
+        target = (f"every step mix under {fmt_pct(m['target'])}" if m.get("target_met")
+                  else f"not every step mix under {fmt_pct(m['target'])}")
+        batched = f"{fmt_pct(m['batched_share'])} of them batched (B > 1)" if "batched_share" in m else ""
+        return (f"median absolute percentage error {fmt_pct(m['mdape'])} over {m['steps']} replayed steps"
+                f"{', ' + batched if batched else ''}; per step mix: {per_mix or 'not recorded'} ({target})"
+                f"{'; NOISY: ' + '; '.join(m['noisy_reasons']) if m.get('noisy') else ''}")
 
     def misses(self) -> list[str]:
-        """The step mixes and methods whose error is past the target, worst first, with their signed bias."""
+        """The step mixes whose error is past the target, worst first, with their signed bias."""
         if not self.run:
             return []
-        rows = self.summary.filter(pl.col("mdape") > self.metrics["target"]).sort("mdape", descending=True)
-        return [f"{r['method']} / {r['mix']}: {fmt_pct(r['mdape'])} ({'over' if r['median_signed_error'] > 0 else 'under'}"
-                f"-predicted, median {fmt_pct(r['median_signed_error'])}, {r['steps']} steps)" for r in rows.iter_rows(named=True)]
+        rows = self.summary.filter((pl.col("method") == "all") & (pl.col("mix") != "all")
+                                   & pl.col("concurrency").is_null() & (pl.col("mdape") > self.metrics["target"]))
+        return [f"{r['mix']}: {fmt_pct(r['mdape'])} ({'over' if r['median_signed_error'] > 0 else 'under'}"
+                f"-predicted, median {fmt_pct(r['median_signed_error'])}, {r['steps']} steps)"
+                for r in rows.sort("mdape", descending=True).iter_rows(named=True)]
 
 
 def replay(tables: Path = TABLES, metrics_dir: Path = METRICS) -> Replay:

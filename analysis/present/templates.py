@@ -11,7 +11,7 @@ from typing import Any, Mapping
 from analysis.errors import ParamsError
 
 REPORTS = ("summary", "kernel", "corpora", "coverage", "bounds", "distributions", "perturbation", "losslessness", "e2e",
-           "rivals", "pilot", "serving", "explore")
+           "rivals", "pilot", "serving", "engine", "explore")
 # The report templates: always the project's own notebooks/ (beside this package), never a folder of the
 # run (`--out DIR` holds outputs only: a downloaded run folder can carry notebooks, and they are not run).
 TEMPLATES = Path(__file__).resolve().parents[2] / "notebooks"

@@ -194,10 +194,29 @@ def respelled(frame: pl.DataFrame) -> pl.DataFrame:
     return frame
 
 
+def distinct_pools(pooled: pl.DataFrame) -> pl.DataFrame:
+    """e2e_pooled rows without a pool that holds the same cases as a narrower one, for every model: the HEvalFix
+    pool when its cases are one HEvalFix corpus's, `pooled` when its cases are the HEvalFix pool's or one corpus's
+    (a pool is a superset of what it pools, so equal case counts mean equal case sets). A chart then draws no two
+    panels of the same cases."""
+    ar = pooled.filter(pl.col("method") == AR)
+    redundant = []
+    for pool, narrower in ((HEVALFIX_POOL, lambda p: p.startswith(HEVALFIX_POOL + "-")),
+                           (POOLED, lambda p: p != POOLED)):
+        same = []
+        for model in ar["model"].unique().to_list():
+            counts = {r["pool"]: r["cases"] for r in ar.filter(pl.col("model") == model).iter_rows(named=True)}
+            same.append(pool in counts and any(narrower(p) and p not in redundant and n == counts[pool]
+                                               for p, n in counts.items()))
+        if same and all(same):
+            redundant.append(pool)
+    return pooled.filter(~pl.col("pool").is_in(redundant))
+
+
 def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
     """One row per case from an e2e_cases.csv: output tokens, AR seconds and its prompt's prefill, every
-    method's speedup in headline order, and the best standard PLD's tokens per forward and acceptance
-    histogram (`n:count`: forwards that accepted n draft tokens)."""
+    method's speedup in headline order, and the largest-k prompt lookup's tokens per forward (its acceptance
+    histogram is drawn from `acceptance_rows`, never shown as `n:count` text)."""
     keys = ["model", "corpus", "case_id"]
     names = headline_order(m for m in cases["method"].unique().to_list() if m != AR)
     base = cases.filter(pl.col("method") == AR).select(
@@ -210,9 +229,33 @@ def case_rows(cases: pl.DataFrame) -> pl.DataFrame:
         largest = max(speculative, key=lambda n: (parse_method(n).family == "pld", parse_method(n).k or 0))
         short = parse_method(largest).short
         base = base.join(cases.filter(pl.col("method") == largest).select(
-            *keys, pl.col("tokens_per_forward").alias(f"{short}: tokens per forward"),
-            pl.col("accept_hist").alias(f"{short}: accepted per forward (n:count)")), on=keys, how="left")
+            *keys, pl.col("tokens_per_forward").alias(f"{short}: tokens per forward")), on=keys, how="left")
     return base.sort(keys)
+
+
+def accepted_bucket(n: int) -> tuple[int, str]:
+    """(order, label) of a count of accepted draft tokens: 0, 1, then powers of two (2-3, 4-7, ...)."""
+    if n < 2:
+        return n, str(n)
+    low = 1 << (n.bit_length() - 1)
+    return low.bit_length(), f"{low}-{2 * low - 1}"
+
+
+def acceptance_rows(cases: pl.DataFrame) -> pl.DataFrame:
+    """The speculative methods' forwards by draft tokens accepted, summed over the cases of an e2e_cases.csv (its
+    `accept_hist`, `n:count` per case): per model and method, each bucket's forwards and their share."""
+    rows: dict[tuple, int] = {}
+    for r in cases.filter(pl.col("accept_hist").is_not_null()).iter_rows(named=True):
+        for item in str(r["accept_hist"]).split():
+            accepted, count = (int(x) for x in item.split(":"))
+            order, label = accepted_bucket(accepted)
+            key = (r["model"], r["method"], order, label)
+            rows[key] = rows.get(key, 0) + count
+    frame = pl.DataFrame([{"model": m, "method": name, "label": parse_method(name).short, "bucket_order": o,
+                           "accepted": label, "forwards": n} for (m, name, o, label), n in sorted(rows.items())],
+                         schema={"model": pl.Utf8, "method": pl.Utf8, "label": pl.Utf8, "bucket_order": pl.Int64,
+                                 "accepted": pl.Utf8, "forwards": pl.Int64})
+    return frame.with_columns(share=pl.col("forwards") / pl.col("forwards").sum().over("model", "method"))
 
 
 def leading(pooled: pl.DataFrame, model: str, pool: str) -> list[tuple[str, dict]]:

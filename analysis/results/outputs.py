@@ -79,7 +79,7 @@ def pick(frame: pl.DataFrame, **filters) -> pl.DataFrame:
 
 
 def pick_framing(frame: pl.DataFrame, framing: str) -> pl.DataFrame:
-    """A framing's rows plus the single-framing corpora (the pooling rule of analysis.layout)."""
+    """A framing's rows plus the single-framing corpora (the pooling rule of analysis.pooling)."""
     if framing in (None, "all"):
         return frame
     known = set(frame["framing"].to_list())

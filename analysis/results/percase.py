@@ -56,7 +56,6 @@ TABLES: tuple[PerCaseTable, ...] = (
     PerCaseTable("rivals", RIVALS_PERCASE, "rivals", ("kernel_source", "case_id", "framing", "method")),
 )
 BY_NAME = {t.name: t for t in TABLES}
-BY_SOURCE = {t.source: t for t in TABLES}
 
 
 def spec(name: str) -> PerCaseTable:

@@ -9,11 +9,17 @@ pages look the family up here. The families today:
 
     ar                            whole rewrite: every gold token decoded (the baseline)
     pld-<policy>-k<k>             prompt lookup (policy earliest: transformers' standard, or latest)
+    ngram-simple-k<k>             llama.cpp's `ngram-simple` (the latest earlier n-gram, an m-gram draft)
+    ngram-mod-k<k>                llama.cpp's `ngram-mod` (a hashed n-gram -> next-token pool, chained drafts)
     suffix-k<k>[-cache]           suffix decoding, per-request tree (`-cache`: plus the cross-request cache)
+    sa-k<k>                       TensorRT-LLM's suffix automaton, longest match
+    input-k<k>                    the input as the draft, re-aligned after each mismatch (predicted outputs'
+                                  shape, EfficientEdit's reuse phase)
     unified-diff, search-replace  edit formats, every format token decoded
     copy-<level>-<directives>     Copy-as-Decode, line or token level; directive tokens `decoded` (what a
                                   deployment pays), `jump` (forced tokens jump-forwarded) or `ideal` (free:
                                   an upper bound, never a rival)
+    copy-pld-<level>-<dir>-k<k>   Copy-as-Decode whose gen spans are drafted by prompt lookup (a hybrid)
 
 k is a draft budget, an integer in [1, K_LIMIT], or `inf` (unbounded) where the family allows it. The e2e
 stage's first spelling (`pld_earliest_k10`, `suffix_k64`, `cad_line`, `cad_line_overhead`), found in frozen
@@ -36,7 +42,9 @@ from analysis.errors import ParamsError
 from analysis.pipeline.params import did_you_mean, get
 
 REWRITE_PROMPT, PROGRAM_PROMPT = "rewrite", "program"  # the unnumbered source; the numbered one (Copy-as-Decode)
-ROLES = ("baseline", "copy", "bound", "rival")         # AR; Copy-as-Decode deployable; an upper bound; the others
+# AR; Copy-as-Decode deployable; an upper bound; the others; a method built from both sides (Copy-as-Decode with a
+# rival inside it), reported beside the decision but on neither side of it, so the headline stays Copy-as-Decode's own
+ROLES = ("baseline", "copy", "bound", "rival", "hybrid")
 EXECUTORS = ("autoregressive", "speculative", "program")  # how the e2e executor runs a family (kernels_profile.e2e)
 K_LIMIT = 4096  # the largest draft budget: a bound, not a setting (a verify forward of K_LIMIT + 1 tokens)
 INF = "inf"     # an unbounded draft budget's spelling: k<INF>
@@ -78,7 +86,7 @@ class Method:
 
     @property
     def role(self) -> str:
-        """baseline, copy, bound or rival (ROLES)."""
+        """baseline, copy, bound, rival or hybrid (ROLES)."""
         return self.spec.role(self)
 
     @property
@@ -131,6 +139,8 @@ class Family:
     prompt: ClassVar[str] = REWRITE_PROMPT
     executor: ClassVar[str | None] = None          # EXECUTORS: how the e2e stage runs it; None: not run end to end
     speculative: ClassVar[bool] = False            # it has a drafter (`drafter`) and its verifies are atomic
+    # the serving simulation can schedule it (its forwards are all atomic verifies or all splittable); else the reason
+    unservable: ClassVar[str | None] = None
     group: ClassVar[str | None] = None             # its params group under a stage (`rivals.<group>`), if any
     keys: ClassVar[tuple[str, ...]] = ()           # the keys of that group (DraftSettings' included)
 
@@ -239,6 +249,12 @@ class Family:
         """Its forwards on one case (analysis.rivals.forwards.Forwards): `case` an analysis.rivals.simulate.CaseInput,
         `drafts` the DraftSettings, `env` the simulation's tokenizer, udiff_context and response cache."""
         raise NotImplementedError
+
+    def options(self, params: dict, where: str) -> Any:
+        """Its drafter's own settings, read from its params group `where` (`<stage>.<group>`): a frozen value
+        (analysis.rivals.settings.DraftSettings.of hands it to `drafter` and `forwards`); None: it needs none
+        beyond prompt lookup's and suffix decoding's (DraftSettings' own fields)."""
+        return None
 
     def response_cache(self, m: Method, drafts):
         """A cross-request state shared by one corpus's cases in id order (a member with `cache`)."""

@@ -1,5 +1,6 @@
 """What the drafters are built with, one `DraftSettings` for the rivals and the e2e stage (params
-`<stage>.pld.ngram_max` and `<stage>.suffix.options`), read by one function with one rule.
+`<stage>.pld.ngram_max` and `<stage>.suffix.options`, and each family's own drafter settings from its group,
+`Family.options`), read by one function with one rule.
 
 The suffix tree's options must each be listed (every setting that changes a result lives in params; the
 error names the missing ones with Arctic Inference's values), be finite numbers and pass
@@ -10,22 +11,38 @@ error names the missing ones with Arctic Inference's values), be finite numbers 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
+from typing import Any
 
 from analysis.errors import ParamsError
 from analysis.pipeline.params import did_you_mean, get, positive_int
 from analysis.rivals.families.pld import NGRAM_LIMIT
 from analysis.rivals.families.suffix import DEFAULTS, SuffixSettings
+from analysis.rivals.methods import families
 
 
 @dataclass(frozen=True)
 class DraftSettings:
     ngram_max: int              # prompt lookup's longest matched n-gram (transformers' max_matching_ngram_size)
     suffix: SuffixSettings      # the suffix tree's settings
+    # (family name, its drafter's own settings): every family whose params group the stage has and that reads one
+    # (Family.options); the e2e stage runs none of those families, so its drafts have none
+    options: tuple[tuple[str, Any], ...]
+
+    def of(self, family: str) -> Any:
+        """The drafter settings of `family` (Family.options); a ParamsError naming its group when the stage had none."""
+        for name, value in self.options:
+            if name == family:
+                return value
+        raise ParamsError(f"method family {family!r} drafts with settings of its own, and the stage's params have no "
+                          "group for it (e.g. rivals.<group>: docs/rivals.md)")
 
     def key(self) -> dict:
         """What of the drafters determines a measurement (a checkpoint key part)."""
-        return {"ngram_max": self.ngram_max, "suffix": {f.name: getattr(self.suffix, f.name) for f in fields(self.suffix)}}
+        out = {"ngram_max": self.ngram_max, "suffix": {f.name: getattr(self.suffix, f.name) for f in fields(self.suffix)}}
+        if self.options:  # absent when empty, so the keys of the stages that run none of those families do not move
+            out["options"] = {name: asdict(value) for name, value in self.options}
+        return out
 
 
 def suffix_options(params: dict, dotted: str) -> SuffixSettings:
@@ -53,4 +70,7 @@ def draft_settings(params: dict, stage: str) -> DraftSettings:
     ngram = positive_int(params, f"{stage}.pld.ngram_max")
     if ngram > NGRAM_LIMIT:
         raise ParamsError(f"params: '{stage}.pld.ngram_max' is {ngram}, above {NGRAM_LIMIT} (transformers' default: 2)")
-    return DraftSettings(ngram, suffix_options(params, f"{stage}.suffix.options"))
+    groups = get(params, stage, dict)
+    options = tuple((f.name, value) for f in families()
+                    if f.group in groups and (value := f.options(params, f"{stage}.{f.group}")) is not None)
+    return DraftSettings(ngram, suffix_options(params, f"{stage}.suffix.options"), options)

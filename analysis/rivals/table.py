@@ -63,7 +63,7 @@ def chart_methods(names, policies: tuple[str, ...] = ("earliest",)) -> list[tupl
     by default; the table holds both)."""
     methods = [parse_method(n) for n in set(names)]
     drawn = [m for m in methods if m.role != "baseline" and (m.policy is None or m.policy in policies)]
-    drawn.sort(key=lambda m: (m.role not in ("copy", "bound"), m.table_key()))
+    drawn.sort(key=lambda m: (m.role not in ("copy", "hybrid", "bound"), m.table_key()))
     return [(m.name, m.spec.title) for m in drawn]
 
 

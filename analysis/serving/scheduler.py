@@ -14,7 +14,11 @@ chunked prefills, speculative tokens and, in future, "jump decoding" are all jus
    each starts its prompt prefill with what the budget allows.
 3. The step is priced by the step-cost model (analysis.latency.stepcost) on its shape: B scheduled
    sequences, T tokens, the summed context each reads and the attention's (query, key) pairs:
-   sum of q_i x (c_i + (q_i + 1) / 2), the chunk attending causally to its own tokens too.
+   sum of q_i x (c_i + (q_i + 1) / 2), the chunk attending causally to its own tokens too. Steps priced
+   outside the model's fitted range are counted by cause (batch, step tokens, context), steps a pricing limit
+   set (the marginal cost past the range, the compute floor) too, and the busy time that grows with the
+   tokens a step forwards (`StepCostModel.priced`): where it is nearly all of every method's time, the
+   methods rank by the tokens they forward per output token, whatever they do with them.
 
 A unit completes when all its tokens have been computed; a forward's `emitted` tokens are output then
 (the first such forward's end is the request's first token). KV-cache capacity is not modelled (no
@@ -75,13 +79,37 @@ class Request:
     def splittable(self) -> bool:
         return self.unit < 0 or not self.atomic
 
+    def kind(self) -> str:
+        if self.unit < 0:
+            return PREFILL
+        if self.trace.new_tokens[self.unit] == 1:
+            return DECODE
+        return VERIFY if self.atomic else COPY
+
+
+PREFILL, DECODE, COPY, VERIFY = "prefill", "decode", "copy", "verify"  # what a sequence's tokens in a step are
+STRATA = ("decode only", "prefill chunk", "copy chunk", "verify", "mixed")
+
+
+def stratum(kinds: Sequence[str]) -> str:
+    """A step's mix: decodes only; one kind of chunk only (the prompt's prefill, a copy span, a verify); or mixed
+    (decodes beside chunks, or chunks of several kinds)."""
+    chunks = {k for k in kinds if k != DECODE}
+    if not chunks:
+        return STRATA[0]
+    if DECODE in kinds or len(chunks) > 1:
+        return STRATA[4]
+    return {PREFILL: STRATA[1], COPY: STRATA[2], VERIFY: STRATA[3]}[chunks.pop()]
+
 
 @dataclass
 class StepLog:
-    """What a run did, step by step (kept only when asked: the replay's sample of real shapes)."""
+    """What a run did, step by step (kept only when asked: the replay's sample of real shapes): per step each
+    sequence's new tokens, its context, what the tokens are (PREFILL: the prompt; DECODE: one token; COPY: a
+    copy span's chunk; VERIFY: a speculative verify) and the predicted seconds."""
 
     keep: bool = False
-    shapes: list[tuple[tuple[int, ...], tuple[int, ...], float]] = field(default_factory=list)
+    shapes: list[tuple[tuple[int, ...], tuple[int, ...], tuple[str, ...], float]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -91,7 +119,10 @@ class RunResult:
     busy_s: float              # simulated time the engine spent in steps
     tokens_scheduled: int      # sum of T over steps
     seqs_scheduled: int        # sum of B over steps
-    extrapolated_steps: int    # steps priced outside the step-cost model's fitted range
+    extrapolated_steps: int    # steps priced outside the step-cost model's fitted range ...
+    extrapolated_by: dict[str, int]  # ... by cause: batch, tokens, context (a step may have several)
+    limited_steps: int         # steps a pricing limit set (the marginal cost past the range, the compute floor)
+    token_bound_s: float       # busy time that grows with the tokens each step forwards
     end: float                 # simulated time of the last step's end
     log: StepLog
     step_ends: list[float]     # each step's end time ...
@@ -106,8 +137,9 @@ class Engine:
         self.config, self.cost, self.atomic_methods, self.log = config, cost, atomic_methods, log
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
-        self.steps = self.tokens = self.seqs = self.extrapolated = 0
-        self.busy = self.output = 0.0
+        self.steps = self.tokens = self.seqs = self.extrapolated = self.limited = 0
+        self.by_cause = {"batch": 0, "tokens": 0, "context": 0}
+        self.busy = self.output = self.token_bound = 0.0
         self.step_ends: list[float] = []
         self.outputs: list[float] = []
 
@@ -145,11 +177,17 @@ class Engine:
         self.steps += 1
         self.tokens += tokens
         self.seqs += batch
-        if self.cost.outside(batch, tokens, c_max):
+        causes = self.cost.outside_causes(batch, tokens, c_max)
+        if any(causes):
             self.extrapolated += 1
-        seconds = self.cost.seconds(batch, tokens, sum_c, keys)
+            for cause, hit in zip(("batch", "tokens", "context"), causes):
+                self.by_cause[cause] += hit
+        seconds, per_token, limited = self.cost.priced(batch, tokens, sum_c, keys)
+        self.limited += limited
+        self.token_bound += per_token
         if self.log.keep:
-            self.log.shapes.append((tuple(q for _, q in plan), tuple(r.cache for r, _ in plan), seconds))
+            self.log.shapes.append((tuple(q for _, q in plan), tuple(r.cache for r, _ in plan),
+                                    tuple(r.kind() for r, _ in plan), seconds))
         return seconds
 
     def advance(self, plan: list[tuple[Request, int]], now: float) -> list[Request]:
@@ -244,5 +282,6 @@ def simulate(config: EngineConfig, cost: StepCostModel, arrivals: Callable[[int]
         env.process(arrival_loop())
     loop = env.process(step_loop())
     env.run(until=loop)
-    return RunResult(requests, engine.steps, engine.busy, engine.tokens, engine.seqs, engine.extrapolated, env.now,
-                     engine.log, engine.step_ends, engine.outputs)
+    return RunResult(requests, engine.steps, engine.busy, engine.tokens, engine.seqs, engine.extrapolated,
+                     dict(engine.by_cause), engine.limited, engine.token_bound, env.now, engine.log, engine.step_ends,
+                     engine.outputs)

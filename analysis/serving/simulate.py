@@ -15,7 +15,21 @@ also the ratio of mean latencies at the same concurrency); over the best rival l
 window that both methods served (paired by their index in the seeded draw) of the rival's summed latency over
 Copy-as-Decode's, the Little's-law form of the same ratio, scaled onto the throughput ratio (the interval's
 relative spread around the point). Requests of one closed-loop run share the engine, so the interval is the
-spread over which edits were drawn, not over reruns of the scheduler.
+spread over which edits were drawn, not over reruns of the scheduler; `requests` gives how many requests of
+the steady window it was taken over.
+
+A method is compute-bound at a load point (`with_compute_bound`) when it spends at least a share (params
+serving.compute_bound_share) of its busy time on work that grows with the tokens it forwards. Where both methods a
+comparison sets side by side are, every forwarded token costs the same whoever it belongs to, so they rank by the
+tokens they forward per output token (`tokens_per_output`), not by what they do with them; such a comparison is
+reported as that, never as parity (analysis.serving.gains, analysis.claims.serving). AR's decode steps stay below
+it at these loads, so a gain over AR is not set that way.
+
+What each method assumes of the engine (`engine_features`, by role): AR runs on any continuous-batching engine;
+a speculative rival needs n-gram or suffix drafting with drafts up to its k, and its verify is atomic here where
+vLLM V1 trims draft tokens to the budget; Copy-as-Decode needs copy spans scheduled as chunkable new tokens of a
+running request (jump-forward of forced tokens), which a stock vLLM lacks. KV-cache capacity and preemption are
+not modelled for any method.
 """
 
 from __future__ import annotations
@@ -35,7 +49,17 @@ from analysis.serving.workload import (Slo, closed_loop_requests, draw_cases, po
                                        window_latencies)
 from analysis.stats import ratio_of_sums_ci
 
+ENGINE_FEATURES = {
+    "baseline": "any continuous-batching engine: decode steps and chunked prompt prefill",
+    "rival": "speculative decoding with prompt n-gram or suffix drafts up to k tokens; the verify is atomic here "
+             "(vLLM V1 trims draft tokens to the step budget)",
+    "copy": "copy spans as chunkable new tokens of a running request (jump-forward of forced tokens): an engine "
+            "feature a stock vLLM lacks",
+    "bound": "as Copy-as-Decode, with the directive tokens free: an upper bound, no engine runs it",
+}
 MAX_REQUESTS_PER_POINT = 100_000  # about 100x the shipped largest point (1,024): a bound, not a setting
+# about 30x the shipped run's 362,000 requests (79 s here): the per-point bound let 2,000 load points through
+MAX_REQUESTS_PER_RUN = 10_000_000
 CLOSED, OPEN = "closed", "open"
 
 
@@ -102,11 +126,27 @@ class Sweep:
             raise ParamsError(f"{where}.open_loop.qps_fractions must be > 0, got {list(self.qps_fractions)}")
         most = max(closed_loop_requests(max(self.concurrency), self.min_requests, self.requests_per_client),
                    self.open_requests)
-        if most > MAX_REQUESTS_PER_POINT:  # a typo (an extra zero, 10**9) would run for days, not fail (issue 39)
+        if most > MAX_REQUESTS_PER_POINT:  # a typo (an extra zero, 10**9) would run for days, not fail
             raise ParamsError(f"{where}: a load point would simulate {most:,} requests (closed_loop: max(min_requests, "
                               f"requests_per_client x concurrency); open_loop.requests), above {MAX_REQUESTS_PER_POINT:,}; "
                               "lower them")
         return self
+
+    def requests_per_method(self) -> int:
+        """The requests one method serves over every load point of one source and budget."""
+        closed = sum(closed_loop_requests(c, self.min_requests, self.requests_per_client) for c in self.concurrency)
+        return closed + len(self.qps_fractions) * self.open_requests
+
+
+def check_run_size(sweep: Sweep, runs: int, where: str = "serving") -> int:
+    """The requests of a whole simulation (`runs`: sources x budgets x methods), or a named error past
+    MAX_REQUESTS_PER_RUN; returns the count."""
+    total = sweep.requests_per_method() * runs
+    if total > MAX_REQUESTS_PER_RUN:
+        raise ParamsError(f"{where}: the simulation would serve {total:,} requests ({sweep.requests_per_method():,} per "
+                          f"method, source and budget, x {runs:,}), above {MAX_REQUESTS_PER_RUN:,} (the shipped run serves "
+                          "about 362,000 in a minute or two); fewer load points, sources, budgets or methods")
+    return total
 
 
 def shared_cases(traces: dict[tuple[str, str], Trace], methods: Sequence[str]) -> tuple[list[str], dict[str, int]]:
@@ -147,8 +187,8 @@ def sweep_source(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[s
                 unloaded = run_figures(result, True, sweep.warmup_share, None)
                 slo = Slo(sweep.ttft_x * unloaded["ttft_s_p50"], sweep.tpot_x * unloaded["tpot_s_p50"])
             rows.append({**base, "workload": CLOSED, "load": float(concurrency), "method": method,
-                         "role": methods.roles[method], **run_figures(result, True, sweep.warmup_share, slo),
-                         "sim_wall_s": wall})
+                         "role": methods.roles[method], "engine_features": ENGINE_FEATURES[methods.roles[method]],
+                         **run_figures(result, True, sweep.warmup_share, slo), "sim_wall_s": wall})
             latencies[(float(concurrency), method)] = window_latencies(result, sweep.warmup_share)
             if result.log.keep:
                 kept[(method, concurrency)] = result.log.shapes
@@ -162,12 +202,40 @@ def sweep_source(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[s
             result, wall = _run(config, cost, traces, method, draw, None, schedule, sweep.open_requests, methods.atomic,
                                 False)
             rows.append({**base, "workload": OPEN, "load": qps, "qps_fraction": fraction, "method": method,
-                         "role": methods.roles[method], **run_figures(result, False, sweep.warmup_share, slo),
-                         "sim_wall_s": wall})
+                         "role": methods.roles[method], "engine_features": ENGINE_FEATURES[methods.roles[method]],
+                         **run_figures(result, False, sweep.warmup_share, slo), "sim_wall_s": wall})
     return rows, {"slo": slo, "ar_capacity_requests_per_s": capacity, "steps": kept, "latencies": latencies}
 
 
+def closed_points(cost: StepCostModel, config: EngineConfig, traces: dict[tuple[str, str], Trace], methods: Methods,
+                  sweep: Sweep, cases: list[str], concurrencies: Sequence[int],
+                  progress: Callable[[str], None] = lambda text: None) -> list[dict]:
+    """Closed-loop rows of every method at `concurrencies` only (the same draws as `sweep_source`): the band's
+    runs under another price rule."""
+    rows = []
+    base = {"kernel_source": cost.source, "basis": cost.basis, "max_num_batched_tokens": config.max_num_batched_tokens,
+            "max_num_seqs": config.max_num_seqs}
+    for concurrency in sorted(concurrencies):
+        total = closed_loop_requests(concurrency, sweep.min_requests, sweep.requests_per_client)
+        draw = draw_cases(cases, total, sweep.seed, f"closed/{concurrency}")
+        for method in methods.roles:
+            progress(f"{cost.source} T={config.max_num_batched_tokens} C={concurrency} {method} ({cost.past_range})")
+            result, wall = _run(config, cost, traces, method, draw, concurrency, None, total, methods.atomic, False)
+            rows.append({**base, "workload": CLOSED, "load": float(concurrency), "method": method,
+                         "role": methods.roles[method], **run_figures(result, True, sweep.warmup_share, None),
+                         "sim_wall_s": wall})
+    return rows
+
+
 POINT = ["kernel_source", "max_num_batched_tokens", "workload", "load"]
+
+
+def with_compute_bound(table: pl.DataFrame, share: float) -> pl.DataFrame:
+    """`compute_bound` on every row whose token-bound share of busy time is at least `share` (see the module
+    docstring)."""
+    if not 0 < share <= 1:
+        raise ParamsError(f"serving.compute_bound_share must lie in (0, 1], got {share!r}")
+    return table.with_columns(compute_bound=pl.col("token_bound_share") >= share)
 
 
 def with_families(table: pl.DataFrame, methods: Methods) -> pl.DataFrame:

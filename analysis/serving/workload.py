@@ -14,7 +14,11 @@ serves the same draw: its own trace of the same case, so two methods' figures ar
 Per run (`run_figures`): output tokens/s (in gold tokens of the edited text, the same count for every
 method: a forward's emitted tokens scaled by its request's gold over emitted tokens), requests/s, latency, time to first token (TTFT: arrival to the end of the first forward that emits)
 and time per output token (TPOT: first token to finish over the output tokens after the first) at p50, p90
-and p99, and goodput: requests/s that met both the TTFT and the TPOT objective.
+and p99, and goodput: requests/s that met both the TTFT and the TPOT objective. How its steps were priced:
+the share priced outside the step-cost model's fitted range, in all and by cause (batch past the measured
+batch, step tokens past the profiled ones, context past the profiled ones), the share a pricing limit set,
+the share of busy time that grows with the tokens forwarded (`token_bound_share`), and the tokens the
+engine forwarded per output token over the whole run (the prompt's prefill included).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.corpora.sample import sample_ids
 from analysis.errors import ParamsError
 from analysis.serving.scheduler import Request, RunResult
 
@@ -41,8 +46,7 @@ def draw_cases(cases: list[str], n: int, seed: int, stream: str) -> list[str]:
     """n case ids drawn with replacement; the same (seed, stream) gives the same draw on every machine."""
     if not cases:
         raise ParamsError("serving workload: no case has a trace for every simulated method")
-    rng = np.random.default_rng(np.random.SeedSequence([seed, *stream.encode()]))
-    return [cases[i] for i in rng.integers(0, len(cases), size=n)]
+    return sample_ids(cases, n, seed, stream, replace=True)
 
 
 def poisson_arrivals(n: int, qps: float, seed: int, stream: str) -> list[float]:
@@ -126,5 +130,9 @@ def run_figures(result: RunResult, closed: bool, warmup_share: float, slo: Slo |
         "steps": result.steps, "mean_batch": result.seqs_scheduled / max(result.steps, 1),
         "mean_step_tokens": result.tokens_scheduled / max(result.steps, 1),
         "extrapolated_step_share": result.extrapolated_steps / max(result.steps, 1),
+        **{f"extrapolated_{cause}_share": n / max(result.steps, 1) for cause, n in result.extrapolated_by.items()},
+        "priced_at_limit_share": result.limited_steps / max(result.steps, 1),
+        "token_bound_share": result.token_bound_s / max(result.busy_s, 1e-12),
+        "tokens_per_output": result.tokens_scheduled / max(result.output[-1] if result.output else 0.0, 1e-12),
         "busy_share": result.busy_s / max(result.end, 1e-12),
     }

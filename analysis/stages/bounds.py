@@ -11,13 +11,13 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.present import charts
-from analysis.corpora import commits
 from analysis.bounds import (
     GOLD_PREFILL,
     POOLED_BOOTSTRAPS,
     STEP_COSTS,
     CostSettings,
     bounds_table,
+    commit_costs,
     cost_settings,
     kernel_bounds,
 )
@@ -131,11 +131,11 @@ def pools_for(table: pl.DataFrame, paper_pools: pl.DataFrame) -> pl.DataFrame:
 
 
 def commit_bounds(costs: pl.DataFrame, s: BoundsSettings) -> pl.DataFrame:
-    """Commit-level rows of the multi-file CommitEdits corpora (`commits.commit_costs`: a commit's AR
+    """Commit-level rows of the multi-file CommitEdits corpora (`analysis.bounds.commit_costs`: a commit's AR
     and program costs are the sums over its files), summarised like the per-file bounds with the
     bootstrap over commits (kernel repeats not resampled); empty when no corpus is multi-file."""
     labels = ("kernel_source", "baseline")
-    summed = commits.commit_costs(costs, labels)
+    summed = commit_costs(costs, labels)
     if summed.height == 0:  # the columns alone, so the table says what it would hold
         return pl.DataFrame(schema={**{k: pl.String for k in KEYS}, "n_cases": pl.Int64, "bound": pl.Float64,
                                     "ci_low": pl.Float64, "ci_high": pl.Float64, "coverage": pl.Float64,

@@ -18,7 +18,9 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.corpora import commits, probeedit, registry
+from analysis.corpora.entries import COMMITS_PREFIX, corpus_names
 from analysis.corpora.cases import CASES_SCHEMA, Case, cases_frame
+from analysis.corpora.checks import DECISIONS, data_checks
 from analysis.errors import CorpusError
 from analysis.pipeline.io import remove_output, write_json, write_parquet, write_table
 from analysis.layout import CASES, COMMIT_CASES, METRICS, PROBEEDIT_EDITS, TABLES
@@ -59,7 +61,7 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
         started = time.perf_counter()
         build = registry.build_corpus(kind, corpus_settings)
         if seconds is not None:
-            name = registry.corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs", "hfdataset") else kind
+            name = corpus_names(kind, corpus_settings)[0] if kind in ("commits", "pairs", "hfdataset") else kind
             seconds[f"{kind}:{name}"] = round(time.perf_counter() - started, 3)
         reports = build.report if isinstance(build.report, list) else [build.report]
         origins = [{k: v for k, v in r.items() if k != "seconds"} for r in reports]  # run times stay untracked
@@ -68,11 +70,13 @@ def iter_builds(s: CorporaSettings, seconds: dict | None = None) -> Iterator[tup
 
 @dataclass
 class Written:
-    """What `write_cases` wrote: case counts per (corpus, framing), origins, the ProbeEdit-S edits."""
+    """What `write_cases` wrote: case counts per (corpus, framing), origins, the ProbeEdit-S edits, and the
+    data checks per `<corpus>/<framing>` (analysis.corpora.checks)."""
 
     counts: Counter
     origins: list[dict]
     edits: pl.DataFrame
+    checks: dict[str, dict[str, int]]
 
 
 def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
@@ -82,6 +86,7 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
     counts: Counter = Counter()
     origins: list[dict] = []
     edits = pl.DataFrame(schema=probeedit.EDITS_SCHEMA)
+    checks: dict[str, dict[str, int]] = {}
     seen: set[tuple[str, str]] = set()
     with ExitStack() as stack:
         out = None
@@ -89,7 +94,7 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
             frame = cases_frame(built, s.max_text_bytes)  # checks empty targets, sizes and ids within the build
             if out is None:  # opened after the first build, so a corpus refused up front leaves no data/ behind
                 remove_stale_commit_shards([n for kind, b in s.builds if kind == "commits"
-                                            for n in registry.corpus_names(kind, b)])
+                                            for n in corpus_names(kind, b)])
                 out = stack.enter_context(ShardWriter(CASES, CASES_SCHEMA, row_group_rows=CASE_ROW_GROUP))
             keys = list(zip(frame["case_id"].to_list(), frame["framing"].to_list()))
             again = [k[0] for k in keys if k in seen]
@@ -100,11 +105,12 @@ def write_cases(s: CorporaSettings, seconds: dict | None = None) -> Written:
             out.write(frame)
             write_commit_shard(frame)
             counts.update(zip(frame["corpus"].to_list(), frame["framing"].to_list()))
+            checks.update(data_checks(frame))
             origins += reports
             edits = edits if table is None else table
         if not seen:
             raise CorpusError("the selected corpora hold no case; nothing to analyse")
-    return Written(counts, origins, edits)
+    return Written(counts, origins, edits, checks)
 
 
 def write_commit_shard(frame: pl.DataFrame) -> None:
@@ -116,7 +122,7 @@ def write_commit_shard(frame: pl.DataFrame) -> None:
 
 
 def commit_corpora(frame: pl.DataFrame) -> list[str]:
-    return sorted(c for c in frame["corpus"].unique() if c.startswith(f"{commits.CORPUS_PREFIX}-"))
+    return sorted(c for c in frame["corpus"].unique() if c.startswith(f"{COMMITS_PREFIX}-"))
 
 
 def remove_stale_commit_shards(names: list[str]) -> None:
@@ -140,6 +146,7 @@ def run(s: CorporaSettings) -> dict:
         "n_cases": sum(written.counts.values()),
         "cases": {f"{corpus}/{framing}": n for (corpus, framing), n in sorted(written.counts.items())},
         "origins": written.origins,
+        "data_checks": {"decisions": DECISIONS, "cases": dict(sorted(written.checks.items()))},
     }
     write_json(metrics, METRICS / "corpora.json")
     return metrics

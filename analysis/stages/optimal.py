@@ -11,9 +11,9 @@ The DP minimises `analysis.bounds.fixed_price` (the steady step per decoded toke
 the first-step overhead once per decode run, T_prefill per copy); both oracles' programs are costed
 by the one bound (`analysis.bounds.case_costs`, whose check refuses costs outside the profiled range
 unless bounds.extrapolate is set, and every table counts the extrapolated spans) and summarised by
-`analysis.bounds.bounds_table` (per corpus, and pooled both ways under analysis.layout's pooling
+`analysis.bounds.bounds_table` (per corpus, and pooled both ways under analysis.pooling's pooling
 rule, with case-bootstrap CIs; kernel repeats are not resampled here). Until this round the stage
-priced every decoded token at the first step, T_ar(1, c) (review D11), with no overhead.
+priced every decoded token at the first step, T_ar(1, c), with no overhead.
 
 Tables:
   optimal          one row per (kernel, level, corpus, framing, pooling): coverage and floor (overhead

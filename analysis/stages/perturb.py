@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.present import charts
-from analysis.corpora import humanevalpack
+from analysis.corpora.entries import FRAMINGS
 from analysis.pipeline.config import tokenizer_spec
 from analysis.errors import ParamsError
 from analysis.pipeline.io import save_chart, write_csv, write_json, write_parquet, write_table
@@ -65,7 +65,7 @@ def settings(params: dict) -> PerturbSettings:
     return PerturbSettings(
         tokenizer=tokenizer_spec(p),
         levels=choices(p, "perturb.levels", LEVELS),
-        framings=choices(p, "perturb.framings", humanevalpack.FRAMINGS),
+        framings=choices(p, "perturb.framings", FRAMINGS),
         kinds=choices(p, "perturb.kinds", KINDS),
         rates=number_list(p, "perturb.rates", lo=0.0, hi=1.0),
         seeds=tuple(range(first, first + count)),

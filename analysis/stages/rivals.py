@@ -233,6 +233,7 @@ def kernel_notes(s: RivalsSettings) -> dict[str, str]:
 
 def run(s: RivalsSettings) -> dict:
     with timed("rivals"):
+        kernels(s)  # every kernel source resolved first: an unknown measured source is named now, not after the simulation
         tokenizer = load_tokenizer(s.tokenizer)
         forwards = simulate(s, tokenizer)
         write_parquet(forwards, RIVALS_FORWARDS)

@@ -81,7 +81,7 @@ def run(s: RoundtripSettings) -> dict:
     }
     write_json({**metrics, "failures": failures}, METRICS / "roundtrip.json")
     # which corpus this report checked, also when it fails: the losslessness page, claim 5 and roundtrip_fail
-    # are marked or refused once the cases change (H5); not an output set, so the CLI does not record it
+    # are marked or refused once the cases change; not an output set, so the CLI does not record it
     record_corpus("roundtrip", [METRICS / "roundtrip.json"])
     if failures:
         raise RoundTripError(f"{len(failures)} oracle programs do not resolve to their target: {failures[:20]}")

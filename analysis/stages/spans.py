@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import polars as pl
 
 from analysis.present import charts
-from analysis.corpora import humanevalpack
+from analysis.corpora.entries import FRAMINGS
 from analysis.pipeline.config import Bootstrap, bootstrap_settings, tokenizer_spec
 from analysis.pipeline.digest import parquet_metadata
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
@@ -56,7 +56,7 @@ def settings(params: dict) -> SpansSettings:
     return SpansSettings(
         tokenizer=tokenizer_spec(params),
         bootstrap=bootstrap_settings(params, "spans"),
-        chart_framing=choice(params, "spans.chart_framing", humanevalpack.FRAMINGS),
+        chart_framing=choice(params, "spans.chart_framing", FRAMINGS),
         prompt_overhead_tokens=prompt_overhead_tokens(params),
         parallel=parallel_settings(params),
         shard_cases=shard_cases(params),

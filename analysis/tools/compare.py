@@ -23,21 +23,8 @@ Exact-match figures also get the exact sign test on the per-case differences (wh
 exact test when each case has one seed); they are significant when the CI excludes 0 and p <
 `compare.alpha`.
 
-Names, units and pools are `dvc metrics show`'s (analysis.present.headline): a name ends in its unit (`_pct` a
-share in percent, `_x` a ratio); `pooled` of a figure pools the paper's three corpora where the run has them, and
-the `_all` figure pools every corpus of the run (in its `pooled` row); the e2e figures' `pooled` is every case.
-  cov_<level>_pct                copied / gold tokens
-  bound_<source>_<ideal|dir>_x   regen / program time, line level; <source> as in the headline rows
-                                 (analysis.present.headline.source_key), plus -<AR loop> where a source has several
-  em_<level>_pct                 exact match under span noise at `headline.perturb_rate` (kind both)
-  pilot_<mode>_<phase>_pct       pilot exact match per split
-  e2e_<model>_<suffix>_x         measured speedup over AR: sum of AR seconds / sum of method seconds; `linedec` /
-                                 `tokdec` Copy-as-Decode with its directive tokens decoded (what the pages lead
-                                 with), `line` / `token` the directive-free upper bounds
-  rivals_<source>_best_ratio_x   at batch 1, Copy-as-Decode's best deployable variant over the best rival (summed
-                                 rival seconds over summed Copy-as-Decode seconds; the pair chosen over every case of A)
-  sv_<source>_c<C>[r]_x          batched serving (reports/tables/serving_claim.csv): over AR and over the best rival;
-                                 simulated, not per case, so A, B and B - A without an interval
+Names, units and pools are `dvc metrics show`'s (analysis.present.headline): a name ends in its unit, `pooled`
+pools the paper's three corpora where the run has them, `_all` every corpus; docs/compare.md lists every figure.
 
 Cost: the bootstrap draws resamples x units per figure. The command states the work before it starts
 and warns when it is large (`--resamples` lowers it for one run); memory is bounded by drawing the
@@ -65,7 +52,7 @@ from analysis.tools.compare_page import to_html, to_json, to_markdown
 from analysis.tools.compare_serving import SERVING_CLAIM, read_csv as _csv, serving_differences
 from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
 from analysis.pipeline.io import write_json, write_text
-from analysis.pipeline.params import get, interval_level, known_keys, number, positive_int
+from analysis.pipeline.params import get, interval_level, known_keys, number, parse_params_text, positive_int
 from analysis.present.headline import (COUNT, E2E_ROW_METHODS, LOOP_KEYS, PERCENT, POOL_ALL_SUFFIX, RATIO, slug,
                                        source_key)
 from analysis.pooling import paper_cases
@@ -155,11 +142,21 @@ def resolve_revision(spec: str, repo: Path = Path(".")) -> str | None:
     return None
 
 
-def _parquet(data: bytes, what: str) -> pl.DataFrame:
+# Another run's files are data: a per-case table past this is not one this suite wrote (2,000,000 cases are far
+# below it), and a params file past MAX_PARAMS_BYTES is not a params file
+MAX_TABLE_BYTES = 1 << 30
+MAX_PARAMS_BYTES = 4 << 20
+
+
+def _too_large(size: int, limit: int, what: str) -> CompareError:
+    return CompareError(f"{what}: {size:,} bytes, above the {limit:,} such a file may hold; not read")
+
+
+def _parquet(data: bytes | Path, what: str) -> pl.DataFrame:
     import io
 
     try:
-        return pl.read_parquet(io.BytesIO(data))
+        return pl.read_parquet(data if isinstance(data, Path) else io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - any unreadable file gets the named error
         raise CompareError(f"{what}: not a readable parquet file ({type(exc).__name__}: {exc})") from exc
 
@@ -168,7 +165,10 @@ def _read_folder(folder: Path, name: str) -> tuple[pl.DataFrame, str] | None:
     path = where(name, folder)
     if path is None:
         return None
-    return _parquet(path.read_bytes(), str(path)), str(path.relative_to(folder))
+    size = path.stat().st_size
+    if size > MAX_TABLE_BYTES:  # checked before reading: polars reads the footer, not the whole file
+        raise _too_large(size, MAX_TABLE_BYTES, str(path))
+    return _parquet(path, str(path)), str(path.relative_to(folder))
 
 
 def _read_dvc_cache(rev: str, path: Path, repo: Path) -> bytes | None:
@@ -176,9 +176,12 @@ def _read_dvc_cache(rev: str, path: Path, repo: Path) -> bytes | None:
 
     try:
         with dvc.api.open(str(path), repo=str(repo), rev=rev, mode="rb") as handle:
-            return handle.read()
+            data = handle.read(MAX_TABLE_BYTES + 1)
     except Exception:  # noqa: BLE001 - an output that revision did not produce (or not in the cache) is absent
         return None
+    if len(data) > MAX_TABLE_BYTES:
+        raise _too_large(len(data), MAX_TABLE_BYTES, f"{rev[:10]}:{path} (dvc cache)")
+    return data
 
 
 def _read_revision(commit: str, name: str, repo: Path) -> tuple[pl.DataFrame, str] | None:
@@ -192,14 +195,19 @@ def _read_revision(commit: str, name: str, repo: Path) -> tuple[pl.DataFrame, st
 
 
 def _params_text(text: str | bytes | None, what: str) -> dict | None:
-    import yaml
-
+    """A run's params, read as params files are (no anchors or aliases, no key twice, bounded depth): another
+    run's params.yaml is data (nested aliases once expanded a small file past 4 GB). None when there is none;
+    a file that is not a params file is a named error."""
     if text is None:
         return None
+    if len(text) > MAX_PARAMS_BYTES:
+        raise _too_large(len(text), MAX_PARAMS_BYTES, what)
     try:
-        loaded = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return None
+        loaded = parse_params_text(text.decode("utf-8") if isinstance(text, bytes) else text)
+    except UnicodeDecodeError as exc:
+        raise CompareError(f"{what}: not UTF-8 text (byte {exc.start})") from None
+    except ParamsError as exc:
+        raise CompareError(f"{what}: {exc}") from None
     return loaded if isinstance(loaded, dict) else None
 
 
@@ -209,7 +217,9 @@ def _folder_params(folder: Path) -> tuple[dict | None, str]:
     for name in (EFFECTIVE_PARAMS, Path("params.yaml")):
         path = folder / name
         if path.is_file() and not path.is_symlink():
-            params = _params_text(path.read_text(errors="replace"), str(path))
+            if path.stat().st_size > MAX_PARAMS_BYTES:  # refused before it is read
+                raise _too_large(path.stat().st_size, MAX_PARAMS_BYTES, str(path))
+            params = _params_text(path.read_text(encoding="utf-8", errors="replace"), str(path))
             if params is not None:
                 return params, str(path)
     return None, f"not recorded (no {EFFECTIVE_PARAMS} or params.yaml in the folder)"

@@ -148,7 +148,7 @@ def sync_dvc_yaml(root: Path = Path(".")) -> list[str]:
             changed.append(name)
         stage["deps"] = deps
 
-    write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked (L6)
+    write_text(header + yaml.safe_dump(spec, sort_keys=False, width=120), path)  # atomic: dvc.yaml is tracked
     return changed
 
 

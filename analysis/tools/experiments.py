@@ -2,7 +2,7 @@
 
 `dvc exp show` prints one column per param and per metric key (the headline grid has about 200), so at 120
 columns it is a row of "…"; `--only-changed` still keeps every moved figure and the dependency hashes, and
-the README used to need a hand-written `--drop` regex per question (P9, issue 41). This view turns the grid
+the README used to need a hand-written `--drop` regex per question. This view turns the grid
 round: one line per param or figure, one column per experiment (the workspace, the baseline commit, each
 experiment), and keeps by default only
 

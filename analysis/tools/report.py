@@ -110,7 +110,7 @@ def render(s: ReportCommand, root: Path = Path(".")) -> Path:
         with owned_temp_dir(".copydecode-report-", s.html.parent) as tmp:
             executed = tmp / f"{s.name}.ipynb"
             try:
-                with kernel_environment():  # the folder's modules are data, never imported (issue 39, H2)
+                with kernel_environment():  # the folder's modules are data, never imported
                     papermill.execute_notebook(str(template_path(s.name)), str(executed),
                                                parameters={**s.parameters, "root": "."}, kernel_name="python3",
                                                cwd=str(root), progress_bar=False, log_output=False)

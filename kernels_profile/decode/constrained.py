@@ -34,7 +34,7 @@ def generate_one(lm, tok: ModelTokenizer, row: dict, max_new: int, fsms: MaskTab
     processor = ProgramLogitsProcessor(fsm, len(prompt), max_new)
     started = time.perf_counter()
     x = torch.tensor([prompt])
-    # the mask given (one unpadded row: all ones), so transformers infers none and warns of none (issue 41)
+    # the mask given (one unpadded row: all ones), so transformers infers none and warns of none
     out = lm.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new, do_sample=False,
                             logits_processor=[processor], pad_token_id=eos[0] if eos else None)
     seconds = time.perf_counter() - started

@@ -28,7 +28,7 @@ from analysis.errors import ParamsError, ProgramError
 from analysis.grammar.fsm import FsmWalker
 from analysis.grammar.program import COPY_OPEN, Copy, Program, parse
 from analysis.grammar.resolver import resolve
-from analysis.text.lines import split_lines
+from analysis.text.lines import Source
 from kernels_profile.decode.llg_engine import LlguidanceEngine, LlgVocabulary
 from kernels_profile.decode.masks import MaskTable, MaskTables, apply_mask, closes_copy, logits_width
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
@@ -183,12 +183,12 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
     it keeps one FSM and mask table per unit count."""
     if mask_engine not in MASK_ENGINES:
         raise DecodeError(f"{case}: mask engine must be one of {', '.join(MASK_ENGINES)}, got {mask_engine!r}")
-    token_bounds = None
+    src = Source.of(source)  # its lines split once: the line count, the prompt and every copy read them
     if unit == "lines":
-        limits = {"lines": len(split_lines(source))}
+        limits = {"lines": src.n_lines}
     elif unit == "tokens" and mask_engine == "suite":
         encoded = tok.fsm_tokenizer.encode(source)
-        limits, token_bounds = {"tokens": len(encoded)}, encoded.char_bounds
+        limits, src = {"tokens": len(encoded)}, Source.of(src, encoded.char_bounds)
     elif unit == "tokens":
         raise DecodeError(f"{case}: the llguidance engine's forced-span grammar copies lines; unit 'tokens' runs on "
                           "the suite engine only")
@@ -197,16 +197,16 @@ def decode(lm: LoadedModel, tok: ModelTokenizer, source: str, instruction: str, 
     if mask_engine == "llguidance":
         if llg is None:
             llg = LlgVocabulary.build(tok, logits_width(lm) or tok.fsm_tokenizer.vocab_size, lm.device)
-        engine = LlguidanceEngine(llg, source, budget, margin, tok.eos_ids)
+        engine = LlguidanceEngine(llg, src, budget, margin, tok.eos_ids)
     else:
         table = (masks if masks is not None else MaskTables.for_model(lm, tok)).table(limits)
         engine = SuiteEngine(table, table.fsm.walker(budget=budget, margin=margin))
-    prompt = prompt_ids(tok, template, source, instruction)
+    prompt = prompt_ids(tok, template, src, instruction)
     check_inputs(lm, prompt, instruction, budget, engine.margin, case)
-    return _greedy(lm, tok, engine, prompt, source, token_bounds, case)
+    return _greedy(lm, tok, engine, prompt, src, case)
 
 
-def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, token_bounds, case: str) -> DecodeResult:
+def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: Source, case: str) -> DecodeResult:
     runner = _Runner(lm)
     context = model_context(lm)
     computed_before = engine.computed
@@ -235,7 +235,7 @@ def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, tok
             ids = [token]
             if closing:
                 op = last_copy(bytes(program))
-                ids += engine.copy_ids(op, resolve(Program((op,)), source, token_bounds), tok)
+                ids += engine.copy_ids(op, resolve(Program((op,)), source), tok)
                 if context and len(runner.fed) + len(ids) > context:
                     raise DecodeError(f"{case}: copying {op.unit} {op.start}-{op.end} would take the "
                                       f"sequence past {lm.name}'s context of {context} tokens")
@@ -257,7 +257,7 @@ def _greedy(lm, tok: ModelTokenizer, engine, prompt: list[int], source: str, tok
     text = bytes(program).decode("utf-8")
     parsed = parse(text)
     return DecodeResult(
-        text=text, program=parsed, output=resolve(parsed, source, token_bounds), stopped=stopped,
+        text=text, program=parsed, output=resolve(parsed, source), stopped=stopped,
         timings=DecodeTimings(t["prompt"], t["decode"], t["copy"], t["mask"], total),
         counts=DecodeCounts(len(prompt), len(written), copied_tokens, decode_forwards, copy_forwards,
                             engine.computed - computed_before),
@@ -297,7 +297,7 @@ def decode_rewrite(lm: LoadedModel, tok: ModelTokenizer, source: str, instructio
 
 
 def load_for_decoding(name: str, weights: str, dtype: str, device: str):
-    """The model (kernels_profile.runtime.checkpoints.load_model, the one loader) and its ModelTokenizer."""
+    """The model (kernels_profile.runtime.loading.load_model, the one loader) and its ModelTokenizer."""
     loaded = load_model(name, weights, dtype, device)
     return loaded.lm, ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, name)
 

@@ -28,7 +28,7 @@ from analysis.grammar.export import export
 from analysis.grammar.fsm import END, OPS, ByteAutomaton
 from analysis.grammar.llg import StepMasks, allowed, allowed_among, compile_grammar, ll_tokenizer, suite_pieces
 from analysis.grammar.program import Copy
-from analysis.text.lines import split_lines
+from analysis.text.lines import Source
 from kernels_profile.decode.masks import LayoutRule, closes_copy_bytes
 from kernels_profile.runtime.hf import ModelTokenizer
 
@@ -67,14 +67,15 @@ class LlguidanceEngine:
 
     name = "llguidance"
 
-    def __init__(self, vocab: LlgVocabulary, source: str, budget: int | None, margin: int | None,
+    def __init__(self, vocab: LlgVocabulary, source: str | Source, budget: int | None, margin: int | None,
                  eos_ids: tuple[int, ...]):
         import torch
 
+        source = Source.of(source)
         self.vocab, self.eos_ids, self.torch = vocab, tuple(eos_ids), torch
-        self.compiled = compile_grammar(vocab.lltok, export(source, "lark", forced=True))
+        self.compiled = compile_grammar(vocab.lltok, export(source.text, "lark", forced=True))
         self.matcher = self.compiled.matcher
-        self.automaton = ByteAutomaton({"lines": len(split_lines(source))})
+        self.automaton = ByteAutomaton({"lines": source.n_lines})
         needed = self.automaton.max_completion()
         if margin is not None and margin < needed:
             raise ProgramError(f"walker margin {margin} is below the longest completion ({needed} tokens)")

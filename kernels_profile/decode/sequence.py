@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from analysis.errors import ProgramError
 from analysis.grammar.program import Copy, Program, render_op
 from analysis.grammar.resolver import resolve
+from analysis.text.lines import Source
 from kernels_profile.runtime.hf import ModelTokenizer
 
 KINDS = ("prompt", "directive", "gen", "copied", "eos", "text")
@@ -51,10 +52,6 @@ class TrainingSequence:
         return [p.kind for p in self.pieces for _ in p.ids]
 
     @property
-    def loss_mask(self) -> list[bool]:
-        return [k in LOSS_KINDS for k in self.kinds]
-
-    @property
     def labels(self) -> list[int]:
         """Labels for a causal LM loss (transformers shifts them): the id where the loss applies."""
         return [t if k in LOSS_KINDS else IGNORE for t, k in zip(self.ids, self.kinds)]
@@ -70,10 +67,11 @@ class TrainingSequence:
 def op_pieces(tok: ModelTokenizer, program: Program, source: str, token_bounds=None) -> list[Piece]:
     """Each op's own tokens, and after each copy directive the tokens of the text it copies."""
     pieces: list[Piece] = []
+    src = Source.of(source, token_bounds)  # split once, not once per copy
     for index, op in enumerate(program.ops):
         if isinstance(op, Copy):
             pieces.append(Piece("directive", tuple(tok.encode(render_op(op)))))
-            copied = resolve(Program((op,)), source, token_bounds)
+            copied = resolve(Program((op,)), src)
             ids = tuple(tok.encode(copied))
             if not ids:
                 raise ProgramError(f"op {index}: copy {op.unit} {op.start}-{op.end} copies no tokens")

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from analysis.errors import ProgramError
 from analysis.grammar.program import GEN_CLOSE, GEN_OPEN, Copy, Program, escape, render_op
 from analysis.grammar.resolver import resolve
+from analysis.text.lines import Source
 from kernels_profile.runtime.models import LoadedModel, cache_kwarg
 
 @dataclass(frozen=True)
@@ -105,9 +106,10 @@ def program_segments(program: Program, source: str, token_bounds, encode) -> lis
             memo[text] = tuple(encode(text))
         return memo[text]
 
+    src = Source.of(source, token_bounds)  # split once, not once per op
     segments = []
     for op in program.ops:
-        ids = tuple(encode(resolve(Program((op,)), source, token_bounds)))
+        ids = tuple(encode(resolve(Program((op,)), src)))
         if isinstance(op, Copy):
             segments.append(Segment("copy", ids, open_ids=tokens(render_op(op))))
         else:

@@ -1,21 +1,49 @@
-"""One e2e case as a job, built once (`build_job`): its plan, both prompts, the gold output and the
-programs' executor segments in the model's tokens, the checkpoint key's parts, and the per-case
-curve's contexts and prefill sizes. The stage builds it, the measurement runs it, the checkpoint is
-keyed by it; nothing downstream rebuilds a part of it."""
+"""The e2e sample and its jobs. `sample_cases`: the seeded per-corpus sample of the cases (through the
+suite's one sampler, analysis.corpora.sample). One case as a job, built once (`build_job`): its plan, both
+prompts, the gold output and the programs' executor segments in the model's tokens, the checkpoint key's
+parts, and the per-case curve's contexts and prefill sizes. The stage builds it, the measurement runs it,
+the checkpoint is keyed by it; nothing downstream rebuilds a part of it."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import polars as pl
+
+from analysis.corpora.sample import sample_ids
+from analysis.errors import ParamsError
 from analysis.grammar.program import parse
 from analysis.layout import LEVELS
+from analysis.pooling import framing_filter
 from analysis.rivals.methods import PROGRAM_PROMPT, REWRITE_PROMPT
 from kernels_profile.e2e.executor import Segment, program_segments
 from kernels_profile.e2e.predict import prefill_sizes
-from kernels_profile.e2e.settings import E2EModel, E2ESettings, MethodPlan
+from kernels_profile.e2e.settings import SAMPLE_STRATA, E2EModel, E2ESettings, MethodPlan
 from kernels_profile.runtime.hf import PLAIN_REWRITE_TEMPLATE, PROGRAM_TEMPLATE, ModelTokenizer, prompt_ids
 
 CHECKPOINT_VERSION = "e2e-7"  # 7: drafts never cropped to the gold, a copy tag's last token in its prefill; 6: one method vocabulary
+
+
+def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int,
+                 stratify: str = "target_length") -> pl.DataFrame:
+    """The rows of a seeded sample per corpus (a count of None takes every case of that corpus), drawn from
+    the corpus's case ids in order, seeded by `seed/corpus`. `target_length`: one case from each of `count`
+    near-equal strata of the cases ordered by output length (characters, then id), so a sample spans short
+    to long edits; `none`: a simple random sample."""
+    if stratify not in SAMPLE_STRATA:
+        raise ParamsError(f"e2e.stratify must be one of {SAMPLE_STRATA}, got {stratify!r}")
+    picked = []
+    for corpus, count in sample:
+        rows = table.filter((pl.col("corpus") == corpus) & framing_filter(framing))
+        ids = sorted(set(rows["case_id"].to_list()))
+        if not ids:
+            raise ParamsError(f"e2e sample names corpus {corpus!r} with no cases at framing {framing!r}")
+        lengths = None
+        if stratify == "target_length":
+            lengths = dict(rows.group_by("case_id").agg(pl.col("target").first().str.len_chars()).iter_rows())
+        chosen = sample_ids(ids, count, seed, corpus, lengths=lengths)
+        picked.append(rows.filter(pl.col("case_id").is_in(chosen)))
+    return pl.concat(picked).sort("corpus", "case_id", "level")
 
 
 @dataclass(frozen=True)
@@ -52,7 +80,7 @@ class CaseJob:
 
     def file_stem(self) -> str:
         """The checkpoint's name before its key: `/` as `_` (one path component), the case id cut to
-        CASE_STEM_BYTES (issue 39, L2: a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
+        CASE_STEM_BYTES (a multi-file case id `<sha>:<long path>` passed 255 bytes); the key
         after it, a hash holding the case id, keeps two cut ids apart."""
         case = self.case_id.replace("/", "_").replace("\x00", "_").encode("utf-8")[:CASE_STEM_BYTES]
         return f"{self.model.name}-{case.decode('utf-8', 'ignore')}"
@@ -89,3 +117,15 @@ def build_job(choice: E2EModel, s: E2ESettings, line: dict, token: dict, tok: Mo
         lossless_levels=s.checks.lossless_levels,
         curve_contexts=(min(len(p) for p in prompts.values()), longest),
         curve_sizes=prefill_sizes(s.curve.prefill_grid, widest))
+
+
+def build_jobs(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, tok: ModelTokenizer, encode,
+               qwen) -> list[CaseJob]:
+    """The jobs of the model's sample (`sample_cases` of the joined programs table), by case id."""
+    rows = sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
+    jobs = []
+    for case_id in sorted(set(rows["case_id"].to_list())):
+        case = rows.filter(pl.col("case_id") == case_id)
+        line, token = (case.filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
+        jobs.append(build_job(choice, s, line, token, tok, encode, qwen))
+    return jobs

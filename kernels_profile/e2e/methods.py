@@ -9,19 +9,16 @@ repeat). AR and the drafters run on the rewrite prompt (what they would be given
 the program prompt. After the timings: the losslessness check on every case (the executor's final
 logits against one-token steps over the same sequence, per level of params e2e.lossless_levels), then
 the case's own latency curve (kernels_profile.e2e.predict), which prices every method's forward log.
-Transformers' own generate(prompt_lookup_num_tokens=k) against plain greedy runs on the rewrite prompt.
+The sample and the jobs are kernels_profile.e2e.job's; the side checks on a model (transformers' own
+prompt lookup, constrained generation) are kernels_profile.e2e.checks'.
 """
 
 from __future__ import annotations
-
-import random
-import time
 
 import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.model import ModelKey
-from analysis.pooling import framing_filter
 from analysis.rivals.families.ar import AR
 from analysis.rivals.families.copy import DECODED, IDEAL
 from analysis.rivals.forwards import Forwards
@@ -30,52 +27,12 @@ from analysis.rivals.methods import PROGRAM_PROMPT, REWRITE_PROMPT, Method
 from analysis.rivals.settings import DraftSettings
 from kernels_profile.e2e.job import CaseJob
 from kernels_profile.e2e.predict import LatencyCurve, measure_curve
-from kernels_profile.e2e.settings import SAMPLE_STRATA, E2ESettings, MethodPlan
+from kernels_profile.e2e.settings import E2ESettings, MethodPlan
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.e2e.executor import Executor, acceptance_histogram
 from kernels_profile.measure.equivalence import compare_logits
 
 PROMPTS = (REWRITE_PROMPT, PROGRAM_PROMPT)
-
-
-# ---------------------------------------------------------------- the sample
-
-def sample_cases(table: pl.DataFrame, sample: tuple[tuple[str, int | None], ...], framing: str, seed: int,
-                 stratify: str = "target_length") -> pl.DataFrame:
-    """A seeded sample per corpus (a count of None takes every case of that corpus). `target_length`:
-    the corpus's cases ordered by output length (characters, then id) are cut into `count` strata of
-    near-equal size and one case is drawn from each, so a sample spans short to long edits; `none`:
-    a simple random sample."""
-    if stratify not in SAMPLE_STRATA:
-        raise ParamsError(f"e2e.stratify must be one of {SAMPLE_STRATA}, got {stratify!r}")
-    picked = []
-    for corpus, count in sample:
-        rows = table.filter((pl.col("corpus") == corpus) & framing_filter(framing))
-        ids = sorted(set(rows["case_id"].to_list()))
-        if not ids:
-            raise ParamsError(f"e2e sample names corpus {corpus!r} with no cases at framing {framing!r}")
-        rng = random.Random(f"{seed}/{corpus}")
-        if count is None or count >= len(ids):
-            chosen = ids
-        elif stratify == "none":
-            chosen = rng.sample(ids, count)
-        else:
-            lengths = rows.group_by("case_id").agg(pl.col("target").first().str.len_chars().alias("n"))
-            ordered = lengths.sort("n", "case_id")["case_id"].to_list()
-            chosen = [rng.choice(stratum) for stratum in _strata(ordered, count)]
-        picked.append(rows.filter(pl.col("case_id").is_in(chosen)))
-    return pl.concat(picked).sort("corpus", "case_id", "level")
-
-
-def _strata(ordered: list, count: int) -> list[list]:
-    """`ordered` cut into `count` contiguous, non-empty parts whose sizes differ by at most one."""
-    size, extra = divmod(len(ordered), count)
-    parts, start = [], 0
-    for index in range(count):
-        end = start + size + (index < extra)
-        parts.append(ordered[start:end])
-        start = end
-    return parts
 
 
 # ---------------------------------------------------------------- the runs
@@ -210,21 +167,3 @@ def measure_job(lm, job: CaseJob, s: E2ESettings, run_id: str, drafters=None) ->
         lossless_ok=pl.lit(all(c["ok"] for c in checks.values()) if checks else None, dtype=pl.Boolean),
     )
     return frame.sort("repeat", "order_index"), curve
-
-
-def hf_pld_sanity(lm, prompt: list[int], max_new: int, k: int) -> dict:
-    """transformers' generate(prompt_lookup_num_tokens=k) against plain greedy generate on `prompt`
-    (the rewrite prompt), the model writing its own output: an output-identity check and its speed."""
-    import torch
-
-    x = torch.tensor([prompt])
-    timings, outputs = {}, {}
-    for name, extra in (("greedy", {}), ("prompt_lookup", {"prompt_lookup_num_tokens": k})):
-        started = time.perf_counter()
-        # the mask given (one unpadded row: all ones), so transformers infers none and warns of none (issue 41)
-        out = lm.model.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=max_new, do_sample=False, **extra)
-        timings[name] = time.perf_counter() - started
-        outputs[name] = out[0, len(prompt):].tolist()
-    return {"prompt": REWRITE_PROMPT, "greedy_s": timings["greedy"], "pld_s": timings["prompt_lookup"],
-            "speedup": timings["greedy"] / timings["prompt_lookup"],
-            "identical_output": outputs["greedy"] == outputs["prompt_lookup"], "new_tokens": len(outputs["greedy"])}

@@ -1,6 +1,7 @@
 """The e2e stage's prediction: a latency curve measured in each case's own unit, right after its
-methods (so the curve and the timings it predicts share the same minutes and the same machine load:
-review D7), fitted in the form params e2e.fit names, and every method's forward log priced under it.
+methods (so the curve and the timings it predicts share the same minutes and the same machine load: a
+curve measured apart from them priced another machine state), fitted in the form params e2e.fit names, and
+every method's forward log priced under it.
 
 The curve: T_prefill(N) over params e2e.prefill_grid up to the smallest grid size that covers the
 case's largest forward, and T_ar(N) over e2e.ar_grid up to e2e.ar_steps, at the case's shortest prompt

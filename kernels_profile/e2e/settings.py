@@ -10,16 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from analysis.bounds import CostSettings, log_cost_settings
-from analysis.corpora import humanevalpack
+from analysis.corpora.entries import FRAMINGS
 from analysis.errors import ParamsError
 from analysis.latency.model import FORMS
 from analysis.layout import E2E_PRESETS, LEVELS
 from analysis.pipeline.config import tokenizer_spec
 from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.params import (
-    check_slack,
     check_threads,
-    check_threshold,
     choice,
     choices,
     did_you_mean,
@@ -34,6 +32,7 @@ from analysis.rivals.families.copy import DECODED, IDEAL
 from analysis.rivals.families.pld import POLICIES
 from analysis.rivals.methods import Method, draft_budgets
 from analysis.rivals.settings import DraftSettings, draft_settings
+from kernels_profile.measure.timing import NoiseRules
 from kernels_profile.runtime.models import known_models
 from analysis.corpora.settings import configured_corpora
 
@@ -88,10 +87,8 @@ class CheckSettings:
 
 @dataclass(frozen=True)
 class EnvironmentSettings:
-    noisy_drift: float
-    reference_budget_s: float
+    rules: NoiseRules                 # kernels_profile.measure.timing: noisy drift, reference budget, contention slack
     threads: int | None               # torch threads while measuring; None: torch's default
-    contention_slack: float           # busy cores beyond the free ones before the run is contended
 
 
 @dataclass(frozen=True)
@@ -232,15 +229,8 @@ def _checks(p: dict, names: list[str]) -> CheckSettings:
 
 
 def _environment(p: dict) -> EnvironmentSettings:
-    env = EnvironmentSettings(
-        noisy_drift=check_threshold(number(p, "e2e.noisy_drift"), "params: 'e2e.noisy_drift'"),
-        reference_budget_s=number(p, "e2e.reference_budget_s"),
-        threads=check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"),
-        contention_slack=check_slack(get(p, "e2e.contention_slack"), "params: 'e2e.contention_slack'"),
-    )
-    if not env.reference_budget_s > 0:
-        raise ParamsError(f"params: 'e2e.reference_budget_s' must be > 0, got {env.reference_budget_s}")
-    return env
+    return EnvironmentSettings(NoiseRules.from_params(p, "e2e"),
+                               check_threads(get(p, "e2e.threads"), "params: 'e2e.threads'"))
 
 
 def settings(params: dict, preset: str | None = None, out: str | Path | None = None) -> E2ESettings:
@@ -249,7 +239,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     under `out` (default data/e2e/<preset>/) and nothing under reports/."""
     if out is not None and preset is None:
         raise ParamsError("copydecode e2e: --out names a preset run's folder; name the preset too (--preset e2e-wide)")
-    if out is not None:  # a preset run's folder stays inside the tree (issue 39, H4)
+    if out is not None:  # a preset run's folder stays inside the tree
         try:
             confined(Path(out) / "run.json", "the e2e preset run's folder")
         except OutputRootError as exc:
@@ -265,7 +255,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         raise ParamsError(f"params: 'e2e.ci.level' must lie in (0, 1), got {level}")
     return E2ESettings(
         tokenizer=tokenizer_spec(p),
-        framing=choice(p, "e2e.framing", humanevalpack.FRAMINGS),
+        framing=choice(p, "e2e.framing", FRAMINGS),
         seed=get(p, "e2e.seed", int),
         stratify=choice(p, "e2e.stratify", SAMPLE_STRATA),
         repeats=positive_int(p, "e2e.repeats"),

@@ -2,8 +2,8 @@
 
 Per case and method (`case_table`): the seconds of every repeat reduced by the **lower median** over
 repeats (the median for an odd count, the smaller middle value for an even one: with 2 repeats the
-faster), so one slow outlier repeat (a busy minute on a shared CPU) never moves a case's figure
-(review D15); the same for the prompt's prefill and for decode + prompt. The case's speedup is the
+faster), so one slow outlier repeat (a busy minute on a shared CPU) never moves a case's figure; the same
+for the prompt's prefill and for decode + prompt. The case's speedup is the
 median of its within-repeat AR/method ratios (kernels_profile.measure.interleave). Each method's
 prediction (its forward log priced under the case's own curve) sits beside it, with the absolute
 error `abs_error` = measured / predicted seconds - 1.
@@ -29,7 +29,7 @@ from analysis.stats import quartiles, ratio_of_sums, ratio_of_sums_ci, ratio_pai
 
 CASE_KEYS = ("model", "corpus", "case_id")
 GROUP_KEYS = ("model", "corpus", "method")
-POOL_ALL = "pooled"              # every measured case of a model (analysis.layout.POOLED)
+POOL_ALL = "pooled"              # every measured case of a model (analysis.pooling.POOLED)
 HEVALFIX_POOL = "HEvalFix"       # the paper's benchmark corpora together: a pool of short edits
 HEVALFIX_PREFIX = "HEvalFix-"
 

@@ -37,7 +37,8 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from analysis.errors import ParamsError
-from analysis.pipeline.params import check_slack, check_threads, check_threshold
+from analysis.pipeline.params import check_threads
+from kernels_profile.measure.timing import NoiseRules, Timing
 from kernels_profile.runtime.checkpoints import checkpoint_key
 from kernels_profile.runtime.models import DTYPES, LoadedModel
 from kernels_profile.measure.machine import machine_info
@@ -117,14 +118,14 @@ class BatchedSpec:
                 raise ParamsError(f"{where}.{name} {sorted(set(held) - set(grid))} are not in the grid {list(grid)}")
             if len(set(grid) - set(held)) < 2:
                 raise ParamsError(f"{where}.{name} leaves fewer than two grid values to fit on")
-        if self.repeats < 1 or self.warmup < 0:
-            raise ParamsError(f"{where}.repeats must be >= 1 and warmup >= 0, got {self.repeats}, {self.warmup}")
-        check_threshold(self.noisy_drift, f"{where}.noisy_drift")
-        check_slack(self.contention_slack, f"{where}.contention_slack")
+        self.timing.validate(where)
         check_threads(self.threads, f"{where}.threads")
-        if not isinstance(self.reference_budget_s, (int, float)) or not self.reference_budget_s > 0:
-            raise ParamsError(f"{where}.reference_budget_s must be > 0, got {self.reference_budget_s!r}")
         return self
+
+    @property
+    def timing(self) -> Timing:
+        return Timing(self.repeats, self.warmup, self.order_seed,
+                      NoiseRules(self.noisy_drift, self.reference_budget_s, self.contention_slack))
 
     @property
     def points(self) -> list[tuple[int, int]]:

@@ -15,22 +15,22 @@ replay of simulated steps, with the batch-1 profile's discipline.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from analysis.parallel.progress import progress_bar
-from analysis.pipeline.io import output_set, write_json, write_parquet
+from analysis.pipeline.io import write_json
 from kernels_profile.measure.batched import BatchedBench, Step
 from kernels_profile.measure.contention import Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.measure.machine import gpu_reference_workload, machine_info, reference_workload
-from kernels_profile.measure.session import any_verdict, judged_run, run_path
+from kernels_profile.measure.sidecar import judged_sessions, run_path
+from kernels_profile.measure.timing import Timing
 from kernels_profile.runtime.checkpoints import FromScratch, read_frame_checkpoint, write_frame_checkpoint
 from kernels_profile.runtime.models import model_label
 
@@ -52,18 +52,6 @@ STEP_SCHEMA = {
 
 def _stderr(message: str) -> None:
     print(message, file=sys.stderr)
-
-
-@dataclass(frozen=True)
-class Timing:
-    """How steps are timed (from the stage's params group): warm-up runs, repeats, order seed, noise rules."""
-
-    repeats: int
-    warmup: int
-    order_seed: int
-    noisy_drift: float
-    reference_budget_s: float
-    contention_slack: float
 
 
 @dataclass(frozen=True)
@@ -107,7 +95,7 @@ def step_row(step: Step) -> dict[str, Any]:
 
 def unit_path(root: Path, model: str, set_name: str, repeat: int, key: str) -> Path:
     """A unit's checkpoint, named by the model's label: a model given as a folder or hub id is a path, and
-    its raw string would put the file beside the model, outside the tree (issue 39, as H4)."""
+    its raw string would put the file beside the model, outside the tree."""
     return Path(root) / f"{model_label(model)}-{set_name}-r{repeat}-{key}.parquet"
 
 
@@ -153,8 +141,8 @@ def run_step_sets(build: Callable[[], Any], identity: dict[str, Any], sets: Sequ
     if todo:
         scratch.mark()
         recorder = EnvironmentRecorder(
-            threshold=timing.noisy_drift, contention_slack=timing.contention_slack,
-            reference=reference or default_reference(identity["device"], timing.reference_budget_s),
+            threshold=timing.rules.noisy_drift, contention_slack=timing.rules.contention_slack,
+            reference=reference or default_reference(identity["device"], timing.rules.reference_budget_s),
             **({"load": load} if load is not None else {}), **({"other": other} if other is not None else {}))
         session = _Session(recorder, checkpoint_dir)
         recorder.start()
@@ -179,13 +167,13 @@ def run_step_sets(build: Callable[[], Any], identity: dict[str, Any], sets: Sequ
             order = s.order(timing, identity["model"], r)
             seconds = {name: bench.timed(s.steps[name]) for name in order}
             ref_after, load_after = recorder.sample(), recorder.load()[0]
-            drift = Drift.of([ref_before, ref_after], timing.noisy_drift).drift
+            drift = Drift.of([ref_before, ref_after], timing.rules.noisy_drift).drift
             k = keys[(s.name, r)]
             rows = [{**identity, "step_id": name, **step_row(s.steps[name]), "repeat": r, "seconds": seconds[name],
                      "order_index": order.index(name), "unit_id": f"{s.name}/r{r}", "run_id": recorder.run_id,
                      "load1_before": float(load_before), "load1_after": float(load_after),
                      "ref_before_s": float(ref_before), "ref_after_s": float(ref_after), "ref_drift": float(drift),
-                     "noisy": drift > timing.noisy_drift, "checkpoint_key": k} for name in sorted(s.steps)]
+                     "noisy": drift > timing.rules.noisy_drift, "checkpoint_key": k} for name in sorted(s.steps)]
             frame = pl.DataFrame(rows, schema=STEP_SCHEMA).with_columns(**{c: pl.lit(v) for c, v in env.items()})
             write_frame_checkpoint(frame, unit_path(checkpoint_dir, identity["model"], s.name, r, k), k,
                                    scratch.measured())
@@ -197,52 +185,21 @@ def run_step_sets(build: Callable[[], Any], identity: dict[str, Any], sets: Sequ
         session.save()
         del bench, lm
     raw = pl.concat([frames[(s.name, r)] for s, r in units], how="diagonal_relaxed")
-    raw = raw.with_columns(noisy=pl.col("ref_drift") > timing.noisy_drift).sort("unit_id", "step_id")
+    raw = raw.with_columns(noisy=pl.col("ref_drift") > timing.rules.noisy_drift).sort("unit_id", "step_id")
     return BatchedResult(raw, environment_record(raw, checkpoint_dir, timing, log), scratch.seconds())
 
 
 def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, timing: Timing,
                        log: Callable[[str], None] = _stderr) -> dict[str, Any]:
     """The sidecar: this machine, every session that measured a unit (re-judged at today's thresholds), and
-    which units are noisy, with the reasons."""
-    from types import SimpleNamespace
-
-    rules = SimpleNamespace(noisy_drift=timing.noisy_drift, contention_slack=timing.contention_slack)
-    runs = []
-    for run_id in sorted(set(raw["run_id"].to_list())):
-        path = run_path(Path(checkpoint_dir), run_id)
-        if not path.is_file():
-            log(f"batched profile: {path} not found; units of run {run_id} have no run environment")
-            runs.append({"run_id": run_id, "missing": str(path), "noisy": None, "contended": None, "noisy_reasons": []})
-            continue
-        runs.append(judged_run(json.loads(path.read_text()), rules))
-    units = raw.group_by("unit_id").agg(pl.col("ref_drift").first(), pl.col("noisy").first()).sort("unit_id")
-    noisy_units = units.filter(pl.col("noisy"))["unit_id"].to_list()
-    reasons = [f"run {r['run_id']}: {why}" for r in runs for why in r["noisy_reasons"]]
-    if noisy_units:
-        reasons.append(f"{len(noisy_units)} of {units.height} units: reference drift > {timing.noisy_drift:.0%} within the unit")
+    which units are noisy, with the reasons (kernels_profile.measure.sidecar.judged_sessions)."""
+    judged = judged_sessions(raw, checkpoint_dir, timing.rules, "unit_id", "batched profile", log)
+    units = judged.pop("units")
     return {
         "format": ENVIRONMENT_FORMAT, "machine": machine_info(),
-        "threads": sorted({int(t) for t in raw["threads"].to_list()}) if "threads" in raw.columns else None,
-        "noisy_drift": timing.noisy_drift, "contention_slack": timing.contention_slack,
-        "noisy": bool(noisy_units) or any(r["noisy"] for r in runs), "noisy_reasons": reasons,
-        "contended": any_verdict([r["contended"] for r in runs]),
-        "units": units.height, "noisy_units": noisy_units,
-        "max_unit_drift": float(units["ref_drift"].max()), "runs": runs,
-        "timing": {k: getattr(timing, k) for k in Timing.__dataclass_fields__},
+        **{k: judged[k] for k in ("threads", "noisy_drift", "contention_slack", "noisy", "noisy_reasons", "contended")},
+        "units": units.height, "noisy_units": judged["noisy_units"],
+        "max_unit_drift": float(units["ref_drift"].max()), "runs": judged["runs"],
+        "timing": {"repeats": timing.repeats, "warmup": timing.warmup, "order_seed": timing.order_seed,
+                   **asdict(timing.rules)},
     }
-
-
-def environment_path(raw_path: Path) -> Path:
-    raw_path = Path(raw_path)
-    return raw_path.with_name(f"{raw_path.stem}.environment.json")
-
-
-def write_result(result: BatchedResult, out: Path) -> Path:
-    """The raw parquet and its environment sidecar as one set (never a new file beside an old sidecar:
-    issue 39, L6); returns the sidecar path."""
-    sidecar = environment_path(out)
-    with output_set("kernels_batched", outputs=(Path(out).as_posix(), sidecar.as_posix())):
-        write_parquet(result.raw, Path(out))
-        write_json({**result.environment, "raw": str(out)}, sidecar)
-    return sidecar

@@ -41,7 +41,8 @@ import polars as pl
 
 from analysis.errors import ParamsError
 from analysis.latency.names import AR_LOOPS
-from analysis.pipeline.params import check_slack, check_threads, check_threshold
+from analysis.pipeline.params import check_threads
+from kernels_profile.measure.timing import NoiseRules
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.measure.machine import machine_info
 from kernels_profile.runtime.models import DTYPES, LoadedModel, cache_kwarg, model_label
@@ -135,12 +136,13 @@ class ProfileSpec:
                               f"and allows at most {COMPILED_SHAPES_LIMIT - 4}")
         if isinstance(self.warmup_ar_steps, bool) or not isinstance(self.warmup_ar_steps, int) or self.warmup_ar_steps < 1:
             raise ParamsError(f"kernels.profile.warmup_ar_steps must be an integer >= 1, got {self.warmup_ar_steps!r}")
-        check_threshold(self.noisy_drift, "kernels.profile.noisy_drift")
-        check_slack(self.contention_slack, "kernels.profile.contention_slack")
+        self.rules.validate("kernels.profile")
         check_threads(self.threads, "kernels.profile.threads")
-        if not isinstance(self.reference_budget_s, (int, float)) or not self.reference_budget_s > 0:
-            raise ParamsError(f"kernels.profile.reference_budget_s must be > 0, got {self.reference_budget_s!r}")
         return self
+
+    @property
+    def rules(self) -> NoiseRules:
+        return NoiseRules(self.noisy_drift, self.reference_budget_s, self.contention_slack)
 
     @property
     def n_max(self) -> int:

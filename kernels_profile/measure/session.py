@@ -13,7 +13,8 @@ kernels_profile.runtime.checkpoints.fingerprint: the model's configuration or we
 transformers and peft versions, torch's thread count), written atomically
 with its key and seconds and verified on load (kernels_profile.runtime.checkpoints: readable, the expected
 columns, row count and key); a file that fails is discarded with a message and measured again.
-Each profiling session's environment is written beside the pairs as run-<run_id>.json.
+Each profiling session's environment is written beside the pairs as run-<run_id>.json; the raw file and its
+sidecar are written together by kernels_profile.measure.sidecar.write_with_sidecar.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ from typing import Any
 
 import polars as pl
 
-from analysis.pipeline.io import output_set, write_json, write_parquet
+from analysis.pipeline.io import write_json
 from analysis.parallel.progress import progress_bar
-from kernels_profile.measure.contention import Contention, Drift, EnvironmentRecorder, LoadSample
+from kernels_profile.measure.contention import Drift, EnvironmentRecorder, LoadSample
 from kernels_profile.measure.machine import gpu_info, gpu_reference_workload, machine_info, reference_workload
 from kernels_profile.runtime.models import build_model, check_fits, torch_dtype
 from kernels_profile.measure.profiler import (
@@ -52,6 +53,7 @@ from kernels_profile.runtime.checkpoints import (
     write_frame_checkpoint,
 )
 from kernels_profile.runtime.loading import set_threads
+from kernels_profile.measure.sidecar import judged_sessions, run_path
 
 ENVIRONMENT_FORMAT = "copydecode.kernels.environment/1"
 
@@ -95,10 +97,6 @@ def default_reference(spec: ProfileSpec) -> Callable[[], float]:
     return lambda: reference_workload(budget)
 
 
-def run_path(root: Path, run_id: str) -> Path:
-    return root / f"run-{run_id}.json"
-
-
 def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
                 reference: Callable[[], float] | None = None, load: Callable[[], tuple] | None = None,
                 log: Callable[[str], None] = _stderr,
@@ -112,7 +110,7 @@ def profile_run(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True,
     set_threads(spec.threads)
     scratch = FromScratch()
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or device fails before any model is built
-    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation (M4)
+    for model in spec.models:  # an invalid config, or one too large for this machine, before any allocation
         check_fits(model, spec.dtype, spec.device, max(spec.contexts) + spec.n_max, spec.n_max)
     checkpoint_dir = Path(checkpoint_dir)
     checkpoint_dir.mkdir(parents=True, exist_ok=True)
@@ -201,34 +199,17 @@ def profile(spec: ProfileSpec, checkpoint_dir: Path, progress: bool = True) -> p
 def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpec,
                        log: Callable[[str], None] = _stderr) -> dict[str, Any]:
     """The sidecar of a raw file: this machine, every session that measured a pair in it (its load,
-    reference drift, contention, roofline), and which pairs and runs are noisy under spec.noisy_drift
-    and spec.contention_slack, with the reasons."""
-    runs = []
-    for run_id in sorted(set(raw["run_id"].to_list())):
-        path = run_path(Path(checkpoint_dir), run_id)
-        if not path.is_file():
-            log(f"kernels profile: {path} not found; pairs of run {run_id} have no run environment")
-            runs.append({"run_id": run_id, "missing": str(path), "noisy": None, "contended": None,
-                         "noisy_reasons": []})
-            continue
-        runs.append(judged_run(json.loads(path.read_text()), spec))
-    pairs = raw.group_by("pair_id").agg(pl.col("ref_drift").first(), pl.col("noisy").first()).sort("pair_id")
-    noisy_pairs = pairs.filter(pl.col("noisy"))["pair_id"].to_list()
-    reasons = [f"run {r['run_id']}: {why}" for r in runs for why in r["noisy_reasons"]]
-    if noisy_pairs:
-        reasons.append(f"{len(noisy_pairs)} of {pairs.height} pairs: reference drift > {spec.noisy_drift:.0%} within the pair")
+    reference drift, contention, roofline), and which pairs and runs are noisy under the spec's noise rules,
+    with the reasons (kernels_profile.measure.sidecar.judged_sessions)."""
+    judged = judged_sessions(raw, checkpoint_dir, spec.rules, "pair_id", "kernels profile", log)
+    pairs, runs = judged.pop("units"), judged["runs"]
     return {
         "format": ENVIRONMENT_FORMAT,
         "machine": machine_info(),
-        "threads": sorted({int(t) for t in raw["threads"].to_list()}) if "threads" in raw.columns else None,
-        "noisy_drift": spec.noisy_drift,
-        "contention_slack": spec.contention_slack,
-        "noisy": bool(noisy_pairs) or any(r["noisy"] for r in runs),
-        "noisy_reasons": reasons,
-        "contended": any_verdict([r["contended"] for r in runs]),
+        **{k: judged[k] for k in ("threads", "noisy_drift", "contention_slack", "noisy", "noisy_reasons", "contended")},
         "other_busy_cores": [r["contention"]["other_busy_cores"] for r in runs if r.get("contention")],
         "pairs": pairs.height,
-        "noisy_pairs": noisy_pairs,
+        "noisy_pairs": judged["noisy_units"],
         "max_pair_drift": float(pairs["ref_drift"].max()),
         "median_pair_drift": float(pairs["ref_drift"].median()),
         "load1": {"min": float(raw["load1_before"].min()), "max": float(raw["load1_after"].max())},
@@ -236,22 +217,6 @@ def environment_record(raw: pl.DataFrame, checkpoint_dir: Path, spec: ProfileSpe
         "gpu": [r["gpu"] for r in runs if r.get("gpu")] or None,
         "spec": asdict(spec),
     }
-
-
-def judged_run(run: dict[str, Any], spec: ProfileSpec) -> dict[str, Any]:
-    """A session's run record with its drift and contention re-judged at today's thresholds."""
-    drift = Drift.of(run["reference_samples_s"], spec.noisy_drift)
-    contention = Contention.from_json(run.get("contention"), spec.contention_slack)
-    reasons = [r for r in (drift.reason, contention.reason) if r]
-    return {**run, "drift": asdict(drift), "contention": contention.to_json(), "contended": contention.contended,
-            "noisy": drift.noisy or contention.contended is True, "noisy_reasons": reasons}
-
-
-def any_verdict(verdicts: list[bool | None]) -> bool | None:
-    """True if any is True; None if none is but one is unknown; else False (an empty list: None)."""
-    if any(v is True for v in verdicts):
-        return True
-    return None if not verdicts or any(v is None for v in verdicts) else False
 
 
 def session_environment_metrics(sidecar: dict | None) -> dict | str:
@@ -280,25 +245,3 @@ def session_environment_metrics(sidecar: dict | None) -> dict | str:
         "reference_end_s": runs[-1]["drift"]["reference_end_s"] if runs else None,
         "machine": {k: machine.get(k) for k in ("cpu_model", "cpu_flags", "logical_cores", "usable_cores", "torch_threads")},
     }
-
-
-def environment_path(raw_path: Path) -> Path:
-    """Where the environment sidecar of a raw parquet lives: <stem>.environment.json beside it."""
-    raw_path = Path(raw_path)
-    return raw_path.with_name(f"{raw_path.stem}.environment.json")
-
-
-def write_profile(result: ProfileResult, out: Path) -> Path:
-    """Write the raw parquet and its environment sidecar as one set (L6: never a new file beside an old
-    sidecar); returns the sidecar path."""
-    sidecar = environment_path(out)
-    with output_set("kernels_profile", outputs=(Path(out).as_posix(), sidecar.as_posix())):
-        write_parquet(result.raw, Path(out))
-        write_json({**result.environment, "raw": str(out)}, sidecar)
-    return sidecar
-
-
-def read_environment(raw_path: Path) -> dict[str, Any] | None:
-    """The sidecar of a raw parquet, or None for files written before sidecars existed."""
-    path = environment_path(raw_path)
-    return json.loads(path.read_text()) if path.is_file() else None

@@ -1,14 +1,13 @@
 """The pilot's settings and its model: params `pilot` overlaid with a preset, checked by name
 (`settings`), and the base model with its LoRA adapter loaded (`load_models`). Shared by the pilot stage
-(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.pilot.sweep)."""
+(kernels_profile.stages.pilot) and `copydecode pilot-sweep` (kernels_profile.tools.pilot_sweep)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from analysis.corpora import humanevalpack
-from analysis.corpora.probeedit import ProbeEditParams, probeedit_recipe
+from analysis.corpora.entries import FRAMINGS, ProbeEditParams, probeedit_recipe
 from analysis.errors import ParamsError
 from analysis.pipeline.params import check_threads, choice, get, merge_preset, number, number_list, positive_int
 from analysis.pilot.data import TASKS, PilotDataParams, task_kinds
@@ -19,6 +18,14 @@ from kernels_profile.runtime.loading import set_threads
 
 GROUP = "pilot"
 DEVICES = ("cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class FormatSettings:
+    """params `pilot.formats`: the edit-format check (analysis.pilot.formats)."""
+
+    cases: int          # held-out cases, evenly spaced (0: no check)
+    diff_context: int   # context lines of the unified diff the prompt's example and the budget use
 
 
 @dataclass(frozen=True)
@@ -52,6 +59,8 @@ class PilotSettings:
     humaneval_framing: str          # HEvalFix framing of the bug-fix prompt (the instruction names the function)
     budget_margin: int
     order_seed: int
+    formats: FormatSettings
+    formats_only: bool              # `--formats-only`: the edit-format check alone, with the base model
     preset: str | None
 
     def check(self) -> PilotSettings:
@@ -98,7 +107,7 @@ def _seeds(p: dict, key: str, nonempty: bool = True) -> tuple[int, ...]:
     return number_list(p, f"{GROUP}.{key}", integer=True, nonempty=nonempty, distinct=True)
 
 
-def settings(params: dict, preset: str | None = None) -> PilotSettings:
+def settings(params: dict, preset: str | None = None, formats_only: bool = False) -> PilotSettings:
     """The pilot's settings: params `pilot` overlaid with the preset `preset` of `pilot.presets`
     (params.merge_preset), every value checked by name."""
     group = merge_preset(params, GROUP, f"{GROUP}.presets", preset)
@@ -132,9 +141,12 @@ def settings(params: dict, preset: str | None = None) -> PilotSettings:
         humaneval_seeds=_seeds(p, "humaneval_seeds", nonempty=False),
         humaneval_cases=positive_int(p, f"{GROUP}.humaneval_cases", minimum=0),
         humaneval_seed=get(p, f"{GROUP}.humaneval_seed", int),
-        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", humanevalpack.FRAMINGS),
+        humaneval_framing=choice(p, f"{GROUP}.humaneval_framing", FRAMINGS),
         budget_margin=positive_int(p, f"{GROUP}.budget_margin"),
-        order_seed=get(p, f"{GROUP}.order_seed", int), preset=preset,
+        order_seed=get(p, f"{GROUP}.order_seed", int),
+        formats=FormatSettings(cases=positive_int(p, f"{GROUP}.formats.cases", minimum=0),
+                               diff_context=positive_int(p, f"{GROUP}.formats.diff_context", minimum=0)),
+        formats_only=bool(formats_only), preset=preset,
     ).check()
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from analysis.errors import ParamsError
 from analysis.grammar.program import Copy, Program, parse
 from analysis.grammar.resolver import resolve
+from analysis.text.lines import Source
 from kernels_profile.decode.decoder import DecodeError, decode, decode_rewrite
 from kernels_profile.decode.masks import MaskTables
 from kernels_profile.runtime.checkpoints import CheckpointError, read_torch_checkpoint, write_torch_checkpoint
@@ -292,14 +293,14 @@ def trained_seconds(checkpoint: Path, with_curve: bool = False) -> float | None:
     return float(sum(parts))
 
 
-def copy_coverage(program_text: str, source: str, tok: ModelTokenizer) -> float:
+def copy_coverage(program_text: str, source: str | Source, tok: ModelTokenizer) -> float:
     """Share of the output's tokens that copies wrote, as analysis.coverage.spans counts coverage: the output
     tokenized by the model's tokenizer, a token counting for the op in which its first byte lies
     (0 for an empty output)."""
     from bisect import bisect_left
     from itertools import accumulate
 
-    program = parse(program_text)
+    program, source = parse(program_text), Source.of(source)
     output = resolve(program, source)
     if not output:
         return 0.0

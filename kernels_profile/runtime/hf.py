@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from analysis.errors import ProgramError
 from analysis.grammar.fsm import FsmWalker, ProgramFSM
 from analysis.grammar.program import COPY_END, COPY_TAGS, GEN_CLOSE, GEN_OPEN, RANGE_SEP
-from analysis.text.lines import numbered  # noqa: F401 (the program template numbers the source; tests import it here)
+from analysis.text.lines import Source, numbered
 from analysis.text.tokens import Tokenizer
 
 # ---------------------------------------------------------------- the prompt
@@ -58,10 +58,10 @@ PLAIN_REWRITE_TEMPLATE = PromptTemplate(
 TEMPLATES = {t.name: t for t in (PROGRAM_TEMPLATE, REWRITE_TEMPLATE, PLAIN_REWRITE_TEMPLATE)}
 
 
-def messages(template: PromptTemplate, source: str, instruction: str | None) -> list[dict]:
+def messages(template: PromptTemplate, source: str | Source, instruction: str | None) -> list[dict]:
     """The chat turns. A case without an instruction (ProbeEdit-S has none) gets the template's user
     turn without its instruction paragraph, never the text "None"."""
-    shown = numbered(source) if template.numbered else source
+    shown = numbered(source) if template.numbered else source.text if isinstance(source, Source) else source
     if instruction is not None and instruction.strip():
         user = template.user.format(instruction=instruction, source=shown)
     else:
@@ -100,7 +100,7 @@ class ModelTokenizer:
         return b"".join(self.fsm_tokenizer.piece(i) for i in ids)
 
 
-def prompt_ids(tok: ModelTokenizer, template: PromptTemplate, source: str, instruction: str | None) -> list[int]:
+def prompt_ids(tok: ModelTokenizer, template: PromptTemplate, source: str | Source, instruction: str | None) -> list[int]:
     """The prompt: the chat template where the tokenizer has one, else the turns joined by blank lines."""
     turns = messages(template, source, instruction)
     if tok.chat is not None:

@@ -204,7 +204,7 @@ def memory_estimate(name: str, dtype: str, tokens: int, prefill: int) -> MemoryE
     """The memory model `name` needs at `dtype` for a KV cache of `tokens` tokens and a prefill of
     `prefill` tokens. The parameters are counted on torch's meta device (no memory), so an invalid config
     (a zero or negative size, heads that do not divide the width, an unknown architecture) is a named
-    ModelError here, before anything is allocated (M4)."""
+    ModelError here, before anything is allocated."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -265,9 +265,13 @@ def _gb(n: int) -> str:
     return f"{n / 1e9:,.1f} GB"
 
 
-def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int) -> MemoryEstimate:
+PROFILE_SMALLER = "shorter --contexts or --ns"  # what the batch-1 profile can shrink; other callers name their own
+
+
+def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int,
+               smaller: str = PROFILE_SMALLER) -> MemoryEstimate:
     """Refuse, by name and before any allocation, a model whose weights, KV cache and logits would not
-    fit in MEMORY_SHARE of the memory free on `device` (M4)."""
+    fit in MEMORY_SHARE of the memory free on `device`; `smaller` says what the caller can shrink."""
     need = memory_estimate(name, dtype, tokens, prefill)
     free = free_memory(device)
     if free is not None and need.total > MEMORY_SHARE * free:
@@ -275,7 +279,7 @@ def check_fits(name: str, dtype: str, device: str, tokens: int, prefill: int) ->
             f"model {name!r} at {dtype} needs about {_gb(need.total)} ({need.parameters:,} parameters: "
             f"{_gb(need.weights_bytes)} of weights; a KV cache of {tokens:,} tokens: {_gb(need.cache_bytes)}; "
             f"logits of a {prefill:,}-token prefill: {_gb(need.logits_bytes)}), above {MEMORY_SHARE:.0%} of the "
-            f"{_gb(free)} free on {device}; use a smaller model, shorter --contexts or --ns, or a larger machine")
+            f"{_gb(free)} free on {device}; use a smaller model, {smaller}, or a larger machine")
     return need
 
 
@@ -301,8 +305,8 @@ def build_random(name: str, dtype: str = "bfloat16", device: str = "cpu", seed: 
     return LoadedModel(model_label(name), model, config, "random", dtype, device, info)
 
 
-# What transformers writes to stderr on every model load and tells a reader nothing (issue 41, section 4: they
-# buried the stages' own lines in a `dvc repro` log): the GGUF reader's dequantize bar and the weight-loading bar.
+# What transformers writes to stderr on every model load and tells a reader nothing (these lines buried the
+# stages' own lines in a `dvc repro` log): the GGUF reader's dequantize bar and the weight-loading bar.
 # Only the lines holding these phrases are dropped; any other line (a warning about the weights, an error) is
 # written back, and an exception propagates.
 LOAD_NOISE = ("Converting and de-quantizing GGUF tensors", "Loading weights:")

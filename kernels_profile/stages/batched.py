@@ -27,7 +27,7 @@ from typing import Any
 import polars as pl
 
 from analysis.errors import ParamsError
-from analysis.layout import METRICS, TABLES
+from analysis.layout import BATCHED_CHECKPOINTS, BATCHED_RAW, METRICS, STEP_COST, TABLES
 from analysis.latency.device_time import DeviceTimeFile, device_time_files, read_device_time
 from analysis.latency.roofline import DEVICES_FILE, device_roof
 from analysis.latency.sources import DEVICE_TIME, parse_name
@@ -45,20 +45,20 @@ from analysis.latency.steppoints import (
     batch1_points,
     device_fixed_terms,
     device_time_points,
+    ridge_fixed_terms,
+    step_floor,
 )
 from analysis.parallel.progress import timed
 from analysis.pipeline.confine import OutputRootError, confined
 from analysis.pipeline.io import read_parquet, write_json, write_table
 from analysis.pipeline.params import get, merge_preset
 from kernels_profile.measure.batched import BatchedSpec, Step, bench_environment
-from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets, write_result
+from kernels_profile.measure.batched_session import StepSet, run_step_sets
+from kernels_profile.measure.sidecar import write_with_sidecar
 from kernels_profile.runtime.checkpoints import fingerprint
 from kernels_profile.runtime.loading import set_threads
 from kernels_profile.runtime.models import build_model, check_fits, published_config, torch_dtype
 
-BATCHED_RAW = Path("data/kernels/batched.parquet")
-BATCHED_CHECKPOINTS = Path("data/kernels/batched_checkpoints")
-STEP_COST = Path("reports/kernels/step_cost.json")
 MEASURED_SOURCE = "batched"  # this run's batched profile, as a serving kernel source
 LIST_FIELDS = ("batch_sizes", "qs", "contexts", "holdout_batch_sizes", "holdout_qs")
 SPEC_FIELDS = tuple(BatchedSpec.__dataclass_fields__)
@@ -154,8 +154,9 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
     given = [f"--{k}" for k, v in (("model", model), ("dtype", dtype), ("contexts", contexts), ("ns", ns),
                                    ("weights", weights)) if v is not None]
     if given:
-        raise ParamsError(f"kernels profile --batched: {', '.join(given)} belong to the batch-1 profile; set the batched "
-                          "grid in params kernels.batched (or a kernels.batched_presets entry)")
+        raise ParamsError(f"kernels profile --batched: {', '.join(given)} {'is an option' if len(given) == 1 else 'are options'} "
+                          "of the batch-1 profile; set the batched grid in params kernels.batched (or a "
+                          "kernels.batched_presets entry, or --set kernels.batched.KEY=VALUE)")
     group = merge_preset(params, "kernels.batched", "kernels.batched_presets", preset)
     named_out = BATCHED_RAW if preset is None else Path(group.pop("out", f"data/kernels/batched-{preset}.parquet"))
     if device is not None:
@@ -166,7 +167,7 @@ def settings(params: dict, preset: str | None = None, out: str | Path | None = N
         raise ParamsError(f"kernels.batched.batch1_sources must be a list of kernel-source names, got {names!r}")
     step_cost = STEP_COST if preset is None and out is None else Path(out or named_out).with_suffix(".step_cost.json")
     raw = Path(out) if out else named_out
-    try:  # a preset's `out` (params) and --out stay inside the tree (issue 39, as H4)
+    try:  # a preset's `out` (params) and --out stay inside the tree
         confined(raw, "the batched timings file")
     except OutputRootError as exc:
         raise ParamsError(f"{exc} (kernels profile --batched --out / the preset's out: give a path under this "
@@ -185,11 +186,10 @@ def grid_sets(spec: BatchedSpec):
 def measure(spec: BatchedSpec, checkpoints: Path, progress: bool = True):
     set_threads(spec.threads)
     torch_dtype(spec.dtype, spec.device)  # a bad dtype or a missing GPU fails before any model is built
-    # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating (M4)
+    # an invalid config, or B sequences of c + q tokens beyond this machine's memory: named before allocating
     check_fits(spec.model, spec.dtype, spec.device, max(spec.batch_sizes) * (max(spec.contexts) + max(spec.qs)),
-               max(spec.batch_sizes) * max(spec.qs))
-    timing = Timing(spec.repeats, spec.warmup, spec.order_seed, spec.noisy_drift, spec.reference_budget_s,
-                    spec.contention_slack)
+               max(spec.batch_sizes) * max(spec.qs), smaller="a smaller grid (kernels.batched: batch_sizes, qs, contexts)")
+    timing = spec.timing
     prints = fingerprint(spec.model, spec.weights)
     identity = {"model": spec.model, "weights": spec.weights, "dtype": spec.dtype, "device": spec.device}
     return run_step_sets(lambda: build_model(spec.model, spec.weights, spec.dtype, spec.device, spec.seed), identity,
@@ -211,25 +211,40 @@ def measured_fit(raw: pl.DataFrame, spec: BatchedSpec, source: str = MEASURED_SO
     return model, points
 
 
+def _roof(device_name: str, roof_document: dict, source: str):
+    roof = device_roof(device_name, roof_document)
+    if roof is None:
+        raise ParamsError(f"{source}: no datasheet roof for {device_name!r} in {DEVICES_FILE}")
+    return roof
+
+
 def batch1_fit(source: Batch1Source, roof_document: dict) -> tuple[StepCostModel, pl.DataFrame]:
+    """A batch-1 source's model: T* at the datasheet ridge and c_seq = 0 (steppoints), the datasheet floor."""
+    config = published_config(source.model)
     if source.kind == DEVICE_TIME:
         frame = read_device_time(DeviceTimeFile(source.name.split("/")[0], source.paths[0], source.dtype, "cuda", "random"))
         points = device_time_points(frame, source.model)
-        roof = device_roof(str(frame["device_name"][0]), roof_document)
-        if roof is None:
-            raise ParamsError(f"{source.name}: no datasheet roof for {frame['device_name'][0]!r} in {DEVICES_FILE}")
-        fixed, why = device_fixed_terms(published_config(source.model), roof, source.dtype)
+        roof = _roof(str(frame["device_name"][0]), roof_document, source.name)
+        fixed, why = device_fixed_terms(config, roof, source.dtype)
         assumptions = (*EXTRAPOLATION_ASSUMPTIONS, *why,
                        "device time (torch.profiler kernel time, launch-free): what a graph-captured engine step approaches")
-        return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions), points
+        return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions,
+                             floor=step_floor(config, roof, source.dtype)), points
     raw = pl.concat([read_parquet(path, "the frozen batch-1 profile (kernels.fit.raw)", ParamsError)
                      for path in source.paths], how="diagonal_relaxed")
+    rows = raw.filter(pl.col("model") == source.model)
+    devices, dtypes = sorted(set(rows["device_name"].to_list())), sorted(set(rows["dtype"].to_list()))
+    if len(devices) != 1 or len(dtypes) != 1:
+        raise ParamsError(f"{source.name}: the batch-1 rows of {source.model} name {devices} devices and {dtypes} dtypes; "
+                          "one of each is needed for its datasheet ridge")
+    roof = _roof(devices[0], roof_document, source.name)
+    fixed, why = ridge_fixed_terms(roof, dtypes[0])
     points = batch1_points(raw, source.model, source.loop)
-    assumptions = (*EXTRAPOLATION_ASSUMPTIONS,
+    assumptions = (*EXTRAPOLATION_ASSUMPTIONS, *why,
                    f"the {source.loop} transformers loop and its eager prefill, both host-dispatched: each step pays the "
                    "Python and launch overhead that dominates these small forwards on the GPU")
-    return fit_step_cost(points, source.name, EXTRAPOLATED, fixed={"c_seq": 0.0}, assumptions=assumptions,
-                         holdout=pl.col("q").is_in([4, 32, 256])), points
+    return fit_step_cost(points, source.name, EXTRAPOLATED, fixed=fixed, assumptions=assumptions,
+                         holdout=pl.col("q").is_in([4, 32, 256]), floor=step_floor(config, roof, dtypes[0])), points
 
 
 def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
@@ -242,14 +257,16 @@ def terms_table(models: list[StepCostModel]) -> pl.DataFrame:
                      "holdout_points": h.get("points"), "holdout_median_abs_rel_error": h.get("median_abs_rel_error"),
                      "holdout_max_abs_rel_error": h.get("max_abs_rel_error"),
                      "max_batch": m.fitted_range.batch, "max_tokens": m.fitted_range.tokens,
-                     "max_context": m.fitted_range.context})
+                     "max_context": m.fitted_range.context, "t_star_identified": d.get("t_star_identified"),
+                     "marginal_s_per_token": m.marginal_s,
+                     "floor_s_per_token": m.floor.token_s if m.floor else None})
     return pl.DataFrame(rows, infer_schema_length=None)
 
 
 def run(s: BatchedSettings) -> dict:
     with timed("kernels_batched") as timing:
         result = measure(s.spec, BATCHED_CHECKPOINTS)
-        sidecar = write_result(result, s.out)
+        sidecar = write_with_sidecar(result.raw, result.environment, s.out, "kernels_batched")
         timing["from_scratch_s"] = result.from_scratch_s
         measured, points = measured_fit(result.raw, s.spec)
         roofs = json.loads(DEVICES_JSON.read_text())

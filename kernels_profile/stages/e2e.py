@@ -1,7 +1,8 @@
 """`copydecode e2e`: measured end to end on real models, one model at a time, on a seeded sample
 stratified by output length (`e2e.stratify`). The settings are kernels_profile.e2e.settings', the
-per-case job kernels_profile.e2e.job's, the measurement kernels_profile.e2e.methods', the report rows
-kernels_profile.e2e.summary's; this module reads, calls and writes.
+sample and the per-case jobs kernels_profile.e2e.job's, the measurement kernels_profile.e2e.methods', the
+side checks on each model kernels_profile.e2e.checks', the report rows kernels_profile.e2e.summary's; this
+module reads, calls and writes.
 
 Outputs: data/e2e/measurements.parquet (one row per case, method and repeat, with each run's forward
 log), reports/tables/e2e_speedup (per corpus, measured and predicted), e2e_pooled (the headline basis:
@@ -30,32 +31,31 @@ its drift, contention verdict, noisy flag and noisy reasons go into the metrics.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 from datetime import datetime, timezone
 
 import polars as pl
 
 from analysis.corpora.cases import read_cases
-from analysis.errors import CorpusError, ParamsError
+from analysis.errors import CorpusError
 from analysis.layout import CASES, E2E_CHECKPOINTS, E2E_MEASUREMENTS, FIGURES, METRICS, TABLES
 from analysis.parallel.progress import log_above_bars, progress_bar, timed
 from analysis.parallel.tables import joined_programs
+from analysis.pipeline.console import RUN_NAME_KEY
 from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
 from analysis.pipeline.runrecord import RUN_JSON, run_record
 from analysis.present import charts
 from analysis.results.e2e import chart_methods
-from analysis.rivals.methods import REWRITE_PROMPT
 from kernels_profile.decode import maskbench
-from kernels_profile.decode.constrained import constrained_generation
 from kernels_profile.e2e import methods as e2e
 from kernels_profile.e2e import summary as e2e_summary
-from kernels_profile.e2e.job import CHECKPOINT_VERSION, CaseJob, build_job
+from kernels_profile.e2e.checks import model_checks
+from kernels_profile.e2e.job import CHECKPOINT_VERSION, CaseJob, build_jobs, sample_cases
 from kernels_profile.e2e.predict import LatencyCurve
 from kernels_profile.e2e.settings import E2EModel, E2ESettings, settings  # noqa: F401 (the CLI's settings(params))
 from kernels_profile.measure.contention import EnvironmentRecorder, RunEnvironment, environment_metrics
 from kernels_profile.measure.machine import reference_workload
-from kernels_profile.measure.session import environment_path
+from kernels_profile.measure.sidecar import environment_path
 from kernels_profile.runtime.checkpoints import (
     FromScratch,
     checkpoint_key,
@@ -121,50 +121,35 @@ def measured_case(lm, job: CaseJob, s: E2ESettings, key: str, run_id: str,
     return frame, measured
 
 
-def run_model(choice: E2EModel, s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder,
-              scratch: FromScratch) -> dict:
-    rows = e2e.sample_cases(table, choice.sample, s.framing, s.seed, s.stratify)
+def run_model(choice: E2EModel, loaded: ModelAndTokenizer, tok: ModelTokenizer, s: E2ESettings, table: pl.DataFrame,
+              bar, recorder: EnvironmentRecorder, scratch: FromScratch) -> tuple[dict, list[CaseJob]]:
+    """The model's measurements and latency curves over its sample, and the jobs they measured."""
     qwen = load_tokenizer(s.tokenizer)
-    bar.set_postfix_str(f"loading {choice.name}")
-    loaded = load_model(choice.name, choice.weights, choice.dtype, "cpu")
-    tok = ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, choice.name)
     encode = lambda text: loaded.hf_tok(text, add_special_tokens=False)["input_ids"]  # noqa: E731
+    jobs = build_jobs(choice, s, table, tok, encode, qwen)
     prints = fingerprint(choice.name, choice.weights)
-    frames, curves, jobs = [], {}, []
-    for case_id in sorted(set(rows["case_id"].to_list())):
-        case = rows.filter(pl.col("case_id") == case_id)
-        line, token = (case.filter(pl.col("level") == lv).row(0, named=True) for lv in ("line", "token"))
-        job = build_job(choice, s, line, token, tok, encode, qwen)
-        bar.set_postfix_str(f"{choice.name} {case_id}")
+    frames, curves = [], {}
+    for job in jobs:
+        bar.set_postfix_str(f"{choice.name} {job.case_id}")
         frame, curve = measured_case(loaded.lm, job, s, checkpoint_key(CHECKPOINT_VERSION, job.key_parts(s, prints)),
                                      recorder.run_id, scratch)
         recorder.sample()
         frames.append(frame)
-        curves[case_id] = curve.to_json()
-        jobs.append(job)
+        curves[job.case_id] = curve.to_json()
         bar.update(1)
-    result = {"measurements": pl.concat(frames, how="diagonal"), "latency_curves": curves}
-    c = s.checks
-    if c.hf_pld_cases and choice.name in c.hf_pld_models:
-        bar.set_postfix_str(f"{choice.name} transformers PLD")
-        result["hf_pld"] = [{"case_id": j.case_id, **e2e.hf_pld_sanity(loaded.lm, list(j.prompts[REWRITE_PROMPT]),
-                                                                        c.hf_pld_max_new_tokens, s.hf_pld_k)}
-                            for j in jobs[:c.hf_pld_cases]]
-    if c.constrained_cases and choice.name in c.constrained_models:
-        bar.set_postfix_str(f"{choice.name} constrained generation")
-        result["constrained"] = constrained_for(loaded, tok, s, table)
-    return result
+    return {"measurements": pl.concat(frames, how="diagonal"), "latency_curves": curves}, jobs
 
 
-def constrained_for(loaded: ModelAndTokenizer, tok: ModelTokenizer, s: E2ESettings, table: pl.DataFrame) -> list[dict]:
-    c = s.checks
-    pool = table.filter((pl.col("corpus") == c.constrained_corpus) & (pl.col("framing") == s.framing)
-                        & (pl.col("level") == "line"))
-    ids = sorted(pool["case_id"].to_list())
-    if not ids:
-        raise ParamsError(f"e2e.constrained.corpus {c.constrained_corpus!r} has no case at framing {s.framing!r}")
-    chosen = random.Random(f"{s.seed}/constrained").sample(ids, min(c.constrained_cases, len(ids)))
-    return constrained_generation(loaded.lm, tok, pool.filter(pl.col("case_id").is_in(chosen)), c.constrained_max_new_tokens)
+def run_models(s: E2ESettings, table: pl.DataFrame, bar, recorder: EnvironmentRecorder, scratch: FromScratch) -> dict:
+    """Per model, loaded once: its measurement, then its side checks (kernels_profile.e2e.checks)."""
+    results = {}
+    for choice in s.models:
+        bar.set_postfix_str(f"loading {choice.name}")
+        loaded = load_model(choice.name, choice.weights, choice.dtype, "cpu")
+        tok = ModelTokenizer.from_hf(loaded.hf_tok, loaded.eos_ids, choice.name)
+        measured, jobs = run_model(choice, loaded, tok, s, table, bar, recorder, scratch)
+        results[choice.name] = {**measured, **model_checks(choice, loaded.lm, tok, jobs, s, table, bar)}
+    return results
 
 
 def lossless_summary(measurements: pl.DataFrame) -> dict:
@@ -218,17 +203,18 @@ def write_outputs(s: E2ESettings, measurements: pl.DataFrame, environment: RunEn
 
 def run(s: E2ESettings) -> dict:
     started_at, started = datetime.now(timezone.utc), time.perf_counter()
-    with timed("e2e" if s.preset is None else f"e2e-{s.preset}") as timing:
+    run_name = "e2e" if s.preset is None else f"e2e-{s.preset}"  # a preset's time and summary are not the stage's
+    with timed(run_name) as timing:
         scratch = FromScratch()
         threads = set_threads(s.environment.threads)  # before the recorder reads the thread count and any timing
         table = cases_with_instructions()
-        total = sum(len(set(e2e.sample_cases(table, c.sample, s.framing, s.seed, s.stratify)["case_id"]))
-                    for c in s.models)
-        recorder = EnvironmentRecorder(threshold=s.environment.noisy_drift, contention_slack=s.environment.contention_slack,
-                                       reference=lambda: reference_workload(budget_s=s.environment.reference_budget_s))
+        total = sum(len(set(sample_cases(table, c.sample, s.framing, s.seed, s.stratify)["case_id"])) for c in s.models)
+        rules = s.environment.rules
+        recorder = EnvironmentRecorder(threshold=rules.noisy_drift, contention_slack=rules.contention_slack,
+                                       reference=lambda: reference_workload(budget_s=rules.reference_budget_s))
         recorder.start()
         bar = progress_bar(total=total, desc="e2e" if s.preset is None else f"e2e {s.preset}", unit="case")
-        results = {c.name: run_model(c, s, table, bar, recorder, scratch) for c in s.models}
+        results = run_models(s, table, bar, recorder, scratch)
         bar.close()
         environment = recorder.end()
         measurements = pl.concat([r["measurements"] for r in results.values()], how="diagonal")
@@ -264,4 +250,5 @@ def run(s: E2ESettings) -> dict:
         write_json(run_info(s, started_at, time.perf_counter() - started, environment), s.out / RUN_JSON)
     else:
         write_json(metrics, METRICS / "e2e.json")
-    return {k: metrics[k] for k in ("pooled", "lossless", "environment")}
+    return {**{k: metrics[k] for k in ("pooled", "lossless", "environment")},
+            **({RUN_NAME_KEY: run_name} if s.preset is not None else {})}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, replace
 
 import polars as pl
@@ -10,20 +9,28 @@ import polars as pl
 from analysis.present import charts
 from analysis.errors import ParamsError
 from analysis.pipeline.io import read_parquet, save_chart, write_csv, write_json, write_table
-from analysis.latency.tables import ar_step_segments, ar_step_shifts, speedup_table, summarize, unshifted_speedups
-from analysis.latency.model import FORMS, PAPER_CLAIMS, paper_kernel_points, to_document
+from analysis.latency.tables import (
+    ar_step_segments,
+    ar_step_shifts,
+    kernel_table,
+    source_metrics,
+    speedup_table,
+    summarize,
+    unshifted_speedups,
+)
+from analysis.latency.model import FORMS, paper_kernel_points, to_document
 from analysis.latency.fit import FitOptions, fit_latency, holdout_table
 from analysis.latency.roofline import (
     BYTES_PER_PARAM,
     PrefillFloor,
-    Roof,
-    copy_speedup_ceiling,
     decoder_weights,
-    device_ceilings,
     device_roof,
-    device_roofs,
+    paper_gpu_ceiling,
+    paper_models,
     read_devices,
+    roofline_metrics,
     roofline_table,
+    source_roofs,
 )
 from analysis.latency.names import FIT_SOURCE
 from analysis.latency.device_time import (
@@ -47,7 +54,8 @@ from analysis.latency.sources import (
 from analysis.layout import FIGURES, LATENCY_MODEL, METRICS, TABLES
 from analysis.pipeline.params import choice, choices, number_list, positive_int
 from analysis.parallel.progress import timed
-from kernels_profile.measure.session import read_environment, session_environment_metrics
+from kernels_profile.measure.session import session_environment_metrics
+from kernels_profile.measure.sidecar import read_environment
 from kernels_profile.runtime.models import published_config
 
 RAW_COLUMNS = ("model", "weights", "dtype", "device", "method", "baseline", "context", "n", "repeat", "seconds")
@@ -124,30 +132,6 @@ ENVIRONMENT_COLUMNS = ("device_name", "cpu_flags", "torch_version", "transformer
                        "attn_implementation", "weights_note", "ar_mode")
 
 
-def kernel_table(speedups: pl.DataFrame) -> pl.DataFrame:
-    """The paper-style table: per N, the AR time of each baseline, T_prefill and both speedups."""
-    keys = ["source", "model", "dtype", "device", "context", "n"]
-    wide = speedups.pivot(on="baseline", index=keys, values="t_ar").rename(
-        lambda c: c if c in keys else f"t_ar_{c}_ms"
-    )
-    flags = [c for c in ("comparison", "ar_shift") if c in speedups.columns]  # tables from before these columns
-    best = speedups.filter(pl.col("is_strongest")).select(
-        keys + ["t_prefill", pl.col("baseline").alias("strongest"),
-                pl.col("speedup").alias("speedup_strongest"),
-                pl.col("overhead_share").alias("overhead_share_strongest")]
-        + [pl.col(c).alias(f"{c}_strongest") for c in flags]
-    )
-    eager = speedups.filter(pl.col("baseline") == "eager").select(
-        keys + [pl.col("speedup").alias("speedup_eager"), "speedup_q25", "speedup_q75"]
-        + [pl.col(c).alias(f"{c}_eager") for c in flags]
-    )
-    table = wide.join(best, on=keys).join(eager, on=keys, how="left")
-    ms = [c for c in table.columns if c.endswith("_ms")]
-    return table.with_columns(
-        [(pl.col(c) * 1000) for c in ms] + [(pl.col("t_prefill") * 1000).alias("t_prefill_ms")]
-    ).drop("t_prefill").sort(keys)
-
-
 def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
     """[min, max] speedup over the chosen rows; None when none are chosen (e.g. no eager loop profiled)."""
     chosen = speedups.filter(rows)["speedup"]
@@ -156,36 +140,6 @@ def speedup_range(speedups: pl.DataFrame, rows: pl.Expr) -> list[float] | None:
 
 def read_sidecar(raw_path) -> dict | None:
     return read_environment(raw_path)
-
-
-def _median(values: list[float]) -> float | None:
-    import statistics
-
-    return float(statistics.median(values)) if values else None
-
-
-def roofline_metrics(sidecar: dict | None, speedups: pl.DataFrame) -> dict | str:
-    """This machine's roofline (median over the recorded sessions) and the copy-speedup ceiling it
-    implies for the profiled dtype (analysis.latency.roofline.copy_speedup_ceiling), beside the ratio
-    measured at the largest N. "not recorded" when no session measured a roofline."""
-    roofs = [r["roofline"] for r in (sidecar or {}).get("runs", []) if isinstance(r.get("roofline"), dict)]
-    if not roofs:
-        return "not recorded"
-    stream = _median([r["stream_gbps"] for r in roofs])
-    gflops = {"float32": _median([r["matmul_f32_gflops"] for r in roofs]),
-              "bfloat16": _median([r["matmul_bf16_gflops"] for r in roofs])}
-    dtype = min(speedups["dtype"].to_list())  # one dtype per profile; the first by name if several
-    if dtype not in BYTES_PER_PARAM:
-        raise ParamsError(f"kernels fit: no bytes-per-parameter for dtype {dtype!r}; known: {sorted(BYTES_PER_PARAM)}")
-    compute = gflops["float32" if dtype == "float32" else "bfloat16"]
-    n_max = int(speedups["n"].max())
-    measured = speedups.filter(pl.col("is_strongest") & (pl.col("n") == n_max) & (pl.col("dtype") == dtype))["speedup"]
-    return {
-        "stream_gbps": stream, "matmul_gflops_float32": gflops["float32"], "matmul_gflops_bfloat16": gflops["bfloat16"],
-        "dtype": dtype, "bytes_per_param": BYTES_PER_PARAM[dtype], "ridge_flops_per_byte": compute / stream,
-        "n_max": n_max, "ceiling": copy_speedup_ceiling(n_max, stream, compute, BYTES_PER_PARAM[dtype]),
-        "measured_at_n_max": float(measured.max()) if measured.len() else None, "runs": len(roofs),
-    }
 
 
 def fit_source(raw: pl.DataFrame, source: str, s: FitSettings):
@@ -208,29 +162,6 @@ def device_names(raw: dict[str, pl.DataFrame], probes: dict[str, pl.DataFrame]) 
     frames = {**raw, **probes}
     return {source: sorted(set(frame["device_name"].to_list())) if "device_name" in frame.columns else []
             for source, frame in frames.items()}
-
-
-def source_roofs(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], fit_roof: dict | str
-                 ) -> tuple[dict[str, Roof], list[str]]:
-    """The roof each kernel source is set against: a GPU's datasheet (analysis/data/devices.json) by
-    its recorded device name; this run's CPU profile the roofline its sidecar measured. Sources
-    without one are named in the second value."""
-    devices = read_devices()
-    roofs, missing = {}, []
-    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
-        rows = speedups.filter(pl.col("kernel_source") == name)
-        source, dtype = rows["source"][0], rows["dtype"][0]
-        names = names_by_source[source]
-        gpu = next((device_roof(n, devices) for n in names if rows["device"][0].startswith("cuda")), None)
-        if gpu is not None:
-            roofs[name] = gpu
-        elif source == FIT_SOURCE and isinstance(fit_roof, dict):
-            gflops = fit_roof["matmul_gflops_float32" if dtype == "float32" else "matmul_gflops_bfloat16"]
-            roofs[name] = Roof(", ".join(names) or "this machine", fit_roof["stream_gbps"], gflops,
-                               "measured by this run's profile (stream copy and matmul)")
-        else:
-            missing.append(name)
-    return roofs, missing
 
 
 def with_floors(models: list, names_by_source: dict[str, list[str]]) -> list:
@@ -257,40 +188,6 @@ def model_weights(models: list[str]) -> dict[str, object]:
         except (ParamsError, KeyError):
             continue  # a model without a published dense config (e.g. a GGUF file) gets no roofline row
     return out
-
-
-def source_metrics(speedups: pl.DataFrame, names_by_source: dict[str, list[str]], n_lo: int, n_hi: int) -> dict:
-    """Per kernel source: what it measured and its ratio at the ends of the paper's N range."""
-    out = {}
-    for name in speedups["kernel_source"].unique(maintain_order=True).to_list():
-        rows = speedups.filter(pl.col("kernel_source") == name)
-        first = rows.row(0, named=True)
-        inside = rows.filter(pl.col("n").is_between(n_lo, n_hi))
-        out[name] = {
-            "source": first["source"], "model": first["model"], "dtype": first["dtype"], "device": first["device"],
-            "device_name": ", ".join(names_by_source[first["source"]]), "baseline": first["baseline"], "repeats": int(rows["repeats"].min()),
-            "range": [float(inside["speedup"].min()), float(inside["speedup"].max())] if inside.height else None,
-            "at_n": {f"{r['n']}/c{r['context']}": r["speedup"] for r in rows.filter(pl.col("n").is_in([n_lo, n_hi])).iter_rows(named=True)},
-            **({"comparisons": sorted(set(rows["comparison"].to_list())),
-                "ar_shift_at": [f"{r['n']}/c{r['context']}/{r['prefill']}" for r in rows.filter(pl.col("ar_shift")).iter_rows(named=True)]}
-               if "comparison" in rows.columns else {}),
-        }
-    return out
-
-
-def paper_gpu_ceiling(speedups: pl.DataFrame) -> dict:
-    """The copy-speedup roofline ceiling on the paper's GPU (paper_claims.json `_gpu_reference`, its
-    datasheet in devices.json) for the paper's models (`kernel_speedup.models`) at the paper's top N, at
-    each context this run profiled: what claim 1 sets beside the paper's top ratio."""
-    paper = json.loads(PAPER_CLAIMS.read_text())
-    spec, entry = paper["kernel_speedup"], paper["_gpu_reference"]["datasheet_entry"]
-    roof = next((r for _, r in device_roofs(read_devices()) if r.device == entry), None)
-    n = int(max(point[0] for point in spec["points"]))
-    if roof is None:
-        raise ParamsError(f"devices.json has no entry {entry!r} (paper_claims.json _gpu_reference.datasheet_entry)")
-    contexts = speedups["context"].unique().to_list()
-    return {"device": roof.device, "roof_source": roof.source, "n": n, "dtype": "bfloat16",
-            "ceilings": device_ceilings(model_weights(spec.get("models", [])), contexts, n, roof)}
 
 
 def run(s: FitSettings) -> dict:
@@ -342,10 +239,10 @@ def run(s: FitSettings) -> dict:
             envs = raw[source].select([c for c in ENVIRONMENT_COLUMNS if c in raw[source].columns]).unique().to_dicts()
             notes = sorted({f"{e.get('weights_note', '')}; {e.get('device_name', '')}" for e in envs})
             name = "kernel_speedup" if source == FIT_SOURCE else f"kernel_speedup_{source}"
-            judged = charts.judged_only(chosen)  # the figure the index shows: comparisons built alike lead (C5)
+            judged = charts.judged_only(chosen)  # the figure the index shows: comparisons built alike lead
             left_out = sorted(set(chosen["comparison"]) - set(judged["comparison"])) if "comparison" in chosen.columns else []
             notes += [f"not judged, on the kernel page: {', '.join(left_out)}"] if left_out else []
-            if source == FIT_SOURCE and (sidecar or {}).get("noisy"):  # a figure of a noisy run says so (N: section 4)
+            if source == FIT_SOURCE and (sidecar or {}).get("noisy"):  # a figure of a noisy run says so
                 notes = [f"NOISY run: {'; '.join(sidecar.get('noisy_reasons') or ['reason not recorded'])}", *notes]
             save_chart(charts.kernel_speedup(judged if judged.height else chosen, "; ".join(notes), list(paper_kernel_points())),
                        FIGURES / name)
@@ -364,7 +261,7 @@ def run(s: FitSettings) -> dict:
                                   for r in holdout.iter_rows(named=True)} if holdout.height else {},
         "run_environment": session_environment_metrics(sidecar),
         "roofline": roof,
-        "paper_gpu_ceiling": paper_gpu_ceiling(speedups),
+        "paper_gpu_ceiling": paper_gpu_ceiling(speedups, model_weights(paper_models())),
     }
     write_json(metrics, METRICS / "kernels.json")
     return metrics

@@ -26,6 +26,11 @@ What it does, in order (each step resumable; nothing finished is recomputed on a
    Every evaluation (and the base model's teacher-forced metrics) is a runtime JSON checkpoint, keyed
    by its adapter and everything that decides its records; a resumed run's from-scratch time counts
    each at its recorded seconds (runtime.FromScratch).
+5. The edit-format check (`formats`; analysis.pilot.formats, kernels_profile.pilot.formats): on a spread of the
+   held-out cases the base model writes a copy program, a unified diff and search/replace blocks (one worked example
+   in each prompt, greedy, no grammar), each decode seed's program adapter the program without the grammar; each
+   output is read by its format's parser (well formed, range errors, applies, exact match) and set beside the same
+   cases' decodes under the grammar from step 4. Each decode is a checkpoint.
 
 Budgets: a case's decode budget is the gold target's token count (max with its oracle program's) plus
 `budget_margin`, so a correct answer always fits and a model that never stops is cut off; the
@@ -34,7 +39,8 @@ stopping). A case that cannot run (prompt past the context, empty instruction, b
 recorded with its error and no output; the others go on.
 
 Outputs: data/pilot/records.parquet (one row per decoded case), data/pilot/losses.parquet,
-data/pilot/curve.parquet, reports/tables/pilot_{em,speed,curve,before_after,steps,runs}.{csv,md},
+data/pilot/curve.parquet, data/pilot/formats.parquet (the edit-format check, one row per decode),
+reports/tables/pilot_{em,speed,curve,before_after,steps,runs,formats}.{csv,md},
 reports/figures/pilot_{loss,curve}.{png,svg}, reports/metrics/pilot.json, and the diagnosis of why the
 held-out programs are wrong, counted from this run (analysis.pilot.diagnosis: reports/pilot/range_errors.{csv,md}).
 A preset writes records, losses, curve, metrics and range_errors under data/pilot/<preset>/; a preset run committed under
@@ -46,16 +52,13 @@ pilot_steps and pilot_runs tables).
 from __future__ import annotations
 
 import random
-import re
-from dataclasses import asdict, dataclass
-from typing import Any
 
 import polars as pl
 
 from analysis.corpora.cases import read_cases
-from analysis.corpora.humanevalpack import bugfix_instruction
-from analysis.errors import CorpusError
-from analysis.pipeline.io import save_chart, write_json, write_parquet, write_table
+from analysis.coverage.copyinput import copy_scores
+from analysis.pipeline.console import RUN_NAME_KEY
+from analysis.pipeline.io import markdown_table, save_chart, write_json, write_parquet, write_table
 from analysis.layout import (
     CASES,
     FIGURES,
@@ -64,6 +67,7 @@ from analysis.layout import (
     PILOT_CURVE,
     PILOT_DIAGNOSIS,
     PILOT_DIR,
+    PILOT_FORMATS,
     PILOT_FROZEN,
     PILOT_LOSSES,
     PILOT_RECORDS,
@@ -71,17 +75,30 @@ from analysis.layout import (
 )
 from analysis.pilot.data import PilotCase, build_pilot_data, with_split
 from analysis.pilot.diagnosis import range_errors, write_diagnosis
-from analysis.parallel.progress import progress, timed
+from analysis.parallel.progress import log_above_bars, progress, timed
 from kernels_profile.decode.masks import MaskTables
 from kernels_profile.pilot.settings import Loaded, PilotSettings, load_models, settings  # noqa: F401 (settings: the CLI's)
-from kernels_profile.runtime.checkpoints import (
-    FromScratch,
-    checkpoint_key,
-    fingerprint,
-    read_json_checkpoint,
-    write_json_checkpoint,
+from kernels_profile.pilot.jobs import (
+    HELDOUT,
+    EvalCase,
+    EvalJob,
+    adapter_key,
+    before_key,
+    case_budget,
+    curve_frame,
+    eval_case,
+    evaluation_jobs,
+    evaluation_key,
+    forced_row,
+    humaneval_sample,
+    model_key,
+    records_frame,
 )
+from kernels_profile.runtime.checkpoints import FromScratch, read_json_checkpoint, write_json_checkpoint
+from analysis.pilot import formats as formatcheck
 from analysis.pilot import report as pilotreport
+from analysis.pilot.formats import spread
+from kernels_profile.pilot.formats import decode_formats
 from analysis.present import charts
 from kernels_profile.pilot.train import (adapter_state, load_adapter_state, program_record, reset_adapter,
                                          rewrite_record, teacher_forced, train, trained_seconds, training_sequences)
@@ -89,72 +106,20 @@ from kernels_profile.pilot.train import (adapter_state, load_adapter_state, prog
 # `copydecode pilot`: its help line and what it reads and writes (the CLI's --help)
 HELP = "fine-tuning pilot: LoRA adapters that write programs (or rewrites), EM and wall-clock"
 READS_WRITES = ("reads data/corpora/cases.parquet, the pinned stdlib and the model's weights (params pilot); "
-                "writes data/pilot/*.parquet and checkpoints, reports/tables/pilot_*.*, "
+                "writes data/pilot/*.parquet (records, losses, curve, formats) and checkpoints, reports/tables/pilot_*.*, "
                 "reports/figures/pilot_*.{png,svg}, reports/pilot/range_errors.*, reports/metrics/pilot.json")
 
 
 def add_arguments(parser) -> None:
-    """`pilot`'s own option (settings(params, preset))."""
+    """`pilot`'s own options (settings(params, preset, formats_only))."""
     parser.add_argument("--preset", default=None, help="a preset from params pilot.presets (e.g. pilot-gpu)")
+    parser.add_argument("--formats-only", dest="formats_only", action="store_true",
+                        help="only the edit-format check, with the base model (no training): which edit format the "
+                             "model (params pilot.model, or the preset's) writes correctly, on params pilot.formats.cases "
+                             "held-out cases; writes data/pilot/formats-<preset or default>/")
 
 
-HELDOUT = "heldout"
-
-
-@dataclass(frozen=True)
-class EvalCase:
-    """One case the pilot decodes: a held-out pilot case or an HEvalFix-Py case."""
-
-    case_id: str
-    split: str     # "heldout" or the corpus name
-    kind: str      # the edit kind (held-out) or "bugfix"
-    source: str
-    target: str
-    instruction: str
-    program: str   # the line-level oracle program (its length sets the budget)
-
-
-# ---------------------------------------------------------------- cases
-
-def eval_case(case: PilotCase) -> EvalCase:
-    return EvalCase(case.case_id, HELDOUT, case.kind, case.source, case.target, case.instruction, case.program)
-
-
-def entry_point(declaration: str, case_id: str) -> str:
-    """The function a HEvalFix case fixes: the last top-level `def` of its declaration."""
-    names = re.findall(r"^def\s+([A-Za-z_]\w*)\s*\(", declaration, flags=re.MULTILINE)
-    if not names:
-        raise CorpusError(f"pilot: {case_id} has no top-level def in its declaration, so no function to name")
-    return names[-1]
-
-
-def humaneval_sample(cases: pl.DataFrame, n: int, seed: int, framing: str = "decl",
-                     corpus: str = "HEvalFix-Py") -> list[EvalCase]:
-    """A seeded sample of `n` cases of `corpus` (drawn from the body-framed ids, so every framing draws
-    the same functions) in `framing`, each with HumanEvalFix's bug-fix instruction naming the function
-    (found in the declaration: decl source minus the body)."""
-    rows = cases.filter(pl.col("corpus") == corpus)
-    body = {r["case_id"]: r for r in rows.filter(pl.col("framing") == "body").iter_rows(named=True)}
-    decl = {r["case_id"]: r for r in rows.filter(pl.col("framing") == "decl").iter_rows(named=True)}
-    framed = {r["case_id"]: r for r in rows.filter(pl.col("framing") == framing).iter_rows(named=True)}
-    if len(body) < n:
-        raise CorpusError(f"pilot: {corpus} has {len(body)} body cases in {CASES}, fewer than "
-                          f"pilot.humaneval_cases={n}")
-    ids = sorted(body, key=lambda c: int(c.rsplit("/", 1)[-1]))
-    chosen = sorted(random.Random(seed).sample(ids, n), key=ids.index)
-    out = []
-    for case_id in chosen:
-        if case_id not in decl or case_id not in framed:
-            raise CorpusError(f"pilot: {case_id} has no {'decl' if case_id not in decl else framing} framing in "
-                              f"{CASES} (the corpora stage's hevalfix framings must include body, decl and {framing})")
-        source = decl[case_id]["source"]
-        if not source.endswith(body[case_id]["source"]):
-            raise CorpusError(f"pilot: {case_id}'s decl source does not end with its body")
-        name = entry_point(source[: len(source) - len(body[case_id]["source"])], case_id)
-        row = framed[case_id]
-        out.append(EvalCase(case_id, corpus, "bugfix", row["source"], row["target"], bugfix_instruction(name), ""))
-    return out
-
+# ---------------------------------------------------------------- the run
 
 def read_humaneval(s: PilotSettings) -> list[EvalCase]:
     if not s.humaneval_seeds or s.humaneval_cases == 0:
@@ -162,53 +127,10 @@ def read_humaneval(s: PilotSettings) -> list[EvalCase]:
     return humaneval_sample(read_cases(CASES), s.humaneval_cases, s.humaneval_seed, s.humaneval_framing)
 
 
-# ---------------------------------------------------------------- keys and checkpoints
-
-CHECKPOINT_VERSION = "pilot-2"  # bump when what a pilot checkpoint holds changes (2: runtime JSON, fingerprint)
-
-
-def digest(parts: Any) -> str:
-    return checkpoint_key(CHECKPOINT_VERSION, parts)
-
-
-def model_key(s: PilotSettings) -> dict:
-    """The model a checkpoint ran: its settings and runtime.fingerprint (shapes and weights, library
-    versions incl. peft, torch threads)."""
-    return {"model": s.model, "weights": s.weights, "dtype": s.dtype, "device": s.device,
-            "fingerprint": fingerprint(s.model, s.weights)}
-
-
-def sequences_hash(sequences) -> str:
-    return checkpoint_key("sequences", [[q.ids, q.labels] for q in sequences])
-
-
-def adapter_key(s: PilotSettings, mode: str, seed: int, sequences, heldout=()) -> str:
-    """Everything that decides an adapter checkpoint: its weights and the held-out curve it keeps."""
-    return digest({"model": model_key(s), "mode": mode, "sequences": sequences_hash(sequences),
-                   "heldout": sequences_hash(heldout), "lora": asdict(s.lora()),
-                   "training": asdict(s.training(seed))})
-
-
-# ---------------------------------------------------------------- budgets
-
-def case_budget(tok, case: EvalCase, margin: int) -> int:
-    """Gold target tokens (or its oracle program's, when longer) plus the margin."""
-    target = len(tok.encode(case.target))
-    program = len(tok.encode(case.program)) if case.program else 0
-    return max(target, program) + margin + 1  # +1: the EOS
-
-
-# ---------------------------------------------------------------- the run
-
-
-def forced_row(metrics) -> dict:
-    return asdict(metrics)
-
-
 def before_metrics(s: PilotSettings, loaded: Loaded, mode: str, heldout_seqs, scratch: FromScratch) -> dict:
     """Teacher-forced held-out metrics of the base model (adapter disabled) in `mode`'s layout, a
     runtime JSON checkpoint (its seconds counted by `scratch`)."""
-    key = digest({"model": model_key(s), "heldout": sequences_hash(heldout_seqs)})
+    key = before_key(s, heldout_seqs)
     path = PILOT_CHECKPOINTS / f"forced-before-{mode}-{key}.json"
     found = read_json_checkpoint(path, key, fields={"metrics"}, what="pilot")
     if found is not None:
@@ -273,38 +195,10 @@ def train_adapters(s: PilotSettings, loaded: Loaded, train_cases: list[PilotCase
                                                  "loss": pl.Float64}), kept, curve_frame(curve)
 
 
-CURVE_SCHEMA = {"mode": pl.Utf8, "seed": pl.Int64, "step": pl.Int64, "sequences": pl.Int64,
-                "supervised_tokens": pl.Int64, "loss": pl.Float64, "directive_accuracy": pl.Float64,
-                "copy_exact": pl.Float64, "gen_exact": pl.Float64, "eos_accuracy": pl.Float64,
-                "all_exact": pl.Float64}
-
-
-def curve_frame(rows: list[dict]) -> pl.DataFrame:
-    return pl.DataFrame([{k: r.get(k) for k in CURVE_SCHEMA} for r in rows], schema=CURVE_SCHEMA)
-
-
 def decode_case(loaded: Loaded, mode: str, case: EvalCase, budget: int, masks: MaskTables) -> dict:
     if mode == "program":
         return program_record(loaded.lm, loaded.tok, case, budget, masks)
     return rewrite_record(loaded.lm, loaded.tok, case, budget)
-
-
-@dataclass(frozen=True)
-class EvalJob:
-    """One greedy decoding job: the base model (`before`) or a seed's adapters (`after`) on a split, in one
-    mode or two (each case then runs both back to back in a seeded order)."""
-
-    phase: str                 # before | after
-    seed: int | None           # the adapters' training seed; None before fine-tuning
-    split: str                 # HELDOUT | HEvalFix-Py
-    modes: tuple[str, ...]     # program and/or rewrite
-
-    def key(self) -> dict:
-        """The job as its checkpoint key part (the dict the key was built from before it was typed)."""
-        return {"phase": self.phase, "seed": self.seed, "split": self.split, "modes": list(self.modes)}
-
-    def describe(self) -> str:
-        return f"{self.phase} {'+'.join(self.modes)} seed {self.seed} {self.split}"
 
 
 def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase], states: dict,
@@ -314,9 +208,7 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
     after = job.phase == "after"
     budgets = {c.case_id: case_budget(loaded.tok, c, s.budget_margin) for c in cases}
     adapters = {m: (states[(m, job.seed)][0] if after else "base") for m in job.modes}
-    key = digest({"model": model_key(s), "job": job.key(), "adapters": adapters, "threads": s.threads,
-                  "order_seed": s.order_seed,
-                  "cases": [[c.case_id, c.source, c.target, c.instruction, budgets[c.case_id]] for c in cases]})
+    key = evaluation_key(s, job, cases, budgets, adapters)
     path = PILOT_CHECKPOINTS / f"eval-{job.phase}-{job.split}-seed{job.seed}-{key}.json"
     found = read_json_checkpoint(path, key, fields={"job", "records"}, what="pilot")
     if found is not None:
@@ -344,39 +236,39 @@ def run_job(s: PilotSettings, loaded: Loaded, job: EvalJob, cases: list[EvalCase
     return records
 
 
-def evaluation_jobs(s: PilotSettings, n_humaneval: int) -> list[EvalJob]:
-    """Greedy decoding jobs: the base model on the held-out cases (and HEvalFix-Py), each decode seed's
-    program adapter (paired with its rewrite adapter where the seed has one), every rewrite seed, and
-    the humaneval seeds' program adapters on HEvalFix-Py."""
-    jobs = [EvalJob("before", None, HELDOUT, ("program",))]
-    if n_humaneval:
-        jobs.append(EvalJob("before", None, "HEvalFix-Py", ("program",)))
-    for seed in sorted(set(s.decode_seeds) | set(s.rewrite_seeds)):
-        modes = tuple(m for m, seeds in (("program", s.decode_seeds), ("rewrite", s.rewrite_seeds)) if seed in seeds)
-        jobs.append(EvalJob("after", seed, HELDOUT, modes))
-    if n_humaneval:
-        jobs += [EvalJob("after", seed, "HEvalFix-Py", ("program",)) for seed in s.humaneval_seeds]
-    return jobs
-
-
-RECORD_SCHEMA = {
-    "phase": pl.Utf8, "seed": pl.Int64, "split": pl.Utf8, "mode": pl.Utf8, "case_id": pl.Utf8, "kind": pl.Utf8,
-    "position": pl.Int64, "paired": pl.Boolean, "budget": pl.Int64, "error": pl.Utf8, "exact_match": pl.Boolean,
-    "valid": pl.Boolean, "stopped": pl.Utf8, "copy_coverage": pl.Float64, "seconds": pl.Float64, "prompt_s": pl.Float64,
-    "decode_s": pl.Float64, "copy_s": pl.Float64, "mask_s": pl.Float64, "program_tokens": pl.Int64,
-    "copied_tokens": pl.Int64, "forwards": pl.Int64, "program": pl.Utf8, "output": pl.Utf8,
-}
-
-
-def records_frame(records: list[dict]) -> pl.DataFrame:
-    rows = [{k: r.get(k) for k in RECORD_SCHEMA} for r in records]
-    return pl.DataFrame(rows, schema=RECORD_SCHEMA)
-
+def run_formats_only(s: PilotSettings) -> dict:
+    """`copydecode pilot --formats-only`: the edit-format check alone, with the base model and no adapter (so any model
+    a preset names can be asked without training one): the three formats without the grammar, and the program under
+    the grammar (the pilot's "before" decode of the same cases). Its own folder, never the stage's outputs."""
+    name = f"formats-{s.preset or 'default'}"
+    out_dir = PILOT_DIR / name
+    with timed(f"pilot-{name}"):
+        scratch = FromScratch()
+        data = build_pilot_data(s.data, s.probeedit)
+        cases = spread([eval_case(c) for c in with_split(data.cases, HELDOUT)], s.formats.cases)
+        loaded = load_models(s)
+        records = decode_formats(s, loaded, cases, {}, model_key(s), PILOT_CHECKPOINTS, scratch)
+        bar = progress(None, "pilot: base model under the grammar", total=len(cases), unit="decode")
+        grammar = run_job(s, loaded, EvalJob("before", None, HELDOUT, ("program",)), cases, {}, bar, scratch)
+        bar.close()
+    frame = formatcheck.records_frame(records + formatcheck.grammar_rows(records_frame(grammar),
+                                                                         [c.case_id for c in cases], s.model))
+    write_parquet(frame, out_dir / PILOT_FORMATS.name)
+    metrics = {"model": s.model, "weights": s.weights, "formats": formatcheck.formats_metrics(frame)}
+    write_json(metrics, out_dir / "metrics.json")
+    shown = formatcheck.page_table(metrics["formats"]["rows"])
+    write_table(shown, out_dir / "pilot_formats", digits=3)
+    log_above_bars(f"\npilot --formats-only: {s.model}, {len(cases)} held-out cases (written to {out_dir}):\n"
+                   + markdown_table(shown, 3))
+    return {"cases": len(cases), "out": str(out_dir), RUN_NAME_KEY: f"pilot-{name}"}
 
 
 def run(s: PilotSettings) -> dict:
+    if s.formats_only:
+        return run_formats_only(s)
     frozen = pilotreport.read_frozen(PILOT_FROZEN) if s.preset is None else {}  # a broken one fails before any work
-    with timed("pilot" if s.preset is None else f"pilot-{s.preset}") as timing:
+    run_name = "pilot" if s.preset is None else f"pilot-{s.preset}"  # a preset's time and summary are not the stage's
+    with timed(run_name) as timing:
         scratch = FromScratch()  # setup (cases, ProbeEdit-S rebuilt for disjointness, the model) is the run's own time
         data = build_pilot_data(s.data, s.probeedit)
         cases = data.cases
@@ -393,6 +285,8 @@ def run(s: PilotSettings) -> dict:
             bar.set_description(f"pilot: {job.describe()}")
             records += run_job(s, loaded, job, humaneval if job.split != HELDOUT else heldout, states, bar, scratch)
         bar.close()
+        format_cases = spread(heldout, s.formats.cases)  # the edit-format check, on a spread of the held-out cases
+        format_records = decode_formats(s, loaded, format_cases, states, model_key(s), PILOT_CHECKPOINTS, scratch)
         if kept.pop("from_scratch_known"):  # what this run would take with no checkpoint to resume from
             timing["from_scratch_s"] = scratch.seconds()
     frame = records_frame(records)
@@ -400,22 +294,29 @@ def run(s: PilotSettings) -> dict:
     write_parquet(frame, out_dir / PILOT_RECORDS.name)
     write_parquet(losses, out_dir / PILOT_LOSSES.name)
     write_parquet(curve, out_dir / PILOT_CURVE.name)
+    formats = formatcheck.records_frame(format_records + formatcheck.grammar_rows(
+        frame, [c.case_id for c in format_cases], s.model))
+    write_parquet(formats, out_dir / PILOT_FORMATS.name)
     metrics = pilotreport.metrics(frame, losses, s, kept, loaded.lm.info.get("weights_note", ""), curve)
+    metrics["formats"] = formatcheck.formats_metrics(formats)
     metrics["data"]["not_applied"] = data.not_applied  # functions a kind could not be applied to, per split/kind
     diagnosis = range_errors(frame, heldout_cases)  # why the held-out programs are wrong, counted from this run
     if s.preset is not None:
         write_json(metrics, out_dir / "metrics.json")
         write_diagnosis(diagnosis, metrics, out_dir / PILOT_RECORDS.name, out_dir / "metrics.json",
                         out_dir / PILOT_DIAGNOSIS.name, f"the pilot stage (`copydecode pilot --preset {s.preset}`)")
-        return metrics
+        return {**metrics, RUN_NAME_KEY: run_name}
     metrics["frozen"] = frozen  # committed preset runs, shown beside this one
+    copies = copy_scores((c.split, c.case_id, c.source, c.target) for c in heldout + humaneval)
+    metrics["copy_baseline"] = pilotreport.copy_metrics(copies)  # what returning the input scores, per split
     metrics["steps_table"] = pilotreport.steps_table(metrics).to_dicts()
     write_table(pilotreport.steps_table(metrics), TABLES / "pilot_steps", digits=3)
     write_table(pilotreport.runs_table(metrics), TABLES / "pilot_runs", digits=3)
-    write_table(pilotreport.em_table(frame), TABLES / "pilot_em", digits=3)
+    write_table(pilotreport.em_table(frame, copies), TABLES / "pilot_em", digits=3)
     write_table(pilotreport.curve_table(curve), TABLES / "pilot_curve", digits=3)
     write_table(pilotreport.before_after_table(metrics), TABLES / "pilot_before_after", digits=3)
     write_table(pilotreport.speed_table(frame), TABLES / "pilot_speed", digits=3)
+    write_table(formatcheck.formats_table(formats), TABLES / "pilot_formats", digits=3)
 
     save_chart(charts.pilot_loss(losses), FIGURES / "pilot_loss")
     save_chart(charts.pilot_curve(curve), FIGURES / "pilot_curve")

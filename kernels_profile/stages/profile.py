@@ -27,13 +27,16 @@ from analysis.pipeline.params import merge_preset
 from analysis.parallel.progress import timed
 from kernels_profile.measure.profiler import ProfileSpec
 from analysis.latency.tables import speedup_summary
+from analysis.pipeline.console import RUN_NAME_KEY
 from analysis.pipeline.io import markdown_table
-from kernels_profile.measure.session import profile_run, write_profile
+from kernels_profile.measure.session import profile_run
+from kernels_profile.measure.sidecar import write_with_sidecar
 from kernels_profile.runtime.models import model_label
 
 WEIGHTS_CHOICES = ("random", "real")  # --weights: random from the model's config, or its own weights
 
 DEVICES = ("cpu", "cuda")
+STAGE_NAME = "kernels_profile"  # dvc.yaml's name of the pipeline's own profile
 LIST_FIELDS = ("models", "contexts", "ns", "baselines", "prefills")
 
 
@@ -43,6 +46,14 @@ class ProfileSettings:
     out: Path              # the raw timings parquet (its environment sidecar goes beside it)
     preset: str | None     # the kernels.presets entry overlaid on kernels.profile, if any
     source: str | None     # --model: the kernel source this run becomes (`<model label>-<device>`), else None
+
+    @property
+    def run_name(self) -> str:
+        """What its run time and summary are filed under: the stage's own name for the pipeline's profile, else
+        the raw file's stem (an own-model, preset or --out profile is not the stage's run: `copydecode readme` must
+        not take its time for the pipeline's)."""
+        own = self.preset is None and self.source is None and self.out == KERNELS_RAW
+        return STAGE_NAME if own else f"{STAGE_NAME}-{self.out.stem}"
 
 
 def kernel_source_name(model: str, device: str) -> str:
@@ -67,7 +78,7 @@ def command_line(group: dict[str, Any], model: str | None, device: str | None, d
     """The params group with the command line's --model/--device/--dtype/--contexts/--ns/--weights."""
     if weights is not None and weights not in WEIGHTS_CHOICES:
         raise ParamsError(f"--weights must be one of {', '.join(WEIGHTS_CHOICES)}, got {weights!r}")
-    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model (M5)
+    if model is not None and not model.strip():  # an unset `--model "$MODEL"` must not time params' model
         raise ParamsError("--model is empty; name a model folder or hub id (or leave --model out to profile "
                           "params kernels.profile.models)")
     if weights == "real" and model is None:
@@ -122,7 +133,7 @@ def settings(params: dict[str, Any], preset: str | None = None, out: str | Path 
         source = kernel_source_name(model, spec.device)
         named_out = KERNELS_RAW.parent / f"{source}.parquet"
     raw = Path(out) if out else named_out
-    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree (H4)
+    try:  # a preset's `out` (params) and --out: the raw file and its sidecar stay inside the tree
         confined(raw, "the raw timings file")
     except OutputRootError as exc:
         raise ParamsError(f"{exc} (kernels profile --out / the preset's out: give a path under this folder)") from None
@@ -159,9 +170,9 @@ def print_result_table(raw, out, env: dict) -> None:
 
 
 def run(s: ProfileSettings) -> dict:
-    with timed("kernels_profile") as timing:
+    with timed(s.run_name) as timing:
         result = profile_run(s.spec, KERNEL_CHECKPOINTS)
-        sidecar = write_profile(result, s.out)
+        sidecar = write_with_sidecar(result.raw, result.environment, s.out, "kernels_profile")
         timing["from_scratch_s"] = result.from_scratch_s
     env = result.environment
     print_result_table(result.raw, s.out, env)
@@ -169,5 +180,6 @@ def run(s: ProfileSettings) -> dict:
             "noisy_pairs": env.get("noisy_pairs"), "noisy_reasons": env.get("noisy_reasons"),
             "contended": env.get("contended"), "other_busy_cores": env.get("other_busy_cores"),
             "threads": env.get("threads"), "spec": asdict(s.spec),
+            **({RUN_NAME_KEY: s.run_name} if s.run_name != STAGE_NAME else {}),
             **({"kernel_source": s.source, "add_to_kernels_fit_raw": {"source": s.source, "path": str(s.out)}}
                if s.source else {})}

@@ -446,3 +446,26 @@ def test_one_kernel_is_priced_once_per_pricing_and_every_row_derives_from_those_
     missing = kernel_bounds(table, one_n, judged_v1, 0, 0, 0.95, kernel_repeats=False, pooled_bootstrap="corpus")
     assert set(missing.unpriced) == {"steady"} and missing.table["bound_steady"].null_count() == missing.table.height
     assert missing.steps["steady_step"] is None
+
+
+def test_commit_costs_sum_the_files_of_a_commit():
+    import polars as pl
+
+    from analysis.bounds import bounds_table, commit_costs
+
+    rows = []
+    for case_id, regen, program in (("CommitEdits-x/aaa:a.py", 3.0, 1.0), ("CommitEdits-x/aaa:b.py", 5.0, 2.0),
+                                    ("CommitEdits-x/bbb:a.py", 4.0, 4.0), ("CommitEdits-y/ccc", 9.0, 1.0)):
+        rows.append({"case_id": case_id, "corpus": case_id.split("/")[0], "framing": "file", "level": "line",
+                     "gold_tokens": 10, "copied_tokens": 6, "program_ideal": program, "directive_seconds": 0.1,
+                     "regen": regen, "program_overhead": program + 0.5, "extrapolated_spans": 0,
+                     "extrapolated_regen": case_id.endswith("b.py")})
+    costs = pl.DataFrame(rows)
+    summed = commit_costs(costs)
+    assert summed["case_id"].to_list() == ["CommitEdits-x/aaa", "CommitEdits-x/bbb"]  # one-file corpus left out
+    first = summed.row(0, named=True)
+    assert (first["regen"], first["program_ideal"], first["program_overhead"]) == (8.0, 3.0, 4.0)
+    assert first["n_files"] == 2 and first["extrapolated_regen"] and first["gold_tokens"] == 20
+    table = bounds_table(summed.drop("n_files"), 50, 0, 0.9)
+    ideal = table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-x")).row(0, named=True)
+    assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)

@@ -85,6 +85,20 @@ def test_a_stage_ends_with_one_line_and_its_summary_in_a_file(tmp_path, monkeypa
     assert json.loads((tmp_path / "data/summaries/kernels_profile.json").read_text()) == result
 
 
+def test_the_summary_path_printed_is_one_the_user_can_open(tmp_path, monkeypatch):
+    """UX review P2: under --out the summary line said "data/summaries/corpora.json", relative to the run root the
+    process had moved into; it names the file as the user reaches it. A one-off run (RUN_NAME_KEY) files its summary
+    under its own name, never over the stage's."""
+    from analysis.pipeline.console import RUN_NAME_KEY, summary_lines
+
+    monkeypatch.chdir(tmp_path)
+    assert summary_lines("corpora", {"cases": 3}, "runs/express")[0].endswith(
+        "(summary: runs/express/data/summaries/corpora.json)")
+    line = summary_lines("kernels profile", {"rows": 2, RUN_NAME_KEY: "kernels_profile-my"})[0]
+    assert line.endswith("(summary: data/summaries/kernels_profile-my.json)")
+    assert not (tmp_path / "data/summaries/kernels_profile.json").exists()
+
+
 def test_every_stage_help_lists_every_file_the_stage_writes():
     """P6: each dvc.yaml out of a stage matches a path its `--help` names after "writes" (globs and {a,b}
     expanded), so the help never names a file the stage does not write or leaves one out."""
@@ -152,7 +166,7 @@ def test_every_command_takes_params_and_set():
 
 def test_pilot_sweep_applies_set_to_the_params_it_reads(monkeypatch, capsys):
     from analysis.errors import ParamsError
-    from kernels_profile.pilot import sweep
+    from kernels_profile.tools import pilot_sweep as sweep
 
     seen = {}
 
@@ -184,3 +198,18 @@ def test_report_applies_set_to_the_params_it_reads(monkeypatch, capsys):
     monkeypatch.setattr(report, "settings", settings)
     assert main(["report", "summary", "--set", "reports.parameters.summary={}"]) == 2
     assert seen["parameters"]["summary"] == {} and "stopped after the settings" in capsys.readouterr().err
+
+
+def test_an_unknown_option_is_named_by_its_command_with_a_suggestion(capsys):
+    """UX review P8: `copydecode bounds --outt x` printed the top-level usage and no hint."""
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["bounds", "--outt", "x"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith("usage: copydecode bounds ")
+    assert "copydecode bounds: error: unrecognized arguments: --outt x; did you mean '--out'?" in err
+    with pytest.raises(SystemExit):
+        main(["kernels", "profile", "--modle=x"])
+    assert "did you mean '--model'?" in capsys.readouterr().err

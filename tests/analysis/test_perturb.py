@@ -70,12 +70,10 @@ def test_bad_params():
 from analysis.perturb import (  # noqa: E402
     DEFINITIONS,
     PAPER_EM,
-    PerturbSettings,
     clip_span,
     crossing_rate,
     crossing_rates,
     paper_pool_rows,
-    perturb_settings,
     source_units,
 )
 
@@ -184,11 +182,9 @@ def test_crossing_table_puts_the_papers_pool_first_and_labels_every_corpus_pool(
 
 
 @pytest.mark.parametrize("kwargs, named", [
-    ({"levels": ["line", "chars"]}, "'chars'"),
-    ({"levels": ["char"]}, "'char'"),
-    ({"levels": []}, "perturb.levels is empty"),
     ({"kinds": []}, "perturb.kinds is empty"),
     ({"kinds": ["jitter"]}, "'jitter'"),
+    ({"kinds": ["start", "start"]}, "repeats"),
     ({"rates": ["abc"]}, "'abc'"),
     ({"rates": [True]}, "True"),
     ({"rates": [0.5, 1.5]}, "1.5"),
@@ -196,20 +192,13 @@ def test_crossing_table_puts_the_papers_pool_first_and_labels_every_corpus_pool(
     ({"rates": [float("nan")]}, "nan"),
     ({"rates": []}, "perturb.rates is empty"),
     ({"rates": "0.5"}, "'0.5'"),
-    ({"definitions": ["loose"]}, "'loose'"),
-    ({"definitions": []}, "perturb.definitions is empty"),
-    ({"kinds": ["start", "start"]}, "repeats"),
+    ({"definition": "loose"}, "'loose'"),
 ])
-def test_settings_name_the_bad_value(kwargs, named):
-    good = {"levels": ["line", "token"], "kinds": ["start"], "rates": [0, 0.5, 1], "definitions": ["strict"]}
+def test_a_bad_grid_is_named_by_its_value(kwargs, named):
+    good = {"kinds": ["start"], "rates": [0, 0.5, 1], "definition": "strict"}
+    grid = {**good, **kwargs}
     with pytest.raises(ParamsError, match=__import__("re").escape(named)):
-        perturb_settings(**{**good, **kwargs})
-
-
-def test_settings_accept_the_defaults():
-    settings = perturb_settings(["line", "token"], ["start", "end", "both", "shift"], [0.0, 0.1, 0.25, 0.5, 0.75, 1],
-                                ["strict", "clip", "one_span"])
-    assert isinstance(settings, PerturbSettings) and settings.rates[-1] == 1.0 and isinstance(settings.rates[-1], float)
+        run_perturbation(TOY, grid["kinds"], grid["rates"], [0], definition=grid["definition"])
 
 
 def test_run_perturbation_rejects_bad_grids():

@@ -21,7 +21,6 @@ from analysis.pooling import (
     pool_framings,
     pooled_groups,
     pool_rows,
-    pooled_share,
     pooling_label,
     star,
 )
@@ -46,13 +45,6 @@ def test_corpus_groups_agree_with_their_polars_expression():
     assert [corpus_group(c, f) for c, f in rows] == expected
     frame = pl.DataFrame(rows, schema=["corpus", "framing"], orient="row")
     assert frame.select(group_expr()).to_series().to_list() == expected
-
-
-def test_pooled_shares_are_case_weighted():
-    rows = pl.DataFrame({"em": [1.0, 0.0], "n_cases": [3, 1]})
-    assert pooled_share(rows, "em") == 0.75
-    assert pooled_share(rows.head(0), "em") is None
-    assert pooled_share(pl.DataFrame({"em": [0.5], "n_cases": [0]}), "em") is None
 
 
 def test_names_and_labels_shown():

@@ -110,7 +110,6 @@ from analysis.stats import (  # noqa: E402
     CountError,
     clopper_pearson,
     mcnemar_exact,
-    wilson,
 )
 
 
@@ -135,18 +134,13 @@ def test_clopper_pearson_matches_scipys_exact_interval(k, n):
     assert got[0] == pytest.approx(want.low, abs=1e-9) and got[1] == pytest.approx(want.high, abs=1e-9)
 
 
-def test_clopper_pearson_known_value_and_wilson_against_scipy():
+def test_clopper_pearson_known_value():
     low, high = clopper_pearson(2, 33)  # the correctness review's [0.7%, 20.2%]
     assert round(100 * low, 1) == 0.7 and round(100 * high, 1) == 20.2
-    scipy_stats = pytest.importorskip("scipy.stats")
-    for k, n in ((2, 33), (0, 10), (10, 10), (40, 100)):
-        want = scipy_stats.binomtest(k, n).proportion_ci(0.95, method="wilson")
-        got = wilson(k, n)
-        assert got[0] == pytest.approx(want.low, abs=1e-9) and got[1] == pytest.approx(want.high, abs=1e-9)
 
 
 @pytest.mark.parametrize("call", [lambda: clopper_pearson(3, 2), lambda: clopper_pearson(0, 0),
-                                  lambda: mcnemar_exact(-1, 2), lambda: wilson(1.5, 3),
+                                  lambda: mcnemar_exact(-1, 2), lambda: mcnemar_exact(1.5, 3),
                                   lambda: clopper_pearson(1, 3, level=1.5), lambda: mcnemar_exact(True, 2)])
 def test_small_count_statistics_reject_bad_input_by_name(call):
     with pytest.raises(CountError):

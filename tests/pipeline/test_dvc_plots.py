@@ -113,8 +113,8 @@ def test_dvc_plots_diff_shows_both_revisions_side_by_side_offline(tmp_path):
         pytest.skip("no git history")
     head_plots = yaml.safe_load(subprocess.run(["git", "show", "HEAD:dvc.yaml"], cwd=ROOT, capture_output=True,
                                                text=True).stdout or "{}")
-    if any(isinstance(p, dict) for p in head_plots.get("plots", [])):
-        pytest.skip("HEAD still declares data plots (committed before this change)")
+    assert not any(isinstance(p, dict) for p in head_plots.get("plots", [])), \
+        "HEAD's dvc.yaml declares data plots: every plot is an image file now"
     out = tmp_path / "diff"
     _dvc("plots", "diff", "HEAD", "-o", str(out))
     problems, dom = _offline_dom(out / "index.html")

@@ -63,6 +63,7 @@ def repo(tmp_path_factory, hep_dir):
     params["corpora"]["humanevalpack"].update(languages=["python"], framings=["body"], verify_sha256=False)
     params["corpora"]["probeedit"]["enabled"] = False
     params["corpora"]["commits"] = []
+    params["corpora"]["datasets"] = []
     params["spans"]["bootstrap_resamples"] = 20
     params["bounds"]["bootstrap_resamples"] = 20
     sources_held(params, ROOT / LATENCY_MODEL)  # the committed latency model is a plain input here

@@ -21,7 +21,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.present.readme import committed_outputs, committed_readme
+from committed import committed_outputs, committed_readme
 from fixtures import ROOT
 
 GOLDEN = ROOT / "tests/golden/kernel_profile"

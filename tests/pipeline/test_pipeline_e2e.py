@@ -33,6 +33,7 @@ def scratch(tmp_path_factory, hep_dir):
     params["corpora"]["humanevalpack"].update(languages=["python"], framings=["body", "decl"], verify_sha256=False)
     params["corpora"]["probeedit"]["n_cases"] = 7
     params["corpora"]["commits"] = []
+    params["corpora"]["datasets"] = []
     params["spans"]["bootstrap_resamples"] = 50
     (repo / "params.yaml").write_text(yaml.safe_dump(params))
     subprocess.run(["git", "init", "-q"], cwd=repo, check=True)

@@ -17,7 +17,7 @@ from typing import Callable
 
 import pytest
 import yaml
-from fixtures import ROOT, params_with
+from fixtures import ROOT, params_with, write_field_benchmarks
 
 from analysis.errors import CopyDecodeError
 
@@ -156,7 +156,8 @@ def report_parameters(report: str, values) -> Callable[[Path], str]:
 def pairs_file(text: str | bytes, suffix: str = ".jsonl") -> Callable[[Path], str]:
     """A pairs file read as `corpora` reads it."""
     def run(folder: Path) -> str:
-        from analysis.corpora.pairs import PairsSettings, load_pairs
+        from analysis.corpora.entries import PairsSettings
+        from analysis.corpora.pairs import load_pairs
 
         path = folder / f"pairs{suffix}"
         path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
@@ -172,7 +173,8 @@ def pairs_parquet(categorical: bool = False, dictionary: bool = False, binary: b
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        from analysis.corpora.pairs import PairsSettings, load_pairs
+        from analysis.corpora.entries import PairsSettings
+        from analysis.corpora.pairs import load_pairs
 
         path = folder / "pairs.parquet"
         texts = {"source": ["a = 1\n", "b = 2\n"], "target": ["a = 2\n", "b = 3\n"]}
@@ -276,6 +278,57 @@ def source_files(folder: Path) -> None:
     (folder / "d").mkdir()
 
 
+def field_benchmarks(change: Callable[[Path], None] | None = None, out: str = "run",
+                     repin: bool = True) -> Callable[[Path], str]:
+    """`copydecode --out OUT corpora --only datasets` on the two edit benchmarks as small files shaped like the real
+    ones (edits/, pinned by sha256 as the shipped params pin the real files), `change(edits folder)` applied before
+    they are pinned (`repin`) or after. A dataset loading script planted beside them must never run: the files are
+    data. Accepted, the run holds every record, checked."""
+    def run(folder: Path) -> str:
+        import hashlib
+
+        edits = folder / "edits"
+        entries = write_field_benchmarks(edits)
+        for entry in entries:
+            entry["dataset"] = str(Path(entry["dataset"]).relative_to(folder))
+        script = f"import pathlib\npathlib.Path({str(folder / MARKER)!r}).write_text('owned')\n"
+        for name in ("edits.py", "canitedit_test.py", "edit_eval.py"):
+            (edits / name).write_text(script)
+        if change is not None:
+            change(edits)
+        for entry in entries if repin else []:
+            entry["sha256"] = hashlib.sha256((folder / entry["dataset"]).read_bytes()).hexdigest()
+        (folder / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.datasets": entries})))
+        error = cli("--params", "small.yaml", "--out", out, "corpora", "--only", "datasets")(folder)
+        if not error:
+            import polars as pl
+
+            cases = pl.read_parquet(folder / out / "data/corpora/cases.parquet")
+            assert cases["case_id"].to_list() == ["CanItEdit/10", "CanItEdit/11", "EditEval/0", "EditEval/2"]
+        return error
+    return run
+
+
+def _append(name: str, line: str) -> Callable[[Path], None]:
+    def change(edits: Path) -> None:
+        with (edits / name).open("a") as handle:
+            handle.write(line + "\n")
+    return change
+def rivals_before_simulation(folder: Path) -> str:
+    """L7 (round 6): `rivals` with an unknown measured kernel source is refused before it simulates a case (the
+    simulation here raises), in seconds rather than after the simulation."""
+    import shutil
+    from unittest import mock
+
+    import analysis.stages.rivals as rivals
+
+    (folder / "run/reports/kernels").mkdir(parents=True)
+    shutil.copy2(ROOT / "reports/kernels/latency_model.json", folder / "run/reports/kernels/latency_model.json")
+    with mock.patch.object(rivals, "simulate", side_effect=AssertionError("simulated before naming its sources")):
+        return cli("--out", "run", "--set", "rivals.kernel_sources=[fit, h100/llama-70b/eager]", "--set",
+                   "rivals.judged_source=fit", "rivals")(folder)
+
+
 class _Planted:
     def __init__(self, folder):
         self.folder = folder
@@ -284,7 +337,93 @@ class _Planted:
         return (Path.write_text, (Path(self.folder) / MARKER, "owned"))
 
 
+@__import__("functools").cache
+def _engine():
+    """(llguidance's tokenizer, the suite's Qwen tokenizer), built once for the grammar rows."""
+    from analysis.grammar.llg import ll_tokenizer
+    from analysis.text.tokens import load_tokenizer
+
+    qwen = load_tokenizer()
+    return ll_tokenizer(qwen, (151643,)), qwen
+
+
+def exported_grammar(name: str | bytes, data: bytes, *flags: str) -> Callable[[Path], str]:
+    """`copydecode grammar --source FILE FLAGS --out run/g.lark` on a file holding `data`, then the file it wrote
+    compiled by llguidance: the forced form must accept exactly the file's copy programs (fixtures), the symbolic
+    form a copy of every line and none past them."""
+    def run(folder: Path) -> str:
+        import llguidance
+        from fixtures import check_forced_copies
+
+        from analysis.text.lines import split_lines
+
+        path = folder / os.fsdecode(name)
+        path.write_bytes(data)
+        (folder / "run").mkdir(exist_ok=True)
+        error = cli("grammar", "--source", str(path), *flags, "--out", "run/g.lark")(folder)
+        if error:
+            return error
+        text = (folder / "run/g.lark").read_text(encoding="utf-8")
+        lltok, qwen = _engine()
+        matcher = llguidance.LLMatcher(lltok, llguidance.LLMatcher.grammar_from_lark(text), log_level=0)
+        assert not matcher.is_error(), matcher.get_error()
+        source, n = data.decode("utf-8"), len(split_lines(data.decode("utf-8")))
+        lines = text.splitlines()  # the header: comment lines only, up to the first rule
+        assert lines[0] == "%llguidance {}" and all(line.startswith("// ") for line in lines[1:lines.index("start: op*")])
+        assert not [line for line in lines[1:] if line.startswith("%")]
+        if flags:
+            check_forced_copies(matcher, qwen, source)
+        else:
+            assert matcher.deep_copy().consume_tokens(list(qwen.encode_program(f'<copy lines="1-{n}"/>').ids))
+            assert not matcher.deep_copy().consume_tokens(list(qwen.encode_program(f'<copy lines="1-{n + 1}"/>').ids))
+        stray = matcher.deep_copy()  # text outside any op is never accepted
+        assert not (stray.consume_tokens(list(qwen.encode("<gen>x</gen>rm -rf /").ids)) and stray.is_accepting())
+        return ""
+    return run
+
+
 # ---------------------------------------------------------------- the table
+
+def planted_engine_run(record: str) -> Callable[[Path], None]:
+    """A frozen engine run folder in the run root (`run/`) whose request record is `record`, beside a planted
+    `vllm` package and `sitecustomize.py` that would write the marker if anything imported them."""
+    def setup(folder: Path) -> None:
+        run = folder / "run" / "reports" / "engine" / "frozen" / "cpu-smollm2"
+        (run / "results").mkdir(parents=True)
+        (run / "vllm").mkdir()
+        for planted in (run / "vllm" / "__init__.py", run / "sitecustomize.py"):
+            planted.write_text(WRITE_MARKER + "\n")
+        (run / "run.json").write_text(json.dumps({"command": "x", "commit": "c", "started": "s", "ended": "e",
+                                                  "seconds": 1}))
+        (run / "requests.json").write_text(json.dumps({"requests": [{"rid": "r0", "rewrite_prompt_ids": [1],
+                                                                    "program_prompt_ids": [1]}]}))
+        (run / "gold.json").write_text(json.dumps({"r0": {"ids": [1], "end_id": 2}}))
+        (run / "requests.jsonl").write_text(record + "\n")
+    return setup
+
+
+def engine_driver_beside_planted_vllm(folder: Path) -> str:
+    """The engine driver started as `engine run` starts it, in a run folder holding a planted `vllm` package:
+    isolated mode keeps the folder off its import path, so the import fails by name (no engine here) and the
+    planted code never runs."""
+    import sys
+
+    from kernels_profile.engine import process, session
+
+    raw = folder / "run" / "raw"
+    (raw / "vllm").mkdir(parents=True)
+    (raw / "vllm" / "__init__.py").write_text(WRITE_MARKER + "\n")
+    (raw / "sitecustomize.py").write_text(WRITE_MARKER + "\n")
+    job = raw / "job.json"
+    job.write_text(json.dumps({"schema": session.JOB_SCHEMA, "model": "m", "engine_args": {}, "method": {"name": "ar"},
+                               "requests": {}, "runs": [{"run_id": "ar-c1-r0", "concurrency": 1, "order": []}]}))
+    try:
+        process.run_driver(Path(sys.executable), session.DRIVER, job, raw, {**os.environ, "PYTHONPATH": str(raw)}, 60,
+                           raw / "driver.log")
+    except process.EngineProcessError as exc:
+        return str(exc)
+    return ""
+
 
 PROBES = [
     # params files (qa-review probes 47-53, N4)
@@ -460,11 +599,26 @@ PROBES = [
           "the forced-span lark form supports sources of at most 20,000 lines"),
     Probe("S4-grammar-forced-ebnf-over-its-limit", grammar_limit(201, "ebnf", True),
           "the forced-span ebnf form supports sources of at most 200 lines"),
-    Probe("S4-grammar-symbolic-has-no-line-limit", grammar_limit(10**6, "regex", False), ""),
+    Probe("r6M6-grammar-symbolic-over-its-limit", grammar_limit(20_001, "regex", False),
+          "the symbolic regex form supports sources of at most 20,000 lines; this one has 20,001 (its grammar would be"),
+    Probe("r6M6-grammar-symbolic-at-its-limit", grammar_limit(20_000, "lark", False), ""),
     Probe("S4-grammar-unknown-format", lambda f: (__import__("analysis.grammar.export", fromlist=["x"]).export(
         "a\n", "json", False), "")[-1], "grammar format must be one of lark, ebnf, regex, got 'json'"),
     Probe("S4-grammar-cli-source-missing", cli("grammar", "--source", "fnone.py"), "--source fnone.py: no such file"),
-    Probe("S4-grammar-cli-source-a-folder", cli("grammar", "--source", "d", setup=source_files), "--source d: no such file"),
+    Probe("S4-grammar-cli-source-a-folder", cli("grammar", "--source", "d", setup=source_files),
+          "--source d: is a folder; give a source file"),
+    Probe("r6L11-grammar-cli-source-a-fifo", cli("grammar", "--source", "ff.fifo", setup=lambda f: os.mkfifo(f / "ff.fifo")),
+          "--source ff.fifo: not a regular file (a FIFO, a device or a socket)"),
+    Probe("r6L11-grammar-cli-source-a-device", cli("grammar", "--source", "/dev/null"), "--source /dev/null: not a regular file"),
+    Probe("r6M6-grammar-cli-source-over-8-mb", cli("grammar", "--source", "fhuge.py", setup=lambda f: os.truncate(
+        (f / "fhuge.py").open("wb").name, 9 << 20)), "--source fhuge.py: 9,437,184 bytes, above the 8,388,608 a source may"),
+    Probe("r6L8-grammar-cli-out-over-a-file-not-a-grammar", cli("grammar", "--source", "f.py", "--out", "fmine.yaml",
+                                                               setup=lambda f: (source_files(f), (f / "fmine.yaml").write_text(
+                                                                   "precious: 1\n"))),
+          "--out fmine.yaml: the file exists and is not a grammar `copydecode grammar` wrote"),
+    Probe("r6L8-grammar-cli-out-over-its-own-grammar", cli("grammar", "--source", "f.py", "--out", "f.lark", setup=lambda f: (
+        source_files(f), (f / "f.lark").write_text(__import__("analysis.grammar.export", fromlist=["x"]).export(
+            "z\n", "lark", False, "file z.py").text()))), ""),
     Probe("S4-grammar-cli-source-not-utf8", cli("grammar", "--source", "fbad.py", setup=source_files),
           "--source fbad.py: not UTF-8"),
     Probe("S4-grammar-cli-forced-source-over-the-limit", cli("grammar", "--source", "fbig.py", "--forced-spans",
@@ -561,8 +715,73 @@ PROBES = [
         "t" * 300), "")[-1], "a name over 255 bytes"),
     Probe("L11-a-line-number-of-5000-digits", lambda f: (__import__("analysis.grammar.program", fromlist=["parse"]).parse(
         '<copy lines="1-' + "9" * 5000 + '"/>'), "")[-1], "a line or token number of 5,000 digits"),
+    # the engine harness (issue 49, reach): a frozen run folder is data; the driver imports nothing from a run folder
+    Probe("engine-frozen-run-bad-record-beside-planted-code", cli("--out", "run", "engine", "summary",
+          setup=planted_engine_run('{"run_id": "ar-c1-r0", "ttft_s": -1}')), "requests.jsonl line 1: missing fields"),
+    Probe("engine-frozen-run-negative-latency", cli("--out", "run", "engine", "summary", setup=planted_engine_run(
+        json.dumps({"run_id": "a", "method": "ar", "concurrency": 1, "repeat": 0, "rid": "r0", "case_id": "c", "corpus": "A",
+                    "length": "short", "prompt_tokens": 1, "output_tokens": 1, "gold_tokens": 1, "engine_requests": 1,
+                    "prefilled_tokens": 1, "cached_tokens": 0, "arrival_s": 0, "ttft_s": -1, "e2e_s": 1, "tpot_s": None,
+                    "itl_s": [], "drafted_tokens": 0, "accepted_tokens": 0, "same_text": True}))),
+          "requests.jsonl line 1.ttft_s: expected a finite number >= 0"),
+    Probe("engine-driver-ignores-a-planted-vllm-in-its-run-folder", engine_driver_beside_planted_vllm,
+          "No module named 'vllm'"),
     Probe("D2-cli-empty-target", cli("--out", "run", "corpora", "--only", "--pairs", "bad.jsonl", setup=lambda f: (
         f / "bad.jsonl").write_text('{"source": "a\\n", "target": ""}\n')), "field 'target' is empty"),
+    # the field's edit benchmarks, read in place (issue 49's reach): data only, every record checked, pinned
+    Probe("R49-field-benchmarks-are-data-and-every-record-is-read", field_benchmarks(out="runok"), ""),
+    Probe("R49-field-benchmark-changed-after-its-pin", field_benchmarks(lambda e: (e / "canitedit_test.jsonl").write_bytes(
+        (e / "canitedit_test.jsonl").read_bytes().replace(b"fix total", b"fix totals")), repin=False), "not the pinned"),
+    Probe("R49-field-benchmark-a-line-not-an-object", field_benchmarks(_append("edit_eval.jsonl", "[1, 2]")),
+          "expected a JSON object, got list"),
+    Probe("R49-field-benchmark-an-id-not-a-string", field_benchmarks(_append(
+        "canitedit_test.jsonl", '{"id": true, "before": "a\\n", "after": "b\\n"}')),
+          "field 'case_id' must be a string, got bool"),
+    Probe("R49-field-benchmark-an-id-twice", field_benchmarks(_append(
+        "canitedit_test.jsonl", '{"id": 10, "before": "a\\n", "after": "b\\n"}')), "duplicate case_id '10'"),
+    Probe("R49-field-benchmark-an-empty-after", field_benchmarks(_append(
+        "edit_eval.jsonl", '{"task_id": "EditEval/9", "input": "a\\n", "output": ""}')), "field 'target' is empty"),
+    Probe("R49-field-benchmark-not-utf8", field_benchmarks(lambda e: (e / "edit_eval.jsonl").write_bytes(
+        (e / "edit_eval.jsonl").read_bytes() + b'{"task_id": "x", "input": "caf\xe9", "output": "b"}\n')),
+          "not valid UTF-8"),
+    # round 6: low items (L3, L12)
+    Probe("r6L3-out-a-component-over-255-bytes", cli("--out", "run/" + "x" * 300, "corpora", "--only", "--pairs", "ok.jsonl"),
+          "--out: a folder name over 255 bytes"),
+    Probe("r6L12-the-override-echo-is-cut", cli("--set", "spans.seed=[" + "0, " * 13_000 + "0]", "spans"),
+          "characters) (not written to"),
+    # round 6: rivals' settings (L4: non-finite suffix options; L7: an unknown measured source before any simulation)
+    *(Probe(f"r6L4-suffix-{name}-{value}", stage_settings("analysis.stages.rivals", **{
+        f"rivals.suffix.options.{name}": value}), f"'rivals.suffix.options.{name}' must be a finite number")
+      for name, value in (("max_spec_factor", float("inf")), ("max_spec_factor", float("nan")),
+                          ("max_spec_offset", float("inf")), ("min_token_prob", float("nan")))),
+    Probe("r6L7-rivals-unknown-measured-source-before-the-simulation", rivals_before_simulation, "h100/llama-70b/eager"),
+    Probe("r6L9-serving-2000-load-points-in-one-run", stage_settings("analysis.stages.serving", **{
+        "serving.closed_loop.concurrency": list(range(1, 2001))}), "the simulation would serve"),
+    # round 6: clearer wording (L11)
+    Probe("r6L11-pairs-a-device", cli("--out", "run", "corpora", "--only", "--pairs", "/dev/zero"),
+          "/dev/zero: not a regular file (a FIFO, a device or a socket)"),
+    Probe("r6L11-batched-with-a-batch-1-option", lambda f: (__import__("kernels_profile.stages.batched", fromlist=["x"]).settings(
+        params_with(), model="x"), "")[-1], "--model is an option of the batch-1 profile"),
+    Probe("r6L11-batched-memory-refusal-names-the-batched-grid", lambda f: (__import__(
+        "kernels_profile.runtime.models", fromlist=["x"]).check_fits("tiny-qwen2", "float32", "cpu", 10**12, 10**9,
+                                                                    smaller="a smaller grid (kernels.batched)"), "")[-1],
+          "use a smaller model, a smaller grid (kernels.batched), or a larger machine"),
+    Probe("r6L11-set-a-setting-a-preset-inherits", lambda f: (__import__("analysis.pipeline.params", fromlist=["x"]).apply_overrides(
+        params_with(), ["kernels.batched_presets.batched-tiny.threads=2"]), "")[-1], ""),
+    # round 6: bounded bootstraps (M7)
+    *(Probe(f"r6M7-{group}-bootstrap-of-10-to-the-8", stage_settings(f"analysis.stages.{group}", **{
+        f"{group}.bootstrap_resamples": 10**8}), f"'{group}.bootstrap_resamples' is 100,000,000, above the 100,000")
+      for group in ("rivals", "bounds", "spans")),
+    # round 6: the grammar export reads the file's bytes (H3) and writes no user string unescaped (M1)
+    Probe("r6H3-grammar-of-a-crlf-file-copies-its-bytes", exported_grammar("f_crlf.py", b"a = 1\r\nb = 2\r\nc = 3\r\n",
+                                                                          "--forced-spans"), ""),
+    Probe("r6H3-grammar-of-a-cr-only-file-is-one-line", exported_grammar("f_cr.py", b"a = 1\rb = 2\rc = 3\r"), ""),
+    Probe("r6H3-grammar-of-mixed-line-ends-copies-its-bytes", exported_grammar(
+        "f_mixed.py", b"a = 1\r\nb = 2\nc = 3\rd = 4\r\n", "--forced-spans"), ""),
+    Probe("r6M1-a-file-name-with-newlines-injects-no-grammar-rule", exported_grammar(
+        'f_x.py\nANY: "\\u0001".."\\uffff"\n%ignore ANY\n#', b"a = 1\nb = 2\n", "--forced-spans"), ""),
+    Probe("r6M1-a-file-name-with-newlines-symbolic-form", exported_grammar(
+        'f_x.py\nANY: "\\u0001".."\\uffff"\n%ignore ANY\n#', b"a = 1\nb = 2\n"), ""),
 ]
 
 
@@ -588,7 +807,7 @@ def test_probe(probe, tmp_path, monkeypatch):
                                                               "cwd/f", "cwd/hostile.yaml", "cwd/bad.jsonl",
                                                               "cwd/dvc.yaml", "cwd/small.yaml", "cwd/big.jsonl",
                                                               "cwd/x.bundle", "cwd/n", "cwd/caf", "cwd/ok.jsonl", "cwd/d",
-                                                              "cwd/mixed", "cwd/mine.jsonl"))} - {"cwd"}
+                                                              "cwd/mixed", "cwd/mine.jsonl", "cwd/edits"))} - {"cwd"}
     assert stray == set(), stray  # nothing written beside the inputs and the run folder
     assert not list(tmp_path.rglob(MARKER)) and not (ROOT / MARKER).exists()  # no planted code ran
     if (folder / "run").exists():  # a refused run leaves no outputs in its run folder
@@ -820,6 +1039,77 @@ def own_journal_completed(run: Path, outside: Path) -> None:
     assert not (run / "data/.pending/programs.json").exists()
 
 
+def step_cost_file(change: Callable[[dict], object] | bytes | None = None, steps: bytes | Callable[[Path], None] | None = None):
+    """M4 (round 6): the run folder's reports/kernels/step_cost.json (the committed one, passed through `change`,
+    or these bytes) and, for the replay, data/serving/steps.parquet (these bytes, or made by the function)."""
+    def plant(run: Path, outside: Path) -> None:
+        _victims(outside)
+        document = json.loads((ROOT / "reports/kernels/step_cost.json").read_text())
+        (run / "reports/kernels").mkdir(parents=True)
+        if isinstance(change, bytes):
+            text = change
+        else:
+            changed = change(document) if change is not None else None
+            text = json.dumps(document if changed is None else changed).encode()
+        (run / "reports/kernels/step_cost.json").write_bytes(text)
+        (run / "data/serving").mkdir(parents=True)
+        if isinstance(steps, bytes):
+            (run / "data/serving/steps.parquet").write_bytes(steps)
+        elif steps is not None:
+            steps(run / "data/serving/steps.parquet")
+    return plant
+
+
+def _spec(**values) -> Callable[[dict], None]:
+    return lambda document: document["environment"]["spec"].update(values)
+
+
+def _term(term: str, value: float) -> Callable[[dict], None]:
+    return lambda document: document["models"][0]["terms"].update({term: value})
+
+
+def _steps(**columns) -> Callable[[Path], None]:
+    """A replay sample of two steps in the right schema, with `columns` replaced."""
+    def make(path: Path) -> None:
+        import polars as pl
+
+        from analysis.serving.steps import STEP_COLUMNS
+
+        rows = {"step_id": ["a", "b"], "method": ["ar", "ar"], "concurrency": [1, 1], "max_num_batched_tokens": [2048, 2048],
+                "qs": [[1], [1, 4]], "contexts": [[10], [10, 20]], "predicted_s": [0.1, 0.2]}
+        rows.update(columns)
+        pl.DataFrame(rows, schema={c: STEP_COLUMNS[c] if c not in columns else None for c in rows}).write_parquet(path)
+    return make
+
+
+def compared_run(params: str | None = None, big_table: bool = False) -> Callable[[Path, Path], None]:
+    """M5 (round 6): a run folder for `compare` holding the committed coverage table, with this params.yaml, or a
+    10 GB (sparse) case_costs table."""
+    def plant(run: Path, outside: Path) -> None:
+        import shutil
+
+        _victims(outside)
+        (run / "reports/percase").mkdir(parents=True)
+        shutil.copy2(ROOT / "reports/percase/coverage.parquet", run / "reports/percase/coverage.parquet")
+        if params is not None:
+            (run / "params.yaml").write_text(params)
+        if big_table:
+            with (run / "reports/percase/case_costs.parquet").open("wb") as handle:
+                handle.truncate(10 << 30)
+    return plant
+
+
+def special_corpus_records(run: Path, outside: Path) -> None:
+    """L2 (round 6): a FIFO among the corpus records blocked headline; a 100,000-deep record raised."""
+    _victims(outside)
+    _express_outputs(run)
+    (run / "data/.corpus").mkdir(parents=True)
+    os.mkfifo(run / "data/.corpus/rivals.json")
+    (run / "data/.corpus/spans.json").write_text("[" * 100_000 + "]" * 100_000)
+    (run / "data/.corpus/bounds.json").write_bytes(b'{"stage": "bounds", "cases_sha256": "\xff"}')
+    (run / "data/.corpus/perturb.json").symlink_to(run / "data/.corpus/rivals.json")  # a link to the FIFO, inside
+
+
 ATTACKS = [
     Attack("H1-journal-overwrites-and-deletes-outside", journal(lambda run, out: [
         ["data/payload", str(out / "victim_overwritten")], [None, str(out / "victim_deleted")]]),
@@ -884,7 +1174,7 @@ ATTACKS = [
     Attack("H4-pilot-preset-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
            preset_settings("kernels_profile.pilot.settings", "pilot.presets", "../../outside/x"), "cannot name a file"),
     Attack("H4-pilot-freeze-name-climbs-out", lambda run, out: (run.mkdir(), _victims(out)),
-           lambda run, out: (os.chdir(run), __import__("kernels_profile.pilot.sweep", fromlist=["freeze"]).freeze(
+           lambda run, out: (os.chdir(run), __import__("kernels_profile.tools.pilot_sweep", fromlist=["freeze"]).freeze(
                "../../outside/x", {}, run / "data/pilot/x", run / "reports/pilot/frozen"), "")[-1],
            "cannot name a file"),
     # section 4: the serving work's settings and files (merged on main this round)
@@ -898,6 +1188,49 @@ ATTACKS = [
            lambda run, out: (os.chdir(run), _inside(__import__("kernels_profile.measure.batched_session",
                                                                 fromlist=["x"]).unit_path(
                Path("data/kernels/batched_checkpoints"), str(out / "models/tiny"), "c8", 0, "k")))[-1], ""),
+    # round 6, M4: the serving stages read the run folder's step-cost document and replay sample as data
+    Attack("r6M4-replay-spec-threads-100000", step_cost_file(_spec(threads=100000)), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads is 100000, above 8 threads per usable core"),
+    Attack("r6M4-replay-spec-threads-negative", step_cost_file(_spec(threads=-1)), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads must be a positive integer"),
+    Attack("r6M4-replay-spec-threads-a-word", step_cost_file(_spec(threads="many")), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.threads must be a positive integer"),
+    Attack("r6M4-replay-spec-device", step_cost_file(_spec(device="tpu")), copydecode("--out", "run", "serving", "replay"),
+           "environment.spec.device must be one of cpu, cuda"),
+    Attack("r6M4-replay-deep-document", step_cost_file(b"[" * 100_000 + b"]" * 100_000),
+           copydecode("--out", "run", "serving", "replay"), "step_cost.json is nested too deeply"),
+    Attack("r6M4-replay-not-utf8", step_cost_file(b'{"schema": "\xff"}'), copydecode("--out", "run", "serving", "replay"),
+           "step_cost.json is not UTF-8 text"),
+    Attack("r6M4-replay-garbage-steps", step_cost_file(steps=b"PAR1 not a table"), copydecode("--out", "run", "serving", "replay"),
+           "steps.parquet is not a readable parquet file"),
+    Attack("r6M4-replay-steps-of-another-schema", step_cost_file(steps=_steps(qs=["1", "2"])),
+           copydecode("--out", "run", "serving", "replay"), "not the replay sample's schema"),
+    Attack("r6M4-replay-steps-negative-context", step_cost_file(steps=_steps(contexts=[[10], [-5, 20]])),
+           copydecode("--out", "run", "serving", "replay"), "step 'b' needs one q >= 1 and one context >= 0 per sequence"),
+    Attack("r6M4-simulate-negative-term", step_cost_file(_term("c0", -2100226.0)),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c0 is -2100226.0"),
+    Attack("r6M4-simulate-nan-term", step_cost_file(_term("c_w", float("nan"))),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c_w is nan"),
+    Attack("r6M4-simulate-huge-term", step_cost_file(_term("c_kv", 1e300)),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "term c_kv is 1e+300"),
+    Attack("r6M4-simulate-a-fifo-document", lambda run, out: (_victims(out), (run / "reports/kernels").mkdir(parents=True),
+                                                             os.mkfifo(run / "reports/kernels/step_cost.json")),
+           lambda run, out: (os.chdir(run), __import__("analysis.stages.serving", fromlist=["x"]).load_sources(
+               Path("reports/kernels/step_cost.json"), ("batched",)), "")[-1], "not found (or not a plain file)"),
+    Attack("r6M5-compare-a-run-whose-params-expand-a-billion-times", compared_run(LAUGHS),
+           copydecode("compare", "RUN", "RUN"), "params.yaml: line 1: YAML anchors (&a) are not allowed"),
+    Attack("r6M5-compare-a-run-whose-params-nest-50000-deep", compared_run("x: " + "[" * 50_000 + "]" * 50_000 + "\n"),
+           copydecode("compare", "RUN", "RUN"), "params.yaml: not valid YAML (nested too deeply"),
+    Attack("r6M5-compare-a-10-gb-table", compared_run(big_table=True), copydecode("compare", "RUN", "RUN"),
+           "case_costs.parquet: 10,737,418,240 bytes, above the 1,073,741,824 such a file may hold; not read"),
+    Attack("r6L1-a-hard-linked-lock-is-refused", lambda run, out: (_victims(out), _express_outputs(run), (run / "data").mkdir(),
+                                                                   os.link(out / "victim_overwritten", run / "data/.lock")),
+           copydecode("--out", "run", "headline"), "data/.lock has 1 other hard link(s)"),
+    Attack("r6L2-special-corpus-records-judge-nothing", special_corpus_records, copydecode("--out", "run", "headline"),
+           ""),
     Attack("L9-out-into-another-checkout", lambda run, out: (run.mkdir(), _victims(out),
                                                            (out / "clone").mkdir(), (out / "clone/dvc.yaml").write_text(
                                                                "stages: {}\n"), _ok_pairs(run)),
@@ -931,9 +1264,16 @@ def test_attack(attack, tmp_path, monkeypatch):
 
 
 def test_every_high_has_an_attack_row():
-    ids = " ".join(a.id for a in [*ATTACKS, *SLOW_ATTACKS])
+    ids = " ".join(a.id for a in [*ATTACKS, *SLOW_ATTACKS, *ROUND6_SLOW_ATTACKS])
     for defect in ("H1", "H2", "H3", "H4", "H5"):
         assert f"{defect}-" in ids, defect
+
+
+def test_every_round6_item_has_a_probe_row():
+    """qa-review round 6: each high and each item fixed here has a row (M2, a method registry's, is not here)."""
+    ids = " ".join(x.id for x in [*PROBES, *ATTACKS, *ROUND6_SLOW_ATTACKS])
+    for item in ("H1", "H2", "H3", "M1", "M4", "M5", "M6", "M7", "L1", "L2", "L3", "L4", "L7", "L8", "L9", "L11", "L12"):
+        assert f"r6{item}-" in ids, item
 
 
 PLANTED_MODULE = "import pathlib\npathlib.Path({marker!r}).write_text('owned from ' + __file__)\n"
@@ -995,4 +1335,183 @@ SLOW_ATTACKS = [
 @pytest.mark.slow
 @pytest.mark.parametrize("attack", SLOW_ATTACKS, ids=[a.id for a in SLOW_ATTACKS])
 def test_slow_attack(attack, tmp_path, monkeypatch):
+    test_attack(attack, tmp_path, monkeypatch)
+
+
+@pytest.mark.slow
+def test_R49_a_killed_field_benchmark_build_leaves_nothing_half_written(tmp_path):
+    """SIGKILL while the corpora stage reads an edit benchmark (its temporary `datasets` cache open): the run
+    folder holds no half-written output (no cases table, or a whole one), and the next run sweeps the killed
+    run's cache and temporaries and writes every case."""
+    import hashlib
+    import subprocess
+    import sys
+    import time
+
+    import polars as pl
+
+    records = [{"task_id": f"EditEval/{i}", "instruction": "edit", "input": f"x = {i}\n" * 20,
+                "output": f"x = {i}\n" * 19 + "y = 0\n"} for i in range(40_000)]
+    (tmp_path / "big.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    entry = {"dataset": "big.jsonl", "name": "EditEval", "language": "python",
+             "sha256": hashlib.sha256((tmp_path / "big.jsonl").read_bytes()).hexdigest(),
+             "fields": {"source": "input", "target": "output", "instruction": "instruction", "case_id": "task_id"}}
+    (tmp_path / "small.yaml").write_text(yaml.safe_dump(params_with(**{"corpora.datasets": [entry]})))
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    argv = [sys.executable, "-c", "import sys\nfrom analysis.cli import main\nsys.exit(main(sys.argv[1:]))",
+            "--params", "small.yaml", "--out", "run", "corpora", "--only", "datasets"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    while not list(temp.glob(f"copydecode-datasets-{proc.pid}-*")) and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.005)
+    proc.send_signal(signal.SIGKILL)  # checked once by hand: it lands while the cache is open
+    proc.wait()
+    cases = tmp_path / "run/data/corpora/cases.parquet"
+    written = [p for p in (tmp_path / "run").rglob("*") if p.is_file() and not p.name.startswith(".")
+               and p.parts[-2:] != ("data", ".lock")] if (tmp_path / "run").exists() else []
+    if cases.exists():  # the kill came after the set was written: then it is whole
+        assert pl.read_parquet(cases).height == len(records)
+    else:
+        assert not [p for p in written if "data" in p.relative_to(tmp_path / "run").parts[:1]], written
+    done = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert pl.read_parquet(cases).height == len(records)
+    assert not list(temp.glob(f"copydecode-datasets-{proc.pid}-*"))  # the killed run's cache is swept
+    assert not [p for p in (tmp_path / "run/data").rglob(".*") if p.name != ".lock" and p.is_file()
+                and p.parent.name not in (".corpus",)]
+# ---------------------------------------------------------------- round 6 (qa-review round 6: ids `r6H1-`, ...)
+#
+# H1: a package planted in a run folder, or in the folder the command starts in, must not run in any process
+# the suite starts. The CLI runs as a user runs it (the console script, its own process), so every worker is
+# a fresh process of that run; the payload writes the marker and then hands over to the real package (the
+# stage must still succeed: a crash would hide whether the planted code ran).
+
+PLANTED_PACKAGE = """import importlib, os, sys
+open({marker!r}, "a").write(__name__ + " in pid " + str(os.getpid()) + "\\n")
+_here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or ".") != _here]
+del sys.modules[__name__]
+sys.modules[__name__] = importlib.import_module(__name__)
+"""
+# what a worker's bootstrap imports (loky, multiprocessing's spawn, dask's nanny) and what a chunk unpickles
+PLANTED_PACKAGES = ("joblib", "multiprocessing", "distributed", "dask", "tornado", "cloudpickle", "psutil", "polars",
+                    "numpy", "yaml", "tqdm", "analysis")
+SMALL_PAIRS = "".join(json.dumps({"case_id": f"c{i}", "source": "".join(f"x{k} = {k}\n" for k in range(8)),
+                                  "target": "".join(f"x{k} = {k + (k == i)}\n" for k in range(8))}) + "\n"
+                      for i in range(6))
+
+
+def _plant_packages(folder: Path, marker: Path) -> None:
+    for name in PLANTED_PACKAGES:
+        (folder / name).mkdir(exist_ok=True)
+        (folder / name / "__init__.py").write_text(PLANTED_PACKAGE.format(marker=str(marker)))
+
+
+def small_run_with_planted_packages(run: Path, outside: Path) -> None:
+    """A run folder of six pairs (corpora and programs run serially here), then packages planted in it and in
+    the folder the command starts in."""
+    _victims(outside)
+    _committed_model(run)
+    (run.parent / "mine.jsonl").write_text(SMALL_PAIRS)
+    for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",)):
+        assert cli("--out", "run", "--set", "parallel.n_jobs=1", *argv)(run.parent) == "", argv
+    for folder in (run, run.parent):
+        _plant_packages(folder, outside.parent / MARKER)
+
+
+def console(*argv: str, where: str = "parent") -> Callable[[Path, Path], str]:
+    """The console script `copydecode ARGV` in a process of its own, started in the run folder's parent (or
+    in the run folder itself: where="run"); the error text is stderr."""
+    def act(run: Path, outside: Path) -> str:
+        import subprocess
+        import sys
+
+        script = Path(sys.executable).parent / "copydecode"
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONSAFEPATH")}
+        done = subprocess.run([sys.executable, str(script), "--params", str(ROOT / "params.yaml"), *argv],
+                              cwd=run if where == "run" else run.parent, env=env, capture_output=True, text=True,
+                              timeout=600)
+        assert "Traceback" not in done.stderr, done.stderr[-3000:]
+        return "" if done.returncode == 0 else done.stderr or f"exit {done.returncode}"
+    return act
+
+
+def each(*acts: Callable[[Path, Path], str]) -> Callable[[Path, Path], str]:
+    """Every act in turn; the first error text (or "")."""
+    def act(run: Path, outside: Path) -> str:
+        for one in acts:
+            error = one(run, outside)
+            if error:
+                return error
+        return ""
+    return act
+
+
+
+
+
+SMALL_SERVING = ("--set", "serving.sources=[batched]", "--set", "serving.engine.max_num_batched_tokens=[2048]",
+                 "--set", "serving.closed_loop.concurrency=[1, 4]", "--set", "serving.closed_loop.min_requests=20",
+                 "--set", "serving.open_loop.qps_fractions=[0.5]", "--set", "serving.open_loop.requests=20",
+                 "--set", "serving.headline_concurrency=[1, 4]", "--set", "serving.replay.concurrency=[1, 4]")
+
+
+def stale_serving(run: Path, outside: Path) -> None:
+    """H2 (round 6): `serving simulate` ran on corpus Mine's forwards; then corpora rebuilt the cases from Other
+    and programs and rivals ran again, but not the simulation. The run starts beside the committed latency
+    model (which `--out` copies in) and the committed step-cost model."""
+    import shutil
+
+    _victims(outside)
+    _committed_model(run)
+    (run / "reports/kernels").mkdir(parents=True)
+    shutil.copy2(ROOT / "reports/kernels/step_cost.json", run / "reports/kernels/step_cost.json")
+    (run.parent / "reports/tables").mkdir(parents=True)
+    for table in ("step_cost_terms.csv", "step_cost_residuals.csv"):  # the serving page's, copied in by --out
+        shutil.copy2(ROOT / "reports/tables" / table, run.parent / "reports/tables" / table)
+    (run.parent / "mine.jsonl").write_text(SMALL_PAIRS)
+    (run.parent / "other.jsonl").write_text(SMALL_PAIRS.replace('"c', '"o').replace("x", "y"))
+    for argv in (("corpora", "--only", "--pairs", "mine.jsonl", "--name", "Mine"), ("programs",), ("rivals",),
+                 ("serving", "simulate", *SMALL_SERVING),
+                 ("corpora", "--only", "--pairs", "other.jsonl", "--name", "Other"), ("programs",), ("rivals",)):
+        assert cli("--out", "run", "--set", "parallel.n_jobs=1", *argv)(run.parent) == "", argv
+
+
+def serving_page_and_readme_say_stale(run: Path, outside: Path) -> None:
+    from analysis.errors import StaleInputError
+    from analysis.present.readme import write_readme_results
+    from analysis.present.reports import page_stale_reasons
+    from analysis.present.index import stale_pages_reasons
+
+    stale = stale_pages_reasons(run)
+    assert [r for r in page_stale_reasons("serving", stale) if "`serving simulate`" in r], stale
+    assert [r for r in page_stale_reasons("summary", stale) if "`serving simulate`" in r], stale
+    with pytest.raises(StaleInputError, match="`serving simulate` ran on a different"):
+        write_readme_results(run)
+    # the page renders with the run's own headline concurrencies (L5: it read vs_ar_c16 and failed) and says stale
+    from analysis.present.reports import render_notebook
+
+    page = render_notebook("serving", {}, run, stale=page_stale_reasons("serving", stale)).path.read_text()
+    assert "stale: built from another corpus" in page and "Gains at concurrency 1 and 4" in page
+
+
+ROUND6_SLOW_ATTACKS = [
+    Attack("r6H1-loky-workers-of-programs-spans-rivals-import-nothing-from-the-run-folder",
+           small_run_with_planted_packages,
+           each(*(console("--out", "run", stage) for stage in ("programs", "spans", "rivals"))), ""),
+    Attack("r6H1-loky-workers-import-nothing-from-the-working-folder", small_run_with_planted_packages,
+           console("spans", where="run"), ""),
+    Attack("r6H1-dask-local-cluster-workers-import-nothing-from-the-run-folder", small_run_with_planted_packages,
+           console("--out", "run", "--set", "parallel.backend=dask", "spans"), ""),
+    Attack("r6H2-headline-page-and-readme-refuse-a-serving-simulation-of-another-corpus", stale_serving,
+           copydecode("--out", "run", "headline"), "`serving simulate` ran on a different",
+           serving_page_and_readme_say_stale),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("attack", ROUND6_SLOW_ATTACKS, ids=[a.id for a in ROUND6_SLOW_ATTACKS])
+def test_round6_slow_attack(attack, tmp_path, monkeypatch):
     test_attack(attack, tmp_path, monkeypatch)

@@ -6,7 +6,8 @@ import pytest
 
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
-from analysis.corpora.pairs import PairsSettings, load_pairs
+from analysis.corpora.entries import PairsSettings
+from analysis.corpora.pairs import load_pairs
 
 
 # ---------------------------------------------------------------- D13: rare JSONL inputs
@@ -67,7 +68,7 @@ def pairs_only(tmp_path, monkeypatch):
     """A run that holds none of the paper's corpora: one pairs file (the params name no corpus)."""
     monkeypatch.chdir(tmp_path)
     write_params(tmp_path, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
-                              "corpora.commits": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
+                              "corpora.commits": [], "corpora.datasets": [], "spans.bootstrap_resamples": 20, "bounds.bootstrap_resamples": 20})
     write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
     write_jsonl(tmp_path / "b.jsonl", PAIRS_B)
     return tmp_path
@@ -116,7 +117,7 @@ def test_outputs_record_their_input_digests(pairs_only):
 
 def test_only_builds_just_the_given_input(tmp_path, monkeypatch, hep_dir):
     monkeypatch.chdir(tmp_path)
-    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": []})
+    write_params(tmp_path, **{"corpora.humanevalpack.local_dir": str(hep_dir), "corpora.commits": [], "corpora.datasets": []})
     write_jsonl(tmp_path / "a.jsonl", PAIRS_A)
     assert cli("corpora", "--only", "--pairs", "a.jsonl") == 0
     metrics = json.loads((tmp_path / "reports/metrics/corpora.json").read_text())
@@ -270,7 +271,7 @@ def test_every_subcommand_help_has_a_description():
 
 def test_params_after_the_subcommand_and_user_facing_names(pairs_only, capsys):
     write_params(pairs_only, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
-                                "corpora.commits": [], "corpora.pairs": [{"path": "a.jsonl"}]})
+                                "corpora.commits": [], "corpora.datasets": [], "corpora.pairs": [{"path": "a.jsonl"}]})
     (pairs_only / "params.yaml").rename(pairs_only / "mine.yaml")
     assert main(["corpora", "--params", "mine.yaml"]) == 0
     for argv, shown in ([[], "STAGE"], [["kernels"], "{profile,fit}"]):
@@ -1001,3 +1002,40 @@ def test_out_runs_keep_no_machine_paths(pairs_only, monkeypatch):
     cfg = enter_out_root("runs/y", Config.load("params.yaml"), args)
     assert str(cfg.path) == "../../params.yaml" and args.pairs == ["../../a.jsonl"]
     assert Path(cfg.path).resolve() == pairs_only / "params.yaml"
+
+
+# ---------------------------------------------------------------- qa-review round 6: the serving stages' outputs
+
+SMALL_SERVING = ["--set", "serving.sources=[batched]", "--set", "serving.engine.max_num_batched_tokens=[2048]",
+                 "--set", "serving.closed_loop.concurrency=[1, 4]", "--set", "serving.closed_loop.min_requests=20",
+                 "--set", "serving.open_loop.qps_fractions=[0.5]", "--set", "serving.open_loop.requests=20",
+                 "--set", "serving.headline_concurrency=[1, 4]", "--set", "serving.replay.concurrency=[1, 4]"]
+
+
+@pytest.mark.slow
+def test_a_serving_simulation_killed_between_its_writes_keeps_the_old_set(pairs_only, monkeypatch):
+    """M3 (round 6): `serving simulate` wrote its four outputs one by one, so a kill at the third left new page
+    tables beside the old serving.json, which headline took. Now they land as one set, with a corpus record."""
+    import analysis.stages.serving as serving
+
+    (pairs_only / "reports/kernels").mkdir(parents=True)
+    for name in ("latency_model.json", "step_cost.json"):
+        shutil.copy(ROOT / "reports/kernels" / name, pairs_only / "reports/kernels" / name)
+    write_params(pairs_only, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+                                "corpora.commits": [], "parallel.n_jobs": 1,
+                                "kernel.sources": sources_held(params_with(), ROOT / "reports/kernels/latency_model.json")[
+                                    "kernel"]["sources"]})
+    for argv in (["corpora", "--only", "--pairs", "a.jsonl"], ["programs"], ["rivals"], ["serving", "simulate", *SMALL_SERVING]):
+        assert cli(*argv) == 0, argv
+    outputs = [pairs_only / p for p in ("reports/tables/serving.csv", "reports/tables/serving_claim.csv",
+                                        "data/serving/steps.parquet", "reports/metrics/serving.json")]
+    before = [p.read_bytes() for p in outputs]
+    assert json.loads((pairs_only / "data/.corpus/serving_simulate.json").read_text())["stage"] == "serving simulate"
+
+    def killed(*args, **kwargs):  # a kill at the third write, as the review's stand-in for a SIGKILL
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(serving, "write_parquet", killed)
+    assert cli("serving", "simulate", *SMALL_SERVING, "--set", "serving.seed=7") == 130
+    assert [p.read_bytes() for p in outputs] == before  # all old: nothing of the killed run replaced them
+    assert not [p for p in pairs_only.rglob(".serving*") if p.is_file()]  # no temporary file left beside them

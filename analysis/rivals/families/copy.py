@@ -16,7 +16,7 @@ executor runs `decoded` and `ideal` with the same forwards (tested beside the bo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from analysis.layout import LEVELS
 from analysis.rivals.forwards import Forwards
@@ -29,16 +29,27 @@ DIRECTIVE_LABELS = {DECODED: "directives decoded", JUMP: "forced directive token
 DIRECTIVE_SHORT = {DECODED: "directives decoded", JUMP: "forced tokens jump-forwarded", IDEAL: "ideal (upper bound)"}
 
 
-def copy_forwards(ops: Sequence, forcing: Sequence, directives: str) -> Forwards:
+GenForwards = Callable[[int, int], Forwards]  # (the gen op's first gold token, its token count) -> its forwards
+
+
+def copy_forwards(ops: Sequence, forcing: Sequence, directives: str, gen: GenForwards | None = None) -> Forwards:
     """A program's forwards (module docstring): `ops` its analysis.coverage.spans.SpanRow rows, `forcing` an
-    analysis.rivals.forced.OpForcing per op (used by `jump` only)."""
+    analysis.rivals.forced.OpForcing per op (used by `jump` only); `gen`, when given, produces a gen op's tokens
+    instead of one decode step each (the hybrid drafts them: analysis.rivals.families.copy_pld)."""
     out = Forwards()
     carry = 0  # jump-forwarded tokens waiting for the next forward
+    produced = 0  # gold tokens before the op
 
     def step(emitted: int) -> None:
         nonlocal carry
         out.add(1 + carry, emitted, carry > 0)
         carry = 0
+
+    def join(part: Forwards) -> None:  # the waiting jump-forwarded tokens ride with the part's first forward
+        nonlocal carry
+        for q, emitted, prefill in zip(part.new_tokens, part.emitted, part.prefill, strict=True):
+            out.add(q + carry, emitted, prefill or carry > 0)
+            carry = 0
 
     for op, forced in zip(ops, forcing, strict=True):
         if directives != IDEAL:
@@ -57,15 +68,18 @@ def copy_forwards(ops: Sequence, forcing: Sequence, directives: str) -> Forwards
             if op.n_tokens_src > 0:
                 out.add(op.n_tokens_src + carry, op.n_tokens, True)
                 carry = 0
+        elif gen is not None:
+            join(gen(produced, op.n_tokens))
         else:
             for _ in range(op.n_tokens):
                 step(1)
+        produced += op.n_tokens
     return out
 
 
 @register
 class CopyAsDecode(Family):
-    name, title, position = "copy", "Copy-as-Decode", 4
+    name, title, position = "copy", "Copy-as-Decode", 50
     fields, choices = ("level", "directives"), {"level": LEVELS, "directives": DIRECTIVES}
     prompt, executor = PROGRAM_PROMPT, "program"
 

@@ -15,7 +15,7 @@ FORMATS = ("unified-diff", "search-replace")
 class EditFormat(Family):
     """A member is named by its format alone (no family prefix)."""
 
-    name, title, position = "format", "edit format", 3
+    name, title, position = "format", "edit format", 40
     fields, choices = ("fmt",), {"fmt": FORMATS}
 
     def spell(self, m: Method) -> str:

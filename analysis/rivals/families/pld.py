@@ -38,7 +38,7 @@ POLICIES = ("earliest", "latest")
 STANDARD_POLICY = "earliest"
 MAX_NGRAM = 2   # transformers: generation_config.max_matching_ngram_size or 2
 MIN_NGRAM = 1   # transformers: range(..., 0, -1) stops at n = 1
-NGRAM_LIMIT = 64  # one table per size is built up front: a typo (10**9) would exhaust memory, not fail (issue 39)
+NGRAM_LIMIT = 64  # one table per size is built up front: a typo (10**9) would exhaust memory, not fail
 
 
 class PromptLookup:
@@ -95,7 +95,7 @@ class PromptLookup:
 
 @register
 class PromptLookupFamily(Family):
-    name, title, position = "pld", "prompt lookup", 1
+    name, title, position = "pld", "prompt lookup", 10
     fields, choices, unbounded = ("policy", "k"), {"policy": POLICIES}, True
     executor, speculative = "speculative", True
     group, keys = "pld", ("policies", "k", "unbounded", "ngram_max")

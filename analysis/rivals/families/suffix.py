@@ -265,7 +265,7 @@ class SuffixDecoder:
 
 @register
 class SuffixFamily(Family):
-    name, title, position = "suffix", "suffix decoding", 2
+    name, title, position = "suffix", "suffix decoding", 20
     fields, unbounded = ("k", "cache"), True
     executor, speculative = "speculative", True
     group, keys = "suffix", ("k", "unbounded", "options", "response_cache")

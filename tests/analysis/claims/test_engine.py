@@ -79,6 +79,24 @@ def test_no_outputs_gives_every_claim_not_run_none_dropped(tmp_path):
                                                                              if not PAPER[k].get("extension")]
 
 
+def test_a_not_run_reason_names_the_command_to_run_where_the_run_is(tmp_path, monkeypatch):
+    """UX review P11: a one-off run's index quoted internals ("claim metric tables/kernel_speedup.csv:speedup") and
+    advised `dvc repro`, which a run folder has no use for. The reason names the missing file and the command that
+    writes it: with --out in a run folder (no dvc.yaml), plain in the workspace."""
+    from fixtures import ROOT
+
+    monkeypatch.chdir(tmp_path)
+    items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    reason = items["kernel_speedup"].reason
+    assert reason == ("not run in this run: it has no kernel_speedup.csv or kernels.json; `copydecode --out DIR kernels "
+                      "fit` writes them (after the stages it reads)")
+    assert "claim metric" not in reason and "dvc repro" not in reason
+    monkeypatch.chdir(ROOT)
+    items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
+    assert items["losslessness"].reason == ("not run in this run: it has no roundtrip.json; `copydecode roundtrip` "
+                                            "writes it (`dvc repro` runs every stage)")
+
+
 def test_an_absent_output_is_not_run_but_a_params_error_is_not_swallowed(tmp_path, monkeypatch):
     items = {c.key: c for c in engine.claims(tmp_path / TABLES, tmp_path / METRICS)}
     assert items["losslessness"].verdict == v.NOT_RUN and "roundtrip.json" in items["losslessness"].reason
@@ -166,7 +184,7 @@ def test_the_claims_document_round_trips_and_names_every_scope(outputs):
 def test_the_committed_claims_document_is_the_committed_outputs_verdicts(tmp_path):
     """The committed claims.json is the verdicts of the committed outputs (read from git, not the workspace: a
     user's own `dvc repro` rewrites the workspace's kernel tables with that machine's timings)."""
-    from analysis.present.readme import committed_outputs
+    from committed import committed_outputs
 
     outputs = committed_outputs(tmp_path, ROOT)
     committed = outputs / CLAIMS_JSON
@@ -185,7 +203,7 @@ def test_every_committed_scope_is_a_number_with_an_interval_and_the_run_is_named
     serving scopes were null), every decision scope has a decision word and a basis, and the file carries a
     provenance block (commit, params hash, versions, date, machine) as lm-eval's results JSON does."""
     from analysis.claims.decision import BASES, DECISIONS
-    from analysis.present.readme import committed_outputs
+    from committed import committed_outputs
 
     committed = committed_outputs(tmp_path, ROOT) / CLAIMS_JSON
     if not committed.is_file():

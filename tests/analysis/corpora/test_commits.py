@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis.corpora import commits
-from analysis.corpora.commits import CommitSettings, mine_commits
+from analysis.corpora import commits, entries
+from analysis.corpora.commits import mine_commits
+from analysis.corpora.entries import FILE_SEPARATOR, CommitSettings
 from analysis.corpora.git import parse_log
 from analysis.pipeline.digest import file_digest
 from analysis.errors import CorpusError
@@ -254,7 +255,7 @@ def test_the_git_folder_itself_mines_as_its_repository(scripted):
     top, report = mine_commits(settings(scripted.path))
     inner, inner_report = mine_commits(settings(scripted.path / ".git"))
     assert [c.case_id for c in inner] == [c.case_id for c in top] and inner_report.corpus == report.corpus
-    assert commits.corpus_name(settings(scripted.path / ".git")) == f"CommitEdits-{scripted.path.name}"
+    assert entries.commits_corpus(settings(scripted.path / ".git")) == f"CommitEdits-{scripted.path.name}"
 
 
 def test_empty_result_and_bad_settings(scripted):
@@ -329,12 +330,12 @@ def test_multi_file_mode_gives_one_case_per_file(scripted):
         by_subject.setdefault(case.instruction, []).append(case.case_id)
     # "edit b and c" changes two files: two cases of one commit; "add b and c" adds two: two `added`
     assert sorted(cid.split(":", 1)[1] for cid in by_subject["edit b and c"]) == ["b.py", "c.py"]
-    assert len({commits.commit_of(cid) for cid in by_subject["edit b and c"]}) == 1
+    assert len({cid.split(FILE_SEPARATOR, 1)[0] for cid in by_subject["edit b and c"]}) == 1
     assert data["multi_file"]["multi_file_commits"] == 1
     assert report.skipped["added"] == one_report.skipped["added"] + 2
     # the one-file cases are all there, as files of their commits
-    assert {commits.commit_of(c.case_id) for c in cases} >= {c.case_id for c in one}
-    assert all(commits.commit_of(c.case_id) == c.case_id for c in one)
+    assert {c.case_id.split(FILE_SEPARATOR, 1)[0] for c in cases} >= {c.case_id for c in one}
+    assert all(c.case_id.split(FILE_SEPARATOR, 1)[0] == c.case_id for c in one)
 
 
 def test_multi_file_escapes_file_names_that_are_not_utf8(tmp_path):
@@ -357,12 +358,12 @@ def test_multi_file_escapes_file_names_that_are_not_utf8(tmp_path):
 
 def test_multi_file_sample_keeps_whole_commits(scripted):
     cases, report = mine_commits(settings(scripted.path, multi_file=True, max_cases=2))
-    commit_ids = {commits.commit_of(c.case_id) for c in cases}
+    commit_ids = {c.case_id.split(FILE_SEPARATOR, 1)[0] for c in cases}
     assert len(commit_ids) == 2
     full, _ = mine_commits(settings(scripted.path, multi_file=True))
     for cid in commit_ids:  # a sampled commit keeps every file it had
-        assert sum(commits.commit_of(c.case_id) == cid for c in cases) == sum(
-            commits.commit_of(c.case_id) == cid for c in full)
+        assert sum(c.case_id.split(FILE_SEPARATOR, 1)[0] == cid for c in cases) == sum(
+            c.case_id.split(FILE_SEPARATOR, 1)[0] == cid for c in full)
     assert report.skipped["sampled_out"] == len(full) - len(cases)
 
 
@@ -414,30 +415,30 @@ def pl_sum_skips():
 def test_list_file_of_repositories(repo_folder, tmp_path):
     listing = tmp_path / "repos.txt"
     listing.write_text(f"# mine these\n{repo_folder / 'beta.git'}\n\n{repo_folder / 'alpha.bundle'}\n")
-    entries = commits.expand_repositories({"repos": str(listing)}, "here")
-    assert [e["name"] for e in entries] == ["beta", "alpha"]
+    expanded = entries.expand_repositories({"repos": str(listing)}, "here")
+    assert [e["name"] for e in expanded] == ["beta", "alpha"]
     listing.write_text(f"{repo_folder / 'notes.txt'}\n")
     with pytest.raises(CorpusError, match=r"repos.txt:1: .* neither a git bundle nor a repository"):
-        commits.expand_repositories({"repos": str(listing)}, "here")
+        entries.expand_repositories({"repos": str(listing)}, "here")
 
 
 def test_repos_entry_errors(repo_folder, scripted, tmp_path):
     with pytest.raises(CorpusError, match="does not exist"):
-        commits.list_repositories(tmp_path / "nowhere")
+        entries.list_repositories(tmp_path / "nowhere")
     (tmp_path / "empty").mkdir()
     with pytest.raises(CorpusError, match="names no git bundle"):
-        commits.list_repositories(tmp_path / "empty")
+        entries.list_repositories(tmp_path / "empty")
     with pytest.raises(CorpusError, match="is itself a repository"):
-        commits.list_repositories(scripted.path)
+        entries.list_repositories(scripted.path)
     with pytest.raises(CorpusError, match="takes no `repo`"):
-        commits.expand_repositories({"repos": str(repo_folder), "repo": "x"}, "here")
+        entries.expand_repositories({"repos": str(repo_folder), "repo": "x"}, "here")
     (tmp_path / "dup").mkdir()
     subprocess.run(["git", "clone", "-q", "--bare", str(scripted.path), str(tmp_path / "dup" / "a.git")],
                    check=True, capture_output=True, env=git_env(0))
     subprocess.run(["git", "-C", str(scripted.path), "bundle", "create", "-q", str(tmp_path / "dup" / "a.bundle"), "main"],
                    check=True, capture_output=True, env=git_env(0))
     with pytest.raises(CorpusError, match="both give the corpus name"):
-        commits.expand_repositories({"repos": str(tmp_path / "dup")}, "here")
+        entries.expand_repositories({"repos": str(tmp_path / "dup")}, "here")
 
 
 def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkeypatch):
@@ -460,29 +461,6 @@ def test_per_repository_parquet_shards_scan_lazily(repo_folder, tmp_path, monkey
     assert lazy.select(pl.len()).collect().item() == frame.height
     assert lazy.filter(pl.col("corpus") == "CommitEdits-beta").collect().equals(
         frame.filter(pl.col("corpus") == "CommitEdits-beta"))
-
-
-def test_commit_costs_sum_the_files_of_a_commit():
-    import polars as pl
-
-    from analysis.bounds import bounds_table
-
-    rows = []
-    for case_id, regen, program in (("CommitEdits-x/aaa:a.py", 3.0, 1.0), ("CommitEdits-x/aaa:b.py", 5.0, 2.0),
-                                    ("CommitEdits-x/bbb:a.py", 4.0, 4.0), ("CommitEdits-y/ccc", 9.0, 1.0)):
-        rows.append({"case_id": case_id, "corpus": case_id.split("/")[0], "framing": "file", "level": "line",
-                     "gold_tokens": 10, "copied_tokens": 6, "program_ideal": program, "directive_seconds": 0.1,
-                     "regen": regen, "program_overhead": program + 0.5, "extrapolated_spans": 0,
-                     "extrapolated_regen": case_id.endswith("b.py")})
-    costs = pl.DataFrame(rows)
-    summed = commits.commit_costs(costs)
-    assert summed["case_id"].to_list() == ["CommitEdits-x/aaa", "CommitEdits-x/bbb"]  # one-file corpus left out
-    first = summed.row(0, named=True)
-    assert (first["regen"], first["program_ideal"], first["program_overhead"]) == (8.0, 3.0, 4.0)
-    assert first["n_files"] == 2 and first["extrapolated_regen"] and first["gold_tokens"] == 20
-    table = bounds_table(summed.drop("n_files"), 50, 0, 0.9)
-    ideal = table.filter((pl.col("variant") == "ideal") & (pl.col("corpus") == "CommitEdits-x")).row(0, named=True)
-    assert ideal["n_cases"] == 2 and ideal["bound"] == pytest.approx(12.0 / 7.0)
 
 
 @pytest.mark.slow  # corpora -> bounds, starting 2 joblib workers: ~10 s in the quick subset

@@ -8,8 +8,9 @@ import polars as pl
 import pytest
 
 from analysis.corpora import registry
-from analysis.corpora.hfdataset import HFDatasetSettings, load_hfdataset
-from analysis.corpora.pairs import PairsSettings, load_pairs
+from analysis.corpora.entries import HFDatasetSettings, PairsSettings, corpus_names
+from analysis.corpora.hfdataset import load_hfdataset
+from analysis.corpora.pairs import load_pairs
 from analysis.errors import CorpusError, ParamsError
 
 CANITEDIT = {"id": ["a", "b"], "before": ["x = 1\ny = 2\n", "def f():\n    return 1\n"],
@@ -35,7 +36,7 @@ def test_a_saved_dataset_dict_with_a_field_mapping(saved):
     assert (first.source, first.target, first.instruction, first.language, first.framing) == (
         CANITEDIT["before"][0], CANITEDIT["after"][0], "set y to 3", "python", "pair")
     assert build.report["n_records"] == 2 and build.report["ignored_fields"] == ["tests"]
-    assert registry.corpus_names("hfdataset", settings) == ["HF-canitedit"]
+    assert corpus_names("hfdataset", settings) == ["HF-canitedit"]
 
 
 def test_a_plain_saved_dataset_and_local_files(tmp_path):

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from analysis.corpora import humanevalpack
+from analysis.corpora import entries, humanevalpack
 from analysis.corpora.cases import cases_frame
 from analysis.errors import CorpusError
 
@@ -29,7 +29,7 @@ def test_framings(tmp_path):
     write(tmp_path, "python", [json.dumps(record())])
     records, origin = humanevalpack.load_humanevalpack("python", tmp_path, "local", verify_sha256=False)
     assert origin.origin.startswith("local:") and origin.n_records == 1
-    cases = {c.framing: c for c in humanevalpack.hevalfix_cases(records, "python", humanevalpack.FRAMINGS)}
+    cases = {c.framing: c for c in humanevalpack.hevalfix_cases(records, "python", entries.FRAMINGS)}
     assert cases["body"].source == "    return 1\n" and cases["body"].target == "    return 2\n"
     assert cases["decl"].source == "def f():\n    return 1\n"
     assert cases["prompt"].target == "def f():\n    '''doc'''\n    return 2\n"
@@ -41,7 +41,7 @@ def test_every_humanevalpack_language_loads_by_name(tmp_path, language):
     write(tmp_path, language, [json.dumps(record(task_id=f"X/{k}")) for k in range(3)])
     records, _ = humanevalpack.load_humanevalpack(language, tmp_path, "local", verify_sha256=False)
     cases = humanevalpack.hevalfix_cases(records, language, ["body"])
-    assert [c.case_id for c in cases] == [f"{humanevalpack.corpus_name(language)}/{k}" for k in range(3)]
+    assert [c.case_id for c in cases] == [f"{entries.hevalfix_corpus(language)}/{k}" for k in range(3)]
 
 
 def test_missing_field_names_file_line_and_field(tmp_path):

@@ -7,7 +7,8 @@ from analysis.corpora import registry
 from analysis.corpora.cases import cases_frame
 from analysis.errors import CorpusError
 from analysis.corpora.jsonl import read_jsonl
-from analysis.corpora.pairs import PairsSettings, load_pairs
+from analysis.corpora.entries import PairsSettings
+from analysis.corpora.pairs import load_pairs
 
 
 def write_jsonl(path, records):

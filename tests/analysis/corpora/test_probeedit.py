@@ -5,15 +5,15 @@ from collections import Counter
 
 import pytest
 
-from analysis.corpora import probeedit
+from analysis.corpora import entries, probeedit
 from analysis.errors import CorpusError
 
 
-def recipe() -> "probeedit.ProbeEditParams":
+def recipe() -> "entries.ProbeEditParams":
     """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
     from fixtures import params_with
 
-    return probeedit.probeedit_recipe(params_with())
+    return entries.probeedit_recipe(params_with())
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +58,7 @@ def _lib_folder(tmp_path):
 
 
 def test_hash_mismatch_is_a_clear_error(tmp_path):
-    manifest = probeedit.read_manifest(probeedit.MANIFEST)
+    manifest = probeedit.read_manifest(entries.PROBEEDIT_MANIFEST)
     _lib_folder(tmp_path)
     first = next(iter(manifest["files"]))
     with open(tmp_path / first, "a") as fh:
@@ -69,7 +69,7 @@ def test_hash_mismatch_is_a_clear_error(tmp_path):
 
 
 def test_a_changed_archive_member_is_a_clear_error(tmp_path, monkeypatch):
-    manifest = probeedit.read_manifest(probeedit.MANIFEST)
+    manifest = probeedit.read_manifest(entries.PROBEEDIT_MANIFEST)
     files = list(manifest["files"])
     _lib_folder(tmp_path / "lib")
     with open(tmp_path / "lib" / files[0], "a") as fh:
@@ -142,7 +142,7 @@ def test_mix_checks():
 def test_auto_reads_the_shipped_archive_which_matches_the_pins():
     assert probeedit.stdlib_dir("auto") == probeedit.SHIPPED_STDLIB
     assert probeedit.SHIPPED_STDLIB.name.endswith(".tar.gz")
-    manifest = probeedit.read_manifest(probeedit.MANIFEST)
+    manifest = probeedit.read_manifest(entries.PROBEEDIT_MANIFEST)
     shipped = probeedit.shipped_files()
     assert sorted(shipped) == sorted([*manifest["files"], probeedit.LICENCE]) and len(shipped) == 35
     assert "PYTHON SOFTWARE FOUNDATION LICENSE VERSION 2" in shipped[probeedit.LICENCE].decode()
@@ -150,7 +150,7 @@ def test_auto_reads_the_shipped_archive_which_matches_the_pins():
 
 
 def test_no_python_file_ships_under_analysis_data():
-    data = probeedit.MANIFEST.parent
+    data = entries.PROBEEDIT_MANIFEST.parent
     assert [p for p in data.rglob("*.py")] == []
 
 
@@ -158,7 +158,7 @@ def test_the_archive_is_reproducible(tmp_path):
     """Re-packing the shipped files gives the committed archive's tar stream, byte for byte (the
     gzip layer is compared decompressed: its bytes may differ between zlib builds)."""
     _lib_folder(tmp_path / "lib")
-    files = list(probeedit.read_manifest(probeedit.MANIFEST)["files"])
+    files = list(probeedit.read_manifest(entries.PROBEEDIT_MANIFEST)["files"])
     probeedit.write_archive(tmp_path / "lib", files[::-1], tmp_path / "again.tar.gz")
     again = gzip.decompress((tmp_path / "again.tar.gz").read_bytes())
     assert again == gzip.decompress(probeedit.SHIPPED_STDLIB.read_bytes())

@@ -7,27 +7,25 @@ import json
 import pytest
 from fixtures import params_with
 
-from analysis.corpora import commits, registry
-from analysis.corpora.hfdataset import HFDatasetSettings
-from analysis.corpora.pairs import PairsSettings
-from analysis.corpora.probeedit import probeedit_recipe
+from analysis.corpora import entries, registry
+from analysis.corpora.entries import HFDatasetSettings, HumanEvalPackSettings, PairsSettings, corpus_names, probeedit_recipe
 from analysis.errors import CorpusError
 
 RECORD = {"task_id": "Python/7", "prompt": "def f():\n    '''doc'''\n", "declaration": "def f():\n",
           "buggy_solution": "    return 1\n", "canonical_solution": "    return 2\n"}
 
 
-def hep_settings(folder, languages=("python",)) -> registry.HumanEvalPackSettings:
+def hep_settings(folder, languages=("python",)) -> HumanEvalPackSettings:
     for language in languages:
         task = dict(RECORD, task_id=f"{language}/7", instruction="Fix f.")
         (folder / f"{language}.jsonl").write_text(json.dumps(task) + "\n")
-    return registry.HumanEvalPackSettings(languages=tuple(languages), framings=("body",), local_dir=str(folder),
+    return HumanEvalPackSettings(languages=tuple(languages), framings=("body",), local_dir=str(folder),
                                           source="local", verify_sha256=False)
 
 
-def commit_settings(repo: str, name: str | None) -> commits.CommitSettings:
-    fields = {f.name: None for f in dataclasses.fields(commits.CommitSettings)}
-    return commits.CommitSettings(**{**fields, "repo": repo, "name": name})
+def commit_settings(repo: str, name: str | None) -> entries.CommitSettings:
+    fields = {f.name: None for f in dataclasses.fields(entries.CommitSettings)}
+    return entries.CommitSettings(**{**fields, "repo": repo, "name": name})
 
 
 def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
@@ -45,24 +43,24 @@ def test_registry_builds_humanevalpack_and_probeedit(tmp_path):
 def test_corpus_names_are_the_names_the_build_gives(tmp_path):
     settings = hep_settings(tmp_path, ("python", "js"))
     built = registry.build_corpus("humanevalpack", settings)
-    assert registry.corpus_names("humanevalpack", settings) == list(dict.fromkeys(c.corpus for c in built.cases))
+    assert corpus_names("humanevalpack", settings) == list(dict.fromkeys(c.corpus for c in built.cases))
     assert [origin["n_records"] for origin in built.report] == [1, 1]  # one origin per language, in order
     probe = dataclasses.replace(probeedit_recipe(params_with()), n_cases=3)
-    assert registry.corpus_names("probeedit", probe) == sorted({c.corpus for c in
+    assert corpus_names("probeedit", probe) == sorted({c.corpus for c in
                                                                 registry.build_corpus("probeedit", probe).cases})
     pairs = tmp_path / "mine.jsonl"
     pairs.write_text(json.dumps({"source": "a\n", "target": "b\n"}) + "\n")
     for name in (None, "Mine"):
         pair_settings = PairsSettings(str(pairs), name=name)
-        names = registry.corpus_names("pairs", pair_settings)
+        names = corpus_names("pairs", pair_settings)
         assert names == [c.corpus for c in registry.build_corpus("pairs", pair_settings).cases]
 
 
 def test_each_kind_names_its_corpus_by_its_own_rule():
-    assert registry.corpus_names("commits", commit_settings("/x/flask.bundle", None)) == ["CommitEdits-flask"]
-    assert registry.corpus_names("commits", commit_settings("/x/flask.git", "web")) == ["CommitEdits-web"]
-    assert registry.corpus_names("hfdataset", HFDatasetSettings("org/can it edit")) == ["HF-can-it-edit"]
-    assert registry.corpus_names("hfdataset", HFDatasetSettings("data/edits.parquet")) == ["HF-edits"]
+    assert corpus_names("commits", commit_settings("/x/flask.bundle", None)) == ["CommitEdits-flask"]
+    assert corpus_names("commits", commit_settings("/x/flask.git", "web")) == ["CommitEdits-web"]
+    assert corpus_names("hfdataset", HFDatasetSettings("org/can it edit")) == ["HF-can-it-edit"]
+    assert corpus_names("hfdataset", HFDatasetSettings("data/edits.parquet")) == ["HF-edits"]
 
 
 def test_every_kind_has_a_settings_type_and_a_builder():
@@ -78,6 +76,6 @@ def test_bad_kinds_settings_and_languages_are_named(tmp_path):
     with pytest.raises(CorpusError, match="corpus kind 'probeedit' takes ProbeEditParams, got HumanEvalPackSettings"):
         registry.build_corpus("probeedit", settings)
     with pytest.raises(CorpusError, match="unknown HumanEvalPack language 'cobol'"):
-        registry.corpus_names("humanevalpack", dataclasses.replace(settings, languages=("cobol",)))
+        corpus_names("humanevalpack", dataclasses.replace(settings, languages=("cobol",)))
     with pytest.raises(CorpusError, match="unknown or empty framings"):
         registry.build_corpus("humanevalpack", dataclasses.replace(settings, framings=("whole",)))

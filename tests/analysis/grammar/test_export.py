@@ -299,3 +299,93 @@ def test_the_stated_lark_limit_is_llguidances_own(llg, qwen):
     over = int(n * 1.1)
     with pytest.raises(GrammarLimitError, match="symbol table"):
         compile_grammar(llg, Exported("forced", "lark", over, forced_lark(lines(over)), ()))
+
+
+# ---------------------------------------------------------------- the file's bytes, every line ending (round 6, H3)
+
+# probe files as bytes: line endings of every convention, and the characters other splitters break on
+PROBE_FILES = {
+    "crlf.py": b"a = 1\r\nb = 2\r\nc = 3\r\n",
+    "cr_only.py": b"a = 1\rb = 2\rc = 3\r",
+    "mixed.py": b"a = 1\r\nb = 2\nc = 3\rd = 4\r\n\r\ne = 5",
+    "bom_crlf.py": "\ufeffx = 'é'\r\n\r\ny = 1\r\n".encode(),
+    "controls.py": b"n = '\x00b'\nd = '\x7fc'\nv = '\x0b\x0c\x1c\x1d\x1e'\n",
+    "unicode_breaks.py": "a = '\u2028'\nb = '\u2029'\nc = '\x85'\n".encode(),
+    "no_final_newline.py": b"x = 1\r\ny = 2",
+    "blank_lines.py": b"\n\r\n\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(PROBE_FILES))
+def test_a_source_file_exports_a_grammar_of_its_own_bytes(llg, qwen, tmp_path, name):
+    """H3 (qa-review round 6): `grammar --source` read the file in text mode, so universal newlines turned
+    '\\r\\n' and '\\r' into '\\n' before the suite's splitter ran: the copy spans spelt other bytes (llguidance
+    rejected every copy stream of a CRLF file) and a CR-only file had 3 lines where the suite counts 1. Now the
+    forced grammar (Lark, and GBNF through llguidance's converter) accepts exactly the file's copy programs."""
+    from analysis.text.lines import split_lines
+    from analysis.tools.grammar import file_source
+    from fixtures import check_forced_copies
+
+    path = tmp_path / name
+    path.write_bytes(PROBE_FILES[name])
+    source, label = file_source(str(path))
+    assert source.encode("utf-8") == PROBE_FILES[name] and name in label
+    n_lines = len(split_lines(source))
+    for fmt in ("lark", "ebnf"):
+        exported = export(source, fmt, forced=True, label=label)
+        assert exported.n_lines == n_lines
+        checked = check_forced_copies(compile_grammar(llg, exported).matcher, qwen, source)
+        assert checked == n_lines * (n_lines + 1) // 2
+    symbolic = compile_grammar(llg, export(source, "lark", forced=False)).matcher
+    assert accepts(symbolic, qwen.encode_program(f'<copy lines="1-{n_lines}"/>').ids)
+    assert not accepts(symbolic, qwen.encode_program(f'<copy lines="1-{n_lines + 1}"/>').ids)
+
+
+def test_a_cr_only_file_is_one_line_as_the_suite_counts_it(tmp_path):
+    from analysis.tools.grammar import file_source
+
+    (tmp_path / "cr.py").write_bytes(PROBE_FILES["cr_only.py"])
+    assert export(file_source(str(tmp_path / "cr.py"))[0], "lark", forced=False).n_lines == 1
+
+
+@pytest.mark.slow
+def test_every_committed_case_source_exports_a_grammar_the_engine_accepts_exactly(llg, qwen):
+    """Every source of the committed per-case tables (every corpus of the default run; about 1,700 files): the
+    forced Lark grammar, compiled by llguidance, fast-forwards and accepts a seeded sample of the file's copy
+    programs (the whole file and its last line included) and rejects their other line endings."""
+    import polars as pl
+    from fixtures import ROOT, check_forced_copies
+
+    cases = pl.read_parquet(ROOT / "reports/percase/cases.parquet", columns=["corpus", "source"]).unique("source")
+    assert cases["corpus"].n_unique() >= 5
+    checked = 0
+    for k, source in enumerate(cases.sort("source")["source"]):
+        matcher = compile_grammar(llg, export(source, "lark", forced=True)).matcher
+        checked += check_forced_copies(matcher, qwen, source, sample=2, seed=k)
+    assert checked >= cases.height
+
+
+def test_a_gbnf_escape_is_never_followed_by_a_hex_digit_in_its_literal():
+    """L10 (round 6): xgrammar reads \\x escapes greedily ("a\\x01b" is U+001B), so a control character before a
+    hex digit was misread; the literal now ends after such an escape (checked by hand with xgrammar 0.2.8, which
+    accepts "a\\x01" "b" and "a\\x00" "b" as the bytes; not a dependency). NUL is spelt the same way."""
+    from analysis.grammar.regular import gbnf_literal
+
+    assert gbnf_literal("a\x01b") == '"a\\x01" "b"'
+    assert gbnf_literal("n\x00F\x7fz\x1f") == '"n\\x00" "F\\x7Fz\\x1F"'
+    assert gbnf_literal('plain "q" \\') == '"plain \\"q\\" \\\\"'
+    text = export("x = '\x00b'\ny = '\x7fc'\n", "ebnf", forced=True).grammar
+    assert not re.search(r"\\x[0-9A-F]{2}[0-9a-fA-F]", text)
+
+
+def test_every_note_is_one_comment_line_whatever_the_label():
+    """M1 (round 6): a file name with a newline wrote `%ignore ANY` and a rule of its own into the header."""
+    label = 'file x.py\nANY: "\\u0001".."\\uffff"\n%ignore ANY\r\x0b\x0c\x1c\x85\u2028\u2029#'
+    for fmt, forced in (("lark", True), ("lark", False), ("ebnf", True), ("ebnf", False)):
+        exported = export("a = 1\n", fmt, forced, label)
+        text = exported.text()
+        assert len(text.splitlines()) == len(text.split("\n")) - 1  # no other character breaks a line
+        header = text.split("\n")[: len(exported.notes) + (fmt == "lark")]
+        assert header[-len(exported.notes):][0].startswith(("// copydecode grammar: file x.py\\n", "# copydecode"))
+        assert "%ignore" not in "\n".join(line for line in text.split("\n") if not line.startswith(("//", "#")))
+        assert len(text.split("\n")) == len(export("a = 1\n", fmt, forced, "file x.py").text().split("\n"))

@@ -126,3 +126,65 @@ def test_a_device_time_source_gets_its_kv_attention_and_ridge_terms_from_the_dat
                           "step_ms": [3.0, 3.0], "prefill_ms": [3.3, 3.8]})
     points = device_time_points(frame, "m")
     assert points["q"].to_list() == [1, 8, 64] and points["seconds"][0] == pytest.approx(0.003)
+
+
+def eager_source(name: str = "h200/qwen2.5-7b/eager", model: str = "qwen2.5-7b"):
+    from kernels_profile.stages.batched import Batch1Source
+
+    return Batch1Source(name, "measured", model, "eager", (ROOT / "reports/kernels/frozen/h200/gpu-eager.parquet",), "")
+
+
+def test_the_eager_h200_extrapolation_is_the_same_from_any_starting_point_or_row_order(monkeypatch):
+    """Issue 46 (identifiability): the frozen h200/qwen2.5-7b/eager points leave the knee free past their largest
+    step (t* = 530 on one machine, 957 on another, same error). The fit must not depend on where a solver
+    starts or on the points' order: a frozen source gives the same tables everywhere."""
+    import scipy.optimize
+
+    from kernels_profile.stages.batched import batch1_fit
+
+    roofs = json.loads((ROOT / "analysis/data/devices.json").read_text())
+    base, points = batch1_fit(eager_source(), roofs)
+    step = (16, 4096, 16 * 2048.0, 4096 * 2100.0)   # a C = 16 step past the profiled prefills
+    real = scipy.optimize.least_squares
+    monkeypatch.setattr(scipy.optimize, "least_squares",
+                        lambda fun, x0, *a, **k: real(fun, np.asarray(x0, dtype=float) * 1.7, *a, **k))
+    moved, _ = batch1_fit(eager_source(), roofs)
+    shuffled = fit_step_cost(points.sample(fraction=1.0, shuffle=True, seed=7), base.source, base.basis,
+                             fixed={k: getattr(base, k) for k in base.fixed}, floor=base.floor)
+    for other in (moved, shuffled):
+        for term, value in base.terms().items():
+            assert other.terms()[term] == pytest.approx(value, rel=1e-6, abs=1e-12), term
+        assert other.seconds(*step) == pytest.approx(base.seconds(*step), rel=1e-9)
+    assert "t_star" in base.fixed and base.t_star == pytest.approx(989e12 * 2 / (2 * 4.8e12))
+
+
+def test_a_knee_past_the_largest_step_is_reported_as_not_identified():
+    flat = grid_points(step_cost_model(t_star=5000.0, c_kv=0.0, c_a=0.0, c_seq=0.0))   # the grid stops at 1,024
+    assert fit_step_cost(flat, "x", MEASURED).diagnostics["t_star_identified"] is False
+    assert fit_step_cost(grid_points(step_cost_model()), "x", MEASURED).diagnostics["t_star_identified"] is True
+
+
+def test_past_the_fitted_tokens_a_step_costs_at_least_the_last_segments_marginal_and_never_below_the_floor():
+    """The serving step price respects the one prefill rule: past the largest profiled step no cheaper than the
+    last profiled segment's marginal cost per token, and nowhere below the datasheet floor."""
+    from dataclasses import replace
+
+    from analysis.latency.stepcost import MARGINAL_RULE, StepFloor, StepRange
+
+    m = replace(step_cost_model(c0=0.01, c_seq=0.0, c_w=0.008, t_star=8.0, c_kv=0.0, c_a=0.0),
+                fitted_range=StepRange(1, 512, 256), marginal_s=0.002)
+    # inside the range the form holds; past it the form gives 1 ms a token, the last segment 2 ms
+    assert m.seconds(1, 256, 0, 0) == pytest.approx(0.01 + 0.008 * 32)
+    at_top = 0.01 + 0.008 * 64
+    assert m.seconds(1, 1024, 0, 0) == pytest.approx(at_top + 0.002 * 512)
+    assert m.priced(1, 1024, 0, 0)[2] is True and m.priced(1, 256, 0, 0)[2] is False
+    cheap = replace(m, marginal_s=0.0005)   # a flatter last segment: the headline keeps the form, the low rule does not
+    assert cheap.seconds(1, 1024, 0, 0) == pytest.approx(0.01 + 0.008 * 128)
+    assert cheap.with_rule(MARGINAL_RULE).seconds(1, 1024, 0, 0) == pytest.approx(at_top + 0.0005 * 512)
+    floored = replace(cheap, floor=StepFloor(read_s=0.0, token_s=0.002, key_s=0.0, seq_s=0.0, source="test"))
+    assert floored.seconds(1, 1024, 0, 0) == pytest.approx(2.048)   # the floor: 2 ms a token at peak
+    assert floored.seconds(1, 4, 0, 0) == pytest.approx(0.01 + 0.008)   # above the floor, the form
+    back = StepCostModel.from_record(json.loads(json.dumps(floored.to_record())))
+    assert back.floor == floored.floor and back.marginal_s == floored.marginal_s
+    with pytest.raises(ParamsError, match="unknown price rule"):
+        m.with_rule("flat")

@@ -162,3 +162,23 @@ def test_no_more_workers_than_chunks_are_started(monkeypatch):
 
 def _double(chunk):
     return [2 * x for x in chunk]
+
+
+def test_a_local_ray_is_started_from_the_suites_folder_not_the_run_folder(tmp_path, monkeypatch):
+    """Ray puts the driver's working folder on every worker's sys.path: a one-off run's would be its run
+    folder (qa-review round 6, H1). The driver connects from the suite's own folder (a stand-in ray records
+    where; the real one is not a dependency)."""
+    import os
+    import sys
+    import types
+
+    from analysis.parallel.workers import SUITE, _ray_session
+
+    seen = []
+    fake = types.SimpleNamespace(is_initialized=lambda: False, init=lambda **kw: seen.append(os.getcwd()),
+                                 shutdown=lambda: None)
+    monkeypatch.setitem(sys.modules, "ray", fake)
+    monkeypatch.chdir(tmp_path)
+    with _ray_session(ParallelSettings(n_jobs=2, backend="ray", chunks_per_job=4, address="")):
+        assert os.getcwd() == str(tmp_path)  # the stage itself stays in its run folder
+    assert seen == [str(SUITE)]

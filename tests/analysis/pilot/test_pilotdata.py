@@ -21,7 +21,8 @@ from analysis.pilot.data import (
     instruction,
     with_split,
 )
-from analysis.corpora.probeedit import EDIT_KINDS, Edit, ProbeEditParams, load_pinned_sources
+from analysis.corpora.entries import ProbeEditParams
+from analysis.corpora.probeedit import EDIT_KINDS, Edit, load_pinned_sources
 from analysis.grammar.program import parse, render
 from analysis.grammar.resolver import resolve
 from fixtures import MUTABLE_FUNCTION as FIXTURE
@@ -35,7 +36,7 @@ def probeedit() -> ProbeEditParams:
     """params.yaml's ProbeEdit-S recipe (corpora.probeedit)."""
     from fixtures import params_with
 
-    from analysis.corpora.probeedit import probeedit_recipe
+    from analysis.corpora.entries import probeedit_recipe
 
     return probeedit_recipe(params_with())
 

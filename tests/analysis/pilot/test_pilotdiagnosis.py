@@ -9,17 +9,17 @@ import pytest
 from analysis.errors import CorpusError
 from analysis.pilot.diagnosis import diagnosis, range_errors, write_diagnosis
 from fixtures import pilot_record
-from kernels_profile.stages import pilot as stage
+from kernels_profile.pilot import jobs as pilot_jobs
 
 
 def test_range_errors_compare_decoded_copy_ranges_with_the_gold_program():
     from types import SimpleNamespace
 
-    from kernels_profile.pilot.sweep import range_errors
+    from kernels_profile.tools.pilot_sweep import range_errors
 
     gold = SimpleNamespace(case_id="c/0", kind="change_literal", site_line=4,
                            program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
-    records = stage.records_frame([
+    records = pilot_jobs.records_frame([
         pilot_record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>'),
         pilot_record(case_id="c/0", seed=1, exact_match=True, program=gold.program),
         pilot_record(case_id="c/0", seed=2, phase="before", program="")])  # before: not an adapter's output
@@ -38,7 +38,7 @@ def test_the_diagnosis_text_is_counted_from_the_run_it_names_and_refuses_another
 
     gold = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
                            program='<copy lines="1-3"/><gen>    x = 2\n</gen><copy lines="5-9"/>')
-    records = stage.records_frame([
+    records = pilot_jobs.records_frame([
         pilot_record(case_id="c/0", exact_match=False, program='<copy lines="1-4"/><gen>    x = 2\n</gen>')])
     frame = range_errors(records, [gold])
     m = {"model": "smollm2-135m", "task": "bugfix", "steps": 96, "method": "LoRA r8", "heldout_em_after": {"0": 0}}
@@ -59,7 +59,7 @@ GOLD = SimpleNamespace(case_id="c/0", kind="off_by_one", site_line=4,
 
 
 def test_a_program_with_no_copy_has_no_first_end_and_counts_as_missing_copies():
-    records = stage.records_frame([pilot_record(program="<gen>    x = 2\n</gen>", exact_match=False),
+    records = pilot_jobs.records_frame([pilot_record(program="<gen>    x = 2\n</gen>", exact_match=False),
                                    pilot_record(seed=1, error="too long", program=None)])  # an error: not decoded
     frame = range_errors(records, [GOLD])
     assert frame["seed"].to_list() == [0] and frame["first_end_off"].to_list() == [None]
@@ -69,16 +69,16 @@ def test_a_program_with_no_copy_has_no_first_end_and_counts_as_missing_copies():
 
 
 def test_no_decoded_program_is_said_in_words():
-    frame = range_errors(stage.records_frame([pilot_record(split="train")]), [GOLD])
+    frame = range_errors(pilot_jobs.records_frame([pilot_record(split="train")]), [GOLD])
     assert frame.height == 0
     assert "No held-out program was decoded by a program adapter." in diagnosis(frame, {}, "r", "m")
 
 
 def test_the_diagnosis_is_written_as_rows_and_as_text_then_rows(tmp_path):
-    frame = range_errors(stage.records_frame([pilot_record(program=GOLD.program)]), [GOLD])
+    frame = range_errors(pilot_jobs.records_frame([pilot_record(program=GOLD.program)]), [GOLD])
     write_diagnosis(frame, {"model": "m", "heldout_em_after": {"0": 1}}, "r", "m", tmp_path / "range_errors")
     assert pl.read_csv(tmp_path / "range_errors.csv")["ranges_exact"].to_list() == [True]
     md = (tmp_path / "range_errors.md").read_text()
     assert md.startswith("# Why the held-out programs are wrong") and "c/0" in md.split("\n\n", 2)[2]
     with pytest.raises(CorpusError, match="not a held-out case"):
-        range_errors(stage.records_frame([pilot_record(case_id="c/9")]), [GOLD])
+        range_errors(pilot_jobs.records_frame([pilot_record(case_id="c/9")]), [GOLD])

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
+from fixtures import pilot_record
 
+from analysis.coverage.copyinput import copy_scores
+from analysis.errors import CorpusError
 from analysis.pilot import report as pilotreport
 from analysis.stats import clopper_pearson, mcnemar_exact
+from kernels_profile.stages.pilot import records_frame
 
 
 def _records(before: list[bool], after: list[bool], split: str = "heldout") -> pl.DataFrame:
@@ -61,3 +65,26 @@ def test_a_significant_lift_is_called_significant():
     text = pilotreport.em_change_text(m, "humaneval", "0")
     assert "McNemar exact p = " in text and "not significant" not in text and ", significant" in text
     assert pilotreport.mcnemar_p(m, "humaneval", "0") == pytest.approx(2 * 0.5 ** 12)
+
+
+def test_the_em_table_reads_each_row_beside_copying_the_input():
+    """The Copy Ceiling's control (issue 46 section 3): EM and gold-line recall beside what returning the input
+    scores on the same cases, and the gain over it."""
+    records = records_frame([
+        pilot_record(phase="before", seed=None, case_id="c/0", exact_match=False, output="a\nX\n"),
+        pilot_record(phase="before", seed=None, case_id="c/1", exact_match=False, output=None, error="too long"),
+        pilot_record(case_id="c/0", exact_match=True, output="a\nB\n"),
+        pilot_record(case_id="c/1", exact_match=False, output="q\n")])
+    copies = copy_scores([("heldout", "c/0", "a\nb\n", "a\nB\n"), ("heldout", "c/1", "q\nr\n", "q\nR\n")])
+    table = pilotreport.em_table(records, copies)
+    before = table.filter(pl.col("phase") == "before").row(0, named=True)
+    after = table.filter(pl.col("phase") == "after").row(0, named=True)
+    assert before["copy_em"] == after["copy_em"] == 0.0 and after["em_gain_over_copy"] == pytest.approx(0.5)
+    assert before["copy_line_recall"] == pytest.approx(0.5)  # each input keeps one of the target's two lines
+    assert before["line_recall"] == pytest.approx(0.25)  # c/0 keeps `a`; c/1 could not run
+    assert before["line_recall_gain_over_copy"] == pytest.approx(-0.25)  # copying would have kept more
+    assert after["line_recall"] == pytest.approx(0.75) and after["line_recall_gain_over_copy"] == pytest.approx(0.25)
+    assert pilotreport.em_table(records).columns == table.columns[:len(pilotreport.em_table(records).columns)]
+    assert pilotreport.copy_metrics(copies) == {"heldout": {"cases": 2, "exact_match": 0, "line_recall": 0.5}}
+    with pytest.raises(CorpusError, match="no copy baseline for heldout/c/1"):
+        pilotreport.em_table(records, copies.filter(pl.col("case_id") == "c/0"))

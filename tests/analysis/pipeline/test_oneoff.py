@@ -64,3 +64,26 @@ def test_only_a_root_holding_nothing_but_the_model_copy_is_discarded(tmp_path, m
     assert not discard_unused_root(tmp_path / "missing")
     (tmp_path / "link").symlink_to(kept)
     assert not discard_unused_root(Path(tmp_path / "link"))
+
+
+def test_a_one_off_root_gets_the_committed_models_the_serving_stages_read(tmp_path, monkeypatch):
+    """L6 (round 6): `--out DIR` copied only the latency model, so `serving simulate --out DIR` could not run
+    and the serving page lacked its step-cost tables; a copy already in DIR is kept, a failed run's discarded."""
+    from types import SimpleNamespace
+
+    from analysis.pipeline.config import Config
+    from analysis.pipeline.oneoff import COPIED_MODELS, enter_out_root
+
+    monkeypatch.chdir(tmp_path)
+    for committed in COPIED_MODELS:
+        (tmp_path / committed).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / committed).write_text(f"committed {committed.name}")
+    (tmp_path / "run/reports/kernels").mkdir(parents=True)
+    (tmp_path / "run/reports/kernels/step_cost.json").write_text("the run's own")
+    enter_out_root("run", Config({}, tmp_path / "params.yaml"), SimpleNamespace())
+    assert {str(c) for c in COPIED_MODELS} >= {"reports/kernels/step_cost.json", "reports/tables/step_cost_terms.csv"}
+    assert Path("reports/kernels/step_cost.json").read_text() == "the run's own"
+    assert Path("reports/tables/step_cost_terms.csv").read_text() == "committed step_cost_terms.csv"
+    assert Path(LATENCY_MODEL).read_text() == "committed latency_model.json"
+    Path("reports/kernels/step_cost.json").unlink()
+    assert discard_unused_root(tmp_path / "run") and not (tmp_path / "run").exists()

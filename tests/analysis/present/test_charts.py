@@ -15,7 +15,7 @@ from analysis.results.e2e import chart_methods
 from analysis.present.templates import TEMPLATES
 from analysis.present.reports import REPORTS
 
-PAGE_WIDTH = 1200  # the reports' column (analysis.present.reports.PAGE_CSS: main max-width)
+PAGE_WIDTH = 1200  # the reports' column (analysis.present.shell.PAGE_CSS: main max-width)
 
 
 def _hist() -> pl.DataFrame:

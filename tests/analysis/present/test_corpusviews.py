@@ -100,6 +100,49 @@ def test_real_vs_benchmarks_is_computed_from_the_tables():
     assert "No real-edit corpus" in present.real_vs_benchmarks(benchmarks_only, bounds)
 
 
+def test_the_field_benchmarks_are_placed_apart_from_the_real_edits():
+    """CanItEdit and EditEval are published benchmarks, not real edits: their own sentence, placed among the
+    paper's benchmarks, and never counted as real edits or as the paper's benchmarks."""
+    field = pl.DataFrame([{"corpus": corpus, "framing": "pair", "level": level, "n_cases": 10, "coverage": value,
+                           "ci_low": value - 0.01, "ci_high": value + 0.005}
+                          for corpus, line in (("CanItEdit", 0.85), ("EditEval", 0.60))
+                          for level, value in (("line", line), ("token", line + 0.05))])
+    cov = pl.concat([coverage_rows(), field])
+    bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("paper", "ProbeEdit-S"): 60.0, ("paper", "CommitEdits-click"): 25.0})
+    text = present.real_vs_benchmarks(cov, bounds)
+    real, _, theirs = text.partition("The field's benchmarks")
+    assert "CanItEdit" not in real and "benchmarks span 74.0%-98.0%" in real  # the paper's benchmarks alone
+    assert "(CanItEdit, EditEval; not in the paper's pool) reach 60.0%-85.0% line-level coverage: below " \
+           "ProbeEdit-S*, level with HEvalFix-Py" in theirs
+    # a range with a benchmark inside it is level with it, never "below every benchmark"
+    level = present.real_vs_benchmarks(cov, bound_rows({("paper", "HEvalFix-Py"): 3.4, ("paper", "ProbeEdit-S"): 60.0,
+                                                         ("paper", "CanItEdit"): 3.7, ("paper", "EditEval"): 1.7}))
+    assert "their bound is 1.7x-3.7x: below ProbeEdit-S*, level with HEvalFix-Py" in level
+    assert present.corpus_group("CanItEdit", "pair") == present.FIELD_BENCHMARK
+    only_theirs = pl.concat([coverage_rows().filter(pl.col("corpus") != "CommitEdits-click"), field])
+    assert "No real-edit corpus" in present.real_vs_benchmarks(only_theirs, bounds)
+    assert "The field's benchmarks" in present.real_vs_benchmarks(only_theirs, bounds)
+
+
+def test_the_data_checks_table_reads_the_corpora_metrics(tmp_path):
+    import json
+
+    from analysis.corpora.checks import DECISIONS
+
+    counts = {problem: 0 for problem in DECISIONS}
+    (tmp_path / "corpora.json").write_text(json.dumps({"data_checks": {"decisions": DECISIONS, "cases": {
+        "CanItEdit/pair": {"cases": 105, **counts, "no_final_newline": 105},
+        "HEvalFix-Py/body": {"cases": 164, **counts}}}}))
+    table = present.data_checks_table(tmp_path)
+    assert table.columns == ["group", "corpus", "framing", "cases", *DECISIONS]
+    row = table.filter(pl.col("corpus") == "CanItEdit").row(0, named=True)
+    assert (row["group"], row["framing"], row["no_final_newline"]) == (present.FIELD_BENCHMARK, "pair", 105)
+    assert present.data_decisions(tmp_path)["problem"].to_list() == list(DECISIONS)
+    (tmp_path / "corpora.json").write_text("{}")
+    with pytest.raises(ParamsError, match="no data_checks; rerun `copydecode corpora`"):
+        present.data_checks_table(tmp_path)
+
+
 def test_corpus_bounds_has_one_column_per_kernel_and_labels_both_poolings():
     bounds = bound_rows({("paper", "HEvalFix-Py"): 3.4, ("fit", "HEvalFix-Py"): 2.9, ("paper", "pooled"): 12.0,
                           ("fit", "pooled"): 8.0})

@@ -31,7 +31,7 @@ def scratch(tmp_path_factory, hep_dir):
     params = params_with(**{
         "corpora.humanevalpack.languages": ["python", "js"], "corpora.humanevalpack.framings": ["body", "decl"],
         "corpora.humanevalpack.local_dir": str(data), "corpora.humanevalpack.verify_sha256": False,
-        "corpora.probeedit.n_cases": 3, "corpora.commits": [], "spans.bootstrap_resamples": 20,
+        "corpora.probeedit.n_cases": 3, "corpora.commits": [], "corpora.datasets": [], "spans.bootstrap_resamples": 20,
     })
     (top / "params.yaml").write_text(yaml.safe_dump(sources_held(params, ROOT / LATENCY_MODEL)))
     (top / LATENCY_MODEL).parent.mkdir(parents=True)
@@ -85,6 +85,8 @@ def test_view_changes_with_the_selection_and_bad_selections_are_named(data):
     assert a.target != b.target and b.selection.level == "token"
     with pytest.raises(ParamsError, match="no case"):
         data.selection_for("HEvalFix-Py/999", "body", "line")
+    with pytest.raises(ParamsError, match="this run has no case with framing 'nope' \\(its framings: \\["):
+        data.selection_for("HEvalFix-Py/0", "nope", "line")  # round 6, L11: it read "e.g. []"
     with pytest.raises(ParamsError, match="in corpus"):
         build_view(data, Selection("ProbeEdit-S", "HEvalFix-Py/0", "body", "line"))
     with pytest.raises(ParamsError, match="unknown level"):
@@ -247,6 +249,7 @@ def test_cases_sort_by_coverage_and_bound_worst_first(data):
     from analysis.present.explore import BY_ID, build_view, ranked_cases
 
     by_id = data.case_ids("HEvalFix-Py", "body")
+    assert by_id == sorted(by_id, key=lambda c: int(c.rsplit("/", 1)[1]))
     worst = ranked_cases(data, "HEvalFix-Py", "body", "line", "coverage, lowest first")
     assert sorted(worst["case_id"].to_list()) == sorted(by_id) and data.case_ids("HEvalFix-Py", "body", BY_ID) == by_id
     assert worst["coverage"].to_list() == sorted(worst["coverage"].to_list())
@@ -260,6 +263,15 @@ def test_cases_sort_by_coverage_and_bound_worst_first(data):
     from analysis.present.explore import render_view
 
     assert "this case is number 1" in render_view(view).text
+
+
+def test_cases_by_id_are_in_id_order():
+    """UX review P3: "cases by: case id" listed CommitEdits' cases as the corpus wrote them (8254..., ded4..., 72cf...);
+    numbered ids go by their number, hash ids alphabetically."""
+    from analysis.present.explore import id_order
+
+    ids = ["C/ded4", "HEvalFix-Py/10", "C/8254", "HEvalFix-Py/2", "C/72cf", "HEvalFix-Py/1"]
+    assert id_order(ids) == ["C/72cf", "C/8254", "C/ded4", "HEvalFix-Py/1", "HEvalFix-Py/2", "HEvalFix-Py/10"]
 
 
 def test_the_sort_dropdown_reorders_the_cases_and_shows_the_worst(data):

@@ -100,3 +100,14 @@ def test_negative_r2_is_commented_only_where_a_bound_uses_that_fit():
     text = fit_caveats(fits, bounds, "interp").text
     assert "h200/qwen2.5-7b/eager: prefill r² -1.32" in text and "qwen2.5-3b" not in text  # no bound uses the 3b fit
     assert fit_caveats(fits.with_columns(prefill_r2=pl.lit(0.5)), bounds, "interp").text == ""
+
+
+def test_other_processes_busy_cores_read_as_a_core_count():
+    """UX review P4: "other processes kept -5.00e-04 cores busy at most" (busy minus own cores dips below 0 on a
+    quiet machine)."""
+    from analysis.present.kernelviews import quiet_summary
+
+    text = quiet_summary({"noisy_drift": 0.15, "max_pair_drift": 0.02, "median_pair_drift": 0.01,
+                          "other_busy_cores": [-5e-4, -1e-4]})
+    assert "other processes kept 0.0 cores busy at most" in text and "e-0" not in text
+    assert "kept 1.3 cores" in quiet_summary({"other_busy_cores": [0.2, 1.26]})

@@ -73,7 +73,7 @@ def _generated_figures(block: str) -> list[str]:
 def committed(tmp_path_factory):
     """(README text, folder of stage outputs), both as committed at HEAD."""
     from analysis.errors import ParamsError
-    from analysis.present.readme import committed_outputs, committed_readme
+    from committed import committed_outputs, committed_readme
 
     try:
         return committed_readme(ROOT), committed_outputs(tmp_path_factory.mktemp("committed"), ROOT)
@@ -100,7 +100,8 @@ def test_a_users_own_repro_does_not_fail_the_readme_check(tmp_path, committed):
     import shutil
 
     from analysis.layout import TIMINGS_REPORT
-    from analysis.present.readme import committed_outputs, committed_readme, stale_lines
+    from analysis.present.readme import stale_lines
+    from committed import committed_outputs, committed_readme
 
     def committed_stale_lines(scratch, repo):  # the committed README against the committed outputs
         return stale_lines(committed_readme(repo), committed_outputs(scratch, repo))
@@ -172,7 +173,8 @@ def test_write_readme_results_rewrites_only_the_block(tmp_path):
     import shutil
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES
-    from analysis.present.readme import END, START, readme_block, results_block, write_readme_results
+    from analysis.present.readme import END, START, readme_block, results_block
+    from analysis.tools.readme import write_readme_results
 
     for folder in (METRICS, TABLES):
         shutil.copytree(ROOT / folder, tmp_path / folder)
@@ -194,6 +196,7 @@ def test_the_readme_command_gathers_run_times_then_writes_the_block(tmp_path, ca
 
     from analysis.layout import LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
     from analysis.cli import main
+    from analysis.pipeline.io import dvc_stage_names
     from analysis.present.readme import END, START, readme_block, results_block
 
     for folder in (METRICS, TABLES):
@@ -204,13 +207,19 @@ def test_the_readme_command_gathers_run_times_then_writes_the_block(tmp_path, ca
     assert main(["readme", str(tmp_path)]) == 0
     assert "kept (no run times" in capsys.readouterr().out and not (tmp_path / TIMINGS_REPORT).exists()
     (tmp_path / TIMINGS).mkdir(parents=True)
+    stages = dvc_stage_names()
+    for stage in stages:
+        (tmp_path / TIMINGS / f"{stage}.json").write_text(json.dumps({"seconds": 1.0}))
     (tmp_path / TIMINGS / "spans.json").write_text(json.dumps({"seconds": 12.5}))
     (tmp_path / TIMINGS / "bounds.json").write_text(json.dumps({"seconds": 30.0, "from_scratch_s": 90.0}))
+    (tmp_path / TIMINGS / "kernels_profile-my.json").write_text(json.dumps({"seconds": 31.0}))  # an own-model profile
     assert main(["readme", str(tmp_path)]) == 0
+    assert "not gathered (one-off runs, not dvc.yaml stages): kernels_profile-my" in capsys.readouterr().out
     gathered = json.loads((tmp_path / TIMINGS_REPORT).read_text())
-    assert gathered == {"bounds": {"seconds": 30.0, "from_scratch_s": 90.0}, "spans": {"seconds": 12.5}}
+    assert set(gathered) == set(stages)
+    assert gathered["bounds"] == {"seconds": 30.0, "from_scratch_s": 90.0} and gathered["spans"] == {"seconds": 12.5}
     block = readme_block((tmp_path / "README.md").read_text())
-    assert block == results_block(tmp_path) and "spans 12 s;" not in block and "spans 12 s." in block and "bounds 30 s (90 s from scratch)" in block
+    assert block == results_block(tmp_path) and "spans 12 s." in block and "bounds 30 s (90 s from scratch)" in block
     (tmp_path / "README.md").write_text("# no markers\n")
     assert main(["readme", str(tmp_path)]) == 2 and "has no" in capsys.readouterr().err
 
@@ -381,3 +390,33 @@ def test_the_e2e_headline_leads_with_directives_decoded_with_the_frozen_wide_run
     text = _e2e_pooled_sentence(tmp_path)
     assert "e2e-wide (frozen run, commit abcdef1234, 2026-12-01, 12 cases; marked NOISY: busy): m, pooled over all 12 cases" in text
     assert "directives decoded 2.0x" in text and "directives decoded 3.0x" in text  # each run pooled over its own cases
+
+
+def test_the_readme_command_refuses_to_publish_a_partial_pipeline_time(tmp_path, capsys):
+    """UX review C10: after an ad-hoc run of a few stages, `copydecode readme` rewrote the Results line to "0.4 minutes
+    in all from scratch" and dropped 20 stages from reports/timings.json. Missing stage run times are an error naming
+    the stages; --keep-timings writes the block with the committed timings left as they are."""
+    import json
+    import shutil
+
+    from analysis.cli import main
+    from analysis.layout import LATENCY_MODEL, METRICS, TABLES, TIMINGS, TIMINGS_REPORT
+    from analysis.present.readme import END, START
+
+    for folder in (METRICS, TABLES):
+        shutil.copytree(ROOT / folder, tmp_path / folder)
+    (tmp_path / LATENCY_MODEL).parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / LATENCY_MODEL, tmp_path / LATENCY_MODEL)
+    (tmp_path / TIMINGS_REPORT).write_text(json.dumps({"spans": {"seconds": 99.0}}))
+    (tmp_path / "README.md").write_text(f"# t\n{START}\nstale\n{END}\n")
+    (tmp_path / TIMINGS).mkdir(parents=True)
+    (tmp_path / TIMINGS / "kernels_profile.json").write_text(json.dumps({"seconds": 31.0}))
+    assert main(["readme", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "no run time under" in err and "corpora, programs" in err and "--keep-timings" in err
+    assert json.loads((tmp_path / TIMINGS_REPORT).read_text()) == {"spans": {"seconds": 99.0}}
+    assert "stale" in (tmp_path / "README.md").read_text()  # nothing written
+    assert main(["readme", "--keep-timings", str(tmp_path)]) == 0
+    assert "kept (--keep-timings)" in capsys.readouterr().out
+    assert json.loads((tmp_path / TIMINGS_REPORT).read_text()) == {"spans": {"seconds": 99.0}}
+    assert "spans 99 s" in (tmp_path / "README.md").read_text()

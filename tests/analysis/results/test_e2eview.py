@@ -20,6 +20,7 @@ from analysis.results.e2e import (
     FROZEN_FILES,
     POOLED_COLUMNS,
     best_standard_pld,
+    acceptance_rows,
     case_rows,
     not_yet_run,
     pooled_headline,
@@ -167,11 +168,18 @@ def test_the_headline_rows_carry_the_pools_and_the_frozen_run(tmp_path):
     # P8: the model's case counts head its rows, never between two ratio rows (DVC sorts rows by name)
     e2e = sorted(k for k in head.rows if k.startswith("e2e_m_"))
     assert e2e[0] == "e2e_m_cases_n" and all(k.endswith("_x") for k in e2e[1:])
-    assert not any(k.startswith("e2ew-") for k in head.rows)
+    assert not any(k.startswith("e2ew") for k in head.rows)
     write_frozen(frozen, pooled_frame(WIDE_AR, WIDE))
     head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
-    assert head.rows["e2ew-m_line_x"] == {"he": 4.0, "pooled": 5.0}  # the frozen run: its two pools only
-    assert head.rows["e2ew-m_cases_n"]["pooled"] == 12
+    assert head.rows["e2ew_m_line_x"] == {"he": 4.0, "pooled": 5.0}  # the frozen run: its two pools only
+    assert head.rows["e2ew_m_cases_n"]["pooled"] == 12
+    assert "noisy_e2ew" not in head.rows  # the run recorded no environment: no flag made up
+    # UX review C11: the frozen run's NOISY mark reaches `dvc metrics show` beside its rows
+    metrics = frozen / E2E_WIDE / "metrics.json"
+    metrics.write_text(json.dumps({"pooled": {}, "environment": {"noisy": True, "noisy_reasons": ["drift 64%"]}}))
+    head = build_headline(HeadlineSettings(), [], tables, tmp_path / METRICS, frozen)
+    assert head.rows["noisy_e2ew"] == {"pooled": 1}
+    assert all(not k.startswith("e2ew-") for k in head.rows)  # one prefix style: e2e_, e2ew_
 
 
 def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
@@ -188,11 +196,13 @@ def test_the_per_case_rows_carry_every_methods_speedup_in_headline_order():
     wide = case_rows(pl.DataFrame(rows))
     assert wide.columns == ["model", "corpus", "case_id", "gold_tokens", "AR s", "AR prompt s",
                             "Copy-as-Decode line, directives decoded (x)", "PLD earliest, k=10 (x)", "PLD earliest, k=64 (x)",
-                            "Copy-as-Decode line, ideal (upper bound) (x)", "PLD earliest, k=64: tokens per forward",
-                            "PLD earliest, k=64: accepted per forward (n:count)"]
+                            "Copy-as-Decode line, ideal (upper bound) (x)", "PLD earliest, k=64: tokens per forward"]
     first = wide.row(0, named=True)
-    assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5
-    assert first["PLD earliest, k=64: accepted per forward (n:count)"] == "0:2 3:1 64:2" and wide.height == 2
+    assert first["AR s"] == 10.0 and first["PLD earliest, k=64 (x)"] == 2.5 and wide.height == 2
+    # UX review P6: the acceptance histogram is a drawn table, not `n:count` strings in a narrow column
+    hist = acceptance_rows(pl.DataFrame(rows)).filter(pl.col("method") == "pld-earliest-k64")
+    assert hist.select("accepted", "forwards").rows() == [("0", 4), ("2-3", 2), ("64-127", 4)]
+    assert hist["share"].sum() == pytest.approx(1.0) and hist["label"][0] == "PLD earliest, k=64"
 
 
 def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_first():
@@ -208,3 +218,21 @@ def test_the_page_tiles_lead_with_directives_decoded_and_put_the_hevalfix_pool_f
     assert ("Copy-as-Decode line, directives decoded, including the prompt's prefill (m, HEvalFix)", "1.83x") in tiles
     assert chart_methods(["ar", "copy-line-ideal", "copy-line-decoded"]) == [
         ("copy-line-decoded", "Copy-as-Decode line, directives decoded"), ("copy-line-ideal", "Copy-as-Decode line, ideal (upper bound)")]
+
+
+def test_a_pool_of_the_same_cases_as_a_narrower_one_gets_no_panel_of_its_own():
+    """UX review P9: the index's e2e chart drew the HEvalFix and pooled panels of the same 5 cases."""
+    from analysis.results.e2e import distinct_pools
+
+    def ar(counts):
+        return pl.DataFrame([{"model": "m", "pool": p, "method": "ar", "cases": n} for p, n in counts.items()])
+
+    only_hevalfix = ar({"HEvalFix-JS": 2, "HEvalFix-Py": 3, "HEvalFix": 5, "pooled": 5})
+    assert distinct_pools(only_hevalfix)["pool"].to_list() == ["HEvalFix-JS", "HEvalFix-Py", "HEvalFix"]
+    one_corpus = ar({"HEvalFix-Py": 3, "HEvalFix": 3, "pooled": 3})
+    assert distinct_pools(one_corpus)["pool"].to_list() == ["HEvalFix-Py"]
+    wider = ar({"HEvalFix-Py": 3, "ProbeEdit-S": 2, "HEvalFix": 3, "pooled": 5})
+    assert distinct_pools(wider)["pool"].to_list() == ["HEvalFix-Py", "ProbeEdit-S", "pooled"]
+    two_models = pl.concat([only_hevalfix, ar({"HEvalFix-Py": 3, "ProbeEdit-S": 2, "HEvalFix": 3,
+                                               "pooled": 5}).with_columns(model=pl.lit("n"))])
+    assert "pooled" in distinct_pools(two_models)["pool"].to_list()  # another model's pooled differs: kept

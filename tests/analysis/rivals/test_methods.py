@@ -25,11 +25,11 @@ from analysis.rivals.methods import (
     stage_methods,
     table_order,
 )
-from analysis.rivals.settings import DraftSettings
+from analysis.rivals.settings import DraftSettings, draft_settings
 from analysis.rivals.simulate import SimulationEnv, method_forwards
 from kernels_profile.e2e.settings import settings as e2e_settings
 
-DRAFTS = DraftSettings(2, DEFAULTS)
+DRAFTS = DraftSettings(2, DEFAULTS, ())
 EVERY = params_with(**{"rivals.suffix.response_cache": True, "rivals.suffix.unbounded": True})
 # the e2e stage's first spelling, as the committed frozen e2e-wide run and older tables hold it
 OLD_E2E = {"ar": "ar", "pld_earliest_k10": "pld-earliest-k10", "pld_latest_k64": "pld-latest-k64",
@@ -76,9 +76,10 @@ def test_every_member_has_forwards_that_reach_the_gold(qwen):
            "target": "def f(x):\n    return x + 1\n", "line": '<copy lines="1-1"/><gen>    return x + 1\n</gen>',
            "token": '<gen>def f(x):\n    return x + 1\n</gen>'}
     case = case_input(row, qwen, DirectiveCounter(qwen), 10)
+    drafts = draft_settings(EVERY, "rivals")
     for m in stage_methods(EVERY, "rivals"):
-        state = m.spec.response_cache(m, DRAFTS) if m.cache else None
-        out = method_forwards(m, case, DRAFTS, SimulationEnv(qwen, 3, state))
+        state = m.spec.response_cache(m, drafts) if m.cache else None
+        out = method_forwards(m, case, drafts, SimulationEnv(qwen, 3, state))
         assert isinstance(out, Forwards) and len(out) > 0, m.name
         if m.family != "format":  # a format emits its own text's tokens
             assert sum(out.emitted) == len(case.gold), m.name

@@ -59,7 +59,7 @@ def test_step_prices_follow_the_model_and_extrapolation_is_counted():
     model = step_cost_model(c0=0.01, c_seq=0.0, c_w=0.0, t_star=1.0, c_kv=0.001, c_a=0.0)
     run = simulate(EngineConfig(16, 2), model, lambda i: trace(prompt=3, new=(1,), emitted=(1,)), None, 1, 1,
                    keep_steps=True)
-    assert [round(s[2], 6) for s in run.log.shapes] == [0.01, 0.013]
+    assert [round(s[3], 6) for s in run.log.shapes] == [0.01, 0.013]
     wide = simulate(EngineConfig(2048, 64), step_cost_model(), lambda i: trace(prompt=1500), None, 32, 32)
     assert wide.extrapolated_steps > 0  # prompts of 1,500 tokens in 32 sequences leave the fitted range
 

@@ -129,3 +129,30 @@ def test_the_gain_over_the_best_rival_gets_a_paired_request_bootstrap_interval()
     first = out.row(0, named=True)
     assert first["vs_best_rival_ci_low"] == pytest.approx(2.0) == first["vs_best_rival_ci_high"]  # the family's best member paired
     assert out["vs_best_rival_ci_low"].null_count() == 2  # only Copy-as-Decode's closed-loop rows get one
+
+
+def test_a_point_where_every_method_is_compute_bound_is_flagged_and_ranked_by_tokens_per_output():
+    """Audit H3: past the ridge every forwarded token costs the same whoever forwards it, so throughput is output
+    over tokens forwarded; such a point is flagged (and reported as that, never as parity), a launch-bound one is
+    not."""
+    from analysis.serving.simulate import with_compute_bound
+
+    by_case = traces(forwards_frame(6))
+    cases, _ = shared_cases(by_case, list(METHODS.roles))
+    long = Sweep((1, 8), 400, 50, 0.1, (), 12, 5.0, 2.0, 0).validate()   # a long steady window at C = 8
+
+    def closed(model):
+        rows, _ = sweep_source(model, EngineConfig(64, 8), by_case, METHODS, long, cases)
+        frame = with_speedups(with_families(pl.DataFrame(rows), METHODS), METHODS)
+        return with_compute_bound(frame.filter(pl.col("workload") == "closed"), 0.8)
+
+    # T* = 1: every token past the first of a step costs c_w; at C = 8 the launch is a small share of a full step
+    frame = closed(step_cost_model(c0=0.0005, c_seq=0.0, c_w=0.0005, t_star=1.0, c_kv=0.0, c_a=0.0))
+    heavy = frame.filter(pl.col("load") == 8.0)
+    assert heavy["compute_bound"].all() and (heavy["token_bound_share"] >= 0.8).all()
+    copy, ar = (heavy.filter(pl.col("method") == m).row(0, named=True) for m in ("copy-line-decoded", "ar"))
+    assert copy["speedup_vs_ar"] == pytest.approx(ar["tokens_per_output"] / copy["tokens_per_output"], rel=0.1)
+    launch = closed(step_cost_model(c0=0.05, c_w=0.0001, t_star=8.0))
+    assert not launch.filter(pl.col("load") == 1.0)["compute_bound"].any()
+    with pytest.raises(ParamsError, match="compute_bound_share"):
+        with_compute_bound(frame, 1.5)

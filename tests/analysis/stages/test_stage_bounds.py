@@ -8,7 +8,7 @@ import pytest
 from fixtures import params_model_key, params_with, write_model, write_scratch_params
 
 from analysis.cli import main
-from analysis.corpora.commits import SUMMED_COSTS
+from analysis.bounds import SUMMED_COSTS
 from analysis.latency.model import GridCurve, LatencyModel
 from analysis.pooling import ALL_POOL, MEAN_OF_CORPORA, PAPER_CORPORA, PAPER_POOL, POOLED
 from analysis.stages.bounds import KEYS, both_pools, bound_metrics, commit_bounds, settings

@@ -32,6 +32,7 @@ def scratch(tmp_path, monkeypatch, hep_dir):
     write_params(tmp_path, **{
         "corpora.humanevalpack.languages": ["python"], "corpora.humanevalpack.framings": ["body"],
         "corpora.humanevalpack.local_dir": str(hep_dir), "corpora.probeedit.enabled": False, "corpora.commits": [],
+        "corpora.datasets": [],
         "spans.bootstrap_resamples": 20, "perturb.seeds": 1, "perturb.rates": [0.0, 1.0],
     })
     return tmp_path
@@ -100,7 +101,7 @@ def test_malformed_params_yaml_is_a_named_error(scratch, capsys):
 
 def test_an_empty_corpus_is_an_error(scratch, capsys):
     write_params(scratch, **{"corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
-                             "corpora.commits": []})
+                             "corpora.commits": [], "corpora.datasets": []})
     assert run("corpora") == 2
     assert "no corpus selected" in capsys.readouterr().err
     assert not (scratch / "data").exists()

@@ -50,3 +50,17 @@ def test_bad_input_is_a_named_error(tmp_path, monkeypatch, capsys):
     (tmp_path / "ok.py").write_text("x\n")
     assert main(["grammar", "--source", str(tmp_path / "ok.py"), "--format", "regex", "--forced-spans"]) == 2
     assert "no regex export" in capsys.readouterr().err
+
+
+def test_a_case_is_found_in_the_committed_copy_on_a_fresh_clone(tmp_path, monkeypatch, capsys):
+    """UX review C9: docs/grammar.md's first example failed on a clone without data/ ("no cases table"); it reads
+    the committed per-case copy, as the explorer does, and says so; with neither table the error names data/'s."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["grammar", "--case-id", "T/1"]) == 2
+    assert "data/corpora/cases.parquet: no cases table" in capsys.readouterr().err
+    (tmp_path / "reports" / "percase").mkdir(parents=True)
+    cases_frame(toy_cases()).write_parquet(tmp_path / "reports" / "percase" / "cases.parquet")
+    assert main(["grammar", "--case-id", "T/1"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == export(toy_cases()[0].source, "lark", False, "case T/1 (body)").text()
+    assert "reading the committed run's copy, reports/percase/cases.parquet" in captured.err

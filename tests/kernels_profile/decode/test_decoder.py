@@ -47,6 +47,19 @@ def test_each_copy_is_one_prefill_forward_and_output_is_the_resolved_program(tin
     assert t.total_s >= t.prompt_s + t.decode_s + t.copy_s + t.mask_s > 0 and t.copy_s > 0 and t.mask_s > 0
 
 
+def test_a_decode_splits_its_source_into_lines_once(tiny, monkeypatch):
+    """The source is one Source value for the whole decode (review round 6, item 10: split_lines ran five
+    times a decode): the line count, the prompt's numbered lines and every copy's text read it."""
+    from analysis.text import lines
+
+    calls, expected = [], resolve(PROGRAM, SOURCE)
+    split = lines.split_lines
+    lm, tok, _, _ = scripted(tiny, PROGRAM)
+    monkeypatch.setattr(lines, "split_lines", lambda text: calls.append(text) or split(text))
+    result = decode(lm, tok, SOURCE, INSTRUCTION, PROGRAM_TEMPLATE, budget=200)
+    assert result.output == expected and calls.count(SOURCE) == 1
+
+
 def test_an_end_forced_by_the_budget_is_recorded_as_forced_not_as_the_model_stopping(tiny):
     # the script writes a gen span far longer than the budget: the walker's margin forces the end
     long = Program((Gen("beta = " + "5" * 200 + "\n"),))

@@ -9,6 +9,12 @@ from analysis.grammar.resolver import resolve
 from kernels_profile.runtime.hf import PROGRAM_TEMPLATE, REWRITE_TEMPLATE, ModelTokenizer, prompt_ids
 from kernels_profile.decode.sequence import IGNORE, program_sequence, rewrite_sequence
 
+
+def supervised(sequence) -> list[bool]:
+    """Where the training loss applies: the positions whose label is not IGNORE."""
+    return [label != IGNORE for label in sequence.labels]
+
+
 pytestmark = pytest.mark.model  # real tokenizers (Qwen's; SmolLM2's from its GGUF)
 
 SOURCE = "def f(x):\n    y = x + 3\n    return y  # <gen> & &lt; done\n\nprint(f(1))\n"
@@ -26,7 +32,7 @@ def tok(request):
 def test_loss_mask_covers_exactly_directive_gen_and_eos_tokens(tok):
     prompt = prompt_ids(tok, PROGRAM_TEMPLATE, SOURCE, "on line 2, change 3 to 4")
     seq = program_sequence(tok, prompt, PROGRAM, SOURCE)
-    ids, mask, kinds = seq.ids, seq.loss_mask, seq.kinds
+    ids, mask, kinds = seq.ids, supervised(seq), seq.kinds
     assert len(ids) == len(mask) == len(kinds) == len(seq)
     assert ids[: len(prompt)] == prompt and seq.prompt_length == len(prompt)
     assert not any(mask[: len(prompt)])
@@ -59,9 +65,9 @@ def test_rewrite_layout_puts_the_whole_target_in_the_loss(tok):
     target = SOURCE.replace("x + 3", "x + 4")
     prompt = prompt_ids(tok, REWRITE_TEMPLATE, SOURCE, "on line 2, change 3 to 4")
     seq = rewrite_sequence(tok, prompt, target)
-    masked = [t for t, m in zip(seq.ids, seq.loss_mask) if m]
+    masked = [t for t, m in zip(seq.ids, supervised(seq)) if m]
     assert tok.decode_bytes(masked[:-1]).decode() == target and masked[-1] == tok.eos_ids[0]
-    assert not any(seq.loss_mask[: len(prompt)])
+    assert not any(supervised(seq)[: len(prompt)])
 
 
 def test_a_copy_out_of_range_is_refused(tok):

@@ -63,7 +63,7 @@ def test_one_slow_repeat_does_not_move_a_cases_seconds():
 
 def test_cases_that_measure_different_methods_summarise_together():
     _, swept = e2e_measured("a", 2)
-    plain = measured(E2E_COSTS, [1.0, 1.0], "b", MethodPlan((Method("ar"), parse_method("copy-line-ideal"), parse_method("copy-token-ideal")), DraftSettings(3, DEFAULTS)))
+    plain = measured(E2E_COSTS, [1.0, 1.0], "b", MethodPlan((Method("ar"), parse_method("copy-line-ideal"), parse_method("copy-token-ideal")), DraftSettings(3, DEFAULTS, ())))
     frame = pl.concat([case_frame(swept, "C/1"), case_frame(plain, "C/2")], how="diagonal")
     cases = dict(e2e_summary.speedup_summary(frame).select("method", "cases").iter_rows())
     assert cases["copy-line-ideal"] == 2 and cases["pld-latest-k10"] == 1

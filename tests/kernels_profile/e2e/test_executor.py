@@ -184,7 +184,7 @@ def test_measure_case_runs_in_the_interleaved_order_and_summarises(executor, rew
     segments = {"line": program_segments(program, SOURCE, None, encode),
                 "token": program_segments(program, SOURCE, None, encode)}
     plan = MethodPlan(tuple(parse_method(n) for n in ("ar", "pld-latest-k8", "pld-earliest-k8", "copy-line-ideal", "copy-token-ideal",
-                                                      "copy-line-decoded")), DraftSettings(3, DEFAULTS))
+                                                      "copy-line-decoded")), DraftSettings(3, DEFAULTS, ()))
     executors = {"rewrite": rewriter, "program": executor}
     records = measure_case(executors, gold, segments, plan, repeats=3, order_seed="0/tiny/C/1")
     order = interleaved_order(plan.names(), 3, "0/tiny/C/1")

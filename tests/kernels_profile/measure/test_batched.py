@@ -7,7 +7,8 @@ torch = pytest.importorskip("torch")
 
 from analysis.errors import ParamsError  # noqa: E402
 from kernels_profile.measure.batched import BatchedBench, BatchedSpec, Step  # noqa: E402
-from kernels_profile.measure.batched_session import StepSet, Timing, run_step_sets  # noqa: E402
+from kernels_profile.measure.batched_session import StepSet, run_step_sets  # noqa: E402
+from kernels_profile.measure.timing import NoiseRules, Timing  # noqa: E402
 from kernels_profile.runtime.models import build_model  # noqa: E402
 
 
@@ -68,7 +69,7 @@ def test_units_run_in_a_seeded_order_are_flagged_and_resume_from_checkpoints(tin
 
     s = spec().validate()
     sets = [StepSet("c8", {f"b{b}-q{q}": Step.uniform(b, q, 8) for b, q in s.points})]
-    timing = Timing(2, 1, 0, 0.15, 0.05, 0.5)
+    timing = Timing(2, 1, 0, NoiseRules(0.15, 0.05, 0.5))
     built = []
     samples = iter([0.010, 0.010, 0.010, 0.020, 0.020, 0.020])
 

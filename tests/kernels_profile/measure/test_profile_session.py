@@ -15,15 +15,18 @@ pytest.importorskip("torch")
 
 from analysis.latency.tables import paired_kernel_ratios  # noqa: E402
 from analysis.errors import ParamsError  # noqa: E402
-from kernels_profile.measure.session import (  # noqa: E402
-    ProfileResult,
+from kernels_profile.measure.session import ProfileResult, profile_run  # noqa: E402
+from kernels_profile.measure.sidecar import (  # noqa: E402
     any_verdict,
     environment_path,
     judged_run,
-    profile_run,
     read_environment,
-    write_profile,
+    write_with_sidecar,
 )
+
+
+def write_profile(result: ProfileResult, out):
+    return write_with_sidecar(result.raw, result.environment, out, "kernels_profile")
 from kernels_profile.measure.profiler import PAIR_SCHEMA, RAW_SCHEMA, ProfileSpec, pair_order  # noqa: E402
 from fixtures import profile_spec  # noqa: E402
 from fixtures import ROOT  # noqa: E402

@@ -8,6 +8,13 @@ import pytest
 
 from analysis.errors import ParamsError
 from analysis.grammar.program import render
+from kernels_profile.decode.sequence import IGNORE
+
+
+def supervised(sequence) -> list[bool]:
+    """Where the training loss applies: the positions whose label is not IGNORE."""
+    return [label != IGNORE for label in sequence.labels]
+
 
 pytestmark = pytest.mark.slow  # one LoRA run on the tiny model
 
@@ -45,9 +52,9 @@ def test_lora_training_lowers_the_loss_and_resumes_from_its_checkpoint(tmp_path)
     tok = toy()
     cases = _tiny_cases()
     seqs, dropped = training_sequences(tok, cases, "program", max_tokens=2000)
-    assert dropped == 0 and sum(seqs[0].loss_mask) == len(cases[0].program.encode()) + 1
+    assert dropped == 0 and sum(supervised(seqs[0])) == len(cases[0].program.encode()) + 1
     rewrite, _ = training_sequences(tok, cases, "rewrite", max_tokens=2000)
-    assert sum(rewrite[0].loss_mask) == len(cases[0].target.encode()) + 1
+    assert sum(supervised(rewrite[0])) == len(cases[0].target.encode()) + 1
     with pytest.raises(ParamsError, match="longer than max_tokens=10"):
         training_sequences(tok, cases, "program", max_tokens=10)
     lora = LoraSettings(rank=4, alpha=8, dropout=0.0, targets=("q_proj", "v_proj"))
@@ -104,7 +111,7 @@ def test_teacher_forced_metrics_agree_with_the_training_loss_and_see_a_perfect_m
     m = teacher_forced(lm.model, seqs)
     with torch.no_grad():
         expected = float(lm.model(input_ids=torch.tensor([seqs[0].ids]), labels=torch.tensor([seqs[0].labels])).loss)
-    assert m.loss == pytest.approx(expected, rel=1e-4) and m.supervised_tokens == sum(seqs[0].loss_mask)
+    assert m.loss == pytest.approx(expected, rel=1e-4) and m.supervised_tokens == sum(supervised(seqs[0]))
     assert m.sequences == 1 and 0.0 <= m.directive_accuracy <= 1.0
 
     class Oracle(torch.nn.Module):

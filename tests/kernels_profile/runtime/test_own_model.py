@@ -53,6 +53,9 @@ def test_command_line_options_override_params_and_name_the_source(tiny):
     assert listed[0].source == "tiny-llama-cpu"  # a name kernels.fit.raw accepts
     default = _settings(["kernels", "profile"])
     assert default.source is None and str(default.out) == "data/kernels/raw.parquet"
+    # UX review C10: only the pipeline's own profile files its time and summary as the stage's
+    assert default.run_name == "kernels_profile" and s.run_name == "kernels_profile-tiny-llama-cpu"
+    assert _settings(["kernels", "profile", "--out", "runs/k/my.parquet"]).run_name == "kernels_profile-my"
 
 
 def test_bad_models_and_options_are_named_errors(tmp_path):
@@ -154,12 +157,18 @@ def test_the_profile_ends_with_its_speedup_table(tiny, tmp_path, monkeypatch, ca
     assert main(["--params", str(ROOT / "params.yaml"), "kernels", "profile", "--model", str(tiny), "--device", "cpu",
                  "--dtype", "float32", "--contexts", "16", "--ns", "1", "4", "--weights", "random",
                  "--out", str(out)]) == 0
-    err = capsys.readouterr().err
+    captured = capsys.readouterr()
+    err = captured.err
     table = speedup_summary(pl.read_parquet(out))
     assert table.height >= 2 and "T_ar(N) / T_prefill(N) measured here" in err
     assert "| model | baseline | prefill | context | n | t_ar_ms | t_prefill_ms | speedup | speedup_iqr | repeats |" in err
     for row in table.iter_rows(named=True):
         assert f"| {row['n']} | {row['t_ar_ms']:.3f} | {row['t_prefill_ms']:.3f} | {row['speedup']:.3f} |" in err
+    # UX review C10: an ad-hoc profile leaves the pipeline stage's run time and summary alone
+    assert not (tmp_path / "data/timings/kernels_profile.json").exists()
+    assert not (tmp_path / "data/summaries/kernels_profile.json").exists()
+    assert (tmp_path / "data/timings/kernels_profile-k.json").is_file()
+    assert "(summary: data/summaries/kernels_profile-k.json)" in captured.out
 
 
 def test_every_registered_model_is_sized_before_loading():

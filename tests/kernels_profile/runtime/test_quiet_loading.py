@@ -61,7 +61,7 @@ def test_a_model_load_prints_no_bar(monkeypatch, capfd):
 
 def test_generate_is_given_its_attention_mask():
     torch = pytest.importorskip("torch")
-    from kernels_profile.e2e.methods import hf_pld_sanity
+    from kernels_profile.e2e.checks import hf_pld_sanity
 
     seen = []
 

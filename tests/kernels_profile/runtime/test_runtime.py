@@ -162,8 +162,8 @@ def test_profile_e2e_and_pilot_keys_use_the_one_fingerprint():
 
     users = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
                    if "fingerprint(" in p.read_text() and p.name != "checkpoints.py")
-    assert users == ["kernels_profile/measure/session.py", "kernels_profile/stages/batched.py", "kernels_profile/stages/e2e.py",
-                     "kernels_profile/stages/pilot.py", "kernels_profile/stages/replay.py"]
+    assert users == ["kernels_profile/measure/session.py", "kernels_profile/pilot/jobs.py", "kernels_profile/stages/batched.py",
+                     "kernels_profile/stages/e2e.py", "kernels_profile/stages/replay.py"]
     versions = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "kernels_profile").rglob("*.py")
                       if "peft.__version__" in p.read_text())
     assert versions == ["kernels_profile/runtime/checkpoints.py"]

@@ -20,7 +20,7 @@ def test_the_default_settings_resolve_every_batch1_source():
 
 
 @pytest.mark.parametrize("kwargs, params, message", [
-    ({"model": "x"}, {}, "belong to the batch-1 profile"),
+    ({"model": "x"}, {}, "--model is an option of the batch-1 profile"),
     ({}, {"kernels.batched.batch1_sources": ["gpu/m/eager"]}, "kernels.fit.raw does not list"),
     ({}, {"kernels.batched.batch1_sources": ["fit"]}, "not a measured or device-time source"),
     ({}, {"kernels.batched.qs": [1, 4]}, "holdout_qs"),

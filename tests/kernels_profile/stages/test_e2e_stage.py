@@ -20,11 +20,12 @@ from fixtures import (
     toy_model_tokenizer,
 )
 
+from analysis.corpora.sample import strata
 from analysis.pipeline.config import Config
 from analysis.errors import ParamsError
 from analysis.rivals.methods import Method
 from kernels_profile.e2e import methods as e2e
-from kernels_profile.e2e.job import CHECKPOINT_VERSION, build_job
+from kernels_profile.e2e.job import CHECKPOINT_VERSION, build_job, sample_cases
 from kernels_profile.e2e.predict import CurvePoint, LatencyCurve
 from kernels_profile.measure.interleave import interleaved_order
 from kernels_profile.runtime.checkpoints import FromScratch, checkpoint_key
@@ -172,7 +173,7 @@ def test_the_checkpoint_key_changes_with_every_setting_that_changes_a_measuremen
 def test_threads_default_to_one_and_null_means_torch_default():
     assert stage.settings(cfg()).environment.threads == 1
     assert stage.settings(cfg(**{"e2e.threads": None})).environment.threads is None
-    assert stage.settings(cfg()).environment.contention_slack == 0.5
+    assert stage.settings(cfg()).environment.rules.contention_slack == 0.5
 
 
 # ---------------------------------------------------------------- order and per-pair ratios
@@ -196,7 +197,7 @@ def test_methods_run_in_the_seeded_interleaved_order_and_it_alternates():
 
 def test_environment_metrics_mark_a_drifting_run_noisy():
     from kernels_profile.measure.contention import EnvironmentRecorder
-    from kernels_profile.measure.session import environment_path
+    from kernels_profile.measure.sidecar import environment_path
 
     samples = iter([1.0, 1.05, 1.3])
     recorder = EnvironmentRecorder(threshold=0.15, contention_slack=0.5, reference=lambda: next(samples), load=lambda: (1.0, 1.0, 1.0),
@@ -340,20 +341,20 @@ def test_the_sample_is_stratified_by_output_length_and_seeded():
     by_id = {f"A/{i:02d}": n for i, n in enumerate(lengths)}
     thirds = [sorted(lengths)[0:4], sorted(lengths)[4:8], sorted(lengths)[8:12]]
     for seed in range(6):
-        rows = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        rows = sample_cases(table, (("A", 3), ("B", None)), "body", seed)
         chosen = sorted(set(rows.filter(pl.col("corpus") == "A")["case_id"].to_list()))
         assert len(chosen) == 3 and sorted(set(rows.filter(pl.col("corpus") == "B")["case_id"])) == ["B/00", "B/01"]
         assert sorted(by_id[c] for c in chosen) in [[a, b, c] for a in thirds[0] for b in thirds[1] for c in thirds[2]]
-        again = e2e.sample_cases(table, (("A", 3), ("B", None)), "body", seed)
+        again = sample_cases(table, (("A", 3), ("B", None)), "body", seed)
         assert again.equals(rows)  # seeded
-    draws = {tuple(sorted(set(e2e.sample_cases(table, (("A", 3),), "body", seed)["case_id"])))
+    draws = {tuple(sorted(set(sample_cases(table, (("A", 3),), "body", seed)["case_id"])))
              for seed in range(6)}
     assert len(draws) > 1  # the seed draws within the strata
-    plain = e2e.sample_cases(table, (("A", 3),), "body", 0, "none")
+    plain = sample_cases(table, (("A", 3),), "body", 0, "none")
     assert plain["case_id"].n_unique() == 3
     with pytest.raises(ParamsError, match="e2e.stratify must be one of"):
-        e2e.sample_cases(table, (("A", 3),), "body", 0, "by-size")
-    assert e2e._strata(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
+        sample_cases(table, (("A", 3),), "body", 0, "by-size")
+    assert strata(list(range(7)), 3) == [[0, 1, 2], [3, 4], [5, 6]]
 
 
 PAPER_CORPORA = ("HEvalFix-Py", "HEvalFix-JS", "ProbeEdit-S")
@@ -433,10 +434,11 @@ def test_a_preset_run_writes_a_folder_the_reports_read_as_a_frozen_run(tmp_path,
     monkeypatch.setattr(stage, "cases_with_instructions", lambda: pl.DataFrame(
         {"corpus": ["HEvalFix-Py"], "framing": ["body"], "case_id": ["HEvalFix-Py/1"], "level": ["line"], "target": ["x"]}))
     monkeypatch.setattr(stage, "EnvironmentRecorder", FakeRecorder)
-    monkeypatch.setattr(stage, "run_model", lambda *a: {"measurements": pl.concat(frames), "latency_curves": {}})
+    monkeypatch.setattr(stage, "run_models", lambda *a: {"smollm2-135m": {"measurements": pl.concat(frames),
+                                                                          "latency_curves": {}}})
     monkeypatch.setattr(stage, "environment_metrics", lambda env: {"noisy": False})
     monkeypatch.setattr(stage, "set_threads", lambda threads: threads)
-    monkeypatch.setattr(stage.e2e, "sample_cases", lambda table, *a: table)
+    monkeypatch.setattr(stage, "sample_cases", lambda table, *a: table)
     s = stage.settings(BASE, preset="e2e-wide", out=str(tmp_path / "wide"))
     result = stage.run(s)
     assert result["pooled"]["smollm2-135m/pooled/copy-line-ideal"]["cases"] == 2

@@ -13,6 +13,7 @@ from analysis.pilot import report as pilotreport
 from analysis.pipeline.config import Config
 from analysis.errors import CorpusError
 from kernels_profile.pilot import settings as pilot_settings
+from kernels_profile.pilot import jobs as pilot_jobs
 from kernels_profile.stages import pilot as stage
 from fixtures import PILOT_RUN, ROOT, params_with, pilot_frozen_metrics, pilot_record
 
@@ -37,45 +38,45 @@ def _cases_frame(n: int, corpus: str = "HEvalFix-Py", decl: str = "import os\n\n
 
 def test_humaneval_sample_is_seeded_ordered_and_asks_for_a_bug_fix_of_the_named_function():
     frame = _cases_frame(50)
-    a, b = stage.humaneval_sample(frame, 10, 0, "decl"), stage.humaneval_sample(frame, 10, 0, "decl")
+    a, b = pilot_jobs.humaneval_sample(frame, 10, 0, "decl"), pilot_jobs.humaneval_sample(frame, 10, 0, "decl")
     assert a == b and len({c.case_id for c in a}) == 10
     numbers = [int(c.case_id.split("/")[1]) for c in a]
     assert numbers == sorted(numbers)
     # HumanEvalFix's own instruction names the function the body belongs to (not the helper before it)
     assert [c.instruction for c in a] == [f"Fix bugs in fix_me_{i}." for i in numbers]
     assert a[0].source.startswith("import os") and a[0].source.endswith(f"return x + {numbers[0]}\n")
-    body = stage.humaneval_sample(frame, 10, 0, "body")
+    body = pilot_jobs.humaneval_sample(frame, 10, 0, "body")
     assert [c.case_id for c in body] == [c.case_id for c in a] and body[0].source == f"    return x + {numbers[0]}\n"
-    assert [c.case_id for c in stage.humaneval_sample(frame, 10, 1, "decl")] != [c.case_id for c in a]
+    assert [c.case_id for c in pilot_jobs.humaneval_sample(frame, 10, 1, "decl")] != [c.case_id for c in a]
     with pytest.raises(CorpusError, match="fewer than pilot.humaneval_cases=60"):
-        stage.humaneval_sample(frame, 60, 0)
+        pilot_jobs.humaneval_sample(frame, 60, 0)
     with pytest.raises(CorpusError, match="no top-level def"):
-        stage.humaneval_sample(_cases_frame(5, decl="x = {i}\n"), 2, 0)
+        pilot_jobs.humaneval_sample(_cases_frame(5, decl="x = {i}\n"), 2, 0)
     with pytest.raises(CorpusError, match="no decl framing"):
-        stage.humaneval_sample(frame.filter(pl.col("framing") == "body"), 2, 0)
+        pilot_jobs.humaneval_sample(frame.filter(pl.col("framing") == "body"), 2, 0)
 
 
 def test_budget_covers_the_longer_of_target_and_program():
     from fixtures import toy_model_tokenizer as toy
 
     tok = toy()
-    case = stage.EvalCase("c/0", "heldout", "k", "a\n", "b" * 10, "do it", "<gen>" + "b" * 30 + "</gen>")
-    assert stage.case_budget(tok, case, 5) == len(case.program) + 5 + 1
-    short = stage.EvalCase("c/1", "heldout", "k", "a\n", "b" * 40, "do it", "")
-    assert stage.case_budget(tok, short, 5) == 40 + 5 + 1
+    case = pilot_jobs.EvalCase("c/0", "heldout", "k", "a\n", "b" * 10, "do it", "<gen>" + "b" * 30 + "</gen>")
+    assert pilot_jobs.case_budget(tok, case, 5) == len(case.program) + 5 + 1
+    short = pilot_jobs.EvalCase("c/1", "heldout", "k", "a\n", "b" * 40, "do it", "")
+    assert pilot_jobs.case_budget(tok, short, 5) == 40 + 5 + 1
 
 
 def test_jobs_pair_the_seeds_that_have_both_adapters():
     s = pilot_settings.settings(cfg(**{"pilot.seeds": [0, 1, 2], "pilot.decode_seeds": [0, 1], "pilot.rewrite_seeds": [1, 3],
                               "pilot.humaneval_seeds": [0]}).params)
-    jobs = stage.evaluation_jobs(s, n_humaneval=4)
-    assert jobs[0] == stage.EvalJob("before", None, "heldout", ("program",))
-    assert jobs[1] == stage.EvalJob("before", None, "HEvalFix-Py", ("program",))
+    jobs = pilot_jobs.evaluation_jobs(s, n_humaneval=4)
+    assert jobs[0] == pilot_jobs.EvalJob("before", None, "heldout", ("program",))
+    assert jobs[1] == pilot_jobs.EvalJob("before", None, "HEvalFix-Py", ("program",))
     modes = {(j.seed, j.split): j.modes for j in jobs[2:]}
     # seed 2 is trained (teacher-forced metrics) but not decoded
     assert modes == {(0, "heldout"): ("program",), (1, "heldout"): ("program", "rewrite"),
                      (3, "heldout"): ("rewrite",), (0, "HEvalFix-Py"): ("program",)}
-    assert all(j.split == "heldout" for j in stage.evaluation_jobs(s, n_humaneval=0))
+    assert all(j.split == "heldout" for j in pilot_jobs.evaluation_jobs(s, n_humaneval=0))
     # the checkpoint key part is the dict the jobs were keyed by before they were typed: finished jobs stay valid
     assert jobs[3].key() == {"phase": "after", "seed": 1, "split": "heldout", "modes": ["program", "rewrite"]}
 
@@ -83,7 +84,7 @@ def test_jobs_pair_the_seeds_that_have_both_adapters():
 # ---------------------------------------------------------------- tables
 
 def test_speed_is_a_per_case_ratio_and_failed_cases_are_left_out_of_it():
-    records = stage.records_frame([
+    records = pilot_jobs.records_frame([
         pilot_record(case_id="c/0", seconds=1.0), pilot_record(case_id="c/0", mode="rewrite", seconds=4.0),
         pilot_record(case_id="c/1", seconds=2.0, exact_match=False), pilot_record(case_id="c/1", mode="rewrite", seconds=2.0),
         pilot_record(case_id="c/2", seconds=1.0), pilot_record(case_id="c/2", mode="rewrite", error="too long",
@@ -101,7 +102,7 @@ def test_speed_is_a_per_case_ratio_and_failed_cases_are_left_out_of_it():
 
 
 def test_a_cut_off_program_is_not_counted_as_stopped():
-    records = stage.records_frame([
+    records = pilot_jobs.records_frame([
         pilot_record(case_id="c/0"), pilot_record(case_id="c/1", stopped="forced", valid=False, exact_match=False),
         pilot_record(case_id="c/2", mode="rewrite", stopped="budget", valid=False),
         pilot_record(case_id="c/3", error="too long", stopped=None, valid=False, exact_match=False)])
@@ -186,7 +187,7 @@ def test_the_decoding_plan_says_what_decodes_and_what_does_not():
 
 
 def test_examples_show_right_and_wrong_programs():
-    records = stage.records_frame([pilot_record(case_id=f"c/{i}", exact_match=i % 2 == 0, program=f"p{i}")
+    records = pilot_jobs.records_frame([pilot_record(case_id=f"c/{i}", exact_match=i % 2 == 0, program=f"p{i}")
                                    for i in range(6)])
     shown = pilotreport.examples(records, seed=0, n=2)
     assert shown["result"].to_list() == ["right", "right", "wrong", "wrong"]
@@ -272,6 +273,19 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
         metrics["data"]["not_applied"].items()))
     assert metrics["after_program_em_range"] is not None and len(metrics["after_program"]) == 2
     assert len(list(PILOT_CHECKPOINTS.glob("*.pt"))) == 3 and len(list(PILOT_CHECKPOINTS.glob("eval-*.json"))) == 3
+    # the edit-format check (UX review M3): the base model writes each format, each program adapter the program, on
+    # both held-out cases without the grammar; the pilot's own decodes of them under the grammar join the table
+    from analysis.layout import PILOT_FORMATS
+
+    formats = pl.read_parquet(PILOT_FORMATS)
+    free = formats.filter(pl.col("decoding") == "free")
+    assert free.group_by("variant", "format").len().sort("variant", "format").rows() == [
+        ("base model", "program", 2), ("base model", "search_replace", 2), ("base model", "unified_diff", 2),
+        ("program adapter, seed 0", "program", 2), ("program adapter, seed 1", "program", 2)]
+    assert formats.filter(pl.col("decoding") == "under the grammar").height == 2 + 2 * 2
+    assert free["well_formed"].is_not_null().all() and (free["budget"] > 0).all()
+    assert metrics["formats"]["cases"] == 2 and pl.read_csv(TABLES / "pilot_formats.csv").height == 5 + 3
+    assert len(list(PILOT_CHECKPOINTS.glob("format-*.json"))) == 10
     from kernels_profile.runtime.checkpoints import KEY_FIELD, SECONDS_FIELD
 
     for path in PILOT_CHECKPOINTS.glob("*.json"):  # runtime JSON checkpoints: keyed as named, with their seconds
@@ -283,6 +297,7 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
 
     monkeypatch.setattr(stage, "decode_case", refuse)
     monkeypatch.setattr("torch.optim.AdamW.step", refuse)
+    monkeypatch.setattr("kernels_profile.pilot.formats.decode_rewrite", refuse)
     from analysis.layout import TIMINGS
 
     first = json.loads((TIMINGS / "pilot.json").read_text())
@@ -293,6 +308,29 @@ def test_a_run_writes_every_output_and_a_rerun_reuses_adapters_and_evaluations(t
     # the resumed run still states what the work cost from scratch: its checkpoints' recorded seconds
     assert first["from_scratch_s"] > 0 and resumed["from_scratch_s"] >= first["from_scratch_s"] - first["seconds"]
     assert resumed["from_scratch_s"] > resumed["seconds"] - 30
+    assert pl.read_parquet(PILOT_FORMATS).equals(formats)  # every format decode read back
+
+
+@pytest.mark.slow
+def test_formats_only_asks_the_base_model_alone_in_a_folder_of_its_own(tiny_run, monkeypatch):
+    """`copydecode pilot --formats-only`: no adapter is trained; the base model's three formats without the grammar
+    and its program under it, written under data/pilot/formats-default/, never over the stage's outputs."""
+    from analysis.layout import PILOT_DIR, PILOT_FORMATS, TABLES, TIMINGS
+
+    config, loads = tiny_run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("--formats-only trained an adapter")
+
+    monkeypatch.setattr("torch.optim.AdamW.step", refuse)
+    result = stage.run(pilot_settings.settings(config.params, formats_only=True))
+    folder = PILOT_DIR / "formats-default"
+    frame = pl.read_parquet(folder / PILOT_FORMATS.name)
+    assert sorted(set(frame["variant"])) == ["base model"] and frame.height == 3 * 2 + 2
+    assert json.loads((folder / "metrics.json").read_text())["formats"]["cases"] == 2
+    assert (folder / "pilot_formats.md").is_file() and result["run_name"] == "pilot-formats-default"
+    assert not PILOT_FORMATS.exists() and not (TABLES / "pilot_formats.csv").exists()
+    assert (TIMINGS / "pilot-formats-default.json").is_file() and not (TIMINGS / "pilot.json").exists()
 
 
 def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
@@ -302,15 +340,15 @@ def test_a_case_that_cannot_run_is_recorded_with_its_error_and_no_output():
     from fixtures import toy_model_tokenizer as toy
 
     lm, tok = build_model("tiny-qwen2", "random", "float32", "cpu"), toy()
-    case = stage.EvalCase("pilot-heldout/7", "heldout", "k", "a = 1\n", "a = 2\n", "on line 1, change 1 to 2", "")
+    case = pilot_jobs.EvalCase("pilot-heldout/7", "heldout", "k", "a = 1\n", "a = 2\n", "on line 1, change 1 to 2", "")
     small = program_record(lm, tok, case, budget=2, masks=MaskTables.for_model(lm, tok))
     assert "pilot-heldout/7" in small["error"] and "too small" in small["error"] and "output" not in small
-    empty = stage.EvalCase("pilot-heldout/8", "heldout", "k", "a = 1\n", "a = 2\n", "  ", "")
+    empty = pilot_jobs.EvalCase("pilot-heldout/8", "heldout", "k", "a = 1\n", "a = 2\n", "  ", "")
     for record in (program_record(lm, tok, empty, budget=40, masks=MaskTables.for_model(lm, tok)),
                    rewrite_record(lm, tok, empty, budget=40)):
         assert "pilot-heldout/8" in record["error"] and "instruction is empty" in record["error"]
         assert record["exact_match"] is False and "output" not in record
-    frame = stage.records_frame([{**small, "phase": "after", "seed": 0, "split": "heldout", "kind": "k"}])
+    frame = pilot_jobs.records_frame([{**small, "phase": "after", "seed": 0, "split": "heldout", "kind": "k"}])
     assert frame["output"].to_list() == [None] and frame["error"].to_list() == [small["error"]]
 
 
@@ -325,7 +363,7 @@ def test_forced_metrics_are_a_runtime_checkpoint_a_stray_key_is_measured_again(t
     from kernels_profile.runtime.checkpoints import KEY_FIELD, FromScratch
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(stage, "fingerprint", lambda model, weights: {"model": model})
+    monkeypatch.setattr(pilot_jobs, "fingerprint", lambda model, weights: {"model": model})
     calls = []
     metrics = measure.ForcedMetrics(2, 10, 0.5, 0.5, 0.5, 0.5, 1.0, 0.5)
     monkeypatch.setattr(stage, "teacher_forced", lambda model, seqs: calls.append(1) or metrics)  # as the stage calls it

@@ -22,6 +22,7 @@ from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE, PANEL, HEIGHT, WRAP = 760, 300, 220, 3  # a full-width panel, a facet's panel, a height, panels a row
+LABEL_LIMIT = 340  # px: the longest method label a rivals chart draws in full
 
 
 def stand_in_note(corpora) -> str:
@@ -578,7 +579,10 @@ def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]
     order = [labels[name] for name in titles if name in labels]
     axis_title = f"speedup over AR (x, log; {source})"
     x = alt.X("speedup:Q", title=axis_title, scale=alt.Scale(type="log"))
-    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None, axis=alt.Axis(labelLimit=0)))
+    # a long label (the hybrid's runs to ~95 characters) is cut at LABEL_LIMIT px with an ellipsis, so the chart keeps
+    # its readable width on the index; the tooltip names it in full
+    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None,
+                                                      axis=alt.Axis(labelLimit=LABEL_LIMIT)))
     ci = base.mark_rule(color="#555").encode(x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title=axis_title),
                                              x2="ci_high:Q")
     colour = _methodcolour_channel(data, {}, legend=None)  # the y axis names each method; its colour is its own everywhere

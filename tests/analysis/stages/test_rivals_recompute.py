@@ -4,8 +4,12 @@ under the paper's kernel curve by its formula, over the scratch pipeline's cases
 table (pooled over every corpus). Nothing here calls analysis.rivals but the copy program's forwards, which the
 hybrid's recomputation reads as data (which gold tokens its gen spans hold).
 
-The gold-acceptance rule written here is the simulation's today: a draft is cut to the gold tokens still to come
-less one (analysis.rivals.forwards.speculative_forwards), and an empty draft is a plain decode step."""
+The gold-acceptance rule written here is what a deployment's drafter sees: a draft comes from the context alone (the
+source and the output so far), up to the budget k (unbounded: to the drafter's own end), never cut to the gold tokens
+still to come; the verify forwards the whole draft and accepts at most the gold tokens still to come less one (the last
+is a corrected token), and an empty draft is a plain decode step. A prefill past the paper curve's last point (N = 512)
+costs no less than its segment from N = 8 continued at its marginal cost per token (params bounds.prefill_past_n,
+marginal; the paper's curve has no device floor)."""
 
 import math
 import shutil
@@ -24,7 +28,11 @@ PAPER = (8, 6.8), (512, 303.0)  # paper_claims.json's kernel points: speedup(N) 
 
 def paper_prefill(q: int) -> float:
     (n0, s0), (n1, s1) = PAPER
-    return q / (s0 * (q / n0) ** (math.log(s1 / s0) / math.log(n1 / n0)))
+    curve = q / (s0 * (q / n0) ** (math.log(s1 / s0) / math.log(n1 / n0)))
+    if q <= n1:
+        return curve
+    top, bottom = n1 / s1, n0 / s0
+    return max(curve, top + (q - n1) * (top - bottom) / (n1 - n0))
 
 
 def price(forwards: list[tuple[int, bool]]) -> float:
@@ -36,10 +44,11 @@ def accept(draft_of, source: list[int], gold: list[int], k: int | None) -> list[
     """Gold acceptance with `draft_of(context, budget)`: (q, prefill) per forward."""
     out, pos = [], 0
     while pos < len(gold):
+        context = source + gold[:pos]
+        draft = draft_of(context, len(context) if k is None else k)
         room = len(gold) - pos - 1
-        draft = draft_of(source + gold[:pos], room if k is None else min(k, room))
         n = 0
-        while n < len(draft) and draft[n] == gold[pos + n]:
+        while n < min(len(draft), room) and draft[n] == gold[pos + n]:
             n += 1
         out.append((len(draft) + 1, bool(draft)))
         pos += n + 1

@@ -22,7 +22,6 @@ from analysis.rivals.methods import parse_method
 
 STAND_IN = "ProbeEdit-S is a stand-in"
 WIDE, PANEL, HEIGHT, WRAP = 760, 300, 220, 3  # a full-width panel, a facet's panel, a height, panels a row
-LABEL_LIMIT = 340  # px: the longest method label a rivals chart draws in full
 
 
 def stand_in_note(corpora) -> str:
@@ -559,10 +558,9 @@ def step_cost_residuals(residuals: pl.DataFrame, title: str):
 
 
 def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]]):
-    """Speedup over AR per method under one kernel source (the rivals table: ratio of summed prices), one panel
-    per corpus and pool, log scale: a point per method coloured by family, the case-bootstrap CI as a rule,
-    ideal programs (upper bounds) hollow. `methods`: (name, family title) pairs in drawing order
-    (analysis.rivals.table.chart_methods: Copy-as-Decode first, prompt lookup at the standard policy)."""
+    """Speedup over AR per method under one kernel source (the rivals table), one panel per corpus and pool, log
+    scale: a point per method, the case-bootstrap CI as a rule, bounds hollow. `methods`: (name, family title) pairs
+    in drawing order (analysis.rivals.table.chart_methods: Copy-as-Decode first, prompt lookup's standard policy)."""
     alt = _alt()
     titles = dict(methods)
     data = table.filter((pl.col("kernel_source") == source) & (pl.col("role") != "baseline"))
@@ -579,10 +577,8 @@ def rivals_chart(table: pl.DataFrame, source: str, methods: list[tuple[str, str]
     order = [labels[name] for name in titles if name in labels]
     axis_title = f"speedup over AR (x, log; {source})"
     x = alt.X("speedup:Q", title=axis_title, scale=alt.Scale(type="log"))
-    # a long label (the hybrid's runs to ~95 characters) is cut at LABEL_LIMIT px with an ellipsis, so the chart keeps
-    # its readable width on the index; the tooltip names it in full
-    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None,
-                                                      axis=alt.Axis(labelLimit=LABEL_LIMIT)))
+    axis = alt.Axis(labelLimit=340)  # px: a longer label (the hybrid's, 95 characters) ends in an ellipsis
+    base = alt.Chart(data.to_pandas()).encode(y=alt.Y("label:N", sort=order, title=None, axis=axis))
     ci = base.mark_rule(color="#555").encode(x=alt.X("ci_low:Q", scale=alt.Scale(type="log"), title=axis_title),
                                              x2="ci_high:Q")
     colour = _methodcolour_channel(data, {}, legend=None)  # the y axis names each method; its colour is its own everywhere

@@ -8,7 +8,7 @@ width grows with the number of corpora, not with the number of kernel sources, m
 are rows).
 
 Rows (file stem under HEADLINE_DIR, `metrics/` at the repository root so that each row's path is short
-and `dvc metrics show` fits 120 columns -> what it holds). Each name ends in its unit: `_x` a ratio
+and `dvc metrics show` fits 120 columns on the paper's corpora, 8 more per further corpus -> what it holds). Each name ends in its unit: `_x` a ratio
 (a speedup or a bound), `_pct` a share in percent (x100, as the reports print it), `_n` a count; numbers in
 names and columns are zero-padded to the widest of the run (`c0256` beside `c2048`, `n008` beside `n512`), so
 that DVC's text sort is numeric order:
@@ -117,6 +117,8 @@ CORPUS_KEYS = {
     "CommitEdits-click": "click",
     "CommitEdits-express": "express",
     "ProbeEdit-S": "probe",
+    "CanItEdit": "cie",   # the field's edit benchmarks: short keys, each adds 8 characters to the grid
+    "EditEval": "ee",
     "HEvalFix": "he",  # the e2e pool of both HEvalFix corpora
     POOLED: POOLED,
 }

@@ -285,7 +285,11 @@ def test_dvc_metrics_show_is_one_narrow_grid(tmp_path):
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     reserve = 0 if re.search(r"\she\s", lines[0]) else E2E_POOL_COLUMN
-    assert max(len(line) for line in lines) + reserve <= 120, (max(len(line) for line in lines), reserve)
+    # 120 characters on the paper's corpora; each further corpus (the field's benchmarks) is one 8-character column
+    further = [c for c in lines[0].split()[1:] if c not in {"hepy", "hejs", "click", "express", "probe", "he", "pooled"}
+               | KERNEL_KEYS]
+    assert max(len(line) for line in lines) + reserve <= 120 + 8 * len(further), (max(len(line) for line in lines),
+                                                                                   reserve, further)
     assert len(lines) == 1 + len(list((repo / HEADLINE_DIR).glob("*.json")))
     assert any(line.startswith(f"{HEADLINE_DIR}/bound_fit_ideal_x.json") for line in lines)
     columns = lines[0].split()[1:]

@@ -60,7 +60,7 @@ def copied_share(plans: dict | None, gold: dict) -> float | None:
 
 
 def run(s: EngineSummarySettings) -> dict:
-    with timed("engine"):
+    with timed("engine_summary"):
         frozen = read_frozen(s.folder)
         inp = simulation_inputs(frozen)
         runs = measured(frozen.results)

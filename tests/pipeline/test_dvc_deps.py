@@ -86,3 +86,16 @@ def test_readme_stage_table_matches_dvc_yaml():
     sentence = readme[readme.index("The pipeline's stages"):readme.index("docs/pipeline.md")]
     assert all(re.search(rf"\b{name}\b", sentence) for name in DVC), sentence
     assert not re.search(r"runs \d+ stages", readme)  # a count went stale (15 stated, 12 ran: issue 41)
+
+
+def test_every_stage_times_itself_under_its_dvc_stage_name():
+    """`copydecode readme` gathers data/timings/<dvc stage>.json; the engine summary timed itself as `engine`, so
+    a full `dvc repro` left its stage without a run time and the readme refused the whole pipeline's time."""
+    import re
+
+    from analysis.pipeline.io import dvc_stage_names
+
+    stages = set(dvc_stage_names(ROOT / "dvc.yaml"))
+    named = {m for path in [*(ROOT / "analysis/stages").glob("*.py"), *(ROOT / "kernels_profile/stages").glob("*.py")]
+             for m in re.findall(r'\btimed\("([a-z_]+)"\)', path.read_text())}
+    assert named and named <= stages, sorted(named - stages)

@@ -77,7 +77,8 @@ HELP = ("Copy-as-Decode against prompt lookup, suffix decoding and edit formats:
         "priced under every kernel source")
 READS_WRITES = ("reads cases, programs and reports/kernels/latency_model.json (params rivals, bounds); writes "
                 "data/rivals/forwards.parquet, data/rivals/percase.parquet, reports/tables/rivals*.*, "
-                "reports/figures/rivals.{png,svg}, reports/metrics/rivals.json")
+                "reports/figures/rivals.{png,svg}, reports/figures/rivals_crossover.{png,svg}, "
+                "reports/metrics/rivals.json")
 
 GROUP_KEYS = ("framing", "kernel_sources", "estimates", "judged_source", "deployable_k_max", "bootstrap_resamples",
               "seed", "ci")

@@ -1076,7 +1076,8 @@ def _steps(**columns) -> Callable[[Path], None]:
         from analysis.serving.steps import STEP_COLUMNS
 
         rows = {"step_id": ["a", "b"], "method": ["ar", "ar"], "concurrency": [1, 1], "max_num_batched_tokens": [2048, 2048],
-                "qs": [[1], [1, 4]], "contexts": [[10], [10, 20]], "predicted_s": [0.1, 0.2]}
+                "stratum": ["decode only", "mixed"], "batch": [1, 2], "qs": [[1], [1, 4]], "contexts": [[10], [10, 20]],
+                "kinds": [["decode"], ["decode", "prefill"]], "predicted_s": [0.1, 0.2]}
         rows.update(columns)
         pl.DataFrame(rows, schema={c: STEP_COLUMNS[c] if c not in columns else None for c in rows}).write_parquet(path)
     return make

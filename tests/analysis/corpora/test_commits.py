@@ -478,7 +478,7 @@ def test_multi_file_folder_of_repositories_end_to_end(repo_folder, tmp_path, mon
 
     monkeypatch.chdir(tmp_path)
     params = params_with(**{
-        "corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False,
+        "corpora.humanevalpack.languages": [], "corpora.probeedit.enabled": False, "corpora.datasets": [],
         "corpora.commits": [{"repos": str(repo_folder), "name": "team", "language": "python"}],
         "corpora.commit_defaults.min_lines": 5, "corpora.commit_defaults.max_lines": 100,
         "corpora.commit_defaults.multi_file": True, "parallel.n_jobs": 2,

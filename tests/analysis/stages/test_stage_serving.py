@@ -123,3 +123,16 @@ def test_the_replay_sample_draws_every_step_mix_at_every_concurrency_batched_ste
     tight = serving.ReplaySample("batched", (1, 4, 16), 1, 1024)
     rows, left_out = serving.replay_sample(kept, 2048, tight, 0)
     assert left_out == {"prefill chunk/c16": 1} and ("prefill chunk", 16) not in {(r["stratum"], r["concurrency"]) for r in rows}
+
+
+def test_a_run_of_the_batched_source_alone_keeps_the_h200_headline_budgets_unchecked():
+    """Only the simulated sources' headline budgets must be among this run's budgets: a run of the batched source
+    at 2,048 alone (the reliability and probe tests' small run) was refused for the H200 entries' 8,192."""
+    from fixtures import params_with
+
+    s = serving.settings(params_with(**{"serving.sources": ["batched"], "serving.engine.max_num_batched_tokens": [2048],
+                                        "serving.replay.source": "batched"}))
+    assert s.headline_budget("batched") == 2048 and s.budgets == (2048,)
+    with pytest.raises(ParamsError, match="must name budgets"):
+        serving.settings(params_with(**{"serving.sources": ["batched"], "serving.engine.max_num_batched_tokens": [4096],
+                                        "serving.replay.source": "batched"}))

@@ -1482,7 +1482,7 @@ def stale_serving(run: Path, outside: Path) -> None:
 
 def serving_page_and_readme_say_stale(run: Path, outside: Path) -> None:
     from analysis.errors import StaleInputError
-    from analysis.present.readme import write_readme_results
+    from analysis.tools.readme import write_readme_results
     from analysis.present.reports import page_stale_reasons
     from analysis.present.index import stale_pages_reasons
 

@@ -49,7 +49,7 @@ from analysis.pooling import POOLED, pool_rows
 from analysis.results.percase import BY_NAME, committed_at, committed_bytes, where
 from analysis.stats import nonzero_ratio, paired_bootstrap, sign_test
 from analysis.tools.compare_page import to_html, to_json, to_markdown
-from analysis.tools.compare_serving import SERVING_CLAIM, read_csv as _csv, serving_differences
+from analysis.tools.compare_serving import SERVING_CLAIM, read_csv as serving_csv, serving_differences
 from analysis.tools.comparison import CompareSettings, Comparison, Difference, Run
 from analysis.pipeline.io import write_json, write_text
 from analysis.pipeline.params import get, interval_level, known_keys, number, parse_params_text, positive_int
@@ -235,7 +235,7 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
         index = folder / "reports/index.html"
         index = index if index.is_file() else None
         claim = folder / SERVING_CLAIM
-        serving = _csv(claim.read_bytes()) if claim.is_file() and not claim.is_symlink() else None
+        serving = serving_csv(claim.read_bytes()) if claim.is_file() and not claim.is_symlink() else None
     else:
         commit = resolve_revision(spec, repo)
         if commit is None:
@@ -246,7 +246,7 @@ def load_run(spec: str, repo: Path = Path(".")) -> Run:
         params_from = f"params.yaml at {commit[:10]}" if params is not None else "not recorded (no params.yaml there)"
         index = None
         data = committed_bytes(SERVING_CLAIM, commit, repo)
-        serving = _csv(data) if data is not None else None
+        serving = serving_csv(data) if data is not None else None
     tables = {k: v[0] for k, v in found.items() if v is not None}
     sources = {k: v[1] for k, v in found.items() if v is not None}
     if not tables:
